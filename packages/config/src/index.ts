@@ -1,0 +1,42 @@
+export { durationExamples, formatDuration, parseDuration } from './duration.ts';
+export { configJsonSchema } from './json-schema.ts';
+export {
+  ConfigError,
+  type ConfigPaths,
+  type LoadConfigOptions,
+  type LoadConfigResult,
+  type LoadedConfig,
+  loadConfig,
+  type ParseConfigOptions,
+  type ParseConfigResult,
+  parseConfig,
+} from './load-config.ts';
+export { isLoopbackHost } from './loopback.ts';
+export {
+  type ConfigPath,
+  type ConfigProblem,
+  formatPath,
+  formatProblem,
+  type SourcePosition,
+} from './problems.ts';
+export {
+  type Action,
+  type Automation,
+  buildConfigSchema,
+  type Classification,
+  type Config,
+  type ConfigSchemaOptions,
+  type IntegrationConfigSchema,
+  type IntegrationInstance,
+  type JsonValue,
+  type LlmProfile,
+  type PlatformConfig,
+  type QueueConfig,
+  type QueuePolicy,
+  type ScriptConfig,
+  secretField,
+} from './schema.ts';
+export { type NextRunsOptions, nextRuns, type Schedule, validateCron } from './schedule.ts';
+export { Secret } from './secret.ts';
+export { serializeConfig } from './serialize-config.ts';
+export { Yolo } from './yolo.ts';

@@ -1,0 +1,354 @@
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { AssistantError } from '@assistant/errors';
+import { isLoopbackHost } from './loopback.ts';
+import { type ConfigPath, type ConfigProblem, formatProblem, sortProblems } from './problems.ts';
+import { buildConfigSchema, type Config, type ConfigSchemaOptions } from './schema.ts';
+import { Secret } from './secret.ts';
+import { readYaml, type YamlSource } from './yaml-source.ts';
+import { issuesToProblems, recordSchemas } from './zod-problems.ts';
+
+/** Absolute paths derived from the config file, `data_dir`, `directories` and `--data`. */
+export interface ConfigPaths {
+  configFile: string;
+  secretsFile: string;
+  dataDir: string;
+  queue: string;
+  notes: string;
+  logs: string;
+  control: string;
+}
+
+/** A validated, normalised config with its resolved paths. */
+export interface LoadedConfig extends Config {
+  paths: ConfigPaths;
+}
+
+/** The config is invalid. `problems` holds every error (and `warnings` the warnings) found in one pass. */
+export class ConfigError extends AssistantError {
+  readonly problems: readonly ConfigProblem[];
+  readonly warnings: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[], warnings: readonly ConfigProblem[] = []) {
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super('CONFIG_INVALID', `invalid configuration (${count}):\n${problems.map(formatProblem).join('\n')}`, {
+      hint: 'fix the lines above; `assistant config schema` prints a JSON Schema for editor completion',
+    });
+    this.problems = problems;
+    this.warnings = warnings;
+  }
+}
+
+export interface ParseConfigOptions extends ConfigSchemaOptions {
+  /** config.yaml's text. */
+  text: string;
+  /** The name config.yaml is shown by in problems. @default 'config.yaml' */
+  file?: string;
+  /** secrets.yaml's text, or undefined when there is no such file. */
+  secretsText?: string | undefined;
+  /** The name secrets.yaml is shown by in problems. @default 'secrets.yaml' */
+  secretsFile?: string;
+}
+
+export interface ParseConfigResult {
+  /** The normalised config; undefined when there are errors. */
+  config: Config | undefined;
+  errors: ConfigProblem[];
+  warnings: ConfigProblem[];
+}
+
+/** Validates config text (and secrets text) without touching the filesystem. Never throws for bad input. */
+export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
+  const file = options.file ?? 'config.yaml';
+  const secretsFile = options.secretsFile ?? 'secrets.yaml';
+  const problems: ConfigProblem[] = [];
+
+  const secrets = readSecrets(options.secretsText, secretsFile, problems);
+  const source = readYaml({
+    text: options.text,
+    file,
+    resolveSecret: (name) => {
+      if (secrets === undefined) {
+        return {
+          message: `secret \`${name}\` is used but ${secretsFile} does not exist`,
+          hint: `create ${secretsFile} next to ${file} with \`${name}: …\` and chmod 600 it`,
+        };
+      }
+      const value = secrets.get(name);
+      if (value === undefined) {
+        return {
+          message: `secret \`${name}\` is not defined in ${secretsFile}`,
+          hint: `add \`${name}: …\` to ${secretsFile}`,
+        };
+      }
+      return { value };
+    },
+  });
+  problems.push(...source.problems);
+  if (source.data === undefined && source.problems.length > 0) {
+    return { config: undefined, errors: sortProblems(problems), warnings: [] };
+  }
+
+  const data = source.data ?? {};
+  const schema = buildConfigSchema(options);
+  const result =
+    data !== null && typeof data === 'object' && !Array.isArray(data)
+      ? schema.safeParse(data, { error: recordSchemas })
+      : undefined;
+  if (result === undefined) {
+    problems.push({
+      severity: 'error',
+      file,
+      path: [],
+      position: { line: 1, col: 1 },
+      message: 'expected a mapping of settings (llms:, integrations:, …) at the top of the file',
+    });
+  } else if (!result.success) {
+    problems.push(...issuesToProblems({ issues: result.error.issues, source, file, data }));
+  }
+  const warnings = result?.success ? collectWarnings(result.data, source, file) : [];
+  if (result?.success) problems.push(...crossCheck(result.data, source, file));
+  const errors = sortProblems(problems.filter((problem) => problem.severity === 'error'));
+  warnings.push(...problems.filter((problem) => problem.severity === 'warning'));
+  return {
+    config: errors.length === 0 && result?.success ? result.data : undefined,
+    errors,
+    warnings: sortProblems(warnings),
+  };
+}
+
+function readSecrets(
+  text: string | undefined,
+  file: string,
+  problems: ConfigProblem[],
+): Map<string, string> | undefined {
+  if (text === undefined) return undefined;
+  const source = readYaml({ text, file });
+  problems.push(...source.problems);
+  const secrets = new Map<string, string>();
+  if (source.data === null || source.data === undefined) return secrets;
+  if (typeof source.data !== 'object' || Array.isArray(source.data)) {
+    problems.push({ severity: 'error', file, path: [], message: 'expected a mapping of `name: value` lines' });
+    return secrets;
+  }
+  for (const [name, value] of Object.entries(source.data)) {
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      secrets.set(name, String(value));
+    } else {
+      // Never echo the value: it is a secret even when it is malformed.
+      const position = source.valueAt([name]);
+      problems.push({
+        severity: 'error',
+        file,
+        path: [name],
+        ...(position ? { position } : {}),
+        message: 'a secret must be a single value (a string), not a list or mapping',
+      });
+    }
+  }
+  return secrets;
+}
+
+function located(source: YamlSource, file: string, path: ConfigPath, problem: Omit<ConfigProblem, 'file' | 'path'>) {
+  const position = source.valueAt(path) ?? source.keyAt(path);
+  return { ...problem, file, path, ...(position ? { position } : {}) } as ConfigProblem;
+}
+
+function collectWarnings(config: Config, source: YamlSource, file: string): ConfigProblem[] {
+  const warnings: ConfigProblem[] = [];
+  for (const [name, profile] of Object.entries(config.llms)) {
+    const host = new URL(profile.baseUrl).hostname;
+    if (!isLoopbackHost(host)) {
+      warnings.push(
+        located(source, file, ['llms', name, 'base_url'], {
+          severity: 'warning',
+          message: `LLM profile \`${name}\` sends prompts to ${host}: the mail, issues and notes in them leave this machine`,
+          hint: 'use a local OpenAI-compatible server (Ollama at http://127.0.0.1:11434/v1) to keep data here',
+        }),
+      );
+    }
+  }
+  for (const yoloPath of source.yoloPaths) {
+    warnings.push(
+      located(source, file, yoloPath, {
+        severity: 'warning',
+        message: '`!yolo`: this action runs without human approval even if it is irreversible',
+      }),
+    );
+  }
+  const inline = (secret: Secret | undefined, path: ConfigPath) => {
+    if (secret?.name === 'inline') {
+      warnings.push(
+        located(source, file, path, {
+          severity: 'warning',
+          message: 'a secret is written inline in the config file',
+          hint: `move it to secrets.yaml and write \`${String(path.at(-1))}: !secret name\``,
+        }),
+      );
+    }
+  };
+  for (const [name, profile] of Object.entries(config.llms)) inline(profile.token, ['llms', name, 'token']);
+  inline(config.server.token, ['server', 'token']);
+  config.integrations.forEach((integration, index) => {
+    for (const [key, value] of Object.entries(integration.settings)) {
+      if (value instanceof Secret) inline(value, ['integrations', index, key]);
+    }
+  });
+  if (!isLoopbackHost(config.server.host) && config.server.token) {
+    warnings.push(
+      located(source, file, ['server', 'host'], {
+        severity: 'warning',
+        message: `the server listens on ${config.server.host}, reachable from other machines; every request needs the token`,
+      }),
+    );
+  }
+  return warnings;
+}
+
+/** Checks that need the whole file: references between sections and names that must be unique. */
+function crossCheck(config: Config, source: YamlSource, file: string): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const error = (path: ConfigPath, message: string, hint?: string) =>
+    problems.push(located(source, file, path, { severity: 'error', message, ...(hint ? { hint } : {}) }));
+  const profiles = Object.keys(config.llms);
+  const seen = new Map<string, number>();
+  config.integrations.forEach((integration, index) => {
+    const first = seen.get(integration.name);
+    if (first !== undefined) {
+      error(
+        ['integrations', index, 'name'],
+        `integration name \`${integration.name}\` is already used by integrations[${first}]`,
+        'names identify instances in task files and API routes; make each unique',
+      );
+    } else seen.set(integration.name, index);
+    if (integration.llm !== undefined && !(integration.llm in config.llms)) {
+      error(
+        ['integrations', index, 'llm'],
+        `LLM profile \`${integration.llm}\` is not defined under \`llms:\``,
+        profiles.length > 0 ? `defined profiles: ${profiles.join(', ')}` : 'add it under `llms:`',
+      );
+    }
+    for (const [platform, platformConfig] of Object.entries(integration.platforms)) {
+      const classifies = Object.keys(platformConfig.classifications).length > 0;
+      if (classifies && integration.llm === undefined && !('default' in config.llms)) {
+        error(
+          ['integrations', index, 'platforms', platform, 'classifications'],
+          'classifications need an LLM, but this integration names no `llm:` and there is no `llms.default`',
+          'add an `llms.default` profile or set `llm:` on the integration',
+        );
+      }
+      platformConfig.automations.forEach((automation, automationIndex) => {
+        automation.then.forEach((action, actionIndex) => {
+          if (action.kind === 'script' && !(action.script in config.scripts)) {
+            const thenPath: ConfigPath = ['integrations', index, 'platforms', platform, 'automations', automationIndex];
+            const actionPath = source.valueAt([...thenPath, 'then', actionIndex])
+              ? [...thenPath, 'then', actionIndex]
+              : [...thenPath, 'then'];
+            error(actionPath, `script \`${action.script}\` is not defined under \`scripts:\``);
+          }
+        });
+      });
+    }
+  });
+  if (!isLoopbackHost(config.server.host) && !config.server.token) {
+    error(
+      ['server', 'host'],
+      `listening on ${config.server.host} exposes the API beyond this machine and needs \`server.token\``,
+      'add `token: !secret server_token` under `server:`, or bind 127.0.0.1',
+    );
+  }
+  return problems;
+}
+
+export interface LoadConfigOptions extends ConfigSchemaOptions {
+  /** Path to config.yaml. Relative paths resolve against `cwd`. */
+  configPath: string;
+  /** Path to secrets.yaml. @default secrets.yaml beside the config file */
+  secretsPath?: string;
+  /** Overrides `data_dir` (the `--data` flag). Relative paths resolve against `cwd`. */
+  dataDir?: string;
+  /** @default process.cwd() */
+  cwd?: string;
+}
+
+export interface LoadConfigResult {
+  config: LoadedConfig;
+  warnings: ConfigProblem[];
+}
+
+/**
+ * Reads, validates and normalises config.yaml and secrets.yaml. Throws {@link ConfigError} listing every problem
+ * found, each with file, line, column and key path.
+ */
+export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfigResult> {
+  const cwd = options.cwd ?? process.cwd();
+  const configFile = path.resolve(cwd, options.configPath);
+  const secretsFile = options.secretsPath
+    ? path.resolve(cwd, options.secretsPath)
+    : path.join(path.dirname(configFile), 'secrets.yaml');
+  const shown = (file: string) => {
+    const relative = path.relative(cwd, file);
+    return relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
+  };
+
+  let text: string;
+  try {
+    text = await readFile(configFile, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new AssistantError('CONFIG_NOT_FOUND', `config file ${shown(configFile)} does not exist`, {
+        hint: 'pass --config FILE, set ASSISTANT_CONFIG, or run from the directory that holds config.yaml',
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  let secretsText: string | undefined;
+  const warnings: ConfigProblem[] = [];
+  try {
+    const info = await stat(secretsFile);
+    secretsText = await readFile(secretsFile, 'utf8');
+    if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
+      warnings.push({
+        severity: 'warning',
+        file: shown(secretsFile),
+        path: [],
+        message: `is readable by other users (mode ${(info.mode & 0o777).toString(8)})`,
+        hint: `run \`chmod 600 ${shown(secretsFile)}\``,
+      });
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+
+  const result = parseConfig({
+    ...options,
+    text,
+    file: shown(configFile),
+    secretsText,
+    secretsFile: shown(secretsFile),
+  });
+  warnings.push(...result.warnings);
+  if (!result.config) throw new ConfigError(result.errors, warnings);
+
+  const config = result.config;
+  const dataDir = options.dataDir
+    ? path.resolve(cwd, options.dataDir)
+    : path.resolve(path.dirname(configFile), config.dataDir);
+  const under = (value: string | undefined, fallback: string) => path.resolve(dataDir, value ?? fallback);
+  return {
+    config: {
+      ...config,
+      paths: {
+        configFile,
+        secretsFile,
+        dataDir,
+        queue: under(config.directories.queue, 'queue'),
+        notes: under(config.directories.notes, 'notes'),
+        logs: under(config.directories.logs, 'logs'),
+        control: under(config.directories.control, 'control'),
+      },
+    },
+    warnings,
+  };
+}

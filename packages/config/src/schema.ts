@@ -1,0 +1,529 @@
+import * as z from 'zod';
+import { durationExamples, parseDuration } from './duration.ts';
+import { type Schedule, validateCron } from './schedule.ts';
+import { Secret } from './secret.ts';
+import { Yolo } from './yolo.ts';
+import { recordSchemas } from './zod-problems.ts';
+
+// Every object here is strict: an unknown or mis-indented key is an error, never silently dropped.
+// Output is normalised: durations in milliseconds, shorthands expanded, names in camelCase with units.
+
+const identifierPattern = /^[a-z][a-z0-9_]*$/;
+/** A name used in task types, conditions and file names: `human`, `requires_response`, `inbox`. */
+export const identifier = z
+  .string({ error: 'expected a name' })
+  .regex(identifierPattern, { error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9 and _` });
+
+/** An integration instance name: it travels in task files and URLs. */
+export const instanceName = z
+  .string({ error: 'expected a name' })
+  .regex(/^[a-z][a-z0-9_-]*$/, {
+    error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9, - and _`,
+  });
+
+/** A duration such as `30m`, normalised to milliseconds. */
+export const duration = z
+  .string({ error: `expected a duration such as ${durationExamples}` })
+  .transform((text, context) => {
+    const ms = parseDuration(text);
+    if (ms === undefined) {
+      context.issues.push({
+        code: 'custom',
+        input: text,
+        message: `\`${text}\` is not a duration: use a number and a unit (ms, s, m, h, d, w), e.g. ${durationExamples}`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+/**
+ * A secret field: `!secret name` (preferred) or a value written inline, which loads with a warning.
+ * Either way the value is a {@link Secret}, which never prints.
+ */
+export const secretField = z
+  .union([z.instanceof(Secret), z.string().min(1)], { error: 'expected `!secret name` (or the value itself)' })
+  .transform((value) => (typeof value === 'string' ? new Secret('inline', value) : value))
+  .meta({ secret: true });
+
+const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** `null` (an empty YAML key) means "none" for optional collections. */
+function orEmpty<T extends z.ZodType>(schema: T, empty: () => z.input<T>) {
+  return z
+    .union([z.null(), schema])
+    .optional()
+    .transform((value) => (value === null || value === undefined ? schema.parse(empty()) : value) as z.output<T>);
+}
+
+// ---------------------------------------------------------------------------------------------- llms
+
+export const llmProfileSchema = z
+  .strictObject({
+    base_url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' }),
+    model: z.string().min(1),
+    token: secretField.optional(),
+    parameters: z.record(z.string(), jsonValue).optional(),
+    timeout: duration.optional(),
+  })
+  .transform((profile) => ({
+    baseUrl: profile.base_url,
+    model: profile.model,
+    ...(profile.token ? { token: profile.token } : {}),
+    parameters: profile.parameters ?? {},
+    timeoutMs: profile.timeout ?? 120_000,
+  }));
+export type LlmProfile = z.output<typeof llmProfileSchema>;
+
+// ------------------------------------------------------------------------------------ classifications
+
+const classificationObject = z
+  .strictObject({
+    prompt: z.string().min(1),
+    type: z.enum(['confidence', 'boolean', 'enum']).default('confidence'),
+    values: z.array(z.string().min(1)).optional(),
+  })
+  .superRefine((value, context) => {
+    if (value.type === 'enum') {
+      if (!value.values || value.values.length < 2) {
+        context.addIssue({ code: 'custom', path: ['values'], message: 'an enum classification needs 2 or more values' });
+      } else if (new Set(value.values).size !== value.values.length) {
+        context.addIssue({ code: 'custom', path: ['values'], message: 'enum values must be unique' });
+      }
+    } else if (value.values !== undefined) {
+      context.addIssue({ code: 'custom', path: ['values'], message: `\`values\` only applies to type enum` });
+    }
+  });
+
+/** `human: "is this personal?"` or `{prompt, type: confidence|boolean|enum, values}`. */
+export const classificationSchema = z
+  .union([z.string().min(1), classificationObject], {
+    error: 'expected a question (string) or {prompt, type}',
+  })
+  .transform((value): Classification => {
+    if (typeof value === 'string') return { prompt: value, type: 'confidence' };
+    if (value.type === 'enum') return { prompt: value.prompt, type: 'enum', values: value.values ?? [] };
+    return { prompt: value.prompt, type: value.type };
+  });
+export type Classification =
+  | { prompt: string; type: 'confidence' | 'boolean' }
+  | { prompt: string; type: 'enum'; values: string[] };
+
+// --------------------------------------------------------------------------------------- automations
+
+const inputValue = z.union([z.string(), z.number(), z.boolean()]);
+
+const scriptAction = z.strictObject({
+  script: identifier,
+  inputs: z.record(z.string(), inputValue).optional(),
+});
+const serviceAction = z.strictObject({
+  service: z.strictObject({
+    call: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_-]*\.[a-z][a-z0-9_]*$/, {
+        error: 'expected `domain.instance.service`, e.g. research.web.search',
+      }),
+    inputs: z.record(z.string(), inputValue).optional(),
+    human_log: z.string().optional(),
+    on_result: z.array(z.record(z.string(), jsonValue)).optional(),
+  }),
+});
+const platformActionWithArgument = z
+  .record(identifier, jsonValue)
+  .refine((value) => Object.keys(value).length === 1, {
+    error: 'an action with an argument has exactly one key, e.g. `{move: Archive}`',
+  });
+
+/** An action as written, without `!yolo`. */
+const actionBody = z
+  .union([identifier, scriptAction, serviceAction, platformActionWithArgument], {
+    error: 'expected an action: a name like `archive`, `{move: Folder}`, `{script: name}` or `{service: {call: …}}`',
+  })
+  .transform((value): Action => {
+    if (typeof value === 'string') return { kind: 'platform', action: value, yolo: false };
+    if ('script' in value && typeof value.script === 'string') {
+      const script = value as z.output<typeof scriptAction>;
+      return { kind: 'script', script: script.script, inputs: script.inputs ?? {}, yolo: false };
+    }
+    if ('service' in value && typeof value.service === 'object') {
+      const { service } = value as z.output<typeof serviceAction>;
+      return {
+        kind: 'service',
+        call: service.call,
+        inputs: service.inputs ?? {},
+        ...(service.human_log === undefined ? {} : { humanLog: service.human_log }),
+        ...(service.on_result === undefined ? {} : { onResult: service.on_result }),
+        yolo: false,
+      };
+    }
+    const [action, argument] = Object.entries(value as Record<string, JsonValue>)[0] ?? ['', null];
+    return { kind: 'platform', action, argument, yolo: false };
+  });
+
+const yoloTagged = <T extends z.ZodType>(inner: T) =>
+  z
+    .instanceof(Yolo)
+    .transform((tagged) => tagged.value)
+    .pipe(inner)
+    .meta({ yolo: true });
+
+const markYolo = (action: Action): Action => ({ ...action, yolo: true });
+const action = z.union([actionBody, yoloTagged(actionBody).transform(markYolo)]);
+
+/** `then:` one action or a list; `!yolo` on an action or on the whole list. */
+export const thenSchema = z.union([
+  action.transform((single) => [single]),
+  z.array(action).min(1, { error: '`then` needs at least one action' }),
+  yoloTagged(z.array(actionBody).min(1)).transform((list) => list.map(markYolo)),
+]);
+
+export type Action =
+  | { kind: 'platform'; action: string; argument?: JsonValue; yolo: boolean }
+  | { kind: 'script'; script: string; inputs: Record<string, string | number | boolean>; yolo: boolean }
+  | {
+      kind: 'service';
+      call: string;
+      inputs: Record<string, string | number | boolean>;
+      humanLog?: string;
+      onResult?: Record<string, JsonValue>[];
+      yolo: boolean;
+    };
+
+const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
+
+export const automationSchema = z
+  .strictObject({
+    name: z.string().min(1).optional(),
+    when: z.record(z.string().min(1), conditionValue),
+    then: thenSchema,
+  })
+  .transform((value) => ({
+    ...(value.name === undefined ? {} : { name: value.name }),
+    when: value.when,
+    then: value.then,
+  }));
+export type Automation = z.output<typeof automationSchema>;
+
+// ----------------------------------------------------------------------------------------- schedules
+
+export const scheduleSchema = z
+  .strictObject({
+    every: duration.optional(),
+    cron: z.string().optional(),
+    timezone: z.string().min(1).optional(),
+  })
+  .superRefine((value, context) => {
+    if ((value.every === undefined) === (value.cron === undefined)) {
+      context.addIssue({ code: 'custom', message: 'a schedule has exactly one of `every: 30m` or `cron: "0 8 * * *"`' });
+      return;
+    }
+    if (value.every !== undefined && value.every < 1_000) {
+      context.addIssue({ code: 'custom', path: ['every'], message: 'a schedule interval must be at least 1s' });
+    }
+    if (value.every !== undefined && value.timezone !== undefined) {
+      context.addIssue({ code: 'custom', path: ['timezone'], message: '`timezone` only applies to `cron`' });
+    }
+    if (value.cron !== undefined) {
+      const problem = validateCron(value.cron, value.timezone);
+      if (problem) context.addIssue({ code: 'custom', path: ['cron'], message: problem });
+    }
+  })
+  .transform((value): Schedule =>
+    value.every === undefined
+      ? { kind: 'cron', expression: value.cron ?? '', ...(value.timezone ? { timezone: value.timezone } : {}) }
+      : { kind: 'every', everyMs: value.every },
+  );
+
+// -------------------------------------------------------------------------------------- integrations
+
+/** What an integration's manifest contributes to the config schema of its instances. */
+export interface IntegrationConfigSchema {
+  /** The integration type, as written in `type:`. */
+  type: string;
+  /** Keys of an instance beyond the common ones (`imap_server`, `password: !secret …`). */
+  settings?: z.core.$ZodLooseShape;
+  /** The platforms the integration offers, each with keys beyond `enabled`, `classifications`, `automations`. */
+  platforms: Record<string, { settings?: z.core.$ZodLooseShape }>;
+}
+
+const platformBase = {
+  enabled: z.boolean().default(true),
+  classifications: orEmpty(z.record(identifier, classificationSchema), () => ({})),
+  automations: orEmpty(z.array(automationSchema), () => []),
+};
+
+function platformSchema(settings: z.core.$ZodLooseShape = {}) {
+  return z.strictObject({ ...settings, ...platformBase }).transform(({ enabled, classifications, automations, ...rest }) => ({
+    enabled,
+    classifications,
+    automations,
+    settings: rest as Record<string, unknown>,
+  }));
+}
+export type PlatformConfig = z.output<ReturnType<typeof platformSchema>>;
+
+const integrationBase = {
+  type: identifier,
+  name: instanceName,
+  enabled: z.boolean().default(true),
+  schedule: scheduleSchema.optional(),
+  llm: identifier.optional(),
+};
+
+function splitIntegration(
+  value: {
+    type: string;
+    name: string;
+    enabled: boolean;
+    schedule?: Schedule | undefined;
+    llm?: string | undefined;
+    platforms?: Record<string, PlatformConfig | undefined> | undefined;
+  } & Record<string, unknown>,
+) {
+  const { type, name, enabled, schedule, llm, platforms, ...settings } = value;
+  const present: Record<string, PlatformConfig> = {};
+  for (const [platform, config] of Object.entries(platforms ?? {})) if (config) present[platform] = config;
+  return {
+    type,
+    name,
+    enabled,
+    ...(schedule ? { schedule } : {}),
+    ...(llm ? { llm } : {}),
+    platforms: present,
+    settings,
+  };
+}
+export type IntegrationInstance = ReturnType<typeof splitIntegration>;
+
+/** An instance of a type whose manifest is known: every key is checked. */
+function knownIntegration(definition: IntegrationConfigSchema) {
+  const platforms: Record<string, z.ZodType> = {};
+  for (const [platform, spec] of Object.entries(definition.platforms)) {
+    platforms[platform] = platformSchema(spec.settings).optional();
+  }
+  return z
+    .strictObject({
+      ...definition.settings,
+      ...integrationBase,
+      type: z.literal(definition.type),
+      platforms: orEmpty(z.strictObject(platforms), () => ({})),
+    })
+    .transform((value) => splitIntegration(value as Parameters<typeof splitIntegration>[0]));
+}
+
+/** An instance of a type with no manifest loaded: common keys are checked, its own settings are not. */
+const unverifiedIntegration = z
+  .looseObject({
+    ...integrationBase,
+    platforms: orEmpty(z.record(identifier, platformSchema()), () => ({})),
+  })
+  .transform((value) => splitIntegration(value as Parameters<typeof splitIntegration>[0]));
+
+function integrationSchema(types: readonly IntegrationConfigSchema[] | undefined) {
+  if (types === undefined) return unverifiedIntegration;
+  const known = new Map(types.map((definition) => [definition.type, knownIntegration(definition)]));
+  const names = [...known.keys()].sort();
+  return z
+    .looseObject({ type: z.string({ error: 'every integration needs a `type`' }) })
+    .transform((value, context) => {
+      const schema = known.get(value.type);
+      if (!schema) {
+        context.issues.push({
+          code: 'custom',
+          input: value.type,
+          path: ['type'],
+          message: `unknown integration type \`${value.type}\``,
+          params: { choices: names },
+        });
+        return z.NEVER;
+      }
+      const result = schema.safeParse(value, { error: recordSchemas });
+      if (!result.success) {
+        for (const issue of result.error.issues) context.issues.push({ ...issue, input: value } as z.core.$ZodRawIssue);
+        return z.NEVER;
+      }
+      return result.data;
+    });
+}
+
+// ------------------------------------------------------------------------------------------- scripts
+
+export const scriptSchema = z
+  .strictObject({
+    description: z.string().optional(),
+    shell: z.string().min(1).optional(),
+    node: z.string().min(1).optional(),
+    inputs: z.array(identifier).optional(),
+    timeout: duration.optional(),
+    reversible: z.boolean().default(false),
+  })
+  .superRefine((value, context) => {
+    if ((value.shell === undefined) === (value.node === undefined)) {
+      context.addIssue({ code: 'custom', message: 'a script has exactly one of `shell:` or `node:`' });
+    }
+  })
+  .transform((value) => ({
+    ...(value.description === undefined ? {} : { description: value.description }),
+    ...(value.shell === undefined ? { node: value.node ?? '' } : { shell: value.shell }),
+    inputs: value.inputs ?? [],
+    timeoutMs: value.timeout ?? 300_000,
+    reversible: value.reversible,
+  }));
+export type ScriptConfig = z.output<typeof scriptSchema>;
+
+// --------------------------------------------------------------------------------------------- queue
+
+const rateLimitSchema = z
+  .strictObject({ max: z.int().positive(), per: duration })
+  .transform((value) => ({ max: value.max, perMs: value.per }));
+
+const backoffSchema = z
+  .strictObject({
+    type: z.enum(['fixed', 'exponential']).default('exponential'),
+    delay: duration.default(30_000),
+    max: duration.optional(),
+  })
+  .transform((value) => ({ type: value.type, delayMs: value.delay, maxMs: value.max ?? 3_600_000 }));
+
+const policyFields = {
+  dedup: z.boolean(),
+  rate_limit: z.union([z.null(), rateLimitSchema]),
+  max_attempts: z.int().min(1).max(100),
+  backoff: backoffSchema,
+  timeout: duration,
+};
+const toPolicy = (value: {
+  dedup?: boolean | undefined;
+  rate_limit?: z.output<typeof rateLimitSchema> | null | undefined;
+  max_attempts?: number | undefined;
+  backoff?: z.output<typeof backoffSchema> | undefined;
+  timeout?: number | undefined;
+}) => ({
+  ...(value.dedup === undefined ? {} : { dedup: value.dedup }),
+  ...(value.rate_limit === undefined ? {} : { rateLimit: value.rate_limit }),
+  ...(value.max_attempts === undefined ? {} : { maxAttempts: value.max_attempts }),
+  ...(value.backoff === undefined ? {} : { backoff: value.backoff }),
+  ...(value.timeout === undefined ? {} : { timeoutMs: value.timeout }),
+});
+
+const defaultPolicy = {
+  dedup: true,
+  rateLimit: null,
+  maxAttempts: 3,
+  backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
+  timeoutMs: 600_000,
+} as const;
+
+const policyOverride = z.strictObject({
+  dedup: policyFields.dedup.optional(),
+  rate_limit: policyFields.rate_limit.optional(),
+  max_attempts: policyFields.max_attempts.optional(),
+  backoff: policyFields.backoff.optional(),
+  timeout: policyFields.timeout.optional(),
+});
+
+/** A task type or a pattern over task types: `email.inbox.classify`, `service.*`. */
+const taskTypePattern = z
+  .string()
+  .regex(/^[a-z0-9_*-]+(\.[a-z0-9_*-]+)*$/, { error: 'expected a task type such as email.inbox.check or service.*' });
+
+export const queueSchema = z
+  .strictObject({
+    durability: z.enum(['os', 'strict']).default('os'),
+    max_task_bytes: z.int().min(1024).default(1_048_576),
+    retention: z
+      .strictObject({ done: duration.default(604_800_000), failed: duration.default(2_592_000_000) })
+      .prefault({}),
+    policies: z
+      .strictObject({
+        defaults: policyOverride.prefault({}),
+        overrides: z.record(taskTypePattern, policyOverride).default({}),
+      })
+      .prefault({}),
+  })
+  .transform((value) => ({
+    durability: value.durability,
+    maxTaskBytes: value.max_task_bytes,
+    retention: { doneMs: value.retention.done, failedMs: value.retention.failed },
+    policies: {
+      defaults: { ...defaultPolicy, ...toPolicy(value.policies.defaults) },
+      overrides: Object.fromEntries(
+        Object.entries(value.policies.overrides).map(([pattern, override]) => [pattern, toPolicy(override)]),
+      ),
+    },
+  }));
+export type QueueConfig = z.output<typeof queueSchema>;
+export type QueuePolicy = QueueConfig['policies']['defaults'];
+
+// ------------------------------------------------------------------------------------ server, worker
+
+export const serverSchema = z
+  .strictObject({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.int().min(0).max(65_535).default(6767),
+    token: secretField.optional(),
+  })
+  .transform((value) => ({ host: value.host, port: value.port, ...(value.token ? { token: value.token } : {}) }));
+
+export const workerSchema = z
+  .strictObject({
+    concurrency: z.int().min(1).max(256).default(2),
+    poll_interval: duration.default(1_000),
+    shutdown_grace: duration.default(30_000),
+  })
+  .transform((value) => ({
+    concurrency: value.concurrency,
+    pollIntervalMs: value.poll_interval,
+    shutdownGraceMs: value.shutdown_grace,
+  }));
+
+const directoriesSchema = z
+  .strictObject({
+    queue: z.string().min(1).optional(),
+    notes: z.string().min(1).optional(),
+    logs: z.string().min(1).optional(),
+    control: z.string().min(1).optional(),
+  })
+  .default({});
+
+// ------------------------------------------------------------------------------------------ the file
+
+export interface ConfigSchemaOptions {
+  /**
+   * Config schemas of the installed integrations, from their manifests. When given, an unknown `type` and any
+   * unknown key of an instance are errors. When omitted, only the keys every integration shares are checked.
+   */
+  integrationTypes?: readonly IntegrationConfigSchema[];
+}
+
+/** The schema of config.yaml, from the raw YAML data to the normalised {@link Config}. */
+export function buildConfigSchema(options: ConfigSchemaOptions = {}) {
+  return z
+    .strictObject({
+      data_dir: z.string().min(1).default('./data'),
+      directories: directoriesSchema,
+      llms: orEmpty(z.record(identifier, llmProfileSchema), () => ({})),
+      integrations: orEmpty(z.array(integrationSchema(options.integrationTypes)), () => []),
+      scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
+      queue: queueSchema.prefault({}),
+      server: serverSchema.prefault({}),
+      worker: workerSchema.prefault({}),
+    })
+    .transform((value) => ({
+      dataDir: value.data_dir,
+      directories: value.directories,
+      llms: value.llms,
+      integrations: value.integrations,
+      scripts: value.scripts,
+      queue: value.queue,
+      server: value.server,
+      worker: value.worker,
+    }));
+}
+
+/** config.yaml after validation and normalisation (paths still as written; see LoadedConfig). */
+export type Config = z.output<ReturnType<typeof buildConfigSchema>>;

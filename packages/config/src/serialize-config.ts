@@ -1,0 +1,172 @@
+import { Document, type Node, Pair, Scalar, YAMLMap, YAMLSeq } from 'yaml';
+import { formatDuration } from './duration.ts';
+import type { Action, Config, IntegrationInstance, PlatformConfig, QueuePolicy } from './schema.ts';
+import { Secret } from './secret.ts';
+import { Yolo } from './yolo.ts';
+
+type Plain = unknown;
+
+const defined = (entries: Record<string, Plain>): Record<string, Plain> =>
+  Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
+
+function action(value: Action): Plain {
+  let written: Plain;
+  if (value.kind === 'platform') {
+    written = value.argument === undefined ? value.action : { [value.action]: value.argument };
+  } else if (value.kind === 'script') {
+    written = { script: value.script, inputs: value.inputs };
+  } else {
+    written = {
+      service: defined({
+        call: value.call,
+        inputs: value.inputs,
+        human_log: value.humanLog,
+        on_result: value.onResult,
+      }),
+    };
+  }
+  return value.yolo ? new Yolo(written) : written;
+}
+
+function platform(value: PlatformConfig): Plain {
+  return {
+    ...value.settings,
+    enabled: value.enabled,
+    classifications: Object.fromEntries(
+      Object.entries(value.classifications).map(([name, classification]) => [name, { ...classification }]),
+    ),
+    automations: value.automations.map((automation) =>
+      defined({ name: automation.name, when: automation.when, then: automation.then.map(action) }),
+    ),
+  };
+}
+
+function integration(value: IntegrationInstance): Plain {
+  const schedule =
+    value.schedule === undefined
+      ? undefined
+      : value.schedule.kind === 'every'
+        ? { every: formatDuration(value.schedule.everyMs) }
+        : defined({ cron: value.schedule.expression, timezone: value.schedule.timezone });
+  return defined({
+    ...value.settings,
+    type: value.type,
+    name: value.name,
+    enabled: value.enabled,
+    schedule,
+    llm: value.llm,
+    platforms: Object.fromEntries(Object.entries(value.platforms).map(([name, config]) => [name, platform(config)])),
+  });
+}
+
+function policy(value: Partial<QueuePolicy>): Plain {
+  return defined({
+    dedup: value.dedup,
+    rate_limit:
+      value.rateLimit === undefined
+        ? undefined
+        : value.rateLimit === null
+          ? null
+          : { max: value.rateLimit.max, per: formatDuration(value.rateLimit.perMs) },
+    max_attempts: value.maxAttempts,
+    backoff:
+      value.backoff === undefined
+        ? undefined
+        : {
+            type: value.backoff.type,
+            delay: formatDuration(value.backoff.delayMs),
+            max: formatDuration(value.backoff.maxMs),
+          },
+    timeout: value.timeoutMs === undefined ? undefined : formatDuration(value.timeoutMs),
+  });
+}
+
+/** The config as canonical YAML data: every shorthand expanded, every default written out. */
+function toPlain(config: Config): Plain {
+  return {
+    data_dir: config.dataDir,
+    directories: defined({ ...config.directories }),
+    llms: Object.fromEntries(
+      Object.entries(config.llms).map(([name, profile]) => [
+        name,
+        defined({
+          base_url: profile.baseUrl,
+          model: profile.model,
+          token: profile.token,
+          parameters: profile.parameters,
+          timeout: formatDuration(profile.timeoutMs),
+        }),
+      ]),
+    ),
+    integrations: config.integrations.map(integration),
+    scripts: Object.fromEntries(
+      Object.entries(config.scripts).map(([name, script]) => [
+        name,
+        defined({
+          description: script.description,
+          shell: 'shell' in script ? script.shell : undefined,
+          node: 'node' in script ? script.node : undefined,
+          inputs: script.inputs,
+          timeout: formatDuration(script.timeoutMs),
+          reversible: script.reversible,
+        }),
+      ]),
+    ),
+    queue: {
+      durability: config.queue.durability,
+      max_task_bytes: config.queue.maxTaskBytes,
+      retention: {
+        done: formatDuration(config.queue.retention.doneMs),
+        failed: formatDuration(config.queue.retention.failedMs),
+      },
+      policies: {
+        defaults: policy(config.queue.policies.defaults),
+        overrides: Object.fromEntries(
+          Object.entries(config.queue.policies.overrides).map(([pattern, override]) => [pattern, policy(override)]),
+        ),
+      },
+    },
+    server: defined({ host: config.server.host, port: config.server.port, token: config.server.token }),
+    worker: {
+      concurrency: config.worker.concurrency,
+      poll_interval: formatDuration(config.worker.pollIntervalMs),
+      shutdown_grace: formatDuration(config.worker.shutdownGraceMs),
+    },
+  };
+}
+
+function toNode(value: Plain): Node {
+  if (value instanceof Secret) {
+    // Named secrets go back as references; an inline secret can only be written as itself.
+    if (value.name === 'inline') return new Scalar(value.reveal());
+    const node = new Scalar(value.name);
+    node.tag = '!secret';
+    return node;
+  }
+  if (value instanceof Yolo) {
+    const node = toNode(value.value);
+    node.tag = '!yolo';
+    return node;
+  }
+  if (Array.isArray(value)) {
+    const sequence = new YAMLSeq();
+    for (const item of value) sequence.items.push(toNode(item));
+    return sequence;
+  }
+  if (value !== null && typeof value === 'object') {
+    const map = new YAMLMap();
+    for (const [key, item] of Object.entries(value)) map.items.push(new Pair(new Scalar(key), toNode(item)));
+    return map;
+  }
+  return new Scalar(value);
+}
+
+/**
+ * Writes a normalised config back as config.yaml text in canonical form (no shorthands, defaults explicit).
+ * Loading the result gives the same config: the round-trip property the tests check.
+ */
+export function serializeConfig(config: Config): string {
+  const document = new Document();
+  document.contents = toNode(toPlain(config)) as never;
+  return document.toString({ lineWidth: 0 });
+}

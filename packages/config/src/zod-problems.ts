@@ -1,0 +1,248 @@
+import type * as z from 'zod';
+import { type ConfigPath, type ConfigProblem, nearest } from './problems.ts';
+import { Secret } from './secret.ts';
+import type { YamlSource } from './yaml-source.ts';
+import { Yolo } from './yolo.ts';
+
+type AnySchema = z.core.$ZodType;
+
+// Zod reports an unknown key with the object's path but not the object's schema; the error map below sees the
+// schema, so it remembers it against the input object for the hint ("did you mean", "belongs under").
+const schemasByInput = new WeakMap<object, AnySchema[]>();
+
+/** Pass as `{ error: recordSchemas }` to every safeParse whose issues go through {@link issuesToProblems}. */
+export const recordSchemas: z.core.$ZodErrorMap = (issue) => {
+  if (issue.code === 'unrecognized_keys' && issue.inst && typeof issue.input === 'object' && issue.input !== null) {
+    // Union branches report the same object against different schemas; keep them all and choose later.
+    const schemas = schemasByInput.get(issue.input) ?? [];
+    schemas.push(issue.inst as AnySchema);
+    schemasByInput.set(issue.input, schemas);
+  }
+  return undefined;
+};
+
+/** Looks through optional/default/pipe/lazy wrappers to the schema that does the work. */
+function unwrap(schema: AnySchema): AnySchema {
+  let current = schema;
+  for (let depth = 0; depth < 20; depth++) {
+    const def = current._zod.def as unknown as Record<string, unknown> & { type: string };
+    const next =
+      def.type === 'pipe'
+        ? (def.in as AnySchema)
+        : def.type === 'lazy'
+          ? (def.getter as () => AnySchema)()
+          : 'innerType' in def
+            ? (def.innerType as AnySchema)
+            : undefined;
+    if (next === undefined) return current;
+    current = next;
+  }
+  return current;
+}
+
+function shapeOf(schema: AnySchema): Record<string, AnySchema> | undefined {
+  const inner = unwrap(schema);
+  const def = inner._zod.def as unknown as { type: string; shape?: Record<string, AnySchema>; options?: AnySchema[] };
+  if (def.type === 'object') return def.shape;
+  if (def.type === 'union') {
+    for (const option of def.options ?? []) {
+      const shape = shapeOf(option);
+      if (shape) return shape;
+    }
+  }
+  return undefined;
+}
+
+function recordValueOf(schema: AnySchema): AnySchema | undefined {
+  const inner = unwrap(schema);
+  const def = inner._zod.def as unknown as { type: string; valueType?: AnySchema; options?: AnySchema[] };
+  if (def.type === 'record') return def.valueType;
+  if (def.type === 'union') {
+    for (const option of def.options ?? []) {
+      const value = recordValueOf(option);
+      if (value) return value;
+    }
+  }
+  return undefined;
+}
+
+function valueAtPath(data: unknown, path: ConfigPath): unknown {
+  let current = data;
+  for (const segment of path) {
+    if (current instanceof Yolo) current = current.value;
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current instanceof Yolo ? current.value : current;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'an empty value';
+  if (value instanceof Secret) return 'a `!secret`';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  const text = JSON.stringify(value);
+  return `\`${text.length > 40 ? `${text.slice(0, 37)}...` : text}\` (${typeof value})`;
+}
+
+/** Where a key would be valid if it is at the wrong depth, or the valid key it is a typo of. */
+function unknownKeyHint(key: string, value: unknown, schema: AnySchema | undefined): string | undefined {
+  const shape = schema ? shapeOf(schema) : undefined;
+  if (!shape) return undefined;
+  const validKeys = Object.keys(shape);
+  const typo = nearest(key, validKeys);
+  if (typo) return `did you mean \`${typo}\`?`;
+  for (const [field, fieldSchema] of Object.entries(shape)) {
+    const childShape = shapeOf(fieldSchema);
+    if (childShape && key in childShape) {
+      return `\`${key}\` belongs under \`${field}:\` — check its indentation`;
+    }
+    const recordValue = recordValueOf(fieldSchema);
+    if (recordValue && (recordValue as z.ZodType).safeParse(value).success) {
+      return `it looks like an entry of \`${field}:\` — indent it under \`${field}\``;
+    }
+  }
+  return `valid keys here: ${validKeys.join(', ')}`;
+}
+
+/**
+ * Picks the union branch the user most plausibly meant: one that got past the shape check, with fewest issues.
+ * A branch that is itself a failed union is judged by its own best branch.
+ */
+function bestBranch(branches: z.core.$ZodIssue[][]): z.core.$ZodIssue[] | undefined {
+  let best: z.core.$ZodIssue[] | undefined;
+  for (const branch of branches) {
+    let candidate: z.core.$ZodIssue[] | undefined = branch;
+    const only = branch.length === 1 ? branch[0] : undefined;
+    if (only?.code === 'invalid_union' && only.path.length === 0) candidate = bestBranch(only.errors);
+    if (!candidate || candidate.some((issue) => issue.path.length === 0 && issue.code === 'invalid_type')) continue;
+    if (!best || candidate.length < best.length) best = candidate;
+  }
+  return best;
+}
+
+export interface IssuesToProblemsOptions {
+  issues: readonly z.core.$ZodIssue[];
+  source: YamlSource;
+  file: string;
+  /** The data that was validated (for hints). */
+  data: unknown;
+}
+
+/** Turns zod issues into located, readable problems. */
+export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProblem[] {
+  const { source, file, data } = options;
+  const problems: ConfigProblem[] = [];
+
+  const locate = (path: ConfigPath, preferKey: boolean) => {
+    for (let length = path.length; length >= 0; length--) {
+      const prefix = path.slice(0, length);
+      const position =
+        preferKey || length < path.length
+          ? (source.keyAt(prefix) ?? source.valueAt(prefix))
+          : (source.valueAt(prefix) ?? source.keyAt(prefix));
+      if (position) return position;
+    }
+    return undefined;
+  };
+  const add = (path: ConfigPath, message: string, hint?: string, preferKey = false): void => {
+    const position = locate(path, preferKey);
+    problems.push({
+      severity: 'error',
+      file,
+      path,
+      message,
+      ...(position ? { position } : {}),
+      ...(hint ? { hint } : {}),
+    });
+  };
+
+  const visit = (issue: z.core.$ZodIssue, base: ConfigPath): void => {
+    const path = [...base, ...(issue.path as (string | number)[])];
+    const value = valueAtPath(data, path);
+    if (issue.code === 'unrecognized_keys') {
+      const schema = typeof value === 'object' && value !== null ? closestSchema(value, issue.keys) : undefined;
+      for (const key of issue.keys) {
+        const keyPath = [...path, key];
+        add(keyPath, `unknown key \`${key}\``, unknownKeyHint(key, valueAtPath(data, keyPath), schema), true);
+      }
+      return;
+    }
+    if (value instanceof Secret && (issue.code === 'invalid_type' || issue.code === 'invalid_union')) {
+      add(path, '`!secret` is only accepted by secret fields (tokens, passwords)', 'write this value directly');
+      return;
+    }
+    if (isYoloAt(data, path) && (issue.code === 'invalid_type' || issue.code === 'invalid_union')) {
+      add(path, '`!yolo` is only allowed on automation actions (`then:`)');
+      return;
+    }
+    if (issue.code === 'invalid_union') {
+      const branch = bestBranch(issue.errors);
+      if (branch) {
+        for (const inner of branch) visit(inner, path);
+        return;
+      }
+      add(path, issue.message.startsWith('Invalid input') ? `unexpected ${describe(value)}` : issue.message);
+      return;
+    }
+    if (issue.code === 'invalid_type' && value === undefined) {
+      const key = path.at(-1);
+      add(path, typeof key === 'string' ? `missing required key \`${key}\`` : 'missing value', undefined, true);
+      return;
+    }
+    if (issue.code === 'invalid_type' || issue.code === 'invalid_format') {
+      const expected = issue.message.startsWith('Invalid input')
+        ? `expected ${issue.code === 'invalid_type' ? issue.expected : 'a valid value'}`
+        : issue.message;
+      add(path, `${expected}, got ${describe(value)}`);
+      return;
+    }
+    if (issue.code === 'invalid_value') {
+      const choices = issue.values.map((choice) => `\`${String(choice)}\``).join(', ');
+      const typo = typeof value === 'string' ? nearest(value, issue.values.map(String)) : undefined;
+      add(path, `expected one of ${choices}, got ${describe(value)}`, typo ? `did you mean \`${typo}\`?` : undefined);
+      return;
+    }
+    if (issue.code === 'custom' && Array.isArray(issue.params?.choices)) {
+      const choices = issue.params.choices as string[];
+      const typo = typeof value === 'string' ? nearest(value, choices) : undefined;
+      const hint = typo
+        ? `did you mean \`${typo}\`?`
+        : choices.length > 0
+          ? `known: ${choices.join(', ')}`
+          : 'none is installed yet';
+      add(path, issue.message, hint);
+      return;
+    }
+    add(path, issue.message);
+  };
+
+  for (const issue of options.issues) visit(issue, []);
+  return problems;
+}
+
+/** Of the schemas an object was checked against, the one that knows most of the keys it does have. */
+function closestSchema(value: object, unknownKeys: readonly string[]): AnySchema | undefined {
+  let best: AnySchema | undefined;
+  let bestScore = -1;
+  for (const schema of schemasByInput.get(value) ?? []) {
+    const shape = shapeOf(schema) ?? {};
+    const score = Object.keys(value).filter((key) => key in shape && !unknownKeys.includes(key)).length;
+    if (score > bestScore) {
+      best = schema;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+function isYoloAt(data: unknown, path: ConfigPath): boolean {
+  let current = data;
+  for (const segment of path) {
+    if (current instanceof Yolo) current = current.value;
+    if (current === null || typeof current !== 'object') return false;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current instanceof Yolo;
+}

@@ -1,0 +1,2 @@
+export { AssistantError, type AssistantErrorOptions, isAssistantError } from './assistant-error.ts';
+export { type ErrorCode, errorCodes } from './codes.ts';
