@@ -19,6 +19,7 @@ export {
   formatProblem,
   type SourcePosition,
 } from './problems.ts';
+export { type NextRunsOptions, nextRuns, type Schedule, validateCron } from './schedule.ts';
 export {
   type Action,
   type Automation,
@@ -36,7 +37,6 @@ export {
   type ScriptConfig,
   secretField,
 } from './schema.ts';
-export { type NextRunsOptions, nextRuns, type Schedule, validateCron } from './schedule.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';
 export { Yolo } from './yolo.ts';

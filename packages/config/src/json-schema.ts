@@ -7,11 +7,13 @@ import { buildConfigSchema, type ConfigSchemaOptions } from './schema.ts';
  * the editor sees through.
  */
 export function configJsonSchema(options: ConfigSchemaOptions = {}): Record<string, unknown> {
-  const schema = z.toJSONSchema(buildConfigSchema(options), {
+  const schema = z.toJSONSchema(buildConfigSchema(options, true), {
     io: 'input',
     unrepresentable: 'any',
     override: (context) => {
-      const meta = z.globalRegistry.get(context.zodSchema as unknown as z.ZodType) as Record<string, unknown> | undefined;
+      const meta = z.globalRegistry.get(context.zodSchema as unknown as z.ZodType) as
+        | Record<string, unknown>
+        | undefined;
       if (meta?.secret) {
         for (const key of Object.keys(context.jsonSchema)) delete context.jsonSchema[key];
         Object.assign(context.jsonSchema, {

@@ -106,7 +106,7 @@ export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
   } else if (!result.success) {
     problems.push(...issuesToProblems({ issues: result.error.issues, source, file, data }));
   }
-  const warnings = result?.success ? collectWarnings(result.data, source, file) : [];
+  const warnings = result?.success ? collectWarnings(result.data, source, file, options) : [];
   if (result?.success) problems.push(...crossCheck(result.data, source, file));
   const errors = sortProblems(problems.filter((problem) => problem.severity === 'error'));
   warnings.push(...problems.filter((problem) => problem.severity === 'warning'));
@@ -154,8 +154,25 @@ function located(source: YamlSource, file: string, path: ConfigPath, problem: Om
   return { ...problem, file, path, ...(position ? { position } : {}) } as ConfigProblem;
 }
 
-function collectWarnings(config: Config, source: YamlSource, file: string): ConfigProblem[] {
+function collectWarnings(
+  config: Config,
+  source: YamlSource,
+  file: string,
+  options: ConfigSchemaOptions,
+): ConfigProblem[] {
   const warnings: ConfigProblem[] = [];
+  if (options.integrationTypes === undefined) {
+    config.integrations.forEach((integration, index) => {
+      const keys = Object.keys(integration.settings);
+      if (keys.length === 0) return;
+      warnings.push(
+        located(source, file, ['integrations', index, 'type'], {
+          severity: 'warning',
+          message: `no manifest for integration type \`${integration.type}\` was loaded, so ${keys.map((key) => `\`${key}\``).join(', ')} went unchecked`,
+        }),
+      );
+    });
+  }
   for (const [name, profile] of Object.entries(config.llms)) {
     const host = new URL(profile.baseUrl).hostname;
     if (!isLoopbackHost(host)) {
@@ -238,7 +255,7 @@ function crossCheck(config: Config, source: YamlSource, file: string): ConfigPro
         );
       }
       platformConfig.automations.forEach((automation, automationIndex) => {
-        automation.then.forEach((action, actionIndex) => {
+        automation.actions.forEach((action, actionIndex) => {
           if (action.kind === 'script' && !(action.script in config.scripts)) {
             const thenPath: ConfigPath = ['integrations', index, 'platforms', platform, 'automations', automationIndex];
             const actionPath = source.valueAt([...thenPath, 'then', actionIndex])

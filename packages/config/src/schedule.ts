@@ -9,6 +9,13 @@ export function validateCron(expression: string, timezone?: string): string | un
   if (fields.length !== 5 && fields.length !== 6) {
     return `\`${expression}\` has ${fields.length} fields; a cron expression has 5 (minute hour day month weekday) or 6 (with seconds first)`;
   }
+  if (timezone !== undefined) {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    } catch {
+      return `\`${timezone}\` is not a known time zone: use an IANA name such as Europe/Berlin or UTC`;
+    }
+  }
   try {
     new Cron(expression, { paused: true, ...(timezone ? { timezone } : {}) }).stop();
     return undefined;
@@ -40,7 +47,10 @@ export function nextRuns(schedule: Schedule, options: NextRunsOptions = {}): Dat
     for (let index = 0; index < count; index++) runs.push(new Date(next + index * schedule.everyMs));
     return runs;
   }
-  const cron = new Cron(schedule.expression, { paused: true, ...(schedule.timezone ? { timezone: schedule.timezone } : {}) });
+  const cron = new Cron(schedule.expression, {
+    paused: true,
+    ...(schedule.timezone ? { timezone: schedule.timezone } : {}),
+  });
   try {
     return cron.nextRuns(count, from);
   } finally {

@@ -15,11 +15,9 @@ export const identifier = z
   .regex(identifierPattern, { error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9 and _` });
 
 /** An integration instance name: it travels in task files and URLs. */
-export const instanceName = z
-  .string({ error: 'expected a name' })
-  .regex(/^[a-z][a-z0-9_-]*$/, {
-    error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9, - and _`,
-  });
+export const instanceName = z.string({ error: 'expected a name' }).regex(/^[a-z][a-z0-9_-]*$/, {
+  error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9, - and _`,
+});
 
 /** A duration such as `30m`, normalised to milliseconds. */
 export const duration = z
@@ -89,7 +87,11 @@ const classificationObject = z
   .superRefine((value, context) => {
     if (value.type === 'enum') {
       if (!value.values || value.values.length < 2) {
-        context.addIssue({ code: 'custom', path: ['values'], message: 'an enum classification needs 2 or more values' });
+        context.addIssue({
+          code: 'custom',
+          path: ['values'],
+          message: 'an enum classification needs 2 or more values',
+        });
       } else if (new Set(value.values).size !== value.values.length) {
         context.addIssue({ code: 'custom', path: ['values'], message: 'enum values must be unique' });
       }
@@ -122,21 +124,17 @@ const scriptAction = z.strictObject({
 });
 const serviceAction = z.strictObject({
   service: z.strictObject({
-    call: z
-      .string()
-      .regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_-]*\.[a-z][a-z0-9_]*$/, {
-        error: 'expected `domain.instance.service`, e.g. research.web.search',
-      }),
+    call: z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_-]*\.[a-z][a-z0-9_]*$/, {
+      error: 'expected `domain.instance.service`, e.g. research.web.search',
+    }),
     inputs: z.record(z.string(), inputValue).optional(),
     human_log: z.string().optional(),
     on_result: z.array(z.record(z.string(), jsonValue)).optional(),
   }),
 });
-const platformActionWithArgument = z
-  .record(identifier, jsonValue)
-  .refine((value) => Object.keys(value).length === 1, {
-    error: 'an action with an argument has exactly one key, e.g. `{move: Archive}`',
-  });
+const platformActionWithArgument = z.record(identifier, jsonValue).refine((value) => Object.keys(value).length === 1, {
+  error: 'an action with an argument has exactly one key, e.g. `{move: Archive}`',
+});
 
 /** An action as written, without `!yolo`. */
 const actionBody = z
@@ -199,12 +197,13 @@ export const automationSchema = z
   .strictObject({
     name: z.string().min(1).optional(),
     when: z.record(z.string().min(1), conditionValue),
+    // biome-ignore lint/suspicious/noThenProperty: `then:` is the config key people write; the output calls it `actions`.
     then: thenSchema,
   })
   .transform((value) => ({
     ...(value.name === undefined ? {} : { name: value.name }),
     when: value.when,
-    then: value.then,
+    actions: value.then,
   }));
 export type Automation = z.output<typeof automationSchema>;
 
@@ -218,7 +217,10 @@ export const scheduleSchema = z
   })
   .superRefine((value, context) => {
     if ((value.every === undefined) === (value.cron === undefined)) {
-      context.addIssue({ code: 'custom', message: 'a schedule has exactly one of `every: 30m` or `cron: "0 8 * * *"`' });
+      context.addIssue({
+        code: 'custom',
+        message: 'a schedule has exactly one of `every: 30m` or `cron: "0 8 * * *"`',
+      });
       return;
     }
     if (value.every !== undefined && value.every < 1_000) {
@@ -232,10 +234,11 @@ export const scheduleSchema = z
       if (problem) context.addIssue({ code: 'custom', path: ['cron'], message: problem });
     }
   })
-  .transform((value): Schedule =>
-    value.every === undefined
-      ? { kind: 'cron', expression: value.cron ?? '', ...(value.timezone ? { timezone: value.timezone } : {}) }
-      : { kind: 'every', everyMs: value.every },
+  .transform(
+    (value): Schedule =>
+      value.every === undefined
+        ? { kind: 'cron', expression: value.cron ?? '', ...(value.timezone ? { timezone: value.timezone } : {}) }
+        : { kind: 'every', everyMs: value.every },
   );
 
 // -------------------------------------------------------------------------------------- integrations
@@ -257,12 +260,14 @@ const platformBase = {
 };
 
 function platformSchema(settings: z.core.$ZodLooseShape = {}) {
-  return z.strictObject({ ...settings, ...platformBase }).transform(({ enabled, classifications, automations, ...rest }) => ({
-    enabled,
-    classifications,
-    automations,
-    settings: rest as Record<string, unknown>,
-  }));
+  return z
+    .strictObject({ ...settings, ...platformBase })
+    .transform(({ enabled, classifications, automations, ...rest }) => ({
+      enabled,
+      classifications,
+      automations,
+      settings: rest as Record<string, unknown>,
+    }));
 }
 export type PlatformConfig = z.output<ReturnType<typeof platformSchema>>;
 
@@ -323,31 +328,48 @@ const unverifiedIntegration = z
   })
   .transform((value) => splitIntegration(value as Parameters<typeof splitIntegration>[0]));
 
-function integrationSchema(types: readonly IntegrationConfigSchema[] | undefined) {
+function integrationSchema(types: readonly IntegrationConfigSchema[] | undefined, forJsonSchema: boolean) {
   if (types === undefined) return unverifiedIntegration;
   const known = new Map(types.map((definition) => [definition.type, knownIntegration(definition)]));
+  // JSON Schema cannot express the dispatch below; editors get the equivalent union of the known types.
+  if (forJsonSchema) return z.union([z.never(), ...known.values()]);
   const names = [...known.keys()].sort();
-  return z
-    .looseObject({ type: z.string({ error: 'every integration needs a `type`' }) })
-    .transform((value, context) => {
-      const schema = known.get(value.type);
-      if (!schema) {
-        context.issues.push({
-          code: 'custom',
-          input: value.type,
-          path: ['type'],
-          message: `unknown integration type \`${value.type}\``,
-          params: { choices: names },
-        });
-        return z.NEVER;
-      }
-      const result = schema.safeParse(value, { error: recordSchemas });
-      if (!result.success) {
-        for (const issue of result.error.issues) context.issues.push({ ...issue, input: value } as z.core.$ZodRawIssue);
-        return z.NEVER;
-      }
-      return result.data;
-    });
+  // z.unknown() rather than an object schema, so the nested parse sees the very object from the YAML: the
+  // unknown-key hints find its schema by identity.
+  return z.unknown().transform((value, context) => {
+    const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      context.issues.push({ code: 'invalid_type', expected: 'object', input: value });
+      return z.NEVER;
+    }
+    if (typeof type !== 'string') {
+      context.issues.push({
+        code: 'custom',
+        input: value,
+        path: ['type'],
+        message: 'every integration needs a `type`',
+        params: { choices: names },
+      });
+      return z.NEVER;
+    }
+    const schema = known.get(type);
+    if (!schema) {
+      context.issues.push({
+        code: 'custom',
+        input: type,
+        path: ['type'],
+        message: `unknown integration type \`${type}\``,
+        params: { choices: names },
+      });
+      return z.NEVER;
+    }
+    const result = schema.safeParse(value, { error: recordSchemas });
+    if (!result.success) {
+      for (const issue of result.error.issues) context.issues.push({ ...issue, input: value } as z.core.$ZodRawIssue);
+      return z.NEVER;
+    }
+    return result.data;
+  });
 }
 
 // ------------------------------------------------------------------------------------------- scripts
@@ -500,14 +522,17 @@ export interface ConfigSchemaOptions {
   integrationTypes?: readonly IntegrationConfigSchema[];
 }
 
-/** The schema of config.yaml, from the raw YAML data to the normalised {@link Config}. */
-export function buildConfigSchema(options: ConfigSchemaOptions = {}) {
+/**
+ * The schema of config.yaml, from the raw YAML data to the normalised {@link Config}.
+ * `forJsonSchema` swaps parse-time dispatch for shapes JSON Schema can express; never parse with that variant.
+ */
+export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSchema = false) {
   return z
     .strictObject({
       data_dir: z.string().min(1).default('./data'),
       directories: directoriesSchema,
       llms: orEmpty(z.record(identifier, llmProfileSchema), () => ({})),
-      integrations: orEmpty(z.array(integrationSchema(options.integrationTypes)), () => []),
+      integrations: orEmpty(z.array(integrationSchema(options.integrationTypes, forJsonSchema)), () => []),
       scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
       queue: queueSchema.prefault({}),
       server: serverSchema.prefault({}),

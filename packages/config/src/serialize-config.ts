@@ -36,7 +36,8 @@ function platform(value: PlatformConfig): Plain {
       Object.entries(value.classifications).map(([name, classification]) => [name, { ...classification }]),
     ),
     automations: value.automations.map((automation) =>
-      defined({ name: automation.name, when: automation.when, then: automation.then.map(action) }),
+      // biome-ignore lint/suspicious/noThenProperty: the config key is `then:`.
+      defined({ name: automation.name, when: automation.when, then: automation.actions.map(action) }),
     ),
   };
 }
@@ -161,12 +162,17 @@ function toNode(value: Plain): Node {
   return new Scalar(value);
 }
 
+/** YAML text for plain data in which Secret and Yolo markers become `!secret` and `!yolo` tags. */
+export function toYamlText(value: unknown): string {
+  const document = new Document();
+  document.contents = toNode(value) as never;
+  return document.toString({ lineWidth: 0 });
+}
+
 /**
  * Writes a normalised config back as config.yaml text in canonical form (no shorthands, defaults explicit).
  * Loading the result gives the same config: the round-trip property the tests check.
  */
 export function serializeConfig(config: Config): string {
-  const document = new Document();
-  document.contents = toNode(toPlain(config)) as never;
-  return document.toString({ lineWidth: 0 });
+  return toYamlText(toPlain(config));
 }

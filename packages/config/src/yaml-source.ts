@@ -97,7 +97,10 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
     }
     if (tag !== undefined && !tag.startsWith('tag:yaml.org,2002:')) {
       problem(path, node.range?.[0], `unknown tag ${tag}`, 'Assistant understands `!secret name` and `!yolo`');
-      return null;
+      // Carry on with the untagged value so the same line is not reported twice.
+      const inner = node.clone() as Node;
+      delete inner.tag;
+      return convert(inner, path);
     }
     if (isMap(node)) {
       const object: Record<string, unknown> = {};
@@ -136,7 +139,7 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
     const name = isScalar(node) ? node.value : undefined;
     if (typeof name !== 'string' || name.trim() === '') {
       problem(path, offset, '`!secret` needs the name of an entry in secrets.yaml', 'write `password: !secret name`');
-      return null;
+      return new Secret('', '');
     }
     const resolved = resolveSecret(name);
     if ('message' in resolved) {
@@ -152,7 +155,12 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
     data = convert(document.contents, []);
   } catch (error) {
     if (!(error instanceof TooLarge)) throw error;
-    problem([], 0, `the document expands to more than ${maxNodes} values`, 'aliases (*name) that nest aliases multiply');
+    problem(
+      [],
+      0,
+      `the document expands to more than ${maxNodes} values`,
+      'aliases (*name) that nest aliases multiply',
+    );
     return empty;
   }
   return {

@@ -86,24 +86,37 @@ function describe(value: unknown): string {
   return `\`${text.length > 40 ? `${text.slice(0, 37)}...` : text}\` (${typeof value})`;
 }
 
-/** Where a key would be valid if it is at the wrong depth, or the valid key it is a typo of. */
-function unknownKeyHint(key: string, value: unknown, schema: AnySchema | undefined): string | undefined {
-  const shape = schema ? shapeOf(schema) : undefined;
+/**
+ * Where, below the object that rejected it, a key would be valid: `schedule` for a stray `every:`,
+ * `classifications` for a question one indent short, `platforms.<name>` for a stray `classifications:`.
+ */
+function findHome(key: string, value: unknown, schema: AnySchema, depth: number): string | undefined {
+  const shape = shapeOf(schema);
   if (!shape) return undefined;
-  const validKeys = Object.keys(shape);
-  const typo = nearest(key, validKeys);
-  if (typo) return `did you mean \`${typo}\`?`;
   for (const [field, fieldSchema] of Object.entries(shape)) {
     const childShape = shapeOf(fieldSchema);
-    if (childShape && key in childShape) {
-      return `\`${key}\` belongs under \`${field}:\` — check its indentation`;
-    }
+    if (childShape && key in childShape) return field;
     const recordValue = recordValueOf(fieldSchema);
-    if (recordValue && (recordValue as z.ZodType).safeParse(value).success) {
-      return `it looks like an entry of \`${field}:\` — indent it under \`${field}\``;
-    }
+    if (recordValue && (recordValue as z.ZodType).safeParse(value).success) return field;
+    if (recordValue && key in (shapeOf(recordValue) ?? {})) return `${field}.<name>`;
   }
-  return `valid keys here: ${validKeys.join(', ')}`;
+  if (depth <= 1) return undefined;
+  for (const [field, fieldSchema] of Object.entries(shape)) {
+    const below = findHome(key, value, fieldSchema, depth - 1);
+    if (below) return `${field}.${below}`;
+  }
+  return undefined;
+}
+
+/** The valid key an unknown key is a typo of, or where it belongs if it is at the wrong depth. */
+function unknownKeyHint(key: string, value: unknown, schema: AnySchema | undefined): string | undefined {
+  const shape = schema ? shapeOf(schema) : undefined;
+  if (!schema || !shape) return undefined;
+  const typo = nearest(key, Object.keys(shape));
+  if (typo) return `did you mean \`${typo}\`?`;
+  const home = findHome(key, value, schema, 2);
+  if (home) return `check its indentation: it belongs under \`${home}\``;
+  return `valid keys here: ${Object.keys(shape).join(', ')}`;
 }
 
 /**
@@ -196,6 +209,34 @@ export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProble
         ? `expected ${issue.code === 'invalid_type' ? issue.expected : 'a valid value'}`
         : issue.message;
       add(path, `${expected}, got ${describe(value)}`);
+      return;
+    }
+    if (issue.code === 'invalid_key') {
+      const inner = issue.issues[0];
+      add(
+        path,
+        inner && !inner.message.startsWith('Invalid')
+          ? inner.message
+          : `\`${String(path.at(-1))}\` is not a valid key here`,
+        undefined,
+        true,
+      );
+      return;
+    }
+    if (issue.code === 'too_small' || issue.code === 'too_big') {
+      const bound = issue.code === 'too_small' ? issue.minimum : issue.maximum;
+      const word = issue.code === 'too_small' ? 'at least' : 'at most';
+      const custom = !issue.message.startsWith('Too ');
+      const text = custom
+        ? issue.message
+        : issue.origin === 'string' && issue.code === 'too_small' && Number(bound) === 1
+          ? 'must not be empty'
+          : issue.origin === 'array' || issue.origin === 'set'
+            ? `needs ${word} ${String(bound)} item(s)`
+            : issue.origin === 'string'
+              ? `needs ${word} ${String(bound)} character(s)`
+              : `must be ${word} ${String(bound)}, got ${describe(value)}`;
+      add(path, text);
       return;
     }
     if (issue.code === 'invalid_value') {

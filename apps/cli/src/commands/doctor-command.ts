@@ -1,0 +1,59 @@
+import { ConfigError, formatProblem, type LoadedConfig } from '@assistant/config';
+import { isAssistantError } from '@assistant/errors';
+import type { CliContext } from '../cli-context.ts';
+import { checkDataDirectories } from '../doctor/check-data-directories.ts';
+import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
+import { checkLlmProfile } from '../doctor/check-llm-profile.ts';
+import { type DoctorCheck, formatDoctorCheck } from '../doctor/doctor-check.ts';
+import type { GlobalOptions } from '../global-options.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
+
+export interface DoctorCommandOptions {
+  globals: GlobalOptions;
+  context: CliContext;
+}
+
+/** Checks what `assistant start` needs, one line each. Resolves to the exit code: 0 all ok, 1 any FAIL. */
+export async function doctorCommand(options: DoctorCommandOptions): Promise<number> {
+  const { context } = options;
+  let failed = false;
+  const print = (checks: DoctorCheck[]) => {
+    for (const check of checks) {
+      failed ||= !check.ok;
+      context.stdout.write(`${formatDoctorCheck(check)}\n`);
+    }
+  };
+
+  let config: LoadedConfig;
+  try {
+    ({ config } = await loadCliConfig(options));
+    print([{ ok: true, message: `config ${config.paths.configFile} is valid` }]);
+  } catch (error) {
+    // The other checks all need a config, so there is nothing more to check.
+    if (error instanceof ConfigError) {
+      print([
+        {
+          ok: false,
+          message: error.message.split('\n')[0] ?? 'invalid configuration',
+          details: error.problems.map(formatProblem),
+          ...(error.hint ? { hint: error.hint } : {}),
+        },
+      ]);
+      return 1;
+    }
+    if (isAssistantError(error, 'CONFIG_NOT_FOUND')) {
+      print([{ ok: false, message: error.message, ...(error.hint ? { hint: error.hint } : {}) }]);
+      return 1;
+    }
+    throw error;
+  }
+
+  print(await checkDataDirectories({ paths: config.paths }));
+  const profiles = Object.entries(config.llms);
+  if (profiles.length === 0) print([{ ok: true, message: 'llm: no profiles configured' }]);
+  // In parallel: an unreachable endpoint costs its whole timeout, and there may be several.
+  print(await Promise.all(profiles.map(([name, profile]) => checkLlmProfile({ name, profile }))));
+  if (config.integrations.length === 0) print([{ ok: true, message: 'integrations: none configured' }]);
+  print(config.integrations.map(checkIntegrationCredentials));
+  return failed ? 1 : 0;
+}

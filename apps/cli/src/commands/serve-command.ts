@@ -1,0 +1,27 @@
+import type { CliContext } from '../cli-context.ts';
+import type { GlobalOptions } from '../global-options.ts';
+import { listenForShutdown } from '../listen-for-shutdown.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
+
+export interface ServeCommandOptions {
+  globals: GlobalOptions;
+  context: CliContext;
+}
+
+/** Runs the server in this process until SIGINT or SIGTERM. */
+export async function serveCommand(options: ServeCommandOptions): Promise<void> {
+  const { config } = await loadCliConfig(options);
+  // Imported here so that `assistant version` and friends do not pay for loading fastify.
+  const { createLogger, runServer } = await import('@assistant/server');
+  const logger = await createLogger({ name: 'server', env: options.context.env });
+  // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
+  const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });
+  try {
+    shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
+      once: true,
+    });
+    await runServer({ config, logger, signal: shutdown.signal });
+  } finally {
+    shutdown[Symbol.dispose]();
+  }
+}

@@ -1,0 +1,27 @@
+import type { CliContext } from '../cli-context.ts';
+import type { GlobalOptions } from '../global-options.ts';
+import { listenForShutdown } from '../listen-for-shutdown.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
+
+export interface WorkCommandOptions {
+  globals: GlobalOptions;
+  context: CliContext;
+}
+
+/** Runs the worker in this process until SIGINT or SIGTERM. */
+export async function workCommand(options: WorkCommandOptions): Promise<void> {
+  const { config } = await loadCliConfig(options);
+  // Imported here so that `assistant version` and friends do not pay for loading the worker.
+  const { createLogger, runWorker } = await import('@assistant/worker');
+  const logger = await createLogger({ name: 'worker', env: options.context.env });
+  // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
+  const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });
+  try {
+    shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
+      once: true,
+    });
+    await runWorker({ config, logger, signal: shutdown.signal });
+  } finally {
+    shutdown[Symbol.dispose]();
+  }
+}

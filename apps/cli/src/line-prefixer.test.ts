@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { createLinePrefixer } from './line-prefixer.ts';
+
+function collect(options: { maxLineChars?: number } = {}) {
+  const writes: string[] = [];
+  const prefixer = createLinePrefixer({ prefix: '[server] ', write: (text) => writes.push(text), ...options });
+  return { prefixer, writes };
+}
+
+describe('createLinePrefixer', () => {
+  it('prefixes each line and writes whole lines only', () => {
+    const { prefixer, writes } = collect();
+    prefixer.push('one\ntw');
+    prefixer.push('o\nthree');
+    expect(writes).toEqual(['[server] one\n', '[server] two\n']);
+    prefixer.end();
+    expect(writes).toEqual(['[server] one\n', '[server] two\n', '[server] three\n']);
+  });
+
+  it('writes several complete lines in one write', () => {
+    const { prefixer, writes } = collect();
+    prefixer.push('a\nb\n\nc\n');
+    expect(writes).toEqual(['[server] a\n[server] b\n[server] \n[server] c\n']);
+  });
+
+  it('keeps a UTF-8 character that arrives split across chunks', () => {
+    const { prefixer, writes } = collect();
+    const bytes = Buffer.from('café ☕\n');
+    prefixer.push(bytes.subarray(0, 4));
+    prefixer.push(bytes.subarray(4, 8));
+    prefixer.push(bytes.subarray(8));
+    expect(writes).toEqual(['[server] café ☕\n']);
+  });
+
+  it('writes nothing at the end when the output ended with a newline', () => {
+    const { prefixer, writes } = collect();
+    prefixer.push('done\n');
+    prefixer.end();
+    expect(writes).toEqual(['[server] done\n']);
+  });
+
+  it('writes an endless line in pieces instead of holding it', () => {
+    const { prefixer, writes } = collect({ maxLineChars: 4 });
+    prefixer.push('abcdefgh');
+    expect(writes).toEqual(['[server] abcdefgh\n']);
+  });
+});

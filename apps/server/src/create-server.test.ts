@@ -1,0 +1,106 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { assistantVersion } from './assistant-version.ts';
+import { createServer } from './create-server.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-server-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function configWith(options: { token?: string } = {}): Promise<LoadedConfig> {
+  const token = options.token === undefined ? '' : '  token: !secret server_token\n';
+  await writeFile(path.join(dir, 'config.yaml'), `data_dir: ./data\nserver:\n  port: 0\n${token}`);
+  if (options.token !== undefined) {
+    const secrets = path.join(dir, 'secrets.yaml');
+    await writeFile(secrets, `server_token: ${JSON.stringify(options.token)}\n`);
+    await chmod(secrets, 0o600);
+  }
+  return (await loadConfig({ configPath: path.join(dir, 'config.yaml') })).config;
+}
+
+async function placeTasks(config: LoadedConfig, state: string, names: string[]): Promise<void> {
+  const directory = path.join(config.paths.queue, state);
+  await mkdir(directory, { recursive: true });
+  for (const name of names) await writeFile(path.join(directory, name), 'id: x\n');
+}
+
+describe('GET /health', () => {
+  it('counts the task files in each queue state', async () => {
+    const config = await configWith();
+    await placeTasks(config, 'pending', ['5_a--f--t.yaml', '5_b--f--t.yaml', 'notes.txt']);
+    await placeTasks(config, 'active', ['5_c--f--t.yaml']);
+    await placeTasks(config, 'tmp', ['5_d--f--t.yaml']);
+    await placeTasks(config, 'failed', ['5_e--f--t.yaml', '5_f--f--t.yaml', '5_g--f--t.yaml']);
+    await mkdir(path.join(config.paths.queue, 'done', 'subdirectory.yaml'), { recursive: true });
+    await using app = createServer({ config });
+    const response = await app.inject({ method: 'GET', url: '/health' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      status: 'ok',
+      version: assistantVersion,
+      queue: { pending: 2, active: 1, done: 0, failed: 3 },
+    });
+  });
+
+  it('reports zeros when the queue directories do not exist yet', async () => {
+    await using app = createServer({ config: await configWith() });
+    const response = await app.inject({ method: 'GET', url: '/health' });
+    expect(response.json()).toMatchObject({ queue: { pending: 0, active: 0, done: 0, failed: 0 } });
+  });
+});
+
+describe('errors', () => {
+  it('answers unknown routes with {error: {code, message}}', async () => {
+    await using app = createServer({ config: await configWith() });
+    const response = await app.inject({ method: 'GET', url: '/nope' });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no route for GET /nope' } });
+  });
+});
+
+describe('bearer token', () => {
+  it('refuses requests without the token and accepts them with it', async () => {
+    await using app = createServer({ config: await configWith({ token: 's3cret-token' }) });
+    const missing = await app.inject({ method: 'GET', url: '/health' });
+    expect(missing.statusCode).toBe(401);
+    expect(missing.headers['www-authenticate']).toBe('Bearer');
+    expect(missing.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+
+    const wrong = await app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Bearer nope' } });
+    expect(wrong.statusCode).toBe(401);
+    const unknownRoute = await app.inject({ method: 'GET', url: '/nope' });
+    expect(unknownRoute.statusCode).toBe(401);
+
+    const right = await app.inject({
+      method: 'GET',
+      url: '/health',
+      headers: { authorization: 'Bearer s3cret-token' },
+    });
+    expect(right.statusCode).toBe(200);
+    expect(right.json()).toMatchObject({ status: 'ok' });
+  });
+
+  it('refuses to start with a blank token rather than run open', async () => {
+    const config = await configWith({ token: '  ' });
+    expect(() => createServer({ config })).toThrow(
+      /server\.token is configured but its secret `server_token` is blank/,
+    );
+  });
+});
+
+describe('listening', () => {
+  it('serves /health over real HTTP', async () => {
+    await using app = createServer({ config: await configWith() });
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    const response = await fetch(`${address}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: 'ok' });
+  });
+});

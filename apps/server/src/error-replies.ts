@@ -1,0 +1,48 @@
+import type { FastifyError, FastifyReply } from 'fastify';
+import type { AssistantServer } from './create-server.ts';
+
+/** The body of every error response: a stable code to match on and a message for people. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+}
+
+// Stable codes by status, so clients never see framework-internal codes such as FST_ERR_CTP_INVALID_MEDIA_TYPE.
+const codeByStatus: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS',
+  503: 'UNAVAILABLE',
+};
+
+export function sendError(reply: FastifyReply, statusCode: number, error: ErrorBody): FastifyReply {
+  return reply.code(statusCode).type('application/json; charset=utf-8').send({ error });
+}
+
+/** Every error, thrown or routed, answers `{error: {code, message}}`. */
+export function registerErrorReplies(app: AssistantServer): void {
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, { code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url}` }),
+  );
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    if (statusCode >= 500) {
+      // The details stay in the log: a stack trace in a response tells a caller about our internals.
+      request.log.error({ err: error }, `${request.method} ${request.url} failed`);
+      return sendError(reply, statusCode, {
+        code: codeByStatus[statusCode] ?? 'INTERNAL',
+        message: 'internal error; see the server log',
+      });
+    }
+    return sendError(reply, statusCode, {
+      code: codeByStatus[statusCode] ?? `HTTP_${statusCode}`,
+      message: error.message,
+    });
+  });
+}

@@ -1,0 +1,8 @@
+export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
+export {
+  dataDirectories,
+  type EnsureDataDirectoriesOptions,
+  ensureDataDirectories,
+  queueDirectoryNames,
+} from './data-directories.ts';
+export { type RunWorkerOptions, runWorker } from './run-worker.ts';

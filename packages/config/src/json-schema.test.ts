@@ -1,0 +1,43 @@
+import { readFile } from 'node:fs/promises';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { configJsonSchema } from './json-schema.ts';
+import { emailType, fixturesDir } from './testing/email-type.ts';
+
+// Editors see tagged values as plain scalars: `!secret name` is the string `name` to them.
+const asEditorSees = (text: string): unknown =>
+  parse(text, {
+    customTags: [
+      { tag: '!secret', resolve: (value: string) => value },
+      { tag: '!yolo', resolve: (value: string) => value },
+    ],
+  });
+
+describe('configJsonSchema', () => {
+  const schema = configJsonSchema({ integrationTypes: [emailType] });
+  const validate = new Ajv2020({ strict: false, allErrors: true }).compile(schema);
+
+  it('is a draft 2020-12 schema that refuses unknown top-level keys', () => {
+    expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(schema.additionalProperties).toBe(false);
+    expect(Object.keys(schema.properties as object).sort()).toEqual(
+      ['data_dir', 'directories', 'integrations', 'llms', 'queue', 'scripts', 'server', 'worker'].sort(),
+    );
+  });
+
+  it('accepts what the loader accepts', async () => {
+    for (const name of ['full.yaml', 'empty.yaml']) {
+      const data = asEditorSees(await readFile(new URL(`good/${name}`, fixturesDir), 'utf8')) ?? {};
+      expect(validate(data) ? [] : validate.errors, name).toEqual([]);
+    }
+    const repositoryDefault = asEditorSees(await readFile(new URL('../../../config.yaml', import.meta.url), 'utf8'));
+    expect(validate(repositoryDefault) ? [] : validate.errors).toEqual([]);
+  });
+
+  it('flags what an editor should underline', () => {
+    expect(validate({ sever: {} })).toBe(false);
+    expect(validate({ worker: { concurrency: 'two' } })).toBe(false);
+    expect(validate({ integrations: [{ type: 'email', name: 'x', imap_server: 'h', imap_sever: 'h' }] })).toBe(false);
+  });
+});

@@ -1,0 +1,112 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const cliMain = path.join(repoRoot, 'apps/cli/src/main.ts');
+
+export interface NodeRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface NodeProcess {
+  child: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout (or stderr), as soon as it appears. */
+  waitForOutput(
+    pattern: RegExp,
+    options?: { stream?: 'stdout' | 'stderr'; timeoutMs?: number },
+  ): Promise<RegExpMatchArray>;
+  /** Resolves once the process has exited and its output is complete. */
+  exited: Promise<NodeRun>;
+}
+
+export interface StartNodeOptions {
+  args: readonly string[];
+  /** Added to an environment cleared of ASSISTANT_* variables, so the caller's shell cannot leak in. */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** Starts this Node (the pinned 24, which strips types) on a script, collecting its output. */
+export function startNode(options: StartNodeOptions): NodeProcess {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ASSISTANT_')));
+  const child = spawn(process.execPath, [...options.args], {
+    cwd: options.cwd ?? repoRoot,
+    env: { ...env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let closed = false;
+  const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    stdout += text;
+    notify();
+  });
+  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text;
+    notify();
+  });
+  const exited = new Promise<NodeRun>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      closed = true;
+      notify();
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForOutput(pattern, waitOptions = {}) {
+      const read = () => (waitOptions.stream === 'stderr' ? stderr : stdout);
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = read().match(pattern);
+          if (match) {
+            done();
+            resolve(match);
+          } else if (closed) {
+            done();
+            reject(new Error(`process exited before printing ${pattern}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(
+            new Error(
+              `no ${pattern} within ${waitOptions.timeoutMs ?? 20_000}ms\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+            ),
+          );
+        }, waitOptions.timeoutMs ?? 20_000);
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Runs a script to completion. */
+export async function runNode(options: StartNodeOptions): Promise<NodeRun> {
+  return startNode(options).exited;
+}
+
+/** Runs `assistant <args>` from its TypeScript source. */
+export async function runCli(args: readonly string[], options: Omit<StartNodeOptions, 'args'> = {}): Promise<NodeRun> {
+  return runNode({ ...options, args: [cliMain, ...args] });
+}
