@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from './helpers/free-port.ts';
 import { repoRoot, runCli } from './helpers/node-process.ts';
@@ -46,6 +48,26 @@ describe('assistant config check', () => {
     expect(run.stderr).toMatch(/config\.yaml:2:9: server\.port: /);
     expect(run.stderr).toMatch(/config\.yaml:4:16: worker\.concurrency: /);
     expect(run.stderr).not.toMatch(/\bat .+:\d+:\d+\)/); // no stack trace
+    expect(run.code).toBe(2);
+  });
+
+  it('reports the four acceptance problems together, each with file:line:col and key path', async () => {
+    await using dir = await tempDir();
+    const fixture = await readFile(path.join(repoRoot, 'packages/config/fixtures/bad/four-errors.yaml'), 'utf8');
+    await dir.write('config.yaml', fixture);
+    await dir.write('secrets.yaml', 'some_other_secret: x\n', 0o600);
+    const run = await runCli(['config', 'check'], { cwd: dir.path });
+    expect(run.stderr).toMatch(/^assistant: invalid configuration \(4 problems\)/);
+    expect(run.stderr).toContain(
+      'config.yaml:10:23: integrations[0].password: secret `imap_password` is not defined in secrets.yaml',
+    );
+    expect(run.stderr).toContain('config.yaml:12:14: integrations[0].schedule.every: `30x` is not a duration');
+    expect(run.stderr).toContain(
+      'config.yaml:17:9: integrations[0].platforms.inbox.newsletter: unknown key `newsletter`\n' +
+        '  hint: check its indentation: it belongs under `classifications`',
+    );
+    expect(run.stderr).toContain('config.yaml:20:1: sever: unknown key `sever`\n  hint: did you mean `server`?');
+    expect(run.stdout).toBe('');
     expect(run.code).toBe(2);
   });
 

@@ -2,8 +2,8 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { assistantVersion } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { assistantVersion } from './assistant-version.ts';
 import { createServer } from './create-server.ts';
 
 let dir: string;

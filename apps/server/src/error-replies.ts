@@ -1,14 +1,15 @@
+import type { ErrorCode } from '@assistant/errors';
 import type { FastifyError, FastifyReply } from 'fastify';
 import type { AssistantServer } from './create-server.ts';
 
 /** The body of every error response: a stable code to match on and a message for people. */
 export interface ErrorBody {
-  code: string;
+  code: ErrorCode;
   message: string;
 }
 
 // Stable codes by status, so clients never see framework-internal codes such as FST_ERR_CTP_INVALID_MEDIA_TYPE.
-const codeByStatus: Record<number, string> = {
+const codeByStatus: Partial<Record<number, ErrorCode>> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',
@@ -41,7 +42,7 @@ export function registerErrorReplies(app: AssistantServer): void {
       });
     }
     return sendError(reply, statusCode, {
-      code: codeByStatus[statusCode] ?? `HTTP_${statusCode}`,
+      code: codeByStatus[statusCode] ?? 'BAD_REQUEST',
       message: error.message,
     });
   });

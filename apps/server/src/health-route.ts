@@ -1,5 +1,5 @@
 import type { LoadedConfig } from '@assistant/config';
-import { assistantVersion } from './assistant-version.ts';
+import { assistantVersion } from '@assistant/process';
 import { type CountedQueueState, countQueueFiles } from './count-queue-files.ts';
 import type { AssistantServer } from './create-server.ts';
 

@@ -1,5 +1,3 @@
-export { assistantVersion } from './assistant-version.ts';
-export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
 export { type AssistantServer, type CreateServerOptions, createServer } from './create-server.ts';
 export type { HealthBody } from './health-route.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';

@@ -1,4 +1,3 @@
-export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
 export {
   dataDirectories,
   type EnsureDataDirectoriesOptions,

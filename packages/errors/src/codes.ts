@@ -1,12 +1,32 @@
 /**
- * Every stable error code Assistant raises, with the one-line meaning that docs/errors.md documents.
- * A code never changes meaning once released; tests check that each one is documented.
+ * Every stable error code Assistant raises, with the one-line meaning that docs/errors.md documents. The same
+ * codes name thrown errors (`AssistantError.code`) and HTTP error bodies (`{error: {code, message}}`).
+ * A code never changes meaning once released; a test checks that each one is documented.
  */
 export const errorCodes = {
+  // Command line and configuration: the CLI exits 2 for these.
   CONFIG_INVALID: 'config.yaml or secrets.yaml failed validation; `problems` lists each with file, line and key.',
   CONFIG_NOT_FOUND: 'The config file named by --config, ASSISTANT_CONFIG or ./config.yaml does not exist.',
-  USAGE: 'The command line was not understood (unknown command or flag, missing argument).',
+  USAGE: 'The command line or an ASSISTANT_* environment variable was not understood.',
+  // Processes.
   CHILD_EXITED: '`assistant start` stopped because the server or the worker exited.',
+  // HTTP API error bodies.
+  BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
+  UNAUTHORIZED: 'The server requires `Authorization: Bearer <token>` and the request had no token or a wrong one.',
+  FORBIDDEN: 'The request was understood and authenticated but is not allowed.',
+  NOT_FOUND: 'No route, task or note matches the request.',
+  METHOD_NOT_ALLOWED: 'The route exists but not for this HTTP method.',
+  NOT_ACCEPTABLE: 'The server cannot answer in a format the request accepts.',
+  PAYLOAD_TOO_LARGE: 'The request body is larger than the server accepts.',
+  UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
+  TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
+  UNAVAILABLE: 'The server is starting or stopping and cannot serve the request now.',
+  INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;
+
+/** True when `value` is one of the registered codes. */
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(errorCodes, value);
+}

@@ -1,2 +1,2 @@
 export { AssistantError, type AssistantErrorOptions, isAssistantError } from './assistant-error.ts';
-export { type ErrorCode, errorCodes } from './codes.ts';
+export { type ErrorCode, errorCodes, isErrorCode } from './codes.ts';

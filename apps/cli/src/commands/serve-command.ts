@@ -12,7 +12,10 @@ export interface ServeCommandOptions {
 export async function serveCommand(options: ServeCommandOptions): Promise<void> {
   const { config } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading fastify.
-  const { createLogger, runServer } = await import('@assistant/server');
+  const [{ createLogger }, { runServer }] = await Promise.all([
+    import('@assistant/process'),
+    import('@assistant/server'),
+  ]);
   const logger = await createLogger({ name: 'server', env: options.context.env });
   // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
   const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });

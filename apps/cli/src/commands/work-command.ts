@@ -12,7 +12,10 @@ export interface WorkCommandOptions {
 export async function workCommand(options: WorkCommandOptions): Promise<void> {
   const { config } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
-  const { createLogger, runWorker } = await import('@assistant/worker');
+  const [{ createLogger }, { runWorker }] = await Promise.all([
+    import('@assistant/process'),
+    import('@assistant/worker'),
+  ]);
   const logger = await createLogger({ name: 'worker', env: options.context.env });
   // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
   const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });

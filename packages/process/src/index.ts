@@ -1,0 +1,3 @@
+export { assistantVersion } from './assistant-version.ts';
+export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
+export { type ProcessMainOptions, type ProcessRunOptions, runProcessMain } from './run-process-main.ts';

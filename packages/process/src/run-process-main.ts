@@ -1,0 +1,69 @@
+import { parseArgs } from 'node:util';
+import { formatProblem, type LoadedConfig, loadConfig } from '@assistant/config';
+import { isAssistantError } from '@assistant/errors';
+import type { Logger } from 'pino';
+import { createLogger } from './create-logger.ts';
+
+/** What a process's run function receives. */
+export interface ProcessRunOptions {
+  config: LoadedConfig;
+  logger: Logger;
+  /** Aborted on the first SIGINT or SIGTERM; the run function then shuts down gracefully and returns. */
+  signal: AbortSignal;
+}
+
+export interface ProcessMainOptions {
+  /** `server` or `worker`: the logger's name and the prefix of errors printed before a logger exists. */
+  name: string;
+  run: (options: ProcessRunOptions) => Promise<void>;
+}
+
+/**
+ * The body of `apps/{server,worker}/src/main.ts`: `node main.ts --config FILE [--data DIR]` (or ASSISTANT_CONFIG
+ * and ASSISTANT_DATA) loads the config, creates the logger, and runs until a signal. Sets `process.exitCode` to
+ * 2 for a bad command line or config and 1 for anything that broke while running, the CLI's convention.
+ */
+export async function runProcessMain(options: ProcessMainOptions): Promise<void> {
+  let logger: Logger | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    // A Ctrl-C reaches us from the terminal and again from `assistant start`; the repeat must not cut the
+    // graceful close short.
+    if (controller.signal.aborted) return;
+    logger?.info(`${signal} received`);
+    controller.abort(signal);
+  };
+  const controller = new AbortController();
+  // Listen before loading anything, so a signal during startup is a clean stop rather than Node's default kill.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  try {
+    const { values } = parseArgs({
+      options: { config: { type: 'string' }, data: { type: 'string' } },
+      allowPositionals: false,
+    });
+    const configPath = values.config ?? process.env.ASSISTANT_CONFIG ?? 'config.yaml';
+    const dataDir = values.data ?? process.env.ASSISTANT_DATA;
+    const { config, warnings } = await loadConfig({ configPath, ...(dataDir ? { dataDir } : {}) });
+    logger = await createLogger({ name: options.name });
+    // `assistant start` has printed the warnings once already; two children repeating them is noise.
+    if (process.env.ASSISTANT_CONFIG_CHECKED !== '1') {
+      for (const warning of warnings) logger.warn(formatProblem(warning));
+    }
+    if (controller.signal.aborted) return;
+    await options.run({ config, logger, signal: controller.signal });
+  } catch (error) {
+    const usage =
+      isAssistantError(error, 'USAGE') ||
+      isAssistantError(error, 'CONFIG_INVALID') ||
+      isAssistantError(error, 'CONFIG_NOT_FOUND') ||
+      (error instanceof Error && 'code' in error && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION');
+    process.exitCode = usage ? 2 : 1;
+    const message = error instanceof Error ? error.message : String(error);
+    const hint = isAssistantError(error) && error.hint ? `\nhint: ${error.hint}` : '';
+    if (logger) logger.fatal({ err: error }, message);
+    else process.stderr.write(`${options.name}: ${message}${hint}\n`);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}

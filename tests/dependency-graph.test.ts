@@ -1,0 +1,157 @@
+// Dependencies between workspace packages point one way (docs/architecture.md). A package may depend only on
+// packages of a lower layer; every import names a declared dependency; no relative import reaches into another
+// package. BullMQ runs a circular-import check before its tests for the same reason: a cycle found late is a
+// redesign, a cycle found at the commit that adds it is a one-line fix.
+import { readdir, readFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { repoRoot } from './helpers/node-process.ts';
+
+/** Lower layers first. Integrations share one layer: they never depend on each other. */
+const layers: readonly (readonly string[])[] = [
+  ['@assistant/errors'],
+  ['@assistant/config'],
+  ['@assistant/queue', '@assistant/notes', '@assistant/process'],
+  ['@assistant/llm'],
+  ['@assistant/agent'],
+  ['@assistant/runtime'],
+  ['@assistant/sdk'],
+  ['integrations/*'],
+  ['@assistant/server', '@assistant/worker'],
+  ['@assistant/cli'],
+];
+
+const manifestSchema = z.object({
+  name: z.string(),
+  dependencies: z.record(z.string(), z.string()).optional(),
+  devDependencies: z.record(z.string(), z.string()).optional(),
+});
+
+interface WorkspacePackage {
+  name: string;
+  directory: string;
+  dependencies: string[];
+}
+
+async function readManifest(file: string) {
+  return manifestSchema.parse(JSON.parse(await readFile(file, 'utf8')));
+}
+
+async function workspacePackages(): Promise<WorkspacePackage[]> {
+  const found: WorkspacePackage[] = [];
+  for (const group of ['apps', 'packages', 'integrations']) {
+    const entries = await readdir(path.join(repoRoot, group), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue;
+      const directory = path.join(repoRoot, group, entry.name);
+      const manifest = await readManifest(path.join(directory, 'package.json'));
+      found.push({ name: manifest.name, directory, dependencies: Object.keys(manifest.dependencies ?? {}) });
+    }
+  }
+  return found;
+}
+
+function layerOf(workspace: WorkspacePackage): number {
+  const relative = path.relative(repoRoot, workspace.directory);
+  return layers.findIndex((layer) =>
+    layer.some(
+      (entry) => entry === workspace.name || (entry === 'integrations/*' && relative.startsWith('integrations')),
+    ),
+  );
+}
+
+async function sourceFiles(directory: string): Promise<string[]> {
+  const entries = await readdir(directory, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isFile() && /\.(ts|js|mjs)$/.test(entry.name))
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .filter((file) => !file.includes(`${path.sep}node_modules${path.sep}`));
+}
+
+// Static imports, re-exports and dynamic import() with a literal specifier.
+const importPattern = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"\s]+)['"]/gm;
+
+function packageNameOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+const builtins = new Set(builtinModules);
+
+describe('workspace dependency graph', () => {
+  it('puts every workspace package in a layer and lets it depend only on lower layers', async () => {
+    const packages = await workspacePackages();
+    const byName = new Map(packages.map((workspace) => [workspace.name, workspace]));
+    const problems: string[] = [];
+    for (const workspace of packages) {
+      const layer = layerOf(workspace);
+      if (layer < 0) {
+        problems.push(`${workspace.name} is in no layer: add it to the table in this test and docs/architecture.md`);
+        continue;
+      }
+      for (const dependency of workspace.dependencies) {
+        const target = byName.get(dependency);
+        if (!target) continue;
+        if (layerOf(target) >= layer) {
+          problems.push(`${workspace.name} (layer ${layer}) depends on ${dependency} (layer ${layerOf(target)})`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('has no cycles', async () => {
+    const packages = await workspacePackages();
+    const byName = new Map(packages.map((workspace) => [workspace.name, workspace]));
+    const state = new Map<string, 'visiting' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (name: string, trail: string[]) => {
+      if (state.get(name) === 'done') return;
+      if (state.get(name) === 'visiting') {
+        cycles.push([...trail.slice(trail.indexOf(name)), name].join(' → '));
+        return;
+      }
+      state.set(name, 'visiting');
+      for (const dependency of byName.get(name)?.dependencies ?? []) {
+        if (byName.has(dependency)) visit(dependency, [...trail, name]);
+      }
+      state.set(name, 'done');
+    };
+    for (const workspace of packages) visit(workspace.name, []);
+    expect(cycles).toEqual([]);
+  });
+
+  it('imports only declared dependencies and never reaches into another package by a relative path', async () => {
+    const packages = await workspacePackages();
+    const root = await readManifest(path.join(repoRoot, 'package.json'));
+    const rootDevDependencies = new Set(Object.keys(root.devDependencies ?? {}));
+    const problems: string[] = [];
+    for (const workspace of packages) {
+      const declared = new Set([workspace.name, ...workspace.dependencies]);
+      for (const file of await sourceFiles(workspace.directory)) {
+        const shown = path.relative(repoRoot, file);
+        // Tests and test helpers may also use the root's dev tools (vitest, fast-check).
+        const testCode = /\.test\.ts$/.test(file) || file.includes(`${path.sep}testing${path.sep}`);
+        const text = await readFile(file, 'utf8');
+        for (const match of text.matchAll(importPattern)) {
+          const specifier = match[1] ?? '';
+          if (specifier.startsWith('.')) {
+            const target = path.resolve(path.dirname(file), specifier);
+            const insideRootManifest = target === path.join(repoRoot, 'package.json');
+            if (!target.startsWith(workspace.directory + path.sep) && !insideRootManifest) {
+              problems.push(`${shown}: '${specifier}' reaches outside ${workspace.name}; import the package instead`);
+            }
+            continue;
+          }
+          if (specifier.startsWith('node:') || builtins.has(specifier)) continue;
+          const name = packageNameOf(specifier);
+          if (declared.has(name) || (testCode && rootDevDependencies.has(name))) continue;
+          problems.push(`${shown}: imports ${name}, which ${workspace.name}'s package.json does not declare`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
