@@ -1,0 +1,328 @@
+import { type FSWatcher, watch } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { backoffDelayMs } from './backoff.ts';
+import { PendingIndex } from './internal/pending-index.ts';
+import { isScratchName } from './queue-paths.ts';
+import { DelayedError, UnrecoverableError } from './task-errors.ts';
+import { jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
+import { decodeTaskName, encodeTaskName, type TaskName } from './task-name.ts';
+import { attemptOf, type RecoveryReport, type TaskQueue, workerDiedError } from './task-queue.ts';
+import { isMissing, newWorkerOwner } from './worker-registry.ts';
+
+export interface QueueConsumerOptions {
+  /** @default a new owner for this process */
+  owner?: TaskOwner;
+  /** How often the worker file is rewritten. @default 5_000 */
+  heartbeatMs?: number;
+  /** How often active/ is checked for tasks of dead workers, and tmp/ for leftovers. @default 15_000 */
+  sweepIntervalMs?: number;
+  /** How often pending/ is listed in full, in case the watcher missed something. @default 30_000 */
+  rescanIntervalMs?: number;
+  /** The longest `waitForWork` sleeps before looking again. @default 1_000 */
+  pollIntervalMs?: number;
+  /** How often done/ and failed/ are pruned. @default 3_600_000 */
+  pruneIntervalMs?: number;
+}
+
+/** A task this consumer holds in active/. */
+export interface ClaimedTask {
+  task: Task;
+  name: TaskName;
+  fileName: string;
+  path: string;
+}
+
+export type FailOutcome = 'retrying' | 'delayed' | 'failed';
+
+/**
+ * The worker's side of the queue: claims ready tasks in run order from an in-memory index of pending/ (fed by a
+ * directory watcher, checked by periodic full listings), holds a lease on them through its heartbeat file, and
+ * moves them on when they finish. Several consumers, in one process or many, may share a queue directory.
+ */
+export class QueueConsumer {
+  readonly queue: TaskQueue;
+  readonly owner: TaskOwner;
+  readonly #options: Required<Omit<QueueConsumerOptions, 'owner'>>;
+  readonly #index = new PendingIndex();
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #waiters = new Set<() => void>();
+  #watcher: FSWatcher | undefined;
+  #startedAt = new Date().toISOString();
+  #closing: Promise<void> | undefined;
+  #lastRescanMs = 0;
+
+  constructor(queue: TaskQueue, options: QueueConsumerOptions = {}) {
+    this.queue = queue;
+    this.owner = options.owner ?? newWorkerOwner();
+    this.#options = {
+      heartbeatMs: options.heartbeatMs ?? 5_000,
+      sweepIntervalMs: options.sweepIntervalMs ?? 15_000,
+      rescanIntervalMs: options.rescanIntervalMs ?? 30_000,
+      pollIntervalMs: options.pollIntervalMs ?? 1_000,
+      pruneIntervalMs: options.pruneIntervalMs ?? 3_600_000,
+    };
+  }
+
+  /** Registers the heartbeat, recovers what dead workers left, lists pending/ and starts watching it. */
+  async start(): Promise<RecoveryReport> {
+    this.#startedAt = new Date(this.queue.now()).toISOString();
+    await this.queue.registry.beat(this.owner, this.#startedAt);
+    this.#every(this.#options.heartbeatMs, () => this.queue.registry.beat(this.owner, this.#startedAt));
+    // Watch before listing, so a file that arrives in between is seen by one or the other.
+    try {
+      this.#watcher = watch(this.queue.paths.pending, (_event, fileName) => {
+        if (typeof fileName === 'string' && this.#index.add(fileName)) this.#wake();
+      });
+      this.#watcher.on('error', (error) => {
+        this.queue.logger.warn(`watching pending/ failed (${error.message}); polling instead`);
+        this.#watcher?.close();
+        this.#watcher = undefined;
+      });
+    } catch (error) {
+      this.queue.logger.warn(`cannot watch pending/ (${(error as Error).message}); polling instead`);
+    }
+    const report = await this.queue.recover({ skipOwner: this.owner.id });
+    await this.rescan();
+    this.#every(this.#options.sweepIntervalMs, async () => {
+      const swept = await this.queue.recover({ skipOwner: this.owner.id });
+      if (swept.requeued.length > 0) {
+        for (const fileName of swept.requeued) this.#index.add(fileName);
+        this.#wake();
+      }
+    });
+    this.#every(this.#options.rescanIntervalMs, () => this.rescan());
+    this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
+    await this.queue.prune();
+    return report;
+  }
+
+  #every(intervalMs: number, action: () => Promise<unknown>): void {
+    let running = false;
+    const timer = setInterval(() => {
+      // Never two runs at once: a slow disk must not pile up sweeps.
+      if (running || this.#closing) return;
+      running = true;
+      action()
+        .catch((error: unknown) => this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`))
+        .finally(() => {
+          running = false;
+        });
+    }, intervalMs);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+
+  /**
+   * Lists pending/ in full and replaces the index with it. Files there whose names are not task names are moved
+   * to failed/ with the reason, once they are a few seconds old (an editor may still be writing them).
+   */
+  async rescan(): Promise<void> {
+    const nowMs = this.queue.now();
+    this.#lastRescanMs = nowMs;
+    const names = await readdir(this.queue.paths.pending);
+    this.#index.reset(names);
+    for (const fileName of names) {
+      if (decodeTaskName(fileName) || isScratchName(fileName)) continue;
+      const file = path.join(this.queue.paths.pending, fileName);
+      const info = await stat(file).catch(() => undefined);
+      if (!info || nowMs - info.mtimeMs < 2_000 || !info.isFile()) continue;
+      await this.queue.quarantine(
+        file,
+        'the file name is not a task name: expected {priority}_{YYYYMMDDTHHMMSSmmmZ}_{id}--{fingerprint}--{type}.yaml',
+      );
+    }
+    if (this.#index.size > 0) this.#wake();
+  }
+
+  /** Number of names in the in-memory view of pending/ (for tests and diagnostics). */
+  get indexedCount(): number {
+    return this.#index.size;
+  }
+
+  /**
+   * Claims the next ready task: `rename(pending/x, active/x)`. ENOENT means another worker won it; the next name
+   * is tried. The claim then records this worker as the owner and counts the attempt. Files that cannot be read
+   * as tasks are quarantined on the way and never returned.
+   */
+  async claim(): Promise<ClaimedTask | undefined> {
+    for (;;) {
+      if (this.#closing) return undefined;
+      const nowMs = this.queue.now();
+      const fileName = this.#index.takeReady(nowMs);
+      if (fileName === undefined) return undefined;
+      const name = decodeTaskName(fileName);
+      if (!name) continue;
+      const activePath = path.join(this.queue.paths.active, fileName);
+      try {
+        await this.queue.move(path.join(this.queue.paths.pending, fileName), activePath);
+      } catch (error) {
+        if (isMissing(error)) continue;
+        throw error;
+      }
+      let task: Task;
+      try {
+        task = this.queue.parseTask(await readFile(activePath, 'utf8'), name);
+      } catch (error) {
+        if (!(error instanceof TaskFileError)) throw error;
+        await this.queue.quarantine(activePath, error.message);
+        continue;
+      }
+      const startedAt = new Date(nowMs).toISOString();
+      const claimed: Task = {
+        ...task,
+        // Started before and never finished: the previous worker died with it. Say so in the history.
+        history:
+          task.startedAt !== undefined && task.finishedAt === undefined
+            ? [...task.history, ...attemptOf(task, startedAt, workerDiedError(task))]
+            : task.history,
+        attempts: task.attempts + 1,
+        startedAt,
+        worker: this.owner,
+      };
+      delete claimed.finishedAt;
+      delete claimed.error;
+      delete claimed.result;
+      await this.queue.rewrite(activePath, claimed);
+      return { task: claimed, name, fileName, path: activePath };
+    }
+  }
+
+  /** Records the result and moves the task to done/. Returns false when the lease was lost meanwhile. */
+  async complete(claimed: ClaimedTask, result: unknown): Promise<boolean> {
+    const checked = jsonValueSchema.safeParse(result ?? null);
+    if (!checked.success) {
+      await this.fail(
+        claimed,
+        new UnrecoverableError(
+          `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
+        ),
+      );
+      return true;
+    }
+    const task: Task = { ...claimed.task, finishedAt: new Date(this.queue.now()).toISOString(), result: checked.data };
+    return this.#finish(claimed, 'done', task);
+  }
+
+  /**
+   * Handles a handler's error: `DelayedError` puts the task back until its time without counting the attempt;
+   * `UnrecoverableError`, or any error once attempts are spent, fails it; anything else retries it after the
+   * backoff. Each attempt's error is kept in the task's history.
+   */
+  async fail(claimed: ClaimedTask, error: unknown): Promise<FailOutcome> {
+    const nowMs = this.queue.now();
+    const finishedAt = new Date(nowMs).toISOString();
+    const taskError = toTaskError(error);
+    const { task } = claimed;
+    if (error instanceof DelayedError) {
+      const readyAtMs = Math.max(nowMs, Math.floor(error.untilMs));
+      await this.#backToPending(claimed, { ...task, attempts: task.attempts - 1 }, readyAtMs);
+      this.queue.logger.info(
+        `task ${task.id} (${task.type}) delayed until ${new Date(readyAtMs).toISOString()}: ${taskError.message}`,
+      );
+      return 'delayed';
+    }
+    const history = [...task.history, ...attemptOf(task, finishedAt, taskError)];
+    if (error instanceof UnrecoverableError || task.attempts >= task.maxAttempts) {
+      await this.#finish(claimed, 'failed', { ...task, history, finishedAt, error: taskError });
+      return 'failed';
+    }
+    const policy = this.queue.policyFor(task.type);
+    const readyAtMs = nowMs + backoffDelayMs(policy.backoff, task.attempts);
+    await this.#backToPending(claimed, { ...task, history }, readyAtMs);
+    this.queue.logger.info(
+      `task ${task.id} (${task.type}) attempt ${task.attempts} of ${task.maxAttempts} failed (${taskError.message}); retrying at ${new Date(readyAtMs).toISOString()}`,
+    );
+    return 'retrying';
+  }
+
+  /** Returns a task to pending/ unrun, its attempt not counted: the worker is shutting down. */
+  async release(claimed: ClaimedTask): Promise<void> {
+    await this.#backToPending(
+      claimed,
+      { ...claimed.task, attempts: claimed.task.attempts - 1 },
+      claimed.name.readyAtMs,
+    );
+  }
+
+  async #backToPending(claimed: ClaimedTask, task: Task, readyAtMs: number): Promise<void> {
+    const next: Task = { ...task, readyAt: new Date(readyAtMs).toISOString() };
+    delete next.startedAt;
+    delete next.worker;
+    delete next.finishedAt;
+    const fileName = encodeTaskName({ ...claimed.name, readyAtMs });
+    // Rewrite in place, then one rename: never a moment with the task in two directories.
+    await this.queue.rewrite(claimed.path, next);
+    const target = path.join(this.queue.paths.pending, fileName);
+    await this.queue.move(claimed.path, target);
+    this.#index.add(fileName);
+  }
+
+  async #finish(claimed: ClaimedTask, state: 'done' | 'failed', task: Task): Promise<boolean> {
+    // done/x is written in full before active/x goes. A crash in between leaves both; recovery keeps done/x.
+    await this.queue.writeTo(state, claimed.fileName, task);
+    const removed = await this.queue.remove(claimed.path);
+    if (!removed) {
+      this.queue.logger.warn(
+        `task ${task.id} (${task.type}) finished, but its active/ file had gone: this worker lost its lease (a stalled process?); the task may run twice`,
+      );
+    }
+    return removed;
+  }
+
+  /** Resolves when the watcher reports a new file, a delayed task's time comes, or `pollIntervalMs` passes. */
+  async waitForWork(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
+    if (options.signal?.aborted || this.#closing) return;
+    const nowMs = this.queue.now();
+    let timeoutMs = options.timeoutMs ?? this.#options.pollIntervalMs;
+    const nextReady = this.#index.nextReadyAtMs();
+    if (nextReady !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(0, nextReady - nowMs));
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(done);
+        options.signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.#waiters.add(done);
+      options.signal?.addEventListener('abort', done, { once: true });
+    });
+    // Nothing indexed: list the directory in case the watcher is not delivering (network filesystems).
+    if (
+      this.#index.size === 0 &&
+      !this.#closing &&
+      this.queue.now() - this.#lastRescanMs >= this.#options.pollIntervalMs
+    ) {
+      await this.rescan().catch((error: unknown) =>
+        this.queue.logger.warn(`listing pending/ failed: ${(error as Error).message}`),
+      );
+    }
+  }
+
+  #wake(): void {
+    for (const waiter of [...this.#waiters]) waiter();
+  }
+
+  /** Stops watching and heartbeats and removes the worker file. Tasks still held must be released first. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const timer of this.#timers) clearInterval(timer);
+      this.#watcher?.close();
+      this.#wake();
+      await this.queue.registry.remove(this.owner.id);
+    })();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+export function toTaskError(error: unknown): { type: string; message: string; stack?: string } {
+  if (error instanceof Error) {
+    return { type: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+  }
+  return { type: 'Error', message: String(error) };
+}

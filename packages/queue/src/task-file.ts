@@ -1,0 +1,220 @@
+import { parseDocument, stringify } from 'yaml';
+import * as z from 'zod';
+import { taskIdPattern } from './task-id.ts';
+import type { TaskName } from './task-name.ts';
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** How a task came to be: manual triggers (api, cli) bypass policies; scheduler and automation go through them. */
+export const taskSources = ['api', 'cli', 'scheduler', 'automation', 'retry', 'file'] as const;
+export type TaskSource = (typeof taskSources)[number];
+
+export interface TaskError {
+  /** The error's class name, e.g. `RetryableError`, `TypeError`, `WorkerDied`. */
+  type: string;
+  message: string;
+  stack?: string | undefined;
+}
+
+export interface TaskOwner {
+  /** The worker's id: `{host}-{pid}-{random}`. */
+  id: string;
+  pid: number;
+  host: string;
+}
+
+/** One finished-with-an-error attempt, kept so a task that finally fails shows everything that went wrong. */
+export interface TaskAttempt {
+  attempt: number;
+  startedAt: string;
+  finishedAt: string;
+  worker?: string;
+  error: TaskError;
+}
+
+/** A task as its YAML file holds it (camelCase here, snake_case on disk). Times are ISO 8601 strings. */
+export interface Task {
+  id: string;
+  type: string;
+  priority: number;
+  createdAt: string;
+  readyAt: string;
+  source: TaskSource;
+  integration?: string;
+  payload: JsonValue;
+  /** Attempts started so far (a claim counts one). */
+  attempts: number;
+  maxAttempts: number;
+  onResult?: JsonValue;
+  startedAt?: string;
+  finishedAt?: string;
+  worker?: TaskOwner;
+  result?: JsonValue;
+  error?: TaskError;
+  history: TaskAttempt[];
+}
+
+/** Plain JSON data: what payloads and results may hold. */
+export const jsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([
+    z.string(),
+    z.number().refine(Number.isFinite, { error: 'numbers must be finite' }),
+    z.boolean(),
+    z.null(),
+    z.array(jsonValueSchema),
+    z.record(z.string(), jsonValueSchema),
+  ]),
+);
+const isoTime = z.iso.datetime({ offset: true });
+const taskErrorSchema = z.strictObject({ type: z.string(), message: z.string(), stack: z.string().optional() });
+
+const taskFileSchema = z.strictObject({
+  id: z.string().regex(taskIdPattern, { error: 'expected the 26-character id from the file name' }).optional(),
+  type: z.string().optional(),
+  priority: z.int().min(0).max(9).optional(),
+  created_at: isoTime.optional(),
+  ready_at: isoTime.optional(),
+  source: z.enum(taskSources).optional(),
+  integration: z.string().optional(),
+  payload: jsonValueSchema.optional(),
+  attempts: z.int().min(0).optional(),
+  max_attempts: z.int().min(1).max(100).optional(),
+  on_result: jsonValueSchema.optional(),
+  started_at: isoTime.optional(),
+  finished_at: isoTime.optional(),
+  worker: z.strictObject({ id: z.string(), pid: z.int(), host: z.string() }).optional(),
+  result: jsonValueSchema.optional(),
+  error: taskErrorSchema.optional(),
+  history: z
+    .array(
+      z.strictObject({
+        attempt: z.int().min(1),
+        started_at: isoTime,
+        finished_at: isoTime,
+        worker: z.string().optional(),
+        error: taskErrorSchema,
+      }),
+    )
+    .optional(),
+});
+
+/** A task file that cannot be read as a task: the reason goes beside it in failed/. */
+export class TaskFileError extends Error {
+  override name = 'TaskFileError';
+}
+
+export interface ParseTaskFileOptions {
+  /** The file name, whose fields win over the content's: renaming a file re-prioritises or reschedules it. */
+  name: TaskName;
+  /** Used when a hand-written file says nothing about attempts. */
+  defaultMaxAttempts: number;
+  /** Refuse files larger than this many bytes. @default 1 MiB */
+  maxBytes?: number;
+  /** Used when a hand-written file has no `created_at`. @default the time in the id */
+  createdAtMs?: number;
+}
+
+/**
+ * Reads a task file. Hand-written files may leave out everything the name already says (id, type, priority,
+ * ready time) and everything with a default; what they do say must agree with the name and the schema.
+ */
+export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task {
+  const maxBytes = options.maxBytes ?? 1_048_576;
+  const bytes = Buffer.byteLength(text);
+  if (bytes > maxBytes)
+    throw new TaskFileError(`file is ${bytes} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
+  // maxAliasCount refuses alias bombs (a few lines that expand to gigabytes) before they are expanded.
+  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  const problem = document.errors[0];
+  if (problem) {
+    const line = problem.linePos?.[0];
+    throw new TaskFileError(
+      `YAML syntax${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${firstLine(problem.message)}`,
+    );
+  }
+  let data: unknown;
+  try {
+    data = document.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (error) {
+    throw new TaskFileError(`YAML: ${firstLine(error instanceof Error ? error.message : String(error))}`);
+  }
+  const parsed = taskFileSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ` : '';
+    throw new TaskFileError(`${where}${issue?.message ?? 'not a task'}`);
+  }
+  const file = parsed.data;
+  const { name } = options;
+  if (file.id !== undefined && file.id !== name.id) {
+    throw new TaskFileError(`id: the file says \`${file.id}\` but its name says \`${name.id}\``);
+  }
+  if (file.type !== undefined && file.type !== name.type) {
+    throw new TaskFileError(`type: the file says \`${file.type}\` but its name says \`${name.type}\``);
+  }
+  const task: Task = {
+    id: name.id,
+    type: name.type,
+    priority: name.priority,
+    createdAt: file.created_at ?? new Date(options.createdAtMs ?? Date.now()).toISOString(),
+    readyAt: new Date(name.readyAtMs).toISOString(),
+    source: file.source ?? 'file',
+    payload: file.payload ?? null,
+    attempts: file.attempts ?? 0,
+    maxAttempts: file.max_attempts ?? options.defaultMaxAttempts,
+    history: (file.history ?? []).map((entry) => ({
+      attempt: entry.attempt,
+      startedAt: entry.started_at,
+      finishedAt: entry.finished_at,
+      ...(entry.worker === undefined ? {} : { worker: entry.worker }),
+      error: entry.error,
+    })),
+  };
+  if (file.integration !== undefined) task.integration = file.integration;
+  if (file.on_result !== undefined) task.onResult = file.on_result;
+  if (file.started_at !== undefined) task.startedAt = file.started_at;
+  if (file.finished_at !== undefined) task.finishedAt = file.finished_at;
+  if (file.worker !== undefined) task.worker = file.worker;
+  if (file.result !== undefined) task.result = file.result;
+  if (file.error !== undefined) task.error = file.error;
+  return task;
+}
+
+/** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
+export function stringifyTask(task: Task): string {
+  const file: Record<string, unknown> = {
+    id: task.id,
+    type: task.type,
+    priority: task.priority,
+    created_at: task.createdAt,
+    ready_at: task.readyAt,
+    source: task.source,
+    integration: task.integration,
+    payload: task.payload,
+    attempts: task.attempts,
+    max_attempts: task.maxAttempts,
+    on_result: task.onResult,
+    started_at: task.startedAt,
+    finished_at: task.finishedAt,
+    worker: task.worker,
+    result: task.result,
+    error: task.error,
+    history:
+      task.history.length === 0
+        ? undefined
+        : task.history.map((entry) => ({
+            attempt: entry.attempt,
+            started_at: entry.startedAt,
+            finished_at: entry.finishedAt,
+            worker: entry.worker,
+            error: entry.error,
+          })),
+  };
+  for (const key of Object.keys(file)) if (file[key] === undefined) delete file[key];
+  // No line folding: a payload string must come back byte for byte, and aliases would make hand edits confusing.
+  return stringify(file, { lineWidth: 0, aliasDuplicateObjects: false });
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}

@@ -1,0 +1,678 @@
+import { mkdir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { QueueConfig, QueuePolicy } from '@assistant/config';
+import { AssistantError } from '@assistant/errors';
+import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
+import { taskFingerprint } from './fingerprint.ts';
+import { type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+import { resolvePolicy } from './resolve-policy.ts';
+import {
+  type JsonValue,
+  jsonValueSchema,
+  parseTaskFile,
+  stringifyTask,
+  type Task,
+  TaskFileError,
+  type TaskSource,
+} from './task-file.ts';
+import { newTaskId, taskIdTimeMs } from './task-id.ts';
+import { decodeTaskName, encodeTaskName, idMarker, isTaskType, type TaskName } from './task-name.ts';
+import { ignoreMissing, isMissing, WorkerRegistry } from './worker-registry.ts';
+
+/** Where the queue reports what it decided: policy rejections at info, quarantined files and lost leases at warn. */
+export interface QueueLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+const silentLogger: QueueLogger = { info() {}, warn() {} };
+
+/** The queue settings of config.yaml, all optional here: tests and tools pass only what they care about. */
+export interface QueueSettings {
+  /** @default 'os' */
+  durability?: Durability;
+  /** @default 1 MiB */
+  maxTaskBytes?: number;
+  /** @default done 7 days, failed 30 days */
+  retention?: QueueConfig['retention'];
+  /** @default dedup on, no rate limit, 3 attempts, exponential backoff from 30 s to 1 h, 10 min timeout */
+  policies?: QueueConfig['policies'];
+}
+
+export interface TaskQueueOptions {
+  /** The queue directory: `data/queue`. */
+  directory: string;
+  settings?: QueueSettings;
+  logger?: QueueLogger;
+  /** A worker whose heartbeat is older than this is gone and its tasks are recovered. @default 60_000 */
+  leaseMs?: number;
+  /**
+   * A task in active/ is left alone for this long after it got there, whoever its owner was: a claim renames the
+   * file first and records its owner a moment later. @default 30_000
+   */
+  claimGraceMs?: number;
+  /** Files in tmp/ older than this are leftovers of a crash and are removed. @default 3_600_000 */
+  tmpMaxAgeMs?: number;
+  /** For tests. @default Date.now */
+  now?: () => number;
+}
+
+export interface EnqueueOptions {
+  type: string;
+  payload?: JsonValue;
+  /** 0–9, lower first. @default 5 */
+  priority?: number;
+  /** When the task becomes ready. @default now */
+  readyAtMs?: number;
+  /** @default 'api' */
+  source?: TaskSource;
+  /** The integration instance the task belongs to. */
+  integration?: string;
+  /** Where a service result goes; the runtime routes it. */
+  onResult?: JsonValue;
+  /**
+   * Apply dedup and rate limits. Scheduler and automation enqueues do; manual triggers (API, CLI) do not.
+   * @default true for sources scheduler and automation, false otherwise
+   */
+  policies?: boolean;
+}
+
+export type EnqueueOutcome =
+  | { status: 'enqueued'; task: Task; fileName: string; path: string }
+  | { status: 'duplicate'; reason: string; existing: string }
+  | { status: 'rate_limited'; reason: string; retryAtMs: number };
+
+/** A task as a listing sees it: from its name alone, without reading the file. */
+export interface TaskEntry {
+  state: TaskState;
+  fileName: string;
+  path: string;
+  /** Undefined for a file in failed/ whose name is not a task name (quarantined). */
+  name: TaskName | undefined;
+}
+
+/** A task read from its file; `problem` instead of `task` when the file cannot be read as one. */
+export interface TaskRecord extends TaskEntry {
+  task?: Task;
+  problem?: string;
+}
+
+export interface ListOptions {
+  state?: TaskState;
+  /** An exact type or a pattern with `*`. */
+  type?: string;
+  /** @default no limit */
+  limit?: number;
+}
+
+export interface QueueStats {
+  pending: number;
+  /** Pending tasks whose ready time has come. */
+  ready: number;
+  /** Pending tasks waiting for a later ready time (backoff, delay, schedule). */
+  scheduled: number;
+  active: number;
+  done: number;
+  failed: number;
+  /** Task counts per type, over pending and active. */
+  byType: Record<string, { pending: number; active: number }>;
+}
+
+export interface RecoveryReport {
+  requeued: string[];
+  failed: string[];
+  /** active/ copies of tasks that had already reached done/ or failed/ (a crash between the two steps). */
+  removedDuplicates: string[];
+  quarantined: string[];
+  removedTmp: number;
+}
+
+export interface PruneReport {
+  done: number;
+  failed: number;
+}
+
+/**
+ * The filesystem queue. Every move between states is a rename, which is atomic and exclusive: of two processes
+ * renaming the same file, one wins and the other gets ENOENT. File names are the index: dedup, rate limits,
+ * listings and stats read names and never parse YAML.
+ */
+export class TaskQueue {
+  readonly paths: QueuePaths;
+  readonly durability: Durability;
+  readonly maxTaskBytes: number;
+  readonly retention: QueueConfig['retention'];
+  readonly policies: QueueConfig['policies'];
+  readonly logger: QueueLogger;
+  readonly registry: WorkerRegistry;
+  readonly claimGraceMs: number;
+  readonly tmpMaxAgeMs: number;
+  readonly now: () => number;
+
+  private constructor(options: TaskQueueOptions) {
+    const settings = options.settings ?? {};
+    this.paths = queuePaths(options.directory);
+    this.durability = settings.durability ?? 'os';
+    this.maxTaskBytes = settings.maxTaskBytes ?? 1_048_576;
+    this.retention = settings.retention ?? { doneMs: 7 * 86_400_000, failedMs: 30 * 86_400_000 };
+    this.policies = settings.policies ?? {
+      defaults: {
+        dedup: true,
+        rateLimit: null,
+        maxAttempts: 3,
+        backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
+        timeoutMs: 600_000,
+      },
+      overrides: {},
+    };
+    this.logger = options.logger ?? silentLogger;
+    this.registry = new WorkerRegistry({
+      directory: this.paths.workers,
+      tmpDir: this.paths.tmp,
+      durability: this.durability,
+      leaseMs: options.leaseMs ?? 60_000,
+    });
+    this.claimGraceMs = options.claimGraceMs ?? 30_000;
+    this.tmpMaxAgeMs = options.tmpMaxAgeMs ?? 3_600_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Opens the queue at `directory`, creating its directories when missing. */
+  static async open(options: TaskQueueOptions): Promise<TaskQueue> {
+    const queue = new TaskQueue(options);
+    const { root, ...directories } = queue.paths;
+    await mkdir(root, { recursive: true });
+    for (const directory of Object.values(directories)) await mkdir(directory, { recursive: true });
+    return queue;
+  }
+
+  policyFor(type: string): QueuePolicy {
+    return resolvePolicy(this.policies, type);
+  }
+
+  directoryOf(state: TaskState): string {
+    return this.paths[state];
+  }
+
+  // ------------------------------------------------------------------------------------------------ enqueue
+
+  async enqueue(options: EnqueueOptions): Promise<EnqueueOutcome> {
+    if (!isTaskType(options.type)) {
+      throw new AssistantError(
+        'BAD_REQUEST',
+        `Expected a task type of lower-case dot-separated words such as \`email.inbox.check\`, got \`${options.type}\``,
+      );
+    }
+    const priority = options.priority ?? 5;
+    if (!Number.isInteger(priority) || priority < 0 || priority > 9) {
+      throw new AssistantError('BAD_REQUEST', `Expected \`priority\` to be a digit 0-9, got \`${String(priority)}\``);
+    }
+    const payload = options.payload ?? null;
+    const checked = jsonValueSchema.safeParse(payload);
+    if (!checked.success) {
+      throw new AssistantError('BAD_REQUEST', `payload is not plain JSON data: ${checked.error.issues[0]?.message}`);
+    }
+    const source = options.source ?? 'api';
+    const nowMs = this.now();
+    const policy = this.policyFor(options.type);
+    const fingerprint = taskFingerprint(options.type, payload);
+    const usePolicies = options.policies ?? (source === 'scheduler' || source === 'automation');
+    if (usePolicies) {
+      const rejection = await this.#checkPolicies(options.type, fingerprint, policy, nowMs);
+      if (rejection) {
+        this.logger.info(`enqueue ${options.type} (${source}) skipped: ${rejection.reason}`);
+        return rejection;
+      }
+    }
+    const id = newTaskId(nowMs);
+    const readyAtMs = Math.max(0, Math.floor(options.readyAtMs ?? nowMs));
+    const task: Task = {
+      id,
+      type: options.type,
+      priority,
+      createdAt: new Date(nowMs).toISOString(),
+      readyAt: new Date(readyAtMs).toISOString(),
+      source,
+      payload,
+      attempts: 0,
+      maxAttempts: policy.maxAttempts,
+      history: [],
+    };
+    if (options.integration !== undefined) task.integration = options.integration;
+    if (options.onResult !== undefined) task.onResult = options.onResult;
+    const fileName = encodeTaskName({ priority, readyAtMs, id, fingerprint, type: options.type });
+    const text = stringifyTask(task);
+    this.#assertSize(text, options.type);
+    const target = path.join(this.paths.pending, fileName);
+    await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
+    return { status: 'enqueued', task, fileName, path: target };
+  }
+
+  #assertSize(text: string, type: string): void {
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.maxTaskBytes) {
+      throw new AssistantError(
+        'PAYLOAD_TOO_LARGE',
+        `task ${type} would be ${bytes} bytes; queue.max_task_bytes allows ${this.maxTaskBytes}`,
+        { hint: 'store large content in a note and put its path in the payload' },
+      );
+    }
+  }
+
+  async #checkPolicies(
+    type: string,
+    fingerprint: string,
+    policy: QueuePolicy,
+    nowMs: number,
+  ): Promise<Exclude<EnqueueOutcome, { status: 'enqueued' }> | undefined> {
+    if (policy.dedup) {
+      const marker = `--${fingerprint}--`;
+      for (const state of ['pending', 'active'] as const) {
+        const existing = (await this.#names(state)).find((fileName) => fileName.includes(marker));
+        if (existing) {
+          return {
+            status: 'duplicate',
+            reason: `an identical ${type} task is already ${state} (${existing})`,
+            existing: path.join(this.paths[state], existing),
+          };
+        }
+      }
+    }
+    if (policy.rateLimit) {
+      const { max, perMs } = policy.rateLimit;
+      const since = nowMs - perMs;
+      // The id's first ten characters are its creation time, so the window is counted from names alone.
+      const created: number[] = [];
+      for (const state of taskStates) {
+        for (const fileName of await this.#names(state)) {
+          const name = decodeTaskName(fileName);
+          if (name?.type !== type) continue;
+          const createdMs = taskIdTimeMs(name.id);
+          if (createdMs > since) created.push(createdMs);
+        }
+      }
+      if (created.length >= max) {
+        created.sort((left, right) => left - right);
+        const retryAtMs = (created[created.length - max] ?? nowMs) + perMs;
+        return {
+          status: 'rate_limited',
+          reason: `${created.length} ${type} tasks created in the last ${Math.round(perMs / 1000)}s; the limit is ${max}`,
+          retryAtMs,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  // ----------------------------------------------------------------------------------------------- reading
+
+  async #names(state: TaskState): Promise<string[]> {
+    try {
+      return await readdir(this.paths[state]);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
+  async entries(state: TaskState): Promise<TaskEntry[]> {
+    const names = await this.#names(state);
+    const reasons = new Set(names.filter((fileName) => fileName.endsWith(reasonSuffix)));
+    const entries: TaskEntry[] = [];
+    for (const fileName of names) {
+      if (fileName.endsWith(reasonSuffix)) continue;
+      const name = decodeTaskName(fileName);
+      if (!name && !(state === 'failed' && reasons.has(fileName + reasonSuffix))) continue;
+      entries.push({ state, fileName, path: path.join(this.paths[state], fileName), name });
+    }
+    return entries;
+  }
+
+  /** Lists tasks from their names: pending and active in run order, done and failed newest first. */
+  async list(options: ListOptions = {}): Promise<TaskEntry[]> {
+    const states = options.state ? [options.state] : taskStates;
+    const matcher = options.type === undefined ? undefined : typeMatcher(options.type);
+    const result: TaskEntry[] = [];
+    for (const state of states) {
+      let entries = await this.entries(state);
+      if (matcher) entries = entries.filter((entry) => entry.name !== undefined && matcher(entry.name.type));
+      if (state === 'pending' || state === 'active') {
+        entries.sort((left, right) => compareStrings(left.fileName, right.fileName));
+      } else {
+        const withTimes = await Promise.all(
+          entries.map(async (entry) => ({
+            entry,
+            mtimeMs: (await stat(entry.path).catch(() => undefined))?.mtimeMs ?? 0,
+          })),
+        );
+        withTimes.sort(
+          (left, right) => right.mtimeMs - left.mtimeMs || compareStrings(right.entry.fileName, left.entry.fileName),
+        );
+        entries = withTimes.map(({ entry }) => entry);
+      }
+      result.push(...entries);
+    }
+    return options.limit === undefined ? result : result.slice(0, options.limit);
+  }
+
+  /** Finds a task by id in any state and reads it. */
+  async get(id: string): Promise<TaskRecord | undefined> {
+    const marker = idMarker(id);
+    for (const state of taskStates) {
+      for (const entry of await this.entries(state)) {
+        if (entry.fileName.includes(marker)) return this.read(entry);
+      }
+    }
+    return undefined;
+  }
+
+  /** Reads a listed task's file; a file that cannot be read as a task comes back with `problem`. */
+  async read(entry: TaskEntry): Promise<TaskRecord> {
+    let text: string;
+    try {
+      text = await readFile(entry.path, 'utf8');
+    } catch (error) {
+      if (isMissing(error)) return { ...entry, problem: 'the file moved while it was being read; look again' };
+      throw error;
+    }
+    const reason = await readFile(entry.path + reasonSuffix, 'utf8').catch(() => undefined);
+    if (!entry.name) return { ...entry, problem: reason?.trim() ?? 'the file name is not a task name' };
+    try {
+      return { ...entry, task: this.parseTask(text, entry.name) };
+    } catch (error) {
+      if (error instanceof TaskFileError) return { ...entry, problem: reason?.trim() ?? error.message };
+      throw error;
+    }
+  }
+
+  /** Reads a task file's text with this queue's limits and defaults; throws TaskFileError when it is not a task. */
+  parseTask(text: string, name: TaskName): Task {
+    return parseTaskFile(text, {
+      name,
+      defaultMaxAttempts: this.policyFor(name.type).maxAttempts,
+      maxBytes: this.maxTaskBytes,
+      createdAtMs: taskIdTimeMs(name.id),
+    });
+  }
+
+  async stats(): Promise<QueueStats> {
+    const nowMs = this.now();
+    const stats: QueueStats = { pending: 0, ready: 0, scheduled: 0, active: 0, done: 0, failed: 0, byType: {} };
+    for (const state of taskStates) {
+      const entries = await this.entries(state);
+      stats[state] = entries.length;
+      if (state !== 'pending' && state !== 'active') continue;
+      for (const entry of entries) {
+        if (!entry.name) continue;
+        const counts = stats.byType[entry.name.type] ?? { pending: 0, active: 0 };
+        stats.byType[entry.name.type] = counts;
+        counts[state] += 1;
+        if (state === 'pending') {
+          if (entry.name.readyAtMs <= nowMs) stats.ready += 1;
+          else stats.scheduled += 1;
+        }
+      }
+    }
+    return stats;
+  }
+
+  /** True when no pending task is ready and none is active: nothing would run now. */
+  async isIdle(): Promise<boolean> {
+    if ((await this.entries('active')).length > 0) return false;
+    const nowMs = this.now();
+    return (await this.entries('pending')).every((entry) => entry.name !== undefined && entry.name.readyAtMs > nowMs);
+  }
+
+  // --------------------------------------------------------------------------------------------- transitions
+
+  /** failed → pending, ready now, with a fresh set of attempts. The history of earlier attempts is kept. */
+  async retry(id: string): Promise<TaskRecord> {
+    const record = await this.get(id);
+    if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
+    if (record.state !== 'failed') {
+      throw new AssistantError('BAD_REQUEST', `task ${id} is ${record.state}; only failed tasks can be retried`);
+    }
+    if (!record.task || !record.name) {
+      throw new AssistantError('BAD_REQUEST', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`, {
+        hint: `fix ${record.path} by hand and move it into pending/`,
+      });
+    }
+    const nowMs = this.now();
+    const task: Task = { ...record.task, attempts: 0, readyAt: new Date(nowMs).toISOString() };
+    delete task.startedAt;
+    delete task.finishedAt;
+    delete task.worker;
+    delete task.error;
+    delete task.result;
+    const fileName = encodeTaskName({ ...record.name, readyAtMs: nowMs });
+    // Rewrite in place, then one rename: the task is in exactly one directory at every instant.
+    await this.rewrite(record.path, task);
+    await this.move(record.path, path.join(this.paths.pending, fileName));
+    await unlink(record.path + reasonSuffix).catch(ignoreMissing);
+    this.logger.info(`task ${id} (${task.type}) retried by hand`);
+    return {
+      state: 'pending',
+      fileName,
+      path: path.join(this.paths.pending, fileName),
+      name: decodeTaskName(fileName),
+      task,
+    };
+  }
+
+  /** Replaces a task file's content atomically. */
+  async rewrite(target: string, task: Task): Promise<void> {
+    await writeFileDurably({ tmpDir: this.paths.tmp, target, text: stringifyTask(task), durability: this.durability });
+  }
+
+  /** Writes a task's new content straight into another state's directory (used for done/ and failed/). */
+  async writeTo(state: TaskState, fileName: string, task: Task): Promise<string> {
+    const target = path.join(this.paths[state], fileName);
+    await this.rewrite(target, task);
+    return target;
+  }
+
+  /** Renames a task file between state directories; under strict durability both directories are synced. */
+  async move(from: string, to: string): Promise<void> {
+    await rename(from, to);
+    if (this.durability === 'strict') {
+      await syncDirectory(path.dirname(to));
+      await syncDirectory(path.dirname(from));
+    }
+  }
+
+  async remove(file: string): Promise<boolean> {
+    try {
+      await unlink(file);
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    if (this.durability === 'strict') await syncDirectory(path.dirname(file));
+    return true;
+  }
+
+  /**
+   * Moves a file that cannot be run into failed/, bytes untouched, with the reason in `{name}.error.txt` beside
+   * it. Returns false when the file had already gone (another worker dealt with it).
+   */
+  async quarantine(from: string, reason: string): Promise<boolean> {
+    const fileName = path.basename(from);
+    const target = path.join(this.paths.failed, fileName);
+    try {
+      await this.move(from, target);
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    await writeFileDurably({
+      tmpDir: this.paths.tmp,
+      target: target + reasonSuffix,
+      text: `${reason}\n`,
+      durability: this.durability,
+    });
+    this.logger.warn(`${path.relative(this.paths.root, from)} moved to failed/: ${reason}`);
+    return true;
+  }
+
+  // ------------------------------------------------------------------------------------------------ recovery
+
+  /**
+   * Returns tasks whose worker is gone to pending/ (attempts were counted when they were claimed), or to failed/
+   * with `worker died` once their attempts are spent; removes active/ copies of tasks that already reached done/
+   * or failed/; quarantines unreadable files; sweeps stale tmp/ files. Safe to run from several processes at once:
+   * every move is a rename, and a rename that loses the race is skipped.
+   */
+  async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
+    const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
+    const nowMs = this.now();
+    const finishedIds = new Set<string>();
+    for (const state of ['done', 'failed'] as const) {
+      for (const entry of await this.entries(state)) if (entry.name) finishedIds.add(entry.name.id);
+    }
+    for (const fileName of await this.#names('active')) {
+      const file = path.join(this.paths.active, fileName);
+      const name = decodeTaskName(fileName);
+      if (!name) {
+        if (await this.#oldEnough(file, nowMs, this.claimGraceMs)) {
+          if (await this.quarantine(file, 'the file name is not a task name')) report.quarantined.push(fileName);
+        }
+        continue;
+      }
+      if (finishedIds.has(name.id)) {
+        if (await this.remove(file)) report.removedDuplicates.push(fileName);
+        continue;
+      }
+      const info = await stat(file).catch(() => undefined);
+      if (!info) continue;
+      let task: Task;
+      try {
+        task = this.parseTask(await readFile(file, 'utf8'), name);
+      } catch (error) {
+        if (isMissing(error)) continue;
+        if (!(error instanceof TaskFileError)) throw error;
+        if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
+          report.quarantined.push(fileName);
+        }
+        continue;
+      }
+      if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) continue;
+      if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') continue;
+      // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
+      if (nowMs - info.ctimeMs < this.claimGraceMs) continue;
+      if (task.attempts >= task.maxAttempts) {
+        const target = path.join(this.paths.failed, fileName);
+        try {
+          await this.move(file, target);
+        } catch (error) {
+          if (isMissing(error)) continue;
+          throw error;
+        }
+        const finishedAt = new Date(nowMs).toISOString();
+        const error = workerDiedError(task);
+        await this.rewrite(target, {
+          ...task,
+          finishedAt,
+          error,
+          history: [...task.history, ...attemptOf(task, finishedAt, error)],
+        });
+        report.failed.push(fileName);
+        this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
+      } else {
+        try {
+          await this.move(file, path.join(this.paths.pending, fileName));
+        } catch (error) {
+          if (isMissing(error)) continue;
+          throw error;
+        }
+        report.requeued.push(fileName);
+        this.logger.warn(
+          `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
+        );
+      }
+    }
+    report.removedTmp = await this.sweepTmp(nowMs);
+    await this.registry.pruneGone(nowMs);
+    return report;
+  }
+
+  async #oldEnough(file: string, nowMs: number, ageMs: number): Promise<boolean> {
+    const info = await stat(file).catch(() => undefined);
+    return info !== undefined && nowMs - info.ctimeMs >= ageMs;
+  }
+
+  /** Removes files in tmp/ older than `tmpMaxAgeMs`: writes that a crash interrupted before their rename. */
+  async sweepTmp(nowMs: number = this.now()): Promise<number> {
+    let removed = 0;
+    for (const fileName of await readdir(this.paths.tmp).catch(() => [])) {
+      const file = path.join(this.paths.tmp, fileName);
+      const info = await stat(file).catch(() => undefined);
+      if (info && nowMs - info.mtimeMs > this.tmpMaxAgeMs) {
+        await unlink(file).catch(ignoreMissing);
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
+  /** Removes done/ and failed/ files older than the retention durations (by the time they got there). */
+  async prune(): Promise<PruneReport> {
+    const nowMs = this.now();
+    const report: PruneReport = { done: 0, failed: 0 };
+    for (const state of ['done', 'failed'] as const) {
+      const maxAgeMs = state === 'done' ? this.retention.doneMs : this.retention.failedMs;
+      for (const fileName of await this.#names(state)) {
+        if (fileName.endsWith(reasonSuffix)) continue;
+        const file = path.join(this.paths[state], fileName);
+        const info = await stat(file).catch(() => undefined);
+        if (!info || nowMs - info.mtimeMs <= maxAgeMs) continue;
+        if (await this.remove(file)) report[state] += 1;
+        await unlink(file + reasonSuffix).catch(ignoreMissing);
+      }
+    }
+    if (report.done + report.failed > 0) {
+      this.logger.info(`pruned ${report.done} done and ${report.failed} failed tasks past their retention`);
+    }
+    return report;
+  }
+}
+
+/** The error recorded for an attempt whose worker vanished without finishing it. */
+export function workerDiedError(task: Task): { type: string; message: string } {
+  const worker = task.worker;
+  return {
+    type: 'WorkerDied',
+    message: worker
+      ? `worker died: ${worker.id} (pid ${worker.pid} on ${worker.host}) stopped while running it`
+      : 'worker died: a worker claimed it and stopped before recording itself',
+  };
+}
+
+/** The history entry for the attempt `task` records as started, ended by `error`. */
+export function attemptOf(task: Task, finishedAt: string, error: { type: string; message: string; stack?: string }) {
+  if (task.startedAt === undefined) return [];
+  return [
+    {
+      attempt: task.attempts,
+      startedAt: task.startedAt,
+      finishedAt,
+      ...(task.worker ? { worker: task.worker.id } : {}),
+      error,
+    },
+  ];
+}
+
+function typeMatcher(pattern: string): (type: string) => boolean {
+  if (!pattern.includes('*')) return (type) => type === pattern;
+  const expression = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+  return (type) => expression.test(type);
+}
+
+function compareStrings(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, stat, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+import * as z from 'zod';
+import { type Durability, writeFileDurably } from './durable-write.ts';
+import type { TaskOwner } from './task-file.ts';
+
+/**
+ * Each running worker keeps `data/queue/workers/{id}.yaml` (pid, host, start time) and rewrites it every
+ * heartbeat. A task in active/ names its owner; the owner is gone when its file is gone, when it runs on this
+ * host and its pid is dead, or when its heartbeat is older than the lease (the only test that works across hosts,
+ * and the one that catches a reused pid).
+ */
+export interface WorkerRecord extends TaskOwner {
+  startedAt: string;
+  heartbeatAt: string;
+}
+
+const recordSchema = z.object({
+  id: z.string(),
+  pid: z.int(),
+  host: z.string(),
+  started_at: z.string(),
+  heartbeat_at: z.string(),
+});
+
+export function newWorkerOwner(): TaskOwner {
+  const host = os.hostname();
+  return {
+    id: `${host.replace(/[^A-Za-z0-9-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    pid: process.pid,
+    host,
+  };
+}
+
+export interface WorkerRegistryOptions {
+  directory: string;
+  tmpDir: string;
+  durability: Durability;
+  /** A worker whose heartbeat is older than this is gone. @default 60_000 */
+  leaseMs?: number;
+}
+
+export type OwnerState = 'alive' | 'gone';
+
+export class WorkerRegistry {
+  readonly #options: Required<WorkerRegistryOptions>;
+
+  constructor(options: WorkerRegistryOptions) {
+    this.#options = { leaseMs: 60_000, ...options };
+  }
+
+  get leaseMs(): number {
+    return this.#options.leaseMs;
+  }
+
+  #file(id: string): string {
+    return path.join(this.#options.directory, `${id}.yaml`);
+  }
+
+  async beat(owner: TaskOwner, startedAt: string): Promise<void> {
+    await writeFileDurably({
+      tmpDir: this.#options.tmpDir,
+      target: this.#file(owner.id),
+      durability: 'os',
+      text: stringify({
+        id: owner.id,
+        pid: owner.pid,
+        host: owner.host,
+        started_at: startedAt,
+        heartbeat_at: new Date().toISOString(),
+      }),
+    });
+  }
+
+  async remove(id: string): Promise<void> {
+    await unlink(this.#file(id)).catch(ignoreMissing);
+  }
+
+  async read(id: string): Promise<WorkerRecord | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.#file(id), 'utf8');
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+    const parsed = recordSchema.safeParse(safeYaml(text));
+    if (!parsed.success) return undefined;
+    const value = parsed.data;
+    return {
+      id: value.id,
+      pid: value.pid,
+      host: value.host,
+      startedAt: value.started_at,
+      heartbeatAt: value.heartbeat_at,
+    };
+  }
+
+  /** Whether the worker that owns a task is still there. */
+  async ownerState(owner: TaskOwner, nowMs: number = Date.now()): Promise<OwnerState> {
+    if (owner.host === os.hostname() && !pidAlive(owner.pid)) return 'gone';
+    const record = await this.read(owner.id);
+    if (!record) return 'gone';
+    const heartbeatMs = Date.parse(record.heartbeatAt);
+    if (Number.isNaN(heartbeatMs) || nowMs - heartbeatMs > this.#options.leaseMs) return 'gone';
+    return 'alive';
+  }
+
+  /** Removes the files of workers that are gone; they tell nobody anything any more. */
+  async pruneGone(nowMs: number = Date.now()): Promise<string[]> {
+    const removed: string[] = [];
+    let names: string[];
+    try {
+      names = await readdir(this.#options.directory);
+    } catch (error) {
+      if (isMissing(error)) return removed;
+      throw error;
+    }
+    for (const name of names) {
+      if (!name.endsWith('.yaml')) continue;
+      const id = name.slice(0, -'.yaml'.length);
+      const record = await this.read(id);
+      if (record === undefined) {
+        // Unreadable: judge by age alone, so a half-written file of a live worker is not removed.
+        const info = await stat(this.#file(id)).catch(() => undefined);
+        if (info && nowMs - info.mtimeMs > this.#options.leaseMs) {
+          await this.remove(id);
+          removed.push(id);
+        }
+        continue;
+      }
+      if ((await this.ownerState(record, nowMs)) === 'gone') {
+        await this.remove(id);
+        removed.push(id);
+      }
+    }
+    return removed;
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function safeYaml(text: string): unknown {
+  try {
+    return parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isMissing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
+export function ignoreMissing(error: unknown): void {
+  if (!isMissing(error)) throw error;
+}
