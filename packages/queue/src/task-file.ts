@@ -1,4 +1,4 @@
-import { parseDocument, stringify } from 'yaml';
+import { LineCounter, parseDocument, stringify } from 'yaml';
 import * as z from 'zod';
 import { taskIdPattern } from './task-id.ts';
 import type { TaskName } from './task-name.ts';
@@ -121,17 +121,18 @@ export interface ParseTaskFileOptions {
 export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task {
   const maxBytes = options.maxBytes ?? 1_048_576;
   const bytes = Buffer.byteLength(text);
-  if (bytes > maxBytes)
+  if (bytes > maxBytes) {
     throw new TaskFileError(`file is ${bytes} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
-  // maxAliasCount refuses alias bombs (a few lines that expand to gigabytes) before they are expanded.
-  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
-  const problem = document.errors[0];
-  if (problem) {
-    const line = problem.linePos?.[0];
-    throw new TaskFileError(
-      `YAML syntax${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${firstLine(problem.message)}`,
-    );
   }
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
+  // Warnings too: an unknown tag such as `!secret` means nothing in a task file, and would silently become text.
+  const problem = document.errors[0] ?? document.warnings[0];
+  if (problem) {
+    const { line, col } = lineCounter.linePos(problem.pos[0]);
+    throw new TaskFileError(`YAML syntax at line ${line}, column ${col}: ${firstLine(problem.message)}`);
+  }
+  // maxAliasCount refuses alias bombs (a few lines that expand to gigabytes) before they are expanded.
   let data: unknown;
   try {
     data = document.toJS({ maxAliasCount: 100 }) ?? {};
