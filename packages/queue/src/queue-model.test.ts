@@ -235,7 +235,7 @@ const claimCommand = fc.integer({ min: 0, max: 1 }).map((slot) =>
       if (!worker) return;
       // A full listing first: the watcher's timing is not part of this model (the race tests cover it).
       await worker.rescan();
-      for (const [name, file] of model.corrupt) if (file.state === 'pending' && !file.decodable) file.state = 'failed';
+      for (const file of model.corrupt.values()) if (file.state === 'pending' && !file.decodable) file.state = 'failed';
       const expected = expectedClaim(model);
       const claimed = await worker.claim();
       for (const name of expected.skipped) {
