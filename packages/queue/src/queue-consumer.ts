@@ -1,9 +1,10 @@
 import { type FSWatcher, watch } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { backoffDelayMs } from './backoff.ts';
 import { PendingIndex } from './internal/pending-index.ts';
 import { isScratchName } from './queue-paths.ts';
+import { readTaskText } from './read-task-text.ts';
 import { DelayedError, UnrecoverableError } from './task-errors.ts';
 import { jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
 import { decodeTaskName, encodeTaskName, type TaskName } from './task-name.ts';
@@ -162,10 +163,13 @@ export class QueueConsumer {
       }
       let task: Task;
       try {
-        task = this.queue.parseTask(await readFile(activePath, 'utf8'), name);
+        task = this.queue.parseTask(await readTaskText(activePath, this.queue.maxTaskBytes), name);
       } catch (error) {
-        if (!(error instanceof TaskFileError)) throw error;
-        await this.queue.quarantine(activePath, error.message);
+        // Someone removed it by hand between our rename and our read: nothing left to run.
+        if (isMissing(error)) continue;
+        // Unreadable for any reason (bad YAML, too large, a directory, no permission): set aside, keep going.
+        const reason = error instanceof TaskFileError ? error.message : `cannot read it: ${(error as Error).message}`;
+        await this.queue.quarantine(activePath, reason);
         continue;
       }
       const startedAt = new Date(nowMs).toISOString();

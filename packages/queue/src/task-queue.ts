@@ -5,6 +5,7 @@ import { AssistantError } from '@assistant/errors';
 import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
 import { taskFingerprint } from './fingerprint.ts';
 import { type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+import { readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import {
   type JsonValue,
@@ -371,9 +372,10 @@ export class TaskQueue {
   async read(entry: TaskEntry): Promise<TaskRecord> {
     let text: string;
     try {
-      text = await readFile(entry.path, 'utf8');
+      text = await readTaskText(entry.path, this.maxTaskBytes);
     } catch (error) {
       if (isMissing(error)) return { ...entry, problem: 'the file moved while it was being read; look again' };
+      if (error instanceof TaskFileError) return { ...entry, problem: error.message };
       throw error;
     }
     const reason = await readFile(entry.path + reasonSuffix, 'utf8').catch(() => undefined);
@@ -547,7 +549,7 @@ export class TaskQueue {
       if (!info) continue;
       let task: Task;
       try {
-        task = this.parseTask(await readFile(file, 'utf8'), name);
+        task = this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
       } catch (error) {
         if (isMissing(error)) continue;
         if (!(error instanceof TaskFileError)) throw error;

@@ -1,0 +1,256 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { QueueConsumer } from './queue-consumer.ts';
+import { reasonSuffix } from './queue-paths.ts';
+import { newTaskId } from './task-id.ts';
+import { encodeTaskName } from './task-name.ts';
+import { TaskQueue, type TaskQueueOptions } from './task-queue.ts';
+
+let directory: string;
+const consumers: QueueConsumer[] = [];
+
+beforeEach(async () => {
+  directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-queue-'));
+});
+afterEach(async () => {
+  for (const consumer of consumers.splice(0)) await consumer.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+async function setup(options: Partial<TaskQueueOptions> = {}) {
+  const logs: string[] = [];
+  const queue = await TaskQueue.open({
+    directory,
+    logger: { info: (message) => logs.push(`info: ${message}`), warn: (message) => logs.push(`warn: ${message}`) },
+    ...options,
+  });
+  const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
+  consumers.push(consumer);
+  return { queue, consumer, logs };
+}
+
+const names = (state: string) => readdir(path.join(directory, state));
+
+function nameFor(type: string, priority = 5, readyAtMs = Date.now() - 1_000): string {
+  return encodeTaskName({ priority, readyAtMs, id: newTaskId(), fingerprint: 'abcdefabcdefabcd', type });
+}
+
+describe('QueueConsumer with bad input', () => {
+  it('moves unreadable files to failed/ with the reason beside them, bytes intact, and runs the good task', async () => {
+    const { queue, consumer } = await setup({ settings: { maxTaskBytes: 2_048 } });
+    const bomb = `a: &a [x, x, x, x, x, x, x, x, x, x]\n${Array.from(
+      { length: 9 },
+      (_, index) =>
+        `${String.fromCharCode(98 + index)}: &${String.fromCharCode(98 + index)} [${Array(10)
+          .fill(`*${String.fromCharCode(97 + index)}`)
+          .join(', ')}]`,
+    ).join('\n')}\npayload: *j\n`;
+    const bad = {
+      [nameFor('bad.syntax', 1)]: 'payload: [unclosed\n',
+      [nameFor('bad.bomb', 1)]: bomb,
+      [nameFor('bad.large', 1)]: `payload: "${'x'.repeat(3_000)}"\n`,
+      [nameFor('bad.schema', 1)]: 'attempts: many\n',
+    };
+    for (const [fileName, text] of Object.entries(bad))
+      await writeFile(path.join(directory, 'pending', fileName), text);
+    const strayName = 'not-a-task.yaml';
+    await writeFile(path.join(directory, 'pending', strayName), 'payload: 1\n');
+    const past = new Date(Date.now() - 60_000);
+    await utimes(path.join(directory, 'pending', strayName), past, past);
+    const folderName = nameFor('bad.folder', 1);
+    await mkdir(path.join(directory, 'pending', folderName));
+    const good = await queue.enqueue({ type: 'good.task', payload: { ok: true }, priority: 9 });
+
+    await consumer.start();
+    const claimed = await consumer.claim();
+    expect(claimed?.task.id).toBe(good.status === 'enqueued' ? good.task.id : undefined);
+    expect(claimed?.task.payload).toEqual({ ok: true });
+
+    const failed = await names('failed');
+    for (const [fileName, text] of Object.entries(bad)) {
+      expect(failed).toContain(fileName);
+      expect(failed).toContain(fileName + reasonSuffix);
+      expect(await readFile(path.join(directory, 'failed', fileName), 'utf8')).toBe(text);
+    }
+    expect(failed).toContain(strayName);
+    expect(failed).toContain(folderName);
+    const reason = (fileName: string) => readFile(path.join(directory, 'failed', fileName + reasonSuffix), 'utf8');
+    expect(await reason(Object.keys(bad)[0] ?? '')).toMatch(/^YAML syntax at line 2/);
+    expect(await reason(Object.keys(bad)[1] ?? '')).toMatch(/alias/i);
+    expect(await reason(Object.keys(bad)[2] ?? '')).toMatch(/bytes; the limit is 2048/);
+    expect(await reason(Object.keys(bad)[3] ?? '')).toMatch(/^attempts: /);
+    expect(await reason(strayName)).toMatch(/not a task name/);
+    expect(await names('pending')).toEqual([]);
+
+    // Listings show them as failed entries; reading one gives its problem instead of a task.
+    const record = await queue.get(decodeId(Object.keys(bad)[0] ?? ''));
+    expect(record?.state).toBe('failed');
+    expect(record?.problem).toMatch(/^YAML syntax/);
+    expect((await queue.stats()).failed).toBe(6);
+  });
+});
+
+function decodeId(fileName: string): string {
+  return fileName.split('_')[2]?.split('--')[0] ?? '';
+}
+
+describe('QueueConsumer run order and timing', () => {
+  it('claims by priority, skips tasks not ready yet, and picks up new files through the watcher', async () => {
+    const { queue, consumer } = await setup();
+    await consumer.start();
+    const later = await queue.enqueue({ type: 'a.later', priority: 0, readyAtMs: Date.now() + 60_000 });
+    const low = await queue.enqueue({ type: 'a.low', priority: 7 });
+    const high = await queue.enqueue({ type: 'a.high', priority: 2 });
+    expect([later.status, low.status, high.status]).toEqual(['enqueued', 'enqueued', 'enqueued']);
+    // No rescan: the names must arrive through the watcher (or the empty-index poll), woken by waitForWork.
+    const claimedTypes: string[] = [];
+    while (claimedTypes.length < 2) {
+      const claimed = await consumer.claim();
+      if (claimed) {
+        claimedTypes.push(claimed.task.type);
+        await consumer.complete(claimed, null);
+      } else {
+        await consumer.waitForWork({ timeoutMs: 1_000 });
+      }
+    }
+    expect(claimedTypes).toEqual(['a.high', 'a.low']);
+    expect(await consumer.claim()).toBeUndefined();
+    expect(await queue.isIdle()).toBe(true);
+    expect((await queue.stats()).scheduled).toBe(1);
+  });
+});
+
+describe('policies', () => {
+  it('skips duplicates of pending and active tasks and rate-limits by name, with typed outcomes and log lines', async () => {
+    const { queue, consumer, logs } = await setup({
+      settings: {
+        policies: {
+          defaults: {
+            dedup: true,
+            rateLimit: null,
+            maxAttempts: 3,
+            backoff: { type: 'fixed', delayMs: 1_000, maxMs: 1_000 },
+            timeoutMs: 1_000,
+          },
+          overrides: { 'x.limited': { rateLimit: { max: 2, perMs: 60_000 }, dedup: false } },
+        },
+      },
+    });
+    await consumer.start();
+    const first = await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' });
+    expect(first.status).toBe('enqueued');
+    const again = await queue.enqueue({ type: 'x.dedup', payload: { b: 2, a: 1 }, source: 'automation' });
+    expect(again).toMatchObject({ status: 'duplicate', existing: expect.stringContaining('/pending/') });
+    await consumer.rescan();
+    const claimed = await consumer.claim();
+    expect(await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' })).toMatchObject({
+      status: 'duplicate',
+      existing: expect.stringContaining('/active/'),
+    });
+    // Manual triggers bypass policies.
+    expect((await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'cli' })).status).toBe('enqueued');
+    if (claimed) await consumer.complete(claimed, 'ok');
+
+    const before = Date.now();
+    for (let index = 0; index < 2; index++) {
+      expect((await queue.enqueue({ type: 'x.limited', source: 'scheduler' })).status).toBe('enqueued');
+    }
+    const limited = await queue.enqueue({ type: 'x.limited', source: 'scheduler' });
+    expect(limited.status).toBe('rate_limited');
+    if (limited.status === 'rate_limited') expect(limited.retryAtMs).toBeGreaterThanOrEqual(before + 60_000);
+    expect(logs.filter((line) => line.startsWith('info: enqueue'))).toEqual([
+      expect.stringMatching(
+        /^info: enqueue x\.dedup \(automation\) skipped: an identical x\.dedup task is already pending/,
+      ),
+      expect.stringMatching(
+        /^info: enqueue x\.dedup \(scheduler\) skipped: an identical x\.dedup task is already active/,
+      ),
+      expect.stringMatching(
+        /^info: enqueue x\.limited \(scheduler\) skipped: 2 x\.limited tasks created in the last 60s; the limit is 2$/,
+      ),
+    ]);
+  });
+});
+
+describe('recovery', () => {
+  it('keeps the done copy when a crash left the task in both done/ and active/', async () => {
+    const { queue, consumer } = await setup({ claimGraceMs: 0 });
+    await queue.enqueue({ type: 'a.b' });
+    await consumer.start();
+    const claimed = await consumer.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    // The first half of complete(): done/x written, active/x not yet removed.
+    await queue.writeTo('done', claimed.fileName, { ...claimed.task, finishedAt: new Date().toISOString(), result: 1 });
+    const report = await queue.recover();
+    expect(report.removedDuplicates).toEqual([claimed.fileName]);
+    expect(await names('active')).toEqual([]);
+    expect(await names('done')).toEqual([claimed.fileName]);
+  });
+
+  it('returns a dead worker’s task to pending, records the death at the next claim, and fails it when attempts are spent', async () => {
+    const { queue } = await setup({ claimGraceMs: 0 });
+    await queue.enqueue({ type: 'a.b' });
+    const run = async () => {
+      const consumer = new QueueConsumer(queue);
+      consumers.push(consumer);
+      await consumer.start();
+      const claimed = await consumer.claim();
+      // Dying: the heartbeat file goes; the task stays in active/.
+      await consumer.close();
+      return claimed;
+    };
+    const first = await run();
+    const second = await run(); // start() recovered the first one's task, then claimed it again
+    expect(second?.task.id).toBe(first?.task.id);
+    expect(second?.task.attempts).toBe(2);
+    expect(second?.task.history).toEqual([
+      expect.objectContaining({ attempt: 1, error: expect.objectContaining({ type: 'WorkerDied' }) }),
+    ]);
+    const third = await run();
+    expect(third?.task.attempts).toBe(3);
+    const report = await queue.recover();
+    expect(report.failed).toHaveLength(1);
+    const record = await queue.get(first?.task.id ?? '');
+    expect(record?.state).toBe('failed');
+    expect(record?.task?.error).toMatchObject({ type: 'WorkerDied', message: expect.stringMatching(/^worker died: /) });
+    expect(record?.task?.history.map((entry) => entry.attempt)).toEqual([1, 2, 3]);
+  });
+
+  it('leaves tasks of a live worker alone, and sweeps stale tmp files', async () => {
+    const { queue, consumer } = await setup({ claimGraceMs: 0, tmpMaxAgeMs: 1_000 });
+    await queue.enqueue({ type: 'a.b' });
+    await consumer.start();
+    const claimed = await consumer.claim();
+    expect(claimed).toBeDefined();
+    const stale = path.join(directory, 'tmp', 'leftover.tmp');
+    await writeFile(stale, 'half a task');
+    const past = new Date(Date.now() - 60_000);
+    await utimes(stale, past, past);
+    const report = await queue.recover();
+    expect(report).toMatchObject({ requeued: [], failed: [], removedTmp: 1 });
+    expect(await names('active')).toHaveLength(1);
+    expect(await names('tmp')).toEqual([]);
+  });
+});
+
+describe('retention', () => {
+  it('prunes done and failed files past their retention, with their reasons', async () => {
+    const { queue } = await setup({ settings: { retention: { doneMs: 60_000, failedMs: 120_000 } } });
+    const old = new Date(Date.now() - 90_000);
+    const doneOld = nameFor('a.done');
+    const failedOld = nameFor('a.failed');
+    await writeFile(path.join(directory, 'done', doneOld), 'result: 1\n');
+    await utimes(path.join(directory, 'done', doneOld), old, old);
+    await writeFile(path.join(directory, 'failed', failedOld), 'error: {type: X, message: y}\n');
+    await utimes(path.join(directory, 'failed', failedOld), old, old);
+    const veryOld = new Date(Date.now() - 200_000);
+    await writeFile(path.join(directory, 'failed', 'junk.yaml'), 'x');
+    await writeFile(path.join(directory, 'failed', `junk.yaml${reasonSuffix}`), 'why');
+    await utimes(path.join(directory, 'failed', 'junk.yaml'), veryOld, veryOld);
+    expect(await queue.prune()).toEqual({ done: 1, failed: 1 });
+    expect(await names('done')).toEqual([]);
+    expect(await names('failed')).toEqual([failedOld]);
+  });
+});
