@@ -183,6 +183,10 @@ describe('recovery', () => {
     if (!claimed) throw new Error('nothing claimed');
     // The first half of complete(): done/x written, active/x not yet removed.
     await queue.writeTo('done', claimed.fileName, { ...claimed.task, finishedAt: new Date().toISOString(), result: 1 });
+    // While its owner lives, the owner removes active/x itself: a sweep must not, or the owner thinks it lost it.
+    expect((await queue.recover()).removedDuplicates).toEqual([]);
+    // The owner dies before its second step.
+    await consumer.close();
     const report = await queue.recover();
     expect(report.removedDuplicates).toEqual([claimed.fileName]);
     expect(await names('active')).toEqual([]);

@@ -7,7 +7,7 @@ import { isScratchName } from './queue-paths.ts';
 import { readTaskText } from './read-task-text.ts';
 import { DelayedError, UnrecoverableError } from './task-errors.ts';
 import { jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
-import { decodeTaskName, encodeTaskName, type TaskName } from './task-name.ts';
+import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
 import { attemptOf, type RecoveryReport, type TaskQueue, workerDiedError } from './task-queue.ts';
 import { isMissing, newWorkerOwner } from './worker-registry.ts';
 
@@ -250,11 +250,12 @@ export class QueueConsumer {
   }
 
   async #backToPending(claimed: ClaimedTask, task: Task, readyAtMs: number): Promise<void> {
-    const next: Task = { ...task, readyAt: new Date(readyAtMs).toISOString() };
+    // Always a new name, strictly later than the current one, so this name never enters active/ again.
+    const { name, fileName } = requeuedTaskName(claimed.name, readyAtMs);
+    const next: Task = { ...task, readyAt: new Date(name.readyAtMs).toISOString() };
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
-    const fileName = encodeTaskName({ ...claimed.name, readyAtMs });
     // Rewrite in place, then one rename: never a moment with the task in two directories.
     await this.queue.rewrite(claimed.path, next);
     const target = path.join(this.queue.paths.pending, fileName);

@@ -296,14 +296,14 @@ const failCommand = fc
         expect(outcome).toBe('delayed');
         task.state = 'pending';
         task.attempts -= 1;
-        task.readyAtMs = model.nowMs + delayMs;
+        task.readyAtMs = later(task, model.nowMs + delayMs);
       } else if (kind === 'unrecoverable' || task.attempts >= task.maxAttempts) {
         expect(outcome).toBe('failed');
         task.state = 'failed';
       } else {
         expect(outcome).toBe('retrying');
         task.state = 'pending';
-        task.readyAtMs = model.nowMs + backoffDelayMs(policies.defaults.backoff, task.attempts);
+        task.readyAtMs = later(task, model.nowMs + backoffDelayMs(policies.defaults.backoff, task.attempts));
       }
     }),
   );
@@ -318,7 +318,7 @@ const retryCommand = fc.nat().map((pick) =>
     await real.queue.retry(task.id);
     task.state = 'pending';
     task.attempts = 0;
-    task.readyAtMs = model.nowMs;
+    task.readyAtMs = later(task, model.nowMs);
   }),
 );
 
@@ -338,11 +338,21 @@ const crashCommand = fc.integer({ min: 0, max: 1 }).map((slot) =>
   }),
 );
 
+/** A task going back to pending/ gets a name strictly later than its current one (requeuedTaskName). */
+function later(task: ModelTask, readyAtMs: number): number {
+  return Math.max(readyAtMs, task.readyAtMs + 1);
+}
+
 function applyRecovery(model: Model): void {
   for (const task of model.tasks.values()) {
     if (task.holder !== 'orphan') continue;
     delete task.holder;
-    task.state = task.attempts >= task.maxAttempts ? 'failed' : 'pending';
+    if (task.attempts >= task.maxAttempts) {
+      task.state = 'failed';
+    } else {
+      task.state = 'pending';
+      task.readyAtMs = later(task, model.nowMs);
+    }
   }
 }
 

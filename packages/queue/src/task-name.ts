@@ -73,6 +73,16 @@ export function assertTaskType(type: string): void {
   }
 }
 
+/**
+ * The name a task gets when it goes back to pending/: ready at `readyAtMs`, but always strictly later than its
+ * current name. So a name enters active/ at most once, and a process acting on what it read a moment ago about
+ * active/x can never rename a later claim of the same task: that claim lives under another name.
+ */
+export function requeuedTaskName(name: TaskName, readyAtMs: number): { name: TaskName; fileName: string } {
+  const next = { ...name, readyAtMs: Math.max(Math.floor(readyAtMs), name.readyAtMs + 1) };
+  return { name: next, fileName: encodeTaskName(next) };
+}
+
 /** The part of a name that identifies a task in any state: `_{id}--`. */
 export function idMarker(id: string): string {
   return `_${id}--`;

@@ -17,7 +17,7 @@ import {
   type TaskSource,
 } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
-import { decodeTaskName, encodeTaskName, idMarker, isTaskType, type TaskName } from './task-name.ts';
+import { decodeTaskName, encodeTaskName, idMarker, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
 import { ignoreMissing, isMissing, WorkerRegistry } from './worker-registry.ts';
 
 /** Where the queue reports what it decided: policy rejections at info, quarantined files and lost leases at warn. */
@@ -440,14 +440,13 @@ export class TaskQueue {
         hint: `fix ${record.path} by hand and move it into pending/`,
       });
     }
-    const nowMs = this.now();
-    const task: Task = { ...record.task, attempts: 0, readyAt: new Date(nowMs).toISOString() };
+    const { name, fileName } = requeuedTaskName(record.name, this.now());
+    const task: Task = { ...record.task, attempts: 0, readyAt: new Date(name.readyAtMs).toISOString() };
     delete task.startedAt;
     delete task.finishedAt;
     delete task.worker;
     delete task.error;
     delete task.result;
-    const fileName = encodeTaskName({ ...record.name, readyAtMs: nowMs });
     // Rewrite in place, then one rename: the task is in exactly one directory at every instant.
     await this.rewrite(record.path, task);
     await this.move(record.path, path.join(this.paths.pending, fileName));
@@ -541,10 +540,6 @@ export class TaskQueue {
         }
         continue;
       }
-      if (finishedIds.has(name.id)) {
-        if (await this.remove(file)) report.removedDuplicates.push(fileName);
-        continue;
-      }
       const info = await stat(file).catch(() => undefined);
       if (!info) continue;
       let task: Task;
@@ -559,9 +554,15 @@ export class TaskQueue {
         continue;
       }
       if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) continue;
+      // A live owner finishes its own work, including removing active/x after writing done/x.
       if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') continue;
       // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
       if (nowMs - info.ctimeMs < this.claimGraceMs) continue;
+      // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
+      if (finishedIds.has(name.id)) {
+        if (await this.remove(file)) report.removedDuplicates.push(fileName);
+        continue;
+      }
       if (task.attempts >= task.maxAttempts) {
         const target = path.join(this.paths.failed, fileName);
         try {
@@ -581,13 +582,15 @@ export class TaskQueue {
         report.failed.push(fileName);
         this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
       } else {
+        // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
+        const requeued = requeuedTaskName(name, nowMs);
         try {
-          await this.move(file, path.join(this.paths.pending, fileName));
+          await this.move(file, path.join(this.paths.pending, requeued.fileName));
         } catch (error) {
           if (isMissing(error)) continue;
           throw error;
         }
-        report.requeued.push(fileName);
+        report.requeued.push(requeued.fileName);
         this.logger.warn(
           `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
         );
