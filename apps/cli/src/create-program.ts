@@ -3,8 +3,16 @@ import type { CliContext } from './cli-context.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
+import { enqueueCommand } from './commands/enqueue-command.ts';
+import {
+  queueListCommand,
+  queuePruneCommand,
+  queueRecoverCommand,
+  queueStatsCommand,
+} from './commands/queue-commands.ts';
 import { serveCommand } from './commands/serve-command.ts';
 import { startCommand } from './commands/start-command.ts';
+import { taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
 import { versionCommand } from './commands/version-command.ts';
 import { workCommand } from './commands/work-command.ts';
 import { globalOptions } from './global-options.ts';
@@ -42,7 +50,78 @@ export function createProgram(context: CliContext): CliProgram {
   program
     .command('work')
     .description('run only the worker, in this process')
-    .action(async (_options, command: Command) => workCommand({ globals: globalOptions(command, context), context }));
+    .option('--concurrency <n>', 'tasks to run at once (default: worker.concurrency)')
+    .option('--exit-when-idle', 'exit 0 once no task is ready or active')
+    .action(async (options: { concurrency?: string; exitWhenIdle?: boolean }, command: Command) =>
+      workCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+
+  program
+    .command('enqueue')
+    .description('add a task by hand (no dedup or rate limits) and print its id')
+    .argument('<type>', 'the task type, e.g. system.echo')
+    .option('--payload <json>', 'the payload as JSON, or @file to read it from a file')
+    .option('--priority <n>', 'a digit 0-9, lower runs first (default 5)')
+    .option('--delay <duration>', 'run no sooner than this from now, e.g. 10m')
+    .option('--json', 'print the outcome as JSON')
+    .action(
+      async (
+        type: string,
+        options: { payload?: string; priority?: string; delay?: string; json?: boolean },
+        command: Command,
+      ) => enqueueCommand({ globals: globalOptions(command, context), context, type, ...options }),
+    );
+
+  const queue = program.command('queue').description('look at and maintain the task queue');
+  queue
+    .command('stats')
+    .description('count tasks per state and type')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      queueStatsCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+  queue
+    .command('ls')
+    .description('list tasks from their file names')
+    .option('--state <state>', 'pending, active, done or failed')
+    .option('--type <type>', 'a task type, or a pattern with *')
+    .option('--limit <n>', 'at most this many')
+    .option('--json', 'print JSON')
+    .action(async (options: { state?: string; type?: string; limit?: string; json?: boolean }, command: Command) =>
+      queueListCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+  queue
+    .command('prune')
+    .description('remove done and failed tasks past their retention')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      queuePruneCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+  queue
+    .command('recover')
+    .description('return tasks of stopped workers to pending/ and sweep leftovers, once')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      queueRecoverCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+
+  const task = program.command('task').description('look at or retry one task');
+  task
+    .command('show')
+    .description("print a task's state and file")
+    .argument('<id>', 'the task id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      taskShowCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    );
+  task
+    .command('retry')
+    .description('move a failed task back to pending, with fresh attempts')
+    .argument('<id>', 'the task id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    );
 
   const config = program.command('config').description('check the configuration or print its schema');
   config

@@ -5,3 +5,4 @@ export {
   queueDirectoryNames,
 } from './data-directories.ts';
 export { type RunWorkerOptions, runWorker } from './run-worker.ts';
+export { builtinHandlers, type TaskContext, type TaskHandler } from './task-handlers.ts';

@@ -1,3 +1,4 @@
+import { AssistantError } from '@assistant/errors';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { listenForShutdown } from '../listen-for-shutdown.ts';
@@ -6,10 +7,21 @@ import { loadCliConfig } from '../load-cli-config.ts';
 export interface WorkCommandOptions {
   globals: GlobalOptions;
   context: CliContext;
+  /** Tasks at once; overrides `worker.concurrency`. */
+  concurrency?: string;
+  /** Exit 0 once no task is ready or active. */
+  exitWhenIdle?: boolean;
 }
 
 /** Runs the worker in this process until SIGINT or SIGTERM. */
 export async function workCommand(options: WorkCommandOptions): Promise<void> {
+  const concurrency = options.concurrency === undefined ? undefined : Number(options.concurrency);
+  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)) {
+    throw new AssistantError(
+      'USAGE',
+      `--concurrency must be a whole number from 1 to 256, got \`${options.concurrency}\``,
+    );
+  }
   const { config } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
   const [{ createLogger }, { runWorker }] = await Promise.all([
@@ -23,7 +35,13 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
     shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
       once: true,
     });
-    await runWorker({ config, logger, signal: shutdown.signal });
+    await runWorker({
+      config,
+      logger,
+      signal: shutdown.signal,
+      ...(concurrency === undefined ? {} : { concurrency }),
+      exitWhenIdle: options.exitWhenIdle === true,
+    });
   } finally {
     shutdown[Symbol.dispose]();
   }

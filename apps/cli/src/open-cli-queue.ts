@@ -1,0 +1,24 @@
+import { TaskQueue } from '@assistant/queue';
+import type { CliContext } from './cli-context.ts';
+import type { GlobalOptions } from './global-options.ts';
+import { loadCliConfig } from './load-cli-config.ts';
+
+export interface OpenCliQueueOptions {
+  globals: GlobalOptions;
+  context: CliContext;
+}
+
+/** The queue of the configured data directory, its warnings going to stderr (info stays quiet in a command). */
+export async function openCliQueue(options: OpenCliQueueOptions): Promise<TaskQueue> {
+  const { config } = await loadCliConfig(options);
+  return TaskQueue.open({
+    directory: config.paths.queue,
+    settings: config.queue,
+    logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
+  });
+}
+
+/** JSON for `--json`: two-space indented, one trailing newline. */
+export function writeJson(context: CliContext, value: unknown): void {
+  context.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

@@ -1,0 +1,43 @@
+import type { Task } from '@assistant/queue';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { builtinHandlers, type TaskContext } from './task-handlers.ts';
+
+const task: Task = {
+  id: '01m81zbz7e0rvw1d46qzvhsksj',
+  type: 'system.echo',
+  priority: 5,
+  createdAt: '2026-11-22T00:00:00.000Z',
+  readyAt: '2026-11-22T00:00:00.000Z',
+  source: 'cli',
+  payload: null,
+  attempts: 1,
+  maxAttempts: 3,
+  history: [],
+};
+
+function context(payload: TaskContext['payload'], signal = new AbortController().signal): TaskContext {
+  return { task: { ...task, payload }, payload, signal, logger: pino({ level: 'silent' }) };
+}
+
+describe('builtin handlers', () => {
+  const handlers = builtinHandlers();
+
+  it('system.echo returns its payload', async () => {
+    expect(await handlers.get('system.echo')?.(context({ a: [1, 'two'] }))).toEqual({ a: [1, 'two'] });
+  });
+
+  it('system.sleep waits, and stops when its signal aborts', async () => {
+    const sleep = handlers.get('system.sleep');
+    expect(await sleep?.(context({ ms: 5 }))).toEqual({ sleptMs: 5 });
+    const controller = new AbortController();
+    const running = sleep?.(context({ ms: 600_000 }, controller.signal));
+    controller.abort(new Error('stop now'));
+    await expect(running).rejects.toThrow('stop now');
+  });
+
+  it('system.sleep refuses a payload without a sensible ms', async () => {
+    await expect(handlers.get('system.sleep')?.(context({ seconds: 5 }))).rejects.toThrow(/ms/);
+    await expect(handlers.get('system.sleep')?.(context({ ms: -1 }))).rejects.toThrow();
+  });
+});

@@ -1,0 +1,46 @@
+import type { JsonValue, Task } from '@assistant/queue';
+import type { Logger } from 'pino';
+import * as z from 'zod';
+
+/** What a handler gets to run one task. */
+export interface TaskContext {
+  task: Task;
+  payload: JsonValue;
+  /** Aborted on timeout and on shutdown; handlers pass it to everything they await. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/** Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError to steer it. */
+export type TaskHandler = (context: TaskContext) => Promise<unknown>;
+
+const sleepPayload = z.strictObject({ ms: z.int().min(0).max(86_400_000) });
+
+/**
+ * Diagnostic task types, there until the runtime brings integrations: `system.echo` returns its payload,
+ * `system.sleep` (`{ms}`) waits and can be stopped. They prove a queue and a worker end to end.
+ */
+export function builtinHandlers(): Map<string, TaskHandler> {
+  return new Map<string, TaskHandler>([
+    ['system.echo', async ({ payload }) => payload],
+    [
+      'system.sleep',
+      async ({ payload, signal }) => {
+        const { ms } = sleepPayload.parse(payload);
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          }, ms);
+          const onAbort = () => {
+            clearTimeout(timer);
+            reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+          };
+          if (signal.aborted) onAbort();
+          else signal.addEventListener('abort', onAbort, { once: true });
+        });
+        return { sleptMs: ms };
+      },
+    ],
+  ]);
+}

@@ -1,0 +1,152 @@
+// The queue through the `assistant` command, as a person uses it: enqueue, run a worker until the queue is idle,
+// look at the results, retry what failed, and stop a worker in the middle of a task.
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { cliMain, runCli, startNode } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const config = (grace = '5s') => `data_dir: ./data
+worker:
+  concurrency: 2
+  poll_interval: 100ms
+  shutdown_grace: ${grace}
+`;
+
+async function cli(dir: TempDir, args: readonly string[]) {
+  return runCli(args, { cwd: dir.path, env: { ASSISTANT_LOG_FORMAT: 'json' } });
+}
+
+async function enqueue(dir: TempDir, args: readonly string[]): Promise<string> {
+  const run = await cli(dir, ['enqueue', ...args]);
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return run.stdout.trim();
+}
+
+const showSchema = z.object({
+  id: z.string(),
+  state: z.enum(['pending', 'active', 'done', 'failed']),
+  path: z.string(),
+  task: z
+    .object({
+      attempts: z.number(),
+      payload: z.unknown(),
+      result: z.unknown().optional(),
+      error: z.object({ type: z.string(), message: z.string() }).optional(),
+    })
+    .optional(),
+  problem: z.string().optional(),
+});
+
+async function show(dir: TempDir, id: string) {
+  const run = await cli(dir, ['task', 'show', id, '--json']);
+  expect(run.code).toBe(0);
+  return showSchema.parse(JSON.parse(run.stdout));
+}
+
+const queueDir = (dir: TempDir, state: string) => path.join(dir.path, 'data', 'queue', state);
+
+describe('assistant enqueue, work, queue and task', () => {
+  it('runs tasks to done/ and failed/, shows them, and retries a failed one', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    await dir.write('payload.json', '{"from": "a file"}');
+    const echo = await enqueue(dir, ['system.echo', '--payload', '{"hello": "world"}']);
+    const fromFile = await enqueue(dir, ['system.echo', '--payload', '@payload.json', '--priority', '1']);
+    const sleep = await enqueue(dir, ['system.sleep', '--payload', '{"ms": 20}']);
+    const unknown = await enqueue(dir, ['no.such.handler']);
+    expect(echo).toMatch(/^[0-9a-z]{26}$/);
+
+    const listed = await cli(dir, ['queue', 'ls', '--json']);
+    const entries = z
+      .array(z.object({ state: z.string(), id: z.string().nullable(), type: z.string().nullable() }))
+      .parse(JSON.parse(listed.stdout));
+    // Run order: the priority-1 task first, then the rest in the order they were added.
+    expect(entries.map((entry) => entry.id)).toEqual([fromFile, echo, sleep, unknown]);
+    expect(entries.every((entry) => entry.state === 'pending')).toBe(true);
+
+    const work = await cli(dir, ['work', '--exit-when-idle', '--concurrency', '3']);
+    expect(work.stderr).toBe('');
+    expect(work.code).toBe(0);
+    expect(work.stdout).toContain('queue idle; exiting');
+
+    expect(await show(dir, echo)).toMatchObject({ state: 'done', task: { result: { hello: 'world' }, attempts: 1 } });
+    expect(await show(dir, fromFile)).toMatchObject({ state: 'done', task: { result: { from: 'a file' } } });
+    expect(await show(dir, sleep)).toMatchObject({ state: 'done', task: { result: { sleptMs: 20 } } });
+    expect(await show(dir, unknown)).toMatchObject({
+      state: 'failed',
+      task: { error: { type: 'UnrecoverableError', message: 'no handler for task type no.such.handler' } },
+    });
+
+    const stats = await cli(dir, ['queue', 'stats', '--json']);
+    expect(JSON.parse(stats.stdout)).toMatchObject({ pending: 0, ready: 0, active: 0, done: 3, failed: 1 });
+
+    const retry = await cli(dir, ['task', 'retry', unknown]);
+    expect(retry.stdout).toMatch(new RegExp(`^${unknown} is pending again: `));
+    expect(retry.code).toBe(0);
+    expect(await show(dir, unknown)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+
+    const again = await cli(dir, ['task', 'retry', echo]);
+    expect(again.stderr).toBe(`assistant: task ${echo} is done; only failed tasks can be retried\n`);
+    expect(again.code).toBe(1);
+    const missing = await cli(dir, ['task', 'show', '01m81zbz7e0rvw1d46qzvhsksj']);
+    expect(missing.stderr).toMatch(/^assistant: no task with id 01m81zbz7e0rvw1d46qzvhsksj\nhint: /);
+    expect(missing.code).toBe(1);
+  });
+
+  it('refuses bad arguments with exit 2 and a hint, writing nothing', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    for (const args of [
+      ['enqueue', 'system.echo', '--payload', '{not json'],
+      ['enqueue', 'System Echo'],
+      ['enqueue', 'system.echo', '--priority', '12'],
+      ['enqueue', 'system.echo', '--delay', 'soon'],
+      ['enqueue', 'system.echo', '--payload', '@missing.json'],
+      ['queue', 'ls', '--state', 'lost'],
+      ['work', '--concurrency', '0'],
+    ]) {
+      const run = await cli(dir, args);
+      expect(run.stderr, args.join(' ')).toMatch(/^assistant: .+\n/);
+      expect(run.code, args.join(' ')).toBe(2);
+    }
+    const pending = await readdir(queueDir(dir, 'pending')).catch(() => []);
+    expect(pending).toEqual([]);
+  });
+
+  it('sets a corrupt hand-dropped file aside with its reason and runs the good tasks', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    const good = await enqueue(dir, ['system.echo', '--payload', '1']);
+    const corrupt = '5_20261122T000000000Z_01m81zbz7e0rvw1d46qzvhsksj--0000000000000000--system.echo.yaml';
+    await writeFile(path.join(queueDir(dir, 'pending'), corrupt), 'payload: [unclosed\n');
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.code).toBe(0);
+    expect(work.stdout).toContain('moved to failed/: YAML syntax at line 2');
+    expect(await show(dir, good)).toMatchObject({ state: 'done', task: { result: 1 } });
+    expect(await readFile(path.join(queueDir(dir, 'failed'), corrupt), 'utf8')).toBe('payload: [unclosed\n');
+    expect(await readFile(path.join(queueDir(dir, 'failed'), `${corrupt}.error.txt`), 'utf8')).toMatch(/^YAML syntax/);
+    const record = await show(dir, '01m81zbz7e0rvw1d46qzvhsksj');
+    expect(record).toMatchObject({ state: 'failed', problem: expect.stringMatching(/^YAML syntax/) });
+  });
+
+  it('returns a running task to pending, attempt not counted, when stopped past the grace period', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config('200ms'));
+    const id = await enqueue(dir, ['system.sleep', '--payload', '{"ms": 600000}']);
+    const worker = startNode({
+      args: [cliMain, 'work'],
+      cwd: dir.path,
+      env: { ASSISTANT_LOG_FORMAT: 'json' },
+    });
+    await worker.waitForOutput(/\(system\.sleep\) started, attempt 1 of 3/);
+    worker.child.kill('SIGTERM');
+    const run = await worker.exited;
+    expect(run.stdout).toContain('stopped by shutdown; back in pending/');
+    expect(run.code).toBe(0);
+    expect(await show(dir, id)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+    expect(await readdir(queueDir(dir, 'active'))).toEqual([]);
+  });
+});
