@@ -132,6 +132,21 @@ describe('assistant enqueue, work, queue and task', () => {
     expect(record).toMatchObject({ state: 'failed', problem: expect.stringMatching(/^YAML syntax/) });
   });
 
+  it('fails a task that outlives its timeout, after its attempts', async () => {
+    await using dir = await tempDir();
+    await dir.write(
+      'config.yaml',
+      `${config()}queue:\n  policies:\n    overrides:\n      system.sleep: {timeout: 200ms, max_attempts: 1}\n`,
+    );
+    const id = await enqueue(dir, ['system.sleep', '--payload', '{"ms": 600000}']);
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.code).toBe(0);
+    expect(await show(dir, id)).toMatchObject({
+      state: 'failed',
+      task: { attempts: 1, error: { message: 'timed out after 200ms' } },
+    });
+  });
+
   it('returns a running task to pending, attempt not counted, when stopped past the grace period', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config('200ms'));

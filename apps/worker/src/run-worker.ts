@@ -64,8 +64,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       const handler = handlers.get(task.type);
       try {
         if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
-        const result = await handler({ task, payload: task.payload, signal: taskSignal, logger: taskLogger });
-        // A handler that ignores its signal may still finish after a shutdown abort: its result counts.
+        // Raced with the signal: a handler that ignores it must not hold its slot (and the task) forever.
+        const result = await Promise.race([
+          handler({ task, payload: task.payload, signal: taskSignal, logger: taskLogger }),
+          rejectWhenAborted(taskSignal),
+        ]);
         await consumer.complete(claimed, result);
         taskLogger.info(`task ${task.id} (${task.type}) done in ${elapsed(startedMs)}`);
       } catch (caught) {
@@ -138,6 +141,15 @@ async function drain(
   logger.info(`stopping ${running.size} tasks still running; they go back to pending/`);
   for (const entry of running.values()) entry.abort.abort(new ShutdownAbort('the worker is shutting down'));
   await all;
+}
+
+/** Rejects with the signal's reason once it aborts; never settles otherwise. */
+function rejectWhenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function aborted(signal: AbortSignal): Promise<void> {
