@@ -1,0 +1,114 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { joinNote, parseFrontmatter, splitNote, updateFrontmatterText } from './frontmatter.ts';
+
+const handWritten = `# where this came from
+subject: "Re: lunch?"   # quoted by hand
+from: alice@example.com
+tags: [personal,  lunch]
+
+# the assistant's fields
+confidence: 0.93
+actions_taken:
+  - archive     # done on Monday
+notes: |
+  two lines
+  of text
+`;
+
+describe('splitNote', () => {
+  it('cuts frontmatter and body apart and joins them back byte for byte', () => {
+    const text = `---\n${handWritten}---\n\n# Lunch\n\nSee you at noon.\n`;
+    const parts = splitNote(text);
+    expect(parts).toMatchObject({
+      frontmatter: handWritten,
+      body: '\n# Lunch\n\nSee you at noon.\n',
+      hasFrontmatter: true,
+    });
+    expect(joinNote(parts.frontmatter, parts.body)).toBe(text);
+    expect(splitNote('just text\n---\n')).toMatchObject({ hasFrontmatter: false, body: 'just text\n---\n' });
+    expect(splitNote('---\n---\nbody')).toMatchObject({ frontmatter: '', body: 'body', hasFrontmatter: true });
+    expect(splitNote('---\nno: end\n')).toMatchObject({ hasFrontmatter: false });
+  });
+});
+
+describe('updateFrontmatterText', () => {
+  it('changes one value and leaves every other byte alone', () => {
+    const updated = updateFrontmatterText(handWritten, { confidence: 0.5 });
+    expect(updated).toBe(handWritten.replace('confidence: 0.93', 'confidence: 0.5'));
+  });
+
+  it('keeps the comment after a replaced value, replaces blocks whole, appends and removes keys', () => {
+    expect(updateFrontmatterText(handWritten, { subject: 'Lunch' })).toBe(
+      handWritten.replace('subject: "Re: lunch?"   # quoted by hand', 'subject: Lunch   # quoted by hand'),
+    );
+    const updated = updateFrontmatterText(handWritten, { actions_taken: ['archive', 'label'], status: 'done' });
+    expect(parseFrontmatter(updated)).toMatchObject({ actions_taken: ['archive', 'label'], status: 'done' });
+    expect(updated.startsWith(handWritten.slice(0, handWritten.indexOf('actions_taken:')))).toBe(true);
+    expect(updated.endsWith('status: done\n')).toBe(true);
+    const removed = updateFrontmatterText(handWritten, { from: undefined });
+    expect(removed).toBe(handWritten.replace('from: alice@example.com\n', ''));
+  });
+
+  it('writes a multi-line string safely', () => {
+    const updated = updateFrontmatterText('a: 1\nb: x\n', { b: 'one\ntwo: three' });
+    expect(parseFrontmatter(updated)).toEqual({ a: 1, b: 'one\ntwo: three' });
+  });
+
+  const key = fc.stringMatching(/^[a-z][a-z_]{0,8}$/);
+  const scalar = fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.string({ unit: 'grapheme', maxLength: 10 }),
+    fc.string({ maxLength: 30 }).map((text) => `${text}\nsecond line`),
+  );
+  const value = fc.oneof(
+    scalar,
+    fc.array(scalar, { maxLength: 3 }),
+    fc.dictionary(key, fc.oneof(scalar, fc.array(scalar, { maxLength: 2 })), { maxKeys: 3 }),
+  );
+  const data = fc.dictionary(key, value, { minKeys: 1, maxKeys: 6 });
+
+  it('round-trips generated frontmatter: parse(stringify(x)) = x', () => {
+    fc.assert(
+      fc.property(data, (input) => {
+        expect(parseFrontmatter(stringify(input))).toEqual(input);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('changing one key of generated frontmatter (with comments) changes only that key', () => {
+    fc.assert(
+      fc.property(data, fc.nat(), value, (input, pick, next) => {
+        const keys = Object.keys(input);
+        const target = keys[pick % keys.length] ?? '';
+        // Comments above and beside each top-level key, as a person would add them.
+        const text = stringify(input)
+          .split('\n')
+          .map((line) => (/^[a-z]/.test(line) ? `# about ${line.split(':')[0]}\n${line}` : line))
+          .join('\n');
+        const updated = updateFrontmatterText(text, { [target]: next });
+        expect(parseFrontmatter(updated)).toEqual({ ...input, [target]: next });
+        // Every comment line survives, in order.
+        const comments = (source: string) => source.split('\n').filter((line) => line.startsWith('# about'));
+        expect(comments(updated)).toEqual(comments(text));
+        // Every other key's lines are byte for byte where they were.
+        for (const other of keys.filter((name) => name !== target)) {
+          const lines = (source: string) => {
+            const all = source.split('\n');
+            const start = all.findIndex((line) => line.startsWith(`${other}:`));
+            let end = start + 1;
+            while (end < all.length && /^(\s|-)/.test(all[end] ?? '')) end++;
+            return all.slice(start, end).join('\n');
+          };
+          expect(lines(updated)).toBe(lines(text));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,113 @@
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NotePathError } from './note-path.ts';
+import { BrokenNoteError, NoteConflictError, NoteStore } from './note-store.ts';
+
+let root: string;
+let outside: string;
+let store: NoteStore;
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'assistant-notes-'));
+  outside = await mkdtemp(path.join(os.tmpdir(), 'assistant-outside-'));
+  store = new NoteStore({ root });
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
+});
+
+const handWritten = `---
+# hand-written header
+subject: "Re: lunch?"   # quoted by hand
+status: new
+---
+
+# Lunch
+
+See you at noon.
+`;
+
+describe('NoteStore', () => {
+  it('creates, reads, lists, moves and deletes notes', async () => {
+    const created = await store.create('email/personal/1.md', { data: { subject: 'Hi', uid: 1 }, body: '# Hi\n' });
+    expect(created.data).toEqual({ subject: 'Hi', uid: 1 });
+    expect(await readFile(path.join(root, 'email/personal/1.md'), 'utf8')).toBe(
+      '---\nsubject: Hi\nuid: 1\n---\n# Hi\n',
+    );
+    await expect(store.create('email/personal/1.md', { data: {} })).rejects.toThrow(/EEXIST/);
+    await store.create('email/personal/2.md', { data: { uid: 2 } });
+    expect(await store.list('email')).toEqual(['email/personal/1.md', 'email/personal/2.md']);
+    await store.move('email/personal/2.md', 'archive/2.md');
+    expect(await store.list()).toEqual(['archive/2.md', 'email/personal/1.md']);
+    expect(await store.delete('archive/2.md')).toBe(true);
+    expect(await store.read('archive/2.md')).toBeUndefined();
+  });
+
+  it('updates a hand-edited note without touching what it did not change', async () => {
+    await writeFile(path.join(root, 'lunch.md'), handWritten);
+    const note = await store.read('lunch.md');
+    await store.update('lunch.md', { set: { status: 'read', actions_taken: ['archive'] }, basedOn: note });
+    expect(await readFile(path.join(root, 'lunch.md'), 'utf8')).toBe(
+      handWritten.replace('status: new\n', 'status: read\nactions_taken:\n  - archive\n'),
+    );
+  });
+
+  it('re-applies an update on top of an edit made since the read, when they touch different keys', async () => {
+    await writeFile(path.join(root, 'lunch.md'), handWritten);
+    const note = await store.read('lunch.md');
+    // The person saves in their editor between the system's read and write.
+    await writeFile(path.join(root, 'lunch.md'), handWritten.replace('Re: lunch?', 'Lunch on Friday'));
+    await store.update('lunch.md', { set: { status: 'read' }, basedOn: note });
+    const text = await readFile(path.join(root, 'lunch.md'), 'utf8');
+    expect(text).toContain('subject: "Lunch on Friday"   # quoted by hand');
+    expect(text).toContain('status: read');
+  });
+
+  it('refuses an update whose keys were changed on disk since the read, naming file and keys', async () => {
+    await writeFile(path.join(root, 'lunch.md'), handWritten);
+    const note = await store.read('lunch.md');
+    const edited = handWritten.replace('status: new', 'status: keep');
+    await writeFile(path.join(root, 'lunch.md'), edited);
+    const update = store.update('lunch.md', { set: { status: 'read' }, basedOn: note });
+    await expect(update).rejects.toThrow(NoteConflictError);
+    await expect(store.update('lunch.md', { set: { status: 'read' }, basedOn: note })).rejects.toThrow(
+      'lunch.md was changed on disk since it was read, and the change touches `status`',
+    );
+    expect(await readFile(path.join(root, 'lunch.md'), 'utf8')).toBe(edited);
+    // Replacing the body conflicts with a body edit, too.
+    const again = await store.read('lunch.md');
+    await writeFile(path.join(root, 'lunch.md'), `${edited}More.\n`);
+    await expect(store.update('lunch.md', { body: 'mine\n', basedOn: again })).rejects.toThrow(/`\(body\)`/);
+  });
+
+  it('reports a broken note with path and line, skips it in queries, and never overwrites it', async () => {
+    const broken = '---\nsubject: ok\nstatus: [unclosed\n---\nbody\n';
+    await writeFile(path.join(root, 'broken.md'), broken);
+    await store.create('good.md', { data: { status: 'new' } });
+    await expect(store.read('broken.md')).rejects.toThrow(BrokenNoteError);
+    await expect(store.read('broken.md')).rejects.toThrow(/^broken\.md:[34]:\d+: /);
+    await expect(store.update('broken.md', { set: { status: 'x' } })).rejects.toThrow(BrokenNoteError);
+    const reported: string[] = [];
+    const found = await store.query({
+      where: (data) => data.status === 'new',
+      onBroken: (error) => reported.push(error.path),
+    });
+    expect(found.map((note) => note.path)).toEqual(['good.md']);
+    expect(reported).toEqual(['broken.md']);
+    expect(await readFile(path.join(root, 'broken.md'), 'utf8')).toBe(broken);
+  });
+
+  it('refuses paths that leave the notes folder, including through a symlink', async () => {
+    await writeFile(path.join(outside, 'passwd'), 'root:x:0:0\n');
+    await symlink(outside, path.join(root, 'escape'));
+    await mkdir(path.join(root, 'inside'));
+    for (const notePath of ['../../etc/passwd', '/etc/passwd', 'a/../../x.md', 'escape/passwd', 'escape/new.md']) {
+      await expect(store.read(notePath), notePath).rejects.toThrow(NotePathError);
+    }
+    await expect(store.create('escape/new.md', { data: { a: 1 } })).rejects.toThrow(NotePathError);
+    expect(await readFile(path.join(outside, 'passwd'), 'utf8')).toBe('root:x:0:0\n');
+  });
+});

@@ -1,0 +1,254 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  type FrontmatterChanges,
+  type FrontmatterData,
+  FrontmatterError,
+  joinNote,
+  parseFrontmatter,
+  splitNote,
+  updateFrontmatterText,
+} from './frontmatter.ts';
+import { resolveNotePath } from './note-path.ts';
+
+/** A note as read: its data, its body, and the hash of the exact bytes it was read from. */
+export interface Note {
+  /** Relative to the notes root, with `/` separators. */
+  path: string;
+  data: FrontmatterData;
+  body: string;
+  /** SHA-256 of the file's bytes when read: the version a later update is based on. */
+  hash: string;
+}
+
+/** A note whose frontmatter cannot be read. It is reported and skipped, never overwritten by the system. */
+export class BrokenNoteError extends Error {
+  override name = 'BrokenNoteError';
+  readonly path: string;
+  readonly line: number;
+
+  constructor(notePath: string, cause: FrontmatterError) {
+    super(`${notePath}:${cause.line}:${cause.column}: ${cause.message.replace(/^line \d+, column \d+: /, '')}`, {
+      cause,
+    });
+    this.path = notePath;
+    this.line = cause.line;
+  }
+}
+
+/** Someone changed the same keys on disk since the note was read: the update is refused, nothing is written. */
+export class NoteConflictError extends Error {
+  override name = 'NoteConflictError';
+  readonly path: string;
+  readonly keys: string[];
+
+  constructor(notePath: string, keys: string[]) {
+    super(
+      `${notePath} was changed on disk since it was read, and the change touches ${keys.map((key) => `\`${key}\``).join(', ')}`,
+    );
+    this.path = notePath;
+    this.keys = keys;
+  }
+}
+
+export interface UpdateNoteOptions {
+  /** Top-level frontmatter keys to set; `undefined` removes a key. */
+  set?: FrontmatterChanges;
+  /** Replaces the body. */
+  body?: string;
+  /** The note as the caller read it; without it, the update applies to whatever is on disk now. */
+  basedOn?: Note | undefined;
+}
+
+export interface NoteStoreOptions {
+  /** The notes root: `data/notes`. */
+  root: string;
+}
+
+/**
+ * Markdown notes with YAML frontmatter under one root. Writes are atomic (temp file in the same folder, then
+ * rename); updates edit only the keys they change, byte for byte; an update based on an older read is re-applied
+ * to the newer file when it touches other keys, and refused with NoteConflictError when it touches the same ones.
+ */
+export class NoteStore {
+  readonly root: string;
+
+  constructor(options: NoteStoreOptions) {
+    this.root = path.resolve(options.root);
+  }
+
+  async #file(notePath: string): Promise<string> {
+    await mkdir(this.root, { recursive: true });
+    return resolveNotePath(this.root, notePath);
+  }
+
+  /** Reads a note; undefined when there is none. Throws BrokenNoteError for unreadable frontmatter. */
+  async read(notePath: string): Promise<Note | undefined> {
+    const file = await this.#file(notePath);
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    return parseNote(notePath, text);
+  }
+
+  /** Creates a note; fails when one exists at that path already. */
+  async create(notePath: string, note: { data: FrontmatterData; body?: string }): Promise<Note> {
+    const file = await this.#file(notePath);
+    const text = joinNote(
+      Object.keys(note.data).length === 0 ? '' : updateFrontmatterText('', note.data),
+      note.body ?? '',
+    );
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeAtomically(file, text, { exclusive: true });
+    return parseNote(notePath, text);
+  }
+
+  /**
+   * Changes some frontmatter keys and/or the body. Returns the note as written. A note someone edited since
+   * `basedOn` was read gets the changes applied on top of their edit, unless their edit touched the same keys
+   * (or the body, when the body is being replaced): then NoteConflictError, and nothing is written.
+   */
+  async update(notePath: string, options: UpdateNoteOptions): Promise<Note> {
+    const file = await this.#file(notePath);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const text = await readFile(file, 'utf8');
+      const current = parseNote(notePath, text);
+      if (options.basedOn && options.basedOn.hash !== current.hash) {
+        const touched = changedKeys(options.basedOn, current);
+        const wanted = [...Object.keys(options.set ?? {}), ...(options.body === undefined ? [] : ['(body)'])];
+        const overlap = wanted.filter((key) => touched.includes(key));
+        if (overlap.length > 0) throw new NoteConflictError(notePath, overlap);
+      }
+      const parts = splitNote(text);
+      const frontmatter = options.set ? updateFrontmatterText(parts.frontmatter, options.set) : parts.frontmatter;
+      const body = options.body ?? parts.body;
+      let next: string;
+      if (parts.hasFrontmatter) {
+        // The opening and closing `---` lines stay exactly as the person wrote them.
+        const closingLine = text.slice(
+          parts.frontmatterStart + parts.frontmatter.length,
+          text.length - parts.body.length,
+        );
+        next = `${text.slice(0, parts.frontmatterStart)}${frontmatter}${closingLine}${body}`;
+      } else {
+        next = frontmatter === '' ? body : joinNote(frontmatter, body);
+      }
+      // Compare-and-swap on the bytes: if the file changed while we worked, go round again with the new version.
+      if (hashOf(await readFile(file, 'utf8')) !== current.hash) continue;
+      await writeAtomically(file, next, { exclusive: false });
+      return parseNote(notePath, next);
+    }
+    throw new NoteConflictError(notePath, Object.keys(options.set ?? {}));
+  }
+
+  async delete(notePath: string): Promise<boolean> {
+    try {
+      await unlink(await this.#file(notePath));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw error;
+    }
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const source = await this.#file(from);
+    const target = await this.#file(to);
+    await mkdir(path.dirname(target), { recursive: true });
+    await rename(source, target);
+  }
+
+  /** Lists notes (`*.md`) under a folder, recursively, as paths relative to the root, sorted. */
+  async list(folder = ''): Promise<string[]> {
+    const base = folder === '' ? this.root : await this.#file(folder);
+    let entries: { name: string; parentPath: string; isFile(): boolean }[];
+    try {
+      entries = await readdir(base, { recursive: true, withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    return entries
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.md') && !entry.name.startsWith('.'))
+      .map((entry) => path.relative(this.root, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+      .sort();
+  }
+
+  /**
+   * Reads every note under a folder and returns those whose data matches `where`. Broken notes are skipped and
+   * reported through `onBroken` (default: ignored), never thrown: one bad file must not hide the others.
+   */
+  async query(options: {
+    folder?: string;
+    where?: (data: FrontmatterData) => boolean;
+    onBroken?: (error: BrokenNoteError) => void;
+  }): Promise<Note[]> {
+    const found: Note[] = [];
+    for (const notePath of await this.list(options.folder ?? '')) {
+      try {
+        const note = await this.read(notePath);
+        if (note && (options.where?.(note.data) ?? true)) found.push(note);
+      } catch (error) {
+        if (!(error instanceof BrokenNoteError)) throw error;
+        options.onBroken?.(error);
+      }
+    }
+    return found;
+  }
+}
+
+function parseNote(notePath: string, text: string): Note {
+  const parts = splitNote(text);
+  let data: FrontmatterData;
+  try {
+    // +1: the opening `---` is line 1 of the file, so frontmatter line 1 is file line 2.
+    data = parts.hasFrontmatter ? parseFrontmatter(parts.frontmatter, 1) : {};
+  } catch (error) {
+    if (error instanceof FrontmatterError) throw new BrokenNoteError(notePath, error);
+    throw error;
+  }
+  return { path: notePath, data, body: parts.body, hash: hashOf(text) };
+}
+
+function hashOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Top-level keys whose values differ between two reads, plus `(body)` when the body changed. */
+function changedKeys(before: Note, after: Note): string[] {
+  const keys = new Set([...Object.keys(before.data), ...Object.keys(after.data)]);
+  const changed = [...keys].filter((key) => JSON.stringify(before.data[key]) !== JSON.stringify(after.data[key]));
+  if (before.body !== after.body) changed.push('(body)');
+  return changed;
+}
+
+async function writeAtomically(file: string, text: string, options: { exclusive: boolean }): Promise<void> {
+  const tmp = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
+  );
+  const handle = await open(tmp, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    if (options.exclusive) {
+      // link() fails with EEXIST instead of replacing: a create never clobbers a note someone just made.
+      await link(tmp, file);
+      await unlink(tmp);
+    } else {
+      await rename(tmp, file);
+    }
+  } catch (error) {
+    await unlink(tmp).catch(() => {});
+    throw error;
+  }
+}
