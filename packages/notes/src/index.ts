@@ -9,6 +9,7 @@ export {
   updateFrontmatterText,
 } from './frontmatter.ts';
 export { HumanLog, type HumanLogEntry, type HumanLogOptions } from './human-log.ts';
+export { NoteIndex, type NoteIndexOptions } from './note-index.ts';
 export { NotePathError, resolveNotePath } from './note-path.ts';
 export {
   BrokenNoteError,
@@ -18,3 +19,25 @@ export {
   type NoteStoreOptions,
   type UpdateNoteOptions,
 } from './note-store.ts';
+export {
+  type EmailNote,
+  emailNoteSchema,
+  emailStore,
+  type GithubItemNote,
+  githubItemSchema,
+  issueStore,
+  pullRequestStore,
+  type ServiceResultNote,
+  serviceResultSchema,
+  serviceResultStore,
+  type TranscriptNote,
+  transcriptSchema,
+  transcriptStore,
+} from './typed/stores.ts';
+export {
+  type ActionsTaken,
+  InvalidNoteError,
+  type TypedNote,
+  TypedNoteStore,
+  type TypedNoteStoreOptions,
+} from './typed/typed-note-store.ts';
