@@ -11,6 +11,7 @@ export {
 export { HumanLog, type HumanLogEntry, type HumanLogOptions } from './human-log.ts';
 export { NoteIndex, type NoteIndexOptions } from './note-index.ts';
 export { NotePathError, resolveNotePath } from './note-path.ts';
+export { type FieldCondition, matchesWhere, type NoteWhere, parseWhereFlag } from './note-query.ts';
 export {
   BrokenNoteError,
   type Note,

@@ -11,6 +11,7 @@ import {
   updateFrontmatterText,
 } from './frontmatter.ts';
 import { resolveNotePath } from './note-path.ts';
+import { matchesWhere, type NoteWhere } from './note-query.ts';
 
 /** A note as read: its data, its body, and the hash of the exact bytes it was read from. */
 export interface Note {
@@ -185,14 +186,22 @@ export class NoteStore {
    */
   async query(options: {
     folder?: string;
-    where?: (data: FrontmatterData) => boolean;
+    /** Field conditions (equality, ranges, exists), or any predicate over the data. */
+    where?: NoteWhere | ((data: FrontmatterData) => boolean);
     onBroken?: (error: BrokenNoteError) => void;
   }): Promise<Note[]> {
+    const where = options.where;
+    const matches =
+      where === undefined
+        ? () => true
+        : typeof where === 'function'
+          ? where
+          : (data: FrontmatterData) => matchesWhere(data, where);
     const found: Note[] = [];
     for (const notePath of await this.list(options.folder ?? '')) {
       try {
         const note = await this.read(notePath);
-        if (note && (options.where?.(note.data) ?? true)) found.push(note);
+        if (note && matches(note.data)) found.push(note);
       } catch (error) {
         if (!(error instanceof BrokenNoteError)) throw error;
         options.onBroken?.(error);
