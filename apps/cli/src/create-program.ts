@@ -4,6 +4,8 @@ import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
 import { enqueueCommand } from './commands/enqueue-command.ts';
+import { logCommand } from './commands/log-command.ts';
+import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
 import {
   queueListCommand,
   queuePruneCommand,
@@ -16,6 +18,10 @@ import { taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
 import { versionCommand } from './commands/version-command.ts';
 import { workCommand } from './commands/work-command.ts';
 import { globalOptions } from './global-options.ts';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
 
 export interface CliProgram {
   program: Command;
@@ -121,6 +127,56 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
       taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    );
+
+  const notes = program.command('notes').description('list, show and search notes');
+  notes
+    .command('ls')
+    .description('list notes under a folder')
+    .argument('[path]', 'a folder relative to the notes root')
+    .option('--json', 'print JSON')
+    .action(async (folder: string | undefined, options: { json?: boolean }, command: Command) =>
+      notesListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+        ...(folder === undefined ? {} : { folder }),
+      }),
+    );
+  notes
+    .command('show')
+    .description("print a note's frontmatter and body")
+    .argument('<path>', 'the note, relative to the notes root')
+    .option('--json', 'print JSON')
+    .action(async (notePath: string, options: { json?: boolean }, command: Command) =>
+      notesShowCommand({ globals: globalOptions(command, context), context, notePath, ...options }),
+    );
+  notes
+    .command('search')
+    .description('find notes by text and frontmatter fields')
+    .argument('[query]', 'text to look for, any case')
+    .option('--where <condition>', 'key=value, key>=value, key<value, key? or !key? (repeatable)', collect, [])
+    .option('--in <folder>', 'only under this folder')
+    .option('--json', 'print JSON')
+    .action(
+      async (query: string | undefined, options: { where: string[]; in?: string; json?: boolean }, command: Command) =>
+        notesSearchCommand({
+          globals: globalOptions(command, context),
+          context,
+          where: options.where,
+          ...(query === undefined ? {} : { query }),
+          ...(options.in === undefined ? {} : { folder: options.in }),
+          ...(options.json === undefined ? {} : { json: options.json }),
+        }),
+    );
+
+  program
+    .command('log')
+    .description("print a day's human log")
+    .option('--date <date>', 'YYYY-MM-DD (default: today)')
+    .option('--follow', 'keep printing new lines until Ctrl-C')
+    .action(async (options: { date?: string; follow?: boolean }, command: Command) =>
+      logCommand({ globals: globalOptions(command, context), context, ...options }),
     );
 
   const config = program.command('config').description('check the configuration or print its schema');
