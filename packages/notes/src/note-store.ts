@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import {
   type FrontmatterChanges,
@@ -116,7 +116,7 @@ export class NoteStore {
    */
   async update(notePath: string, options: UpdateNoteOptions): Promise<Note> {
     const file = await this.#file(notePath);
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < 20; attempt++) {
       const text = await readFile(file, 'utf8');
       const current = parseNote(notePath, text);
       if (options.basedOn && options.basedOn.hash !== current.hash) {
@@ -139,10 +139,14 @@ export class NoteStore {
       } else {
         next = frontmatter === '' ? body : joinNote(frontmatter, body);
       }
-      // Compare-and-swap on the bytes: if the file changed while we worked, go round again with the new version.
-      if (hashOf(await readFile(file, 'utf8')) !== current.hash) continue;
-      await writeAtomically(file, next, { exclusive: false });
-      return parseNote(notePath, next);
+      // Compare-and-swap on the bytes, under a lock so two processes cannot both pass the check and write: if the
+      // file changed while we worked, go round again with the new version.
+      const written = await withLock(file, async () => {
+        if (hashOf(await readFile(file, 'utf8')) !== current.hash) return false;
+        await writeAtomically(file, next, { exclusive: false });
+        return true;
+      });
+      if (written) return parseNote(notePath, next);
     }
     throw new NoteConflictError(notePath, Object.keys(options.set ?? {}));
   }
@@ -259,5 +263,33 @@ async function writeAtomically(file: string, text: string, options: { exclusive:
   } catch (error) {
     await unlink(tmp).catch(() => {});
     throw error;
+  }
+}
+
+const lockStaleMs = 10_000;
+
+/**
+ * Runs `action` holding `{file}.lock` (created with O_EXCL). Only Assistant's own writers take it; a person's
+ * editor does not, which is why updates also compare hashes. A lock older than 10 s is a crashed writer's and
+ * is broken.
+ */
+async function withLock<T>(file: string, action: () => Promise<T>): Promise<T> {
+  const lock = `${file}.lock`;
+  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+    try {
+      const handle = await open(lock, 'wx');
+      await handle.close();
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const info = await stat(lock).catch(() => undefined);
+      if (info && Date.now() - info.mtimeMs > lockStaleMs) await unlink(lock).catch(() => {});
+      else await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
+  }
+  try {
+    return await action();
+  } finally {
+    await unlink(lock).catch(() => {});
   }
 }
