@@ -73,6 +73,14 @@ describe('assistant enqueue, work, queue and task', () => {
     expect(work.stdout).toContain('queue idle; exiting');
 
     expect(await show(dir, echo)).toMatchObject({ state: 'done', task: { result: { hello: 'world' }, attempts: 1 } });
+    // Handlers write the human log; the day's file has a line per echo.
+    const log = await cli(dir, ['log']);
+    expect(log.stdout).toMatch(
+      new RegExp(
+        `^- \\d\\d:\\d\\d:\\d\\d \\*\\*system\\.echo\\*\\* echoed task ${echo} \\(system\\.echo returns its payload\\)$`,
+        'm',
+      ),
+    );
     expect(await show(dir, fromFile)).toMatchObject({ state: 'done', task: { result: { from: 'a file' } } });
     expect(await show(dir, sleep)).toMatchObject({ state: 'done', task: { result: { sleptMs: 20 } } });
     expect(await show(dir, unknown)).toMatchObject({

@@ -1,4 +1,5 @@
 import type { LoadedConfig } from '@assistant/config';
+import { HumanLog } from '@assistant/notes';
 import { type ClaimedTask, QueueConsumer, TaskQueue, UnrecoverableError } from '@assistant/queue';
 import type { Logger } from 'pino';
 import { ensureDataDirectories } from './data-directories.ts';
@@ -38,6 +39,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
   const consumer = new QueueConsumer(queue, { pollIntervalMs: config.worker.pollIntervalMs });
+  const humanLog = new HumanLog({ directory: config.paths.logs });
   const recovered = await consumer.start();
   if (recovered.requeued.length + recovered.failed.length > 0) {
     logger.warn(
@@ -66,7 +68,18 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
         // Raced with the signal: a handler that ignores it must not hold its slot (and the task) forever.
         const result = await Promise.race([
-          handler({ task, payload: task.payload, signal: taskSignal, logger: taskLogger }),
+          handler({
+            task,
+            payload: task.payload,
+            signal: taskSignal,
+            logger: taskLogger,
+            human: (message, details = {}) =>
+              humanLog.write({
+                ...details,
+                source: details.source ?? (task.integration ? `${task.integration}/${task.type}` : task.type),
+                message,
+              }),
+          }),
           rejectWhenAborted(taskSignal),
         ]);
         await consumer.complete(claimed, result);

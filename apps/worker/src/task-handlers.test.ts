@@ -17,7 +17,7 @@ const task: Task = {
 };
 
 function context(payload: TaskContext['payload'], signal = new AbortController().signal): TaskContext {
-  return { task: { ...task, payload }, payload, signal, logger: pino({ level: 'silent' }) };
+  return { task: { ...task, payload }, payload, signal, logger: pino({ level: 'silent' }), human: async () => {} };
 }
 
 describe('builtin handlers', () => {

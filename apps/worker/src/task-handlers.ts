@@ -1,3 +1,4 @@
+import type { HumanLogEntry } from '@assistant/notes';
 import type { JsonValue, Task } from '@assistant/queue';
 import type { Logger } from 'pino';
 import * as z from 'zod';
@@ -9,6 +10,11 @@ export interface TaskContext {
   /** Aborted on timeout and on shutdown; handlers pass it to everything they await. */
   signal: AbortSignal;
   logger: Logger;
+  /**
+   * Writes a line to today's human log, the breadcrumb a person reads: what happened and why. The source defaults
+   * to the task's integration and type.
+   */
+  human: (message: string, details?: Omit<HumanLogEntry, 'message' | 'source'> & { source?: string }) => Promise<void>;
 }
 
 /** Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError to steer it. */
@@ -22,7 +28,13 @@ const sleepPayload = z.strictObject({ ms: z.int().min(0).max(86_400_000) });
  */
 export function builtinHandlers(): Map<string, TaskHandler> {
   return new Map<string, TaskHandler>([
-    ['system.echo', async ({ payload }) => payload],
+    [
+      'system.echo',
+      async ({ payload, task, human }) => {
+        await human(`echoed task ${task.id}`, { reason: 'system.echo returns its payload' });
+        return payload;
+      },
+    ],
     [
       'system.sleep',
       async ({ payload, signal }) => {
