@@ -37,9 +37,9 @@ describe('assistant notes', () => {
     expect(search.stdout).toBe('email/personal/1.md\n');
     expect(search.stderr).toMatch(/^warning: skipped email\/personal\/broken\.md:2:\d+: /);
     expect((await cli(['notes', 'search', '--where', 'status=read'])).stdout).toBe('email/personal/2.md\n');
-    const escape = await cli(['notes', 'show', '../../etc/passwd']);
-    expect(escape.stderr).toMatch(/^assistant: note path `..\/..\/etc\/passwd` leaves the notes folder/);
-    expect(escape.code).toBe(2);
+    const outside = await cli(['notes', 'show', '../../etc/passwd']);
+    expect(outside.stderr).toMatch(/^assistant: note path `..\/..\/etc\/passwd` leaves the notes folder/);
+    expect(outside.code).toBe(2);
     const badWhere = await cli(['notes', 'search', '--where', 'nonsense']);
     expect(badWhere.code).toBe(2);
   });
