@@ -116,7 +116,9 @@ export class NoteStore {
    */
   async update(notePath: string, options: UpdateNoteOptions): Promise<Note> {
     const file = await this.#file(notePath);
-    for (let attempt = 0; attempt < 20; attempt++) {
+    // Read, check and write under the lock: two of our processes never interleave, and none starves retrying.
+    // A person's editor does not take the lock; the hash check against `basedOn` catches its saves.
+    return withLock(file, async () => {
       const text = await readFile(file, 'utf8');
       const current = parseNote(notePath, text);
       if (options.basedOn && options.basedOn.hash !== current.hash) {
@@ -139,16 +141,9 @@ export class NoteStore {
       } else {
         next = frontmatter === '' ? body : joinNote(frontmatter, body);
       }
-      // Compare-and-swap on the bytes, under a lock so two processes cannot both pass the check and write: if the
-      // file changed while we worked, go round again with the new version.
-      const written = await withLock(file, async () => {
-        if (hashOf(await readFile(file, 'utf8')) !== current.hash) return false;
-        await writeAtomically(file, next, { exclusive: false });
-        return true;
-      });
-      if (written) return parseNote(notePath, next);
-    }
-    throw new NoteConflictError(notePath, Object.keys(options.set ?? {}));
+      await writeAtomically(file, next, { exclusive: false });
+      return parseNote(notePath, next);
+    });
   }
 
   async delete(notePath: string): Promise<boolean> {

@@ -11,6 +11,9 @@ import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts'
 import { attemptOf, type RecoveryReport, type TaskQueue, workerDiedError } from './task-queue.ts';
 import { isMissing, newWorkerOwner } from './worker-registry.ts';
 
+/** Node fires longer timers after 1 ms (with a TimeoutOverflowWarning), so every delay is capped at this. */
+const maxTimerMs = 2_147_483_647;
+
 export interface QueueConsumerOptions {
   /** @default a new owner for this process */
   owner?: TaskOwner;
@@ -100,16 +103,19 @@ export class QueueConsumer {
 
   #every(intervalMs: number, action: () => Promise<unknown>): void {
     let running = false;
-    const timer = setInterval(() => {
-      // Never two runs at once: a slow disk must not pile up sweeps.
-      if (running || this.#closing) return;
-      running = true;
-      action()
-        .catch((error: unknown) => this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`))
-        .finally(() => {
-          running = false;
-        });
-    }, intervalMs);
+    const timer = setInterval(
+      () => {
+        // Never two runs at once: a slow disk must not pile up sweeps.
+        if (running || this.#closing) return;
+        running = true;
+        action()
+          .catch((error: unknown) => this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`))
+          .finally(() => {
+            running = false;
+          });
+      },
+      Math.min(intervalMs, maxTimerMs),
+    );
     timer.unref();
     this.#timers.push(timer);
   }
@@ -289,7 +295,7 @@ export class QueueConsumer {
         options.signal?.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, timeoutMs);
+      const timer = setTimeout(done, Math.min(timeoutMs, maxTimerMs));
       this.#waiters.add(done);
       options.signal?.addEventListener('abort', done, { once: true });
     });

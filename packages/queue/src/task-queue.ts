@@ -423,7 +423,11 @@ export class TaskQueue {
   async isIdle(): Promise<boolean> {
     if ((await this.entries('active')).length > 0) return false;
     const nowMs = this.now();
-    return (await this.entries('pending')).every((entry) => entry.name !== undefined && entry.name.readyAtMs > nowMs);
+    const nothingReady = (await this.entries('pending')).every(
+      (entry) => entry.name !== undefined && entry.name.readyAtMs > nowMs,
+    );
+    // Active again: a task claimed between the two listings was in neither of them.
+    return nothingReady && (await this.entries('active')).length === 0;
   }
 
   // --------------------------------------------------------------------------------------------- transitions
