@@ -70,6 +70,15 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--priority <n>', 'a digit 0-9, lower runs first (default 5)')
     .option('--delay <duration>', 'run no sooner than this from now, e.g. 10m')
     .option('--json', 'print the outcome as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        `  assistant enqueue system.echo --payload '{"hello": "world"}'`,
+        '  assistant enqueue system.sleep --payload @sleep.json --priority 1 --delay 10m',
+      ].join('\n'),
+    )
     .action(
       async (
         type: string,
@@ -114,7 +123,7 @@ export function createProgram(context: CliContext): CliProgram {
   const task = program.command('task').description('look at or retry one task');
   task
     .command('show')
-    .description("print a task's state and file")
+    .description("print a task's fields, payload, result or error, and the history of its attempts")
     .argument('<id>', 'the task id')
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>

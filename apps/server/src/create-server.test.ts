@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { assistantVersion } from '@assistant/process';
+import { encodeTaskName } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
 
@@ -25,20 +26,38 @@ async function configWith(options: { token?: string } = {}): Promise<LoadedConfi
   return (await loadConfig({ configPath: path.join(dir, 'config.yaml') })).config;
 }
 
-async function placeTasks(config: LoadedConfig, state: string, names: string[]): Promise<void> {
+async function placeFiles(config: LoadedConfig, state: string, names: string[]): Promise<void> {
   const directory = path.join(config.paths.queue, state);
   await mkdir(directory, { recursive: true });
   for (const name of names) await writeFile(path.join(directory, name), 'id: x\n');
 }
 
+/** A task file name; `index` keeps the ids apart. */
+function taskName(index: number): string {
+  return encodeTaskName({
+    priority: 5,
+    readyAtMs: Date.UTC(2026, 10, 22),
+    id: `01m81zbz7e0rvw1d46qzvhsks${index}`,
+    fingerprint: '0123456789abcdef',
+    type: 'system.echo',
+  });
+}
+
 describe('GET /health', () => {
-  it('counts the task files in each queue state', async () => {
+  it('counts the tasks in each queue state from their file names, as the queue lists them', async () => {
     const config = await configWith();
-    await placeTasks(config, 'pending', ['5_a--f--t.yaml', '5_b--f--t.yaml', 'notes.txt']);
-    await placeTasks(config, 'active', ['5_c--f--t.yaml']);
-    await placeTasks(config, 'tmp', ['5_d--f--t.yaml']);
-    await placeTasks(config, 'failed', ['5_e--f--t.yaml', '5_f--f--t.yaml', '5_g--f--t.yaml']);
-    await mkdir(path.join(config.paths.queue, 'done', 'subdirectory.yaml'), { recursive: true });
+    // Stray files and an editor's swap file in pending/ are not tasks.
+    await placeFiles(config, 'pending', [taskName(1), taskName(2), 'notes.txt', `.${taskName(3)}.swp`]);
+    await placeFiles(config, 'active', [taskName(4)]);
+    await placeFiles(config, 'tmp', [taskName(5)]);
+    // failed/: a task, a corrupt task and an unreadable stray set aside, each with its reason beside it.
+    await placeFiles(config, 'failed', [
+      taskName(6),
+      taskName(7),
+      `${taskName(7)}.error.txt`,
+      'garbage.bin',
+      'garbage.bin.error.txt',
+    ]);
     await using app = createServer({ config });
     const response = await app.inject({ method: 'GET', url: '/health' });
     expect(response.statusCode).toBe(200);

@@ -1,9 +1,11 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog } from '@assistant/notes';
-import { type ClaimedTask, QueueConsumer, TaskQueue, UnrecoverableError } from '@assistant/queue';
+import { type ClaimedTask, QueueConsumer, TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
 import { ensureDataDirectories } from './data-directories.ts';
+import { runClaimedTask } from './run-claimed-task.ts';
 import { builtinHandlers, type TaskHandler } from './task-handlers.ts';
+import { timerDelayMs } from './timer-delay.ts';
 
 export interface RunWorkerOptions {
   config: LoadedConfig;
@@ -14,19 +16,19 @@ export interface RunWorkerOptions {
   concurrency?: number;
   /** Return once nothing runs here and no task is ready or active anywhere. @default false */
   exitWhenIdle?: boolean;
-  /** @default the built-in diagnostic handlers */
-  handlers?: Map<string, TaskHandler>;
+  /** Handlers by task type. @default the built-in diagnostic handlers */
+  handlers?: ReadonlyMap<string, TaskHandler>;
 }
 
-/** Why a task's signal was aborted, so the error it fails with says so. */
+/** Why running tasks were stopped: the grace period of a shutdown ran out. */
 class ShutdownAbort extends Error {
   override name = 'ShutdownAbort';
 }
 
 /**
- * The worker: claims ready tasks in run order, runs each with its handler under a timeout, and completes, retries
- * or fails it. On shutdown it stops claiming, gives running tasks the grace period, then aborts them and returns
- * the unfinished ones to pending/ without counting the attempt.
+ * The worker: claims ready tasks in run order, runs up to `concurrency` of them at once, each with its handler under
+ * its timeout, and completes, retries or fails them. On shutdown it stops claiming, gives running tasks the grace
+ * period, then aborts them and returns the unfinished ones to pending/ without counting the attempt.
  */
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const { config, logger, signal } = options;
@@ -38,78 +40,37 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     settings: config.queue,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
-  const consumer = new QueueConsumer(queue, { pollIntervalMs: config.worker.pollIntervalMs });
+  const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
-  const recovered = await consumer.start();
-  if (recovered.requeued.length + recovered.failed.length > 0) {
-    logger.warn(
-      `recovered ${recovered.requeued.length} tasks of stopped workers to pending/, ${recovered.failed.length} to failed/`,
-    );
-  }
-  logger.info({ worker: consumer.owner.id, concurrency }, `worker ready on ${config.paths.queue}`);
+  const stopTasks = new AbortController();
+  const running = new Set<Promise<unknown>>();
+  // The loop sleeps on this; a task settling or the shutdown signal wakes it to claim again or to stop.
+  let wakeLoop = () => {};
+  const onShutdown = () => wakeLoop();
+  signal.addEventListener('abort', onShutdown, { once: true });
 
-  const running = new Map<string, { claimed: ClaimedTask; abort: AbortController; done: Promise<void> }>();
-  // Resolved whenever a running task settles, so the loop wakes to claim the next one.
-  let settled: () => void = () => {};
-  const nextSettle = () => new Promise<void>((resolve) => (settled = resolve));
-
-  const run = (claimed: ClaimedTask) => {
-    const { task } = claimed;
-    const abort = new AbortController();
-    const policy = queue.policyFor(task.type);
-    const timeout = AbortSignal.timeout(policy.timeoutMs);
-    const taskSignal = AbortSignal.any([abort.signal, timeout]);
-    const startedMs = performance.now();
-    const taskLogger = logger.child({ task: task.id, type: task.type });
-    taskLogger.info(`task ${task.id} (${task.type}) started, attempt ${task.attempts} of ${task.maxAttempts}`);
-    const done = (async () => {
-      const handler = handlers.get(task.type);
-      try {
-        if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
-        // Raced with the signal: a handler that ignores it must not hold its slot (and the task) forever.
-        const result = await Promise.race([
-          handler({
-            task,
-            payload: task.payload,
-            signal: taskSignal,
-            logger: taskLogger,
-            human: (message, details = {}) =>
-              humanLog.write({
-                ...details,
-                source: details.source ?? (task.integration ? `${task.integration}/${task.type}` : task.type),
-                message,
-              }),
-          }),
-          rejectWhenAborted(taskSignal),
-        ]);
-        await consumer.complete(claimed, result);
-        taskLogger.info(`task ${task.id} (${task.type}) done in ${elapsed(startedMs)}`);
-      } catch (caught) {
-        if (abort.signal.aborted && abort.signal.reason instanceof ShutdownAbort) {
-          await consumer.release(claimed);
-          taskLogger.info(`task ${task.id} (${task.type}) stopped by shutdown; back in pending/`);
-          return;
-        }
-        const error = timeout.aborted ? new Error(`timed out after ${policy.timeoutMs}ms`) : caught;
-        const outcome = await consumer.fail(claimed, error);
-        const message = error instanceof Error ? error.message : String(error);
-        if (outcome === 'failed') taskLogger.warn(`task ${task.id} (${task.type}) failed: ${message}`);
-      }
-    })()
-      .catch((error: unknown) => {
-        // Moving the file failed (disk full, permissions): the task stays where it is and recovery will see it.
-        taskLogger.error({ err: error }, `task ${task.id} (${task.type}): could not record the outcome`);
-      })
-      .finally(() => {
-        running.delete(task.id);
-        settled();
-      });
-    running.set(task.id, { claimed, abort, done });
+  const start = (claimed: ClaimedTask) => {
+    const run = runClaimedTask({ claimed, consumer, handlers, humanLog, logger, stopSignal: stopTasks.signal });
+    running.add(run);
+    void run.finally(() => {
+      running.delete(run);
+      wakeLoop();
+    });
   };
 
-  const stopped = aborted(signal);
   try {
+    const recovered = await consumer.start();
+    if (recovered.requeued.length + recovered.failed.length > 0) {
+      logger.warn(
+        `recovered ${recovered.requeued.length} tasks of stopped workers to pending/, ${recovered.failed.length} to failed/`,
+      );
+    }
+    logger.info({ worker: consumer.owner.id, concurrency }, `worker ready on ${config.paths.queue}`);
     while (!signal.aborted) {
+      // Made before claiming, so a task that settles while we claim still wakes the wait below: no lost wake-ups.
+      const settled = new Promise<void>((resolve) => {
+        wakeLoop = resolve;
+      });
       while (running.size < concurrency && !signal.aborted) {
         let claimed: ClaimedTask | undefined;
         try {
@@ -119,60 +80,54 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
           break;
         }
         if (!claimed) break;
-        run(claimed);
+        start(claimed);
       }
-      if (options.exitWhenIdle && running.size === 0 && (await queue.isIdle())) {
+      if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue))) {
         logger.info('queue idle; exiting (--exit-when-idle)');
         break;
       }
-      const wake = nextSettle();
-      if (running.size >= concurrency) await Promise.race([wake, stopped]);
-      else await Promise.race([consumer.waitForWork({ signal }), wake]);
+      if (signal.aborted) break;
+      // With every slot busy only a finishing task frees one; otherwise new work may arrive too.
+      if (running.size >= concurrency) await settled;
+      else await Promise.race([consumer.waitForWork({ signal }), settled]);
     }
   } finally {
-    await drain(running, config.worker.shutdownGraceMs, logger);
+    signal.removeEventListener('abort', onShutdown);
+    await drain({ running, graceMs: config.worker.shutdownGraceMs, stopTasks, logger });
     await consumer.close();
   }
   logger.info('stopped');
 }
 
-async function drain(
-  running: Map<string, { abort: AbortController; done: Promise<void> }>,
-  graceMs: number,
-  logger: Logger,
-): Promise<void> {
+/**
+ * `isIdle()` twice. It lists active/ and then pending/, so a task another worker claims between the two listings
+ * is in neither; the second look finds it in active/ (or finished). One look could end `--exit-when-idle` early.
+ */
+async function settledIdle(queue: TaskQueue): Promise<boolean> {
+  return (await queue.isIdle()) && (await queue.isIdle());
+}
+
+interface DrainOptions {
+  running: ReadonlySet<Promise<unknown>>;
+  graceMs: number;
+  stopTasks: AbortController;
+  logger: Logger;
+}
+
+/** Waits up to `graceMs` for running tasks, then stops the rest, which return to pending/. */
+async function drain(options: DrainOptions): Promise<void> {
+  const { running, graceMs, logger } = options;
   if (running.size === 0) return;
   logger.info(`waiting up to ${graceMs}ms for ${running.size} running tasks`);
-  const all = Promise.allSettled([...running.values()].map((entry) => entry.done));
+  const all = Promise.allSettled([...running]);
   let timer: NodeJS.Timeout | undefined;
-  const graceOver = new Promise<'grace'>((resolve) => {
-    timer = setTimeout(() => resolve('grace'), graceMs);
+  const graceOver = new Promise<'grace over'>((resolve) => {
+    timer = setTimeout(() => resolve('grace over'), timerDelayMs(graceMs));
   });
-  const first = await Promise.race([all.then(() => 'done' as const), graceOver]);
+  const first = await Promise.race([all, graceOver]);
   clearTimeout(timer);
-  if (first === 'done') return;
+  if (first !== 'grace over') return;
   logger.info(`stopping ${running.size} tasks still running; they go back to pending/`);
-  for (const entry of running.values()) entry.abort.abort(new ShutdownAbort('the worker is shutting down'));
+  options.stopTasks.abort(new ShutdownAbort('the worker is shutting down'));
   await all;
-}
-
-/** Rejects with the signal's reason once it aborts; never settles otherwise. */
-function rejectWhenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_resolve, reject) => {
-    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
-
-function elapsed(startedMs: number): string {
-  const ms = performance.now() - startedMs;
-  return ms < 1_000 ? `${ms.toFixed(0)}ms` : `${(ms / 1_000).toFixed(1)}s`;
 }

@@ -1,4 +1,4 @@
-import type { Task } from '@assistant/queue';
+import { type Task, UnrecoverableError } from '@assistant/queue';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { builtinHandlers, type TaskContext } from './task-handlers.ts';
@@ -23,8 +23,12 @@ function context(payload: TaskContext['payload'], signal = new AbortController()
 describe('builtin handlers', () => {
   const handlers = builtinHandlers();
 
-  it('system.echo returns its payload', async () => {
-    expect(await handlers.get('system.echo')?.(context({ a: [1, 'two'] }))).toEqual({ a: [1, 'two'] });
+  it('system.echo returns its payload and writes a human log line', async () => {
+    const lines: string[] = [];
+    const echo = handlers.get('system.echo');
+    const result = await echo?.({ ...context({ a: [1, 'two'] }), human: async (message) => void lines.push(message) });
+    expect(result).toEqual({ a: [1, 'two'] });
+    expect(lines).toEqual([`echoed task ${task.id}`]);
   });
 
   it('system.sleep waits, and stops when its signal aborts', async () => {
@@ -36,8 +40,21 @@ describe('builtin handlers', () => {
     await expect(running).rejects.toThrow('stop now');
   });
 
-  it('system.sleep refuses a payload without a sensible ms', async () => {
-    await expect(handlers.get('system.sleep')?.(context({ seconds: 5 }))).rejects.toThrow(/ms/);
-    await expect(handlers.get('system.sleep')?.(context({ ms: -1 }))).rejects.toThrow();
+  it('system.sleep does not start when its signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('too late'));
+    await expect(handlers.get('system.sleep')?.(context({ ms: 600_000 }, controller.signal))).rejects.toThrow(
+      'too late',
+    );
+  });
+
+  it('system.sleep fails a payload without a sensible ms for good, naming the field', async () => {
+    const sleep = handlers.get('system.sleep');
+    await expect(sleep?.(context({ seconds: 5 }))).rejects.toThrow(UnrecoverableError);
+    await expect(sleep?.(context({ seconds: 5 }))).rejects.toThrow(
+      /^system\.sleep expects a payload like \{"ms": 1000\}/,
+    );
+    await expect(sleep?.(context({ ms: -1 }))).rejects.toThrow(/payload\.ms: /);
+    await expect(sleep?.(context(null))).rejects.toThrow(UnrecoverableError);
   });
 });

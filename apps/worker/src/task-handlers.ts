@@ -1,5 +1,5 @@
 import type { HumanLogEntry } from '@assistant/notes';
-import type { JsonValue, Task } from '@assistant/queue';
+import { type JsonValue, type Task, UnrecoverableError } from '@assistant/queue';
 import type { Logger } from 'pino';
 import * as z from 'zod';
 
@@ -38,7 +38,16 @@ export function builtinHandlers(): Map<string, TaskHandler> {
     [
       'system.sleep',
       async ({ payload, signal }) => {
-        const { ms } = sleepPayload.parse(payload);
+        const checked = sleepPayload.safeParse(payload);
+        // The same payload fails the same way on every attempt: fail it now rather than retry it.
+        if (!checked.success) {
+          const issue = checked.error.issues[0];
+          const where = issue?.path.length ? `payload.${issue.path.join('.')}` : 'payload';
+          throw new UnrecoverableError(
+            `system.sleep expects a payload like {"ms": 1000} (0 to 86400000 ms); ${where}: ${issue?.message}`,
+          );
+        }
+        const { ms } = checked.data;
         await new Promise<void>((resolve, reject) => {
           const timer = setTimeout(() => {
             signal.removeEventListener('abort', onAbort);

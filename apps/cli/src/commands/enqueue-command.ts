@@ -82,6 +82,11 @@ async function readPayload(text: string | undefined, context: CliContext): Promi
     });
   }
   const checked = jsonValueSchema.safeParse(parsed);
-  if (!checked.success) throw new AssistantError('USAGE', `${where} is not plain JSON data`);
+  if (!checked.success) {
+    // JSON.parse's output is JSON data except for numbers such as 1e999, which it reads as Infinity.
+    throw new AssistantError('USAGE', `${where} holds a number too large for JSON (it reads as Infinity)`, {
+      hint: 'write very large numbers as strings',
+    });
+  }
   return checked.data;
 }

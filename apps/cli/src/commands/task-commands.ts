@@ -1,6 +1,7 @@
 import { AssistantError } from '@assistant/errors';
-import { stringifyTask } from '@assistant/queue';
+import { taskIdPattern } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
+import { formatTaskRecord } from '../format-task-record.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { openCliQueue, writeJson } from '../open-cli-queue.ts';
 
@@ -13,6 +14,7 @@ export interface TaskCommandOptions {
 
 /** `assistant task show ID`: where the task is and what its file says; an unreadable file shows why. */
 export async function taskShowCommand(options: TaskCommandOptions): Promise<void> {
+  checkId(options.id);
   const queue = await openCliQueue(options);
   const record = await queue.get(options.id);
   if (!record) throw notFound(options.id);
@@ -25,21 +27,26 @@ export async function taskShowCommand(options: TaskCommandOptions): Promise<void
       ...(record.problem ? { problem: record.problem } : {}),
     });
   }
-  const lines = [`state:  ${record.state}`, `path:   ${record.path}`];
-  if (record.problem) lines.push(`problem: ${record.problem}`);
-  if (record.task) {
-    // The task file's own YAML: the same words a person sees with `cat`, in a fixed order.
-    lines.push('', stringifyTask(record.task).trimEnd());
-  }
-  options.context.stdout.write(`${lines.join('\n')}\n`);
+  options.context.stdout.write(`${formatTaskRecord(record)}\n`);
 }
 
 /** `assistant task retry ID`: failed → pending, ready now, with a fresh set of attempts. */
 export async function taskRetryCommand(options: TaskCommandOptions): Promise<void> {
+  checkId(options.id);
   const queue = await openCliQueue(options);
+  // Looked up first only for a friendlier message; retry() checks the state again as it moves the file.
+  if (!(await queue.get(options.id))) throw notFound(options.id);
   const record = await queue.retry(options.id);
   if (options.json) return writeJson(options.context, { id: options.id, state: record.state, path: record.path });
   options.context.stdout.write(`${options.id} is pending again: ${record.path}\n`);
+}
+
+function checkId(id: string): void {
+  if (!taskIdPattern.test(id)) {
+    throw new AssistantError('USAGE', `\`${id}\` is not a task id`, {
+      hint: 'ids are 26 lower-case letters and digits, as `assistant enqueue` prints and `assistant queue ls` lists',
+    });
+  }
 }
 
 function notFound(id: string): AssistantError {

@@ -1,0 +1,134 @@
+import type { HumanLog } from '@assistant/notes';
+import {
+  type ClaimedTask,
+  jsonValueSchema,
+  type QueueConsumer,
+  RetryableError,
+  toTaskError,
+  UnrecoverableError,
+} from '@assistant/queue';
+import type { Logger } from 'pino';
+import type { TaskHandler } from './task-handlers.ts';
+import { timerDelayMs } from './timer-delay.ts';
+
+/** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
+export class TaskTimeoutError extends RetryableError {
+  override name = 'TaskTimeoutError';
+}
+
+/**
+ * How a task's run ended: `released` went back to pending/ unrun because the worker stopped; `unrecorded` means the
+ * outcome could not be written (disk full, permissions), so the file stays where it was and recovery will see it.
+ */
+export type TaskOutcome = 'done' | 'retrying' | 'delayed' | 'failed' | 'released' | 'unrecorded';
+
+export interface RunClaimedTaskOptions {
+  claimed: ClaimedTask;
+  consumer: QueueConsumer;
+  handlers: ReadonlyMap<string, TaskHandler>;
+  humanLog: HumanLog;
+  logger: Logger;
+  /** Aborted when the worker stops waiting for running tasks at shutdown: the task goes back to pending/. */
+  stopSignal: AbortSignal;
+}
+
+/**
+ * Runs one claimed task with its handler under the type's timeout and records the outcome: done/, a retry, a
+ * delay, failed/, or back to pending/ when the worker stops it. Never rejects: a worker must outlive its tasks.
+ */
+export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<TaskOutcome> {
+  const { claimed, consumer, stopSignal } = options;
+  const { task } = claimed;
+  const timeoutMs = consumer.queue.policyFor(task.type).timeoutMs;
+  const timeout = AbortSignal.timeout(timerDelayMs(timeoutMs));
+  const signal = AbortSignal.any([stopSignal, timeout]);
+  const logger = options.logger.child({ task: task.id, type: task.type });
+  const label = `task ${task.id} (${task.type})`;
+  const startedMs = performance.now();
+  logger.info(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
+  const finished = (outcome: TaskOutcome) => {
+    const durationMs = Math.round(performance.now() - startedMs);
+    return { outcome, durationMs, text: formatDuration(durationMs) };
+  };
+
+  const settled = await settle(() => runHandler(options, signal, logger));
+  try {
+    let error: unknown;
+    if (settled.ok) {
+      const checked = jsonValueSchema.safeParse(settled.value ?? null);
+      if (checked.success) {
+        await consumer.complete(claimed, checked.data);
+        const { text, ...fields } = finished('done');
+        logger.info(fields, `${label} done in ${text}`);
+        return 'done';
+      }
+      error = new UnrecoverableError(
+        `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
+      );
+    } else if (stopSignal.aborted && signal.reason === stopSignal.reason) {
+      // Stopped by the worker, not by its own timeout (whichever came first is the combined signal's reason).
+      await consumer.release(claimed);
+      const { text, ...fields } = finished('released');
+      logger.info(fields, `${label} stopped by shutdown; back in pending/ after ${text}`);
+      return 'released';
+    } else {
+      error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
+    }
+    const outcome = await consumer.fail(claimed, error);
+    const { text, ...fields } = finished(outcome);
+    const message = toTaskError(error).message;
+    if (outcome === 'failed') logger.warn(fields, `${label} failed in ${text}: ${message}`);
+    else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
+    else logger.info(fields, `${label} failed in ${text}, will retry: ${message}`);
+    return outcome;
+  } catch (error) {
+    logger.error({ err: error }, `${label}: could not record the outcome; recovery will return it to pending/`);
+    return 'unrecorded';
+  }
+}
+
+/** The handler's result, raced with the signal: a handler that ignores it must not hold its slot (and task) forever. */
+async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, logger: Logger): Promise<unknown> {
+  const { task } = options.claimed;
+  const handler = options.handlers.get(task.type);
+  if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([
+      handler({
+        task,
+        payload: task.payload,
+        signal,
+        logger,
+        human: (message, details = {}) =>
+          options.humanLog.write({
+            ...details,
+            source: details.source ?? (task.integration ? `${task.integration}/${task.type}` : task.type),
+            message,
+          }),
+      }),
+      aborted,
+    ]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+async function settle(run: () => Promise<unknown>): Promise<Settled> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+function formatDuration(durationMs: number): string {
+  return durationMs < 1_000 ? `${durationMs}ms` : `${(durationMs / 1_000).toFixed(1)}s`;
+}

@@ -1,0 +1,185 @@
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { type JsonValue, TaskQueue } from '@assistant/queue';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { runWorker } from './run-worker.ts';
+import type { TaskHandler } from './task-handlers.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-worker-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function setup(extra = ''): Promise<{ config: LoadedConfig; queue: TaskQueue }> {
+  const configPath = path.join(dir, 'config.yaml');
+  await writeFile(
+    configPath,
+    `data_dir: ./data\nworker:\n  concurrency: 2\n  poll_interval: 50ms\n  shutdown_grace: 200ms\n${extra}`,
+  );
+  const { config } = await loadConfig({ configPath });
+  return { config, queue: await TaskQueue.open({ directory: config.paths.queue, settings: config.queue }) };
+}
+
+const logRecord = z.looseObject({ msg: z.string(), outcome: z.string().optional(), durationMs: z.number().optional() });
+
+/** A real pino logger whose lines are kept, so tests can read what the worker said. */
+function capturingLogger() {
+  const records: z.infer<typeof logRecord>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => records.push(logRecord.parse(JSON.parse(line))) });
+  return { logger, records };
+}
+
+/** Resolves once `count` calls were made. */
+function countdown(count: number) {
+  const reached = Promise.withResolvers<void>();
+  let left = count;
+  return {
+    reached: reached.promise,
+    tick() {
+      left -= 1;
+      if (left === 0) reached.resolve();
+    },
+  };
+}
+
+async function enqueued(queue: TaskQueue, type: string, payload: JsonValue = null): Promise<string> {
+  const outcome = await queue.enqueue({ type, payload, source: 'cli' });
+  if (outcome.status !== 'enqueued') throw new Error(`expected ${type} to be enqueued, got ${outcome.status}`);
+  return outcome.task.id;
+}
+
+describe('runWorker', () => {
+  it('runs at most `concurrency` tasks at once and returns once the queue is idle', async () => {
+    const { config, queue } = await setup();
+    const ids = [];
+    for (let index = 0; index < 6; index += 1) ids.push(await enqueued(queue, 'test.hold', index));
+    let runningNow = 0;
+    let most = 0;
+    const twoRunning = countdown(2);
+    const release = Promise.withResolvers<void>();
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.hold',
+        async ({ payload }) => {
+          runningNow += 1;
+          most = Math.max(most, runningNow);
+          twoRunning.tick();
+          await release.promise;
+          runningNow -= 1;
+          return payload;
+        },
+      ],
+    ]);
+    const { logger, records } = capturingLogger();
+    const worker = runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    await twoRunning.reached;
+    // Both slots are taken: the worker has to leave the other four where they are.
+    expect(await queue.stats()).toMatchObject({ active: 2, pending: 4 });
+    release.resolve();
+    await worker;
+    expect(most).toBe(2);
+    expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 6, failed: 0 });
+    for (const [index, id] of ids.entries()) expect((await queue.get(id))?.task?.result).toBe(index);
+    const finished = records.filter((record) => record.outcome === 'done');
+    expect(finished).toHaveLength(6);
+    expect(finished.every((record) => typeof record.durationMs === 'number')).toBe(true);
+    expect(records.at(-2)?.msg).toBe('queue idle; exiting (--exit-when-idle)');
+  });
+
+  it('fails unknown types and non-JSON results for good, and retries a plain error', async () => {
+    const { config, queue } = await setup();
+    const unknown = await enqueued(queue, 'test.unknown');
+    const notJson = await enqueued(queue, 'test.not_json');
+    const flaky = await enqueued(queue, 'test.flaky');
+    const handlers = new Map<string, TaskHandler>([
+      ['test.not_json', async () => Number.NaN],
+      [
+        'test.flaky',
+        async () => {
+          throw new Error('the API said 503');
+        },
+      ],
+    ]);
+    const { logger, records } = capturingLogger();
+    await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    expect(await queue.get(unknown)).toMatchObject({
+      state: 'failed',
+      task: { error: { type: 'UnrecoverableError', message: 'no handler for task type test.unknown' } },
+    });
+    expect(await queue.get(notJson)).toMatchObject({
+      state: 'failed',
+      task: { error: { message: expect.stringMatching(/^the handler returned a result that is not plain JSON/) } },
+    });
+    // Retried after the backoff: pending again, but not ready yet, so the worker was idle and returned.
+    expect(await queue.get(flaky)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    expect(records.find((record) => record.outcome === 'retrying')?.msg).toMatch(
+      new RegExp(`^task ${flaky} \\(test\\.flaky\\) failed in \\d+ms, will retry: the API said 503$`),
+    );
+  });
+
+  it("ends a task at its type's timeout even when the handler ignores the signal", async () => {
+    const { config, queue } = await setup(
+      'queue:\n  policies:\n    overrides:\n      test.hang: {timeout: 50ms, max_attempts: 1}\n      test.slow: {timeout: 30d}\n',
+    );
+    const hang = await enqueued(queue, 'test.hang');
+    const slow = await enqueued(queue, 'test.slow');
+    const handlers = new Map<string, TaskHandler>([
+      ['test.hang', () => new Promise(() => {})],
+      // A timeout longer than a timer can hold must not end the task at once (Node turns it into 1 ms).
+      ['test.slow', () => new Promise((resolve) => setTimeout(() => resolve('slow but fine'), 20))],
+    ]);
+    const { logger } = capturingLogger();
+    await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    expect(await queue.get(hang)).toMatchObject({
+      state: 'failed',
+      task: { attempts: 1, error: { type: 'TaskTimeoutError', message: 'timed out after 50ms' } },
+    });
+    expect(await queue.get(slow)).toMatchObject({ state: 'done', task: { result: 'slow but fine' } });
+  });
+
+  it('lets running tasks finish within the grace period and returns the rest to pending/ uncounted', async () => {
+    const { config, queue } = await setup();
+    const hang = await enqueued(queue, 'test.hang');
+    const finish = await enqueued(queue, 'test.finish');
+    const shutdown = new AbortController();
+    const bothStarted = countdown(2);
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.hang',
+        () => {
+          bothStarted.tick();
+          return new Promise(() => {});
+        },
+      ],
+      [
+        'test.finish',
+        async () => {
+          bothStarted.tick();
+          // Finishes only once the worker is stopping: inside the grace period, so it must complete normally.
+          await new Promise((resolve) => shutdown.signal.addEventListener('abort', resolve, { once: true }));
+          return 'finished';
+        },
+      ],
+    ]);
+    const { logger, records } = capturingLogger();
+    const worker = runWorker({ config, logger, signal: shutdown.signal, handlers });
+    await bothStarted.reached;
+    shutdown.abort('SIGTERM');
+    await worker;
+    expect(await queue.get(finish)).toMatchObject({ state: 'done', task: { result: 'finished', attempts: 1 } });
+    expect(await queue.get(hang)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+    expect(await readdir(queue.paths.active)).toEqual([]);
+    // The worker's heartbeat file goes with it, so nobody waits for its lease to run out.
+    expect(await readdir(queue.paths.workers)).toEqual([]);
+    expect(records.find((record) => record.outcome === 'released')?.msg).toMatch(
+      /\(test\.hang\) stopped by shutdown; back in pending\/ after \d+ms$/,
+    );
+  });
+});
