@@ -49,6 +49,12 @@ export class QueueConsumer {
   readonly owner: TaskOwner;
   readonly #options: Required<Omit<QueueConsumerOptions, 'owner'>>;
   readonly #index = new PendingIndex();
+  /**
+   * Names this consumer renamed out of pending/ since the last full listing. Our own rename fires a watch event
+   * for the name; without this set the name would go back into the index and the next claim would hit ENOENT.
+   * Names are never reused (a requeue takes a later name), so ignoring them is safe.
+   */
+  readonly #movedOut = new Set<string>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #waiters = new Set<() => void>();
   #watcher: FSWatcher | undefined;
@@ -76,7 +82,7 @@ export class QueueConsumer {
     // Watch before listing, so a file that arrives in between is seen by one or the other.
     try {
       this.#watcher = watch(this.queue.paths.pending, (_event, fileName) => {
-        if (typeof fileName === 'string' && this.#index.add(fileName)) this.#wake();
+        if (typeof fileName === 'string' && !this.#movedOut.has(fileName) && this.#index.add(fileName)) this.#wake();
       });
       this.#watcher.on('error', (error) => {
         this.queue.logger.warn(`watching pending/ failed (${error.message}); polling instead`);
@@ -128,6 +134,7 @@ export class QueueConsumer {
     const nowMs = this.queue.now();
     this.#lastRescanMs = nowMs;
     const names = await readdir(this.queue.paths.pending);
+    this.#movedOut.clear();
     this.#index.reset(names);
     for (const fileName of names) {
       if (decodeTaskName(fileName) || isScratchName(fileName)) continue;
@@ -161,6 +168,7 @@ export class QueueConsumer {
       const name = decodeTaskName(fileName);
       if (!name) continue;
       const activePath = path.join(this.queue.paths.active, fileName);
+      this.#movedOut.add(fileName);
       try {
         await this.queue.move(path.join(this.queue.paths.pending, fileName), activePath);
       } catch (error) {
