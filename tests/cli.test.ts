@@ -7,14 +7,18 @@ import { freePort } from './helpers/free-port.ts';
 import { repoRoot, runCli } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
+/** Test integrations (`mailbox`, `greeter`), found through `integration_dirs`. */
+const fixtureIntegrations = path.join(repoRoot, 'tests/fixtures/integrations/custom');
+
 const goodConfig = (baseUrl = 'http://127.0.0.1:11434/v1') => `
 data_dir: ./data
+integration_dirs: [${fixtureIntegrations}]
 llms:
   default:
     base_url: ${baseUrl}
     model: test-model
 integrations:
-  - type: email
+  - type: mailbox
     name: mail
     schedule:
       every: 30m
@@ -36,7 +40,7 @@ describe('assistant config check', () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(/^config\.yaml: OK\n/);
     expect(run.stdout).toContain('default: test-model at http://127.0.0.1:11434/v1');
-    expect(run.stdout).toMatch(/mail \(email\), every 30m\n\s+next runs: \d{4}-\d\d-\d\d [\d:]+ \S+, [^,]+, [^,]+\n/);
+    expect(run.stdout).toMatch(/mail \(mailbox\), every 30m\n\s+next runs: \d{4}-\d\d-\d\d [\d:]+ \S+, [^,]+, [^,]+\n/);
     expect(run.code).toBe(0);
   });
 
@@ -54,7 +58,11 @@ describe('assistant config check', () => {
   it('reports the four acceptance problems together, each with file:line:col and key path', async () => {
     await using dir = await tempDir();
     const fixture = await readFile(path.join(repoRoot, 'packages/config/fixtures/bad/four-errors.yaml'), 'utf8');
-    await dir.write('config.yaml', fixture);
+    // The fixture's `email` stands for any integration with those settings; the line numbers stay the same.
+    await dir.write(
+      'config.yaml',
+      `${fixture.replace('type: email', 'type: mailbox')}integration_dirs: [${fixtureIntegrations}]\n`,
+    );
     await dir.write('secrets.yaml', 'some_other_secret: x\n', 0o600);
     const run = await runCli(['config', 'check'], { cwd: dir.path });
     expect(run.stderr).toMatch(/^assistant: invalid configuration \(4 problems\)/);
@@ -153,7 +161,7 @@ describe('assistant doctor', () => {
       expect(run.stdout).toMatch(/^ok {3}config .+ is valid$/m);
       expect(run.stdout).toMatch(/^ok {3}data directories writable/m);
       expect(run.stdout).toMatch(/^ok {3}llm default: .+ answered HTTP 200, model test-model available$/m);
-      expect(run.stdout).toMatch(/^ok {3}integration mail \(email\): no credentials configured$/m);
+      expect(run.stdout).toMatch(/^ok {3}integration mail \(mailbox\): no credentials configured$/m);
       expect(run.stdout).not.toContain('FAIL');
       expect(run.code).toBe(0);
       expect(requests).toEqual([{ url: '/v1/models', authorization: undefined }]);

@@ -1,4 +1,5 @@
-import { formatProblem, type LoadConfigResult, loadConfig } from '@assistant/config';
+import { formatProblem, type LoadConfigResult } from '@assistant/config';
+import { type LoadedRuntime, loadRuntime } from '@assistant/runtime';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 
@@ -7,10 +8,13 @@ export interface LoadCliConfigOptions {
   context: CliContext;
 }
 
-/** Loads the config named on the command line and prints its warnings to stderr, one per problem. */
-export async function loadCliConfig(options: LoadCliConfigOptions): Promise<LoadConfigResult> {
+/**
+ * Loads the config named on the command line, with the schemas of every integration found, and prints its
+ * warnings to stderr, one per problem.
+ */
+export async function loadCliConfig(options: LoadCliConfigOptions): Promise<LoadedRuntime> {
   const { globals, context } = options;
-  const result = await loadConfig({
+  const result = await loadRuntime({
     configPath: globals.configPath,
     cwd: context.cwd,
     ...(globals.dataDir === undefined ? {} : { dataDir: globals.dataDir }),

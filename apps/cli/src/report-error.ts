@@ -10,7 +10,7 @@ export interface ErrorReport {
 }
 
 // Usage and config errors exit 2, so scripts can tell "you asked wrong" from "it broke" (exit 1).
-const usageCodes: readonly ErrorCode[] = ['USAGE', 'CONFIG_INVALID', 'CONFIG_NOT_FOUND'];
+const usageCodes: readonly ErrorCode[] = ['USAGE', 'CONFIG_INVALID', 'CONFIG_NOT_FOUND', 'MANIFEST_INVALID'];
 
 const systemHints: Record<string, string> = {
   EADDRINUSE: 'another process uses that address: stop it, or change `server.port` in config.yaml',

@@ -1,4 +1,3 @@
-import type { HumanLog } from '@assistant/notes';
 import {
   type ClaimedTask,
   jsonValueSchema,
@@ -7,8 +6,9 @@ import {
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
+import type { TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
-import type { TaskHandler } from './task-handlers.ts';
+import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
@@ -26,8 +26,15 @@ export interface RunClaimedTaskOptions {
   claimed: ClaimedTask;
   consumer: QueueConsumer;
   handlers: ReadonlyMap<string, TaskHandler>;
-  humanLog: HumanLog;
+  services: WorkerServices;
   logger: Logger;
+  /** Told every outcome, for metrics and circuit breakers; must not throw (errors are logged and ignored). */
+  onOutcome?: (report: {
+    type: string;
+    outcome: TaskOutcome;
+    durationMs: number;
+    error?: string;
+  }) => Promise<void> | void;
   /** Aborted when the worker stops waiting for running tasks at shutdown: the task goes back to pending/. */
   stopSignal: AbortSignal;
 }
@@ -46,8 +53,14 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const label = `task ${task.id} (${task.type})`;
   const startedMs = performance.now();
   logger.info(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
-  const finished = (outcome: TaskOutcome) => {
+  const finished = (outcome: TaskOutcome, error?: unknown) => {
     const durationMs = Math.round(performance.now() - startedMs);
+    void report(options, logger, {
+      type: task.type,
+      outcome,
+      durationMs,
+      ...(error === undefined ? {} : { error: toTaskError(error).message }),
+    });
     return { outcome, durationMs, text: formatDuration(durationMs) };
   };
 
@@ -75,7 +88,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
       error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
     }
     const outcome = await consumer.fail(claimed, error);
-    const { text, ...fields } = finished(outcome);
+    const { text, ...fields } = finished(outcome, error);
     const message = toTaskError(error).message;
     if (outcome === 'failed') logger.warn(fields, `${label} failed in ${text}: ${message}`);
     else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
@@ -83,6 +96,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     return outcome;
   } catch (error) {
     logger.error({ err: error }, `${label}: could not record the outcome; recovery will return it to pending/`);
+    finished('unrecorded');
     return 'unrecorded';
   }
 }
@@ -92,6 +106,8 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   const { task } = options.claimed;
   const handler = options.handlers.get(task.type);
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
+  const context = createHandlerContext({ services: options.services, task, signal, logger });
+  if ('problem' in context) throw new UnrecoverableError(context.problem);
   signal.throwIfAborted();
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_resolve, reject) => {
@@ -100,22 +116,24 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   });
   try {
     return await Promise.race([
-      handler({
-        task,
-        payload: task.payload,
-        signal,
-        logger,
-        human: (message, details = {}) =>
-          options.humanLog.write({
-            ...details,
-            source: details.source ?? (task.integration ? `${task.integration}/${task.type}` : task.type),
-            message,
-          }),
-      }),
+      // A handler that throws synchronously (not an async function) is still just a failed task.
+      Promise.resolve().then(() => handler(context)),
       aborted,
     ]);
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+async function report(
+  options: RunClaimedTaskOptions,
+  logger: Logger,
+  outcome: { type: string; outcome: TaskOutcome; durationMs: number; error?: string },
+): Promise<void> {
+  try {
+    await options.onOutcome?.(outcome);
+  } catch (error) {
+    logger.warn({ err: error }, 'recording the outcome for metrics and circuit breakers failed');
   }
 }
 

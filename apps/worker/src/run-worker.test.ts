@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { type JsonValue, TaskQueue } from '@assistant/queue';
+import type { TaskHandler } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runWorker } from './run-worker.ts';
-import type { TaskHandler } from './task-handlers.ts';
 
 let dir: string;
 beforeEach(async () => {

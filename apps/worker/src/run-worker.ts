@@ -1,10 +1,11 @@
 import type { LoadedConfig } from '@assistant/config';
-import { HumanLog } from '@assistant/notes';
+import { HumanLog, NoteStore } from '@assistant/notes';
 import { type ClaimedTask, QueueConsumer, TaskQueue } from '@assistant/queue';
+import { discoverIntegrations, IntegrationRegistry, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
+import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
 import { runClaimedTask } from './run-claimed-task.ts';
-import { builtinHandlers, type TaskHandler } from './task-handlers.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 export interface RunWorkerOptions {
@@ -16,7 +17,9 @@ export interface RunWorkerOptions {
   concurrency?: number;
   /** Return once nothing runs here and no task is ready or active anywhere. @default false */
   exitWhenIdle?: boolean;
-  /** Handlers by task type. @default the built-in diagnostic handlers */
+  /** The integrations and instances. @default the builtin integrations with `config`'s instances */
+  registry?: IntegrationRegistry;
+  /** Handlers by task type. @default every handler the registry's manifests name, loaded now */
   handlers?: ReadonlyMap<string, TaskHandler>;
 }
 
@@ -33,7 +36,10 @@ class ShutdownAbort extends Error {
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const { config, logger, signal } = options;
   const concurrency = options.concurrency ?? config.worker.concurrency;
-  const handlers = options.handlers ?? builtinHandlers();
+  const registry =
+    options.registry ??
+    (options.handlers ? undefined : new IntegrationRegistry({ integrations: await discoverIntegrations(), config }));
+  const handlers = options.handlers ?? (await (registry as IntegrationRegistry).loadHandlers());
   await ensureDataDirectories({ paths: config.paths });
   const queue = await TaskQueue.open({
     directory: config.paths.queue,
@@ -42,6 +48,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   });
   const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
+  const services: WorkerServices = {
+    config,
+    queue,
+    notes: new NoteStore({ root: config.paths.notes }),
+    humanLog,
+    registry,
+  };
   const stopTasks = new AbortController();
   const running = new Set<Promise<unknown>>();
   // The loop sleeps on this; a task settling or the shutdown signal wakes it to claim again or to stop.
@@ -50,7 +63,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   signal.addEventListener('abort', onShutdown, { once: true });
 
   const start = (claimed: ClaimedTask) => {
-    const run = runClaimedTask({ claimed, consumer, handlers, humanLog, logger, stopSignal: stopTasks.signal });
+    const run = runClaimedTask({ claimed, consumer, handlers, services, logger, stopSignal: stopTasks.signal });
     running.add(run);
     void run.finally(() => {
       running.delete(run);

@@ -22,7 +22,18 @@ describe('configJsonSchema', () => {
     expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(schema.additionalProperties).toBe(false);
     expect(Object.keys(schema.properties as object).sort()).toEqual(
-      ['data_dir', 'directories', 'integrations', 'llms', 'queue', 'scripts', 'server', 'worker'].sort(),
+      [
+        'circuit_breaker',
+        'data_dir',
+        'directories',
+        'integration_dirs',
+        'integrations',
+        'llms',
+        'queue',
+        'scripts',
+        'server',
+        'worker',
+      ].sort(),
     );
   });
 

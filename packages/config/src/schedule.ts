@@ -1,7 +1,13 @@
 import { Cron } from 'croner';
 
 /** When an integration's entry tasks run: a true interval, or a cron expression. */
-export type Schedule = { kind: 'every'; everyMs: number } | { kind: 'cron'; expression: string; timezone?: string };
+export type Schedule = ({ kind: 'every'; everyMs: number } | { kind: 'cron'; expression: string; timezone?: string }) & {
+  /**
+   * Whether a run missed while nothing was running (the server was stopped) is enqueued once on start.
+   * @default true
+   */
+  catchUp?: boolean;
+};
 
 /** Why a cron expression is invalid, or undefined when it is valid. */
 export function validateCron(expression: string, timezone?: string): string | undefined {
@@ -43,7 +49,8 @@ export function nextRuns(schedule: Schedule, options: NextRunsOptions = {}): Dat
   if (schedule.kind === 'every') {
     const runs: Date[] = [];
     let next = (options.lastRunAt ?? from).getTime() + schedule.everyMs;
-    while (next <= from.getTime()) next += schedule.everyMs;
+    // Straight to the first run after `from`: a 1s schedule last run a year ago must not step 31 million times.
+    if (next <= from.getTime()) next += (Math.floor((from.getTime() - next) / schedule.everyMs) + 1) * schedule.everyMs;
     for (let index = 0; index < count; index++) runs.push(new Date(next + index * schedule.everyMs));
     return runs;
   }

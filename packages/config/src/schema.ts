@@ -214,6 +214,7 @@ export const scheduleSchema = z
     every: duration.optional(),
     cron: z.string().optional(),
     timezone: z.string().min(1).optional(),
+    catch_up: z.boolean().default(true),
   })
   .superRefine((value, context) => {
     if ((value.every === undefined) === (value.cron === undefined)) {
@@ -237,8 +238,13 @@ export const scheduleSchema = z
   .transform(
     (value): Schedule =>
       value.every === undefined
-        ? { kind: 'cron', expression: value.cron ?? '', ...(value.timezone ? { timezone: value.timezone } : {}) }
-        : { kind: 'every', everyMs: value.every },
+        ? {
+            kind: 'cron',
+            expression: value.cron ?? '',
+            ...(value.timezone ? { timezone: value.timezone } : {}),
+            catchUp: value.catch_up,
+          }
+        : { kind: 'every', everyMs: value.every, catchUp: value.catch_up },
   );
 
 // -------------------------------------------------------------------------------------- integrations
@@ -503,6 +509,13 @@ export const workerSchema = z
     shutdownGraceMs: value.shutdown_grace,
   }));
 
+export const circuitBreakerSchema = z
+  .strictObject({
+    failures: z.int().min(1).max(1_000).default(5),
+    pause: duration.default(300_000),
+  })
+  .transform((value) => ({ failures: value.failures, pauseMs: value.pause }));
+
 const directoriesSchema = z
   .strictObject({
     queue: z.string().min(1).optional(),
@@ -531,22 +544,26 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
     .strictObject({
       data_dir: z.string().min(1).default('./data'),
       directories: directoriesSchema,
+      integration_dirs: orEmpty(z.array(z.string().min(1)), () => []),
       llms: orEmpty(z.record(identifier, llmProfileSchema), () => ({})),
       integrations: orEmpty(z.array(integrationSchema(options.integrationTypes, forJsonSchema)), () => []),
       scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
       queue: queueSchema.prefault({}),
       server: serverSchema.prefault({}),
       worker: workerSchema.prefault({}),
+      circuit_breaker: circuitBreakerSchema.prefault({}),
     })
     .transform((value) => ({
       dataDir: value.data_dir,
       directories: value.directories,
+      integrationDirs: value.integration_dirs,
       llms: value.llms,
       integrations: value.integrations,
       scripts: value.scripts,
       queue: value.queue,
       server: value.server,
       worker: value.worker,
+      circuitBreaker: value.circuit_breaker,
     }));
 }
 

@@ -47,8 +47,12 @@ function integration(value: IntegrationInstance): Plain {
     value.schedule === undefined
       ? undefined
       : value.schedule.kind === 'every'
-        ? { every: formatDuration(value.schedule.everyMs) }
-        : defined({ cron: value.schedule.expression, timezone: value.schedule.timezone });
+        ? { every: formatDuration(value.schedule.everyMs), catch_up: value.schedule.catchUp ?? true }
+        : defined({
+            cron: value.schedule.expression,
+            timezone: value.schedule.timezone,
+            catch_up: value.schedule.catchUp ?? true,
+          });
   return defined({
     ...value.settings,
     type: value.type,
@@ -87,6 +91,7 @@ function toPlain(config: Config): Plain {
   return {
     data_dir: config.dataDir,
     directories: defined({ ...config.directories }),
+    integration_dirs: config.integrationDirs,
     llms: Object.fromEntries(
       Object.entries(config.llms).map(([name, profile]) => [
         name,
@@ -132,6 +137,10 @@ function toPlain(config: Config): Plain {
       concurrency: config.worker.concurrency,
       poll_interval: formatDuration(config.worker.pollIntervalMs),
       shutdown_grace: formatDuration(config.worker.shutdownGraceMs),
+    },
+    circuit_breaker: {
+      failures: config.circuitBreaker.failures,
+      pause: formatDuration(config.circuitBreaker.pauseMs),
     },
   };
 }

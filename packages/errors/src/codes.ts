@@ -7,6 +7,8 @@ export const errorCodes = {
   // Command line and configuration: the CLI exits 2 for these.
   CONFIG_INVALID: 'config.yaml or secrets.yaml failed validation; `problems` lists each with file, line and key.',
   CONFIG_NOT_FOUND: 'The config file named by --config, ASSISTANT_CONFIG or ./config.yaml does not exist.',
+  MANIFEST_INVALID:
+    'An integration manifest (manifest.yaml) failed validation, or names a handler that cannot be loaded; the message names the manifest, line and key.',
   USAGE: 'The command line or an ASSISTANT_* environment variable was not understood.',
   // Processes.
   CHILD_EXITED: '`assistant start` stopped because the server or the worker exited.',

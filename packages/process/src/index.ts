@@ -1,3 +1,8 @@
 export { assistantVersion } from './assistant-version.ts';
 export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
-export { type ProcessMainOptions, type ProcessRunOptions, runProcessMain } from './run-process-main.ts';
+export {
+  type LoadedProcessConfig,
+  type ProcessMainOptions,
+  type ProcessRunOptions,
+  runProcessMain,
+} from './run-process-main.ts';

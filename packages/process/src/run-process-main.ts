@@ -1,21 +1,31 @@
 import { parseArgs } from 'node:util';
-import { formatProblem, type LoadedConfig, loadConfig } from '@assistant/config';
+import { type ConfigProblem, formatProblem, type LoadedConfig, loadConfig } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import type { Logger } from 'pino';
 import { createLogger } from './create-logger.ts';
 
+/** What a process loads before it runs: at least the config and its warnings. */
+export interface LoadedProcessConfig {
+  config: LoadedConfig;
+  warnings: readonly ConfigProblem[];
+}
+
 /** What a process's run function receives. */
-export interface ProcessRunOptions {
+export interface ProcessRunOptions<Loaded extends LoadedProcessConfig = LoadedProcessConfig> {
+  /** Everything `load` returned (the config and, for the apps, the integration registry). */
+  loaded: Loaded;
   config: LoadedConfig;
   logger: Logger;
   /** Aborted on the first SIGINT or SIGTERM; the run function then shuts down gracefully and returns. */
   signal: AbortSignal;
 }
 
-export interface ProcessMainOptions {
+export interface ProcessMainOptions<Loaded extends LoadedProcessConfig = LoadedProcessConfig> {
   /** `server` or `worker`: the logger's name and the prefix of errors printed before a logger exists. */
   name: string;
-  run: (options: ProcessRunOptions) => Promise<void>;
+  /** Loads the config (and whatever else the process needs before it starts). @default loadConfig */
+  load?: (options: { configPath: string; dataDir?: string }) => Promise<Loaded>;
+  run: (options: ProcessRunOptions<Loaded>) => Promise<void>;
 }
 
 /**
@@ -23,7 +33,9 @@ export interface ProcessMainOptions {
  * and ASSISTANT_DATA) loads the config, creates the logger, and runs until a signal. Sets `process.exitCode` to
  * 2 for a bad command line or config and 1 for anything that broke while running, the CLI's convention.
  */
-export async function runProcessMain(options: ProcessMainOptions): Promise<void> {
+export async function runProcessMain<Loaded extends LoadedProcessConfig = LoadedProcessConfig>(
+  options: ProcessMainOptions<Loaded>,
+): Promise<void> {
   let logger: Logger | undefined;
   const stop = (signal: NodeJS.Signals) => {
     // A Ctrl-C reaches us from the terminal and again from `assistant start`; the repeat must not cut the
@@ -43,19 +55,22 @@ export async function runProcessMain(options: ProcessMainOptions): Promise<void>
     });
     const configPath = values.config ?? process.env.ASSISTANT_CONFIG ?? 'config.yaml';
     const dataDir = values.data ?? process.env.ASSISTANT_DATA;
-    const { config, warnings } = await loadConfig({ configPath, ...(dataDir ? { dataDir } : {}) });
+    const load = options.load ?? ((loadOptions) => loadConfig(loadOptions) as Promise<unknown> as Promise<Loaded>);
+    const loaded = await load({ configPath, ...(dataDir ? { dataDir } : {}) });
+    const { config, warnings } = loaded;
     logger = await createLogger({ name: options.name });
     // `assistant start` has printed the warnings once already; two children repeating them is noise.
     if (process.env.ASSISTANT_CONFIG_CHECKED !== '1') {
       for (const warning of warnings) logger.warn(formatProblem(warning));
     }
     if (controller.signal.aborted) return;
-    await options.run({ config, logger, signal: controller.signal });
+    await options.run({ loaded, config, logger, signal: controller.signal });
   } catch (error) {
     const usage =
       isAssistantError(error, 'USAGE') ||
       isAssistantError(error, 'CONFIG_INVALID') ||
       isAssistantError(error, 'CONFIG_NOT_FOUND') ||
+      isAssistantError(error, 'MANIFEST_INVALID') ||
       (error instanceof Error && 'code' in error && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION');
     process.exitCode = usage ? 2 : 1;
     const message = error instanceof Error ? error.message : String(error);

@@ -22,7 +22,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
       `--concurrency must be a whole number from 1 to 256, got \`${options.concurrency}\``,
     );
   }
-  const { config } = await loadCliConfig(options);
+  const { config, registry } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
   const [{ createLogger }, { runWorker }] = await Promise.all([
     import('@assistant/process'),
@@ -37,6 +37,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
     });
     await runWorker({
       config,
+      registry,
       logger,
       signal: shutdown.signal,
       ...(concurrency === undefined ? {} : { concurrency }),

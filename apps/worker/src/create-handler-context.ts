@@ -1,0 +1,96 @@
+import type { LoadedConfig } from '@assistant/config';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
+import type { HandlerContext, IntegrationRegistry, RuntimeInstance } from '@assistant/runtime';
+import type { Logger } from 'pino';
+
+/** What the worker shares between the contexts of all the tasks it runs. */
+export interface WorkerServices {
+  config: LoadedConfig;
+  queue: TaskQueue;
+  notes: NoteStore;
+  humanLog: HumanLog;
+  /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
+  registry?: IntegrationRegistry | undefined;
+  /** Called for every policy rejection of an enqueue a handler makes (metrics). */
+  onRejected?: (type: string, outcome: Exclude<EnqueueOutcome, { status: 'enqueued' }>) => void;
+}
+
+export interface CreateHandlerContextOptions {
+  services: WorkerServices;
+  task: Task;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/**
+ * The context a handler runs with: its instance and platform from the registry, stores, enqueue, logs, signal.
+ * Returns a message instead when the task cannot run here (it names an instance config.yaml does not define):
+ * such a task fails without retries, since nothing changes between attempts.
+ */
+export function createHandlerContext(options: CreateHandlerContextOptions): HandlerContext | { problem: string } {
+  const { services, task, signal, logger } = options;
+  const info = services.registry?.taskType(task.type);
+  let instance: RuntimeInstance;
+  if (services.registry && info) {
+    const found = services.registry.instanceForTask(task);
+    if (!found.ok) return { problem: found.message };
+    instance = found.instance;
+  } else {
+    const domain = task.type.split('.')[0] ?? task.type;
+    instance = {
+      name: task.integration ?? domain,
+      domain,
+      enabled: true,
+      llm: 'default',
+      settings: {},
+      platforms: {},
+      configured: false,
+    };
+  }
+  const platform = info?.platform === undefined ? undefined : instance.platforms[info.platform];
+  const source =
+    info?.platform === undefined
+      ? task.integration
+        ? `${task.integration}/${task.type}`
+        : task.type
+      : `${instance.name}/${info.platform}`;
+  return {
+    task,
+    payload: task.payload,
+    instance: { name: instance.name, domain: instance.domain, settings: instance.settings, llm: instance.llm },
+    ...(platform ? { platform } : {}),
+    config: services.config,
+    notes: services.notes,
+    signal,
+    queue: services.queue,
+    logger,
+    log: {
+      human: (message, details = {}) =>
+        services.humanLog.write({ ...details, source: details.source ?? source, message }),
+      info: (message, fields = {}) => logger.info(fields, message),
+      warn: (message, fields = {}) => logger.warn(fields, message),
+    },
+    enqueue: async (enqueue) => {
+      let type = enqueue.type;
+      if (enqueue.stage !== undefined) {
+        if (info?.platform === undefined)
+          throw new Error(`enqueue({stage}) needs a stage task; ${task.type} is not one`);
+        type = `${info.domain}.${info.platform}.${enqueue.stage}`;
+      }
+      if (type === undefined) throw new Error('enqueue needs a `stage` or a `type`');
+      const target = services.registry?.taskType(type);
+      if (services.registry && !target) throw new Error(`enqueue: no integration handles task type ${type}`);
+      const outcome = await services.queue.enqueue({
+        type,
+        payload: enqueue.payload ?? null,
+        priority: enqueue.priority ?? target?.priority ?? 5,
+        source: 'automation',
+        integration: enqueue.integration ?? instance.name,
+        ...(enqueue.readyAtMs === undefined ? {} : { readyAtMs: enqueue.readyAtMs }),
+      });
+      if (outcome.status !== 'enqueued') services.onRejected?.(type, outcome);
+      return outcome;
+    },
+  };
+}

@@ -1,0 +1,27 @@
+import type { HandlerContext } from '@assistant/sdk';
+
+/**
+ * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
+ * the owner can see it: old done/failed tasks pruned by `queue.retention`, tasks of workers that are gone back to
+ * pending/, crash leftovers cleared from tmp/. Writes a human-log line only when something changed.
+ */
+export async function runHousekeeping({ queue, log }: HandlerContext) {
+  const pruned = await queue.prune();
+  const recovered = await queue.recover();
+  const changes: string[] = [];
+  if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
+  if (recovered.requeued.length > 0)
+    changes.push(`returned ${recovered.requeued.length} tasks of stopped workers to pending/`);
+  if (recovered.failed.length > 0) changes.push(`failed ${recovered.failed.length} tasks that had no attempts left`);
+  if (recovered.quarantined.length > 0)
+    changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
+  if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
+  return {
+    pruned,
+    requeued: recovered.requeued.length,
+    failed: recovered.failed.length,
+    quarantined: recovered.quarantined.length,
+    removedDuplicates: recovered.removedDuplicates.length,
+    removedTmp: recovered.removedTmp,
+  };
+}

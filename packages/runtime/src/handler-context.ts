@@ -1,0 +1,78 @@
+import type { Automation, Classification, LoadedConfig } from '@assistant/config';
+import type { HumanLogEntry, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
+import type { Logger } from 'pino';
+
+/** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
+export interface InstanceContext<Settings = Record<string, unknown>> {
+  /** The instance name from config.yaml (`personal-mail`), or the manifest's default instance. */
+  name: string;
+  /** The integration's domain (`email`), which is also the instance's `type:`. */
+  domain: string;
+  settings: Settings;
+  /** The LLM profile the instance uses. @default 'default' */
+  llm: string;
+}
+
+/** The platform a stage task belongs to, with the instance's config for it. */
+export interface PlatformContext {
+  name: string;
+  enabled: boolean;
+  settings: Record<string, unknown>;
+  classifications: Record<string, Classification>;
+  automations: Automation[];
+}
+
+export interface HandlerEnqueueOptions {
+  /** A stage of the same platform (`collect`), which sets the type and its priority… */
+  stage?: string;
+  /** …or any task type. */
+  type?: string;
+  payload?: JsonValue;
+  /** @default the stage's priority from the manifest, else 5 */
+  priority?: number;
+  readyAtMs?: number;
+  /** @default the instance of the running task */
+  integration?: string;
+}
+
+export interface HumanLogDetails extends Omit<HumanLogEntry, 'message' | 'source'> {
+  /** @default `{instance}/{platform}` or the task type */
+  source?: string;
+}
+
+/**
+ * What a handler gets to run one task. Enqueues from a handler go through the queue's policies (dedup, rate
+ * limits) as `automation` tasks of the same instance.
+ */
+export interface HandlerContext<Payload = JsonValue, Settings = Record<string, unknown>> {
+  task: Task;
+  payload: Payload;
+  instance: InstanceContext<Settings>;
+  /** Set for stage tasks (`email.inbox.collect`). */
+  platform?: PlatformContext;
+  /** The whole validated config, for handlers that need a shared section (`llms`, `scripts`). */
+  config: LoadedConfig;
+  /** Notes under `data/notes`. */
+  notes: NoteStore;
+  /** Aborted on timeout and on shutdown; pass it to everything you await. */
+  signal: AbortSignal;
+  enqueue(options: HandlerEnqueueOptions): Promise<EnqueueOutcome>;
+  log: {
+    /** A line in today's human log: what happened and why, for the owner to read. */
+    human(message: string, details?: HumanLogDetails): Promise<void>;
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+  };
+  /** The worker's structured logger, with the task's id and type on every line. */
+  logger: Logger;
+  /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
+  queue: TaskQueue;
+}
+
+/**
+ * Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError
+ * (from `@assistant/sdk`) to steer what happens next; any other error is retried up to the type's `max_attempts`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: handlers narrow the payload and settings types for themselves.
+export type TaskHandler = (context: HandlerContext<any, any>) => Promise<unknown>;

@@ -1,0 +1,58 @@
+export {
+  builtinIntegrationsDir,
+  type DiscoveredIntegration,
+  type DiscoverIntegrationsOptions,
+  discoverIntegrations,
+  type IntegrationOrigin,
+} from './discover-integrations.ts';
+export type {
+  HandlerContext,
+  HandlerEnqueueOptions,
+  HumanLogDetails,
+  InstanceContext,
+  PlatformContext,
+  TaskHandler,
+} from './handler-context.ts';
+export {
+  type EntryTaskResult,
+  IntegrationRegistry,
+  integrationConfigSchemas,
+  type RuntimeInstance,
+  type TaskTypeInfo,
+  type TaskTypeKind,
+} from './integration-registry.ts';
+export { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
+export {
+  type Manifest,
+  type ManifestPlatform,
+  type ManifestService,
+  manifestSchema,
+  type ReversibilityTier,
+  reversibilityTiers,
+} from './manifest/manifest-schema.ts';
+export {
+  formatManifestProblem,
+  ManifestError,
+  type ManifestProblem,
+  parseManifest,
+  readManifest,
+} from './manifest/read-manifest.ts';
+export { type SettingSpec, type SettingType, settingTypes } from './manifest/setting-spec.ts';
+export {
+  type BreakerState,
+  type CircuitBreakerSettings,
+  CircuitBreakers,
+  type CircuitBreakersOptions,
+  circuitBreakerFolder,
+  type ScheduledRunPermission,
+} from './scheduler/circuit-breakers.ts';
+export { type Clock, FakeClock, systemClock } from './scheduler/clock.ts';
+export {
+  type ScheduledJob,
+  type ScheduledJobStatus,
+  type ScheduledRun,
+  type ScheduledRunReason,
+  Scheduler,
+  type SchedulerOptions,
+  scheduleFolder,
+} from './scheduler/scheduler.ts';

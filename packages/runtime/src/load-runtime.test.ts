@@ -1,0 +1,228 @@
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '@assistant/config';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { discoverIntegrations } from './discover-integrations.ts';
+import { loadRuntime } from './load-runtime.ts';
+import { ManifestError } from './manifest/read-manifest.ts';
+
+const fixtures = fileURLToPath(new URL('../../../tests/fixtures/integrations/', import.meta.url));
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-runtime-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A config directory with the greeter fixture as a custom folder and the weather fixture as an npm package. */
+async function setup(config: string): Promise<string> {
+  await cp(path.join(fixtures, 'custom'), path.join(dir, 'my-integrations'), { recursive: true });
+  await mkdir(path.join(dir, 'node_modules'), { recursive: true });
+  await cp(
+    path.join(fixtures, 'package', 'assistant-integration-weather'),
+    path.join(dir, 'node_modules', 'assistant-integration-weather'),
+    { recursive: true },
+  );
+  const configPath = path.join(dir, 'config.yaml');
+  await writeFile(configPath, config);
+  return configPath;
+}
+
+const twoInstances = `integration_dirs: [./my-integrations]
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      people:
+        names: [Ada, Grace]
+  - type: greeter
+    name: loud
+    shout: true
+    greeting: Hey
+    platforms:
+      people:
+        enabled: false
+  - type: weather
+    name: home
+    city: Lisbon
+    schedule: {every: 30m}
+`;
+
+describe('loadRuntime', () => {
+  it('finds builtin, custom-folder and npm-package integrations and their task types', async () => {
+    const configPath = await setup(twoInstances);
+    const { registry, integrations } = await loadRuntime({ configPath, cwd: dir });
+    expect(integrations.map((integration) => [integration.manifest.domain, integration.origin])).toEqual([
+      ['greeter', 'custom'],
+      ['mailbox', 'custom'],
+      ['system', 'builtin'],
+      ['weather', 'package'],
+    ]);
+    expect(registry.taskTypes().map((info) => info.type)).toEqual([
+      'greeter.people.check',
+      'greeter.people.greet',
+      'mailbox.inbox.check',
+      'service.greeter.compose',
+      'system.echo',
+      'system.housekeeping.run',
+      'system.sleep',
+      'weather.forecast.fetch',
+    ]);
+    expect(registry.taskType('greeter.people.check')).toMatchObject({ kind: 'stage', entry: true, priority: 3 });
+    const handlers = await registry.loadHandlers();
+    expect([...handlers.keys()].sort()).toEqual(registry.taskTypes().map((info) => info.type));
+  });
+
+  it('validates instance settings with the manifest schema and applies its defaults', async () => {
+    const configPath = await setup(twoInstances);
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.instance('friendly')?.settings).toEqual({ greeting: 'Hello' });
+    expect(registry.instance('loud')?.settings).toEqual({ greeting: 'Hey', shout: true });
+    expect(registry.instance('friendly')?.platforms.people?.settings).toEqual({ names: ['Ada', 'Grace'] });
+    // The builtin system integration runs without being listed, on its default schedule.
+    expect(registry.instance('system')).toMatchObject({ domain: 'system', configured: false, enabled: true });
+  });
+
+  it('reports a typo in an integration setting as a config error with file, line and a suggestion', async () => {
+    const configPath = await setup(
+      'integration_dirs: [./my-integrations]\nintegrations:\n  - type: greeter\n    name: friendly\n    greting: Hi\n  - type: weather\n    name: home\n',
+    );
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = (error as ConfigError).problems.map(
+      (problem) => `${problem.position?.line} ${problem.message} ${problem.hint ?? ''}`,
+    );
+    expect(lines).toEqual([
+      expect.stringMatching(/^5 unknown key `greting` .*did you mean `greeting`/),
+      expect.stringMatching(/^6 .*city/),
+    ]);
+  });
+
+  it('refuses an unknown integration type', async () => {
+    const configPath = await setup('integrations:\n  - type: wether\n    name: home\n');
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    expect(String((error as Error).message)).toMatch(
+      /config\.yaml:2:\d+: integrations\[0\]\.type: unknown integration type `wether`/,
+    );
+  });
+
+  it('routes tasks to the instance they name, and triggers only enabled platforms', async () => {
+    const configPath = await setup(twoInstances);
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.instanceForTask({ type: 'greeter.people.greet', integration: 'loud' })).toMatchObject({
+      ok: true,
+      instance: { name: 'loud' },
+    });
+    expect(registry.instanceForTask({ type: 'greeter.people.greet', integration: 'home' })).toMatchObject({
+      ok: false,
+    });
+    expect(registry.instanceForTask({ type: 'greeter.people.greet' })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('2 greeter instances'),
+    });
+    expect(registry.instanceForTask({ type: 'weather.forecast.fetch' })).toMatchObject({
+      ok: true,
+      instance: { name: 'home' },
+    });
+    expect(registry.entryTask('friendly', 'people')).toEqual({
+      ok: true,
+      type: 'greeter.people.check',
+      priority: 3,
+      integration: 'friendly',
+      payload: null,
+    });
+    expect(registry.entryTask('loud', 'people')).toMatchObject({ ok: false, status: 409 });
+    expect(registry.entryTask('nobody', 'people')).toMatchObject({ ok: false, status: 404 });
+    expect(registry.entryTask('friendly', 'robots')).toMatchObject({ ok: false, status: 404 });
+    expect(
+      registry.scheduledInstances().map((job) => [job.instance.name, job.entries.map((entry) => entry.type)]),
+    ).toEqual([
+      ['home', ['weather.forecast.fetch']],
+      ['system', ['system.housekeeping.run']],
+    ]);
+  });
+});
+
+describe('manifests', () => {
+  async function integration(name: string, manifest: string, files: Record<string, string> = {}) {
+    const folder = path.join(dir, 'custom', name);
+    await mkdir(path.join(folder, 'src'), { recursive: true });
+    await writeFile(path.join(folder, 'manifest.yaml'), manifest);
+    for (const [file, text] of Object.entries(files)) await writeFile(path.join(folder, file), text);
+  }
+  const discover = () =>
+    discoverIntegrations({ builtinDir: path.join(dir, 'none'), customDirs: [path.join(dir, 'custom')], cwd: dir });
+
+  it('reports every problem of a manifest with file, line and key', async () => {
+    await integration(
+      'broken',
+      'domain: broken\nplatforms:\n  inbox:\n    entry: chek\n    stages:\n      check: {handler: ./src/a.ts#check}\n    colour: red\n',
+    );
+    const error = await discover().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ManifestError);
+    expect((error as ManifestError).message.split('\n').slice(1)).toEqual([
+      'custom/broken/manifest.yaml:7:5: platforms.inbox.colour: unknown key `colour`',
+      'custom/broken/manifest.yaml:4:5: platforms.inbox.entry: entry stage `chek` is not one of the stages (check)',
+    ]);
+  });
+
+  it('reports an entry stage that is not a stage', async () => {
+    await integration(
+      'broken',
+      'domain: broken\nplatforms:\n  inbox:\n    entry: chek\n    stages:\n      check: {handler: ./src/a.ts#check}\n',
+    );
+    await expect(discover()).rejects.toThrow(
+      /manifest\.yaml:4:\d+: platforms\.inbox\.entry: entry stage `chek` is not one of the stages \(check\)/,
+    );
+  });
+
+  it('fails to load handlers that do not exist, naming the manifest and the line', async () => {
+    await integration(
+      'hello',
+      'domain: hello\ntasks:\n  one: {handler: ./src/one.ts#one}\n  two: {handler: ./src/one.ts#twoo}\n  three: {handler: ./src/missing.ts#three}\n  four: {handler: ./src/one.ts#value}\n',
+      {
+        'src/one.ts':
+          'export async function one() { return 1; }\nexport async function two() { return 2; }\nexport const value = 4;\n',
+      },
+    );
+    const configPath = path.join(dir, 'config.yaml');
+    await writeFile(configPath, 'integration_dirs: [./custom]\n');
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const error = await registry.loadHandlers().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ManifestError);
+    expect((error as ManifestError).message.split('\n').slice(1)).toEqual([
+      'custom/hello/manifest.yaml:6:10: tasks.four.handler: `value` in ./src/one.ts is a number, not a handler function',
+      'custom/hello/manifest.yaml:5:11: tasks.three.handler: ./src/missing.ts does not exist',
+      'custom/hello/manifest.yaml:4:9: tasks.two.handler: ./src/one.ts exports no `twoo` (it exports: one, two)',
+    ]);
+  });
+
+  it('refuses two manifests that claim one domain', async () => {
+    await integration('first', 'domain: same\n');
+    await integration('second', 'domain: same\n');
+    await expect(discover()).rejects.toThrow(
+      /custom\/second\/manifest\.yaml:1:1: domain: domain `same` is already provided by custom\/first\/manifest\.yaml/,
+    );
+  });
+
+  it('refuses a handler module outside the integration folder', async () => {
+    await integration('escape', 'domain: escape\ntasks:\n  out: {handler: ./../../outside.ts#out}\n');
+    await writeFile(path.join(dir, 'outside.ts'), 'export async function out() {}\n');
+    const configPath = path.join(dir, 'config.yaml');
+    await writeFile(configPath, 'integration_dirs: [./custom]\n');
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    await expect(registry.loadHandlers()).rejects.toThrow(
+      /tasks\.out\.handler: \.\/\.\.\/\.\.\/outside\.ts#out is outside the integration's folder/,
+    );
+  });
+
+  it('names a custom folder that does not exist', async () => {
+    const configPath = path.join(dir, 'config.yaml');
+    await writeFile(configPath, 'integration_dirs: [./nowhere]\n');
+    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(/integration_dirs: .*nowhere is not a folder/);
+  });
+});
