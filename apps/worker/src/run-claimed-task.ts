@@ -22,6 +22,15 @@ export class TaskTimeoutError extends RetryableError {
  */
 export type TaskOutcome = 'done' | 'retrying' | 'delayed' | 'failed' | 'released' | 'unrecorded';
 
+/** One finished run of a task, as metrics and circuit breakers see it. */
+export interface TaskOutcomeReport {
+  type: string;
+  outcome: TaskOutcome;
+  durationMs: number;
+  /** The error's message, for outcomes other than done and released. */
+  error?: string;
+}
+
 export interface RunClaimedTaskOptions {
   claimed: ClaimedTask;
   consumer: QueueConsumer;
@@ -53,14 +62,18 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const label = `task ${task.id} (${task.type})`;
   const startedMs = performance.now();
   logger.info(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
+  // Awaited before returning, so a worker that exits when idle has recorded every outcome first.
+  const reports: Promise<void>[] = [];
   const finished = (outcome: TaskOutcome, error?: unknown) => {
     const durationMs = Math.round(performance.now() - startedMs);
-    void report(options, logger, {
-      type: task.type,
-      outcome,
-      durationMs,
-      ...(error === undefined ? {} : { error: toTaskError(error).message }),
-    });
+    reports.push(
+      report(options, logger, {
+        type: task.type,
+        outcome,
+        durationMs,
+        ...(error === undefined ? {} : { error: toTaskError(error).message }),
+      }),
+    );
     return { outcome, durationMs, text: formatDuration(durationMs) };
   };
 
@@ -98,6 +111,8 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     logger.error({ err: error }, `${label}: could not record the outcome; recovery will return it to pending/`);
     finished('unrecorded');
     return 'unrecorded';
+  } finally {
+    await Promise.all(reports);
   }
 }
 
@@ -125,11 +140,7 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   }
 }
 
-async function report(
-  options: RunClaimedTaskOptions,
-  logger: Logger,
-  outcome: { type: string; outcome: TaskOutcome; durationMs: number; error?: string },
-): Promise<void> {
+async function report(options: RunClaimedTaskOptions, logger: Logger, outcome: TaskOutcomeReport): Promise<void> {
   try {
     await options.onOutcome?.(outcome);
   } catch (error) {

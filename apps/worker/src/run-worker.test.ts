@@ -1,13 +1,17 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { NoteStore } from '@assistant/notes';
 import { type JsonValue, TaskQueue } from '@assistant/queue';
-import type { TaskHandler } from '@assistant/runtime';
+import { CircuitBreakers, loadRuntime, type TaskHandler } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runWorker } from './run-worker.ts';
+
+const greeterFolder = fileURLToPath(new URL('../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
 
 let dir: string;
 beforeEach(async () => {
@@ -181,5 +185,99 @@ describe('runWorker', () => {
     expect(records.find((record) => record.outcome === 'released')?.msg).toMatch(
       /\(test\.hang\) stopped by shutdown; back in pending\/ after \d+ms$/,
     );
+  });
+
+  it('fails a task whose handler throws something that is not an Error, with what it threw', async () => {
+    const { config, queue } = await setup('queue:\n  policies:\n    defaults:\n      max_attempts: 1\n');
+    const text = await enqueued(queue, 'test.throws_text');
+    const object = await enqueued(queue, 'test.throws_object');
+    const sync = await enqueued(queue, 'test.throws_sync');
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.throws_text',
+        async () => {
+          throw 'plain text';
+        },
+      ],
+      [
+        'test.throws_object',
+        async () => {
+          throw { code: 42 };
+        },
+      ],
+      [
+        'test.throws_sync',
+        (() => {
+          throw new TypeError('thrown before any promise');
+        }) as unknown as TaskHandler,
+      ],
+    ]);
+    const { logger } = capturingLogger();
+    await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    expect(await queue.get(text)).toMatchObject({ state: 'failed', task: { error: { message: 'plain text' } } });
+    expect(await queue.get(object)).toMatchObject({
+      state: 'failed',
+      task: { error: { message: 'non-Error thrown: {"code":42}' } },
+    });
+    expect(await queue.get(sync)).toMatchObject({
+      state: 'failed',
+      task: { error: { type: 'TypeError', message: 'thrown before any promise' } },
+    });
+  });
+
+  it('opens the circuit breaker of a task type after consecutive failures and tells the human log', async () => {
+    const { config, queue } = await setup(
+      'queue:\n  policies:\n    defaults:\n      max_attempts: 1\ncircuit_breaker:\n  failures: 3\n  pause: 5m\n',
+    );
+    for (let index = 0; index < 3; index += 1) await enqueued(queue, 'test.broken', index);
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.broken',
+        async () => {
+          throw new Error('the API is down');
+        },
+      ],
+    ]);
+    const { logger } = capturingLogger();
+    await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    const breakers = new CircuitBreakers({
+      notes: new NoteStore({ root: config.paths.notes }),
+      settings: config.circuitBreaker,
+    });
+    expect(await breakers.list()).toEqual([
+      expect.objectContaining({
+        taskType: 'test.broken',
+        state: 'open',
+        consecutiveFailures: 3,
+        lastError: 'the API is down',
+      }),
+    ]);
+    const log = await readFile(path.join(config.paths.logs, (await readdir(config.paths.logs))[0] ?? ''), 'utf8');
+    expect(log).toMatch(/paused scheduled runs of test\.broken for 5m after 3 consecutive failures/);
+  });
+
+  it('runs manifest handlers with their instance settings, platform config and stage enqueues', async () => {
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      `data_dir: ./data\nworker:\n  poll_interval: 50ms\nintegration_dirs: [${JSON.stringify(greeterFolder)}]\nintegrations:\n  - type: greeter\n    name: friendly\n    greeting: Hi\n    platforms:\n      people:\n        names: [Ada, Grace]\n`,
+    );
+    const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const check = await queue.enqueue({ type: 'greeter.people.check', source: 'cli', integration: 'friendly' });
+    const { logger } = capturingLogger();
+    await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });
+    expect(await queue.get(check.status === 'enqueued' ? check.task.id : '')).toMatchObject({
+      state: 'done',
+      task: { result: { instance: 'friendly', enqueued: ['enqueued', 'enqueued'] } },
+    });
+    const done = await queue.list({ state: 'done', type: 'greeter.people.greet' });
+    const results = await Promise.all(done.map(async (entry) => (await queue.read(entry)).task));
+    const rows = results.map((task) => [task?.priority, task?.integration, task?.source, task?.result]);
+    expect(rows.sort((left, right) => JSON.stringify(left).localeCompare(JSON.stringify(right)))).toEqual([
+      [6, 'friendly', 'automation', { text: 'Hi, Ada!' }],
+      [6, 'friendly', 'automation', { text: 'Hi, Grace!' }],
+    ]);
+    const log = await readFile(path.join(config.paths.logs, (await readdir(config.paths.logs))[0] ?? ''), 'utf8');
+    expect(log).toMatch(/\*\*friendly\/people\*\* greeted Ada/);
   });
 });

@@ -1,11 +1,11 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { type ClaimedTask, QueueConsumer, TaskQueue } from '@assistant/queue';
-import { discoverIntegrations, IntegrationRegistry, type TaskHandler } from '@assistant/runtime';
+import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
-import { runClaimedTask } from './run-claimed-task.ts';
+import { runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 export interface RunWorkerOptions {
@@ -48,12 +48,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   });
   const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
-  const services: WorkerServices = {
-    config,
-    queue,
-    notes: new NoteStore({ root: config.paths.notes }),
-    humanLog,
-    registry,
+  const notes = new NoteStore({ root: config.paths.notes });
+  const services: WorkerServices = { config, queue, notes, humanLog, registry };
+  const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  // Every failed attempt counts toward the type's breaker and every success resets it; delays, releases at
+  // shutdown and unrecorded outcomes say nothing about whether the type works.
+  const onOutcome = async (report: TaskOutcomeReport) => {
+    if (report.outcome === 'done') await breakers.recordSuccess(report.type);
+    else if (report.outcome === 'failed' || report.outcome === 'retrying') {
+      await breakers.recordFailure(report.type, report.error ?? 'failed');
+    }
   };
   const stopTasks = new AbortController();
   const running = new Set<Promise<unknown>>();
@@ -63,7 +67,15 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   signal.addEventListener('abort', onShutdown, { once: true });
 
   const start = (claimed: ClaimedTask) => {
-    const run = runClaimedTask({ claimed, consumer, handlers, services, logger, stopSignal: stopTasks.signal });
+    const run = runClaimedTask({
+      claimed,
+      consumer,
+      handlers,
+      services,
+      logger,
+      stopSignal: stopTasks.signal,
+      onOutcome,
+    });
     running.add(run);
     void run.finally(() => {
       running.delete(run);

@@ -343,5 +343,19 @@ export function toTaskError(error: unknown): { type: string; message: string; st
   if (error instanceof Error) {
     return { type: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
   }
-  return { type: 'Error', message: String(error) };
+  return { type: 'Error', message: describeThrown(error) };
+}
+
+/** Text for a thrown value that is not an Error: `{"code":42}` says more than `[object Object]`. */
+function describeThrown(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value !== null && typeof value === 'object') {
+    try {
+      const json = JSON.stringify(value);
+      if (json !== undefined) return `non-Error thrown: ${json.length > 500 ? `${json.slice(0, 500)}…` : json}`;
+    } catch {
+      // A cycle or a throwing toJSON: fall back to String().
+    }
+  }
+  return `non-Error thrown: ${String(value)}`;
 }
