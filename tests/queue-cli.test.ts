@@ -56,15 +56,21 @@ describe('assistant enqueue, work, queue and task', () => {
     const echo = await enqueue(dir, ['system.echo', '--payload', '{"hello": "world"}']);
     const fromFile = await enqueue(dir, ['system.echo', '--payload', '@payload.json', '--priority', '1']);
     const sleep = await enqueue(dir, ['system.sleep', '--payload', '{"ms": 20}']);
-    const unknown = await enqueue(dir, ['no.such.handler']);
+    // A payload the handler refuses for good: the task fails without retries.
+    const badPayload = await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 1}']);
     expect(echo).toMatch(/^[0-9a-z]{26}$/);
+    const refused = await cli(dir, ['enqueue', 'no.such.handler']);
+    expect(refused.stderr).toMatch(
+      /^assistant: no integration handles task type `no\.such\.handler`\nhint: known task types: .*system\.echo/,
+    );
+    expect(refused.code).toBe(2);
 
     const listed = await cli(dir, ['queue', 'ls', '--json']);
     const entries = z
       .array(z.object({ state: z.string(), id: z.string().nullable(), type: z.string().nullable() }))
       .parse(JSON.parse(listed.stdout));
     // Run order: the priority-1 task first, then the rest in the order they were added.
-    expect(entries.map((entry) => entry.id)).toEqual([fromFile, echo, sleep, unknown]);
+    expect(entries.map((entry) => entry.id)).toEqual([fromFile, echo, sleep, badPayload]);
     expect(entries.every((entry) => entry.state === 'pending')).toBe(true);
 
     const work = await cli(dir, ['work', '--exit-when-idle', '--concurrency', '3']);
@@ -83,18 +89,20 @@ describe('assistant enqueue, work, queue and task', () => {
     );
     expect(await show(dir, fromFile)).toMatchObject({ state: 'done', task: { result: { from: 'a file' } } });
     expect(await show(dir, sleep)).toMatchObject({ state: 'done', task: { result: { sleptMs: 20 } } });
-    expect(await show(dir, unknown)).toMatchObject({
+    expect(await show(dir, badPayload)).toMatchObject({
       state: 'failed',
-      task: { error: { type: 'UnrecoverableError', message: 'no handler for task type no.such.handler' } },
+      task: {
+        error: { type: 'UnrecoverableError', message: expect.stringMatching(/^system\.sleep expects a payload/) },
+      },
     });
 
     const stats = await cli(dir, ['queue', 'stats', '--json']);
     expect(JSON.parse(stats.stdout)).toMatchObject({ pending: 0, ready: 0, active: 0, done: 3, failed: 1 });
 
-    const retry = await cli(dir, ['task', 'retry', unknown]);
-    expect(retry.stdout).toMatch(new RegExp(`^${unknown} is pending again: `));
+    const retry = await cli(dir, ['task', 'retry', badPayload]);
+    expect(retry.stdout).toMatch(new RegExp(`^${badPayload} is pending again: `));
     expect(retry.code).toBe(0);
-    expect(await show(dir, unknown)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+    expect(await show(dir, badPayload)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
 
     const again = await cli(dir, ['task', 'retry', echo]);
     expect(again.stderr).toBe(`assistant: task ${echo} is done; only failed tasks can be retried\n`);

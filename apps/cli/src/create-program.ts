@@ -15,6 +15,7 @@ import {
 import { serveCommand } from './commands/serve-command.ts';
 import { startCommand } from './commands/start-command.ts';
 import { taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
+import { triggerCommand } from './commands/trigger-command.ts';
 import { versionCommand } from './commands/version-command.ts';
 import { workCommand } from './commands/work-command.ts';
 import { globalOptions } from './global-options.ts';
@@ -85,6 +86,22 @@ export function createProgram(context: CliContext): CliProgram {
         options: { payload?: string; priority?: string; delay?: string; json?: boolean },
         command: Command,
       ) => enqueueCommand({ globals: globalOptions(command, context), context, type, ...options }),
+    );
+
+  program
+    .command('trigger')
+    .description("enqueue a platform's entry task now (no dedup or rate limits) and print its id")
+    .argument('<integration>', 'the instance name from config.yaml, e.g. personal-mail')
+    .argument('<platform>', 'the platform, e.g. inbox')
+    .option('--json', 'print the outcome as JSON')
+    .addHelpText(
+      'after',
+      ['', 'Examples:', '  assistant trigger system housekeeping', '  assistant trigger personal-mail inbox'].join(
+        '\n',
+      ),
+    )
+    .action(async (integration: string, platform: string, options: { json?: boolean }, command: Command) =>
+      triggerCommand({ globals: globalOptions(command, context), context, integration, platform, ...options }),
     );
 
   const queue = program.command('queue').description('look at and maintain the task queue');

@@ -1,4 +1,5 @@
 import { TaskQueue } from '@assistant/queue';
+import type { IntegrationRegistry } from '@assistant/runtime';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 import { loadCliConfig } from './load-cli-config.ts';
@@ -10,12 +11,20 @@ export interface OpenCliQueueOptions {
 
 /** The queue of the configured data directory, its warnings going to stderr (info stays quiet in a command). */
 export async function openCliQueue(options: OpenCliQueueOptions): Promise<TaskQueue> {
-  const { config } = await loadCliConfig(options);
-  return TaskQueue.open({
+  return (await openCliRuntime(options)).queue;
+}
+
+/** The queue and the integration registry, for commands that enqueue. */
+export async function openCliRuntime(
+  options: OpenCliQueueOptions,
+): Promise<{ queue: TaskQueue; registry: IntegrationRegistry }> {
+  const { config, registry } = await loadCliConfig(options);
+  const queue = await TaskQueue.open({
     directory: config.paths.queue,
     settings: config.queue,
     logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
   });
+  return { queue, registry };
 }
 
 /** JSON for `--json`: two-space indented, one trailing newline. */

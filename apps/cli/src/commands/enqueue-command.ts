@@ -5,7 +5,7 @@ import { AssistantError } from '@assistant/errors';
 import { isTaskType, type JsonValue, jsonValueSchema } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
-import { openCliQueue, writeJson } from '../open-cli-queue.ts';
+import { openCliRuntime, writeJson } from '../open-cli-queue.ts';
 
 export interface EnqueueCommandOptions {
   globals: GlobalOptions;
@@ -44,7 +44,14 @@ export async function enqueueCommand(options: EnqueueCommandOptions): Promise<vo
     delayMs = parsed;
   }
   const payload = await readPayload(options.payload, context);
-  const queue = await openCliQueue(options);
+  const { queue, registry } = await openCliRuntime(options);
+  if (!registry.taskType(options.type)) {
+    // A worker would fail it with "no handler"; better to say so now, with what does exist.
+    const known = registry.taskTypes().map((info) => info.type);
+    throw new AssistantError('USAGE', `no integration handles task type \`${options.type}\``, {
+      hint: `known task types: ${known.join(', ')}`,
+    });
+  }
   const outcome = await queue.enqueue({
     type: options.type,
     payload,

@@ -1,0 +1,106 @@
+// Integrations found in a custom folder and in an npm package, triggered and run by real CLI processes.
+import { cp, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { repoRoot, runCli } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const fixtures = path.join(repoRoot, 'tests/fixtures/integrations');
+
+const config = `data_dir: ./data
+integration_dirs: [./my-integrations]
+integrations:
+  - type: greeter
+    name: friendly
+    greeting: Hi
+    platforms:
+      people:
+        names: [Ada, Grace]
+  - type: greeter
+    name: quiet
+    enabled: false
+  - type: weather
+    name: home
+    city: Lisbon
+`;
+
+/** A config directory with the greeter as a custom folder and the weather integration installed as a package. */
+async function setup(): Promise<TempDir> {
+  const dir = await tempDir();
+  await cp(path.join(fixtures, 'custom/greeter'), path.join(dir.path, 'my-integrations/greeter'), { recursive: true });
+  await mkdir(path.join(dir.path, 'node_modules'));
+  await cp(
+    path.join(fixtures, 'package/assistant-integration-weather'),
+    path.join(dir.path, 'node_modules/assistant-integration-weather'),
+    { recursive: true },
+  );
+  await dir.write('config.yaml', config);
+  return dir;
+}
+
+const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
+
+const shown = z.object({
+  state: z.string(),
+  task: z.looseObject({ type: z.string(), result: z.unknown().optional() }),
+});
+
+describe('assistant trigger', () => {
+  it('runs the entry task of a custom-folder and an npm-package integration, and the stages they enqueue', async () => {
+    await using dir = await setup();
+    const greeter = await cli(dir, ['trigger', 'friendly', 'people']);
+    expect(greeter.stderr).toBe('');
+    expect(greeter.code).toBe(0);
+    const weather = await cli(dir, ['trigger', 'home', 'forecast', '--json']);
+    expect(JSON.parse(weather.stdout)).toMatchObject({ type: 'weather.forecast.fetch', state: 'pending' });
+
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.stderr).toBe('');
+    expect(work.code).toBe(0);
+
+    const show = async (id: string) => shown.parse(JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout));
+    expect(await show(greeter.stdout.trim())).toMatchObject({
+      state: 'done',
+      task: { type: 'greeter.people.check', result: { instance: 'friendly', enqueued: ['enqueued', 'enqueued'] } },
+    });
+    expect(await show(JSON.parse(weather.stdout).id)).toMatchObject({
+      state: 'done',
+      task: { result: { city: 'Lisbon', forecast: 'sunny', instance: 'home' } },
+    });
+    const stats = await cli(dir, ['queue', 'stats', '--json']);
+    expect(JSON.parse(stats.stdout)).toMatchObject({ pending: 0, active: 0, done: 4, failed: 0 });
+    const log = await cli(dir, ['log']);
+    expect(log.stdout).toMatch(/\*\*friendly\/people\*\* greeted Ada/);
+    expect(log.stdout).toMatch(/\*\*friendly\/people\*\* greeted Grace/);
+  });
+
+  it('refuses unknown instances and platforms and disabled instances, saying what exists', async () => {
+    await using dir = await setup();
+    const unknown = await cli(dir, ['trigger', 'nobody', 'people']);
+    expect(unknown.stderr).toMatch(
+      /^assistant: no integration instance `nobody`; configured: friendly, quiet, home, system\n/,
+    );
+    expect(unknown.code).toBe(2);
+    const platform = await cli(dir, ['trigger', 'friendly', 'robots']);
+    expect(platform.stderr).toMatch(/^assistant: the greeter integration has no platform `robots`; it has: people\n/);
+    const disabled = await cli(dir, ['trigger', 'quiet', 'people']);
+    expect(disabled.stderr).toBe(
+      'assistant: instance `quiet` is disabled in config.yaml\nhint: set `enabled: true` in config.yaml first\n',
+    );
+    expect(disabled.code).toBe(2);
+  });
+
+  it('fails to start the worker when a manifest names a handler that does not exist, naming the manifest', async () => {
+    await using dir = await setup();
+    await dir.write(
+      'my-integrations/broken/manifest.yaml',
+      'domain: broken\ntasks:\n  run: {handler: ./src/run.ts#run}\n',
+    );
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.stderr).toMatch(
+      /^assistant: invalid integration manifest \(1 problem\):\nmy-integrations\/broken\/manifest\.yaml:3:9: tasks\.run\.handler: \.\/src\/run\.ts does not exist\n/,
+    );
+    expect(work.code).toBe(2);
+  });
+});
