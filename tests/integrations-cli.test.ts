@@ -46,6 +46,10 @@ const shown = z.object({
   task: z.looseObject({ type: z.string(), result: z.unknown().optional() }),
 });
 
+async function show(dir: TempDir, id: string) {
+  return shown.parse(JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout));
+}
+
 describe('assistant trigger', () => {
   it('runs the entry task of a custom-folder and an npm-package integration, and the stages they enqueue', async () => {
     await using dir = await setup();
@@ -59,12 +63,11 @@ describe('assistant trigger', () => {
     expect(work.stderr).toBe('');
     expect(work.code).toBe(0);
 
-    const show = async (id: string) => shown.parse(JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout));
-    expect(await show(greeter.stdout.trim())).toMatchObject({
+    expect(await show(dir, greeter.stdout.trim())).toMatchObject({
       state: 'done',
       task: { type: 'greeter.people.check', result: { instance: 'friendly', enqueued: ['enqueued', 'enqueued'] } },
     });
-    expect(await show(JSON.parse(weather.stdout).id)).toMatchObject({
+    expect(await show(dir, JSON.parse(weather.stdout).id)).toMatchObject({
       state: 'done',
       task: { result: { city: 'Lisbon', forecast: 'sunny', instance: 'home' } },
     });
@@ -102,5 +105,38 @@ describe('assistant trigger', () => {
       /^assistant: invalid integration manifest \(1 problem\):\nmy-integrations\/broken\/manifest\.yaml:3:9: tasks\.run\.handler: \.\/src\/run\.ts does not exist\n/,
     );
     expect(work.code).toBe(2);
+  });
+
+  it('does not lose a task whose handler ends the worker process: the next worker runs it again', async () => {
+    await using dir = await setup();
+    // Recovery leaves a fresh claim alone for `claim_grace`; a short one keeps the test quick.
+    await dir.write('config.yaml', `${config}queue:\n  claim_grace: 200ms\n`);
+    await dir.write(
+      'my-integrations/crasher/manifest.yaml',
+      'domain: crasher\ntasks:\n  run: {handler: ./src/crash.ts#run}\n',
+    );
+    await dir.write(
+      'my-integrations/crasher/src/crash.ts',
+      [
+        '// Ends the whole worker process on the first attempt, as a native crash or a stray process.exit would.',
+        'export async function run(context: { task: { attempts: number } }) {',
+        '  if (context.task.attempts === 1) process.exit(3);',
+        '  return { attempt: context.task.attempts };',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const enqueued = await cli(dir, ['enqueue', 'crasher.run']);
+    const id = enqueued.stdout.trim();
+    const crashed = await cli(dir, ['work', '--exit-when-idle']);
+    expect(crashed.code).toBe(3);
+    expect(await show(dir, id)).toMatchObject({ state: 'active' });
+    // The next worker finds the task's owner gone (its pid is dead) and returns it to pending/ before claiming.
+    const again = await cli(dir, ['work', '--exit-when-idle']);
+    expect(again.code).toBe(0);
+    expect(await show(dir, id)).toMatchObject({
+      state: 'done',
+      task: { result: { attempt: 2 }, history: [{ attempt: 1, error: { type: 'WorkerDied' } }] },
+    });
   });
 });

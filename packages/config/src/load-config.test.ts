@@ -86,7 +86,12 @@ describe('normalisation', async () => {
 
   it('keeps schedules as intervals or validated cron expressions', () => {
     expect(personal?.schedule).toEqual({ kind: 'every', everyMs: 1_800_000, catchUp: true });
-    expect(work?.schedule).toEqual({ kind: 'cron', expression: '0 8-18 * * 1-5', timezone: 'Europe/Berlin', catchUp: true });
+    expect(work?.schedule).toEqual({
+      kind: 'cron',
+      expression: '0 8-18 * * 1-5',
+      timezone: 'Europe/Berlin',
+      catchUp: true,
+    });
     expect(work?.enabled).toBe(false);
   });
 

@@ -1,7 +1,10 @@
 import { Cron } from 'croner';
 
 /** When an integration's entry tasks run: a true interval, or a cron expression. */
-export type Schedule = ({ kind: 'every'; everyMs: number } | { kind: 'cron'; expression: string; timezone?: string }) & {
+export type Schedule = (
+  | { kind: 'every'; everyMs: number }
+  | { kind: 'cron'; expression: string; timezone?: string }
+) & {
   /**
    * Whether a run missed while nothing was running (the server was stopped) is enqueued once on start.
    * @default true

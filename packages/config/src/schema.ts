@@ -463,6 +463,11 @@ export const queueSchema = z
   .strictObject({
     durability: z.enum(['os', 'strict']).default('os'),
     max_task_bytes: z.int().min(1024).default(1_048_576),
+    claim_grace: duration
+      .refine((ms) => ms >= 100, {
+        error: 'a claim grace under 100ms could recover tasks while they are being claimed',
+      })
+      .default(30_000),
     retention: z
       .strictObject({ done: duration.default(604_800_000), failed: duration.default(2_592_000_000) })
       .prefault({}),
@@ -476,6 +481,7 @@ export const queueSchema = z
   .transform((value) => ({
     durability: value.durability,
     maxTaskBytes: value.max_task_bytes,
+    claimGraceMs: value.claim_grace,
     retention: { doneMs: value.retention.done, failedMs: value.retention.failed },
     policies: {
       defaults: { ...defaultPolicy, ...toPolicy(value.policies.defaults) },

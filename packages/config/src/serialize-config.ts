@@ -121,6 +121,7 @@ function toPlain(config: Config): Plain {
     queue: {
       durability: config.queue.durability,
       max_task_bytes: config.queue.maxTaskBytes,
+      claim_grace: formatDuration(config.queue.claimGraceMs),
       retention: {
         done: formatDuration(config.queue.retention.doneMs),
         failed: formatDuration(config.queue.retention.failedMs),

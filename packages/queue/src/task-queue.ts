@@ -34,6 +34,8 @@ export interface QueueSettings {
   durability?: Durability;
   /** @default 1 MiB */
   maxTaskBytes?: number;
+  /** How long a task that just reached active/ is safe from recovery, whoever its owner was. @default 30_000 */
+  claimGraceMs?: number;
   /** @default done 7 days, failed 30 days */
   retention?: QueueConfig['retention'];
   /** @default dedup on, no rate limit, 3 attempts, exponential backoff from 30 s to 1 h, 10 min timeout */
@@ -173,7 +175,7 @@ export class TaskQueue {
       durability: this.durability,
       leaseMs: options.leaseMs ?? 60_000,
     });
-    this.claimGraceMs = options.claimGraceMs ?? 30_000;
+    this.claimGraceMs = options.claimGraceMs ?? options.settings?.claimGraceMs ?? 30_000;
     this.tmpMaxAgeMs = options.tmpMaxAgeMs ?? 3_600_000;
     this.now = options.now ?? Date.now;
   }
