@@ -40,7 +40,9 @@ describe('assistant config check', () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(/^config\.yaml: OK\n/);
     expect(run.stdout).toContain('default: test-model at http://127.0.0.1:11434/v1');
-    expect(run.stdout).toMatch(/mail \(mailbox\), every 30m\n\s+next runs: \d{4}-\d\d-\d\d [\d:]+ \S+, [^,]+, [^,]+\n/);
+    expect(run.stdout).toMatch(
+      /mail \(mailbox\), platforms: inbox, every 30m\n\s+next runs: \d{4}-\d\d-\d\d [\d:]+ \S+, [^,]+, [^,]+\n/,
+    );
     expect(run.code).toBe(0);
   });
 

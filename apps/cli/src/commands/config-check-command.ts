@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { formatDuration, type IntegrationInstance, type LoadedConfig, nextRuns } from '@assistant/config';
+import { formatDuration, type LoadedConfig, nextRuns } from '@assistant/config';
+import type { IntegrationRegistry, RuntimeInstance } from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -15,12 +16,19 @@ export interface ConfigCheckOptions {
 /** Validates the config and summarises what it sets up; invalid config throws ConfigError (exit 2). */
 export async function configCheckCommand(options: ConfigCheckOptions): Promise<void> {
   const { context } = options;
-  const { config } = await loadCliConfig(options);
-  const lines = [`${shownPath(config.paths.configFile, context.cwd)}: OK`, ...summarise(config, options.now)];
+  const { config, registry } = await loadCliConfig(options);
+  // The worker would refuse to start on a handler it cannot load; say so here, before anything runs.
+  await registry.loadHandlers();
+  const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
+  const lines = [
+    `${shownPath(config.paths.configFile, context.cwd)}: OK`,
+    ...summarise(config, registry, options.now),
+    `  manifests:    ${found.join(', ')}; ${registry.taskTypes().length} task types`,
+  ];
   context.stdout.write(`${lines.join('\n')}\n`);
 }
 
-function summarise(config: LoadedConfig, now = new Date()): string[] {
+function summarise(config: LoadedConfig, registry: IntegrationRegistry, now = new Date()): string[] {
   const { server } = config;
   const lines = [
     `  data:         ${config.paths.dataDir}`,
@@ -32,18 +40,21 @@ function summarise(config: LoadedConfig, now = new Date()): string[] {
     lines.push(`  llm profiles: ${profiles.length}`);
     for (const [name, profile] of profiles) lines.push(`    ${name}: ${profile.model} at ${profile.baseUrl}`);
   }
-  if (config.integrations.length === 0) lines.push('  integrations: none');
+  const instances = registry.instances();
+  if (instances.length === 0) lines.push('  integrations: none');
   else {
-    lines.push(`  integrations: ${config.integrations.length}`);
-    for (const integration of config.integrations) lines.push(...describeIntegration(integration, now));
+    lines.push(`  integrations: ${instances.length}`);
+    for (const instance of instances) lines.push(...describeIntegration(instance, now));
   }
   return lines;
 }
 
-function describeIntegration(integration: IntegrationInstance, now: Date): string[] {
-  const platforms = Object.keys(integration.platforms);
+function describeIntegration(integration: RuntimeInstance, now: Date): string[] {
+  const platforms = Object.values(integration.platforms)
+    .filter((platform) => platform.enabled)
+    .map((platform) => platform.name);
   const head =
-    `    ${integration.name} (${integration.type})` +
+    `    ${integration.name} (${integration.domain}${integration.configured ? '' : ', built in'})` +
     `${integration.enabled ? '' : ', disabled'}` +
     `${platforms.length > 0 ? `, platforms: ${platforms.join(', ')}` : ''}`;
   const { schedule } = integration;
