@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { freePort } from './helpers/free-port.ts';
-import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
+import { cliMain, type NodeProcess, repoRoot, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
 const health = z.object({
@@ -17,11 +17,11 @@ interface RunningAssistant extends AsyncDisposable {
 }
 
 /** `assistant start` on a fresh data dir and a free port, resolved once both children say they are up. */
-async function startAssistant(dir: TempDir): Promise<RunningAssistant> {
+async function startAssistant(dir: TempDir, extraConfig = ''): Promise<RunningAssistant> {
   const port = await freePort();
   const config = await dir.write(
     'config.yaml',
-    `data_dir: ./data\nserver:\n  host: 127.0.0.1\n  port: ${port}\nworker:\n  shutdown_grace: 5s\n`,
+    `data_dir: ./data\nserver:\n  host: 127.0.0.1\n  port: ${port}\nworker:\n  shutdown_grace: 5s\n${extraConfig}`,
   );
   const start = startNode({ args: [cliMain, 'start', '--config', config] });
   const pids = { server: 0, worker: 0 };
@@ -84,4 +84,83 @@ describe('assistant start', () => {
     expect(run.stderr).toContain(`assistant: the worker (pid ${pids.worker}) was killed by SIGKILL\n`);
     expect(isRunning(pids.server)).toBe(false);
   });
+
+  it('runs a task enqueued over REST and a trigger of an integration, and reports them in /health and /metrics', async () => {
+    await using dir = await tempDir();
+    const greeter = `${repoRoot}/tests/fixtures/integrations/custom/greeter`;
+    await using assistant = await startAssistant(
+      dir,
+      `integration_dirs: [${JSON.stringify(greeter)}]\nintegrations:\n  - {type: greeter, name: friendly, greeting: Hi}\n`,
+    );
+    const api = `http://127.0.0.1:${assistant.port}`;
+    const posted = await fetch(`${api}/api/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'system.echo', payload: { hello: 'world' } }),
+    });
+    expect(posted.status).toBe(201);
+    const { id } = z.object({ id: z.string() }).parse(await posted.json());
+    expect(await until(`${api}/api/tasks/${id}`, (task) => task.state === 'done')).toMatchObject({
+      id,
+      type: 'system.echo',
+      state: 'done',
+      source: 'api',
+      result: { hello: 'world' },
+    });
+
+    const triggered = await fetch(`${api}/api/integrations/friendly/people/trigger`, { method: 'POST' });
+    expect(triggered.status).toBe(201);
+    const trigger = z.object({ id: z.string(), type: z.string() }).parse(await triggered.json());
+    expect(trigger.type).toBe('greeter.people.check');
+    await until(`${api}/api/tasks/${trigger.id}`, (task) => task.state === 'done');
+    const greeted = await until(
+      `${api}/api/tasks?state=done&type=greeter.people.greet`,
+      (list) => Array.isArray(list.tasks) && list.tasks.length === 1,
+    );
+    const greetId = z.object({ tasks: z.array(z.object({ id: z.string() })) }).parse(greeted).tasks[0]?.id;
+    expect(await until(`${api}/api/tasks/${greetId}`, () => true)).toMatchObject({ result: { text: 'Hi, Ada!' } });
+
+    // The builtin system instance's housekeeping schedule is new, so it ran once as the server started.
+    const housekeeping = await until(
+      `${api}/api/tasks?type=system.housekeeping.run`,
+      (list) => Array.isArray(list.tasks) && list.tasks.length === 1,
+    );
+    const housekeepingId = z.object({ tasks: z.array(z.object({ id: z.string() })) }).parse(housekeeping).tasks[0]?.id;
+    expect(await until(`${api}/api/tasks/${housekeepingId}`, (task) => task.state === 'done')).toMatchObject({
+      source: 'scheduler',
+      integration: 'system',
+    });
+    const healthNow = await until(`${api}/health`, () => true);
+    expect(healthNow).toMatchObject({
+      queue: { done: 4, failed: 0 },
+      worker: { alive: true, workers: 1 },
+      // The greeter instance has no schedule; the system instance has its default one.
+      schedules: [{ id: 'system', description: 'system (system): housekeeping', last_fired_at: expect.any(String) }],
+    });
+    // The worker writes its counters every two seconds.
+    const metrics = await untilText(`${api}/metrics`, (text) => text.includes('outcome="done"} '));
+    expect(metrics).toMatch(/^assistant_task_outcomes_total\{type="system\.echo",outcome="done"\} 1$/m);
+    expect(metrics).toMatch(/^assistant_workers_alive 1$/m);
+
+    assistant.start.child.kill('SIGTERM');
+    expect((await assistant.start.exited).code).toBe(0);
+  });
 });
+
+/** Polls a JSON endpoint until `done` says yes; the test's own timeout bounds the wait. */
+async function until(url: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  for (;;) {
+    const response = await fetch(url);
+    const body = (await response.json()) as Record<string, unknown>;
+    if (response.ok && done(body)) return body;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function untilText(url: string, done: (text: string) => boolean): Promise<string> {
+  for (;;) {
+    const text = await (await fetch(url)).text();
+    if (done(text)) return text;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

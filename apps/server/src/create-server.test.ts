@@ -65,6 +65,9 @@ describe('GET /health', () => {
       status: 'ok',
       version: assistantVersion,
       queue: { pending: 2, active: 1, done: 0, failed: 3 },
+      worker: { alive: false, workers: 0, last_heartbeat_at: null },
+      circuit_breakers: [],
+      schedules: [],
     });
   });
 

@@ -1,6 +1,7 @@
-import type { ErrorCode } from '@assistant/errors';
+import { type ErrorCode, isAssistantError } from '@assistant/errors';
 import type { FastifyError, FastifyReply } from 'fastify';
 import type { AssistantServer } from './create-server.ts';
+import { statusByCode } from './route-table.ts';
 
 /** The body of every error response: a stable code to match on and a message for people. */
 export interface ErrorBody {
@@ -14,6 +15,7 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
+  409: 'CONFLICT',
   405: 'METHOD_NOT_ALLOWED',
   406: 'NOT_ACCEPTABLE',
   413: 'PAYLOAD_TOO_LARGE',
@@ -32,6 +34,11 @@ export function registerErrorReplies(app: AssistantServer): void {
     sendError(reply, 404, { code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url}` }),
   );
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // Our own errors carry a stable code; the ones a client can act on answer with their status and message.
+    if (isAssistantError(error)) {
+      const status = statusByCode[error.code];
+      if (status !== undefined) return sendError(reply, status, { code: error.code, message: error.message });
+    }
     const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
     if (statusCode >= 500) {
       // The details stay in the log: a stack trace in a response tells a caller about our internals.

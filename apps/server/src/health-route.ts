@@ -1,31 +1,114 @@
-import type { LoadedConfig } from '@assistant/config';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { assistantVersion } from '@assistant/process';
-import { TaskQueue, type TaskState, taskStates } from '@assistant/queue';
+import { type TaskQueue, type TaskState, taskStates, WorkerRegistry } from '@assistant/queue';
+import type { BreakerState, ScheduledJobStatus } from '@assistant/runtime';
+import * as z from 'zod';
 import type { AssistantServer } from './create-server.ts';
+import type { RouteTable } from './route-table.ts';
+
+/** Where /health learns about circuit breakers and schedules; both live in the server process. */
+export interface ServerStatusSources {
+  breakers?: () => Promise<BreakerState[]>;
+  schedules?: () => ScheduledJobStatus[];
+}
+
+export interface WorkerLiveness {
+  /** Some worker's heartbeat is within the lease: tasks are being run. */
+  alive: boolean;
+  /** Workers whose heartbeat is within the lease. */
+  workers: number;
+  last_heartbeat_at: string | null;
+}
 
 export interface HealthBody {
   status: 'ok';
   version: string;
   /** Tasks per state, counted from file names the way `assistant queue stats` counts them. */
   queue: Record<TaskState, number>;
+  worker: WorkerLiveness;
+  /** Breakers that are open or trying a trial run; closed ones are not news. */
+  circuit_breakers: {
+    task_type: string;
+    state: string;
+    consecutive_failures: number;
+    retry_at?: string;
+    last_error?: string;
+  }[];
+  schedules: { id: string; description: string; last_fired_at?: string; next_run_at?: string; paused?: string }[];
 }
 
-export function registerHealthRoute(app: AssistantServer, config: LoadedConfig): void {
-  let queue: TaskQueue | undefined;
-  // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
-  app.addHook('onReady', async () => {
-    queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
-  });
-  app.get('/health', async (): Promise<HealthBody> => {
-    if (!queue) throw new Error('the queue is opened when the server gets ready');
-    const opened = queue;
-    // Names only, never file contents: cheap enough to poll. The same rules as the queue's own listings, so a
-    // quarantine note (`.error.txt`) or an editor's swap file is never counted as a task.
-    const counts = await Promise.all(taskStates.map(async (state) => (await opened.entries(state)).length));
-    return {
-      status: 'ok',
-      version: assistantVersion,
-      queue: { pending: counts[0] ?? 0, active: counts[1] ?? 0, done: counts[2] ?? 0, failed: counts[3] ?? 0 },
-    };
+const healthSchema = z.object({
+  status: z.literal('ok'),
+  version: z.string(),
+  queue: z.object({ pending: z.int(), active: z.int(), done: z.int(), failed: z.int() }),
+  worker: z.object({ alive: z.boolean(), workers: z.int(), last_heartbeat_at: z.string().nullable() }),
+  circuit_breakers: z.array(z.looseObject({ task_type: z.string(), state: z.string() })),
+  schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })),
+});
+
+/** Reads the heartbeat files in `queue/workers/`: a worker is alive while its heartbeat is within the lease. */
+export async function workerLiveness(queue: TaskQueue, nowMs: number = Date.now()): Promise<WorkerLiveness> {
+  const registry = new WorkerRegistry({ directory: queue.paths.workers, tmpDir: queue.paths.tmp, durability: 'os' });
+  let names: string[] = [];
+  try {
+    names = await readdir(queue.paths.workers);
+  } catch {
+    // No worker has ever started on this data directory.
+  }
+  let workers = 0;
+  let last: number | undefined;
+  for (const name of names) {
+    if (!name.endsWith('.yaml')) continue;
+    const record = await registry.read(path.basename(name, '.yaml'));
+    const heartbeatMs = record ? Date.parse(record.heartbeatAt) : Number.NaN;
+    if (Number.isNaN(heartbeatMs)) continue;
+    if (last === undefined || heartbeatMs > last) last = heartbeatMs;
+    if (nowMs - heartbeatMs <= registry.leaseMs) workers += 1;
+  }
+  return { alive: workers > 0, workers, last_heartbeat_at: last === undefined ? null : new Date(last).toISOString() };
+}
+
+export interface HealthRouteOptions {
+  queue: () => TaskQueue;
+  status: ServerStatusSources;
+}
+
+export function registerHealthRoute(app: AssistantServer, routes: RouteTable, options: HealthRouteOptions): void {
+  routes.add(app, {
+    method: 'GET',
+    url: '/health',
+    tag: 'health',
+    summary: 'Liveness and a summary of the queue, the workers, breakers and schedules',
+    responses: { 200: { description: 'the server answers', schema: healthSchema } },
+    handler: async (): Promise<HealthBody> => {
+      const queue = options.queue();
+      // Names only, never file contents: cheap enough to poll. The same rules as the queue's own listings, so a
+      // quarantine note (`.error.txt`) or an editor's swap file is never counted as a task.
+      const counts = await Promise.all(taskStates.map(async (state) => (await queue.entries(state)).length));
+      const breakers = (await options.status.breakers?.()) ?? [];
+      return {
+        status: 'ok',
+        version: assistantVersion,
+        queue: { pending: counts[0] ?? 0, active: counts[1] ?? 0, done: counts[2] ?? 0, failed: counts[3] ?? 0 },
+        worker: await workerLiveness(queue),
+        circuit_breakers: breakers
+          .filter((breaker) => breaker.state !== 'closed')
+          .map((breaker) => ({
+            task_type: breaker.taskType,
+            state: breaker.state,
+            consecutive_failures: breaker.consecutiveFailures,
+            ...(breaker.retryAt ? { retry_at: breaker.retryAt } : {}),
+            ...(breaker.lastError ? { last_error: breaker.lastError } : {}),
+          })),
+        schedules: (options.status.schedules?.() ?? []).map((job) => ({
+          id: job.id,
+          description: job.description,
+          ...(job.lastFiredAt ? { last_fired_at: job.lastFiredAt } : {}),
+          ...(job.nextRunAt ? { next_run_at: job.nextRunAt } : {}),
+          ...(job.paused ? { paused: job.paused } : {}),
+        })),
+      };
+    },
   });
 }

@@ -1,29 +1,73 @@
 import type { LoadedConfig } from '@assistant/config';
+import { HumanLog, NoteStore } from '@assistant/notes';
+import { TaskQueue } from '@assistant/queue';
+import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import { createServer } from './create-server.ts';
+import { scheduledJobs } from './scheduled-jobs.ts';
+import { catalogFromRegistry } from './server-catalog.ts';
 
 export interface RunServerOptions {
   config: LoadedConfig;
   logger: Logger;
   /** Aborting it closes the server gracefully: no new connections, in-flight requests finish. */
   signal: AbortSignal;
+  /** The integrations and instances. @default the builtin integrations with `config`'s instances */
+  registry?: IntegrationRegistry;
 }
 
-/** Listens on `server.host:server.port` and serves until `signal` aborts. Resolves once the server is closed. */
+/**
+ * Listens on `server.host:server.port`, runs the schedules, and serves until `signal` aborts. Enqueues, never runs
+ * tasks. Resolves once the server is closed.
+ */
 export async function runServer(options: RunServerOptions): Promise<void> {
   const { config, logger, signal } = options;
-  const app = createServer({ config, logger });
+  const registry = options.registry ?? new IntegrationRegistry({ integrations: await discoverIntegrations(), config });
+  const notes = new NoteStore({ root: config.paths.notes });
+  const humanLog = new HumanLog({ directory: config.paths.logs });
+  const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  const metrics = new TaskMetrics();
+  const queue = await TaskQueue.open({
+    directory: config.paths.queue,
+    settings: config.queue,
+    logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
+  });
+  const scheduler = new Scheduler({
+    jobs: scheduledJobs({
+      registry,
+      queue,
+      logger,
+      onRejected: (type, outcome) => metrics.recordRejection(type, outcome.status),
+    }),
+    notes,
+    humanLog,
+    logger,
+    breakers,
+  });
+  const app = createServer({
+    config,
+    logger,
+    catalog: catalogFromRegistry(registry),
+    status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },
+    metrics,
+  });
   try {
     await app.listen({
       host: config.server.host,
       port: config.server.port,
       listenTextResolver: (address) => `listening on ${address}`,
     });
+    await scheduler.start();
+    const jobs = scheduler.status();
+    logger.info(
+      `${jobs.length} schedules: ${jobs.map((job) => `${job.id} next ${job.nextRunAt ?? 'never'}`).join('; ') || 'none'}`,
+    );
     if (!signal.aborted) {
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     }
     logger.info('stopping: closing connections');
   } finally {
+    await scheduler.close();
     await app.close();
   }
   logger.info('stopped');

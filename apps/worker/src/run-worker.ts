@@ -1,7 +1,15 @@
+import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { type ClaimedTask, QueueConsumer, TaskQueue } from '@assistant/queue';
-import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, type TaskHandler } from '@assistant/runtime';
+import {
+  CircuitBreakers,
+  discoverIntegrations,
+  IntegrationRegistry,
+  type TaskHandler,
+  TaskMetrics,
+  writeMetricsFile,
+} from '@assistant/runtime';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
@@ -22,6 +30,9 @@ export interface RunWorkerOptions {
   /** Handlers by task type. @default every handler the registry's manifests name, loaded now */
   handlers?: ReadonlyMap<string, TaskHandler>;
 }
+
+/** How often changed counters are written for the server's /metrics. */
+const metricsIntervalMs = 2_000;
 
 /** Why running tasks were stopped: the grace period of a shutdown ran out. */
 class ShutdownAbort extends Error {
@@ -49,11 +60,25 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const notes = new NoteStore({ root: config.paths.notes });
-  const services: WorkerServices = { config, queue, notes, humanLog, registry };
+  const metrics = new TaskMetrics();
+  let metricsChanged = false;
+  const services: WorkerServices = {
+    config,
+    queue,
+    notes,
+    humanLog,
+    registry,
+    onRejected: (type, outcome) => {
+      metrics.recordRejection(type, outcome.status);
+      metricsChanged = true;
+    },
+  };
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
   // Every failed attempt counts toward the type's breaker and every success resets it; delays, releases at
   // shutdown and unrecorded outcomes say nothing about whether the type works.
   const onOutcome = async (report: TaskOutcomeReport) => {
+    metrics.recordOutcome(report.type, report.outcome, report.durationMs);
+    metricsChanged = true;
     if (report.outcome === 'done') await breakers.recordSuccess(report.type);
     else if (report.outcome === 'failed' || report.outcome === 'retrying') {
       await breakers.recordFailure(report.type, report.error ?? 'failed');
@@ -82,6 +107,19 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       wakeLoop();
     });
   };
+
+  // The server sums every worker's file for /metrics; the consumer removes it with the heartbeat file at close.
+  const metricsFile = path.join(queue.paths.workers, `${consumer.owner.id}.metrics.json`);
+  let metricsWrite = Promise.resolve();
+  const writeMetrics = () => {
+    if (!metricsChanged) return;
+    metricsChanged = false;
+    metricsWrite = metricsWrite
+      .then(() => writeMetricsFile(metricsFile, metrics.snapshot()))
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));
+  };
+  const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);
+  metricsTimer.unref();
 
   try {
     const recovered = await consumer.start();
@@ -119,6 +157,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   } finally {
     signal.removeEventListener('abort', onShutdown);
     await drain({ running, graceMs: config.worker.shutdownGraceMs, stopTasks, logger });
+    clearInterval(metricsTimer);
+    // A write still in flight would bring the file back after close() removes it.
+    await metricsWrite;
     await consumer.close();
   }
   logger.info('stopped');

@@ -19,6 +19,8 @@ export const errorCodes = {
   NOT_FOUND: 'No route, task or note matches the request.',
   METHOD_NOT_ALLOWED: 'The route exists but not for this HTTP method.',
   NOT_ACCEPTABLE: 'The server cannot answer in a format the request accepts.',
+  CONFLICT:
+    'The request is valid but the target is not in a state that allows it (a disabled integration, a task that is not failed).',
   PAYLOAD_TOO_LARGE: 'The request body is larger than the server accepts.',
   UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',

@@ -23,6 +23,7 @@ export {
   TaskFileError,
   type TaskOwner,
   type TaskSource,
+  taskFileData,
   taskSources,
 } from './task-file.ts';
 export { newTaskId, taskIdPattern, taskIdTimeMs } from './task-id.ts';

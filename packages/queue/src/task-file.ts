@@ -182,7 +182,8 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
 }
 
 /** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
-export function stringifyTask(task: Task): string {
+/** A task as its file holds it: snake_case keys, absent fields left out. The REST API answers with the same shape. */
+export function taskFileData(task: Task): Record<string, unknown> {
   const file: Record<string, unknown> = {
     id: task.id,
     type: task.type,
@@ -212,6 +213,11 @@ export function stringifyTask(task: Task): string {
           })),
   };
   for (const key of Object.keys(file)) if (file[key] === undefined) delete file[key];
+  return file;
+}
+
+export function stringifyTask(task: Task): string {
+  const file = taskFileData(task);
   // No line folding: a payload string must come back byte for byte, and aliases would make hand edits confusing.
   return stringify(file, { lineWidth: 0, aliasDuplicateObjects: false });
 }

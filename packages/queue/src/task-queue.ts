@@ -439,7 +439,7 @@ export class TaskQueue {
     const record = await this.get(id);
     if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
     if (record.state !== 'failed') {
-      throw new AssistantError('BAD_REQUEST', `task ${id} is ${record.state}; only failed tasks can be retried`);
+      throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only failed tasks can be retried`);
     }
     if (!record.task || !record.name) {
       throw new AssistantError('BAD_REQUEST', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`, {

@@ -75,8 +75,10 @@ export class WorkerRegistry {
     });
   }
 
+  /** Removes a worker's heartbeat file and the metrics file it keeps beside it (`{id}.metrics.json`). */
   async remove(id: string): Promise<void> {
     await unlink(this.#file(id)).catch(ignoreMissing);
+    await unlink(path.join(this.#options.directory, `${id}.metrics.json`)).catch(ignoreMissing);
   }
 
   async read(id: string): Promise<WorkerRecord | undefined> {

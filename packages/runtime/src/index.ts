@@ -39,6 +39,21 @@ export {
 } from './manifest/read-manifest.ts';
 export { type SettingSpec, type SettingType, settingTypes } from './manifest/setting-spec.ts';
 export {
+  durationBucketsSeconds,
+  type MetricsSnapshot,
+  mergeSnapshots,
+  metricsSnapshotSchema,
+  type RejectionReason,
+  type RenderPrometheusOptions,
+  readMetricsFiles,
+  rejectionReasons,
+  renderPrometheus,
+  TaskMetrics,
+  type TaskOutcomeName,
+  taskOutcomes,
+  writeMetricsFile,
+} from './metrics/task-metrics.ts';
+export {
   type BreakerState,
   type CircuitBreakerSettings,
   CircuitBreakers,

@@ -1,0 +1,148 @@
+import { AssistantError, type ErrorCode } from '@assistant/errors';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import type { AssistantServer } from './create-server.ts';
+
+/** One documented response of a route. */
+export interface RouteResponse {
+  description: string;
+  /** The body's schema; error responses share one. @default none (text or empty) */
+  schema?: z.ZodType;
+  /** @default application/json */
+  contentType?: string;
+}
+
+export interface RouteInput<Params, Query, Body> {
+  params: Params;
+  query: Query;
+  body: Body;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/** A route as written once: fastify registers it, zod checks its input, OpenAPI describes it. */
+export interface RouteSpec<Params = unknown, Query = unknown, Body = unknown> {
+  method: 'GET' | 'POST';
+  /** fastify's syntax: `/api/tasks/:id`, `/api/notes/*`. */
+  url: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  params?: z.ZodType<Params>;
+  query?: z.ZodType<Query>;
+  body?: z.ZodType<Body>;
+  responses: Record<number, RouteResponse>;
+  handler: (input: RouteInput<Params, Query, Body>) => Promise<unknown>;
+}
+
+/** `{error: {code, message}}`, the body of every error response. */
+export const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+/** Routes registered through one table, so the OpenAPI document lists exactly what the server serves. */
+export class RouteTable {
+  readonly #routes: RouteSpec<never, never, never>[] = [];
+
+  add<Params, Query, Body>(app: AssistantServer, spec: RouteSpec<Params, Query, Body>): void {
+    this.#routes.push(spec as unknown as RouteSpec<never, never, never>);
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      handler: async (request, reply) => {
+        const params = parse(spec.params, request.params, 'path');
+        const query = parse(spec.query, request.query, 'query');
+        const body = parse(spec.body, request.body, 'body');
+        return spec.handler({ params, query, body, request, reply } as RouteInput<Params, Query, Body>);
+      },
+    });
+  }
+
+  /** The OpenAPI 3.1 document of every route added so far. */
+  openApi(info: { title: string; version: string; description: string }): Record<string, unknown> {
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const route of this.#routes) {
+      const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');
+      const parameters: unknown[] = [];
+      for (const [name, schema] of Object.entries(objectShape(route.params))) {
+        parameters.push({ name, in: 'path', required: true, schema: jsonSchema(schema) });
+      }
+      if (route.url.endsWith('*'))
+        parameters.push({ name: 'path', in: 'path', required: true, schema: { type: 'string' } });
+      for (const [name, schema] of Object.entries(objectShape(route.query))) {
+        parameters.push({
+          name,
+          in: 'query',
+          required: !(schema as z.ZodType).safeParse(undefined).success,
+          schema: jsonSchema(schema),
+        });
+      }
+      const responses: Record<string, unknown> = {};
+      for (const [status, response] of Object.entries(route.responses)) {
+        responses[status] = {
+          description: response.description,
+          ...(response.schema
+            ? { content: { [response.contentType ?? 'application/json']: { schema: jsonSchema(response.schema) } } }
+            : response.contentType
+              ? { content: { [response.contentType]: { schema: { type: 'string' } } } }
+              : {}),
+        };
+      }
+      paths[path] ??= {};
+      paths[path][route.method.toLowerCase()] = {
+        summary: route.summary,
+        ...(route.description ? { description: route.description } : {}),
+        tags: [route.tag],
+        ...(parameters.length > 0 ? { parameters } : {}),
+        ...(route.body
+          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } }
+          : {}),
+        responses,
+      };
+    }
+    return {
+      openapi: '3.1.0',
+      info,
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'required when server.token is set' },
+        },
+      },
+      paths,
+    };
+  }
+}
+
+/** Validates one part of a request; the first problem becomes a 400 naming where it is. */
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return value as T;
+  const result = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const at = [where, ...(issue?.path ?? []).map(String)].join('.');
+  throw new AssistantError('BAD_REQUEST', `${at}: ${issue?.message ?? 'invalid'}`);
+}
+
+function objectShape(schema: z.ZodType | undefined): Record<string, z.ZodType> {
+  if (!schema) return {};
+  const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  return shape ?? {};
+}
+
+function jsonSchema(schema: z.ZodType): unknown {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}
+
+/** The HTTP status each error code answers with. */
+export const statusByCode: Partial<Record<ErrorCode, number>> = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  TOO_MANY_REQUESTS: 429,
+  UNAVAILABLE: 503,
+};

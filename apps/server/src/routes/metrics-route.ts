@@ -1,0 +1,41 @@
+import type { TaskQueue } from '@assistant/queue';
+import { mergeSnapshots, readMetricsFiles, renderPrometheus, type TaskMetrics } from '@assistant/runtime';
+import type { AssistantServer } from '../create-server.ts';
+import { workerLiveness } from '../health-route.ts';
+import type { RouteTable } from '../route-table.ts';
+
+export interface MetricsRouteOptions {
+  queue: () => TaskQueue;
+  /** The server's own counters (the scheduler's policy rejections). */
+  metrics: TaskMetrics;
+}
+
+/** `GET /metrics`: queue depth from file names, plus the counters every worker writes beside its heartbeat. */
+export function registerMetricsRoute(app: AssistantServer, routes: RouteTable, options: MetricsRouteOptions): void {
+  routes.add(app, {
+    method: 'GET',
+    url: '/metrics',
+    tag: 'health',
+    summary: 'Prometheus metrics',
+    description:
+      'Queue depth per state and task type, task outcomes and durations per type (summed over the workers), policy rejections, live workers.',
+    responses: { 200: { description: 'the text exposition format 0.0.4', contentType: 'text/plain; version=0.0.4' } },
+    handler: async ({ reply }) => {
+      const queue = options.queue();
+      const depth: Record<string, Record<string, number>> = {};
+      for (const state of ['pending', 'active', 'done', 'failed'] as const) {
+        const byType: Record<string, number> = {};
+        for (const entry of await queue.entries(state)) {
+          const type = entry.name?.type ?? 'unreadable';
+          byType[type] = (byType[type] ?? 0) + 1;
+        }
+        depth[state] = byType;
+      }
+      const snapshot = mergeSnapshots([...(await readMetricsFiles(queue.paths.workers)), options.metrics.snapshot()]);
+      const liveness = await workerLiveness(queue);
+      return reply
+        .type('text/plain; version=0.0.4; charset=utf-8')
+        .send(renderPrometheus({ queue: depth, snapshot, workersAlive: liveness.workers }));
+    },
+  });
+}
