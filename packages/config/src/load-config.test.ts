@@ -292,3 +292,25 @@ describe('loadConfig', () => {
     expect((missing as Error).message).toBe('config file nope.yaml does not exist');
   });
 });
+
+describe('unusual files', () => {
+  it('reports a secrets.yaml that is a folder instead of crashing', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'assistant-config-'));
+    try {
+      await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\n');
+      await mkdir(path.join(dir, 'secrets.yaml'));
+      await expect(loadConfig({ configPath: path.join(dir, 'config.yaml'), cwd: dir })).rejects.toThrow(
+        'secrets.yaml cannot be read: it is a folder',
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a backoff whose max is shorter than its delay', () => {
+    const result = parseConfig({ text: 'queue:\n  policies:\n    defaults:\n      backoff: {delay: 10m, max: 1m}\n' });
+    expect(result.errors.map((problem) => problem.message)).toEqual([
+      'the longest backoff `max` is shorter than the first `delay`',
+    ]);
+  });
+});

@@ -335,7 +335,15 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
       });
     }
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EISDIR' || code === 'EACCES') {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `${shown(secretsFile)} cannot be read: ${code === 'EISDIR' ? 'it is a folder' : 'permission denied'}`,
+        { hint: 'secrets.yaml is a file of `name: value` lines next to config.yaml, readable by you (chmod 600)' },
+      );
+    }
+    if (code !== 'ENOENT') throw error;
   }
 
   const result = parseConfig({

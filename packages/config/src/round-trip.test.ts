@@ -108,7 +108,19 @@ const config = fc
       dedup: fc.boolean(),
       rate_limit: fc.oneof(fc.constant(null), fc.record({ max: fc.integer({ min: 1, max: 100 }), per: duration })),
       max_attempts: fc.integer({ min: 1, max: 100 }),
-      backoff: optional({ type: fc.constantFrom('fixed', 'exponential'), delay: duration, max: duration }),
+      // `max` is never shorter than `delay`: the schema refuses that.
+      backoff: fc
+        .record({
+          type: fc.constantFrom('fixed', 'exponential'),
+          delayMs: fc.integer({ min: 1_000, max: 10_000_000 }),
+          extraMs: fc.integer({ min: 0, max: 10_000_000 }),
+          withMax: fc.boolean(),
+        })
+        .map(({ type, delayMs, extraMs, withMax }) => ({
+          type,
+          delay: formatDuration(delayMs),
+          ...(withMax ? { max: formatDuration(delayMs + extraMs) } : {}),
+        })),
       timeout: duration,
     });
     return fc.record({

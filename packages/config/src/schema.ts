@@ -415,7 +415,21 @@ const backoffSchema = z
     delay: duration.default(30_000),
     max: duration.optional(),
   })
-  .transform((value) => ({ type: value.type, delayMs: value.delay, maxMs: value.max ?? 3_600_000 }));
+  .superRefine((value, context) => {
+    if (value.max !== undefined && value.max < value.delay) {
+      context.addIssue({
+        code: 'custom',
+        path: ['max'],
+        message: 'the longest backoff `max` is shorter than the first `delay`',
+      });
+    }
+  })
+  // Without `max`, backoff stops growing at an hour, or at `delay` when that is longer.
+  .transform((value) => ({
+    type: value.type,
+    delayMs: value.delay,
+    maxMs: value.max ?? Math.max(3_600_000, value.delay),
+  }));
 
 const policyFields = {
   dedup: z.boolean(),
