@@ -199,11 +199,17 @@ export const automationSchema = z
     when: z.record(z.string().min(1), conditionValue),
     // biome-ignore lint/suspicious/noThenProperty: `then:` is the config key people write; the output calls it `actions`.
     then: thenSchema,
+    /** `required`: the rule's actions wait for a person to approve them (an approval note), then run. */
+    approval: z.literal('required', { error: 'the only value is `required`' }).optional(),
+    /** How long an approval request waits before it is dropped. @default `approvals.expires` */
+    approval_expires: duration.optional(),
   })
   .transform((value) => ({
     ...(value.name === undefined ? {} : { name: value.name }),
     when: value.when,
     actions: value.then,
+    approval: value.approval === 'required',
+    ...(value.approval_expires === undefined ? {} : { approvalExpiresMs: value.approval_expires }),
   }));
 export type Automation = z.output<typeof automationSchema>;
 
@@ -388,6 +394,8 @@ export const scriptSchema = z
     inputs: z.array(identifier).optional(),
     timeout: duration.optional(),
     reversible: z.boolean().default(false),
+    /** Whether the script may use the network; without it, a sandboxed script has none. */
+    network: z.boolean().default(false),
   })
   .superRefine((value, context) => {
     if ((value.shell === undefined) === (value.node === undefined)) {
@@ -400,6 +408,7 @@ export const scriptSchema = z
     inputs: value.inputs ?? [],
     timeoutMs: value.timeout ?? 300_000,
     reversible: value.reversible,
+    network: value.network,
   }));
 export type ScriptConfig = z.output<typeof scriptSchema>;
 
@@ -536,6 +545,10 @@ export const circuitBreakerSchema = z
   })
   .transform((value) => ({ failures: value.failures, pauseMs: value.pause }));
 
+export const approvalsSchema = z
+  .strictObject({ expires: duration.default(86_400_000) })
+  .transform((value) => ({ expiresMs: value.expires }));
+
 const directoriesSchema = z
   .strictObject({
     queue: z.string().min(1).optional(),
@@ -572,6 +585,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       server: serverSchema.prefault({}),
       worker: workerSchema.prefault({}),
       circuit_breaker: circuitBreakerSchema.prefault({}),
+      approvals: approvalsSchema.prefault({}),
     })
     .transform((value) => ({
       dataDir: value.data_dir,
@@ -584,6 +598,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       server: value.server,
       worker: value.worker,
       circuitBreaker: value.circuit_breaker,
+      approvals: value.approvals,
     }));
 }
 

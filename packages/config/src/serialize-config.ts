@@ -36,8 +36,15 @@ function platform(value: PlatformConfig): Plain {
       Object.entries(value.classifications).map(([name, classification]) => [name, { ...classification }]),
     ),
     automations: value.automations.map((automation) =>
-      // biome-ignore lint/suspicious/noThenProperty: the config key is `then:`.
-      defined({ name: automation.name, when: automation.when, then: automation.actions.map(action) }),
+      defined({
+        name: automation.name,
+        when: automation.when,
+        // biome-ignore lint/suspicious/noThenProperty: the config key is `then:`.
+        then: automation.actions.map(action),
+        approval: automation.approval ? 'required' : undefined,
+        approval_expires:
+          automation.approvalExpiresMs === undefined ? undefined : formatDuration(automation.approvalExpiresMs),
+      }),
     ),
   };
 }
@@ -115,6 +122,7 @@ function toPlain(config: Config): Plain {
           inputs: script.inputs,
           timeout: formatDuration(script.timeoutMs),
           reversible: script.reversible,
+          network: script.network,
         }),
       ]),
     ),
@@ -143,6 +151,7 @@ function toPlain(config: Config): Plain {
       failures: config.circuitBreaker.failures,
       pause: formatDuration(config.circuitBreaker.pauseMs),
     },
+    approvals: { expires: formatDuration(config.approvals.expiresMs) },
   };
 }
 
