@@ -1,6 +1,7 @@
 export { durationExamples, formatDuration, parseDuration } from './duration.ts';
 export { configJsonSchema } from './json-schema.ts';
 export {
+  type ConfigCheckProblem,
   ConfigError,
   type ConfigPaths,
   type LoadConfigOptions,

@@ -39,7 +39,23 @@ export class ConfigError extends AssistantError {
   }
 }
 
+/** A problem a caller's own check found in a valid config, located by its key path. */
+export interface ConfigCheckProblem {
+  path: ConfigPath;
+  message: string;
+  hint?: string;
+  /** @default 'error' */
+  severity?: 'error' | 'warning';
+  /** Point at the key itself (an unknown name) rather than its value. @default 'value' */
+  at?: 'key' | 'value';
+}
+
 export interface ParseConfigOptions extends ConfigSchemaOptions {
+  /**
+   * Checks that need more than the schema knows (the runtime checks automations against the manifests). Its
+   * problems are reported with file, line and column like the schema's own.
+   */
+  check?: (config: Config) => ConfigCheckProblem[];
   /** config.yaml's text. */
   text: string;
   /** The name config.yaml is shown by in problems. @default 'config.yaml' */
@@ -107,7 +123,20 @@ export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
     problems.push(...issuesToProblems({ issues: result.error.issues, source, file, data }));
   }
   const warnings = result?.success ? collectWarnings(result.data, source, file, options) : [];
-  if (result?.success) problems.push(...crossCheck(result.data, source, file));
+  if (result?.success) {
+    problems.push(...crossCheck(result.data, source, file));
+    for (const problem of options.check?.(result.data) ?? []) {
+      const keyPosition = problem.at === 'key' ? source.keyAt(problem.path) : undefined;
+      problems.push(
+        located(source, file, problem.path, {
+          ...(keyPosition ? { position: keyPosition } : {}),
+          severity: problem.severity ?? 'error',
+          message: problem.message,
+          ...(problem.hint ? { hint: problem.hint } : {}),
+        }),
+      );
+    }
+  }
   const errors = sortProblems(problems.filter((problem) => problem.severity === 'error'));
   warnings.push(...problems.filter((problem) => problem.severity === 'warning'));
   return {
@@ -150,7 +179,7 @@ function readSecrets(
 }
 
 function located(source: YamlSource, file: string, path: ConfigPath, problem: Omit<ConfigProblem, 'file' | 'path'>) {
-  const position = source.valueAt(path) ?? source.keyAt(path);
+  const position = problem.position ?? source.valueAt(path) ?? source.keyAt(path);
   return { ...problem, file, path, ...(position ? { position } : {}) } as ConfigProblem;
 }
 
@@ -277,7 +306,7 @@ function crossCheck(config: Config, source: YamlSource, file: string): ConfigPro
   return problems;
 }
 
-export interface LoadConfigOptions extends ConfigSchemaOptions {
+export interface LoadConfigOptions extends ConfigSchemaOptions, Pick<ParseConfigOptions, 'check'> {
   /** Path to config.yaml. Relative paths resolve against `cwd`. */
   configPath: string;
   /** Path to secrets.yaml. @default secrets.yaml beside the config file */

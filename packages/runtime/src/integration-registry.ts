@@ -3,6 +3,8 @@ import { pathToFileURL } from 'node:url';
 import type { IntegrationConfigSchema, LoadedConfig, Schedule } from '@assistant/config';
 import type { JsonValue, Task } from '@assistant/queue';
 import * as z from 'zod';
+import type { CompiledRule } from './automations/compile-automations.ts';
+import { compilePlatformAutomations } from './automations/platform-automations.ts';
 import type { DiscoveredIntegration } from './discover-integrations.ts';
 import type { PlatformContext, TaskHandler } from './handler-context.ts';
 import { handlerReferencePattern } from './manifest/manifest-schema.ts';
@@ -70,11 +72,46 @@ export class IntegrationRegistry {
   readonly integrations: readonly DiscoveredIntegration[];
   readonly #types = new Map<string, TaskTypeInfo>();
   readonly #instances = new Map<string, RuntimeInstance>();
+  readonly #rules = new Map<string, CompiledRule[]>();
+  readonly #config: LoadedConfig;
 
   constructor(options: { integrations: readonly DiscoveredIntegration[]; config: LoadedConfig }) {
     this.integrations = options.integrations;
+    this.#config = options.config;
     for (const integration of options.integrations) this.#addTypes(integration);
     this.#addInstances(options.config);
+  }
+
+  /**
+   * The compiled automations of an instance's platform. Rules with problems are left out (config loading reports
+   * them), so nothing here can take an action the platform does not allow.
+   */
+  automations(instanceName: string, platformName: string): CompiledRule[] {
+    const key = `${instanceName}\u0000${platformName}`;
+    let rules = this.#rules.get(key);
+    if (!rules) {
+      const instance = this.#instances.get(instanceName);
+      const platform = this.manifestPlatform(instance?.domain ?? '', platformName);
+      const platformConfig = instance?.platforms[platformName];
+      rules =
+        platform && platformConfig
+          ? compilePlatformAutomations({
+              config: this.#config,
+              integrations: this.integrations,
+              platform,
+              platformConfig,
+            }).rules
+          : [];
+      this.#rules.set(key, rules);
+    }
+    return rules;
+  }
+
+  /** A platform as its manifest declares it (stages, fields, actions). */
+  manifestPlatform(domain: string, platformName: string) {
+    return this.integrations.find((integration) => integration.manifest.domain === domain)?.manifest.platforms[
+      platformName
+    ];
   }
 
   #addTypes(integration: DiscoveredIntegration): void {

@@ -102,6 +102,61 @@ describe('loadRuntime', () => {
     ]);
   });
 
+  it('checks automations against the manifest: keys, values, actions and the irreversible gate, each at its line', async () => {
+    const configPath = await setup(`integration_dirs: [./my-integrations]
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      people:
+        classifications:
+          close: "is this a close friend?"
+        automations:
+          - when: {clsoe: 0.8}
+            then: wave
+          - when: {close: ">= 0.8"}
+            then: send_card
+          - when: {is_friend: true}
+            then: [wave, dance]
+          - when: {close: ">= 0.8"}
+            then: send_card
+            approval: required
+          - when: {is_friend: true}
+            then: send_card
+  - type: weather
+    name: home
+    city: Lisbon
+`);
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(
+      (error as ConfigError).problems.map(
+        (problem) => `${problem.position?.line}:${problem.position?.col} ${problem.message}`,
+      ),
+    ).toEqual([
+      '12:20 `clsoe` is neither a classification of this platform nor one of its fields',
+      "15:19 `send_card` cannot be undone, and this rule decides from the LLM's classifications (llm)",
+      '17:26 `dance` is not an action of this platform',
+    ]);
+  });
+
+  it('gives the registry the compiled rules of each platform', async () => {
+    const configPath = await setup(
+      'integration_dirs: [./my-integrations]\nintegrations:\n  - type: greeter\n    name: friendly\n    platforms:\n      people:\n        automations:\n          - {when: {is_friend: true}, then: send_card}\n  - {type: weather, name: home, city: Lisbon}\n',
+    );
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.automations('friendly', 'people')).toMatchObject([
+      {
+        name: 'automation 1',
+        provenance: 'rule',
+        actions: [{ kind: 'platform', name: 'send_card', tier: 'irreversible' }],
+      },
+    ]);
+    expect(registry.automations('home', 'forecast')).toEqual([]);
+  });
+
   it('refuses an unknown integration type', async () => {
     const configPath = await setup('integrations:\n  - type: wether\n    name: home\n');
     const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LoadConfigResult, type LoadedConfig, loadConfig } from '@assistant/config';
 import { parseDocument } from 'yaml';
+import { automationChecks } from './automations/platform-automations.ts';
 import { type DiscoveredIntegration, discoverIntegrations } from './discover-integrations.ts';
 import { IntegrationRegistry, integrationConfigSchemas } from './integration-registry.ts';
 
@@ -50,6 +51,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     configPath: options.configPath,
     cwd,
     integrationTypes: integrationConfigSchemas(integrations),
+    check: automationChecks(integrations),
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
   });
   return { config, warnings, integrations, registry: new IntegrationRegistry({ integrations, config }) };

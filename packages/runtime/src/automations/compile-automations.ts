@@ -52,6 +52,10 @@ export interface RuleProblem {
   path: (string | number)[];
   message: string;
   hint?: string;
+  /** The problem is the key's name, not its value. */
+  at?: 'key';
+  /** Set for a script that `scripts:` does not define, which config loading reports on its own. */
+  unknownScript?: true;
 }
 
 export interface CompileAutomationsOptions {
@@ -82,6 +86,7 @@ export function compileAutomations(options: CompileAutomationsOptions): {
         found.push({
           index,
           path: ['when', key],
+          at: 'key',
           message: `\`${key}\` is neither a classification of this platform nor one of its fields`,
           hint: describeChoices(options.classifications, options.fields),
         });
@@ -102,7 +107,15 @@ export function compileAutomations(options: CompileAutomationsOptions): {
       const path = automation.actions.length === 1 ? ['then'] : ['then', actionIndex];
       const resolved = resolveAction(action, options.catalog);
       if ('problem' in resolved) {
-        found.push({ index, path, message: resolved.problem, ...(resolved.hint ? { hint: resolved.hint } : {}) });
+        found.push({
+          index,
+          path,
+          message: resolved.problem,
+          ...(resolved.hint ? { hint: resolved.hint } : {}),
+          ...(action.kind === 'script' && !(action.script in options.catalog.scripts)
+            ? { unknownScript: true as const }
+            : {}),
+        });
         return;
       }
       if (resolved.tier === 'irreversible' && provenance !== 'rule' && !resolved.yolo && !automation.approval) {
