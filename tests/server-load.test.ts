@@ -2,6 +2,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
+import { TaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -18,6 +19,8 @@ describe('POST /api/tasks under load', () => {
     await using app = createServer({ config });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
 
+    // The request index each returned id answered, to check that each request became its own task.
+    const indexById = new Map<string, number>();
     const ids: string[] = [];
     const statuses = new Map<number, number>();
     let next = 0;
@@ -27,21 +30,35 @@ describe('POST /api/tasks under load', () => {
         const response = await fetch(`${address}/api/tasks`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          // Half of them identical: manual tasks bypass dedup, so identical requests are still separate tasks.
-          body: JSON.stringify({ type: 'system.echo', payload: index % 2 === 0 ? { index } : { same: true } }),
+          // Each payload distinct, so a task on disk can be traced back to the one request that made it.
+          body: JSON.stringify({ type: 'system.echo', payload: { index } }),
         });
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        ids.push(z.object({ id: z.string() }).parse(await response.json()).id);
+        const { id } = z.object({ id: z.string() }).parse(await response.json());
+        ids.push(id);
+        indexById.set(id, index);
       }
     };
     await Promise.all(Array.from({ length: inFlight }, sender));
 
     expect(Object.fromEntries(statuses)).toEqual({ 201: requests });
+    expect(ids).toHaveLength(requests);
     expect(new Set(ids).size).toBe(requests);
     const pending = (await readdir(path.join(config.paths.queue, 'pending'))).filter((name) => name.endsWith('.yaml'));
     expect(pending).toHaveLength(requests);
     const idsOnDisk = new Set(pending.map((name) => /_([0-9a-z]{26})--/.exec(name)?.[1]));
     expect(idsOnDisk).toEqual(new Set(ids));
     expect(await readdir(path.join(config.paths.queue, 'tmp'))).toEqual([]);
+    // Every file holds the payload of the request its id was returned to.
+    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const mismatched: string[] = [];
+    for (const entry of await queue.list({ state: 'pending', limit: requests + 1 })) {
+      const record = await queue.read(entry);
+      const id = entry.name?.id ?? '';
+      if (!record.task || JSON.stringify(record.task.payload) !== JSON.stringify({ index: indexById.get(id) })) {
+        mismatched.push(entry.fileName);
+      }
+    }
+    expect(mismatched).toEqual([]);
   });
 });

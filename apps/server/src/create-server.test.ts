@@ -78,6 +78,92 @@ describe('GET /health', () => {
   });
 });
 
+describe('GET /health worker and status', () => {
+  /** A heartbeat file as the worker registry writes it. */
+  function heartbeat(id: string, heartbeatAt: Date): string {
+    return `id: ${id}\npid: 4242\nhost: elsewhere\nstarted_at: 2026-01-01T00:00:00.000Z\nheartbeat_at: ${heartbeatAt.toISOString()}\n`;
+  }
+
+  it('counts the workers whose heartbeat is within the 60 s lease and ignores every other file', async () => {
+    const config = await configWith();
+    const workers = path.join(config.paths.queue, 'workers');
+    await mkdir(workers, { recursive: true });
+    const fresh = new Date(Date.now() - 5_000);
+    await writeFile(path.join(workers, 'host-1-aaa.yaml'), heartbeat('host-1-aaa', fresh));
+    await writeFile(path.join(workers, 'host-2-bbb.yaml'), heartbeat('host-2-bbb', new Date(Date.now() - 3_600_000)));
+    // Files beside the heartbeats: a worker's metrics, a half-written heartbeat, a folder and a stray note.
+    await writeFile(path.join(workers, 'host-1-aaa.metrics.json'), '{}');
+    await writeFile(path.join(workers, 'host-3-ccc.yaml'), 'id: [unclosed\n');
+    await mkdir(path.join(workers, 'host-4-ddd.yaml'));
+    await writeFile(path.join(workers, 'readme.txt'), heartbeat('readme', new Date()));
+    await using app = createServer({ config });
+    const response = await app.inject({ method: 'GET', url: '/health' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().worker).toEqual({ alive: true, workers: 1, last_heartbeat_at: fresh.toISOString() });
+  });
+
+  it('reports a stale heartbeat as not alive, with its time', async () => {
+    const config = await configWith();
+    const workers = path.join(config.paths.queue, 'workers');
+    await mkdir(workers, { recursive: true });
+    const stale = new Date(Date.now() - 61_000);
+    await writeFile(path.join(workers, 'host-1-aaa.yaml'), heartbeat('host-1-aaa', stale));
+    await using app = createServer({ config });
+    const response = await app.inject({ method: 'GET', url: '/health' });
+    expect(response.json().worker).toEqual({ alive: false, workers: 0, last_heartbeat_at: stale.toISOString() });
+  });
+
+  it('lists open and half-open circuit breakers, not closed ones, and every schedule', async () => {
+    await using app = createServer({
+      config: await configWith(),
+      status: {
+        breakers: async () => [
+          { taskType: 'system.echo', state: 'closed', consecutiveFailures: 0 },
+          {
+            taskType: 'email.inbox.check',
+            state: 'open',
+            consecutiveFailures: 5,
+            retryAt: '2026-01-01T01:00:00.000Z',
+            lastError: 'ECONNREFUSED',
+          },
+          { taskType: 'greeter.people.check', state: 'half_open', consecutiveFailures: 3 },
+        ],
+        schedules: () => [
+          {
+            id: 'mail',
+            description: 'mail (email): inbox',
+            lastFiredAt: '2026-01-01T00:00:00.000Z',
+            nextRunAt: '2026-01-01T00:30:00.000Z',
+          },
+          { id: 'quiet', description: 'quiet (greeter): people' },
+        ],
+      },
+    });
+    const response = await app.inject({ method: 'GET', url: '/health' });
+    expect(response.json()).toMatchObject({
+      circuit_breakers: [
+        {
+          task_type: 'email.inbox.check',
+          state: 'open',
+          consecutive_failures: 5,
+          retry_at: '2026-01-01T01:00:00.000Z',
+          last_error: 'ECONNREFUSED',
+        },
+        { task_type: 'greeter.people.check', state: 'half_open', consecutive_failures: 3 },
+      ],
+      schedules: [
+        {
+          id: 'mail',
+          description: 'mail (email): inbox',
+          last_fired_at: '2026-01-01T00:00:00.000Z',
+          next_run_at: '2026-01-01T00:30:00.000Z',
+        },
+        { id: 'quiet', description: 'quiet (greeter): people' },
+      ],
+    });
+  });
+});
+
 describe('errors', () => {
   it('answers unknown routes with {error: {code, message}}', async () => {
     await using app = createServer({ config: await configWith() });

@@ -13,14 +13,14 @@ import Fastify, {
 import { type Logger, pino } from 'pino';
 import { registerBearerAuth } from './bearer-auth.ts';
 import { registerErrorReplies } from './error-replies.ts';
-import { registerHealthRoute, type ServerStatusSources } from './health-route.ts';
+import { registerHealthRoute } from './health-route.ts';
 import { RouteTable } from './route-table.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
-import type { ServerCatalog } from './server-catalog.ts';
+import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
 
 /** The app with our pino logger's type, so route handlers get `request.log` typed as that logger. */
 export type AssistantServer = FastifyInstance<
@@ -39,7 +39,7 @@ export interface CreateServerOptions {
   /** Circuit breakers and schedules for /health. @default none */
   status?: ServerStatusSources;
   /** The server's own counters for /metrics (the scheduler's rejections). @default fresh, empty counters */
-  metrics?: TaskMetrics;
+  metrics?: ServerMetrics;
 }
 
 /** Room for a task's JSON envelope around a payload of `max_task_bytes`. */

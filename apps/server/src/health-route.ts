@@ -2,16 +2,10 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { assistantVersion } from '@assistant/process';
 import { type TaskQueue, type TaskState, taskStates, WorkerRegistry } from '@assistant/queue';
-import type { BreakerState, ScheduledJobStatus } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from './create-server.ts';
 import type { RouteTable } from './route-table.ts';
-
-/** Where /health learns about circuit breakers and schedules; both live in the server process. */
-export interface ServerStatusSources {
-  breakers?: () => Promise<BreakerState[]>;
-  schedules?: () => ScheduledJobStatus[];
-}
+import type { ServerStatusSources } from './server-catalog.ts';
 
 export interface WorkerLiveness {
   /** Some worker's heartbeat is within the lease: tasks are being run. */
@@ -60,7 +54,9 @@ export async function workerLiveness(queue: TaskQueue, nowMs: number = Date.now(
   let last: number | undefined;
   for (const name of names) {
     if (!name.endsWith('.yaml')) continue;
-    const record = await registry.read(path.basename(name, '.yaml'));
+    // A heartbeat that cannot be read (a folder named like one, a permission problem) says nothing about liveness;
+    // it must not turn /health into a 500.
+    const record = await registry.read(path.basename(name, '.yaml')).catch(() => undefined);
     const heartbeatMs = record ? Date.parse(record.heartbeatAt) : Number.NaN;
     if (Number.isNaN(heartbeatMs)) continue;
     if (last === undefined || heartbeatMs > last) last = heartbeatMs;

@@ -62,11 +62,13 @@ export class RouteTable {
     for (const route of this.#routes) {
       const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');
       const parameters: unknown[] = [];
+      // fastify names the wildcard `*`; OpenAPI has no wildcards, so it is the `{path}` parameter of the template.
       for (const [name, schema] of Object.entries(objectShape(route.params))) {
-        parameters.push({ name, in: 'path', required: true, schema: jsonSchema(schema) });
+        parameters.push({ name: name === '*' ? 'path' : name, in: 'path', required: true, schema: jsonSchema(schema) });
       }
-      if (route.url.endsWith('*'))
+      if (route.url.endsWith('*') && !('*' in objectShape(route.params))) {
         parameters.push({ name: 'path', in: 'path', required: true, schema: { type: 'string' } });
+      }
       for (const [name, schema] of Object.entries(objectShape(route.query))) {
         parameters.push({
           name,

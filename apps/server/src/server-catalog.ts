@@ -1,5 +1,5 @@
 import type { JsonValue } from '@assistant/queue';
-import type { IntegrationRegistry } from '@assistant/runtime';
+import type { BreakerState, IntegrationRegistry, ScheduledJobStatus, TaskMetrics } from '@assistant/runtime';
 
 /** What the server needs to know about integrations: which task types exist and what a trigger enqueues. */
 export interface ServerCatalog {
@@ -14,6 +14,26 @@ export interface ServerCatalog {
     | { ok: true; type: string; priority: number; integration: string; payload: JsonValue }
     | { ok: false; status: 404 | 409; message: string };
 }
+
+/** The fields of a circuit breaker that /health shows. */
+export type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
+
+/** The fields of a scheduled job that /health shows. */
+export type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;
+
+/** Where /health learns about circuit breakers and schedules; both live in the server process. */
+export interface ServerStatusSources {
+  /** Every breaker; /health shows the open and half-open ones. @default none */
+  breakers?: () => Promise<BreakerSummary[]>;
+  /** Every scheduled job with its last and next run. @default none */
+  schedules?: () => ScheduleSummary[];
+}
+
+/**
+ * The server's own counters for /metrics: the scheduler records its policy rejections into a {@link TaskMetrics};
+ * the route only reads them, summed with the files the workers write.
+ */
+export type ServerMetrics = Pick<TaskMetrics, 'snapshot'>;
 
 /** The catalog of a process that loaded the integrations. */
 export function catalogFromRegistry(registry: IntegrationRegistry): ServerCatalog {

@@ -30,6 +30,7 @@ export function registerIntegrationRoutes(
         description: 'the entry task is pending',
         schema: z.object({ id: z.string(), type: z.string(), state: z.literal('pending'), path: z.string() }),
       },
+      400: { description: 'not an instance or platform name', schema: errorBodySchema },
       404: { description: 'no such instance or platform', schema: errorBodySchema },
       409: { description: 'the instance or platform is disabled', schema: errorBodySchema },
     },

@@ -1,13 +1,14 @@
 import type { TaskQueue } from '@assistant/queue';
-import { mergeSnapshots, readMetricsFiles, renderPrometheus, type TaskMetrics } from '@assistant/runtime';
+import { mergeSnapshots, readMetricsFiles, renderPrometheus } from '@assistant/runtime';
 import type { AssistantServer } from '../create-server.ts';
 import { workerLiveness } from '../health-route.ts';
 import type { RouteTable } from '../route-table.ts';
+import type { ServerMetrics } from '../server-catalog.ts';
 
 export interface MetricsRouteOptions {
   queue: () => TaskQueue;
   /** The server's own counters (the scheduler's policy rejections). */
-  metrics: TaskMetrics;
+  metrics: ServerMetrics;
 }
 
 /** `GET /metrics`: queue depth from file names, plus the counters every worker writes beside its heartbeat. */

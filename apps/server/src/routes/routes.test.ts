@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
@@ -163,6 +163,85 @@ describe('/api/tasks', () => {
   });
 });
 
+describe('/api/tasks reading and retrying', () => {
+  /** Enqueues a task and moves its file into `state`, last modified at `modifiedAtMs`. */
+  async function placed(queue: TaskQueue, state: 'active' | 'done' | 'failed', modifiedAtMs: number) {
+    const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli', payload: { state, modifiedAtMs } });
+    if (outcome.status !== 'enqueued') throw new Error('not enqueued');
+    await mkdir(queue.paths[state], { recursive: true });
+    const target = path.join(queue.paths[state], outcome.fileName);
+    await rename(outcome.path, target);
+    await utimes(target, modifiedAtMs / 1_000, modifiedAtMs / 1_000);
+    return outcome.task.id;
+  }
+
+  it('lists every state without `state`: pending and active in run order, then done and failed newest first', async () => {
+    const config = await configWith();
+    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const low = await queue.enqueue({ type: 'system.echo', source: 'cli', priority: 7 });
+    const high = await queue.enqueue({ type: 'system.sleep', source: 'cli', priority: 1, payload: { ms: 1 } });
+    if (low.status !== 'enqueued' || high.status !== 'enqueued') throw new Error('not enqueued');
+    const active = await placed(queue, 'active', Date.UTC(2026, 0, 1));
+    const olderDone = await placed(queue, 'done', Date.UTC(2026, 0, 2));
+    const newerDone = await placed(queue, 'done', Date.UTC(2026, 0, 3));
+    const failed = await placed(queue, 'failed', Date.UTC(2026, 0, 4));
+    await using app = await server(config);
+    const response = await app.inject({ method: 'GET', url: '/api/tasks' });
+    expect(response.statusCode).toBe(200);
+    const listed = z.object({ tasks: z.array(z.object({ id: z.string(), state: z.string() })) }).parse(response.json());
+    expect(listed.tasks.map((task) => [task.state, task.id])).toEqual([
+      ['pending', high.task.id],
+      ['pending', low.task.id],
+      ['active', active],
+      ['done', newerDone],
+      ['done', olderDone],
+      ['failed', failed],
+    ]);
+    const onlyDone = await app.inject({ method: 'GET', url: '/api/tasks?state=done' });
+    expect(onlyDone.json().tasks.map((task: { id: string }) => task.id)).toEqual([newerDone, olderDone]);
+    const bySleep = await app.inject({ method: 'GET', url: '/api/tasks?type=system.sleep' });
+    expect(bySleep.json().tasks.map((task: { id: string }) => task.id)).toEqual([high.task.id]);
+  });
+
+  it('answers 200 with `problem` for a task file that cannot be read as a task', async () => {
+    const config = await configWith();
+    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli' });
+    if (outcome.status !== 'enqueued') throw new Error('not enqueued');
+    await writeFile(outcome.path, 'priority: [unclosed\n');
+    await using app = await server(config);
+    const response = await app.inject({ method: 'GET', url: `/api/tasks/${outcome.task.id}` });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      id: outcome.task.id,
+      type: 'system.echo',
+      state: 'pending',
+      path: outcome.path,
+      problem: expect.any(String),
+    });
+  });
+
+  it('answers 404 to retrying an unknown task and 400 to retrying a failed file that is not a task', async () => {
+    const config = await configWith();
+    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const id = await placed(queue, 'failed', Date.UTC(2026, 0, 1));
+    const [entry] = await queue.list({ state: 'failed' });
+    if (!entry) throw new Error('no failed task');
+    await writeFile(entry.path, 'attempts: -1\n');
+    await using app = await server(config);
+    const unknown = await app.inject({ method: 'POST', url: '/api/tasks/01m81zbz7e0rvw1d46qzvhsks1/retry' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toEqual({
+      error: { code: 'NOT_FOUND', message: 'no task with id 01m81zbz7e0rvw1d46qzvhsks1' },
+    });
+    const unreadable = await app.inject({ method: 'POST', url: `/api/tasks/${id}/retry` });
+    expect(unreadable.statusCode).toBe(400);
+    expect(unreadable.json().error.message).toMatch(new RegExp(`^task ${id} cannot be read: `));
+    // Still where it was: a refused retry moves nothing.
+    expect(await readdir(queue.paths.failed)).toContain(entry.fileName);
+  });
+});
+
 describe('POST /api/integrations/:name/:platform/trigger', () => {
   it("enqueues the platform's entry task for the instance", async () => {
     const config = await configWith();
@@ -228,6 +307,13 @@ describe('/api/notes', () => {
       body: 'See you there.\n',
     });
     expect((await app.inject({ method: 'GET', url: '/api/notes/email/personal/3.md' })).statusCode).toBe(404);
+    const inFolder = await app.inject({ method: 'GET', url: '/api/notes?path=email/personal&q=invoice' });
+    expect(inFolder.json().notes).toEqual([{ path: 'email/personal/2.md', title: 'Invoice 42' }]);
+    const elsewhere = await app.inject({ method: 'GET', url: '/api/notes?path=calendar' });
+    expect(elsewhere.json()).toEqual({ notes: [], broken: [] });
+    const folder = await app.inject({ method: 'GET', url: '/api/notes/email/personal' });
+    expect(folder.statusCode).toBe(404);
+    expect(folder.json().error.message).toMatch(/is a folder/);
     const broken = await app.inject({ method: 'GET', url: '/api/notes/email/personal/broken.md' });
     expect(broken.statusCode).toBe(400);
     expect(broken.json().error.message).toMatch(/^broken note: email\/personal\/broken\.md:\d+:\d+: /);
@@ -240,7 +326,12 @@ describe('/api/notes', () => {
       '/api/notes/..%2Fsecret.txt',
       '/api/notes/%2e%2e/secret.txt',
       '/api/notes/email/../../secret.txt',
+      '/api/notes/..%5Csecret.txt',
+      '/api/notes/email/%2e%2e/%2e%2e/secret.txt',
+      '/api/notes/%00',
+      '/api/notes/',
       '/api/notes?path=..',
+      '/api/notes?path=email%2F..%2F..',
       '/api/notes?path=/etc',
     ]) {
       const response = await app.inject({ method: 'GET', url });
@@ -279,6 +370,13 @@ describe('/metrics', () => {
   });
 });
 
+/** The parts of an OpenAPI operation the document test looks at. */
+interface Operation {
+  parameters?: { name: string; in: string }[];
+  requestBody?: unknown;
+  responses: Record<string, unknown>;
+}
+
 describe('/docs/openapi.json', () => {
   it('describes every route the server serves', async () => {
     await using app = await server();
@@ -301,6 +399,21 @@ describe('/docs/openapi.json', () => {
         'GET /docs/openapi.json',
       ].sort(),
     );
+    // Each `{name}` of a path template is exactly one path parameter, and there are no others.
+    for (const [route, methods] of Object.entries(document.paths as Record<string, Record<string, Operation>>)) {
+      const inTemplate = [...route.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]).sort();
+      for (const [method, operation] of Object.entries(methods)) {
+        const inPath = (operation.parameters ?? [])
+          .filter((parameter) => parameter.in === 'path')
+          .map((parameter) => parameter.name)
+          .sort();
+        expect(inPath, `${method} ${route}`).toEqual(inTemplate);
+        expect(Object.keys(operation.responses).length, `${method} ${route}`).toBeGreaterThan(0);
+        // Whatever takes input can refuse it.
+        if (inPath.length > 0 || operation.requestBody)
+          expect(operation.responses, `${method} ${route}`).toHaveProperty('400');
+      }
+    }
     expect(document.paths['/api/tasks'].post.requestBody.content['application/json'].schema).toMatchObject({
       type: 'object',
       required: ['type'],

@@ -137,6 +137,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
     params: taskIdParams,
     responses: {
       200: { description: 'the task, pending again', schema: taskView },
+      400: { description: 'not a task id, or a failed file that cannot be read as a task', schema: errorBodySchema },
       404: { description: 'no such task', schema: errorBodySchema },
       409: { description: 'the task is not in failed/', schema: errorBodySchema },
     },

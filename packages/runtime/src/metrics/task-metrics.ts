@@ -6,8 +6,10 @@ import * as z from 'zod';
 /** Upper bounds of the task-duration histogram's buckets, in seconds (+Inf is implied). */
 export const durationBucketsSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600] as const;
 
+/** How a task run can end, as the worker reports it; the `outcome` label of `assistant_task_outcomes_total`. */
 export const taskOutcomes = ['done', 'retrying', 'delayed', 'failed', 'released', 'unrecorded'] as const;
 export type TaskOutcomeName = (typeof taskOutcomes)[number];
+/** Why the queue policies turned an enqueue away; the `reason` label of `assistant_policy_rejections_total`. */
 export const rejectionReasons = ['duplicate', 'rate_limited'] as const;
 export type RejectionReason = (typeof rejectionReasons)[number];
 
@@ -41,6 +43,7 @@ export class TaskMetrics {
   readonly #tasks = new Map<string, TypeMetrics>();
   readonly #rejections = new Map<string, Partial<Record<RejectionReason, number>>>();
 
+  /** Counts one finished run of a task type and how long it took (negative durations count as zero). */
   recordOutcome(type: string, outcome: TaskOutcomeName, durationMs: number): void {
     let metrics = this.#tasks.get(type);
     if (!metrics) {
@@ -56,12 +59,17 @@ export class TaskMetrics {
     metrics.duration.count += 1;
   }
 
+  /** Counts one enqueue of a task type that the policies turned away. */
   recordRejection(type: string, reason: RejectionReason): void {
     const counts = this.#rejections.get(type) ?? {};
     counts[reason] = (counts[reason] ?? 0) + 1;
     this.#rejections.set(type, counts);
   }
 
+  /**
+   * A copy of the counters as the metrics file holds them; later records do not change it.
+   * @param now the `updated_at` time. @default the current time
+   */
   snapshot(now: Date = new Date()): MetricsSnapshot {
     return {
       version: 1,
@@ -104,7 +112,7 @@ export async function readMetricsFiles(directory: string): Promise<MetricsSnapsh
   return snapshots;
 }
 
-/** Sums snapshots of several processes. */
+/** Sums snapshots of several processes; `updated_at` is the newest of theirs (the epoch when there are none). */
 export function mergeSnapshots(snapshots: readonly MetricsSnapshot[]): MetricsSnapshot {
   const merged: MetricsSnapshot = { version: 1, updated_at: new Date(0).toISOString(), tasks: {}, rejections: {} };
   for (const snapshot of snapshots) {
@@ -136,9 +144,11 @@ export function mergeSnapshots(snapshots: readonly MetricsSnapshot[]): MetricsSn
 }
 
 export interface RenderPrometheusOptions {
-  /** Task files per state and type, from the queue's names. */
+  /** Task files per state and type, from the queue's names: `{pending: {'system.echo': 2}}`. */
   queue: Record<string, Record<string, number>>;
+  /** The counters to render, usually every worker's file and the server's own, merged. */
   snapshot: MetricsSnapshot;
+  /** Workers whose heartbeat is within the lease. */
   workersAlive: number;
 }
 
