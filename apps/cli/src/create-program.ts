@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import type { CliContext } from './cli-context.ts';
+import { approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
@@ -103,6 +104,30 @@ export function createProgram(context: CliContext): CliProgram {
     .action(async (integration: string, platform: string, options: { json?: boolean }, command: Command) =>
       triggerCommand({ globals: globalOptions(command, context), context, integration, platform, ...options }),
     );
+
+  program
+    .command('approvals')
+    .description('list approval requests: actions that wait for a person (pending ones by default)')
+    .option('--status <status>', 'pending, approved, rejected or expired')
+    .option('--all', 'every request, whatever its status')
+    .option('--json', 'print them as JSON')
+    .action(async (options: { status?: string; all?: boolean; json?: boolean }, command: Command) =>
+      approvalsListCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+  for (const decision of ['approve', 'reject'] as const) {
+    program
+      .command(decision)
+      .description(
+        decision === 'approve'
+          ? 'approve a request: its actions are enqueued now'
+          : 'reject a request: nothing is done',
+      )
+      .argument('<id>', 'the request id, e.g. ap-3f2c9d1e0a4b (see `assistant approvals`)')
+      .option('--json', 'print the outcome as JSON')
+      .action(async (id: string, options: { json?: boolean }, command: Command) =>
+        approvalDecideCommand({ globals: globalOptions(command, context), context, id, decision, ...options }),
+      );
+  }
 
   const queue = program.command('queue').description('look at and maintain the task queue');
   queue

@@ -1,6 +1,6 @@
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { TaskMetrics } from '@assistant/runtime';
 import Fastify, {
@@ -15,6 +15,7 @@ import { registerBearerAuth } from './bearer-auth.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
 import { RouteTable } from './route-table.ts';
+import { registerApprovalRoutes } from './routes/approval-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
@@ -94,7 +95,9 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerHealthRoute(app, routes, { queue, status: options.status ?? {} });
   registerTaskRoutes(app, routes, { queue, catalog });
   registerIntegrationRoutes(app, routes, { queue, catalog });
-  registerNoteRoutes(app, routes, { notes: new NoteStore({ root: config.paths.notes }), root: config.paths.notes });
+  const notes = new NoteStore({ root: config.paths.notes });
+  registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
+  registerApprovalRoutes(app, routes, { queue, notes, humanLog: new HumanLog({ directory: config.paths.logs }) });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
   registerOpenApiRoute(app, routes);
   return app;

@@ -25,7 +25,7 @@ describe('scheduledJobs', () => {
       configPath,
       `integration_dirs: [${JSON.stringify(fixtures)}]
 integrations:
-  - {type: greeter, name: friendly, schedule: {every: 45m}}
+  - {type: greeter, name: friendly, schedule: {every: 45m}, platforms: {cards: {enabled: true}}}
   - {type: greeter, name: paused, enabled: false, schedule: {every: 45m}}
   - type: mailbox
     name: mail
@@ -45,7 +45,7 @@ integrations:
     });
     // Disabled instances and instances whose every platform is disabled have nothing to schedule.
     expect(jobs.map((job) => [job.id, job.description, job.taskTypes])).toEqual([
-      ['friendly', 'friendly (greeter): people', ['greeter.people.check']],
+      ['friendly', 'friendly (greeter): people, cards', ['greeter.people.check', 'greeter.cards.check']],
       ['system', 'system (system): housekeeping', ['system.housekeeping.run']],
     ]);
     const [friendly] = jobs;

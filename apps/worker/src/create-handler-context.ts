@@ -1,7 +1,13 @@
 import type { LoadedConfig } from '@assistant/config';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
-import type { HandlerContext, IntegrationRegistry, RuntimeInstance } from '@assistant/runtime';
+import {
+  enqueueActions,
+  evaluateRules,
+  type HandlerContext,
+  type IntegrationRegistry,
+  type RuntimeInstance,
+} from '@assistant/runtime';
 import type { Logger } from 'pino';
 
 /** What the worker shares between the contexts of all the tasks it runs. */
@@ -49,6 +55,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     };
   }
   const platform = info?.platform === undefined ? undefined : instance.platforms[info.platform];
+  const rules =
+    info?.platform === undefined ? [] : (services.registry?.automations(instance.name, info.platform) ?? []);
   const source =
     info?.platform === undefined
       ? task.integration
@@ -70,6 +78,22 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         services.humanLog.write({ ...details, source: details.source ?? source, message }),
       info: (message, fields = {}) => logger.info(fields, message),
       warn: (message, fields = {}) => logger.warn(fields, message),
+    },
+    automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
+    enqueueActions: async ({ notePath, matches, title }) => {
+      if (info?.platform === undefined) throw new Error(`enqueueActions needs a stage task; ${task.type} is not one`);
+      return enqueueActions({
+        notes: services.notes,
+        queue: services.queue,
+        humanLog: services.humanLog,
+        instance: instance.name,
+        domain: instance.domain,
+        platform: info.platform,
+        notePath,
+        matches,
+        ...(title === undefined ? {} : { title }),
+        approvalExpiresMs: services.config.approvals.expiresMs,
+      });
     },
     enqueue: async (enqueue) => {
       let type = enqueue.type;

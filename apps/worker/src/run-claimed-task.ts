@@ -6,7 +6,7 @@ import {
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
-import type { TaskHandler } from '@assistant/runtime';
+import { checkActTask, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
@@ -123,6 +123,18 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
   const context = createHandlerContext({ services: options.services, task, signal, logger });
   if ('problem' in context) throw new UnrecoverableError(context.problem);
+  const { registry } = options.services;
+  if (registry) {
+    const refused = await checkActTask({ registry, notes: options.services.notes, task });
+    if (refused) {
+      await options.services.humanLog.write({
+        source: task.integration ? `${task.integration}/${task.type}` : task.type,
+        message: `refused to act (task ${task.id})`,
+        reason: refused,
+      });
+      throw new UnrecoverableError(`refused: ${refused}`);
+    }
+  }
   signal.throwIfAborted();
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_resolve, reject) => {

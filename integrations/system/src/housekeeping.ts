@@ -1,13 +1,18 @@
-import type { HandlerContext } from '@assistant/sdk';
+import { expireApprovals, type HandlerContext } from '@assistant/sdk';
 
 /**
  * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
  * the owner can see it: old done/failed tasks pruned by `queue.retention`, tasks of workers that are gone back to
- * pending/, crash leftovers cleared from tmp/. Writes a human-log line only when something changed.
+ * pending/, crash leftovers cleared from tmp/; and approval requests past their expiry dropped (each with its own
+ * human-log line). Writes a summary line only when something changed.
  */
-export async function runHousekeeping({ queue, log }: HandlerContext) {
+export async function runHousekeeping({ queue, log, notes }: HandlerContext) {
   const pruned = await queue.prune();
   const recovered = await queue.recover();
+  const expired = await expireApprovals({
+    notes,
+    humanLog: { write: ({ message, ...details }) => log.human(message, details) },
+  });
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
   if (recovered.requeued.length > 0)
@@ -15,6 +20,7 @@ export async function runHousekeeping({ queue, log }: HandlerContext) {
   if (recovered.failed.length > 0) changes.push(`failed ${recovered.failed.length} tasks that had no attempts left`);
   if (recovered.quarantined.length > 0)
     changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
+  if (expired.length > 0) changes.push(`dropped ${expired.length} expired approval requests`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
   return {
     pruned,
@@ -23,5 +29,6 @@ export async function runHousekeeping({ queue, log }: HandlerContext) {
     quarantined: recovered.quarantined.length,
     removedDuplicates: recovered.removedDuplicates.length,
     removedTmp: recovered.removedTmp,
+    expiredApprovals: expired,
   };
 }

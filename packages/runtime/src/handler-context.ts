@@ -2,6 +2,8 @@ import type { Automation, Classification, LoadedConfig } from '@assistant/config
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
+import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
+import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -58,6 +60,21 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   /** Aborted on timeout and on shutdown; pass it to everything you await. */
   signal: AbortSignal;
   enqueue(options: HandlerEnqueueOptions): Promise<EnqueueOutcome>;
+  /** For stage tasks: the platform's rules, compiled, and the pure evaluation of an item's facts against them. */
+  automations: {
+    rules: readonly CompiledRule[];
+    evaluate(facts: ItemFacts, nowMs?: number): AutomationMatch[];
+  };
+  /**
+   * Takes the matched rules' actions for one item (its note): scripts and services as their own tasks, platform
+   * actions in the platform's `act` task, rules that need approval as approval requests. Each action is recorded on
+   * the note and never taken twice.
+   */
+  enqueueActions(options: {
+    notePath: string;
+    matches: readonly AutomationMatch[];
+    title?: string;
+  }): Promise<EnqueueActionsResult>;
   log: {
     /** A line in today's human log: what happened and why, for the owner to read. */
     human(message: string, details?: HumanLogDetails): Promise<void>;

@@ -1,4 +1,44 @@
 export {
+  type ApprovalRequest,
+  approvalsFolder,
+  type CreateApprovalRequestOptions,
+  createApprovalRequest,
+  type DecideApprovalOptions,
+  type DecideApprovalResult,
+  decideApproval,
+  expireApprovals,
+  listApprovals,
+  readApproval,
+} from './actions/approvals.ts';
+export { checkActTask } from './actions/check-act.ts';
+export {
+  type ActionTaken,
+  type ActPayload,
+  actPayloadSchema,
+  approvalId,
+  describe as describeAction,
+  type EnqueueActionsOptions,
+  type EnqueueActionsResult,
+  enqueueActions,
+  type PlannedAction,
+  plannedActionSchema,
+} from './actions/enqueue-actions.ts';
+export { renderInputs, renderTemplate } from './actions/render-template.ts';
+export {
+  type ActionCatalog,
+  type AutomationMatch,
+  actionAllowed,
+  type CompiledRule,
+  compileAutomations,
+  evaluateRules,
+  type ItemFacts,
+  type Provenance,
+  type ResolvedAction,
+  type RuleProblem,
+} from './automations/compile-automations.ts';
+export type { Condition, ConditionSubject, FieldType } from './automations/conditions.ts';
+export { automationChecks, compilePlatformAutomations, platformFields } from './automations/platform-automations.ts';
+export {
   builtinIntegrationsDir,
   type DiscoveredIntegration,
   type DiscoverIntegrationsOptions,

@@ -397,6 +397,8 @@ describe('/docs/openapi.json', () => {
         'GET /api/notes/{path}',
         'GET /metrics',
         'GET /docs/openapi.json',
+        'GET /api/approvals',
+        'POST /api/approvals/{id}',
       ].sort(),
     );
     // Each `{name}` of a path template is exactly one path parameter, and there are no others.

@@ -1,0 +1,63 @@
+import { HumanLog, NoteStore } from '@assistant/notes';
+import { TaskQueue } from '@assistant/queue';
+import { type ApprovalRequest, decideApproval, describeAction, listApprovals } from '@assistant/runtime';
+import type { CliContext } from '../cli-context.ts';
+import type { GlobalOptions } from '../global-options.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
+import { writeJson } from '../open-cli-queue.ts';
+
+export interface ApprovalCommandOptions {
+  globals: GlobalOptions;
+  context: CliContext;
+  json?: boolean;
+}
+
+/** `assistant approvals [--status S]`: the requests waiting for a person (or all of them), newest first. */
+export async function approvalsListCommand(
+  options: ApprovalCommandOptions & { status?: string; all?: boolean },
+): Promise<void> {
+  const { config } = await loadCliConfig(options);
+  const notes = new NoteStore({ root: config.paths.notes });
+  const status = options.all ? undefined : ((options.status ?? 'pending') as ApprovalRequest['status']);
+  const requests = await listApprovals(notes, {
+    ...(status ? { status } : {}),
+    onBroken: (message) => options.context.stderr.write(`warning: skipped ${message}\n`),
+  });
+  if (options.json) return writeJson(options.context, requests);
+  if (requests.length === 0) {
+    options.context.stdout.write(`no ${status ?? ''} approval requests\n`.replace('  ', ' '));
+    return;
+  }
+  for (const request of requests) {
+    options.context.stdout.write(
+      `${request.id}  ${request.status.padEnd(8)}  ${request.actions.map((action) => describeAction(action)).join(', ')} for ${request.title}\n` +
+        `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`,
+    );
+  }
+}
+
+/** `assistant approve ID` / `assistant reject ID`. */
+export async function approvalDecideCommand(
+  options: ApprovalCommandOptions & { id: string; decision: 'approve' | 'reject' },
+): Promise<void> {
+  const { config } = await loadCliConfig(options);
+  const notes = new NoteStore({ root: config.paths.notes });
+  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const result = await decideApproval({
+    notes,
+    queue,
+    humanLog: new HumanLog({ directory: config.paths.logs }),
+    id: options.id,
+    decision: options.decision,
+    by: 'cli',
+  });
+  if (options.json) return writeJson(options.context, { ...result.request, enqueued: result.enqueued ?? [] });
+  if (options.decision === 'reject') {
+    options.context.stdout.write(`rejected ${options.id}: nothing will be done\n`);
+    return;
+  }
+  const enqueued = result.enqueued ?? [];
+  options.context.stdout.write(
+    `approved ${options.id}: ${enqueued.length === 0 ? 'every action was taken already' : enqueued.map((entry) => `${entry.key} (task ${entry.task})`).join(', ')}\n`,
+  );
+}

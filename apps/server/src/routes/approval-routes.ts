@@ -1,0 +1,71 @@
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { TaskQueue } from '@assistant/queue';
+import { decideApproval, listApprovals } from '@assistant/runtime';
+import * as z from 'zod';
+import type { AssistantServer } from '../create-server.ts';
+import { errorBodySchema, type RouteTable } from '../route-table.ts';
+
+export interface ApprovalRoutesOptions {
+  queue: () => TaskQueue;
+  notes: NoteStore;
+  humanLog: HumanLog;
+}
+
+const approvalView = z.looseObject({ id: z.string(), status: z.string(), rule: z.string(), item: z.string() });
+
+/** `/api/approvals`: the actions waiting for a person, and the person's decision. */
+export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable, options: ApprovalRoutesOptions): void {
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/approvals',
+    tag: 'approvals',
+    summary: 'List approval requests',
+    description: 'Newest first; pending ones by default. Broken request notes are listed under `broken`.',
+    query: z.strictObject({ status: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending') }),
+    responses: {
+      200: {
+        description: 'the requests',
+        schema: z.object({ approvals: z.array(approvalView), broken: z.array(z.string()) }),
+      },
+      400: { description: 'an unknown status', schema: errorBodySchema },
+    },
+    handler: async ({ query }) => {
+      const broken: string[] = [];
+      const approvals = await listApprovals(options.notes, {
+        ...(query.status === 'all' ? {} : { status: query.status }),
+        onBroken: (message) => broken.push(message),
+      });
+      return { approvals, broken };
+    },
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/approvals/:id',
+    tag: 'approvals',
+    summary: 'Approve or reject a request',
+    description:
+      'Approving enqueues the actions at once (each still taken only once per item); rejecting drops them. A request that was decided already or has expired answers 409.',
+    params: z.strictObject({
+      id: z.string().regex(/^ap-[0-9a-f]{12}$/, { error: 'expected an approval id: ap- and 12 hex digits' }),
+    }),
+    body: z.strictObject({ decision: z.enum(['approve', 'reject']) }),
+    responses: {
+      200: { description: 'the request as decided, with the tasks it enqueued', schema: approvalView },
+      400: { description: 'not an approval id, or a bad decision', schema: errorBodySchema },
+      404: { description: 'no such request', schema: errorBodySchema },
+      409: { description: 'decided already, or expired', schema: errorBodySchema },
+    },
+    handler: async ({ params, body }) => {
+      const result = await decideApproval({
+        notes: options.notes,
+        queue: options.queue(),
+        humanLog: options.humanLog,
+        id: params.id,
+        decision: body.decision,
+        by: 'api',
+      });
+      return { ...result.request, enqueued: result.enqueued ?? [] };
+    },
+  });
+}

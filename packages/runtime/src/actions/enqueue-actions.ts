@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, JsonValue, TaskQueue } from '@assistant/queue';
+import * as z from 'zod';
+import type { AutomationMatch, Provenance, ResolvedAction } from '../automations/compile-automations.ts';
+import { reversibilityTiers } from '../manifest/manifest-schema.ts';
+import { createApprovalRequest } from './approvals.ts';
+import { renderInputs } from './render-template.ts';
+
+/** One action as an act task or an approval request carries it. */
+export const plannedActionSchema = z.strictObject({
+  kind: z.enum(['platform', 'script', 'service']),
+  name: z.string(),
+  key: z.string(),
+  tier: z.enum(reversibilityTiers),
+  yolo: z.boolean(),
+  argument: z.unknown().optional(),
+  inputs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  human_log: z.string().optional(),
+  on_result: z.array(z.record(z.string(), z.unknown())).optional(),
+});
+export type PlannedAction = z.infer<typeof plannedActionSchema>;
+
+/** The payload of a platform's `act` task: the item, the actions, and the rule that decided them. */
+export const actPayloadSchema = z.looseObject({
+  item: z.string(),
+  rule: z.string(),
+  rule_index: z.int().min(0),
+  provenance: z.enum(['rule', 'llm', 'hybrid']),
+  actions: z.array(plannedActionSchema).min(1),
+  /** The approval request a person approved, for actions that needed one. */
+  approval: z.string().optional(),
+});
+export type ActPayload = z.infer<typeof actPayloadSchema>;
+
+/** One entry of an item note's `actions_taken`. */
+export interface ActionTaken {
+  action: string;
+  rule: string;
+  provenance: Provenance;
+  at: string;
+  task?: string;
+  approval?: string;
+}
+
+export interface EnqueueActionsOptions {
+  notes: NoteStore;
+  queue: TaskQueue;
+  humanLog?: Pick<HumanLog, 'write'>;
+  /** The instance, its integration's domain and the platform the item belongs to. */
+  instance: string;
+  domain: string;
+  platform: string;
+  /** The item's note, relative to the notes root; its frontmatter is the data templates see. */
+  notePath: string;
+  /** How people recognise the item in logs: a subject, a title. @default the note path */
+  title?: string;
+  matches: readonly AutomationMatch[];
+  /** How long approval requests wait. */
+  approvalExpiresMs: number;
+  /** Set when a person approved these matches: they run instead of asking again. */
+  approvedBy?: { approval: string };
+  nowMs?: number;
+}
+
+export interface EnqueueActionsResult {
+  enqueued: { key: string; type: string; task: string }[];
+  /** Actions already on the item's `actions_taken`: never taken twice. */
+  skipped: { key: string; reason: string }[];
+  approvals: { id: string; path: string; created: boolean }[];
+}
+
+/**
+ * Takes the actions of matched rules for one item: scripts become one `script.run` task each, services one
+ * `service.{domain}.{service}` task each, platform actions go together into the platform's `act` task. A rule that
+ * needs approval becomes an approval request instead. Every action taken is recorded in the item note's
+ * `actions_taken` before its task is enqueued: after a crash in between the action is recorded but not done (at most
+ * once, which is the safe side for actions that cannot be undone), and no later cycle takes it again.
+ */
+export async function enqueueActions(options: EnqueueActionsOptions): Promise<EnqueueActionsResult> {
+  const nowMs = options.nowMs ?? Date.now();
+  const result: EnqueueActionsResult = { enqueued: [], skipped: [], approvals: [] };
+  const note = await options.notes.read(options.notePath);
+  if (!note) throw new Error(`enqueueActions: no note ${options.notePath}`);
+  const data = note.data as Record<string, unknown>;
+  const title = options.title ?? options.notePath;
+  const taken = new Set(takenKeys(data.actions_taken));
+
+  for (const match of options.matches) {
+    if (match.approval && !options.approvedBy) {
+      const approval = await createApprovalRequest({
+        notes: options.notes,
+        ...(options.humanLog ? { humanLog: options.humanLog } : {}),
+        instance: options.instance,
+        domain: options.domain,
+        platform: options.platform,
+        notePath: options.notePath,
+        title,
+        match,
+        expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
+        nowMs,
+      });
+      result.approvals.push(approval);
+      continue;
+    }
+    const fresh = match.actions.filter((action) => {
+      if (taken.has(action.key)) {
+        result.skipped.push({ key: action.key, reason: 'already taken' });
+        return false;
+      }
+      return true;
+    });
+    if (fresh.length === 0) continue;
+    const approval = options.approvedBy?.approval;
+    // Record first (see above); the task ids follow once the tasks exist.
+    const entries: ActionTaken[] = fresh.map((action) => ({
+      action: action.key,
+      rule: match.rule,
+      provenance: match.provenance,
+      at: new Date(nowMs).toISOString(),
+      ...(approval ? { approval } : {}),
+    }));
+    await appendActionsTaken(options.notes, options.notePath, entries);
+    for (const action of fresh) taken.add(action.key);
+
+    const templateData = { ...data, item: options.notePath };
+    const platformActions = fresh.filter((action) => action.kind === 'platform');
+    const taskIds = new Map<string, string>();
+    if (platformActions.length > 0) {
+      const type = `${options.domain}.${options.platform}.act`;
+      const payload: ActPayload = {
+        item: options.notePath,
+        rule: match.rule,
+        rule_index: match.ruleIndex,
+        provenance: match.provenance,
+        actions: platformActions.map(planned),
+        ...(approval ? { approval } : {}),
+      };
+      const task = await enqueued(options.queue, {
+        type,
+        payload: payload as unknown as JsonValue,
+        integration: options.instance,
+        priority: 7,
+      });
+      for (const action of platformActions) taskIds.set(action.key, task);
+      result.enqueued.push(...platformActions.map((action) => ({ key: action.key, type, task })));
+    }
+    for (const action of fresh) {
+      if (action.kind === 'platform') continue;
+      const inputs = renderInputs(action.inputs, templateData);
+      const requestedBy = {
+        instance: options.instance,
+        platform: options.platform,
+        item: options.notePath,
+        rule: match.rule,
+      };
+      let type: string;
+      let task: string;
+      if (action.kind === 'script') {
+        type = 'script.run';
+        task = await enqueued(options.queue, {
+          type,
+          payload: {
+            script: action.name,
+            inputs,
+            requested_by: requestedBy,
+            provenance: match.provenance,
+            ...(approval ? { approval } : {}),
+          },
+          integration: 'script',
+          priority: 7,
+        });
+      } else {
+        const [domain = '', instance = '', service = ''] = action.name.split('.');
+        type = `service.${domain}.${service}`;
+        task = await enqueued(options.queue, {
+          type,
+          payload: { inputs },
+          integration: instance,
+          priority: 6,
+          onResult: {
+            routes: (action.onResult ?? [{ note: true }]) as JsonValue,
+            ...(action.humanLog ? { human_log: action.humanLog } : {}),
+            requested_by: requestedBy,
+          },
+        });
+      }
+      taskIds.set(action.key, task);
+      result.enqueued.push({ key: action.key, type, task });
+    }
+    await setActionTasks(options.notes, options.notePath, taskIds);
+    await options.humanLog?.write({
+      source: `${options.instance}/${options.platform}`,
+      message: `${fresh.map((action) => describe(action)).join(', ')} for ${title}`,
+      reason: `${approval ? `approved (${approval}); ` : ''}rule "${match.rule}" (${match.provenance}): ${match.reason}`,
+      link: options.notePath,
+    });
+  }
+  return result;
+}
+
+function planned(action: ResolvedAction): PlannedAction {
+  return {
+    kind: action.kind,
+    name: action.name,
+    key: action.key,
+    tier: action.tier,
+    yolo: action.yolo,
+    ...(action.argument === undefined ? {} : { argument: action.argument }),
+    ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
+    ...(action.humanLog === undefined ? {} : { human_log: action.humanLog }),
+    ...(action.onResult === undefined ? {} : { on_result: action.onResult }),
+  };
+}
+
+/** `archive`, `move to Bills`, `script notify`, `service research.web.search`. */
+export function describe(action: { kind: ResolvedAction['kind']; name: string; argument?: unknown }): string {
+  if (action.kind === 'script') return `script ${action.name}`;
+  if (action.kind === 'service') return `service ${action.name}`;
+  return action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+}
+
+function takenKeys(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((entry) =>
+    entry !== null && typeof entry === 'object' && typeof (entry as { action?: unknown }).action === 'string'
+      ? [(entry as { action: string }).action]
+      : [],
+  );
+}
+
+async function appendActionsTaken(notes: NoteStore, notePath: string, entries: ActionTaken[]): Promise<void> {
+  const current = await notes.read(notePath);
+  const list = Array.isArray(current?.data.actions_taken) ? current.data.actions_taken : [];
+  await notes.update(notePath, { set: { actions_taken: [...list, ...entries] as never } });
+}
+
+async function setActionTasks(notes: NoteStore, notePath: string, taskIds: Map<string, string>): Promise<void> {
+  if (taskIds.size === 0) return;
+  const current = await notes.read(notePath);
+  const list = Array.isArray(current?.data.actions_taken)
+    ? (current.data.actions_taken as Record<string, unknown>[])
+    : [];
+  const updated = list.map((entry) => {
+    const task = typeof entry.action === 'string' && entry.task === undefined ? taskIds.get(entry.action) : undefined;
+    return task ? { ...entry, task } : entry;
+  });
+  await notes.update(notePath, { set: { actions_taken: updated as never } });
+}
+
+async function enqueued(
+  queue: TaskQueue,
+  options: { type: string; payload: JsonValue; integration: string; priority: number; onResult?: JsonValue },
+): Promise<string> {
+  // Automation tasks go through the policies; a duplicate still pending is the same action already on its way.
+  const outcome: EnqueueOutcome = await queue.enqueue({ ...options, source: 'automation' });
+  if (outcome.status === 'enqueued') return outcome.task.id;
+  if (outcome.status === 'duplicate') return idFromName(outcome.existing);
+  throw new Error(`could not enqueue ${options.type}: ${outcome.reason}`);
+}
+
+function idFromName(fileName: string): string {
+  return /_([0-9a-z]{26})--/.exec(fileName)?.[1] ?? fileName;
+}
+
+/** A stable id for "this rule on this item", so a request is made once however many cycles see the item. */
+export function approvalId(parts: {
+  instance: string;
+  platform: string;
+  notePath: string;
+  ruleIndex: number;
+  keys: string[];
+}): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify([parts.instance, parts.platform, parts.notePath, parts.ruleIndex, parts.keys]))
+    .digest('hex');
+  return `ap-${digest.slice(0, 12)}`;
+}

@@ -1,0 +1,98 @@
+// Approval requests through the CLI and the REST API, with real processes and a real server.
+import path from 'node:path';
+import { loadRuntime } from '@assistant/runtime';
+import { createServer } from '@assistant/server';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { repoRoot, runCli } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
+const config = `data_dir: ./data
+integration_dirs: [${JSON.stringify(greeter)}]
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      cards:
+        names: [Ada, Anne]
+        classifications:
+          close: "is this person close?"
+        automations:
+          - name: cards for close people
+            when: {close: ">= 0.8"}
+            then: send_card
+            approval: required
+`;
+
+const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
+const requests = z.array(z.looseObject({ id: z.string(), status: z.string(), title: z.string() }));
+
+describe('approvals', () => {
+  it('are listed, approved and rejected from the CLI and over REST, each decided once', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    expect((await cli(dir, ['trigger', 'friendly', 'cards'])).code).toBe(0);
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+
+    const listed = await cli(dir, ['approvals']);
+    expect(listed.stdout).toMatch(
+      /^ap-[0-9a-f]{12} {2}pending +send_card for Ada\n {4}rule "cards for close people" of friendly\/cards: close >= 0\.8; expires /m,
+    );
+    const pending = requests.parse(JSON.parse((await cli(dir, ['approvals', '--json'])).stdout));
+    expect(pending.map((request) => request.title).sort()).toEqual(['Ada', 'Anne']);
+    const ada = pending.find((request) => request.title === 'Ada')?.id ?? '';
+    const anne = pending.find((request) => request.title === 'Anne')?.id ?? '';
+
+    const approved = await cli(dir, ['approve', ada]);
+    expect(approved.stdout).toMatch(new RegExp(`^approved ${ada}: send_card \\(task [0-9a-z]{26}\\)\\n$`));
+    const again = await cli(dir, ['approve', ada]);
+    expect(again.stderr).toMatch(new RegExp(`^assistant: approval ${ada} was approved already at `));
+    expect(again.code).toBe(1);
+    expect((await cli(dir, ['approve', 'ap-000000000000'])).stderr).toBe(
+      'assistant: no approval request ap-000000000000\n',
+    );
+    expect((await cli(dir, ['approve', 'nonsense'])).stderr).toMatch(/is not an approval id/);
+
+    // Anne's request over REST.
+    const { config: loaded } = await loadRuntime({
+      configPath: path.join(dir.path, 'config.yaml'),
+      cwd: dir.path,
+    });
+    await using app = createServer({ config: loaded });
+    await app.ready();
+    const rejected = await app.inject({
+      method: 'POST',
+      url: `/api/approvals/${anne}`,
+      payload: { decision: 'reject' },
+    });
+    expect(rejected.statusCode).toBe(200);
+    expect(rejected.json()).toMatchObject({ id: anne, status: 'rejected', decided_by: 'api' });
+    const twice = await app.inject({ method: 'POST', url: `/api/approvals/${anne}`, payload: { decision: 'approve' } });
+    expect(twice.statusCode).toBe(409);
+    expect(twice.json()).toMatchObject({ error: { code: 'CONFLICT' } });
+    const bad = await app.inject({ method: 'POST', url: `/api/approvals/${anne}`, payload: { decision: 'maybe' } });
+    expect(bad.statusCode).toBe(400);
+    const all = await app.inject({ method: 'GET', url: '/api/approvals?status=all' });
+    expect(
+      requests
+        .parse(all.json().approvals)
+        .map((request) => [request.title, request.status])
+        .sort(),
+    ).toEqual([
+      ['Ada', 'approved'],
+      ['Anne', 'rejected'],
+    ]);
+
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const adaNote = await cli(dir, ['notes', 'show', 'greeter/friendly/ada.md', '--json']);
+    expect(JSON.parse(adaNote.stdout).data.applied).toEqual(['send_card']);
+    const anneNote = await cli(dir, ['notes', 'show', 'greeter/friendly/anne.md', '--json']);
+    expect(JSON.parse(anneNote.stdout).data.applied).toBeUndefined();
+    const log = await cli(dir, ['log']);
+    expect(log.stdout).toMatch(/\*\*approvals\*\* rejected send_card for Anne \(a person \(api\) said no/);
+    expect(log.stdout).toMatch(/send_card for Ada \(approved \(ap-[0-9a-f]{12}\); rule "cards for close people"/);
+  });
+});

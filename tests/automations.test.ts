@@ -1,0 +1,198 @@
+// The actions layer end to end in one process: a platform's check → evaluate → act through a real worker, real
+// notes and a real queue; approvals; idempotence across cycles; the act stage's own gate.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { isAssistantError } from '@assistant/errors';
+import { HumanLog, NoteStore } from '@assistant/notes';
+import { TaskQueue } from '@assistant/queue';
+import { decideApproval, expireApprovals, listApprovals, loadRuntime } from '@assistant/runtime';
+import { runWorker } from '@assistant/worker';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
+
+const config = `data_dir: ./data
+integration_dirs: [${JSON.stringify(greeter)}]
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+worker:
+  poll_interval: 50ms
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      cards:
+        classifications:
+          close: "is this person close?"
+        automations:
+          - name: wave at friends
+            when: {is_friend: true}
+            then: wave
+          - name: cards for close people
+            when: {close: ">= 0.8"}
+            then: [send_card, hug]
+            approval: required
+`;
+
+async function setup(dir: TempDir) {
+  await dir.write('config.yaml', config);
+  const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const notes = new NoteStore({ root: runtime.config.paths.notes });
+  const work = () =>
+    runWorker({
+      config: runtime.config,
+      registry: runtime.registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+    });
+  const cycle = async () => {
+    await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'scheduler' });
+    await work();
+  };
+  const done = async (type: string) => (await queue.list({ state: 'done', type })).length;
+  const humanLog = async () => {
+    const files = await readdir(runtime.config.paths.logs);
+    return (await Promise.all(files.map((file) => readFile(path.join(runtime.config.paths.logs, file), 'utf8')))).join(
+      '',
+    );
+  };
+  return { ...runtime, queue, notes, work, cycle, done, humanLog };
+}
+
+describe('automations through the worker', () => {
+  it('acts by rule, asks for approval where required, and takes each action once across cycles', async () => {
+    await using dir = await tempDir();
+    const { queue, notes, work, cycle, done, humanLog } = await setup(dir);
+    await cycle();
+
+    const ada = await notes.read('greeter/friendly/ada.md');
+    expect(ada?.data).toMatchObject({
+      applied: ['wave'],
+      actions_taken: [{ action: 'wave', rule: 'wave at friends', provenance: 'rule', task: expect.any(String) }],
+    });
+    expect((await notes.read('greeter/friendly/grace.md'))?.data).toMatchObject({ applied: ['wave'] });
+    expect((await notes.read('greeter/friendly/linus.md'))?.data.actions_taken).toBeUndefined();
+    expect(await done('greeter.cards.act')).toBe(2);
+
+    // Ada is close (the fixture's classifier says 0.9): her card waits for a person.
+    const pending = await listApprovals(notes, { status: 'pending' });
+    expect(pending).toEqual([
+      expect.objectContaining({
+        rule: 'cards for close people',
+        provenance: 'llm',
+        item: 'greeter/friendly/ada.md',
+        title: 'Ada',
+        actions: [
+          expect.objectContaining({ name: 'send_card', tier: 'irreversible' }),
+          expect.objectContaining({ name: 'hug' }),
+        ],
+      }),
+    ]);
+    const log = await humanLog();
+    expect(log).toMatch(/\*\*friendly\/cards\*\* wave for Ada \(rule "wave at friends" \(rule\): is_friend = true\)/);
+    expect(log).toMatch(/asked for approval to send_card, hug for Ada/);
+
+    // A second cycle finds everything taken or asked for already.
+    await cycle();
+    expect(await done('greeter.cards.act')).toBe(2);
+    expect(await listApprovals(notes, { status: 'pending' })).toHaveLength(1);
+    expect((await notes.read('greeter/friendly/ada.md'))?.data.actions_taken).toHaveLength(1);
+
+    // A person approves: the card goes out, once.
+    const id = pending[0]?.id ?? '';
+    const decided = await decideApproval({ notes, queue, id, decision: 'approve', by: 'test' });
+    expect(decided.request).toMatchObject({ status: 'approved', decided_by: 'test' });
+    await work();
+    expect((await notes.read('greeter/friendly/ada.md'))?.data).toMatchObject({
+      applied: ['wave', 'send_card', 'hug'],
+      actions_taken: [
+        { action: 'wave' },
+        { action: 'send_card', approval: id, provenance: 'llm' },
+        { action: 'hug', approval: id },
+      ],
+    });
+    await expect(decideApproval({ notes, queue, id, decision: 'approve', by: 'test' })).rejects.toThrow(
+      `approval ${id} was approved already`,
+    );
+    await cycle();
+    expect(await done('greeter.cards.act')).toBe(3);
+  });
+
+  it('refuses an act task that carries an irreversible action nothing authorises', async () => {
+    await using dir = await tempDir();
+    const { queue, notes, work, cycle, humanLog } = await setup(dir);
+    await cycle();
+    const forged = await queue.enqueue({
+      type: 'greeter.cards.act',
+      integration: 'friendly',
+      source: 'automation',
+      payload: {
+        item: 'greeter/friendly/linus.md',
+        rule: 'wave at friends',
+        rule_index: 0,
+        provenance: 'rule',
+        actions: [{ kind: 'platform', name: 'send_card', key: 'send_card', tier: 'read_only', yolo: true }],
+      },
+    });
+    const cited = await queue.enqueue({
+      type: 'greeter.cards.act',
+      integration: 'friendly',
+      source: 'automation',
+      payload: {
+        item: 'greeter/friendly/linus.md',
+        rule: 'cards for close people',
+        rule_index: 1,
+        provenance: 'llm',
+        approval: (await listApprovals(notes))[0]?.id ?? 'ap-000000000000',
+        actions: [{ kind: 'platform', name: 'send_card', key: 'send_card', tier: 'irreversible', yolo: false }],
+      },
+    });
+    await work();
+    const failed = async (outcome: typeof forged) =>
+      outcome.status === 'enqueued' ? (await queue.get(outcome.task.id))?.task : undefined;
+    expect(await failed(forged)).toMatchObject({
+      error: {
+        type: 'UnrecoverableError',
+        message: expect.stringMatching(/^refused: `send_card` cannot be undone, and nothing authorises it/),
+      },
+    });
+    // The cited approval is pending, and for Ada, not Linus.
+    expect(await failed(cited)).toMatchObject({
+      error: {
+        message: expect.stringMatching(
+          /^refused: `send_card` cannot be undone and approval ap-[0-9a-f]{12} does not approve it for greeter\/friendly\/linus\.md/,
+        ),
+      },
+    });
+    expect((await notes.read('greeter/friendly/linus.md'))?.data.applied).toBeUndefined();
+    expect(await humanLog()).toMatch(/refused to act/);
+  });
+
+  it('drops approval requests nobody decided in time, and refuses a late decision', async () => {
+    await using dir = await tempDir();
+    const { queue, notes, cycle, humanLog, config: loaded } = await setup(dir);
+    await cycle();
+    const log = new HumanLog({ directory: loaded.paths.logs });
+    const [request] = await listApprovals(notes, { status: 'pending' });
+    const afterExpiry = Date.parse(request?.expires_at ?? '') + 1;
+    const late = await decideApproval({
+      notes,
+      queue,
+      id: request?.id ?? '',
+      decision: 'approve',
+      by: 'test',
+      nowMs: afterExpiry,
+      humanLog: log,
+    }).catch((error: unknown) => error);
+    expect(isAssistantError(late, 'CONFLICT')).toBe(true);
+    expect((await listApprovals(notes, { status: 'expired' })).map((expired) => expired.id)).toEqual([request?.id]);
+    expect(await expireApprovals({ notes, nowMs: afterExpiry })).toEqual([]);
+    expect(await humanLog()).toMatch(/dropped send_card, hug for Ada: nobody approved it in time/);
+    expect((await notes.read('greeter/friendly/ada.md'))?.data.applied).toEqual(['wave']);
+  });
+});
