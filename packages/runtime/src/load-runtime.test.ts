@@ -63,6 +63,9 @@ describe('loadRuntime', () => {
       ['weather', 'package'],
     ]);
     expect(registry.taskTypes().map((info) => info.type)).toEqual([
+      'greeter.cards.act',
+      'greeter.cards.check',
+      'greeter.cards.evaluate',
       'greeter.people.check',
       'greeter.people.greet',
       'mailbox.inbox.check',
