@@ -15,7 +15,7 @@ import {
 } from './commands/queue-commands.ts';
 import { serveCommand } from './commands/serve-command.ts';
 import { startCommand } from './commands/start-command.ts';
-import { taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
+import { taskRerouteCommand, taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
 import { triggerCommand } from './commands/trigger-command.ts';
 import { versionCommand } from './commands/version-command.ts';
 import { workCommand } from './commands/work-command.ts';
@@ -178,6 +178,14 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
       taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    );
+  task
+    .command('reroute')
+    .description("deliver a done service task's result again, where its on_result says")
+    .argument('<id>', 'the task id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      taskRerouteCommand({ globals: globalOptions(command, context), context, id, ...options }),
     );
 
   const notes = program.command('notes').description('list, show and search notes');

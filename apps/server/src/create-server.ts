@@ -2,7 +2,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
-import { TaskMetrics } from '@assistant/runtime';
+import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
 import Fastify, {
   type FastifyInstance,
   LogController,
@@ -37,6 +37,8 @@ export interface CreateServerOptions {
   logger?: Logger;
   /** Which task types exist and what triggers enqueue. @default only `system.echo` and `system.sleep`, no instances */
   catalog?: ServerCatalog;
+  /** The integrations, for result routes (service `human_log` templates, enqueue targets). @default none */
+  registry?: IntegrationRegistry;
   /** Circuit breakers and schedules for /health. @default none */
   status?: ServerStatusSources;
   /** The server's own counters for /metrics (the scheduler's rejections). @default fresh, empty counters */
@@ -93,11 +95,18 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
   registerHealthRoute(app, routes, { queue, status: options.status ?? {} });
-  registerTaskRoutes(app, routes, { queue, catalog });
-  registerIntegrationRoutes(app, routes, { queue, catalog });
   const notes = new NoteStore({ root: config.paths.notes });
+  const humanLog = new HumanLog({ directory: config.paths.logs });
+  registerTaskRoutes(app, routes, {
+    queue,
+    catalog,
+    notes,
+    humanLog,
+    ...(options.registry ? { registry: options.registry } : {}),
+  });
+  registerIntegrationRoutes(app, routes, { queue, catalog });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
-  registerApprovalRoutes(app, routes, { queue, notes, humanLog: new HumanLog({ directory: config.paths.logs }) });
+  registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
   registerOpenApiRoute(app, routes);
   return app;

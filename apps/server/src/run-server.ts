@@ -48,6 +48,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     config,
     logger,
     catalog: catalogFromRegistry(registry),
+    registry,
     status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },
     metrics,
   });

@@ -1,8 +1,10 @@
 import {
   type ClaimedTask,
+  type JsonValue,
   jsonValueSchema,
   type QueueConsumer,
   RetryableError,
+  type Task,
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
@@ -37,13 +39,10 @@ export interface RunClaimedTaskOptions {
   handlers: ReadonlyMap<string, TaskHandler>;
   services: WorkerServices;
   logger: Logger;
-  /** Told every outcome, for metrics and circuit breakers; must not throw (errors are logged and ignored). */
-  onOutcome?: (report: {
-    type: string;
-    outcome: TaskOutcome;
-    durationMs: number;
-    error?: string;
-  }) => Promise<void> | void;
+  /** Told every outcome, for metrics and circuit breakers; errors it throws are logged and ignored. */
+  onOutcome?: (report: TaskOutcomeReport) => Promise<void> | void;
+  /** Runs after a task reached done/ (service result routes); must not throw. */
+  afterDone?: (task: Task, result: JsonValue, logger: Logger) => Promise<void>;
   /** Aborted when the worker stops waiting for running tasks at shutdown: the task goes back to pending/. */
   stopSignal: AbortSignal;
 }
@@ -86,6 +85,8 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
         await consumer.complete(claimed, checked.data);
         const { text, ...fields } = finished('done');
         logger.info(fields, `${label} done in ${text}`);
+        // After completion: the result is safe in done/ whatever happens to its routes.
+        await options.afterDone?.(task, checked.data, logger);
         return 'done';
       }
       error = new UnrecoverableError(

@@ -1,11 +1,12 @@
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { type ClaimedTask, QueueConsumer, TaskQueue } from '@assistant/queue';
+import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
 import {
   CircuitBreakers,
   discoverIntegrations,
   IntegrationRegistry,
+  routeServiceResult,
   type TaskHandler,
   TaskMetrics,
   writeMetricsFile,
@@ -74,6 +75,31 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     },
   };
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  // A service's result goes where its `on_result` says; a route that fails leaves it in done/ to reroute.
+  const afterDone = async (task: Task, result: JsonValue, taskLogger: Logger) => {
+    if (!task.type.startsWith('service.')) return;
+    try {
+      const routed = await routeServiceResult({
+        task,
+        result,
+        notes,
+        queue,
+        humanLog,
+        ...(registry ? { registry } : {}),
+      });
+      taskLogger.info(routed, `routed the result of ${task.type}`);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      taskLogger.error({ err: error }, `routing the result of ${task.type} failed; it stays in done/`);
+      await humanLog
+        .write({
+          source: task.type,
+          message: `could not deliver the result of task ${task.id}: ${message}`,
+          reason: `the result is kept in done/; \`assistant task reroute ${task.id}\` tries again`,
+        })
+        .catch(() => {});
+    }
+  };
   // Every failed attempt counts toward the type's breaker and every success resets it; delays, releases at
   // shutdown and unrecorded outcomes say nothing about whether the type works.
   const onOutcome = async (report: TaskOutcomeReport) => {
@@ -100,6 +126,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       logger,
       stopSignal: stopTasks.signal,
       onOutcome,
+      afterDone,
     });
     running.add(run);
     void run.finally(() => {

@@ -25,6 +25,13 @@ export {
 } from './actions/enqueue-actions.ts';
 export { renderInputs, renderTemplate } from './actions/render-template.ts';
 export {
+  auditKeys,
+  type RoutedResult,
+  type RouteServiceResultOptions,
+  rerouteTask,
+  routeServiceResult,
+} from './actions/route-service-result.ts';
+export {
   type ActionCatalog,
   type AutomationMatch,
   actionAllowed,

@@ -1,8 +1,11 @@
 import { AssistantError } from '@assistant/errors';
+import { HumanLog, NoteStore } from '@assistant/notes';
 import { taskIdPattern } from '@assistant/queue';
+import { rerouteTask } from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import { formatTaskRecord } from '../format-task-record.ts';
 import type { GlobalOptions } from '../global-options.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
 import { openCliQueue, writeJson } from '../open-cli-queue.ts';
 
 export interface TaskCommandOptions {
@@ -39,6 +42,23 @@ export async function taskRetryCommand(options: TaskCommandOptions): Promise<voi
   const record = await queue.retry(options.id);
   if (options.json) return writeJson(options.context, { id: options.id, state: record.state, path: record.path });
   options.context.stdout.write(`${options.id} is pending again: ${record.path}\n`);
+}
+
+/** `assistant task reroute ID`: delivers a done service task's result again, where its `on_result` says. */
+export async function taskRerouteCommand(options: TaskCommandOptions): Promise<void> {
+  checkId(options.id);
+  const { config, registry } = await loadCliConfig(options);
+  const queue = await openCliQueue(options);
+  const routed = await rerouteTask({
+    id: options.id,
+    queue,
+    notes: new NoteStore({ root: config.paths.notes }),
+    humanLog: new HumanLog({ directory: config.paths.logs }),
+    registry,
+  });
+  if (options.json) return writeJson(options.context, { id: options.id, ...routed });
+  const parts = [...routed.notes.map((note) => `note ${note}`), ...routed.enqueued.map((task) => `task ${task}`)];
+  options.context.stdout.write(`${options.id}: result delivered to ${parts.join(', ') || 'nowhere (no routes)'}\n`);
 }
 
 function checkId(id: string): void {

@@ -392,6 +392,7 @@ describe('/docs/openapi.json', () => {
         'GET /api/tasks/{id}',
         'POST /api/tasks',
         'POST /api/tasks/{id}/retry',
+        'POST /api/tasks/{id}/reroute',
         'POST /api/integrations/{name}/{platform}/trigger',
         'GET /api/notes',
         'GET /api/notes/{path}',

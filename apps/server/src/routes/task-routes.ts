@@ -1,4 +1,5 @@
 import { AssistantError } from '@assistant/errors';
+import type { HumanLog, NoteStore } from '@assistant/notes';
 import {
   jsonValueSchema,
   type TaskEntry,
@@ -9,6 +10,7 @@ import {
   taskStates,
   taskTypePattern,
 } from '@assistant/queue';
+import { type IntegrationRegistry, rerouteTask } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
@@ -48,6 +50,9 @@ const taskView = z.looseObject({ id: z.string(), type: z.string(), state: z.enum
 export interface TaskRoutesOptions {
   queue: () => TaskQueue;
   catalog: ServerCatalog;
+  notes: NoteStore;
+  humanLog: HumanLog;
+  registry?: IntegrationRegistry;
 }
 
 /** `/api/tasks`: list, read, add and retry tasks. Manual additions bypass the policies: a person asked. */
@@ -142,6 +147,35 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
       409: { description: 'the task is not in failed/', schema: errorBodySchema },
     },
     handler: async ({ params }) => taskRecordView(await options.queue().retry(params.id)),
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/tasks/:id/reroute',
+    tag: 'tasks',
+    summary: "Deliver a done service task's result again",
+    description:
+      'Runs the `on_result` routes of a service task in done/ again (a note is rewritten, not duplicated); for when a route failed the first time.',
+    params: taskIdParams,
+    responses: {
+      200: {
+        description: 'where the result went',
+        schema: z.object({ id: z.string(), notes: z.array(z.string()), enqueued: z.array(z.string()) }),
+      },
+      400: { description: 'not a task id', schema: errorBodySchema },
+      404: { description: 'no such task', schema: errorBodySchema },
+      409: { description: 'not a done service task', schema: errorBodySchema },
+    },
+    handler: async ({ params }) => ({
+      id: params.id,
+      ...(await rerouteTask({
+        id: params.id,
+        queue: options.queue(),
+        notes: options.notes,
+        humanLog: options.humanLog,
+        ...(options.registry ? { registry: options.registry } : {}),
+      })),
+    }),
   });
 }
 
