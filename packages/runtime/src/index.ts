@@ -101,6 +101,12 @@ export {
   writeMetricsFile,
 } from './metrics/task-metrics.ts';
 export {
+  type FencedText,
+  type FenceUntrustedOptions,
+  fenceUntrusted,
+  type UntrustedFields,
+} from './prompts/fence-untrusted.ts';
+export {
   type BreakerState,
   type CircuitBreakerSettings,
   CircuitBreakers,

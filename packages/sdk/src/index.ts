@@ -6,6 +6,7 @@ export {
   actPayloadSchema,
   type EnqueueActionsResult,
   expireApprovals,
+  fenceUntrusted,
   type HandlerContext,
   type HandlerEnqueueOptions,
   type HumanLogDetails,
