@@ -195,4 +195,60 @@ describe('automations through the worker', () => {
     expect(await humanLog()).toMatch(/dropped send_card, hug for Ada: nobody approved it in time/);
     expect((await notes.read('greeter/friendly/ada.md'))?.data.applied).toEqual(['wave']);
   });
+
+  it('runs scripts as script.run tasks with rendered inputs, their log lines in the human log, and gates irreversible ones', async () => {
+    await using dir = await tempDir();
+    await dir.write(
+      'config.yaml',
+      `${config.replace('            then: wave\n', '            then: [wave, {script: notify, inputs: {who: "{{ name }}"}}]\n')}scripts:
+  notify:
+    shell: |
+      log_human "notified $ASSISTANT_INPUT_WHO"
+      printf '{"who": "%s"}' "$ASSISTANT_INPUT_WHO" > "$ASSISTANT_RESULT_FILE"
+    inputs: [who]
+    reversible: true
+  wipe:
+    shell: echo wiped
+`,
+    );
+    const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'scheduler' });
+    // An irreversible script that no rule asked for, in a task that claims to come from an automation.
+    const forged = await queue.enqueue({
+      type: 'script.run',
+      source: 'automation',
+      payload: {
+        script: 'wipe',
+        provenance: 'llm',
+        requested_by: { instance: 'friendly', platform: 'cards', item: 'x.md', rule: 'nope' },
+      },
+    });
+    await runWorker({
+      config: runtime.config,
+      registry: runtime.registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+    });
+    const scripts = await Promise.all(
+      (await queue.list({ state: 'done', type: 'script.run' })).map(
+        async (entry) => (await queue.read(entry)).task?.result,
+      ),
+    );
+    expect(scripts).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ result: { who: 'Ada' }, exit_code: 0 }),
+        expect.objectContaining({ result: { who: 'Grace' }, exit_code: 0 }),
+      ]),
+    );
+    expect(scripts).toHaveLength(2);
+    const log = (await readdir(runtime.config.paths.logs)).map((file) => path.join(runtime.config.paths.logs, file));
+    const text = (await Promise.all(log.map((file) => readFile(file, 'utf8')))).join('');
+    expect(text).toMatch(/\*\*script\/notify\*\* notified Ada/);
+    expect(text).toMatch(/\*\*friendly\/cards\*\* wave, script notify for Grace/);
+    expect(forged.status === 'enqueued' ? (await queue.get(forged.task.id))?.task?.error?.message : '').toMatch(
+      /^refused: script `wipe` cannot be undone, and nothing authorises it/,
+    );
+  });
 });

@@ -86,7 +86,9 @@ describe('assistant trigger', () => {
     );
     expect(unknown.code).toBe(2);
     const platform = await cli(dir, ['trigger', 'friendly', 'robots']);
-    expect(platform.stderr).toMatch(/^assistant: the greeter integration has no platform `robots`; it has: people, cards\n/);
+    expect(platform.stderr).toMatch(
+      /^assistant: the greeter integration has no platform `robots`; it has: people, cards\n/,
+    );
     const disabled = await cli(dir, ['trigger', 'quiet', 'people']);
     expect(disabled.stderr).toBe(
       'assistant: instance `quiet` is disabled in config.yaml\nhint: set `enabled: true` in config.yaml first\n',

@@ -126,7 +126,12 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   if ('problem' in context) throw new UnrecoverableError(context.problem);
   const { registry } = options.services;
   if (registry) {
-    const refused = await checkActTask({ registry, notes: options.services.notes, task });
+    const refused = await checkActTask({
+      registry,
+      notes: options.services.notes,
+      task,
+      scripts: options.services.config.scripts,
+    });
     if (refused) {
       await options.services.humanLog.write({
         source: task.integration ? `${task.integration}/${task.type}` : task.type,

@@ -124,3 +124,13 @@ export {
   type SchedulerOptions,
   scheduleFolder,
 } from './scheduler/scheduler.ts';
+export {
+  type RunnableScript,
+  type RunScriptOptions,
+  runScript,
+  ScriptFailedError,
+  type ScriptLogLevel,
+  type ScriptRunResult,
+  ScriptTimeoutError,
+  sandboxAvailable,
+} from './scripts/run-script.ts';

@@ -59,6 +59,7 @@ describe('loadRuntime', () => {
     expect(integrations.map((integration) => [integration.manifest.domain, integration.origin])).toEqual([
       ['greeter', 'custom'],
       ['mailbox', 'custom'],
+      ['script', 'builtin'],
       ['system', 'builtin'],
       ['weather', 'package'],
     ]);
@@ -69,7 +70,9 @@ describe('loadRuntime', () => {
       'greeter.people.check',
       'greeter.people.greet',
       'mailbox.inbox.check',
+      'script.run',
       'service.greeter.compose',
+      'service.greeter.impostor',
       'system.echo',
       'system.housekeeping.run',
       'system.sleep',

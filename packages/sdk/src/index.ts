@@ -15,5 +15,8 @@ export {
   type PlannedAction,
   type PlatformContext,
   renderTemplate,
+  runScript,
+  ScriptFailedError,
+  ScriptTimeoutError,
   type TaskHandler,
 } from '@assistant/runtime';

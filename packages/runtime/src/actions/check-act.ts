@@ -1,5 +1,6 @@
 import type { NoteStore } from '@assistant/notes';
 import type { Task } from '@assistant/queue';
+import * as z from 'zod';
 import type { IntegrationRegistry } from '../integration-registry.ts';
 import { readApproval } from './approvals.ts';
 import { actPayloadSchema } from './enqueue-actions.ts';
@@ -16,8 +17,11 @@ export async function checkActTask(options: {
   registry: IntegrationRegistry;
   notes: NoteStore;
   task: Task;
+  /** `scripts:` from config.yaml, for `script.run` tasks. */
+  scripts?: Record<string, { reversible: boolean }>;
 }): Promise<string | undefined> {
   const { registry, task } = options;
+  if (task.type === 'script.run') return checkScriptTask(options);
   const info = registry.taskType(task.type);
   if (info?.kind !== 'stage' || info.platform === undefined || info.stage !== 'act') return undefined;
   if (task.source === 'api' || task.source === 'cli') return undefined;
@@ -54,4 +58,49 @@ export async function checkActTask(options: {
     return `\`${action.name}\` cannot be undone, and nothing authorises it: rule ${payload.rule_index} ("${payload.rule}") is not deterministic${rule ? '' : ' (or no longer exists)'}, the action is not !yolo, and no approval is cited`;
   }
   return undefined;
+}
+
+const scriptPayloadSchema = z.looseObject({
+  script: z.string(),
+  provenance: z.enum(['rule', 'llm', 'hybrid']).optional(),
+  approval: z.string().optional(),
+  requested_by: z
+    .looseObject({ instance: z.string(), platform: z.string(), item: z.string(), rule: z.string() })
+    .optional(),
+});
+
+/** The same gate for `script.run`: an irreversible script an automation asked for needs its rule's say-so or a person's. */
+async function checkScriptTask(options: {
+  registry: IntegrationRegistry;
+  notes: NoteStore;
+  task: Task;
+  scripts?: Record<string, { reversible: boolean }>;
+}): Promise<string | undefined> {
+  const { task } = options;
+  if (task.source === 'api' || task.source === 'cli') return undefined;
+  const parsed = scriptPayloadSchema.safeParse(task.payload);
+  if (!parsed.success) return undefined; // the handler reports a malformed payload itself
+  const payload = parsed.data;
+  if (options.scripts?.[payload.script]?.reversible) return undefined;
+  const key = `script:${payload.script}`;
+  const requested = payload.requested_by;
+  if (requested) {
+    const rule = options.registry
+      .automations(requested.instance, requested.platform)
+      .find((candidate) => candidate.name === requested.rule);
+    const action = rule?.actions.find((candidate) => candidate.key === key);
+    if (rule && action && (rule.provenance === 'rule' || action.yolo)) return undefined;
+  }
+  if (payload.approval !== undefined) {
+    const approval = await readApproval(options.notes, payload.approval).catch(() => undefined);
+    if (
+      approval?.status === 'approved' &&
+      approval.actions.some((approved) => approved.key === key) &&
+      (!requested || approval.item === requested.item)
+    ) {
+      return undefined;
+    }
+    return `script \`${payload.script}\` cannot be undone and approval ${payload.approval} does not approve it`;
+  }
+  return `script \`${payload.script}\` cannot be undone, and nothing authorises it: no deterministic rule or !yolo asked for it, and no approval is cited`;
 }

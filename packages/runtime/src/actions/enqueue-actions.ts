@@ -167,7 +167,6 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
             provenance: match.provenance,
             ...(approval ? { approval } : {}),
           },
-          integration: 'script',
           priority: 7,
         });
       } else {
@@ -250,7 +249,7 @@ async function setActionTasks(notes: NoteStore, notePath: string, taskIds: Map<s
 
 async function enqueued(
   queue: TaskQueue,
-  options: { type: string; payload: JsonValue; integration: string; priority: number; onResult?: JsonValue },
+  options: { type: string; payload: JsonValue; integration?: string; priority: number; onResult?: JsonValue },
 ): Promise<string> {
   // Automation tasks go through the policies; a duplicate still pending is the same action already on its way.
   const outcome: EnqueueOutcome = await queue.enqueue({ ...options, source: 'automation' });
