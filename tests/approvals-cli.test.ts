@@ -1,4 +1,5 @@
 // Approval requests through the CLI and the REST API, with real processes and a real server.
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadRuntime } from '@assistant/runtime';
 import { createServer } from '@assistant/server';
@@ -94,5 +95,33 @@ describe('approvals', () => {
     const log = await cli(dir, ['log']);
     expect(log.stdout).toMatch(/\*\*approvals\*\* rejected send_card for Anne \(a person \(api\) said no/);
     expect(log.stdout).toMatch(/send_card for Ada \(approved \(ap-[0-9a-f]{12}\); rule "cards for close people"/);
+  });
+
+  it('expire: a late approval is refused, the request marked expired, and housekeeping drops the rest', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    await cli(dir, ['trigger', 'friendly', 'cards']);
+    await cli(dir, ['work', '--exit-when-idle']);
+    const pending = requests.parse(JSON.parse((await cli(dir, ['approvals', '--json'])).stdout));
+    const [first, second] = pending.map((request) => request.id);
+    // A person may edit a request by hand; here its expiry is moved into the past.
+    for (const id of [first, second]) {
+      const file = path.join(dir.path, 'data/notes/approvals', `${id}.md`);
+      const text = await readFile(file, 'utf8');
+      await writeFile(file, text.replace(/^expires_at: .*$/m, 'expires_at: 2020-01-01T00:00:00.000Z'));
+    }
+    const late = await cli(dir, ['approve', first ?? '']);
+    expect(late.stderr).toBe(`assistant: approval ${first} expired at 2020-01-01T00:00:00.000Z; nothing was done\n`);
+    expect(late.code).toBe(1);
+    // The other one is dropped by the next housekeeping run.
+    await cli(dir, ['trigger', 'system', 'housekeeping']);
+    await cli(dir, ['work', '--exit-when-idle']);
+    const expired = requests.parse(JSON.parse((await cli(dir, ['approvals', '--status', 'expired', '--json'])).stdout));
+    expect(expired.map((request) => request.id).sort()).toEqual([first, second].sort());
+    const log = await cli(dir, ['log']);
+    expect(log.stdout.match(/nobody approved it in time/g)).toHaveLength(2);
+    expect(log.stdout).toMatch(/\*\*system\/housekeeping\*\* dropped 1 expired approval requests/);
+    const notes = await cli(dir, ['queue', 'ls', '--type', 'greeter.cards.act', '--json']);
+    expect(JSON.parse(notes.stdout)).toEqual([]);
   });
 });
