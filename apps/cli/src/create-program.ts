@@ -15,6 +15,7 @@ import {
 } from './commands/queue-commands.ts';
 import { serveCommand } from './commands/serve-command.ts';
 import { startCommand } from './commands/start-command.ts';
+import { steerCommand, taskWatchCommand } from './commands/steer-commands.ts';
 import { taskRerouteCommand, taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
 import { triggerCommand } from './commands/trigger-command.ts';
 import { versionCommand } from './commands/version-command.ts';
@@ -32,6 +33,9 @@ export interface CliProgram {
 }
 
 /** The `assistant` command line. Errors are thrown, never printed or exited on here: runCli does both. */
+const steeringActionsText =
+  'pause, resume, stop [reason], interject MESSAGE, ask QUESTION, answer CLARIFICATION-ID TEXT';
+
 export function createProgram(context: CliContext): CliProgram {
   let exitCode = 0;
   const program = new Command('assistant')
@@ -103,6 +107,29 @@ export function createProgram(context: CliContext): CliProgram {
     )
     .action(async (integration: string, platform: string, options: { json?: boolean }, command: Command) =>
       triggerCommand({ globals: globalOptions(command, context), context, integration, platform, ...options }),
+    );
+
+  program
+    .command('steer')
+    .description('steer a running task: pause, resume, stop, interject, ask, answer a clarification')
+    .argument('<id>', 'the task id')
+    .argument('<action>', steeringActionsText)
+    .argument('[words...]', 'the reason, message, question, or clarification id and answer')
+    .option('--json', 'print the outcome as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  assistant steer 01m8… pause',
+        '  assistant steer 01m8… interject "only look at mail from this week"',
+        '  assistant steer 01m8… ask "what have you found so far?"',
+        '  assistant steer 01m8… answer c-3 "yes, the Berlin office"',
+        '  assistant steer 01m8… stop "wrong mailbox"',
+      ].join('\n'),
+    )
+    .action(async (id: string, action: string, words: string[], options: { json?: boolean }, command: Command) =>
+      steerCommand({ globals: globalOptions(command, context), context, id, action, words, ...options }),
     );
 
   program
@@ -178,6 +205,14 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
       taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    );
+  task
+    .command('watch')
+    .description("print a task's events (notifications, clarifications, steps, steering) until it finishes")
+    .argument('<id>', 'the task id')
+    .option('--json', 'one JSON object per line')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      taskWatchCommand({ globals: globalOptions(command, context), context, id, ...options }),
     );
   task
     .command('reroute')

@@ -20,6 +20,7 @@ import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
+import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
 
@@ -105,6 +106,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     ...(options.registry ? { registry: options.registry } : {}),
   });
   registerIntegrationRoutes(app, routes, { queue, catalog });
+  registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });

@@ -1,4 +1,5 @@
 import type { LoadedConfig } from '@assistant/config';
+import type { ChatModel } from '@assistant/llm';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import {
@@ -18,6 +19,8 @@ export interface WorkerServices {
   humanLog: HumanLog;
   /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
   registry?: IntegrationRegistry | undefined;
+  /** The LLM profiles, created once per worker. */
+  llm: (profile?: string) => ChatModel;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
   onRejected?: (type: string, outcome: Exclude<EnqueueOutcome, { status: 'enqueued' }>) => void;
 }
@@ -80,6 +83,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       warn: (message, fields = {}) => logger.warn(fields, message),
     },
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
+    llm: (profile) => services.llm(profile ?? instance.llm),
     enqueueActions: async ({ notePath, matches, title }) => {
       if (info?.platform === undefined) throw new Error(`enqueueActions needs a stage task; ${task.type} is not one`);
       return enqueueActions({

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
+import { createLlmProfiles } from '@assistant/llm';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
 import {
@@ -30,6 +31,12 @@ export interface RunWorkerOptions {
   registry?: IntegrationRegistry;
   /** Handlers by task type. @default every handler the registry's manifests name, loaded now */
   handlers?: ReadonlyMap<string, TaskHandler>;
+}
+
+/** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
+function cacheModeFromEnvironment(): { cacheMode?: 'off' | 'record' | 'replay' | 'auto' } {
+  const value = process.env.ASSISTANT_LLM_CACHE;
+  return value === 'off' || value === 'record' || value === 'replay' || value === 'auto' ? { cacheMode: value } : {};
 }
 
 /** How often changed counters are written for the server's /metrics. */
@@ -69,6 +76,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     notes,
     humanLog,
     registry,
+    llm: createLlmProfiles({
+      config,
+      ...cacheModeFromEnvironment(),
+      onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
+    }),
     onRejected: (type, outcome) => {
       metrics.recordRejection(type, outcome.status);
       metricsChanged = true;

@@ -29,6 +29,7 @@ describe('configJsonSchema', () => {
         'directories',
         'integration_dirs',
         'integrations',
+        'llm_cache',
         'llms',
         'queue',
         'scripts',

@@ -66,6 +66,12 @@ export const llmProfileSchema = z
     token: secretField.optional(),
     parameters: z.record(z.string(), jsonValue).optional(),
     timeout: duration.optional(),
+    /** The model's context window in tokens; default from the capability table (8192 when the model is unknown). */
+    context_window: z.int().min(512).optional(),
+    /** What the model can do, overriding the capability table: native tool calls, `response_format: json_schema`. */
+    capabilities: z.strictObject({ tools: z.boolean().optional(), json_schema: z.boolean().optional() }).optional(),
+    /** Retries of a request that failed with 429, 5xx or a broken connection. */
+    max_retries: z.int().min(0).max(10).default(4),
   })
   .transform((profile) => ({
     baseUrl: profile.base_url,
@@ -73,7 +79,21 @@ export const llmProfileSchema = z
     ...(profile.token ? { token: profile.token } : {}),
     parameters: profile.parameters ?? {},
     timeoutMs: profile.timeout ?? 120_000,
+    ...(profile.context_window === undefined ? {} : { contextWindow: profile.context_window }),
+    capabilities: {
+      ...(profile.capabilities?.tools === undefined ? {} : { tools: profile.capabilities.tools }),
+      ...(profile.capabilities?.json_schema === undefined ? {} : { jsonSchema: profile.capabilities.json_schema }),
+    },
+    maxRetries: profile.max_retries,
   }));
+
+/** The record/replay cache for LLM requests: for tests and development, off by default. */
+export const llmCacheSchema = z
+  .strictObject({
+    mode: z.enum(['off', 'record', 'replay', 'auto']).default('off'),
+    directory: z.string().min(1).default('./llm-cache'),
+  })
+  .transform((value) => ({ mode: value.mode, directory: value.directory }));
 export type LlmProfile = z.output<typeof llmProfileSchema>;
 
 // ------------------------------------------------------------------------------------ classifications
@@ -579,6 +599,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       directories: directoriesSchema,
       integration_dirs: orEmpty(z.array(z.string().min(1)), () => []),
       llms: orEmpty(z.record(identifier, llmProfileSchema), () => ({})),
+      llm_cache: llmCacheSchema.prefault({}),
       integrations: orEmpty(z.array(integrationSchema(options.integrationTypes, forJsonSchema)), () => []),
       scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
       queue: queueSchema.prefault({}),
@@ -592,6 +613,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       directories: value.directories,
       integrationDirs: value.integration_dirs,
       llms: value.llms,
+      llmCache: value.llm_cache,
       integrations: value.integrations,
       scripts: value.scripts,
       queue: value.queue,

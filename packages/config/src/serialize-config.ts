@@ -108,9 +108,16 @@ function toPlain(config: Config): Plain {
           token: profile.token,
           parameters: profile.parameters,
           timeout: formatDuration(profile.timeoutMs),
+          context_window: profile.contextWindow,
+          capabilities:
+            Object.keys(profile.capabilities).length === 0
+              ? undefined
+              : defined({ tools: profile.capabilities.tools, json_schema: profile.capabilities.jsonSchema }),
+          max_retries: profile.maxRetries,
         }),
       ]),
     ),
+    llm_cache: { mode: config.llmCache.mode, directory: config.llmCache.directory },
     integrations: config.integrations.map(integration),
     scripts: Object.fromEntries(
       Object.entries(config.scripts).map(([name, script]) => [

@@ -12,6 +12,10 @@ export const errorCodes = {
   USAGE: 'The command line or an ASSISTANT_* environment variable was not understood.',
   // Processes.
   CHILD_EXITED: '`assistant start` stopped because the server or the worker exited.',
+  // The LLM layer.
+  LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',
+  LLM_OUTPUT_INVALID: 'An LLM kept answering with output that does not match the requested schema.',
+  LLM_REPLAY_MISS: 'The LLM cache is in replay mode and has no recording of this exact request.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED: 'The server requires `Authorization: Bearer <token>` and the request had no token or a wrong one.',

@@ -1,4 +1,5 @@
 import type { Automation, Classification, LoadedConfig } from '@assistant/config';
+import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
@@ -83,6 +84,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   };
   /** The worker's structured logger, with the task's id and type on every line. */
   logger: Logger;
+  /**
+   * An LLM profile from config.yaml as a model (`Conversation`, structured output, agent loops use it).
+   * @default the instance's `llm:` profile, else `default`
+   */
+  llm(profile?: string): ChatModel;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
 }

@@ -45,6 +45,16 @@ export {
 } from './automations/compile-automations.ts';
 export type { Condition, ConditionSubject, FieldType } from './automations/conditions.ts';
 export { automationChecks, compilePlatformAutomations, platformFields } from './automations/platform-automations.ts';
+export { type ApplySteeringOptions, applySteering, type SteerableTarget } from './control/apply-steering.ts';
+export {
+  type ControlEvent,
+  ControlFiles,
+  type SteeringAction,
+  type SteeringOutcome,
+  type SteeringRequest,
+  steeringActions,
+  steeringRequestSchema,
+} from './control/control-files.ts';
 export {
   builtinIntegrationsDir,
   type DiscoveredIntegration,

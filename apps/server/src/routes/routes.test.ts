@@ -393,6 +393,8 @@ describe('/docs/openapi.json', () => {
         'POST /api/tasks',
         'POST /api/tasks/{id}/retry',
         'POST /api/tasks/{id}/reroute',
+        'POST /api/tasks/{id}/steer',
+        'GET /api/tasks/{id}/events',
         'POST /api/integrations/{name}/{platform}/trigger',
         'GET /api/notes',
         'GET /api/notes/{path}',

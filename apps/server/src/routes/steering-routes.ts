@@ -1,0 +1,140 @@
+import { AssistantError } from '@assistant/errors';
+import type { TaskQueue } from '@assistant/queue';
+import { ControlFiles, steeringActions } from '@assistant/runtime';
+import * as z from 'zod';
+import type { AssistantServer } from '../create-server.ts';
+import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import { taskIdParams } from './task-routes.ts';
+
+export interface SteeringRoutesOptions {
+  queue: () => TaskQueue;
+  /** `data/control`. */
+  controlRoot: string;
+}
+
+const steerBody = z.strictObject({
+  action: z.enum(steeringActions),
+  message: z.string().min(1).max(20_000).optional(),
+  reason: z.string().max(2_000).optional(),
+  clarification_id: z.string().min(1).optional(),
+});
+
+/** How long a steering request waits for the worker to apply it before answering 202; `ask` waits for its answer. */
+const applyWaitMs = 5_000;
+const askWaitMs = 120_000;
+
+/** `POST /api/tasks/:id/steer` and `GET /api/tasks/:id/events`: steer work that runs in the worker, and watch it. */
+export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable, options: SteeringRoutesOptions): void {
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/tasks/:id/steer',
+    tag: 'steering',
+    summary: 'Steer a running (or pending) task',
+    description:
+      'pause, resume, stop (with a reason), interject a message, ask a question (answered from a snapshot of the transcript) or answer a clarification. The request is written to data/control/<id>/ and applied by the worker in order; a pending task gets it when it starts. 200 once applied (with the answer for ask), 202 while it waits for the task.',
+    params: taskIdParams,
+    body: steerBody,
+    responses: {
+      200: {
+        description: 'applied (or refused by the running loop)',
+        schema: z.object({
+          request: z.string(),
+          status: z.string(),
+          answer: z.string().optional(),
+          message: z.string().optional(),
+        }),
+      },
+      202: {
+        description: 'written; the task has not applied it yet',
+        schema: z.object({ request: z.string(), status: z.literal('queued') }),
+      },
+      400: {
+        description: 'a bad body: interject, ask and answer need a message; answer needs clarification_id',
+        schema: errorBodySchema,
+      },
+      404: { description: 'no such task', schema: errorBodySchema },
+      409: { description: 'the task has finished', schema: errorBodySchema },
+    },
+    handler: async ({ params, body, reply }) => {
+      const record = await options.queue().get(params.id);
+      if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
+      if (record.state === 'done' || record.state === 'failed') {
+        throw new AssistantError(
+          'CONFLICT',
+          `task ${params.id} is ${record.state}; only pending or active tasks can be steered`,
+        );
+      }
+      const files = new ControlFiles({ root: options.controlRoot, taskId: params.id });
+      let request: Awaited<ReturnType<ControlFiles['request']>>;
+      try {
+        request = await files.request({ ...body, source: 'api' } as Parameters<ControlFiles['request']>[0]);
+      } catch (error) {
+        if (error instanceof z.ZodError) {
+          const issue = error.issues[0];
+          throw new AssistantError('BAD_REQUEST', `body.${issue?.path.join('.')}: ${issue?.message}`);
+        }
+        throw error;
+      }
+      const outcome = await files.waitForOutcome(request.id, {
+        timeoutMs: body.action === 'ask' ? askWaitMs : applyWaitMs,
+      });
+      if (!outcome) return reply.code(202).send({ request: request.id, status: 'queued' });
+      return {
+        request: request.id,
+        status: outcome.status,
+        ...(outcome.answer === undefined ? {} : { answer: outcome.answer }),
+        ...(outcome.message === undefined ? {} : { message: outcome.message }),
+      };
+    },
+  });
+
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/tasks/:id/events',
+    tag: 'steering',
+    summary: "A task's events as server-sent events",
+    description:
+      'Notifications, clarifications, steps and steering, from the start (or after Last-Event-ID), as they happen; the stream ends when the task has finished and every event was sent.',
+    params: taskIdParams,
+    responses: {
+      200: {
+        description: 'text/event-stream; each event has `id` (a resume point), `event` (its type) and JSON `data`',
+        contentType: 'text/event-stream',
+      },
+      404: { description: 'no such task', schema: errorBodySchema },
+    },
+    handler: async ({ params, request, reply }) => {
+      const queue = options.queue();
+      if (!(await queue.get(params.id))) throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
+      const files = new ControlFiles({ root: options.controlRoot, taskId: params.id });
+      const lastEventId = Number(request.headers['last-event-id'] ?? 0);
+      let offset = Number.isFinite(lastEventId) && lastEventId > 0 ? lastEventId : 0;
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      raw.write(`: events of task ${params.id}\n\n`);
+      let open = true;
+      raw.on('close', () => {
+        open = false;
+      });
+      while (open) {
+        const batch = await files.eventsFrom(offset);
+        for (const { offset: id, ...event } of batch.events) {
+          raw.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        }
+        offset = batch.offset;
+        const state = (await queue.get(params.id))?.state;
+        if ((state === 'done' || state === 'failed') && batch.events.length === 0) {
+          raw.write(`event: end\ndata: ${JSON.stringify({ state })}\n\n`);
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      raw.end();
+    },
+  });
+}

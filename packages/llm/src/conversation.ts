@@ -1,0 +1,108 @@
+import * as z from 'zod';
+import type { ChatMessage, ChatModel, TokenUsage } from './chat-types.ts';
+import { LlmOutputError } from './llm-errors.ts';
+
+export interface StructuredOptions {
+  /** Names the schema for the server (`response_format.json_schema.name`). @default 'answer' */
+  name?: string;
+  signal?: AbortSignal;
+  /** Corrective retries after the first answer. @default 3 */
+  retries?: number;
+}
+
+/**
+ * A conversation with one model: `ask` for text, `structured` for data checked against a zod schema. Messages
+ * accumulate, so follow-up questions see the earlier turns; usage adds up in `usage`.
+ */
+export class Conversation {
+  readonly model: ChatModel;
+  readonly messages: ChatMessage[];
+  readonly usage: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+  constructor(model: ChatModel, options: { system?: string; messages?: ChatMessage[] } = {}) {
+    this.model = model;
+    this.messages = [
+      ...(options.system ? [{ role: 'system' as const, content: options.system }] : []),
+      ...(options.messages ?? []),
+    ];
+  }
+
+  async ask(text: string, options: { signal?: AbortSignal } = {}): Promise<string> {
+    this.messages.push({ role: 'user', content: text });
+    const response = await this.model.chat(
+      { messages: this.messages },
+      options.signal ? { signal: options.signal } : {},
+    );
+    this.#count(response.usage);
+    const content = response.message.content ?? '';
+    this.messages.push({ role: 'assistant', content });
+    return content;
+  }
+
+  /**
+   * Asks for data matching `schema`. An answer that is not JSON or does not validate is shown back to the model with
+   * what is wrong, and it answers again, up to `retries` times: the model learns from the error rather than
+   * rolling the dice on the same prompt. Throws LlmOutputError with every attempt when none validates.
+   */
+  async structured<T>(schema: z.ZodType<T>, text: string, options: StructuredOptions = {}): Promise<T> {
+    const jsonSchema = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
+    const { $schema: _ignored, ...schemaBody } = jsonSchema;
+    this.messages.push({
+      role: 'user',
+      content: `${text}\n\nAnswer with only a JSON value matching this JSON Schema, no other text:\n${JSON.stringify(schemaBody)}`,
+    });
+    const attempts: { reply: string; problem: string }[] = [];
+    const retries = options.retries ?? 3;
+    for (let attempt = 0; attempt <= retries; attempt += 1) {
+      const response = await this.model.chat(
+        { messages: this.messages, responseFormat: { name: options.name ?? 'answer', schema: schemaBody } },
+        options.signal ? { signal: options.signal } : {},
+      );
+      this.#count(response.usage);
+      const reply = response.message.content ?? '';
+      this.messages.push({ role: 'assistant', content: reply });
+      const problem = check(schema, reply);
+      if (problem.ok) return problem.value;
+      attempts.push({ reply, problem: problem.message });
+      if (attempt < retries) {
+        this.messages.push({
+          role: 'user',
+          content: `That answer is not valid: ${problem.message}. Answer again with only the corrected JSON.`,
+        });
+      }
+    }
+    throw new LlmOutputError(
+      `${this.model.name}: no valid answer after ${attempts.length} attempts; the last: ${attempts.at(-1)?.problem}`,
+      attempts,
+    );
+  }
+
+  #count(usage: TokenUsage | undefined): void {
+    if (!usage) return;
+    this.usage.promptTokens += usage.promptTokens;
+    this.usage.completionTokens += usage.completionTokens;
+    this.usage.totalTokens += usage.totalTokens;
+  }
+}
+
+function check<T>(schema: z.ZodType<T>, reply: string): { ok: true; value: T } | { ok: false; message: string } {
+  const text = reply
+    .trim()
+    .replace(/^```(?:json)?\s*/i, '')
+    .replace(/\s*```$/, '');
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, message: `it is not JSON (${(error as Error).message})` };
+  }
+  const result = schema.safeParse(data);
+  if (result.success) return { ok: true, value: result.data };
+  return {
+    ok: false,
+    message: result.error.issues
+      .slice(0, 5)
+      .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'the value'}: ${issue.message}`)
+      .join('; '),
+  };
+}

@@ -1,0 +1,24 @@
+export { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
+export type {
+  ChatMessage,
+  ChatModel,
+  ChatOptions,
+  ChatRequest,
+  ChatResponse,
+  TokenUsage,
+  ToolCall,
+  ToolSpec,
+} from './chat-types.ts';
+export { Conversation, type StructuredOptions } from './conversation.ts';
+export { LlmAbortedError, LlmOutputError, LlmRequestError } from './llm-errors.ts';
+export { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
+export { createOpenAiChatModel, type OpenAiChatModelOptions, retryDelay } from './openai-chat-model.ts';
+export { parseReactReply, reactMessages } from './react-strategy.ts';
+export {
+  type CacheMode,
+  cacheModes,
+  createRecordReplayFetch,
+  type RecordReplayOptions,
+  ReplayMissError,
+  requestKey,
+} from './record-replay/record-replay-fetch.ts';

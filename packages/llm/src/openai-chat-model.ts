@@ -1,0 +1,213 @@
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
+import type { ChatMessage, ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage } from './chat-types.ts';
+import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
+import { parseReactReply, reactMessages } from './react-strategy.ts';
+import { ReplayMissError } from './record-replay/record-replay-fetch.ts';
+
+export interface OpenAiChatModelOptions {
+  /** The profile's name, for logs and errors. */
+  name: string;
+  baseUrl: string;
+  model: string;
+  /** The token, revealed; local endpoints need none. */
+  token?: string | undefined;
+  parameters?: Record<string, unknown>;
+  timeoutMs?: number;
+  /** Retries after 429, 5xx or a broken connection. @default 4 */
+  maxRetries?: number;
+  capabilities?: { tools?: boolean; jsonSchema?: boolean; contextWindow?: number };
+  /** The fetch the client uses: the record/replay cache, or a test's. @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** Called with the server-reported usage of every successful request. */
+  onUsage?: (usage: TokenUsage, model: string) => void;
+  /** Waits between retries; tests shorten it. @default setTimeout honouring the signal */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** Backoff between retries: 1 s, 2 s, 4 s … capped at 30 s; a server's `retry-after` wins, capped at 60 s. */
+const baseDelayMs = 1_000;
+const maxDelayMs = 30_000;
+const maxRetryAfterMs = 60_000;
+
+/**
+ * A named profile as a {@link ChatModel}, over the official `openai` client. Its own retries are off: ours honour
+ * `retry-after`, cap the wait, and never retry a cancellation or an error retrying cannot fix. A model without
+ * native tool calls gets them through a prompted ReAct format.
+ */
+export function createOpenAiChatModel(
+  options: OpenAiChatModelOptions,
+): ChatModel & { capabilities: ModelCapabilities } {
+  const capabilities = modelCapabilities(options.model, options.capabilities);
+  const client = new OpenAI({
+    baseURL: options.baseUrl,
+    // Local servers ignore the key, but the client insists on one.
+    apiKey: options.token ?? 'not-needed',
+    maxRetries: 0,
+    timeout: options.timeoutMs ?? 120_000,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const maxRetries = options.maxRetries ?? 4;
+  const sleep = options.sleep ?? sleepFor;
+
+  const send = async (request: ChatRequest, signal: AbortSignal | undefined): Promise<ChatResponse> => {
+    const native = capabilities.tools || !request.tools || request.tools.length === 0;
+    const messages = native ? request.messages : reactMessages(request.messages, request.tools ?? []);
+    const body: Record<string, unknown> = {
+      model: options.model,
+      messages: messages.map(toOpenAi),
+      ...options.parameters,
+      ...request.parameters,
+    };
+    if (native && request.tools && request.tools.length > 0) {
+      body.tools = request.tools.map((tool) => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+      }));
+    }
+    if (request.responseFormat && capabilities.jsonSchema) {
+      body.response_format = {
+        type: 'json_schema',
+        json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema, strict: false },
+      };
+    }
+    const completion = await client.chat.completions.create(
+      body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+      signal ? { signal } : {},
+    );
+    const choice = completion.choices[0];
+    if (!choice) throw new LlmRequestError(`${options.name}: the server answered with no choices`);
+    const content = choice.message.content ?? null;
+    const usage = completion.usage
+      ? {
+          promptTokens: completion.usage.prompt_tokens,
+          completionTokens: completion.usage.completion_tokens,
+          totalTokens: completion.usage.total_tokens,
+        }
+      : undefined;
+    if (usage) options.onUsage?.(usage, completion.model);
+    const toolCalls = native
+      ? (choice.message.tool_calls ?? []).flatMap((call) =>
+          call.type === 'function'
+            ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }]
+            : [],
+        )
+      : [];
+    const reply = native ? { content, toolCalls } : parseReactReply(content ?? '', request.tools ?? []);
+    return {
+      message: { role: 'assistant', content: reply.content, toolCalls: reply.toolCalls },
+      finishReason: reply.toolCalls.length > 0 ? 'tool_calls' : (choice.finish_reason ?? null),
+      ...(usage ? { usage } : {}),
+      model: completion.model,
+    };
+  };
+
+  return {
+    name: options.name,
+    contextWindow: capabilities.contextWindow,
+    capabilities,
+    async chat(request: ChatRequest, chatOptions: ChatOptions = {}): Promise<ChatResponse> {
+      const { signal } = chatOptions;
+      for (let attempt = 0; ; attempt += 1) {
+        if (signal?.aborted) throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal.reason });
+        try {
+          return await send(request, signal);
+        } catch (error) {
+          if (error instanceof APIUserAbortError || signal?.aborted) {
+            throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason ?? error });
+          }
+          if (error instanceof LlmRequestError) throw error;
+          const retry = retryDelay(error, attempt);
+          if (retry === undefined || attempt >= maxRetries) throw failure(options, error, attempt);
+          await sleep(retry, signal).catch(() => {
+            throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason });
+          });
+        }
+      }
+    },
+  };
+}
+
+/** How long to wait before retrying, or undefined when retrying cannot help. */
+export function retryDelay(error: unknown, attempt: number): number | undefined {
+  // A replay miss arrives wrapped as a connection error; retrying cannot make a recording appear.
+  if (error instanceof Error && error.cause instanceof ReplayMissError) return undefined;
+  const exponential = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
+  if (error instanceof APIConnectionError) return exponential;
+  if (error instanceof APIError) {
+    const status = error.status;
+    if (status === undefined || !(status === 408 || status === 409 || status === 429 || status >= 500))
+      return undefined;
+    const header = error.headers?.get('retry-after');
+    if (header) {
+      const seconds = Number(header);
+      const waitMs = Number.isFinite(seconds) ? seconds * 1_000 : Date.parse(header) - Date.now();
+      if (Number.isFinite(waitMs) && waitMs >= 0) return Math.min(maxRetryAfterMs, waitMs);
+    }
+    return exponential;
+  }
+  // A body that is not JSON, a reset socket mid-read: worth one more try like a connection error.
+  if (error instanceof SyntaxError || (error instanceof TypeError && /fetch|network|socket/i.test(error.message)))
+    return exponential;
+  return undefined;
+}
+
+function failure(options: OpenAiChatModelOptions, error: unknown, attempt: number): Error {
+  if (error instanceof Error && error.cause instanceof ReplayMissError) return error.cause as ReplayMissError;
+  const status = error instanceof APIError ? error.status : undefined;
+  const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  const tries = attempt === 0 ? '' : ` after ${attempt + 1} attempts`;
+  return new LlmRequestError(
+    `LLM profile ${options.name} (${options.model} at ${options.baseUrl}) failed${tries}: ${detail}`,
+    {
+      status,
+      cause: error,
+      ...(status === 401 || status === 403
+        ? { hint: "check the profile's `token:` (a secret in secrets.yaml)" }
+        : status === 404
+          ? { hint: 'check `base_url` (it usually ends in /v1) and that the model exists there' }
+          : error instanceof APIConnectionError
+            ? { hint: 'is the server running and reachable? `assistant doctor` checks every profile' }
+            : {}),
+    },
+  );
+}
+
+function toOpenAi(message: ChatMessage): Record<string, unknown> {
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      return { role: message.role, content: message.content };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content,
+        ...(message.toolCalls && message.toolCalls.length > 0
+          ? {
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.id,
+                type: 'function',
+                function: { name: call.name, arguments: call.arguments },
+              })),
+            }
+          : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+  }
+}
+
+function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

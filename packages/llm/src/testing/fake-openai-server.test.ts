@@ -1,0 +1,248 @@
+import OpenAI, { APIError, APIUserAbortError } from 'openai';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FakeOpenAiServer, type FakeOpenAiServerOptions } from './fake-openai-server.ts';
+
+let server: FakeOpenAiServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function start(options: FakeOpenAiServerOptions = {}): Promise<{ server: FakeOpenAiServer; client: OpenAI }> {
+  server = await FakeOpenAiServer.start(options);
+  return { server, client: new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 }) };
+}
+
+const messages = [{ role: 'user' as const, content: 'Hello there' }];
+
+/** Join a streamed completion's deltas into content and tool calls, the way a streaming consumer would. */
+async function assemble(
+  stream:
+    | AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>
+    | Iterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
+): Promise<{
+  content: string;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  finishReason: string | null;
+  usage: OpenAI.CompletionUsage | null | undefined;
+}> {
+  let content = '';
+  let finishReason: string | null = null;
+  let usage: OpenAI.CompletionUsage | null | undefined;
+  const toolCalls: { id: string; name: string; arguments: string }[] = [];
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (choice === undefined) continue;
+    content += choice.delta.content ?? '';
+    for (const call of choice.delta.tool_calls ?? []) {
+      toolCalls[call.index] ??= { id: '', name: '', arguments: '' };
+      const existing = toolCalls[call.index];
+      if (existing === undefined) continue;
+      existing.id += call.id ?? '';
+      existing.name += call.function?.name ?? '';
+      existing.arguments += call.function?.arguments ?? '';
+    }
+    finishReason = choice.finish_reason ?? finishReason;
+  }
+  return { content, toolCalls, finishReason, usage };
+}
+
+describe('FakeOpenAiServer', () => {
+  it('answers a text reply as a chat.completion that echoes the model', async () => {
+    const { client } = await start({ replies: [{ text: 'Hi!', usage: { prompt: 7, completion: 2 } }] });
+    const completion = await client.chat.completions.create({ model: 'my-model', messages });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.model).toBe('my-model');
+    expect(completion.choices[0]?.message).toMatchObject({ role: 'assistant', content: 'Hi!' });
+    expect(completion.choices[0]?.finish_reason).toBe('stop');
+    expect(completion.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 });
+  });
+
+  it('computes a rough usage when the reply gives none', async () => {
+    const { client } = await start({ replies: [{ text: 'A reply of some length' }] });
+    const completion = await client.chat.completions.create({ model: 'm', messages });
+    expect(completion.usage?.prompt_tokens).toBeGreaterThan(0);
+    expect(completion.usage?.completion_tokens).toBeGreaterThan(0);
+    expect(completion.usage?.total_tokens).toBe(
+      (completion.usage?.prompt_tokens ?? 0) + (completion.usage?.completion_tokens ?? 0),
+    );
+  });
+
+  it('answers tool calls with object and string arguments', async () => {
+    const { client } = await start({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'search', arguments: { query: 'weather' }, id: 'call_1' },
+            { name: 'broken', arguments: '{not json' },
+          ],
+        },
+      ],
+    });
+    const completion = await client.chat.completions.create({ model: 'm', messages });
+    const choice = completion.choices[0];
+    expect(choice?.finish_reason).toBe('tool_calls');
+    expect(choice?.message.content).toBeNull();
+    expect(choice?.message.tool_calls).toEqual([
+      { id: 'call_1', type: 'function', function: { name: 'search', arguments: '{"query":"weather"}' } },
+      { id: expect.any(String), type: 'function', function: { name: 'broken', arguments: '{not json' } },
+    ]);
+  });
+
+  it('streams text in several deltas, then usage when asked for', async () => {
+    const { client } = await start({ replies: [{ text: 'Streaming text that is split into pieces' }] });
+    const stream = await client.chat.completions.create({
+      model: 'm',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const contentDeltas: string[] = [];
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) {
+      chunks.push(chunk);
+      const content = chunk.choices[0]?.delta.content;
+      if (content) contentDeltas.push(content);
+    }
+    expect(contentDeltas.length).toBeGreaterThan(1);
+    expect(contentDeltas.join('')).toBe('Streaming text that is split into pieces');
+    const result = await assemble(chunks);
+    expect(result.finishReason).toBe('stop');
+    expect(result.usage?.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('streams tool calls as deltas that assemble into the scripted calls', async () => {
+    const { client } = await start({
+      replies: [
+        { toolCalls: [{ name: 'lookup', arguments: { id: 42, note: 'some longer arguments' }, id: 'call_a' }] },
+      ],
+    });
+    const stream = await client.chat.completions.create({ model: 'm', messages, stream: true });
+    const result = await assemble(stream);
+    expect(result.finishReason).toBe('tool_calls');
+    expect(result.toolCalls).toEqual([
+      { id: 'call_a', name: 'lookup', arguments: JSON.stringify({ id: 42, note: 'some longer arguments' }) },
+    ]);
+    expect(result.usage).toBeUndefined();
+  });
+
+  it('answers a json reply with its JSON text as content', async () => {
+    const { client } = await start({ replies: [{ json: { label: 'invoice', confidence: 0.9 } }] });
+    const completion = await client.chat.completions.create({ model: 'm', messages });
+    expect(JSON.parse(completion.choices[0]?.message.content ?? '')).toEqual({ label: 'invoice', confidence: 0.9 });
+  });
+
+  it('answers 429 with a retry-after header the client can see', async () => {
+    const { client } = await start({
+      replies: [{ error: { status: 429, message: 'slow down', retryAfterSeconds: 7 } }],
+    });
+    const error = await client.chat.completions.create({ model: 'm', messages }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(APIError);
+    const apiError = error as APIError;
+    expect(apiError.status).toBe(429);
+    expect(apiError.headers?.get('retry-after')).toBe('7');
+    expect(apiError.message).toContain('slow down');
+  });
+
+  it('answers 500 with the OpenAI error body', async () => {
+    const { client } = await start({ replies: [{ error: { status: 500 } }] });
+    const error = await client.chat.completions.create({ model: 'm', messages }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).status).toBe(500);
+    expect((error as APIError).type).toBe('server_error');
+  });
+
+  it('makes the client throw on a malformed body', async () => {
+    const { client } = await start({ replies: [{ malformed: true }, { malformed: true }] });
+    await expect(client.chat.completions.create({ model: 'm', messages })).rejects.toThrow();
+    // The client logs the event it could not parse before throwing; keep that out of the test output.
+    const consoleError = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const stream = await client.chat.completions.create({ model: 'm', messages, stream: true });
+      await expect(assemble(stream)).rejects.toThrow();
+    } finally {
+      consoleError.mockRestore();
+    }
+  });
+
+  it('lets the client abort a delayed reply', async () => {
+    let arrived: () => void = () => {};
+    const requestArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const { client } = await start({
+      respond: () => {
+        arrived();
+        // Far longer than the test timeout: only the abort can end this request in time.
+        return { text: 'too late', delayMs: 120_000 };
+      },
+    });
+    const controller = new AbortController();
+    const pending = client.chat.completions.create({ model: 'm', messages }, { signal: controller.signal });
+    await requestArrived;
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(APIUserAbortError);
+  });
+
+  it('answers after a short delay when nobody aborts', async () => {
+    const { client } = await start({ replies: [{ text: 'eventually', delayMs: 20 }] });
+    const completion = await client.chat.completions.create({ model: 'm', messages });
+    expect(completion.choices[0]?.message.content).toBe('eventually');
+  });
+
+  it('records every chat request in order with body and headers', async () => {
+    const { server, client } = await start({ replies: [{ text: 'one' }] });
+    server.reply({ text: 'two' });
+    await client.chat.completions.create({ model: 'first', messages });
+    await client.chat.completions.create({ model: 'second', messages, temperature: 0.2 });
+    expect(server.requests.map((request) => request.body.model)).toEqual(['first', 'second']);
+    expect(server.requests[1]?.body.temperature).toBe(0.2);
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer test');
+    expect(server.requests[0]?.receivedAt).toEqual(expect.any(Number));
+  });
+
+  it('computes replies with respond, which takes precedence over replies', async () => {
+    const { client } = await start({
+      replies: [{ text: 'scripted' }],
+      respond: (request, index) => ({ text: `${String(request.body.model)} #${index}` }),
+    });
+    const first = await client.chat.completions.create({ model: 'm', messages });
+    const second = await client.chat.completions.create({ model: 'm', messages });
+    expect(first.choices[0]?.message.content).toBe('m #0');
+    expect(second.choices[0]?.message.content).toBe('m #1');
+  });
+
+  it('lists the configured models', async () => {
+    const { client } = await start({ models: ['alpha', 'beta'] });
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(['alpha', 'beta']);
+  });
+
+  it('lists fake-model by default', async () => {
+    const { client } = await start();
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(['fake-model']);
+  });
+
+  it('answers 500 and still records the request when the replies run out', async () => {
+    const { server, client } = await start({ replies: [{ text: 'only one' }] });
+    await client.chat.completions.create({ model: 'm', messages });
+    const error = await client.chat.completions.create({ model: 'm', messages }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).status).toBe(500);
+    expect((error as APIError).message).toContain('no scripted reply left');
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('closes idempotently and supports await using', async () => {
+    const { server } = await start();
+    await Promise.all([server.close(), server.close()]);
+    await server.close();
+    {
+      await using disposable = await FakeOpenAiServer.start();
+      expect(disposable.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    }
+  });
+});

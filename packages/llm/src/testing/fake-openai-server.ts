@@ -1,0 +1,372 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { z } from 'zod';
+
+/**
+ * One scripted answer of the {@link FakeOpenAiServer}. Every variant may wait `delayMs` milliseconds before it is
+ * sent, so tests can abort a request that is still in flight.
+ */
+export type FakeReply =
+  | {
+      /** The assistant's message content. */
+      text: string;
+      /** Token counts to report. @default about one token per four characters of the request and the reply */
+      usage?: { prompt: number; completion: number };
+      /** Wait this long before answering. @default 0 */
+      delayMs?: number;
+    }
+  | {
+      /**
+       * The tool calls the assistant asks for. An object `arguments` is sent as its JSON text; a string is sent as
+       * is, so a test can script arguments that are not valid JSON.
+       */
+      toolCalls: { name: string; arguments: unknown; id?: string }[];
+      /** Content sent alongside the tool calls. @default null content */
+      text?: string;
+      /** Wait this long before answering. @default 0 */
+      delayMs?: number;
+    }
+  | {
+      /** A value whose JSON text becomes the message content, for structured-output tests. */
+      json: unknown;
+      /** Wait this long before answering. @default 0 */
+      delayMs?: number;
+    }
+  | {
+      /**
+       * An HTTP error: `status` 429 with `retryAfterSeconds` sends a `retry-after` header; the body is the OpenAI
+       * error shape `{error: {message, type}}`.
+       */
+      error: { status: number; message?: string; retryAfterSeconds?: number };
+      /** Wait this long before answering. @default 0 */
+      delayMs?: number;
+    }
+  | {
+      /** HTTP 200 with a body that is not JSON (or, when streaming, an event whose data is not JSON). */
+      malformed: true;
+      /** Wait this long before answering. @default 0 */
+      delayMs?: number;
+    };
+
+/** A chat completion request as the fake server received it. */
+export interface FakeChatRequest {
+  /** The parsed JSON body. */
+  body: Record<string, unknown>;
+  /** The request headers; repeated headers are joined with `, `. */
+  headers: Record<string, string | undefined>;
+  /** When it arrived, in milliseconds since the epoch. */
+  receivedAt: number;
+}
+
+export interface FakeOpenAiServerOptions {
+  /**
+   * Replies in order, one per chat request. When they run out, the server answers 500 "no scripted reply left"
+   * (and still records the request), so a test that makes one call too many fails loudly.
+   * @default []
+   */
+  replies?: FakeReply[];
+  /**
+   * Compute each reply from the request and its zero-based index among chat requests. Takes precedence over
+   * `replies` when given.
+   */
+  respond?: (request: FakeChatRequest, index: number) => FakeReply | Promise<FakeReply>;
+  /**
+   * The model ids `GET /models` lists.
+   * @default ['fake-model']
+   */
+  models?: string[];
+}
+
+// The body is outside data even in a test tool: anything but a JSON object is a 400, like a real endpoint.
+const chatBodySchema = z.record(z.string(), z.unknown());
+const streamOptionsSchema = z.looseObject({ include_usage: z.boolean().optional() });
+
+interface CompletionParts {
+  content: string | null;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  finishReason: 'stop' | 'tool_calls';
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+/**
+ * A fake OpenAI-compatible chat endpoint on loopback, for tests only (never a product default): scripted or computed
+ * replies, streaming and non-streaming, HTTP errors, malformed bodies and slow answers, with every request recorded.
+ *
+ * @example
+ * await using server = await FakeOpenAiServer.start({ replies: [{ text: 'hello' }] });
+ * const client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
+ */
+export class FakeOpenAiServer {
+  /** The base URL to configure a client with, e.g. `http://127.0.0.1:43123/v1`. */
+  readonly url: string;
+  /** Every chat request, in the order received, including those answered with an error. */
+  readonly requests: FakeChatRequest[] = [];
+
+  readonly #app: FastifyInstance;
+  readonly #replies: FakeReply[];
+  readonly #respond: FakeOpenAiServerOptions['respond'];
+  // Aborted by close(), so replies still waiting out their delay give up instead of holding the server open.
+  readonly #closing = new AbortController();
+  #closed: Promise<void> | undefined;
+
+  private constructor(app: FastifyInstance, url: string, options: FakeOpenAiServerOptions) {
+    this.#app = app;
+    this.url = url;
+    this.#replies = [...(options.replies ?? [])];
+    this.#respond = options.respond;
+  }
+
+  /** Start a server on 127.0.0.1 on a free port. */
+  static async start(options: FakeOpenAiServerOptions = {}): Promise<FakeOpenAiServer> {
+    const models = options.models ?? ['fake-model'];
+    // Closing must not wait for a client that keeps a connection open, so force connections shut.
+    const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024 * 1024 });
+    let server: FakeOpenAiServer | undefined;
+    app.get('/v1/models', async () => ({
+      object: 'list',
+      data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'fake' })),
+    }));
+    app.post('/v1/chat/completions', async (request, reply) => {
+      if (server === undefined) throw new Error('The fake server answered before it finished starting.');
+      return server.#handleChat(request.body, request.headers, reply);
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    if (address === null || typeof address === 'string') {
+      await app.close();
+      throw new Error(`The fake OpenAI server expected a TCP address, got ${String(address)}.`);
+    }
+    server = new FakeOpenAiServer(app, `http://127.0.0.1:${address.port}/v1`, options);
+    return server;
+  }
+
+  /** Append scripted replies, answered after those already queued. */
+  reply(...replies: FakeReply[]): void {
+    this.#replies.push(...replies);
+  }
+
+  /** Stop the server. Idempotent: later calls return the first call's promise. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing.abort();
+      await this.#app.close();
+    })();
+    return this.#closed;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #handleChat(
+    rawBody: unknown,
+    rawHeaders: Record<string, string | string[] | undefined>,
+    reply: FastifyReply,
+  ): Promise<unknown> {
+    const parsed = chatBodySchema.safeParse(rawBody);
+    if (!parsed.success) {
+      return reply.code(400).send(errorBody('Expected a JSON object body.', 'invalid_request_error'));
+    }
+    const request: FakeChatRequest = { body: parsed.data, headers: flattenHeaders(rawHeaders), receivedAt: Date.now() };
+    const index = this.requests.length;
+    this.requests.push(request);
+
+    let scripted: FakeReply | undefined;
+    try {
+      scripted = this.#respond === undefined ? this.#replies.shift() : await this.#respond(request, index);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return reply.code(500).send(errorBody(`respond() threw: ${message}`, 'server_error'));
+    }
+    if (scripted === undefined) {
+      return reply.code(500).send(errorBody('no scripted reply left', 'server_error'));
+    }
+
+    if (scripted.delayMs !== undefined && scripted.delayMs > 0) {
+      const disconnected = new AbortController();
+      const onClose = (): void => {
+        // 'close' also fires after a response is sent; only a close before that means the client went away.
+        if (!reply.raw.writableFinished) disconnected.abort();
+      };
+      reply.raw.once('close', onClose);
+      try {
+        await delay(scripted.delayMs, undefined, {
+          signal: AbortSignal.any([disconnected.signal, this.#closing.signal]),
+        });
+      } catch {
+        // The client disconnected or the server is closing: nobody is listening, so stop without an error.
+        // Hijacking tells Fastify the response is handled so it does not try to send one.
+        reply.hijack();
+        reply.raw.destroy();
+        return undefined;
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    }
+
+    if ('error' in scripted) {
+      const { status, message, retryAfterSeconds } = scripted.error;
+      if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
+      return reply.code(status).send(errorBody(message ?? `fake error ${status}`, errorType(status)));
+    }
+
+    const streaming = request.body.stream === true;
+    if ('malformed' in scripted) {
+      return streaming
+        ? reply.type('text/event-stream').send('data: {this is not json\n\n')
+        : reply.type('application/json').send('{"id": "chatcmpl-malformed", this is not json');
+    }
+
+    const model = typeof request.body.model === 'string' ? request.body.model : 'fake-model';
+    const parts = completionParts(scripted, request.body, index);
+    const id = `chatcmpl-fake-${index}`;
+    const created = Math.floor(request.receivedAt / 1000);
+    if (!streaming) {
+      return reply.type('application/json').send(completionObject(parts, { id, created, model }));
+    }
+    const streamOptions = streamOptionsSchema.safeParse(request.body.stream_options);
+    const includeUsage = streamOptions.success && streamOptions.data.include_usage === true;
+    return reply
+      .type('text/event-stream')
+      .header('cache-control', 'no-cache')
+      .send(serverSentEvents(parts, { id, created, model, includeUsage }));
+  }
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
+  const flat: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}
+
+function errorBody(message: string, type: string): { error: { message: string; type: string } } {
+  return { error: { message, type } };
+}
+
+function errorType(status: number): string {
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+// A rough token count, about four characters a token, good enough for usage bookkeeping in tests.
+function roughTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+function completionParts(
+  reply: Exclude<FakeReply, { error: unknown } | { malformed: true }>,
+  body: Record<string, unknown>,
+  index: number,
+): CompletionParts {
+  let content: string | null;
+  let toolCalls: CompletionParts['toolCalls'] = [];
+  let explicitUsage: { prompt: number; completion: number } | undefined;
+  if ('toolCalls' in reply) {
+    content = reply.text ?? null;
+    toolCalls = reply.toolCalls.map((call, callIndex) => ({
+      id: call.id ?? `call_fake_${index}_${callIndex}`,
+      name: call.name,
+      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+    }));
+  } else if ('json' in reply) {
+    content = JSON.stringify(reply.json);
+  } else {
+    content = reply.text;
+    explicitUsage = reply.usage;
+  }
+  const prompt = explicitUsage?.prompt ?? roughTokens(JSON.stringify(body.messages ?? []));
+  const completion =
+    explicitUsage?.completion ??
+    roughTokens((content ?? '') + toolCalls.map((call) => call.name + call.arguments).join(''));
+  return {
+    content,
+    toolCalls,
+    finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  };
+}
+
+interface CompletionIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+function completionObject(parts: CompletionParts, identity: CompletionIdentity): Record<string, unknown> {
+  const message: Record<string, unknown> = { role: 'assistant', content: parts.content };
+  if (parts.toolCalls.length > 0) {
+    message.tool_calls = parts.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    }));
+  }
+  return {
+    id: identity.id,
+    object: 'chat.completion',
+    created: identity.created,
+    model: identity.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: parts.finishReason }],
+    usage: parts.usage,
+  };
+}
+
+// Split into a few pieces by code point, so a streaming client has to join deltas and never sees half a character.
+function splitIntoPieces(text: string, count = 3): string[] {
+  const characters = Array.from(text);
+  if (characters.length === 0) return [];
+  const size = Math.ceil(characters.length / count);
+  const pieces: string[] = [];
+  for (let start = 0; start < characters.length; start += size) {
+    pieces.push(characters.slice(start, start + size).join(''));
+  }
+  return pieces;
+}
+
+function serverSentEvents(parts: CompletionParts, identity: CompletionIdentity & { includeUsage: boolean }): string {
+  const events: string[] = [];
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null): void => {
+    const value: Record<string, unknown> = {
+      id: identity.id,
+      object: 'chat.completion.chunk',
+      created: identity.created,
+      model: identity.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    };
+    // OpenAI sends `usage: null` on every chunk but the last when usage was asked for.
+    if (identity.includeUsage) value.usage = null;
+    events.push(JSON.stringify(value));
+  };
+
+  chunk({ role: 'assistant', content: parts.content === null ? null : '' }, null);
+  for (const piece of splitIntoPieces(parts.content ?? '')) chunk({ content: piece }, null);
+  parts.toolCalls.forEach((call, callIndex) => {
+    chunk(
+      {
+        tool_calls: [{ index: callIndex, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+      },
+      null,
+    );
+    for (const piece of splitIntoPieces(call.arguments)) {
+      chunk({ tool_calls: [{ index: callIndex, function: { arguments: piece } }] }, null);
+    }
+  });
+  chunk({}, parts.finishReason);
+  if (identity.includeUsage) {
+    events.push(
+      JSON.stringify({
+        id: identity.id,
+        object: 'chat.completion.chunk',
+        created: identity.created,
+        model: identity.model,
+        choices: [],
+        usage: parts.usage,
+      }),
+    );
+  }
+  events.push('[DONE]');
+  return events.map((event) => `data: ${event}\n\n`).join('');
+}

@@ -1,0 +1,6 @@
+export {
+  type FakeChatRequest,
+  FakeOpenAiServer,
+  type FakeOpenAiServerOptions,
+  type FakeReply,
+} from './fake-openai-server.ts';
