@@ -31,7 +31,12 @@ export function noteTranscript(options: { notes: NoteStore; taskId: string; titl
       }
     },
     async save(messages: ChatMessage[], meta: { steps: number; status: string }): Promise<void> {
-      const data = { task: options.taskId, status: meta.status, steps: meta.steps, updated_at: new Date().toISOString() };
+      const data = {
+        task: options.taskId,
+        status: meta.status,
+        steps: meta.steps,
+        updated_at: new Date().toISOString(),
+      };
       const body = `${render(options.title ?? `Task ${options.taskId}`, messages)}\n${dataStart}\n\n\`\`\`json\n${JSON.stringify(messages)}\n\`\`\`\n`;
       const existing = await options.notes.read(notePath).catch(() => undefined);
       if (existing) await options.notes.update(notePath, { set: data, body });
@@ -58,7 +63,8 @@ function render(title: string, messages: readonly ChatMessage[]): string {
     else if (message.role === 'user') lines.push('**user**', '', quote(message.content), '');
     else if (message.role === 'assistant') {
       if (message.content) lines.push('**assistant**', '', quote(message.content), '');
-      for (const call of message.toolCalls ?? []) lines.push(`**tool call** \`${call.name}\` ${'`'}${call.arguments}${'`'}`, '');
+      for (const call of message.toolCalls ?? [])
+        lines.push(`**tool call** \`${call.name}\` ${'`'}${call.arguments}${'`'}`, '');
     } else lines.push(`**tool result** (${message.toolCallId})`, '', quote(message.content.slice(0, 2_000)), '');
   }
   return lines.join('\n');
