@@ -1,12 +1,16 @@
+import { startAgent } from '@assistant/agent';
 import type { LoadedConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import {
+  applySteering,
+  ControlFiles,
   enqueueActions,
   evaluateRules,
   type HandlerContext,
   type IntegrationRegistry,
+  noteTranscript,
   type RuntimeInstance,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -84,6 +88,41 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     },
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
     llm: (profile) => services.llm(profile ?? instance.llm),
+    agent: (options) => {
+      const { model, profile, onEvent, ...rest } = options;
+      const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
+      const transcript = noteTranscript({ notes: services.notes, taskId: task.id, title: `${task.type} ${task.id}` });
+      // Events reach people through events.jsonl (SSE, `assistant task watch`) in the order they happen.
+      let writing = Promise.resolve();
+      const record = (event: Record<string, unknown>) => {
+        writing = writing
+          .then(() => files.event(event as never))
+          .catch((error: unknown) => logger.warn({ err: error }, 'could not write an agent event'));
+      };
+      const handle = startAgent({
+        ...rest,
+        label: rest.label ?? task.type,
+        model: model ?? services.llm(profile ?? instance.llm),
+        transcript,
+        signal,
+        onEvent: (event) => {
+          const { type, lineage, handleId: _handle, ...details } = event;
+          record({
+            type,
+            lineage,
+            ...(type === 'done' ? { result: (details as { result: unknown }).result } : details),
+          });
+          logger.debug({ lineage: lineage.join(' › '), event: type }, `agent ${type}`);
+          onEvent?.(event);
+        },
+      });
+      const steering = applySteering({ files, target: handle, logger });
+      void handle.result().finally(async () => {
+        await steering.close();
+        await writing;
+      });
+      return handle;
+    },
     enqueueActions: async ({ notePath, matches, title }) => {
       if (info?.platform === undefined) throw new Error(`enqueueActions needs a stage task; ${task.type} is not one`);
       return enqueueActions({

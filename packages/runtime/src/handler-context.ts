@@ -1,3 +1,4 @@
+import type { AgentOptions, SteerableHandle } from '@assistant/agent';
 import type { Automation, Classification, LoadedConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
@@ -89,9 +90,24 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * @default the instance's `llm:` profile, else `default`
    */
   llm(profile?: string): ChatModel;
+  /**
+   * Starts a steerable agent loop for this task: its transcript is the note `transcripts/<task-id>.md` (a task
+   * restarted after a crash resumes from it), steering requests for the task (`assistant steer`, `POST
+   * /api/tasks/:id/steer`) reach it, and its events go to `data/control/<task-id>/events.jsonl`. Aborting the
+   * task's signal (timeout, shutdown) stops it.
+   */
+  agent(options: AgentTaskOptions): SteerableHandle;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
 }
+
+/** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */
+export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'signal' | 'parent'> & {
+  /** @default the model of `profile` */
+  model?: ChatModel;
+  /** @default the instance's LLM profile */
+  profile?: string;
+};
 
 /**
  * Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError

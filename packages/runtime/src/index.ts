@@ -31,6 +31,7 @@ export {
   rerouteTask,
   routeServiceResult,
 } from './actions/route-service-result.ts';
+export { noteTranscript, transcriptsFolder } from './agent/note-transcript.ts';
 export {
   type ActionCatalog,
   type AutomationMatch,
@@ -63,6 +64,7 @@ export {
   type IntegrationOrigin,
 } from './discover-integrations.ts';
 export type {
+  AgentTaskOptions,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,

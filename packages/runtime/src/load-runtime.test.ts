@@ -73,6 +73,7 @@ describe('loadRuntime', () => {
       'script.run',
       'service.greeter.compose',
       'service.greeter.impostor',
+      'system.agent',
       'system.echo',
       'system.housekeeping.run',
       'system.sleep',

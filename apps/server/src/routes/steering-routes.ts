@@ -101,6 +101,7 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
         description: 'text/event-stream; each event has `id` (a resume point), `event` (its type) and JSON `data`',
         contentType: 'text/event-stream',
       },
+      400: { description: 'not a task id', schema: errorBodySchema },
       404: { description: 'no such task', schema: errorBodySchema },
     },
     handler: async ({ params, request, reply }) => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { watch } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
@@ -138,14 +139,32 @@ export class ControlFiles {
     requestId: string,
     options: { timeoutMs: number; signal?: AbortSignal },
   ): Promise<SteeringOutcome | undefined> {
-    const deadline = Date.now() + options.timeoutMs;
     await mkdir(this.outcomesDirectory, { recursive: true });
-    while (Date.now() < deadline && !options.signal?.aborted) {
-      const outcome = await this.outcome(requestId);
-      if (outcome) return outcome;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    const deadline = Date.now() + options.timeoutMs;
+    let wake: (() => void) | undefined;
+    let watcher: ReturnType<typeof watch> | undefined;
+    try {
+      watcher = watch(this.outcomesDirectory, () => wake?.());
+      watcher.on('error', () => {});
+    } catch {
+      // Polling below still finds it.
     }
-    return this.outcome(requestId);
+    try {
+      while (Date.now() < deadline && !options.signal?.aborted) {
+        const outcome = await this.outcome(requestId);
+        if (outcome) return outcome;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 100);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return await this.outcome(requestId);
+    } finally {
+      watcher?.close();
+    }
   }
 
   /** Appends an event line; O_APPEND keeps concurrent writers' lines whole. */

@@ -1,0 +1,86 @@
+import { defineTool, type HandlerContext, UnrecoverableError } from '@assistant/sdk';
+import * as z from 'zod';
+
+const payloadSchema = z.strictObject({
+  prompt: z.string().min(1).max(20_000),
+  profile: z.string().optional(),
+  max_steps: z.int().min(1).max(200).optional(),
+});
+
+/**
+ * `system.agent`: a general steerable agent loop over the notes: `{prompt, profile?, max_steps?}`. It can search the
+ * notes, read one, and wait (for steering tests and for things that take time). Pause, interject, ask and stop it
+ * with `assistant steer`; watch it with `assistant task watch`. A worker that dies mid-loop resumes it from its
+ * transcript note.
+ */
+export async function runAgentTask(context: HandlerContext) {
+  const checked = payloadSchema.safeParse(context.payload);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new UnrecoverableError(
+      `system.agent expects {"prompt": "…"}; ${issue?.path.join('.') || 'payload'}: ${issue?.message}`,
+    );
+  }
+  const { prompt, profile, max_steps: maxSteps } = checked.data;
+  const handle = context.agent({
+    system:
+      'You are Assistant, working for your owner on their notes. Use the tools to find facts; say plainly what you did not find. Answer briefly.',
+    input: prompt,
+    ...(profile ? { profile } : {}),
+    ...(maxSteps ? { maxSteps } : {}),
+    tools: [
+      defineTool({
+        name: 'search_notes',
+        description: 'Finds notes whose text contains the query (any case). Returns up to 20 paths with their titles.',
+        input: z.object({ query: z.string().min(1) }),
+        run: async ({ query }) => {
+          const needle = query.toLowerCase();
+          const notes = await context.notes.query({});
+          return notes
+            .filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle))
+            .slice(0, 20)
+            .map((note) => ({ path: note.path, title: note.data.title ?? note.data.subject ?? null }));
+        },
+      }),
+      defineTool({
+        name: 'read_note',
+        description: 'Reads one note by its path: its fields and its text (cut at 4,000 characters).',
+        input: z.object({ path: z.string().min(1) }),
+        run: async ({ path }) => {
+          const note = await context.notes.read(path);
+          return note ? { data: note.data, body: note.body.slice(0, 4_000) } : { error: `no note ${path}` };
+        },
+      }),
+      defineTool({
+        name: 'wait',
+        description: 'Waits the given number of milliseconds (at most a minute), then says so.',
+        input: z.object({ ms: z.int().min(0).max(60_000) }),
+        run: async ({ ms }, tool) => {
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, ms);
+            tool.signal.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(timer);
+                reject(tool.signal.reason);
+              },
+              { once: true },
+            );
+          });
+          await tool.waitWhilePaused();
+          return `waited ${ms} ms`;
+        },
+      }),
+    ],
+  });
+  const result = await handle.result();
+  // Stopped by the worker (shutdown, timeout), not by a person: let the queue retry or release the task.
+  if (context.signal.aborted) throw context.signal.reason;
+  return {
+    status: result.status,
+    answer: result.answer ?? null,
+    reason: result.reason ?? null,
+    steps: result.steps,
+    usage: result.usage,
+  };
+}

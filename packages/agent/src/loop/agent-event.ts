@@ -1,0 +1,38 @@
+import type { TokenUsage } from '@assistant/llm';
+import type { AgentResult } from './agent-options.ts';
+
+/** Fields every event has: which loop it comes from. */
+export interface AgentEventSource {
+  /** Labels from the top loop to the loop the event comes from. */
+  lineage: readonly string[];
+  handleId: string;
+}
+
+/** A steering action as the loop received it; the matching transcript message follows at the next model call. */
+export type SteeringAction = 'pause' | 'resume' | 'interject' | 'stop';
+
+/** Where a paused loop waits. */
+export type PausePoint = 'model-call' | 'tool-call' | 'tool-step';
+
+/** What happened, without the source fields. */
+export type AgentEventPayload =
+  | { type: 'step-started'; step: number }
+  | { type: 'step-finished'; step: number; toolCalls: number; usage: TokenUsage | undefined }
+  | { type: 'tool-started'; step: number; toolCallId: string; toolName: string }
+  | { type: 'tool-finished'; step: number; toolCallId: string; toolName: string; succeeded: boolean }
+  | { type: 'steering-applied'; action: SteeringAction; message: string }
+  /**
+   * The loop is paused and waits for resume: before its next model call, before starting a tool, or inside a running
+   * tool that called `waitWhilePaused` before its next step.
+   */
+  | { type: 'waiting-while-paused'; before: PausePoint }
+  | { type: 'notification'; message: string }
+  | { type: 'clarification'; id: string; question: string }
+  | { type: 'compression'; archivedMessages: number; estimatedTokensBefore: number; estimatedTokensAfter: number }
+  | { type: 'done'; result: AgentResult };
+
+/**
+ * Everything a loop reports, delivered to its own `onEvent` and to those of all its ancestors, so the top sees the
+ * whole tree and tells the loops apart by lineage.
+ */
+export type AgentEvent = AgentEventSource & AgentEventPayload;

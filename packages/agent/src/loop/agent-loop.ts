@@ -1,0 +1,411 @@
+import { randomUUID } from 'node:crypto';
+import type { ChatMessage, TokenUsage } from '@assistant/llm';
+import { buildAskRequest, type TranscriptSnapshot } from '../ask/build-ask-request.ts';
+import { compressMessages } from '../compression/compress-messages.ts';
+import { AsyncQueue } from '../internal/async-queue.ts';
+import { describeError } from '../internal/describe-error.ts';
+import { PauseGate } from '../internal/pause-gate.ts';
+import type { Clarification, HandleStatus, Notification, SteerableHandle } from '../steering/steerable-handle.ts';
+import { steeringMessages } from '../steering/steering-messages.ts';
+import type { ToolContext } from '../tools/define-tool.ts';
+import { runToolCalls } from '../tools/run-tool-calls.ts';
+import { succeededToolNames } from '../tools/succeeded-tool-names.ts';
+import { visibleTools } from '../tools/visible-tools.ts';
+import type { AgentEvent, AgentEventPayload, PausePoint, SteeringAction } from './agent-event.ts';
+import type { AgentOptions, AgentResult, AgentResultStatus } from './agent-options.ts';
+import { type ResolvedAgentOptions, resolveAgentOptions } from './resolve-agent-options.ts';
+
+/** A user message waiting for the next model call. Interjections keep a loop going; steering notes do not. */
+interface PendingMessage {
+  kind: 'interjection' | 'steering';
+  content: string;
+}
+
+interface Outcome {
+  status: AgentResultStatus;
+  answer?: string;
+  reason?: string;
+}
+
+/**
+ * One running tool loop and the handle that steers it. Loops nest: a tool's `context.startAgent` makes a child
+ * whose parent is this loop, and steering walks down the tree of running children while clarifications,
+ * notifications and events walk up to the top.
+ */
+export class AgentLoop implements SteerableHandle {
+  readonly id: string = randomUUID();
+  readonly label: string;
+  readonly lineage: readonly string[];
+
+  readonly #options: ResolvedAgentOptions;
+  readonly #parent: AgentLoop | undefined;
+  readonly #root: AgentLoop;
+  readonly #children: AgentLoop[] = [];
+  readonly #gate = new PauseGate();
+  readonly #controller = new AbortController();
+  readonly #context: ToolContext;
+  readonly #result: Promise<AgentResult>;
+  #halted: { status: 'stopped' | 'timeout'; reason: string } | undefined;
+  #finished = false;
+  #messages: ChatMessage[] = [];
+  #pending: PendingMessage[] = [];
+  #steps = 0;
+  #usage: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  #succeeded = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #removeSignalListener: () => void = () => {};
+
+  // Only the top loop's copies are used: every loop of a tree asks and notifies through its root.
+  readonly #clarifications = new AsyncQueue<Clarification>();
+  readonly #notifications = new AsyncQueue<Notification>();
+  readonly #awaitingAnswers = new Map<string, (answer: string) => void>();
+
+  constructor(options: AgentOptions) {
+    this.#options = resolveAgentOptions(options);
+    const parent = options.parent;
+    if (parent !== undefined && !(parent instanceof AgentLoop)) {
+      throw new TypeError('Expected `parent` to be a handle made by startAgent or ToolContext.startAgent');
+    }
+    this.#parent = parent;
+    this.#root = parent === undefined ? this : parent.#root;
+    this.label = this.#options.label;
+    this.lineage = [...(parent?.lineage ?? []), this.label];
+    this.#context = {
+      signal: this.#controller.signal,
+      handle: this,
+      startAgent: (childOptions) => new AgentLoop({ ...childOptions, parent: this }),
+      askCaller: (question) => this.#askCaller(question),
+      notify: (message) => this.#notify(message),
+      waitWhilePaused: () => this.#waitWhilePaused('tool-step'),
+    };
+
+    if (parent !== undefined) {
+      parent.#children.push(this);
+      // A child started by a tool that was already running when the owner paused or stopped joins that state.
+      if (parent.#gate.paused) this.pause();
+      if (parent.#halted !== undefined) this.stop(parent.#halted.reason);
+    }
+    const timeoutMs = this.#options.timeoutMs;
+    if (timeoutMs !== undefined) {
+      this.#timer = setTimeout(() => this.#halt('timeout', `timed out after ${timeoutMs} ms`), timeoutMs);
+    }
+    const external = this.#options.signal;
+    if (external !== undefined) {
+      const onAbort = (): void => this.#halt('stopped', `aborted: ${describeError(external.reason)}`);
+      if (external.aborted) onAbort();
+      else {
+        external.addEventListener('abort', onAbort, { once: true });
+        this.#removeSignalListener = () => external.removeEventListener('abort', onAbort);
+      }
+    }
+    this.#result = this.#run();
+  }
+
+  pause(): void {
+    if (this.#finished) return;
+    if (this.#halted === undefined && !this.#gate.paused) {
+      this.#gate.pause();
+      this.#steer('pause', 'steering', steeringMessages.paused);
+    }
+    for (const child of this.#runningChildren()) child.pause();
+  }
+
+  resume(): void {
+    if (this.#finished) return;
+    if (this.#halted === undefined && this.#gate.paused) {
+      this.#gate.resume();
+      this.#steer('resume', 'steering', steeringMessages.resumed);
+    }
+    for (const child of this.#runningChildren()) child.resume();
+  }
+
+  interject(message: string): void {
+    if (this.#finished) return;
+    this.#steer('interject', 'interjection', steeringMessages.interjection(message));
+    for (const child of this.#runningChildren()) child.interject(message);
+  }
+
+  stop(reason = 'stopped by the owner'): void {
+    this.#halt('stopped', reason);
+  }
+
+  async ask(question: string): Promise<string> {
+    const snapshots: TranscriptSnapshot[] = [this, ...this.#runningDescendants()].map((loop) => ({
+      lineage: loop.lineage,
+      messages: [...loop.#messages],
+    }));
+    const signal = this.#options.signal;
+    const response = await this.#options.model.chat(
+      buildAskRequest(question, snapshots),
+      signal === undefined ? {} : { signal },
+    );
+    return response.message.content ?? '';
+  }
+
+  result(): Promise<AgentResult> {
+    return this.#result;
+  }
+
+  done(): boolean {
+    return this.#finished;
+  }
+
+  status(): HandleStatus {
+    if (this.#finished) return 'finished';
+    if (this.#halted !== undefined) return 'stopping';
+    return this.#gate.paused ? 'paused' : 'running';
+  }
+
+  async nextClarification(): Promise<Clarification> {
+    const root = this.#root;
+    for (;;) {
+      const clarification = await root.#clarifications.next();
+      // Skip questions whose tool was stopped while the question waited in the queue.
+      if (root.#awaitingAnswers.has(clarification.id)) return clarification;
+    }
+  }
+
+  answerClarification(id: string, answer: string): void {
+    const root = this.#root;
+    const resolve = root.#awaitingAnswers.get(id);
+    if (resolve === undefined) return;
+    root.#awaitingAnswers.delete(id);
+    resolve(answer);
+  }
+
+  nextNotification(): Promise<Notification> {
+    return this.#root.#notifications.next();
+  }
+
+  children(): SteerableHandle[] {
+    return [...this.#children];
+  }
+
+  transcript(): ChatMessage[] {
+    return structuredClone(this.#messages);
+  }
+
+  /** Runs the loop to its outcome and turns every way of ending into a result; never rejects. */
+  async #run(): Promise<AgentResult> {
+    // Let the constructor return first, so the caller holds the handle before the first event or model call.
+    await Promise.resolve();
+    let outcome: Outcome;
+    try {
+      outcome = await this.#loop();
+    } catch (error) {
+      // After a stop or timeout the error is only the abort surfacing from the model call or the pause gate.
+      outcome = this.#halted ?? { status: 'failed', reason: describeError(error) };
+    }
+    // Steering notes (the stop request) and late interjections go into the saved transcript, so none is lost.
+    this.#drainPending();
+    try {
+      await this.#options.transcript?.save([...this.#messages], { steps: this.#steps, status: outcome.status });
+    } catch (error) {
+      outcome = { status: 'failed', reason: `saving the transcript failed: ${describeError(error)}` };
+    }
+    clearTimeout(this.#timer);
+    this.#removeSignalListener();
+    this.#finished = true;
+    const result: AgentResult = {
+      status: outcome.status,
+      ...(outcome.answer === undefined ? {} : { answer: outcome.answer }),
+      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+      steps: this.#steps,
+      usage: { ...this.#usage },
+    };
+    this.#emit({ type: 'done', result });
+    return result;
+  }
+
+  async #loop(): Promise<Outcome> {
+    const options = this.#options;
+    const signal = this.#controller.signal;
+    const saved = await options.transcript?.load();
+    signal.throwIfAborted();
+    if (saved !== undefined && saved.length > 0) {
+      this.#messages = [...saved];
+      this.#succeeded = succeededToolNames(saved);
+    } else {
+      this.#messages = [{ role: 'system', content: options.system }, ...options.input];
+    }
+
+    for (;;) {
+      await this.#waitWhilePaused('model-call');
+      this.#drainPending();
+      // Limits are checked before a model call rather than after, so the last step's tool calls still run and
+      // every call in the saved transcript has its result: a resumed run can continue from it.
+      if (this.#steps >= options.maxSteps) {
+        return { status: 'max_steps', reason: `reached the limit of ${options.maxSteps} model calls` };
+      }
+      if (options.budgetTokens !== undefined && this.#usage.totalTokens >= options.budgetTokens) {
+        return {
+          status: 'budget',
+          reason: `used ${this.#usage.totalTokens} tokens of a budget of ${options.budgetTokens}`,
+        };
+      }
+      if (await this.#compressIfNeeded(signal)) {
+        // The summary call took time: honour a pause or interjection that came meanwhile before the next call.
+        await this.#waitWhilePaused('model-call');
+        this.#drainPending();
+      }
+
+      this.#steps += 1;
+      const step = this.#steps;
+      this.#emit({ type: 'step-started', step });
+      const offered = visibleTools(options.tools, this.#succeeded);
+      const response = await options.model.chat(
+        {
+          messages: [...this.#messages],
+          ...(offered.length > 0 ? { tools: offered.map((tool) => tool.spec) } : {}),
+        },
+        { signal },
+      );
+      signal.throwIfAborted();
+      this.#addUsage(response.usage);
+      const { content, toolCalls } = response.message;
+      this.#messages.push(
+        toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content },
+      );
+
+      if (toolCalls.length === 0) {
+        this.#emit({ type: 'step-finished', step, toolCalls: 0, usage: response.usage });
+        // An interjection that came during the final call would otherwise never reach the model.
+        if (!this.#pending.some((message) => message.kind === 'interjection')) {
+          return { status: 'completed', answer: content ?? '' };
+        }
+        await this.#save();
+        continue;
+      }
+
+      const outcomes = await runToolCalls({
+        calls: toolCalls,
+        tools: options.toolsByName,
+        offered,
+        concurrency: options.toolConcurrency,
+        waitUntilStartAllowed: () => this.#waitWhilePaused('tool-call'),
+        signal,
+        context: this.#context,
+        onStarted: (call) => this.#emit({ type: 'tool-started', step, toolCallId: call.id, toolName: call.name }),
+        onFinished: (outcome) =>
+          this.#emit({
+            type: 'tool-finished',
+            step,
+            toolCallId: outcome.call.id,
+            toolName: outcome.call.name,
+            succeeded: outcome.succeeded,
+          }),
+      });
+      for (const outcome of outcomes) {
+        this.#messages.push({ role: 'tool', toolCallId: outcome.call.id, content: outcome.content });
+        if (outcome.succeeded) this.#succeeded.add(outcome.call.name);
+      }
+      this.#emit({ type: 'step-finished', step, toolCalls: toolCalls.length, usage: response.usage });
+      await this.#save();
+      signal.throwIfAborted();
+    }
+  }
+
+  /** Summarises older turns when the transcript nears the context window; true when it did. */
+  async #compressIfNeeded(signal: AbortSignal): Promise<boolean> {
+    const options = this.#options;
+    const estimatedTokensBefore = options.estimateTokens(this.#messages);
+    if (estimatedTokensBefore <= options.model.contextWindow * options.thresholdRatio) return false;
+    const compressed = await compressMessages({
+      messages: this.#messages,
+      model: options.model,
+      keepRecent: options.keepRecent,
+      signal,
+    });
+    if (compressed === undefined) return false;
+    this.#addUsage(compressed.usage);
+    // Archive before replacing, so the originals are kept even if the loop stops right after.
+    await options.transcript?.archive?.(compressed.archived);
+    this.#messages = compressed.messages;
+    this.#emit({
+      type: 'compression',
+      archivedMessages: compressed.archived.length,
+      estimatedTokensBefore,
+      estimatedTokensAfter: options.estimateTokens(this.#messages),
+    });
+    return true;
+  }
+
+  async #waitWhilePaused(before: PausePoint): Promise<void> {
+    if (this.#gate.paused) this.#emit({ type: 'waiting-while-paused', before });
+    await this.#gate.wait(this.#controller.signal);
+  }
+
+  #halt(status: 'stopped' | 'timeout', reason: string): void {
+    if (this.#finished || this.#halted !== undefined) return;
+    this.#halted = { status, reason };
+    if (status === 'stopped') this.#steer('stop', 'steering', steeringMessages.stopRequested(reason));
+    this.#controller.abort(new DOMException(reason, 'AbortError'));
+    for (const child of this.#runningChildren()) child.stop(reason);
+  }
+
+  #steer(action: SteeringAction, kind: PendingMessage['kind'], content: string): void {
+    this.#pending.push({ kind, content });
+    this.#emit({ type: 'steering-applied', action, message: content });
+  }
+
+  #drainPending(): void {
+    for (const message of this.#pending) this.#messages.push({ role: 'user', content: message.content });
+    this.#pending = [];
+  }
+
+  async #save(): Promise<void> {
+    await this.#options.transcript?.save([...this.#messages], { steps: this.#steps, status: 'running' });
+  }
+
+  #addUsage(usage: TokenUsage | undefined): void {
+    if (usage === undefined) return;
+    this.#usage.promptTokens += usage.promptTokens;
+    this.#usage.completionTokens += usage.completionTokens;
+    this.#usage.totalTokens += usage.totalTokens;
+  }
+
+  #askCaller(question: string): Promise<string> {
+    const signal = this.#controller.signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const root = this.#root;
+    const id = randomUUID();
+    return new Promise<string>((resolve, reject) => {
+      const onAbort = (): void => {
+        root.#awaitingAnswers.delete(id);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      root.#awaitingAnswers.set(id, (answer) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(answer);
+      });
+      this.#emit({ type: 'clarification', id, question });
+      root.#clarifications.push({ id, question, lineage: this.lineage });
+    });
+  }
+
+  #notify(message: string): void {
+    this.#emit({ type: 'notification', message });
+    this.#root.#notifications.push({ message, lineage: this.lineage, at: new Date() });
+  }
+
+  #runningChildren(): AgentLoop[] {
+    return this.#children.filter((child) => !child.#finished);
+  }
+
+  #runningDescendants(): AgentLoop[] {
+    return this.#runningChildren().flatMap((child) => [child, ...child.#runningDescendants()]);
+  }
+
+  /** Delivers an event to this loop's listener and every ancestor's, so the top sees the whole tree. */
+  #emit(payload: AgentEventPayload): void {
+    const event: AgentEvent = { ...payload, lineage: this.lineage, handleId: this.id };
+    for (let loop: AgentLoop | undefined = this; loop !== undefined; loop = loop.#parent) {
+      try {
+        loop.#options.onEvent?.(event);
+      } catch {
+        // A listener is an observer: its failure must not break the loop it watches.
+      }
+    }
+  }
+}

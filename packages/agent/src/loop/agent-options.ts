@@ -1,0 +1,77 @@
+import type { ChatMessage, ChatModel, TokenUsage } from '@assistant/llm';
+import type { SteerableHandle } from '../steering/steerable-handle.ts';
+import type { Tool } from '../tools/define-tool.ts';
+import type { TranscriptStore } from '../transcript/transcript-store.ts';
+import type { AgentEvent } from './agent-event.ts';
+
+/** When the transcript is summarised to make room in the model's context window. */
+export interface CompressionOptions {
+  /**
+   * Compress before a model call when the estimated tokens exceed this share of the model's context window.
+   * @default 0.8
+   */
+  thresholdRatio?: number;
+  /**
+   * Messages at the end kept verbatim (more when needed to keep a tool call with its results).
+   * @default 6
+   */
+  keepRecent?: number;
+}
+
+/** Options of {@link startAgent}. */
+export interface AgentOptions {
+  model: ChatModel;
+  /** The system message. Not added again when the transcript store returns a saved transcript. */
+  system: string;
+  /** The task: one user message, or messages to start from. Not added again on resume. */
+  input: string | ChatMessage[];
+  /** @default [] */
+  tools?: Tool[];
+  /**
+   * Names this loop in lineages and events: `task › research › fetch`.
+   * @default 'agent'
+   */
+  label?: string;
+  /** The loop that started this one. Set by `ToolContext.startAgent`; must be a handle made by `startAgent`. */
+  parent?: SteerableHandle;
+  /**
+   * The most model calls this loop makes (summaries for compression and `ask` do not count).
+   * @default 20
+   */
+  maxSteps?: number;
+  /** Stops the loop with status `timeout` after this many milliseconds, paused time included. */
+  timeoutMs?: number;
+  /** Stops the loop with status `budget` before a model call once reported usage reaches the limit. */
+  budget?: { tokens?: number };
+  /**
+   * Tool calls of one step run in parallel, at most this many at once.
+   * @default 4
+   */
+  toolConcurrency?: number;
+  /** Loads a saved transcript on start and saves after every step. */
+  transcript?: TranscriptStore;
+  /** Receives every event of this loop and of the loops nested in it; a listener that throws is ignored. */
+  onEvent?: (event: AgentEvent) => void;
+  /** @default { thresholdRatio: 0.8, keepRecent: 6 } */
+  compression?: CompressionOptions;
+  /** @default estimateTokensByCharacters (characters / 4) */
+  estimateTokens?: (messages: ChatMessage[]) => number;
+  /** Aborting stops the loop like `stop()`, with status `stopped`. */
+  signal?: AbortSignal;
+}
+
+/** How a loop ended. `stopped` is a cancellation by the owner (or an aborted signal), never a failure. */
+export type AgentResultStatus = 'completed' | 'stopped' | 'max_steps' | 'timeout' | 'budget' | 'failed';
+
+/** What `result()` resolves with. */
+export interface AgentResult {
+  status: AgentResultStatus;
+  /** The model's final answer; set when the status is `completed`. */
+  answer?: string;
+  /** Why the loop ended early: the stop reason, the limit reached, or the error. */
+  reason?: string;
+  /** Model calls made by the loop. */
+  steps: number;
+  /** Reported usage summed over the loop's model calls, compression summaries included. */
+  usage: TokenUsage;
+}

@@ -1,0 +1,89 @@
+import type { ToolSpec } from '@assistant/llm';
+import * as z from 'zod';
+import type { AgentOptions } from '../loop/agent-options.ts';
+import type { SteerableHandle } from '../steering/steerable-handle.ts';
+
+/** What a running tool can reach: cancellation, the loop that runs it, nesting, and the owner. */
+export interface ToolContext {
+  /** Aborted when the loop is stopped or times out; pass it on to anything the tool waits for. */
+  signal: AbortSignal;
+  /** The loop running this tool. */
+  handle: SteerableHandle;
+  /** Starts a nested loop whose parent is this loop, so pause, resume, interjections and stop reach it. */
+  startAgent(options: Omit<AgentOptions, 'parent'>): SteerableHandle;
+  /**
+   * Asks the owner a clarifying question. It surfaces at the top handle's `nextClarification()` and resolves with
+   * the answer given to `answerClarification`; it rejects with the abort reason when the loop is stopped first.
+   */
+  askCaller(question: string): Promise<string>;
+  /** Tells the owner about progress; surfaces at the top handle's `nextNotification()`. */
+  notify(message: string): void;
+  /**
+   * Resolves at once while the loop runs, or when it is resumed; rejects with the abort reason when it is stopped.
+   * Long-running tools call it between their own steps, because a pause only holds back new model calls and tool
+   * starts on its own.
+   */
+  waitWhilePaused(): Promise<void>;
+}
+
+/** A tool the loop can offer to the model. Make one with {@link defineTool}. */
+export interface Tool<Input = unknown> {
+  readonly name: string;
+  readonly description: string;
+  /** Validates the arguments the model wrote; what it outputs is what `run` receives. */
+  readonly input: z.ZodType<Input>;
+  /** Names of tools that must each have succeeded once in this loop before this tool is offered. */
+  readonly hiddenUntil: readonly string[];
+  /** The tool as the model sees it, with the input schema as JSON Schema. */
+  readonly spec: ToolSpec;
+  run(input: Input, context: ToolContext): Promise<unknown>;
+}
+
+/** Options of {@link defineTool}. */
+export interface ToolDefinition<Input> {
+  /** Letters, digits, `_` and `-`, at most 64 characters (what chat APIs accept). */
+  name: string;
+  /** Tells the model when to use the tool; the model reads nothing else about it. */
+  description: string;
+  /** A zod object schema for the tool's arguments. */
+  input: z.ZodType<Input>;
+  /** The tool's work. The returned value goes to the model as JSON; a thrown error as `error: message`. */
+  run(input: Input, context: ToolContext): Promise<unknown>;
+  /**
+   * Explore before acting: the tool is not offered until every tool named here has been called successfully at
+   * least once in the same loop.
+   * @default []
+   */
+  hiddenUntil?: string[];
+}
+
+const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Defines a tool for {@link startAgent}. The input schema is converted to JSON Schema once, here, so a schema the
+ * model cannot be shown fails at definition time rather than mid-task.
+ */
+export function defineTool<Input>(definition: ToolDefinition<Input>): Tool<Input> {
+  if (!toolNamePattern.test(definition.name)) {
+    throw new TypeError(
+      `Expected a tool name of letters, digits, _ and - (at most 64 characters), got ${JSON.stringify(definition.name)}`,
+    );
+  }
+  const { $schema: _dialect, ...parameters } = z.toJSONSchema(definition.input, {
+    io: 'input',
+    unrepresentable: 'any',
+  });
+  if (parameters.type !== 'object') {
+    throw new TypeError(
+      `Expected the input of tool ${definition.name} to be an object schema, got JSON Schema type ${JSON.stringify(parameters.type)}`,
+    );
+  }
+  return {
+    name: definition.name,
+    description: definition.description,
+    input: definition.input,
+    hiddenUntil: [...(definition.hiddenUntil ?? [])],
+    spec: { name: definition.name, description: definition.description, parameters },
+    run: definition.run,
+  };
+}

@@ -1,0 +1,99 @@
+import type { ToolCall } from '@assistant/llm';
+import { createConcurrencyLimit } from '../internal/concurrency-limit.ts';
+import { describeError } from '../internal/describe-error.ts';
+import type { Tool, ToolContext } from './define-tool.ts';
+import { parseToolArguments } from './parse-tool-arguments.ts';
+
+/** What one tool call gave: the tool message content, and whether the tool ran and returned. */
+export interface ToolCallOutcome {
+  call: ToolCall;
+  content: string;
+  succeeded: boolean;
+}
+
+/** Options of {@link runToolCalls}. */
+export interface RunToolCallsOptions {
+  calls: readonly ToolCall[];
+  /** Every tool of the loop, by name. */
+  tools: ReadonlyMap<string, Tool>;
+  /** The tools offered in this step; a call to any other is answered with an error. */
+  offered: readonly Tool[];
+  concurrency: number;
+  /** Resolves when a tool may start (the loop is not paused); rejects when the loop is stopped. */
+  waitUntilStartAllowed(): Promise<void>;
+  signal: AbortSignal;
+  context: ToolContext;
+  onStarted(call: ToolCall): void;
+  onFinished(outcome: ToolCallOutcome): void;
+}
+
+/**
+ * Runs the tool calls of one step in parallel, at most `concurrency` at once, and answers every call in call order.
+ * Never rejects: invalid calls, unknown tools and thrown errors become `error: …` messages the model can act on.
+ * When the loop is stopped, calls still running are answered at once with an error instead of being awaited, so a
+ * tool that ignores its signal cannot hold the loop open; every call still gets an answer, which keeps the
+ * transcript valid for a resumed run.
+ */
+export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCallOutcome[]> {
+  const limit = createConcurrencyLimit(options.concurrency);
+  const offered = new Set(options.offered.map((tool) => tool.name));
+
+  const runOne = async (call: ToolCall): Promise<ToolCallOutcome> => {
+    const tool = options.tools.get(call.name);
+    if (tool === undefined || !offered.has(call.name)) {
+      return { call, content: `error: ${unavailableMessage(call.name, tool, options.offered)}`, succeeded: false };
+    }
+    const parsed = parseToolArguments(call, tool.input);
+    if (!parsed.ok) return { call, content: `error: ${parsed.error}`, succeeded: false };
+    return limit(async () => {
+      await options.waitUntilStartAllowed();
+      options.onStarted(call);
+      try {
+        const value = await tool.run(parsed.input, options.context);
+        const outcome = { call, content: JSON.stringify(value) ?? 'null', succeeded: true };
+        options.onFinished(outcome);
+        return outcome;
+      } catch (error) {
+        const outcome = { call, content: `error: ${describeError(error)}`, succeeded: false };
+        options.onFinished(outcome);
+        return outcome;
+      }
+    });
+  };
+
+  let onAbort = (): void => {};
+  const stopped = new Promise<'stopped'>((resolve) => {
+    onAbort = () => resolve('stopped');
+    if (options.signal.aborted) resolve('stopped');
+    else options.signal.addEventListener('abort', onAbort, { once: true });
+  });
+
+  try {
+    return await Promise.all(
+      options.calls.map(async (call): Promise<ToolCallOutcome> => {
+        // The catch turns a rejection after a stop (the pause gate rejects with the abort reason) into an answer,
+        // and keeps it from surfacing as an unhandled rejection once the race below has already settled.
+        const settled = runOne(call).catch(
+          (error: unknown): ToolCallOutcome => ({ call, content: `error: ${describeError(error)}`, succeeded: false }),
+        );
+        const first = await Promise.race([settled, stopped]);
+        if (first !== 'stopped') return first;
+        return {
+          call,
+          content: `error: the loop was stopped before this tool call finished (${describeError(options.signal.reason)})`,
+          succeeded: false,
+        };
+      }),
+    );
+  } finally {
+    options.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+function unavailableMessage(name: string, tool: Tool | undefined, offered: readonly Tool[]): string {
+  if (tool !== undefined) {
+    return `tool ${name} is not available yet; call ${tool.hiddenUntil.join(', ')} first`;
+  }
+  const names = offered.map((candidate) => candidate.name).join(', ');
+  return `unknown tool ${JSON.stringify(name)}; available tools: ${names === '' ? '(none)' : names}`;
+}
