@@ -278,6 +278,8 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
             // The private /tmp hides anything under the real one; bind the node script's folder back so a config
             // folder under /tmp still works.
             ...(scriptPath === undefined ? [] : ['--ro-bind', path.dirname(scriptPath), path.dirname(scriptPath)]),
+            // Node itself and the helpers module live wherever Assistant is installed, which may be under /tmp too.
+            ...(scriptPath === undefined ? [] : await installationMounts()),
             ...(await hidingMounts(options.hide ?? [])),
             '--bind',
             workDirectory,
@@ -584,4 +586,17 @@ async function hidingMounts(paths: readonly string[]): Promise<string[]> {
     else mounts.push('--ro-bind', '/dev/null', real);
   }
   return mounts;
+}
+
+/** Read-only binds of the Node binary's folder and the helpers module's folder, resolved once. */
+let installation: Promise<string[]> | undefined;
+function installationMounts(): Promise<string[]> {
+  installation ??= (async () => {
+    const folders = new Set([
+      path.dirname(await realpath(process.execPath)),
+      path.dirname(await realpath(helpersPath)),
+    ]);
+    return [...folders].flatMap((folder) => ['--ro-bind', folder, folder]);
+  })();
+  return installation;
 }
