@@ -28,6 +28,7 @@ export {
   type Classification,
   type Config,
   type ConfigSchemaOptions,
+  classificationSchema,
   duration as durationSchema,
   type IntegrationConfigSchema,
   type IntegrationInstance,

@@ -190,9 +190,10 @@ export class IntegrationRegistry {
       const platforms: Record<string, PlatformContext> = {};
       for (const [name, platform] of Object.entries(integration.manifest.platforms)) {
         const configured = instance.platforms[name];
-        platforms[name] = configured
+        const base = configured
           ? { name, ...configured }
           : defaultPlatform(name, platform.config as Record<string, never>);
+        platforms[name] = { ...base, classifications: { ...platform.classifications, ...base.classifications } };
       }
       this.#instances.set(instance.name, {
         name: instance.name,
@@ -213,7 +214,8 @@ export class IntegrationRegistry {
       const settings = z.strictObject(settingsShape(manifest.config)).safeParse({});
       const platforms: Record<string, PlatformContext> = {};
       for (const [name, platform] of Object.entries(manifest.platforms)) {
-        platforms[name] = defaultPlatform(name, platform.config as Record<string, never>);
+        const base = defaultPlatform(name, platform.config as Record<string, never>);
+        platforms[name] = { ...base, classifications: { ...platform.classifications } };
       }
       this.#instances.set(fallback.name, {
         name: fallback.name,

@@ -164,6 +164,33 @@ integrations:
     expect(registry.automations('home', 'forecast')).toEqual([]);
   });
 
+  it("extends the manifest's built-in classifications with the instance's own", async () => {
+    const configPath = await setup(`integration_dirs: [./my-integrations]
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      cards:
+        classifications:
+          formal: "should this card be formal? (asked our way)"
+          funny: {prompt: "would a joke land?", type: boolean}
+        automations:
+          - {when: {close: ">= 0.9", funny: true}, then: hug}
+  - {type: weather, name: home, city: Lisbon}
+`);
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.instance('friendly')?.platforms.cards?.classifications).toEqual({
+      close: { prompt: 'is this person close to the owner?', type: 'confidence' },
+      formal: { prompt: 'should this card be formal? (asked our way)', type: 'confidence' },
+      funny: { prompt: 'would a joke land?', type: 'boolean' },
+    });
+    expect(registry.automations('friendly', 'cards')).toMatchObject([
+      { provenance: 'llm', actions: [{ name: 'hug' }] },
+    ]);
+  });
+
   it('refuses an unknown integration type', async () => {
     const configPath = await setup('integrations:\n  - type: wether\n    name: home\n');
     const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);

@@ -81,7 +81,16 @@ export function automationChecks(
       for (const [platformName, platformConfig] of Object.entries(instance.platforms)) {
         const platform = integration.manifest.platforms[platformName];
         if (!platform) continue;
-        const { problems: found } = compilePlatformAutomations({ config, integrations, platform, platformConfig });
+        const { problems: found } = compilePlatformAutomations({
+          config,
+          integrations,
+          platform,
+          // The manifest's built-in classifications, extended by the instance's own.
+          platformConfig: {
+            ...platformConfig,
+            classifications: { ...platform.classifications, ...platformConfig.classifications },
+          },
+        });
         for (const problem of found) {
           // Config loading checks script references itself, with or without manifests.
           if (problem.unknownScript) continue;

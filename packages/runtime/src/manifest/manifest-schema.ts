@@ -1,4 +1,4 @@
-import { identifierSchema, instanceNameSchema, scheduleSchema } from '@assistant/config';
+import { classificationSchema, identifierSchema, instanceNameSchema, scheduleSchema } from '@assistant/config';
 import * as z from 'zod';
 import { type SettingSpec, settingSpecSchema } from './setting-spec.ts';
 
@@ -46,6 +46,11 @@ const platformSchema = z
     stages: z.record(identifierSchema, stageSchema),
     /** Settings of the platform beyond `enabled`, `classifications` and `automations`. */
     config: settings,
+    /**
+     * Built-in questions for the LLM, which an instance's `classifications:` extends (a classification of the same
+     * name in config.yaml replaces the built-in one).
+     */
+    classifications: z.record(identifierSchema, classificationSchema).default({}),
     /** Facts the platform computes without an LLM, which automations may test (`is_noreply`, `from_domain`). */
     fields: z.record(identifierSchema, fieldSchema).default({}),
     /** What automations may do to an item of this platform, each with its reversibility tier. */
