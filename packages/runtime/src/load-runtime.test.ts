@@ -57,6 +57,7 @@ describe('loadRuntime', () => {
     const configPath = await setup(twoInstances);
     const { registry, integrations } = await loadRuntime({ configPath, cwd: dir });
     expect(integrations.map((integration) => [integration.manifest.domain, integration.origin])).toEqual([
+      ['email', 'builtin'],
       ['greeter', 'custom'],
       ['mailbox', 'custom'],
       ['script', 'builtin'],
@@ -64,6 +65,11 @@ describe('loadRuntime', () => {
       ['weather', 'package'],
     ]);
     expect(registry.taskTypes().map((info) => info.type)).toEqual([
+      'email.inbox.act',
+      'email.inbox.check',
+      'email.inbox.classify',
+      'email.inbox.collect',
+      'email.inbox.evaluate',
       'greeter.cards.act',
       'greeter.cards.check',
       'greeter.cards.evaluate',

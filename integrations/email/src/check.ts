@@ -1,0 +1,75 @@
+import type { EmailContext } from './email-settings.ts';
+import { messageNotePath } from './email-settings.ts';
+import { withImap } from './imap-session.ts';
+
+/**
+ * `email.inbox.check`: one connection lists the newest messages within `window` and `limit`, and enqueues `collect`
+ * only for messages without a note (identified by UIDVALIDITY and UID). Known messages get their flags refreshed; a
+ * note whose message left the mailbox is marked `synced: gone`, never deleted.
+ */
+export async function check(context: EmailContext) {
+  const settings = context.instance.settings;
+  const folder = `email/${context.instance.name.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+  const since = new Date(Date.now() - settings.window);
+  const listing = await withImap(settings, context.signal, async (client) => {
+    const lock = await client.getMailboxLock(settings.mailbox);
+    try {
+      const mailbox = client.mailbox;
+      const uidValidity = mailbox ? String(mailbox.uidValidity) : '0';
+      const found = (await client.search({ since }, { uid: true })) || [];
+      const uids = found.sort((left, right) => left - right).slice(-settings.limit);
+      const messages =
+        uids.length === 0
+          ? []
+          : await client.fetchAll(uids, { uid: true, flags: true, envelope: true, size: true }, { uid: true });
+      return {
+        uidValidity,
+        messages: messages.map((message) => ({
+          uid: message.uid,
+          flags: [...(message.flags ?? [])].sort(),
+          messageId: message.envelope?.messageId ?? '',
+        })),
+      };
+    } finally {
+      lock.release();
+    }
+  });
+  const present = new Set<string>();
+  let enqueued = 0;
+  let refreshed = 0;
+  for (const message of listing.messages) {
+    const notePath = messageNotePath(context.instance.name, listing.uidValidity, message.uid);
+    present.add(notePath);
+    const note = await context.notes.read(notePath).catch(() => undefined);
+    if (!note) {
+      const outcome = await context.enqueue({
+        stage: 'collect',
+        payload: { uid: message.uid, uid_validity: listing.uidValidity },
+      });
+      if (outcome.status === 'enqueued') enqueued += 1;
+      continue;
+    }
+    const flags = Array.isArray(note.data.flags) ? (note.data.flags as string[]) : [];
+    if (JSON.stringify(flags) !== JSON.stringify(message.flags) || note.data.synced !== 'present') {
+      await context.notes.update(notePath, { set: { flags: message.flags, synced: 'present' } });
+      refreshed += 1;
+    }
+  }
+  let gone = 0;
+  for (const notePath of await context.notes.list(folder)) {
+    if (present.has(notePath)) continue;
+    const note = await context.notes.read(notePath).catch(() => undefined);
+    if (!note || note.data.synced === 'gone' || note.data.mailbox !== settings.mailbox) continue;
+    // Outside the window it may simply be old: only a message within the window that is missing has left.
+    const date = typeof note.data.date === 'string' ? Date.parse(note.data.date) : Number.NaN;
+    if (!Number.isNaN(date) && date < since.getTime()) continue;
+    await context.notes.update(notePath, { set: { synced: 'gone' } });
+    gone += 1;
+  }
+  if (enqueued + gone > 0) {
+    await context.log.human(`${enqueued} new messages in ${settings.mailbox}${gone > 0 ? `, ${gone} gone` : ''}`, {
+      reason: `checked the newest ${listing.messages.length} within ${Math.round(settings.window / 86_400_000)} days`,
+    });
+  }
+  return { listed: listing.messages.length, enqueued, refreshed, gone };
+}

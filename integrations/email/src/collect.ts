@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import { UnrecoverableError } from '@assistant/sdk';
+import { simpleParser } from 'mailparser';
+import type { EmailContext } from './email-settings.ts';
+import { messageNotePath } from './email-settings.ts';
+import { withImap } from './imap-session.ts';
+import { mailFacts } from './mail-facts.ts';
+
+/**
+ * `email.inbox.collect` (`{uid, uid_validity}`): fetches and parses one message and writes its note: the headers
+ * people look for, the deterministic fields automations test, and a text excerpt. Then it enqueues `classify`, at a
+ * lower priority (9) when the sender failed authentication.
+ */
+export async function collect(context: EmailContext<{ uid: number; uid_validity: string }>) {
+  const { uid, uid_validity: uidValidity } = context.payload;
+  const settings = context.instance.settings;
+  const fetched = await withImap(settings, context.signal, async (client) => {
+    const lock = await client.getMailboxLock(settings.mailbox);
+    try {
+      if (String(client.mailbox ? client.mailbox.uidValidity : '') !== uidValidity) return undefined;
+      const message = await client.fetchOne(
+        String(uid),
+        { uid: true, flags: true, source: true, size: true },
+        { uid: true },
+      );
+      return message
+        ? { source: message.source, flags: [...(message.flags ?? [])].sort(), size: message.size }
+        : undefined;
+    } finally {
+      lock.release();
+    }
+  });
+  if (!fetched?.source)
+    throw new UnrecoverableError(`message ${uid} is no longer in ${settings.mailbox} (UIDVALIDITY ${uidValidity})`);
+  const parsed = await simpleParser(fetched.source);
+  const facts = mailFacts(parsed);
+  const notePath = messageNotePath(context.instance.name, uidValidity, uid);
+  const contentHash = createHash('sha256').update(fetched.source).digest('hex').slice(0, 16);
+  const data = {
+    ...facts,
+    uid,
+    uid_validity: uidValidity,
+    mailbox: settings.mailbox,
+    flags: fetched.flags,
+    size: fetched.size ?? fetched.source.length,
+    content_hash: contentHash,
+    synced: 'present',
+    collected_at: new Date().toISOString(),
+  };
+  const { body_excerpt: excerpt, ...frontmatter } = data;
+  const body = `# ${facts.subject || '(no subject)'}\n\nFrom ${facts.from}${facts.date ? `, ${facts.date}` : ''}\n\n${excerpt}\n`;
+  const existing = await context.notes.read(notePath).catch(() => undefined);
+  if (existing) await context.notes.update(notePath, { set: { ...frontmatter, body_excerpt: excerpt }, body });
+  else await context.notes.create(notePath, { data: { ...frontmatter, body_excerpt: excerpt }, body });
+  await context.enqueue({
+    stage: 'classify',
+    payload: { note: notePath },
+    priority: facts.authentication === 'fail' ? 9 : 6,
+  });
+  return { note: notePath, subject: facts.subject };
+}

@@ -1,0 +1,25 @@
+import type { HandlerContext } from '@assistant/sdk';
+
+/** An email instance's settings, as the manifest declares them (validated and defaulted by config loading). */
+export interface EmailSettings {
+  imap_server?: string;
+  port: number;
+  tls: boolean;
+  username?: string;
+  password?: { reveal(): string; isSet: boolean; name: string };
+  mailbox: string;
+  limit: number;
+  /** Milliseconds. */
+  window: number;
+  archive_folder: string;
+  drafts_folder: string;
+  /** Milliseconds. */
+  connect_timeout: number;
+}
+
+export type EmailContext<Payload = unknown> = HandlerContext<Payload, EmailSettings>;
+
+/** Where a message's note lives: one per UIDVALIDITY and UID, so a renumbered mailbox never mixes two messages. */
+export function messageNotePath(instance: string, uidValidity: string, uid: number): string {
+  return `email/${instance.replace(/[^A-Za-z0-9._-]/g, '_')}/${uidValidity}-${uid}.md`;
+}

@@ -1,0 +1,155 @@
+// The email integration end to end: a real Dovecot with the 20 test messages, the fake OpenAI-compatible server as
+// the classifier, `assistant trigger` and `assistant work`, and the results checked on the IMAP server.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { describe, expect, it } from 'vitest';
+import { startDovecot } from './helpers/dovecot.ts';
+import { appendMessages, listMailbox, mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
+import { runCli } from './helpers/node-process.ts';
+import { tempDir } from './helpers/temp-dir.ts';
+
+interface Judgement {
+  file: string;
+  subject: string;
+  human: boolean;
+  requiresResponse: boolean;
+  newsletter: boolean;
+}
+
+/** The fixture README's table of what a classifier should say, by subject. */
+async function judgements(): Promise<Judgement[]> {
+  const readme = await readFile(path.join(mailFixtureDirectory, 'README.md'), 'utf8');
+  const table = readme.slice(
+    readme.indexOf('## What a classifier should say'),
+    readme.indexOf('## Deterministic facts'),
+  );
+  return table
+    .split('\n')
+    .filter((line) => /^\| `\d\d-/.test(line))
+    .map((line) => {
+      const cells = line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim());
+      return {
+        file: (cells[0] ?? '').replaceAll('`', ''),
+        subject: cells[3] ?? '',
+        human: (cells[4] ?? '').startsWith('yes'),
+        requiresResponse: (cells[5] ?? '').startsWith('yes'),
+        newsletter: (cells[6] ?? '').startsWith('yes'),
+      };
+    });
+}
+
+/** A classifier that knows the fixtures: it answers from the table; and a reply writer. */
+function fakeModel(table: Judgement[]) {
+  return (request: FakeChatRequest): FakeReply => {
+    const messages = request.body.messages as { role: string; content: string }[];
+    const text = messages.map((message) => message.content).join('\n');
+    const subject = /<<<UNTRUSTED-\S+ subject>>>\n([\s\S]*?)\n<<<END/.exec(text)?.[1]?.trim() ?? '';
+    if (!request.body.response_format) return { text: 'Thank you, I will get back to you today.' };
+    const row = table.find((candidate) => candidate.subject === subject);
+    if (!row) return { json: { human: 0.5, requires_response: false, newsletter: false, urgent: false } };
+    return {
+      json: {
+        human: row.human ? 0.95 : 0.05,
+        requires_response: row.requiresResponse,
+        newsletter: row.newsletter,
+        urgent: false,
+      },
+    };
+  };
+}
+
+describe('the email integration against Dovecot', () => {
+  it('collects, classifies and acts on 20 messages, on the server, and does nothing twice', async () => {
+    await using dovecot = await startDovecot();
+    const fixtures = await readMailFixtures();
+    await appendMessages(
+      dovecot,
+      'INBOX',
+      fixtures.map((fixture) => fixture.text),
+    );
+    const table = await judgements();
+    await using model = await FakeOpenAiServer.start({ respond: fakeModel(table) });
+    await using dir = await tempDir();
+    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+    platforms:
+      inbox:
+        automations:
+          - name: archive newsletters
+            when: {newsletter: true}
+            then: archive
+          - name: answer people
+            when: {human: ">= 0.8", requires_response: true}
+            then: [flag, draft_reply]
+          - name: read notifications
+            when: {is_noreply: true}
+            then: mark_read
+          - name: quarantine failed authentication
+            when: {authentication: fail}
+            then: {move: Junk}
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    const triggered = await cli(['trigger', 'personal', 'inbox']);
+    expect(triggered.stderr).toBe('');
+    expect(triggered.code).toBe(0);
+    const work = await cli(['work', '--exit-when-idle']);
+    expect(work.stderr).toBe('');
+    expect(work.code).toBe(0);
+
+    const byFile = (file: string) => fixtures.findIndex((fixture) => fixture.file.startsWith(file));
+    const subjectOf = (file: string) => table[byFile(file)]?.subject;
+    const inbox = await listMailbox(dovecot, 'INBOX');
+    const archive = await listMailbox(dovecot, 'Archive');
+    const junk = await listMailbox(dovecot, 'Junk');
+    const drafts = await listMailbox(dovecot, 'Drafts');
+    expect(archive.map((message) => message.subject).sort()).toEqual(['04', '05', '06'].map(subjectOf).sort());
+    expect(junk.map((message) => message.subject)).toEqual([subjectOf('16')]);
+    expect(inbox).toHaveLength(16);
+    const flagged = inbox.filter((message) => message.flags.includes('\\Flagged')).map((message) => message.subject);
+    const needsAnswer = table.filter((row) => row.human && row.requiresResponse).map((row) => row.subject);
+    expect(flagged.sort()).toEqual(needsAnswer.sort());
+    expect(drafts.map((message) => message.subject).sort()).toEqual(
+      needsAnswer.map((subject) => (subject.startsWith('Re:') ? subject : `Re: ${subject}`)).sort(),
+    );
+    const read = inbox.filter((message) => message.flags.includes('\\Seen')).map((message) => message.subject);
+    expect(read.sort()).toEqual(['11', '12', '13'].map(subjectOf).sort());
+
+    const notes = JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout) as string[];
+    expect(notes).toHaveLength(20);
+    const maria = JSON.parse(
+      (await cli(['notes', 'search', 'Lisbon apartment', '--in', 'email/personal', '--json'])).stdout,
+    );
+    expect(JSON.stringify(maria)).toContain('keller-family.example');
+    const log = (await cli(['log'])).stdout;
+    expect(log).toMatch(/20 new messages in INBOX/);
+    expect(log).toMatch(/archive: "The Weekly Brief/);
+    expect(log).toMatch(/flag, draft reply: "Lunch on Tuesday\?"/);
+
+    // A second cycle: nothing new to collect, classify or act on.
+    const before = (await cli(['queue', 'stats', '--json'])).stdout;
+    const calls = model.requests.length;
+    await cli(['trigger', 'personal', 'inbox']);
+    await cli(['work', '--exit-when-idle']);
+    const after = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as { done: number };
+    expect(after.done).toBe((JSON.parse(before) as { done: number }).done + 1);
+    expect(model.requests.length).toBe(calls);
+  });
+});
