@@ -1,12 +1,12 @@
 // The email integration end to end: a real Dovecot with the 20 test messages, the fake OpenAI-compatible server as
 // the classifier, `assistant trigger` and `assistant work`, and the results checked on the IMAP server.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import { startDovecot } from './helpers/dovecot.ts';
 import { appendMessages, listMailbox, mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
-import { runCli } from './helpers/node-process.ts';
+import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
 interface Judgement {
@@ -152,4 +152,100 @@ integrations:
     expect(after.done).toBe((JSON.parse(before) as { done: number }).done + 1);
     expect(model.requests.length).toBe(calls);
   });
+
+  it('fails the running tasks with a clear error when the IMAP server dies mid-cycle, and recovers when it is back', async () => {
+    await using dovecot = await startDovecot();
+    const fixtures = (await readMailFixtures()).slice(0, 6);
+    await appendMessages(
+      dovecot,
+      'INBOX',
+      fixtures.map((fixture) => fixture.text),
+    );
+    const table = await judgements();
+    // Slow answers keep the cycle busy while the server is killed.
+    const answer = fakeModel(table);
+    await using model = await FakeOpenAiServer.start({ respond: (request) => ({ ...answer(request), delayMs: 150 }) });
+    await using dir = await tempDir();
+    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+    const config = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+worker: {concurrency: 2, poll_interval: 100ms, shutdown_grace: 2s}
+queue:
+  policies:
+    overrides:
+      "email.*": {max_attempts: 30, backoff: {type: fixed, delay: 1s}}
+integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+    connect_timeout: 2s
+    platforms:
+      inbox:
+        automations:
+          - {when: {newsletter: true}, then: archive}
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    const worker = startNode({ args: [cliMain, 'work', '--config', config], cwd: dir.path });
+    try {
+      await worker.waitForOutput(/worker ready/);
+      await cli(['trigger', 'personal', 'inbox']);
+      // Once the first message is being classified, the collects are under way: kill the server.
+      await until(() => model.requests.length >= 1);
+      await dovecot.kill();
+      // A retried task waits in pending/ with the failed attempt in its history: read the files directly.
+      const pending = path.join(dir.path, 'data/queue/pending');
+      const failedAttempt = await until(async () => {
+        for (const name of await readdir(pending).catch(() => [] as string[])) {
+          const text = await readFile(path.join(pending, name), 'utf8').catch(() => '');
+          const message = /^\s+message: (.*)$/m.exec(text.slice(text.indexOf('history:')))?.[1];
+          if (text.includes('history:') && message) return message.replace(/^["']|["']$/g, '');
+        }
+        return undefined;
+      });
+      expect(failedAttempt).toMatch(
+        new RegExp(
+          `^(cannot reach the IMAP server 127\\.0\\.0\\.1:${dovecot.port}|IMAP 127\\.0\\.0\\.1:${dovecot.port}): `,
+        ),
+      );
+      await dovecot.restart();
+      // The retries find the server again: every message is collected, classified and evaluated.
+      await until(async () => {
+        const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as {
+          pending: number;
+          active: number;
+        };
+        const notes = JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout) as string[];
+        return stats.pending === 0 && stats.active === 0 && notes.length === 6 ? true : undefined;
+      });
+      const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as { failed: number };
+      expect(stats.failed).toBe(0);
+      const archived = await listMailbox(dovecot, 'Archive');
+      expect(archived.map((message) => message.subject).sort()).toEqual(
+        table
+          .filter((row) => row.newsletter && fixtures.some((fixture) => fixture.file === row.file))
+          .map((row) => row.subject)
+          .sort(),
+      );
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
+  });
 });
+
+async function until<T>(check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value as T;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
