@@ -242,6 +242,43 @@ integrations:
   });
 });
 
+describe('assistant doctor for email', () => {
+  it('logs in and says what is wrong: a wrong password, a closed port', async () => {
+    await using dovecot = await startDovecot();
+    await appendMessages(
+      dovecot,
+      'INBOX',
+      (await readMailFixtures()).slice(0, 2).map((fixture) => fixture.text),
+    );
+    await using model = await FakeOpenAiServer.start({ replies: [] });
+    await using dir = await tempDir();
+    const configFor = (password: string, port: number) =>
+      dir
+        .write(
+          'config.yaml',
+          `data_dir: ./data\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\nintegrations:\n  - {type: email, name: personal, imap_server: ${dovecot.host}, port: ${port}, tls: false, username: ${dovecot.user}, password: !secret imap_password, connect_timeout: 2s}\n`,
+        )
+        .then(() => dir.write('secrets.yaml', `imap_password: ${JSON.stringify(password)}\n`, 0o600));
+    await configFor(dovecot.password, dovecot.port);
+    const good = await runCli(['doctor'], { cwd: dir.path });
+    expect(good.stdout).toMatch(
+      new RegExp(
+        `^ok {3}email personal: logged in to 127\\.0\\.0\\.1:${dovecot.port} as ${dovecot.user}; INBOX has 2 messages$`,
+        'm',
+      ),
+    );
+    await configFor('wrong', dovecot.port);
+    const wrong = await runCli(['doctor'], { cwd: dir.path });
+    expect(wrong.stdout).toMatch(/^FAIL email personal: IMAP login to .* failed/m);
+    expect(wrong.stdout).toMatch(/hint: check `username` and the password/);
+    expect(wrong.code).toBe(1);
+    await dovecot.stop();
+    await configFor(dovecot.password, dovecot.port);
+    const closed = await runCli(['doctor'], { cwd: dir.path });
+    expect(closed.stdout).toMatch(/^FAIL email personal: cannot reach the IMAP server 127\.0\.0\.1:\d+: ECONNREFUSED/m);
+  });
+});
+
 async function until<T>(check: () => Promise<T | undefined> | T | undefined): Promise<T> {
   for (;;) {
     const value = await check();

@@ -73,6 +73,7 @@ export type {
   TaskHandler,
 } from './handler-context.ts';
 export {
+  type DoctorCheckFunction,
   type EntryTaskResult,
   IntegrationRegistry,
   integrationConfigSchemas,

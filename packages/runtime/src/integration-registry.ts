@@ -13,6 +13,12 @@ import { settingsShape } from './manifest/setting-spec.ts';
 
 export type TaskTypeKind = 'stage' | 'service' | 'task';
 
+/** An integration's check of one instance for `assistant doctor`. */
+export type DoctorCheckFunction = (options: {
+  instance: { name: string; settings: Record<string, unknown> };
+  signal: AbortSignal;
+}) => Promise<{ ok: boolean; message: string; hint?: string }>;
+
 /** A task type some manifest declares, with the handler that runs it. */
 export interface TaskTypeInfo {
   type: string;
@@ -353,6 +359,22 @@ export class IntegrationRegistry {
       if (entries.length > 0) jobs.push({ instance, schedule: instance.schedule, entries });
     }
     return jobs;
+  }
+
+  /**
+   * The `doctor` check a manifest declares for its instances, imported; undefined when it declares none.
+   */
+  async doctorCheck(domain: string): Promise<DoctorCheckFunction | undefined> {
+    const integration = this.integrations.find((candidate) => candidate.manifest.domain === domain);
+    const reference = integration?.manifest.doctor;
+    if (!integration || !reference) return undefined;
+    const match = handlerReferencePattern.exec(reference);
+    const module = path.resolve(integration.directory, match?.[1] ?? reference);
+    const relative = path.relative(integration.directory, module);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) return undefined;
+    const exports = (await import(pathToFileURL(module).href)) as Record<string, unknown>;
+    const check = exports[match?.[2] ?? 'default'];
+    return typeof check === 'function' ? (check as DoctorCheckFunction) : undefined;
   }
 
   /**

@@ -197,6 +197,13 @@ integrations:
     ]);
   });
 
+  it('loads the repository default config.yaml with every manifest, without errors or warnings', async () => {
+    const repositoryConfig = fileURLToPath(new URL('../../../config.yaml', import.meta.url));
+    const { warnings, registry } = await loadRuntime({ configPath: repositoryConfig, cwd: dir });
+    expect(warnings).toEqual([]);
+    expect(registry.instance('personal')).toMatchObject({ domain: 'email', enabled: false });
+  });
+
   it('refuses an unknown integration type', async () => {
     const configPath = await setup('integrations:\n  - type: wether\n    name: home\n');
     const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);

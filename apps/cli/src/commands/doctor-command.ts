@@ -1,5 +1,6 @@
 import { ConfigError, formatProblem, type LoadedConfig } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import { checkDataDirectories } from '../doctor/check-data-directories.ts';
 import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
@@ -25,8 +26,9 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   };
 
   let config: LoadedConfig;
+  let registry: IntegrationRegistry;
   try {
-    ({ config } = await loadCliConfig(options));
+    ({ config, registry } = await loadCliConfig(options));
     print([{ ok: true, message: `config ${config.paths.configFile} is valid` }]);
   } catch (error) {
     // The other checks all need a config, so there is nothing more to check.
@@ -55,5 +57,23 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   print(await Promise.all(profiles.map(([name, profile]) => checkLlmProfile({ name, profile }))));
   if (config.integrations.length === 0) print([{ ok: true, message: 'integrations: none configured' }]);
   print(config.integrations.map(checkIntegrationCredentials));
+  // Each integration's own check (an IMAP login), for enabled instances, in parallel, each bounded in time.
+  const checks = await Promise.all(
+    config.integrations
+      .filter((instance) => instance.enabled)
+      .map(async (instance): Promise<DoctorCheck | undefined> => {
+        const check = await registry.doctorCheck(instance.type);
+        if (!check) return undefined;
+        try {
+          return await check({
+            instance: { name: instance.name, settings: registry.instance(instance.name)?.settings ?? {} },
+            signal: AbortSignal.timeout(60_000),
+          });
+        } catch (error) {
+          return { ok: false, message: `${instance.name}: ${(error as Error).message}` };
+        }
+      }),
+  );
+  print(checks.filter((check): check is DoctorCheck => check !== undefined));
   return failed ? 1 : 0;
 }

@@ -93,6 +93,11 @@ export const manifestSchema = z.strictObject({
   services: z.record(identifierSchema, serviceSchema).default({}),
   /** Task types of their own, outside any platform: `{domain}.{task}`, e.g. `system.echo`. */
   tasks: z.record(identifierSchema, taskSchema).default({}),
+  /**
+   * `assistant doctor`'s check of an instance (`./src/doctor.ts#checkAccount`): logs in, says exactly what is wrong.
+   * Called with `{instance: {name, settings}, signal}`; answers `{ok, message, hint?}`.
+   */
+  doctor: handlerReference.optional(),
   /** An instance that exists without being listed in config.yaml (the builtin `system` integration's). */
   default_instance: z.strictObject({ name: instanceNameSchema, schedule: scheduleSchema.optional() }).optional(),
 });

@@ -1,0 +1,41 @@
+import type { EmailSettings } from './email-settings.ts';
+import { withImap } from './imap-session.ts';
+
+/**
+ * `assistant doctor` for an email instance: logs in to IMAP and opens the mailbox, and says exactly what went wrong
+ * (unreachable, TLS, wrong password, no such mailbox).
+ */
+export async function checkAccount(options: {
+  instance: { name: string; settings: Record<string, unknown> };
+  signal: AbortSignal;
+}): Promise<{ ok: boolean; message: string; hint?: string }> {
+  const settings = options.instance.settings as unknown as EmailSettings;
+  const label = `email ${options.instance.name}`;
+  if (!settings.imap_server || !settings.username || !settings.password?.isSet) {
+    return {
+      ok: false,
+      message: `${label}: imap_server, username and password are needed to read mail`,
+      hint: 'set them in config.yaml (the password as `!secret name`, the value in secrets.yaml)',
+    };
+  }
+  try {
+    const status = await withImap(settings, options.signal, async (client) =>
+      client.status(settings.mailbox, { messages: true }),
+    );
+    return {
+      ok: true,
+      message: `${label}: logged in to ${settings.imap_server}:${settings.port} as ${settings.username}; ${settings.mailbox} has ${status ? (status.messages ?? 0) : 0} messages`,
+    };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return {
+      ok: false,
+      message: `${label}: ${message}`,
+      hint: /login/i.test(message)
+        ? 'check `username` and the password in secrets.yaml (many providers need an app password)'
+        : /mailbox|nonexistent|not exist/i.test(message)
+          ? `check \`mailbox\` (${settings.mailbox})`
+          : `check imap_server, port (${settings.port}) and tls (${settings.tls}); 993 with tls: true, 143 with tls: false`,
+    };
+  }
+}
