@@ -1,8 +1,11 @@
 // The email integration end to end: a real Dovecot with the 20 test messages, the fake OpenAI-compatible server as
 // the classifier, `assistant trigger` and `assistant work`, and the results checked on the IMAP server.
 import { readdir, readFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { SMTPServer } from 'smtp-server';
 import { describe, expect, it } from 'vitest';
 import { startDovecot } from './helpers/dovecot.ts';
 import { appendMessages, listMailbox, mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
@@ -238,6 +241,131 @@ integrations:
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;
+    }
+  });
+});
+
+describe('irreversible email actions', () => {
+  it('sends a reply only after approval, unsubscribes with one click under !yolo, and never twice', async () => {
+    await using dovecot = await startDovecot();
+    const [maria] = await readMailFixtures();
+    // A newsletter whose one-click unsubscribe points at a server of this test.
+    const received: { unsubscribes: string[]; mails: string[] } = { unsubscribes: [], mails: [] };
+    const web = http.createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on('end', () => {
+        received.unsubscribes.push(`${request.method} ${request.url} ${body}`);
+        response.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    const webPort = (web.address() as AddressInfo).port;
+    const newsletter = [
+      'From: Loopback Letters <letters@loopback.example>',
+      'To: alice@example.test',
+      'Subject: Loopback Letters #1',
+      'Date: Sat, 21 Nov 2026 09:00:00 +0000',
+      'Message-ID: <letters-1@loopback.example>',
+      `List-Unsubscribe: <http://127.0.0.1:${webPort}/u/alice>`,
+      'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'This week: nothing much.',
+      '',
+    ].join('\r\n');
+    await appendMessages(dovecot, 'INBOX', [maria?.text ?? '', newsletter]);
+    const smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData(stream, _session, callback) {
+        let text = '';
+        stream.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        stream.on('end', () => {
+          received.mails.push(text);
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const smtpPort = (smtp.server.address() as AddressInfo).port;
+    const table = await judgements();
+    const answer = fakeModel(table);
+    await using model = await FakeOpenAiServer.start({
+      respond: (request) => {
+        const text = JSON.stringify(request.body.messages);
+        if (request.body.response_format && text.includes('Loopback Letters')) {
+          return { json: { human: 0.05, requires_response: false, newsletter: true, urgent: false } };
+        }
+        return answer(request);
+      },
+    });
+    await using dir = await tempDir();
+    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
+    platforms:
+      inbox:
+        automations:
+          - name: answer people
+            when: {human: ">= 0.8", requires_response: true}
+            then: send_reply
+            approval: required
+          - name: leave newsletters
+            when: {newsletter: true, has_list_unsubscribe: true}
+            then: !yolo unsubscribe
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    try {
+      const triggered = await cli(['trigger', 'personal', 'inbox']);
+      // `!yolo` is warned about at every start.
+      expect(triggered.stderr).toMatch(
+        /^warning: config\.yaml:\d+:\d+: .*`!yolo`: this action runs without human approval/,
+      );
+      expect(triggered.code).toBe(0);
+      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+      expect(received.unsubscribes).toEqual(['POST /u/alice List-Unsubscribe=One-Click']);
+      expect(received.mails).toEqual([]);
+      const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as { id: string; title: string }[];
+      expect(pending.map((request) => request.title)).toEqual([`"${table[0]?.subject}"`]);
+
+      expect((await cli(['approve', pending[0]?.id ?? ''])).code).toBe(0);
+      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+      expect(received.mails).toHaveLength(1);
+      expect(received.mails[0]).toMatch(/^To: maria\.keller@keller-family\.example$/m);
+      expect(received.mails[0]).toMatch(/^In-Reply-To: <[^>]+>$/m);
+      expect(received.mails[0]).toMatch(/^Subject: Re: Lisbon apartment/m);
+
+      // Another cycle: nothing is sent or unsubscribed again.
+      await cli(['trigger', 'personal', 'inbox']);
+      await cli(['work', '--exit-when-idle']);
+      expect(received.mails).toHaveLength(1);
+      expect(received.unsubscribes).toHaveLength(1);
+      const log = (await cli(['log'])).stdout;
+      expect(log).toMatch(/unsubscribed \(one-click POST to 127\.0\.0\.1:\d+\): "Loopback Letters #1"/);
+      expect(log).toMatch(/sent a reply: "Lisbon apartment/);
+    } finally {
+      await new Promise((resolve) => smtp.close(() => resolve(undefined)));
+      await new Promise((resolve) => web.close(resolve));
     }
   });
 });

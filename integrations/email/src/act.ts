@@ -1,4 +1,12 @@
-import { type ActPayload, actPayloadSchema, Conversation, fenceUntrusted, UnrecoverableError } from '@assistant/sdk';
+import {
+  type ActPayload,
+  actPayloadSchema,
+  Conversation,
+  fenceUntrusted,
+  RetryableError,
+  UnrecoverableError,
+} from '@assistant/sdk';
+import { createTransport } from 'nodemailer';
 import type { EmailContext } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 
@@ -22,47 +30,69 @@ export async function act(context: EmailContext<ActPayload>) {
     if (action.name === 'draft_reply') drafts.set(action.key, await writeReply(context, note.data));
   }
   const done: string[] = [];
-  await withImap(settings, context.signal, async (client) => {
-    const lock = await client.getMailboxLock(mailbox);
-    try {
-      for (const action of payload.actions) {
-        switch (action.name) {
-          case 'archive':
-          case 'move': {
-            const target = action.name === 'archive' ? settings.archive_folder : String(action.argument);
-            const moved = await client.messageMove(String(uid), target, { uid: true });
-            const newUid = moved ? moved.uidMap?.get(uid) : undefined;
-            await context.notes.update(payload.item, {
-              set: { mailbox: target, synced: 'moved', ...(newUid === undefined ? {} : { uid_in_folder: newUid }) },
-            });
-            break;
-          }
-          case 'flag':
-            await client.messageFlagsAdd(String(uid), ['\\Flagged'], { uid: true });
-            break;
-          case 'unflag':
-            await client.messageFlagsRemove(String(uid), ['\\Flagged'], { uid: true });
-            break;
-          case 'mark_read':
-            await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true });
-            break;
-          case 'mark_unread':
-            await client.messageFlagsRemove(String(uid), ['\\Seen'], { uid: true });
-            break;
-          case 'draft_reply': {
-            const raw = composeReply(settings.username ?? '', note.data, drafts.get(action.key) ?? '');
-            await client.append(settings.drafts_folder, raw, ['\\Draft', '\\Seen']);
-            break;
-          }
-          default:
-            throw new UnrecoverableError(`the email integration cannot ${action.name} yet`);
-        }
-        done.push(action.name === 'move' ? `moved to ${String(action.argument)}` : action.name.replace('_', ' '));
-      }
-    } finally {
-      lock.release();
+  // What cannot be undone goes first and is recorded on the note at once: a retry after a later failure (the IMAP
+  // part) must not send the same reply or unsubscribe twice.
+  for (const action of payload.actions) {
+    if (action.name === 'send_reply') {
+      if (note.data.replied_at) continue;
+      await sendReply(context, note.data, await writeReply(context, note.data));
+      await context.notes.update(payload.item, { set: { replied_at: new Date().toISOString() } });
+      done.push('sent a reply');
+    } else if (action.name === 'unsubscribe') {
+      if (note.data.unsubscribed_at) continue;
+      const how = await unsubscribe(context, note.data);
+      await context.notes.update(payload.item, {
+        set: { unsubscribed_at: new Date().toISOString(), unsubscribed_by: how },
+      });
+      done.push(`unsubscribed (${how})`);
     }
-  });
+  }
+  const mailboxActions = payload.actions.filter(
+    (action) => action.name !== 'send_reply' && action.name !== 'unsubscribe',
+  );
+  if (mailboxActions.length > 0)
+    await withImap(settings, context.signal, async (client) => {
+      const lock = await client.getMailboxLock(mailbox);
+      try {
+        for (const action of mailboxActions) {
+          switch (action.name) {
+            case 'archive':
+            case 'move': {
+              const target = action.name === 'archive' ? settings.archive_folder : String(action.argument);
+              const moved = await client.messageMove(String(uid), target, { uid: true });
+              const newUid = moved ? moved.uidMap?.get(uid) : undefined;
+              await context.notes.update(payload.item, {
+                set: { mailbox: target, synced: 'moved', ...(newUid === undefined ? {} : { uid_in_folder: newUid }) },
+              });
+              break;
+            }
+            case 'flag':
+              await client.messageFlagsAdd(String(uid), ['\\Flagged'], { uid: true });
+              break;
+            case 'unflag':
+              await client.messageFlagsRemove(String(uid), ['\\Flagged'], { uid: true });
+              break;
+            case 'mark_read':
+              await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true });
+              break;
+            case 'mark_unread':
+              await client.messageFlagsRemove(String(uid), ['\\Seen'], { uid: true });
+              break;
+            case 'draft_reply': {
+              const raw = composeReply(settings.username ?? '', note.data, drafts.get(action.key) ?? '');
+              await client.append(settings.drafts_folder, raw, ['\\Draft', '\\Seen']);
+              break;
+            }
+            default:
+              throw new UnrecoverableError(`the email integration cannot ${action.name} yet`);
+          }
+          done.push(action.name === 'move' ? `moved to ${String(action.argument)}` : action.name.replace('_', ' '));
+        }
+      } finally {
+        lock.release();
+      }
+    });
+  if (done.length === 0) return { done };
   await context.log.human(`${done.join(', ')}: "${subject}"`, {
     reason: `rule "${payload.rule}" (${payload.provenance})${payload.approval ? `, approved (${payload.approval})` : ''}`,
     link: payload.item,
@@ -100,4 +130,95 @@ function composeReply(from: string, original: Record<string, unknown>, text: str
 
 function encodeHeader(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
+
+function transport(context: EmailContext<ActPayload>) {
+  const smtp = context.instance.settings.smtp;
+  if (!smtp) throw new UnrecoverableError('sending mail needs `smtp:` settings on this email instance');
+  return {
+    smtp,
+    transporter: createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: smtp.tls,
+      ...(smtp.username && smtp.password?.isSet ? { auth: { user: smtp.username, pass: smtp.password.reveal() } } : {}),
+      connectionTimeout: context.instance.settings.connect_timeout,
+      greetingTimeout: context.instance.settings.connect_timeout,
+      socketTimeout: context.instance.settings.connect_timeout * 4,
+    }),
+  };
+}
+
+async function sendReply(
+  context: EmailContext<ActPayload>,
+  original: Record<string, unknown>,
+  text: string,
+): Promise<void> {
+  const { smtp, transporter } = transport(context);
+  const subject = String(original.subject ?? '');
+  const messageId = String(original.message_id ?? '');
+  try {
+    await transporter.sendMail({
+      from: smtp.from ?? context.instance.settings.username ?? '',
+      to: String(original.from_address ?? original.from ?? ''),
+      subject: /^re:/i.test(subject) ? subject : `Re: ${subject}`,
+      text,
+      ...(messageId ? { inReplyTo: messageId, references: messageId } : {}),
+    });
+  } catch (error) {
+    throw new RetryableError(`sending the reply through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`);
+  } finally {
+    transporter.close();
+  }
+}
+
+/**
+ * RFC 8058 one-click (a POST to the https: target) where the sender offers it; otherwise a mail to the mailto:
+ * target. A plain https: link without one-click is a web page for a person, not something to call: refused.
+ */
+async function unsubscribe(context: EmailContext<ActPayload>, data: Record<string, unknown>): Promise<string> {
+  const targets = Array.isArray(data.list_unsubscribe) ? (data.list_unsubscribe as string[]) : [];
+  const web = targets.find((target) => isOneClickTarget(target));
+  if (web && data.list_unsubscribe_one_click === true) {
+    const response = await fetch(web, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+      redirect: 'follow',
+      signal: AbortSignal.any([context.signal, AbortSignal.timeout(context.instance.settings.connect_timeout)]),
+    });
+    if (!response.ok)
+      throw new RetryableError(`the unsubscribe POST to ${new URL(web).host} answered HTTP ${response.status}`);
+    return `one-click POST to ${new URL(web).host}`;
+  }
+  const mailto = targets.find((target) => target.toLowerCase().startsWith('mailto:'));
+  if (mailto) {
+    const url = new URL(mailto);
+    const { smtp, transporter } = transport(context);
+    try {
+      await transporter.sendMail({
+        from: smtp.from ?? context.instance.settings.username ?? '',
+        to: decodeURIComponent(url.pathname),
+        subject: url.searchParams.get('subject') ?? 'unsubscribe',
+        text: url.searchParams.get('body') ?? 'unsubscribe',
+      });
+    } finally {
+      transporter.close();
+    }
+    return `mail to ${decodeURIComponent(url.pathname)}`;
+  }
+  throw new UnrecoverableError('this message offers no one-click or mailto: unsubscribe; open its link yourself');
+}
+
+/** https: targets; plain http: only on loopback (tests and local relays), never across the network. */
+function isOneClickTarget(target: string): boolean {
+  try {
+    const url = new URL(target);
+    return (
+      url.protocol === 'https:' ||
+      (url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === 'localhost'))
+    );
+  } catch {
+    return false;
+  }
 }

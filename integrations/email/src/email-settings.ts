@@ -15,6 +15,14 @@ export interface EmailSettings {
   drafts_folder: string;
   /** Milliseconds. */
   connect_timeout: number;
+  smtp?: {
+    host: string;
+    port: number;
+    tls: boolean;
+    username?: string;
+    password?: { reveal(): string; isSet: boolean; name: string };
+    from?: string;
+  };
 }
 
 export type EmailContext<Payload = unknown> = HandlerContext<Payload, EmailSettings>;
