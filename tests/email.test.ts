@@ -370,6 +370,56 @@ integrations:
   });
 });
 
+describe('a Maildir as the source', () => {
+  it('reads, classifies and acts on a local Maildir: moves are renames, flags are letters in the file name', async () => {
+    const fixtures = (await readMailFixtures()).filter((fixture) => /^(0[1-4]|11)-/.test(fixture.file));
+    const table = await judgements();
+    await using model = await FakeOpenAiServer.start({ respond: fakeModel(table) });
+    await using dir = await tempDir();
+    for (const [index, fixture] of fixtures.entries()) {
+      await dir.write(`Maildir/new/1795000000.${index}.test`, fixture.text);
+    }
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: local
+    maildir: ./Maildir
+    username: alice@example.test
+    window: 3650d
+    platforms:
+      inbox:
+        automations:
+          - {when: {newsletter: true}, then: archive}
+          - {when: {human: ">= 0.8", requires_response: true}, then: [flag, draft_reply]}
+          - {when: {is_noreply: true}, then: mark_read}
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    expect((await cli(['trigger', 'local', 'inbox'])).code).toBe(0);
+    const work = await cli(['work', '--exit-when-idle']);
+    expect(work.stderr).toBe('');
+    // Messages nobody touched stay in new/, as a mail client would leave them; changed flags move a message to cur/.
+    expect(await readdir(path.join(dir.path, 'Maildir/new'))).toEqual(['1795000000.2.test']);
+    const inbox = (await readdir(path.join(dir.path, 'Maildir/cur'))).sort();
+    const archived = await readdir(path.join(dir.path, 'Maildir/.Archive/cur'));
+    const drafts = await readdir(path.join(dir.path, 'Maildir/.Drafts/cur'));
+    expect(archived).toEqual(['1795000000.3.test:2,']);
+    expect(inbox).toEqual(['1795000000.0.test:2,F', '1795000000.1.test:2,F', '1795000000.4.test:2,S']);
+    expect(drafts).toHaveLength(2);
+    expect(drafts.every((name) => name.endsWith(':2,DS'))).toBe(true);
+    const draft = await readFile(path.join(dir.path, 'Maildir/.Drafts/cur', drafts[0] ?? ''), 'utf8');
+    expect(draft).toMatch(/^In-Reply-To: <[^>]+>$/m);
+    const notes = JSON.parse((await cli(['notes', 'ls', 'email/local', '--json'])).stdout) as string[];
+    expect(notes).toHaveLength(5);
+    const doctor = await cli(['doctor']);
+    expect(doctor.stdout).toMatch(/^ok {3}email local: Maildir .*Maildir has 4 messages in INBOX$/m);
+  });
+});
+
 describe('assistant doctor for email', () => {
   it('logs in and says what is wrong: a wrong password, a closed port', async () => {
     await using dovecot = await startDovecot();

@@ -9,6 +9,7 @@ import {
 import { createTransport } from 'nodemailer';
 import type { EmailContext } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
+import { deliver, findMessage, folderPath, moveMessage, resolveMaildir, setFlags } from './maildir.ts';
 
 /**
  * `email.inbox.act`: performs the platform actions of one rule on one message, on the IMAP server, in one
@@ -50,7 +51,9 @@ export async function act(context: EmailContext<ActPayload>) {
   const mailboxActions = payload.actions.filter(
     (action) => action.name !== 'send_reply' && action.name !== 'unsubscribe',
   );
-  if (mailboxActions.length > 0)
+  if (mailboxActions.length > 0 && settings.maildir) {
+    done.push(...(await actOnMaildir(context, payload, note.data, mailboxActions, drafts)));
+  } else if (mailboxActions.length > 0) {
     await withImap(settings, context.signal, async (client) => {
       const lock = await client.getMailboxLock(mailbox);
       try {
@@ -92,6 +95,7 @@ export async function act(context: EmailContext<ActPayload>) {
         lock.release();
       }
     });
+  }
   if (done.length === 0) return { done };
   await context.log.human(`${done.join(', ')}: "${subject}"`, {
     reason: `rule "${payload.rule}" (${payload.provenance})${payload.approval ? `, approved (${payload.approval})` : ''}`,
@@ -221,4 +225,55 @@ function isOneClickTarget(target: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The same actions on a local Maildir: moves are renames into the folder, flags are letters in the file name. */
+async function actOnMaildir(
+  context: EmailContext<ActPayload>,
+  payload: ActPayload,
+  data: Record<string, unknown>,
+  actions: ActPayload['actions'],
+  drafts: Map<string, string>,
+): Promise<string[]> {
+  const settings = context.instance.settings;
+  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const folder = await folderPath(root, String(data.mailbox ?? settings.mailbox));
+  let message = await findMessage(folder, String(data.uid));
+  if (!message) throw new UnrecoverableError(`message ${String(data.uid)} is no longer in ${folder}`);
+  const done: string[] = [];
+  for (const action of actions) {
+    const flags = new Set(message.flags);
+    switch (action.name) {
+      case 'archive':
+      case 'move': {
+        const target = action.name === 'archive' ? settings.archive_folder : String(action.argument);
+        await moveMessage(message, await folderPath(root, target));
+        await context.notes.update(payload.item, { set: { mailbox: target, synced: 'moved' } });
+        done.push(action.name === 'move' ? `moved to ${target}` : 'archive');
+        // The message is in another folder now: later actions of this rule would not find it here.
+        return done;
+      }
+      case 'flag':
+      case 'unflag':
+      case 'mark_read':
+      case 'mark_unread': {
+        const flag = action.name.endsWith('flag') ? '\\Flagged' : '\\Seen';
+        if (action.name === 'flag' || action.name === 'mark_read') flags.add(flag);
+        else flags.delete(flag);
+        message = await setFlags(message, [...flags].sort());
+        break;
+      }
+      case 'draft_reply':
+        await deliver(
+          await folderPath(root, settings.drafts_folder),
+          composeReply(settings.username ?? '', data, drafts.get(action.key) ?? ''),
+          ['\\Draft', '\\Seen'],
+        );
+        break;
+      default:
+        throw new UnrecoverableError(`the email integration cannot ${action.name} yet`);
+    }
+    done.push(action.name.replace('_', ' '));
+  }
+  return done;
 }

@@ -1,6 +1,24 @@
 import type { EmailContext } from './email-settings.ts';
 import { messageNotePath } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
+import { folderPath, listMaildir, resolveMaildir } from './maildir.ts';
+
+interface Listing {
+  uidValidity: string;
+  messages: { uid: number | string; flags: string[]; messageId: string }[];
+}
+
+async function listFromMaildir(context: EmailContext, since: Date): Promise<Listing> {
+  const settings = context.instance.settings;
+  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const messages = (await listMaildir(await folderPath(root, settings.mailbox)))
+    .filter((message) => message.mtimeMs >= since.getTime())
+    .slice(-settings.limit);
+  return {
+    uidValidity: 'maildir',
+    messages: messages.map((message) => ({ uid: message.id, flags: message.flags, messageId: '' })),
+  };
+}
 
 /**
  * `email.inbox.check`: one connection lists the newest messages within `window` and `limit`, and enqueues `collect`
@@ -11,29 +29,31 @@ export async function check(context: EmailContext) {
   const settings = context.instance.settings;
   const folder = `email/${context.instance.name.replace(/[^A-Za-z0-9._-]/g, '_')}`;
   const since = new Date(Date.now() - settings.window);
-  const listing = await withImap(settings, context.signal, async (client) => {
-    const lock = await client.getMailboxLock(settings.mailbox);
-    try {
-      const mailbox = client.mailbox;
-      const uidValidity = mailbox ? String(mailbox.uidValidity) : '0';
-      const found = (await client.search({ since }, { uid: true })) || [];
-      const uids = found.sort((left, right) => left - right).slice(-settings.limit);
-      const messages =
-        uids.length === 0
-          ? []
-          : await client.fetchAll(uids, { uid: true, flags: true, envelope: true, size: true }, { uid: true });
-      return {
-        uidValidity,
-        messages: messages.map((message) => ({
-          uid: message.uid,
-          flags: [...(message.flags ?? [])].sort(),
-          messageId: message.envelope?.messageId ?? '',
-        })),
-      };
-    } finally {
-      lock.release();
-    }
-  });
+  const listing: Listing = settings.maildir
+    ? await listFromMaildir(context, since)
+    : await withImap(settings, context.signal, async (client) => {
+        const lock = await client.getMailboxLock(settings.mailbox);
+        try {
+          const mailbox = client.mailbox;
+          const uidValidity = mailbox ? String(mailbox.uidValidity) : '0';
+          const found = (await client.search({ since }, { uid: true })) || [];
+          const uids = found.sort((left, right) => left - right).slice(-settings.limit);
+          const messages =
+            uids.length === 0
+              ? []
+              : await client.fetchAll(uids, { uid: true, flags: true, envelope: true, size: true }, { uid: true });
+          return {
+            uidValidity,
+            messages: messages.map((message) => ({
+              uid: message.uid,
+              flags: [...(message.flags ?? [])].sort(),
+              messageId: message.envelope?.messageId ?? '',
+            })),
+          };
+        } finally {
+          lock.release();
+        }
+      });
   const present = new Set<string>();
   let enqueued = 0;
   let refreshed = 0;

@@ -5,31 +5,43 @@ import type { EmailContext } from './email-settings.ts';
 import { messageNotePath } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 import { mailFacts } from './mail-facts.ts';
+import { findMessage, folderPath, readMessage, resolveMaildir } from './maildir.ts';
+
+async function fromMaildir(context: EmailContext<unknown>, id: string) {
+  const settings = context.instance.settings;
+  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const message = await findMessage(await folderPath(root, settings.mailbox), id);
+  if (!message) return undefined;
+  const source = await readMessage(message);
+  return { source, flags: message.flags, size: source.length };
+}
 
 /**
  * `email.inbox.collect` (`{uid, uid_validity}`): fetches and parses one message and writes its note: the headers
  * people look for, the deterministic fields automations test, and a text excerpt. Then it enqueues `classify`, at a
  * lower priority (9) when the sender failed authentication.
  */
-export async function collect(context: EmailContext<{ uid: number; uid_validity: string }>) {
+export async function collect(context: EmailContext<{ uid: number | string; uid_validity: string }>) {
   const { uid, uid_validity: uidValidity } = context.payload;
   const settings = context.instance.settings;
-  const fetched = await withImap(settings, context.signal, async (client) => {
-    const lock = await client.getMailboxLock(settings.mailbox);
-    try {
-      if (String(client.mailbox ? client.mailbox.uidValidity : '') !== uidValidity) return undefined;
-      const message = await client.fetchOne(
-        String(uid),
-        { uid: true, flags: true, source: true, size: true },
-        { uid: true },
-      );
-      return message
-        ? { source: message.source, flags: [...(message.flags ?? [])].sort(), size: message.size }
-        : undefined;
-    } finally {
-      lock.release();
-    }
-  });
+  const fetched = settings.maildir
+    ? await fromMaildir(context, String(uid))
+    : await withImap(settings, context.signal, async (client) => {
+        const lock = await client.getMailboxLock(settings.mailbox);
+        try {
+          if (String(client.mailbox ? client.mailbox.uidValidity : '') !== uidValidity) return undefined;
+          const message = await client.fetchOne(
+            String(uid),
+            { uid: true, flags: true, source: true, size: true },
+            { uid: true },
+          );
+          return message
+            ? { source: message.source, flags: [...(message.flags ?? [])].sort(), size: message.size }
+            : undefined;
+        } finally {
+          lock.release();
+        }
+      });
   if (!fetched?.source)
     throw new UnrecoverableError(`message ${uid} is no longer in ${settings.mailbox} (UIDVALIDITY ${uidValidity})`);
   const parsed = await simpleParser(fetched.source);

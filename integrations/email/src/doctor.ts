@@ -1,5 +1,6 @@
 import type { EmailSettings } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
+import { folderPath, listMaildir, resolveMaildir } from './maildir.ts';
 
 /**
  * `assistant doctor` for an email instance: logs in to IMAP and opens the mailbox, and says exactly what went wrong
@@ -8,9 +9,23 @@ import { withImap } from './imap-session.ts';
 export async function checkAccount(options: {
   instance: { name: string; settings: Record<string, unknown> };
   signal: AbortSignal;
+  configFile?: string;
 }): Promise<{ ok: boolean; message: string; hint?: string }> {
   const settings = options.instance.settings as unknown as EmailSettings;
   const label = `email ${options.instance.name}`;
+  if (settings.maildir) {
+    const root = resolveMaildir(settings.maildir, options.configFile ?? 'config.yaml');
+    try {
+      const messages = await listMaildir(await folderPath(root, settings.mailbox));
+      return { ok: true, message: `${label}: Maildir ${root} has ${messages.length} messages in ${settings.mailbox}` };
+    } catch (error) {
+      return {
+        ok: false,
+        message: `${label}: ${(error as Error).message}`,
+        hint: 'check `maildir` (relative to config.yaml)',
+      };
+    }
+  }
   if (!settings.imap_server || !settings.username || !settings.password?.isSet) {
     return {
       ok: false,

@@ -3,6 +3,8 @@ import type { HandlerContext } from '@assistant/sdk';
 /** An email instance's settings, as the manifest declares them (validated and defaulted by config loading). */
 export interface EmailSettings {
   imap_server?: string;
+  /** A local Maildir instead of IMAP (relative to config.yaml's folder). */
+  maildir?: string;
   port: number;
   tls: boolean;
   username?: string;
@@ -28,6 +30,7 @@ export interface EmailSettings {
 export type EmailContext<Payload = unknown> = HandlerContext<Payload, EmailSettings>;
 
 /** Where a message's note lives: one per UIDVALIDITY and UID, so a renumbered mailbox never mixes two messages. */
-export function messageNotePath(instance: string, uidValidity: string, uid: number): string {
-  return `email/${instance.replace(/[^A-Za-z0-9._-]/g, '_')}/${uidValidity}-${uid}.md`;
+export function messageNotePath(instance: string, uidValidity: string, uid: number | string): string {
+  const safe = (value: string) => value.replace(/[^A-Za-z0-9._-]/g, '_');
+  return `email/${safe(instance)}/${safe(uidValidity)}-${safe(String(uid))}.md`;
 }

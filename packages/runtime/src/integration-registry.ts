@@ -17,6 +17,8 @@ export type TaskTypeKind = 'stage' | 'service' | 'task';
 export type DoctorCheckFunction = (options: {
   instance: { name: string; settings: Record<string, unknown> };
   signal: AbortSignal;
+  /** config.yaml, for settings that are paths relative to it. */
+  configFile: string;
 }) => Promise<{ ok: boolean; message: string; hint?: string }>;
 
 /** A task type some manifest declares, with the handler that runs it. */

@@ -68,6 +68,7 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
           return await check({
             instance: { name: instance.name, settings: registry.instance(instance.name)?.settings ?? {} },
             signal: AbortSignal.timeout(60_000),
+            configFile: config.paths.configFile,
           });
         } catch (error) {
           return { ok: false, message: `${instance.name}: ${(error as Error).message}` };
