@@ -8,7 +8,13 @@ import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assista
 import { SMTPServer } from 'smtp-server';
 import { describe, expect, it } from 'vitest';
 import { startDovecot } from './helpers/dovecot.ts';
-import { appendMessages, listMailbox, mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
+import {
+  appendMessages,
+  listMailbox,
+  mailFixtureDirectory,
+  readMailFixtures,
+  withImapClient,
+} from './helpers/imap-client.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
@@ -146,7 +152,13 @@ integrations:
     expect(log).toMatch(/archive: "The Weekly Brief/);
     expect(log).toMatch(/flag, draft reply: "Lunch on Tuesday\?"/);
 
-    // A second cycle: nothing new to collect, classify or act on.
+    // A second cycle: nothing new to collect, classify or act on. The owner moved one newsletter back into the
+    // INBOX meanwhile: it has a new UID, but its note is found by Message-ID and it is not archived again.
+    await withImapClient(dovecot, async (client) => {
+      await client.mailboxOpen('Archive');
+      const [first] = archive;
+      if (first) await client.messageMove(String(first.uid), 'INBOX', { uid: true });
+    });
     const before = (await cli(['queue', 'stats', '--json'])).stdout;
     const calls = model.requests.length;
     await cli(['trigger', 'personal', 'inbox']);
@@ -154,6 +166,8 @@ integrations:
     const after = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as { done: number };
     expect(after.done).toBe((JSON.parse(before) as { done: number }).done + 1);
     expect(model.requests.length).toBe(calls);
+    expect(await listMailbox(dovecot, 'Archive')).toHaveLength(2);
+    expect(JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout)).toHaveLength(20);
   });
 
   it('fails the running tasks with a clear error when the IMAP server dies mid-cycle, and recovers when it is back', async () => {

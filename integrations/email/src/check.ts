@@ -55,13 +55,46 @@ export async function check(context: EmailContext) {
         }
       });
   const present = new Set<string>();
+  const listed = new Set(
+    listing.messages.map((message) => messageNotePath(context.instance.name, listing.uidValidity, message.uid)),
+  );
   let enqueued = 0;
   let refreshed = 0;
+  let relinked = 0;
+  // Read once, and only when some UID is new.
+  let byMessageId: Map<string, string> | undefined;
+  const notesByMessageId = async () => {
+    if (!byMessageId) {
+      byMessageId = new Map();
+      for (const note of await context.notes.query({ folder })) {
+        if (typeof note.data.message_id === 'string' && note.data.message_id)
+          byMessageId.set(note.data.message_id, note.path);
+      }
+    }
+    return byMessageId;
+  };
   for (const message of listing.messages) {
     const notePath = messageNotePath(context.instance.name, listing.uidValidity, message.uid);
     present.add(notePath);
     const note = await context.notes.read(notePath).catch(() => undefined);
     if (!note) {
+      // The same message under another UID (moved back into the mailbox, or a UIDVALIDITY reset): move its note to
+      // the new identity instead of collecting, classifying and acting on it again.
+      const known = message.messageId ? (await notesByMessageId()).get(message.messageId) : undefined;
+      if (known && known !== notePath && !listed.has(known)) {
+        await context.notes.move(known, notePath);
+        await context.notes.update(notePath, {
+          set: {
+            uid: message.uid,
+            uid_validity: listing.uidValidity,
+            mailbox: settings.mailbox,
+            flags: message.flags,
+            synced: 'present',
+          },
+        });
+        relinked += 1;
+        continue;
+      }
       const outcome = await context.enqueue({
         stage: 'collect',
         payload: { uid: message.uid, uid_validity: listing.uidValidity },
@@ -91,5 +124,5 @@ export async function check(context: EmailContext) {
       reason: `checked the newest ${listing.messages.length} within ${Math.round(settings.window / 86_400_000)} days`,
     });
   }
-  return { listed: listing.messages.length, enqueued, refreshed, gone };
+  return { listed: listing.messages.length, enqueued, refreshed, relinked, gone };
 }
