@@ -8,6 +8,7 @@ import {
   describe,
   type EnqueueActionsResult,
   enqueueActions,
+  planned,
   plannedActionSchema,
 } from './enqueue-actions.ts';
 
@@ -68,17 +69,7 @@ export async function createApprovalRequest(
   });
   const notePath = `${approvalsFolder}/${id}.md`;
   if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
-  const actions = match.actions.map((action) => ({
-    kind: action.kind,
-    name: action.name,
-    key: action.key,
-    tier: action.tier,
-    yolo: action.yolo,
-    ...(action.argument === undefined ? {} : { argument: action.argument }),
-    ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
-    ...(action.humanLog === undefined ? {} : { human_log: action.humanLog }),
-    ...(action.onResult === undefined ? {} : { on_result: action.onResult }),
-  }));
+  const actions = match.actions.map(planned);
   const request: ApprovalRequest = {
     id,
     status: 'pending',

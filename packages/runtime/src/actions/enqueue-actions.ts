@@ -198,7 +198,8 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
   return result;
 }
 
-function planned(action: ResolvedAction): PlannedAction {
+/** An action as task payloads and approval requests carry it: snake_case, absent fields left out. */
+export function planned(action: ResolvedAction): PlannedAction {
   return {
     kind: action.kind,
     name: action.name,
