@@ -17,6 +17,7 @@ import {
 } from './helpers/imap-client.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 interface Judgement {
   file: string;
@@ -216,11 +217,11 @@ integrations:
       await worker.waitForOutput(/worker ready/);
       await cli(['trigger', 'personal', 'inbox']);
       // Once the first message is being classified, the collects are under way: kill the server.
-      await until(() => model.requests.length >= 1);
+      await waitUntil(() => model.requests.length >= 1);
       await dovecot.kill();
       // A retried task waits in pending/ with the failed attempt in its history: read the files directly.
       const pending = path.join(dir.path, 'data/queue/pending');
-      const failedAttempt = await until(async () => {
+      const failedAttempt = await waitUntil(async () => {
         for (const name of await readdir(pending).catch(() => [] as string[])) {
           const text = await readFile(path.join(pending, name), 'utf8').catch(() => '');
           const message = /^\s+message: (.*)$/m.exec(text.slice(text.indexOf('history:')))?.[1];
@@ -235,7 +236,7 @@ integrations:
       );
       await dovecot.restart();
       // The retries find the server again: every message is collected, classified and evaluated.
-      await until(async () => {
+      await waitUntil(async () => {
         const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as {
           pending: number;
           active: number;
@@ -470,11 +471,3 @@ describe('assistant doctor for email', () => {
     expect(closed.stdout).toMatch(/^FAIL email personal: cannot reach the IMAP server 127\.0\.0\.1:\d+: ECONNREFUSED/m);
   });
 });
-
-async function until<T>(check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

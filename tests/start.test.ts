@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, repoRoot, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const health = z.object({
   status: z.literal('ok'),
@@ -147,20 +148,24 @@ describe('assistant start', () => {
   });
 });
 
-/** Polls a JSON endpoint until `done` says yes; the test's own timeout bounds the wait. */
-async function until(url: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  for (;;) {
-    const response = await fetch(url);
-    const body = (await response.json()) as Record<string, unknown>;
-    if (response.ok && done(body)) return body;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Polls a JSON endpoint until `done` says yes. */
+function until(url: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  return waitUntil(
+    async () => {
+      const response = await fetch(url);
+      const body = (await response.json()) as Record<string, unknown>;
+      return response.ok && done(body) ? body : undefined;
+    },
+    { what: url },
+  );
 }
 
-async function untilText(url: string, done: (text: string) => boolean): Promise<string> {
-  for (;;) {
-    const text = await (await fetch(url)).text();
-    if (done(text)) return text;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+function untilText(url: string, done: (text: string) => boolean): Promise<string> {
+  return waitUntil(
+    async () => {
+      const text = await (await fetch(url)).text();
+      return done(text) ? text : undefined;
+    },
+    { what: url },
+  );
 }

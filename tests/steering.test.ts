@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const taskView = z.looseObject({ id: z.string(), state: z.string(), result: z.unknown().optional() });
 
@@ -25,14 +26,6 @@ function patientModel(request: FakeChatRequest): FakeReply {
   }
   if (lastUserText(request).some((text) => text.includes('finish now'))) return { text: 'done as asked' };
   return { toolCalls: [{ name: 'wait', arguments: { ms: 50 } }] };
-}
-
-async function until<T>(check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await delay(20);
-  }
 }
 
 async function writeConfig(dir: TempDir, llmUrl: string, port: number): Promise<string> {
@@ -79,7 +72,7 @@ describe('steering a running agent task from another process', () => {
         payload: { prompt: 'keep waiting until told' },
       });
       const id = String(created.body.id);
-      await until(() => (agentCalls() >= 2 ? true : undefined));
+      await waitUntil(() => (agentCalls() >= 2 ? true : undefined));
 
       const paused = await post(`/api/tasks/${id}/steer`, { action: 'pause' });
       expect(paused).toMatchObject({ status: 200, body: { status: 'applied' } });
@@ -99,9 +92,9 @@ describe('steering a running agent task from another process', () => {
       expect(agentCalls()).toBe(whilePaused);
 
       expect((await post(`/api/tasks/${id}/steer`, { action: 'resume' })).status).toBe(200);
-      await until(() => (agentCalls() > whilePaused ? true : undefined));
+      await waitUntil(() => (agentCalls() > whilePaused ? true : undefined));
       expect((await post(`/api/tasks/${id}/steer`, { action: 'interject', message: 'finish now' })).status).toBe(200);
-      const finished = await until(async () => {
+      const finished = await waitUntil(async () => {
         const view = await task(id);
         return view.state === 'done' ? view : undefined;
       });
@@ -126,9 +119,9 @@ describe('steering a running agent task from another process', () => {
       const second = String(
         (await post('/api/tasks', { type: 'system.agent', payload: { prompt: 'wait forever' } })).body.id,
       );
-      await until(() => (agentCalls() > before ? true : undefined));
+      await waitUntil(() => (agentCalls() > before ? true : undefined));
       expect((await post(`/api/tasks/${second}/steer`, { action: 'stop', reason: 'enough' })).status).toBe(200);
-      const stopped = await until(async () => {
+      const stopped = await waitUntil(async () => {
         const view = await task(second);
         return view.state === 'done' ? view : undefined;
       });
@@ -164,7 +157,7 @@ describe('a worker killed mid-loop', () => {
     ]);
     const id = enqueued.stdout.trim();
     const worker = startNode({ args: [cliMain, 'work', '--config', config] });
-    await until(() => (model.requests.length >= 4 ? true : undefined));
+    await waitUntil(() => (model.requests.length >= 4 ? true : undefined));
     worker.child.kill('SIGKILL');
     await worker.exited;
     const transcript = await runCli(['notes', 'show', `transcripts/${id}.md`, '--json', '--config', config]);
