@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import { registerSecretValue } from '@assistant/errors';
 
 const hidden = new WeakMap<Secret, string>();
 
@@ -14,6 +15,8 @@ export class Secret {
   constructor(name: string, value: string) {
     this.name = name;
     hidden.set(this, value);
+    // Anything this process writes from now on is scrubbed of the value (see scrubSecrets).
+    registerSecretValue(value);
   }
 
   /** The secret value. Call it where the value is used, never to log or store it. */

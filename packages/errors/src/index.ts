@@ -1,2 +1,11 @@
 export { AssistantError, type AssistantErrorOptions, isAssistantError } from './assistant-error.ts';
 export { type ErrorCode, errorCodes, isErrorCode } from './codes.ts';
+export {
+  clearSecretValues,
+  containsSecret,
+  minScrubbedSecretLength,
+  registerSecretValue,
+  scrubbedSecretText,
+  scrubSecrets,
+  scrubSecretsDeep,
+} from './scrub-secrets.ts';
