@@ -1,6 +1,7 @@
 export { backoffDelayMs } from './backoff.ts';
 export { type Durability, syncDirectory, type WriteFileDurablyOptions, writeFileDurably } from './durable-write.ts';
 export { canonicalJson, taskFingerprint } from './fingerprint.ts';
+export { jsonTextNestingDepth, maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 export {
   type ClaimedTask,
   type FailOutcome,
