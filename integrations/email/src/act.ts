@@ -1,15 +1,10 @@
-import {
-  type ActPayload,
-  actPayloadSchema,
-  Conversation,
-  fenceUntrusted,
-  RetryableError,
-  UnrecoverableError,
-} from '@assistant/sdk';
-import { createTransport } from 'nodemailer';
+import { type ActPayload, actPayloadSchema, Conversation, fenceUntrusted, UnrecoverableError } from '@assistant/sdk';
+import { composeReply } from './compose-reply.ts';
 import type { EmailContext } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 import { deliver, findMessage, folderPath, moveMessage, resolveMaildir, setFlags } from './maildir.ts';
+import { sendReply } from './send-reply.ts';
+import { unsubscribe } from './unsubscribe.ts';
 
 /**
  * `email.inbox.act`: performs the platform actions of one rule on one message, on the IMAP server, in one
@@ -82,7 +77,11 @@ export async function act(context: EmailContext<ActPayload>) {
               await client.messageFlagsRemove(String(uid), ['\\Seen'], { uid: true });
               break;
             case 'draft_reply': {
-              const raw = composeReply(settings.username ?? '', note.data, drafts.get(action.key) ?? '');
+              const raw = await composeReply({
+                from: settings.username ?? '',
+                original: note.data,
+                text: drafts.get(action.key) ?? '',
+              });
               await client.append(settings.drafts_folder, raw, ['\\Draft', '\\Seen']);
               break;
             }
@@ -113,118 +112,6 @@ async function writeReply(context: EmailContext<ActPayload>, data: Record<string
     system: `You draft short, friendly email replies for the owner, in the language of the message. Write only the reply text, no subject line. ${fenced.instruction}`,
   });
   return conversation.ask(`Draft a reply to this message:\n\n${fenced.text}`, { signal: context.signal });
-}
-
-/** A plain-text reply as RFC 5322, threaded under the original (In-Reply-To, References). */
-function composeReply(from: string, original: Record<string, unknown>, text: string): string {
-  const subject = String(original.subject ?? '');
-  const messageId = String(original.message_id ?? '');
-  const headers = [
-    `From: ${from}`,
-    `To: ${String(original.from ?? '')}`,
-    `Subject: ${encodeHeader(/^re:/i.test(subject) ? subject : `Re: ${subject}`)}`,
-    `Date: ${new Date().toUTCString()}`,
-    ...(messageId ? [`In-Reply-To: ${messageId}`, `References: ${messageId}`] : []),
-    'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset=utf-8',
-    'Content-Transfer-Encoding: 8bit',
-  ];
-  return `${headers.join('\r\n')}\r\n\r\n${text.replace(/\r?\n/g, '\r\n')}\r\n`;
-}
-
-function encodeHeader(value: string): string {
-  return /^[\x20-\x7e]*$/.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`;
-}
-
-function transport(context: EmailContext<ActPayload>) {
-  const smtp = context.instance.settings.smtp;
-  if (!smtp) throw new UnrecoverableError('sending mail needs `smtp:` settings on this email instance');
-  return {
-    smtp,
-    transporter: createTransport({
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.tls,
-      ...(smtp.username && smtp.password?.isSet ? { auth: { user: smtp.username, pass: smtp.password.reveal() } } : {}),
-      connectionTimeout: context.instance.settings.connect_timeout,
-      greetingTimeout: context.instance.settings.connect_timeout,
-      socketTimeout: context.instance.settings.connect_timeout * 4,
-    }),
-  };
-}
-
-async function sendReply(
-  context: EmailContext<ActPayload>,
-  original: Record<string, unknown>,
-  text: string,
-): Promise<void> {
-  const { smtp, transporter } = transport(context);
-  const subject = String(original.subject ?? '');
-  const messageId = String(original.message_id ?? '');
-  try {
-    await transporter.sendMail({
-      from: smtp.from ?? context.instance.settings.username ?? '',
-      to: String(original.from_address ?? original.from ?? ''),
-      subject: /^re:/i.test(subject) ? subject : `Re: ${subject}`,
-      text,
-      ...(messageId ? { inReplyTo: messageId, references: messageId } : {}),
-    });
-  } catch (error) {
-    throw new RetryableError(`sending the reply through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`);
-  } finally {
-    transporter.close();
-  }
-}
-
-/**
- * RFC 8058 one-click (a POST to the https: target) where the sender offers it; otherwise a mail to the mailto:
- * target. A plain https: link without one-click is a web page for a person, not something to call: refused.
- */
-async function unsubscribe(context: EmailContext<ActPayload>, data: Record<string, unknown>): Promise<string> {
-  const targets = Array.isArray(data.list_unsubscribe) ? (data.list_unsubscribe as string[]) : [];
-  const web = targets.find((target) => isOneClickTarget(target));
-  if (web && data.list_unsubscribe_one_click === true) {
-    const response = await fetch(web, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'List-Unsubscribe=One-Click',
-      redirect: 'follow',
-      signal: AbortSignal.any([context.signal, AbortSignal.timeout(context.instance.settings.connect_timeout)]),
-    });
-    if (!response.ok)
-      throw new RetryableError(`the unsubscribe POST to ${new URL(web).host} answered HTTP ${response.status}`);
-    return `one-click POST to ${new URL(web).host}`;
-  }
-  const mailto = targets.find((target) => target.toLowerCase().startsWith('mailto:'));
-  if (mailto) {
-    const url = new URL(mailto);
-    const { smtp, transporter } = transport(context);
-    try {
-      await transporter.sendMail({
-        from: smtp.from ?? context.instance.settings.username ?? '',
-        to: decodeURIComponent(url.pathname),
-        subject: url.searchParams.get('subject') ?? 'unsubscribe',
-        text: url.searchParams.get('body') ?? 'unsubscribe',
-      });
-    } finally {
-      transporter.close();
-    }
-    return `mail to ${decodeURIComponent(url.pathname)}`;
-  }
-  throw new UnrecoverableError('this message offers no one-click or mailto: unsubscribe; open its link yourself');
-}
-
-/** https: targets; plain http: only on loopback (tests and local relays), never across the network. */
-function isOneClickTarget(target: string): boolean {
-  try {
-    const url = new URL(target);
-    return (
-      url.protocol === 'https:' ||
-      (url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === 'localhost'))
-    );
-  } catch {
-    return false;
-  }
 }
 
 /** The same actions on a local Maildir: moves are renames into the folder, flags are letters in the file name. */
@@ -266,7 +153,7 @@ async function actOnMaildir(
       case 'draft_reply':
         await deliver(
           await folderPath(root, settings.drafts_folder),
-          composeReply(settings.username ?? '', data, drafts.get(action.key) ?? ''),
+          await composeReply({ from: settings.username ?? '', original: data, text: drafts.get(action.key) ?? '' }),
           ['\\Draft', '\\Seen'],
         );
         break;
