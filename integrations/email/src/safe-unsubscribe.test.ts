@@ -1,0 +1,214 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { type LookupAll, oneClickUnsubscribe, type UnsubscribeNetworkPolicy } from './safe-unsubscribe.ts';
+
+interface Received {
+  method: string;
+  url: string;
+  host: string;
+  contentType: string;
+  body: string;
+}
+
+/** A real HTTP server on a loopback address that records what reaches it and answers with `respond`. */
+async function startServer(
+  host: string,
+  respond: (request: http.IncomingMessage, response: http.ServerResponse, index: number) => void = (_, response) =>
+    response.end('ok'),
+  port = 0,
+) {
+  const received: Received[] = [];
+  const server = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    request.on('end', () => {
+      received.push({
+        method: request.method ?? '',
+        url: request.url ?? '',
+        host: request.headers.host ?? '',
+        contentType: request.headers['content-type'] ?? '',
+        body,
+      });
+      respond(request, response, received.length - 1);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  const address = server.address() as AddressInfo;
+  return {
+    received,
+    port: address.port,
+    url: `http://${host}:${address.port}`,
+    async [Symbol.asyncDispose]() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * Tests only: 127.0.0.2 stands in for a server on the internet, and plain http: is allowed because these servers
+ * have no certificates. Mail never reaches this policy: the act handler passes none, so the default applies.
+ */
+const testPolicy: UnsubscribeNetworkPolicy = {
+  protocols: ['https:', 'http:'],
+  allowsAddress: (address) => address === '127.0.0.2',
+};
+
+/** A resolver from a table, recording each question; an answer list is used up one answer per question. */
+function fakeLookup(table: Record<string, string[][]>): { lookup: LookupAll; asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    lookup: async (hostname) => {
+      asked.push(hostname);
+      const answers = table[hostname];
+      const answer = answers && answers.length > 1 ? answers.shift() : answers?.[0];
+      if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+      return answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    },
+  };
+}
+
+describe('oneClickUnsubscribe', () => {
+  it('hole 3: posts the one-click body to an allowed server and follows a redirect there', async () => {
+    await using target = await startServer('127.0.0.2', (request, response) => {
+      if (request.url === '/u/alice') {
+        response.writeHead(307, { location: '/done' });
+        response.end();
+      } else response.end('unsubscribed');
+    });
+    const result = await oneClickUnsubscribe({ url: `${target.url}/u/alice`, policy: testPolicy, timeoutMs: 5_000 });
+    expect(result.status).toBe(200);
+    expect(target.received).toEqual([
+      expect.objectContaining({ method: 'POST', url: '/u/alice', body: 'List-Unsubscribe=One-Click' }),
+      expect.objectContaining({ method: 'POST', url: '/done', body: 'List-Unsubscribe=One-Click' }),
+    ]);
+    expect(target.received[0]?.contentType).toBe('application/x-www-form-urlencoded');
+  });
+
+  it('hole 3: an unsubscribe redirect to loopback is refused', async () => {
+    await using internal = await startServer('127.0.0.1');
+    await using target = await startServer('127.0.0.2', (_, response) => {
+      response.writeHead(302, { location: `${internal.url}/admin/delete-everything` });
+      response.end();
+    });
+    await expect(
+      oneClickUnsubscribe({ url: `${target.url}/u/alice`, policy: testPolicy, timeoutMs: 5_000 }),
+    ).rejects.toThrow(/refused.*127\.0\.0\.1/);
+    expect(target.received).toHaveLength(1);
+    expect(internal.received).toEqual([]);
+  });
+
+  it('hole 3: a redirect to the metadata address, by name or as an IPv4-mapped IPv6 literal, is refused', async () => {
+    await using internal = await startServer('127.0.0.1');
+    for (const location of [
+      `http://metadata.test:${internal.port}/latest/meta-data/`,
+      `http://[::ffff:127.0.0.1]:${internal.port}/`,
+      `http://[::ffff:a9fe:a9fe]:${internal.port}/`,
+      `http://169.254.169.254:${internal.port}/`,
+    ]) {
+      await using target = await startServer('127.0.0.2', (_, response) => {
+        response.writeHead(301, { location });
+        response.end();
+      });
+      const { lookup } = fakeLookup({ 'metadata.test': [['169.254.169.254']] });
+      await expect(
+        oneClickUnsubscribe({ url: `${target.url}/u`, policy: testPolicy, lookup, timeoutMs: 5_000 }),
+        location,
+      ).rejects.toThrow(/refused/);
+    }
+    expect(internal.received).toEqual([]);
+  });
+
+  it('hole 3: connects to the address it checked, without asking DNS again (no rebinding)', async () => {
+    await using outside = await startServer('127.0.0.2');
+    // The same port on another loopback address: where a second lookup would send the request.
+    await using inside = await startServer('127.0.0.1', undefined, outside.port);
+    const { lookup, asked } = fakeLookup({ 'rebind.test': [['127.0.0.2'], ['127.0.0.1']] });
+    const result = await oneClickUnsubscribe({
+      url: `http://rebind.test:${outside.port}/u`,
+      policy: testPolicy,
+      lookup,
+      timeoutMs: 5_000,
+    });
+    expect(result.status).toBe(200);
+    expect(asked).toEqual(['rebind.test']);
+    expect(outside.received).toEqual([expect.objectContaining({ host: `rebind.test:${outside.port}` })]);
+    expect(inside.received).toEqual([]);
+  });
+
+  it('hole 3: a name that resolves to a public and a private address is refused', async () => {
+    await using inside = await startServer('127.0.0.1');
+    const { lookup } = fakeLookup({ 'mixed.test': [['127.0.0.2', '127.0.0.1']] });
+    await expect(
+      oneClickUnsubscribe({ url: `http://mixed.test:${inside.port}/u`, policy: testPolicy, lookup, timeoutMs: 5_000 }),
+    ).rejects.toThrow(/refused.*127\.0\.0\.1/);
+    expect(inside.received).toEqual([]);
+  });
+
+  it('hole 3: stops after 3 redirects', async () => {
+    await using target = await startServer('127.0.0.2', (_, response, index) => {
+      response.writeHead(308, { location: `/again-${index}` });
+      response.end();
+    });
+    await expect(oneClickUnsubscribe({ url: `${target.url}/u`, policy: testPolicy, timeoutMs: 5_000 })).rejects.toThrow(
+      /more than 3 redirects/,
+    );
+    expect(target.received.map((request) => request.url)).toEqual(['/u', '/again-0', '/again-1', '/again-2']);
+  });
+
+  it('hole 3: by default only https: to public addresses: http:, loopback, private and link-local are refused', async () => {
+    await using local = await startServer('127.0.0.2');
+    const { lookup, asked } = fakeLookup({
+      'loopback.test': [['127.0.0.1']],
+      'private.test': [['10.1.2.3']],
+      'cgnat.test': [['100.64.0.1']],
+      'v6.test': [['fd00::1']],
+    });
+    const refused = [
+      `http://127.0.0.2:${local.port}/u`,
+      `https://loopback.test:${local.port}/u`,
+      'https://private.test/u',
+      'https://cgnat.test/u',
+      'https://v6.test/u',
+      'https://[fe80::1]/u',
+      'https://[::1]/u',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://0.0.0.0/u',
+      'ftp://files.example/u',
+    ];
+    for (const url of refused) {
+      await expect(oneClickUnsubscribe({ url, lookup, timeoutMs: 5_000 }), url).rejects.toThrow(/refused/);
+    }
+    expect(asked.sort()).toEqual(['cgnat.test', 'loopback.test', 'private.test', 'v6.test']);
+    expect(local.received).toEqual([]);
+  });
+
+  it('hole 3: reads at most maxResponseBytes of an endless answer and gives up on a silent server', async () => {
+    await using endless = await startServer('127.0.0.2', (_, response) => {
+      const chunk = Buffer.alloc(16 * 1024, 'x');
+      const write = () => {
+        while (response.write(chunk)) {
+          /* until the socket's buffer is full */
+        }
+      };
+      response.on('drain', write);
+      response.on('error', () => undefined);
+      write();
+    });
+    const result = await oneClickUnsubscribe({
+      url: `${endless.url}/u`,
+      policy: testPolicy,
+      timeoutMs: 5_000,
+      maxResponseBytes: 32 * 1024,
+    });
+    expect(result.status).toBe(200);
+    await using silent = await startServer('127.0.0.2', () => undefined);
+    await expect(oneClickUnsubscribe({ url: `${silent.url}/u`, policy: testPolicy, timeoutMs: 300 })).rejects.toThrow(
+      /timed out after 300 ms/,
+    );
+  });
+});
