@@ -45,7 +45,7 @@ export async function collect(context: EmailContext<{ uid: number | string; uid_
   if (!fetched?.source)
     throw new UnrecoverableError(`message ${uid} is no longer in ${settings.mailbox} (UIDVALIDITY ${uidValidity})`);
   const parsed = await simpleParser(fetched.source);
-  const facts = mailFacts(parsed);
+  const facts = mailFacts(parsed, { authservIds: settings.authserv_ids ?? [] });
   const notePath = messageNotePath(context.instance.name, uidValidity, uid);
   const contentHash = createHash('sha256').update(fetched.source).digest('hex').slice(0, 16);
   const data = {

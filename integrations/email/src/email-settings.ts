@@ -17,6 +17,8 @@ export interface EmailSettings {
   drafts_folder: string;
   /** Milliseconds. */
   connect_timeout: number;
+  /** The authserv-ids of the owner's own mail servers: only their Authentication-Results headers are trusted. */
+  authserv_ids: string[];
   smtp?: {
     host: string;
     port: number;

@@ -1,4 +1,6 @@
 import type { AddressObject, ParsedMail } from 'mailparser';
+import { type Authentication, type AuthenticationVerdicts, trustedAuthentication } from './authentication-results.ts';
+import { chooseUnsubscribe } from './unsubscribe-target.ts';
 
 /**
  * What the email integration knows about a message without asking an LLM: the deterministic fields automations test
@@ -23,9 +25,22 @@ export interface MailFacts {
   list_unsubscribe: string[];
   /** RFC 8058 one-click unsubscribe is offered (List-Unsubscribe-Post). */
   list_unsubscribe_one_click: boolean;
-  /** `fail` when DKIM, SPF or DMARC failed; `pass` when one passed and none failed; otherwise `none`. */
-  authentication: 'pass' | 'fail' | 'none';
-  authentication_results: { dkim?: string; spf?: string; dmarc?: string };
+  /**
+   * What `unsubscribe` would do: `one-click` (an https: POST), `mailto` (a fixed mail to one address) or `none`
+   * (it would be refused: no usable target).
+   */
+  unsubscribe_method: 'one-click' | 'mailto' | 'none';
+  /** The host the one-click POST goes to, or the address the mail goes to: what an approval is about. */
+  unsubscribe_target?: string;
+  /**
+   * From the Authentication-Results headers of the configured `authserv_ids` only: `fail` when DKIM, SPF or DMARC
+   * failed; `pass` when one passed and none failed; `none` when our server checked and found neither; `unknown`
+   * when no header of ours is there (or no authserv-id is configured).
+   */
+  authentication: Authentication;
+  authentication_results: AuthenticationVerdicts;
+  /** The authserv-id of the header trusted. */
+  authenticated_by?: string;
   is_reply: boolean;
   in_reply_to?: string;
   /** The text of the message (the HTML's text when there is no plain part), cut at `maxExcerpt` characters. */
@@ -36,7 +51,14 @@ export interface MailFacts {
 const noreplyPattern =
   /^(no[-_.]?reply|do[-_.]?not[-_.]?reply|notifications?|notify|mailer[-_.]?daemon|bounces?|postmaster|alerts?)([+-].*)?$/i;
 
-export function mailFacts(parsed: ParsedMail, options: { maxExcerpt?: number } = {}): MailFacts {
+export interface MailFactsOptions {
+  /** Of `body_excerpt`, in characters. @default 2000 */
+  maxExcerpt?: number;
+  /** The authserv-ids of the owner's own mail servers, whose Authentication-Results are trusted. @default [] */
+  authservIds?: readonly string[];
+}
+
+export function mailFacts(parsed: ParsedMail, options: MailFactsOptions = {}): MailFacts {
   const from = firstAddress(parsed.from);
   const fromAddress = (from?.address ?? '').toLowerCase();
   const [localPart = '', domain = ''] = fromAddress.split('@');
@@ -45,9 +67,12 @@ export function mailFacts(parsed: ParsedMail, options: { maxExcerpt?: number } =
   const targets = [...unsubscribe.matchAll(/<([^>]+)>/g)]
     .map((match) => match[1] ?? '')
     .filter((target) => /^(https?:|mailto:)/i.test(target));
-  const results = authenticationResults(rawHeader(parsed, 'authentication-results'));
-  const failed = Object.values(results).some((value) => value === 'fail' || value === 'softfail');
-  const passed = Object.values(results).some((value) => value === 'pass');
+  const oneClick = /one-click/i.test(rawHeader(parsed, 'list-unsubscribe-post'));
+  const unsubscribeChoice = chooseUnsubscribe({ targets, oneClick });
+  const authentication = trustedAuthentication(
+    parsed.headerLines.map((line) => ({ key: line.key, value: unfoldedValue(line.line) })),
+    options.authservIds ?? [],
+  );
   const text = (parsed.text ?? (typeof parsed.html === 'string' ? htmlToText(parsed.html) : ''))
     .replace(/\r\n/g, '\n')
     .trim();
@@ -72,9 +97,10 @@ export function mailFacts(parsed: ParsedMail, options: { maxExcerpt?: number } =
       .map((attachment) => attachment.filename ?? attachment.contentType),
     has_list_unsubscribe: targets.length > 0,
     list_unsubscribe: targets,
-    list_unsubscribe_one_click: /one-click/i.test(rawHeader(parsed, 'list-unsubscribe-post')),
-    authentication: failed ? 'fail' : passed ? 'pass' : 'none',
-    authentication_results: results,
+    list_unsubscribe_one_click: oneClick,
+    unsubscribe_method: unsubscribeChoice.method,
+    ...(unsubscribeChoice.method === 'none' ? {} : { unsubscribe_target: unsubscribeChoice.target }),
+    ...authentication,
     is_reply: Boolean(parsed.inReplyTo),
     ...(parsed.inReplyTo ? { in_reply_to: parsed.inReplyTo } : {}),
     body_excerpt: text.length > maxExcerpt ? `${text.slice(0, maxExcerpt)}…` : text,
@@ -97,13 +123,16 @@ function firstAddress(
 function rawHeader(parsed: ParsedMail, name: string): string {
   return parsed.headerLines
     .filter((line) => line.key === name)
-    .map((line) =>
-      line.line
-        .slice(line.line.indexOf(':') + 1)
-        .replace(/\r?\n[ \t]+/g, ' ')
-        .trim(),
-    )
+    .map((line) => unfoldedValue(line.line))
     .join(', ');
+}
+
+/** A raw header line's value, unfolded. */
+function unfoldedValue(line: string): string {
+  return line
+    .slice(line.indexOf(':') + 1)
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
 }
 
 function addresses(value: AddressObject | AddressObject[] | undefined): string[] {
@@ -122,16 +151,6 @@ function headerText(value: unknown): string {
     if (structured.value && typeof structured.value === 'object') return JSON.stringify(structured.value);
   }
   return value === undefined || value === null ? '' : String(value);
-}
-
-/** `dkim=pass header.d=…; spf=fail smtp.mailfrom=…; dmarc=fail` → the first verdict of each method. */
-function authenticationResults(header: string): { dkim?: string; spf?: string; dmarc?: string } {
-  const results: { dkim?: string; spf?: string; dmarc?: string } = {};
-  for (const method of ['dkim', 'spf', 'dmarc'] as const) {
-    const match = new RegExp(`\\b${method}=([a-z]+)`, 'i').exec(header);
-    if (match?.[1]) results[method] = match[1].toLowerCase();
-  }
-  return results;
 }
 
 function htmlToText(html: string): string {
