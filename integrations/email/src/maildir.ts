@@ -84,7 +84,7 @@ export async function setFlags(message: MaildirMessage, flags: string[]): Promis
 }
 
 /** Delivers a message into a folder (tmp/ then rename, as the Maildir rules say), with flags. */
-export async function deliver(target: string, content: string, flags: string[]): Promise<string> {
+export async function deliver(target: string, content: string | Uint8Array, flags: string[]): Promise<string> {
   for (const part of ['cur', 'new', 'tmp']) await mkdir(path.join(target, part), { recursive: true });
   const id = `${Math.floor(Date.now() / 1000)}.${process.pid}_${randomBytes(4).toString('hex')}.${os.hostname().replace(/[/:]/g, '_')}`;
   const temporary = path.join(target, 'tmp', id);

@@ -1,24 +1,21 @@
 import { type ActPayload, RetryableError } from '@assistant/sdk';
+import { composeReply, replyRecipient } from './compose-reply.ts';
 import type { EmailContext } from './email-settings.ts';
 import { smtpTransport } from './smtp-transport.ts';
 
-/** Sends the reply through the instance's `smtp`, threaded under the original. */
+/**
+ * Sends the reply through the instance's `smtp`, threaded under the original: the message composed by
+ * `composeReply` (as drafts are), to the envelope recipient given explicitly, the sender's one address.
+ */
 export async function sendReply(
   context: EmailContext<ActPayload>,
   original: Record<string, unknown>,
   text: string,
 ): Promise<void> {
   const { smtp, from, transporter } = smtpTransport(context.instance.settings);
-  const subject = String(original.subject ?? '');
-  const messageId = String(original.message_id ?? '');
+  const raw = await composeReply({ from, original, text });
   try {
-    await transporter.sendMail({
-      from,
-      to: String(original.from_address ?? original.from ?? ''),
-      subject: /^re:/i.test(subject) ? subject : `Re: ${subject}`,
-      text,
-      ...(messageId ? { inReplyTo: messageId, references: messageId } : {}),
-    });
+    await transporter.sendMail({ envelope: { from, to: [replyRecipient(original).address] }, raw });
   } catch (error) {
     throw new RetryableError(`sending the reply through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`);
   } finally {
