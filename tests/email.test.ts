@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { describe, expect, it } from 'vitest';
 import { startDovecot } from './helpers/dovecot.ts';
@@ -72,6 +73,17 @@ function fakeModel(table: Judgement[]) {
   };
 }
 
+/** The fixture classifier, which also calls the test's own "Loopback Letters" a newsletter. */
+function newsletterModel(answer: (request: FakeChatRequest) => FakeReply) {
+  return (request: FakeChatRequest): FakeReply => {
+    const text = JSON.stringify(request.body.messages);
+    if (request.body.response_format && text.includes('Loopback Letters')) {
+      return { json: { human: 0.05, requires_response: false, newsletter: true, urgent: false } };
+    }
+    return answer(request);
+  };
+}
+
 describe('the email integration against Dovecot', () => {
   it('collects, classifies and acts on 20 messages, on the server, and does nothing twice', async () => {
     await using dovecot = await startDovecot();
@@ -99,6 +111,7 @@ integrations:
     username: ${dovecot.user}
     password: !secret imap_password
     window: 3650d
+    authserv_ids: [mx.example.test]
     platforms:
       inbox:
         automations:
@@ -261,31 +274,18 @@ integrations:
 });
 
 describe('irreversible email actions', () => {
-  it('sends a reply only after approval, unsubscribes with one click under !yolo, and never twice', async () => {
+  it('sends a reply only after approval, unsubscribes by mail with a fixed text under !yolo, and never twice', async () => {
     await using dovecot = await startDovecot();
     const [maria] = await readMailFixtures();
-    // A newsletter whose one-click unsubscribe points at a server of this test.
-    const received: { unsubscribes: string[]; mails: string[] } = { unsubscribes: [], mails: [] };
-    const web = http.createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      request.on('end', () => {
-        received.unsubscribes.push(`${request.method} ${request.url} ${body}`);
-        response.end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
-    const webPort = (web.address() as AddressInfo).port;
+    const received: { mails: string[] } = { mails: [] };
+    // A newsletter whose mailto: unsubscribe asks for a subject and body of its own choosing (hole 4).
     const newsletter = [
       'From: Loopback Letters <letters@loopback.example>',
       'To: alice@example.test',
       'Subject: Loopback Letters #1',
       'Date: Sat, 21 Nov 2026 09:00:00 +0000',
       'Message-ID: <letters-1@loopback.example>',
-      `List-Unsubscribe: <http://127.0.0.1:${webPort}/u/alice>`,
-      'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+      'List-Unsubscribe: <mailto:leave-alice@loopback.example?subject=Please%20wire%20EUR%209000&body=Invoice%2042%20approved>',
       'Content-Type: text/plain; charset=utf-8',
       '',
       'This week: nothing much.',
@@ -310,16 +310,7 @@ describe('irreversible email actions', () => {
     await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
     const smtpPort = (smtp.server.address() as AddressInfo).port;
     const table = await judgements();
-    const answer = fakeModel(table);
-    await using model = await FakeOpenAiServer.start({
-      respond: (request) => {
-        const text = JSON.stringify(request.body.messages);
-        if (request.body.response_format && text.includes('Loopback Letters')) {
-          return { json: { human: 0.05, requires_response: false, newsletter: true, urgent: false } };
-        }
-        return answer(request);
-      },
-    });
+    await using model = await FakeOpenAiServer.start({ respond: newsletterModel(fakeModel(table)) });
     await using dir = await tempDir();
     await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
     await dir.write(
@@ -358,28 +349,119 @@ integrations:
       );
       expect(triggered.code).toBe(0);
       expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
-      expect(received.unsubscribes).toEqual(['POST /u/alice List-Unsubscribe=One-Click']);
-      expect(received.mails).toEqual([]);
+      // The unsubscribe mail: the fixed text, to the one address, whatever the URL asked for.
+      expect(received.mails).toHaveLength(1);
+      const unsubscribeMail = await simpleParser(received.mails[0] ?? '');
+      expect(unsubscribeMail.subject).toBe('unsubscribe');
+      expect(unsubscribeMail.text?.trim()).toBe('unsubscribe');
+      expect(received.mails[0]).toMatch(/^To: leave-alice@loopback\.example$/m);
       const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as { id: string; title: string }[];
       expect(pending.map((request) => request.title)).toEqual([`"${table[0]?.subject}"`]);
 
       expect((await cli(['approve', pending[0]?.id ?? ''])).code).toBe(0);
       expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
-      expect(received.mails).toHaveLength(1);
-      expect(received.mails[0]).toMatch(/^To: maria\.keller@keller-family\.example$/m);
-      expect(received.mails[0]).toMatch(/^In-Reply-To: <[^>]+>$/m);
-      expect(received.mails[0]).toMatch(/^Subject: Re: Lisbon apartment/m);
+      expect(received.mails).toHaveLength(2);
+      expect(received.mails[1]).toMatch(/^To: Maria Keller <maria\.keller@keller-family\.example>$/m);
+      expect(received.mails[1]).toMatch(/^In-Reply-To: <[^>]+>$/m);
+      expect(received.mails[1]).toMatch(/^Subject: Re: Lisbon apartment/m);
 
       // Another cycle: nothing is sent or unsubscribed again.
       await cli(['trigger', 'personal', 'inbox']);
       await cli(['work', '--exit-when-idle']);
-      expect(received.mails).toHaveLength(1);
-      expect(received.unsubscribes).toHaveLength(1);
+      expect(received.mails).toHaveLength(2);
       const log = (await cli(['log'])).stdout;
-      expect(log).toMatch(/unsubscribed \(one-click POST to 127\.0\.0\.1:\d+\): "Loopback Letters #1"/);
+      expect(log).toMatch(/unsubscribed \(mail to leave-alice@loopback\.example\): "Loopback Letters #1"/);
       expect(log).toMatch(/sent a reply: "Lisbon apartment/);
     } finally {
       await new Promise((resolve) => smtp.close(() => resolve(undefined)));
+    }
+  });
+
+  it('hole 3: a one-click unsubscribe to a loopback address is refused and recorded, not followed', async () => {
+    await using dovecot = await startDovecot();
+    // This machine's own web service, which a hostile List-Unsubscribe points at.
+    const reached: string[] = [];
+    const web = http.createServer((request, response) => {
+      reached.push(`${request.method} ${request.url}`);
+      response.end('ok');
+    });
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    const webPort = (web.address() as AddressInfo).port;
+    const newsletter = (number: number, target: string) =>
+      [
+        'From: Loopback Letters <letters@loopback.example>',
+        'To: alice@example.test',
+        `Subject: Loopback Letters #${number}`,
+        'Date: Sat, 21 Nov 2026 09:00:00 +0000',
+        `Message-ID: <letters-${number}@loopback.example>`,
+        `List-Unsubscribe: <${target}>`,
+        'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'This week: nothing much.',
+        '',
+      ].join('\r\n');
+    await appendMessages(dovecot, 'INBOX', [
+      newsletter(1, `http://127.0.0.1:${webPort}/admin/u/alice`),
+      newsletter(2, `https://127.0.0.1:${webPort}/admin/u/alice`),
+    ]);
+    await using model = await FakeOpenAiServer.start({ respond: newsletterModel(fakeModel(await judgements())) });
+    await using dir = await tempDir();
+    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+    platforms:
+      inbox:
+        automations:
+          - name: leave newsletters
+            when: {newsletter: true, has_list_unsubscribe: true}
+            then: !yolo unsubscribe
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    try {
+      expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
+      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+      expect(reached).toEqual([]);
+      // Recorded on each note and in the log; the act tasks failed without retries.
+      const paths = JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout) as string[];
+      const notes = await Promise.all(
+        paths.map(
+          async (notePath) =>
+            JSON.parse((await cli(['notes', 'show', notePath, '--json'])).stdout) as { data: Record<string, unknown> },
+        ),
+      );
+      const refusals = Object.fromEntries(notes.map((note) => [note.data.subject, note.data.unsubscribe_refused]));
+      expect(refusals).toEqual({
+        'Loopback Letters #1': expect.stringMatching(/^refused: the one-click target is http:/),
+        'Loopback Letters #2': `refused: the unsubscribe target 127.0.0.1:${webPort} is 127.0.0.1, not a public internet address`,
+      });
+      expect(notes.every((note) => note.data.unsubscribed_at === undefined)).toBe(true);
+      expect(notes.find((note) => note.data.subject === 'Loopback Letters #2')?.data).toMatchObject({
+        unsubscribe_method: 'one-click',
+        unsubscribe_target: `127.0.0.1:${webPort}`,
+      });
+      const log = (await cli(['log'])).stdout;
+      expect(log.match(/did not unsubscribe: refused: /g)).toHaveLength(2);
+      const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as { failed: number; pending: number };
+      expect(stats).toMatchObject({ failed: 2, pending: 0 });
+      // Another cycle does not try again.
+      await cli(['trigger', 'personal', 'inbox']);
+      await cli(['work', '--exit-when-idle']);
+      expect(reached).toEqual([]);
+    } finally {
       await new Promise((resolve) => web.close(resolve));
     }
   });
