@@ -467,6 +467,103 @@ integrations:
   });
 });
 
+describe('replies to a hostile sender', () => {
+  it("hole 7: line breaks in a sender's name, subject or Message-ID add no header to the draft saved over IMAP or the reply sent", async () => {
+    await using dovecot = await startDovecot();
+    const encoded = (text: string) => `=?UTF-8?B?${Buffer.from(text, 'utf8').toString('base64')}?=`;
+    // Encoded words decode to real CR/LF in the parsed name and subject.
+    const hostile = [
+      `From: ${encoded('Mallory\r\nBcc: victim@elsewhere.example')} <mallory@evil.example>`,
+      'To: alice@example.test',
+      `Subject: ${encoded('Quick question\r\nBcc: victim@elsewhere.example\r\nX-Injected: yes')}`,
+      'Date: Sat, 21 Nov 2026 09:00:00 +0000',
+      'Message-ID: <1@evil.example>\r\n Bcc: victim@elsewhere.example',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'Can you answer today?',
+      '',
+    ].join('\r\n');
+    await appendMessages(dovecot, 'INBOX', [hostile]);
+    const received: { to: string[]; text: string }[] = [];
+    const smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData(stream, session, callback) {
+        let text = '';
+        stream.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        stream.on('end', () => {
+          received.push({ to: session.envelope.rcptTo.map((recipient) => recipient.address), text });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const smtpPort = (smtp.server.address() as AddressInfo).port;
+    await using model = await FakeOpenAiServer.start({ respond: fakeModel(await judgements()) });
+    await using dir = await tempDir();
+    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
+    platforms:
+      inbox:
+        automations:
+          - name: answer evil.example
+            when: {from_domain: evil.example}
+            then: [draft_reply, send_reply]
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    try {
+      expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
+      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+      const [draft] = await withImapClient(dovecot, async (client) => {
+        await client.mailboxOpen('Drafts');
+        const sources: Buffer[] = [];
+        for await (const message of client.fetch('1:*', { source: true })) {
+          if (message.source) sources.push(message.source);
+        }
+        return sources;
+      });
+      expect(received).toHaveLength(1);
+      expect(received[0]?.to).toEqual(['mallory@evil.example']);
+      for (const raw of [draft ?? '', received[0]?.text ?? '']) {
+        const parsed = await simpleParser(raw);
+        expect(parsed.headerLines.map((line) => line.key).sort()).toEqual([
+          'content-transfer-encoding',
+          'content-type',
+          'date',
+          'from',
+          'message-id',
+          'mime-version',
+          'subject',
+          'to',
+        ]);
+        const to = Array.isArray(parsed.to) ? parsed.to : parsed.to ? [parsed.to] : [];
+        expect(to.flatMap((group) => group.value.map((address) => address.address))).toEqual(['mallory@evil.example']);
+        expect(parsed.subject).toMatch(/^Re: Quick question Bcc: victim@elsewhere\.example X-Injected: yes$/);
+      }
+    } finally {
+      await new Promise((resolve) => smtp.close(() => resolve(undefined)));
+    }
+  });
+});
+
 describe('a Maildir as the source', () => {
   it('reads, classifies and acts on a local Maildir: moves are renames, flags are letters in the file name', async () => {
     const fixtures = (await readMailFixtures()).filter((fixture) => /^(0[1-4]|11)-/.test(fixture.file));
