@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { type LookupAll, oneClickUnsubscribe, type UnsubscribeNetworkPolicy } from './safe-unsubscribe.ts';
@@ -55,6 +56,26 @@ async function startServer(
 const testPolicy: UnsubscribeNetworkPolicy = {
   protocols: ['https:', 'http:'],
   allowsAddress: (address) => address === '127.0.0.2',
+};
+
+/** A self-signed certificate for unsubscribe.test (valid until 2126), which no system trusts. */
+const selfSigned = {
+  key: `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg9bKYCDKSK54tOwNI
+TZNrKJlrZSOgMa0jAz3UFw2fiVyhRANCAATcEGhKGv5p7KdhMSzBIZaigcoDVKrF
+PQSEIwXo/asuGGOLVDopnWwYbyGK80HIFDhLOoxnbzh3NxuYonQpEoka
+-----END PRIVATE KEY-----`,
+  cert: `-----BEGIN CERTIFICATE-----
+MIIBqjCCAVCgAwIBAgIUXJLqF9ntu5HWdZrtTaRoIP3/IY0wCgYIKoZIzj0EAwIw
+GzEZMBcGA1UEAwwQdW5zdWJzY3JpYmUudGVzdDAgFw0yNjExMjMxNTUzNDBaGA8y
+MTI2MTAzMDE1NTM0MFowGzEZMBcGA1UEAwwQdW5zdWJzY3JpYmUudGVzdDBZMBMG
+ByqGSM49AgEGCCqGSM49AwEHA0IABNwQaEoa/mnsp2ExLMEhlqKBygNUqsU9BIQj
+Bej9qy4YY4tUOimdbBhvIYrzQcgUOEs6jGdvOHc3G5iidCkSiRqjcDBuMB0GA1Ud
+DgQWBBQurKK4kGjz1bERmf06Ft6wMjKvmzAfBgNVHSMEGDAWgBQurKK4kGjz1bER
+mf06Ft6wMjKvmzAPBgNVHRMBAf8EBTADAQH/MBsGA1UdEQQUMBKCEHVuc3Vic2Ny
+aWJlLnRlc3QwCgYIKoZIzj0EAwIDSAAwRQIgBe6cJVlLFdMQIEJGERHNCOCBn0dw
+mlRpnWX1c+68JQQCIQC4nA7EmYXz/PZx0ndeZV/YrgJk3VlyJIxKke7+1ITxEg==
+-----END CERTIFICATE-----`,
 };
 
 /** A resolver from a table, recording each question; an answer list is used up one answer per question. */
@@ -138,6 +159,29 @@ describe('oneClickUnsubscribe', () => {
     expect(asked).toEqual(['rebind.test']);
     expect(outside.received).toEqual([expect.objectContaining({ host: `rebind.test:${outside.port}` })]);
     expect(inside.received).toEqual([]);
+  });
+
+  it('hole 3: an https: request goes to the pinned address and checks the certificate against the name', async () => {
+    let connections = 0;
+    const server = https.createServer(selfSigned, (_, response) => response.end('ok'));
+    server.on('connection', () => {
+      connections++;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const { lookup, asked } = fakeLookup({ 'unsubscribe.test': [['127.0.0.2']] });
+      // The default protocols (https: only); the address stands in for a public one.
+      const policy: UnsubscribeNetworkPolicy = { protocols: ['https:'], allowsAddress: testPolicy.allowsAddress };
+      await expect(
+        oneClickUnsubscribe({ url: `https://unsubscribe.test:${port}/u`, policy, lookup, timeoutMs: 5_000 }),
+      ).rejects.toThrow(/self-signed certificate/);
+      expect(asked).toEqual(['unsubscribe.test']);
+      expect(connections).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('hole 3: a name that resolves to a public and a private address is refused', async () => {

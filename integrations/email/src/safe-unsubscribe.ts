@@ -132,7 +132,7 @@ async function resolveChecked(
   const literal = isIP(host);
   const addresses = literal
     ? [{ address: host, family: literal }]
-    : await Promise.race([lookup(host), aborted(signal)]).catch((error: unknown) => {
+    : await untilAborted(lookup(host), signal).catch((error: unknown) => {
         if (signal.aborted) throw error;
         throw new RetryableError(`cannot resolve ${host}: ${(error as Error).message}`, { cause: error });
       });
@@ -146,11 +146,22 @@ async function resolveChecked(
   return { address: first?.address ?? '', family: first?.family === 6 ? 6 : 4 };
 }
 
-function aborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+/**
+ * The promise, or the signal's reason when it aborts first. The listener is removed once either happens: a deadline
+ * that fires later must not reject a promise nobody waits on any more.
+ */
+async function untilAborted<Result>(promise: Promise<Result>, signal: AbortSignal): Promise<Result> {
+  signal.throwIfAborted();
+  let onAbort = () => {};
+  const abort = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
+  try {
+    return await Promise.race([promise, abort]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 /** One request to the pinned address; the body of the answer is read up to the cap and dropped. */

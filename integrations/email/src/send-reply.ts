@@ -12,10 +12,10 @@ export async function sendReply(
   original: Record<string, unknown>,
   text: string,
 ): Promise<void> {
-  const { smtp, from, transporter } = smtpTransport(context.instance.settings);
+  const { smtp, from, envelopeFrom, transporter } = smtpTransport(context.instance.settings);
   const raw = await composeReply({ from, original, text });
   try {
-    await transporter.sendMail({ envelope: { from, to: [replyRecipient(original).address] }, raw });
+    await transporter.sendMail({ envelope: { from: envelopeFrom, to: [replyRecipient(original).address] }, raw });
   } catch (error) {
     throw new RetryableError(`sending the reply through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`);
   } finally {

@@ -59,7 +59,7 @@ function fakeContext(smtpPort: number) {
     drafts_folder: 'Drafts',
     connect_timeout: 5_000,
     authserv_ids: [],
-    smtp: { host: '127.0.0.1', port: smtpPort, tls: false, from: 'alice@example.test' },
+    smtp: { host: '127.0.0.1', port: smtpPort, tls: false, from: 'Alice Lindqvist <alice@example.test>' },
   };
   const context = {
     payload: { item: 'email/personal/1-7.md', rule: 'leave lists', provenance: 'rule', actions: [] },

@@ -39,10 +39,10 @@ export async function unsubscribe(context: EmailContext<ActPayload>, data: Recor
     }
     return `one-click POST to ${choice.target}`;
   }
-  const { smtp, from, transporter } = smtpTransport(context.instance.settings);
+  const { smtp, from, envelopeFrom, transporter } = smtpTransport(context.instance.settings);
   try {
     const raw = await new MailComposer({ from, to: choice.address, ...unsubscribeMail }).compile().build();
-    await transporter.sendMail({ envelope: { from, to: [choice.address] }, raw });
+    await transporter.sendMail({ envelope: { from: envelopeFrom, to: [choice.address] }, raw });
   } catch (error) {
     throw new RetryableError(
       `sending the unsubscribe mail through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`,
