@@ -254,5 +254,9 @@ describe('oneClickUnsubscribe', () => {
     await expect(oneClickUnsubscribe({ url: `${silent.url}/u`, policy: testPolicy, timeoutMs: 300 })).rejects.toThrow(
       /timed out after 300 ms/,
     );
+    const neverAnswers: LookupAll = () => new Promise(() => {});
+    await expect(
+      oneClickUnsubscribe({ url: 'https://slow-dns.test/u', lookup: neverAnswers, timeoutMs: 300 }),
+    ).rejects.toThrow(/timed out after 300 ms/);
   });
 });
