@@ -222,6 +222,9 @@ describe('oneClickUnsubscribe', () => {
       'https://[::1]/u',
       'https://169.254.169.254/latest/meta-data/',
       'https://0.0.0.0/u',
+      'https://2130706433/u',
+      'https://0x7f.1/u',
+      'https://[::ffff:7f00:1]/u',
       'ftp://files.example/u',
     ];
     for (const url of refused) {
