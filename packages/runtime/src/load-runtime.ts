@@ -30,8 +30,8 @@ const installationNodeModules = fileURLToPath(new URL('../../../node_modules/', 
 
 /**
  * Finds the integrations, then loads config.yaml with their manifests' schemas, so every key of every instance is
- * checked. Integrations come from the builtin folder, `integration_dirs` in config.yaml, and npm packages installed
- * beside config.yaml or beside Assistant. Throws ManifestError or ConfigError listing every problem.
+ * checked. Integrations come from the builtin folder, `integration_dirs` in config.yaml, and the npm packages listed in
+ * `integration_packages`, installed beside config.yaml or beside Assistant (an unlisted package is never loaded). Throws ManifestError or ConfigError listing every problem.
  */
 export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRuntime> {
   const cwd = options.cwd ?? process.cwd();
@@ -39,10 +39,14 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const configDir = path.dirname(configFile);
   // The custom folders are named in the very file their manifests help validate: read that one key first. A file
   // that does not parse yields none here, and loadConfig below reports it properly.
-  const customDirs = (await integrationDirsOf(configFile)).map((directory) => path.resolve(configDir, directory));
+  const customDirs = (await topLevelListOf(configFile, 'integration_dirs')).map((directory) =>
+    path.resolve(configDir, directory),
+  );
+  const packages = await topLevelListOf(configFile, 'integration_packages');
   const nodeModulesDirs = [...new Set([path.join(configDir, 'node_modules'), installationNodeModules])];
   const integrations = await discoverIntegrations({
     customDirs,
+    packages,
     nodeModulesDirs,
     cwd,
     ...(options.builtinDir === undefined ? {} : { builtinDir: options.builtinDir }),
@@ -57,7 +61,8 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   return { config, warnings, integrations, registry: new IntegrationRegistry({ integrations, config }) };
 }
 
-async function integrationDirsOf(configFile: string): Promise<string[]> {
+/** A top-level list of strings in config.yaml, read before the file is validated. */
+async function topLevelListOf(configFile: string, key: 'integration_dirs' | 'integration_packages'): Promise<string[]> {
   let text: string;
   try {
     text = await readFile(configFile, 'utf8');
@@ -65,7 +70,7 @@ async function integrationDirsOf(configFile: string): Promise<string[]> {
     return [];
   }
   try {
-    const value: unknown = parseDocument(text, { prettyErrors: false }).get('integration_dirs');
+    const value: unknown = parseDocument(text, { prettyErrors: false }).get(key);
     const list = (value as { toJSON?: () => unknown } | undefined)?.toJSON?.();
     return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string' && item !== '') : [];
   } catch {
