@@ -104,6 +104,7 @@ export function createOpenAiChatModel(
 
   return {
     name: options.name,
+    model: options.model,
     contextWindow: capabilities.contextWindow,
     capabilities,
     async chat(request: ChatRequest, chatOptions: ChatOptions = {}): Promise<ChatResponse> {

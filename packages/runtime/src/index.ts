@@ -70,6 +70,7 @@ export type {
   HumanLogDetails,
   InstanceContext,
   PlatformContext,
+  ScriptsContext,
   TaskHandler,
 } from './handler-context.ts';
 export {
