@@ -1,3 +1,10 @@
+// Fencing lives in @assistant/llm, below the agent loop that fences tool results; re-exported for integrations.
+export {
+  type FencedText,
+  type FenceUntrustedOptions,
+  fenceUntrusted,
+  type UntrustedFields,
+} from '@assistant/llm';
 export {
   type ApprovalRequest,
   approvalsFolder,
@@ -114,12 +121,6 @@ export {
   taskOutcomes,
   writeMetricsFile,
 } from './metrics/task-metrics.ts';
-export {
-  type FencedText,
-  type FenceUntrustedOptions,
-  fenceUntrusted,
-  type UntrustedFields,
-} from './prompts/fence-untrusted.ts';
 export {
   type BreakerState,
   type CircuitBreakerSettings,
