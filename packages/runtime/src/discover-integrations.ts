@@ -207,6 +207,40 @@ async function packageManifest(
   });
 }
 
+/**
+ * Packages in these node_modules folders (scoped ones included) that declare a manifest but are not listed: they
+ * are never loaded; `assistant doctor` names them, so an owner who expected one to load learns why it did not.
+ */
+export async function unlistedPackageIntegrations(options: {
+  nodeModulesDirs: readonly string[];
+  listed: readonly string[];
+}): Promise<string[]> {
+  const names = new Set<string>();
+  for (const nodeModules of options.nodeModulesDirs) {
+    const entries = await readdir(nodeModules).catch(() => [] as string[]);
+    const packages: string[] = [];
+    for (const entry of entries) {
+      if (entry.startsWith('.')) continue;
+      if (!entry.startsWith('@')) packages.push(entry);
+      else {
+        const scoped = await readdir(path.join(nodeModules, entry)).catch(() => [] as string[]);
+        packages.push(...scoped.map((inner) => `${entry}/${inner}`));
+      }
+    }
+    for (const name of packages) {
+      if (options.listed.includes(name) || names.has(name)) continue;
+      try {
+        const text = await readFile(path.join(nodeModules, ...name.split('/'), 'package.json'), 'utf8');
+        const checked = packageJsonSchema.safeParse(JSON.parse(text));
+        if (checked.success && checked.data.assistant?.manifest !== undefined) names.add(name);
+      } catch {
+        // Not a package, or not one we can read: it is not loaded either way.
+      }
+    }
+  }
+  return [...names].sort();
+}
+
 async function isFile(file: string): Promise<boolean> {
   return (await stat(file).catch(() => undefined))?.isFile() ?? false;
 }

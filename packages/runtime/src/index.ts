@@ -69,6 +69,7 @@ export {
   type DiscoverIntegrationsOptions,
   discoverIntegrations,
   type IntegrationOrigin,
+  unlistedPackageIntegrations,
 } from './discover-integrations.ts';
 export type {
   AgentTaskOptions,
@@ -89,7 +90,12 @@ export {
   type TaskTypeInfo,
   type TaskTypeKind,
 } from './integration-registry.ts';
-export { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
+export {
+  ignoredPackageIntegrations,
+  type LoadedRuntime,
+  type LoadRuntimeOptions,
+  loadRuntime,
+} from './load-runtime.ts';
 export {
   type Manifest,
   type ManifestPlatform,

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@assistant/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { discoverIntegrations } from './discover-integrations.ts';
-import { loadRuntime } from './load-runtime.ts';
+import { ignoredPackageIntegrations, loadRuntime } from './load-runtime.ts';
 import { ManifestError } from './manifest/read-manifest.ts';
 
 const fixtures = fileURLToPath(new URL('../../../tests/fixtures/integrations/', import.meta.url));
@@ -239,6 +239,8 @@ integrations:
     expect(domains).toContainEqual(['weather', 'package']);
     expect(domains.map(([domain]) => domain)).not.toContain('sneaky');
     expect(config.integrationPackages).toEqual(['@someone/hello', 'assistant-integration-weather']);
+    // `assistant doctor` names what it ignored.
+    expect(await ignoredPackageIntegrations(config)).toEqual(['sneaky-dependency']);
 
     await writeFile(configPath, 'integrations: []\n');
     const unlisted = await loadRuntime({ configPath, cwd: dir });

@@ -4,7 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { type LoadConfigResult, type LoadedConfig, loadConfig } from '@assistant/config';
 import { parseDocument } from 'yaml';
 import { automationChecks } from './automations/platform-automations.ts';
-import { type DiscoveredIntegration, discoverIntegrations } from './discover-integrations.ts';
+import {
+  type DiscoveredIntegration,
+  discoverIntegrations,
+  unlistedPackageIntegrations,
+} from './discover-integrations.ts';
 import { IntegrationRegistry, integrationConfigSchemas } from './integration-registry.ts';
 
 export interface LoadRuntimeOptions {
@@ -43,7 +47,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     path.resolve(configDir, directory),
   );
   const packages = await topLevelListOf(configFile, 'integration_packages');
-  const nodeModulesDirs = [...new Set([path.join(configDir, 'node_modules'), installationNodeModules])];
+  const nodeModulesDirs = integrationNodeModulesDirs(configFile);
   const integrations = await discoverIntegrations({
     customDirs,
     packages,
@@ -59,6 +63,22 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
   });
   return { config, warnings, integrations, registry: new IntegrationRegistry({ integrations, config }) };
+}
+
+/** Where `integration_packages` are looked up: node_modules next to config.yaml, then Assistant's own. */
+function integrationNodeModulesDirs(configFile: string): string[] {
+  return [...new Set([path.join(path.dirname(configFile), 'node_modules'), installationNodeModules])];
+}
+
+/** npm packages that declare an integration but that config.yaml does not list (so they are not loaded). */
+export async function ignoredPackageIntegrations(config: {
+  paths: { configFile: string };
+  integrationPackages: readonly string[];
+}): Promise<string[]> {
+  return unlistedPackageIntegrations({
+    nodeModulesDirs: integrationNodeModulesDirs(config.paths.configFile),
+    listed: config.integrationPackages,
+  });
 }
 
 /** A top-level list of strings in config.yaml, read before the file is validated. */
