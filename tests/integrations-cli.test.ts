@@ -10,6 +10,7 @@ const fixtures = path.join(repoRoot, 'tests/fixtures/integrations');
 
 const config = `data_dir: ./data
 integration_dirs: [./my-integrations]
+integration_packages: [assistant-integration-weather]
 integrations:
   - type: greeter
     name: friendly

@@ -1,3 +1,4 @@
+import { scrubSecrets } from '@assistant/errors';
 import { type CliContext, processContext } from './cli-context.ts';
 import { createProgram } from './create-program.ts';
 import { reportError } from './report-error.ts';
@@ -18,7 +19,8 @@ export async function runCli(options: RunCliOptions): Promise<number> {
     return exitCode();
   } catch (error) {
     const report = reportError(error);
-    for (const line of report.lines) context.stderr.write(`${line}\n`);
+    // An error can quote an upstream answer that echoes a loaded secret.
+    for (const line of report.lines) context.stderr.write(`${scrubSecrets(line)}\n`);
     return report.exitCode;
   }
 }

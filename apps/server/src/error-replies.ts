@@ -1,4 +1,4 @@
-import { type ErrorCode, isAssistantError } from '@assistant/errors';
+import { type ErrorCode, isAssistantError, scrubSecrets } from '@assistant/errors';
 import type { FastifyError, FastifyReply } from 'fastify';
 import type { AssistantServer } from './create-server.ts';
 import { statusByCode } from './route-table.ts';
@@ -25,7 +25,11 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
 };
 
 export function sendError(reply: FastifyReply, statusCode: number, error: ErrorBody): FastifyReply {
-  return reply.code(statusCode).type('application/json; charset=utf-8').send({ error });
+  // A message can quote what an upstream said (an LLM error echoing its token): no loaded secret leaves here.
+  return reply
+    .code(statusCode)
+    .type('application/json; charset=utf-8')
+    .send({ error: { ...error, message: scrubSecrets(error.message) } });
 }
 
 /** Every error, thrown or routed, answers `{error: {code, message}}`. */

@@ -1,5 +1,7 @@
+import path from 'node:path';
 import { startAgent } from '@assistant/agent';
 import type { LoadedConfig } from '@assistant/config';
+import { AssistantError } from '@assistant/errors';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
@@ -61,6 +63,20 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       configured: false,
     };
   }
+  // Code shipped with Assistant (or a bare handler in a test) is trusted with every LLM profile and, for the script
+  // integration, with the scripts; code from integration_dirs and npm packages gets its own instance's share only.
+  const isBuiltin = info === undefined || info.integration.origin === 'builtin';
+  const model = (profile: string | undefined): ChatModel => {
+    const name = profile ?? instance.llm;
+    if (name !== instance.llm && !isBuiltin) {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `${instance.name} may use its own LLM profile \`${instance.llm}\`, not \`${name}\``,
+        { hint: `set \`llm: ${name}\` on the instance \`${instance.name}\` in config.yaml to use that profile` },
+      );
+    }
+    return services.llm(name);
+  };
   const platform = info?.platform === undefined ? undefined : instance.platforms[info.platform];
   const rules =
     info?.platform === undefined ? [] : (services.registry?.automations(instance.name, info.platform) ?? []);
@@ -75,7 +91,22 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     payload: task.payload,
     instance: { name: instance.name, domain: instance.domain, settings: instance.settings, llm: instance.llm },
     ...(platform ? { platform } : {}),
-    config: services.config,
+    configDir: path.dirname(services.config.paths.configFile),
+    ...(instance.domain === 'script' && isBuiltin
+      ? {
+          scripts: {
+            scripts: services.config.scripts,
+            workRoot: path.join(services.config.paths.dataDir, 'scripts'),
+            hiddenPaths: [
+              services.config.paths.secretsFile,
+              services.config.paths.queue,
+              services.config.paths.notes,
+              services.config.paths.logs,
+              services.config.paths.control,
+            ],
+          },
+        }
+      : {}),
     notes: services.notes,
     signal,
     queue: services.queue,
@@ -87,9 +118,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       warn: (message, fields = {}) => logger.warn(fields, message),
     },
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
-    llm: (profile) => services.llm(profile ?? instance.llm),
+    llm: (profile) => model(profile),
     agent: (options) => {
-      const { model, profile, onEvent, ...rest } = options;
+      const { model: chosen, profile, onEvent, ...rest } = options;
       const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
       const transcript = noteTranscript({ notes: services.notes, taskId: task.id, title: `${task.type} ${task.id}` });
       // Events reach people through events.jsonl (SSE, `assistant task watch`) in the order they happen.
@@ -102,7 +133,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       const handle = startAgent({
         ...rest,
         label: rest.label ?? task.type,
-        model: model ?? services.llm(profile ?? instance.llm),
+        model: chosen ?? model(profile),
         transcript,
         signal,
         onEvent: (event) => {

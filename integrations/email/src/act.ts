@@ -123,7 +123,7 @@ async function actOnMaildir(
   drafts: Map<string, string>,
 ): Promise<string[]> {
   const settings = context.instance.settings;
-  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const root = resolveMaildir(settings.maildir ?? '', context.configDir);
   const folder = await folderPath(root, String(data.mailbox ?? settings.mailbox));
   let message = await findMessage(folder, String(data.uid));
   if (!message) throw new UnrecoverableError(`message ${String(data.uid)} is no longer in ${folder}`);

@@ -10,7 +10,7 @@ interface Listing {
 
 async function listFromMaildir(context: EmailContext, since: Date): Promise<Listing> {
   const settings = context.instance.settings;
-  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const root = resolveMaildir(settings.maildir ?? '', context.configDir);
   const messages = (await listMaildir(await folderPath(root, settings.mailbox)))
     .filter((message) => message.mtimeMs >= since.getTime())
     .slice(-settings.limit);

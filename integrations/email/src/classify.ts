@@ -60,7 +60,7 @@ export async function classify(context: EmailContext<{ note: string }>) {
     set: {
       classifications: answers as never,
       classified_by: `${model.name}`,
-      classified_model: context.config.llms[model.name]?.model ?? null,
+      classified_model: model.model ?? null,
       classified_hash: String(note.data.content_hash ?? ''),
       classified_at: new Date().toISOString(),
     },

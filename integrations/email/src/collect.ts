@@ -9,7 +9,7 @@ import { findMessage, folderPath, readMessage, resolveMaildir } from './maildir.
 
 async function fromMaildir(context: EmailContext<unknown>, id: string) {
   const settings = context.instance.settings;
-  const root = resolveMaildir(settings.maildir ?? '', context.config.paths.configFile);
+  const root = resolveMaildir(settings.maildir ?? '', context.configDir);
   const message = await findMessage(await folderPath(root, settings.mailbox), id);
   if (!message) return undefined;
   const source = await readMessage(message);

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { EmailSettings } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 import { folderPath, listMaildir, resolveMaildir } from './maildir.ts';
@@ -14,7 +15,7 @@ export async function checkAccount(options: {
   const settings = options.instance.settings as unknown as EmailSettings;
   const label = `email ${options.instance.name}`;
   if (settings.maildir) {
-    const root = resolveMaildir(settings.maildir, options.configFile ?? 'config.yaml');
+    const root = resolveMaildir(settings.maildir, path.dirname(options.configFile ?? 'config.yaml'));
     try {
       const messages = await listMaildir(await folderPath(root, settings.mailbox));
       return { ok: true, message: `${label}: Maildir ${root} has ${messages.length} messages in ${settings.mailbox}` };

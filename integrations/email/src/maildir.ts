@@ -26,8 +26,9 @@ const flagLetters: Record<string, string> = {
   T: '\\Deleted',
 };
 
-export function resolveMaildir(root: string, configFile: string): string {
-  return path.resolve(path.dirname(configFile), root.replace(/^~(?=$|\/)/, os.homedir()));
+/** The maildir setting as an absolute path: `~` is the home folder, a relative path is relative to config.yaml. */
+export function resolveMaildir(root: string, configDir: string): string {
+  return path.resolve(configDir, root.replace(/^~(?=$|\/)/, os.homedir()));
 }
 
 /** The directory of a folder: INBOX is the root. */

@@ -21,9 +21,11 @@ export async function runScriptTask(context: HandlerContext) {
     );
   }
   const { script: name, inputs } = checked.data;
-  const script = context.config.scripts[name];
+  if (!context.scripts) throw new UnrecoverableError('script.run runs only as the builtin script integration');
+  const { scripts, workRoot, hiddenPaths } = context.scripts;
+  const script = scripts[name];
   if (!script) {
-    const known = Object.keys(context.config.scripts);
+    const known = Object.keys(scripts);
     throw new UnrecoverableError(
       `no script \`${name}\` under \`scripts:\` in config.yaml${known.length > 0 ? ` (there are: ${known.join(', ')})` : ''}`,
     );
@@ -34,17 +36,11 @@ export async function runScriptTask(context: HandlerContext) {
       name,
       script,
       inputs,
-      configDir: path.dirname(context.config.paths.configFile),
-      workDir: path.join(context.config.paths.dataDir, 'scripts', name),
+      configDir: context.configDir,
+      workDir: path.join(workRoot, name),
       signal: context.signal,
       // The sandbox keeps the file system readable; not these: the owner's secrets and the assistant's own state.
-      hide: [
-        context.config.paths.secretsFile,
-        context.config.paths.queue,
-        context.config.paths.notes,
-        context.config.paths.logs,
-        context.config.paths.control,
-      ],
+      hide: [...hiddenPaths],
       onLog: (level, message) => {
         if (level === 'human') logs.push(context.log.human(message, { source: `script/${name}` }).catch(() => {}));
         else context.log[level](message, { script: name });

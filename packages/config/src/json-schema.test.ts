@@ -28,6 +28,7 @@ describe('configJsonSchema', () => {
         'data_dir',
         'directories',
         'integration_dirs',
+        'integration_packages',
         'integrations',
         'llm_cache',
         'llms',

@@ -99,6 +99,7 @@ function toPlain(config: Config): Plain {
     data_dir: config.dataDir,
     directories: defined({ ...config.directories }),
     integration_dirs: config.integrationDirs,
+    integration_packages: config.integrationPackages,
     llms: Object.fromEntries(
       Object.entries(config.llms).map(([name, profile]) => [
         name,

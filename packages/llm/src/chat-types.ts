@@ -57,6 +57,8 @@ export interface ChatOptions {
 export interface ChatModel {
   /** The profile's name, for logs (`default`, `fast`). */
   readonly name: string;
+  /** The model the profile asks the server for (`llama3.1:8b`), where known. */
+  readonly model?: string;
   /** The model's context window in tokens, for compression decisions. */
   readonly contextWindow: number;
   chat(request: ChatRequest, options?: ChatOptions): Promise<ChatResponse>;

@@ -13,6 +13,13 @@ export { Conversation, type StructuredOptions } from './conversation.ts';
 export { LlmAbortedError, LlmOutputError, LlmRequestError } from './llm-errors.ts';
 export { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 export { createOpenAiChatModel, type OpenAiChatModelOptions, retryDelay } from './openai-chat-model.ts';
+export {
+  type FencedText,
+  type FenceUntrustedOptions,
+  fencedToolResultsInstruction,
+  fenceUntrusted,
+  type UntrustedFields,
+} from './prompts/fence-untrusted.ts';
 export { parseReactReply, reactMessages } from './react-strategy.ts';
 export {
   type CacheMode,

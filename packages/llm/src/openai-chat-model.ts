@@ -1,3 +1,4 @@
+import { scrubSecrets } from '@assistant/errors';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
 import type { ChatMessage, ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage } from './chat-types.ts';
@@ -104,6 +105,7 @@ export function createOpenAiChatModel(
 
   return {
     name: options.name,
+    model: options.model,
     contextWindow: capabilities.contextWindow,
     capabilities,
     async chat(request: ChatRequest, chatOptions: ChatOptions = {}): Promise<ChatResponse> {
@@ -155,7 +157,8 @@ export function retryDelay(error: unknown, attempt: number): number | undefined 
 function failure(options: OpenAiChatModelOptions, error: unknown, attempt: number): Error {
   if (error instanceof Error && error.cause instanceof ReplayMissError) return error.cause as ReplayMissError;
   const status = error instanceof APIError ? error.status : undefined;
-  const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  // The body of an error answer is the server's text: a proxy may echo the Authorization header in it.
+  const detail = scrubSecrets((error instanceof Error ? error.message.split('\n')[0] : String(error)) ?? '');
   const tries = attempt === 0 ? '' : ` after ${attempt + 1} attempts`;
   return new LlmRequestError(
     `LLM profile ${options.name} (${options.model} at ${options.baseUrl}) failed${tries}: ${detail}`,

@@ -1,5 +1,6 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { scrubSecrets } from '@assistant/errors';
 
 export interface HumanLogEntry {
   /** `email/inbox`, or `queue`, `worker`: what the line is about. */
@@ -38,10 +39,10 @@ export class HumanLog {
 
   async write(entry: HumanLogEntry): Promise<void> {
     const at = entry.at ?? new Date();
-    const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
+    const oneLine = (text: string) => scrubSecrets(text.replace(/[\r\n]+/g, ' ').trim());
     let line = `- ${localTime(at)} **${oneLine(entry.source)}** ${oneLine(entry.message)}`;
     if (entry.reason) line += ` (${oneLine(entry.reason)})`;
-    if (entry.link) line += ` [→](${entry.link.replace(/[()\s]/g, encodeURIComponent)})`;
+    if (entry.link) line += ` [→](${scrubSecrets(entry.link).replace(/[()\s]/g, encodeURIComponent)})`;
     await mkdir(this.directory, { recursive: true });
     await appendFile(this.fileFor(at), `${line}\n`, { flag: 'a', mode: 0o600 });
   }

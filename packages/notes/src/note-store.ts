@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import {
   type FrontmatterChanges,
   type FrontmatterData,
@@ -100,9 +101,11 @@ export class NoteStore {
   /** Creates a note; fails when one exists at that path already. */
   async create(notePath: string, note: { data: FrontmatterData; body?: string }): Promise<Note> {
     const file = await this.#file(notePath);
+    // What we write is scrubbed of every loaded secret (a transcript can hold an error that echoes a token).
+    const data = scrubSecretsDeep(note.data);
     const text = joinNote(
-      Object.keys(note.data).length === 0 ? '' : updateFrontmatterText('', note.data),
-      note.body ?? '',
+      Object.keys(data).length === 0 ? '' : updateFrontmatterText('', data),
+      scrubSecrets(note.body ?? ''),
     );
     await mkdir(path.dirname(file), { recursive: true });
     await writeAtomically(file, text, { exclusive: true });
@@ -128,8 +131,11 @@ export class NoteStore {
         if (overlap.length > 0) throw new NoteConflictError(notePath, overlap);
       }
       const parts = splitNote(text);
-      const frontmatter = options.set ? updateFrontmatterText(parts.frontmatter, options.set) : parts.frontmatter;
-      const body = options.body ?? parts.body;
+      // Only what we add is scrubbed of loaded secrets; the rest of the note stays as its author wrote it.
+      const frontmatter = options.set
+        ? updateFrontmatterText(parts.frontmatter, scrubSecretsDeep(options.set))
+        : parts.frontmatter;
+      const body = options.body === undefined ? parts.body : scrubSecrets(options.body);
       let next: string;
       if (parts.hasFrontmatter) {
         // The opening and closing `---` lines stay exactly as the person wrote them.

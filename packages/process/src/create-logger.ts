@@ -1,4 +1,4 @@
-import { AssistantError } from '@assistant/errors';
+import { AssistantError, scrubSecrets } from '@assistant/errors';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import * as z from 'zod';
 
@@ -18,7 +18,7 @@ export interface CreateLoggerOptions {
 
 /**
  * The process logger. Authorization headers are redacted wherever they appear, because request objects get
- * logged while debugging and a token in a log file is a leaked token.
+ * logged while debugging and a token in a log file is a leaked token; every line is scrubbed of loaded secrets.
  */
 export async function createLogger(options: CreateLoggerOptions): Promise<Logger> {
   const parsed = logEnvironment.safeParse(options.env ?? process.env);
@@ -41,6 +41,9 @@ export async function createLogger(options: CreateLoggerOptions): Promise<Logger
       paths: ['req.headers.authorization', 'request.headers.authorization', 'headers.authorization'],
       censor: '[redacted]',
     },
+    // The last stop before a line leaves the process: every loaded secret, in any of its common encodings, goes,
+    // wherever in the line it sits (an error body that echoes a token, a cause's stack, a request URL).
+    hooks: { streamWrite: (line) => scrubSecrets(line) },
   };
   if (options.destination) return pino(loggerOptions, options.destination);
   const format = parsed.data.ASSISTANT_LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json');

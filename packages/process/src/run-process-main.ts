@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { type ConfigProblem, formatProblem, type LoadedConfig, loadConfig } from '@assistant/config';
-import { isAssistantError } from '@assistant/errors';
+import { isAssistantError, scrubSecrets } from '@assistant/errors';
 import type { Logger } from 'pino';
 import { createLogger } from './create-logger.ts';
 
@@ -76,7 +76,7 @@ export async function runProcessMain<Loaded extends LoadedProcessConfig = Loaded
     const message = error instanceof Error ? error.message : String(error);
     const hint = isAssistantError(error) && error.hint ? `\nhint: ${error.hint}` : '';
     if (logger) logger.fatal({ err: error }, message);
-    else process.stderr.write(`${options.name}: ${message}${hint}\n`);
+    else process.stderr.write(scrubSecrets(`${options.name}: ${message}${hint}\n`));
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);

@@ -1,3 +1,4 @@
+import { scrubSecretsDeep } from '@assistant/errors';
 import { LineCounter, parseDocument, stringify } from 'yaml';
 import * as z from 'zod';
 import { taskIdPattern } from './task-id.ts';
@@ -182,7 +183,12 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
 }
 
 /** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
-/** A task as its file holds it: snake_case keys, absent fields left out. The REST API answers with the same shape. */
+/**
+ * A task as its file holds it: snake_case keys, absent fields left out. The REST API answers with the same shape.
+ * Results and errors are scrubbed of every loaded secret (an LLM endpoint that echoes the Authorization header in
+ * its error body must not put the token into failed/); the payload is written as given, since its fingerprint
+ * names the file.
+ */
 export function taskFileData(task: Task): Record<string, unknown> {
   const file: Record<string, unknown> = {
     id: task.id,
@@ -199,8 +205,8 @@ export function taskFileData(task: Task): Record<string, unknown> {
     started_at: task.startedAt,
     finished_at: task.finishedAt,
     worker: task.worker,
-    result: task.result,
-    error: task.error,
+    result: scrubSecretsDeep(task.result),
+    error: scrubSecretsDeep(task.error),
     history:
       task.history.length === 0
         ? undefined
@@ -209,7 +215,7 @@ export function taskFileData(task: Task): Record<string, unknown> {
             started_at: entry.startedAt,
             finished_at: entry.finishedAt,
             worker: entry.worker,
-            error: entry.error,
+            error: scrubSecretsDeep(entry.error),
           })),
   };
   for (const key of Object.keys(file)) if (file[key] === undefined) delete file[key];

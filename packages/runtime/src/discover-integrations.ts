@@ -29,9 +29,14 @@ export interface DiscoverIntegrationsOptions {
   /** `integration_dirs` from config.yaml, absolute: each holds integration folders, or is one. */
   customDirs?: readonly string[];
   /**
-   * node_modules folders whose packages may declare `"assistant": {"manifest": "./manifest.yaml"}`.
+   * `integration_packages` from config.yaml: npm package names (`assistant-foo`, `@scope/bar`) whose package.json
+   * declares `"assistant": {"manifest": "./manifest.yaml"}`. Only these are loaded: a package that merely sits in
+   * node_modules (a transitive dependency, say) never becomes an integration, since its handlers would run with
+   * the worker's access. A listed package that is missing or declares no manifest is a config error.
    * @default none
    */
+  packages?: readonly string[];
+  /** node_modules folders the listed packages are looked up in, first match wins. @default none */
   nodeModulesDirs?: readonly string[];
   /** Paths in errors are shown relative to this. @default process.cwd() */
   cwd?: string;
@@ -46,8 +51,8 @@ const packageJsonSchema = z.looseObject({
 });
 
 /**
- * Finds every integration: the builtin folder, the custom folders named in config, and installed npm packages that
- * declare a manifest. Reads and validates every manifest (handlers are loaded later, by the worker) and reports all
+ * Finds every integration: the builtin folder, the custom folders named in config, and the npm packages config
+ * lists in `integration_packages`. Reads and validates every manifest (handlers are loaded later, by the worker) and reports all
  * problems at once. The same manifest reached twice (a workspace package is also linked into node_modules) counts
  * once; two manifests claiming one domain are an error naming both.
  */
@@ -74,7 +79,9 @@ export async function discoverIntegrations(
       candidates.push({ manifestPath: path.join(folder, 'manifest.yaml'), origin: 'custom' });
     }
   }
-  for (const nodeModules of options.nodeModulesDirs ?? []) candidates.push(...(await packageManifests(nodeModules)));
+  for (const name of options.packages ?? []) {
+    candidates.push(await packageManifest(name, options.nodeModulesDirs ?? [], shown));
+  }
 
   const problems: ManifestProblem[] = [];
   const found: DiscoveredIntegration[] = [];
@@ -137,41 +144,101 @@ async function manifestFolders(directory: string, includeSelf: boolean): Promise
   return folders;
 }
 
-/** Packages in a node_modules folder (scoped ones included) whose package.json names a manifest. */
-async function packageManifests(
-  nodeModules: string,
-): Promise<{ manifestPath: string; origin: IntegrationOrigin; packageName: string }[]> {
-  const packageDirs: string[] = [];
-  let names: string[];
-  try {
-    names = await readdir(nodeModules);
-  } catch {
-    return [];
+/** A valid npm package name, so a listed name cannot walk out of node_modules (`../x`). */
+const packageNamePattern = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/i;
+
+/** The manifest of a package listed in `integration_packages`, from the first node_modules folder that has it. */
+async function packageManifest(
+  name: string,
+  nodeModulesDirs: readonly string[],
+  shown: (file: string) => string,
+): Promise<{ manifestPath: string; origin: IntegrationOrigin; packageName: string }> {
+  if (!packageNamePattern.test(name)) {
+    throw new AssistantError('CONFIG_INVALID', `integration_packages: \`${name}\` is not an npm package name`, {
+      hint: 'list package names as in package.json: `assistant-foo` or `@scope/bar`',
+    });
   }
-  for (const name of names.sort()) {
-    if (name.startsWith('.')) continue;
-    if (name.startsWith('@')) {
-      const scoped = await readdir(path.join(nodeModules, name)).catch(() => [] as string[]);
-      for (const inner of scoped.sort()) packageDirs.push(path.join(nodeModules, name, inner));
-    } else packageDirs.push(path.join(nodeModules, name));
-  }
-  const found: { manifestPath: string; origin: IntegrationOrigin; packageName: string }[] = [];
-  for (const packageDir of packageDirs) {
-    let data: unknown;
+  for (const nodeModules of nodeModulesDirs) {
+    const packageDir = path.join(nodeModules, ...name.split('/'));
+    let text: string;
     try {
-      data = JSON.parse(await readFile(path.join(packageDir, 'package.json'), 'utf8'));
+      text = await readFile(path.join(packageDir, 'package.json'), 'utf8');
     } catch {
       continue;
     }
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch (error) {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `integration_packages: ${shown(path.join(packageDir, 'package.json'))} is not valid JSON: ${(error as Error).message}`,
+      );
+    }
     const checked = packageJsonSchema.safeParse(data);
     const manifest = checked.success ? checked.data.assistant?.manifest : undefined;
-    if (manifest === undefined) continue;
+    if (manifest === undefined) {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `integration_packages: package \`${name}\` (${shown(packageDir)}) declares no manifest`,
+        {
+          hint: 'its package.json needs `"assistant": {"manifest": "./manifest.yaml"}`; or remove it from `integration_packages`',
+        },
+      );
+    }
     const manifestPath = path.resolve(packageDir, manifest);
     // A package may only point inside itself.
-    if (path.relative(packageDir, manifestPath).startsWith('..')) continue;
-    found.push({ manifestPath, origin: 'package', packageName: checked.data?.name ?? path.basename(packageDir) });
+    if (path.relative(packageDir, manifestPath).startsWith('..')) {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `integration_packages: package \`${name}\` names a manifest outside itself (${manifest})`,
+      );
+    }
+    if (!(await isFile(manifestPath))) {
+      throw new AssistantError(
+        'CONFIG_INVALID',
+        `integration_packages: package \`${name}\` declares the manifest ${manifest}, which does not exist`,
+      );
+    }
+    return { manifestPath, origin: 'package', packageName: name };
   }
-  return found;
+  throw new AssistantError('CONFIG_INVALID', `integration_packages: package \`${name}\` is not installed`, {
+    hint: `looked in ${nodeModulesDirs.map(shown).join(', ') || 'no node_modules folder'}; run \`npm install ${name}\` next to config.yaml, or remove it from \`integration_packages\``,
+  });
+}
+
+/**
+ * Packages in these node_modules folders (scoped ones included) that declare a manifest but are not listed: they
+ * are never loaded; `assistant doctor` names them, so an owner who expected one to load learns why it did not.
+ */
+export async function unlistedPackageIntegrations(options: {
+  nodeModulesDirs: readonly string[];
+  listed: readonly string[];
+}): Promise<string[]> {
+  const names = new Set<string>();
+  for (const nodeModules of options.nodeModulesDirs) {
+    const entries = await readdir(nodeModules).catch(() => [] as string[]);
+    const packages: string[] = [];
+    for (const entry of entries) {
+      if (entry.startsWith('.')) continue;
+      if (!entry.startsWith('@')) packages.push(entry);
+      else {
+        const scoped = await readdir(path.join(nodeModules, entry)).catch(() => [] as string[]);
+        packages.push(...scoped.map((inner) => `${entry}/${inner}`));
+      }
+    }
+    for (const name of packages) {
+      if (options.listed.includes(name) || names.has(name)) continue;
+      try {
+        const text = await readFile(path.join(nodeModules, ...name.split('/'), 'package.json'), 'utf8');
+        const checked = packageJsonSchema.safeParse(JSON.parse(text));
+        if (checked.success && checked.data.assistant?.manifest !== undefined) names.add(name);
+      } catch {
+        // Not a package, or not one we can read: it is not loaded either way.
+      }
+    }
+  }
+  return [...names].sort();
 }
 
 async function isFile(file: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { AgentOptions, SteerableHandle } from '@assistant/agent';
-import type { Automation, Classification, LoadedConfig } from '@assistant/config';
+import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
@@ -55,8 +55,14 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   instance: InstanceContext<Settings>;
   /** Set for stage tasks (`email.inbox.collect`). */
   platform?: PlatformContext;
-  /** The whole validated config, for handlers that need a shared section (`llms`, `scripts`). */
-  config: LoadedConfig;
+  /**
+   * The folder of config.yaml: relative paths in the instance's settings (`maildir: ./Mail`) resolve against it.
+   * A handler sees its own instance's settings and nothing else of the config: not other instances (their
+   * passwords), not the server token, not other LLM profiles.
+   */
+  configDir: string;
+  /** Only for the builtin `script` integration's handler: config.yaml's `scripts:` and where they may run. */
+  scripts?: ScriptsContext;
   /** Notes under `data/notes`. */
   notes: NoteStore;
   /** Aborted on timeout and on shutdown; pass it to everything you await. */
@@ -86,7 +92,9 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   /** The worker's structured logger, with the task's id and type on every line. */
   logger: Logger;
   /**
-   * An LLM profile from config.yaml as a model (`Conversation`, structured output, agent loops use it).
+   * An LLM profile from config.yaml as a model (`Conversation`, structured output, agent loops use it). A handler
+   * may use its instance's `llm:` profile only; builtin integrations (shipped with Assistant) may name any profile.
+   * The model holds its token out of reach: a handler can send requests with it, never read it.
    * @default the instance's `llm:` profile, else `default`
    */
   llm(profile?: string): ChatModel;
@@ -99,6 +107,16 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   agent(options: AgentTaskOptions): SteerableHandle;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
+}
+
+/** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
+export interface ScriptsContext {
+  /** config.yaml's `scripts:`. */
+  scripts: Readonly<Record<string, ScriptConfig>>;
+  /** Where each script gets a work folder of its own (`<data>/scripts`). */
+  workRoot: string;
+  /** Paths a script must not see (secrets.yaml, the queue, notes, logs, steering files). */
+  hiddenPaths: readonly string[];
 }
 
 /** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */

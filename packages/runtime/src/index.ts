@@ -1,3 +1,10 @@
+// Fencing lives in @assistant/llm, below the agent loop that fences tool results; re-exported for integrations.
+export {
+  type FencedText,
+  type FenceUntrustedOptions,
+  fenceUntrusted,
+  type UntrustedFields,
+} from '@assistant/llm';
 export {
   type ApprovalRequest,
   approvalsFolder,
@@ -62,6 +69,7 @@ export {
   type DiscoverIntegrationsOptions,
   discoverIntegrations,
   type IntegrationOrigin,
+  unlistedPackageIntegrations,
 } from './discover-integrations.ts';
 export type {
   AgentTaskOptions,
@@ -70,6 +78,7 @@ export type {
   HumanLogDetails,
   InstanceContext,
   PlatformContext,
+  ScriptsContext,
   TaskHandler,
 } from './handler-context.ts';
 export {
@@ -81,7 +90,12 @@ export {
   type TaskTypeInfo,
   type TaskTypeKind,
 } from './integration-registry.ts';
-export { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
+export {
+  ignoredPackageIntegrations,
+  type LoadedRuntime,
+  type LoadRuntimeOptions,
+  loadRuntime,
+} from './load-runtime.ts';
 export {
   type Manifest,
   type ManifestPlatform,
@@ -113,12 +127,6 @@ export {
   taskOutcomes,
   writeMetricsFile,
 } from './metrics/task-metrics.ts';
-export {
-  type FencedText,
-  type FenceUntrustedOptions,
-  fenceUntrusted,
-  type UntrustedFields,
-} from './prompts/fence-untrusted.ts';
 export {
   type BreakerState,
   type CircuitBreakerSettings,

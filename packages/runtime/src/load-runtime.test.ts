@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@assistant/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { discoverIntegrations } from './discover-integrations.ts';
-import { loadRuntime } from './load-runtime.ts';
+import { ignoredPackageIntegrations, loadRuntime } from './load-runtime.ts';
 import { ManifestError } from './manifest/read-manifest.ts';
 
 const fixtures = fileURLToPath(new URL('../../../tests/fixtures/integrations/', import.meta.url));
@@ -33,6 +33,7 @@ async function setup(config: string): Promise<string> {
 }
 
 const twoInstances = `integration_dirs: [./my-integrations]
+integration_packages: [assistant-integration-weather]
 integrations:
   - type: greeter
     name: friendly
@@ -102,7 +103,7 @@ describe('loadRuntime', () => {
 
   it('reports a typo in an integration setting as a config error with file, line and a suggestion', async () => {
     const configPath = await setup(
-      'integration_dirs: [./my-integrations]\nintegrations:\n  - type: greeter\n    name: friendly\n    greting: Hi\n  - type: weather\n    name: home\n',
+      'integration_dirs: [./my-integrations]\nintegration_packages: [assistant-integration-weather]\nintegrations:\n  - type: greeter\n    name: friendly\n    greting: Hi\n  - type: weather\n    name: home\n',
     );
     const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
@@ -110,13 +111,14 @@ describe('loadRuntime', () => {
       (problem) => `${problem.position?.line} ${problem.message} ${problem.hint ?? ''}`,
     );
     expect(lines).toEqual([
-      expect.stringMatching(/^5 unknown key `greting` .*did you mean `greeting`/),
-      expect.stringMatching(/^6 .*city/),
+      expect.stringMatching(/^6 unknown key `greting` .*did you mean `greeting`/),
+      expect.stringMatching(/^7 .*city/),
     ]);
   });
 
   it('checks automations against the manifest: keys, values, actions and the irreversible gate, each at its line', async () => {
     const configPath = await setup(`integration_dirs: [./my-integrations]
+integration_packages: [assistant-integration-weather]
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 integrations:
@@ -149,15 +151,15 @@ integrations:
         (problem) => `${problem.position?.line}:${problem.position?.col} ${problem.message}`,
       ),
     ).toEqual([
-      '12:20 `clsoe` is neither a classification of this platform nor one of its fields',
-      "15:19 `send_card` cannot be undone, and this rule decides from the LLM's classifications (llm)",
-      '17:26 `dance` is not an action of this platform',
+      '13:20 `clsoe` is neither a classification of this platform nor one of its fields',
+      "16:19 `send_card` cannot be undone, and this rule decides from the LLM's classifications (llm)",
+      '18:26 `dance` is not an action of this platform',
     ]);
   });
 
   it('gives the registry the compiled rules of each platform', async () => {
     const configPath = await setup(
-      'integration_dirs: [./my-integrations]\nintegrations:\n  - type: greeter\n    name: friendly\n    platforms:\n      people:\n        automations:\n          - {when: {is_friend: true}, then: send_card}\n  - {type: weather, name: home, city: Lisbon}\n',
+      'integration_dirs: [./my-integrations]\nintegration_packages: [assistant-integration-weather]\nintegrations:\n  - type: greeter\n    name: friendly\n    platforms:\n      people:\n        automations:\n          - {when: {is_friend: true}, then: send_card}\n  - {type: weather, name: home, city: Lisbon}\n',
     );
     const { registry } = await loadRuntime({ configPath, cwd: dir });
     expect(registry.automations('friendly', 'people')).toMatchObject([
@@ -172,6 +174,7 @@ integrations:
 
   it("extends the manifest's built-in classifications with the instance's own", async () => {
     const configPath = await setup(`integration_dirs: [./my-integrations]
+integration_packages: [assistant-integration-weather]
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 integrations:
@@ -202,6 +205,57 @@ integrations:
     const { warnings, registry } = await loadRuntime({ configPath: repositoryConfig, cwd: dir });
     expect(warnings).toEqual([]);
     expect(registry.instance('personal')).toMatchObject({ domain: 'email', enabled: false });
+  });
+
+  it('hole 10: loads only the npm packages config.yaml lists in integration_packages', async () => {
+    // A package that merely sits in node_modules (a transitive dependency) and declares a manifest.
+    const sneaky = path.join(dir, 'node_modules', 'sneaky-dependency');
+    await mkdir(path.join(sneaky, 'src'), { recursive: true });
+    await writeFile(
+      path.join(sneaky, 'package.json'),
+      JSON.stringify({ name: 'sneaky-dependency', type: 'module', assistant: { manifest: './manifest.yaml' } }),
+    );
+    await writeFile(
+      path.join(sneaky, 'manifest.yaml'),
+      'domain: sneaky\ntasks:\n  steal: {handler: ./src/steal.js#steal}\n',
+    );
+    await writeFile(path.join(sneaky, 'src', 'steal.js'), 'export async function steal() { return 1; }\n');
+    // A scoped package the owner did list.
+    const scoped = path.join(dir, 'node_modules', '@someone', 'hello');
+    await mkdir(scoped, { recursive: true });
+    await writeFile(
+      path.join(scoped, 'package.json'),
+      JSON.stringify({ name: '@someone/hello', assistant: { manifest: './manifest.yaml' } }),
+    );
+    await writeFile(path.join(scoped, 'manifest.yaml'), 'domain: hello\n');
+    // A package without a manifest.
+    await mkdir(path.join(dir, 'node_modules', 'left-pad'), { recursive: true });
+    await writeFile(path.join(dir, 'node_modules', 'left-pad', 'package.json'), '{"name": "left-pad"}');
+
+    const configPath = await setup('integration_packages: ["@someone/hello", assistant-integration-weather]\n');
+    const { integrations, config } = await loadRuntime({ configPath, cwd: dir });
+    const domains = integrations.map((integration) => [integration.manifest.domain, integration.origin]);
+    expect(domains).toContainEqual(['hello', 'package']);
+    expect(domains).toContainEqual(['weather', 'package']);
+    expect(domains.map(([domain]) => domain)).not.toContain('sneaky');
+    expect(config.integrationPackages).toEqual(['@someone/hello', 'assistant-integration-weather']);
+    // `assistant doctor` names what it ignored.
+    expect(await ignoredPackageIntegrations(config)).toEqual(['sneaky-dependency']);
+
+    await writeFile(configPath, 'integrations: []\n');
+    const unlisted = await loadRuntime({ configPath, cwd: dir });
+    expect(unlisted.integrations.map((integration) => integration.origin)).not.toContain('package');
+
+    await writeFile(configPath, 'integration_packages: [assistant-not-installed]\n');
+    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(
+      /integration_packages: package `assistant-not-installed` is not installed/,
+    );
+    await writeFile(configPath, 'integration_packages: [left-pad]\n');
+    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(
+      /integration_packages: package `left-pad` .*declares no manifest/,
+    );
+    await writeFile(configPath, 'integration_packages: ["../outside"]\n');
+    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(/integration_packages: `..\/outside` is not/);
   });
 
   it('refuses an unknown integration type', async () => {

@@ -4,7 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { type LoadConfigResult, type LoadedConfig, loadConfig } from '@assistant/config';
 import { parseDocument } from 'yaml';
 import { automationChecks } from './automations/platform-automations.ts';
-import { type DiscoveredIntegration, discoverIntegrations } from './discover-integrations.ts';
+import {
+  type DiscoveredIntegration,
+  discoverIntegrations,
+  unlistedPackageIntegrations,
+} from './discover-integrations.ts';
 import { IntegrationRegistry, integrationConfigSchemas } from './integration-registry.ts';
 
 export interface LoadRuntimeOptions {
@@ -30,8 +34,8 @@ const installationNodeModules = fileURLToPath(new URL('../../../node_modules/', 
 
 /**
  * Finds the integrations, then loads config.yaml with their manifests' schemas, so every key of every instance is
- * checked. Integrations come from the builtin folder, `integration_dirs` in config.yaml, and npm packages installed
- * beside config.yaml or beside Assistant. Throws ManifestError or ConfigError listing every problem.
+ * checked. Integrations come from the builtin folder, `integration_dirs` in config.yaml, and the npm packages listed in
+ * `integration_packages`, installed beside config.yaml or beside Assistant (an unlisted package is never loaded). Throws ManifestError or ConfigError listing every problem.
  */
 export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRuntime> {
   const cwd = options.cwd ?? process.cwd();
@@ -39,10 +43,14 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const configDir = path.dirname(configFile);
   // The custom folders are named in the very file their manifests help validate: read that one key first. A file
   // that does not parse yields none here, and loadConfig below reports it properly.
-  const customDirs = (await integrationDirsOf(configFile)).map((directory) => path.resolve(configDir, directory));
-  const nodeModulesDirs = [...new Set([path.join(configDir, 'node_modules'), installationNodeModules])];
+  const customDirs = (await topLevelListOf(configFile, 'integration_dirs')).map((directory) =>
+    path.resolve(configDir, directory),
+  );
+  const packages = await topLevelListOf(configFile, 'integration_packages');
+  const nodeModulesDirs = integrationNodeModulesDirs(configFile);
   const integrations = await discoverIntegrations({
     customDirs,
+    packages,
     nodeModulesDirs,
     cwd,
     ...(options.builtinDir === undefined ? {} : { builtinDir: options.builtinDir }),
@@ -57,7 +65,24 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   return { config, warnings, integrations, registry: new IntegrationRegistry({ integrations, config }) };
 }
 
-async function integrationDirsOf(configFile: string): Promise<string[]> {
+/** Where `integration_packages` are looked up: node_modules next to config.yaml, then Assistant's own. */
+function integrationNodeModulesDirs(configFile: string): string[] {
+  return [...new Set([path.join(path.dirname(configFile), 'node_modules'), installationNodeModules])];
+}
+
+/** npm packages that declare an integration but that config.yaml does not list (so they are not loaded). */
+export async function ignoredPackageIntegrations(config: {
+  paths: { configFile: string };
+  integrationPackages: readonly string[];
+}): Promise<string[]> {
+  return unlistedPackageIntegrations({
+    nodeModulesDirs: integrationNodeModulesDirs(config.paths.configFile),
+    listed: config.integrationPackages,
+  });
+}
+
+/** A top-level list of strings in config.yaml, read before the file is validated. */
+async function topLevelListOf(configFile: string, key: 'integration_dirs' | 'integration_packages'): Promise<string[]> {
   let text: string;
   try {
     text = await readFile(configFile, 'utf8');
@@ -65,7 +90,7 @@ async function integrationDirsOf(configFile: string): Promise<string[]> {
     return [];
   }
   try {
-    const value: unknown = parseDocument(text, { prettyErrors: false }).get('integration_dirs');
+    const value: unknown = parseDocument(text, { prettyErrors: false }).get(key);
     const list = (value as { toJSON?: () => unknown } | undefined)?.toJSON?.();
     return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string' && item !== '') : [];
   } catch {

@@ -28,6 +28,7 @@ export {
   renderTemplate,
   runScript,
   ScriptFailedError,
+  type ScriptsContext,
   ScriptTimeoutError,
   type TaskHandler,
 } from '@assistant/runtime';

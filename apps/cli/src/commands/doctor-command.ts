@@ -1,6 +1,6 @@
 import { ConfigError, formatProblem, type LoadedConfig } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
-import type { IntegrationRegistry } from '@assistant/runtime';
+import { type IntegrationRegistry, ignoredPackageIntegrations } from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import { checkDataDirectories } from '../doctor/check-data-directories.ts';
 import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
@@ -57,6 +57,16 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   print(await Promise.all(profiles.map(([name, profile]) => checkLlmProfile({ name, profile }))));
   if (config.integrations.length === 0) print([{ ok: true, message: 'integrations: none configured' }]);
   print(config.integrations.map(checkIntegrationCredentials));
+  const ignored = await ignoredPackageIntegrations(config);
+  if (ignored.length > 0) {
+    print([
+      {
+        ok: true,
+        message: `integrations: not loaded, since integration_packages does not list them: ${ignored.join(', ')}`,
+        hint: 'list a package under `integration_packages:` in config.yaml to load it as an integration',
+      },
+    ]);
+  }
   // Each integration's own check (an IMAP login), for enabled instances, in parallel, each bounded in time.
   const checks = await Promise.all(
     config.integrations

@@ -38,7 +38,13 @@ describe('planCompression', () => {
 
 describe('compression in the loop', () => {
   it('summarises older turns near the context window, archives the originals and emits an event', async () => {
-    const echo = defineTool({ name: 'echo', description: 'Echoes.', input: z.object({}), run: async () => 'echo' });
+    const echo = defineTool({
+      name: 'echo',
+      description: 'Echoes.',
+      input: z.object({}),
+      run: async () => 'echo',
+      trusted: true,
+    });
     let loopCalls = 0;
     const model = createScriptedModel({
       contextWindow: 100,

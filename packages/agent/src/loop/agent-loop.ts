@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage, TokenUsage } from '@assistant/llm';
+import { type ChatMessage, fencedToolResultsInstruction, type TokenUsage } from '@assistant/llm';
 import { buildAskRequest, type TranscriptSnapshot } from '../ask/build-ask-request.ts';
 import { compressMessages } from '../compression/compress-messages.ts';
 import { AsyncQueue } from '../internal/async-queue.ts';
@@ -226,7 +226,10 @@ export class AgentLoop implements SteerableHandle {
       this.#messages = [...saved];
       this.#succeeded = succeededToolNames(saved);
     } else {
-      this.#messages = [{ role: 'system', content: options.system }, ...options.input];
+      // Tool results reach the model fenced (runToolCalls); the model is told once what the fences mean.
+      const fencing = options.tools.some((tool) => !tool.trusted);
+      const system = fencing ? `${options.system}\n\n${fencedToolResultsInstruction}` : options.system;
+      this.#messages = [{ role: 'system', content: system }, ...options.input];
     }
 
     for (;;) {

@@ -12,6 +12,8 @@ const addTool = defineTool({
   description: 'Adds two numbers.',
   input: z.object({ a: z.number(), b: z.number() }),
   run: async ({ a, b }) => ({ sum: a + b }),
+  // Arithmetic carries no text from outside: its results need no fence.
+  trusted: true,
 });
 
 describe('startAgent', () => {
@@ -79,7 +81,10 @@ describe('startAgent', () => {
       expect.stringMatching(/^error: invalid arguments for add: a: .*number/),
       expect.stringMatching(/^error: the arguments of add are not valid JSON/),
       'error: unknown tool "multiply"; available tools: add, explode',
-      'error: the fuse was lit',
+      // A tool's own error may carry text from outside (a server's answer): fenced like its results.
+      expect.stringMatching(
+        /^<<<UNTRUSTED-[0-9a-f]{16} explode>>>\nerror: the fuse was lit\n<<<END UNTRUSTED-[0-9a-f]{16} explode>>>$/,
+      ),
     ]);
     expect(runs).toBe(1);
   });
@@ -101,6 +106,7 @@ describe('startAgent', () => {
         active -= 1;
         return id;
       },
+      trusted: true,
     });
     const model = createScriptedModel({
       replies: [{ toolCalls: [1, 2, 3, 4, 5].map((id) => ({ name: 'slow', arguments: { id } })) }, 'done'],

@@ -64,7 +64,7 @@ describe('clarifications and notifications', () => {
     expect(result.answer).toContain('the work account');
     expect(fetchModel.requests[1]?.messages.at(-1)).toMatchObject({
       role: 'tool',
-      content: '{"account":"the work account"}',
+      content: expect.stringMatching(/^<<<UNTRUSTED-\w+ login>>>\n\{"account":"the work account"\}\n<<<END /),
     });
   });
 

@@ -36,6 +36,8 @@ export interface Tool<Input = unknown> {
   readonly hiddenUntil: readonly string[];
   /** The tool as the model sees it, with the input schema as JSON Schema. */
   readonly spec: ToolSpec;
+  /** False (the default) fences what the tool returns as untrusted data; see {@link ToolDefinition.trusted}. */
+  readonly trusted?: boolean;
   run(input: Input, context: ToolContext): Promise<unknown>;
 }
 
@@ -55,6 +57,13 @@ export interface ToolDefinition<Input> {
    * @default []
    */
   hiddenUntil?: string[];
+  /**
+   * What the tool returns reaches the model fenced as untrusted data (a note, a mail, a web page can say "ignore
+   * previous instructions"), and so does the message of an error it throws. Declare `trusted: true` only for a
+   * tool whose output cannot carry text from outside: arithmetic, a clock, a count.
+   * @default false
+   */
+  trusted?: boolean;
 }
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -84,6 +93,7 @@ export function defineTool<Input>(definition: ToolDefinition<Input>): Tool<Input
     input: definition.input,
     hiddenUntil: [...(definition.hiddenUntil ?? [])],
     spec: { name: definition.name, description: definition.description, parameters },
+    trusted: definition.trusted ?? false,
     run: definition.run,
   };
 }

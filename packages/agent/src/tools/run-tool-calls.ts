@@ -1,4 +1,4 @@
-import type { ToolCall } from '@assistant/llm';
+import { fenceUntrusted, type ToolCall } from '@assistant/llm';
 import { createConcurrencyLimit } from '../internal/concurrency-limit.ts';
 import { describeError } from '../internal/describe-error.ts';
 import type { Tool, ToolContext } from './define-tool.ts';
@@ -50,11 +50,11 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
       options.onStarted(call);
       try {
         const value = await tool.run(parsed.input, options.context);
-        const outcome = { call, content: JSON.stringify(value) ?? 'null', succeeded: true };
+        const outcome = { call, content: fenced(tool, JSON.stringify(value) ?? 'null'), succeeded: true };
         options.onFinished(outcome);
         return outcome;
       } catch (error) {
-        const outcome = { call, content: `error: ${describeError(error)}`, succeeded: false };
+        const outcome = { call, content: fenced(tool, `error: ${describeError(error)}`), succeeded: false };
         options.onFinished(outcome);
         return outcome;
       }
@@ -88,6 +88,16 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
   } finally {
     options.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * What a tool gave, as the model gets it: fenced as untrusted data unless the tool declared itself trusted. This is
+ * the one place tool output becomes a message, so no tool can forget it. Each result gets a fresh marker, and the
+ * text cannot contain or imitate one (see fenceUntrusted); no size cap here: compression handles long transcripts.
+ */
+function fenced(tool: Tool, text: string): string {
+  if (tool.trusted) return text;
+  return fenceUntrusted({ [tool.name]: text }, { maxChars: Number.POSITIVE_INFINITY }).text;
 }
 
 function unavailableMessage(name: string, tool: Tool | undefined, offered: readonly Tool[]): string {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { watch } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { scrubSecrets } from '@assistant/errors';
 import * as z from 'zod';
 
 /**
@@ -170,7 +171,8 @@ export class ControlFiles {
   /** Appends an event line; O_APPEND keeps concurrent writers' lines whole. */
   async event(event: Omit<ControlEvent, 'at'> & { at?: string }): Promise<void> {
     await mkdir(this.directory, { recursive: true });
-    await appendFile(this.eventsFile, `${JSON.stringify({ at: new Date().toISOString(), ...event })}\n`);
+    // Events carry error messages and results: an LLM error that echoes the token must not reach the file (or SSE).
+    await appendFile(this.eventsFile, `${scrubSecrets(JSON.stringify({ at: new Date().toISOString(), ...event }))}\n`);
   }
 
   /**
@@ -213,6 +215,6 @@ export class ControlFiles {
 
 async function atomicWrite(file: string, text: string): Promise<void> {
   const temporary = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(temporary, text);
+  await writeFile(temporary, scrubSecrets(text));
   await rename(temporary, file);
 }
