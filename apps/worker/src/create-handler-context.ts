@@ -12,6 +12,7 @@ import {
   type IntegrationRegistry,
   noteTranscript,
   type RuntimeInstance,
+  type ScriptSandbox,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
 
@@ -23,6 +24,8 @@ export interface WorkerServices {
   humanLog: HumanLog;
   /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
   registry?: IntegrationRegistry | undefined;
+  /** How scripts run here, decided once at the worker's start. */
+  scriptSandbox: ScriptSandbox;
   /** The LLM profiles, created once per worker. */
   llm: (profile?: string) => ChatModel;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
@@ -79,6 +82,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     notes: services.notes,
     signal,
     queue: services.queue,
+    scriptSandbox: services.scriptSandbox,
     logger,
     log: {
       human: (message, details = {}) =>

@@ -1,5 +1,11 @@
 import path from 'node:path';
-import { type HandlerContext, runScript, ScriptTimeoutError, UnrecoverableError } from '@assistant/sdk';
+import {
+  type HandlerContext,
+  runScript,
+  SandboxUnavailableError,
+  ScriptTimeoutError,
+  UnrecoverableError,
+} from '@assistant/sdk';
 import * as z from 'zod';
 
 const payloadSchema = z.looseObject({
@@ -10,7 +16,9 @@ const payloadSchema = z.looseObject({
 /**
  * `script.run`: runs one of config.yaml's scripts. Its log helpers reach the human log (`log_human`) and the worker
  * log (`log_info`, `log_warn`); what it writes to `$ASSISTANT_RESULT_FILE` becomes the task's result. A timeout kills
- * its whole process group and is retried like any timeout; a non-zero exit fails the attempt.
+ * its whole process group and is retried like any timeout; a non-zero exit fails the attempt. When the worker found
+ * at start that bubblewrap does not work here, the task fails for good without running anything, unless the owner
+ * chose `worker.sandbox: none`.
  */
 export async function runScriptTask(context: HandlerContext) {
   const checked = payloadSchema.safeParse(context.payload);
@@ -28,22 +36,34 @@ export async function runScriptTask(context: HandlerContext) {
       `no script \`${name}\` under \`scripts:\` in config.yaml${known.length > 0 ? ` (there are: ${known.join(', ')})` : ''}`,
     );
   }
+  const sandbox = context.scriptSandbox;
+  if (sandbox.mode === 'bubblewrap' && !sandbox.status.usable) {
+    throw new UnrecoverableError(
+      new SandboxUnavailableError({ scriptName: name, problem: sandbox.status.problem }).message,
+    );
+  }
+  const { paths } = context.config;
   const logs: Promise<void>[] = [];
   try {
     const run = await runScript({
       name,
       script,
       inputs,
-      configDir: path.dirname(context.config.paths.configFile),
-      workDir: path.join(context.config.paths.dataDir, 'scripts', name),
+      configDir: path.dirname(paths.configFile),
+      workDir: path.join(paths.dataDir, 'scripts', name),
       signal: context.signal,
-      // The sandbox keeps the file system readable; not these: the owner's secrets and the assistant's own state.
-      hide: [
-        context.config.paths.secretsFile,
-        context.config.paths.queue,
-        context.config.paths.notes,
-        context.config.paths.logs,
-        context.config.paths.control,
+      sandbox: sandbox.mode,
+      ...(sandbox.mode === 'bubblewrap' ? { bubblewrapPath: sandbox.bubblewrapPath } : {}),
+      // Never mounted; they keep a node script's folder from being shown when it holds one of them.
+      privatePaths: [
+        paths.configFile,
+        paths.secretsFile,
+        paths.dataDir,
+        paths.queue,
+        paths.notes,
+        paths.logs,
+        paths.control,
+        path.resolve(path.dirname(paths.configFile), context.config.llmCache.directory),
       ],
       onLog: (level, message) => {
         if (level === 'human') logs.push(context.log.human(message, { source: `script/${name}` }).catch(() => {}));
@@ -52,6 +72,7 @@ export async function runScriptTask(context: HandlerContext) {
     });
     return { result: run.result, exit_code: run.exitCode, sandbox: run.sandbox, duration_ms: run.durationMs };
   } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new UnrecoverableError(error.message);
     // An input the script does not declare fails the same way on every attempt.
     if (
       error instanceof Error &&

@@ -6,6 +6,7 @@ import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queu
 import type { Logger } from 'pino';
 import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
 import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
+import type { ScriptSandbox } from './scripts/script-sandbox.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -99,6 +100,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   agent(options: AgentTaskOptions): SteerableHandle;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
+  /**
+   * How this worker runs scripts, decided at its start (`worker.sandbox` and a trial of bubblewrap); the script
+   * integration passes it to runScript.
+   */
+  scriptSandbox: ScriptSandbox;
 }
 
 /** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */
