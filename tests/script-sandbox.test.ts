@@ -96,18 +96,22 @@ scripts:
       const files = JSON.stringify({ ...planted, own: path.join(base, 'scripts', 'reader.mjs') });
       const { task, state, log } = await runOnce({ config, script: 'reader', inputs: { files } });
       expect(state, task?.error?.message).toBe('done');
-      expect(task?.result).toMatchObject({ sandbox: 'bubblewrap' });
-      expect((task?.result as { result: unknown }).result).toEqual({
-        home: 'ENOENT',
-        config: 'ENOENT',
-        secrets: 'ENOENT',
-        llmCache: 'ENOENT',
-        notes: 'ENOENT',
-        queue: 'ENOENT',
-        otherScript: 'ENOENT',
-        checkout: 'ENOENT',
-        own: 'read',
-      });
+      expect(task?.result).toEqual(
+        expect.objectContaining({
+          sandbox: 'bubblewrap',
+          result: {
+            home: 'ENOENT',
+            config: 'ENOENT',
+            secrets: 'ENOENT',
+            llmCache: 'ENOENT',
+            notes: 'ENOENT',
+            queue: 'ENOENT',
+            otherScript: 'ENOENT',
+            checkout: 'ENOENT',
+            own: 'read',
+          },
+        }),
+      );
       expect(log).toContain(
         'scripts run sandboxed by bubblewrap (they see only system files, their own file and work folder)',
       );
