@@ -456,6 +456,27 @@ describe('runScript under bubblewrap', () => {
     expect(online.stdoutTail).not.toMatch(/private|shadow/);
   });
 
+  it("keeps the inputs out of every process's command line and closes bwrap's argument descriptor", async () => {
+    const value = `subject-${randomBytes(8).toString('hex')}`;
+    // test -e looks at the shell's own descriptors without opening one (listing /proc/self/fd would).
+    const shell = `if [ -e /proc/$$/fd/4 ]; then echo open; else echo closed; fi > descriptor.txt
+      echo ready > ready.tmp && mv ready.tmp ready
+      while [ ! -e go ]; do sleep 0.01; done`;
+    const running = runScript(
+      scriptOptions({ shell, inputs: ['subject'] }, { sandbox: 'bubblewrap', inputs: { subject: value } }),
+    );
+    await waitForFile(path.join(workDir(), 'ready'));
+    const commandLines: string[] = [];
+    for (const entry of await readdir('/proc')) {
+      if (/^\d+$/.test(entry)) commandLines.push(await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => ''));
+    }
+    await writeFile(path.join(workDir(), 'go'), '');
+    await running;
+    expect(commandLines.some((line) => line.includes('--args'))).toBe(true);
+    expect(commandLines.filter((line) => line.includes(value))).toEqual([]);
+    expect(await readFile(path.join(workDir(), 'descriptor.txt'), 'utf8')).toBe('closed\n');
+  });
+
   it("keeps writes to /tmp inside the sandbox's private /tmp", async () => {
     // The test folder lives under the real /tmp; inside the sandbox /tmp is an empty tmpfs, so the write lands there.
     const outside = path.join(directory, 'escaped.txt');

@@ -16,10 +16,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, open, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { formatDuration, type JsonValue } from '@assistant/config';
 import { z } from 'zod';
@@ -196,7 +196,7 @@ const outputDrainMs = 1_000;
 
 // The file descriptor scripts log to: 0-2 are the standard streams, so 3 is the first free one.
 const logDescriptor = 3;
-// The file descriptor bwrap reads its arguments from (`--args 4`) and closes before the script starts.
+// The file descriptor bwrap reads its arguments from (`--args 4`); it closes it before the script starts.
 const argumentsDescriptor = 4;
 
 // Shell scripts get these functions. Messages are flattened to one line (tabs, carriage returns and newlines become
@@ -263,7 +263,7 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
       realScriptPath === undefined
         ? ['/bin/sh', '-c', `${shellPreamble}\n${script.shell ?? ''}`, name]
         : [installed.node, realScriptPath];
-    let argumentsFile: Awaited<ReturnType<typeof open>> | undefined;
+    let bubblewrapInput: Buffer | undefined;
     let argv = command;
     if (sandbox === 'bubblewrap') {
       const bubblewrapArguments = [
@@ -294,33 +294,24 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
         '--clearenv',
         ...Object.entries(environment).flatMap(([variable, value]) => ['--setenv', variable, value]),
       ];
-      // The arguments go through a file descriptor, not the command line: a command line is readable by every user
-      // of the machine (ps, /proc/PID/cmdline), and the inputs in these --setenv come from mail and web pages.
-      // The file is removed as soon as it is open; bwrap closes the descriptor before the script starts.
-      const file = path.join(runDirectory, 'bwrap-arguments');
-      await writeFile(file, `${bubblewrapArguments.join('\0')}\0`, { mode: 0o600 });
-      argumentsFile = await open(file, 'r');
-      await rm(file);
+      // The arguments go through a pipe, not the command line, which every user of the machine can read (ps,
+      // /proc/PID/cmdline), while the inputs in these --setenv come from mail and web pages. Not through a file
+      // either: in the work folder another run of the same script could rewrite it before bwrap reads it.
+      bubblewrapInput = Buffer.from(`${bubblewrapArguments.join('\0')}\0`);
       argv = [options.bubblewrapPath ?? defaultBubblewrapPath, '--args', String(argumentsDescriptor), '--', ...command];
     }
-    let running: Promise<ChildOutcome>;
-    try {
-      running = runChild({
-        name,
-        argv,
-        cwd: workDirectory,
-        // bwrap replaces its environment with the --setenv ones; it needs only PATH to find nothing at all.
-        environment: sandbox === 'bubblewrap' ? { PATH: fallbackPath } : environment,
-        argumentsDescriptor: argumentsFile?.fd,
-        timeoutMs: script.timeoutMs,
-        trimNodeNoise: scriptPath !== undefined,
-        signal,
-        onLog: options.onLog,
-      });
-    } finally {
-      // spawn has duplicated the descriptor into the child by the time it returns.
-      await argumentsFile?.close();
-    }
+    const running = runChild({
+      name,
+      argv,
+      cwd: workDirectory,
+      // bwrap replaces its environment with the --setenv ones; it needs none of its own.
+      environment: sandbox === 'bubblewrap' ? { PATH: fallbackPath } : environment,
+      argumentsInput: bubblewrapInput,
+      timeoutMs: script.timeoutMs,
+      trimNodeNoise: scriptPath !== undefined,
+      signal,
+      onLog: options.onLog,
+    });
     const outcome = await running;
     const result = await readResult(name, resultFile, outcome);
     return { result, exitCode: 0, sandbox, ...outcome };
@@ -375,8 +366,8 @@ interface ChildOptions {
   argv: string[];
   cwd: string;
   environment: Record<string, string>;
-  /** A file descriptor the child gets as {@link argumentsDescriptor} (bwrap's arguments). */
-  argumentsDescriptor: number | undefined;
+  /** What the child reads from {@link argumentsDescriptor} (bwrap's arguments); no such descriptor when undefined. */
+  argumentsInput: Buffer | undefined;
   timeoutMs: number;
   trimNodeNoise: boolean;
   signal: AbortSignal | undefined;
@@ -402,11 +393,17 @@ function runChild(options: ChildOptions): Promise<ChildOutcome> {
       cwd: options.cwd,
       env: options.environment,
       stdio:
-        options.argumentsDescriptor === undefined
+        options.argumentsInput === undefined
           ? ['ignore', 'pipe', 'pipe', 'pipe']
-          : ['ignore', 'pipe', 'pipe', 'pipe', options.argumentsDescriptor],
+          : ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    const argumentsStream = child.stdio[argumentsDescriptor];
+    if (options.argumentsInput !== undefined && argumentsStream instanceof Writable) {
+      // A bwrap that dies before reading everything breaks the pipe; its exit code tells that story, not EPIPE.
+      argumentsStream.on('error', () => {});
+      argumentsStream.end(options.argumentsInput);
+    }
     let stdoutTail = '';
     let stderrTail = '';
     let stopReason: StopReason | undefined;
