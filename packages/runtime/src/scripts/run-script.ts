@@ -181,6 +181,9 @@ export class ScriptTimeoutError extends Error {
 
 const helpersPath = fileURLToPath(new URL('./script-helpers.mjs', import.meta.url));
 const fallbackPath = '/usr/local/bin:/usr/bin:/bin';
+// Inside the sandbox only the system folders exist, so Assistant's PATH (node_modules/.bin, a home folder's bin)
+// would name folders that are not there and tell the script where Assistant lives.
+const sandboxPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const identifierPattern = /^[a-z0-9_]+$/;
 const logLevels: readonly ScriptLogLevel[] = ['human', 'info', 'warn'];
 const tailLength = 4_096;
@@ -248,7 +251,7 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
     const realScriptPath = scriptPath === undefined ? undefined : await realpath(scriptPath);
     const resultFile = path.join(runDirectory, 'result.json');
     const environment: Record<string, string> = {
-      PATH: process.env.PATH ?? fallbackPath,
+      PATH: sandbox === 'bubblewrap' ? sandboxPath : (process.env.PATH ?? fallbackPath),
       HOME: workDirectory,
       ...(process.env.LANG === undefined ? {} : { LANG: process.env.LANG }),
       ...(process.env.TZ === undefined ? {} : { TZ: process.env.TZ }),
