@@ -75,8 +75,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   });
   const sandboxReport = describeScriptSandbox(scriptSandbox);
   const sandboxLine = `${sandboxReport.message}${sandboxReport.hint ? `; ${sandboxReport.hint}` : ''}`;
-  if (sandboxReport.state === 'ok') logger.info({ sandbox: 'bubblewrap' }, sandboxLine);
-  else logger.warn({ sandbox: sandboxReport.state === 'warn' ? 'none' : 'unavailable' }, sandboxLine);
+  const sandboxField = { sandbox: { ok: 'bubblewrap', warn: 'none', refused: 'unavailable' }[sandboxReport.state] };
+  // Refusing scripts nobody configured is worth a line, not a warning at every start.
+  const quiet =
+    sandboxReport.state === 'ok' || (sandboxReport.state === 'refused' && Object.keys(config.scripts).length === 0);
+  if (quiet) logger.info(sandboxField, sandboxLine);
+  else logger.warn(sandboxField, sandboxLine);
   const queue = await TaskQueue.open({
     directory: config.paths.queue,
     settings: config.queue,
