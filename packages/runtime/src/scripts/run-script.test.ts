@@ -122,9 +122,8 @@ describe.each(sandboxModes)('runScript (sandbox: %s)', (sandbox) => {
     );
     expect(run.result).toBeNull();
     const resultFile = (await readFile(path.join(workDir(), 'result-path.txt'), 'utf8')).trim();
-    expect(path.dirname(path.dirname(resultFile))).toBe(path.join(await realpath(workDir()), '.runs'));
+    expect(path.basename(path.dirname(resultFile))).toMatch(/^assistant-script-run-/);
     expect(existsSync(path.dirname(resultFile))).toBe(false);
-    expect(await readdir(path.join(workDir(), '.runs'))).toEqual([]);
   });
 
   it('throws ScriptFailedError naming the result file when the script writes invalid JSON to it', async () => {
@@ -475,6 +474,26 @@ describe('runScript under bubblewrap', () => {
     expect(commandLines.some((line) => line.includes('--args'))).toBe(true);
     expect(commandLines.filter((line) => line.includes(value))).toEqual([]);
     expect(await readFile(path.join(workDir(), 'descriptor.txt'), 'utf8')).toBe('closed\n');
+  });
+
+  it('makes no folder where a link the script left in its work folder points, and keeps runs apart', async () => {
+    // Outside the sandbox's view (the test folder is under the real /tmp); Assistant, not the script, could reach it.
+    const outside = path.join(directory, 'outside');
+    await mkdir(outside);
+    await runScript(scriptOptions({ shell: `rm -rf .runs; ln -s ${outside} .runs` }, { sandbox: 'bubblewrap' }));
+    const shell = `echo "$ASSISTANT_RESULT_FILE" > result-path.txt
+      echo ready > ready.tmp && mv ready.tmp ready
+      while [ ! -e go ]; do sleep 0.01; done
+      echo '{"ok": true}' > "$ASSISTANT_RESULT_FILE"`;
+    const running = runScript(scriptOptions({ shell }, { sandbox: 'bubblewrap' }));
+    await waitForFile(path.join(workDir(), 'ready'));
+    const madeOutside = await readdir(outside);
+    const resultFile = (await readFile(path.join(workDir(), 'result-path.txt'), 'utf8')).trim();
+    await writeFile(path.join(workDir(), 'go'), '');
+    expect((await running).result).toEqual({ ok: true });
+    expect(madeOutside).toEqual([]);
+    // Another run of the same script shares the work folder; the result file is not in it.
+    expect(resultFile.startsWith(`${await realpath(workDir())}/`)).toBe(false);
   });
 
   it("keeps writes to /tmp inside the sandbox's private /tmp", async () => {

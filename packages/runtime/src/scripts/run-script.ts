@@ -15,9 +15,8 @@
  *   It can read and write whatever the user running Assistant can.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, realpath, rm, stat } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { lstat, mkdir, mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +60,7 @@ export interface RunScriptOptions {
   configDir: string;
   /**
    * The script's own folder, `data/scripts/<name>/`: created when missing, the script's current folder and HOME,
-   * and under the sandbox the only folder it can write.
+   * and under the sandbox the only folder it can write besides the private /tmp and the folder of its result file.
    */
   workDir: string;
   /** Aborting kills the script's whole process group and rejects with the signal's reason. */
@@ -242,8 +241,9 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
   await mkdir(options.workDir, { recursive: true });
   // bwrap binds paths as given; resolving symbolic links first makes the bind and --chdir name the same folder.
   const workDirectory = await realpath(options.workDir);
-  const runDirectory = path.join(workDirectory, '.runs', randomBytes(8).toString('hex'));
-  await mkdir(runDirectory, { recursive: true });
+  // The result file's folder, made fresh outside the work folder: in there a script could leave a link for Assistant
+  // to follow (mkdir as Assistant's user wherever it points), and another run of the same script could rewrite it.
+  const runDirectory = await realpath(await mkdtemp(path.join(tmpdir(), 'assistant-script-run-')));
   try {
     signal?.throwIfAborted();
     // Real paths for the same reason: only what is bound exists in the sandbox, links leading elsewhere do not.
@@ -287,10 +287,12 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
               installed.helpers,
               installed.helpers,
             ]),
-        // The per-run folder with the result file is inside the work folder, so this one bind covers both.
         '--bind',
         workDirectory,
         workDirectory,
+        '--bind',
+        runDirectory,
+        runDirectory,
         ...sealRootArguments,
         '--chdir',
         workDirectory,
