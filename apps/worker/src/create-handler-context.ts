@@ -14,6 +14,7 @@ import {
   type IntegrationRegistry,
   noteTranscript,
   type RuntimeInstance,
+  type ScriptSandbox,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
 
@@ -25,6 +26,8 @@ export interface WorkerServices {
   humanLog: HumanLog;
   /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
   registry?: IntegrationRegistry | undefined;
+  /** How scripts run here, decided once at the worker's start. */
+  scriptSandbox: ScriptSandbox;
   /** The LLM profiles, created once per worker. */
   llm: (profile?: string) => ChatModel;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
@@ -97,12 +100,16 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           scripts: {
             scripts: services.config.scripts,
             workRoot: path.join(services.config.paths.dataDir, 'scripts'),
-            hiddenPaths: [
+            // Never mounted; they keep a node script's folder from being shown when it holds one of them.
+            privatePaths: [
+              services.config.paths.configFile,
               services.config.paths.secretsFile,
+              services.config.paths.dataDir,
               services.config.paths.queue,
               services.config.paths.notes,
               services.config.paths.logs,
               services.config.paths.control,
+              path.resolve(path.dirname(services.config.paths.configFile), services.config.llmCache.directory),
             ],
           },
         }
@@ -110,6 +117,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     notes: services.notes,
     signal,
     queue: services.queue,
+    scriptSandbox: services.scriptSandbox,
     logger,
     log: {
       human: (message, details = {}) =>

@@ -5,8 +5,10 @@ import { HumanLog, NoteStore } from '@assistant/notes';
 import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
 import {
   CircuitBreakers,
+  describeScriptSandbox,
   discoverIntegrations,
   IntegrationRegistry,
+  resolveScriptSandbox,
   routeServiceResult,
   type TaskHandler,
   TaskMetrics,
@@ -31,6 +33,11 @@ export interface RunWorkerOptions {
   registry?: IntegrationRegistry;
   /** Handlers by task type. @default every handler the registry's manifests name, loaded now */
   handlers?: ReadonlyMap<string, TaskHandler>;
+  /**
+   * The bwrap executable scripts run under. An internal option for tests that need a missing one.
+   * @default 'bwrap' (on PATH)
+   */
+  bubblewrapPath?: string;
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -60,6 +67,20 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     (options.handlers ? undefined : new IntegrationRegistry({ integrations: await discoverIntegrations(), config }));
   const handlers = options.handlers ?? (await (registry as IntegrationRegistry).loadHandlers());
   await ensureDataDirectories({ paths: config.paths });
+  // Decided once, and said at every start: whether scripts run sandboxed, unsandboxed by the owner's choice, or not
+  // at all (bubblewrap asked for and not working here: script.run tasks then fail rather than run unprotected).
+  const scriptSandbox = await resolveScriptSandbox({
+    mode: config.worker.sandbox,
+    ...(options.bubblewrapPath === undefined ? {} : { bubblewrapPath: options.bubblewrapPath }),
+  });
+  const sandboxReport = describeScriptSandbox(scriptSandbox);
+  const sandboxLine = `${sandboxReport.message}${sandboxReport.hint ? `; ${sandboxReport.hint}` : ''}`;
+  const sandboxField = { sandbox: { ok: 'bubblewrap', warn: 'none', refused: 'unavailable' }[sandboxReport.state] };
+  // Refusing scripts nobody configured is worth a line, not a warning at every start.
+  const quiet =
+    sandboxReport.state === 'ok' || (sandboxReport.state === 'refused' && Object.keys(config.scripts).length === 0);
+  if (quiet) logger.info(sandboxField, sandboxLine);
+  else logger.warn(sandboxField, sandboxLine);
   const queue = await TaskQueue.open({
     directory: config.paths.queue,
     settings: config.queue,
@@ -76,6 +97,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     notes,
     humanLog,
     registry,
+    scriptSandbox,
     llm: createLlmProfiles({
       config,
       ...cacheModeFromEnvironment(),

@@ -1,5 +1,11 @@
 import path from 'node:path';
-import { type HandlerContext, runScript, ScriptTimeoutError, UnrecoverableError } from '@assistant/sdk';
+import {
+  type HandlerContext,
+  runScript,
+  SandboxUnavailableError,
+  ScriptTimeoutError,
+  UnrecoverableError,
+} from '@assistant/sdk';
 import * as z from 'zod';
 
 const payloadSchema = z.looseObject({
@@ -10,7 +16,9 @@ const payloadSchema = z.looseObject({
 /**
  * `script.run`: runs one of config.yaml's scripts. Its log helpers reach the human log (`log_human`) and the worker
  * log (`log_info`, `log_warn`); what it writes to `$ASSISTANT_RESULT_FILE` becomes the task's result. A timeout kills
- * its whole process group and is retried like any timeout; a non-zero exit fails the attempt.
+ * its whole process group and is retried like any timeout; a non-zero exit fails the attempt. When the worker found
+ * at start that bubblewrap does not work here, the task fails for good without running anything, unless the owner
+ * chose `worker.sandbox: none`.
  */
 export async function runScriptTask(context: HandlerContext) {
   const checked = payloadSchema.safeParse(context.payload);
@@ -22,12 +30,18 @@ export async function runScriptTask(context: HandlerContext) {
   }
   const { script: name, inputs } = checked.data;
   if (!context.scripts) throw new UnrecoverableError('script.run runs only as the builtin script integration');
-  const { scripts, workRoot, hiddenPaths } = context.scripts;
+  const { scripts, workRoot, privatePaths } = context.scripts;
   const script = scripts[name];
   if (!script) {
     const known = Object.keys(scripts);
     throw new UnrecoverableError(
       `no script \`${name}\` under \`scripts:\` in config.yaml${known.length > 0 ? ` (there are: ${known.join(', ')})` : ''}`,
+    );
+  }
+  const sandbox = context.scriptSandbox;
+  if (sandbox.mode === 'bubblewrap' && !sandbox.status.usable) {
+    throw new UnrecoverableError(
+      new SandboxUnavailableError({ scriptName: name, problem: sandbox.status.problem }).message,
     );
   }
   const logs: Promise<void>[] = [];
@@ -39,8 +53,9 @@ export async function runScriptTask(context: HandlerContext) {
       configDir: context.configDir,
       workDir: path.join(workRoot, name),
       signal: context.signal,
-      // The sandbox keeps the file system readable; not these: the owner's secrets and the assistant's own state.
-      hide: [...hiddenPaths],
+      sandbox: sandbox.mode,
+      ...(sandbox.mode === 'bubblewrap' ? { bubblewrapPath: sandbox.bubblewrapPath } : {}),
+      privatePaths: [...privatePaths],
       onLog: (level, message) => {
         if (level === 'human') logs.push(context.log.human(message, { source: `script/${name}` }).catch(() => {}));
         else context.log[level](message, { script: name });
@@ -48,6 +63,7 @@ export async function runScriptTask(context: HandlerContext) {
     });
     return { result: run.result, exit_code: run.exitCode, sandbox: run.sandbox, duration_ms: run.durationMs };
   } catch (error) {
+    if (error instanceof SandboxUnavailableError) throw new UnrecoverableError(error.message);
     // An input the script does not declare fails the same way on every attempt.
     if (
       error instanceof Error &&

@@ -122,13 +122,23 @@ describe('normalisation', async () => {
     expect(config.queue.policies.overrides['service.research.search']).toEqual({
       rateLimit: { max: 10, perMs: 3_600_000 },
     });
-    expect(config.worker).toEqual({ concurrency: 4, pollIntervalMs: 500, shutdownGraceMs: 60_000 });
+    expect(config.worker).toEqual({
+      concurrency: 4,
+      pollIntervalMs: 500,
+      shutdownGraceMs: 60_000,
+      sandbox: 'bubblewrap',
+    });
   });
 
   it('fills every default for an empty file', () => {
     const empty = parse('');
     expect(empty.config?.server).toEqual({ host: '127.0.0.1', port: 6767 });
-    expect(empty.config?.worker).toEqual({ concurrency: 2, pollIntervalMs: 1000, shutdownGraceMs: 30_000 });
+    expect(empty.config?.worker).toEqual({
+      concurrency: 2,
+      pollIntervalMs: 1000,
+      shutdownGraceMs: 30_000,
+      sandbox: 'bubblewrap',
+    });
     expect(empty.config?.integrations).toEqual([]);
     expect(empty.config?.queue.maxTaskBytes).toBe(1_048_576);
     expect(parse('integrations:\nllms:\n').config?.integrations).toEqual([]);
@@ -220,6 +230,14 @@ describe('warnings', () => {
       /^config\.yaml:2:21: llms\.cloud\.base_url: LLM profile `cloud` sends prompts to api\.example\.com/,
     );
     expect(warningLines('llms:\n  local: {base_url: "http://[::1]:8080/v1", model: m}\n')).toEqual([]);
+  });
+
+  it('warns that scripts run unsandboxed with `sandbox: none`, and refuses other sandboxes', () => {
+    expect(warningLines('worker:\n  sandbox: none\n')).toEqual([
+      'config.yaml:2:12: worker.sandbox: `sandbox: none`: scripts run without a sandbox and can read and write whatever Assistant can (secrets.yaml, the data folder, your home folder)\n  hint: install bubblewrap (apt-get install bubblewrap) and remove `sandbox: none`',
+    ]);
+    expect(warningLines('worker:\n  sandbox: bubblewrap\n')).toEqual([]);
+    expect(errorLines('worker:\n  sandbox: auto\n')).toHaveLength(1);
   });
 
   it('warns about secrets written inline', () => {

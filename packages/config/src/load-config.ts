@@ -214,6 +214,16 @@ function collectWarnings(
       );
     }
   }
+  if (config.worker.sandbox === 'none') {
+    warnings.push(
+      located(source, file, ['worker', 'sandbox'], {
+        severity: 'warning',
+        message:
+          '`sandbox: none`: scripts run without a sandbox and can read and write whatever Assistant can (secrets.yaml, the data folder, your home folder)',
+        hint: 'install bubblewrap (apt-get install bubblewrap) and remove `sandbox: none`',
+      }),
+    );
+  }
   for (const yoloPath of source.yoloPaths) {
     warnings.push(
       located(source, file, yoloPath, {

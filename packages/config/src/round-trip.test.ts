@@ -184,6 +184,7 @@ const config = fc
         concurrency: fc.integer({ min: 1, max: 256 }),
         poll_interval: duration,
         shutdown_grace: duration,
+        sandbox: fc.constantFrom('bubblewrap', 'none'),
       }),
     });
   });

@@ -551,11 +551,17 @@ export const workerSchema = z
     concurrency: z.int().min(1).max(256).default(2),
     poll_interval: duration.default(1_000),
     shutdown_grace: duration.default(30_000),
+    /**
+     * How scripts run: `bubblewrap`, or the worker refuses them when bubblewrap does not work here; `none` runs
+     * them unsandboxed, able to read and write whatever Assistant can (warned about at every start).
+     */
+    sandbox: z.enum(['bubblewrap', 'none']).default('bubblewrap'),
   })
   .transform((value) => ({
     concurrency: value.concurrency,
     pollIntervalMs: value.poll_interval,
     shutdownGraceMs: value.shutdown_grace,
+    sandbox: value.sandbox,
   }));
 
 export const circuitBreakerSchema = z

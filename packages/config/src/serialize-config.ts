@@ -154,6 +154,7 @@ function toPlain(config: Config): Plain {
       concurrency: config.worker.concurrency,
       poll_interval: formatDuration(config.worker.pollIntervalMs),
       shutdown_grace: formatDuration(config.worker.shutdownGraceMs),
+      sandbox: config.worker.sandbox,
     },
     circuit_breaker: {
       failures: config.circuitBreaker.failures,

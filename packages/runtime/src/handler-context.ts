@@ -6,6 +6,7 @@ import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queu
 import type { Logger } from 'pino';
 import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
 import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
+import type { ScriptSandbox } from './scripts/script-sandbox.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -107,6 +108,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   agent(options: AgentTaskOptions): SteerableHandle;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
+  /**
+   * How this worker runs scripts, decided at its start (`worker.sandbox` and a trial of bubblewrap); the script
+   * integration passes it to runScript.
+   */
+  scriptSandbox: ScriptSandbox;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
@@ -115,8 +121,8 @@ export interface ScriptsContext {
   scripts: Readonly<Record<string, ScriptConfig>>;
   /** Where each script gets a work folder of its own (`<data>/scripts`). */
   workRoot: string;
-  /** Paths a script must not see (secrets.yaml, the queue, notes, logs, steering files). */
-  hiddenPaths: readonly string[];
+  /** Paths never mounted into a script's sandbox (config.yaml, secrets.yaml, data/, the LLM cache). */
+  privatePaths: readonly string[];
 }
 
 /** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */

@@ -146,12 +146,24 @@ export {
   scheduleFolder,
 } from './scheduler/scheduler.ts';
 export {
+  type CheckBubblewrapOptions,
+  checkBubblewrap,
+  type ScriptSandboxStatus,
+} from './scripts/bubblewrap.ts';
+export {
   type RunnableScript,
   type RunScriptOptions,
   runScript,
+  SandboxUnavailableError,
   ScriptFailedError,
   type ScriptLogLevel,
   type ScriptRunResult,
   ScriptTimeoutError,
-  sandboxAvailable,
 } from './scripts/run-script.ts';
+export {
+  describeScriptSandbox,
+  type ResolveScriptSandboxOptions,
+  resolveScriptSandbox,
+  type ScriptSandbox,
+  type ScriptSandboxReport,
+} from './scripts/script-sandbox.ts';

@@ -27,6 +27,7 @@ export {
   type PlatformContext,
   renderTemplate,
   runScript,
+  SandboxUnavailableError,
   ScriptFailedError,
   type ScriptsContext,
   ScriptTimeoutError,

@@ -5,6 +5,7 @@ import type { CliContext } from '../cli-context.ts';
 import { checkDataDirectories } from '../doctor/check-data-directories.ts';
 import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
 import { checkLlmProfile } from '../doctor/check-llm-profile.ts';
+import { checkScriptSandbox } from '../doctor/check-script-sandbox.ts';
 import { type DoctorCheck, formatDoctorCheck } from '../doctor/doctor-check.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -14,7 +15,7 @@ export interface DoctorCommandOptions {
   context: CliContext;
 }
 
-/** Checks what `assistant start` needs, one line each. Resolves to the exit code: 0 all ok, 1 any FAIL. */
+/** Checks what `assistant start` needs, one line each. Resolves to the exit code: 0 all ok or warn, 1 any FAIL. */
 export async function doctorCommand(options: DoctorCommandOptions): Promise<number> {
   const { context } = options;
   let failed = false;
@@ -51,6 +52,7 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   }
 
   print(await checkDataDirectories({ paths: config.paths }));
+  print([await checkScriptSandbox({ mode: config.worker.sandbox, scriptCount: Object.keys(config.scripts).length })]);
   const profiles = Object.entries(config.llms);
   if (profiles.length === 0) print([{ ok: true, message: 'llm: no profiles configured' }]);
   // In parallel: an unreachable endpoint costs its whole timeout, and there may be several.

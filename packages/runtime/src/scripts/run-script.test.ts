@@ -2,19 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkBubblewrap } from './bubblewrap.ts';
 import {
   type RunScriptOptions,
   runScript,
+  SandboxUnavailableError,
   ScriptFailedError,
   type ScriptLogLevel,
   ScriptTimeoutError,
-  sandboxAvailable,
 } from './run-script.ts';
 
-const bubblewrap = await sandboxAvailable();
+const bubblewrap = (await checkBubblewrap()).usable;
 const installBubblewrap = 'install bubblewrap (apt-get install bubblewrap)';
 // Every behaviour that does not depend on the sandbox is checked both with and without it where bwrap works.
 const sandboxModes = bubblewrap ? (['none', 'bubblewrap'] as const) : (['none'] as const);
@@ -121,9 +122,8 @@ describe.each(sandboxModes)('runScript (sandbox: %s)', (sandbox) => {
     );
     expect(run.result).toBeNull();
     const resultFile = (await readFile(path.join(workDir(), 'result-path.txt'), 'utf8')).trim();
-    expect(path.dirname(path.dirname(resultFile))).toBe(path.join(await realpath(workDir()), '.runs'));
+    expect(path.basename(path.dirname(resultFile))).toMatch(/^assistant-script-run-/);
     expect(existsSync(path.dirname(resultFile))).toBe(false);
-    expect(await readdir(path.join(workDir(), '.runs'))).toEqual([]);
   });
 
   it('throws ScriptFailedError naming the result file when the script writes invalid JSON to it', async () => {
@@ -235,6 +235,22 @@ second"
 });
 
 describe('runScript', () => {
+  it('refuses to run a script when bubblewrap is missing, unless the sandbox is none', async () => {
+    const missing = path.join(directory, 'no-such-bwrap');
+    const shell = 'touch ran';
+    const error = await rejectionOf(runScript(scriptOptions({ shell }, { bubblewrapPath: missing })));
+    expect(error).toBeInstanceOf(SandboxUnavailableError);
+    expect((error as Error).message).toBe(
+      `script notify was not run: it needs the bubblewrap sandbox, and the bubblewrap executable \`${missing}\` was ` +
+        'not found. Install bubblewrap (apt-get install bubblewrap) and restart Assistant, or, knowing that scripts ' +
+        'then read and write whatever Assistant can, set `worker.sandbox: none` in config.yaml',
+    );
+    expect(existsSync(path.join(workDir(), 'ran'))).toBe(false);
+    const run = await runScript(scriptOptions({ shell }, { bubblewrapPath: missing, sandbox: 'none' }));
+    expect(run.sandbox).toBe('none');
+    expect(existsSync(path.join(workDir(), 'ran'))).toBe(true);
+  });
+
   it('throws before running anything when given an input the script does not declare', async () => {
     const error = await rejectionOf(
       runScript(
@@ -349,6 +365,66 @@ describe('runScript under bubblewrap', () => {
     context.skip(installBubblewrap);
   });
 
+  it("hole 8: a script cannot read $HOME, config.yaml, the data dir or another script's folder", async () => {
+    // Outside /tmp, where an owner's config folder really lives (a private /tmp would hide it by accident), and a
+    // file in the real home folder under a name no one else uses.
+    const base = await mkdtemp('/var/tmp/assistant-hole-8-');
+    const homeFile = path.join(homedir(), `.assistant-hole-8-${randomBytes(6).toString('hex')}`);
+    try {
+      const planted = {
+        home: homeFile,
+        config: path.join(base, 'config.yaml'),
+        secrets: path.join(base, 'secrets.yaml'),
+        llmCache: path.join(base, 'llm-cache', 'recording.json'),
+        notes: path.join(base, 'data', 'notes', 'private.md'),
+        otherScript: path.join(base, 'data', 'scripts', 'other', 'state.json'),
+        checkout: path.join(process.cwd(), 'package.json'),
+      };
+      for (const [name, file] of Object.entries(planted)) {
+        if (name === 'checkout') continue;
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, `planted ${name}\n`);
+      }
+      await mkdir(path.join(base, 'scripts'), { recursive: true });
+      const reader = `import { readFileSync } from 'node:fs';
+        const { setResult } = await import(process.env.ASSISTANT_HELPERS);
+        const seen = {};
+        for (const [name, file] of Object.entries(JSON.parse(process.env.ASSISTANT_INPUT_FILES))) {
+          try { readFileSync(file); seen[name] = 'read'; } catch (error) { seen[name] = error.code; }
+        }
+        setResult(seen);`;
+      await writeFile(path.join(base, 'scripts', 'reader.mjs'), reader);
+      await writeFile(path.join(base, 'reader.mjs'), reader);
+      const files = JSON.stringify({ ...planted, own: path.join(base, 'scripts', 'reader.mjs') });
+      const options = (node: string): RunScriptOptions => ({
+        name: 'reader',
+        script: { node, inputs: ['files'], timeoutMs: 10_000 },
+        inputs: { files },
+        configDir: base,
+        workDir: path.join(base, 'data', 'scripts', 'reader'),
+        sandbox: 'bubblewrap',
+      });
+      const unreadable = {
+        home: 'ENOENT',
+        config: 'ENOENT',
+        secrets: 'ENOENT',
+        llmCache: 'ENOENT',
+        notes: 'ENOENT',
+        otherScript: 'ENOENT',
+        checkout: 'ENOENT',
+      };
+      // A script in a folder of its own sees that folder (its own file), nothing else.
+      const inFolder = await runScript(options('./scripts/reader.mjs'));
+      expect(inFolder.result).toEqual({ ...unreadable, own: 'read' });
+      // A script next to config.yaml gets only its own file: the folder holds what it must not read.
+      const nextToConfig = await runScript(options('./reader.mjs'));
+      expect(nextToConfig.result).toEqual({ ...unreadable, own: 'ENOENT' });
+    } finally {
+      await rm(base, { recursive: true, force: true });
+      await rm(homeFile, { force: true });
+    }
+  });
+
   it('lets the script write inside its work folder', async () => {
     const run = await runScript(scriptOptions({ shell: 'echo kept > note.txt' }, { sandbox: 'bubblewrap' }));
     expect(run.sandbox).toBe('bubblewrap');
@@ -369,29 +445,55 @@ describe('runScript under bubblewrap', () => {
     }
   });
 
-  it('cannot read the files and folders it is told to hide', async () => {
-    // Outside /tmp, which the sandbox replaces anyway.
-    const folder = `/var/tmp/assistant-hide-test-${randomBytes(6).toString('hex')}`;
-    try {
-      await mkdir(path.join(folder, 'notes'), { recursive: true });
-      await writeFile(path.join(folder, 'secrets.yaml'), 'imap_password: hunter2\n');
-      await writeFile(path.join(folder, 'notes', 'a.md'), 'private\n');
-      const read = `cat ${folder}/secrets.yaml; ls ${folder}/notes; echo done`;
-      const open = await runScript(scriptOptions({ shell: read }, { sandbox: 'bubblewrap' }));
-      expect(open.stdoutTail).toBe('imap_password: hunter2\na.md\ndone\n');
-      const hidden = await runScript(
-        scriptOptions(
-          { shell: read },
-          {
-            sandbox: 'bubblewrap',
-            hide: [path.join(folder, 'secrets.yaml'), path.join(folder, 'notes'), '/nonexistent'],
-          },
-        ),
-      );
-      expect(hidden.stdoutTail).toBe('done\n');
-    } finally {
-      await rm(folder, { recursive: true, force: true });
+  it('sees only the /etc files it needs, and those for DNS and TLS only with network: true', async () => {
+    const shell =
+      'for f in passwd resolv.conf hosts ssl/certs ssl/private shadow; do [ -e /etc/$f ] && echo $f; done; true';
+    const offline = await runScript(scriptOptions({ shell }, { sandbox: 'bubblewrap' }));
+    expect(offline.stdoutTail).toBe('passwd\n');
+    const online = await runScript(scriptOptions({ shell, network: true }, { sandbox: 'bubblewrap' }));
+    expect(online.stdoutTail.split('\n')).toEqual(expect.arrayContaining(['passwd', 'resolv.conf', 'hosts']));
+    expect(online.stdoutTail).not.toMatch(/private|shadow/);
+  });
+
+  it("keeps the inputs out of every process's command line and closes bwrap's argument descriptor", async () => {
+    const value = `subject-${randomBytes(8).toString('hex')}`;
+    // test -e looks at the shell's own descriptors without opening one (listing /proc/self/fd would).
+    const shell = `if [ -e /proc/$$/fd/4 ]; then echo open; else echo closed; fi > descriptor.txt
+      echo ready > ready.tmp && mv ready.tmp ready
+      while [ ! -e go ]; do sleep 0.01; done`;
+    const running = runScript(
+      scriptOptions({ shell, inputs: ['subject'] }, { sandbox: 'bubblewrap', inputs: { subject: value } }),
+    );
+    await waitForFile(path.join(workDir(), 'ready'));
+    const commandLines: string[] = [];
+    for (const entry of await readdir('/proc')) {
+      if (/^\d+$/.test(entry)) commandLines.push(await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => ''));
     }
+    await writeFile(path.join(workDir(), 'go'), '');
+    await running;
+    expect(commandLines.some((line) => line.includes('--args'))).toBe(true);
+    expect(commandLines.filter((line) => line.includes(value))).toEqual([]);
+    expect(await readFile(path.join(workDir(), 'descriptor.txt'), 'utf8')).toBe('closed\n');
+  });
+
+  it('makes no folder where a link the script left in its work folder points, and keeps runs apart', async () => {
+    // Outside the sandbox's view (the test folder is under the real /tmp); Assistant, not the script, could reach it.
+    const outside = path.join(directory, 'outside');
+    await mkdir(outside);
+    await runScript(scriptOptions({ shell: `rm -rf .runs; ln -s ${outside} .runs` }, { sandbox: 'bubblewrap' }));
+    const shell = `echo "$ASSISTANT_RESULT_FILE" > result-path.txt
+      echo ready > ready.tmp && mv ready.tmp ready
+      while [ ! -e go ]; do sleep 0.01; done
+      echo '{"ok": true}' > "$ASSISTANT_RESULT_FILE"`;
+    const running = runScript(scriptOptions({ shell }, { sandbox: 'bubblewrap' }));
+    await waitForFile(path.join(workDir(), 'ready'));
+    const madeOutside = await readdir(outside);
+    const resultFile = (await readFile(path.join(workDir(), 'result-path.txt'), 'utf8')).trim();
+    await writeFile(path.join(workDir(), 'go'), '');
+    expect((await running).result).toEqual({ ok: true });
+    expect(madeOutside).toEqual([]);
+    // Another run of the same script shares the work folder; the result file is not in it.
+    expect(resultFile.startsWith(`${await realpath(workDir())}/`)).toBe(false);
   });
 
   it("keeps writes to /tmp inside the sandbox's private /tmp", async () => {

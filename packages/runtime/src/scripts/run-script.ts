@@ -1,24 +1,28 @@
 /**
  * Runs the owner's `scripts:` from config.yaml as child processes.
  *
- * What isolation a script gets depends on the platform:
- * - Linux with bubblewrap (`bwrap` on PATH and working): the whole filesystem is read-only except the script's
- *   work folder and its per-run folder (it stays readable, secrets.yaml included), /tmp is a private empty tmpfs,
- *   there is no network unless the script sets `network: true`, and the script has its own PID, IPC and UTS
- *   namespaces (user and cgroup ones too where the kernel allows), so it cannot see or signal Assistant's processes
- *   and everything it starts dies with it.
- * - Everywhere else (or `sandbox: 'none'`): a plain child process in its own process group, with a minimal
+ * Two sandboxes:
+ * - `bubblewrap` (the default): the script sees an allow-list, nothing more: the system's programs and libraries
+ *   read-only, a few /etc files (those for DNS and TLS only with `network: true`), its own node file (or the folder
+ *   of it, when that folder holds nothing private), Node and the helpers module read-only, its work folder
+ *   read-write, and a private /dev, /proc and empty /tmp. No home folder, config.yaml, secrets.yaml, data folder,
+ *   other scripts' folders or Assistant checkout. No network unless the script sets `network: true`; its own PID,
+ *   IPC, UTS, user and cgroup namespaces, no capabilities, so it cannot see or signal Assistant's processes and
+ *   everything it starts dies with it. When bubblewrap does not work here the run is refused
+ *   ({@link SandboxUnavailableError}): the sandbox fails closed.
+ * - `none`, only when the owner chose it: a plain child process in its own process group, with a minimal
  *   environment (none of Assistant's secrets), its work folder as the current folder and HOME, and the timeout.
  *   It can read and write whatever the user running Assistant can.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { formatDuration, type JsonValue } from '@assistant/config';
 import { z } from 'zod';
+import { checkBubblewrap, defaultBubblewrapPath, sealRootArguments, systemMountArguments } from './bubblewrap.ts';
 
 /** A log level a script can write through its helpers. */
 export type ScriptLogLevel = 'human' | 'info' | 'warn';
@@ -34,7 +38,8 @@ export interface RunnableScript {
   /** How long the script may run before its whole process group is killed, in milliseconds. */
   timeoutMs: number;
   /**
-   * Whether the script may use the network. Only bubblewrap can take it away; without a sandbox it has no effect.
+   * Whether the script may use the network (and sees the /etc files DNS and TLS need). Only bubblewrap can take
+   * the network away; without a sandbox it has no effect.
    * @default false
    */
   network?: boolean;
@@ -55,24 +60,31 @@ export interface RunScriptOptions {
   configDir: string;
   /**
    * The script's own folder, `data/scripts/<name>/`: created when missing, the script's current folder and HOME,
-   * and under the sandbox the only folder it can write (besides its per-run folder inside it).
+   * and under the sandbox the only folder it can write besides the private /tmp and the folder of its result file.
    */
   workDir: string;
   /** Aborting kills the script's whole process group and rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
-   * Which sandbox to use. `auto` uses bubblewrap when `bwrap` is on PATH and works, and none otherwise;
-   * `bubblewrap` throws when it is not available.
-   * @default 'auto'
+   * Which sandbox to use. `bubblewrap` throws {@link SandboxUnavailableError} when bubblewrap does not work here;
+   * nothing falls back to `none`, which only an owner's explicit choice (`worker.sandbox: none`) should pass.
+   * @default 'bubblewrap'
    */
-  sandbox?: 'auto' | 'bubblewrap' | 'none';
+  sandbox?: 'bubblewrap' | 'none';
+  /**
+   * The bwrap executable. An internal option for tests that need a missing one; tasks never choose it.
+   * @default 'bwrap' (on PATH)
+   */
+  bubblewrapPath?: string;
   /** Called once for every line the script logs through its helpers, as the line arrives. */
   onLog?: (level: ScriptLogLevel, message: string) => void;
   /**
-   * Files and folders the sandboxed script must not even read (secrets.yaml, the data folder): a file is replaced by
-   * an empty one, a folder by an empty tmpfs. Paths that do not exist are skipped. Only bubblewrap can do this.
+   * Files and folders that are Assistant's, not the script's (config.yaml, secrets.yaml, the data folder, the LLM
+   * cache). None of them is mounted anyway; they decide how much of a node script's folder the sandbox shows: the
+   * whole folder (so the script can import its neighbours) only when it neither holds nor lies inside one of them
+   * or the home folder, otherwise just the script file.
    */
-  hide?: readonly string[];
+  privatePaths?: readonly string[];
   /**
    * Extra environment variables (for tests). Besides these the script gets only PATH, HOME (its work folder), LANG,
    * TZ and the `ASSISTANT_*` variables, never the rest of Assistant's environment.
@@ -129,6 +141,26 @@ export class ScriptFailedError extends Error {
   }
 }
 
+/**
+ * The bubblewrap sandbox was asked for and does not work here (bwrap missing, or denied its namespaces): the
+ * script is refused rather than run without it. Retrying does not help until the machine or the config changes.
+ */
+export class SandboxUnavailableError extends Error {
+  readonly scriptName: string;
+  readonly problem: string;
+
+  constructor(details: { scriptName: string; problem: string }) {
+    super(
+      `script ${details.scriptName} was not run: it needs the bubblewrap sandbox, and ${details.problem}. ` +
+        'Install bubblewrap (apt-get install bubblewrap) and restart Assistant, or, knowing that scripts then read ' +
+        'and write whatever Assistant can, set `worker.sandbox: none` in config.yaml',
+    );
+    this.name = 'SandboxUnavailableError';
+    this.scriptName = details.scriptName;
+    this.problem = details.problem;
+  }
+}
+
 /** A script ran longer than its `timeout:` and its whole process group was killed. */
 export class ScriptTimeoutError extends Error {
   readonly scriptName: string;
@@ -148,6 +180,9 @@ export class ScriptTimeoutError extends Error {
 
 const helpersPath = fileURLToPath(new URL('./script-helpers.mjs', import.meta.url));
 const fallbackPath = '/usr/local/bin:/usr/bin:/bin';
+// Inside the sandbox only the system folders exist, so Assistant's PATH (node_modules/.bin, a home folder's bin)
+// would name folders that are not there and tell the script where Assistant lives.
+const sandboxPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const identifierPattern = /^[a-z0-9_]+$/;
 const logLevels: readonly ScriptLogLevel[] = ['human', 'info', 'warn'];
 const tailLength = 4_096;
@@ -160,10 +195,11 @@ const maximumResultBytes = 1_048_576;
 const killGraceMs = 2_000;
 // How long output may keep arriving after the script's main process exited.
 const outputDrainMs = 1_000;
-const probeTimeoutMs = 10_000;
 
 // The file descriptor scripts log to: 0-2 are the standard streams, so 3 is the first free one.
 const logDescriptor = 3;
+// The file descriptor bwrap reads its arguments from (`--args 4`); it closes it before the script starts.
+const argumentsDescriptor = 4;
 
 // Shell scripts get these functions. Messages are flattened to one line (tabs, carriage returns and newlines become
 // spaces) because the reader splits on newlines.
@@ -174,55 +210,7 @@ const shellPreamble = [
   'log_warn() { assistant_log_line warn "$*"; }',
 ].join('\n');
 
-// The namespaces and mounts every sandboxed run gets; the probe uses the same ones so that "available" means
-// "a real run would work", not merely "bwrap is installed" (bwrap fails in containers that forbid user namespaces).
-const bubblewrapIsolation = [
-  '--unshare-all',
-  '--die-with-parent',
-  '--new-session',
-  '--ro-bind',
-  '/',
-  '/',
-  '--dev',
-  '/dev',
-  '--proc',
-  '/proc',
-  '--tmpfs',
-  '/tmp',
-];
-
 const jsonValueSchema: z.ZodType<JsonValue> = z.json();
-
-let sandboxProbe: Promise<boolean> | undefined;
-
-/**
- * True when scripts can run under bubblewrap here: Linux, `bwrap` on PATH, and a trial sandbox that starts.
- * The trial runs once per process; later calls share its answer.
- */
-export function sandboxAvailable(): Promise<boolean> {
-  sandboxProbe ??= probeBubblewrap();
-  return sandboxProbe;
-}
-
-function probeBubblewrap(): Promise<boolean> {
-  if (process.platform !== 'linux') return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const child = spawn('bwrap', [...bubblewrapIsolation, '--', 'true'], {
-      stdio: 'ignore',
-      env: { PATH: process.env.PATH ?? fallbackPath },
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), probeTimeoutMs);
-    // A missing bwrap emits 'error'; a bwrap that cannot set up namespaces exits non-zero. Either means no.
-    child.once('error', () => {
-      clearTimeout(timer);
-      resolve(false);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve(code === 0);
-    });
-  });
-}
 
 /**
  * Runs one of the owner's scripts and returns what it produced.
@@ -234,6 +222,7 @@ function probeBubblewrap(): Promise<boolean> {
  *
  * @throws ScriptFailedError when the script exits with another code than 0 or writes a result that is not JSON.
  * @throws ScriptTimeoutError when it runs past `script.timeoutMs`.
+ * @throws SandboxUnavailableError before running anything when `sandbox` is `bubblewrap` and it does not work here.
  * @throws the signal's reason when `signal` aborts, and an Error before running anything when the options are wrong.
  */
 export async function runScript(options: RunScriptOptions): Promise<ScriptRunResult> {
@@ -243,66 +232,92 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
 
   const scriptPath = script.node === undefined ? undefined : path.resolve(options.configDir, script.node);
   if (scriptPath !== undefined) await assertScriptFile(name, script.node ?? '', scriptPath);
-  const sandbox = await chooseSandbox(name, options.sandbox ?? 'auto');
+  const sandbox = options.sandbox ?? 'bubblewrap';
+  if (sandbox === 'bubblewrap') {
+    const status = await checkBubblewrap({ bubblewrapPath: options.bubblewrapPath ?? defaultBubblewrapPath });
+    if (!status.usable) throw new SandboxUnavailableError({ scriptName: name, problem: status.problem });
+  }
 
   await mkdir(options.workDir, { recursive: true });
   // bwrap binds paths as given; resolving symbolic links first makes the bind and --chdir name the same folder.
   const workDirectory = await realpath(options.workDir);
-  const runDirectory = path.join(workDirectory, '.runs', randomBytes(8).toString('hex'));
-  await mkdir(runDirectory, { recursive: true });
+  // The result file's folder, made fresh outside the work folder: in there a script could leave a link for Assistant
+  // to follow (mkdir as Assistant's user wherever it points), and another run of the same script could rewrite it.
+  const runDirectory = await realpath(await mkdtemp(path.join(tmpdir(), 'assistant-script-run-')));
   try {
     signal?.throwIfAborted();
+    // Real paths for the same reason: only what is bound exists in the sandbox, links leading elsewhere do not.
+    const installed = await installation();
+    const realScriptPath = scriptPath === undefined ? undefined : await realpath(scriptPath);
     const resultFile = path.join(runDirectory, 'result.json');
     const environment: Record<string, string> = {
-      PATH: process.env.PATH ?? fallbackPath,
+      PATH: sandbox === 'bubblewrap' ? sandboxPath : (process.env.PATH ?? fallbackPath),
       HOME: workDirectory,
       ...(process.env.LANG === undefined ? {} : { LANG: process.env.LANG }),
       ...(process.env.TZ === undefined ? {} : { TZ: process.env.TZ }),
       ...options.env,
       ASSISTANT_SCRIPT: name,
       ASSISTANT_RESULT_FILE: resultFile,
-      ASSISTANT_HELPERS: helpersPath,
+      ASSISTANT_HELPERS: installed.helpers,
       ...inputVariables,
     };
     // `sh -c script name` makes the script's name $0, so the shell's own errors read `notify: 3: foo: not found`.
     const command =
-      scriptPath === undefined
+      realScriptPath === undefined
         ? ['/bin/sh', '-c', `${shellPreamble}\n${script.shell ?? ''}`, name]
-        : [process.execPath, scriptPath];
-    const argv =
-      sandbox === 'bubblewrap'
-        ? [
-            'bwrap',
-            ...bubblewrapIsolation,
-            ...(script.network === true ? ['--share-net'] : []),
-            // The private /tmp hides anything under the real one; bind the node script's folder back so a config
-            // folder under /tmp still works.
-            ...(scriptPath === undefined ? [] : ['--ro-bind', path.dirname(scriptPath), path.dirname(scriptPath)]),
-            // Node itself and the helpers module live wherever Assistant is installed, which may be under /tmp too.
-            ...(scriptPath === undefined ? [] : await installationMounts()),
-            ...(await hidingMounts(options.hide ?? [])),
-            '--bind',
-            workDirectory,
-            workDirectory,
-            '--bind',
-            runDirectory,
-            runDirectory,
-            '--chdir',
-            workDirectory,
-            '--',
-            ...command,
-          ]
-        : command;
-    const outcome = await runChild({
+        : [installed.node, realScriptPath];
+    let bubblewrapInput: Buffer | undefined;
+    let argv = command;
+    if (sandbox === 'bubblewrap') {
+      const bubblewrapArguments = [
+        ...(await systemMountArguments({ network: script.network === true })),
+        // After the private /tmp, so that Node, the helpers and a config folder under /tmp appear on top of it.
+        ...(realScriptPath === undefined
+          ? []
+          : [
+              ...(await scriptMounts(realScriptPath, {
+                privatePaths: options.privatePaths ?? [],
+                configDir: options.configDir,
+                scriptsDir: path.dirname(workDirectory),
+              })),
+              '--ro-bind',
+              installed.node,
+              installed.node,
+              '--ro-bind',
+              installed.helpers,
+              installed.helpers,
+            ]),
+        '--bind',
+        workDirectory,
+        workDirectory,
+        '--bind',
+        runDirectory,
+        runDirectory,
+        ...sealRootArguments,
+        '--chdir',
+        workDirectory,
+        '--clearenv',
+        ...Object.entries(environment).flatMap(([variable, value]) => ['--setenv', variable, value]),
+      ];
+      // The arguments go through a pipe, not the command line, which every user of the machine can read (ps,
+      // /proc/PID/cmdline), while the inputs in these --setenv come from mail and web pages. Not through a file
+      // either: in the work folder another run of the same script could rewrite it before bwrap reads it.
+      bubblewrapInput = Buffer.from(`${bubblewrapArguments.join('\0')}\0`);
+      argv = [options.bubblewrapPath ?? defaultBubblewrapPath, '--args', String(argumentsDescriptor), '--', ...command];
+    }
+    const running = runChild({
       name,
       argv,
       cwd: workDirectory,
-      environment,
+      // bwrap replaces its environment with the --setenv ones; it needs none of its own.
+      environment: sandbox === 'bubblewrap' ? { PATH: fallbackPath } : environment,
+      argumentsInput: bubblewrapInput,
       timeoutMs: script.timeoutMs,
       trimNodeNoise: scriptPath !== undefined,
       signal,
       onLog: options.onLog,
     });
+    const outcome = await running;
     const result = await readResult(name, resultFile, outcome);
     return { result, exitCode: 0, sandbox, ...outcome };
   } finally {
@@ -351,25 +366,13 @@ async function assertScriptFile(name: string, written: string, scriptPath: strin
   }
 }
 
-async function chooseSandbox(
-  name: string,
-  requested: 'auto' | 'bubblewrap' | 'none',
-): Promise<ScriptRunResult['sandbox']> {
-  if (requested === 'none') return 'none';
-  const available = await sandboxAvailable();
-  if (requested === 'bubblewrap' && !available) {
-    throw new Error(
-      `script ${name} asked for the bubblewrap sandbox, but \`bwrap\` is missing or does not work here: install bubblewrap (apt-get install bubblewrap)`,
-    );
-  }
-  return available ? 'bubblewrap' : 'none';
-}
-
 interface ChildOptions {
   name: string;
   argv: string[];
   cwd: string;
   environment: Record<string, string>;
+  /** What the child reads from {@link argumentsDescriptor} (bwrap's arguments); no such descriptor when undefined. */
+  argumentsInput: Buffer | undefined;
   timeoutMs: number;
   trimNodeNoise: boolean;
   signal: AbortSignal | undefined;
@@ -394,9 +397,18 @@ function runChild(options: ChildOptions): Promise<ChildOutcome> {
     const child = spawn(file, args, {
       cwd: options.cwd,
       env: options.environment,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio:
+        options.argumentsInput === undefined
+          ? ['ignore', 'pipe', 'pipe', 'pipe']
+          : ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    const argumentsStream = child.stdio[argumentsDescriptor];
+    if (options.argumentsInput !== undefined && argumentsStream instanceof Writable) {
+      // A bwrap that dies before reading everything breaks the pipe; its exit code tells that story, not EPIPE.
+      argumentsStream.on('error', () => {});
+      argumentsStream.end(options.argumentsInput);
+    }
     let stdoutTail = '';
     let stderrTail = '';
     let stopReason: StopReason | undefined;
@@ -575,28 +587,42 @@ function isNodeError(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && 'code' in error;
 }
 
-/** bwrap arguments that mask each path: an empty file over a file, an empty tmpfs over a folder. */
-async function hidingMounts(paths: readonly string[]): Promise<string[]> {
-  const mounts: string[] = [];
-  for (const hidden of paths) {
-    const info = await stat(hidden).catch(() => undefined);
-    if (!info) continue;
-    const real = await realpath(hidden);
-    if (info.isDirectory()) mounts.push('--tmpfs', real);
-    else mounts.push('--ro-bind', '/dev/null', real);
-  }
-  return mounts;
+/**
+ * bwrap arguments that show a node script: its whole folder read-only, so it can import its neighbours, unless that
+ * folder holds something private (config.yaml's folder, the home folder, the scripts' work folders, a private path)
+ * or lies inside the data folder or another private path; then only the file itself.
+ */
+async function scriptMounts(realScriptPath: string, guard: ScriptGuard): Promise<string[]> {
+  const folder = path.dirname(realScriptPath);
+  const real = (guardedPath: string) => realpath(guardedPath).catch(() => path.resolve(guardedPath));
+  const mustNotHold = await Promise.all(
+    [...guard.privatePaths, guard.configDir, guard.scriptsDir, homedir()].map(real),
+  );
+  const mustNotBeInside = await Promise.all([...guard.privatePaths, guard.scriptsDir].map(real));
+  const overlaps =
+    mustNotHold.some((guarded) => isInside(guarded, folder)) ||
+    mustNotBeInside.some((guarded) => isInside(folder, guarded));
+  const shown = overlaps ? realScriptPath : folder;
+  return ['--ro-bind', shown, shown];
 }
 
-/** Read-only binds of the Node binary's folder and the helpers module's folder, resolved once. */
-let installation: Promise<string[]> | undefined;
-function installationMounts(): Promise<string[]> {
-  installation ??= (async () => {
-    const folders = new Set([
-      path.dirname(await realpath(process.execPath)),
-      path.dirname(await realpath(helpersPath)),
-    ]);
-    return [...folders].flatMap((folder) => ['--ro-bind', folder, folder]);
-  })();
-  return installation;
+/** What a node script's folder must not expose; see {@link scriptMounts}. */
+interface ScriptGuard {
+  privatePaths: readonly string[];
+  configDir: string;
+  /** The folder of every script's work folder, `data/scripts/`. */
+  scriptsDir: string;
+}
+
+/** True when `inner` is `outer` or lies somewhere under it. */
+function isInside(inner: string, outer: string): boolean {
+  const relative = path.relative(outer, inner);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** The real paths of the Node binary and the helpers module, resolved once: bound into the sandbox one file each. */
+let installed: Promise<{ node: string; helpers: string }> | undefined;
+function installation(): Promise<{ node: string; helpers: string }> {
+  installed ??= (async () => ({ node: await realpath(process.execPath), helpers: await realpath(helpersPath) }))();
+  return installed;
 }
