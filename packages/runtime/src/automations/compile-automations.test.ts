@@ -299,7 +299,7 @@ describe('automation safety (property)', () => {
         const matches = evaluateRules(rules, facts, now);
         seen.matches += matches.length;
         for (const match of matches) {
-          const source = automations[match.ruleIndex];
+          const source = automations[match.ruleIndex ?? -1];
           for (const action of match.actions) {
             if (action.kind === 'platform') expect(Object.keys(actionTiers)).toContain(action.name);
             else expect(action.name).toBe('s1');

@@ -6,7 +6,13 @@ import { type Condition, compileCondition, type FieldType, resolveSubject } from
  * Where a rule's decision comes from: `rule` tests only deterministic fields the owner can predict; `llm` only the
  * model's classifications; `hybrid` both. An irreversible action needs a person (or `!yolo`) unless it is `rule`.
  */
-export type Provenance = 'rule' | 'llm' | 'hybrid';
+export type Provenance = 'rule' | 'llm' | 'hybrid' | 'manual';
+
+/**
+ * Every provenance. `manual` is never a compiled rule's: it marks actions a person asked for by hand (`assistant
+ * act`, `POST /api/actions`), which always go through an approval the person gave in the same step.
+ */
+export const provenances = ['rule', 'llm', 'hybrid', 'manual'] as const;
 
 /** An action a rule takes, resolved against the platform's allowlist, the scripts and the services. */
 export interface ResolvedAction {
@@ -127,7 +133,8 @@ export function compileAutomations(options: CompileAutomationsOptions): {
         });
         return;
       }
-      actions.push(resolved);
+      // `then: [unsubscribe, unsubscribe]` is one unsubscribe: an action is taken once per item, so once per rule.
+      if (!actions.some((earlier) => earlier.key === resolved.key)) actions.push(resolved);
     });
     problems.push(...found);
     if (found.length === 0) {
@@ -217,7 +224,8 @@ export interface ItemFacts {
 /** A rule that matched an item, with the actions it takes. */
 export interface AutomationMatch {
   rule: string;
-  ruleIndex: number;
+  /** The rule's index in its platform's `automations:`; absent for a person's own request. */
+  ruleIndex?: number;
   provenance: Provenance;
   actions: ResolvedAction[];
   approval: boolean;
