@@ -71,7 +71,7 @@ describe('decideApproval', () => {
     expect((await notes.read(request.path))?.data).toMatchObject({ status: 'approved', decided_by: winner });
     expect(await queue.list({ state: 'pending' })).toHaveLength(1);
     const item = await notes.read('cards/ada.md');
-    expect((item?.data.actions_taken as { action: string }[]).map((entry) => entry.action)).toEqual([
+    expect(((item?.data.actions_taken ?? []) as { action: string }[]).map((entry) => entry.action)).toEqual([
       'send_card',
       'hug',
     ]);
@@ -119,7 +119,7 @@ describe('enqueueActions', () => {
     expect(result.enqueued.map((entry) => entry.key)).toEqual(['hug']);
     const [entry] = await queue.list({ state: 'pending' });
     const task = entry ? (await queue.read(entry)).task : undefined;
-    expect((task?.payload as { actions: unknown[] }).actions).toHaveLength(1);
+    expect((task?.payload as { actions?: unknown[] } | undefined)?.actions).toHaveLength(1);
     expect((await notes.read('cards/ada.md'))?.data.actions_taken).toHaveLength(1);
   });
 });
