@@ -79,6 +79,7 @@ describe('loadRuntime', () => {
       'script.run',
       'service.greeter.compose',
       'service.greeter.impostor',
+      'service.greeter.post_card',
       'system.agent',
       'system.echo',
       'system.housekeeping.run',
