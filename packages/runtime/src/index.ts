@@ -23,6 +23,11 @@ export {
   type PlannedAction,
   plannedActionSchema,
 } from './actions/enqueue-actions.ts';
+export {
+  type RequestManualActionOptions,
+  type RequestManualActionResult,
+  requestManualAction,
+} from './actions/manual-action.ts';
 export { renderInputs, renderTemplate } from './actions/render-template.ts';
 export {
   auditKeys,
