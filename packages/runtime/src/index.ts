@@ -36,6 +36,12 @@ export {
   rerouteTask,
   routeServiceResult,
 } from './actions/route-service-result.ts';
+export {
+  type ActionStarted,
+  type RunActionOnceOptions,
+  type RunActionOnceResult,
+  runActionOnce,
+} from './actions/run-action-once.ts';
 export { noteTranscript, transcriptsFolder } from './agent/note-transcript.ts';
 export {
   type ActionCatalog,
