@@ -56,7 +56,12 @@ export {
   type RuleProblem,
 } from './automations/compile-automations.ts';
 export type { Condition, ConditionSubject, FieldType } from './automations/conditions.ts';
-export { automationChecks, compilePlatformAutomations, platformFields } from './automations/platform-automations.ts';
+export {
+  automationChecks,
+  compilePlatformAutomations,
+  platformFields,
+  platformTrustedFields,
+} from './automations/platform-automations.ts';
 export { type ApplySteeringOptions, applySteering, type SteerableTarget } from './control/apply-steering.ts';
 export {
   type ControlEvent,

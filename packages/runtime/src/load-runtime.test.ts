@@ -156,6 +156,31 @@ integrations:
     ]);
   });
 
+  it('hole 6: email rules over facts the sender controls need approval or !yolo to unsubscribe; trusted ones do not', async () => {
+    const rules = `  - type: email
+    name: local
+    maildir: ./Maildir
+    platforms:
+      inbox:
+        automations:
+          - {name: by header, when: {has_list_unsubscribe: true}, then: unsubscribe}
+          - {name: by header with yolo, when: {has_list_unsubscribe: true}, then: !yolo unsubscribe}
+          - {name: by flag, when: {flags: "\\\\Flagged", authentication: pass}, then: unsubscribe}
+`;
+    const configPath = await setup(`integrations:\n${rules}`);
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((problem) => `${problem.position?.line} ${problem.message}`)).toEqual([
+      '8 `unsubscribe` cannot be undone, and this rule tests facts the sender controls (`has_list_unsubscribe`), so it is not deterministic (hybrid)',
+    ]);
+    await writeFile(configPath, `integrations:\n${rules.replace(/^ {10}- \{name: by header, when.*\n/m, '')}`);
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.automations('local', 'inbox').map((rule) => [rule.name, rule.provenance])).toEqual([
+      ['by header with yolo', 'hybrid'],
+      ['by flag', 'rule'],
+    ]);
+  });
+
   it('gives the registry the compiled rules of each platform', async () => {
     const configPath = await setup(
       'integration_dirs: [./my-integrations]\nintegrations:\n  - type: greeter\n    name: friendly\n    platforms:\n      people:\n        automations:\n          - {when: {is_friend: true}, then: send_card}\n  - {type: weather, name: home, city: Lisbon}\n',

@@ -60,7 +60,7 @@ describe('POST /api/actions', () => {
     expect(task ? await checkActTask({ registry, notes, task }) : 'no task').toBeUndefined();
 
     // The same act payload as a plain task, without the approval: the gate refuses it whatever its source says.
-    const { approval: _cited, ...uncited } = task?.payload as Record<string, never>;
+    const { approval: _cited, ...uncited } = (task?.payload ?? {}) as Record<string, never>;
     const forged = await app.inject({
       method: 'POST',
       url: '/api/tasks',
