@@ -124,4 +124,45 @@ describe('approvals', () => {
     const notes = await cli(dir, ['queue', 'ls', '--type', 'greeter.cards.act', '--json']);
     expect(JSON.parse(notes.stdout)).toEqual([]);
   });
+
+  it('hole 11: two processes approving one request at once: exactly one succeeds, the other gets a conflict', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    await cli(dir, ['trigger', 'friendly', 'cards']);
+    await cli(dir, ['work', '--exit-when-idle']);
+    const [ada] = requests.parse(JSON.parse((await cli(dir, ['approvals', '--json'])).stdout));
+    const outcomes = await Promise.all([cli(dir, ['approve', ada?.id ?? '']), cli(dir, ['approve', ada?.id ?? ''])]);
+    expect(outcomes.map((outcome) => outcome.code).sort()).toEqual([0, 1]);
+    expect(outcomes.find((outcome) => outcome.code === 1)?.stderr).toMatch(/was approved already/);
+    const tasks = await cli(dir, ['queue', 'ls', '--type', 'greeter.cards.act', '--json']);
+    expect(JSON.parse(tasks.stdout)).toHaveLength(1);
+  });
+
+  it('hole 1: `assistant act` takes an irreversible action by hand through an approval it gives at once, and only once', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    await cli(dir, ['trigger', 'friendly', 'cards']);
+    await cli(dir, ['work', '--exit-when-idle']);
+    const acted = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/anne.md', 'send_card']);
+    expect(acted.stdout).toMatch(
+      /^send_card for greeter\/friendly\/anne\.md: task [0-9a-z]{26} \(approval ap-[0-9a-f]{12}\)\n$/,
+    );
+    expect(acted.code).toBe(0);
+    const approved = requests.parse(
+      JSON.parse((await cli(dir, ['approvals', '--status', 'approved', '--json'])).stdout),
+    );
+    expect(approved).toEqual([
+      expect.objectContaining({ status: 'approved', title: 'Anne', provenance: 'manual', decided_by: 'cli' }),
+    ]);
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const anne = await cli(dir, ['notes', 'show', 'greeter/friendly/anne.md', '--json']);
+    expect(JSON.parse(anne.stdout).data.applied).toEqual(['send_card']);
+    const again = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/anne.md', 'send_card']);
+    expect(again.stdout).toMatch(/^send_card was taken on greeter\/friendly\/anne\.md already: nothing to do/);
+    const wrong = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/anne.md', 'kiss']);
+    expect(wrong.stderr).toMatch(/^assistant: `kiss` is not an action of greeter\.cards; its actions: /);
+    expect(wrong.code).toBe(1);
+    const missing = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/nobody.md', 'hug']);
+    expect(missing.stderr).toBe('assistant: no note greeter/friendly/nobody.md\n');
+  });
 });

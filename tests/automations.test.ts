@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isAssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { type JsonValue, TaskQueue } from '@assistant/queue';
 import { checkBubblewrap, decideApproval, expireApprovals, listApprovals, loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
@@ -37,8 +37,8 @@ integrations:
             approval: required
 `;
 
-async function setup(dir: TempDir) {
-  await dir.write('config.yaml', config);
+async function setup(dir: TempDir, text = config) {
+  await dir.write('config.yaml', text);
   const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
@@ -253,5 +253,150 @@ describe('automations through the worker', () => {
     expect(forged.status === 'enqueued' ? (await queue.get(forged.task.id))?.task?.error?.message : '').toMatch(
       /^refused: script `wipe` cannot be undone, and nothing authorises it/,
     );
+  });
+});
+
+describe('the worker gate for irreversible actions', () => {
+  it('hole 1: a task file saying source: cli or api cannot run an irreversible action', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', `${config}scripts:\n  wipe:\n    shell: echo wiped\n`);
+    const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    const notes = new NoteStore({ root: runtime.config.paths.notes });
+    await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
+    const act = (source: 'cli' | 'api') =>
+      queue.enqueue({
+        type: 'greeter.cards.act',
+        integration: 'friendly',
+        source,
+        policies: false,
+        payload: {
+          item: 'greeter/friendly/linus.md',
+          rule: 'by hand',
+          rule_index: 0,
+          provenance: 'rule',
+          actions: [{ kind: 'platform', name: 'send_card', key: 'send_card', tier: 'irreversible', yolo: false }],
+        },
+      });
+    const forged = [
+      await act('cli'),
+      await act('api'),
+      await queue.enqueue({ type: 'script.run', source: 'cli', policies: false, payload: { script: 'wipe' } }),
+    ];
+    await runWorker({
+      config: runtime.config,
+      registry: runtime.registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+    });
+    for (const outcome of forged) {
+      const record = outcome.status === 'enqueued' ? await queue.get(outcome.task.id) : undefined;
+      expect(record).toMatchObject({
+        state: 'failed',
+        task: { error: { message: expect.stringMatching(/^refused: /) } },
+      });
+    }
+    expect((await notes.read('greeter/friendly/linus.md'))?.data.applied).toBeUndefined();
+  });
+
+  it('hole 15: a forged service task for an irreversible service runs only with its rule or an approval', async () => {
+    await using dir = await tempDir();
+    const { queue, notes, work, cycle, humanLog } = await setup(
+      dir,
+      config.replace(
+        '            then: [send_card, hug]\n',
+        '            then: [send_card, hug, {service: {call: greeter.friendly.post_card, inputs: {name: "{{ name }}"}}}]\n',
+      ),
+    );
+    await cycle();
+    const service = (requestedBy: Record<string, JsonValue> | undefined) =>
+      queue.enqueue({
+        type: 'service.greeter.post_card',
+        integration: 'friendly',
+        source: 'automation',
+        // Three forgeries of the same payload: past the dedup policy.
+        policies: false,
+        payload: { inputs: { name: 'Linus' } },
+        onResult: { routes: [{ note: true }], ...(requestedBy ? { requested_by: requestedBy } : {}) },
+      });
+    const item = { instance: 'friendly', platform: 'cards', item: 'greeter/friendly/linus.md' };
+    const [request] = await listApprovals(notes, { status: 'pending' });
+    const forged = [
+      // Cites nothing.
+      await service(undefined),
+      // Cites a deterministic rule that never calls the service.
+      await service({ ...item, rule: 'wave at friends', rule_index: 0 }),
+      // Cites the rule that calls it, which needs a person, and an approval that is pending and for Ada.
+      await service({ ...item, rule: 'cards for close people', rule_index: 1, approval: request?.id ?? '' }),
+    ];
+    await work();
+    for (const outcome of forged) {
+      const record = outcome.status === 'enqueued' ? await queue.get(outcome.task.id) : undefined;
+      expect(record).toMatchObject({
+        state: 'failed',
+        task: {
+          error: {
+            message: expect.stringMatching(/^refused: service `greeter\.friendly\.post_card` cannot be undone/),
+          },
+        },
+      });
+    }
+    // The approved way: the card for Ada is posted, once.
+    await decideApproval({ notes, queue, id: request?.id ?? '', decision: 'approve', by: 'test' });
+    await work();
+    const posted = await queue.list({ state: 'done', type: 'service.greeter.post_card' });
+    expect(posted).toHaveLength(1);
+    expect((await queue.read(posted[0] as never)).task?.result).toEqual({ posted: 'Ada' });
+    expect(await humanLog()).toMatch(/posted a card to Ada/);
+    expect(await humanLog()).not.toMatch(/posted a card to Linus/);
+  });
+
+  it('hole 16: a script.run task is checked against the rule at its index, not the first rule of that name', async () => {
+    await using dir = await tempDir();
+    const { queue, work } = await setup(
+      dir,
+      `${config
+        .replace('          - name: wave at friends\n', '          - name: same name\n')
+        .replace('            then: wave\n', '            then: {script: wipe}\n')
+        .replace('          - name: cards for close people\n', '          - name: same name\n')
+        .replace('            then: [send_card, hug]\n', '            then: {script: wipe}\n')}scripts:
+  wipe:
+    shell: |
+      printf '{"wiped": "%s"}' "$ASSISTANT_INPUT_WHO" > "$ASSISTANT_RESULT_FILE"
+    inputs: [who]
+`,
+    );
+    const script = (requestedBy: Record<string, unknown>) =>
+      queue.enqueue({
+        type: 'script.run',
+        source: 'automation',
+        policies: false,
+        payload: {
+          script: 'wipe',
+          inputs: { who: 'Linus' },
+          requested_by: { instance: 'friendly', platform: 'cards', item: 'greeter/friendly/linus.md', ...requestedBy },
+        },
+      });
+    const forged = [
+      // Rule 1 shares its name with the deterministic rule 0 but needs a person.
+      await script({ rule: 'same name', rule_index: 1 }),
+      // An index whose rule has another name.
+      await script({ rule: 'another name', rule_index: 0 }),
+      // No index at all.
+      await script({ rule: 'same name' }),
+    ];
+    await work();
+    for (const outcome of forged) {
+      const record = outcome.status === 'enqueued' ? await queue.get(outcome.task.id) : undefined;
+      expect(record).toMatchObject({
+        state: 'failed',
+        task: { error: { message: expect.stringMatching(/^refused: script `wipe` cannot be undone/) } },
+      });
+    }
+    // The deterministic rule 0 itself still runs the script for Ada and Grace.
+    await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'scheduler' });
+    await work();
+    expect(await queue.list({ state: 'done', type: 'script.run' })).toHaveLength(2);
   });
 });

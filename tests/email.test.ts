@@ -525,7 +525,7 @@ integrations:
         automations:
           - name: answer evil.example
             when: {from_domain: evil.example}
-            then: [draft_reply, send_reply]
+            then: [draft_reply, !yolo send_reply] # from_domain is the sender's word: hybrid, so !yolo (hole 6)
 `,
     );
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });

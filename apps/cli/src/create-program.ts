@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { CliContext } from './cli-context.ts';
-import { approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
+import { actCommand, approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
@@ -155,6 +155,39 @@ export function createProgram(context: CliContext): CliProgram {
         approvalDecideCommand({ globals: globalOptions(command, context), context, id, decision, ...options }),
       );
   }
+
+  program
+    .command('act')
+    .description(
+      'take a platform action on one item by hand: recorded as your approval, run by the worker, once per item',
+    )
+    .argument('<instance>', 'the integration instance, e.g. personal')
+    .argument('<platform>', 'its platform, e.g. inbox')
+    .argument('<note>', "the item's note, relative to the notes folder (see `assistant notes ls`)")
+    .argument('<action>', 'an action the platform declares, e.g. archive or unsubscribe')
+    .argument('[argument]', "the action's argument when it takes one, e.g. a folder for move")
+    .option('--json', 'print the approval and the task as JSON')
+    .action(
+      async (
+        instance: string,
+        platform: string,
+        note: string,
+        action: string,
+        argument: string | undefined,
+        options: { json?: boolean },
+        command: Command,
+      ) =>
+        actCommand({
+          globals: globalOptions(command, context),
+          context,
+          instance,
+          platform,
+          note,
+          action,
+          argument,
+          ...options,
+        }),
+    );
 
   const queue = program.command('queue').description('look at and maintain the task queue');
   queue

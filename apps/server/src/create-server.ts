@@ -15,6 +15,7 @@ import { registerBearerAuth } from './bearer-auth.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
 import { RouteTable } from './route-table.ts';
+import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
@@ -109,6 +110,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
+  registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
   registerOpenApiRoute(app, routes);
   return app;

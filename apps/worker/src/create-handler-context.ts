@@ -14,6 +14,7 @@ import {
   type IntegrationRegistry,
   noteTranscript,
   type RuntimeInstance,
+  runActionOnce,
   type ScriptSandbox,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -162,6 +163,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       });
       return handle;
     },
+    actOnce: (once, run) => runActionOnce({ notes: services.notes, ...once, task: task.id }, run),
     enqueueActions: async ({ notePath, matches, title }) => {
       if (info?.platform === undefined) throw new Error(`enqueueActions needs a stage task; ${task.type} is not one`);
       return enqueueActions({

@@ -28,19 +28,28 @@ export async function act(context: EmailContext<ActPayload>) {
   const done: string[] = [];
   // What cannot be undone goes first and is recorded on the note at once: a retry after a later failure (the IMAP
   // part) must not send the same reply or unsubscribe twice.
+  // `actOnce` checks and records each under the note's lock as it starts, so an action listed twice, or in two tasks,
+  // runs once.
+  const once = { notePath: payload.item };
   for (const action of payload.actions) {
     if (action.name === 'send_reply') {
       if (note.data.replied_at) continue;
-      await sendReply(context, note.data, await writeReply(context, note.data));
-      await context.notes.update(payload.item, { set: { replied_at: new Date().toISOString() } });
-      done.push('sent a reply');
+      const text = await writeReply(context, note.data);
+      const sent = await context.actOnce({ ...once, key: action.key }, async () => {
+        await sendReply(context, note.data, text);
+        await context.notes.update(payload.item, { set: { replied_at: new Date().toISOString() } });
+      });
+      if (sent.ran) done.push('sent a reply');
     } else if (action.name === 'unsubscribe') {
       if (note.data.unsubscribed_at) continue;
-      const how = await unsubscribe(context, note.data);
-      await context.notes.update(payload.item, {
-        set: { unsubscribed_at: new Date().toISOString(), unsubscribed_by: how },
+      const left = await context.actOnce({ ...once, key: action.key }, async () => {
+        const how = await unsubscribe(context, note.data);
+        await context.notes.update(payload.item, {
+          set: { unsubscribed_at: new Date().toISOString(), unsubscribed_by: how },
+        });
+        return how;
       });
-      done.push(`unsubscribed (${how})`);
+      if (left.ran) done.push(`unsubscribed (${left.value})`);
     }
   }
   const mailboxActions = payload.actions.filter(

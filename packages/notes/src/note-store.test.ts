@@ -66,6 +66,25 @@ describe('NoteStore', () => {
     expect(text).toContain('status: read');
   });
 
+  it('hole 11: a change decided from the note on disk runs under its lock: concurrent increments are not lost', async () => {
+    await store.create('counter.md', { data: { count: 0 } });
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        store.update('counter.md', { change: (current) => ({ set: { count: Number(current.data.count) + 1 } }) }),
+      ),
+    );
+    expect((await store.read('counter.md'))?.data.count).toBe(20);
+    // A change that throws writes nothing and the error reaches the caller.
+    await expect(
+      store.update('counter.md', {
+        change: () => {
+          throw new Error('no');
+        },
+      }),
+    ).rejects.toThrow('no');
+    expect((await store.read('counter.md'))?.data.count).toBe(20);
+  });
+
   it('refuses an update whose keys were changed on disk since the read, naming file and keys', async () => {
     await writeFile(path.join(root, 'lunch.md'), handWritten);
     const note = await store.read('lunch.md');

@@ -61,6 +61,12 @@ export interface UpdateNoteOptions {
   body?: string;
   /** The note as the caller read it; without it, the update applies to whatever is on disk now. */
   basedOn?: Note | undefined;
+  /**
+   * Decides the change from the note as it is on disk, under the note's lock: an atomic read-check-modify between
+   * Assistant's own writers. Return the keys to set (merged over `set`) and/or a new body, or throw to write
+   * nothing (the error reaches the caller). Keep it quick and free of slow I/O: it runs while the lock is held.
+   */
+  change?: ((current: Note) => { set?: FrontmatterChanges; body?: string }) | undefined;
 }
 
 export interface NoteStoreOptions {
@@ -124,18 +130,19 @@ export class NoteStore {
     return withLock(file, async () => {
       const text = await readFile(file, 'utf8');
       const current = parseNote(notePath, text);
+      const decided = options.change?.(current);
+      const set = decided?.set ? { ...options.set, ...decided.set } : options.set;
+      const newBody = decided?.body ?? options.body;
       if (options.basedOn && options.basedOn.hash !== current.hash) {
         const touched = changedKeys(options.basedOn, current);
-        const wanted = [...Object.keys(options.set ?? {}), ...(options.body === undefined ? [] : ['(body)'])];
+        const wanted = [...Object.keys(set ?? {}), ...(newBody === undefined ? [] : ['(body)'])];
         const overlap = wanted.filter((key) => touched.includes(key));
         if (overlap.length > 0) throw new NoteConflictError(notePath, overlap);
       }
       const parts = splitNote(text);
       // Only what we add is scrubbed of loaded secrets; the rest of the note stays as its author wrote it.
-      const frontmatter = options.set
-        ? updateFrontmatterText(parts.frontmatter, scrubSecretsDeep(options.set))
-        : parts.frontmatter;
-      const body = options.body === undefined ? parts.body : scrubSecrets(options.body);
+      const frontmatter = set ? updateFrontmatterText(parts.frontmatter, scrubSecretsDeep(set)) : parts.frontmatter;
+      const body = newBody === undefined ? parts.body : scrubSecrets(newBody);
       let next: string;
       if (parts.hasFrontmatter) {
         // The opening and closing `---` lines stay exactly as the person wrote them.
@@ -147,6 +154,8 @@ export class NoteStore {
       } else {
         next = frontmatter === '' ? body : joinNote(frontmatter, body);
       }
+      // Nothing changed (a `change` that found nothing to do): the file, and its mtime, stay as they are.
+      if (next === text) return current;
       await writeAtomically(file, next, { exclusive: false });
       return parseNote(notePath, next);
     });

@@ -5,6 +5,7 @@ import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
 import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
+import type { RunActionOnceResult } from './actions/run-action-once.ts';
 import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
 import type { ScriptSandbox } from './scripts/script-sandbox.ts';
 
@@ -84,6 +85,13 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
     matches: readonly AutomationMatch[];
     title?: string;
   }): Promise<EnqueueActionsResult>;
+  /**
+   * Runs an action that cannot be undone at most once per item, however often it is listed, retried or enqueued:
+   * under the item note's lock, the action's key is looked up in the note's `actions_started` and recorded there
+   * before `run` is called. Returns `{ran: false}` without calling `run` when it began before. A crash after the
+   * record leaves it recorded and not done (the safe side); a `run` that throws fails the task without retries.
+   */
+  actOnce<T>(options: { notePath: string; key: string }, run: () => Promise<T>): Promise<RunActionOnceResult<T>>;
   log: {
     /** A line in today's human log: what happened and why, for the owner to read. */
     human(message: string, details?: HumanLogDetails): Promise<void>;

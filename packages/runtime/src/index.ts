@@ -30,6 +30,11 @@ export {
   type PlannedAction,
   plannedActionSchema,
 } from './actions/enqueue-actions.ts';
+export {
+  type RequestManualActionOptions,
+  type RequestManualActionResult,
+  requestManualAction,
+} from './actions/manual-action.ts';
 export { renderInputs, renderTemplate } from './actions/render-template.ts';
 export {
   auditKeys,
@@ -38,6 +43,12 @@ export {
   rerouteTask,
   routeServiceResult,
 } from './actions/route-service-result.ts';
+export {
+  type ActionStarted,
+  type RunActionOnceOptions,
+  type RunActionOnceResult,
+  runActionOnce,
+} from './actions/run-action-once.ts';
 export { noteTranscript, transcriptsFolder } from './agent/note-transcript.ts';
 export {
   type ActionCatalog,
@@ -52,7 +63,12 @@ export {
   type RuleProblem,
 } from './automations/compile-automations.ts';
 export type { Condition, ConditionSubject, FieldType } from './automations/conditions.ts';
-export { automationChecks, compilePlatformAutomations, platformFields } from './automations/platform-automations.ts';
+export {
+  automationChecks,
+  compilePlatformAutomations,
+  platformFields,
+  platformTrustedFields,
+} from './automations/platform-automations.ts';
 export { type ApplySteeringOptions, applySteering, type SteerableTarget } from './control/apply-steering.ts';
 export {
   type ControlEvent,

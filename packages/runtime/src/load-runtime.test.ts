@@ -80,6 +80,7 @@ describe('loadRuntime', () => {
       'script.run',
       'service.greeter.compose',
       'service.greeter.impostor',
+      'service.greeter.post_card',
       'system.agent',
       'system.echo',
       'system.housekeeping.run',
@@ -154,6 +155,31 @@ integrations:
       '13:20 `clsoe` is neither a classification of this platform nor one of its fields',
       "16:19 `send_card` cannot be undone, and this rule decides from the LLM's classifications (llm)",
       '18:26 `dance` is not an action of this platform',
+    ]);
+  });
+
+  it('hole 6: email rules over facts the sender controls need approval or !yolo to unsubscribe; trusted ones do not', async () => {
+    const rules = `  - type: email
+    name: local
+    maildir: ./Maildir
+    platforms:
+      inbox:
+        automations:
+          - {name: by header, when: {has_list_unsubscribe: true}, then: unsubscribe}
+          - {name: by header with yolo, when: {has_list_unsubscribe: true}, then: !yolo unsubscribe}
+          - {name: by flag, when: {flags: "\\\\Flagged", authentication: pass}, then: unsubscribe}
+`;
+    const configPath = await setup(`integrations:\n${rules}`);
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((problem) => `${problem.position?.line} ${problem.message}`)).toEqual([
+      '8 `unsubscribe` cannot be undone, and this rule tests facts the sender controls (`has_list_unsubscribe`), so it is not deterministic (hybrid)',
+    ]);
+    await writeFile(configPath, `integrations:\n${rules.replace(/^ {10}- \{name: by header, when.*\n/m, '')}`);
+    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    expect(registry.automations('local', 'inbox').map((rule) => [rule.name, rule.provenance])).toEqual([
+      ['by header with yolo', 'hybrid'],
+      ['by flag', 'rule'],
     ]);
   });
 

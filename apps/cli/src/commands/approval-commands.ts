@@ -1,6 +1,12 @@
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
-import { type ApprovalRequest, decideApproval, describeAction, listApprovals } from '@assistant/runtime';
+import {
+  type ApprovalRequest,
+  decideApproval,
+  describeAction,
+  listApprovals,
+  requestManualAction,
+} from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -59,5 +65,44 @@ export async function approvalDecideCommand(
   const enqueued = result.enqueued ?? [];
   options.context.stdout.write(
     `approved ${options.id}: ${enqueued.length === 0 ? 'every action was taken already' : enqueued.map((entry) => `${entry.key} (task ${entry.task})`).join(', ')}\n`,
+  );
+}
+
+/**
+ * `assistant act INSTANCE PLATFORM NOTE ACTION [ARGUMENT]`: a person takes one platform action on one item by hand.
+ * It is recorded as an approval note approved by `cli` at once, and the act task cites it: the worker's gate checks
+ * it like every other, and the action is still taken only once per item.
+ */
+export async function actCommand(
+  options: ApprovalCommandOptions & {
+    instance: string;
+    platform: string;
+    note: string;
+    action: string;
+    argument?: string | undefined;
+  },
+): Promise<void> {
+  const { config, registry } = await loadCliConfig(options);
+  const notes = new NoteStore({ root: config.paths.notes });
+  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const result = await requestManualAction({
+    registry,
+    notes,
+    queue,
+    humanLog: new HumanLog({ directory: config.paths.logs }),
+    instance: options.instance,
+    platform: options.platform,
+    notePath: options.note,
+    action: options.action,
+    ...(options.argument === undefined ? {} : { argument: options.argument }),
+    by: 'cli',
+  });
+  if (options.json)
+    return writeJson(options.context, { ...result.approval, enqueued: result.enqueued, skipped: result.skipped });
+  const what = result.approval.actions.map((action) => describeAction(action)).join(', ');
+  options.context.stdout.write(
+    result.enqueued.length === 0
+      ? `${what} was taken on ${options.note} already: nothing to do (approval ${result.approval.id})\n`
+      : `${what} for ${options.note}: task ${result.enqueued[0]?.task} (approval ${result.approval.id})\n`,
   );
 }

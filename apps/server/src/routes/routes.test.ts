@@ -402,6 +402,7 @@ describe('/docs/openapi.json', () => {
         'GET /docs/openapi.json',
         'GET /api/approvals',
         'POST /api/approvals/{id}',
+        'POST /api/actions',
       ].sort(),
     );
     // Each `{name}` of a path template is exactly one path parameter, and there are no others.

@@ -2,7 +2,7 @@ import { AssistantError } from '@assistant/errors';
 import type { BrokenNoteError, HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import type { AutomationMatch } from '../automations/compile-automations.ts';
+import { type AutomationMatch, provenances } from '../automations/compile-automations.ts';
 import {
   approvalId,
   describe,
@@ -24,8 +24,9 @@ const approvalSchema = z.looseObject({
   domain: z.string(),
   platform: z.string(),
   rule: z.string(),
-  rule_index: z.int().min(0),
-  provenance: z.enum(['rule', 'llm', 'hybrid']),
+  /** Absent for a person's own request (`provenance: manual`). */
+  rule_index: z.int().min(0).optional(),
+  provenance: z.enum(provenances),
   reason: z.string(),
   item: z.string(),
   title: z.string(),
@@ -79,7 +80,7 @@ export async function createApprovalRequest(
     domain: options.domain,
     platform: options.platform,
     rule: match.rule,
-    rule_index: match.ruleIndex,
+    ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
     provenance: match.provenance,
     reason: match.reason,
     item: options.notePath,
@@ -123,7 +124,11 @@ export async function readApproval(notes: NoteStore, id: string): Promise<Approv
     throw new AssistantError('BAD_REQUEST', `\`${id}\` is not an approval id (ap- and 12 hex digits)`);
   const note = await notes.read(`${approvalsFolder}/${id}.md`);
   if (!note) return undefined;
-  const checked = approvalSchema.safeParse(note.data);
+  return parseApproval(id, note.data);
+}
+
+function parseApproval(id: string, data: unknown): ApprovalRequest {
+  const checked = approvalSchema.safeParse(data);
   if (!checked.success) {
     const issue = checked.error.issues[0];
     throw new AssistantError(
@@ -180,35 +185,58 @@ export interface DecideApprovalResult {
  */
 export async function decideApproval(options: DecideApprovalOptions): Promise<DecideApprovalResult> {
   const nowMs = options.nowMs ?? Date.now();
-  const request = await readApproval(options.notes, options.id);
-  if (!request) throw new AssistantError('NOT_FOUND', `no approval request ${options.id}`);
-  if (request.status !== 'pending') {
-    throw new AssistantError(
-      'CONFLICT',
-      `approval ${options.id} was ${request.status} already${request.decided_at ? ` at ${request.decided_at}` : ''}`,
-    );
-  }
+  const found = await readApproval(options.notes, options.id);
+  if (!found) throw new AssistantError('NOT_FOUND', `no approval request ${options.id}`);
   const notePath = `${approvalsFolder}/${options.id}.md`;
-  if (Date.parse(request.expires_at) <= nowMs) {
-    await expire(options, request, nowMs);
+  const decided = { decided_at: new Date(nowMs).toISOString(), decided_by: options.by };
+  // Check and decide in one step under the note's lock: of two people (or processes) deciding at once, exactly one
+  // finds the request pending; the others get CONFLICT and the note keeps the first decision.
+  let request = found;
+  let expired = false;
+  await options.notes.update(notePath, {
+    change: (current) => {
+      request = parseApproval(options.id, current.data);
+      expired = false;
+      if (request.status !== 'pending') {
+        throw new AssistantError(
+          'CONFLICT',
+          `approval ${options.id} was ${request.status} already${request.decided_at ? ` at ${request.decided_at}` : ''}`,
+        );
+      }
+      if (Date.parse(request.expires_at) <= nowMs) {
+        expired = true;
+        return { set: { status: 'expired', decided_at: decided.decided_at, decided_by: 'expiry' } };
+      }
+      return { set: { status: options.decision === 'approve' ? 'approved' : 'rejected', ...decided } };
+    },
+  });
+  if (expired) {
+    await logExpiry(options, request);
     throw new AssistantError('CONFLICT', `approval ${options.id} expired at ${request.expires_at}; nothing was done`);
   }
-  const decided = { decided_at: new Date(nowMs).toISOString(), decided_by: options.by };
   if (options.decision === 'reject') {
-    await options.notes.update(notePath, { set: { status: 'rejected', ...decided } });
     await options.humanLog?.write({
       source: 'approvals',
       message: `rejected ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}`,
-      reason: `a person (${options.by}) said no to rule "${request.rule}"`,
+      reason: `a person (${options.by}) said no to ${request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
       link: notePath,
     });
     return { request: { ...request, status: 'rejected', ...decided } };
   }
-  // Mark it approved first: a second `approve` racing this one is refused instead of enqueueing twice.
-  await options.notes.update(notePath, { set: { status: 'approved', ...decided } });
+  const approved: ApprovalRequest = { ...request, status: 'approved', ...decided };
+  const result = await enqueueApproved(options, approved, nowMs);
+  return { request: { ...approved, tasks: result.enqueued.map((entry) => entry.task) }, enqueued: result.enqueued };
+}
+
+/** Enqueues the actions of an approved request, citing it, and records their tasks on it. */
+export async function enqueueApproved(
+  options: { notes: NoteStore; queue: TaskQueue; humanLog?: Pick<HumanLog, 'write'> },
+  request: ApprovalRequest,
+  nowMs: number,
+): Promise<EnqueueActionsResult> {
   const match: AutomationMatch = {
     rule: request.rule,
-    ruleIndex: request.rule_index,
+    ...(request.rule_index === undefined ? {} : { ruleIndex: request.rule_index }),
     provenance: request.provenance,
     reason: request.reason,
     approval: true,
@@ -239,18 +267,11 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
     nowMs,
   });
   const tasks = result.enqueued.map((entry) => entry.task);
-  await options.notes.update(notePath, { set: { tasks: [...new Set(tasks)] } });
-  return { request: { ...request, status: 'approved', ...decided, tasks }, enqueued: result.enqueued };
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, { set: { tasks: [...new Set(tasks)] } });
+  return result;
 }
 
-async function expire(
-  options: { notes: NoteStore; humanLog?: Pick<HumanLog, 'write'> },
-  request: ApprovalRequest,
-  nowMs: number,
-) {
-  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
-    set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' },
-  });
+async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
   await options.humanLog?.write({
     source: 'approvals',
     message: `dropped ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}: nobody approved it in time`,
@@ -269,7 +290,18 @@ export async function expireApprovals(options: {
   const expired: string[] = [];
   for (const request of await listApprovals(options.notes, { status: 'pending' })) {
     if (Date.parse(request.expires_at) > nowMs) continue;
-    await expire(options, request, nowMs);
+    // Only a request still pending under the lock: one approved a moment ago stays approved.
+    let stillPending = false;
+    await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+      change: (current) => {
+        stillPending = current.data.status === 'pending';
+        return stillPending
+          ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
+          : {};
+      },
+    });
+    if (!stillPending) continue;
+    await logExpiry(options, request);
     expired.push(request.id);
   }
   return expired;

@@ -2,7 +2,12 @@ import { createHash } from 'node:crypto';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import type { AutomationMatch, Provenance, ResolvedAction } from '../automations/compile-automations.ts';
+import {
+  type AutomationMatch,
+  type Provenance,
+  provenances,
+  type ResolvedAction,
+} from '../automations/compile-automations.ts';
 import { reversibilityTiers } from '../manifest/manifest-schema.ts';
 import { createApprovalRequest } from './approvals.ts';
 import { renderInputs } from './render-template.ts';
@@ -25,8 +30,9 @@ export type PlannedAction = z.infer<typeof plannedActionSchema>;
 export const actPayloadSchema = z.looseObject({
   item: z.string(),
   rule: z.string(),
-  rule_index: z.int().min(0),
-  provenance: z.enum(['rule', 'llm', 'hybrid']),
+  /** The rule's place in its platform's `automations:`; absent for an action a person asked for by hand. */
+  rule_index: z.int().min(0).optional(),
+  provenance: z.enum(provenances),
   actions: z.array(plannedActionSchema).min(1),
   /** The approval request a person approved, for actions that needed one. */
   approval: z.string().optional(),
@@ -84,7 +90,6 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
   if (!note) throw new Error(`enqueueActions: no note ${options.notePath}`);
   const data = note.data as Record<string, unknown>;
   const title = options.title ?? options.notePath;
-  const taken = new Set(takenKeys(data.actions_taken));
 
   for (const match of options.matches) {
     if (match.approval && !options.approvedBy) {
@@ -103,25 +108,20 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
       result.approvals.push(approval);
       continue;
     }
-    const fresh = match.actions.filter((action) => {
-      if (taken.has(action.key)) {
-        result.skipped.push({ key: action.key, reason: 'already taken' });
-        return false;
-      }
-      return true;
-    });
-    if (fresh.length === 0) continue;
     const approval = options.approvedBy?.approval;
-    // Record first (see above); the task ids follow once the tasks exist.
-    const entries: ActionTaken[] = fresh.map((action) => ({
+    // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
+    // only one finds an action untaken and takes it. An action listed twice counts once.
+    const fresh = await recordActionsTaken(options.notes, options.notePath, uniqueByKey(match.actions), (action) => ({
       action: action.key,
       rule: match.rule,
       provenance: match.provenance,
       at: new Date(nowMs).toISOString(),
       ...(approval ? { approval } : {}),
     }));
-    await appendActionsTaken(options.notes, options.notePath, entries);
-    for (const action of fresh) taken.add(action.key);
+    for (const action of uniqueByKey(match.actions)) {
+      if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
+    }
+    if (fresh.length === 0) continue;
 
     const templateData = { ...data, item: options.notePath };
     const platformActions = fresh.filter((action) => action.kind === 'platform');
@@ -131,7 +131,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
       const payload: ActPayload = {
         item: options.notePath,
         rule: match.rule,
-        rule_index: match.ruleIndex,
+        ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
         provenance: match.provenance,
         actions: platformActions.map(planned),
         ...(approval ? { approval } : {}),
@@ -148,11 +148,13 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
     for (const action of fresh) {
       if (action.kind === 'platform') continue;
       const inputs = renderInputs(action.inputs, templateData);
+      // The gate finds the rule by its index (names need not be unique) and checks it still asks for this action.
       const requestedBy = {
         instance: options.instance,
         platform: options.platform,
         item: options.notePath,
         rule: match.rule,
+        ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
       };
       let type: string;
       let task: string;
@@ -180,7 +182,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
           onResult: {
             routes: (action.onResult ?? [{ note: true }]) as JsonValue,
             ...(action.humanLog ? { human_log: action.humanLog } : {}),
-            requested_by: requestedBy,
+            requested_by: { ...requestedBy, ...(approval ? { approval } : {}) },
           },
         });
       }
@@ -229,23 +231,49 @@ function takenKeys(value: unknown): string[] {
   );
 }
 
-async function appendActionsTaken(notes: NoteStore, notePath: string, entries: ActionTaken[]): Promise<void> {
-  const current = await notes.read(notePath);
-  const list = Array.isArray(current?.data.actions_taken) ? current.data.actions_taken : [];
-  await notes.update(notePath, { set: { actions_taken: [...list, ...entries] as never } });
+/** A rule's actions without repeats: `then: [unsubscribe, unsubscribe]` is one unsubscribe. The first one wins. */
+export function uniqueByKey<Action extends { key: string }>(actions: readonly Action[]): Action[] {
+  const seen = new Set<string>();
+  return actions.filter((action) => !seen.has(action.key) && seen.add(action.key) !== undefined);
+}
+
+/**
+ * Appends an entry to the item note's `actions_taken` for each action not on it yet, in one read-check-write under
+ * the note's lock, and returns those actions: the ones this caller now owns.
+ */
+async function recordActionsTaken<Action extends { key: string }>(
+  notes: NoteStore,
+  notePath: string,
+  actions: readonly Action[],
+  entry: (action: Action) => ActionTaken,
+): Promise<Action[]> {
+  let fresh: Action[] = [];
+  await notes.update(notePath, {
+    change: (current) => {
+      const list = Array.isArray(current.data.actions_taken) ? current.data.actions_taken : [];
+      const taken = new Set(takenKeys(list));
+      fresh = actions.filter((action) => !taken.has(action.key));
+      return fresh.length === 0 ? {} : { set: { actions_taken: [...list, ...fresh.map(entry)] as never } };
+    },
+  });
+  return fresh;
 }
 
 async function setActionTasks(notes: NoteStore, notePath: string, taskIds: Map<string, string>): Promise<void> {
   if (taskIds.size === 0) return;
-  const current = await notes.read(notePath);
-  const list = Array.isArray(current?.data.actions_taken)
-    ? (current.data.actions_taken as Record<string, unknown>[])
-    : [];
-  const updated = list.map((entry) => {
-    const task = typeof entry.action === 'string' && entry.task === undefined ? taskIds.get(entry.action) : undefined;
-    return task ? { ...entry, task } : entry;
+  await notes.update(notePath, {
+    change: (current) => {
+      const list = Array.isArray(current.data.actions_taken)
+        ? (current.data.actions_taken as Record<string, unknown>[])
+        : [];
+      const updated = list.map((entry) => {
+        const task =
+          typeof entry.action === 'string' && entry.task === undefined ? taskIds.get(entry.action) : undefined;
+        return task ? { ...entry, task } : entry;
+      });
+      return { set: { actions_taken: updated as never } };
+    },
   });
-  await notes.update(notePath, { set: { actions_taken: updated as never } });
 }
 
 async function enqueued(
@@ -268,11 +296,22 @@ export function approvalId(parts: {
   instance: string;
   platform: string;
   notePath: string;
-  ruleIndex: number;
+  /** Absent for a person's own request (`assistant act`), which is made unique by `nonce`. */
+  ruleIndex?: number | undefined;
   keys: string[];
+  nonce?: string;
 }): string {
   const digest = createHash('sha256')
-    .update(JSON.stringify([parts.instance, parts.platform, parts.notePath, parts.ruleIndex, parts.keys]))
+    .update(
+      JSON.stringify([
+        parts.instance,
+        parts.platform,
+        parts.notePath,
+        parts.ruleIndex ?? null,
+        parts.keys,
+        ...(parts.nonce === undefined ? [] : [parts.nonce]),
+      ]),
+    )
     .digest('hex');
   return `ap-${digest.slice(0, 12)}`;
 }

@@ -101,9 +101,50 @@ describe('compileAutomations', () => {
           /^`send_reply` cannot be undone, and this rule decides from the LLM's classifications \(llm\)/,
         ),
       ],
+      // `is_noreply` comes from the sender's address: not deterministic for what cannot be undone.
+      [3, expect.stringContaining('tests facts the sender controls (`is_noreply`)')],
       [4, expect.stringContaining('(hybrid)')],
       [5, expect.stringMatching(/^`mail\.work\.forward` cannot be undone/)],
     ]);
+  });
+
+  it('hole 6: a rule over untrusted fields is hybrid for irreversible actions; over trusted fields it stays rule', () => {
+    const { rules, problems } = compileAutomations({
+      automations: [
+        rule({ labels: 'unsubscribe-me' }, [platform('send_reply')]),
+        rule({ labels: 'unsubscribe-me' }, [{ ...platform('send_reply'), yolo: true }], { name: 'yolo' }),
+        rule({ labels: 'unsubscribe-me' }, [platform('send_reply')], { name: 'asks', approval: true }),
+        rule({ is_noreply: true, from_domain: 'a.example' }, [platform('send_reply')], { name: 'trusted' }),
+        rule({ is_noreply: true, labels: 'x' }, [platform('archive')], { name: 'reversible' }),
+      ],
+      classifications,
+      fields,
+      trustedFields: ['is_noreply', 'from_domain'],
+      catalog,
+    });
+    expect(problems.map((problem) => [problem.index, problem.path.join('.'), problem.message])).toEqual([
+      [
+        0,
+        'then',
+        '`send_reply` cannot be undone, and this rule tests facts the sender controls (`labels`), so it is not deterministic (hybrid)',
+      ],
+    ]);
+    expect(rules.map((compiled) => [compiled.name, compiled.provenance])).toEqual([
+      ['yolo', 'hybrid'],
+      ['asks', 'hybrid'],
+      ['trusted', 'rule'],
+      // Reversible actions need nobody's approval, whatever the facts: the rule stays `rule`.
+      ['reversible', 'rule'],
+    ]);
+    const [yolo] = rules;
+    expect(
+      evaluateRules(yolo ? [yolo] : [], { classifications: {}, fields: { labels: ['unsubscribe-me'] } }, now),
+    ).toMatchObject([{ provenance: 'hybrid', actions: [{ key: 'send_reply', yolo: true }] }]);
+  });
+
+  it('hole 14: an action listed twice in a rule is compiled once', () => {
+    const { rules } = compile([rule({ is_noreply: true }, [platform('archive'), platform('archive')])]);
+    expect(rules[0]?.actions.map((action) => action.key)).toEqual(['archive']);
   });
 });
 
@@ -299,7 +340,7 @@ describe('automation safety (property)', () => {
         const matches = evaluateRules(rules, facts, now);
         seen.matches += matches.length;
         for (const match of matches) {
-          const source = automations[match.ruleIndex];
+          const source = automations[match.ruleIndex ?? -1];
           for (const action of match.actions) {
             if (action.kind === 'platform') expect(Object.keys(actionTiers)).toContain(action.name);
             else expect(action.name).toBe('s1');

@@ -3,10 +3,18 @@ import type { ReversibilityTier } from '../manifest/manifest-schema.ts';
 import { type Condition, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
 
 /**
- * Where a rule's decision comes from: `rule` tests only deterministic fields the owner can predict; `llm` only the
- * model's classifications; `hybrid` both. An irreversible action needs a person (or `!yolo`) unless it is `rule`.
+ * Where a rule's decision comes from: `rule` tests only fields (and, when it holds an irreversible action, only
+ * fields the manifest marks `trusted`); `llm` only the model's classifications; `hybrid` both, or untrusted fields
+ * (ones the item's sender sets) with an irreversible action. An irreversible action needs a person (or `!yolo`)
+ * unless it is `rule`.
  */
-export type Provenance = 'rule' | 'llm' | 'hybrid';
+export type Provenance = 'rule' | 'llm' | 'hybrid' | 'manual';
+
+/**
+ * Every provenance. `manual` is never a compiled rule's: it marks actions a person asked for by hand (`assistant
+ * act`, `POST /api/actions`), which always go through an approval the person gave in the same step.
+ */
+export const provenances = ['rule', 'llm', 'hybrid', 'manual'] as const;
 
 /** An action a rule takes, resolved against the platform's allowlist, the scripts and the services. */
 export interface ResolvedAction {
@@ -62,6 +70,11 @@ export interface CompileAutomationsOptions {
   automations: readonly Automation[];
   classifications: Record<string, Classification>;
   fields: Record<string, FieldType>;
+  /**
+   * Fields computed from our own state or a configured authentication server, which the item's sender cannot set.
+   * A rule over any other field counts as `hybrid` when it holds an irreversible action. @default none
+   */
+  trustedFields?: readonly string[];
   catalog: ActionCatalog;
 }
 
@@ -77,6 +90,7 @@ export function compileAutomations(options: CompileAutomationsOptions): {
 } {
   const rules: CompiledRule[] = [];
   const problems: RuleProblem[] = [];
+  const trusted = new Set(options.trustedFields ?? []);
   options.automations.forEach((automation, index) => {
     const found: RuleProblem[] = [];
     const conditions: Condition[] = [];
@@ -101,11 +115,24 @@ export function compileAutomations(options: CompileAutomationsOptions): {
     }
     const usesClassifications = conditions.some((condition) => condition.subject.kind === 'classification');
     const usesFields = conditions.some((condition) => condition.subject.kind === 'field');
-    const provenance: Provenance = usesClassifications ? (usesFields ? 'hybrid' : 'llm') : 'rule';
+    // Fields the sender wrote (a List-Unsubscribe header, a From domain) are facts an attacker chooses: a rule over
+    // them is no more the owner's decision than the LLM's, for what cannot be undone.
+    const untrusted = conditions
+      .filter((condition) => condition.subject.kind === 'field' && !trusted.has(condition.subject.name))
+      .map((condition) => condition.subject.name);
+    const resolvedActions = automation.actions.map((action) => resolveAction(action, options.catalog));
+    const irreversible = resolvedActions.some((resolved) => 'tier' in resolved && resolved.tier === 'irreversible');
+    const provenance: Provenance = usesClassifications
+      ? usesFields
+        ? 'hybrid'
+        : 'llm'
+      : untrusted.length > 0 && irreversible
+        ? 'hybrid'
+        : 'rule';
     const actions: ResolvedAction[] = [];
     automation.actions.forEach((action, actionIndex) => {
       const path = automation.actions.length === 1 ? ['then'] : ['then', actionIndex];
-      const resolved = resolveAction(action, options.catalog);
+      const resolved = resolvedActions[actionIndex] ?? resolveAction(action, options.catalog);
       if ('problem' in resolved) {
         found.push({
           index,
@@ -122,12 +149,15 @@ export function compileAutomations(options: CompileAutomationsOptions): {
         found.push({
           index,
           path,
-          message: `\`${resolved.name}\` cannot be undone, and this rule decides from the LLM's classifications (${provenance})`,
+          message: usesClassifications
+            ? `\`${resolved.name}\` cannot be undone, and this rule decides from the LLM's classifications (${provenance})`
+            : `\`${resolved.name}\` cannot be undone, and this rule tests facts the sender controls (${untrusted.map((name) => `\`${name}\``).join(', ')}), so it is not deterministic (${provenance})`,
           hint: 'add `approval: required` to the rule so a person approves each time, or tag the action `!yolo` to accept the risk',
         });
         return;
       }
-      actions.push(resolved);
+      // `then: [unsubscribe, unsubscribe]` is one unsubscribe: an action is taken once per item, so once per rule.
+      if (!actions.some((earlier) => earlier.key === resolved.key)) actions.push(resolved);
     });
     problems.push(...found);
     if (found.length === 0) {
@@ -217,7 +247,8 @@ export interface ItemFacts {
 /** A rule that matched an item, with the actions it takes. */
 export interface AutomationMatch {
   rule: string;
-  ruleIndex: number;
+  /** The rule's index in its platform's `automations:`; absent for a person's own request. */
+  ruleIndex?: number;
   provenance: Provenance;
   actions: ResolvedAction[];
   approval: boolean;

@@ -11,6 +11,13 @@ export function platformFields(platform: ManifestPlatform): Record<string, Field
   );
 }
 
+/** The platform's fields marked `trusted: true`: computed from our own state, not from the item's sender. */
+export function platformTrustedFields(platform: ManifestPlatform): string[] {
+  return Object.entries(platform.fields)
+    .filter(([, field]) => typeof field !== 'string' && field.trusted)
+    .map(([name]) => name);
+}
+
 /** What a platform's rules may name: its own actions, the config's scripts, and the services of configured instances. */
 export function actionCatalog(
   config: Pick<Config, 'scripts' | 'integrations'>,
@@ -61,6 +68,7 @@ export function compilePlatformAutomations(options: {
     automations: options.platformConfig.automations,
     classifications: options.platformConfig.classifications,
     fields: platformFields(options.platform),
+    trustedFields: platformTrustedFields(options.platform),
     catalog: actionCatalog(options.config, options.integrations, options.platform),
   });
 }

@@ -28,7 +28,16 @@ const stageSchema = z.strictObject({
 const fieldTypes = ['boolean', 'string', 'number', 'date', 'list'] as const;
 const fieldSchema = z.union([
   z.enum(fieldTypes),
-  z.strictObject({ type: z.enum(fieldTypes), description: z.string().optional() }),
+  z.strictObject({
+    type: z.enum(fieldTypes),
+    description: z.string().optional(),
+    /**
+     * Whether the field is computed from our own state or a configured authentication server (an IMAP flag, an
+     * `authserv_ids` result), not from what the item's sender wrote. A rule that tests any untrusted field is not
+     * deterministic for irreversible actions: they need `approval: required` or `!yolo`. @default false
+     */
+    trusted: z.boolean().default(false),
+  }),
 ]);
 
 const actionSchema = z.strictObject({
