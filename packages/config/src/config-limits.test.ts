@@ -101,7 +101,7 @@ describe('config size limits', () => {
     const keys = Array.from({ length: 40_000 }, (_, index) => `  k${index}: 1`).join('\n');
     const result = parseConfig({ text: `data_dir: ./data\nextra:\n${keys}\n  k7: 2\n` });
     expect(result.errors.map(formatProblem)).toContainEqual(
-      expect.stringMatching(/^config\.yaml:40003:3: YAML syntax: Map keys must be unique/),
+      expect.stringMatching(/^config\.yaml:40003:3: extra: YAML syntax: Map keys must be unique/),
     );
   });
 });
