@@ -77,7 +77,7 @@ describe('config size limits', () => {
     ]);
   });
 
-  it('hole 19: ordinary nesting, brackets inside scalars and block scalars are not mistaken for depth', () => {
+  it('does not mistake ordinary nesting, brackets inside scalars or block scalars for depth', () => {
     const text = [
       'data_dir: ./data',
       'scripts:',
