@@ -70,15 +70,15 @@ export async function resolveApiToken(options: ResolveApiTokenOptions): Promise<
     });
   }
   registerSecretValue(value);
-  const mode = process.platform === 'win32' ? 0 : (await stat(file)).mode & 0o077;
+  const mode = process.platform === 'win32' ? 0o600 : (await stat(file)).mode & 0o777;
   return {
     value,
     source: 'file',
     file,
     created,
-    ...(mode === 0
+    ...((mode & 0o077) === 0
       ? {}
-      : { warning: `${file} is readable by other users (mode ${(0o600 | mode).toString(8)}); run chmod 600 on it` }),
+      : { warning: `${file} is readable by other users (mode ${mode.toString(8)}); run \`chmod 600 ${file}\`` }),
   };
 }
 
