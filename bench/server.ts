@@ -24,11 +24,11 @@ function percentile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0;
 }
 
-async function timeGets(url: string, times: number): Promise<{ p50Ms: number; p99Ms: number }> {
+async function timeGets(url: string, token: string, times: number): Promise<{ p50Ms: number; p99Ms: number }> {
   const latencies: number[] = [];
   for (let index = 0; index < times; index += 1) {
     const started = performance.now();
-    const response = await fetch(url);
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
     await response.arrayBuffer();
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
     latencies.push(performance.now() - started);
@@ -41,7 +41,9 @@ const directory = await mkdtemp(path.join(path.resolve(values.dir), 'assistant-b
 try {
   await writeFile(path.join(directory, 'config.yaml'), 'data_dir: ./data\nserver:\n  port: 0\n');
   const { config } = await loadConfig({ configPath: path.join(directory, 'config.yaml') });
-  const app = createServer({ config });
+  // The bench's own token: createServer has no open default.
+  const token = 'bench-token-0123456789abcdefghijklmnop';
+  const app = createServer({ config, token });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   try {
     const latencies: number[] = [];
@@ -55,7 +57,7 @@ try {
           const sent = performance.now();
           const response = await fetch(`${address}/api/tasks`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json' },
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
             body: JSON.stringify({ type: 'system.echo', payload: { index } }),
           });
           await response.arrayBuffer();
@@ -74,9 +76,9 @@ try {
       postP50Ms: percentile(latencies, 0.5),
       postP99Ms: percentile(latencies, 0.99),
       cpuMsPerPost: (cpu.user + cpu.system) / 1_000 / requests,
-      health: await timeGets(`${address}/health`, 50),
-      list100: await timeGets(`${address}/api/tasks?limit=100`, 20),
-      metrics: await timeGets(`${address}/metrics`, 20),
+      health: await timeGets(`${address}/health`, token, 50),
+      list100: await timeGets(`${address}/api/tasks?limit=100`, token, 20),
+      metrics: await timeGets(`${address}/metrics`, token, 20),
     };
     if (values.json) console.log(JSON.stringify(result, null, 2));
     else {

@@ -4,7 +4,7 @@
 // `npm run bench:steering [-- --trials 100 --json]`. It prints figures; it never fails for being slow.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,10 +50,12 @@ try {
   while (!/\[worker\] .*worker ready/.test(output) || !/listening on/.test(output))
     await new Promise((resolve) => setTimeout(resolve, 50));
   const api = `http://127.0.0.1:${port}`;
+  // The server created its API token in the data directory as it started.
+  const authorization = `Bearer ${(await readFile(path.join(directory, 'data/api-token'), 'utf8')).trim()}`;
   const created = (await (
     await fetch(`${api}/api/tasks`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization },
       body: JSON.stringify({ type: 'system.agent', payload: { prompt: 'keep waiting', max_steps: 200 } }),
     })
   ).json()) as { id: string };
@@ -63,7 +65,7 @@ try {
     const started = performance.now();
     const response = await fetch(`${api}/api/tasks/${created.id}/steer`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization },
       body: JSON.stringify({ action: 'interject', message: `note ${trial}` }),
     });
     const body = (await response.json()) as { status?: string };

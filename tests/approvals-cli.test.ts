@@ -62,21 +62,34 @@ describe('approvals', () => {
       configPath: path.join(dir.path, 'config.yaml'),
       cwd: dir.path,
     });
-    await using app = createServer({ config: loaded });
+    const token = 'test-token-for-approvals-0123456789abcd';
+    const headers = { authorization: `Bearer ${token}` };
+    await using app = createServer({ config: loaded, token });
     await app.ready();
     const rejected = await app.inject({
       method: 'POST',
       url: `/api/approvals/${anne}`,
       payload: { decision: 'reject' },
+      headers,
     });
     expect(rejected.statusCode).toBe(200);
     expect(rejected.json()).toMatchObject({ id: anne, status: 'rejected', decided_by: 'api' });
-    const twice = await app.inject({ method: 'POST', url: `/api/approvals/${anne}`, payload: { decision: 'approve' } });
+    const twice = await app.inject({
+      method: 'POST',
+      url: `/api/approvals/${anne}`,
+      payload: { decision: 'approve' },
+      headers,
+    });
     expect(twice.statusCode).toBe(409);
     expect(twice.json()).toMatchObject({ error: { code: 'CONFLICT' } });
-    const bad = await app.inject({ method: 'POST', url: `/api/approvals/${anne}`, payload: { decision: 'maybe' } });
+    const bad = await app.inject({
+      method: 'POST',
+      url: `/api/approvals/${anne}`,
+      payload: { decision: 'maybe' },
+      headers,
+    });
     expect(bad.statusCode).toBe(400);
-    const all = await app.inject({ method: 'GET', url: '/api/approvals?status=all' });
+    const all = await app.inject({ method: 'GET', url: '/api/approvals?status=all', headers });
     expect(
       requests
         .parse(all.json().approvals)

@@ -32,6 +32,21 @@ describe('assistant version', () => {
   });
 });
 
+describe('assistant token', () => {
+  it('hole 2: prints the API token (creating data/api-token when the server never ran) and its path with --path', async () => {
+    await using dir = await tempDir();
+    const config = await dir.write('config.yaml', 'data_dir: ./data\n');
+    const printed = await runCli(['token', '--config', config]);
+    expect(printed.stderr).toBe('');
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
+    expect(await readFile(path.join(dir.path, 'data/api-token'), 'utf8')).toBe(printed.stdout);
+    expect((await runCli(['token', '--config', config])).stdout).toBe(printed.stdout);
+    const where = await runCli(['token', '--path', '--config', config]);
+    expect(where.stdout).toBe(`${path.join(dir.path, 'data/api-token')}\n`);
+  });
+});
+
 describe('assistant config check', () => {
   it('reports OK with a summary and next runs for a valid config', async () => {
     await using dir = await tempDir();

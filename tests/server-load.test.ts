@@ -16,7 +16,8 @@ describe('POST /api/tasks under load', () => {
     await using dir = await tempDir();
     const configPath = await dir.write('config.yaml', 'data_dir: ./data\nserver:\n  port: 0\n');
     const { config } = await loadConfig({ configPath });
-    await using app = createServer({ config });
+    const token = 'test-token-for-the-load-test-0123456789ab';
+    await using app = createServer({ config, token });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
 
     // The request index each returned id answered, to check that each request became its own task.
@@ -29,7 +30,7 @@ describe('POST /api/tasks under load', () => {
         const index = next++;
         const response = await fetch(`${address}/api/tasks`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
           // Each payload distinct, so a task on disk can be traced back to the one request that made it.
           body: JSON.stringify({ type: 'system.echo', payload: { index } }),
         });

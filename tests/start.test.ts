@@ -1,5 +1,7 @@
+import { stat } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, repoRoot, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
@@ -13,6 +15,8 @@ const health = z.object({
 
 interface RunningAssistant extends AsyncDisposable {
   port: number;
+  /** `fetch` with the API token the server created in data/api-token. */
+  fetch: typeof fetch;
   start: NodeProcess;
   pids: { server: number; worker: number };
 }
@@ -26,6 +30,7 @@ async function startAssistant(dir: TempDir, extraConfig = ''): Promise<RunningAs
   );
   const start = startNode({ args: [cliMain, 'start', '--config', config] });
   const pids = { server: 0, worker: 0 };
+  let token = '';
   const dispose = async () => {
     // Only finds `start` running when a test failed half-way: leave nothing running behind it. Once `start` has
     // exited it has reaped its children, and their pids may already belong to someone else.
@@ -40,11 +45,12 @@ async function startAssistant(dir: TempDir, extraConfig = ''): Promise<RunningAs
     pids.worker = Number((await start.waitForOutput(/^\[assistant\] worker started \(pid (\d+)\)$/m))[1]);
     await start.waitForOutput(/^\[server\] .*listening on http:\/\/127\.0\.0\.1:\d+/m);
     await start.waitForOutput(/^\[worker\] .*worker ready/m);
+    token = await readApiToken(`${dir.path}/data`);
   } catch (error) {
     await dispose();
     throw error;
   }
-  return { port, start, pids, [Symbol.asyncDispose]: dispose };
+  return { port, fetch: fetchWithToken(token), start, pids, [Symbol.asyncDispose]: dispose };
 }
 
 function isRunning(pid: number): boolean {
@@ -64,6 +70,10 @@ describe('assistant start', () => {
     const response = await fetch(`http://127.0.0.1:${port}/health`);
     expect(response.status).toBe(200);
     expect(health.parse(await response.json()).status).toBe('ok');
+    // Everything else needs the token the server created on its first start, readable only by its owner.
+    expect((await fetch(`http://127.0.0.1:${port}/api/tasks`)).status).toBe(401);
+    expect((await assistant.fetch(`http://127.0.0.1:${port}/api/tasks`)).status).toBe(200);
+    expect((await stat(`${dir.path}/data/api-token`)).mode & 0o777).toBe(0o600);
 
     start.child.kill('SIGTERM');
     const run = await start.exited;
@@ -94,6 +104,7 @@ describe('assistant start', () => {
       `integration_dirs: [${JSON.stringify(greeter)}]\nintegrations:\n  - {type: greeter, name: friendly, greeting: Hi}\n`,
     );
     const api = `http://127.0.0.1:${assistant.port}`;
+    const fetch = assistant.fetch;
     const posted = await fetch(`${api}/api/tasks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -101,7 +112,7 @@ describe('assistant start', () => {
     });
     expect(posted.status).toBe(201);
     const { id } = z.object({ id: z.string() }).parse(await posted.json());
-    expect(await until(`${api}/api/tasks/${id}`, (task) => task.state === 'done')).toMatchObject({
+    expect(await until(fetch, `${api}/api/tasks/${id}`, (task) => task.state === 'done')).toMatchObject({
       id,
       type: 'system.echo',
       state: 'done',
@@ -113,25 +124,29 @@ describe('assistant start', () => {
     expect(triggered.status).toBe(201);
     const trigger = z.object({ id: z.string(), type: z.string() }).parse(await triggered.json());
     expect(trigger.type).toBe('greeter.people.check');
-    await until(`${api}/api/tasks/${trigger.id}`, (task) => task.state === 'done');
+    await until(fetch, `${api}/api/tasks/${trigger.id}`, (task) => task.state === 'done');
     const greeted = await until(
+      fetch,
       `${api}/api/tasks?state=done&type=greeter.people.greet`,
       (list) => Array.isArray(list.tasks) && list.tasks.length === 1,
     );
     const greetId = z.object({ tasks: z.array(z.object({ id: z.string() })) }).parse(greeted).tasks[0]?.id;
-    expect(await until(`${api}/api/tasks/${greetId}`, () => true)).toMatchObject({ result: { text: 'Hi, Ada!' } });
+    expect(await until(fetch, `${api}/api/tasks/${greetId}`, () => true)).toMatchObject({
+      result: { text: 'Hi, Ada!' },
+    });
 
     // The builtin system instance's housekeeping schedule is new, so it ran once as the server started.
     const housekeeping = await until(
+      fetch,
       `${api}/api/tasks?type=system.housekeeping.run`,
       (list) => Array.isArray(list.tasks) && list.tasks.length === 1,
     );
     const housekeepingId = z.object({ tasks: z.array(z.object({ id: z.string() })) }).parse(housekeeping).tasks[0]?.id;
-    expect(await until(`${api}/api/tasks/${housekeepingId}`, (task) => task.state === 'done')).toMatchObject({
+    expect(await until(fetch, `${api}/api/tasks/${housekeepingId}`, (task) => task.state === 'done')).toMatchObject({
       source: 'scheduler',
       integration: 'system',
     });
-    const healthNow = await until(`${api}/health`, () => true);
+    const healthNow = await until(fetch, `${api}/health`, () => true);
     expect(healthNow).toMatchObject({
       queue: { done: 4, failed: 0 },
       worker: { alive: true, workers: 1 },
@@ -139,7 +154,7 @@ describe('assistant start', () => {
       schedules: [{ id: 'system', description: 'system (system): housekeeping', last_fired_at: expect.any(String) }],
     });
     // The worker writes its counters every two seconds.
-    const metrics = await untilText(`${api}/metrics`, (text) => text.includes('outcome="done"} '));
+    const metrics = await untilText(fetch, `${api}/metrics`, (text) => text.includes('outcome="done"} '));
     expect(metrics).toMatch(/^assistant_task_outcomes_total\{type="system\.echo",outcome="done"\} 1$/m);
     expect(metrics).toMatch(/^assistant_workers_alive 1$/m);
 
@@ -149,7 +164,11 @@ describe('assistant start', () => {
 });
 
 /** Polls a JSON endpoint until `done` says yes. */
-function until(url: string, done: (body: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+function until(
+  fetch: typeof globalThis.fetch,
+  url: string,
+  done: (body: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
   return waitUntil(
     async () => {
       const response = await fetch(url);
@@ -160,7 +179,7 @@ function until(url: string, done: (body: Record<string, unknown>) => boolean): P
   );
 }
 
-function untilText(url: string, done: (text: string) => boolean): Promise<string> {
+function untilText(fetch: typeof globalThis.fetch, url: string, done: (text: string) => boolean): Promise<string> {
   return waitUntil(
     async () => {
       const text = await (await fetch(url)).text();

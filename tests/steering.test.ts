@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
@@ -55,6 +56,7 @@ describe('steering a running agent task from another process', () => {
     try {
       await start.waitForOutput(/^\[server\] .*listening on/m);
       await start.waitForOutput(/^\[worker\] .*worker ready/m);
+      const fetch = fetchWithToken(await readApiToken(`${dir.path}/data`));
       const api = `http://127.0.0.1:${port}`;
       const post = async (url: string, body: unknown) => {
         const response = await fetch(`${api}${url}`, {

@@ -17,6 +17,7 @@ import { serveCommand } from './commands/serve-command.ts';
 import { startCommand } from './commands/start-command.ts';
 import { steerCommand, taskWatchCommand } from './commands/steer-commands.ts';
 import { taskRerouteCommand, taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
+import { tokenCommand } from './commands/token-command.ts';
 import { triggerCommand } from './commands/trigger-command.ts';
 import { versionCommand } from './commands/version-command.ts';
 import { workCommand } from './commands/work-command.ts';
@@ -59,6 +60,13 @@ export function createProgram(context: CliContext): CliProgram {
     .command('serve')
     .description('run only the server, in this process')
     .action(async (_options, command: Command) => serveCommand({ globals: globalOptions(command, context), context }));
+  program
+    .command('token')
+    .description('print the API token (data/api-token, or server.token), for `Authorization: Bearer …`')
+    .option('--path', 'print the file the token is kept in instead')
+    .action(async (options: { path?: boolean }, command: Command) =>
+      tokenCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
   program
     .command('work')
     .description('run only the worker, in this process')

@@ -7,6 +7,9 @@ import { encodeTaskName } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
 
+const token = 'test-token-for-create-server-0123456789ab';
+const headers = { authorization: `Bearer ${token}` };
+
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-server-'));
@@ -58,8 +61,8 @@ describe('GET /health', () => {
       'garbage.bin',
       'garbage.bin.error.txt',
     ]);
-    await using app = createServer({ config });
-    const response = await app.inject({ method: 'GET', url: '/health' });
+    await using app = createServer({ config, token });
+    const response = await app.inject({ method: 'GET', url: '/health', headers });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({
       status: 'ok',
@@ -72,8 +75,8 @@ describe('GET /health', () => {
   });
 
   it('reports zeros when the queue directories do not exist yet', async () => {
-    await using app = createServer({ config: await configWith() });
-    const response = await app.inject({ method: 'GET', url: '/health' });
+    await using app = createServer({ config: await configWith(), token });
+    const response = await app.inject({ method: 'GET', url: '/health', headers });
     expect(response.json()).toMatchObject({ queue: { pending: 0, active: 0, done: 0, failed: 0 } });
   });
 });
@@ -96,8 +99,8 @@ describe('GET /health worker and status', () => {
     await writeFile(path.join(workers, 'host-3-ccc.yaml'), 'id: [unclosed\n');
     await mkdir(path.join(workers, 'host-4-ddd.yaml'));
     await writeFile(path.join(workers, 'readme.txt'), heartbeat('readme', new Date()));
-    await using app = createServer({ config });
-    const response = await app.inject({ method: 'GET', url: '/health' });
+    await using app = createServer({ config, token });
+    const response = await app.inject({ method: 'GET', url: '/health', headers });
     expect(response.statusCode).toBe(200);
     expect(response.json().worker).toEqual({ alive: true, workers: 1, last_heartbeat_at: fresh.toISOString() });
   });
@@ -108,14 +111,15 @@ describe('GET /health worker and status', () => {
     await mkdir(workers, { recursive: true });
     const stale = new Date(Date.now() - 61_000);
     await writeFile(path.join(workers, 'host-1-aaa.yaml'), heartbeat('host-1-aaa', stale));
-    await using app = createServer({ config });
-    const response = await app.inject({ method: 'GET', url: '/health' });
+    await using app = createServer({ config, token });
+    const response = await app.inject({ method: 'GET', url: '/health', headers });
     expect(response.json().worker).toEqual({ alive: false, workers: 0, last_heartbeat_at: stale.toISOString() });
   });
 
   it('lists open and half-open circuit breakers, not closed ones, and every schedule', async () => {
     await using app = createServer({
       config: await configWith(),
+      token,
       status: {
         breakers: async () => [
           { taskType: 'system.echo', state: 'closed', consecutiveFailures: 0 },
@@ -139,7 +143,7 @@ describe('GET /health worker and status', () => {
         ],
       },
     });
-    const response = await app.inject({ method: 'GET', url: '/health' });
+    const response = await app.inject({ method: 'GET', url: '/health', headers });
     expect(response.json()).toMatchObject({
       circuit_breakers: [
         {
@@ -166,22 +170,22 @@ describe('GET /health worker and status', () => {
 
 describe('errors', () => {
   it('answers unknown routes with {error: {code, message}}', async () => {
-    await using app = createServer({ config: await configWith() });
-    const response = await app.inject({ method: 'GET', url: '/nope' });
+    await using app = createServer({ config: await configWith(), token });
+    const response = await app.inject({ method: 'GET', url: '/nope', headers });
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no route for GET /nope' } });
   });
 });
 
 describe('bearer token', () => {
-  it('refuses requests without the token and accepts them with it', async () => {
-    await using app = createServer({ config: await configWith({ token: 's3cret-token' }) });
-    const missing = await app.inject({ method: 'GET', url: '/health' });
+  it('uses server.token when configured: refuses requests without it and accepts them with it', async () => {
+    await using app = createServer({ config: await configWith({ token: 's3cret-token-from-secrets' }) });
+    const missing = await app.inject({ method: 'GET', url: '/api/tasks' });
     expect(missing.statusCode).toBe(401);
     expect(missing.headers['www-authenticate']).toBe('Bearer');
     expect(missing.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
 
-    const wrong = await app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Bearer nope' } });
+    const wrong = await app.inject({ method: 'GET', url: '/api/tasks', headers: { authorization: 'Bearer nope' } });
     expect(wrong.statusCode).toBe(401);
     const unknownRoute = await app.inject({ method: 'GET', url: '/nope' });
     expect(unknownRoute.statusCode).toBe(401);
@@ -189,10 +193,18 @@ describe('bearer token', () => {
     const right = await app.inject({
       method: 'GET',
       url: '/health',
-      headers: { authorization: 'Bearer s3cret-token' },
+      headers: { authorization: 'Bearer s3cret-token-from-secrets' },
     });
     expect(right.statusCode).toBe(200);
-    expect(right.json()).toMatchObject({ status: 'ok' });
+    expect(right.json()).toMatchObject({ status: 'ok', worker: { alive: false } });
+    // Without the token /health still answers liveness probes, with nothing but status, version and counts.
+    const anonymous = await app.inject({ method: 'GET', url: '/health' });
+    expect(anonymous.statusCode).toBe(200);
+    expect(anonymous.json()).toEqual({
+      status: 'ok',
+      version: assistantVersion,
+      queue: { pending: 0, active: 0, done: 0, failed: 0 },
+    });
   });
 
   it('refuses to start with a blank token rather than run open', async () => {
@@ -205,9 +217,9 @@ describe('bearer token', () => {
 
 describe('listening', () => {
   it('serves /health over real HTTP', async () => {
-    await using app = createServer({ config: await configWith() });
+    await using app = createServer({ config: await configWith(), token });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    const response = await fetch(`${address}/health`);
+    const response = await fetch(`${address}/health`, { headers });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ status: 'ok' });
   });

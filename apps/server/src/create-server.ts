@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { LoadedConfig } from '@assistant/config';
-import { AssistantError } from '@assistant/errors';
+import { AssistantError, registerSecretValue } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
@@ -12,8 +14,11 @@ import Fastify, {
 } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { registerBearerAuth } from './bearer-auth.ts';
+import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
+import { registerJsonBodyParser } from './json-body-parser.ts';
+import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
@@ -45,7 +50,34 @@ export interface CreateServerOptions {
   status?: ServerStatusSources;
   /** The server's own counters for /metrics (the scheduler's rejections). @default fresh, empty counters */
   metrics?: ServerMetrics;
+  /**
+   * The API token every route but `GET /health` requires. runServer passes the one from data/api-token (see
+   * resolveApiToken); tests pass their own. @default `server.token`; without either, createServer throws
+   */
+  token?: string;
+  /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
+  timeouts?: Partial<ServerTimeouts>;
 }
+
+export interface ServerTimeouts {
+  /** From the connection (or the end of the previous request) until every header has arrived. */
+  headersTimeoutMs: number;
+  /** Until the whole request, body included, has arrived. Answers and event streams may take longer. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * Generous for a client on loopback or a LAN, short enough that a few hundred slow or silent connections (slowloris)
+ * are dropped within seconds rather than held forever. Answers are not limited: `ask` waits up to two minutes and
+ * event streams stay open while their task runs.
+ */
+export const defaultTimeouts: ServerTimeouts = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+};
 
 /** Room for a task's JSON envelope around a payload of `max_task_bytes`. */
 const bodyMarginBytes = 64 * 1024;
@@ -59,32 +91,48 @@ const diagnosticCatalog: ServerCatalog = {
 /** Builds the Fastify app for a config without listening, so tests can `inject` requests into it. */
 export function createServer(options: CreateServerOptions): AssistantServer {
   const { config } = options;
+  const token = options.token ?? configuredToken(config);
+  const timeouts = { ...defaultTimeouts, ...options.timeouts };
   const app = Fastify({
     loggerInstance: options.logger ?? pino({ level: 'silent' }),
     // Anything larger could not become a task anyway; refusing it early keeps a 10 MB body out of memory.
     bodyLimit: config.queue.maxTaskBytes + bodyMarginBytes,
     // One line per request, written below, instead of fastify's two; health polls stay out of the info log.
     logController: new LogController({ disableRequestLogging: true }),
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+      // Node checks the two timeouts above on this interval (30 s by default), which would stretch each bound.
+      connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.floor(timeouts.headersTimeoutMs / 2))),
+    },
   });
+  // Node's headersTimeout starts with the first byte: a connection that never sends one would be held forever.
+  // Until a request arrives the socket may idle for headersTimeoutMs; then the request, response and keep-alive
+  // timeouts take over (an answer such as `ask` may be silent for minutes, so no idle limit after that).
+  app.server.on('connection', (socket: Socket) => socket.setTimeout(timeouts.headersTimeoutMs));
+  app.server.on('request', (request: IncomingMessage) => request.socket.setTimeout(0));
   app.addHook('onResponse', async (request, reply) => {
     const level = request.url === '/health' ? 'debug' : 'info';
     request.log[level](`${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
   });
   registerErrorReplies(app);
-  const token = options.config.server.token;
-  if (token !== undefined) {
-    // A blank secret must not quietly turn authentication off.
-    if (!token.isSet) {
-      throw new AssistantError(
-        'CONFIG_INVALID',
-        `server.token is configured but its secret \`${token.name}\` is blank`,
-        {
-          hint: 'put the token in secrets.yaml, or remove `token:` from `server:` to run without one on loopback',
-        },
-      );
-    }
-    registerBearerAuth(app, { token });
-  }
+  // Order matters: a foreign Host or Origin is refused before the token is looked at, and both before a body is read.
+  registerRequestGuard(app, { host: config.server.host, allowedHosts: config.server.allowedHosts });
+  registerSecretValue(token);
+  registerBearerAuth(app, {
+    token,
+    tokenSource: options.token === undefined ? 'server.token' : 'data/api-token (or server.token)',
+  });
+  registerJsonBodyParser(app);
+  const paths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue });
+  // A backstop for messages that mention a file (a task that cannot be read, a broken note): routes show paths
+  // relative to the data directory themselves, and nothing else should leak the owner's directory layout.
+  app.addHook('onSend', async (_request, _reply, payload) =>
+    typeof payload === 'string' ? paths.scrub(payload) : payload,
+  );
   let opened: TaskQueue | undefined;
   // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
   app.addHook('onReady', async () => {
@@ -101,12 +149,13 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const humanLog = new HumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
     queue,
+    paths,
     catalog,
     notes,
     humanLog,
     ...(options.registry ? { registry: options.registry } : {}),
   });
-  registerIntegrationRoutes(app, routes, { queue, catalog });
+  registerIntegrationRoutes(app, routes, { queue, catalog, paths });
   registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
@@ -114,4 +163,23 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
   registerOpenApiRoute(app, routes);
   return app;
+}
+
+/** `server.token`, refusing a blank one; without it there is no default: the caller must pass the token. */
+function configuredToken(config: LoadedConfig): string {
+  const configured = config.server.token;
+  if (configured === undefined) {
+    throw new AssistantError('CONFIG_INVALID', 'createServer needs the API token and none was given', {
+      hint: 'pass `token` (runServer reads data/api-token with resolveApiToken) or configure server.token',
+    });
+  }
+  // A blank secret must not quietly turn authentication off.
+  if (!configured.isSet) {
+    throw new AssistantError(
+      'CONFIG_INVALID',
+      `server.token is configured but its secret \`${configured.name}\` is blank`,
+      { hint: 'put the token in secrets.yaml, or remove `token:` from `server:` to use data/api-token' },
+    );
+  }
+  return configured.reveal();
 }

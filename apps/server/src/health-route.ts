@@ -3,6 +3,7 @@ import path from 'node:path';
 import { assistantVersion } from '@assistant/process';
 import { type TaskQueue, type TaskState, taskStates, WorkerRegistry } from '@assistant/queue';
 import * as z from 'zod';
+import { isAuthenticated } from './bearer-auth.ts';
 import type { AssistantServer } from './create-server.ts';
 import type { RouteTable } from './route-table.ts';
 import type { ServerStatusSources } from './server-catalog.ts';
@@ -20,6 +21,10 @@ export interface HealthBody {
   version: string;
   /** Tasks per state, counted from file names the way `assistant queue stats` counts them. */
   queue: Record<TaskState, number>;
+}
+
+/** What /health adds for a request that carries the API token. */
+export interface HealthDetails extends HealthBody {
   worker: WorkerLiveness;
   /** Breakers that are open or trying a trial run; closed ones are not news. */
   circuit_breakers: {
@@ -36,9 +41,9 @@ const healthSchema = z.object({
   status: z.literal('ok'),
   version: z.string(),
   queue: z.object({ pending: z.int(), active: z.int(), done: z.int(), failed: z.int() }),
-  worker: z.object({ alive: z.boolean(), workers: z.int(), last_heartbeat_at: z.string().nullable() }),
-  circuit_breakers: z.array(z.looseObject({ task_type: z.string(), state: z.string() })),
-  schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })),
+  worker: z.object({ alive: z.boolean(), workers: z.int(), last_heartbeat_at: z.string().nullable() }).optional(),
+  circuit_breakers: z.array(z.looseObject({ task_type: z.string(), state: z.string() })).optional(),
+  schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })).optional(),
 });
 
 /** Reads the heartbeat files in `queue/workers/`: a worker is alive while its heartbeat is within the lease. */
@@ -75,18 +80,25 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
     method: 'GET',
     url: '/health',
     tag: 'health',
-    summary: 'Liveness and a summary of the queue, the workers, breakers and schedules',
+    summary: 'Liveness and queue counts; with the token also the workers, breakers and schedules',
+    description:
+      'The one route that answers without the token, for liveness probes: then it says only status, version and queue counts.',
+    public: true,
     responses: { 200: { description: 'the server answers', schema: healthSchema } },
-    handler: async (): Promise<HealthBody> => {
+    handler: async ({ request }): Promise<HealthBody | HealthDetails> => {
       const queue = options.queue();
       // Names only, never file contents: cheap enough to poll. The same rules as the queue's own listings, so a
       // quarantine note (`.error.txt`) or an editor's swap file is never counted as a task.
       const counts = await Promise.all(taskStates.map(async (state) => (await queue.entries(state)).length));
-      const breakers = (await options.status.breakers?.()) ?? [];
-      return {
+      const body: HealthBody = {
         status: 'ok',
         version: assistantVersion,
         queue: { pending: counts[0] ?? 0, active: counts[1] ?? 0, done: counts[2] ?? 0, failed: counts[3] ?? 0 },
+      };
+      if (!isAuthenticated(request)) return body;
+      const breakers = (await options.status.breakers?.()) ?? [];
+      return {
+        ...body,
         worker: await workerLiveness(queue),
         circuit_breakers: breakers
           .filter((breaker) => breaker.state !== 'closed')

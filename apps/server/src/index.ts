@@ -1,3 +1,16 @@
-export { type AssistantServer, type CreateServerOptions, createServer } from './create-server.ts';
-export type { HealthBody } from './health-route.ts';
+export {
+  type ApiToken,
+  apiTokenFileName,
+  apiTokenPath,
+  type ResolveApiTokenOptions,
+  resolveApiToken,
+} from './api-token.ts';
+export {
+  type AssistantServer,
+  type CreateServerOptions,
+  createServer,
+  defaultTimeouts,
+  type ServerTimeouts,
+} from './create-server.ts';
+export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';

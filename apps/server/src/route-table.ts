@@ -32,6 +32,8 @@ export interface RouteSpec<Params = unknown, Query = unknown, Body = unknown> {
   query?: z.ZodType<Query>;
   body?: z.ZodType<Body>;
   responses: Record<number, RouteResponse>;
+  /** Answers without the API token (only `GET /health`, for liveness probes). @default false */
+  public?: boolean;
   handler: (input: RouteInput<Params, Query, Body>) => Promise<unknown>;
 }
 
@@ -47,7 +49,11 @@ export class RouteTable {
     app.route({
       method: spec.method,
       url: spec.url,
+      config: { public: spec.public === true },
       handler: async (request, reply) => {
+        if (!spec.body && !isEmptyBody(request.body)) {
+          throw new AssistantError('BAD_REQUEST', `${spec.method} ${spec.url} takes no body; send none (or \`{}\`)`);
+        }
         const params = parse(spec.params, request.params, 'path');
         const query = parse(spec.query, request.query, 'query');
         const body = parse(spec.body, request.body, 'body');
@@ -91,6 +97,7 @@ export class RouteTable {
       paths[path] ??= {};
       paths[path][route.method.toLowerCase()] = {
         summary: route.summary,
+        ...(route.public ? { security: [] } : {}),
         ...(route.description ? { description: route.description } : {}),
         tags: [route.tag],
         ...(parameters.length > 0 ? { parameters } : {}),
@@ -105,9 +112,15 @@ export class RouteTable {
       info,
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'required when server.token is set' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'every route but GET /health: the token in data/api-token (`assistant token` prints it), or server.token',
+          },
         },
       },
+      security: [{ bearer: [] }],
       paths,
     };
   }
@@ -121,6 +134,15 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: strin
   const issue = result.error.issues[0];
   const at = [where, ...(issue?.path ?? []).map(String)].join('.');
   throw new AssistantError('BAD_REQUEST', `${at}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** No body, or an empty JSON object: what a body-less POST may carry. */
+function isEmptyBody(body: unknown): boolean {
+  return (
+    body === undefined ||
+    body === null ||
+    (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
+  );
 }
 
 function objectShape(schema: z.ZodType | undefined): Record<string, z.ZodType> {

@@ -3,6 +3,7 @@ import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
+import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
@@ -27,6 +28,10 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
+  // Before the queue opens, so a fresh data directory is created 0700 around the token file.
+  const token = await resolveApiToken({ config });
+  if (token.created) logger.info(`created the API token in ${token.file}; \`assistant token\` prints it`);
+  if (token.warning) logger.warn(token.warning);
   const queue = await TaskQueue.open({
     directory: config.paths.queue,
     settings: config.queue,
@@ -47,6 +52,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const app = createServer({
     config,
     logger,
+    token: token.value,
     catalog: catalogFromRegistry(registry),
     registry,
     status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },

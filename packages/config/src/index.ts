@@ -45,4 +45,5 @@ export {
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';
+export { configLimits, yamlLimitProblem } from './yaml-source.ts';
 export { Yolo } from './yolo.ts';

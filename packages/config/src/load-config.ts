@@ -1,11 +1,11 @@
-import { readFile, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import { isLoopbackHost } from './loopback.ts';
 import { type ConfigPath, type ConfigProblem, formatProblem, sortProblems } from './problems.ts';
 import { buildConfigSchema, type Config, type ConfigSchemaOptions } from './schema.ts';
 import { Secret } from './secret.ts';
-import { readYaml, type YamlSource } from './yaml-source.ts';
+import { configLimits, readYaml, type YamlSource } from './yaml-source.ts';
 import { issuesToProblems, recordSchemas } from './zod-problems.ts';
 
 /** Absolute paths derived from the config file, `data_dir`, `directories` and `--data`. */
@@ -349,7 +349,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
 
   let text: string;
   try {
-    text = await readFile(configFile, 'utf8');
+    text = await readCapped(configFile, shown(configFile));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new AssistantError('CONFIG_NOT_FOUND', `config file ${shown(configFile)} does not exist`, {
@@ -363,7 +363,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
   const warnings: ConfigProblem[] = [];
   try {
     const info = await stat(secretsFile);
-    secretsText = await readFile(secretsFile, 'utf8');
+    secretsText = await readCapped(secretsFile, shown(secretsFile));
     if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
       warnings.push({
         severity: 'warning',
@@ -374,6 +374,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
       });
     }
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EISDIR' || code === 'EACCES') {
       throw new AssistantError(
@@ -415,4 +416,37 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
     },
     warnings,
   };
+}
+
+/**
+ * Reads a config file, refusing one larger than {@link configLimits}.maxBytes before reading it all: the size is
+ * checked on the bytes read, not a stat, so a file that grows in between is refused too.
+ */
+async function readCapped(file: string, shownAs: string): Promise<string> {
+  const handle = await open(file, 'r');
+  try {
+    const limit = configLimits.maxBytes;
+    const buffer = Buffer.alloc(limit + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > limit) {
+      const { size } = await handle.stat();
+      throw new ConfigError([
+        {
+          severity: 'error',
+          file: shownAs,
+          path: [],
+          message: `the file is ${Math.max(size, length)} bytes; the limit is ${limit} bytes (${limit / (1024 * 1024)} MiB)`,
+          hint: 'config.yaml and secrets.yaml hold settings, not data; move large content into a file the config names',
+        },
+      ]);
+    }
+    return buffer.subarray(0, length).toString('utf8');
+  } finally {
+    await handle.close();
+  }
 }

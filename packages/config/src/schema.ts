@@ -543,8 +543,24 @@ export const serverSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     port: z.int().min(0).max(65_535).default(6767),
     token: secretField.optional(),
+    /**
+     * Host names (without port) a request's `Host` header may carry besides `host` and the loopback names: the
+     * names a reverse proxy or other machines reach the server by. Anything else gets 421 (DNS rebinding).
+     */
+    allowed_hosts: z
+      .array(
+        z
+          .string()
+          .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)$/, { error: 'expected a host name or address, without a port' }),
+      )
+      .default([]),
   })
-  .transform((value) => ({ host: value.host, port: value.port, ...(value.token ? { token: value.token } : {}) }));
+  .transform((value) => ({
+    host: value.host,
+    port: value.port,
+    allowedHosts: value.allowed_hosts,
+    ...(value.token ? { token: value.token } : {}),
+  }));
 
 export const workerSchema = z
   .strictObject({

@@ -149,7 +149,12 @@ function toPlain(config: Config): Plain {
         ),
       },
     },
-    server: defined({ host: config.server.host, port: config.server.port, token: config.server.token }),
+    server: defined({
+      host: config.server.host,
+      port: config.server.port,
+      token: config.server.token,
+      allowed_hosts: config.server.allowedHosts,
+    }),
     worker: {
       concurrency: config.worker.concurrency,
       poll_interval: formatDuration(config.worker.pollIntervalMs),

@@ -1,10 +1,22 @@
-import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { CST, isAlias, isMap, isScalar, isSeq, Lexer, LineCounter, type Node, parseDocument } from 'yaml';
 import type { ConfigPath, ConfigProblem, SourcePosition } from './problems.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';
 
-/** Refuse configs whose aliases expand past this many nodes (a "billion laughs" file). */
-const maxNodes = 100_000;
+/**
+ * Limits on config.yaml and secrets.yaml, checked before the YAML parser builds anything: the parser's memory grows
+ * with size and nesting (a 20 MB value took 1.6 GB, a 20,000-deep mapping 1 GB) and it recurses per level. A real
+ * config is a few kilobytes, a few hundred values and under ten levels deep.
+ */
+export const configLimits = {
+  /** Bytes of one file. */
+  maxBytes: 1024 * 1024,
+  /** Values (scalars, aliases, lists, mappings), after aliases expand (a "billion laughs" file). */
+  maxValues: 100_000,
+  /** Nested mappings and lists. */
+  maxDepth: 64,
+} as const;
+const maxNodes = configLimits.maxValues;
 
 export interface YamlSource {
   /** Plain data: objects, arrays, strings, numbers, booleans, null, plus Secret and Yolo markers. */
@@ -35,8 +47,20 @@ const pathKey = (path: ConfigPath): string => JSON.stringify(path);
 /** Parses YAML into plain data while remembering where every key and value came from. */
 export function readYaml(options: ReadYamlOptions): YamlSource {
   const { file, resolveSecret } = options;
+  const refusal = yamlLimitProblem(options.text);
+  if (refusal !== undefined) {
+    return {
+      data: undefined,
+      problems: [{ severity: 'error', file, path: [], position: refusal.position, message: refusal.message }],
+      valueAt: () => undefined,
+      keyAt: () => undefined,
+      yoloPaths: [],
+    };
+  }
   const lineCounter = new LineCounter();
-  const document = parseDocument(options.text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  // Duplicate keys are found below with a set: the parser's own check compares every key with every other one,
+  // which for a mapping of 100,000 keys is minutes of CPU.
+  const document = parseDocument(options.text, { lineCounter, prettyErrors: false, uniqueKeys: false });
   const problems: ConfigProblem[] = [];
   const values = new Map<string, SourcePosition>();
   const keys = new Map<string, SourcePosition>();
@@ -104,6 +128,7 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
     }
     if (isMap(node)) {
       const object: Record<string, unknown> = {};
+      const seen = new Set<string>();
       for (const pair of node.items) {
         const keyNode = pair.key as Node | null;
         const keyValue = isScalar(keyNode) ? keyNode.value : undefined;
@@ -112,6 +137,11 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
           continue;
         }
         const key = String(keyValue);
+        if (seen.has(key)) {
+          problem(path, keyNode?.range?.[0], 'YAML syntax: Map keys must be unique');
+          continue;
+        }
+        seen.add(key);
         const childPath = [...path, key];
         if (keyNode?.range) keys.set(pathKey(childPath), positionOf(keyNode.range[0]));
         // defineProperty, so a key named __proto__ is data rather than a prototype change.
@@ -163,6 +193,8 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
     );
     return empty;
   }
+  // A duplicate key is a syntax error: nothing read from such a file is trusted.
+  if (problems.some((entry) => entry.message.startsWith('YAML syntax:'))) return { ...empty, problems };
   return {
     data,
     problems,
@@ -173,3 +205,115 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
 }
 
 class TooLarge extends Error {}
+
+const mebibytes = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
+
+/**
+ * Why YAML text is refused before parsing (too large, too many values, nested too deep), with where; undefined when
+ * it is within {@link configLimits}. One linear pass of the YAML lexer, which neither recurses nor builds nodes.
+ * Nesting is measured from indentation and indicators, so a `[` or `- ` inside a scalar never counts.
+ */
+export function yamlLimitProblem(text: string): { message: string; position: SourcePosition } | undefined {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > configLimits.maxBytes) {
+    return {
+      message: `the file is ${bytes} bytes; the limit is ${configLimits.maxBytes} bytes (${mebibytes(configLimits.maxBytes)})`,
+      position: { line: 1, col: 1 },
+    };
+  }
+  const positionOf = (offset: number): SourcePosition => {
+    let line = 1;
+    let lineStart = 0;
+    for (let index = text.indexOf('\n'); index !== -1 && index < offset; index = text.indexOf('\n', index + 1)) {
+      line++;
+      lineStart = index + 1;
+    }
+    return { line, col: offset - lineStart + 1 };
+  };
+  // Open block collections by column; a list may sit at its parent key's column (`key:\n- item`).
+  const blocks: { column: number; kind: 'map' | 'seq' }[] = [];
+  let flow = 0;
+  let values = 0;
+  let offset = 0;
+  let column = 0;
+  let nodeColumn: number | undefined;
+  const tooDeep = () => blocks.length + flow > configLimits.maxDepth;
+  const open = (at: number, kind: 'map' | 'seq') => {
+    while ((blocks.at(-1)?.column ?? -1) > at) blocks.pop();
+    const top = blocks.at(-1);
+    // A key at a list's column ends the list (`key:\n- item\nnext: …`).
+    if (top?.column === at && top.kind === 'seq' && kind === 'map') blocks.pop();
+    const current = blocks.at(-1);
+    if (current?.column !== at || current.kind !== kind) blocks.push({ column: at, kind });
+  };
+  const deep = (at: number) => ({
+    message: `the document nests deeper than ${configLimits.maxDepth} levels; the limit is ${configLimits.maxDepth}`,
+    position: positionOf(at),
+  });
+  for (const token of new Lexer().lex(text)) {
+    // Control tokens mark what follows (a scalar, a document) and are not part of the source.
+    if (token.length === 1 && token < ' ' && token !== '\n' && token !== '\t') {
+      if (token === '\x1f' && ++values > configLimits.maxValues) break;
+      continue;
+    }
+    const start = offset;
+    const startColumn = column;
+    offset += token.length;
+    const newline = token.lastIndexOf('\n');
+    column = newline === -1 ? column + token.length : token.length - newline - 1;
+    switch (CST.tokenType(token)) {
+      case 'newline':
+        nodeColumn = undefined;
+        break;
+      case 'space':
+      case 'comment':
+      case 'comma':
+      case 'directive-line':
+        break;
+      case 'doc-start':
+        blocks.length = 0;
+        flow = 0;
+        break;
+      case 'seq-item-ind':
+      case 'explicit-key-ind':
+        if (flow === 0) {
+          open(startColumn, CST.tokenType(token) === 'seq-item-ind' ? 'seq' : 'map');
+          if (tooDeep()) return deep(start);
+        }
+        nodeColumn = undefined;
+        break;
+      case 'map-value-ind':
+        if (flow === 0) {
+          open(nodeColumn ?? startColumn, 'map');
+          if (tooDeep()) return deep(start);
+        }
+        nodeColumn = undefined;
+        break;
+      case 'flow-map-start':
+      case 'flow-seq-start':
+        flow++;
+        if (++values > configLimits.maxValues) break;
+        if (tooDeep()) return deep(start);
+        nodeColumn ??= startColumn;
+        break;
+      case 'flow-map-end':
+      case 'flow-seq-end':
+        flow = Math.max(0, flow - 1);
+        break;
+      case 'alias':
+        values++;
+        nodeColumn ??= startColumn;
+        break;
+      default:
+        nodeColumn ??= startColumn;
+    }
+    if (values > configLimits.maxValues) break;
+  }
+  if (values > configLimits.maxValues) {
+    return {
+      message: `the document has more than ${configLimits.maxValues} values; the limit is ${configLimits.maxValues}`,
+      position: { line: 1, col: 1 },
+    };
+  }
+  return undefined;
+}

@@ -18,8 +18,12 @@ export const errorCodes = {
   LLM_REPLAY_MISS: 'The LLM cache is in replay mode and has no recording of this exact request.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
-  UNAUTHORIZED: 'The server requires `Authorization: Bearer <token>` and the request had no token or a wrong one.',
-  FORBIDDEN: 'The request was understood and authenticated but is not allowed.',
+  UNAUTHORIZED:
+    'Every route but `GET /health` requires `Authorization: Bearer <token>` (data/api-token or server.token); the request had none or a wrong one.',
+  FORBIDDEN:
+    'The request is not allowed: a cross-site `Origin` (a web page in a browser), or an authenticated request the action refuses.',
+  MISDIRECTED_REQUEST:
+    'HTTP 421: the `Host` header names neither the configured host nor a loopback name (a DNS-rebinding attempt or a wrong proxy).',
   NOT_FOUND: 'No route, task or note matches the request.',
   METHOD_NOT_ALLOWED: 'The route exists but not for this HTTP method.',
   NOT_ACCEPTABLE: 'The server cannot answer in a format the request accepts.',

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LoadConfigResult, type LoadedConfig, loadConfig } from '@assistant/config';
+import { type LoadConfigResult, type LoadedConfig, loadConfig, yamlLimitProblem } from '@assistant/config';
 import { parseDocument } from 'yaml';
 import { automationChecks } from './automations/platform-automations.ts';
 import {
@@ -89,6 +89,8 @@ async function topLevelListOf(configFile: string, key: 'integration_dirs' | 'int
   } catch {
     return [];
   }
+  // A file past the size, value or nesting limits is refused by loadConfig, before the parser is let near it.
+  if (yamlLimitProblem(text) !== undefined) return [];
   try {
     const value: unknown = parseDocument(text, { prettyErrors: false }).get(key);
     const list = (value as { toJSON?: () => unknown } | undefined)?.toJSON?.();

@@ -32,7 +32,7 @@ function summarise(config: LoadedConfig, registry: IntegrationRegistry, now = ne
   const { server } = config;
   const lines = [
     `  data:         ${config.paths.dataDir}`,
-    `  server:       http://${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.port} (${server.token ? 'token required' : 'no token'})`,
+    `  server:       http://${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.port} (token: ${server.token ? 'server.token' : 'data/api-token'})`,
   ];
   const profiles = Object.entries(config.llms);
   if (profiles.length === 0) lines.push('  llm profiles: none');

@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { checkActTask, loadRuntime, readApproval } from '@assistant/runtime';
+import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createServer } from '../create-server.ts';
+import { type AssistantServer, createServer } from '../create-server.ts';
 import { catalogFromRegistry } from '../server-catalog.ts';
 
 const greeter = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
@@ -19,6 +20,13 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+const token = 'test-token-for-the-action-routes-0123456789';
+
+/** `app.inject` with the API token. */
+function inject(app: AssistantServer, options: InjectOptions) {
+  return app.inject({ ...options, headers: { authorization: `Bearer ${token}`, ...options.headers } });
+}
+
 async function setup() {
   await cp(greeter, path.join(dir, 'greeter'), { recursive: true });
   await writeFile(
@@ -28,7 +36,7 @@ async function setup() {
   const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
   const notes = new NoteStore({ root: config.paths.notes });
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
-  const app = createServer({ config, registry, catalog: catalogFromRegistry(registry) });
+  const app = createServer({ config, registry, catalog: catalogFromRegistry(registry), token });
   await app.ready();
   const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
   return { app, notes, queue, registry };
@@ -38,7 +46,7 @@ describe('POST /api/actions', () => {
   it('hole 1: an action by hand is an approval approved by api, and only its act task passes the gate, not a POST /api/tasks', async () => {
     const { app, notes, queue, registry } = await setup();
     await using _app = app;
-    const response = await app.inject({
+    const response = await inject(app, {
       method: 'POST',
       url: '/api/actions',
       payload: { instance: 'friendly', platform: 'cards', note: 'greeter/friendly/linus.md', action: 'send_card' },
@@ -61,7 +69,7 @@ describe('POST /api/actions', () => {
 
     // The same act payload as a plain task, without the approval: the gate refuses it whatever its source says.
     const { approval: _cited, ...uncited } = (task?.payload ?? {}) as Record<string, never>;
-    const forged = await app.inject({
+    const forged = await inject(app, {
       method: 'POST',
       url: '/api/tasks',
       payload: { type: 'greeter.cards.act', payload: uncited },
@@ -74,7 +82,7 @@ describe('POST /api/actions', () => {
     ).toMatch(/^`send_card` cannot be undone, and nothing authorises it/);
 
     // Taken once per item, by hand too.
-    const again = await app.inject({
+    const again = await inject(app, {
       method: 'POST',
       url: '/api/actions',
       payload: { instance: 'friendly', platform: 'cards', note: 'greeter/friendly/linus.md', action: 'send_card' },
@@ -86,7 +94,7 @@ describe('POST /api/actions', () => {
     const { app } = await setup();
     await using _app = app;
     const post = (payload: Record<string, unknown>) =>
-      app.inject({
+      inject(app, {
         method: 'POST',
         url: '/api/actions',
         payload: {

@@ -3,12 +3,14 @@ import { AssistantError } from '@assistant/errors';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
+import type { DataPaths } from '../data-paths.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
 
 export interface IntegrationRoutesOptions {
   queue: () => TaskQueue;
   catalog: ServerCatalog;
+  paths: DataPaths;
 }
 
 /** `POST /api/integrations/:name/:platform/trigger`: run a platform's entry task now, as a person asked. */
@@ -47,7 +49,9 @@ export function registerIntegrationRoutes(
       });
       if (outcome.status !== 'enqueued')
         throw new Error(`unexpected ${outcome.status}: manual triggers bypass policies`);
-      return reply.code(201).send({ id: outcome.task.id, type: entry.type, state: 'pending', path: outcome.path });
+      return reply
+        .code(201)
+        .send({ id: outcome.task.id, type: entry.type, state: 'pending', path: options.paths.shown(outcome.path) });
     },
   });
 }

@@ -17,7 +17,7 @@ export function registerOpenApiRoute(app: AssistantServer, routes: RouteTable): 
         title: 'Assistant',
         version: assistantVersion,
         description:
-          'The REST API of the Assistant server. Errors answer `{error: {code, message}}` with a code from docs/errors.md. When `server.token` is set, every request needs `Authorization: Bearer <token>`.',
+          'The REST API of the Assistant server. Errors answer `{error: {code, message}}` with a code from docs/errors.md. Every route but `GET /health` needs `Authorization: Bearer <token>` (the token in data/api-token, printed by `assistant token`, or server.token); requests with a foreign `Host` get 421, with a foreign `Origin` 403, with a body that is not JSON 415. Paths are relative to the data directory.',
       });
       return document;
     },

@@ -4,10 +4,19 @@ import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { TaskQueue } from '@assistant/queue';
 import { TaskMetrics, writeMetricsFile } from '@assistant/runtime';
+import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { createServer } from '../create-server.ts';
+import { type AssistantServer, createServer } from '../create-server.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
+
+const token = 'test-token-for-the-routes-0123456789abcdef';
+const authorization = `Bearer ${token}`;
+
+/** `app.inject` with the API token, and JSON bodies sent as JSON. */
+function inject(app: AssistantServer, options: InjectOptions) {
+  return app.inject({ ...options, headers: { authorization, ...options.headers } });
+}
 
 let dir: string;
 beforeEach(async () => {
@@ -36,7 +45,7 @@ const catalog: ServerCatalog = {
 };
 
 async function server(config?: LoadedConfig) {
-  const app = createServer({ config: config ?? (await configWith()), catalog });
+  const app = createServer({ config: config ?? (await configWith()), catalog, token });
   await app.ready();
   return app;
 }
@@ -46,23 +55,23 @@ const created = z.object({ id: z.string(), state: z.literal('pending'), path: z.
 describe('/api/tasks', () => {
   it('adds a task that bypasses the policies and reads it back with its state and path', async () => {
     await using app = await server();
-    const first = await app.inject({
+    const first = await inject(app, {
       method: 'POST',
       url: '/api/tasks',
       payload: { type: 'system.echo', payload: { a: 1 } },
     });
     expect(first.statusCode).toBe(201);
     const body = created.parse(first.json());
-    expect(body.path).toMatch(/\/queue\/pending\/5_\d{8}T\d{9}Z_[0-9a-z]{26}--[0-9a-f]{16}--system\.echo\.yaml$/);
+    expect(body.path).toMatch(/^queue\/pending\/5_\d{8}T\d{9}Z_[0-9a-z]{26}--[0-9a-f]{16}--system\.echo\.yaml$/);
     // The same type and payload again: a person asked twice, so there are two tasks (no dedup).
-    const second = await app.inject({
+    const second = await inject(app, {
       method: 'POST',
       url: '/api/tasks',
       payload: { type: 'system.echo', payload: { a: 1 } },
     });
     expect(second.statusCode).toBe(201);
 
-    const one = await app.inject({ method: 'GET', url: `/api/tasks/${body.id}` });
+    const one = await inject(app, { method: 'GET', url: `/api/tasks/${body.id}` });
     expect(one.statusCode).toBe(200);
     expect(one.json()).toMatchObject({
       id: body.id,
@@ -74,7 +83,7 @@ describe('/api/tasks', () => {
       attempts: 0,
       max_attempts: 3,
     });
-    const listed = await app.inject({ method: 'GET', url: '/api/tasks?state=pending&type=system.*&limit=1' });
+    const listed = await inject(app, { method: 'GET', url: '/api/tasks?state=pending&type=system.*&limit=1' });
     expect(listed.json()).toEqual({
       tasks: [
         {
@@ -110,7 +119,7 @@ describe('/api/tasks', () => {
       ['POST', '/api/tasks/..%2Fx/retry', undefined, 400, /^path\.id: /],
     ];
     for (const [method, url, payload, status, message] of cases) {
-      const response = await app.inject({
+      const response = await inject(app, {
         method: method as 'GET' | 'POST',
         url,
         ...(payload === undefined ? {} : { payload: payload as object }),
@@ -121,7 +130,7 @@ describe('/api/tasks', () => {
     }
     // Dot segments are resolved before routing, so they never reach a handler at all.
     for (const url of ['/api/tasks/..', '/api/tasks/%2e%2e']) {
-      const response = await app.inject({ method: 'GET', url });
+      const response = await inject(app, { method: 'GET', url });
       expect(response.statusCode, url).toBe(404);
       expect(response.json().error.message, url).toMatch(/^no route for GET /);
     }
@@ -129,7 +138,7 @@ describe('/api/tasks', () => {
 
   it('refuses a 10 MB body with 413 before reading it all', async () => {
     await using app = await server();
-    const response = await app.inject({
+    const response = await inject(app, {
       method: 'POST',
       url: '/api/tasks',
       headers: { 'content-type': 'application/json' },
@@ -146,7 +155,7 @@ describe('/api/tasks', () => {
     const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli' });
     if (outcome.status !== 'enqueued') throw new Error('not enqueued');
     await using app = await server(config);
-    const notFailed = await app.inject({ method: 'POST', url: `/api/tasks/${outcome.task.id}/retry` });
+    const notFailed = await inject(app, { method: 'POST', url: `/api/tasks/${outcome.task.id}/retry` });
     expect(notFailed.statusCode).toBe(409);
     expect(notFailed.json()).toEqual({
       error: { code: 'CONFLICT', message: `task ${outcome.task.id} is pending; only failed tasks can be retried` },
@@ -157,7 +166,7 @@ describe('/api/tasks', () => {
       path.join(queue.paths.failed, outcome.fileName),
       `type: system.echo\nerror: {type: Error, message: boom}\n`,
     );
-    const retried = await app.inject({ method: 'POST', url: `/api/tasks/${outcome.task.id}/retry` });
+    const retried = await inject(app, { method: 'POST', url: `/api/tasks/${outcome.task.id}/retry` });
     expect(retried.statusCode).toBe(200);
     expect(retried.json()).toMatchObject({ id: outcome.task.id, state: 'pending', attempts: 0 });
   });
@@ -186,7 +195,7 @@ describe('/api/tasks reading and retrying', () => {
     const newerDone = await placed(queue, 'done', Date.UTC(2026, 0, 3));
     const failed = await placed(queue, 'failed', Date.UTC(2026, 0, 4));
     await using app = await server(config);
-    const response = await app.inject({ method: 'GET', url: '/api/tasks' });
+    const response = await inject(app, { method: 'GET', url: '/api/tasks' });
     expect(response.statusCode).toBe(200);
     const listed = z.object({ tasks: z.array(z.object({ id: z.string(), state: z.string() })) }).parse(response.json());
     expect(listed.tasks.map((task) => [task.state, task.id])).toEqual([
@@ -197,9 +206,9 @@ describe('/api/tasks reading and retrying', () => {
       ['done', olderDone],
       ['failed', failed],
     ]);
-    const onlyDone = await app.inject({ method: 'GET', url: '/api/tasks?state=done' });
+    const onlyDone = await inject(app, { method: 'GET', url: '/api/tasks?state=done' });
     expect(onlyDone.json().tasks.map((task: { id: string }) => task.id)).toEqual([newerDone, olderDone]);
-    const bySleep = await app.inject({ method: 'GET', url: '/api/tasks?type=system.sleep' });
+    const bySleep = await inject(app, { method: 'GET', url: '/api/tasks?type=system.sleep' });
     expect(bySleep.json().tasks.map((task: { id: string }) => task.id)).toEqual([high.task.id]);
   });
 
@@ -210,13 +219,13 @@ describe('/api/tasks reading and retrying', () => {
     if (outcome.status !== 'enqueued') throw new Error('not enqueued');
     await writeFile(outcome.path, 'priority: [unclosed\n');
     await using app = await server(config);
-    const response = await app.inject({ method: 'GET', url: `/api/tasks/${outcome.task.id}` });
+    const response = await inject(app, { method: 'GET', url: `/api/tasks/${outcome.task.id}` });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({
       id: outcome.task.id,
       type: 'system.echo',
       state: 'pending',
-      path: outcome.path,
+      path: `queue/pending/${outcome.fileName}`,
       problem: expect.any(String),
     });
   });
@@ -229,12 +238,12 @@ describe('/api/tasks reading and retrying', () => {
     if (!entry) throw new Error('no failed task');
     await writeFile(entry.path, 'attempts: -1\n');
     await using app = await server(config);
-    const unknown = await app.inject({ method: 'POST', url: '/api/tasks/01m81zbz7e0rvw1d46qzvhsks1/retry' });
+    const unknown = await inject(app, { method: 'POST', url: '/api/tasks/01m81zbz7e0rvw1d46qzvhsks1/retry' });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toEqual({
       error: { code: 'NOT_FOUND', message: 'no task with id 01m81zbz7e0rvw1d46qzvhsks1' },
     });
-    const unreadable = await app.inject({ method: 'POST', url: `/api/tasks/${id}/retry` });
+    const unreadable = await inject(app, { method: 'POST', url: `/api/tasks/${id}/retry` });
     expect(unreadable.statusCode).toBe(400);
     expect(unreadable.json().error.message).toMatch(new RegExp(`^task ${id} cannot be read: `));
     // Still where it was: a refused retry moves nothing.
@@ -246,7 +255,7 @@ describe('POST /api/integrations/:name/:platform/trigger', () => {
   it("enqueues the platform's entry task for the instance", async () => {
     const config = await configWith();
     await using app = await server(config);
-    const response = await app.inject({ method: 'POST', url: '/api/integrations/friendly/people/trigger' });
+    const response = await inject(app, { method: 'POST', url: '/api/integrations/friendly/people/trigger' });
     expect(response.statusCode).toBe(201);
     const { id } = z.object({ id: z.string() }).parse(response.json());
     const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
@@ -260,13 +269,13 @@ describe('POST /api/integrations/:name/:platform/trigger', () => {
 
   it('answers 404 for unknown instances and 409 for disabled ones', async () => {
     await using app = await server();
-    const unknown = await app.inject({ method: 'POST', url: '/api/integrations/nobody/people/trigger' });
+    const unknown = await inject(app, { method: 'POST', url: '/api/integrations/nobody/people/trigger' });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no integration instance `nobody`' } });
-    const disabled = await app.inject({ method: 'POST', url: '/api/integrations/quiet/people/trigger' });
+    const disabled = await inject(app, { method: 'POST', url: '/api/integrations/quiet/people/trigger' });
     expect(disabled.statusCode).toBe(409);
     expect(disabled.json()).toMatchObject({ error: { code: 'CONFLICT' } });
-    const bad = await app.inject({ method: 'POST', url: '/api/integrations/..%2F/people/trigger' });
+    const bad = await inject(app, { method: 'POST', url: '/api/integrations/..%2F/people/trigger' });
     expect(bad.statusCode).toBe(400);
   });
 });
@@ -288,7 +297,7 @@ describe('/api/notes', () => {
 
   it('lists, searches and reads notes, reporting broken ones without failing', async () => {
     await using app = await server(await withNotes());
-    const listed = await app.inject({ method: 'GET', url: '/api/notes?path=email' });
+    const listed = await inject(app, { method: 'GET', url: '/api/notes?path=email' });
     expect(listed.json()).toEqual({
       notes: [
         { path: 'email/personal/1.md', title: 'Lunch on Friday?' },
@@ -298,23 +307,23 @@ describe('/api/notes', () => {
         { path: 'email/personal/broken.md', message: expect.stringMatching(/^email\/personal\/broken\.md:\d+:\d+: /) },
       ],
     });
-    const searched = await app.inject({ method: 'GET', url: '/api/notes?q=LUNCH' });
+    const searched = await inject(app, { method: 'GET', url: '/api/notes?q=LUNCH' });
     expect(searched.json().notes).toEqual([{ path: 'email/personal/1.md', title: 'Lunch on Friday?' }]);
-    const one = await app.inject({ method: 'GET', url: '/api/notes/email/personal/1.md' });
+    const one = await inject(app, { method: 'GET', url: '/api/notes/email/personal/1.md' });
     expect(one.json()).toEqual({
       path: 'email/personal/1.md',
       data: { subject: 'Lunch on Friday?', from: 'ada@example.com' },
       body: 'See you there.\n',
     });
-    expect((await app.inject({ method: 'GET', url: '/api/notes/email/personal/3.md' })).statusCode).toBe(404);
-    const inFolder = await app.inject({ method: 'GET', url: '/api/notes?path=email/personal&q=invoice' });
+    expect((await inject(app, { method: 'GET', url: '/api/notes/email/personal/3.md' })).statusCode).toBe(404);
+    const inFolder = await inject(app, { method: 'GET', url: '/api/notes?path=email/personal&q=invoice' });
     expect(inFolder.json().notes).toEqual([{ path: 'email/personal/2.md', title: 'Invoice 42' }]);
-    const elsewhere = await app.inject({ method: 'GET', url: '/api/notes?path=calendar' });
+    const elsewhere = await inject(app, { method: 'GET', url: '/api/notes?path=calendar' });
     expect(elsewhere.json()).toEqual({ notes: [], broken: [] });
-    const folder = await app.inject({ method: 'GET', url: '/api/notes/email/personal' });
+    const folder = await inject(app, { method: 'GET', url: '/api/notes/email/personal' });
     expect(folder.statusCode).toBe(404);
     expect(folder.json().error.message).toMatch(/is a folder/);
-    const broken = await app.inject({ method: 'GET', url: '/api/notes/email/personal/broken.md' });
+    const broken = await inject(app, { method: 'GET', url: '/api/notes/email/personal/broken.md' });
     expect(broken.statusCode).toBe(400);
     expect(broken.json().error.message).toMatch(/^broken note: email\/personal\/broken\.md:\d+:\d+: /);
   });
@@ -334,7 +343,7 @@ describe('/api/notes', () => {
       '/api/notes?path=email%2F..%2F..',
       '/api/notes?path=/etc',
     ]) {
-      const response = await app.inject({ method: 'GET', url });
+      const response = await inject(app, { method: 'GET', url });
       expect([400, 404], url).toContain(response.statusCode);
       expect(response.body, url).not.toContain('do not show');
     }
@@ -354,9 +363,9 @@ describe('/metrics', () => {
     await writeMetricsFile(path.join(queue.paths.workers, 'host-1-abc.metrics.json'), worker.snapshot());
     const own = new TaskMetrics();
     own.recordRejection('system.housekeeping.run', 'duplicate');
-    await using app = createServer({ config, catalog, metrics: own });
+    await using app = createServer({ config, catalog, metrics: own, token });
     await app.ready();
-    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    const response = await inject(app, { method: 'GET', url: '/metrics' });
     expect(response.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
     const lines = response.body.split('\n');
     expect(lines).toContain('assistant_queue_tasks{state="pending",type="system.echo"} 1');
@@ -380,7 +389,7 @@ interface Operation {
 describe('/docs/openapi.json', () => {
   it('describes every route the server serves', async () => {
     await using app = await server();
-    const document = (await app.inject({ method: 'GET', url: '/docs/openapi.json' })).json();
+    const document = (await inject(app, { method: 'GET', url: '/docs/openapi.json' })).json();
     expect(document.openapi).toBe('3.1.0');
     const operations = Object.entries(document.paths as Record<string, Record<string, unknown>>).flatMap(
       ([route, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`),
@@ -429,19 +438,31 @@ describe('/docs/openapi.json', () => {
 });
 
 describe('a server bound beyond loopback', () => {
-  it('answers 401 to a request without the token', async () => {
-    await writeFile(path.join(dir, 'secrets.yaml'), 'server_token: "t0ken"\n');
+  it('answers 401 to a request without server.token, and serves the Host names in server.allowed_hosts', async () => {
+    await writeFile(path.join(dir, 'secrets.yaml'), 'server_token: "t0ken-from-secrets"\n');
     await chmod(path.join(dir, 'secrets.yaml'), 0o600);
-    const config = await configWith('  host: 0.0.0.0\n  token: !secret server_token\n');
-    await using app = await server(config);
+    const config = await configWith(
+      '  host: 0.0.0.0\n  token: !secret server_token\n  allowed_hosts: [assistant.lan, 192.168.1.20]\n',
+    );
+    await using app = createServer({ config, catalog });
+    await app.ready();
     const without = await app.inject({ method: 'POST', url: '/api/tasks', payload: { type: 'system.echo' } });
     expect(without.statusCode).toBe(401);
-    const withToken = await app.inject({
-      method: 'POST',
+    for (const host of ['assistant.lan:6767', '192.168.1.20', 'localhost']) {
+      const withToken = await app.inject({
+        method: 'POST',
+        url: '/api/tasks',
+        payload: { type: 'system.echo' },
+        headers: { authorization: 'Bearer t0ken-from-secrets', host },
+      });
+      expect({ host, status: withToken.statusCode }).toEqual({ host, status: 201 });
+    }
+    // The wildcard address is no name a client reaches the server by.
+    const wildcard = await app.inject({
+      method: 'GET',
       url: '/api/tasks',
-      payload: { type: 'system.echo' },
-      headers: { authorization: 'Bearer t0ken' },
+      headers: { authorization: 'Bearer t0ken-from-secrets', host: '0.0.0.0:6767' },
     });
-    expect(withToken.statusCode).toBe(201);
+    expect(wildcard.statusCode).toBe(421);
   });
 });

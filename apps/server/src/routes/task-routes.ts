@@ -13,6 +13,7 @@ import {
 import { type IntegrationRegistry, rerouteTask } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
+import type { DataPaths } from '../data-paths.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
 
@@ -49,6 +50,8 @@ const taskView = z.looseObject({ id: z.string(), type: z.string(), state: z.enum
 
 export interface TaskRoutesOptions {
   queue: () => TaskQueue;
+  /** Shows file paths relative to the data directory. */
+  paths: DataPaths;
   catalog: ServerCatalog;
   notes: NoteStore;
   humanLog: HumanLog;
@@ -75,7 +78,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
         ...(query.type ? { type: query.type } : {}),
         limit: query.limit,
       });
-      return { tasks: entries.map(listEntry) };
+      return { tasks: entries.map((entry) => listEntry(entry, options.paths)) };
     },
   });
 
@@ -95,7 +98,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
     handler: async ({ params }) => {
       const record = await options.queue().get(params.id);
       if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
-      return taskRecordView(record);
+      return taskRecordView(record, options.paths);
     },
   });
 
@@ -128,7 +131,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
       });
       if (outcome.status !== 'enqueued')
         throw new Error(`unexpected ${outcome.status}: manual enqueues bypass policies`);
-      return reply.code(201).send({ id: outcome.task.id, state: 'pending', path: outcome.path });
+      return reply.code(201).send({ id: outcome.task.id, state: 'pending', path: options.paths.shown(outcome.path) });
     },
   });
 
@@ -146,7 +149,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
       404: { description: 'no such task', schema: errorBodySchema },
       409: { description: 'the task is not in failed/', schema: errorBodySchema },
     },
-    handler: async ({ params }) => taskRecordView(await options.queue().retry(params.id)),
+    handler: async ({ params }) => taskRecordView(await options.queue().retry(params.id), options.paths),
   });
 
   routes.add(app, {
@@ -179,38 +182,42 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
   });
 }
 
-function listEntry(entry: TaskEntry) {
+function listEntry(entry: TaskEntry, paths: DataPaths) {
   return {
     id: entry.name?.id ?? null,
     type: entry.name?.type ?? null,
     state: entry.state,
     priority: entry.name?.priority ?? null,
     ready_at: entry.name ? new Date(entry.name.readyAtMs).toISOString() : null,
-    path: entry.path,
+    path: paths.shown(entry.path),
   };
 }
 
-/** A task as the API shows it. The error's stack stays in the file: it describes our internals, not the task. */
-export function taskRecordView(record: TaskRecord): Record<string, unknown> {
+/**
+ * A task as the API shows it. The error's stack stays in the file: it describes our internals, not the task. So do
+ * the workers' ids (host name and pid): they describe the machine, and the path is relative to the data directory.
+ */
+export function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
+  const shownPath = paths.shown(record.path);
   if (!record.task) {
     return {
       id: record.name?.id ?? null,
       type: record.name?.type ?? null,
       state: record.state,
-      path: record.path,
-      problem: record.problem ?? 'the file cannot be read as a task',
+      path: shownPath,
+      problem: paths.scrub(record.problem ?? 'the file cannot be read as a task'),
     };
   }
   const data = taskFileData(record.task);
+  delete data.worker;
   if (record.task.error) data.error = { type: record.task.error.type, message: record.task.error.message };
   if (Array.isArray(data.history)) {
     data.history = record.task.history.map((attempt) => ({
       attempt: attempt.attempt,
       started_at: attempt.startedAt,
       finished_at: attempt.finishedAt,
-      ...(attempt.worker ? { worker: attempt.worker } : {}),
       error: { type: attempt.error.type, message: attempt.error.message },
     }));
   }
-  return { ...data, state: record.state, path: record.path };
+  return { ...data, state: record.state, path: shownPath };
 }
