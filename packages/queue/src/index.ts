@@ -1,7 +1,12 @@
 export { backoffDelayMs } from './backoff.ts';
 export { type Durability, syncDirectory, type WriteFileDurablyOptions, writeFileDurably } from './durable-write.ts';
 export { canonicalJson, taskFingerprint } from './fingerprint.ts';
-export { jsonTextNestingDepth, maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
+export {
+  jsonTextNestingDepth,
+  maxTaskNestingDepth,
+  valueNestingDepth,
+  yamlTextNestingDepth,
+} from './input-limits.ts';
 export {
   type ClaimedTask,
   type FailOutcome,
@@ -10,11 +15,13 @@ export {
   toTaskError,
 } from './queue-consumer.ts';
 export { isScratchName, type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+export { describeFileKind, readTaskText } from './read-task-text.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
   type JsonValue,
   jsonValueSchema,
+  maxTaskFileNestingDepth,
   type ParseTaskFileOptions,
   parseTaskFile,
   stringifyTask,
