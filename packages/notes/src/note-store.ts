@@ -80,7 +80,7 @@ export class NoteStore {
   }
 
   async #file(notePath: string): Promise<string> {
-    await mkdir(this.root, { recursive: true });
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
     return resolveNotePath(this.root, notePath);
   }
 
@@ -104,7 +104,7 @@ export class NoteStore {
       Object.keys(note.data).length === 0 ? '' : updateFrontmatterText('', note.data),
       note.body ?? '',
     );
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await writeAtomically(file, text, { exclusive: true });
     return parseNote(notePath, text);
   }
@@ -159,7 +159,7 @@ export class NoteStore {
   async move(from: string, to: string): Promise<void> {
     const source = await this.#file(from);
     const target = await this.#file(to);
-    await mkdir(path.dirname(target), { recursive: true });
+    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     await rename(source, target);
   }
 
@@ -272,7 +272,7 @@ async function withLock<T>(file: string, action: () => Promise<T>): Promise<T> {
   const lock = `${file}.lock`;
   for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
     try {
-      const handle = await open(lock, 'wx');
+      const handle = await open(lock, 'wx', 0o600);
       await handle.close();
       break;
     } catch (error) {

@@ -186,8 +186,9 @@ export class TaskQueue {
   static async open(options: TaskQueueOptions): Promise<TaskQueue> {
     const queue = new TaskQueue(options);
     const { root, ...directories } = queue.paths;
-    await mkdir(root, { recursive: true });
-    for (const directory of Object.values(directories)) await mkdir(directory, { recursive: true });
+    // 0o700: tasks hold mail and issue text, which is nobody else's business on a shared machine.
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    for (const directory of Object.values(directories)) await mkdir(directory, { recursive: true, mode: 0o700 });
     return queue;
   }
 

@@ -81,7 +81,7 @@ export class ControlFiles {
     sequence = (sequence + 1) % 1_000_000;
     const id = `${String(now).padStart(14, '0')}-${String(sequence).padStart(6, '0')}-${randomBytes(4).toString('hex')}`;
     const full = steeringRequestSchema.parse({ ...request, id, created_at: new Date(now).toISOString() });
-    await mkdir(this.requestsDirectory, { recursive: true });
+    await mkdir(this.requestsDirectory, { recursive: true, mode: 0o700 });
     await atomicWrite(path.join(this.requestsDirectory, `${id}.json`), `${JSON.stringify(full, null, 2)}\n`);
     return full;
   }
@@ -114,7 +114,7 @@ export class ControlFiles {
 
   /** Records what became of a request and removes the request: outcome first, so nothing is applied twice. */
   async settle(requestFile: string, outcome: Omit<SteeringOutcome, 'at'>): Promise<void> {
-    await mkdir(this.outcomesDirectory, { recursive: true });
+    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
     const full = { ...outcome, at: new Date().toISOString() };
     await atomicWrite(
       path.join(this.outcomesDirectory, `${outcome.request_id}.json`),
@@ -139,7 +139,7 @@ export class ControlFiles {
     requestId: string,
     options: { timeoutMs: number; signal?: AbortSignal },
   ): Promise<SteeringOutcome | undefined> {
-    await mkdir(this.outcomesDirectory, { recursive: true });
+    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
     const deadline = Date.now() + options.timeoutMs;
     let wake: (() => void) | undefined;
     let watcher: ReturnType<typeof watch> | undefined;
@@ -169,8 +169,10 @@ export class ControlFiles {
 
   /** Appends an event line; O_APPEND keeps concurrent writers' lines whole. */
   async event(event: Omit<ControlEvent, 'at'> & { at?: string }): Promise<void> {
-    await mkdir(this.directory, { recursive: true });
-    await appendFile(this.eventsFile, `${JSON.stringify({ at: new Date().toISOString(), ...event })}\n`);
+    await mkdir(this.directory, { recursive: true, mode: 0o700 });
+    await appendFile(this.eventsFile, `${JSON.stringify({ at: new Date().toISOString(), ...event })}\n`, {
+      mode: 0o600,
+    });
   }
 
   /**
@@ -213,6 +215,7 @@ export class ControlFiles {
 
 async function atomicWrite(file: string, text: string): Promise<void> {
   const temporary = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(temporary, text);
+  // 0o600: steering messages and answers are the owner's words about their mail and work.
+  await writeFile(temporary, text, { mode: 0o600 });
   await rename(temporary, file);
 }

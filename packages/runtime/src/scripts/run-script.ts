@@ -245,11 +245,11 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
   if (scriptPath !== undefined) await assertScriptFile(name, script.node ?? '', scriptPath);
   const sandbox = await chooseSandbox(name, options.sandbox ?? 'auto');
 
-  await mkdir(options.workDir, { recursive: true });
+  await mkdir(options.workDir, { recursive: true, mode: 0o700 });
   // bwrap binds paths as given; resolving symbolic links first makes the bind and --chdir name the same folder.
   const workDirectory = await realpath(options.workDir);
   const runDirectory = path.join(workDirectory, '.runs', randomBytes(8).toString('hex'));
-  await mkdir(runDirectory, { recursive: true });
+  await mkdir(runDirectory, { recursive: true, mode: 0o700 });
   try {
     signal?.throwIfAborted();
     const resultFile = path.join(runDirectory, 'result.json');
