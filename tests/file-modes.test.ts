@@ -11,7 +11,7 @@ import { QueueConsumer, TaskQueue } from '@assistant/queue';
 import { ControlFiles, TaskMetrics, writeMetricsFile } from '@assistant/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliMain, startNode } from './helpers/node-process.ts';
-import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { tempDir } from './helpers/temp-dir.ts';
 
 let previousUmask: number;
 beforeAll(() => {
