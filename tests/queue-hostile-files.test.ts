@@ -2,7 +2,7 @@
 // devices, dangling links and directories named like tasks must never wedge a worker, `queue recover` or a
 // shutdown. Every wait is bounded; a process still running at the bound is killed and the test fails.
 import { execFileSync } from 'node:child_process';
-import { lstat, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, symlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliMain, type NodeRun, startNode } from './helpers/node-process.ts';
@@ -136,6 +136,25 @@ describe('hostile files in the queue', () => {
       `warning: active/${hostileName} moved to failed/: a FIFO (named pipe), not a regular file; only regular files are tasks\n`,
     );
     expect((await quarantined(dir)).info.isFIFO()).toBe(true);
+  });
+
+  it('hole 17: an old directory in workers/ or tmp/ and a FIFO in workers/ do not stop a worker from starting', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    const good = await enqueueEcho(dir, '1');
+    const oldDirectory = path.join(queueDir(dir, 'workers'), 'gone-host-1-abcdef.yaml');
+    const oldTmp = path.join(queueDir(dir, 'tmp'), 'left-over');
+    await mkdir(path.join(oldDirectory, 'inside'), { recursive: true });
+    await mkdir(path.join(oldTmp, 'inside'), { recursive: true });
+    const twoHoursAgo = new Date(Date.now() - 7_200_000);
+    await utimes(oldDirectory, twoHoursAgo, twoHoursAgo);
+    await utimes(oldTmp, twoHoursAgo, twoHoursAgo);
+    execFileSync('mkfifo', [path.join(queueDir(dir, 'workers'), 'fifo-host-2-abcdef.yaml')]);
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.stderr).toBe('');
+    expect(work.code).toBe(0);
+    expect(await doneIds(dir)).toEqual([good]);
+    expect(await readdir(queueDir(dir, 'tmp'))).toEqual([]);
   });
 
   it('hole 17: SIGTERM stops a worker whose handler ignores its AbortSignal, within the grace, and the task goes back to pending/', async () => {

@@ -128,22 +128,28 @@ export class WorkerRegistry {
     for (const name of names) {
       if (!name.endsWith('.yaml')) continue;
       const id = name.slice(0, -'.yaml'.length);
-      const record = await this.read(id);
-      if (record === undefined) {
-        // Unreadable: judge by age alone, so a half-written file of a live worker is not removed.
-        const info = await lstat(this.#file(id)).catch(() => undefined);
-        if (info && nowMs - info.mtimeMs > this.#options.leaseMs) {
-          await this.remove(id);
-          removed.push(id);
-        }
-        continue;
-      }
-      if ((await this.ownerState(record, nowMs)) === 'gone') {
-        await this.remove(id);
-        removed.push(id);
+      try {
+        if (await this.#pruneOne(id, nowMs)) removed.push(id);
+      } catch {
+        // Something here that is not a worker file and cannot be removed as one (a directory, no permission):
+        // it says nothing about any worker, so it must not stop recovery, nor a worker from starting.
       }
     }
     return removed;
+  }
+
+  async #pruneOne(id: string, nowMs: number): Promise<boolean> {
+    const record = await this.read(id);
+    if (record === undefined) {
+      // Unreadable: judge by age alone, so a half-written file of a live worker is not removed.
+      const info = await lstat(this.#file(id)).catch(() => undefined);
+      if (!info || nowMs - info.mtimeMs <= this.#options.leaseMs) return false;
+      await this.remove(id);
+      return true;
+    }
+    if ((await this.ownerState(record, nowMs)) !== 'gone') return false;
+    await this.remove(id);
+    return true;
   }
 }
 
