@@ -63,9 +63,10 @@ describe('file modes of data/', () => {
     // The queue: enqueue, claim (with the worker file), complete, and a quarantined file with its reason.
     const queue = await TaskQueue.open({ directory: path.join(data, 'queue') });
     const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
-    await consumer.start();
+    // Enqueued before start, whose full listing indexes them: no waiting on the watcher.
     await queue.enqueue({ type: 'system.echo', payload: { text: 'private mail' } });
     await queue.enqueue({ type: 'system.echo', payload: 2 });
+    await consumer.start();
     const claimed = await consumer.claim();
     if (!claimed) throw new Error('nothing to claim');
     await consumer.complete(claimed, { ok: true });

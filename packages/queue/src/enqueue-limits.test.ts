@@ -5,6 +5,7 @@ import { AssistantError } from '@assistant/errors';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
+import { QueueConsumer } from './queue-consumer.ts';
 import { readTaskText } from './read-task-text.ts';
 import type { JsonValue } from './task-file.ts';
 import { decodeTaskName } from './task-name.ts';
@@ -97,5 +98,30 @@ describe('TaskQueue.enqueue and nesting', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('hole 19: a result nested deeper than the limit fails its task instead of writing a done/ file nobody can read', async () => {
+    const queue = await TaskQueue.open({ directory });
+    const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
+    try {
+      // Enqueued before start, whose full listing indexes it: no waiting on the watcher.
+      await queue.enqueue({ type: 'system.echo', payload: 1 });
+      await consumer.start();
+      const claimed = await consumer.claim();
+      if (!claimed) throw new Error('nothing to claim');
+      await consumer.complete(claimed, nested(maxTaskNestingDepth + 1));
+      const record = await queue.get(claimed.task.id);
+      expect(record).toMatchObject({
+        state: 'failed',
+        task: {
+          error: {
+            type: 'UnrecoverableError',
+            message: `the handler returned a result nested more than 64 levels deep; the limit is 64 (maxTaskNestingDepth)`,
+          },
+        },
+      });
+    } finally {
+      await consumer.close();
+    }
   });
 });

@@ -15,7 +15,6 @@ export {
   toTaskError,
 } from './queue-consumer.ts';
 export { isScratchName, type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
-export { describeFileKind, readTaskText } from './read-task-text.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
