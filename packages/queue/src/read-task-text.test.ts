@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, open, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, open, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -84,5 +84,12 @@ describe('readTaskText', () => {
     await expect(readTaskText(file, 1_024)).rejects.toThrow('file is 1025 bytes; the limit is 1024');
     await writeFile(file, 'x'.repeat(1_024));
     expect(await readTaskText(file, 1_024)).toHaveLength(1_024);
+  });
+
+  it('hole 17: reads at most maxBytes + 1 bytes whatever the size said (a /proc file says 0 and holds more)', async () => {
+    expect((await lstat('/proc/cpuinfo')).size).toBe(0);
+    await expect(readTaskText('/proc/cpuinfo', 16)).rejects.toThrow(
+      new TaskFileError('file grew past 16 bytes while it was read; the limit is 16 (queue.max_task_bytes)'),
+    );
   });
 });
