@@ -24,6 +24,6 @@ export interface EnsureDataDirectoriesOptions {
 /** Creates the data directories that are missing; existing ones and their contents are left as they are. */
 export async function ensureDataDirectories(options: EnsureDataDirectoriesOptions): Promise<string[]> {
   const directories = dataDirectories(options.paths);
-  for (const directory of directories) await mkdir(directory, { recursive: true });
+  for (const directory of directories) await mkdir(directory, { recursive: true, mode: 0o700 });
   return directories;
 }

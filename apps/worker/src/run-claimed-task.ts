@@ -2,11 +2,13 @@ import {
   type ClaimedTask,
   type JsonValue,
   jsonValueSchema,
+  maxTaskNestingDepth,
   type QueueConsumer,
   RetryableError,
   type Task,
   toTaskError,
   UnrecoverableError,
+  valueNestingDepth,
 } from '@assistant/queue';
 import { checkActTask, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -80,8 +82,10 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   try {
     let error: unknown;
     if (settled.ok) {
-      const checked = jsonValueSchema.safeParse(settled.value ?? null);
-      if (checked.success) {
+      // Depth first: zod recurses, and a hostile result must cost a failed task, not the worker's stack.
+      const tooDeep = valueNestingDepth(settled.value, maxTaskNestingDepth) > maxTaskNestingDepth;
+      const checked = tooDeep ? undefined : jsonValueSchema.safeParse(settled.value ?? null);
+      if (checked?.success) {
         await consumer.complete(claimed, checked.data);
         const { text, ...fields } = finished('done');
         logger.info(fields, `${label} done in ${text}`);
@@ -90,7 +94,9 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
         return 'done';
       }
       error = new UnrecoverableError(
-        `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
+        checked === undefined
+          ? `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`
+          : `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
       );
     } else if (stopSignal.aborted && signal.reason === stopSignal.reason) {
       // Stopped by the worker, not by its own timeout (whichever came first is the combined signal's reason).

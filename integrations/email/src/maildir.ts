@@ -69,7 +69,7 @@ export async function readMessage(message: MaildirMessage): Promise<Buffer> {
 
 /** Moves a message into another folder's cur/, keeping its name (and so its flags). */
 export async function moveMessage(message: MaildirMessage, target: string): Promise<string> {
-  for (const part of ['cur', 'new', 'tmp']) await mkdir(path.join(target, part), { recursive: true });
+  for (const part of ['cur', 'new', 'tmp']) await mkdir(path.join(target, part), { recursive: true, mode: 0o700 });
   const destination = path.join(target, 'cur', withFlags(message.id, message.flags));
   await rename(message.file, destination);
   return destination;
@@ -78,7 +78,7 @@ export async function moveMessage(message: MaildirMessage, target: string): Prom
 /** Sets the message's flags by renaming it into cur/ with the new info part. */
 export async function setFlags(message: MaildirMessage, flags: string[]): Promise<MaildirMessage> {
   const directory = path.dirname(path.dirname(message.file));
-  await mkdir(path.join(directory, 'cur'), { recursive: true });
+  await mkdir(path.join(directory, 'cur'), { recursive: true, mode: 0o700 });
   const destination = path.join(directory, 'cur', withFlags(message.id, flags));
   await rename(message.file, destination);
   return { ...message, file: destination, flags };
@@ -86,10 +86,10 @@ export async function setFlags(message: MaildirMessage, flags: string[]): Promis
 
 /** Delivers a message into a folder (tmp/ then rename, as the Maildir rules say), with flags. */
 export async function deliver(target: string, content: string | Uint8Array, flags: string[]): Promise<string> {
-  for (const part of ['cur', 'new', 'tmp']) await mkdir(path.join(target, part), { recursive: true });
+  for (const part of ['cur', 'new', 'tmp']) await mkdir(path.join(target, part), { recursive: true, mode: 0o700 });
   const id = `${Math.floor(Date.now() / 1000)}.${process.pid}_${randomBytes(4).toString('hex')}.${os.hostname().replace(/[/:]/g, '_')}`;
   const temporary = path.join(target, 'tmp', id);
-  await writeFile(temporary, content);
+  await writeFile(temporary, content, { mode: 0o600 });
   const destination = path.join(target, 'cur', withFlags(id, flags));
   await rename(temporary, destination);
   return destination;

@@ -43,7 +43,7 @@ export class HumanLog {
     let line = `- ${localTime(at)} **${oneLine(entry.source)}** ${oneLine(entry.message)}`;
     if (entry.reason) line += ` (${oneLine(entry.reason)})`;
     if (entry.link) line += ` [→](${scrubSecrets(entry.link).replace(/[()\s]/g, encodeURIComponent)})`;
-    await mkdir(this.directory, { recursive: true });
+    await mkdir(this.directory, { recursive: true, mode: 0o700 });
     await appendFile(this.fileFor(at), `${line}\n`, { flag: 'a', mode: 0o600 });
   }
 }

@@ -40,7 +40,7 @@ export class NoteIndex {
     const folder = this.#options.folder ?? '';
     const root = path.join(this.#options.store.root, folder);
     // A folder that does not exist yet cannot be watched; a store's folder is its own to create.
-    await mkdir(root, { recursive: true });
+    await mkdir(root, { recursive: true, mode: 0o700 });
     this.#watcher = watch(root, {
       ignoreInitial: true,
       ignored: (file, stats) => stats?.isFile() === true && !file.endsWith('.md'),

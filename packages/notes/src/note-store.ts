@@ -87,7 +87,7 @@ export class NoteStore {
   }
 
   async #file(notePath: string): Promise<string> {
-    await mkdir(this.root, { recursive: true });
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
     return resolveNotePath(this.root, notePath);
   }
 
@@ -113,7 +113,7 @@ export class NoteStore {
       Object.keys(data).length === 0 ? '' : updateFrontmatterText('', data),
       scrubSecrets(note.body ?? ''),
     );
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await writeAtomically(file, text, { exclusive: true });
     return parseNote(notePath, text);
   }
@@ -174,7 +174,7 @@ export class NoteStore {
   async move(from: string, to: string): Promise<void> {
     const source = await this.#file(from);
     const target = await this.#file(to);
-    await mkdir(path.dirname(target), { recursive: true });
+    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     await rename(source, target);
   }
 
@@ -287,7 +287,7 @@ async function withLock<T>(file: string, action: () => Promise<T>): Promise<T> {
   const lock = `${file}.lock`;
   for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
     try {
-      const handle = await open(lock, 'wx');
+      const handle = await open(lock, 'wx', 0o600);
       await handle.close();
       break;
     } catch (error) {

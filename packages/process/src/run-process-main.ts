@@ -36,6 +36,9 @@ export interface ProcessMainOptions<Loaded extends LoadedProcessConfig = LoadedP
 export async function runProcessMain<Loaded extends LoadedProcessConfig = LoadedProcessConfig>(
   options: ProcessMainOptions<Loaded>,
 ): Promise<void> {
+  // Belt and braces behind the explicit 0600/0700 modes at every write: anything this process or its children create
+  // (a handler that forgets a mode, a script's output) is the owner's alone. Data holds mail and transcripts.
+  process.umask(0o077);
   let logger: Logger | undefined;
   const stop = (signal: NodeJS.Signals) => {
     // A Ctrl-C reaches us from the terminal and again from `assistant start`; the repeat must not cut the

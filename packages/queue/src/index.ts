@@ -1,7 +1,12 @@
 export { backoffDelayMs } from './backoff.ts';
 export { type Durability, syncDirectory, type WriteFileDurablyOptions, writeFileDurably } from './durable-write.ts';
 export { canonicalJson, taskFingerprint } from './fingerprint.ts';
-export { jsonTextNestingDepth, maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
+export {
+  jsonTextNestingDepth,
+  maxTaskNestingDepth,
+  valueNestingDepth,
+  yamlTextNestingDepth,
+} from './input-limits.ts';
 export {
   type ClaimedTask,
   type FailOutcome,
@@ -15,6 +20,7 @@ export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.
 export {
   type JsonValue,
   jsonValueSchema,
+  maxTaskFileNestingDepth,
   type ParseTaskFileOptions,
   parseTaskFile,
   stringifyTask,

@@ -104,7 +104,13 @@ describe('QueueConsumer run order and timing', () => {
     const low = await queue.enqueue({ type: 'a.low', priority: 7 });
     const high = await queue.enqueue({ type: 'a.high', priority: 2 });
     expect([later.status, low.status, high.status]).toEqual(['enqueued', 'enqueued', 'enqueued']);
-    // No rescan: the names must arrive through the watcher (or the empty-index poll), woken by waitForWork.
+    // No rescan: the names must arrive through the watcher (or the empty-index poll), woken by waitForWork. All three
+    // first, so what is tested is run order and not which watcher event a loaded machine happened to deliver first.
+    const deadline = Date.now() + 10_000;
+    while (consumer.indexedCount < 3) {
+      if (Date.now() > deadline) throw new Error(`only ${consumer.indexedCount} of 3 names indexed within 10 s`);
+      await consumer.waitForWork({ timeoutMs: 100 });
+    }
     const claimedTypes: string[] = [];
     while (claimedTypes.length < 2) {
       const claimed = await consumer.claim();

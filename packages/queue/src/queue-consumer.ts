@@ -1,10 +1,11 @@
 import { type FSWatcher, watch } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { backoffDelayMs } from './backoff.ts';
+import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import { PendingIndex } from './internal/pending-index.ts';
 import { isScratchName } from './queue-paths.ts';
-import { readTaskText } from './read-task-text.ts';
+import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { DelayedError, UnrecoverableError } from './task-errors.ts';
 import { jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
 import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
@@ -139,12 +140,18 @@ export class QueueConsumer {
     for (const fileName of names) {
       if (decodeTaskName(fileName) || isScratchName(fileName)) continue;
       const file = path.join(this.queue.paths.pending, fileName);
-      const info = await stat(file).catch(() => undefined);
-      if (!info || nowMs - info.mtimeMs < 2_000 || !info.isFile()) continue;
-      await this.queue.quarantine(
-        file,
-        'the file name is not a task name: expected {priority}_{YYYYMMDDTHHMMSSmmmZ}_{id}--{fingerprint}--{type}.yaml',
-      );
+      // lstat: a link is judged as itself. Directories, FIFOs and links go too: nothing in pending/ but tasks.
+      const info = await lstat(file).catch(() => undefined);
+      if (!info || nowMs - info.mtimeMs < 2_000) continue;
+      const kind = info.isFile() ? 'the file' : `${describeFileKind(info)}, not a regular file; its`;
+      await this.queue
+        .quarantine(
+          file,
+          `${kind} name is not a task name: expected {priority}_{YYYYMMDDTHHMMSSmmmZ}_{id}--{fingerprint}--{type}.yaml`,
+        )
+        .catch((error: unknown) =>
+          this.queue.logger.warn(`cannot move pending/${fileName} to failed/: ${(error as Error).message}`),
+        );
     }
     if (this.#index.size > 0) this.#wake();
   }
@@ -208,6 +215,16 @@ export class QueueConsumer {
 
   /** Records the result and moves the task to done/. Returns false when the lease was lost meanwhile. */
   async complete(claimed: ClaimedTask, result: unknown): Promise<boolean> {
+    // A done/ file nested past the reader's limit could never be read back (task show, the API, result routes).
+    if (valueNestingDepth(result, maxTaskNestingDepth) > maxTaskNestingDepth) {
+      await this.fail(
+        claimed,
+        new UnrecoverableError(
+          `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
+        ),
+      );
+      return true;
+    }
     const checked = jsonValueSchema.safeParse(result ?? null);
     if (!checked.success) {
       await this.fail(

@@ -1,19 +1,64 @@
+import { constants, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { TaskFileError } from './task-file.ts';
 
 /**
- * Reads a task file as UTF-8, refusing it without reading it when it is larger than `maxBytes`: a 2 GB file
- * dropped into pending/ must cost a stat, not the worker's memory.
+ * O_NOFOLLOW: a symbolic link is refused (ELOOP) rather than followed to /dev/zero or another user's file.
+ * O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer that never comes; it is then refused
+ * by the fstat below. Neither changes how a regular file reads.
+ */
+const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Reads a task file as UTF-8 without ever blocking or following anything: the file is opened without following a
+ * symbolic link and without waiting on a FIFO, must be a regular file once open, and is read at most `maxBytes + 1`
+ * bytes far. A file that grows while it is read, or a device that never ends, costs `maxBytes` of memory, not all
+ * of it. Whatever is not a small regular file is refused with a TaskFileError that says what it is.
  */
 export async function readTaskText(file: string, maxBytes: number): Promise<string> {
-  const handle = await open(file, 'r');
+  let handle: Awaited<ReturnType<typeof open>>;
   try {
-    const { size } = await handle.stat();
-    if (size > maxBytes) {
-      throw new TaskFileError(`file is ${size} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
+    handle = await open(file, openFlags);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // ELOOP is what O_NOFOLLOW answers for a symbolic link (dangling or not); ENXIO is a socket.
+    if (code === 'ELOOP') throw new TaskFileError('a symbolic link, not a regular file; links are never followed');
+    if (code === 'ENXIO') throw new TaskFileError('a socket, not a regular file');
+    throw error;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new TaskFileError(`${describeFileKind(info)}, not a regular file`);
+    if (info.size > maxBytes) {
+      throw new TaskFileError(`file is ${info.size} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
     }
-    return await handle.readFile('utf8');
+    // Never more than one byte past the limit, whatever the size said: a file can grow after the fstat.
+    const chunkBytes = Math.min(Math.max(info.size + 1, 65_536), maxBytes + 1);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    while (length <= maxBytes) {
+      const chunk = Buffer.allocUnsafe(Math.min(chunkBytes, maxBytes + 1 - length));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) return Buffer.concat(chunks, length).toString('utf8');
+      chunks.push(chunk.subarray(0, bytesRead));
+      length += bytesRead;
+    }
+    throw new TaskFileError(
+      `file grew past ${maxBytes} bytes while it was read; the limit is ${maxBytes} (queue.max_task_bytes)`,
+    );
   } finally {
     await handle.close();
   }
+}
+
+/** `a directory`, `a FIFO`: what a file that is not a regular file is, for the reason beside it in failed/. */
+export function describeFileKind(info: Stats): string {
+  if (info.isFile()) return 'a regular file';
+  if (info.isDirectory()) return 'a directory';
+  if (info.isSymbolicLink()) return 'a symbolic link';
+  if (info.isFIFO()) return 'a FIFO (named pipe)';
+  if (info.isSocket()) return 'a socket';
+  if (info.isCharacterDevice()) return 'a character device';
+  if (info.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
 }

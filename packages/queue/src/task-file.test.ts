@@ -82,4 +82,41 @@ describe('parseTaskFile', () => {
       /bytes; the limit is 1024/,
     );
   });
+
+  it('hole 17: refuses a 200 000-deep YAML sequence, block or flow, before parsing it', () => {
+    const block = `payload:\n${'- '.repeat(200_000)}x\n`;
+    const flow = `payload: ${'['.repeat(200_000)}${']'.repeat(200_000)}\n`;
+    const indented = `payload:\n${Array.from({ length: 100 }, (_, level) => `${' '.repeat(level)}k${level}:`).join('\n')} 1\n`;
+    for (const text of [block, flow, indented]) {
+      expect(() => parseTaskFile(text, options)).toThrow(TaskFileError);
+      expect(() => parseTaskFile(text, options)).toThrow(
+        /^nested more than 65 levels deep; the limit is 65 for a task file, 64 for its payload \(maxTaskNestingDepth\)$/,
+      );
+    }
+  });
+
+  it('hole 17: refuses nesting that only aliases reveal', () => {
+    // Each anchor is shallow in the text, but holds the one before: about 30 + 29 + 29 levels once expanded.
+    const lines = [`a0: &a0 ${'['.repeat(30)}1${']'.repeat(30)}`];
+    for (let index = 1; index < 3; index++) {
+      lines.push(`a${index}: &a${index} ${'['.repeat(29)}*a${index - 1}${']'.repeat(29)}`);
+    }
+    lines.push('payload: *a2');
+    expect(() => parseTaskFile(lines.join('\n'), options)).toThrow(/^nested more than 65 levels deep through aliases/);
+  });
+
+  it('accepts a payload exactly at the nesting limit', () => {
+    let payload: Task['payload'] = 'leaf';
+    for (let level = 0; level < 64; level++) payload = level % 2 === 0 ? [payload] : { key: payload };
+    const task: Task = { ...parseTaskFile('', options), payload };
+    expect(parseTaskFile(stringifyTask(task), options)).toEqual(task);
+  });
+
+  it('hole 19: strings whose first lines hold only spaces or tabs come back byte for byte', () => {
+    const base = parseTaskFile('', options);
+    for (const text of [' \n', ' \n\t\n', '  \n\n x', '\t \n', '\n', 'line one\n  line two\n']) {
+      const task: Task = { ...base, payload: { text, [text]: [text] } };
+      expect(parseTaskFile(stringifyTask(task), options), JSON.stringify(text)).toEqual(task);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { scrubSecretsDeep } from '@assistant/errors';
-import { LineCounter, parseDocument, stringify } from 'yaml';
+import { Document, LineCounter, parseDocument, Scalar, visit } from 'yaml';
 import * as z from 'zod';
+import { maxTaskNestingDepth, valueNestingDepth, yamlTextNestingDepth } from './input-limits.ts';
 import { taskIdPattern } from './task-id.ts';
 import type { TaskName } from './task-name.ts';
 
@@ -125,6 +126,11 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   if (bytes > maxBytes) {
     throw new TaskFileError(`file is ${bytes} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
   }
+  // Measured before parsing: the parser, the conversion to JS and zod all recurse, and a 200 000-deep sequence
+  // cost them a quarter of a gigabyte before it was refused. One level more than a payload may have: the file's own
+  // mapping holds the payload (and result, on_result) one level down.
+  const depth = yamlTextNestingDepth(text, maxTaskFileNestingDepth);
+  if (depth > maxTaskFileNestingDepth) throw nestedTooDeep('');
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
   // Warnings too: an unknown tag such as `!secret` means nothing in a task file, and would silently become text.
@@ -140,6 +146,9 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   } catch (error) {
     throw new TaskFileError(`YAML: ${firstLine(error instanceof Error ? error.message : String(error))}`);
   }
+  // Aliases can nest a collection inside another without the text showing it: measured again, before zod.
+  const valueDepth = valueNestingDepth(data, maxTaskFileNestingDepth);
+  if (valueDepth > maxTaskFileNestingDepth) throw nestedTooDeep(' through aliases');
   const parsed = taskFileSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -223,9 +232,38 @@ export function taskFileData(task: Task): Record<string, unknown> {
 }
 
 export function stringifyTask(task: Task): string {
-  const file = taskFileData(task);
-  // No line folding: a payload string must come back byte for byte, and aliases would make hand edits confusing.
-  return stringify(file, { lineWidth: 0, aliasDuplicateObjects: false });
+  // No aliases: they would make hand edits confusing.
+  const document = new Document(taskFileData(task), { aliasDuplicateObjects: false });
+  visit(document, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'string' && blockScalarLosesIt(node.value)) node.type = Scalar.QUOTE_DOUBLE;
+    },
+  });
+  // No line folding: a payload string must come back byte for byte.
+  return document.toString({ lineWidth: 0 });
+}
+
+/**
+ * The `yaml` writer puts multi-line strings in block scalars (`|`), but without the indentation indicator that a
+ * block needs when its first non-blank line is preceded by lines holding only spaces or tabs: `" \n"` came back as
+ * `"\n"`, and `" \n\t\n"` did not parse at all, so a task that enqueue accepted was quarantined by the worker.
+ * Those strings are written double-quoted instead.
+ */
+function blockScalarLosesIt(text: string): boolean {
+  if (!text.includes('\n')) return false;
+  const lines = text.split('\n');
+  const firstContent = lines.findIndex((line) => line.trim() !== '');
+  if (firstContent === -1) return true;
+  return lines.slice(0, firstContent).some((line) => line.length > 0);
+}
+
+/** The deepest a task file may nest: a payload's limit plus the file's own top-level mapping. */
+export const maxTaskFileNestingDepth = maxTaskNestingDepth + 1;
+
+function nestedTooDeep(how: string): TaskFileError {
+  return new TaskFileError(
+    `nested more than ${maxTaskFileNestingDepth} levels deep${how}; the limit is ${maxTaskFileNestingDepth} for a task file, ${maxTaskNestingDepth} for its payload (maxTaskNestingDepth)`,
+  );
 }
 
 function firstLine(text: string): string {

@@ -1,11 +1,13 @@
-import { mkdir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { QueueConfig, QueuePolicy } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
 import { taskFingerprint } from './fingerprint.ts';
+import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import { type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
-import { readTaskText } from './read-task-text.ts';
+import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import {
   type JsonValue,
@@ -184,8 +186,9 @@ export class TaskQueue {
   static async open(options: TaskQueueOptions): Promise<TaskQueue> {
     const queue = new TaskQueue(options);
     const { root, ...directories } = queue.paths;
-    await mkdir(root, { recursive: true });
-    for (const directory of Object.values(directories)) await mkdir(directory, { recursive: true });
+    // 0o700: tasks hold mail and issue text, which is nobody else's business on a shared machine.
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    for (const directory of Object.values(directories)) await mkdir(directory, { recursive: true, mode: 0o700 });
     return queue;
   }
 
@@ -210,10 +213,27 @@ export class TaskQueue {
     if (!Number.isInteger(priority) || priority < 0 || priority > 9) {
       throw new AssistantError('BAD_REQUEST', `Expected \`priority\` to be a digit 0-9, got \`${String(priority)}\``);
     }
-    const payload = options.payload ?? null;
-    const checked = jsonValueSchema.safeParse(payload);
+    // Before anything that recurses (zod, the fingerprint's canonical JSON, YAML): a payload the worker could not
+    // read back must never be written.
+    assertNestingDepth('payload', options.payload ?? null);
+    if (options.onResult !== undefined) assertNestingDepth('on_result', options.onResult);
+    const checked = jsonValueSchema.safeParse(options.payload ?? null);
     if (!checked.success) {
       throw new AssistantError('BAD_REQUEST', `payload is not plain JSON data: ${checked.error.issues[0]?.message}`);
+    }
+    // What zod returns is what the worker's reader will make of the file (it drops `__proto__` keys, for one), so
+    // that is what is fingerprinted and written: the task in the file is the task returned here.
+    const payload = checked.data;
+    let onResult: JsonValue | undefined;
+    if (options.onResult !== undefined) {
+      const checkedRoute = jsonValueSchema.safeParse(options.onResult);
+      if (!checkedRoute.success) {
+        throw new AssistantError(
+          'BAD_REQUEST',
+          `on_result is not plain JSON data: ${checkedRoute.error.issues[0]?.message}`,
+        );
+      }
+      onResult = checkedRoute.data;
     }
     const source = options.source ?? 'api';
     const nowMs = this.now();
@@ -242,7 +262,7 @@ export class TaskQueue {
       history: [],
     };
     if (options.integration !== undefined) task.integration = options.integration;
-    if (options.onResult !== undefined) task.onResult = options.onResult;
+    if (onResult !== undefined) task.onResult = onResult;
     const fileName = encodeTaskName({ priority, readyAtMs, id, fingerprint, type: options.type });
     const text = stringifyTask(task);
     this.#assertSize(text, options.type);
@@ -346,7 +366,7 @@ export class TaskQueue {
         const withTimes = await Promise.all(
           entries.map(async (entry) => ({
             entry,
-            mtimeMs: (await stat(entry.path).catch(() => undefined))?.mtimeMs ?? 0,
+            mtimeMs: (await lstat(entry.path).catch(() => undefined))?.mtimeMs ?? 0,
           })),
         );
         withTimes.sort(
@@ -380,7 +400,7 @@ export class TaskQueue {
       if (error instanceof TaskFileError) return { ...entry, problem: error.message };
       throw error;
     }
-    const reason = await readFile(entry.path + reasonSuffix, 'utf8').catch(() => undefined);
+    const reason = await readTaskText(entry.path + reasonSuffix, maxReasonBytes).catch(() => undefined);
     if (!entry.name) return { ...entry, problem: reason?.trim() ?? 'the file name is not a task name' };
     try {
       return { ...entry, task: this.parseTask(text, entry.name) };
@@ -505,12 +525,21 @@ export class TaskQueue {
    */
   async quarantine(from: string, reason: string): Promise<boolean> {
     const fileName = path.basename(from);
-    const target = path.join(this.paths.failed, fileName);
+    let target = path.join(this.paths.failed, fileName);
     try {
       await this.move(from, target);
     } catch (error) {
       if (isMissing(error)) return false;
-      throw error;
+      // failed/ already holds something of that name that a rename cannot replace (a directory, or a file where
+      // a directory is going): set it aside under a name of its own, with the reason beside it all the same.
+      if (!isNameClash(error)) throw error;
+      target = path.join(this.paths.failed, `${fileName}.${randomBytes(4).toString('hex')}.quarantined`);
+      try {
+        await this.move(from, target);
+      } catch (retryError) {
+        if (isMissing(retryError)) return false;
+        throw retryError;
+      }
     }
     await writeFileDurably({
       tmpDir: this.paths.tmp,
@@ -518,7 +547,20 @@ export class TaskQueue {
       text: `${reason}\n`,
       durability: this.durability,
     });
-    this.logger.warn(`${path.relative(this.paths.root, from)} moved to failed/: ${reason}`);
+    const where = path.relative(this.paths.root, target);
+    this.logger.warn(
+      `${path.relative(this.paths.root, from)} moved to ${where === `failed/${fileName}` ? 'failed/' : where}: ${reason}`,
+    );
+    return true;
+  }
+
+  /** Removes a file of done/ or failed/, or a directory quarantined there, without following links. */
+  async #removeEntry(file: string): Promise<boolean> {
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) return false;
+    if (!info.isDirectory()) return this.remove(file);
+    await rm(file, { recursive: true, force: true });
+    if (this.durability === 'strict') await syncDirectory(path.dirname(file));
     return true;
   }
 
@@ -538,68 +580,12 @@ export class TaskQueue {
       for (const entry of await this.entries(state)) if (entry.name) finishedIds.add(entry.name.id);
     }
     for (const fileName of await this.#names('active')) {
-      const file = path.join(this.paths.active, fileName);
-      const name = decodeTaskName(fileName);
-      if (!name) {
-        if (await this.#oldEnough(file, nowMs, this.claimGraceMs)) {
-          if (await this.quarantine(file, 'the file name is not a task name')) report.quarantined.push(fileName);
-        }
-        continue;
-      }
-      const info = await stat(file).catch(() => undefined);
-      if (!info) continue;
-      let task: Task;
       try {
-        task = this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
+        await this.#recoverActive(fileName, nowMs, finishedIds, report, options);
       } catch (error) {
-        if (isMissing(error)) continue;
-        if (!(error instanceof TaskFileError)) throw error;
-        if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
-          report.quarantined.push(fileName);
-        }
-        continue;
-      }
-      if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) continue;
-      // A live owner finishes its own work, including removing active/x after writing done/x.
-      if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') continue;
-      // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
-      if (nowMs - info.ctimeMs < this.claimGraceMs) continue;
-      // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
-      if (finishedIds.has(name.id)) {
-        if (await this.remove(file)) report.removedDuplicates.push(fileName);
-        continue;
-      }
-      if (task.attempts >= task.maxAttempts) {
-        const target = path.join(this.paths.failed, fileName);
-        try {
-          await this.move(file, target);
-        } catch (error) {
-          if (isMissing(error)) continue;
-          throw error;
-        }
-        const finishedAt = new Date(nowMs).toISOString();
-        const error = workerDiedError(task);
-        await this.rewrite(target, {
-          ...task,
-          finishedAt,
-          error,
-          history: [...task.history, ...attemptOf(task, finishedAt, error)],
-        });
-        report.failed.push(fileName);
-        this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
-      } else {
-        // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
-        const requeued = requeuedTaskName(name, nowMs);
-        try {
-          await this.move(file, path.join(this.paths.pending, requeued.fileName));
-        } catch (error) {
-          if (isMissing(error)) continue;
-          throw error;
-        }
-        report.requeued.push(requeued.fileName);
-        this.logger.warn(
-          `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
-        );
+        // One entry that cannot be dealt with (no permission, a mount point) must not stop the rest, nor a worker
+        // from starting: it is reported and looked at again on the next pass.
+        this.logger.warn(`recovery skipped active/${fileName}: ${(error as Error).message}`);
       }
     }
     report.removedTmp = await this.sweepTmp(nowMs);
@@ -607,9 +593,85 @@ export class TaskQueue {
     return report;
   }
 
-  async #oldEnough(file: string, nowMs: number, ageMs: number): Promise<boolean> {
-    const info = await stat(file).catch(() => undefined);
-    return info !== undefined && nowMs - info.ctimeMs >= ageMs;
+  /** One entry of active/ in a recovery pass. */
+  async #recoverActive(
+    fileName: string,
+    nowMs: number,
+    finishedIds: ReadonlySet<string>,
+    report: RecoveryReport,
+    options: { skipOwner?: string },
+  ): Promise<void> {
+    const file = path.join(this.paths.active, fileName);
+    // lstat: a link is judged as a link, never by what it points at (a dangling one would look absent forever).
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) return;
+    if (!info.isFile()) {
+      // No claim ever leaves one of these in active/ (a claimer quarantines what it cannot read at once), so there
+      // is no owner to wait for: a directory, FIFO or link here is set aside now.
+      const reason = `${describeFileKind(info)}, not a regular file; only regular files are tasks`;
+      if (await this.quarantine(file, reason)) report.quarantined.push(fileName);
+      return;
+    }
+    const name = decodeTaskName(fileName);
+    if (!name) {
+      if (nowMs - info.ctimeMs >= this.claimGraceMs) {
+        if (await this.quarantine(file, 'the file name is not a task name')) report.quarantined.push(fileName);
+      }
+      return;
+    }
+    let task: Task;
+    try {
+      task = this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
+    } catch (error) {
+      if (isMissing(error)) return;
+      if (!(error instanceof TaskFileError)) throw error;
+      if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
+        report.quarantined.push(fileName);
+      }
+      return;
+    }
+    if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) return;
+    // A live owner finishes its own work, including removing active/x after writing done/x.
+    if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') return;
+    // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
+    if (nowMs - info.ctimeMs < this.claimGraceMs) return;
+    // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
+    if (finishedIds.has(name.id)) {
+      if (await this.remove(file)) report.removedDuplicates.push(fileName);
+      return;
+    }
+    if (task.attempts >= task.maxAttempts) {
+      const target = path.join(this.paths.failed, fileName);
+      try {
+        await this.move(file, target);
+      } catch (error) {
+        if (isMissing(error)) return;
+        throw error;
+      }
+      const finishedAt = new Date(nowMs).toISOString();
+      const error = workerDiedError(task);
+      await this.rewrite(target, {
+        ...task,
+        finishedAt,
+        error,
+        history: [...task.history, ...attemptOf(task, finishedAt, error)],
+      });
+      report.failed.push(fileName);
+      this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
+    } else {
+      // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
+      const requeued = requeuedTaskName(name, nowMs);
+      try {
+        await this.move(file, path.join(this.paths.pending, requeued.fileName));
+      } catch (error) {
+        if (isMissing(error)) return;
+        throw error;
+      }
+      report.requeued.push(requeued.fileName);
+      this.logger.warn(
+        `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
+      );
+    }
   }
 
   /** Removes files in tmp/ older than `tmpMaxAgeMs`: writes that a crash interrupted before their rename. */
@@ -617,9 +679,10 @@ export class TaskQueue {
     let removed = 0;
     for (const fileName of await readdir(this.paths.tmp).catch(() => [])) {
       const file = path.join(this.paths.tmp, fileName);
-      const info = await stat(file).catch(() => undefined);
+      const info = await lstat(file).catch(() => undefined);
       if (info && nowMs - info.mtimeMs > this.tmpMaxAgeMs) {
-        await unlink(file).catch(ignoreMissing);
+        // rm, not unlink: a directory left here must not make every recovery pass fail.
+        await rm(file, { recursive: true, force: true });
         removed += 1;
       }
     }
@@ -635,9 +698,9 @@ export class TaskQueue {
       for (const fileName of await this.#names(state)) {
         if (fileName.endsWith(reasonSuffix)) continue;
         const file = path.join(this.paths[state], fileName);
-        const info = await stat(file).catch(() => undefined);
+        const info = await lstat(file).catch(() => undefined);
         if (!info || nowMs - info.mtimeMs <= maxAgeMs) continue;
-        if (await this.remove(file)) report[state] += 1;
+        if (await this.#removeEntry(file)) report[state] += 1;
         await unlink(file + reasonSuffix).catch(ignoreMissing);
       }
     }
@@ -645,6 +708,18 @@ export class TaskQueue {
       this.logger.info(`pruned ${report.done} done and ${report.failed} failed tasks past their retention`);
     }
     return report;
+  }
+}
+
+/** Refuses a value nested deeper than `maxTaskNestingDepth` (a scalar is 0, `[]` is 1), naming the limit. */
+function assertNestingDepth(field: string, value: unknown): void {
+  const depth = valueNestingDepth(value, maxTaskNestingDepth);
+  if (depth > maxTaskNestingDepth) {
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `${field} is nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
+      { hint: 'flatten the structure, or store deep content in a note and put its path in the payload' },
+    );
   }
 }
 
@@ -671,6 +746,15 @@ export function attemptOf(task: Task, finishedAt: string, error: { type: string;
       error,
     },
   ];
+}
+
+/** The longest `.error.txt` reason read back; ours are one line. */
+const maxReasonBytes = 65_536;
+
+/** What rename answers when the target exists and cannot be replaced by what is being moved. */
+function isNameClash(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EISDIR' || code === 'ENOTDIR' || code === 'ENOTEMPTY' || code === 'EEXIST';
 }
 
 function typeMatcher(pattern: string): (type: string) => boolean {

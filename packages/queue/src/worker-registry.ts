@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, stat, unlink } from 'node:fs/promises';
+import { lstat, readdir, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import * as z from 'zod';
 import { type Durability, writeFileDurably } from './durable-write.ts';
-import type { TaskOwner } from './task-file.ts';
+import { readTaskText } from './read-task-text.ts';
+import { TaskFileError, type TaskOwner } from './task-file.ts';
 
 /**
  * Each running worker keeps `data/queue/workers/{id}.yaml` (pid, host, start time) and rewrites it every
@@ -82,11 +83,14 @@ export class WorkerRegistry {
   }
 
   async read(id: string): Promise<WorkerRecord | undefined> {
+    // The id comes from a task file, which anyone who can write the queue can write: it names a file in workers/.
+    if (!workerIdPattern.test(id)) return undefined;
     let text: string;
     try {
-      text = await readFile(this.#file(id), 'utf8');
+      // The task reader's rules: no links followed, no FIFO waited on, a bounded read.
+      text = await readTaskText(this.#file(id), maxWorkerFileBytes);
     } catch (error) {
-      if (isMissing(error)) return undefined;
+      if (isMissing(error) || error instanceof TaskFileError) return undefined;
       throw error;
     }
     const parsed = recordSchema.safeParse(safeYaml(text));
@@ -124,24 +128,34 @@ export class WorkerRegistry {
     for (const name of names) {
       if (!name.endsWith('.yaml')) continue;
       const id = name.slice(0, -'.yaml'.length);
-      const record = await this.read(id);
-      if (record === undefined) {
-        // Unreadable: judge by age alone, so a half-written file of a live worker is not removed.
-        const info = await stat(this.#file(id)).catch(() => undefined);
-        if (info && nowMs - info.mtimeMs > this.#options.leaseMs) {
-          await this.remove(id);
-          removed.push(id);
-        }
-        continue;
-      }
-      if ((await this.ownerState(record, nowMs)) === 'gone') {
-        await this.remove(id);
-        removed.push(id);
+      try {
+        if (await this.#pruneOne(id, nowMs)) removed.push(id);
+      } catch {
+        // Something here that is not a worker file and cannot be removed as one (a directory, no permission):
+        // it says nothing about any worker, so it must not stop recovery, nor a worker from starting.
       }
     }
     return removed;
   }
+
+  async #pruneOne(id: string, nowMs: number): Promise<boolean> {
+    const record = await this.read(id);
+    if (record === undefined) {
+      // Unreadable: judge by age alone, so a half-written file of a live worker is not removed.
+      const info = await lstat(this.#file(id)).catch(() => undefined);
+      if (!info || nowMs - info.mtimeMs <= this.#options.leaseMs) return false;
+      await this.remove(id);
+      return true;
+    }
+    if ((await this.ownerState(record, nowMs)) !== 'gone') return false;
+    await this.remove(id);
+    return true;
+  }
 }
+
+/** What `newWorkerOwner` makes: no path separators, no leading dot. */
+const workerIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const maxWorkerFileBytes = 65_536;
 
 export function pidAlive(pid: number): boolean {
   try {

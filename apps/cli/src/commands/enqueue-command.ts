@@ -2,7 +2,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDuration } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { isTaskType, type JsonValue, jsonValueSchema } from '@assistant/queue';
+import {
+  isTaskType,
+  type JsonValue,
+  jsonTextNestingDepth,
+  jsonValueSchema,
+  maxTaskNestingDepth,
+} from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { openCliRuntime, writeJson } from '../open-cli-queue.ts';
@@ -79,6 +85,14 @@ async function readPayload(text: string | undefined, context: CliContext): Promi
     } catch (error) {
       throw new AssistantError('USAGE', `cannot read the payload file ${file}: ${(error as Error).message}`);
     }
+  }
+  // Measured on the text, before parsing: the same limit the queue enforces, said before any work is done.
+  if (jsonTextNestingDepth(source, maxTaskNestingDepth) > maxTaskNestingDepth) {
+    throw new AssistantError(
+      'USAGE',
+      `${where} is nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
+      { hint: 'flatten the payload, or store deep content in a note and put its path in the payload' },
+    );
   }
   let parsed: unknown;
   try {

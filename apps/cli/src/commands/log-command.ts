@@ -67,7 +67,7 @@ async function follow(file: string, offset: number, context: CliContext): Promis
     });
   };
   // Watch the folder, not the file: the day's file may not exist yet.
-  await mkdir(path.dirname(file), { recursive: true });
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const watcher = watch(path.dirname(file), (_event, name) => {
     if (name === path.basename(file)) readMore();
   });

@@ -24,13 +24,15 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
   }
   const { config, registry } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
-  const [{ createLogger }, { runWorker }] = await Promise.all([
+  const [{ createLogger, exitAfterShutdownGrace }, { runWorker }] = await Promise.all([
     import('@assistant/process'),
     import('@assistant/worker'),
   ]);
   const logger = await createLogger({ name: 'worker', env: options.context.env });
   // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
   const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });
+  // Whatever a handler does with its signal, SIGTERM ends this process within the grace period (plus a margin).
+  const deadline = exitAfterShutdownGrace({ signal: shutdown.signal, graceMs: config.worker.shutdownGraceMs, logger });
   try {
     shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
       once: true,
@@ -44,6 +46,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
       exitWhenIdle: options.exitWhenIdle === true,
     });
   } finally {
+    deadline[Symbol.dispose]();
     shutdown[Symbol.dispose]();
   }
 }

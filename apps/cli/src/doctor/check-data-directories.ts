@@ -15,8 +15,8 @@ export async function checkDataDirectories(options: CheckDataDirectoriesOptions)
   for (const directory of directories) {
     const probe = path.join(directory, `.assistant-doctor-${process.pid}`);
     try {
-      await mkdir(directory, { recursive: true });
-      await writeFile(probe, 'probe\n');
+      await mkdir(directory, { recursive: true, mode: 0o700 });
+      await writeFile(probe, 'probe\n', { mode: 0o600 });
       await rm(probe);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));

@@ -47,7 +47,7 @@ export function registerNoteRoutes(app: AssistantServer, routes: RouteTable, opt
       400: { description: 'a path outside the notes folder', schema: errorBodySchema },
     },
     handler: async ({ query }) => {
-      await mkdir(options.root, { recursive: true });
+      await mkdir(options.root, { recursive: true, mode: 0o700 });
       const broken: { path: string; message: string }[] = [];
       const needle = query.q?.toLowerCase();
       let found: { path: string; data: FrontmatterData; body: string }[];
@@ -92,7 +92,7 @@ export function registerNoteRoutes(app: AssistantServer, routes: RouteTable, opt
     handler: async ({ params }) => {
       const relative = params['*'];
       try {
-        await mkdir(options.root, { recursive: true });
+        await mkdir(options.root, { recursive: true, mode: 0o700 });
         const note = await notes.read(relative);
         if (!note) throw new AssistantError('NOT_FOUND', `no note ${relative}`);
         return { path: note.path, data: note.data, body: note.body };

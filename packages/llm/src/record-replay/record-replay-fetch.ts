@@ -219,10 +219,11 @@ function withoutEncodingHeaders(headers: Headers): Headers {
 // Write to a temporary file and rename it into place, so a reader never sees half a recording and two writers of
 // the same key leave one whole file.
 async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
   try {
-    await writeFile(temporary, text, 'utf8');
+    // 0o600: a recording holds the prompt and the answer, mail and transcripts included.
+    await writeFile(temporary, text, { encoding: 'utf8', mode: 0o600 });
     await rename(temporary, file);
   } catch (error) {
     await rm(temporary, { force: true });

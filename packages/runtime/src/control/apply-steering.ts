@@ -108,7 +108,7 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
   };
 
   const start = async () => {
-    await mkdir(files.requestsDirectory, { recursive: true });
+    await mkdir(files.requestsDirectory, { recursive: true, mode: 0o700 });
     if (closed) return;
     try {
       watcher = watch(files.requestsDirectory, () => void drain());

@@ -82,7 +82,7 @@ export class ControlFiles {
     sequence = (sequence + 1) % 1_000_000;
     const id = `${String(now).padStart(14, '0')}-${String(sequence).padStart(6, '0')}-${randomBytes(4).toString('hex')}`;
     const full = steeringRequestSchema.parse({ ...request, id, created_at: new Date(now).toISOString() });
-    await mkdir(this.requestsDirectory, { recursive: true });
+    await mkdir(this.requestsDirectory, { recursive: true, mode: 0o700 });
     await atomicWrite(path.join(this.requestsDirectory, `${id}.json`), `${JSON.stringify(full, null, 2)}\n`);
     return full;
   }
@@ -115,7 +115,7 @@ export class ControlFiles {
 
   /** Records what became of a request and removes the request: outcome first, so nothing is applied twice. */
   async settle(requestFile: string, outcome: Omit<SteeringOutcome, 'at'>): Promise<void> {
-    await mkdir(this.outcomesDirectory, { recursive: true });
+    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
     const full = { ...outcome, at: new Date().toISOString() };
     await atomicWrite(
       path.join(this.outcomesDirectory, `${outcome.request_id}.json`),
@@ -140,7 +140,7 @@ export class ControlFiles {
     requestId: string,
     options: { timeoutMs: number; signal?: AbortSignal },
   ): Promise<SteeringOutcome | undefined> {
-    await mkdir(this.outcomesDirectory, { recursive: true });
+    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
     const deadline = Date.now() + options.timeoutMs;
     let wake: (() => void) | undefined;
     let watcher: ReturnType<typeof watch> | undefined;
@@ -170,9 +170,11 @@ export class ControlFiles {
 
   /** Appends an event line; O_APPEND keeps concurrent writers' lines whole. */
   async event(event: Omit<ControlEvent, 'at'> & { at?: string }): Promise<void> {
-    await mkdir(this.directory, { recursive: true });
+    await mkdir(this.directory, { recursive: true, mode: 0o700 });
     // Events carry error messages and results: an LLM error that echoes the token must not reach the file (or SSE).
-    await appendFile(this.eventsFile, `${scrubSecrets(JSON.stringify({ at: new Date().toISOString(), ...event }))}\n`);
+    await appendFile(this.eventsFile, `${scrubSecrets(JSON.stringify({ at: new Date().toISOString(), ...event }))}\n`, {
+      mode: 0o600,
+    });
   }
 
   /**
@@ -215,6 +217,7 @@ export class ControlFiles {
 
 async function atomicWrite(file: string, text: string): Promise<void> {
   const temporary = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(temporary, scrubSecrets(text));
+  // 0o600: steering messages and answers are the owner's words about their mail and work.
+  await writeFile(temporary, scrubSecrets(text), { mode: 0o600 });
   await rename(temporary, file);
 }

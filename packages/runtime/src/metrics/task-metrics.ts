@@ -84,7 +84,7 @@ export class TaskMetrics {
 export async function writeMetricsFile(file: string, snapshot: MetricsSnapshot): Promise<void> {
   const temporary = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    await writeFile(temporary, `${JSON.stringify(snapshot)}\n`);
+    await writeFile(temporary, `${JSON.stringify(snapshot)}\n`, { mode: 0o600 });
     await rename(temporary, file);
   } catch (error) {
     await unlink(temporary).catch(() => {});

@@ -238,7 +238,7 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptRunRes
     if (!status.usable) throw new SandboxUnavailableError({ scriptName: name, problem: status.problem });
   }
 
-  await mkdir(options.workDir, { recursive: true });
+  await mkdir(options.workDir, { recursive: true, mode: 0o700 });
   // bwrap binds paths as given; resolving symbolic links first makes the bind and --chdir name the same folder.
   const workDirectory = await realpath(options.workDir);
   // The result file's folder, made fresh outside the work folder: in there a script could leave a link for Assistant
