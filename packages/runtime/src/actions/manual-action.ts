@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AssistantError } from '@assistant/errors';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import type { ResolvedAction } from '../automations/compile-automations.ts';
+import { actionKey, type ResolvedAction } from '../automations/compile-automations.ts';
 import type { IntegrationRegistry } from '../integration-registry.ts';
 import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
 import { approvalId, describe, type EnqueueActionsResult, planned } from './enqueue-actions.ts';
@@ -78,7 +78,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     ...(argument === undefined ? {} : { argument }),
     tier: spec.tier,
     yolo: false,
-    key: argument === undefined ? options.action : `${options.action}:${JSON.stringify(argument)}`,
+    key: actionKey(options.action, argument),
   };
   const title = itemTitle(note.data, options.notePath);
   const at = new Date(nowMs).toISOString();

@@ -224,8 +224,16 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     ...(hasArgument ? { argument: action.argument as JsonValue } : {}),
     tier: spec.tier,
     yolo: action.yolo,
-    key: hasArgument ? `${action.action}:${JSON.stringify(action.argument)}` : action.action,
+    key: actionKey(action.action, hasArgument ? action.argument : undefined),
   };
+}
+
+/**
+ * The key a platform action is recorded under on its item: its name, with its argument when it takes one
+ * (`archive`, `move:"Bills"`). The same action with another argument is another action.
+ */
+export function actionKey(name: string, argument: unknown): string {
+  return argument === undefined || argument === null ? name : `${name}:${JSON.stringify(argument)}`;
 }
 
 function describeChoices(classifications: Record<string, Classification>, fields: Record<string, FieldType>): string {
