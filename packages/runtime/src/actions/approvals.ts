@@ -264,6 +264,8 @@ export async function enqueueApproved(
     matches: [match],
     approvalExpiresMs: 0,
     approvedBy: { approval: request.id },
+    // A person's own request is this person asking now: what can be undone is done again each time they ask.
+    repeatReversible: request.provenance === 'manual',
     nowMs,
   });
   const tasks = result.enqueued.map((entry) => entry.task);

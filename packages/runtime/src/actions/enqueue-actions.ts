@@ -66,6 +66,11 @@ export interface EnqueueActionsOptions {
   approvalExpiresMs: number;
   /** Set when a person approved these matches: they run instead of asking again. */
   approvedBy?: { approval: string };
+  /**
+   * A person asked for these actions by hand, now: the ones that can be undone run every time they ask (flag, unflag,
+   * flag again), recorded each time; irreversible ones are still taken once per item. @default false
+   */
+  repeatReversible?: boolean;
   nowMs?: number;
 }
 
@@ -111,13 +116,20 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
     const approval = options.approvedBy?.approval;
     // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
     // only one finds an action untaken and takes it. An action listed twice counts once.
-    const fresh = await recordActionsTaken(options.notes, options.notePath, uniqueByKey(match.actions), (action) => ({
-      action: action.key,
-      rule: match.rule,
-      provenance: match.provenance,
-      at: new Date(nowMs).toISOString(),
-      ...(approval ? { approval } : {}),
-    }));
+    const repeatable = (action: ResolvedAction) => options.repeatReversible === true && action.tier !== 'irreversible';
+    const fresh = await recordActionsTaken(
+      options.notes,
+      options.notePath,
+      uniqueByKey(match.actions),
+      repeatable,
+      (action) => ({
+        action: action.key,
+        rule: match.rule,
+        provenance: match.provenance,
+        at: new Date(nowMs).toISOString(),
+        ...(approval ? { approval } : {}),
+      }),
+    );
     for (const action of uniqueByKey(match.actions)) {
       if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
     }
@@ -245,6 +257,8 @@ async function recordActionsTaken<Action extends { key: string }>(
   notes: NoteStore,
   notePath: string,
   actions: readonly Action[],
+  /** Taken again even when already on the note (a person's reversible action by hand); recorded all the same. */
+  repeatable: (action: Action) => boolean,
   entry: (action: Action) => ActionTaken,
 ): Promise<Action[]> {
   let fresh: Action[] = [];
@@ -252,7 +266,7 @@ async function recordActionsTaken<Action extends { key: string }>(
     change: (current) => {
       const list = Array.isArray(current.data.actions_taken) ? current.data.actions_taken : [];
       const taken = new Set(takenKeys(list));
-      fresh = actions.filter((action) => !taken.has(action.key));
+      fresh = actions.filter((action) => repeatable(action) || !taken.has(action.key));
       return fresh.length === 0 ? {} : { set: { actions_taken: [...list, ...fresh.map(entry)] as never } };
     },
   });

@@ -28,7 +28,7 @@ export interface RequestManualActionOptions {
 export interface RequestManualActionResult {
   approval: ApprovalRequest;
   enqueued: EnqueueActionsResult['enqueued'];
-  /** The action was taken on this item already: actions are taken once per item, by hand too. */
+  /** The action cannot be undone and was taken on this item already: irreversible actions are taken once per item, by hand too. */
   skipped: EnqueueActionsResult['skipped'];
 }
 
@@ -37,7 +37,8 @@ export interface RequestManualActionResult {
  * the same way as everything else that acts: an approval note, created already approved by the person who asked
  * (`provenance: manual`, `decided_by` cli or api), then the act task that cites it, which the worker's gate checks
  * like any other. Nothing in a task file can authorise an irreversible action; this note is the record that a person
- * did. The action must be one the platform declares, and the note must exist.
+ * did. The action must be one the platform declares, and the note must exist. An action that can be undone runs each
+ * time a person asks for it (flag, unflag, flag again); an irreversible one once per item.
  */
 export async function requestManualAction(options: RequestManualActionOptions): Promise<RequestManualActionResult> {
   const nowMs = options.nowMs ?? Date.now();
@@ -111,7 +112,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     `# ${describe(action)} for ${title}, by hand`,
     '',
     `A person asked for this through ${options.by === 'api' ? 'the API (`POST /api/actions`)' : '`assistant act`'} and`,
-    'approved it in the same step. It is taken once per item, like every action.',
+    `approved it in the same step. ${action.tier === 'irreversible' ? 'It cannot be undone, so it is taken once per item.' : 'It can be undone, so it is done each time a person asks.'}`,
     '',
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
