@@ -233,4 +233,27 @@ describe('checkActTask', () => {
       ),
     ).toMatch(/^`send_gift` cannot be undone, and nothing authorises it/);
   });
+
+  it('hole 4: an approval covers the target it showed: a note whose target changed since is refused', async () => {
+    const { notes, queue, registry, task, gate } = await setup();
+    const { requestManualAction } = await import('./manual-action.ts');
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_gift',
+      argument: 'flowers',
+      by: 'cli',
+    });
+    expect(asked.approval.actions[0]?.target).toEqual({ field: 'name', value: 'Linus' });
+    const gift = await task(asked.enqueued[0]?.task ?? '');
+    expect(await gate(gift)).toBeUndefined();
+    await notes.update('greeter/friendly/linus.md', { set: { name: 'Mallory' } });
+    expect(await gate(gift)).toMatch(
+      /^`send_gift` cannot be undone, and approval ap-[0-9a-f]{12} was given for name Linus, but greeter\/friendly\/linus\.md now says "Mallory"/,
+    );
+  });
 });

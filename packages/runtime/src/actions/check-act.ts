@@ -71,7 +71,11 @@ export async function checkActTask(options: {
     }
     if (payload.approval !== undefined) {
       const approved = await approvedAction(options.notes, payload.approval, { ...item, key: action.key });
-      if (approved && same(approved.action)) continue;
+      if (approved && same(approved.action)) {
+        const moved = await targetMoved(options.notes, payload.item, approved.action.target);
+        if (moved === undefined) continue;
+        return `\`${action.name}\` cannot be undone, and approval ${payload.approval} ${moved}`;
+      }
       return `\`${action.name}\` cannot be undone and approval ${payload.approval} does not approve it for ${payload.item}`;
     }
     if (refused !== undefined) return `\`${action.name}\` cannot be undone, and ${refused}`;
@@ -324,6 +328,22 @@ function ruleAt(
 function ruleAuthorises(rule: CompiledRule | undefined, key: string): boolean {
   const action = rule?.actions.find((candidate) => candidate.key === key);
   return rule !== undefined && action !== undefined && (rule.provenance === 'rule' || action.yolo);
+}
+
+/**
+ * Why an approved action's target is not the one the person saw, or undefined: the approval shows the item's target
+ * field (an unsubscribe address) as it was, and it must still be that.
+ */
+async function targetMoved(
+  notes: NoteStore,
+  item: string,
+  target: ApprovalRequest['actions'][number]['target'],
+): Promise<string | undefined> {
+  if (target?.value === undefined) return undefined;
+  const note = await notes.read(item).catch(() => undefined);
+  const now = note?.data[target.field];
+  if (now !== undefined && now !== null && String(now) === target.value) return undefined;
+  return `was given for ${target.field} ${target.value}, but ${item} now says ${now === undefined ? 'nothing' : JSON.stringify(now)}`;
 }
 
 /** The action an approval approved for exactly this instance, platform, item and key, or undefined. */

@@ -23,6 +23,11 @@ export const plannedActionSchema = z.strictObject({
   inputs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   human_log: z.string().optional(),
   on_result: z.array(z.record(z.string(), z.unknown())).optional(),
+  /**
+   * What the action is done to, as the item showed it when the request was made (approval requests only): the
+   * manifest's `target` field of the item and its value, absent when the item has none.
+   */
+  target: z.strictObject({ field: z.string(), value: z.string().optional() }).optional(),
 });
 export type PlannedAction = z.infer<typeof plannedActionSchema>;
 
@@ -105,6 +110,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
         domain: options.domain,
         platform: options.platform,
         notePath: options.notePath,
+        item: data,
         title,
         match,
         expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
@@ -227,11 +233,36 @@ export function planned(action: ResolvedAction): PlannedAction {
   };
 }
 
-/** `archive`, `move to Bills`, `script notify`, `service research.web.search`. */
-export function describe(action: { kind: ResolvedAction['kind']; name: string; argument?: unknown }): string {
+/**
+ * An action as an approval request carries it: planned, with what it will be done to (the item's value of the
+ * manifest's `target` field) as the item shows it now.
+ */
+export function plannedForApproval(action: ResolvedAction, item: Record<string, unknown>): PlannedAction {
+  if (action.targetField === undefined) return planned(action);
+  const value = item[action.targetField];
+  const shown =
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : '';
+  return {
+    ...planned(action),
+    target: { field: action.targetField, ...(shown.trim() === '' ? {} : { value: shown }) },
+  };
+}
+
+/**
+ * `archive`, `move "Bills"`, `script notify`, `service research.web.search`, and what it is done to where the action
+ * names it: `unsubscribe → leave@lists.example`.
+ */
+export function describe(action: {
+  kind: ResolvedAction['kind'];
+  name: string;
+  argument?: unknown;
+  target?: PlannedAction['target'];
+}): string {
   if (action.kind === 'script') return `script ${action.name}`;
   if (action.kind === 'service') return `service ${action.name}`;
-  return action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+  const named = action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+  if (!action.target) return named;
+  return `${named} → ${action.target.value ?? `(the item has no ${action.target.field})`}`;
 }
 
 function takenKeys(value: unknown): string[] {

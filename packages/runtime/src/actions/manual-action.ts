@@ -5,7 +5,7 @@ import type { TaskQueue } from '@assistant/queue';
 import { actionKey, type ResolvedAction } from '../automations/compile-automations.ts';
 import type { IntegrationRegistry } from '../integration-registry.ts';
 import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
-import { approvalId, describe, type EnqueueActionsResult, planned } from './enqueue-actions.ts';
+import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
 
 export interface RequestManualActionOptions {
   registry: IntegrationRegistry;
@@ -80,6 +80,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     tier: spec.tier,
     yolo: false,
     key: actionKey(options.action, argument),
+    ...(spec.target === undefined ? {} : { targetField: spec.target }),
   };
   const title = itemTitle(note.data, options.notePath);
   const at = new Date(nowMs).toISOString();
@@ -104,12 +105,12 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     reason: `a person asked for it by hand (${options.by})`,
     item: options.notePath,
     title,
-    actions: [planned(action)],
+    actions: [plannedForApproval(action, note.data)],
     decided_at: at,
     decided_by: options.by,
   };
   const body = [
-    `# ${describe(action)} for ${title}, by hand`,
+    `# ${describe(plannedForApproval(action, note.data))} for ${title}, by hand`,
     '',
     `A person asked for this through ${options.by === 'api' ? 'the API (`POST /api/actions`)' : '`assistant act`'} and`,
     `approved it in the same step. ${action.tier === 'irreversible' ? 'It cannot be undone, so it is taken once per item.' : 'It can be undone, so it is done each time a person asks.'}`,

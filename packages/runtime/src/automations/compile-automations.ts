@@ -31,6 +31,8 @@ export interface ResolvedAction {
   yolo: boolean;
   /** Stable within an item: the same key is never taken twice (`move:"Archive"`, `script:notify`). */
   key: string;
+  /** For platform actions whose manifest names one: the item's field that says what it is done to. */
+  targetField?: string;
 }
 
 export interface CompiledRule {
@@ -47,7 +49,10 @@ export interface CompiledRule {
 /** What a rule may name in `then:`. */
 export interface ActionCatalog {
   /** The platform's actions from its manifest: the allowlist. */
-  platformActions: Record<string, { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined }>;
+  platformActions: Record<
+    string,
+    { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined; target?: string | undefined }
+  >;
   /** `scripts:` from config: each is irreversible unless `reversible: true`. */
   scripts: Record<string, { reversible: boolean }>;
   /** Resolves `domain.instance.service`: its reversibility, or why the call names nothing. */
@@ -225,6 +230,7 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     tier: spec.tier,
     yolo: action.yolo,
     key: actionKey(action.action, hasArgument ? action.argument : undefined),
+    ...(spec.target === undefined ? {} : { targetField: spec.target }),
   };
 }
 
