@@ -61,12 +61,12 @@ export async function checkActTask(options: {
       authorised.name === action.name &&
       isDeepStrictEqual(authorised.argument, action.argument);
     let refused: string | undefined;
-    if (ruleAuthorises(rule, action.key)) {
-      const ruleAction = rule?.actions.find((candidate) => candidate.key === action.key);
+    if (rule && ruleAuthorises(rule, action.key)) {
+      const ruleAction = rule.actions.find((candidate) => candidate.key === action.key);
       refused =
         ruleAction && same(ruleAction)
-          ? await ruleMatchProblem(options, rule as CompiledRule, item, action.key)
-          : `rule ${payload.rule_index} ("${payload.rule}") holds another \`${action.key}\``;
+          ? await ruleMatchProblem(options, rule, item, action.key)
+          : `rule ${rule.index} ("${rule.name}") holds another \`${action.key}\``;
       if (refused === undefined) continue;
     }
     if (payload.approval !== undefined) {
