@@ -1,7 +1,9 @@
 // Approval requests through the CLI and the REST API, with real processes and a real server.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadRuntime } from '@assistant/runtime';
+import { NoteStore } from '@assistant/notes';
+import { TaskQueue } from '@assistant/queue';
+import { enqueueActions, evaluateRules, loadRuntime, readApproval } from '@assistant/runtime';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -177,5 +179,73 @@ describe('approvals', () => {
     expect(wrong.code).toBe(1);
     const missing = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/nobody.md', 'hug']);
     expect(missing.stderr).toBe('assistant: no note greeter/friendly/nobody.md\n');
+  });
+
+  it('hole 4: an unsubscribe approval shows where it goes: the note and `assistant approvals` name the address', async () => {
+    await using dir = await tempDir();
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+integrations:
+  - type: email
+    name: personal
+    maildir: ./mail
+    platforms:
+      inbox:
+        automations:
+          - name: leave lists
+            when: {has_list_unsubscribe: true}
+            then: [unsubscribe, send_reply]
+            approval: required
+`,
+    );
+    const { config: loaded, registry } = await loadRuntime({
+      configPath: path.join(dir.path, 'config.yaml'),
+      cwd: dir.path,
+    });
+    const notes = new NoteStore({ root: loaded.paths.notes });
+    const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+    const notePath = 'email/personal/1-7.md';
+    await notes.create(notePath, {
+      data: {
+        subject: 'Deals',
+        from_address: 'shop@lists.example',
+        has_list_unsubscribe: true,
+        list_unsubscribe: ['mailto:leave@lists.example?subject=relay'],
+        unsubscribe_method: 'mailto',
+        unsubscribe_target: 'leave@lists.example',
+      },
+    });
+    const matches = evaluateRules(registry.automations('personal', 'inbox'), {
+      classifications: {},
+      fields: { has_list_unsubscribe: true },
+    });
+    const { approvals } = await enqueueActions({
+      notes,
+      queue,
+      instance: 'personal',
+      domain: 'email',
+      platform: 'inbox',
+      notePath,
+      title: '"Deals"',
+      matches,
+      approvalExpiresMs: 60_000,
+    });
+    const id = approvals[0]?.id ?? '';
+    const note = await notes.read(`approvals/${id}.md`);
+    expect(note?.body).toMatch(/^- unsubscribe → leave@lists\.example \(irreversible\)$/m);
+    expect(note?.body).toMatch(/^- send_reply → shop@lists\.example \(irreversible\)$/m);
+    expect(await readApproval(notes, id)).toMatchObject({
+      actions: [
+        { name: 'unsubscribe', target: { field: 'unsubscribe_target', value: 'leave@lists.example' } },
+        { name: 'send_reply', target: { field: 'from_address', value: 'shop@lists.example' } },
+      ],
+    });
+    const listed = await cli(dir, ['approvals']);
+    expect(listed.stdout).toMatch(
+      /^ap-[0-9a-f]{12} {2}pending +unsubscribe → leave@lists\.example, send_reply → shop@lists\.example for "Deals"$/m,
+    );
   });
 });

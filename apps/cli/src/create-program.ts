@@ -167,7 +167,7 @@ export function createProgram(context: CliContext): CliProgram {
   program
     .command('act')
     .description(
-      'take a platform action on one item by hand: recorded as your approval, run by the worker, once per item',
+      'take a platform action on one item by hand: recorded as your approval, run by the worker (irreversible ones once per item)',
     )
     .argument('<instance>', 'the integration instance, e.g. personal')
     .argument('<platform>', 'its platform, e.g. inbox')

@@ -71,7 +71,7 @@ export async function approvalDecideCommand(
 /**
  * `assistant act INSTANCE PLATFORM NOTE ACTION [ARGUMENT]`: a person takes one platform action on one item by hand.
  * It is recorded as an approval note approved by `cli` at once, and the act task cites it: the worker's gate checks
- * it like every other, and the action is still taken only once per item.
+ * it like every other. An irreversible action is still taken only once per item; one that can be undone each time.
  */
 export async function actCommand(
   options: ApprovalCommandOptions & {

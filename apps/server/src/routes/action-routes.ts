@@ -45,7 +45,7 @@ export function registerActionRoutes(app: AssistantServer, routes: RouteTable, o
     tag: 'approvals',
     summary: 'Take an action on an item by hand',
     description:
-      'Creates an approval already approved by `api` (provenance `manual`) and enqueues the act task that cites it. The action must be one the platform declares and the note must exist. An action taken on the item already is not taken again: it is listed under `skipped` and nothing is enqueued.',
+      'Creates an approval already approved by `api` (provenance `manual`) and enqueues the act task that cites it. The action must be one the platform declares and the note must exist. An action that can be undone is done each time it is asked for; an irreversible one taken on the item already is not taken again: it is listed under `skipped` and nothing is enqueued.',
     body: actionBody,
     responses: {
       201: { description: 'the approval as recorded, with the task it enqueued', schema: actionView },

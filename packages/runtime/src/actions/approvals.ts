@@ -8,8 +8,8 @@ import {
   describe,
   type EnqueueActionsResult,
   enqueueActions,
-  planned,
   plannedActionSchema,
+  plannedForApproval,
 } from './enqueue-actions.ts';
 
 /** Approval requests live here, one note each, named by their id. */
@@ -46,6 +46,8 @@ export interface CreateApprovalRequestOptions {
   domain: string;
   platform: string;
   notePath: string;
+  /** The item note's frontmatter, for what each action is done to; read from `notePath` when absent. */
+  item?: Record<string, unknown>;
   title: string;
   match: AutomationMatch;
   expiresMs: number;
@@ -70,7 +72,9 @@ export async function createApprovalRequest(
   });
   const notePath = `${approvalsFolder}/${id}.md`;
   if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
-  const actions = match.actions.map(planned);
+  const item =
+    options.item ?? ((await options.notes.read(options.notePath).catch(() => undefined))?.data as never) ?? {};
+  const actions = match.actions.map((action) => plannedForApproval(action, item));
   const request: ApprovalRequest = {
     id,
     status: 'pending',
@@ -87,15 +91,19 @@ export async function createApprovalRequest(
     title: options.title,
     actions,
   };
-  const list = match.actions.map((action) => `- ${describe(action)} (${action.tier.replace('_', ' ')})`).join('\n');
+  const list = actions.map((action) => `- ${describe(action)} (${action.tier.replace('_', ' ')})`).join('\n');
+  const targets = actions.flatMap((action) => (action.target ? [`\`${action.target.field}\``] : []));
   const body = [
-    `# Approve ${match.actions.map((action) => describe(action)).join(', ')} for ${options.title}?`,
+    `# Approve ${actions.map((action) => describe(action)).join(', ')} for ${options.title}?`,
     '',
     `Rule "${match.rule}" of ${options.instance}/${options.platform} matched because ${match.reason}`,
     `(${match.provenance} provenance), and it needs a person's approval before it acts:`,
     '',
     list,
     '',
+    ...(targets.length > 0
+      ? [`What follows \`→\` is what the action is done to: the item's ${targets.join(', ')} when this was asked.`, '']
+      : []),
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
     `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
@@ -111,7 +119,7 @@ export async function createApprovalRequest(
   }
   await options.humanLog?.write({
     source: `${options.instance}/${options.platform}`,
-    message: `asked for approval to ${match.actions.map((action) => describe(action)).join(', ')} for ${options.title}`,
+    message: `asked for approval to ${actions.map((action) => describe(action)).join(', ')} for ${options.title}`,
     reason: `rule "${match.rule}" (${match.provenance}) needs approval: ${match.reason}`,
     link: notePath,
   });
@@ -264,6 +272,8 @@ export async function enqueueApproved(
     matches: [match],
     approvalExpiresMs: 0,
     approvedBy: { approval: request.id },
+    // A person's own request is this person asking now: what can be undone is done again each time they ask.
+    repeatReversible: request.provenance === 'manual',
     nowMs,
   });
   const tasks = result.enqueued.map((entry) => entry.task);

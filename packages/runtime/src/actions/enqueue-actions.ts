@@ -23,6 +23,11 @@ export const plannedActionSchema = z.strictObject({
   inputs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   human_log: z.string().optional(),
   on_result: z.array(z.record(z.string(), z.unknown())).optional(),
+  /**
+   * What the action is done to, as the item showed it when the request was made (approval requests only): the
+   * manifest's `target` field of the item and its value, absent when the item has none.
+   */
+  target: z.strictObject({ field: z.string(), value: z.string().optional() }).optional(),
 });
 export type PlannedAction = z.infer<typeof plannedActionSchema>;
 
@@ -66,6 +71,11 @@ export interface EnqueueActionsOptions {
   approvalExpiresMs: number;
   /** Set when a person approved these matches: they run instead of asking again. */
   approvedBy?: { approval: string };
+  /**
+   * A person asked for these actions by hand, now: the ones that can be undone run every time they ask (flag, unflag,
+   * flag again), recorded each time; irreversible ones are still taken once per item. @default false
+   */
+  repeatReversible?: boolean;
   nowMs?: number;
 }
 
@@ -100,6 +110,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
         domain: options.domain,
         platform: options.platform,
         notePath: options.notePath,
+        item: data,
         title,
         match,
         expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
@@ -111,13 +122,20 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
     const approval = options.approvedBy?.approval;
     // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
     // only one finds an action untaken and takes it. An action listed twice counts once.
-    const fresh = await recordActionsTaken(options.notes, options.notePath, uniqueByKey(match.actions), (action) => ({
-      action: action.key,
-      rule: match.rule,
-      provenance: match.provenance,
-      at: new Date(nowMs).toISOString(),
-      ...(approval ? { approval } : {}),
-    }));
+    const repeatable = (action: ResolvedAction) => options.repeatReversible === true && action.tier !== 'irreversible';
+    const fresh = await recordActionsTaken(
+      options.notes,
+      options.notePath,
+      uniqueByKey(match.actions),
+      repeatable,
+      (action) => ({
+        action: action.key,
+        rule: match.rule,
+        provenance: match.provenance,
+        at: new Date(nowMs).toISOString(),
+        ...(approval ? { approval } : {}),
+      }),
+    );
     for (const action of uniqueByKey(match.actions)) {
       if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
     }
@@ -215,11 +233,36 @@ export function planned(action: ResolvedAction): PlannedAction {
   };
 }
 
-/** `archive`, `move to Bills`, `script notify`, `service research.web.search`. */
-export function describe(action: { kind: ResolvedAction['kind']; name: string; argument?: unknown }): string {
+/**
+ * An action as an approval request carries it: planned, with what it will be done to (the item's value of the
+ * manifest's `target` field) as the item shows it now.
+ */
+export function plannedForApproval(action: ResolvedAction, item: Record<string, unknown>): PlannedAction {
+  if (action.targetField === undefined) return planned(action);
+  const value = item[action.targetField];
+  const shown =
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : '';
+  return {
+    ...planned(action),
+    target: { field: action.targetField, ...(shown.trim() === '' ? {} : { value: shown }) },
+  };
+}
+
+/**
+ * `archive`, `move "Bills"`, `script notify`, `service research.web.search`, and what it is done to where the action
+ * names it: `unsubscribe → leave@lists.example`.
+ */
+export function describe(action: {
+  kind: ResolvedAction['kind'];
+  name: string;
+  argument?: unknown;
+  target?: PlannedAction['target'];
+}): string {
   if (action.kind === 'script') return `script ${action.name}`;
   if (action.kind === 'service') return `service ${action.name}`;
-  return action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+  const named = action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+  if (!action.target) return named;
+  return `${named} → ${action.target.value ?? `(the item has no ${action.target.field})`}`;
 }
 
 function takenKeys(value: unknown): string[] {
@@ -245,6 +288,8 @@ async function recordActionsTaken<Action extends { key: string }>(
   notes: NoteStore,
   notePath: string,
   actions: readonly Action[],
+  /** Taken again even when already on the note (a person's reversible action by hand); recorded all the same. */
+  repeatable: (action: Action) => boolean,
   entry: (action: Action) => ActionTaken,
 ): Promise<Action[]> {
   let fresh: Action[] = [];
@@ -252,7 +297,7 @@ async function recordActionsTaken<Action extends { key: string }>(
     change: (current) => {
       const list = Array.isArray(current.data.actions_taken) ? current.data.actions_taken : [];
       const taken = new Set(takenKeys(list));
-      fresh = actions.filter((action) => !taken.has(action.key));
+      fresh = actions.filter((action) => repeatable(action) || !taken.has(action.key));
       return fresh.length === 0 ? {} : { set: { actions_taken: [...list, ...fresh.map(entry)] as never } };
     },
   });

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { AssistantError } from '@assistant/errors';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import type { ResolvedAction } from '../automations/compile-automations.ts';
+import { actionKey, type ResolvedAction } from '../automations/compile-automations.ts';
 import type { IntegrationRegistry } from '../integration-registry.ts';
 import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
-import { approvalId, describe, type EnqueueActionsResult, planned } from './enqueue-actions.ts';
+import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
 
 export interface RequestManualActionOptions {
   registry: IntegrationRegistry;
@@ -28,7 +28,7 @@ export interface RequestManualActionOptions {
 export interface RequestManualActionResult {
   approval: ApprovalRequest;
   enqueued: EnqueueActionsResult['enqueued'];
-  /** The action was taken on this item already: actions are taken once per item, by hand too. */
+  /** The action cannot be undone and was taken on this item already: irreversible actions are taken once per item, by hand too. */
   skipped: EnqueueActionsResult['skipped'];
 }
 
@@ -37,7 +37,8 @@ export interface RequestManualActionResult {
  * the same way as everything else that acts: an approval note, created already approved by the person who asked
  * (`provenance: manual`, `decided_by` cli or api), then the act task that cites it, which the worker's gate checks
  * like any other. Nothing in a task file can authorise an irreversible action; this note is the record that a person
- * did. The action must be one the platform declares, and the note must exist.
+ * did. The action must be one the platform declares, and the note must exist. An action that can be undone runs each
+ * time a person asks for it (flag, unflag, flag again); an irreversible one once per item.
  */
 export async function requestManualAction(options: RequestManualActionOptions): Promise<RequestManualActionResult> {
   const nowMs = options.nowMs ?? Date.now();
@@ -78,7 +79,8 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     ...(argument === undefined ? {} : { argument }),
     tier: spec.tier,
     yolo: false,
-    key: argument === undefined ? options.action : `${options.action}:${JSON.stringify(argument)}`,
+    key: actionKey(options.action, argument),
+    ...(spec.target === undefined ? {} : { targetField: spec.target }),
   };
   const title = itemTitle(note.data, options.notePath);
   const at = new Date(nowMs).toISOString();
@@ -103,15 +105,15 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     reason: `a person asked for it by hand (${options.by})`,
     item: options.notePath,
     title,
-    actions: [planned(action)],
+    actions: [plannedForApproval(action, note.data)],
     decided_at: at,
     decided_by: options.by,
   };
   const body = [
-    `# ${describe(action)} for ${title}, by hand`,
+    `# ${describe(plannedForApproval(action, note.data))} for ${title}, by hand`,
     '',
     `A person asked for this through ${options.by === 'api' ? 'the API (`POST /api/actions`)' : '`assistant act`'} and`,
-    'approved it in the same step. It is taken once per item, like every action.',
+    `approved it in the same step. ${action.tier === 'irreversible' ? 'It cannot be undone, so it is taken once per item.' : 'It can be undone, so it is done each time a person asks.'}`,
     '',
     `The item: [${options.notePath}](../${options.notePath})`,
     '',

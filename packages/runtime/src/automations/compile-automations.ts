@@ -31,6 +31,8 @@ export interface ResolvedAction {
   yolo: boolean;
   /** Stable within an item: the same key is never taken twice (`move:"Archive"`, `script:notify`). */
   key: string;
+  /** For platform actions whose manifest names one: the item's field that says what it is done to. */
+  targetField?: string;
 }
 
 export interface CompiledRule {
@@ -47,7 +49,10 @@ export interface CompiledRule {
 /** What a rule may name in `then:`. */
 export interface ActionCatalog {
   /** The platform's actions from its manifest: the allowlist. */
-  platformActions: Record<string, { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined }>;
+  platformActions: Record<
+    string,
+    { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined; target?: string | undefined }
+  >;
   /** `scripts:` from config: each is irreversible unless `reversible: true`. */
   scripts: Record<string, { reversible: boolean }>;
   /** Resolves `domain.instance.service`: its reversibility, or why the call names nothing. */
@@ -224,8 +229,17 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     ...(hasArgument ? { argument: action.argument as JsonValue } : {}),
     tier: spec.tier,
     yolo: action.yolo,
-    key: hasArgument ? `${action.action}:${JSON.stringify(action.argument)}` : action.action,
+    key: actionKey(action.action, hasArgument ? action.argument : undefined),
+    ...(spec.target === undefined ? {} : { targetField: spec.target }),
   };
+}
+
+/**
+ * The key a platform action is recorded under on its item: its name, with its argument when it takes one
+ * (`archive`, `move:"Bills"`). The same action with another argument is another action.
+ */
+export function actionKey(name: string, argument: unknown): string {
+  return argument === undefined || argument === null ? name : `${name}:${JSON.stringify(argument)}`;
 }
 
 function describeChoices(classifications: Record<string, Classification>, fields: Record<string, FieldType>): string {

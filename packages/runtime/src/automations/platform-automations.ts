@@ -29,7 +29,7 @@ export function actionCatalog(
     platformActions: Object.fromEntries(
       Object.entries(platform.actions).map(([name, action]) => [
         name,
-        { tier: action.tier, argument: action.argument },
+        { tier: action.tier, argument: action.argument, target: action.target },
       ]),
     ),
     scripts: Object.fromEntries(

@@ -1,0 +1,259 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NoteStore } from '@assistant/notes';
+import { type JsonValue, type Task, TaskQueue } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { evaluateRules } from '../automations/compile-automations.ts';
+import { loadRuntime } from '../load-runtime.ts';
+import { decideApproval, listApprovals } from './approvals.ts';
+import { checkActTask } from './check-act.ts';
+import { enqueueActions } from './enqueue-actions.ts';
+
+const greeter = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
+
+const config = `data_dir: ./data
+integration_dirs: [${JSON.stringify(greeter)}]
+llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: m}
+integrations:
+  - type: greeter
+    name: friendly
+    platforms:
+      cards:
+        classifications:
+          close: "is this person close?"
+        automations:
+          - name: cards for friends
+            when: {is_friend: true}
+            then: send_card
+          - name: notify friends
+            when: {is_friend: true}
+            then: {script: notify, inputs: {who: "{{ name }}"}}
+          - name: post to friends
+            when: {is_friend: true}
+            then: {service: {call: greeter.friendly.post_card, inputs: {name: "{{ name }}"}}}
+          - name: cards for close people anyway
+            when: {close: ">= 0.8"}
+            then: !yolo send_card
+          - name: flowers for friends
+            when: {is_friend: true}
+            then: {send_gift: flowers}
+          - name: notify close people
+            when: {close: ">= 0.8"}
+            then: {script: notify, inputs: {who: "{{ name }}"}}
+            approval: required
+  - type: greeter
+    name: other
+    platforms:
+      cards:
+        automations:
+          - name: cards for friends
+            when: {is_friend: true}
+            then: send_card
+scripts:
+  notify:
+    shell: echo notified
+    inputs: [who]
+`;
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-gate-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function setup() {
+  await writeFile(path.join(dir, 'config.yaml'), config);
+  const { config: loaded, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+  const notes = new NoteStore({ root: loaded.paths.notes });
+  const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+  // Ada is a friend; Linus is not, and nobody is close to him; Anne is no friend but close; the other instance has
+  // its own Ada.
+  await notes.create('greeter/friendly/ada.md', { data: { name: 'Ada', is_friend: true } });
+  await notes.create('greeter/friendly/linus.md', {
+    data: { name: 'Linus', is_friend: false, classifications: { close: 0.1 } },
+  });
+  await notes.create('greeter/friendly/anne.md', {
+    data: { name: 'Anne', is_friend: false, classifications: { close: 0.9 } },
+  });
+  await notes.create('greeter/other/ada.md', { data: { name: 'Ada', is_friend: true } });
+  /** What the evaluate stage does for one item: the rules that match it, their tasks enqueued. */
+  const evaluate = async (notePath: string) => {
+    const note = await notes.read(notePath);
+    const matches = evaluateRules(registry.automations('friendly', 'cards'), {
+      classifications: (note?.data.classifications ?? {}) as Record<string, unknown>,
+      fields: { is_friend: note?.data.is_friend, name: note?.data.name },
+    });
+    return enqueueActions({
+      notes,
+      queue,
+      instance: 'friendly',
+      domain: 'greeter',
+      platform: 'cards',
+      notePath,
+      matches,
+      approvalExpiresMs: 60_000,
+    });
+  };
+  const task = async (id: string): Promise<Task> => {
+    const found = (await queue.get(id))?.task;
+    if (!found) throw new Error(`no task ${id}`);
+    return found;
+  };
+  const gate = (checked: Task) => checkActTask({ registry, notes, task: checked, scripts: loaded.scripts });
+  return { notes, queue, registry, evaluate, task, gate };
+}
+
+/** The same task with some of its payload replaced: what anyone who can write to the queue can make of it. */
+function forge(task: Task, payload: Record<string, unknown>, onResult?: Record<string, unknown>): Task {
+  return {
+    ...task,
+    payload: { ...(task.payload as Record<string, JsonValue>), ...payload } as JsonValue,
+    ...(onResult ? { onResult: { ...(task.onResult as Record<string, JsonValue>), ...onResult } as JsonValue } : {}),
+  };
+}
+
+describe('checkActTask', () => {
+  it('hole 1: a forged act task citing a real deterministic rule for an item it does not match is refused', async () => {
+    const { evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const card = ada.enqueued.find((entry) => entry.key === 'send_card');
+    const legit = await task(card?.task ?? '');
+    expect(await gate(legit)).toBeUndefined();
+
+    // Rule 0 is real and deterministic, but Linus is no friend.
+    expect(await gate(forge(legit, { item: 'greeter/friendly/linus.md' }))).toMatch(
+      /^`send_card` cannot be undone, and rule 0 \("cards for friends"\) does not match greeter\/friendly\/linus\.md as it is now/,
+    );
+    // An item that does not exist.
+    expect(await gate(forge(legit, { item: 'greeter/friendly/nobody.md' }))).toMatch(
+      /no note greeter\/friendly\/nobody\.md/,
+    );
+    // A friend, but of another instance: the friendly instance must not act on the other's items.
+    expect(await gate(forge(legit, { item: 'greeter/other/ada.md' }))).toMatch(
+      /greeter\/other\/ada\.md is not an item of friendly/,
+    );
+    // A path that leaves the notes.
+    expect(await gate(forge(legit, { item: '../config.yaml' }))).toMatch(/^`send_card` cannot be undone/);
+  });
+
+  it('hole 1: a forged act task citing a !yolo action is refused for an item its rule does not match', async () => {
+    const { evaluate, task, gate } = await setup();
+    const anne = await evaluate('greeter/friendly/anne.md');
+    const legit = await task(anne.enqueued.find((entry) => entry.key === 'send_card')?.task ?? '');
+    expect(legit.payload).toMatchObject({ rule_index: 3, provenance: 'llm' });
+    expect(await gate(legit)).toBeUndefined();
+    expect(await gate(forge(legit, { item: 'greeter/friendly/linus.md' }))).toMatch(
+      /rule 3 \("cards for close people anyway"\) does not match greeter\/friendly\/linus\.md/,
+    );
+  });
+
+  it('hole 1: forged script and service tasks citing a real rule for an item it does not match are refused', async () => {
+    const { evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const script = await task(ada.enqueued.find((entry) => entry.key === 'script:notify')?.task ?? '');
+    const service = await task(
+      ada.enqueued.find((entry) => entry.key === 'service:greeter.friendly.post_card')?.task ?? '',
+    );
+    expect(await gate(script)).toBeUndefined();
+    expect(await gate(service)).toBeUndefined();
+    const linus = { instance: 'friendly', platform: 'cards', item: 'greeter/friendly/linus.md' };
+    const requested = (task: Task) =>
+      (task.payload as { requested_by?: Record<string, unknown> }).requested_by ??
+      (task.onResult as { requested_by: Record<string, unknown> }).requested_by;
+    expect(
+      await gate(forge(script, { requested_by: { ...requested(script), ...linus }, inputs: { who: 'Linus' } })),
+    ).toMatch(/^script `notify` cannot be undone, and rule 1 \("notify friends"\) does not match/);
+    expect(
+      await gate(
+        forge(service, { inputs: { name: 'Linus' } }, { requested_by: { ...requested(service), ...linus } as never }),
+      ),
+    ).toMatch(
+      /^service `greeter\.friendly\.post_card` cannot be undone, and rule 2 \("post to friends"\) does not match/,
+    );
+  });
+
+  it('hole 2: a forged script.run or service task citing a valid rule cannot carry inputs the rule would not render', async () => {
+    const { evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const script = await task(ada.enqueued.find((entry) => entry.key === 'script:notify')?.task ?? '');
+    const service = await task(
+      ada.enqueued.find((entry) => entry.key === 'service:greeter.friendly.post_card')?.task ?? '',
+    );
+    expect(script.payload).toMatchObject({ inputs: { who: 'Ada' } });
+    expect(await gate(forge(script, { inputs: { who: 'Ada; rm -rf ~' } }))).toMatch(
+      /^script `notify`: its inputs are not the ones rule 1 \("notify friends"\) gives greeter\/friendly\/ada\.md/,
+    );
+    expect(await gate(forge(script, { inputs: { who: 'Ada', extra: 'x' } }))).toMatch(/its inputs are not/);
+    expect(await gate(forge(service, { inputs: { name: 'Mallory' } }))).toMatch(
+      /^service `greeter\.friendly\.post_card`: its inputs are not the ones rule 2/,
+    );
+    // The rule routes the result to a note; a forgery feeds it to a task of its choosing.
+    expect(
+      await gate(forge(service, {}, { routes: [{ enqueue: 'script.run', payload: { script: 'notify' } }] })),
+    ).toMatch(/^service `greeter\.friendly\.post_card`: its on_result routes are not the ones rule 2/);
+  });
+
+  it('hole 2: a forged script.run task citing an approval cannot carry inputs other than the approved ones', async () => {
+    const { notes, queue, evaluate, task, gate } = await setup();
+    await evaluate('greeter/friendly/anne.md');
+    const [request] = await listApprovals(notes, { status: 'pending' });
+    expect(request).toMatchObject({ rule: 'notify close people', item: 'greeter/friendly/anne.md' });
+    const decided = await decideApproval({ notes, queue, id: request?.id ?? '', decision: 'approve', by: 'test' });
+    const script = await task(decided.enqueued?.[0]?.task ?? '');
+    expect(script.payload).toMatchObject({ approval: request?.id, inputs: { who: 'Anne' } });
+    expect(await gate(script)).toBeUndefined();
+    expect(await gate(forge(script, { inputs: { who: 'Mallory' } }))).toMatch(
+      /^script `notify`: its inputs are not the ones approval ap-[0-9a-f]{12} gives greeter\/friendly\/anne\.md/,
+    );
+  });
+
+  it("hole 2: an act task's argument and name must be the rule's, not just its key", async () => {
+    const { evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const gift = await task(ada.enqueued.find((entry) => entry.key === 'send_gift:"flowers"')?.task ?? '');
+    expect(await gate(gift)).toBeUndefined();
+    const action = (gift.payload as { actions: Record<string, unknown>[] }).actions[0];
+    // The key the rule holds, with another argument.
+    expect(await gate(forge(gift, { actions: [{ ...action, argument: 'a diamond ring' }] }))).toMatch(
+      /^`send_gift`: its key `send_gift:"flowers"` is not its name and argument \("a diamond ring"\)/,
+    );
+    // Another irreversible action under the key of one the rule holds.
+    expect(await gate(forge(gift, { actions: [{ ...action, name: 'send_card', argument: undefined }] }))).toMatch(
+      /^`send_card`: its key `send_gift:"flowers"` is not its name and argument/,
+    );
+    // The key and argument agree, but the rule gives flowers.
+    expect(
+      await gate(
+        forge(gift, { actions: [{ ...action, key: 'send_gift:"a diamond ring"', argument: 'a diamond ring' }] }),
+      ),
+    ).toMatch(/^`send_gift` cannot be undone, and nothing authorises it/);
+  });
+
+  it('hole 4: an approval covers the target it showed: a note whose target changed since is refused', async () => {
+    const { notes, queue, registry, task, gate } = await setup();
+    const { requestManualAction } = await import('./manual-action.ts');
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_gift',
+      argument: 'flowers',
+      by: 'cli',
+    });
+    expect(asked.approval.actions[0]?.target).toEqual({ field: 'name', value: 'Linus' });
+    const gift = await task(asked.enqueued[0]?.task ?? '');
+    expect(await gate(gift)).toBeUndefined();
+    await notes.update('greeter/friendly/linus.md', { set: { name: 'Mallory' } });
+    expect(await gate(gift)).toMatch(
+      /^`send_gift` cannot be undone, and approval ap-[0-9a-f]{12} was given for name Linus, but greeter\/friendly\/linus\.md now says "Mallory"/,
+    );
+  });
+});
