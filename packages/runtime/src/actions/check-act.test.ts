@@ -177,7 +177,7 @@ describe('checkActTask', () => {
     );
   });
 
-  it('hole 2: a forged script.run or service task citing a valid rule cannot carry inputs the rule would not render', async () => {
+  it('holes 1, 15, 16: a forged script.run or service task citing a valid rule cannot carry inputs the rule would not render', async () => {
     const { evaluate, task, gate } = await setup();
     const ada = await evaluate('greeter/friendly/ada.md');
     const script = await task(ada.enqueued.find((entry) => entry.key === 'script:notify')?.task ?? '');
@@ -198,7 +198,7 @@ describe('checkActTask', () => {
     ).toMatch(/^service `greeter\.friendly\.post_card`: its on_result routes are not the ones rule 2/);
   });
 
-  it('hole 2: a forged script.run task citing an approval cannot carry inputs other than the approved ones', async () => {
+  it('holes 1, 16: a forged script.run task citing an approval cannot carry inputs other than the approved ones', async () => {
     const { notes, queue, evaluate, task, gate } = await setup();
     await evaluate('greeter/friendly/anne.md');
     const [request] = await listApprovals(notes, { status: 'pending' });
