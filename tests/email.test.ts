@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { simpleParser } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { describe, expect, it } from 'vitest';
 import { startDovecot } from './helpers/dovecot.ts';
 import {
@@ -17,6 +16,7 @@ import {
   withImapClient,
 } from './helpers/imap-client.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
+import { startSmtpSink } from './helpers/smtp-sink.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -277,7 +277,6 @@ describe('irreversible email actions', () => {
   it('sends a reply only after approval, unsubscribes by mail with a fixed text under !yolo, and never twice', async () => {
     await using dovecot = await startDovecot();
     const [maria] = await readMailFixtures();
-    const received: { mails: string[] } = { mails: [] };
     // A newsletter whose mailto: unsubscribe asks for a subject and body of its own choosing (hole 4).
     const newsletter = [
       'From: Loopback Letters <letters@loopback.example>',
@@ -292,23 +291,8 @@ describe('irreversible email actions', () => {
       '',
     ].join('\r\n');
     await appendMessages(dovecot, 'INBOX', [maria?.text ?? '', newsletter]);
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, _session, callback) {
-        let text = '';
-        stream.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-        });
-        stream.on('end', () => {
-          received.mails.push(text);
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    const smtpPort = (smtp.server.address() as AddressInfo).port;
+    await using smtp = await startSmtpSink();
+    const smtpPort = smtp.port;
     const table = await judgements();
     await using model = await FakeOpenAiServer.start({ respond: newsletterModel(fakeModel(table)) });
     await using dir = await tempDir();
@@ -341,40 +325,36 @@ integrations:
 `,
     );
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
-    try {
-      const triggered = await cli(['trigger', 'personal', 'inbox']);
-      // `!yolo` is warned about at every start.
-      expect(triggered.stderr).toMatch(
-        /^warning: config\.yaml:\d+:\d+: .*`!yolo`: this action runs without human approval/,
-      );
-      expect(triggered.code).toBe(0);
-      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
-      // The unsubscribe mail: the fixed text, to the one address, whatever the URL asked for.
-      expect(received.mails).toHaveLength(1);
-      const unsubscribeMail = await simpleParser(received.mails[0] ?? '');
-      expect(unsubscribeMail.subject).toBe('unsubscribe');
-      expect(unsubscribeMail.text?.trim()).toBe('unsubscribe');
-      expect(received.mails[0]).toMatch(/^To: leave-alice@loopback\.example$/m);
-      const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as { id: string; title: string }[];
-      expect(pending.map((request) => request.title)).toEqual([`"${table[0]?.subject}"`]);
+    const triggered = await cli(['trigger', 'personal', 'inbox']);
+    // `!yolo` is warned about at every start.
+    expect(triggered.stderr).toMatch(
+      /^warning: config\.yaml:\d+:\d+: .*`!yolo`: this action runs without human approval/,
+    );
+    expect(triggered.code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    // The unsubscribe mail: the fixed text, to the one address, whatever the URL asked for.
+    expect(smtp.mails).toHaveLength(1);
+    const unsubscribeMail = await simpleParser(smtp.mails[0]?.text ?? '');
+    expect(unsubscribeMail.subject).toBe('unsubscribe');
+    expect(unsubscribeMail.text?.trim()).toBe('unsubscribe');
+    expect(smtp.mails[0]?.text).toMatch(/^To: leave-alice@loopback\.example$/m);
+    const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as { id: string; title: string }[];
+    expect(pending.map((request) => request.title)).toEqual([`"${table[0]?.subject}"`]);
 
-      expect((await cli(['approve', pending[0]?.id ?? ''])).code).toBe(0);
-      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
-      expect(received.mails).toHaveLength(2);
-      expect(received.mails[1]).toMatch(/^To: Maria Keller <maria\.keller@keller-family\.example>$/m);
-      expect(received.mails[1]).toMatch(/^In-Reply-To: <[^>]+>$/m);
-      expect(received.mails[1]).toMatch(/^Subject: Re: Lisbon apartment/m);
+    expect((await cli(['approve', pending[0]?.id ?? ''])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    expect(smtp.mails).toHaveLength(2);
+    expect(smtp.mails[1]?.text).toMatch(/^To: Maria Keller <maria\.keller@keller-family\.example>$/m);
+    expect(smtp.mails[1]?.text).toMatch(/^In-Reply-To: <[^>]+>$/m);
+    expect(smtp.mails[1]?.text).toMatch(/^Subject: Re: Lisbon apartment/m);
 
-      // Another cycle: nothing is sent or unsubscribed again.
-      await cli(['trigger', 'personal', 'inbox']);
-      await cli(['work', '--exit-when-idle']);
-      expect(received.mails).toHaveLength(2);
-      const log = (await cli(['log'])).stdout;
-      expect(log).toMatch(/unsubscribed \(mail to leave-alice@loopback\.example\): "Loopback Letters #1"/);
-      expect(log).toMatch(/sent a reply: "Lisbon apartment/);
-    } finally {
-      await new Promise((resolve) => smtp.close(() => resolve(undefined)));
-    }
+    // Another cycle: nothing is sent or unsubscribed again.
+    await cli(['trigger', 'personal', 'inbox']);
+    await cli(['work', '--exit-when-idle']);
+    expect(smtp.mails).toHaveLength(2);
+    const log = (await cli(['log'])).stdout;
+    expect(log).toMatch(/unsubscribed \(mail to leave-alice@loopback\.example\): "Loopback Letters #1"/);
+    expect(log).toMatch(/sent a reply: "Lisbon apartment/);
   });
 
   it('hole 3: a one-click unsubscribe to a loopback address is refused and recorded, not followed', async () => {
@@ -484,24 +464,9 @@ describe('replies to a hostile sender', () => {
       '',
     ].join('\r\n');
     await appendMessages(dovecot, 'INBOX', [hostile]);
-    const received: { to: string[]; text: string }[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, session, callback) {
-        let text = '';
-        stream.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-        });
-        stream.on('end', () => {
-          received.push({ to: session.envelope.rcptTo.map((recipient) => recipient.address), text });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    const smtpPort = (smtp.server.address() as AddressInfo).port;
+    await using smtp = await startSmtpSink();
+    const smtpPort = smtp.port;
+    const received = smtp.mails;
     await using model = await FakeOpenAiServer.start({ respond: fakeModel(await judgements()) });
     await using dir = await tempDir();
     await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
@@ -529,37 +494,33 @@ integrations:
 `,
     );
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
-    try {
-      expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
-      expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
-      const [draft] = await withImapClient(dovecot, async (client) => {
-        await client.mailboxOpen('Drafts');
-        const sources: Buffer[] = [];
-        for await (const message of client.fetch('1:*', { source: true })) {
-          if (message.source) sources.push(message.source);
-        }
-        return sources;
-      });
-      expect(received).toHaveLength(1);
-      expect(received[0]?.to).toEqual(['mallory@evil.example']);
-      for (const raw of [draft ?? '', received[0]?.text ?? '']) {
-        const parsed = await simpleParser(raw);
-        expect(parsed.headerLines.map((line) => line.key).sort()).toEqual([
-          'content-transfer-encoding',
-          'content-type',
-          'date',
-          'from',
-          'message-id',
-          'mime-version',
-          'subject',
-          'to',
-        ]);
-        const to = Array.isArray(parsed.to) ? parsed.to : parsed.to ? [parsed.to] : [];
-        expect(to.flatMap((group) => group.value.map((address) => address.address))).toEqual(['mallory@evil.example']);
-        expect(parsed.subject).toMatch(/^Re: Quick question Bcc: victim@elsewhere\.example X-Injected: yes$/);
+    expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    const [draft] = await withImapClient(dovecot, async (client) => {
+      await client.mailboxOpen('Drafts');
+      const sources: Buffer[] = [];
+      for await (const message of client.fetch('1:*', { source: true })) {
+        if (message.source) sources.push(message.source);
       }
-    } finally {
-      await new Promise((resolve) => smtp.close(() => resolve(undefined)));
+      return sources;
+    });
+    expect(received).toHaveLength(1);
+    expect(received[0]?.to).toEqual(['mallory@evil.example']);
+    for (const raw of [draft ?? '', received[0]?.text ?? '']) {
+      const parsed = await simpleParser(raw);
+      expect(parsed.headerLines.map((line) => line.key).sort()).toEqual([
+        'content-transfer-encoding',
+        'content-type',
+        'date',
+        'from',
+        'message-id',
+        'mime-version',
+        'subject',
+        'to',
+      ]);
+      const to = Array.isArray(parsed.to) ? parsed.to : parsed.to ? [parsed.to] : [];
+      expect(to.flatMap((group) => group.value.map((address) => address.address))).toEqual(['mallory@evil.example']);
+      expect(parsed.subject).toMatch(/^Re: Quick question Bcc: victim@elsewhere\.example X-Injected: yes$/);
     }
   });
 });
