@@ -2,11 +2,12 @@
 // directory 0700, whatever the umask of whoever started it. Both halves are tested under a permissive umask (022):
 // writes in this process prove the explicit modes at each write site; a worker in a child process (which inherits
 // the 022) proves the umask it sets, through a handler that writes a file without asking for any mode.
-import { lstat, readdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createRecordReplayFetch } from '@assistant/llm';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { makeDirectoriesPrivate } from '@assistant/process';
 import { QueueConsumer, TaskQueue } from '@assistant/queue';
 import { ControlFiles, TaskMetrics, writeMetricsFile } from '@assistant/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -167,5 +168,29 @@ describe('file modes of data/', () => {
     expect(files).toContain('careless/output/file.txt');
     expect(files.filter((file) => file.startsWith('queue/done/'))).toHaveLength(2);
     expect(await wrongModes(data)).toEqual([]);
+  });
+
+  it('hole 12: a data directory that came 0755 (as a git clone makes it) is made 0700 at start', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', 'data_dir: ./data\nserver:\n  port: 0\n');
+    const data = path.join(dir.path, 'data');
+    for (const folder of [data, path.join(data, 'queue'), path.join(data, 'notes')]) {
+      await mkdir(folder, { recursive: true });
+      await chmod(folder, 0o755);
+    }
+    const work = startNode({
+      args: [cliMain, 'work', '--exit-when-idle'],
+      cwd: dir.path,
+      env: { ASSISTANT_LOG_FORMAT: 'json' },
+    });
+    const worked = await work.exited;
+    expect(worked.code, worked.stderr).toBe(0);
+    expect(worked.stdout).toMatch(/made .*data private: mode 755 → 700/);
+    expect(await wrongModes(data)).toEqual([]);
+
+    await chmod(data, 0o755);
+    // The server's start calls the same function on data/.
+    expect(await makeDirectoriesPrivate([data])).toEqual([{ directory: data, fromMode: 0o755 }]);
+    expect((await stat(data)).mode & 0o777).toBe(0o700);
   });
 });

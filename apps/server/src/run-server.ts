@@ -1,5 +1,6 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { makeDirectoriesPrivate } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
 import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -28,7 +29,10 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
-  // Before the queue opens, so a fresh data directory is created 0700 around the token file.
+  // Before the token is made: data/ holds it (and mail and transcripts), so it is the owner's alone.
+  for (const changed of await makeDirectoriesPrivate([config.paths.dataDir])) {
+    logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);
+  }
   const token = await resolveApiToken({ config });
   if (token.created) logger.info(`created the API token in ${token.file}; \`assistant token\` prints it`);
   if (token.warning) logger.warn(token.warning);

@@ -1,6 +1,6 @@
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConfigPaths } from '@assistant/config';
+import { type MadePrivate, makeDirectoriesPrivate } from '@assistant/process';
 
 /** The queue's state directories, in the order a task moves through them. */
 export const queueDirectoryNames = ['tmp', 'pending', 'active', 'done', 'failed'] as const;
@@ -21,9 +21,10 @@ export interface EnsureDataDirectoriesOptions {
   paths: ConfigPaths;
 }
 
-/** Creates the data directories that are missing; existing ones and their contents are left as they are. */
-export async function ensureDataDirectories(options: EnsureDataDirectoriesOptions): Promise<string[]> {
-  const directories = dataDirectories(options.paths);
-  for (const directory of directories) await mkdir(directory, { recursive: true, mode: 0o700 });
-  return directories;
+/**
+ * Creates the data directories that are missing (0700), and makes existing ones the owner's alone (group and other
+ * permissions removed; their contents are left as they are). Returns the directories whose modes changed.
+ */
+export async function ensureDataDirectories(options: EnsureDataDirectoriesOptions): Promise<MadePrivate[]> {
+  return makeDirectoriesPrivate(dataDirectories(options.paths));
 }

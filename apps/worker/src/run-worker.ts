@@ -66,7 +66,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     options.registry ??
     (options.handlers ? undefined : new IntegrationRegistry({ integrations: await discoverIntegrations(), config }));
   const handlers = options.handlers ?? (await (registry as IntegrationRegistry).loadHandlers());
-  await ensureDataDirectories({ paths: config.paths });
+  for (const changed of await ensureDataDirectories({ paths: config.paths })) {
+    logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);
+  }
   // Decided once, and said at every start: whether scripts run sandboxed, unsandboxed by the owner's choice, or not
   // at all (bubblewrap asked for and not working here: script.run tasks then fail rather than run unprotected).
   const scriptSandbox = await resolveScriptSandbox({

@@ -5,6 +5,7 @@ export {
   exitAfterShutdownGrace,
   shutdownMarginMs,
 } from './exit-after-shutdown-grace.ts';
+export { type MadePrivate, makeDirectoriesPrivate } from './make-directories-private.ts';
 export {
   type LoadedProcessConfig,
   type ProcessMainOptions,
