@@ -7,7 +7,7 @@ import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
-import { startDovecot } from './helpers/dovecot.ts';
+import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import {
   appendMessages,
   listMailbox,
@@ -17,7 +17,7 @@ import {
 } from './helpers/imap-client.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { startSmtpSink } from './helpers/smtp-sink.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 interface Judgement {
@@ -84,6 +84,34 @@ function newsletterModel(answer: (request: FakeChatRequest) => FakeReply) {
   };
 }
 
+/**
+ * secrets.yaml with the test server's password, and config.yaml with one mailbox `personal` on it and the fake model.
+ * `top` is more top-level YAML; `instance` the instance's further keys (indented four spaces). Returns config.yaml's path.
+ */
+async function writeMailboxConfig(
+  dir: TempDir,
+  options: { dovecot: Dovecot; modelUrl: string; top?: string; instance: string },
+): Promise<string> {
+  const { dovecot } = options;
+  await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
+  return dir.write(
+    'config.yaml',
+    `data_dir: ./data
+llms:
+  default: {base_url: "${options.modelUrl}", model: fake-model}
+${options.top ?? ''}integrations:
+  - type: email
+    name: personal
+    imap_server: ${dovecot.host}
+    port: ${dovecot.port}
+    tls: false
+    username: ${dovecot.user}
+    password: !secret imap_password
+    window: 3650d
+${options.instance}`,
+  );
+}
+
 describe('the email integration against Dovecot', () => {
   it('collects, classifies and acts on 20 messages, on the server, and does nothing twice', async () => {
     await using dovecot = await startDovecot();
@@ -96,22 +124,10 @@ describe('the email integration against Dovecot', () => {
     const table = await judgements();
     await using model = await FakeOpenAiServer.start({ respond: fakeModel(table) });
     await using dir = await tempDir();
-    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
-    await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-integrations:
-  - type: email
-    name: personal
-    imap_server: ${dovecot.host}
-    port: ${dovecot.port}
-    tls: false
-    username: ${dovecot.user}
-    password: !secret imap_password
-    window: 3650d
-    authserv_ids: [mx.example.test]
+    await writeMailboxConfig(dir, {
+      dovecot,
+      modelUrl: model.url,
+      instance: `    authserv_ids: [mx.example.test]
     platforms:
       inbox:
         automations:
@@ -128,7 +144,7 @@ integrations:
             when: {authentication: fail}
             then: {move: Junk}
 `,
-    );
+    });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
     const triggered = await cli(['trigger', 'personal', 'inbox']);
     expect(triggered.stderr).toBe('');
@@ -197,33 +213,22 @@ integrations:
     const answer = fakeModel(table);
     await using model = await FakeOpenAiServer.start({ respond: (request) => ({ ...answer(request), delayMs: 150 }) });
     await using dir = await tempDir();
-    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
-    const config = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-worker: {concurrency: 2, poll_interval: 100ms, shutdown_grace: 2s}
+    const config = await writeMailboxConfig(dir, {
+      dovecot,
+      modelUrl: model.url,
+      top: `worker: {concurrency: 2, poll_interval: 100ms, shutdown_grace: 2s}
 queue:
   policies:
     overrides:
       "email.*": {max_attempts: 30, backoff: {type: fixed, delay: 1s}}
-integrations:
-  - type: email
-    name: personal
-    imap_server: ${dovecot.host}
-    port: ${dovecot.port}
-    tls: false
-    username: ${dovecot.user}
-    password: !secret imap_password
-    window: 3650d
-    connect_timeout: 2s
+`,
+      instance: `    connect_timeout: 2s
     platforms:
       inbox:
         automations:
           - {when: {newsletter: true}, then: archive}
 `,
-    );
+    });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
     const worker = startNode({ args: [cliMain, 'work', '--config', config], cwd: dir.path });
     try {
@@ -296,22 +301,10 @@ describe('irreversible email actions', () => {
     const table = await judgements();
     await using model = await FakeOpenAiServer.start({ respond: newsletterModel(fakeModel(table)) });
     await using dir = await tempDir();
-    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
-    await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-integrations:
-  - type: email
-    name: personal
-    imap_server: ${dovecot.host}
-    port: ${dovecot.port}
-    tls: false
-    username: ${dovecot.user}
-    password: !secret imap_password
-    window: 3650d
-    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
+    await writeMailboxConfig(dir, {
+      dovecot,
+      modelUrl: model.url,
+      instance: `    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
     platforms:
       inbox:
         automations:
@@ -323,7 +316,7 @@ integrations:
             when: {newsletter: true, has_list_unsubscribe: true}
             then: !yolo unsubscribe
 `,
-    );
+    });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
     const triggered = await cli(['trigger', 'personal', 'inbox']);
     // `!yolo` is warned about at every start.
@@ -387,29 +380,17 @@ integrations:
     ]);
     await using model = await FakeOpenAiServer.start({ respond: newsletterModel(fakeModel(await judgements())) });
     await using dir = await tempDir();
-    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
-    await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-integrations:
-  - type: email
-    name: personal
-    imap_server: ${dovecot.host}
-    port: ${dovecot.port}
-    tls: false
-    username: ${dovecot.user}
-    password: !secret imap_password
-    window: 3650d
-    platforms:
+    await writeMailboxConfig(dir, {
+      dovecot,
+      modelUrl: model.url,
+      instance: `    platforms:
       inbox:
         automations:
           - name: leave newsletters
             when: {newsletter: true, has_list_unsubscribe: true}
             then: !yolo unsubscribe
 `,
-    );
+    });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
     try {
       expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
@@ -469,22 +450,10 @@ describe('replies to a hostile sender', () => {
     const received = smtp.mails;
     await using model = await FakeOpenAiServer.start({ respond: fakeModel(await judgements()) });
     await using dir = await tempDir();
-    await dir.write('secrets.yaml', `imap_password: ${JSON.stringify(dovecot.password)}\n`, 0o600);
-    await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-integrations:
-  - type: email
-    name: personal
-    imap_server: ${dovecot.host}
-    port: ${dovecot.port}
-    tls: false
-    username: ${dovecot.user}
-    password: !secret imap_password
-    window: 3650d
-    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
+    await writeMailboxConfig(dir, {
+      dovecot,
+      modelUrl: model.url,
+      instance: `    smtp: {host: 127.0.0.1, port: ${smtpPort}, from: alice@example.test}
     platforms:
       inbox:
         automations:
@@ -492,7 +461,7 @@ integrations:
             when: {from_domain: evil.example}
             then: [draft_reply, !yolo send_reply] # from_domain is the sender's word: hybrid, so !yolo (hole 6)
 `,
-    );
+    });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
     expect((await cli(['trigger', 'personal', 'inbox'])).code).toBe(0);
     expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
