@@ -8,10 +8,12 @@ export interface SunkMail {
 }
 
 /**
- * An SMTP server on a free loopback port that accepts every message without authentication and keeps it, for tests
- * of what Assistant sends. `await using` closes it.
+ * An SMTP server on a free loopback port (or `port`) that accepts every message without authentication and keeps it,
+ * for tests of what Assistant sends. `await using` closes it.
  */
-export async function startSmtpSink(): Promise<{ port: number; mails: SunkMail[] } & AsyncDisposable> {
+export async function startSmtpSink(
+  options: { port?: number } = {},
+): Promise<{ port: number; mails: SunkMail[] } & AsyncDisposable> {
   const mails: SunkMail[] = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -29,7 +31,7 @@ export async function startSmtpSink(): Promise<{ port: number; mails: SunkMail[]
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   return {
     port: (server.server.address() as AddressInfo).port,
     mails,

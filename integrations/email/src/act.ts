@@ -1,10 +1,11 @@
 import { type ActPayload, actPayloadSchema, Conversation, fenceUntrusted, UnrecoverableError } from '@assistant/sdk';
-import { composeReply } from './compose-reply.ts';
+import { composeReply, replyRecipient } from './compose-reply.ts';
 import type { EmailContext } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 import { deliver, findMessage, folderPath, moveMessage, resolveMaildir, setFlags } from './maildir.ts';
 import { sendReply } from './send-reply.ts';
-import { unsubscribe } from './unsubscribe.ts';
+import { smtpIdentity } from './smtp-transport.ts';
+import { planUnsubscribe, unsubscribe } from './unsubscribe.ts';
 
 /**
  * `email.inbox.act`: performs the platform actions of one rule on one message, on the IMAP server, in one
@@ -34,6 +35,10 @@ export async function act(context: EmailContext<ActPayload>) {
   for (const action of payload.actions) {
     if (action.name === 'send_reply') {
       if (note.data.replied_at) continue;
+      // Checked before `actOnce` records it as started: a reply that cannot be sent (no smtp:, no plain sender
+      // address) is refused, not taken for one that may have happened.
+      smtpIdentity(settings);
+      replyRecipient(note.data);
       const text = await writeReply(context, note.data);
       const sent = await context.actOnce({ ...once, key: action.key }, async () => {
         await sendReply(context, note.data, text);
@@ -42,8 +47,9 @@ export async function act(context: EmailContext<ActPayload>) {
       if (sent.ran) done.push('sent a reply');
     } else if (action.name === 'unsubscribe') {
       if (note.data.unsubscribed_at) continue;
+      const plan = await planUnsubscribe(context, note.data);
       const left = await context.actOnce({ ...once, key: action.key }, async () => {
-        const how = await unsubscribe(context, note.data);
+        const how = await unsubscribe(context, plan);
         await context.notes.update(payload.item, {
           set: { unsubscribed_at: new Date().toISOString(), unsubscribed_by: how },
         });

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { ActionNotTakenError, RetryableError } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
 import { type LookupAll, oneClickUnsubscribe, type UnsubscribeNetworkPolicy } from './safe-unsubscribe.ts';
 
@@ -261,5 +262,42 @@ describe('oneClickUnsubscribe', () => {
     await expect(
       oneClickUnsubscribe({ url: 'https://slow-dns.test/u', lookup: neverAnswers, timeoutMs: 300 }),
     ).rejects.toThrow(/timed out after 300 ms/);
+  });
+});
+
+describe('oneClickUnsubscribe during an outage', () => {
+  it('says the action was not taken when nothing could be reached, or the first server said "try later"', async () => {
+    // A port nobody listens on: refused before anything was sent.
+    const closed = await startServer('127.0.0.2');
+    const closedUrl = `${closed.url}/u`;
+    await closed[Symbol.asyncDispose]();
+    const refused = oneClickUnsubscribe({ url: closedUrl, policy: testPolicy, timeoutMs: 5_000 });
+    await expect(refused).rejects.toBeInstanceOf(ActionNotTakenError);
+    // A name that does not resolve (yet).
+    const { lookup } = fakeLookup({});
+    await expect(
+      oneClickUnsubscribe({ url: 'https://lists.example.test/u', lookup, timeoutMs: 5_000 }),
+    ).rejects.toBeInstanceOf(ActionNotTakenError);
+    await using busy = await startServer('127.0.0.2', (_, response) => {
+      response.statusCode = 503;
+      response.end('maintenance');
+    });
+    await expect(
+      oneClickUnsubscribe({ url: `${busy.url}/u`, policy: testPolicy, timeoutMs: 5_000 }),
+    ).rejects.toBeInstanceOf(ActionNotTakenError);
+  });
+
+  it('says it may have happened when the server got the request and failed or went silent', async () => {
+    await using broken = await startServer('127.0.0.2', (_, response) => {
+      response.statusCode = 500;
+      response.end('oops');
+    });
+    const failed = oneClickUnsubscribe({ url: `${broken.url}/u`, policy: testPolicy, timeoutMs: 5_000 });
+    await expect(failed).rejects.toBeInstanceOf(RetryableError);
+    await expect(failed).rejects.not.toBeInstanceOf(ActionNotTakenError);
+    await using silent = await startServer('127.0.0.2', () => undefined);
+    const timedOut = oneClickUnsubscribe({ url: `${silent.url}/u`, policy: testPolicy, timeoutMs: 300 });
+    await expect(timedOut).rejects.toThrow(/timed out/);
+    await expect(timedOut).rejects.not.toBeInstanceOf(ActionNotTakenError);
   });
 });

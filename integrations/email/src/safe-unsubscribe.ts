@@ -2,8 +2,9 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { RetryableError, UnrecoverableError } from '@assistant/sdk';
+import { ActionNotTakenError, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import { isPublicAddress } from './public-address.ts';
+import { outageRetryMs } from './smtp-transport.ts';
 
 /** Where a one-click request may go, hop by hop. */
 export interface UnsubscribeNetworkPolicy {
@@ -48,6 +49,7 @@ export interface OneClickUnsubscribeResult {
 }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+const tryLaterStatuses = new Set([429, 502, 503, 504]);
 
 /**
  * RFC 8058 one-click unsubscribe: a POST of `List-Unsubscribe=One-Click` to the target, made safe against a sender
@@ -55,7 +57,9 @@ const redirectStatuses = new Set([301, 302, 303, 307, 308]);
  * scheme is checked, the host resolved once and every address it resolves to checked, and the request connects to
  * the checked address (no second lookup a rebinding DNS server could answer differently); redirects are followed
  * by hand, at most `maxRedirects`; the whole exchange has a deadline and answers are read only up to a cap.
- * A refusal is an UnrecoverableError (it will not change on retry), a network or HTTP failure a RetryableError.
+ * A refusal is an UnrecoverableError (it will not change on retry). A failure before any connection was made (DNS,
+ * a refused or unreachable host) or a first answer of 429/502/503/504 is ActionNotTakenError: nothing happened, and
+ * the action is retried later. Any other network or HTTP failure is a RetryableError: the server may have acted.
  */
 export async function oneClickUnsubscribe(options: OneClickUnsubscribeOptions): Promise<OneClickUnsubscribeResult> {
   const policy = options.policy ?? publicHttpsOnly;
@@ -68,13 +72,29 @@ export async function oneClickUnsubscribe(options: OneClickUnsubscribeOptions): 
   let url = parseTarget(options.url);
   let method: 'POST' | 'GET' = 'POST';
   const hops: string[] = [];
+  // Until a connection to the target is made, nothing can have happened: a failure then is ActionNotTakenError, and
+  // the action is retried later instead of being failed as "may have happened".
+  let connected = false;
+  const failure = (message: string, cause?: unknown) =>
+    connected
+      ? new RetryableError(message, { cause })
+      : new ActionNotTakenError(message, { cause, retryAtMs: Date.now() + outageRetryMs });
   try {
     for (;;) {
       signal.throwIfAborted();
       checkScheme(url, policy);
       const pinned = await resolveChecked(url, lookup, policy, signal);
       hops.push(url.href);
-      const answer = await exchange({ url, method, pinned, signal, maxResponseBytes });
+      const answer = await exchange({
+        url,
+        method,
+        pinned,
+        signal,
+        maxResponseBytes,
+        onConnected: () => {
+          connected = true;
+        },
+      });
       if (redirectStatuses.has(answer.status)) {
         if (hops.length > maxRedirects) {
           throw new UnrecoverableError(
@@ -88,20 +108,30 @@ export async function oneClickUnsubscribe(options: OneClickUnsubscribeOptions): 
         continue;
       }
       if (answer.status >= 200 && answer.status < 300) return { status: answer.status, hops };
-      throw new RetryableError(`the unsubscribe ${method} to ${url.host} answered HTTP ${answer.status}`);
+      const message = `the unsubscribe ${method} to ${url.host} answered HTTP ${answer.status}`;
+      // "Try later" from the first server asked: it did not act on the request.
+      if (hops.length === 1 && tryLaterStatuses.has(answer.status)) {
+        throw new ActionNotTakenError(message, { retryAtMs: Date.now() + retryAfterMs(answer.retryAfter) });
+      }
+      throw new RetryableError(message);
     }
   } catch (error) {
     if (options.signal?.aborted) throw options.signal.reason;
     if (deadline.aborted) {
-      throw new RetryableError(`the unsubscribe request to ${url.host} timed out after ${timeoutMs} ms`, {
-        cause: error,
-      });
+      throw failure(`the unsubscribe request to ${url.host} timed out after ${timeoutMs} ms`, error);
     }
-    if (error instanceof RetryableError || error instanceof UnrecoverableError) throw error;
-    throw new RetryableError(`the unsubscribe request to ${url.host} failed: ${(error as Error).message}`, {
-      cause: error,
-    });
+    if (error instanceof UnrecoverableError || error instanceof ActionNotTakenError) throw error;
+    // Before any connection (a name that does not resolve yet), a retryable failure did nothing either.
+    if (error instanceof RetryableError) throw connected ? error : failure(error.message, error.cause);
+    throw failure(`the unsubscribe request to ${url.host} failed: ${(error as Error).message}`, error);
   }
+}
+
+/** A `Retry-After` of seconds or an HTTP date, kept between a second and an hour; else the outage default. */
+function retryAfterMs(header: string | undefined): number {
+  if (header === undefined) return outageRetryMs;
+  const delayMs = /^\d+$/.test(header.trim()) ? Number(header) * 1000 : Date.parse(header) - Date.now();
+  return Number.isFinite(delayMs) ? Math.min(Math.max(delayMs, 1000), 3_600_000) : outageRetryMs;
 }
 
 function parseTarget(text: string, base?: URL): URL {
@@ -171,7 +201,9 @@ function exchange(options: {
   pinned: { address: string; family: 4 | 6 };
   signal: AbortSignal;
   maxResponseBytes: number;
-}): Promise<{ status: number; location?: string }> {
+  /** Called once the connection (and, for https:, its TLS handshake) is made: from then on the server may act. */
+  onConnected: () => void;
+}): Promise<{ status: number; location?: string; retryAfter?: string }> {
   const { url, method, pinned, signal, maxResponseBytes } = options;
   const body = method === 'POST' ? Buffer.from('List-Unsubscribe=One-Click') : undefined;
   // The connection goes to the address checked: the name is still used for the Host header, SNI and the
@@ -191,11 +223,15 @@ function exchange(options: {
         ...(body ? { 'content-type': 'application/x-www-form-urlencoded', 'content-length': body.length } : {}),
       },
     });
+    request.on('socket', (socket) => {
+      socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', options.onConnected);
+    });
     request.on('error', reject);
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
-      const done = () => resolve({ status, ...(location ? { location } : {}) });
+      const retryAfter = response.headers['retry-after'];
+      const done = () => resolve({ status, ...(location ? { location } : {}), ...(retryAfter ? { retryAfter } : {}) });
       let read = 0;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;

@@ -1,7 +1,7 @@
-import { type ActPayload, RetryableError } from '@assistant/sdk';
+import type { ActPayload } from '@assistant/sdk';
 import { composeReply, replyRecipient } from './compose-reply.ts';
 import type { EmailContext } from './email-settings.ts';
-import { smtpTransport } from './smtp-transport.ts';
+import { sendRawMail, smtpIdentity } from './smtp-transport.ts';
 
 /**
  * Sends the reply through the instance's `smtp`, threaded under the original: the message composed by
@@ -12,13 +12,10 @@ export async function sendReply(
   original: Record<string, unknown>,
   text: string,
 ): Promise<void> {
-  const { smtp, from, envelopeFrom, transporter } = smtpTransport(context.instance.settings);
-  const raw = await composeReply({ from, original, text });
-  try {
-    await transporter.sendMail({ envelope: { from: envelopeFrom, to: [replyRecipient(original).address] }, raw });
-  } catch (error) {
-    throw new RetryableError(`sending the reply through ${smtp.host}:${smtp.port} failed: ${(error as Error).message}`);
-  } finally {
-    transporter.close();
-  }
+  const raw = await composeReply({ from: smtpIdentity(context.instance.settings).from, original, text });
+  await sendRawMail(context.instance.settings, {
+    to: replyRecipient(original).address,
+    raw,
+    what: 'sending the reply',
+  });
 }

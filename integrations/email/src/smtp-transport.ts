@@ -1,29 +1,85 @@
-import { UnrecoverableError } from '@assistant/sdk';
-import { createTransport } from 'nodemailer';
+import { ActionNotTakenError, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import addressparser from 'nodemailer/lib/addressparser/index.js';
+import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { EmailSettings } from './email-settings.ts';
 
 /**
- * The instance's SMTP transport, for `send_reply` and mailto: unsubscribes; an error when `smtp:` is not set. `from`
- * is the From header as configured (`Alice <alice@example.com>` or an address), `envelopeFrom` its address alone.
+ * Who the instance sends as, for `send_reply` and mailto: unsubscribes; an error when `smtp:` is not set. `from` is
+ * the From header as configured (`Alice <alice@example.com>` or an address), `envelopeFrom` its address alone.
  */
-export function smtpTransport(settings: EmailSettings) {
+export function smtpIdentity(settings: EmailSettings) {
   const smtp = settings.smtp;
   if (!smtp) throw new UnrecoverableError('sending mail needs `smtp:` settings on this email instance');
   const from = smtp.from ?? settings.username ?? '';
   const [first] = addressparser(from, { flatten: true });
-  return {
-    smtp,
-    from,
-    envelopeFrom: first?.address ?? from,
-    transporter: createTransport({
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.tls,
-      ...(smtp.username && smtp.password?.isSet ? { auth: { user: smtp.username, pass: smtp.password.reveal() } } : {}),
-      connectionTimeout: settings.connect_timeout,
-      greetingTimeout: settings.connect_timeout,
-      socketTimeout: settings.connect_timeout * 4,
-    }),
-  };
+  return { smtp, from, envelopeFrom: first?.address ?? from };
+}
+
+/** How long an action waits for a mail server that is down or said "try later" before it tries again. */
+export const outageRetryMs = 60_000;
+
+/**
+ * Sends one composed message to one recipient through the instance's `smtp`, step by step (connect, STARTTLS when
+ * offered, login, then the message), so that a failure says whether the message can have left:
+ * - before the message (no connection, no greeting, TLS or login refused) or refused with a reply (the sender, the
+ *   recipient, the content): ActionNotTakenError. Nothing was sent; `actOnce` forgets the attempt and the task is
+ *   retried, so an SMTP outage of some minutes delays a reply instead of losing it;
+ * - the connection broke while the message was on its way: a plain RetryableError. It may have left, and `actOnce`
+ *   turns that into a failure a person looks at, never a second copy.
+ */
+export async function sendRawMail(
+  settings: EmailSettings,
+  options: { to: string; raw: string | Buffer; what: string },
+): Promise<void> {
+  const { smtp, envelopeFrom } = smtpIdentity(settings);
+  const connection = new SMTPConnection({
+    host: smtp.host,
+    port: smtp.port,
+    secure: smtp.tls,
+    connectionTimeout: settings.connect_timeout,
+    greetingTimeout: settings.connect_timeout,
+    socketTimeout: settings.connect_timeout * 4,
+  });
+  let stage: 'session' | 'message' = 'session';
+  let sent = false;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      connection.once('error', reject);
+      connection.once('end', () => reject(new Error('the SMTP server closed the connection')));
+      const send = () => {
+        stage = 'message';
+        connection.send({ from: envelopeFrom, to: [options.to] }, options.raw, (error) => {
+          if (error) reject(error);
+          else resolve();
+        });
+      };
+      connection.connect((error) => {
+        if (error) return reject(error);
+        if (!smtp.username || !smtp.password?.isSet) return send();
+        connection.login({ user: smtp.username, pass: smtp.password.reveal() }, (loginError) => {
+          if (loginError) reject(loginError);
+          else send();
+        });
+      });
+    });
+    sent = true;
+  } catch (error) {
+    const { code, message, responseCode } = error as { code?: string; message?: string; responseCode?: number };
+    const text = `${options.what} through ${smtp.host}:${smtp.port} failed: ${message ?? String(error)}`;
+    // EENVELOPE: MAIL FROM, RCPT TO or DATA refused before the content; EMESSAGE: the content refused with a reply.
+    const notSent = stage === 'session' || code === 'EENVELOPE' || code === 'EMESSAGE';
+    if (!notSent) throw new RetryableError(text, { cause: error });
+    // The server down or saying "try later" (4xx): wait for it, however long, without spending attempts. A refused
+    // login or a permanent refusal (5xx) is retried after the backoff and fails once attempts run out.
+    const outage =
+      (stage === 'session' && code !== 'EAUTH') ||
+      (responseCode !== undefined && responseCode >= 400 && responseCode < 500);
+    throw new ActionNotTakenError(text, {
+      cause: error,
+      ...(outage ? { retryAtMs: Date.now() + outageRetryMs } : {}),
+    });
+  } finally {
+    if (sent) connection.quit();
+    else connection.close();
+  }
 }

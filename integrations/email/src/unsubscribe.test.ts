@@ -4,7 +4,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { describe, expect, it } from 'vitest';
 import type { EmailContext, EmailSettings } from './email-settings.ts';
-import { unsubscribe } from './unsubscribe.ts';
+import { planUnsubscribe, unsubscribe } from './unsubscribe.ts';
 
 interface Delivered {
   from: string;
@@ -79,11 +79,16 @@ function fakeContext(smtpPort: number) {
   return { context, updates, human };
 }
 
+/** What the act stage does: the checks, then the unsubscribe. */
+async function planAndUnsubscribe(context: Parameters<typeof unsubscribe>[0], data: Record<string, unknown>) {
+  return unsubscribe(context, await planUnsubscribe(context, data));
+}
+
 describe('unsubscribe by mail', () => {
   it('hole 4: sends a fixed text to exactly the one address, whatever subject and body the mailto: URL asks for', async () => {
     await using smtp = await startSmtpSink();
     const { context } = fakeContext(smtp.port);
-    const how = await unsubscribe(context, {
+    const how = await planAndUnsubscribe(context, {
       list_unsubscribe: [
         'mailto:leave-7@lists.example?subject=Please%20wire%20the%20money&body=Pay%20invoice%2042%20today',
       ],
@@ -114,7 +119,7 @@ describe('unsubscribe by mail', () => {
     for (const target of hostile) {
       const { context, updates, human } = fakeContext(smtp.port);
       await expect(
-        unsubscribe(context, { list_unsubscribe: [target], list_unsubscribe_one_click: false }),
+        planAndUnsubscribe(context, { list_unsubscribe: [target], list_unsubscribe_one_click: false }),
         target,
       ).rejects.toThrow(/refused/);
       expect(updates, target).toEqual([{ unsubscribe_refused: expect.stringMatching(/^refused: /) }]);

@@ -44,6 +44,7 @@ export {
   routeServiceResult,
 } from './actions/route-service-result.ts';
 export {
+  ActionNotTakenError,
   type ActionStarted,
   type RunActionOnceOptions,
   type RunActionOnceResult,

@@ -11,6 +11,7 @@ export {
 export { type ChatMessage, type ChatModel, Conversation } from '@assistant/llm';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';
 export {
+  ActionNotTakenError,
   type ActPayload,
   type AgentTaskOptions,
   type AutomationMatch,

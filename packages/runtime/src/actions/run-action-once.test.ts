@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { NoteStore } from '@assistant/notes';
-import { UnrecoverableError } from '@assistant/queue';
+import { RetryableError, UnrecoverableError } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runActionOnce } from './run-action-once.ts';
+import { ActionNotTakenError, runActionOnce } from './run-action-once.ts';
 
 let dir: string;
 let notes: NoteStore;
@@ -45,5 +45,23 @@ describe('runActionOnce', () => {
     ]);
     const again = await runActionOnce({ notes, notePath: 'item.md', key: 'send_reply', task: 't2' }, async () => 1);
     expect(again).toMatchObject({ ran: false, task: 't1' });
+  });
+
+  it('forgets an action that certainly did not happen, so the retry of its task takes it', async () => {
+    const outage = runActionOnce({ notes, notePath: 'item.md', key: 'send_reply', task: 't1' }, async () => {
+      throw new ActionNotTakenError('SMTP refused the connection');
+    });
+    // Retryable: the worker puts the task back for after its backoff instead of failing it for good.
+    await expect(outage).rejects.toBeInstanceOf(RetryableError);
+    await expect(outage).rejects.not.toBeInstanceOf(UnrecoverableError);
+    expect((await notes.read('item.md'))?.data.actions_started).toEqual([]);
+    const retried = await runActionOnce(
+      { notes, notePath: 'item.md', key: 'send_reply', task: 't1' },
+      async () => 'sent',
+    );
+    expect(retried).toEqual({ ran: true, value: 'sent' });
+    expect((await notes.read('item.md'))?.data.actions_started).toEqual([
+      expect.objectContaining({ action: 'send_reply', task: 't1' }),
+    ]);
   });
 });
