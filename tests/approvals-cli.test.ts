@@ -179,6 +179,9 @@ describe('approvals', () => {
     expect(wrong.code).toBe(1);
     const missing = await cli(dir, ['act', 'friendly', 'cards', 'greeter/friendly/nobody.md', 'hug']);
     expect(missing.stderr).toBe('assistant: no note greeter/friendly/nobody.md\n');
+    const elsewhere = await cli(dir, ['act', 'friendly', 'cards', 'greeter/other/anne.md', 'hug']);
+    expect(elsewhere.stderr).toMatch(/^assistant: greeter\/other\/anne\.md is not an item of friendly/);
+    expect(elsewhere.code).toBe(1);
   });
 
   it('hole 4: an unsubscribe approval shows where it goes: the note and `assistant approvals` name the address', async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
-import { checkActTask, loadRuntime, readApproval } from '@assistant/runtime';
+import { checkActTask, listApprovals, loadRuntime, readApproval } from '@assistant/runtime';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AssistantServer, createServer } from '../create-server.ts';
@@ -91,7 +91,7 @@ describe('POST /api/actions', () => {
   });
 
   it('checks the instance, the platform, the action, its argument and the note', async () => {
-    const { app } = await setup();
+    const { app, notes } = await setup();
     await using _app = app;
     const post = (payload: Record<string, unknown>) =>
       inject(app, {
@@ -112,6 +112,13 @@ describe('POST /api/actions', () => {
       [{ argument: 'tight' }, 400, /`hug` takes no argument/],
       [{ note: 'greeter/friendly/nobody.md' }, 404, /no note greeter\/friendly\/nobody\.md/],
       [{ note: '../outside.md' }, 400, /./],
+      // Another instance's item, and a note that is no instance's: refused before anything is written.
+      [
+        { note: 'greeter/other/x.md' },
+        400,
+        /greeter\/other\/x\.md is not an item of friendly: its items are under greeter\/friendly\//,
+      ],
+      [{ note: 'elsewhere/x.md' }, 400, /elsewhere\/x\.md is not an item of friendly/],
     ];
     for (const [payload, status, message] of cases) {
       const response = await post(payload);
@@ -119,5 +126,7 @@ describe('POST /api/actions', () => {
       expect(response.json().error.message).toMatch(message);
     }
     expect((await post({})).statusCode).toBe(201);
+    // Only the one accepted request left an approval.
+    expect((await listApprovals(notes)).map((approval) => approval.item)).toEqual(['greeter/friendly/linus.md']);
   });
 });

@@ -39,6 +39,11 @@ export type ApprovalRequest = z.infer<typeof approvalSchema>;
 
 const idPattern = /^ap-[0-9a-f]{12}$/;
 
+/** Whether `id` has the form of an approval id (`ap-` and 12 hex digits). */
+export function isApprovalId(id: string): boolean {
+  return idPattern.test(id);
+}
+
 export interface CreateApprovalRequestOptions {
   notes: NoteStore;
   humanLog?: Pick<HumanLog, 'write'>;
@@ -46,7 +51,10 @@ export interface CreateApprovalRequestOptions {
   domain: string;
   platform: string;
   notePath: string;
-  /** The item note's frontmatter, for what each action is done to; read from `notePath` when absent. */
+  /**
+   * The item note's frontmatter, for what each action is done to (`enqueueActions` passes the note it read). Absent,
+   * the actions show no target.
+   */
   item?: Record<string, unknown>;
   title: string;
   match: AutomationMatch;
@@ -72,9 +80,7 @@ export async function createApprovalRequest(
   });
   const notePath = `${approvalsFolder}/${id}.md`;
   if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
-  const item =
-    options.item ?? ((await options.notes.read(options.notePath).catch(() => undefined))?.data as never) ?? {};
-  const actions = match.actions.map((action) => plannedForApproval(action, item));
+  const actions = match.actions.map((action) => plannedForApproval(action, options.item ?? {}));
   const request: ApprovalRequest = {
     id,
     status: 'pending',
@@ -128,7 +134,7 @@ export async function createApprovalRequest(
 
 /** Reads an approval request; undefined when there is none, an error when its note is broken. */
 export async function readApproval(notes: NoteStore, id: string): Promise<ApprovalRequest | undefined> {
-  if (!idPattern.test(id))
+  if (!isApprovalId(id))
     throw new AssistantError('BAD_REQUEST', `\`${id}\` is not an approval id (ap- and 12 hex digits)`);
   const note = await notes.read(`${approvalsFolder}/${id}.md`);
   if (!note) return undefined;

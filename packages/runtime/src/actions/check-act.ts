@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { NoteStore } from '@assistant/notes';
-import type { Task } from '@assistant/queue';
+import { NotePathError, type NoteStore } from '@assistant/notes';
+import { RetryableError, type Task } from '@assistant/queue';
 import * as z from 'zod';
 import { actionKey, type CompiledRule, evaluateRules } from '../automations/compile-automations.ts';
 import type { IntegrationRegistry, TaskTypeInfo } from '../integration-registry.ts';
-import { type ApprovalRequest, readApproval } from './approvals.ts';
+import { type ApprovalRequest, isApprovalId, readApproval } from './approvals.ts';
 import { actPayloadSchema } from './enqueue-actions.ts';
 import { renderInputs } from './render-template.ts';
 
@@ -18,10 +18,14 @@ import { renderInputs } from './render-template.ts';
  * acting by hand goes through an approval too (`assistant act`, `POST /api/actions` create it approved).
  *
  * A rule authorises an action only for the items it matches, so its `when:` is evaluated again over the item's note
- * as it is now (which must exist, under `{domain}/{instance}/`), and the action must be the rule's in every part: its
+ * as it is now (which must exist, under `{domain}/{instance}/`), at the time the task was created (a task retried
+ * after an outage is judged as it was enqueued, not a day later), and the action must be the rule's in every part: its
  * name, argument and, for scripts and services, its inputs as the rule renders them from the note. An approval binds
- * the item itself; the action must still be the approved one, with the approved inputs.
- * Returns why the task must not run, or undefined.
+ * the item itself (under `{domain}/{instance}/` too); the action must still be the approved one, with the approved
+ * inputs. An irreversible act whose key is in the item's `actions_started` is not checked again: it began before, and
+ * `actOnce` will not take it again.
+ * Returns why the task must not run, or undefined. A note that cannot be read just now (EMFILE, EIO, a note a person
+ * is half-way through saving) is not a reason to refuse: that throws a RetryableError, and the task is tried again.
  */
 export async function checkActTask(options: {
   registry: IntegrationRegistry;
@@ -45,6 +49,9 @@ export async function checkActTask(options: {
   const platform = registry.manifestPlatform(info.domain, info.platform);
   const rule = ruleAt(registry, instance, info.platform, payload.rule_index, payload.rule);
   const item = { domain: info.domain, instance, platform: info.platform, item: payload.item };
+  // Each note is read once, when an irreversible action first needs it.
+  let itemRead: ItemRead | undefined;
+  let approvalRead: { approval: ApprovalRequest | undefined } | undefined;
   for (const action of payload.actions) {
     if (action.kind !== 'platform')
       return `an act task carries only platform actions, not ${action.kind} \`${action.name}\``;
@@ -56,6 +63,13 @@ export async function checkActTask(options: {
       return `\`${action.name}\`: its key \`${action.key}\` is not its name and argument (${action.argument === undefined ? 'none' : JSON.stringify(action.argument)})`;
     }
     if (declared.tier !== 'irreversible') continue;
+    if (!ruleAuthorises(rule, action.key) && payload.approval === undefined) {
+      return `\`${action.name}\` cannot be undone, and nothing authorises it: ${describeRule(payload.rule_index, payload.rule, rule)}, the action is not !yolo, and no approval is cited`;
+    }
+    itemRead ??= await readItem(options.notes, item);
+    // It began before (this task's earlier attempt, or another task): it is not taken again, so there is nothing to
+    // authorise, and a rule that no longer matches (the action changed the item, a day passed) must not fail the task.
+    if ('data' in itemRead && startedKeys(itemRead.data).has(action.key)) continue;
     const same = (authorised: { kind: string; name: string; argument?: unknown }) =>
       authorised.kind === action.kind &&
       authorised.name === action.name &&
@@ -65,14 +79,16 @@ export async function checkActTask(options: {
       const ruleAction = rule.actions.find((candidate) => candidate.key === action.key);
       refused =
         ruleAction && same(ruleAction)
-          ? await ruleMatchProblem(options, rule, item, action.key)
+          ? ruleMatchProblem(options.registry, rule, item, itemRead, action.key)
           : `rule ${rule.index} ("${rule.name}") holds another \`${action.key}\``;
       if (refused === undefined) continue;
     }
     if (payload.approval !== undefined) {
-      const approved = await approvedAction(options.notes, payload.approval, { ...item, key: action.key });
+      if ('problem' in itemRead) return `\`${action.name}\` cannot be undone, and ${itemRead.problem}`;
+      approvalRead ??= { approval: await loadApproval(options.notes, payload.approval) };
+      const approved = approvedAction(approvalRead.approval, { ...item, key: action.key });
       if (approved && same(approved.action)) {
-        const moved = await targetMoved(options.notes, payload.item, approved.action.target);
+        const moved = targetMoved(itemRead.data, payload.item, approved.action.target);
         if (moved === undefined) continue;
         return `\`${action.name}\` cannot be undone, and approval ${payload.approval} ${moved}`;
       }
@@ -181,6 +197,7 @@ async function checkRequested(
   options: { registry: IntegrationRegistry; notes: NoteStore },
   check: {
     what: string;
+    /** When the task was created: the rule's `when:` is evaluated at that time. */
     key: string;
     requested: RequestedBy | undefined;
     approval: string | undefined;
@@ -198,24 +215,29 @@ async function checkRequested(
     platform: requested.platform,
     item: requested.item,
   };
+  const authorises = rule !== undefined && ruleAuthorises(rule, check.key);
+  // Read once, and only when a rule or an approval may authorise the call.
+  const read = authorises || check.approval !== undefined ? await readItem(options.notes, item) : undefined;
   let refused: string | undefined;
-  if (rule && ruleAuthorises(rule, check.key)) {
-    refused = await ruleMatchProblem(options, rule, item, check.key);
+  if (rule && read && authorises) {
+    refused = ruleMatchProblem(options.registry, rule, item, read, check.key);
     const ruleAction = rule.actions.find((candidate) => candidate.key === check.key);
     if (refused === undefined && ruleAction) {
-      const different = await carriedProblem(options.notes, item.item, ruleAction, check.task);
+      const different = carriedProblem(read, item.item, ruleAction, check.task);
       if (different === undefined) return undefined;
       return `${check.what}: ${different} rule ${rule.index} ("${rule.name}") gives ${item.item}`;
     }
   }
   if (check.approval !== undefined) {
-    const approved = await approvedAction(options.notes, check.approval, { ...item, key: check.key });
+    const outside = outsideInstance(item);
+    if (outside !== undefined) return `${check.what} cannot be undone, and ${outside}`;
+    const approved = approvedAction(await loadApproval(options.notes, check.approval), { ...item, key: check.key });
     if (!approved) {
       return `${check.what} cannot be undone and approval ${check.approval} does not approve it for ${requested.item}`;
     }
     const { action } = approved;
-    const different = await carriedProblem(
-      options.notes,
+    const different = carriedProblem(
+      read ?? { problem: `there is no note ${item.item}` },
       item.item,
       { inputs: action.inputs, onResult: action.on_result, humanLog: action.human_log, kind: action.kind },
       check.task,
@@ -235,46 +257,98 @@ interface ItemRef {
   item: string;
 }
 
+/** The item's note as read once for the gate: its frontmatter, or why it cannot be used (not the instance's, none). */
+type ItemRead = { data: Record<string, unknown> } | { problem: string };
+
 /**
  * Why the rule does not authorise `key` for this item, or undefined when it does: the item's note must be one of the
  * instance's (`{domain}/{instance}/…`, the layout every integration keeps) and exist, and the rule's `when:` must
- * match it as it is now, evaluated by the same function the evaluate stages use, over the same facts: the fields
- * the platform declares and the note's `classifications`.
+ * match it as it is now, evaluated at the time the rule decided it (see `decidedAt`) by the same function the evaluate stages use,
+ * over the same facts: the fields the platform declares and the note's `classifications`.
  */
-async function ruleMatchProblem(
-  options: { registry: IntegrationRegistry; notes: NoteStore },
+function ruleMatchProblem(
+  registry: IntegrationRegistry,
   rule: CompiledRule,
   ref: ItemRef,
+  read: ItemRead,
   key: string,
-): Promise<string | undefined> {
-  const read = await readItem(options.notes, ref);
+): string | undefined {
   if ('problem' in read) return read.problem;
-  const declared = options.registry.manifestPlatform(ref.domain, ref.platform)?.fields ?? {};
+  const declared = registry.manifestPlatform(ref.domain, ref.platform)?.fields ?? {};
   const fields = Object.fromEntries(Object.keys(declared).map((name) => [name, read.data[name]]));
   const classifications = read.data.classifications;
-  const matches = evaluateRules([rule], {
-    classifications:
-      classifications !== null && typeof classifications === 'object' && !Array.isArray(classifications)
-        ? (classifications as Record<string, unknown>)
-        : {},
-    fields,
-  });
+  const matches = evaluateRules(
+    [rule],
+    {
+      classifications:
+        classifications !== null && typeof classifications === 'object' && !Array.isArray(classifications)
+          ? (classifications as Record<string, unknown>)
+          : {},
+      fields,
+    },
+    decidedAt(read.data, key, rule.name) ?? Date.now(),
+  );
   if (matches.some((match) => match.actions.some((action) => action.key === key))) return undefined;
   return `rule ${rule.index} ("${rule.name}") does not match ${ref.item} as it is now`;
 }
 
-async function readItem(
-  notes: NoteStore,
-  ref: ItemRef,
-): Promise<{ data: Record<string, unknown> } | { problem: string }> {
+/** Why the item is not one of the instance's (`{domain}/{instance}/…`), or undefined when it is. */
+function outsideInstance(ref: Pick<ItemRef, 'domain' | 'instance' | 'item'>): string | undefined {
   const prefix = `${ref.domain}/${ref.instance}/`;
-  if (ref.domain === '' || !ref.item.startsWith(prefix) || ref.item.split('/').includes('..')) {
-    return { problem: `${ref.item} is not an item of ${ref.instance} (its items are under ${prefix})` };
+  if (ref.domain === '' || ref.instance === '' || !ref.item.startsWith(prefix) || ref.item.split('/').includes('..')) {
+    return `${ref.item} is not an item of ${ref.instance} (its items are under ${prefix})`;
   }
-  const note = await notes.read(ref.item).catch((error: unknown) => (error instanceof Error ? error : undefined));
-  if (note instanceof Error) return { problem: `the note ${ref.item} cannot be read: ${note.message}` };
+  return undefined;
+}
+
+/**
+ * The item's note, or why there is none to act on: not one of the instance's, a path the notes refuse, or no such
+ * note. Any other failure to read it (EMFILE, EIO, frontmatter that does not parse while a person is saving it) may
+ * pass, so it throws a RetryableError: the task is tried again later rather than refused for good.
+ */
+async function readItem(notes: NoteStore, ref: ItemRef): Promise<ItemRead> {
+  const outside = outsideInstance(ref);
+  if (outside !== undefined) return { problem: outside };
+  let note: Awaited<ReturnType<NoteStore['read']>>;
+  try {
+    note = await notes.read(ref.item);
+  } catch (error) {
+    if (error instanceof NotePathError) return { problem: `${ref.item} is not a note path: ${error.message}` };
+    if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') return { problem: `there is no note ${ref.item}` };
+    throw new RetryableError(`the note ${ref.item} cannot be read just now: ${messageOf(error)}`, { cause: error });
+  }
   if (!note) return { problem: `there is no note ${ref.item}` };
   return { data: note.data as Record<string, unknown> };
+}
+
+/**
+ * The approval note `id`, or undefined when there is none or `id` is not an approval id. A note that cannot be read
+ * or is not an approval request (a person editing it) throws a RetryableError, like an item note.
+ */
+async function loadApproval(notes: NoteStore, id: string): Promise<ApprovalRequest | undefined> {
+  if (!isApprovalId(id)) return undefined;
+  try {
+    return await readApproval(notes, id);
+  } catch (error) {
+    throw new RetryableError(`approval ${id} cannot be read just now: ${messageOf(error)}`, { cause: error });
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The keys in the item note's `actions_started`: irreversible actions that began, which `actOnce` never runs again. */
+function startedKeys(data: Record<string, unknown>): Set<string> {
+  const started = data.actions_started;
+  if (!Array.isArray(started)) return new Set();
+  return new Set(
+    started.flatMap((entry: unknown) =>
+      entry !== null && typeof entry === 'object' && typeof (entry as { action?: unknown }).action === 'string'
+        ? [(entry as { action: string }).action]
+        : [],
+    ),
+  );
 }
 
 /**
@@ -282,8 +356,8 @@ async function readItem(
  * as `enqueueActions` renders them, and for services the same result routes and log line. Returns `its inputs are
  * not the ones` (and the like) for the caller to finish, or undefined.
  */
-async function carriedProblem(
-  notes: NoteStore,
+function carriedProblem(
+  read: ItemRead,
   item: string,
   action: {
     kind: string;
@@ -292,12 +366,11 @@ async function carriedProblem(
     humanLog?: unknown;
   },
   task: CarriedByTask,
-): Promise<string | undefined> {
-  const note = await notes.read(item).catch(() => undefined);
-  if (!note) return `there is no note ${item}, so its inputs cannot be checked against the ones`;
+): string | undefined {
+  if ('problem' in read) return `there is no note ${item}, so its inputs cannot be checked against the ones`;
   let expected: Record<string, string | number | boolean>;
   try {
-    expected = renderInputs(action.inputs, { ...(note.data as Record<string, unknown>), item });
+    expected = renderInputs(action.inputs, { ...read.data, item });
   } catch (error) {
     return `its inputs cannot be rendered (${(error as Error).message}) to compare with the ones`;
   }
@@ -309,6 +382,27 @@ async function carriedProblem(
     if (!isDeepStrictEqual(task.humanLog, action.humanLog)) return 'its human_log is not the one';
   }
   return undefined;
+}
+
+/**
+ * When the rule decided this action for this item: the `at` of its entry in the item note's `actions_taken`, written
+ * under the note's lock when the rule's actions were enqueued. The rule's `when:` is evaluated at that time, so a
+ * task that waited out an outage is judged as it was decided (`date > now() - 1d` still holds a day later). The time
+ * comes from the note, not from the task file, which anyone who can write to the queue can backdate. A time in the
+ * future is not believed.
+ */
+function decidedAt(data: Record<string, unknown>, key: string, ruleName: string): number | undefined {
+  const taken = Array.isArray(data.actions_taken) ? data.actions_taken : [];
+  const entry = taken.find(
+    (candidate): candidate is { at: string } =>
+      candidate !== null &&
+      typeof candidate === 'object' &&
+      (candidate as { action?: unknown }).action === key &&
+      (candidate as { rule?: unknown }).rule === ruleName &&
+      typeof (candidate as { at?: unknown }).at === 'string',
+  );
+  const atMs = entry ? Date.parse(entry.at) : Number.NaN;
+  return Number.isNaN(atMs) || atMs > Date.now() ? undefined : atMs;
 }
 
 /** The rule at `index` of the platform, when it is there and still has the name the task gives it. */
@@ -332,32 +426,41 @@ function ruleAuthorises(rule: CompiledRule | undefined, key: string): boolean {
 
 /**
  * Why an approved action's target is not the one the person saw, or undefined: the approval shows the item's target
- * field (an unsubscribe address) as it was, and it must still be that.
+ * field (an unsubscribe address) as it was, and it must still be that; an approval given when the item showed none
+ * holds only while it still shows none.
  */
-async function targetMoved(
-  notes: NoteStore,
+function targetMoved(
+  data: Record<string, unknown>,
   item: string,
   target: ApprovalRequest['actions'][number]['target'],
-): Promise<string | undefined> {
-  if (target?.value === undefined) return undefined;
-  const note = await notes.read(item).catch(() => undefined);
-  const now = note?.data[target.field];
-  if (now !== undefined && now !== null && String(now) === target.value) return undefined;
-  return `was given for ${target.field} ${target.value}, but ${item} now says ${now === undefined ? 'nothing' : JSON.stringify(now)}`;
+): string | undefined {
+  if (target === undefined) return undefined;
+  const now = data[target.field];
+  // As `plannedForApproval` shows it: a plain value as text, anything else as nothing.
+  const shown = typeof now === 'string' || typeof now === 'number' || typeof now === 'boolean' ? String(now) : '';
+  const says = now === undefined ? 'nothing' : JSON.stringify(now);
+  if (target.value === undefined) {
+    if (shown.trim() === '') return undefined;
+    return `was given when ${item} had no ${target.field}, but it now says ${says}`;
+  }
+  if (shown === target.value) return undefined;
+  return `was given for ${target.field} ${target.value}, but ${item} now says ${says}`;
 }
 
-/** The action an approval approved for exactly this instance, platform, item and key, or undefined. */
-async function approvedAction(
-  notes: NoteStore,
-  id: string,
-  wanted: { instance: string; platform: string; item: string; key: string },
-): Promise<{ approval: ApprovalRequest; action: ApprovalRequest['actions'][number] } | undefined> {
-  const approval = await readApproval(notes, id).catch(() => undefined);
+/**
+ * The action the approval approved for exactly this instance, platform, item and key, or undefined. The item must be
+ * one of the instance's (`{domain}/{instance}/…`), like an item a rule acts on.
+ */
+function approvedAction(
+  approval: ApprovalRequest | undefined,
+  wanted: ItemRef & { key: string },
+): { approval: ApprovalRequest; action: ApprovalRequest['actions'][number] } | undefined {
   if (
     approval?.status !== 'approved' ||
     approval.instance !== wanted.instance ||
     approval.platform !== wanted.platform ||
-    approval.item !== wanted.item
+    approval.item !== wanted.item ||
+    outsideInstance(wanted) !== undefined
   ) {
     return undefined;
   }

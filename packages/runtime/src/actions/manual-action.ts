@@ -37,7 +37,8 @@ export interface RequestManualActionResult {
  * the same way as everything else that acts: an approval note, created already approved by the person who asked
  * (`provenance: manual`, `decided_by` cli or api), then the act task that cites it, which the worker's gate checks
  * like any other. Nothing in a task file can authorise an irreversible action; this note is the record that a person
- * did. The action must be one the platform declares, and the note must exist. An action that can be undone runs each
+ * did. The action must be one the platform declares, and the note must exist and be one of the instance's items
+ * (under `{domain}/{instance}/`). An action that can be undone runs each
  * time a person asks for it (flag, unflag, flag again); an irreversible one once per item.
  */
 export async function requestManualAction(options: RequestManualActionOptions): Promise<RequestManualActionResult> {
@@ -67,6 +68,15 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     );
   }
   const argument = readArgument(options.action, spec.argument, options.argument);
+  // An instance acts on its own items only (`{domain}/{instance}/…`, where every integration keeps them): the gate
+  // refuses an act on another instance's note, and a person is told so here rather than by a failed task.
+  const prefix = `${instance.domain}/${instance.name}/`;
+  if (!options.notePath.startsWith(prefix) || options.notePath.split('/').includes('..')) {
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `${options.notePath} is not an item of ${instance.name}: its items are under ${prefix}`,
+    );
+  }
   const note = await options.notes.read(options.notePath).catch((error: unknown) => {
     if (error instanceof NotePathError) throw new AssistantError('BAD_REQUEST', error.message);
     throw error;

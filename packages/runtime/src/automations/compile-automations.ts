@@ -125,8 +125,11 @@ export function compileAutomations(options: CompileAutomationsOptions): {
     const untrusted = conditions
       .filter((condition) => condition.subject.kind === 'field' && !trusted.has(condition.subject.name))
       .map((condition) => condition.subject.name);
-    const resolvedActions = automation.actions.map((action) => resolveAction(action, options.catalog));
-    const irreversible = resolvedActions.some((resolved) => 'tier' in resolved && resolved.tier === 'irreversible');
+    const resolvedActions = automation.actions.map((action) => ({
+      action,
+      resolved: resolveAction(action, options.catalog),
+    }));
+    const irreversible = resolvedActions.some(({ resolved }) => 'tier' in resolved && resolved.tier === 'irreversible');
     const provenance: Provenance = usesClassifications
       ? usesFields
         ? 'hybrid'
@@ -135,9 +138,8 @@ export function compileAutomations(options: CompileAutomationsOptions): {
         ? 'hybrid'
         : 'rule';
     const actions: ResolvedAction[] = [];
-    automation.actions.forEach((action, actionIndex) => {
+    resolvedActions.forEach(({ action, resolved }, actionIndex) => {
       const path = automation.actions.length === 1 ? ['then'] : ['then', actionIndex];
-      const resolved = resolvedActions[actionIndex] ?? resolveAction(action, options.catalog);
       if ('problem' in resolved) {
         found.push({
           index,
