@@ -2,7 +2,7 @@
 // (hole 8: a deny-list sandbox that left $HOME, config.yaml and the data folder readable, and failed open).
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { formatProblem } from '@assistant/config';
@@ -160,5 +160,20 @@ scripts:
     expect(unsandboxed.warnings).toEqual([
       expect.stringMatching(/^config\.yaml:3:12: worker\.sandbox: `sandbox: none`/),
     ]);
+  });
+
+  it('does not try bubblewrap at start when config.yaml has no scripts', async () => {
+    // A bwrap that leaves a mark when it is run.
+    const marker = path.join(base, 'bwrap-ran');
+    const bwrap = path.join(base, 'bwrap');
+    await writeFile(bwrap, `#!/bin/sh\ntouch '${marker}'\nexit 0\n`);
+    await chmod(bwrap, 0o755);
+    // The script.run task for a script config.yaml does not have fails (refused) without any trial either.
+    const { state, log } = await runOnce({ config: 'data_dir: ./data\n', script: 'touch', bwrap });
+    expect(state).toBe('failed');
+    expect(log).toContain(
+      'no scripts are configured (no `scripts:` in config.yaml), so the script sandbox was not tried',
+    );
+    expect(existsSync(marker)).toBe(false);
   });
 });

@@ -15,7 +15,7 @@ import {
   noteTranscript,
   type RuntimeInstance,
   runActionOnce,
-  type ScriptSandbox,
+  type ScriptsContext,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
 
@@ -27,8 +27,8 @@ export interface WorkerServices {
   humanLog: HumanLog;
   /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
   registry?: IntegrationRegistry | undefined;
-  /** How scripts run here, decided once at the worker's start. */
-  scriptSandbox: ScriptSandbox;
+  /** How scripts run here (`worker.sandbox` and the bwrap executable), for the script integration only. */
+  scriptSandbox: ScriptsContext['sandbox'];
   /** The LLM profiles, created once per worker. */
   llm: (profile?: string) => ChatModel;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
@@ -112,13 +112,13 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
               services.config.paths.control,
               path.resolve(path.dirname(services.config.paths.configFile), services.config.llmCache.directory),
             ],
+            sandbox: services.scriptSandbox,
           },
         }
       : {}),
     notes: services.notes,
     signal,
     queue: services.queue,
-    scriptSandbox: services.scriptSandbox,
     logger,
     log: {
       human: (message, details = {}) =>

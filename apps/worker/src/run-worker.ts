@@ -69,20 +69,26 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   for (const changed of await ensureDataDirectories({ paths: config.paths })) {
     logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);
   }
-  // Decided once, and said at every start: whether scripts run sandboxed, unsandboxed by the owner's choice, or not
-  // at all (bubblewrap asked for and not working here: script.run tasks then fail rather than run unprotected).
-  const scriptSandbox = await resolveScriptSandbox({
-    mode: config.worker.sandbox,
-    ...(options.bubblewrapPath === undefined ? {} : { bubblewrapPath: options.bubblewrapPath }),
-  });
-  const sandboxReport = describeScriptSandbox(scriptSandbox);
-  const sandboxLine = `${sandboxReport.message}${sandboxReport.hint ? `; ${sandboxReport.hint}` : ''}`;
-  const sandboxField = { sandbox: { ok: 'bubblewrap', warn: 'none', refused: 'unavailable' }[sandboxReport.state] };
-  // Refusing scripts nobody configured is worth a line, not a warning at every start.
-  const quiet =
-    sandboxReport.state === 'ok' || (sandboxReport.state === 'refused' && Object.keys(config.scripts).length === 0);
-  if (quiet) logger.info(sandboxField, sandboxLine);
-  else logger.warn(sandboxField, sandboxLine);
+  // Said at every start: whether scripts run sandboxed, unsandboxed by the owner's choice, or not at all (bubblewrap
+  // asked for and not working here: script.run tasks then fail rather than run unprotected). A config without
+  // scripts skips the trial (it can take seconds); runScript tries bubblewrap anyway before every script it runs.
+  const bubblewrapPath = options.bubblewrapPath === undefined ? {} : { bubblewrapPath: options.bubblewrapPath };
+  const scriptSandbox: WorkerServices['scriptSandbox'] =
+    config.worker.sandbox === 'none' ? { mode: 'none' } : { mode: 'bubblewrap', ...bubblewrapPath };
+  if (Object.keys(config.scripts).length === 0) {
+    logger.info(
+      { sandbox: 'unchecked' },
+      'no scripts are configured (no `scripts:` in config.yaml), so the script sandbox was not tried',
+    );
+  } else {
+    const sandboxReport = describeScriptSandbox(
+      await resolveScriptSandbox({ mode: config.worker.sandbox, ...bubblewrapPath }),
+    );
+    const sandboxLine = `${sandboxReport.message}${sandboxReport.hint ? `; ${sandboxReport.hint}` : ''}`;
+    const sandboxField = { sandbox: { ok: 'bubblewrap', warn: 'none', refused: 'unavailable' }[sandboxReport.state] };
+    if (sandboxReport.state === 'ok') logger.info(sandboxField, sandboxLine);
+    else logger.warn(sandboxField, sandboxLine);
+  }
   const queue = await TaskQueue.open({
     directory: config.paths.queue,
     settings: config.queue,

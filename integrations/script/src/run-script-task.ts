@@ -16,9 +16,9 @@ const payloadSchema = z.looseObject({
 /**
  * `script.run`: runs one of config.yaml's scripts. Its log helpers reach the human log (`log_human`) and the worker
  * log (`log_info`, `log_warn`); what it writes to `$ASSISTANT_RESULT_FILE` becomes the task's result. A timeout kills
- * its whole process group and is retried like any timeout; a non-zero exit fails the attempt. When the worker found
- * at start that bubblewrap does not work here, the task fails for good without running anything, unless the owner
- * chose `worker.sandbox: none`.
+ * its whole process group and is retried like any timeout; a non-zero exit fails the attempt. When bubblewrap does
+ * not work here (runScript tries it before every run until a trial works), the task fails for good without running
+ * anything, unless the owner chose `worker.sandbox: none`.
  */
 export async function runScriptTask(context: HandlerContext) {
   const checked = payloadSchema.safeParse(context.payload);
@@ -30,18 +30,12 @@ export async function runScriptTask(context: HandlerContext) {
   }
   const { script: name, inputs } = checked.data;
   if (!context.scripts) throw new UnrecoverableError('script.run runs only as the builtin script integration');
-  const { scripts, workRoot, privatePaths } = context.scripts;
+  const { scripts, workRoot, privatePaths, sandbox } = context.scripts;
   const script = scripts[name];
   if (!script) {
     const known = Object.keys(scripts);
     throw new UnrecoverableError(
       `no script \`${name}\` under \`scripts:\` in config.yaml${known.length > 0 ? ` (there are: ${known.join(', ')})` : ''}`,
-    );
-  }
-  const sandbox = context.scriptSandbox;
-  if (sandbox.mode === 'bubblewrap' && !sandbox.status.usable) {
-    throw new UnrecoverableError(
-      new SandboxUnavailableError({ scriptName: name, problem: sandbox.status.problem }).message,
     );
   }
   const logs: Promise<void>[] = [];
@@ -54,7 +48,9 @@ export async function runScriptTask(context: HandlerContext) {
       workDir: path.join(workRoot, name),
       signal: context.signal,
       sandbox: sandbox.mode,
-      ...(sandbox.mode === 'bubblewrap' ? { bubblewrapPath: sandbox.bubblewrapPath } : {}),
+      ...(sandbox.mode === 'bubblewrap' && sandbox.bubblewrapPath !== undefined
+        ? { bubblewrapPath: sandbox.bubblewrapPath }
+        : {}),
       privatePaths: [...privatePaths],
       onLog: (level, message) => {
         if (level === 'human') logs.push(context.log.human(message, { source: `script/${name}` }).catch(() => {}));
@@ -63,6 +59,7 @@ export async function runScriptTask(context: HandlerContext) {
     });
     return { result: run.result, exit_code: run.exitCode, sandbox: run.sandbox, duration_ms: run.durationMs };
   } catch (error) {
+    // runScript tried bubblewrap (again, if an earlier trial failed) before running anything.
     if (error instanceof SandboxUnavailableError) throw new UnrecoverableError(error.message);
     // An input the script does not declare fails the same way on every attempt.
     if (

@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
 import type { RunActionOnceResult } from './actions/run-action-once.ts';
 import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
-import type { ScriptSandbox } from './scripts/script-sandbox.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -116,11 +115,6 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   agent(options: AgentTaskOptions): SteerableHandle;
   /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
   queue: TaskQueue;
-  /**
-   * How this worker runs scripts, decided at its start (`worker.sandbox` and a trial of bubblewrap); the script
-   * integration passes it to runScript.
-   */
-  scriptSandbox: ScriptSandbox;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
@@ -131,6 +125,12 @@ export interface ScriptsContext {
   workRoot: string;
   /** Paths never mounted into a script's sandbox (config.yaml, secrets.yaml, data/, the LLM cache). */
   privatePaths: readonly string[];
+  /**
+   * How scripts run (`worker.sandbox`), and under `bubblewrap` the bwrap executable (`bwrap` on PATH when absent);
+   * the script integration passes it to runScript, which tries bubblewrap before running anything and refuses the
+   * script when it does not work.
+   */
+  sandbox: { mode: 'bubblewrap'; bubblewrapPath?: string } | { mode: 'none' };
 }
 
 /** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */

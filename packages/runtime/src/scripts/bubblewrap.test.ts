@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -67,5 +67,23 @@ describe('checkBubblewrap', () => {
           ? `a trial sandbox failed: \`${denied}\` exited with code 1: bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces.`
           : `bubblewrap runs only on Linux, and this is ${process.platform}`,
     });
+  });
+
+  it('tries again after a failed trial, and keeps one that worked', async () => {
+    if (process.platform !== 'linux') return;
+    // A stand-in for bwrap that passes the trial (it exits 0), reached through a link made between two checks.
+    const working = path.join(directory, 'fake-bwrap');
+    await writeFile(working, '#!/bin/sh\nexit 0\n');
+    await chmod(working, 0o755);
+    const later = path.join(directory, 'bwrap-installed-later');
+    expect(await checkBubblewrap({ bubblewrapPath: later })).toEqual({
+      usable: false,
+      problem: `the bubblewrap executable \`${later}\` was not found`,
+    });
+    await symlink(working, later);
+    expect(await checkBubblewrap({ bubblewrapPath: later })).toEqual({ usable: true });
+    // A success is kept: the trial does not run again even once the link is gone.
+    await rm(later);
+    expect(await checkBubblewrap({ bubblewrapPath: later })).toEqual({ usable: true });
   });
 });

@@ -101,19 +101,27 @@ export interface CheckBubblewrapOptions {
 }
 
 const probeTimeoutMs = 10_000;
+/** Trials that worked, and trials still running (callers meanwhile share them), by executable. */
 const probes = new Map<string, Promise<ScriptSandboxStatus>>();
 
 /**
- * Tries the sandbox once: Linux, the bwrap executable, and a trial run with the same namespaces and mounts as a real
- * script (bwrap is often installed in containers that forbid user namespaces, where it fails at once). The trial
- * runs once per process and executable; later calls share its answer, so a bwrap installed later needs a restart.
+ * Tries the sandbox: Linux, the bwrap executable, and a trial run with the same namespaces and mounts as a real
+ * script (bwrap is often installed in containers that forbid user namespaces, where it fails at once). A trial that
+ * works is kept for the process; one that fails is not, so the next call tries again (bubblewrap installed since, a
+ * trial that timed out under load). Calls while a trial runs share it.
  */
 export function checkBubblewrap(options: CheckBubblewrapOptions = {}): Promise<ScriptSandboxStatus> {
   const executable = options.bubblewrapPath ?? defaultBubblewrapPath;
   let probe = probes.get(executable);
   if (probe === undefined) {
-    probe = probeBubblewrap(executable);
-    probes.set(executable, probe);
+    const started = probeBubblewrap(executable);
+    probe = started;
+    probes.set(executable, started);
+    const forget = () => {
+      if (probes.get(executable) === started) probes.delete(executable);
+    };
+    // A trial that threw is forgotten too; its caller gets the error.
+    void started.then((status) => (status.usable ? undefined : forget()), forget);
   }
   return probe;
 }

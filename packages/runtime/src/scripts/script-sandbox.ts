@@ -1,8 +1,9 @@
 import { checkBubblewrap, defaultBubblewrapPath, type ScriptSandboxStatus } from './bubblewrap.ts';
 
 /**
- * How a worker runs scripts, decided once at its start from `worker.sandbox` and a trial of bubblewrap:
- * `bubblewrap` with the trial's outcome (scripts are refused when it failed), or `none`, the owner's choice.
+ * How scripts would run now, from `worker.sandbox` and a trial of bubblewrap, for the worker's start line and
+ * `assistant doctor`: `bubblewrap` with the trial's outcome (scripts are refused while it fails), or `none`, the
+ * owner's choice. The gate itself is runScript's own check before every run.
  */
 export type ScriptSandbox =
   | { mode: 'bubblewrap'; bubblewrapPath: string; status: ScriptSandboxStatus }
