@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { resolveApiToken } from './api-token.ts';
+import { configuredApiToken, resolveApiToken } from './api-token.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -51,5 +51,15 @@ describe('resolveApiToken', () => {
     await expect(resolveApiToken({ config: loaded })).rejects.toThrow(/api-token does not hold a token/);
     await rm(path.join(dir, 'data/api-token'));
     await expect(resolveApiToken({ config: loaded, create: false })).rejects.toThrow(/does not exist yet/);
+  });
+
+  it('refuses a blank server.token rather than run open', async () => {
+    await writeFile(path.join(dir, 'secrets.yaml'), 'server_token: "  "\n');
+    await chmod(path.join(dir, 'secrets.yaml'), 0o600);
+    const configured = await config('server:\n  token: !secret server_token\n');
+    await expect(resolveApiToken({ config: configured })).rejects.toThrow(
+      /server\.token is configured but its secret `server_token` is blank/,
+    );
+    expect(() => configuredApiToken(configured)).toThrow(/is blank/);
   });
 });

@@ -5,7 +5,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError, registerSecretValue } from '@assistant/errors';
 
 /** The token file's name inside the data directory. */
-export const apiTokenFileName = 'api-token';
+const apiTokenFileName = 'api-token';
 
 export interface ApiToken {
   /** What `Authorization: Bearer …` must carry. */
@@ -27,7 +27,7 @@ export interface ResolveApiTokenOptions {
 }
 
 /** The path of the per-install token file for a config. */
-export function apiTokenPath(config: LoadedConfig): string {
+function apiTokenPath(config: LoadedConfig): string {
   return path.join(config.paths.dataDir, apiTokenFileName);
 }
 
@@ -38,18 +38,8 @@ export function apiTokenPath(config: LoadedConfig): string {
  */
 export async function resolveApiToken(options: ResolveApiTokenOptions): Promise<ApiToken> {
   const { config } = options;
-  const configured = config.server.token;
-  if (configured !== undefined) {
-    // A blank secret must not quietly turn authentication off.
-    if (!configured.isSet) {
-      throw new AssistantError(
-        'CONFIG_INVALID',
-        `server.token is configured but its secret \`${configured.name}\` is blank`,
-        { hint: 'put the token in secrets.yaml, or remove `token:` from `server:` to use data/api-token' },
-      );
-    }
-    return { value: configured.reveal(), source: 'config', file: config.paths.secretsFile, created: false };
-  }
+  const configured = configuredApiToken(config);
+  if (configured !== undefined) return configured;
   const file = apiTokenPath(config);
   let created = false;
   let text = await readTokenFile(file);
@@ -80,6 +70,23 @@ export async function resolveApiToken(options: ResolveApiTokenOptions): Promise<
       ? {}
       : { warning: `${file} is readable by other users (mode ${mode.toString(8)}); run \`chmod 600 ${file}\`` }),
   };
+}
+
+/**
+ * `server.token` when secrets.yaml configures one (its Secret registered itself for scrubbing), undefined when it
+ * does not. Throws for a blank one: a blank secret must not quietly turn authentication off.
+ */
+export function configuredApiToken(config: LoadedConfig): ApiToken | undefined {
+  const configured = config.server.token;
+  if (configured === undefined) return undefined;
+  if (!configured.isSet) {
+    throw new AssistantError(
+      'CONFIG_INVALID',
+      `server.token is configured but its secret \`${configured.name}\` is blank`,
+      { hint: 'put the token in secrets.yaml, or remove `token:` from `server:` to use data/api-token' },
+    );
+  }
+  return { value: configured.reveal(), source: 'config', file: config.paths.secretsFile, created: false };
 }
 
 async function readTokenFile(file: string): Promise<string | undefined> {

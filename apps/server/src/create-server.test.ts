@@ -187,6 +187,7 @@ describe('bearer token', () => {
 
     const wrong = await app.inject({ method: 'GET', url: '/api/tasks', headers: { authorization: 'Bearer nope' } });
     expect(wrong.statusCode).toBe(401);
+    expect(wrong.json().error.message).toBe('the bearer token is not the one in server.token');
     const unknownRoute = await app.inject({ method: 'GET', url: '/nope' });
     expect(unknownRoute.statusCode).toBe(401);
 
@@ -205,6 +206,17 @@ describe('bearer token', () => {
       version: assistantVersion,
       queue: { pending: 0, active: 0, done: 0, failed: 0 },
     });
+  });
+
+  it('names where the token passed in comes from in a 401', async () => {
+    for (const [source, named] of [
+      ['file', 'data/api-token'],
+      ['config', 'server.token'],
+    ] as const) {
+      await using app = createServer({ config: await configWith(), token: { value: token, source } });
+      const wrong = await app.inject({ method: 'GET', url: '/api/tasks', headers: { authorization: 'Bearer nope' } });
+      expect(wrong.json().error.message).toBe(`the bearer token is not the one in ${named}`);
+    }
   });
 
   it('refuses to start with a blank token rather than run open', async () => {

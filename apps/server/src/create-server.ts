@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { LoadedConfig } from '@assistant/config';
-import { AssistantError, registerSecretValue } from '@assistant/errors';
+import { AssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
@@ -13,6 +13,7 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import { type Logger, pino } from 'pino';
+import { type ApiToken, configuredApiToken } from './api-token.ts';
 import { registerBearerAuth } from './bearer-auth.ts';
 import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
@@ -51,10 +52,12 @@ export interface CreateServerOptions {
   /** The server's own counters for /metrics (the scheduler's rejections). @default fresh, empty counters */
   metrics?: ServerMetrics;
   /**
-   * The API token every route but `GET /health` requires. runServer passes the one from data/api-token (see
-   * resolveApiToken); tests pass their own. @default `server.token`; without either, createServer throws
+   * The API token every route but `GET /health` requires, and where it comes from (for the 401 message): runServer
+   * passes what resolveApiToken returned. A plain string is a token a test made up, named as data/api-token's.
+   * Registering it for scrubbing is the caller's: server.token's Secret and resolveApiToken do.
+   * @default `server.token`; without either, createServer throws
    */
-  token?: string;
+  token?: Pick<ApiToken, 'value' | 'source'> | string;
   /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
   timeouts?: Partial<ServerTimeouts>;
 }
@@ -73,7 +76,7 @@ export interface ServerTimeouts {
  * are dropped within seconds rather than held forever. Answers are not limited: `ask` waits up to two minutes and
  * event streams stay open while their task runs.
  */
-export const defaultTimeouts: ServerTimeouts = {
+const defaultTimeouts: ServerTimeouts = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
@@ -91,7 +94,7 @@ const diagnosticCatalog: ServerCatalog = {
 /** Builds the Fastify app for a config without listening, so tests can `inject` requests into it. */
 export function createServer(options: CreateServerOptions): AssistantServer {
   const { config } = options;
-  const token = options.token ?? configuredToken(config);
+  const token = serverToken(options);
   const timeouts = { ...defaultTimeouts, ...options.timeouts };
   const app = Fastify({
     loggerInstance: options.logger ?? pino({ level: 'silent' }),
@@ -118,21 +121,15 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     const level = request.url === '/health' ? 'debug' : 'info';
     request.log[level](`${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
   });
-  registerErrorReplies(app);
+  const paths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue });
+  registerErrorReplies(app, { scrubPaths: paths.scrub });
   // Order matters: a foreign Host or Origin is refused before the token is looked at, and both before a body is read.
   registerRequestGuard(app, { host: config.server.host, allowedHosts: config.server.allowedHosts });
-  registerSecretValue(token);
   registerBearerAuth(app, {
-    token,
-    tokenSource: options.token === undefined ? 'server.token' : 'data/api-token (or server.token)',
+    token: token.value,
+    tokenSource: token.source === 'config' ? 'server.token' : 'data/api-token',
   });
   registerJsonBodyParser(app);
-  const paths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue });
-  // A backstop for messages that mention a file (a task that cannot be read, a broken note): routes show paths
-  // relative to the data directory themselves, and nothing else should leak the owner's directory layout.
-  app.addHook('onSend', async (_request, _reply, payload) =>
-    typeof payload === 'string' ? paths.scrub(payload) : payload,
-  );
   let opened: TaskQueue | undefined;
   // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
   app.addHook('onReady', async () => {
@@ -165,21 +162,14 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   return app;
 }
 
-/** `server.token`, refusing a blank one; without it there is no default: the caller must pass the token. */
-function configuredToken(config: LoadedConfig): string {
-  const configured = config.server.token;
-  if (configured === undefined) {
+/** The token passed, else `server.token` (refusing a blank one); without either there is no default. */
+function serverToken(options: CreateServerOptions): Pick<ApiToken, 'value' | 'source'> {
+  if (typeof options.token === 'string') return { value: options.token, source: 'file' };
+  const token = options.token ?? configuredApiToken(options.config);
+  if (token === undefined) {
     throw new AssistantError('CONFIG_INVALID', 'createServer needs the API token and none was given', {
       hint: 'pass `token` (runServer reads data/api-token with resolveApiToken) or configure server.token',
     });
   }
-  // A blank secret must not quietly turn authentication off.
-  if (!configured.isSet) {
-    throw new AssistantError(
-      'CONFIG_INVALID',
-      `server.token is configured but its secret \`${configured.name}\` is blank`,
-      { hint: 'put the token in secrets.yaml, or remove `token:` from `server:` to use data/api-token' },
-    );
-  }
-  return configured.reveal();
+  return token;
 }

@@ -11,7 +11,11 @@ export interface DataPathsOptions {
 export interface DataPaths {
   /** `queue/done/5_….yaml`: relative to the data directory, `/`-separated; never an absolute path. */
   shown(absolute: string): string;
-  /** `text` with every mention of the absolute data directory made relative: a backstop for messages. */
+  /**
+   * An error message with every mention of the absolute data directory (or the queue's) made relative. Only a whole
+   * path counts: the root must start a path and be followed by a separator or end there, so `https://host/data/x`
+   * or `/data2` stay as they are when the data directory is `/data`.
+   */
   scrub(text: string): string;
 }
 
@@ -30,6 +34,10 @@ export function dataPaths(options: DataPathsOptions): DataPaths {
   const roots: [string, string][] = [[dataDir, '']];
   if (inside(dataDir, queueDir) === undefined) roots.push([queueDir, 'queue/']);
   roots.sort((left, right) => right[0].length - left[0].length);
+  // A filesystem root (`/`, `C:\`) would match every path, and there is no layout under it to hide.
+  const patterns = roots
+    .filter(([root]) => path.parse(root).root !== root)
+    .map(([root, replacement]) => ({ pattern: rootPattern(root), length: root.length, replacement }));
   return {
     shown(absolute) {
       const fromData = inside(dataDir, absolute);
@@ -42,15 +50,22 @@ export function dataPaths(options: DataPathsOptions): DataPaths {
     scrub(text) {
       let result = text;
       // Longest root first, so a queue folder outside the data directory is not cut at the data directory's name.
-      for (const [root, replacement] of roots) {
-        if (!result.includes(root)) continue;
-        result = result
-          .split(`${root}${path.sep}`)
-          .join(replacement)
-          .split(root)
-          .join(replacement === '' ? '.' : replacement.slice(0, -1));
+      for (const { pattern, length, replacement } of patterns) {
+        // `root/…` becomes `…` (or `queue/…`); the root itself becomes `.` (or `queue`).
+        result = result.replace(pattern, (match) =>
+          match.length > length ? replacement : replacement === '' ? '.' : replacement.slice(0, -1),
+        );
       }
       return result;
     },
   };
+}
+
+/**
+ * Matches `root` as a whole path: not preceded by a character that would make it part of a longer path or a URL,
+ * and followed by separators (consumed) or by the end of the path.
+ */
+function rootPattern(root: string): RegExp {
+  const escaped = root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?<![\\w.~%+@/\\\\-])${escaped}(?:[/\\\\]+|(?=$|[\\s'"\`),;:\\]}>]))`, 'g');
 }

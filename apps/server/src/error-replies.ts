@@ -24,16 +24,35 @@ const codeByStatus: Partial<Record<number, ErrorCode>> = {
   503: 'UNAVAILABLE',
 };
 
+export interface ErrorRepliesOptions {
+  /** Makes the absolute paths a message names relative to the data directory (see DataPaths.scrub). */
+  scrubPaths: (message: string) => string;
+}
+
+/** Each server's path scrubber, found from a reply through `reply.server` (or the instance it was derived from). */
+const pathScrubbers = new WeakMap<object, (message: string) => string>();
+
+function pathScrubberOf(server: object): ((message: string) => string) | undefined {
+  for (let current: object | null = server; current !== null; current = Object.getPrototypeOf(current)) {
+    const scrub = pathScrubbers.get(current);
+    if (scrub) return scrub;
+  }
+  return undefined;
+}
+
 export function sendError(reply: FastifyReply, statusCode: number, error: ErrorBody): FastifyReply {
-  // A message can quote what an upstream said (an LLM error echoing its token): no loaded secret leaves here.
+  // A message can quote what an upstream said (an LLM error echoing its token): no loaded secret leaves here. Nor
+  // does the owner's directory layout: a file a message names is shown relative to the data directory.
+  const scrubPaths = pathScrubberOf(reply.server) ?? ((message: string) => message);
   return reply
     .code(statusCode)
     .type('application/json; charset=utf-8')
-    .send({ error: { ...error, message: scrubSecrets(error.message) } });
+    .send({ error: { ...error, message: scrubPaths(scrubSecrets(error.message)) } });
 }
 
 /** Every error, thrown or routed, answers `{error: {code, message}}`. */
-export function registerErrorReplies(app: AssistantServer): void {
+export function registerErrorReplies(app: AssistantServer, options: ErrorRepliesOptions): void {
+  pathScrubbers.set(app, options.scrubPaths);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, 404, { code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url}` }),
   );

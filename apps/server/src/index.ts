@@ -1,16 +1,4 @@
-export {
-  type ApiToken,
-  apiTokenFileName,
-  apiTokenPath,
-  type ResolveApiTokenOptions,
-  resolveApiToken,
-} from './api-token.ts';
-export {
-  type AssistantServer,
-  type CreateServerOptions,
-  createServer,
-  defaultTimeouts,
-  type ServerTimeouts,
-} from './create-server.ts';
+export { type ApiToken, type ResolveApiTokenOptions, resolveApiToken } from './api-token.ts';
+export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';

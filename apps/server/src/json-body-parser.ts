@@ -3,7 +3,7 @@ import { jsonTextNestingDepth, maxTaskNestingDepth } from '@assistant/queue';
 import type { AssistantServer } from './create-server.ts';
 
 /** A request body may wrap a task payload in one object: `{type, payload}`. */
-export const maxBodyNestingDepth = maxTaskNestingDepth + 1;
+const maxBodyNestingDepth = maxTaskNestingDepth + 1;
 
 /**
  * The only body parser: JSON, measured before it is parsed. A linear scan refuses nesting past the task limit with

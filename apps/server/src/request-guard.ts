@@ -81,7 +81,7 @@ function crossSiteRefusal(request: FastifyRequest): string | undefined {
 }
 
 /** `name`, `name:port`, `[v6]` or `[v6]:port`; undefined when the header is missing or malformed. */
-export function parseHost(header: string | undefined): { name: string; port?: number } | undefined {
+function parseHost(header: string | undefined): { name: string; port?: number } | undefined {
   if (header === undefined) return undefined;
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(header.trim());
   if (!match) return undefined;

@@ -5,6 +5,7 @@ import { loadConfig } from '@assistant/config';
 import { TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
+import { dataPaths } from './data-paths.ts';
 import type { ServerCatalog } from './server-catalog.ts';
 
 const token = 'test-token-for-response-paths-0123456789ab';
@@ -96,5 +97,62 @@ describe('paths and host details in responses', () => {
       // A short host name (`vm`) also turns up inside ids; a longer one must not appear at all.
       if (os.hostname().length >= 6) expect(body, what).not.toContain(os.hostname());
     }
+  });
+
+  it('leaves paths inside note bodies and task payloads as they are, and only whole data-dir paths in errors', async () => {
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\nserver:\n  port: 0\n');
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    const dataDir = config.paths.dataDir;
+    // A URL whose path happens to be the data directory's, a sibling whose name starts with it, and the path itself.
+    const lookalikes = {
+      url: `https://example.com${dataDir}/report.csv`,
+      sibling: `${dataDir}2/report.csv`,
+      longer: `${dataDir}base`,
+      relative: 'see data/report.csv and /data/report.csv',
+      own: `${dataDir}/notes/a.md`,
+    };
+    await mkdir(config.paths.notes, { recursive: true });
+    const noteBody = `${Object.values(lookalikes).join('\n')}\n`;
+    await writeFile(
+      path.join(config.paths.notes, 'links.md'),
+      `---\ntitle: links\nurl: ${lookalikes.url}\n---\n${noteBody}`,
+    );
+
+    await using app = createServer({ config, catalog, token });
+    await app.ready();
+    const note = await app.inject({ method: 'GET', url: '/api/notes/links.md', headers });
+    expect(note.statusCode).toBe(200);
+    expect(note.json()).toMatchObject({ body: noteBody, data: { url: lookalikes.url } });
+
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/tasks',
+      headers,
+      payload: { type: 'system.echo', payload: lookalikes },
+    });
+    expect(created.statusCode).toBe(201);
+    const task = await app.inject({ method: 'GET', url: `/api/tasks/${created.json().id}`, headers });
+    expect(task.json().payload).toEqual(lookalikes);
+  });
+
+  it('shows the data directory relative in error messages, but only where a whole path names it', () => {
+    const dataDir = path.resolve('/srv/assistant/data');
+    const paths = dataPaths({ dataDir, queueDir: path.join(dataDir, 'queue') });
+    expect(paths.scrub(`cannot read '${path.join(dataDir, 'notes', 'a.md')}'`)).toBe(
+      `cannot read '${['notes', 'a.md'].join(path.sep)}'`,
+    );
+    expect(paths.scrub(`no such folder ${dataDir}`)).toBe('no such folder .');
+    for (const untouched of [
+      `https://example.com${dataDir}/report.csv`,
+      `${dataDir}2/report.csv`,
+      `${dataDir}base`,
+      `file://${dataDir}/x`,
+    ]) {
+      expect(paths.scrub(untouched)).toBe(untouched);
+    }
+    const outside = dataPaths({ dataDir, queueDir: path.resolve('/var/spool/assistant-queue') });
+    expect(outside.scrub(`moved ${path.resolve('/var/spool/assistant-queue/done/x.yaml')}`)).toBe(
+      `moved queue/${['done', 'x.yaml'].join(path.sep)}`,
+    );
   });
 });

@@ -1,6 +1,6 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, makeDirectoriesPrivate } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
 import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -29,8 +29,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
-  // Before the token is made: data/ holds it (and mail and transcripts), so it is the owner's alone.
-  for (const changed of await makeDirectoriesPrivate([config.paths.dataDir])) {
+  // Before the token is made: data/ holds it (and mail and transcripts), so it and the folders in it are the owner's
+  // alone, the same ones the worker makes private.
+  for (const changed of await makeDirectoriesPrivate(dataDirectories(config.paths))) {
     logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);
   }
   const token = await resolveApiToken({ config });
@@ -56,7 +57,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const app = createServer({
     config,
     logger,
-    token: token.value,
+    token,
     catalog: catalogFromRegistry(registry),
     registry,
     status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },

@@ -1,21 +1,8 @@
-import path from 'node:path';
 import type { ConfigPaths } from '@assistant/config';
-import { type MadePrivate, makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, type MadePrivate, makeDirectoriesPrivate } from '@assistant/process';
 
-/** The queue's state directories, in the order a task moves through them. */
-export const queueDirectoryNames = ['tmp', 'pending', 'active', 'done', 'failed'] as const;
-
-/** Every directory the worker writes to: the data dir, the queue and its states, notes, logs, control. */
-export function dataDirectories(paths: ConfigPaths): string[] {
-  return [
-    paths.dataDir,
-    paths.queue,
-    ...queueDirectoryNames.map((name) => path.join(paths.queue, name)),
-    paths.notes,
-    paths.logs,
-    paths.control,
-  ];
-}
+// The list lives beside makeDirectoriesPrivate, so the server makes the same directories private.
+export { dataDirectories, queueDirectoryNames } from '@assistant/process';
 
 export interface EnsureDataDirectoriesOptions {
   paths: ConfigPaths;

@@ -11,6 +11,7 @@ export {
   type ParseConfigOptions,
   type ParseConfigResult,
   parseConfig,
+  readConfigFile,
 } from './load-config.ts';
 export { isLoopbackHost } from './loopback.ts';
 export {
@@ -45,5 +46,5 @@ export {
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';
-export { configLimits, yamlLimitProblem } from './yaml-source.ts';
+export { yamlLimitProblem } from './yaml-source.ts';
 export { Yolo } from './yolo.ts';

@@ -5,7 +5,7 @@ import { isLoopbackHost } from './loopback.ts';
 import { type ConfigPath, type ConfigProblem, formatProblem, sortProblems } from './problems.ts';
 import { buildConfigSchema, type Config, type ConfigSchemaOptions } from './schema.ts';
 import { Secret } from './secret.ts';
-import { configLimits, readYaml, type YamlSource } from './yaml-source.ts';
+import { configLimits, fileSizeProblem, readYaml, type YamlSource } from './yaml-source.ts';
 import { issuesToProblems, recordSchemas } from './zod-problems.ts';
 
 /** Absolute paths derived from the config file, `data_dir`, `directories` and `--data`. */
@@ -349,7 +349,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
 
   let text: string;
   try {
-    text = await readCapped(configFile, shown(configFile));
+    text = await readConfigFile(configFile, shown(configFile));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new AssistantError('CONFIG_NOT_FOUND', `config file ${shown(configFile)} does not exist`, {
@@ -363,7 +363,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
   const warnings: ConfigProblem[] = [];
   try {
     const info = await stat(secretsFile);
-    secretsText = await readCapped(secretsFile, shown(secretsFile));
+    secretsText = await readConfigFile(secretsFile, shown(secretsFile));
     if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
       warnings.push({
         severity: 'warning',
@@ -419,30 +419,24 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
 }
 
 /**
- * Reads a config file, refusing one larger than {@link configLimits}.maxBytes before reading it all: the size is
- * checked on the bytes read, not a stat, so a file that grows in between is refused too.
+ * Reads a config file, refusing one larger than {@link configLimits}.maxBytes (with the same message as
+ * yamlLimitProblem) without reading it all: reading stops one byte past the limit, so neither a 20 MB file nor one
+ * that grows in between is read whole. `shownAs` names the file in the refusal.
  */
-async function readCapped(file: string, shownAs: string): Promise<string> {
+export async function readConfigFile(file: string, shownAs: string = file): Promise<string> {
   const handle = await open(file, 'r');
   try {
-    const limit = configLimits.maxBytes;
-    const buffer = Buffer.alloc(limit + 1);
+    const buffer = Buffer.alloc(configLimits.maxBytes + 1);
     let length = 0;
     while (length < buffer.length) {
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    if (length > limit) {
+    if (length > configLimits.maxBytes) {
       const { size } = await handle.stat();
       throw new ConfigError([
-        {
-          severity: 'error',
-          file: shownAs,
-          path: [],
-          message: `the file is ${Math.max(size, length)} bytes; the limit is ${limit} bytes (${limit / (1024 * 1024)} MiB)`,
-          hint: 'config.yaml and secrets.yaml hold settings, not data; move large content into a file the config names',
-        },
+        { severity: 'error', file: shownAs, path: [], ...fileSizeProblem(Math.max(size, length)) },
       ]);
     }
     return buffer.subarray(0, length).toString('utf8');

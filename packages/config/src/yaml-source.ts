@@ -49,9 +49,10 @@ export function readYaml(options: ReadYamlOptions): YamlSource {
   const { file, resolveSecret } = options;
   const refusal = yamlLimitProblem(options.text);
   if (refusal !== undefined) {
+    const { message, position, hint } = refusal;
     return {
       data: undefined,
-      problems: [{ severity: 'error', file, path: [], position: refusal.position, message: refusal.message }],
+      problems: [{ severity: 'error', file, path: [], position, message, ...(hint === undefined ? {} : { hint }) }],
       valueAt: () => undefined,
       keyAt: () => undefined,
       yoloPaths: [],
@@ -208,19 +209,24 @@ class TooLarge extends Error {}
 
 const mebibytes = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
 
+/** The refusal of a file of `bytes` bytes, past {@link configLimits}.maxBytes: for text and for a file read capped. */
+export function fileSizeProblem(bytes: number): { message: string; hint: string } {
+  return {
+    message: `the file is ${bytes} bytes; the limit is ${configLimits.maxBytes} bytes (${mebibytes(configLimits.maxBytes)})`,
+    hint: 'config.yaml and secrets.yaml hold settings, not data; move large content into a file the config names',
+  };
+}
+
 /**
  * Why YAML text is refused before parsing (too large, too many values, nested too deep), with where; undefined when
  * it is within {@link configLimits}. One linear pass of the YAML lexer, which neither recurses nor builds nodes.
  * Nesting is measured from indentation and indicators, so a `[` or `- ` inside a scalar never counts.
  */
-export function yamlLimitProblem(text: string): { message: string; position: SourcePosition } | undefined {
+export function yamlLimitProblem(
+  text: string,
+): { message: string; position: SourcePosition; hint?: string } | undefined {
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > configLimits.maxBytes) {
-    return {
-      message: `the file is ${bytes} bytes; the limit is ${configLimits.maxBytes} bytes (${mebibytes(configLimits.maxBytes)})`,
-      position: { line: 1, col: 1 },
-    };
-  }
+  if (bytes > configLimits.maxBytes) return { ...fileSizeProblem(bytes), position: { line: 1, col: 1 } };
   const positionOf = (offset: number): SourcePosition => {
     let line = 1;
     let lineStart = 0;

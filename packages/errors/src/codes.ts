@@ -21,7 +21,7 @@ export const errorCodes = {
   UNAUTHORIZED:
     'Every route but `GET /health` requires `Authorization: Bearer <token>` (data/api-token or server.token); the request had none or a wrong one.',
   FORBIDDEN:
-    'The request is not allowed: a cross-site `Origin` (a web page in a browser), or an authenticated request the action refuses.',
+    'HTTP 403: a web page in a browser called the API: a foreign `Origin`, or a write whose `Sec-Fetch-Site` is another site.',
   MISDIRECTED_REQUEST:
     'HTTP 421: the `Host` header names neither the configured host nor a loopback name (a DNS-rebinding attempt or a wrong proxy).',
   NOT_FOUND: 'No route, task or note matches the request.',

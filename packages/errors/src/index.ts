@@ -1,11 +1,3 @@
 export { AssistantError, type AssistantErrorOptions, isAssistantError } from './assistant-error.ts';
 export { type ErrorCode, errorCodes, isErrorCode } from './codes.ts';
-export {
-  clearSecretValues,
-  containsSecret,
-  minScrubbedSecretLength,
-  registerSecretValue,
-  scrubbedSecretText,
-  scrubSecrets,
-  scrubSecretsDeep,
-} from './scrub-secrets.ts';
+export { clearSecretValues, registerSecretValue, scrubSecrets, scrubSecretsDeep } from './scrub-secrets.ts';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 
 /** Time on top of the grace period for releasing stopped tasks and closing files. */
-export const shutdownMarginMs = 3_000;
+const shutdownMarginMs = 3_000;
 
 export interface ExitAfterShutdownGraceOptions {
   /** The process's shutdown signal (aborted on the first SIGINT or SIGTERM). */

@@ -1,4 +1,24 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ConfigPaths } from '@assistant/config';
+
+/** The queue's state directories, in the order a task moves through them. */
+export const queueDirectoryNames = ['tmp', 'pending', 'active', 'done', 'failed'] as const;
+
+/**
+ * Every directory the server and the worker write to: the data dir, the queue and its states, notes, logs, control.
+ * Both make them private at start (see makeDirectoriesPrivate).
+ */
+export function dataDirectories(paths: ConfigPaths): string[] {
+  return [
+    paths.dataDir,
+    paths.queue,
+    ...queueDirectoryNames.map((name) => path.join(paths.queue, name)),
+    paths.notes,
+    paths.logs,
+    paths.control,
+  ];
+}
 
 /** A directory whose group and other permissions were taken away, and the mode it had. */
 export interface MadePrivate {

@@ -407,4 +407,13 @@ describe('manifests', () => {
     await writeFile(configPath, 'integration_dirs: [./nowhere]\n');
     await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(/integration_dirs: .*nowhere is not a folder/);
   });
+
+  it('hole 19: refuses a config.yaml past the size limit, naming the limit, without looking for its integrations', async () => {
+    const configPath = path.join(dir, 'config.yaml');
+    // The custom folder it names does not exist: were the oversized file parsed for it, that would be the error.
+    await writeFile(configPath, `integration_dirs: [./nowhere]\ntitle: "${'x'.repeat(20 * 1024 * 1024)}"\n`);
+    const error = await loadRuntime({ configPath, cwd: dir }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toMatch(/config\.yaml.*limit is 1048576 bytes \(1 MiB\)/);
+  });
 });

@@ -1,7 +1,12 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LoadConfigResult, type LoadedConfig, loadConfig, yamlLimitProblem } from '@assistant/config';
+import {
+  type LoadConfigResult,
+  type LoadedConfig,
+  loadConfig,
+  readConfigFile,
+  yamlLimitProblem,
+} from '@assistant/config';
 import { parseDocument } from 'yaml';
 import { automationChecks } from './automations/platform-automations.ts';
 import {
@@ -41,12 +46,11 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const cwd = options.cwd ?? process.cwd();
   const configFile = path.resolve(cwd, options.configPath);
   const configDir = path.dirname(configFile);
-  // The custom folders are named in the very file their manifests help validate: read that one key first. A file
-  // that does not parse yields none here, and loadConfig below reports it properly.
-  const customDirs = (await topLevelListOf(configFile, 'integration_dirs')).map((directory) =>
-    path.resolve(configDir, directory),
-  );
-  const packages = await topLevelListOf(configFile, 'integration_packages');
+  // The custom folders and packages are named in the very file their manifests help validate: read those two keys
+  // first. A file that cannot be read or parsed yields none here, and loadConfig below reports it properly.
+  const lists = await integrationLists(configFile);
+  const customDirs = lists.integration_dirs.map((directory) => path.resolve(configDir, directory));
+  const packages = lists.integration_packages;
   const nodeModulesDirs = integrationNodeModulesDirs(configFile);
   const integrations = await discoverIntegrations({
     customDirs,
@@ -81,21 +85,31 @@ export async function ignoredPackageIntegrations(config: {
   });
 }
 
-/** A top-level list of strings in config.yaml, read before the file is validated. */
-async function topLevelListOf(configFile: string, key: 'integration_dirs' | 'integration_packages'): Promise<string[]> {
+type IntegrationListKey = 'integration_dirs' | 'integration_packages';
+
+/**
+ * The top-level `integration_dirs` and `integration_packages` of config.yaml, read before the file is validated:
+ * one read, capped at the config size limit, and one parse. Empty lists when the file cannot be read or parsed.
+ */
+async function integrationLists(configFile: string): Promise<Record<IntegrationListKey, string[]>> {
+  const none = { integration_dirs: [], integration_packages: [] };
   let text: string;
   try {
-    text = await readFile(configFile, 'utf8');
+    text = await readConfigFile(configFile);
   } catch {
-    return [];
+    return none;
   }
   // A file past the size, value or nesting limits is refused by loadConfig, before the parser is let near it.
-  if (yamlLimitProblem(text) !== undefined) return [];
+  if (yamlLimitProblem(text) !== undefined) return none;
   try {
-    const value: unknown = parseDocument(text, { prettyErrors: false }).get(key);
-    const list = (value as { toJSON?: () => unknown } | undefined)?.toJSON?.();
-    return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string' && item !== '') : [];
+    // Duplicate keys are loadConfig's to report; the parser's own check is quadratic in a mapping's size.
+    const document = parseDocument(text, { prettyErrors: false, uniqueKeys: false });
+    const listOf = (key: IntegrationListKey): string[] => {
+      const list = (document.get(key) as { toJSON?: () => unknown } | undefined)?.toJSON?.();
+      return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string' && item !== '') : [];
+    };
+    return { integration_dirs: listOf('integration_dirs'), integration_packages: listOf('integration_packages') };
   } catch {
-    return [];
+    return none;
   }
 }

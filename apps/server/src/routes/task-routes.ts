@@ -210,13 +210,15 @@ export function taskRecordView(record: TaskRecord, paths: DataPaths): Record<str
   }
   const data = taskFileData(record.task);
   delete data.worker;
-  if (record.task.error) data.error = { type: record.task.error.type, message: record.task.error.message };
+  // Error messages may name a file the task touched: shown relative to the data directory, like `path`. The payload
+  // and result are the task's own data and are shown as they are.
+  if (record.task.error) data.error = { type: record.task.error.type, message: paths.scrub(record.task.error.message) };
   if (Array.isArray(data.history)) {
     data.history = record.task.history.map((attempt) => ({
       attempt: attempt.attempt,
       started_at: attempt.startedAt,
       finished_at: attempt.finishedAt,
-      error: { type: attempt.error.type, message: attempt.error.message },
+      error: { type: attempt.error.type, message: paths.scrub(attempt.error.message) },
     }));
   }
   return { ...data, state: record.state, path: shownPath };
