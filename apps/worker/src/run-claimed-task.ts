@@ -1,14 +1,12 @@
 import {
   type ClaimedTask,
+  type FailOutcome,
   type JsonValue,
-  jsonValueSchema,
-  maxTaskNestingDepth,
   type QueueConsumer,
   RetryableError,
   type Task,
   toTaskError,
   UnrecoverableError,
-  valueNestingDepth,
 } from '@assistant/queue';
 import { checkActTask, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -81,23 +79,19 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const settled = await settle(() => runHandler(options, signal, logger));
   try {
     let error: unknown;
+    let failed: FailOutcome | undefined;
     if (settled.ok) {
-      // Depth first: zod recurses, and a hostile result must cost a failed task, not the worker's stack.
-      const tooDeep = valueNestingDepth(settled.value, maxTaskNestingDepth) > maxTaskNestingDepth;
-      const checked = tooDeep ? undefined : jsonValueSchema.safeParse(settled.value ?? null);
-      if (checked?.success) {
-        await consumer.complete(claimed, checked.data);
+      // The queue checks the result (depth, plain JSON data) and fails the task with the reason when it cannot keep it.
+      const recorded = await consumer.recordResult(claimed, settled.value);
+      if (recorded.state === 'done') {
         const { text, ...fields } = finished('done');
         logger.info(fields, `${label} done in ${text}`);
         // After completion: the result is safe in done/ whatever happens to its routes.
-        await options.afterDone?.(task, checked.data, logger);
+        await options.afterDone?.(task, recorded.result, logger);
         return 'done';
       }
-      error = new UnrecoverableError(
-        checked === undefined
-          ? `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`
-          : `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
-      );
+      error = recorded.error;
+      failed = recorded.state;
     } else if (stopSignal.aborted && signal.reason === stopSignal.reason) {
       // Stopped by the worker, not by its own timeout (whichever came first is the combined signal's reason).
       await consumer.release(claimed);
@@ -107,7 +101,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     } else {
       error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
     }
-    const outcome = await consumer.fail(claimed, error);
+    const outcome = failed ?? (await consumer.fail(claimed, error));
     const { text, ...fields } = finished(outcome, error);
     const message = toTaskError(error).message;
     if (outcome === 'failed') logger.warn(fields, `${label} failed in ${text}: ${message}`);

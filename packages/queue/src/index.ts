@@ -12,6 +12,7 @@ export {
   type FailOutcome,
   QueueConsumer,
   type QueueConsumerOptions,
+  type ResultOutcome,
   toTaskError,
 } from './queue-consumer.ts';
 export { isScratchName, type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
@@ -20,7 +21,6 @@ export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.
 export {
   type JsonValue,
   jsonValueSchema,
-  maxTaskFileNestingDepth,
   type ParseTaskFileOptions,
   parseTaskFile,
   stringifyTask,

@@ -63,6 +63,17 @@ export function valueNestingDepth(value: unknown, stopAbove = Number.POSITIVE_IN
  * 200 000-deep sequence costs one lexer pass and a stack of `stopAbove + 1` numbers.
  */
 export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_INFINITY): number {
+  return yamlTextNesting(text, stopAbove).depth;
+}
+
+/**
+ * {@link yamlTextNestingDepth}, and whether the text holds an alias (`*name`): only an alias can nest a collection
+ * inside another without the text showing it, so without one the parsed value is no deeper than `depth`.
+ */
+export function yamlTextNesting(
+  text: string,
+  stopAbove = Number.POSITIVE_INFINITY,
+): { depth: number; hasAlias: boolean } {
   // Open block collections: the column where each starts and its kind, outermost first.
   const columns: number[] = [];
   const kinds: ('seq' | 'map')[] = [];
@@ -74,6 +85,7 @@ export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_I
   // The column of the node that started this line: a mapping when a `:` follows it on the same line.
   let keyColumn: number | undefined;
   let nextIsScalar = false;
+  let hasAlias = false;
 
   const measure = (): boolean => {
     const depth = columns.length + flowDepth;
@@ -106,6 +118,7 @@ export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_I
     }
     const type = nextIsScalar ? 'scalar' : CST.tokenType(token);
     nextIsScalar = false;
+    if (type === 'alias') hasAlias = true;
     const at = column;
     const newline = token.lastIndexOf('\n');
     if (newline >= 0) column = token.length - newline - 1;
@@ -119,7 +132,7 @@ export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_I
         nodeExpected = false;
       }
       flowDepth += 1;
-      if (measure()) return deepest;
+      if (measure()) return { depth: deepest, hasAlias };
     } else if (type === 'flow-seq-end' || type === 'flow-map-end') {
       flowDepth = Math.max(0, flowDepth - 1);
     } else if (flowDepth > 0) {
@@ -130,15 +143,15 @@ export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_I
       nodeExpected = true;
     } else if (type === 'seq-item-ind' || type === 'explicit-key-ind') {
       // Counted wherever it appears, even where YAML would refuse it: nothing the parser might nest goes uncounted.
-      if (open(at, type === 'seq-item-ind' ? 'seq' : 'map')) return deepest;
+      if (open(at, type === 'seq-item-ind' ? 'seq' : 'map')) return { depth: deepest, hasAlias };
       nodeExpected = true;
       keyColumn = undefined;
     } else if (type === 'map-value-ind') {
       if (keyColumn !== undefined) {
-        if (open(keyColumn, 'map')) return deepest;
+        if (open(keyColumn, 'map')) return { depth: deepest, hasAlias };
       } else if (nodeExpected) {
         // A `:` that starts a line is the value of an explicit `? key`, in the same mapping.
-        if (open(at, 'map')) return deepest;
+        if (open(at, 'map')) return { depth: deepest, hasAlias };
         nodeExpected = true;
         continue;
       }
@@ -162,5 +175,5 @@ export function yamlTextNestingDepth(text: string, stopAbove = Number.POSITIVE_I
       keyColumn = undefined;
     }
   }
-  return deepest;
+  return { depth: deepest, hasAlias };
 }

@@ -1,13 +1,14 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { backoffDelayMs } from './backoff.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import { PendingIndex } from './internal/pending-index.ts';
 import { isScratchName } from './queue-paths.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { DelayedError, UnrecoverableError } from './task-errors.ts';
-import { jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
+import { type JsonValue, jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
 import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
 import { attemptOf, type RecoveryReport, type TaskQueue, workerDiedError } from './task-queue.ts';
 import { isMissing, newWorkerOwner } from './worker-registry.ts';
@@ -39,6 +40,15 @@ export interface ClaimedTask {
 }
 
 export type FailOutcome = 'retrying' | 'delayed' | 'failed';
+
+/**
+ * What became of a handler's result: `done` with the result as written (checked, scrubbed of secrets), `recorded`
+ * false when the lease was lost meanwhile; or `failed` when the result could not be kept (nested too deep, not plain
+ * JSON data), with the error the task failed with.
+ */
+export type ResultOutcome =
+  | { state: 'done'; result: JsonValue; recorded: boolean }
+  | { state: 'failed'; error: UnrecoverableError };
 
 /**
  * The worker's side of the queue: claims ready tasks in run order from an in-memory index of pending/ (fed by a
@@ -215,28 +225,23 @@ export class QueueConsumer {
 
   /** Records the result and moves the task to done/. Returns false when the lease was lost meanwhile. */
   async complete(claimed: ClaimedTask, result: unknown): Promise<boolean> {
-    // A done/ file nested past the reader's limit could never be read back (task show, the API, result routes).
-    if (valueNestingDepth(result, maxTaskNestingDepth) > maxTaskNestingDepth) {
-      await this.fail(
-        claimed,
-        new UnrecoverableError(
-          `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
-        ),
-      );
-      return true;
+    const outcome = await this.recordResult(claimed, result);
+    return outcome.state === 'failed' || outcome.recorded;
+  }
+
+  /**
+   * {@link complete}, saying what became of the result: a result nested too deep or not plain JSON data fails the
+   * task (unrecoverable) instead; a kept one is scrubbed of every loaded secret before it is written.
+   */
+  async recordResult(claimed: ClaimedTask, result: unknown): Promise<ResultOutcome> {
+    const problem = resultProblem(result);
+    if (typeof problem === 'string') {
+      const error = new UnrecoverableError(problem);
+      await this.fail(claimed, error);
+      return { state: 'failed', error };
     }
-    const checked = jsonValueSchema.safeParse(result ?? null);
-    if (!checked.success) {
-      await this.fail(
-        claimed,
-        new UnrecoverableError(
-          `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`,
-        ),
-      );
-      return true;
-    }
-    const task: Task = { ...claimed.task, finishedAt: new Date(this.queue.now()).toISOString(), result: checked.data };
-    return this.#finish(claimed, 'done', task);
+    const task: Task = { ...claimed.task, finishedAt: new Date(this.queue.now()).toISOString(), result: problem.value };
+    return { state: 'done', result: problem.value, recorded: await this.#finish(claimed, 'done', task) };
   }
 
   /**
@@ -356,11 +361,36 @@ export class QueueConsumer {
   }
 }
 
+/**
+ * A handler's result as a task keeps it, or why it cannot be kept. Depth first: zod recurses, and a hostile result
+ * must cost a failed task, not the worker's stack; a done/ file nested past the reader's limit could never be read
+ * back (task show, the API, result routes).
+ */
+function resultProblem(result: unknown): { value: JsonValue } | string {
+  if (valueNestingDepth(result, maxTaskNestingDepth) > maxTaskNestingDepth) {
+    return `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`;
+  }
+  const checked = jsonValueSchema.safeParse(result ?? null);
+  if (!checked.success) {
+    return `the handler returned a result that is not plain JSON data: ${checked.error.issues[0]?.message}`;
+  }
+  // Scrubbed here, where it enters a Task: an echoed token must not reach done/, and rewrites need not rescan it.
+  return { value: scrubSecretsDeep(checked.data) };
+}
+
+/**
+ * An error as a task records it, scrubbed of every loaded secret (an LLM endpoint that echoes the Authorization
+ * header in its error body must not put the token into failed/ or the history).
+ */
 export function toTaskError(error: unknown): { type: string; message: string; stack?: string } {
   if (error instanceof Error) {
-    return { type: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+    return {
+      type: scrubSecrets(error.name),
+      message: scrubSecrets(error.message),
+      ...(error.stack ? { stack: scrubSecrets(error.stack) } : {}),
+    };
   }
-  return { type: 'Error', message: describeThrown(error) };
+  return { type: 'Error', message: scrubSecrets(describeThrown(error)) };
 }
 
 /** Text for a thrown value that is not an Error: `{"code":42}` says more than `[object Object]`. */

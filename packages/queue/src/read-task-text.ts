@@ -32,16 +32,22 @@ export async function readTaskText(file: string, maxBytes: number): Promise<stri
     if (info.size > maxBytes) {
       throw new TaskFileError(`file is ${info.size} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
     }
-    // Never more than one byte past the limit, whatever the size said: a file can grow after the fstat.
-    const chunkBytes = Math.min(Math.max(info.size + 1, 65_536), maxBytes + 1);
-    const chunks: Buffer[] = [];
-    let length = 0;
+    // One read of exactly the size the fstat gave, plus one byte to notice growth; never more than one byte past
+    // the limit whatever the size said (a file can grow after the fstat, a /proc file says 0 and holds more).
+    const first = Buffer.allocUnsafe(Math.min(info.size + 1, maxBytes + 1));
+    const { bytesRead } = await handle.read(first, 0, first.length, null);
+    // A short read is the end of a regular file: no second read to find it.
+    if (bytesRead < first.length) return first.toString('utf8', 0, bytesRead);
+    // Full: the file holds more than its size said (a /proc file says 0; or it grew). Read on, to the end or to one
+    // byte past the limit; short reads are not trusted as the end here, only a read of nothing.
+    const chunks: Buffer[] = [first];
+    let length = bytesRead;
     while (length <= maxBytes) {
-      const chunk = Buffer.allocUnsafe(Math.min(chunkBytes, maxBytes + 1 - length));
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) return Buffer.concat(chunks, length).toString('utf8');
-      chunks.push(chunk.subarray(0, bytesRead));
-      length += bytesRead;
+      const chunk = Buffer.allocUnsafe(Math.min(65_536, maxBytes + 1 - length));
+      const { bytesRead: more } = await handle.read(chunk, 0, chunk.length, null);
+      if (more === 0) return Buffer.concat(chunks, length).toString('utf8');
+      chunks.push(chunk.subarray(0, more));
+      length += more;
     }
     throw new TaskFileError(
       `file grew past ${maxBytes} bytes while it was read; the limit is ${maxBytes} (queue.max_task_bytes)`,

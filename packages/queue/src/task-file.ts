@@ -1,7 +1,6 @@
-import { scrubSecretsDeep } from '@assistant/errors';
 import { Document, LineCounter, parseDocument, Scalar, visit } from 'yaml';
 import * as z from 'zod';
-import { maxTaskNestingDepth, valueNestingDepth, yamlTextNestingDepth } from './input-limits.ts';
+import { maxTaskNestingDepth, valueNestingDepth, yamlTextNesting } from './input-limits.ts';
 import { taskIdPattern } from './task-id.ts';
 import type { TaskName } from './task-name.ts';
 
@@ -129,7 +128,7 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   // Measured before parsing: the parser, the conversion to JS and zod all recurse, and a 200 000-deep sequence
   // cost them a quarter of a gigabyte before it was refused. One level more than a payload may have: the file's own
   // mapping holds the payload (and result, on_result) one level down.
-  const depth = yamlTextNestingDepth(text, maxTaskFileNestingDepth);
+  const { depth, hasAlias } = yamlTextNesting(text, maxTaskFileNestingDepth);
   if (depth > maxTaskFileNestingDepth) throw nestedTooDeep('');
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
@@ -146,9 +145,11 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   } catch (error) {
     throw new TaskFileError(`YAML: ${firstLine(error instanceof Error ? error.message : String(error))}`);
   }
-  // Aliases can nest a collection inside another without the text showing it: measured again, before zod.
-  const valueDepth = valueNestingDepth(data, maxTaskFileNestingDepth);
-  if (valueDepth > maxTaskFileNestingDepth) throw nestedTooDeep(' through aliases');
+  // Aliases can nest a collection inside another without the text showing it: measured again, before zod. Without
+  // an alias the pre-scan's bound holds for the parsed value, and the walk is skipped.
+  if (hasAlias && valueNestingDepth(data, maxTaskFileNestingDepth) > maxTaskFileNestingDepth) {
+    throw nestedTooDeep(' through aliases');
+  }
   const parsed = taskFileSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -191,12 +192,11 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   return task;
 }
 
-/** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
 /**
  * A task as its file holds it: snake_case keys, absent fields left out. The REST API answers with the same shape.
- * Results and errors are scrubbed of every loaded secret (an LLM endpoint that echoes the Authorization header in
- * its error body must not put the token into failed/); the payload is written as given, since its fingerprint
- * names the file.
+ * Written as given: results and errors are scrubbed of every loaded secret where they enter a Task (the consumer's
+ * `complete` and `toTaskError`), so rewriting a task (each claim, each retry) does not rescan its history. The
+ * payload is never scrubbed, since its fingerprint names the file.
  */
 export function taskFileData(task: Task): Record<string, unknown> {
   const file: Record<string, unknown> = {
@@ -214,8 +214,8 @@ export function taskFileData(task: Task): Record<string, unknown> {
     started_at: task.startedAt,
     finished_at: task.finishedAt,
     worker: task.worker,
-    result: scrubSecretsDeep(task.result),
-    error: scrubSecretsDeep(task.error),
+    result: task.result,
+    error: task.error,
     history:
       task.history.length === 0
         ? undefined
@@ -224,13 +224,14 @@ export function taskFileData(task: Task): Record<string, unknown> {
             started_at: entry.startedAt,
             finished_at: entry.finishedAt,
             worker: entry.worker,
-            error: scrubSecretsDeep(entry.error),
+            error: entry.error,
           })),
   };
   for (const key of Object.keys(file)) if (file[key] === undefined) delete file[key];
   return file;
 }
 
+/** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
 export function stringifyTask(task: Task): string {
   // No aliases: they would make hand edits confusing.
   const document = new Document(taskFileData(task), { aliasDuplicateObjects: false });
