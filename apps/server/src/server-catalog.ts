@@ -1,5 +1,7 @@
+import type { IntegrationRegistry } from '@assistant/integration-host';
+import type { TaskMetrics } from '@assistant/metrics';
 import type { JsonValue } from '@assistant/queue';
-import type { BreakerState, IntegrationRegistry, ScheduledJobStatus, TaskMetrics } from '@assistant/runtime';
+import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
 
 /** What the server needs to know about integrations: which task types exist and what a trigger enqueues. */
 export interface ServerCatalog {

@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { AutomationMatch, ResolvedAction } from '@assistant/automations';
 import { isAssistantError } from '@assistant/errors';
 import { NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AutomationMatch, ResolvedAction } from '../automations/compile-automations.ts';
 import { createApprovalRequest, decideApproval } from './approvals.ts';
 import { enqueueActions } from './enqueue-actions.ts';
 

@@ -1,8 +1,8 @@
+import { type AutomationMatch, provenances } from '@assistant/automations';
 import { AssistantError } from '@assistant/errors';
 import type { BrokenNoteError, HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import { type AutomationMatch, provenances } from '../automations/compile-automations.ts';
 import {
   approvalId,
   describe,

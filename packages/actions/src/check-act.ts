@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
+import { actionKey, type CompiledRule, evaluateRules } from '@assistant/automations';
 import { NotePathError, type NoteStore } from '@assistant/notes';
 import { RetryableError, type Task } from '@assistant/queue';
 import * as z from 'zod';
-import { actionKey, type CompiledRule, evaluateRules } from '../automations/compile-automations.ts';
-import type { IntegrationRegistry, TaskTypeInfo } from '../integration-registry.ts';
+import type { ActionRegistry, ActionTaskType } from './action-registry.ts';
 import { type ApprovalRequest, isApprovalId, readApproval } from './approvals.ts';
 import { actPayloadSchema } from './enqueue-actions.ts';
 import { renderInputs } from './render-template.ts';
@@ -28,7 +28,7 @@ import { renderInputs } from './render-template.ts';
  * is half-way through saving) is not a reason to refuse: that throws a RetryableError, and the task is tried again.
  */
 export async function checkActTask(options: {
-  registry: IntegrationRegistry;
+  registry: ActionRegistry;
   notes: NoteStore;
   task: Task;
   /** `scripts:` from config.yaml, for `script.run` tasks. Scripts it does not list count as irreversible. */
@@ -121,7 +121,7 @@ const scriptPayloadSchema = z.looseObject({
 
 /** The same gate for `script.run`: an irreversible script needs its rule's say-so or a person's approval. */
 async function checkScriptTask(options: {
-  registry: IntegrationRegistry;
+  registry: ActionRegistry;
   notes: NoteStore;
   task: Task;
   scripts?: Record<string, { reversible: boolean }>;
@@ -152,8 +152,8 @@ async function checkScriptTask(options: {
  * `service:{domain}.{instance}.{service}` for that item.
  */
 async function checkServiceTask(
-  options: { registry: IntegrationRegistry; notes: NoteStore; task: Task },
-  info: TaskTypeInfo,
+  options: { registry: ActionRegistry; notes: NoteStore; task: Task },
+  info: ActionTaskType,
 ): Promise<string | undefined> {
   const service = info.integration.manifest.services[info.service ?? ''];
   if (service?.reversible) return undefined;
@@ -194,7 +194,7 @@ interface CarriedByTask {
 }
 
 async function checkRequested(
-  options: { registry: IntegrationRegistry; notes: NoteStore },
+  options: { registry: ActionRegistry; notes: NoteStore },
   check: {
     what: string;
     /** When the task was created: the rule's `when:` is evaluated at that time. */
@@ -267,7 +267,7 @@ type ItemRead = { data: Record<string, unknown> } | { problem: string };
  * over the same facts: the fields the platform declares and the note's `classifications`.
  */
 function ruleMatchProblem(
-  registry: IntegrationRegistry,
+  registry: ActionRegistry,
   rule: CompiledRule,
   ref: ItemRef,
   read: ItemRead,
@@ -407,7 +407,7 @@ function decidedAt(data: Record<string, unknown>, key: string, ruleName: string)
 
 /** The rule at `index` of the platform, when it is there and still has the name the task gives it. */
 function ruleAt(
-  registry: IntegrationRegistry,
+  registry: ActionRegistry,
   instance: string,
   platform: string,
   index: number | undefined,

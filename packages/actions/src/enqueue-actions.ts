@@ -1,14 +1,9 @@
 import { createHash } from 'node:crypto';
+import { type AutomationMatch, type Provenance, provenances, type ResolvedAction } from '@assistant/automations';
+import { reversibilityTiers } from '@assistant/manifests';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import {
-  type AutomationMatch,
-  type Provenance,
-  provenances,
-  type ResolvedAction,
-} from '../automations/compile-automations.ts';
-import { reversibilityTiers } from '../manifest/manifest-schema.ts';
 import { createApprovalRequest } from './approvals.ts';
 import { renderInputs } from './render-template.ts';
 

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { actionKey, type ResolvedAction } from '@assistant/automations';
 import { AssistantError } from '@assistant/errors';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import { actionKey, type ResolvedAction } from '../automations/compile-automations.ts';
-import type { IntegrationRegistry } from '../integration-registry.ts';
+import type { ActionRegistry } from './action-registry.ts';
 import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
 import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
 
 export interface RequestManualActionOptions {
-  registry: IntegrationRegistry;
+  registry: ActionRegistry;
   notes: NoteStore;
   queue: TaskQueue;
   humanLog?: Pick<HumanLog, 'write'>;

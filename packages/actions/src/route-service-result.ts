@@ -3,7 +3,7 @@ import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { JsonValue, Task, TaskQueue } from '@assistant/queue';
 import { stringify } from 'yaml';
 import * as z from 'zod';
-import type { IntegrationRegistry } from '../integration-registry.ts';
+import type { ActionRegistry } from './action-registry.ts';
 import { renderInputs, renderTemplate } from './render-template.ts';
 
 /** Keys the runtime writes on a service-result note; a result cannot set them (they say where it came from). */
@@ -25,7 +25,7 @@ export interface RouteServiceResultOptions {
   notes: NoteStore;
   queue: TaskQueue;
   humanLog?: Pick<HumanLog, 'write'>;
-  registry?: IntegrationRegistry;
+  registry?: ActionRegistry;
   nowMs?: number;
 }
 

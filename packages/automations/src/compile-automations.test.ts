@@ -1,7 +1,7 @@
 import type { Action, Automation, Classification } from '@assistant/config';
+import type { ReversibilityTier } from '@assistant/manifests';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ReversibilityTier } from '../manifest/manifest-schema.ts';
 import { type ActionCatalog, actionAllowed, compileAutomations, evaluateRules } from './compile-automations.ts';
 import type { FieldType } from './conditions.ts';
 

@@ -1,5 +1,5 @@
 import type { Action, Automation, Classification, JsonValue } from '@assistant/config';
-import type { ReversibilityTier } from '../manifest/manifest-schema.ts';
+import type { ReversibilityTier } from '@assistant/manifests';
 import { type Condition, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
 
 /**

@@ -1,6 +1,5 @@
 import type { Config, ConfigCheckProblem, PlatformConfig } from '@assistant/config';
-import type { DiscoveredIntegration } from '../discover-integrations.ts';
-import type { ManifestPlatform } from '../manifest/manifest-schema.ts';
+import type { DiscoveredIntegration, ManifestPlatform } from '@assistant/manifests';
 import { type ActionCatalog, type CompiledRule, compileAutomations, type RuleProblem } from './compile-automations.ts';
 import type { FieldType } from './conditions.ts';
 

@@ -2,16 +2,15 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkActTask, decideApproval, enqueueActions, listApprovals } from '@assistant/actions';
+import { evaluateRules } from '@assistant/automations';
 import { NoteStore } from '@assistant/notes';
 import { type JsonValue, RetryableError, type Task, TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { evaluateRules } from '../automations/compile-automations.ts';
-import { loadRuntime } from '../load-runtime.ts';
-import { decideApproval, listApprovals } from './approvals.ts';
-import { checkActTask } from './check-act.ts';
-import { enqueueActions } from './enqueue-actions.ts';
+import { loadRuntime } from './load-runtime.ts';
+import { installation } from './testing/installation.ts';
 
-const greeter = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
+const greeter = fileURLToPath(new URL('../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
 
 const config = `data_dir: ./data
 integration_dirs: [./greeter]
@@ -79,7 +78,11 @@ async function setup() {
   if (patched === text) throw new Error('the greeter manifest changed: no `name: string` field on cards');
   await writeFile(manifest, patched);
   await writeFile(path.join(dir, 'config.yaml'), config);
-  const { config: loaded, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+  const { config: loaded, registry } = await loadRuntime({
+    installation,
+    configPath: path.join(dir, 'config.yaml'),
+    cwd: dir,
+  });
   const notes = new NoteStore({ root: loaded.paths.notes });
   const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
   // Ada is a friend; Linus is not, and nobody is close to him; Anne is no friend but close; the other instance has
@@ -247,7 +250,7 @@ describe('checkActTask', () => {
 
   it('hole 4: an approval covers the target it showed: a note whose target changed since is refused', async () => {
     const { notes, queue, registry, task, gate } = await setup();
-    const { requestManualAction } = await import('./manual-action.ts');
+    const { requestManualAction } = await import('@assistant/actions');
     const asked = await requestManualAction({
       registry,
       notes,
@@ -269,7 +272,7 @@ describe('checkActTask', () => {
   });
   it("an approval binds one of the instance's items: one for another instance's note, or no instance's, is refused", async () => {
     const { notes, queue, registry, task, gate } = await setup();
-    const { requestManualAction } = await import('./manual-action.ts');
+    const { requestManualAction } = await import('@assistant/actions');
     const asked = await requestManualAction({
       registry,
       notes,
@@ -327,7 +330,7 @@ describe('checkActTask', () => {
     expect(await gate(card)).toBeUndefined();
 
     // The same for the approval a task cites: a broken approval note is not "does not approve it".
-    const { requestManualAction } = await import('./manual-action.ts');
+    const { requestManualAction } = await import('@assistant/actions');
     const asked = await requestManualAction({
       registry,
       notes,
@@ -396,7 +399,7 @@ describe('checkActTask', () => {
   it('an approval given when the item showed no target holds only while it shows none', async () => {
     const { notes, queue, registry, task, gate } = await setup();
     await notes.create('greeter/friendly/nameless.md', { data: { is_friend: false } });
-    const { requestManualAction } = await import('./manual-action.ts');
+    const { requestManualAction } = await import('@assistant/actions');
     const asked = await requestManualAction({
       registry,
       notes,

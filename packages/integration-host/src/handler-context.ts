@@ -1,12 +1,11 @@
+import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
 import type { AgentOptions, SteerableHandle } from '@assistant/agent';
+import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automations';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
-import type { EnqueueActionsResult } from './actions/enqueue-actions.ts';
-import type { RunActionOnceResult } from './actions/run-action-once.ts';
-import type { AutomationMatch, CompiledRule, ItemFacts } from './automations/compile-automations.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {

@@ -1,15 +1,14 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ActionRegistry } from '@assistant/actions';
+import type { CompiledRule } from '@assistant/automations';
+import { compilePlatformAutomations } from '@assistant/automations';
 import type { IntegrationConfigSchema, LoadedConfig, Schedule } from '@assistant/config';
+import type { DiscoveredIntegration } from '@assistant/manifests';
+import { handlerReferencePattern, ManifestError, type ManifestProblem, settingsShape } from '@assistant/manifests';
 import type { JsonValue, Task } from '@assistant/queue';
 import * as z from 'zod';
-import type { CompiledRule } from './automations/compile-automations.ts';
-import { compilePlatformAutomations } from './automations/platform-automations.ts';
-import type { DiscoveredIntegration } from './discover-integrations.ts';
 import type { PlatformContext, TaskHandler } from './handler-context.ts';
-import { handlerReferencePattern } from './manifest/manifest-schema.ts';
-import { ManifestError, type ManifestProblem } from './manifest/read-manifest.ts';
-import { settingsShape } from './manifest/setting-spec.ts';
 
 export type TaskTypeKind = 'stage' | 'service' | 'task';
 
@@ -76,7 +75,7 @@ export type EntryTaskResult =
  * Everything the manifests declare, joined with config.yaml's instances: which task types exist, which handler runs
  * each, which instance a task belongs to, what each schedule enqueues. Built once per process start.
  */
-export class IntegrationRegistry {
+export class IntegrationRegistry implements ActionRegistry {
   readonly integrations: readonly DiscoveredIntegration[];
   readonly #types = new Map<string, TaskTypeInfo>();
   readonly #instances = new Map<string, RuntimeInstance>();

@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@assistant/config';
+import { discoverIntegrations, ManifestError } from '@assistant/manifests';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { discoverIntegrations } from './discover-integrations.ts';
 import { ignoredPackageIntegrations, loadRuntime } from './load-runtime.ts';
-import { ManifestError } from './manifest/read-manifest.ts';
+import { installation } from './testing/installation.ts';
 
 const fixtures = fileURLToPath(new URL('../../../tests/fixtures/integrations/', import.meta.url));
 
@@ -56,7 +56,7 @@ integrations:
 describe('loadRuntime', () => {
   it('finds builtin, custom-folder and npm-package integrations and their task types', async () => {
     const configPath = await setup(twoInstances);
-    const { registry, integrations } = await loadRuntime({ configPath, cwd: dir });
+    const { registry, integrations } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(integrations.map((integration) => [integration.manifest.domain, integration.origin])).toEqual([
       ['email', 'builtin'],
       ['greeter', 'custom'],
@@ -94,7 +94,7 @@ describe('loadRuntime', () => {
 
   it('validates instance settings with the manifest schema and applies its defaults', async () => {
     const configPath = await setup(twoInstances);
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(registry.instance('friendly')?.settings).toEqual({ greeting: 'Hello' });
     expect(registry.instance('loud')?.settings).toEqual({ greeting: 'Hey', shout: true });
     expect(registry.instance('friendly')?.platforms.people?.settings).toEqual({ names: ['Ada', 'Grace'] });
@@ -106,7 +106,7 @@ describe('loadRuntime', () => {
     const configPath = await setup(
       'integration_dirs: [./my-integrations]\nintegration_packages: [assistant-integration-weather]\nintegrations:\n  - type: greeter\n    name: friendly\n    greting: Hi\n  - type: weather\n    name: home\n',
     );
-    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
     const lines = (error as ConfigError).problems.map(
       (problem) => `${problem.position?.line} ${problem.message} ${problem.hint ?? ''}`,
@@ -145,7 +145,7 @@ integrations:
     name: home
     city: Lisbon
 `);
-    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
     expect(
       (error as ConfigError).problems.map(
@@ -170,13 +170,13 @@ integrations:
           - {name: by flag, when: {flags: "\\\\Flagged", authentication: pass}, then: unsubscribe}
 `;
     const configPath = await setup(`integrations:\n${rules}`);
-    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems.map((problem) => `${problem.position?.line} ${problem.message}`)).toEqual([
       '8 `unsubscribe` cannot be undone, and this rule tests facts the sender controls (`has_list_unsubscribe`), so it is not deterministic (hybrid)',
     ]);
     await writeFile(configPath, `integrations:\n${rules.replace(/^ {10}- \{name: by header, when.*\n/m, '')}`);
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(registry.automations('local', 'inbox').map((rule) => [rule.name, rule.provenance])).toEqual([
       ['by header with yolo', 'hybrid'],
       ['by flag', 'rule'],
@@ -187,7 +187,7 @@ integrations:
     const configPath = await setup(
       'integration_dirs: [./my-integrations]\nintegration_packages: [assistant-integration-weather]\nintegrations:\n  - type: greeter\n    name: friendly\n    platforms:\n      people:\n        automations:\n          - {when: {is_friend: true}, then: send_card}\n  - {type: weather, name: home, city: Lisbon}\n',
     );
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(registry.automations('friendly', 'people')).toMatchObject([
       {
         name: 'automation 1',
@@ -215,7 +215,7 @@ integrations:
           - {when: {close: ">= 0.9", funny: true}, then: hug}
   - {type: weather, name: home, city: Lisbon}
 `);
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(registry.instance('friendly')?.platforms.cards?.classifications).toEqual({
       close: { prompt: 'is this person close to the owner?', type: 'confidence' },
       formal: { prompt: 'should this card be formal? (asked our way)', type: 'confidence' },
@@ -228,7 +228,7 @@ integrations:
 
   it('loads the repository default config.yaml with every manifest, without errors or warnings', async () => {
     const repositoryConfig = fileURLToPath(new URL('../../../config.yaml', import.meta.url));
-    const { warnings, registry } = await loadRuntime({ configPath: repositoryConfig, cwd: dir });
+    const { warnings, registry } = await loadRuntime({ installation, configPath: repositoryConfig, cwd: dir });
     expect(warnings).toEqual([]);
     expect(registry.instance('personal')).toMatchObject({ domain: 'email', enabled: false });
   });
@@ -259,34 +259,36 @@ integrations:
     await writeFile(path.join(dir, 'node_modules', 'left-pad', 'package.json'), '{"name": "left-pad"}');
 
     const configPath = await setup('integration_packages: ["@someone/hello", assistant-integration-weather]\n');
-    const { integrations, config } = await loadRuntime({ configPath, cwd: dir });
+    const { integrations, config } = await loadRuntime({ installation, configPath, cwd: dir });
     const domains = integrations.map((integration) => [integration.manifest.domain, integration.origin]);
     expect(domains).toContainEqual(['hello', 'package']);
     expect(domains).toContainEqual(['weather', 'package']);
     expect(domains.map(([domain]) => domain)).not.toContain('sneaky');
     expect(config.integrationPackages).toEqual(['@someone/hello', 'assistant-integration-weather']);
     // `assistant doctor` names what it ignored.
-    expect(await ignoredPackageIntegrations(config)).toEqual(['sneaky-dependency']);
+    expect(await ignoredPackageIntegrations(config, installation)).toEqual(['sneaky-dependency']);
 
     await writeFile(configPath, 'integrations: []\n');
-    const unlisted = await loadRuntime({ configPath, cwd: dir });
+    const unlisted = await loadRuntime({ installation, configPath, cwd: dir });
     expect(unlisted.integrations.map((integration) => integration.origin)).not.toContain('package');
 
     await writeFile(configPath, 'integration_packages: [assistant-not-installed]\n');
-    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(
+    await expect(loadRuntime({ installation, configPath, cwd: dir })).rejects.toThrow(
       /integration_packages: package `assistant-not-installed` is not installed/,
     );
     await writeFile(configPath, 'integration_packages: [left-pad]\n');
-    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(
+    await expect(loadRuntime({ installation, configPath, cwd: dir })).rejects.toThrow(
       /integration_packages: package `left-pad` .*declares no manifest/,
     );
     await writeFile(configPath, 'integration_packages: ["../outside"]\n');
-    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(/integration_packages: `..\/outside` is not/);
+    await expect(loadRuntime({ installation, configPath, cwd: dir })).rejects.toThrow(
+      /integration_packages: `..\/outside` is not/,
+    );
   });
 
   it('refuses an unknown integration type', async () => {
     const configPath = await setup('integrations:\n  - type: wether\n    name: home\n');
-    const error = await loadRuntime({ configPath, cwd: dir }).catch((caught: unknown) => caught);
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((caught: unknown) => caught);
     expect(String((error as Error).message)).toMatch(
       /config\.yaml:2:\d+: integrations\[0\]\.type: unknown integration type `wether`/,
     );
@@ -294,7 +296,7 @@ integrations:
 
   it('routes tasks to the instance they name, and triggers only enabled platforms', async () => {
     const configPath = await setup(twoInstances);
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(registry.instanceForTask({ type: 'greeter.people.greet', integration: 'loud' })).toMatchObject({
       ok: true,
       instance: { name: 'loud' },
@@ -373,7 +375,7 @@ describe('manifests', () => {
     );
     const configPath = path.join(dir, 'config.yaml');
     await writeFile(configPath, 'integration_dirs: [./custom]\n');
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     const error = await registry.loadHandlers().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ManifestError);
     expect((error as ManifestError).message.split('\n').slice(1)).toEqual([
@@ -396,7 +398,7 @@ describe('manifests', () => {
     await writeFile(path.join(dir, 'outside.ts'), 'export async function out() {}\n');
     const configPath = path.join(dir, 'config.yaml');
     await writeFile(configPath, 'integration_dirs: [./custom]\n');
-    const { registry } = await loadRuntime({ configPath, cwd: dir });
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
     await expect(registry.loadHandlers()).rejects.toThrow(
       /tasks\.out\.handler: \.\/\.\.\/\.\.\/outside\.ts#out is outside the integration's folder/,
     );
@@ -405,14 +407,16 @@ describe('manifests', () => {
   it('names a custom folder that does not exist', async () => {
     const configPath = path.join(dir, 'config.yaml');
     await writeFile(configPath, 'integration_dirs: [./nowhere]\n');
-    await expect(loadRuntime({ configPath, cwd: dir })).rejects.toThrow(/integration_dirs: .*nowhere is not a folder/);
+    await expect(loadRuntime({ installation, configPath, cwd: dir })).rejects.toThrow(
+      /integration_dirs: .*nowhere is not a folder/,
+    );
   });
 
   it('hole 19: refuses a config.yaml past the size limit, naming the limit, without looking for its integrations', async () => {
     const configPath = path.join(dir, 'config.yaml');
     // The custom folder it names does not exist: were the oversized file parsed for it, that would be the error.
     await writeFile(configPath, `integration_dirs: [./nowhere]\ntitle: "${'x'.repeat(20 * 1024 * 1024)}"\n`);
-    const error = await loadRuntime({ configPath, cwd: dir }).catch((thrown: unknown) => thrown);
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toMatch(/config\.yaml.*limit is 1048576 bytes \(1 MiB\)/);
   });

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { automationChecks } from '@assistant/automations';
 import {
   type LoadConfigResult,
   type LoadedConfig,
@@ -7,13 +7,8 @@ import {
   readConfigFile,
   yamlLimitProblem,
 } from '@assistant/config';
+import { type DiscoveredIntegration, discoverIntegrations, unlistedPackageIntegrations } from '@assistant/manifests';
 import { parseDocument } from 'yaml';
-import { automationChecks } from './automations/platform-automations.ts';
-import {
-  type DiscoveredIntegration,
-  discoverIntegrations,
-  unlistedPackageIntegrations,
-} from './discover-integrations.ts';
 import { IntegrationRegistry, integrationConfigSchemas } from './integration-registry.ts';
 
 export interface LoadRuntimeOptions {
@@ -23,8 +18,16 @@ export interface LoadRuntimeOptions {
   dataDir?: string;
   /** @default process.cwd() */
   cwd?: string;
-  /** @default the repository's `integrations/` folder */
-  builtinDir?: string;
+  /** Where this installation keeps its builtin integrations and its own node_modules: the application decides. */
+  installation: Installation;
+}
+
+/** The places of an installation the runtime cannot know itself: apps compute them once, tests pass their own. */
+export interface Installation {
+  /** The folder that holds the builtin integrations, one folder each. */
+  builtinIntegrationsDir: string;
+  /** The node_modules folder Assistant is installed with: `integration_packages` are looked up there too. */
+  nodeModulesDir: string;
 }
 
 export interface LoadedRuntime {
@@ -33,9 +36,6 @@ export interface LoadedRuntime {
   integrations: DiscoveredIntegration[];
   registry: IntegrationRegistry;
 }
-
-/** The node_modules folder Assistant itself is installed with. */
-const installationNodeModules = fileURLToPath(new URL('../../../node_modules/', import.meta.url));
 
 /**
  * Finds the integrations, then loads config.yaml with their manifests' schemas, so every key of every instance is
@@ -51,13 +51,13 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const lists = await integrationLists(configFile);
   const customDirs = lists.integration_dirs.map((directory) => path.resolve(configDir, directory));
   const packages = lists.integration_packages;
-  const nodeModulesDirs = integrationNodeModulesDirs(configFile);
+  const nodeModulesDirs = integrationNodeModulesDirs(configFile, options.installation);
   const integrations = await discoverIntegrations({
     customDirs,
     packages,
     nodeModulesDirs,
     cwd,
-    ...(options.builtinDir === undefined ? {} : { builtinDir: options.builtinDir }),
+    builtinDir: options.installation.builtinIntegrationsDir,
   });
   const { config, warnings } = await loadConfig({
     configPath: options.configPath,
@@ -70,17 +70,17 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
 }
 
 /** Where `integration_packages` are looked up: node_modules next to config.yaml, then Assistant's own. */
-function integrationNodeModulesDirs(configFile: string): string[] {
-  return [...new Set([path.join(path.dirname(configFile), 'node_modules'), installationNodeModules])];
+function integrationNodeModulesDirs(configFile: string, installation: Installation): string[] {
+  return [...new Set([path.join(path.dirname(configFile), 'node_modules'), installation.nodeModulesDir])];
 }
 
 /** npm packages that declare an integration but that config.yaml does not list (so they are not loaded). */
-export async function ignoredPackageIntegrations(config: {
-  paths: { configFile: string };
-  integrationPackages: readonly string[];
-}): Promise<string[]> {
+export async function ignoredPackageIntegrations(
+  config: { paths: { configFile: string }; integrationPackages: readonly string[] },
+  installation: Installation,
+): Promise<string[]> {
   return unlistedPackageIntegrations({
-    nodeModulesDirs: integrationNodeModulesDirs(config.paths.configFile),
+    nodeModulesDirs: integrationNodeModulesDirs(config.paths.configFile, installation),
     listed: config.integrationPackages,
   });
 }

@@ -2,14 +2,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkActTask, requestManualAction } from '@assistant/actions';
 import { NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadRuntime } from '../load-runtime.ts';
-import { checkActTask } from './check-act.ts';
-import { requestManualAction } from './manual-action.ts';
+import { loadRuntime } from './load-runtime.ts';
+import { installation } from './testing/installation.ts';
 
-const greeter = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
+const greeter = fileURLToPath(new URL('../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
 
 let dir: string;
 beforeEach(async () => {
@@ -24,7 +24,7 @@ async function setup() {
     path.join(dir, 'config.yaml'),
     `data_dir: ./data\nintegration_dirs: [${JSON.stringify(greeter)}]\nintegrations:\n  - {type: greeter, name: friendly}\n`,
   );
-  const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+  const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
   const notes = new NoteStore({ root: config.paths.notes });
   const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });

@@ -1,10 +1,9 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AssistantError } from '@assistant/errors';
 import * as z from 'zod';
-import type { Manifest } from './manifest/manifest-schema.ts';
-import { ManifestError, type ManifestProblem, type ManifestSource, readManifest } from './manifest/read-manifest.ts';
+import type { Manifest } from './manifest-schema.ts';
+import { ManifestError, type ManifestProblem, type ManifestSource, readManifest } from './read-manifest.ts';
 
 /** Where an integration was found. */
 export type IntegrationOrigin = 'builtin' | 'custom' | 'package';
@@ -24,8 +23,8 @@ export interface DiscoveredIntegration {
 }
 
 export interface DiscoverIntegrationsOptions {
-  /** The builtin integrations of this installation. @default the repository's `integrations/` folder */
-  builtinDir?: string;
+  /** The folder of this installation's builtin integrations: the application says where it is. */
+  builtinDir: string;
   /** `integration_dirs` from config.yaml, absolute: each holds integration folders, or is one. */
   customDirs?: readonly string[];
   /**
@@ -42,9 +41,6 @@ export interface DiscoverIntegrationsOptions {
   cwd?: string;
 }
 
-/** The repository's own `integrations/` folder. */
-export const builtinIntegrationsDir = fileURLToPath(new URL('../../../integrations/', import.meta.url));
-
 const packageJsonSchema = z.looseObject({
   name: z.string().optional(),
   assistant: z.looseObject({ manifest: z.string().optional() }).optional(),
@@ -56,16 +52,14 @@ const packageJsonSchema = z.looseObject({
  * problems at once. The same manifest reached twice (a workspace package is also linked into node_modules) counts
  * once; two manifests claiming one domain are an error naming both.
  */
-export async function discoverIntegrations(
-  options: DiscoverIntegrationsOptions = {},
-): Promise<DiscoveredIntegration[]> {
+export async function discoverIntegrations(options: DiscoverIntegrationsOptions): Promise<DiscoveredIntegration[]> {
   const cwd = options.cwd ?? process.cwd();
   const shown = (file: string) => {
     const relative = path.relative(cwd, file);
     return relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
   };
   const candidates: { manifestPath: string; origin: IntegrationOrigin; packageName?: string }[] = [];
-  for (const folder of await manifestFolders(options.builtinDir ?? builtinIntegrationsDir, false)) {
+  for (const folder of await manifestFolders(options.builtinDir, false)) {
     candidates.push({ manifestPath: path.join(folder, 'manifest.yaml'), origin: 'builtin' });
   }
   for (const directory of options.customDirs ?? []) {

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type CircuitBreakerSettings, CircuitBreakers } from './circuit-breakers.ts';
-import { FakeClock } from './clock.ts';
+import { FakeClock } from './testing/index.ts';
 
 const startMs = Date.parse('2026-03-02T09:00:00.000Z');
 const type = 'email.inbox.check';

@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { CircuitBreakers } from './circuit-breakers.ts';
-import { FakeClock } from './clock.ts';
 import { type ScheduledJob, type ScheduledRun, Scheduler } from './scheduler.ts';
+import { FakeClock } from './testing/index.ts';
 
 const minute = 60_000;
 const startMs = Date.parse('2026-03-02T09:00:00.000Z');

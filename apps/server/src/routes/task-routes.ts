@@ -1,4 +1,6 @@
+import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import {
   jsonValueSchema,
@@ -10,7 +12,6 @@ import {
   taskStates,
   taskTypePattern,
 } from '@assistant/queue';
-import { type IntegrationRegistry, rerouteTask } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import type { DataPaths } from '../data-paths.ts';

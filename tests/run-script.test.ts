@@ -4,16 +4,16 @@ import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkBubblewrap } from './bubblewrap.ts';
 import {
+  checkBubblewrap,
   type RunScriptOptions,
   runScript,
   SandboxUnavailableError,
   ScriptFailedError,
   type ScriptLogLevel,
   ScriptTimeoutError,
-} from './run-script.ts';
+} from '@assistant/sandbox';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const bubblewrap = (await checkBubblewrap()).usable;
 const installBubblewrap = 'install bubblewrap (apt-get install bubblewrap)';
