@@ -25,6 +25,6 @@ export async function loadCliConfig(options: LoadCliConfigOptions): Promise<Load
   return result;
 }
 
-export function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings']): void {
+function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings']): void {
   for (const warning of warnings) context.stderr.write(`warning: ${formatProblem(warning)}\n`);
 }

@@ -18,10 +18,10 @@ export interface ServerCatalog {
 }
 
 /** The fields of a circuit breaker that /health shows. */
-export type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
+type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
 
 /** The fields of a scheduled job that /health shows. */
-export type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;
+type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;
 
 /** Where /health learns about circuit breakers and schedules; both live in the server process. */
 export interface ServerStatusSources {

@@ -15,7 +15,7 @@ import { createHandlerContext, type WorkerServices } from './create-handler-cont
 import { timerDelayMs } from './timer-delay.ts';
 
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
-export class TaskTimeoutError extends RetryableError {
+class TaskTimeoutError extends RetryableError {
   override name = 'TaskTimeoutError';
 }
 

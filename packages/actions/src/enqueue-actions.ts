@@ -214,7 +214,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
 }
 
 /** An action as task payloads and approval requests carry it: snake_case, absent fields left out. */
-export function planned(action: ResolvedAction): PlannedAction {
+function planned(action: ResolvedAction): PlannedAction {
   return {
     kind: action.kind,
     name: action.name,
@@ -270,7 +270,7 @@ function takenKeys(value: unknown): string[] {
 }
 
 /** A rule's actions without repeats: `then: [unsubscribe, unsubscribe]` is one unsubscribe. The first one wins. */
-export function uniqueByKey<Action extends { key: string }>(actions: readonly Action[]): Action[] {
+function uniqueByKey<Action extends { key: string }>(actions: readonly Action[]): Action[] {
   const seen = new Set<string>();
   return actions.filter((action) => !seen.has(action.key) && seen.add(action.key) !== undefined);
 }

@@ -18,7 +18,7 @@ export function platformTrustedFields(platform: ManifestPlatform): string[] {
 }
 
 /** What a platform's rules may name: its own actions, the config's scripts, and the services of configured instances. */
-export function actionCatalog(
+function actionCatalog(
   config: Pick<Config, 'scripts' | 'integrations'>,
   integrations: readonly DiscoveredIntegration[],
   platform: ManifestPlatform,

@@ -1,6 +1,6 @@
 import { classificationSchema, identifierSchema, instanceNameSchema, scheduleSchema } from '@assistant/config';
 import * as z from 'zod';
-import { type SettingSpec, settingSpecSchema } from './setting-spec.ts';
+import { settingSpecSchema } from './setting-spec.ts';
 
 /** `./src/check.ts#check`: a module path relative to the manifest and the name of the function it exports. */
 export const handlerReferencePattern = /^(\.\/[^#\s]+)#([A-Za-z_$][\w$]*)$/;
@@ -123,4 +123,3 @@ export const manifestSchema = z.strictObject({
 export type Manifest = z.output<typeof manifestSchema>;
 export type ManifestPlatform = Manifest['platforms'][string];
 export type ManifestService = Manifest['services'][string];
-export type { SettingSpec };

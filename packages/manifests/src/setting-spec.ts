@@ -75,7 +75,7 @@ export const settingSpecSchema: z.ZodType<SettingSpec, unknown> = z.union([
 ]);
 
 /** The zod schema that checks a setting's value in config.yaml. */
-export function settingValueSchema(spec: SettingSpec): z.ZodType {
+function settingValueSchema(spec: SettingSpec): z.ZodType {
   let schema: z.ZodType;
   switch (spec.type) {
     case 'string':

@@ -37,7 +37,7 @@ export const steeringRequestSchema = z
   });
 export type SteeringRequest = z.infer<typeof steeringRequestSchema>;
 
-export const steeringOutcomeSchema = z.looseObject({
+const steeringOutcomeSchema = z.looseObject({
   request_id: z.string(),
   status: z.enum(['applied', 'refused']),
   message: z.string().optional(),

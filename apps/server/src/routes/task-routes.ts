@@ -198,7 +198,7 @@ function listEntry(entry: TaskEntry, paths: DataPaths) {
  * A task as the API shows it. The error's stack stays in the file: it describes our internals, not the task. So do
  * the workers' ids (host name and pid): they describe the machine, and the path is relative to the data directory.
  */
-export function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
+function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
   const shownPath = paths.shown(record.path);
   if (!record.task) {
     return {
