@@ -5,10 +5,11 @@ import path from 'node:path';
 import { isAssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { type JsonValue, TaskQueue } from '@assistant/queue';
-import { checkBubblewrap, decideApproval, expireApprovals, listApprovals, loadRuntime } from '@assistant/runtime';
+import { decideApproval, expireApprovals, listApprovals, loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { requireBubblewrap } from './helpers/bubblewrap.ts';
 import { repoRoot } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
@@ -198,8 +199,7 @@ describe('automations through the worker', () => {
 
   it('runs scripts as script.run tasks with rendered inputs, their log lines in the human log, and gates irreversible ones', async () => {
     // Scripts run only under bubblewrap (or with `worker.sandbox: none`, which this test does not want).
-    const sandbox = await checkBubblewrap();
-    if (!sandbox.usable) throw new Error(`${sandbox.problem}: install bubblewrap (apt-get install bubblewrap)`);
+    await requireBubblewrap();
     await using dir = await tempDir();
     await dir.write(
       'config.yaml',
