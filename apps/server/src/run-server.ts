@@ -1,6 +1,6 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { dataDirectories, makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, explainListenError, makeDirectoriesPrivate } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
 import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
@@ -64,11 +64,15 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     metrics,
   });
   try {
-    await app.listen({
-      host: config.server.host,
-      port: config.server.port,
-      listenTextResolver: (address) => `listening on ${address}`,
-    });
+    await app
+      .listen({
+        host: config.server.host,
+        port: config.server.port,
+        listenTextResolver: (address) => `listening on ${address}`,
+      })
+      .catch((error: unknown) => {
+        throw explainListenError(error, config.server);
+      });
     await scheduler.start();
     const jobs = scheduler.status();
     logger.info(
