@@ -7,7 +7,6 @@ import { configJsonSchema } from '@assistant/config';
 import { decodeTaskName, parseTaskFile } from '@assistant/queue';
 import { formatManifestProblem, ManifestError, parseManifest } from '@assistant/runtime';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import { repoRoot } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
@@ -197,7 +196,7 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
     }
     case 'secrets': {
       // Each name as an LLM profile's token: a place that takes any secret string.
-      const names = Object.keys(parseYaml(example.text) as Record<string, unknown>);
+      const names = [...example.text.matchAll(/^([\w.-]+):/gm)].map((match) => match[1]);
       const profiles = names.map(
         (name, index) => `  p${index}: {base_url: "http://127.0.0.1:11434/v1", model: m, token: !secret ${name}}`,
       );
@@ -207,7 +206,12 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
     case 'needs-packages': {
       // The check stops at the first package it cannot find: that must be its only complaint.
       const result = await configCheck(example.text, madeUpSecrets(example.text));
-      const names = (parseYaml(example.text) as { integration_packages?: string[] }).integration_packages ?? [];
+      // The one-line flow list the docs write: `integration_packages: [a, "@b/c"]`.
+      const list = /^integration_packages: \[(.*)\]$/m.exec(example.text)?.[1] ?? '';
+      const names = list
+        .split(',')
+        .map((name) => name.trim().replace(/^"|"$/g, ''))
+        .filter((name) => name !== '');
       if (names.length === 0) return 'a needs-packages example names no integration_packages';
       const expected = names.map((name) => `assistant: integration_packages: package \`${name}\` is not installed\n`);
       if (result.code === 2 && expected.includes(`${result.stderr.split('\n')[0]}\n`)) return undefined;
