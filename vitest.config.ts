@@ -15,6 +15,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{apps,packages,integrations}/*/src/**/*.test.ts'],
+          // Fails a unit test that starts a child process: those belong in tests/.
+          setupFiles: ['tests/helpers/unit-tier-guard.ts'],
           // The default 5 s leaves little room when four test runs share 2 cores; a unit test is far below either.
           testTimeout: 15_000,
           hookTimeout: 15_000,
