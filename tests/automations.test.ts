@@ -8,10 +8,10 @@ import { loadRuntime } from '@assistant/integration-host';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { type JsonValue, TaskQueue } from '@assistant/queue';
-import { checkBubblewrap } from '@assistant/sandbox';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { requireBubblewrap } from './helpers/bubblewrap.ts';
 import { repoRoot } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
@@ -201,8 +201,7 @@ describe('automations through the worker', () => {
 
   it('runs scripts as script.run tasks with rendered inputs, their log lines in the human log, and gates irreversible ones', async () => {
     // Scripts run only under bubblewrap (or with `worker.sandbox: none`, which this test does not want).
-    const sandbox = await checkBubblewrap();
-    if (!sandbox.usable) throw new Error(`${sandbox.problem}: install bubblewrap (apt-get install bubblewrap)`);
+    await requireBubblewrap();
     await using dir = await tempDir();
     await dir.write(
       'config.yaml',

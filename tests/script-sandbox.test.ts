@@ -9,14 +9,11 @@ import { formatProblem } from '@assistant/config';
 import { loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
-import { checkBubblewrap } from '@assistant/sandbox';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { requireBubblewrap } from './helpers/bubblewrap.ts';
 import { repoRoot } from './helpers/node-process.ts';
-
-const bubblewrap = await checkBubblewrap();
-const installBubblewrap = 'install bubblewrap (apt-get install bubblewrap)';
 
 let base: string;
 
@@ -56,10 +53,7 @@ async function runOnce(options: { config: string; script: string; inputs?: Recor
 
 describe('scripts through the worker', () => {
   it("hole 8: a script cannot read $HOME, config.yaml, the data dir or another script's folder", async () => {
-    if (!bubblewrap.usable) {
-      if (process.env.CI === 'true') throw new Error(`bubblewrap does not work here: ${installBubblewrap}`);
-      throw new Error(`this test needs a working bubblewrap (${bubblewrap.problem}): ${installBubblewrap}`);
-    }
+    await requireBubblewrap();
     const homeFile = path.join(homedir(), `.assistant-hole-8-${randomBytes(6).toString('hex')}`);
     try {
       const planted = {

@@ -3,7 +3,7 @@ import { IntegrationRegistry } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { dataDirectories, installation, makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, explainListenError, installation, makeDirectoriesPrivate } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
@@ -72,11 +72,15 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     metrics,
   });
   try {
-    await app.listen({
-      host: config.server.host,
-      port: config.server.port,
-      listenTextResolver: (address) => `listening on ${address}`,
-    });
+    await app
+      .listen({
+        host: config.server.host,
+        port: config.server.port,
+        listenTextResolver: (address) => `listening on ${address}`,
+      })
+      .catch((error: unknown) => {
+        throw explainListenError(error, config.server);
+      });
     await scheduler.start();
     const jobs = scheduler.status();
     logger.info(
