@@ -8,11 +8,15 @@ export {
 export {
   handlerReferencePattern,
   type Manifest,
+  type ManifestListener,
   type ManifestPlatform,
   type ManifestService,
+  type ManifestWebhook,
   manifestSchema,
   type ReversibilityTier,
   reversibilityTiers,
+  type WebhookAuthKind,
+  webhookAuthKinds,
 } from './manifest-schema.ts';
 export {
   formatManifestProblem,
