@@ -9,7 +9,7 @@ import {
 } from '@assistant/integration-host';
 import type { Logger } from 'pino';
 
-export type ListenerState = 'starting' | 'running' | 'restarting' | 'stopped';
+type ListenerState = 'starting' | 'running' | 'restarting' | 'stopped';
 
 /** What /health shows of one listener. */
 export interface ListenerStatus {

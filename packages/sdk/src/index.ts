@@ -26,10 +26,19 @@ export type {
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,
+  InboundEnqueue,
+  InboundEnqueueOptions,
+  InboundEnqueueOutcome,
   InstanceContext,
+  ListenerContext,
+  ListenerFunction,
   PlatformContext,
   ScriptsContext,
   TaskHandler,
+  WebhookContext,
+  WebhookFunction,
+  WebhookReply,
+  WebhookRequest,
 } from '@assistant/integration-host';
 export { type ChatMessage, type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';

@@ -1,5 +1,4 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { AssistantError } from '@assistant/errors';
 import {
   domainEnqueue,
   findWebhook,
@@ -31,7 +30,7 @@ const url = '/api/integrations/:instance/hooks/:name';
 const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** Route-level config that the token and content-type hooks read: a webhook authenticates itself. */
-export interface WebhookRouteConfig {
+interface WebhookRouteConfig {
   public: true;
   webhook: true;
 }
