@@ -26,3 +26,4 @@ export {
   readManifest,
 } from './read-manifest.ts';
 export { type SettingSpec, type SettingType, settingsShape, settingTypes } from './setting-spec.ts';
+export { settingsTypeFile, settingsTypeSource } from './settings-type-source.ts';

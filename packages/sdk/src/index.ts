@@ -21,6 +21,7 @@ export {
   type ToolContext,
 } from '@assistant/agent';
 export type { AutomationMatch, ItemFacts } from '@assistant/automations';
+export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
   HandlerContext,
