@@ -62,6 +62,14 @@ export class RouteTable {
     });
   }
 
+  /**
+   * Lists a route that is registered some other way (webhooks read raw bodies in a scope of their own) in the
+   * OpenAPI document, so the document still names every route the server serves.
+   */
+  describe(spec: Omit<RouteSpec, 'handler'>): void {
+    this.#routes.push({ ...spec, handler: async () => undefined } as unknown as RouteSpec<never, never, never>);
+  }
+
   /** The OpenAPI 3.1 document of every route added so far. */
   openApi(info: { title: string; version: string; description: string }): Record<string, unknown> {
     const paths: Record<string, Record<string, unknown>> = {};

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
@@ -9,6 +10,8 @@ import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
+import { queueEnqueue } from './inbound-enqueue.ts';
+import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 
@@ -20,6 +23,9 @@ export interface RunServerOptions {
   /** The integrations and instances. @default the builtin integrations with `config`'s instances */
   registry?: IntegrationRegistry;
 }
+
+/** How long listeners get to return after the shutdown signal before the server stops without them. */
+const listenerGraceMs = 10_000;
 
 /**
  * Listens on `server.host:server.port`, runs the schedules, and serves until `signal` aborts. Enqueues, never runs
@@ -62,14 +68,25 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger,
     breakers,
   });
+  const listeners = new ListenerSupervisor({
+    registry,
+    enqueue: (request) => queueEnqueue(queue, request),
+    logger,
+    configDir: path.dirname(config.paths.configFile),
+  });
   const app = createServer({
     config,
     logger,
     token,
     catalog: catalogFromRegistry(registry),
     registry,
-    status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },
+    status: {
+      breakers: () => breakers.list(),
+      schedules: () => scheduler.status(),
+      listeners: () => listeners.status(),
+    },
     metrics,
+    signal,
   });
   try {
     await app
@@ -82,6 +99,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
         throw explainListenError(error, config.server);
       });
     await scheduler.start();
+    listeners.start();
     const jobs = scheduler.status();
     logger.info(
       `${jobs.length} schedules: ${jobs.map((job) => `${job.id} next ${job.nextRunAt ?? 'never'}`).join('; ') || 'none'}`,
@@ -91,6 +109,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     }
     logger.info('stopping: closing connections');
   } finally {
+    await listeners.close({ graceMs: listenerGraceMs });
     await scheduler.close();
     await app.close();
   }

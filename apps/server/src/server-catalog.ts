@@ -2,6 +2,7 @@ import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { TaskMetrics } from '@assistant/metrics';
 import type { JsonValue } from '@assistant/queue';
 import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
+import type { ListenerStatus } from './listener-supervisor.ts';
 
 /** What the server needs to know about integrations: which task types exist and what a trigger enqueues. */
 export interface ServerCatalog {
@@ -29,6 +30,8 @@ export interface ServerStatusSources {
   breakers?: () => Promise<BreakerSummary[]>;
   /** Every scheduled job with its last and next run. @default none */
   schedules?: () => ScheduleSummary[];
+  /** The manifests' listeners the server runs, with their state. @default none */
+  listeners?: () => ListenerStatus[];
 }
 
 /**

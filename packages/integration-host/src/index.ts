@@ -9,6 +9,23 @@ export type {
   TaskHandler,
 } from './handler-context.ts';
 export {
+  domainEnqueue,
+  findWebhook,
+  type InboundEnqueue,
+  type InboundEnqueueOptions,
+  type InboundEnqueueOutcome,
+  importInboundHandler,
+  type ListenerContext,
+  type ListenerFunction,
+  type ListenerSpec,
+  listenerSpecs,
+  type QueueEnqueue,
+  type WebhookContext,
+  type WebhookFunction,
+  type WebhookReply,
+  type WebhookRequest,
+} from './inbound-handlers.ts';
+export {
   type DoctorCheckFunction,
   type EntryTaskResult,
   IntegrationRegistry,

@@ -8,11 +8,15 @@ export {
 export {
   handlerReferencePattern,
   type Manifest,
+  type ManifestListener,
   type ManifestPlatform,
   type ManifestService,
+  type ManifestWebhook,
   manifestSchema,
   type ReversibilityTier,
   reversibilityTiers,
+  type WebhookAuthKind,
+  webhookAuthKinds,
 } from './manifest-schema.ts';
 export {
   formatManifestProblem,
@@ -22,3 +26,4 @@ export {
   readManifest,
 } from './read-manifest.ts';
 export { type SettingSpec, type SettingType, settingsShape, settingTypes } from './setting-spec.ts';
+export { settingsTypeFile, settingsTypeSource } from './settings-type-source.ts';

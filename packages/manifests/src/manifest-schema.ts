@@ -100,6 +100,68 @@ const taskSchema = z.strictObject({
   priority: priority.default(5),
 });
 
+/**
+ * A process-lifetime handler the server starts for every enabled instance (a chat bot's long-polling loop). It
+ * hands work to the queue as tasks of its own domain; one that throws or returns is restarted with backoff.
+ */
+const listenerSchema = z.strictObject({
+  handler: handlerReference,
+  description: z.string().optional(),
+});
+
+/** How a webhook request is authenticated before its handler runs; there is no unauthenticated webhook. */
+export const webhookAuthKinds = ['hmac-sha256', 'token'] as const;
+export type WebhookAuthKind = (typeof webhookAuthKinds)[number];
+
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: 'expected an HTTP header name such as X-Hub-Signature-256' })
+  .transform((name) => name.toLowerCase());
+
+/** `/api/integrations/:instance/hooks/:name`: a route the server mounts for every enabled instance. */
+const webhookSchema = z
+  .strictObject({
+    handler: handlerReference,
+    description: z.string().optional(),
+    /** @default [POST] */
+    methods: z
+      .array(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']))
+      .min(1)
+      .default(['POST']),
+    /** The largest body accepted, in bytes; a larger one is refused with 413 before the handler runs. @default 1 MiB */
+    max_body: z
+      .int()
+      .min(1)
+      .max(25 * 1024 * 1024)
+      .default(1024 * 1024),
+    /**
+     * `hmac-sha256`: the server checks `signature_header` against the HMAC-SHA256 of the raw body keyed with the
+     * instance's `secret_setting`, in constant time. `token`: the request carries the API token, as every other route.
+     */
+    auth: z.enum(webhookAuthKinds, {
+      error: 'every webhook says how its requests are authenticated: `auth: hmac-sha256` or `auth: token`',
+    }),
+    /** For `hmac-sha256`: the instance setting (of type `secret`) that holds the shared secret. */
+    secret_setting: identifierSchema.optional(),
+    /** For `hmac-sha256`: the header that carries the signature, e.g. `X-Hub-Signature-256`. */
+    signature_header: headerName.optional(),
+    /** For `hmac-sha256`: what precedes the hex digest in the header. @default `sha256=` */
+    signature_prefix: z.string().max(32).optional(),
+  })
+  .superRefine((hook, context) => {
+    if (hook.auth === 'hmac-sha256') {
+      for (const key of ['secret_setting', 'signature_header'] as const) {
+        if (hook[key] === undefined)
+          context.addIssue({ code: 'custom', path: [key], message: `\`auth: hmac-sha256\` needs \`${key}\`` });
+      }
+    } else {
+      for (const key of ['secret_setting', 'signature_header', 'signature_prefix'] as const) {
+        if (hook[key] !== undefined)
+          context.addIssue({ code: 'custom', path: [key], message: `\`${key}\` is only for \`auth: hmac-sha256\`` });
+      }
+    }
+  });
+
 /** manifest.yaml: what an integration offers and how its instances are configured. */
 export const manifestSchema = z.strictObject({
   /** The integration's name: the `type:` of its instances in config.yaml and the first part of its task types. */
@@ -111,6 +173,10 @@ export const manifestSchema = z.strictObject({
   services: z.record(identifierSchema, serviceSchema).default({}),
   /** Task types of their own, outside any platform: `{domain}.{task}`, e.g. `system.echo`. */
   tasks: z.record(identifierSchema, taskSchema).default({}),
+  /** Long-lived inbound loops the server runs for every enabled instance: `{poll: {handler: ./src/poll.ts#listen}}`. */
+  listeners: z.record(identifierSchema, listenerSchema).default({}),
+  /** Routes the server mounts under `/api/integrations/:instance/hooks/:name` for every enabled instance. */
+  webhooks: z.record(identifierSchema, webhookSchema).default({}),
   /**
    * `assistant doctor`'s check of an instance (`./src/doctor.ts#checkAccount`): logs in, says exactly what is wrong.
    * Called with `{instance: {name, settings}, signal}`; answers `{ok, message, hint?}`.
@@ -123,3 +189,5 @@ export const manifestSchema = z.strictObject({
 export type Manifest = z.output<typeof manifestSchema>;
 export type ManifestPlatform = Manifest['platforms'][string];
 export type ManifestService = Manifest['services'][string];
+export type ManifestListener = Manifest['listeners'][string];
+export type ManifestWebhook = Manifest['webhooks'][string];

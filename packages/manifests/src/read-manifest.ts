@@ -109,6 +109,21 @@ export function parseManifest(text: string, file: string): { manifest: Manifest;
       );
     }
   }
+  for (const [name, hook] of Object.entries(manifest.webhooks)) {
+    const setting = hook.secret_setting;
+    if (setting === undefined) continue;
+    const spec = manifest.config[setting];
+    if (spec?.type !== 'secret') {
+      problems.push(
+        located(
+          ['webhooks', name, 'secret_setting'],
+          spec === undefined
+            ? `\`${setting}\` is not a setting under \`config:\`; declare it there as \`{type: secret}\``
+            : `\`${setting}\` is a ${spec.type} setting; a webhook secret must be of type \`secret\``,
+        ),
+      );
+    }
+  }
   if (problems.length > 0) throw new ManifestError(problems);
   return { manifest, source };
 }

@@ -21,15 +21,25 @@ export {
   type ToolContext,
 } from '@assistant/agent';
 export type { AutomationMatch, ItemFacts } from '@assistant/automations';
+export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,
+  InboundEnqueue,
+  InboundEnqueueOptions,
+  InboundEnqueueOutcome,
   InstanceContext,
+  ListenerContext,
+  ListenerFunction,
   PlatformContext,
   ScriptsContext,
   TaskHandler,
+  WebhookContext,
+  WebhookFunction,
+  WebhookReply,
+  WebhookRequest,
 } from '@assistant/integration-host';
 export { type ChatMessage, type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';

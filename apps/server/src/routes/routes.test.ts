@@ -405,6 +405,7 @@ describe('/docs/openapi.json', () => {
         'POST /api/tasks/{id}/steer',
         'GET /api/tasks/{id}/events',
         'POST /api/integrations/{name}/{platform}/trigger',
+        'POST /api/integrations/{instance}/hooks/{name}',
         'GET /api/notes',
         'GET /api/notes/{path}',
         'GET /metrics',
