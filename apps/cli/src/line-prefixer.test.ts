@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLinePrefixer } from './line-prefixer.ts';
+import { createLinePrefixer } from './start-supervisor.js';
 
 function collect(options: { maxLineChars?: number } = {}) {
   const writes: string[] = [];
