@@ -82,13 +82,5 @@ export function createLinePrefixer(options: {
   maxLineChars?: number;
 }): LinePrefixer;
 
-export function superviseProcesses(options: SuperviseProcessesOptions): Promise<SuperviseProcessesResult>;
-
-/** `exited with code 1`, `was killed by SIGKILL`, `could not start: spawn ENOENT`. */
-export function describeExit(exit: ProcessExit): string;
-
 /** Runs server and worker until a signal or until one dies; resolves with an error to report, or undefined. */
 export function superviseStart(options: SuperviseStartOptions): Promise<{ message: string; hint: string } | undefined>;
-
-/** The lean `assistant start`: `assistant start --preflight` in a child, then superviseStart. The exit code. */
-export function runLeanStart(argv: readonly string[]): Promise<number>;

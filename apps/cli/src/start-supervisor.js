@@ -78,7 +78,7 @@ export function createLinePrefixer(options) {
  * @param {import('./start-supervisor.d.ts').SuperviseProcessesOptions} options
  * @returns {Promise<import('./start-supervisor.d.ts').SuperviseProcessesResult>}
  */
-export async function superviseProcesses(options) {
+async function superviseProcesses(options) {
   let stopping = false;
   /** @type {import('./start-supervisor.d.ts').ProcessExit | undefined} */
   let unexpected;
@@ -150,7 +150,7 @@ export async function superviseProcesses(options) {
  * `exited with code 1`, `was killed by SIGKILL`, `could not start: spawn ENOENT`.
  * @param {import('./start-supervisor.d.ts').ProcessExit} exit
  */
-export function describeExit(exit) {
+function describeExit(exit) {
   if (exit.error && exit.code === null && exit.signal === null) return `could not start: ${exit.error.message}`;
   if (exit.signal !== null) return `was killed by ${exit.signal}`;
   return `exited with code ${exit.code}`;
@@ -266,7 +266,7 @@ function mainOf(specifier) {
  * @param {readonly string[]} argv the arguments after `assistant`, a plain start (see plainStartArguments)
  * @returns {Promise<number>}
  */
-export async function runLeanStart(argv) {
+async function runLeanStart(argv) {
   // Listening from the start: a Ctrl-C during the check reaches the check too, and must not start anything after.
   const shutdown = listenForShutdown((signal) =>
     process.stdout.write(`[assistant] ${signal} received; already stopping (server and worker are finishing up)\n`),

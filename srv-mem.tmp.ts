@@ -1,0 +1,11 @@
+import v8 from 'node:v8';
+const f = (n: number) => (n / 2 ** 20).toFixed(1);
+const show = (label: string) => { const m = process.memoryUsage(); const ns = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!; console.log(label, 'rss', f(m.rss), 'heapTotal', f(m.heapTotal), 'heapUsed', f(m.heapUsed), 'ext', f(m.external), 'new', f(ns.space_size)); };
+show('start');
+const { loadRuntime } = await import('@assistant/runtime');
+show('runtime imported');
+await import('@assistant/server');
+show('server imported');
+const r = await loadRuntime({ configPath: process.argv[2]! });
+show('runtime loaded');
+globalThis.gc?.(); await new Promise((r) => setTimeout(r, 500)); show('after gc');
