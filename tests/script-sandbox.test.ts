@@ -6,8 +6,10 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { formatProblem } from '@assistant/config';
+import { loadRuntime } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
-import { checkBubblewrap, loadRuntime } from '@assistant/runtime';
+import { checkBubblewrap } from '@assistant/sandbox';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,7 +33,7 @@ afterEach(async () => {
 /** Loads `config` from `base`, runs a worker until the queue is idle, and returns the script.run task's record. */
 async function runOnce(options: { config: string; script: string; inputs?: Record<string, string>; bwrap?: string }) {
   await writeFile(path.join(base, 'config.yaml'), options.config);
-  const runtime = await loadRuntime({ configPath: path.join(base, 'config.yaml'), cwd: base });
+  const runtime = await loadRuntime({ installation, configPath: path.join(base, 'config.yaml'), cwd: base });
   const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const enqueued = await queue.enqueue({
     type: 'script.run',

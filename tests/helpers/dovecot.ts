@@ -11,7 +11,7 @@ import { freePort } from './free-port.ts';
 export const dovecotInstallCommand = 'apt-get install -y --no-install-recommends dovecot-imapd';
 
 /** A login on the private server. Written to a passwd-file, so neither part may contain `:` or a line break. */
-export interface DovecotUser {
+interface DovecotUser {
   name: string;
   password: string;
 }

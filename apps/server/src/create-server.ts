@@ -2,9 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/integration-host';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { TaskQueue } from '@assistant/queue';
-import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
 import Fastify, {
   type FastifyInstance,
   LogController,

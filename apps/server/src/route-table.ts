@@ -4,7 +4,7 @@ import * as z from 'zod';
 import type { AssistantServer } from './create-server.ts';
 
 /** One documented response of a route. */
-export interface RouteResponse {
+interface RouteResponse {
   description: string;
   /** The body's schema; error responses share one. @default none (text or empty) */
   schema?: z.ZodType;
@@ -12,7 +12,7 @@ export interface RouteResponse {
   contentType?: string;
 }
 
-export interface RouteInput<Params, Query, Body> {
+interface RouteInput<Params, Query, Body> {
   params: Params;
   query: Query;
   body: Body;

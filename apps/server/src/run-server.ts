@@ -1,8 +1,11 @@
 import type { LoadedConfig } from '@assistant/config';
+import { IntegrationRegistry } from '@assistant/integration-host';
+import { discoverIntegrations } from '@assistant/manifests';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { dataDirectories, makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, installation, makeDirectoriesPrivate } from '@assistant/process';
 import { TaskQueue } from '@assistant/queue';
-import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
+import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
@@ -24,7 +27,12 @@ export interface RunServerOptions {
  */
 export async function runServer(options: RunServerOptions): Promise<void> {
   const { config, logger, signal } = options;
-  const registry = options.registry ?? new IntegrationRegistry({ integrations: await discoverIntegrations(), config });
+  const registry =
+    options.registry ??
+    new IntegrationRegistry({
+      integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
+      config,
+    });
   const notes = new NoteStore({ root: config.paths.notes });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });

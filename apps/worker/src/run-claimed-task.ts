@@ -1,3 +1,5 @@
+import { checkActTask } from '@assistant/actions';
+import type { TaskHandler } from '@assistant/integration-host';
 import {
   type ClaimedTask,
   type FailOutcome,
@@ -8,7 +10,6 @@ import {
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
-import { checkActTask, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
@@ -19,7 +20,7 @@ export interface HandlerLookup {
 }
 
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
-export class TaskTimeoutError extends RetryableError {
+class TaskTimeoutError extends RetryableError {
   override name = 'TaskTimeoutError';
 }
 

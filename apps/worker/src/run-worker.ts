@@ -1,19 +1,15 @@
 import path from 'node:path';
+import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
+import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
+import { discoverIntegrations } from '@assistant/manifests';
+import { TaskMetrics, writeMetricsFile } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
-import {
-  CircuitBreakers,
-  describeScriptSandbox,
-  discoverIntegrations,
-  IntegrationRegistry,
-  resolveScriptSandbox,
-  routeServiceResult,
-  type TaskHandler,
-  TaskMetrics,
-  writeMetricsFile,
-} from '@assistant/runtime';
+import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
+import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
@@ -64,7 +60,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const concurrency = options.concurrency ?? config.worker.concurrency;
   const registry =
     options.registry ??
-    (options.handlers ? undefined : new IntegrationRegistry({ integrations: await discoverIntegrations(), config }));
+    (options.handlers
+      ? undefined
+      : new IntegrationRegistry({
+          integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
+          config,
+        }));
   // Each handler module is imported when its first task comes (with its libraries: IMAP, SMTP, mail parsing…), so
   // an idle worker holds only what it has run; a manifest naming a missing module still stops it here.
   let handlers: HandlerLookup;

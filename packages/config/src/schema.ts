@@ -59,7 +59,7 @@ function orEmpty<T extends z.ZodType>(schema: T, empty: () => z.input<T>) {
 
 // ---------------------------------------------------------------------------------------------- llms
 
-export const llmProfileSchema = z
+const llmProfileSchema = z
   .strictObject({
     base_url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' }),
     model: z.string().min(1),
@@ -88,7 +88,7 @@ export const llmProfileSchema = z
   }));
 
 /** The record/replay cache for LLM requests: for tests and development, off by default. */
-export const llmCacheSchema = z
+const llmCacheSchema = z
   .strictObject({
     mode: z.enum(['off', 'record', 'replay', 'auto']).default('off'),
     directory: z.string().min(1).default('./llm-cache'),
@@ -193,7 +193,7 @@ const markYolo = (action: Action): Action => ({ ...action, yolo: true });
 const action = z.union([actionBody, yoloTagged(actionBody).transform(markYolo)]);
 
 /** `then:` one action or a list; `!yolo` on an action or on the whole list. */
-export const thenSchema = z.union([
+const thenSchema = z.union([
   action.transform((single) => [single]),
   z.array(action).min(1, { error: '`then` needs at least one action' }),
   yoloTagged(z.array(actionBody).min(1)).transform((list) => list.map(markYolo)),
@@ -213,7 +213,7 @@ export type Action =
 
 const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
 
-export const automationSchema = z
+const automationSchema = z
   .strictObject({
     name: z.string().min(1).optional(),
     when: z.record(z.string().min(1), conditionValue),
@@ -406,7 +406,7 @@ function integrationSchema(types: readonly IntegrationConfigSchema[] | undefined
 
 // ------------------------------------------------------------------------------------------- scripts
 
-export const scriptSchema = z
+const scriptSchema = z
   .strictObject({
     description: z.string().optional(),
     shell: z.string().min(1).optional(),
@@ -502,7 +502,7 @@ const taskTypePattern = z
   .string()
   .regex(/^[a-z0-9_*-]+(\.[a-z0-9_*-]+)*$/, { error: 'expected a task type such as email.inbox.check or service.*' });
 
-export const queueSchema = z
+const queueSchema = z
   .strictObject({
     durability: z.enum(['os', 'strict']).default('os'),
     max_task_bytes: z.int().min(1024).default(1_048_576),
@@ -538,7 +538,7 @@ export type QueuePolicy = QueueConfig['policies']['defaults'];
 
 // ------------------------------------------------------------------------------------ server, worker
 
-export const serverSchema = z
+const serverSchema = z
   .strictObject({
     host: z.string().min(1).default('127.0.0.1'),
     port: z.int().min(0).max(65_535).default(6767),
@@ -562,7 +562,7 @@ export const serverSchema = z
     ...(value.token ? { token: value.token } : {}),
   }));
 
-export const workerSchema = z
+const workerSchema = z
   .strictObject({
     concurrency: z.int().min(1).max(256).default(2),
     poll_interval: duration.default(1_000),
@@ -580,14 +580,14 @@ export const workerSchema = z
     sandbox: value.sandbox,
   }));
 
-export const circuitBreakerSchema = z
+const circuitBreakerSchema = z
   .strictObject({
     failures: z.int().min(1).max(1_000).default(5),
     pause: duration.default(300_000),
   })
   .transform((value) => ({ failures: value.failures, pauseMs: value.pause }));
 
-export const approvalsSchema = z
+const approvalsSchema = z
   .strictObject({ expires: duration.default(86_400_000) })
   .transform((value) => ({ expiresMs: value.expires }));
 

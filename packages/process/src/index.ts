@@ -1,6 +1,7 @@
 export { assistantVersion } from './assistant-version.ts';
 export { type CreateLoggerOptions, createLogger } from './create-logger.ts';
 export { type ExitAfterShutdownGraceOptions, exitAfterShutdownGrace } from './exit-after-shutdown-grace.ts';
+export { installation } from './installation.ts';
 export {
   dataDirectories,
   type MadePrivate,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { formatDuration, type LoadedConfig, nextRuns } from '@assistant/config';
-import type { IntegrationRegistry, RuntimeInstance } from '@assistant/runtime';
+import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integration-host';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';

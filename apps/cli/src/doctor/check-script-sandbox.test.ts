@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { checkBubblewrap } from '@assistant/runtime';
+import { checkBubblewrap } from '@assistant/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkScriptSandbox } from './check-script-sandbox.ts';
 import { formatDoctorCheck } from './doctor-check.ts';

@@ -2,8 +2,8 @@ import { chmod, mkdir, mkdtemp, readdir, rename, rm, utimes, writeFile } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { TaskMetrics, writeMetricsFile } from '@assistant/metrics';
 import { TaskQueue } from '@assistant/queue';
-import { TaskMetrics, writeMetricsFile } from '@assistant/runtime';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';

@@ -1,0 +1,15 @@
+export {
+  durationBucketsSeconds,
+  type MetricsSnapshot,
+  mergeSnapshots,
+  metricsSnapshotSchema,
+  type RejectionReason,
+  type RenderPrometheusOptions,
+  readMetricsFiles,
+  rejectionReasons,
+  renderPrometheus,
+  TaskMetrics,
+  type TaskOutcomeName,
+  taskOutcomes,
+  writeMetricsFile,
+} from './task-metrics.ts';
