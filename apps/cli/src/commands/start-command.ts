@@ -15,7 +15,7 @@ export interface StartCommandOptions {
 }
 
 /** What `assistant start --preflight` prints, as one JSON line on stdout. */
-export interface StartPlan {
+interface StartPlan {
   configFile: string;
   dataDir: string;
   shutdownGraceMs: number;
