@@ -6,11 +6,12 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { repoRoot, startNode } from './helpers/node-process.ts';
+import { repoRoot, runNode, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const hooky = path.join(repoRoot, 'tests/fixtures/integrations/inbound/hooky');
+const misplaced = path.join(repoRoot, 'tests/fixtures/integrations/inbound/misplaced');
 const serverMain = path.join(repoRoot, 'apps/server/src/main.ts');
 const secret = 'hooky-shared-secret';
 
@@ -192,5 +193,62 @@ integrations:
     expect(run.stdout).toContain('listener hooks/poll stopped"');
     expect(run.stdout).not.toContain('did not stop within');
     expect(isRunning(pid)).toBe(false);
+  });
+});
+
+describe('broken listener and webhook handlers', () => {
+  it('stop the server before it listens when a module of an enabled instance is missing or outside its folder', async () => {
+    await using dir = await tempDir();
+    const port = await freePort();
+    const config = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+server: {host: 127.0.0.1, port: ${port}}
+integration_dirs: [${JSON.stringify(misplaced)}, ${JSON.stringify(hooky)}]
+integrations:
+  - {type: misplaced, name: placed}
+  - {type: hooky, name: hooks}
+`,
+    );
+    const run = await runNode({ args: [serverMain, '--config', config], cwd: dir.path });
+    expect(run.code).toBe(2);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const fatal = z
+      .object({ level: z.literal(60), code: z.string(), msg: z.string() })
+      .parse(JSON.parse(lines[0] ?? ''));
+    expect(fatal.code).toBe('MANIFEST_INVALID');
+    const shown = path.join(misplaced, 'manifest.yaml');
+    expect(fatal.msg.split('\n')).toEqual([
+      'invalid integration manifest (2 problems):',
+      `${shown}:7:10: listeners.poll.handler: ./src/absent.ts does not exist`,
+      `${shown}:10:5: webhooks.escape.handler: ./../hooky/src/hooky.ts#receive is outside the integration's folder`,
+      expect.stringMatching(/^hint: fix the handler reference or the module; .*the server \(listeners and webhooks\)/),
+    ]);
+    // Refused before it made anything: no data directory, no token, no listener started.
+    expect(await readdir(dir.path)).toEqual(['config.yaml']);
+  });
+
+  it('leave the server alone while the only instance of their integration is disabled', async () => {
+    await using dir = await tempDir();
+    const port = await freePort();
+    const config = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+server: {host: 127.0.0.1, port: ${port}}
+integration_dirs: [${JSON.stringify(misplaced)}]
+integrations:
+  - {type: misplaced, name: placed, enabled: false}
+`,
+    );
+    const server = startNode({ args: [serverMain, '--config', config] });
+    try {
+      await server.waitForOutput(/listening on http:\/\/127\.0\.0\.1:\d+/);
+    } finally {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');
+    }
+    const run = await server.exited;
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain('MANIFEST_INVALID');
   });
 });

@@ -47,7 +47,10 @@ describe('ListenerSupervisor', () => {
     );
     const byId = Object.fromEntries(supervisor.status().map((one) => [one.id, one]));
     expect(byId['mule/quitter']?.lastError).toBe('returned before the server stopped it');
-    expect(byId['mule/missing']?.lastError).toMatch(/exports no function `notExported`/);
+    // The same located error as a broken stage handler's (config check reports it before anything runs).
+    expect(byId['mule/missing']?.lastError).toMatch(
+      /inbound\/stubborn\/manifest\.yaml:8:13: listeners\.missing\.handler: \.\/src\/stubborn\.ts exports no `notExported` \(it exports: quit, ignoreShutdown, noop\)/,
+    );
     expect(byId['mule/deaf']).toMatchObject({ state: 'running', restarts: 0 });
     // The backoff doubles up to its cap.
     expect(lines).toContain(

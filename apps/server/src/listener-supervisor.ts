@@ -138,7 +138,11 @@ export class ListenerSupervisor {
       const startedMs = Date.now();
       let problem: string;
       try {
-        const listen = await importInboundHandler<ListenerFunction>(spec.integration, spec.reference);
+        const listen = await importInboundHandler<ListenerFunction>(this.#options.registry, {
+          domain: spec.instance.domain,
+          kind: 'listener',
+          name: spec.name,
+        });
         status.state = 'running';
         delete status.restartAt;
         logger.info(`listener ${spec.id} running`);

@@ -39,6 +39,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
       integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
       config,
     });
+  // Listeners and webhooks import their modules when they first run; a manifest of an enabled instance naming a
+  // module that is missing or outside its folder stops the server here, at the manifest's line, as the worker stops.
+  await registry.checkHandlerModules({ taskTypes: false, inbound: 'enabled' });
   const notes = new NoteStore({ root: config.paths.notes });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });

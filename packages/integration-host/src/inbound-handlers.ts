@@ -1,10 +1,8 @@
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { AssistantError } from '@assistant/errors';
-import { type DiscoveredIntegration, handlerReferencePattern, type ManifestWebhook } from '@assistant/manifests';
+import type { DiscoveredIntegration, ManifestWebhook } from '@assistant/manifests';
 import type { JsonValue } from '@assistant/queue';
 import type { Logger } from 'pino';
-import type { IntegrationRegistry, RuntimeInstance } from './integration-registry.ts';
+import type { InboundKind, IntegrationRegistry, RuntimeInstance } from './integration-registry.ts';
 
 /**
  * What a listener or a webhook may enqueue: a task of its own integration's domain, nothing else of the queue.
@@ -163,35 +161,16 @@ export function domainEnqueue(options: {
 }
 
 /**
- * Imports the function a listener or webhook reference names (`./src/poll.ts#listen`), which must lie inside its
- * integration's folder. Throws an error naming the manifest and the reference when it cannot.
+ * The function a listener or webhook runs, imported through the registry like every other handler: its module once
+ * per process, inside its integration's folder. Throws {@link ManifestError} at the manifest's line when the module
+ * cannot be loaded or does not export a function of that name (the server's start has already refused a missing
+ * module; `assistant config check` reports the rest up front).
  */
 export async function importInboundHandler<T extends ListenerFunction | WebhookFunction>(
-  integration: DiscoveredIntegration,
-  reference: string,
+  registry: IntegrationRegistry,
+  options: { domain: string; kind: InboundKind; name: string },
 ): Promise<T> {
-  const match = handlerReferencePattern.exec(reference);
-  const module = path.resolve(integration.directory, match?.[1] ?? reference);
-  const exportName = match?.[2] ?? 'default';
-  const relative = path.relative(integration.directory, module);
-  const where = `${reference} (${integration.shownPath})`;
-  if (relative.startsWith('..') || path.isAbsolute(relative)) {
-    throw new AssistantError('MANIFEST_INVALID', `${where} is outside the integration's folder`);
-  }
-  let exports: Record<string, unknown>;
-  try {
-    exports = (await import(pathToFileURL(module).href)) as Record<string, unknown>;
-  } catch (error) {
-    throw new AssistantError(
-      'MANIFEST_INVALID',
-      `${where} cannot be loaded: ${String((error as Error).message).split('\n')[0]}`,
-    );
-  }
-  const value = exports[exportName];
-  if (typeof value !== 'function') {
-    throw new AssistantError('MANIFEST_INVALID', `${where}: the module exports no function \`${exportName}\``);
-  }
-  return value as T;
+  return (await registry.inboundHandler(options)) as unknown as T;
 }
 
 function integrationOf(registry: IntegrationRegistry, domain: string): DiscoveredIntegration | undefined {

@@ -28,6 +28,10 @@ export {
 export {
   type DoctorCheckFunction,
   type EntryTaskResult,
+  type HandlerReference,
+  type HandlerSelection,
+  type InboundHandlerInfo,
+  type InboundKind,
   IntegrationRegistry,
   integrationConfigSchemas,
   type RuntimeInstance,

@@ -5,6 +5,7 @@ import type { ActionRegistry } from '@assistant/actions';
 import type { CompiledRule } from '@assistant/automations';
 import { compilePlatformAutomations } from '@assistant/automations';
 import type { IntegrationConfigSchema, LoadedConfig, Schedule } from '@assistant/config';
+import { AssistantError } from '@assistant/errors';
 import type { DiscoveredIntegration } from '@assistant/manifests';
 import { handlerReferencePattern, ManifestError, type ManifestProblem, settingsShape } from '@assistant/manifests';
 import type { JsonValue, Task } from '@assistant/queue';
@@ -12,6 +13,49 @@ import * as z from 'zod';
 import type { PlatformContext, TaskHandler } from './handler-context.ts';
 
 export type TaskTypeKind = 'stage' | 'service' | 'task';
+
+/** A handler reference as a manifest writes it (`./src/check.ts#check`), resolved, and where it is written. */
+export interface HandlerReference {
+  reference: string;
+  /** The module's absolute path (it may lie outside the integration's folder: every check refuses that). */
+  module: string;
+  exportName: string;
+  /** The key the reference is written at, for the manifest's line in errors. */
+  manifestKey: (string | number)[];
+}
+
+export type InboundKind = 'listener' | 'webhook';
+
+/** A listener or webhook some manifest declares, with the handler that runs it (for each enabled instance). */
+export interface InboundHandlerInfo {
+  kind: InboundKind;
+  /** Its name under `listeners:` or `webhooks:`. */
+  name: string;
+  domain: string;
+  handler: HandlerReference;
+  integration: DiscoveredIntegration;
+}
+
+/**
+ * A listener's or webhook's function, before it is narrowed to `ListenerFunction` or `WebhookFunction` (which live
+ * beside the code that calls them).
+ */
+export type InboundFunction = (context: never) => Promise<unknown>;
+
+/** Which handlers a check covers. */
+export interface HandlerSelection {
+  /** The handlers of every task type (stages, services, tasks): what the worker runs. @default true */
+  taskTypes?: boolean;
+  /**
+   * Listeners' and webhooks' handlers, what the server runs: `'enabled'` those of integrations with an enabled
+   * instance (the ones the server starts and mounts), `'all'` those of every manifest.
+   * @default 'none'
+   */
+  inbound?: 'none' | 'enabled' | 'all';
+}
+
+/** Anything that names a handler in a manifest: a task type or a listener or webhook. */
+type HandlerSite = Pick<TaskTypeInfo, 'handler' | 'integration'>;
 
 /** An integration's check of one instance for `assistant doctor`. */
 export type DoctorCheckFunction = (options: {
@@ -37,7 +81,7 @@ export interface TaskTypeInfo {
   entry: boolean;
   description?: string;
   /** The handler reference as written (`./src/check.ts#check`) and where. */
-  handler: { reference: string; module: string; exportName: string; manifestKey: (string | number)[] };
+  handler: HandlerReference;
   integration: DiscoveredIntegration;
 }
 
@@ -79,6 +123,8 @@ export type EntryTaskResult =
 export class IntegrationRegistry implements ActionRegistry {
   readonly integrations: readonly DiscoveredIntegration[];
   readonly #types = new Map<string, TaskTypeInfo>();
+  /** Listeners and webhooks, by `domain`, kind and name. */
+  readonly #inbound = new Map<string, InboundHandlerInfo>();
   readonly #instances = new Map<string, RuntimeInstance>();
   readonly #rules = new Map<string, CompiledRule[]>();
   readonly #config: LoadedConfig;
@@ -88,7 +134,10 @@ export class IntegrationRegistry implements ActionRegistry {
   constructor(options: { integrations: readonly DiscoveredIntegration[]; config: LoadedConfig }) {
     this.integrations = options.integrations;
     this.#config = options.config;
-    for (const integration of options.integrations) this.#addTypes(integration);
+    for (const integration of options.integrations) {
+      this.#addTypes(integration);
+      this.#addInbound(integration);
+    }
     this.#addInstances(options.config);
   }
 
@@ -131,15 +180,9 @@ export class IntegrationRegistry implements ActionRegistry {
       reference: string,
       manifestKey: (string | number)[],
     ) => {
-      const match = handlerReferencePattern.exec(reference);
       this.#types.set(info.type, {
         ...info,
-        handler: {
-          reference,
-          module: path.resolve(integration.directory, match?.[1] ?? reference),
-          exportName: match?.[2] ?? 'default',
-          manifestKey,
-        },
+        handler: handlerReference(integration, reference, manifestKey),
         integration,
       });
     };
@@ -189,6 +232,27 @@ export class IntegrationRegistry implements ActionRegistry {
         task.handler,
         ['tasks', taskName, 'handler'],
       );
+    }
+  }
+
+  #addInbound(integration: DiscoveredIntegration): void {
+    const { manifest } = integration;
+    const declared = [
+      ...Object.entries(manifest.listeners).map(
+        ([name, { handler }]) => ['listener', 'listeners', name, handler] as const,
+      ),
+      ...Object.entries(manifest.webhooks).map(
+        ([name, { handler }]) => ['webhook', 'webhooks', name, handler] as const,
+      ),
+    ];
+    for (const [kind, key, name, reference] of declared) {
+      this.#inbound.set(inboundKey(manifest.domain, kind, name), {
+        kind,
+        name,
+        domain: manifest.domain,
+        handler: handlerReference(integration, reference, [key, name, 'handler']),
+        integration,
+      });
     }
   }
 
@@ -247,6 +311,36 @@ export class IntegrationRegistry implements ActionRegistry {
 
   taskType(type: string): TaskTypeInfo | undefined {
     return this.#types.get(type);
+  }
+
+  /**
+   * Every listener and webhook the manifests declare, in manifest order; with `enabledOnly`, only those of
+   * integrations with at least one enabled instance (the ones the server runs).
+   */
+  inboundHandlers(options: { enabledOnly?: boolean } = {}): InboundHandlerInfo[] {
+    const all = [...this.#inbound.values()];
+    if (!options.enabledOnly) return all;
+    const enabled = new Set(this.instances().flatMap((instance) => (instance.enabled ? [instance.domain] : [])));
+    return all.filter((info) => enabled.has(info.domain));
+  }
+
+  /**
+   * The function a listener or webhook runs, its module imported on the first call (and shared with every other
+   * handler of that module). Throws {@link ManifestError} at the manifest's line when it is not declared, or its
+   * module or export is broken.
+   */
+  async inboundHandler(options: { domain: string; kind: InboundKind; name: string }): Promise<InboundFunction> {
+    const info = this.#inbound.get(inboundKey(options.domain, options.kind, options.name));
+    if (!info) {
+      // The server asks only for what the manifests declare (listenerSpecs, findWebhook): this is a bug of ours.
+      throw new AssistantError(
+        'INTERNAL',
+        `the ${options.domain} integration declares no ${options.kind} \`${options.name}\``,
+      );
+    }
+    const loaded = await this.#importHandler(info);
+    if ('problem' in loaded) throw new ManifestError([loaded.problem], brokenHandlerHint);
+    return loaded.handler as InboundFunction;
   }
 
   instances(): RuntimeInstance[] {
@@ -382,17 +476,25 @@ export class IntegrationRegistry implements ActionRegistry {
   }
 
   /**
-   * Imports every handler module and checks that each named export is a function. Throws {@link ManifestError} with
-   * every handler that cannot be loaded, each at its manifest's file and line. What `config check` runs; the worker
-   * imports each handler on first use instead ({@link handler}), after {@link checkHandlerModules}.
+   * Imports every selected handler module and checks that each named export is a function. Throws
+   * {@link ManifestError} with every handler that cannot be loaded, each at its manifest's file and line. What
+   * `config check` runs (with `inbound: 'all'`); the worker imports each handler on first use instead
+   * ({@link handler}), after {@link checkHandlerModules}, and the server each listener and webhook
+   * ({@link inboundHandler}). Answers the task types' handlers, by type.
    */
-  async loadHandlers(): Promise<Map<string, TaskHandler>> {
+  async loadHandlers(options: HandlerSelection = {}): Promise<Map<string, TaskHandler>> {
     const handlers = new Map<string, TaskHandler>();
     const problems: ManifestProblem[] = [];
-    for (const info of this.taskTypes()) {
+    if (options.taskTypes ?? true) {
+      for (const info of this.taskTypes()) {
+        const loaded = await this.#importHandler(info);
+        if ('problem' in loaded) problems.push(loaded.problem);
+        else handlers.set(info.type, loaded.handler as TaskHandler);
+      }
+    }
+    for (const info of this.#selectInbound(options)) {
       const loaded = await this.#importHandler(info);
       if ('problem' in loaded) problems.push(loaded.problem);
-      else handlers.set(info.type, loaded.handler);
     }
     if (problems.length > 0) throw new ManifestError(problems, brokenHandlerHint);
     return handlers;
@@ -408,18 +510,23 @@ export class IntegrationRegistry implements ActionRegistry {
     if (!info) return undefined;
     const loaded = await this.#importHandler(info);
     if ('problem' in loaded) throw new ManifestError([loaded.problem], brokenHandlerHint);
-    return loaded.handler;
+    return loaded.handler as TaskHandler;
   }
 
   /**
-   * Checks without importing anything that every handler module is inside its integration's folder and exists, so
-   * that a worker refuses to start on a manifest naming a missing file, as it did when it imported them all.
-   * Throws {@link ManifestError} with every such handler.
+   * Checks without importing anything that every selected handler module is inside its integration's folder and
+   * exists, so that a worker (task types, the default) or the server (`{taskTypes: false, inbound: 'enabled'}`)
+   * refuses to start on a manifest naming a missing file rather than fail when the handler is first needed. Throws
+   * {@link ManifestError} with every such handler.
    */
-  async checkHandlerModules(): Promise<void> {
+  async checkHandlerModules(options: HandlerSelection = {}): Promise<void> {
     const problems: ManifestProblem[] = [];
     const seen = new Map<string, Promise<boolean>>();
-    for (const info of this.taskTypes()) {
+    const sites: HandlerSite[] = [
+      ...((options.taskTypes ?? true) ? this.taskTypes() : []),
+      ...this.#selectInbound(options),
+    ];
+    for (const info of sites) {
       const outside = this.#outsideProblem(info);
       if (outside) {
         problems.push(outside);
@@ -439,7 +546,12 @@ export class IntegrationRegistry implements ActionRegistry {
     if (problems.length > 0) throw new ManifestError(problems, brokenHandlerHint);
   }
 
-  #outsideProblem(info: TaskTypeInfo): ManifestProblem | undefined {
+  #selectInbound(options: HandlerSelection): InboundHandlerInfo[] {
+    const inbound = options.inbound ?? 'none';
+    return inbound === 'none' ? [] : this.inboundHandlers({ enabledOnly: inbound === 'enabled' });
+  }
+
+  #outsideProblem(info: HandlerSite): ManifestProblem | undefined {
     const relative = path.relative(info.integration.directory, info.handler.module);
     if (relative.startsWith('..') || path.isAbsolute(relative)) {
       return handlerProblem(info, `${info.handler.reference} is outside the integration's folder`);
@@ -447,7 +559,7 @@ export class IntegrationRegistry implements ActionRegistry {
     return undefined;
   }
 
-  async #importHandler(info: TaskTypeInfo): Promise<{ handler: TaskHandler } | { problem: ManifestProblem }> {
+  async #importHandler(info: HandlerSite): Promise<{ handler: unknown } | { problem: ManifestProblem }> {
     const { handler } = info;
     const outside = this.#outsideProblem(info);
     if (outside) return { problem: outside };
@@ -487,17 +599,37 @@ export class IntegrationRegistry implements ActionRegistry {
       return {
         problem: handlerProblem(
           info,
-          `\`${handler.exportName}\` in ${handler.reference.split('#')[0]} is a ${typeof value}, not a handler function`,
+          `\`${handler.exportName}\` in ${handler.reference.split('#')[0]} is ${typeof value === 'object' ? 'an object' : `a ${typeof value}`}, not a handler function`,
         ),
       };
     }
-    return { handler: value as TaskHandler };
+    return { handler: value };
   }
 }
 
-const brokenHandlerHint = 'fix the handler reference or the module; the worker cannot start without its handlers';
+const brokenHandlerHint =
+  'fix the handler reference or the module; the worker (task handlers) and the server (listeners and webhooks) do not start while one is missing';
 
-function handlerProblem(info: TaskTypeInfo, message: string): ManifestProblem {
+function inboundKey(domain: string, kind: InboundKind, name: string): string {
+  return `${domain}\u0000${kind}\u0000${name}`;
+}
+
+/** A manifest's handler reference resolved against its integration's folder. */
+function handlerReference(
+  integration: DiscoveredIntegration,
+  reference: string,
+  manifestKey: (string | number)[],
+): HandlerReference {
+  const match = handlerReferencePattern.exec(reference);
+  return {
+    reference,
+    module: path.resolve(integration.directory, match?.[1] ?? reference),
+    exportName: match?.[2] ?? 'default',
+    manifestKey,
+  };
+}
+
+function handlerProblem(info: HandlerSite, message: string): ManifestProblem {
   const { integration, handler } = info;
   const position = integration.source.positionOf(handler.manifestKey);
   return { file: integration.shownPath, line: position?.line, col: position?.col, path: handler.manifestKey, message };

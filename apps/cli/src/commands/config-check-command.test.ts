@@ -2,11 +2,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isAssistantError } from '@assistant/errors';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CliContext } from '../cli-context.ts';
 import { configCheckCommand } from './config-check-command.ts';
 
 const fixtures = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom', import.meta.url));
+const inbound = fileURLToPath(new URL('../../../../tests/fixtures/integrations/inbound', import.meta.url));
 
 let dir: string;
 beforeEach(async () => {
@@ -52,5 +54,27 @@ integrations:
       '    paused (greeter), disabled, platforms: people, cards, every 45m\n      next runs: none while disabled\n',
     );
     expect(after('quiet')).toBe('      next runs: none: no platform is enabled');
+  });
+
+  it("imports every listener and webhook handler and reports a broken export at the manifest's line", async () => {
+    // No instance of miswired is configured: a manifest's handlers are checked all the same.
+    const error = await check(`data_dir: ./data
+integration_dirs: [${JSON.stringify(path.join(inbound, 'miswired'))}, ${JSON.stringify(path.join(inbound, 'hooky'))}]
+`).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    // A ManifestError: exit 2 with the hint, as for a broken stage handler.
+    if (!isAssistantError(error)) throw new Error(`expected a MANIFEST_INVALID error, got ${String(error)}`);
+    expect(error.code).toBe('MANIFEST_INVALID');
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('invalid integration manifest (2 problems):');
+    expect(lines[1]).toMatch(
+      /miswired\/manifest\.yaml:7:10: listeners\.poll\.handler: \.\/src\/miswired\.ts exports no `lisen` \(it exports: listen, noop\)$/,
+    );
+    expect(lines[2]).toMatch(
+      /miswired\/manifest\.yaml:10:5: webhooks\.deliveries\.handler: `receive` in \.\/src\/miswired\.ts is an object, not a handler function$/,
+    );
+    expect(lines).toHaveLength(3);
   });
 });

@@ -17,8 +17,10 @@ export interface ConfigCheckOptions {
 export async function configCheckCommand(options: ConfigCheckOptions): Promise<void> {
   const { context } = options;
   const { config, registry } = await loadCliConfig(options);
-  // The worker would refuse to start on a handler it cannot load; say so here, before anything runs.
-  await registry.loadHandlers();
+  // The worker would refuse to start on a handler it cannot load, and the server on a listener's or webhook's; say
+  // so here, before anything runs, with the exports checked too. Every manifest's listeners and webhooks, not only
+  // enabled instances': the answer does not change when an instance is enabled.
+  await registry.loadHandlers({ inbound: 'all' });
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [
     `${shownPath(config.paths.configFile, context.cwd)}: OK`,

@@ -100,7 +100,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
       handler: async (request, reply) => {
         const found = lookUp(options, request);
         if ('status' in found) return sendError(reply, found.status, found.error);
-        const { instance, webhook, integration } = found;
+        const { instance, webhook } = found;
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         if (body.length > webhook.max_body) {
           return sendError(reply, 413, {
@@ -123,14 +123,26 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             return sendError(reply, 401, { code: 'UNAUTHORIZED', message: refusal });
           }
         }
-        const handle = await importInboundHandler<WebhookFunction>(integration, webhook.handler);
+        const { name } = paramsSchema.parse(request.params);
+        let handle: WebhookFunction;
+        try {
+          handle = await importInboundHandler<WebhookFunction>(found.registry, {
+            domain: instance.domain,
+            kind: 'webhook',
+            name,
+          });
+        } catch (error) {
+          // A broken module or export (at the manifest's line) is the integration's bug: it goes to the log only.
+          // The server's start refused a missing module; `assistant config check` reports a missing export.
+          request.log.error({ err: error }, `webhook ${instance.name}/${name} cannot be loaded`);
+          return sendError(reply, 500, { code: 'INTERNAL', message: 'the webhook handler failed; see the server log' });
+        }
         const controller = new AbortController();
         const onClose = () => {
           if (!reply.raw.writableFinished) controller.abort(new Error('the client went away'));
         };
         reply.raw.once('close', onClose);
         const signal = AbortSignal.any([controller.signal, options.signal]);
-        const { name } = paramsSchema.parse(request.params);
         let answer: unknown;
         try {
           answer = await handle({
