@@ -2,14 +2,14 @@ import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QueueConsumer } from './queue-consumer.ts';
-import { reasonSuffix } from './queue-paths.ts';
+import { reasonSuffix } from './file-layout.ts';
+import { FileTaskConsumer } from './file-task-consumer.ts';
+import { FileTaskQueue, type FileTaskQueueOptions } from './file-task-queue.ts';
 import { newTaskId } from './task-id.ts';
 import { encodeTaskName } from './task-name.ts';
-import { TaskQueue, type TaskQueueOptions } from './task-queue.ts';
 
 let directory: string;
-const consumers: QueueConsumer[] = [];
+const consumers: FileTaskConsumer[] = [];
 
 beforeEach(async () => {
   directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-queue-'));
@@ -19,14 +19,14 @@ afterEach(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
-async function setup(options: Partial<TaskQueueOptions> = {}) {
+async function setup(options: Partial<FileTaskQueueOptions> = {}) {
   const logs: string[] = [];
-  const queue = await TaskQueue.open({
+  const queue = await FileTaskQueue.open({
     directory,
     logger: { info: (message) => logs.push(`info: ${message}`), warn: (message) => logs.push(`warn: ${message}`) },
     ...options,
   });
-  const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
+  const consumer = new FileTaskConsumer(queue, { pollIntervalMs: 50 });
   consumers.push(consumer);
   return { queue, consumer, logs };
 }
@@ -37,7 +37,7 @@ function nameFor(type: string, priority = 5, readyAtMs = Date.now() - 1_000): st
   return encodeTaskName({ priority, readyAtMs, id: newTaskId(), fingerprint: 'abcdefabcdefabcd', type });
 }
 
-describe('QueueConsumer with bad input', () => {
+describe('FileTaskConsumer with bad input', () => {
   it('moves unreadable files to failed/ with the reason beside them, bytes intact, and runs the good task', async () => {
     const { queue, consumer } = await setup({ settings: { maxTaskBytes: 2_048 } });
     const bomb = `a: &a [x, x, x, x, x, x, x, x, x, x]\n${Array.from(
@@ -96,7 +96,7 @@ function decodeId(fileName: string): string {
   return fileName.split('_')[2]?.split('--')[0] ?? '';
 }
 
-describe('QueueConsumer run order and timing', () => {
+describe('FileTaskConsumer run order and timing', () => {
   it('claims by priority, skips tasks not ready yet, and picks up new files through the watcher', async () => {
     const { queue, consumer } = await setup();
     await consumer.start();
@@ -148,12 +148,13 @@ describe('policies', () => {
     const first = await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' });
     expect(first.status).toBe('enqueued');
     const again = await queue.enqueue({ type: 'x.dedup', payload: { b: 2, a: 1 }, source: 'automation' });
-    expect(again).toMatchObject({ status: 'duplicate', existing: expect.stringContaining('/pending/') });
+    expect(again).toMatchObject({ status: 'duplicate', existing: first.status === 'enqueued' ? first.task.id : '' });
     await consumer.rescan();
     const claimed = await consumer.claim();
     expect(await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' })).toMatchObject({
       status: 'duplicate',
-      existing: expect.stringContaining('/active/'),
+      existing: claimed?.id,
+      reason: expect.stringContaining('already active'),
     });
     // Manual triggers bypass policies.
     expect((await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'cli' })).status).toBe('enqueued');
@@ -188,22 +189,26 @@ describe('recovery', () => {
     const claimed = await consumer.claim();
     if (!claimed) throw new Error('nothing claimed');
     // The first half of complete(): done/x written, active/x not yet removed.
-    await queue.writeTo('done', claimed.fileName, { ...claimed.task, finishedAt: new Date().toISOString(), result: 1 });
+    await queue.writeTo('done', consumer.fileOf(claimed).fileName, {
+      ...claimed.task,
+      finishedAt: new Date().toISOString(),
+      result: 1,
+    });
     // While its owner lives, the owner removes active/x itself: a sweep must not, or the owner thinks it lost it.
     expect((await queue.recover()).removedDuplicates).toEqual([]);
     // The owner dies before its second step.
     await consumer.close();
     const report = await queue.recover();
-    expect(report.removedDuplicates).toEqual([claimed.fileName]);
+    expect(report.removedDuplicates).toEqual([claimed.id]);
     expect(await names('active')).toEqual([]);
-    expect(await names('done')).toEqual([claimed.fileName]);
+    expect(await names('done')).toEqual([consumer.fileOf(claimed).fileName]);
   });
 
   it('returns a dead worker’s task to pending, records the death at the next claim, and fails it when attempts are spent', async () => {
     const { queue } = await setup({ claimGraceMs: 0 });
     await queue.enqueue({ type: 'a.b' });
     const run = async () => {
-      const consumer = new QueueConsumer(queue);
+      const consumer = new FileTaskConsumer(queue);
       consumers.push(consumer);
       await consumer.start();
       const claimed = await consumer.claim();

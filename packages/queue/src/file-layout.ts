@@ -1,10 +1,14 @@
 import path from 'node:path';
 
-/** The states a task can be in; `tmp/` holds writes in progress and is not a state. */
-export const taskStates = ['pending', 'active', 'done', 'failed'] as const;
-export type TaskState = (typeof taskStates)[number];
+import type { TaskName, TaskState } from './interfaces.ts';
+import { decodeTaskName } from './task-name.ts';
 
-export interface QueuePaths {
+export { type TaskState, taskStates } from './interfaces.ts';
+
+// The file backend's layout, private to this package: one directory per state (`tmp/` holds writes in progress and
+// is not a state), one YAML file per task, its name the index (see task-name.ts).
+
+export interface QueuePaths extends Record<TaskState, string> {
   root: string;
   tmp: string;
   pending: string;
@@ -40,4 +44,9 @@ export function isScratchName(fileName: string): boolean {
     fileName.endsWith('.part') ||
     fileName.endsWith(reasonSuffix)
   );
+}
+
+/** What a file name in a state's directory says about its task; undefined when it is not a task's name. */
+export function decodeStateName(_state: TaskState, fileName: string): TaskName | undefined {
+  return decodeTaskName(fileName);
 }

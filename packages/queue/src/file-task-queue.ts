@@ -1,12 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { QueueConfig, QueuePolicy } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
+import { type QueuePaths, queuePaths, reasonSuffix } from './file-layout.ts';
+import { FileTaskConsumer } from './file-task-consumer.ts';
+import { FileTaskEvents } from './file-task-events.ts';
+import { FileWorkerDirectory, ignoreMissing, isMissing } from './file-worker-directory.ts';
 import { taskFingerprint } from './fingerprint.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
-import { type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+import type {
+  EnqueueOptions,
+  EnqueueOutcome,
+  ListOptions,
+  PruneReport,
+  QueueLogger,
+  QueueSettings,
+  QueueStats,
+  RecoveryReport,
+  TaskConsumer,
+  TaskConsumerOptions,
+  TaskEntry,
+  TaskEvents,
+  TaskQueue,
+  TaskRecord,
+  TaskState,
+} from './interfaces.ts';
+import { taskStates } from './interfaces.ts';
+import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import {
@@ -16,44 +37,27 @@ import {
   stringifyTask,
   type Task,
   TaskFileError,
-  type TaskSource,
 } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, idMarker, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
-import { ignoreMissing, isMissing, WorkerRegistry } from './worker-registry.ts';
-
-/** Where the queue reports what it decided: policy rejections at info, quarantined files and lost leases at warn. */
-export interface QueueLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
 
-/** The queue settings of config.yaml, all optional here: tests and tools pass only what they care about. */
-export interface QueueSettings {
-  /** @default 'os' */
-  durability?: Durability;
-  /** @default 1 MiB */
-  maxTaskBytes?: number;
-  /** How long a task that just reached active/ is safe from recovery, whoever its owner was. @default 30_000 */
-  claimGraceMs?: number;
-  /** @default done 7 days, failed 30 days */
-  retention?: QueueConfig['retention'];
-  /** @default dedup on, no rate limit, 3 attempts, exponential backoff from 30 s to 1 h, 10 min timeout */
-  policies?: QueueConfig['policies'];
-}
-
-export interface TaskQueueOptions {
+export interface FileTaskQueueOptions {
   /** The queue directory: `data/queue`. */
   directory: string;
+  /**
+   * What `location` is relative to: the data directory. @default the queue directory's parent. A queue directory
+   * outside it is shown as `queue/…`, as if it were in its usual place.
+   */
+  dataDirectory?: string;
   settings?: QueueSettings;
   logger?: QueueLogger;
   /** A worker whose heartbeat is older than this is gone and its tasks are recovered. @default 60_000 */
   leaseMs?: number;
   /**
-   * A task in active/ is left alone for this long after it got there, whoever its owner was: a claim renames the
-   * file first and records its owner a moment later. @default 30_000
+   * A task in active/ whose file does not name its owner (the layout before owners were put in names, or a file
+   * put there by hand) is left alone for this long after it got there. @default 30_000
    */
   claimGraceMs?: number;
   /** Files in tmp/ older than this are leftovers of a crash and are removed. @default 3_600_000 */
@@ -62,33 +66,8 @@ export interface TaskQueueOptions {
   now?: () => number;
 }
 
-export interface EnqueueOptions {
-  type: string;
-  payload?: JsonValue;
-  /** 0–9, lower first. @default 5 */
-  priority?: number;
-  /** When the task becomes ready. @default now */
-  readyAtMs?: number;
-  /** @default 'api' */
-  source?: TaskSource;
-  /** The integration instance the task belongs to. */
-  integration?: string;
-  /** Where a service result goes; the runtime routes it. */
-  onResult?: JsonValue;
-  /**
-   * Apply dedup and rate limits. Scheduler and automation enqueues do; manual triggers (API, CLI) do not.
-   * @default true for sources scheduler and automation, false otherwise
-   */
-  policies?: boolean;
-}
-
-export type EnqueueOutcome =
-  | { status: 'enqueued'; task: Task; fileName: string; path: string }
-  | { status: 'duplicate'; reason: string; existing: string }
-  | { status: 'rate_limited'; reason: string; retryAtMs: number };
-
-/** A task as a listing sees it: from its name alone, without reading the file. */
-export interface TaskEntry {
+/** A task file as this backend lists it: never seen outside the package. */
+export interface FileEntry {
   state: TaskState;
   fileName: string;
   path: string;
@@ -96,45 +75,10 @@ export interface TaskEntry {
   name: TaskName | undefined;
 }
 
-/** A task read from its file; `problem` instead of `task` when the file cannot be read as one. */
-export interface TaskRecord extends TaskEntry {
+/** A task file read; `problem` instead of `task` when it cannot be read as one. */
+export interface FileRecord extends FileEntry {
   task?: Task;
   problem?: string;
-}
-
-export interface ListOptions {
-  state?: TaskState;
-  /** An exact type or a pattern with `*`. */
-  type?: string;
-  /** @default no limit */
-  limit?: number;
-}
-
-export interface QueueStats {
-  pending: number;
-  /** Pending tasks whose ready time has come. */
-  ready: number;
-  /** Pending tasks waiting for a later ready time (backoff, delay, schedule). */
-  scheduled: number;
-  active: number;
-  done: number;
-  failed: number;
-  /** Task counts per type, over pending and active. */
-  byType: Record<string, { pending: number; active: number }>;
-}
-
-export interface RecoveryReport {
-  requeued: string[];
-  failed: string[];
-  /** active/ copies of tasks that had already reached done/ or failed/ (a crash between the two steps). */
-  removedDuplicates: string[];
-  quarantined: string[];
-  removedTmp: number;
-}
-
-export interface PruneReport {
-  done: number;
-  failed: number;
 }
 
 /**
@@ -142,21 +86,23 @@ export interface PruneReport {
  * renaming the same file, one wins and the other gets ENOENT. File names are the index: dedup, rate limits,
  * listings and stats read names and never parse YAML.
  */
-export class TaskQueue {
+export class FileTaskQueue implements TaskQueue {
   readonly paths: QueuePaths;
+  readonly dataDirectory: string;
   readonly durability: Durability;
   readonly maxTaskBytes: number;
   readonly retention: QueueConfig['retention'];
   readonly policies: QueueConfig['policies'];
   readonly logger: QueueLogger;
-  readonly registry: WorkerRegistry;
+  readonly workers: FileWorkerDirectory;
   readonly claimGraceMs: number;
   readonly tmpMaxAgeMs: number;
   readonly now: () => number;
 
-  private constructor(options: TaskQueueOptions) {
+  private constructor(options: FileTaskQueueOptions) {
     const settings = options.settings ?? {};
-    this.paths = queuePaths(options.directory);
+    this.paths = queuePaths(path.resolve(options.directory));
+    this.dataDirectory = path.resolve(options.dataDirectory ?? path.dirname(this.paths.root));
     this.durability = settings.durability ?? 'os';
     this.maxTaskBytes = settings.maxTaskBytes ?? 1_048_576;
     this.retention = settings.retention ?? { doneMs: 7 * 86_400_000, failedMs: 30 * 86_400_000 };
@@ -171,7 +117,7 @@ export class TaskQueue {
       overrides: {},
     };
     this.logger = options.logger ?? silentLogger;
-    this.registry = new WorkerRegistry({
+    this.workers = new FileWorkerDirectory({
       directory: this.paths.workers,
       tmpDir: this.paths.tmp,
       durability: this.durability,
@@ -183,8 +129,8 @@ export class TaskQueue {
   }
 
   /** Opens the queue at `directory`, creating its directories when missing. */
-  static async open(options: TaskQueueOptions): Promise<TaskQueue> {
-    const queue = new TaskQueue(options);
+  static async open(options: FileTaskQueueOptions): Promise<FileTaskQueue> {
+    const queue = new FileTaskQueue(options);
     const { root, ...directories } = queue.paths;
     // 0o700: tasks hold mail and issue text, which is nobody else's business on a shared machine.
     await mkdir(root, { recursive: true, mode: 0o700 });
@@ -196,8 +142,37 @@ export class TaskQueue {
     return resolvePolicy(this.policies, type);
   }
 
-  directoryOf(state: TaskState): string {
-    return this.paths[state];
+  consumer(options: TaskConsumerOptions = {}): TaskConsumer {
+    return new FileTaskConsumer(this, options);
+  }
+
+  events(): TaskEvents {
+    return new FileTaskEvents(this.paths);
+  }
+
+  async close(): Promise<void> {}
+
+  /** Where a person finds a file: relative to the data directory, or `queue/…` when the queue lives elsewhere. */
+  locationOf(file: string): string {
+    const fromData = path.relative(this.dataDirectory, file);
+    const shown =
+      fromData !== '' && !fromData.startsWith('..') && !path.isAbsolute(fromData)
+        ? fromData
+        : path.join('queue', path.relative(this.paths.root, file));
+    return shown.split(path.sep).join('/');
+  }
+
+  /** The public view of a listed file. */
+  toEntry(entry: FileEntry): TaskEntry {
+    return { state: entry.state, location: this.locationOf(entry.path), name: entry.name };
+  }
+
+  toRecord(record: FileRecord): TaskRecord {
+    return {
+      ...this.toEntry(record),
+      ...(record.task ? { task: record.task } : {}),
+      ...(record.problem !== undefined ? { problem: record.problem } : {}),
+    };
   }
 
   // ------------------------------------------------------------------------------------------------ enqueue
@@ -268,7 +243,7 @@ export class TaskQueue {
     this.#assertSize(text, options.type);
     const target = path.join(this.paths.pending, fileName);
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
-    return { status: 'enqueued', task, fileName, path: target };
+    return { status: 'enqueued', task, location: this.locationOf(target) };
   }
 
   #assertSize(text: string, type: string): void {
@@ -295,8 +270,8 @@ export class TaskQueue {
         if (existing) {
           return {
             status: 'duplicate',
-            reason: `an identical ${type} task is already ${state} (${existing})`,
-            existing: path.join(this.paths[state], existing),
+            reason: `an identical ${type} task is already ${state} (${decodeTaskName(existing)?.id ?? existing})`,
+            existing: decodeTaskName(existing)?.id ?? existing,
           };
         }
       }
@@ -339,10 +314,10 @@ export class TaskQueue {
   }
 
   /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
-  async entries(state: TaskState): Promise<TaskEntry[]> {
+  async entries(state: TaskState): Promise<FileEntry[]> {
     const names = await this.#names(state);
     const reasons = new Set(names.filter((fileName) => fileName.endsWith(reasonSuffix)));
-    const entries: TaskEntry[] = [];
+    const entries: FileEntry[] = [];
     for (const fileName of names) {
       if (fileName.endsWith(reasonSuffix)) continue;
       const name = decodeTaskName(fileName);
@@ -354,9 +329,13 @@ export class TaskQueue {
 
   /** Lists tasks from their names: pending and active in run order, done and failed newest first. */
   async list(options: ListOptions = {}): Promise<TaskEntry[]> {
+    return (await this.listFiles(options)).map((entry) => this.toEntry(entry));
+  }
+
+  async listFiles(options: ListOptions = {}): Promise<FileEntry[]> {
     const states = options.state ? [options.state] : taskStates;
     const matcher = options.type === undefined ? undefined : typeMatcher(options.type);
-    const result: TaskEntry[] = [];
+    const result: FileEntry[] = [];
     for (const state of states) {
       let entries = await this.entries(state);
       if (matcher) entries = entries.filter((entry) => entry.name !== undefined && matcher(entry.name.type));
@@ -381,6 +360,11 @@ export class TaskQueue {
 
   /** Finds a task by id in any state and reads it. */
   async get(id: string): Promise<TaskRecord | undefined> {
+    const record = await this.getFile(id);
+    return record && this.toRecord(record);
+  }
+
+  async getFile(id: string): Promise<FileRecord | undefined> {
     const marker = idMarker(id);
     for (const state of taskStates) {
       for (const entry of await this.entries(state)) {
@@ -390,8 +374,20 @@ export class TaskQueue {
     return undefined;
   }
 
+  async reroute(id: string): Promise<Task> {
+    const record = await this.getFile(id);
+    if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
+    if (record.state !== 'done') {
+      throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only a done task has a result to route`);
+    }
+    if (!record.task) {
+      throw new AssistantError('CONFLICT', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`);
+    }
+    return record.task;
+  }
+
   /** Reads a listed task's file; a file that cannot be read as a task comes back with `problem`. */
-  async read(entry: TaskEntry): Promise<TaskRecord> {
+  async read(entry: FileEntry): Promise<FileRecord> {
     let text: string;
     try {
       text = await readTaskText(entry.path, this.maxTaskBytes);
@@ -456,14 +452,14 @@ export class TaskQueue {
 
   /** failed → pending, ready now, with a fresh set of attempts. The history of earlier attempts is kept. */
   async retry(id: string): Promise<TaskRecord> {
-    const record = await this.get(id);
+    const record = await this.getFile(id);
     if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
     if (record.state !== 'failed') {
       throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only failed tasks can be retried`);
     }
     if (!record.task || !record.name) {
       throw new AssistantError('BAD_REQUEST', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`, {
-        hint: `fix ${record.path} by hand and move it into pending/`,
+        hint: `fix ${this.locationOf(record.path)} by hand and move it into pending/`,
       });
     }
     const { name, fileName } = requeuedTaskName(record.name, this.now());
@@ -478,13 +474,7 @@ export class TaskQueue {
     await this.move(record.path, path.join(this.paths.pending, fileName));
     await unlink(record.path + reasonSuffix).catch(ignoreMissing);
     this.logger.info(`task ${id} (${task.type}) retried by hand`);
-    return {
-      state: 'pending',
-      fileName,
-      path: path.join(this.paths.pending, fileName),
-      name: decodeTaskName(fileName),
-      task,
-    };
+    return { state: 'pending', location: this.locationOf(path.join(this.paths.pending, fileName)), name, task };
   }
 
   /** Replaces a task file's content atomically. */
@@ -589,7 +579,7 @@ export class TaskQueue {
       }
     }
     report.removedTmp = await this.sweepTmp(nowMs);
-    await this.registry.pruneGone(nowMs);
+    await this.workers.pruneGone(nowMs);
     return report;
   }
 
@@ -609,13 +599,14 @@ export class TaskQueue {
       // No claim ever leaves one of these in active/ (a claimer quarantines what it cannot read at once), so there
       // is no owner to wait for: a directory, FIFO or link here is set aside now.
       const reason = `${describeFileKind(info)}, not a regular file; only regular files are tasks`;
-      if (await this.quarantine(file, reason)) report.quarantined.push(fileName);
+      if (await this.quarantine(file, reason)) report.quarantined.push(this.locationOf(file));
       return;
     }
     const name = decodeTaskName(fileName);
     if (!name) {
       if (nowMs - info.ctimeMs >= this.claimGraceMs) {
-        if (await this.quarantine(file, 'the file name is not a task name')) report.quarantined.push(fileName);
+        if (await this.quarantine(file, 'the file name is not a task name'))
+          report.quarantined.push(this.locationOf(file));
       }
       return;
     }
@@ -626,18 +617,18 @@ export class TaskQueue {
       if (isMissing(error)) return;
       if (!(error instanceof TaskFileError)) throw error;
       if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
-        report.quarantined.push(fileName);
+        report.quarantined.push(this.locationOf(file));
       }
       return;
     }
     if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) return;
     // A live owner finishes its own work, including removing active/x after writing done/x.
-    if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') return;
+    if (task.worker && (await this.workers.liveness(task.worker, nowMs)) === 'alive') return;
     // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
     if (nowMs - info.ctimeMs < this.claimGraceMs) return;
     // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
     if (finishedIds.has(name.id)) {
-      if (await this.remove(file)) report.removedDuplicates.push(fileName);
+      if (await this.remove(file)) report.removedDuplicates.push(name.id);
       return;
     }
     if (task.attempts >= task.maxAttempts) {
@@ -656,7 +647,7 @@ export class TaskQueue {
         error,
         history: [...task.history, ...attemptOf(task, finishedAt, error)],
       });
-      report.failed.push(fileName);
+      report.failed.push(task.id);
       this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
     } else {
       // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
@@ -667,7 +658,7 @@ export class TaskQueue {
         if (isMissing(error)) return;
         throw error;
       }
-      report.requeued.push(requeued.fileName);
+      report.requeued.push(task.id);
       this.logger.warn(
         `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
       );
