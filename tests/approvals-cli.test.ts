@@ -2,7 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { enqueueActions, evaluateRules, loadRuntime, readApproval } from '@assistant/runtime';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
@@ -209,7 +209,7 @@ integrations:
       cwd: dir.path,
     });
     const notes = new NoteStore({ root: loaded.paths.notes });
-    const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+    const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
     const notePath = 'email/personal/1-7.md';
     await notes.create(notePath, {
       data: {

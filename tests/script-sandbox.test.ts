@@ -6,7 +6,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { formatProblem } from '@assistant/config';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { checkBubblewrap, loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
@@ -32,7 +32,7 @@ afterEach(async () => {
 async function runOnce(options: { config: string; script: string; inputs?: Record<string, string>; bwrap?: string }) {
   await writeFile(path.join(base, 'config.yaml'), options.config);
   const runtime = await loadRuntime({ configPath: path.join(base, 'config.yaml'), cwd: base });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const enqueued = await queue.enqueue({
     type: 'script.run',
     source: 'cli',

@@ -2,7 +2,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { type JsonValue, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
 import { loadRuntime, rerouteTask } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
@@ -18,7 +18,7 @@ async function setup(dir: TempDir) {
     `data_dir: ./data\nintegration_dirs: [${JSON.stringify(greeter)}]\nworker:\n  poll_interval: 50ms\nintegrations:\n  - {type: greeter, name: friendly, greeting: Hi}\n`,
   );
   const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   const work = () =>
     runWorker({

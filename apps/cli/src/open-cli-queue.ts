@@ -1,4 +1,4 @@
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { IntegrationRegistry } from '@assistant/runtime';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
@@ -19,8 +19,9 @@ export async function openCliRuntime(
   options: OpenCliQueueOptions,
 ): Promise<{ queue: TaskQueue; registry: IntegrationRegistry }> {
   const { config, registry } = await loadCliConfig(options);
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
   });

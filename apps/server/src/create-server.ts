@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
 import Fastify, {
   type FastifyInstance,
@@ -133,7 +133,11 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   let opened: TaskQueue | undefined;
   // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
   app.addHook('onReady', async () => {
-    opened = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    opened = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
   });
   const queue = () => {
     if (!opened) throw new Error('the queue is opened when the server gets ready');

@@ -1,7 +1,7 @@
 import type { LoadedConfig } from '@assistant/config';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { dataDirectories, makeDirectoriesPrivate } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
@@ -37,8 +37,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const token = await resolveApiToken({ config });
   if (token.created) logger.info(`created the API token in ${token.file}; \`assistant token\` prints it`);
   if (token.warning) logger.warn(token.warning);
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { loadRuntime } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -40,7 +40,11 @@ describe('tool results of an agent loop', () => {
     await writeFile(path.join(dir, 'data', 'notes', 'inbox', 'attack.md'), `---\ntitle: A mail\n---\n${attack}\n`);
 
     const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const enqueued = await queue.enqueue({
       type: 'system.agent',
       source: 'cli',

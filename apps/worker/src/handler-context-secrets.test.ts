@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { loadRuntime } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -105,7 +105,11 @@ integrations:
 `,
     );
     const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const enqueued = await queue.enqueue({ type: 'peek.look', source: 'cli', integration: 'mine' });
     const logger = pino({ level: 'silent' });
     await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });

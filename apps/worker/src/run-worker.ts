@@ -1,8 +1,7 @@
-import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { createLlmProfiles } from '@assistant/llm';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
+import { type ClaimedTask, type JsonValue, openFileTaskQueue, type Task, type TaskQueue } from '@assistant/queue';
 import {
   CircuitBreakers,
   describeScriptSandbox,
@@ -12,7 +11,6 @@ import {
   routeServiceResult,
   type TaskHandler,
   TaskMetrics,
-  writeMetricsFile,
 } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
@@ -89,12 +87,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     if (sandboxReport.state === 'ok') logger.info(sandboxField, sandboxLine);
     else logger.warn(sandboxField, sandboxLine);
   }
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
-  const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
+  const consumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const notes = new NoteStore({ root: config.paths.notes });
   const metrics = new TaskMetrics();
@@ -177,14 +176,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     });
   };
 
-  // The server sums every worker's file for /metrics; the consumer removes it with the heartbeat file at close.
-  const metricsFile = path.join(queue.paths.workers, `${consumer.owner.id}.metrics.json`);
+  // The server sums what every worker publishes for /metrics; the consumer removes it with its lease at close.
   let metricsWrite = Promise.resolve();
   const writeMetrics = () => {
     if (!metricsChanged) return;
     metricsChanged = false;
     metricsWrite = metricsWrite
-      .then(() => writeMetricsFile(metricsFile, metrics.snapshot()))
+      .then(() => queue.workers.publishMetrics(consumer.owner.id, metrics.snapshot() as JsonValue))
       .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));
   };
   const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);

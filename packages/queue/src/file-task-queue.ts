@@ -418,10 +418,24 @@ export class FileTaskQueue implements TaskQueue {
 
   async stats(): Promise<QueueStats> {
     const nowMs = this.now();
-    const stats: QueueStats = { pending: 0, ready: 0, scheduled: 0, active: 0, done: 0, failed: 0, byType: {} };
+    const stats: QueueStats = {
+      pending: 0,
+      ready: 0,
+      scheduled: 0,
+      active: 0,
+      done: 0,
+      failed: 0,
+      byType: {},
+      typesByState: { pending: {}, active: {}, done: {}, failed: {} },
+    };
     for (const state of taskStates) {
       const entries = await this.entries(state);
       stats[state] = entries.length;
+      const types = stats.typesByState[state];
+      for (const entry of entries) {
+        const type = entry.name?.type ?? 'unreadable';
+        types[type] = (types[type] ?? 0) + 1;
+      }
       if (state !== 'pending' && state !== 'active') continue;
       for (const entry of entries) {
         if (!entry.name) continue;

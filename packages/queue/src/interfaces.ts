@@ -93,6 +93,8 @@ export interface QueueStats {
   failed: number;
   /** Task counts per type, over pending and active. */
   byType: Record<string, { pending: number; active: number }>;
+  /** Task counts per state and type, in every state; what is not a task at all counts under `unreadable`. */
+  typesByState: Record<TaskState, Record<string, number>>;
 }
 
 /** What a recovery pass did; every list holds task ids (or, for things that were not tasks, their location). */

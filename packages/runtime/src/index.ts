@@ -134,6 +134,7 @@ export {
   type MetricsSnapshot,
   mergeSnapshots,
   metricsSnapshotSchema,
+  parseSnapshots,
   type RejectionReason,
   type RenderPrometheusOptions,
   readMetricsFiles,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { checkActTask, listApprovals, loadRuntime, readApproval } from '@assistant/runtime';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -38,7 +38,11 @@ async function setup() {
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
   const app = createServer({ config, registry, catalog: catalogFromRegistry(registry), token });
   await app.ready();
-  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const queue = await openFileTaskQueue({
+    directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
+    settings: config.queue,
+  });
   return { app, notes, queue, registry };
 }
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NoteStore } from '@assistant/notes';
-import { type JsonValue, RetryableError, type Task, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue, RetryableError, type Task } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { evaluateRules } from '../automations/compile-automations.ts';
 import { loadRuntime } from '../load-runtime.ts';
@@ -81,7 +81,7 @@ async function setup() {
   await writeFile(path.join(dir, 'config.yaml'), config);
   const { config: loaded, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
   const notes = new NoteStore({ root: loaded.paths.notes });
-  const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+  const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
   // Ada is a friend; Linus is not, and nobody is close to him; Anne is no friend but close; the other instance has
   // its own Ada.
   await notes.create('greeter/friendly/ada.md', { data: { name: 'Ada', is_friend: true } });
