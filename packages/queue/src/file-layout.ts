@@ -46,7 +46,35 @@ export function isScratchName(fileName: string): boolean {
   );
 }
 
+/**
+ * A claimed task's name in active/: its pending name with the claimer's worker id before `.yaml`,
+ * `{name}@{owner}.yaml`, so a claim is one rename and recovery still knows whose it is. While a recovery pass
+ * returns it, it is renamed `{name}@{owner}+{token}.yaml` first: only one recoverer can win that rename. A name
+ * without `@` is a claim of the layout before (its owner recorded inside the file).
+ */
+export interface ActiveName {
+  /** The task's name in pending/, done/ and failed/. */
+  taskFileName: string;
+  /** The claimer's worker id; undefined for the layout before. */
+  ownerId: string | undefined;
+  /** Set while a recovery pass is returning it. */
+  recoveryToken: string | undefined;
+}
+
+const activePattern = /^(.+)@([A-Za-z0-9][A-Za-z0-9-]*)(?:\+([0-9a-f]{8}))?\.yaml$/;
+
+export function activeFileName(taskFileName: string, ownerId: string, recoveryToken?: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(ownerId)) throw new RangeError(`Expected a worker id, got \`${ownerId}\``);
+  return `${taskFileName.slice(0, -'.yaml'.length)}@${ownerId}${recoveryToken === undefined ? '' : `+${recoveryToken}`}.yaml`;
+}
+
+export function parseActiveName(fileName: string): ActiveName {
+  const match = activePattern.exec(fileName);
+  if (!match) return { taskFileName: fileName, ownerId: undefined, recoveryToken: undefined };
+  return { taskFileName: `${match[1]}.yaml`, ownerId: match[2], recoveryToken: match[3] };
+}
+
 /** What a file name in a state's directory says about its task; undefined when it is not a task's name. */
-export function decodeStateName(_state: TaskState, fileName: string): TaskName | undefined {
-  return decodeTaskName(fileName);
+export function decodeStateName(state: TaskState, fileName: string): TaskName | undefined {
+  return decodeTaskName(state === 'active' ? parseActiveName(fileName).taskFileName : fileName);
 }

@@ -3,7 +3,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { backoffDelayMs } from './backoff.ts';
-import { isScratchName } from './file-layout.ts';
+import { activeFileName, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
 import { attemptOf, workerDiedError } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
@@ -153,9 +153,10 @@ export class FileTaskConsumer implements TaskConsumer {
   }
 
   /**
-   * Claims the next ready task: `rename(pending/x, active/x)`. ENOENT means another worker won it; the next name
-   * is tried. The claim then records this worker as the owner and counts the attempt. Files that cannot be read
-   * as tasks are quarantined on the way and never returned.
+   * Claims the next ready task: `rename(pending/x, active/x@owner)`, nothing written. ENOENT means another worker
+   * won it; the next name is tried. The attempt is counted in memory (the file keeps the attempts already spent) and
+   * written when the task finishes, fails or goes back; recovery counts it when the owner dies instead. Files that
+   * cannot be read as tasks are quarantined on the way and never returned.
    */
   async claim(): Promise<ClaimedTask | undefined> {
     for (;;) {
@@ -165,7 +166,8 @@ export class FileTaskConsumer implements TaskConsumer {
       if (fileName === undefined) return undefined;
       const name = decodeTaskName(fileName);
       if (!name) continue;
-      const activePath = path.join(this.queue.paths.active, fileName);
+      // The claim is this one rename: the owner is in the name it gets, nothing is written.
+      const activePath = path.join(this.queue.paths.active, activeFileName(fileName, this.owner.id));
       this.#movedOut.add(fileName);
       try {
         await this.queue.move(path.join(this.queue.paths.pending, fileName), activePath);
@@ -199,7 +201,6 @@ export class FileTaskConsumer implements TaskConsumer {
       delete claimed.finishedAt;
       delete claimed.error;
       delete claimed.result;
-      await this.queue.rewrite(activePath, claimed);
       this.#held.set(claimed.id, { name, fileName, path: activePath });
       return { id: claimed.id, task: claimed };
     }

@@ -11,8 +11,6 @@ describeTaskQueueContract('file backend', async () => {
       openFileTaskQueue({
         directory: path.join(dataDirectory, 'queue'),
         dataDirectory,
-        // TEMPORARY until claims record their owner in the name: no grace for tasks whose owner is not yet known.
-        claimGraceMs: 0,
         ...(options.settings ? { settings: options.settings } : {}),
         ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
       }),

@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
-import { type QueuePaths, queuePaths, reasonSuffix } from './file-layout.ts';
+import {
+  type ActiveName,
+  activeFileName,
+  decodeStateName,
+  parseActiveName,
+  type QueuePaths,
+  queuePaths,
+  reasonSuffix,
+} from './file-layout.ts';
 import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskEvents } from './file-task-events.ts';
 import { FileWorkerDirectory, ignoreMissing, isMissing } from './file-worker-directory.ts';
@@ -39,7 +47,7 @@ import {
   TaskFileError,
 } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
-import { decodeTaskName, encodeTaskName, idMarker, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
+import { decodeTaskName, encodeTaskName, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
 
@@ -87,6 +95,7 @@ export interface FileRecord extends FileEntry {
  * listings and stats read names and never parse YAML.
  */
 export class FileTaskQueue implements TaskQueue {
+  readonly #listings = new Map<TaskState, StateListing>();
   readonly paths: QueuePaths;
   readonly dataDirectory: string;
   readonly durability: Durability;
@@ -264,14 +273,13 @@ export class FileTaskQueue implements TaskQueue {
     nowMs: number,
   ): Promise<Exclude<EnqueueOutcome, { status: 'enqueued' }> | undefined> {
     if (policy.dedup) {
-      const marker = `--${fingerprint}--`;
       for (const state of ['pending', 'active'] as const) {
-        const existing = (await this.#names(state)).find((fileName) => fileName.includes(marker));
+        const existing = (await this.#listing(state)).byFingerprint.get(fingerprint);
         if (existing) {
           return {
             status: 'duplicate',
-            reason: `an identical ${type} task is already ${state} (${decodeTaskName(existing)?.id ?? existing})`,
-            existing: decodeTaskName(existing)?.id ?? existing,
+            reason: `an identical ${type} task is already ${state} (${existing})`,
+            existing,
           };
         }
       }
@@ -282,9 +290,8 @@ export class FileTaskQueue implements TaskQueue {
       // The id's first ten characters are its creation time, so the window is counted from names alone.
       const created: number[] = [];
       for (const state of taskStates) {
-        for (const fileName of await this.#names(state)) {
-          const name = decodeTaskName(fileName);
-          if (name?.type !== type) continue;
+        for (const name of (await this.#listing(state)).decoded.values()) {
+          if (name.type !== type) continue;
           const createdMs = taskIdTimeMs(name.id);
           if (createdMs > since) created.push(createdMs);
         }
@@ -304,13 +311,45 @@ export class FileTaskQueue implements TaskQueue {
 
   // ----------------------------------------------------------------------------------------------- reading
 
-  async #names(state: TaskState): Promise<string[]> {
+  async #names(state: TaskState): Promise<readonly string[]> {
+    return (await this.#listing(state)).names;
+  }
+
+  /**
+   * The index of a state's directory: its names, by id and by fingerprint. Kept while the directory's mtime is
+   * unchanged (every create, rename or removal in it changes that, whichever process made it), so a lookup on a quiet
+   * queue costs one stat per state instead of a listing. A directory changed within the last {@link settleMs} is
+   * listed again on every use: a coarse filesystem clock could give two changes in a row the same mtime.
+   */
+  async #listing(state: TaskState): Promise<StateListing> {
+    const directory = this.paths[state];
+    const info = await stat(directory, { bigint: true }).catch(() => undefined);
+    const cached = this.#listings.get(state);
+    if (cached?.settled && info && cached.mtimeNs === info.mtimeNs) return cached;
+    let names: string[];
     try {
-      return await readdir(this.paths[state]);
+      names = await readdir(directory);
     } catch (error) {
-      if (isMissing(error)) return [];
-      throw error;
+      if (!isMissing(error)) throw error;
+      names = [];
     }
+    const listing: StateListing = {
+      mtimeNs: info?.mtimeNs ?? -1n,
+      settled: info !== undefined && Date.now() - Number(info.mtimeMs) > settleMs,
+      names,
+      decoded: new Map(),
+      byId: new Map(),
+      byFingerprint: new Map(),
+    };
+    for (const fileName of names) {
+      const name = decodeStateName(state, fileName);
+      if (!name) continue;
+      listing.decoded.set(fileName, name);
+      listing.byId.set(name.id, fileName);
+      listing.byFingerprint.set(name.fingerprint, name.id);
+    }
+    this.#listings.set(state, listing);
+    return listing;
   }
 
   /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
@@ -320,7 +359,7 @@ export class FileTaskQueue implements TaskQueue {
     const entries: FileEntry[] = [];
     for (const fileName of names) {
       if (fileName.endsWith(reasonSuffix)) continue;
-      const name = decodeTaskName(fileName);
+      const name = decodeStateName(state, fileName);
       if (!name && !(state === 'failed' && reasons.has(fileName + reasonSuffix))) continue;
       entries.push({ state, fileName, path: path.join(this.paths[state], fileName), name });
     }
@@ -364,12 +403,27 @@ export class FileTaskQueue implements TaskQueue {
     return record && this.toRecord(record);
   }
 
+  /** By the index: one stat per state and one read. A file that moved meanwhile sends it to the directory again. */
   async getFile(id: string): Promise<FileRecord | undefined> {
-    const marker = idMarker(id);
-    for (const state of taskStates) {
-      for (const entry of await this.entries(state)) {
-        if (entry.fileName.includes(marker)) return this.read(entry);
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      let moved = false;
+      for (const state of taskStates) {
+        const listing = await this.#listing(state);
+        const fileName = listing.byId.get(id);
+        if (fileName === undefined) continue;
+        const record = await this.read({
+          state,
+          fileName,
+          path: path.join(this.paths[state], fileName),
+          name: listing.decoded.get(fileName),
+        });
+        if (record.problem !== movedWhileReading) return record;
+        // Stale: it moved on since the listing. Forget it and look again in every state.
+        this.#listings.delete(state);
+        moved = true;
+        break;
       }
+      if (!moved) return undefined;
     }
     return undefined;
   }
@@ -392,7 +446,7 @@ export class FileTaskQueue implements TaskQueue {
     try {
       text = await readTaskText(entry.path, this.maxTaskBytes);
     } catch (error) {
-      if (isMissing(error)) return { ...entry, problem: 'the file moved while it was being read; look again' };
+      if (isMissing(error)) return { ...entry, problem: movedWhileReading };
       if (error instanceof TaskFileError) return { ...entry, problem: error.message };
       throw error;
     }
@@ -528,7 +582,11 @@ export class FileTaskQueue implements TaskQueue {
    * it. Returns false when the file had already gone (another worker dealt with it).
    */
   async quarantine(from: string, reason: string): Promise<boolean> {
-    const fileName = path.basename(from);
+    // A claim's name in active/ carries its owner: in failed/ the file goes under its task name again.
+    const fileName =
+      path.dirname(from) === this.paths.active
+        ? parseActiveName(path.basename(from)).taskFileName
+        : path.basename(from);
     let target = path.join(this.paths.failed, fileName);
     try {
       await this.move(from, target);
@@ -616,21 +674,30 @@ export class FileTaskQueue implements TaskQueue {
       if (await this.quarantine(file, reason)) report.quarantined.push(this.locationOf(file));
       return;
     }
+    // Whole milliseconds, as the clock reads them: a file renamed this very millisecond is 0 ms old, not -0.4.
+    const arrivedMs = Math.floor(info.ctimeMs);
+    const active = parseActiveName(fileName);
+    if (active.ownerId !== undefined && decodeTaskName(active.taskFileName)) {
+      await this.#recoverOwned(file, active, arrivedMs, nowMs, finishedIds, report, options);
+      return;
+    }
     const name = decodeTaskName(fileName);
     if (!name) {
-      if (nowMs - info.ctimeMs >= this.claimGraceMs) {
-        if (await this.quarantine(file, 'the file name is not a task name'))
+      if (nowMs - arrivedMs >= this.claimGraceMs) {
+        if (await this.quarantine(file, 'the file name is not a task name')) {
           report.quarantined.push(this.locationOf(file));
+        }
       }
       return;
     }
+    // A claim of the layout before: its owner is recorded inside the file, a moment after the rename.
     let task: Task;
     try {
       task = this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
     } catch (error) {
       if (isMissing(error)) return;
       if (!(error instanceof TaskFileError)) throw error;
-      if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
+      if (nowMs - arrivedMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
         report.quarantined.push(this.locationOf(file));
       }
       return;
@@ -639,7 +706,7 @@ export class FileTaskQueue implements TaskQueue {
     // A live owner finishes its own work, including removing active/x after writing done/x.
     if (task.worker && (await this.workers.liveness(task.worker, nowMs)) === 'alive') return;
     // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
-    if (nowMs - info.ctimeMs < this.claimGraceMs) return;
+    if (nowMs - arrivedMs < this.claimGraceMs) return;
     // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
     if (finishedIds.has(name.id)) {
       if (await this.remove(file)) report.removedDuplicates.push(name.id);
@@ -677,6 +744,85 @@ export class FileTaskQueue implements TaskQueue {
         `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
       );
     }
+  }
+
+  /**
+   * A claim of this layout, `active/{name}@{owner}.yaml`: left alone while its owner is alive. Once the owner is gone
+   * the file is first renamed to a name of this pass's own (`…@{owner}+{token}.yaml`), which only one recoverer can
+   * win; then the attempt the owner spent is counted in the file (with a `worker died` entry in the history) and the
+   * task goes back to pending/, or to failed/ when its attempts are spent. A pass that crashed half-way leaves the
+   * token name, which the next pass takes over once it is older than the claim grace.
+   */
+  async #recoverOwned(
+    file: string,
+    active: ActiveName,
+    ctimeMs: number,
+    nowMs: number,
+    finishedIds: ReadonlySet<string>,
+    report: RecoveryReport,
+    options: { skipOwner?: string },
+  ): Promise<void> {
+    const ownerId = active.ownerId ?? '';
+    const name = decodeTaskName(active.taskFileName);
+    if (!name) return;
+    if (active.recoveryToken === undefined) {
+      if (ownerId === options.skipOwner) return;
+      if ((await this.workers.livenessById(ownerId, nowMs)) === 'alive') return;
+    } else if (nowMs - ctimeMs < this.claimGraceMs) {
+      // Another pass is returning it right now.
+      return;
+    }
+    const mine = path.join(
+      this.paths.active,
+      activeFileName(active.taskFileName, ownerId, randomBytes(4).toString('hex')),
+    );
+    try {
+      await this.move(file, mine);
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
+    // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
+    if (finishedIds.has(name.id)) {
+      if (await this.remove(mine)) report.removedDuplicates.push(name.id);
+      return;
+    }
+    let stored: Task;
+    try {
+      stored = this.parseTask(await readTaskText(mine, this.maxTaskBytes), name);
+    } catch (error) {
+      if (isMissing(error)) return;
+      if (!(error instanceof TaskFileError)) throw error;
+      if (await this.quarantine(mine, error.message)) report.quarantined.push(this.locationOf(mine));
+      return;
+    }
+    // The file holds the attempts spent before this claim; the claim itself (made at the rename, its ctime) counts.
+    const died: Task = {
+      ...stored,
+      attempts: stored.attempts + 1,
+      startedAt: new Date(ctimeMs).toISOString(),
+      worker: { id: ownerId, pid: 0, host: '' },
+    };
+    const finishedAt = new Date(nowMs).toISOString();
+    const error = { type: 'WorkerDied', message: `worker died: ${ownerId} stopped while running it` };
+    const history = [...stored.history, ...attemptOf(died, finishedAt, error)];
+    const counted: Task = { ...stored, attempts: died.attempts, history };
+    delete counted.startedAt;
+    delete counted.worker;
+    if (counted.attempts >= counted.maxAttempts) {
+      await this.rewrite(mine, { ...counted, finishedAt, error });
+      await this.move(mine, path.join(this.paths.failed, active.taskFileName));
+      report.failed.push(name.id);
+      this.logger.warn(`task ${name.id} (${name.type}) failed: ${error.message}; no attempts left`);
+      return;
+    }
+    await this.rewrite(mine, counted);
+    const requeued = requeuedTaskName(name, nowMs);
+    await this.move(mine, path.join(this.paths.pending, requeued.fileName));
+    report.requeued.push(name.id);
+    this.logger.warn(
+      `task ${name.id} (${name.type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,
+    );
   }
 
   /** Removes files in tmp/ older than `tmpMaxAgeMs`: writes that a crash interrupted before their rename. */
@@ -751,6 +897,29 @@ export function attemptOf(task: Task, finishedAt: string, error: { type: string;
       error,
     },
   ];
+}
+
+/** What a read says when the file moved on between its listing and the read. */
+const movedWhileReading = 'the file moved while it was being read; look again';
+
+/**
+ * How long after its last change a directory's listing is trusted on its mtime alone. Filesystem clocks can be
+ * coarse (jiffies; whole seconds on some), so two changes close together may share an mtime.
+ */
+const settleMs = 2_000;
+
+/** One state directory's names, as of its mtime. */
+interface StateListing {
+  mtimeNs: bigint;
+  /** The mtime was old enough at listing time to tell the next change apart. */
+  settled: boolean;
+  names: readonly string[];
+  /** Task names by file name. */
+  decoded: Map<string, TaskName>;
+  /** File names by task id. */
+  byId: Map<string, string>;
+  /** Task ids by fingerprint. */
+  byFingerprint: Map<string, string>;
 }
 
 /** The longest `.error.txt` reason read back; ours are one line. */

@@ -162,6 +162,12 @@ export class FileWorkerDirectory implements WorkerDirectory {
     }
   }
 
+  /** Whether the worker of this id is still there, from its heartbeat file alone (a claim's name holds only the id). */
+  async livenessById(id: string, nowMs: number = Date.now()): Promise<OwnerState> {
+    const record = await this.read(id);
+    return record ? this.liveness(record, nowMs) : 'gone';
+  }
+
   /** Removes the files of workers that are gone; they tell nobody anything any more. */
   async pruneGone(nowMs: number = Date.now()): Promise<string[]> {
     const removed: string[] = [];

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -247,6 +247,82 @@ describe('recovery', () => {
     expect(report).toMatchObject({ requeued: [], failed: [], removedTmp: 1 });
     expect(await names('active')).toHaveLength(1);
     expect(await names('tmp')).toEqual([]);
+  });
+});
+
+describe('the claim and complete layout', () => {
+  it('claims by one rename (the owner in the name, the bytes untouched) and completes by one write and an unlink', async () => {
+    const { queue, consumer } = await setup();
+    const outcome = await queue.enqueue({ type: 'a.b', payload: { n: 1 } });
+    if (outcome.status !== 'enqueued') throw new Error('not enqueued');
+    const [pendingName = ''] = await names('pending');
+    const bytes = await readFile(path.join(directory, 'pending', pendingName), 'utf8');
+    await consumer.start();
+    const claimed = await consumer.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    const activeName = `${pendingName.slice(0, -'.yaml'.length)}@${consumer.owner.id}.yaml`;
+    expect(await names('active')).toEqual([activeName]);
+    expect(await readFile(path.join(directory, 'active', activeName), 'utf8')).toBe(bytes);
+    // The attempt is counted in memory and on the way out.
+    expect(claimed.task).toMatchObject({ attempts: 1, worker: consumer.owner });
+    expect((await queue.get(claimed.id))?.state).toBe('active');
+    await consumer.complete(claimed, 'ok');
+    expect(await names('active')).toEqual([]);
+    expect(await names('done')).toEqual([pendingName]);
+    expect(await queue.get(claimed.id)).toMatchObject({ state: 'done', task: { attempts: 1, result: 'ok' } });
+  });
+
+  it('recovers a claim of the layout before (owner inside the file, attempt already counted) once its grace has passed', async () => {
+    const { queue } = await setup({ claimGraceMs: 0 });
+    const fileName = nameFor('a.old', 5);
+    const id = decodeId(fileName);
+    // A worker on this host whose pid is not running: gone.
+    const deadPid = 2 ** 22 + 12_345;
+    await writeFile(
+      path.join(directory, 'active', fileName),
+      `id: ${id}\ntype: a.old\npriority: 5\nsource: api\npayload: null\nattempts: 1\nmax_attempts: 3\n` +
+        `started_at: 2026-01-01T00:00:00.000Z\nworker: {id: ${os.hostname().replace(/[^A-Za-z0-9-]/g, '-')}-${deadPid}-abcdef, pid: ${deadPid}, host: ${os.hostname()}}\nhistory: []\n`,
+    );
+    const report = await queue.recover();
+    expect(report.requeued).toEqual([id]);
+    expect(await queue.get(id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    const consumer = new FileTaskConsumer(queue);
+    consumers.push(consumer);
+    await consumer.start();
+    const claimed = await consumer.claim();
+    expect(claimed?.task.attempts).toBe(2);
+    expect(claimed?.task.history).toEqual([
+      expect.objectContaining({ attempt: 1, error: expect.objectContaining({ type: 'WorkerDied' }) }),
+    ]);
+  });
+
+  it('returns a dead owner’s task exactly once when two recoverers race, and takes over a recovery that crashed half-way', async () => {
+    const { queue } = await setup({ claimGraceMs: 0 });
+    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0 });
+    await queue.enqueue({ type: 'a.race' });
+    await queue.enqueue({ type: 'a.halfway' });
+    const dying = new FileTaskConsumer(queue);
+    consumers.push(dying);
+    await dying.start();
+    const raced = await dying.claim();
+    const halfway = await dying.claim();
+    if (!raced || !halfway) throw new Error('nothing claimed');
+    await dying.close();
+    // A recovery pass that renamed its claim of the second task and then crashed.
+    const halfwayName = (await names('active')).find((name) => name.includes(halfway.id)) ?? '';
+    await rename(
+      path.join(directory, 'active', halfwayName),
+      path.join(directory, 'active', halfwayName.replace(/\.yaml$/, '+0badc0de.yaml')),
+    );
+    const reports = await Promise.all([queue.recover(), other.recover()]);
+    const requeued = reports.flatMap((report) => report.requeued).sort();
+    expect(requeued).toEqual([raced.id, halfway.id].sort());
+    expect(await names('active')).toEqual([]);
+    const pending = await names('pending');
+    expect(pending).toHaveLength(2);
+    for (const claimed of [raced, halfway]) {
+      expect(await queue.get(claimed.id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    }
   });
 });
 
