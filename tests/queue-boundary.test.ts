@@ -61,7 +61,7 @@ const importPattern =
   /(?:\b(?:import|export)\s*(type\s+)?(\{[^}]*\}|\*\s+as\s+\w+|\w+)?\s*from\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"\s]+)['"]/gm;
 
 /** Problems with the imports of one file's text; `file` is the path used to resolve relative imports. */
-export function boundaryProblems(file: string, text: string): string[] {
+function boundaryProblems(file: string, text: string): string[] {
   const problems: string[] = [];
   const shown = path.relative(repoRoot, file);
   for (const match of text.matchAll(importPattern)) {
