@@ -1,9 +1,12 @@
 // Approval requests through the CLI and the REST API, with real processes and a real server.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { enqueueActions, readApproval } from '@assistant/actions';
+import { evaluateRules } from '@assistant/automations';
+import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { enqueueActions, evaluateRules, loadRuntime, readApproval } from '@assistant/runtime';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -61,6 +64,7 @@ describe('approvals', () => {
 
     // Anne's request over REST.
     const { config: loaded } = await loadRuntime({
+      installation,
       configPath: path.join(dir.path, 'config.yaml'),
       cwd: dir.path,
     });
@@ -205,6 +209,7 @@ integrations:
 `,
     );
     const { config: loaded, registry } = await loadRuntime({
+      installation,
       configPath: path.join(dir.path, 'config.yaml'),
       cwd: dir.path,
     });

@@ -2,13 +2,16 @@
 // notes and a real queue; approvals; idempotence across cycles; the act stage's own gate.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { decideApproval, expireApprovals, listApprovals } from '@assistant/actions';
 import { isAssistantError } from '@assistant/errors';
+import { loadRuntime } from '@assistant/integration-host';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
-import { checkBubblewrap, decideApproval, expireApprovals, listApprovals, loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { requireBubblewrap } from './helpers/bubblewrap.ts';
 import { repoRoot } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
@@ -39,7 +42,7 @@ integrations:
 
 async function setup(dir: TempDir, text = config) {
   await dir.write('config.yaml', text);
-  const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+  const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   const work = () =>
@@ -198,8 +201,7 @@ describe('automations through the worker', () => {
 
   it('runs scripts as script.run tasks with rendered inputs, their log lines in the human log, and gates irreversible ones', async () => {
     // Scripts run only under bubblewrap (or with `worker.sandbox: none`, which this test does not want).
-    const sandbox = await checkBubblewrap();
-    if (!sandbox.usable) throw new Error(`${sandbox.problem}: install bubblewrap (apt-get install bubblewrap)`);
+    await requireBubblewrap();
     await using dir = await tempDir();
     await dir.write(
       'config.yaml',
@@ -214,7 +216,7 @@ describe('automations through the worker', () => {
     shell: echo wiped
 `,
     );
-    const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
     const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'scheduler' });
     // An irreversible script that no rule asked for, in a task that claims to come from an automation.
@@ -260,7 +262,7 @@ describe('the worker gate for irreversible actions', () => {
   it('hole 1: a task file saying source: cli or api cannot run an irreversible action', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', `${config}scripts:\n  wipe:\n    shell: echo wiped\n`);
-    const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
     const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     const notes = new NoteStore({ root: runtime.config.paths.notes });
     await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });

@@ -2,9 +2,10 @@
 // server that is down delays it instead of failing it for good.
 import { rename } from 'node:fs/promises';
 import path from 'node:path';
+import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -36,12 +37,8 @@ integrations:
             then: !yolo unsubscribe
 `,
   );
-  const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-  const queue = await openFileTaskQueue({
-    directory: runtime.config.paths.queue,
-    dataDirectory: runtime.config.paths.dataDir,
-    settings: runtime.config.queue,
-  });
+  const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   await notes.create(item, {
     data: {

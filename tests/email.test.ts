@@ -235,18 +235,21 @@ queue:
       await worker.waitForOutput(/worker ready/);
       await cli(['trigger', 'personal', 'inbox']);
       // Once the first message is being classified, the collects are under way: kill the server.
-      await waitUntil(() => model.requests.length >= 1);
+      await waitUntil(() => model.requests.length >= 1, { what: 'the first classification request to the model' });
       await dovecot.kill();
       // A retried task waits in pending/ with the failed attempt in its history: read the files directly.
       const pending = path.join(dir.path, 'data/queue/pending');
-      const failedAttempt = await waitUntil(async () => {
-        for (const name of await readdir(pending).catch(() => [] as string[])) {
-          const text = await readFile(path.join(pending, name), 'utf8').catch(() => '');
-          const message = /^\s+message: (.*)$/m.exec(text.slice(text.indexOf('history:')))?.[1];
-          if (text.includes('history:') && message) return message.replace(/^["']|["']$/g, '');
-        }
-        return undefined;
-      });
+      const failedAttempt = await waitUntil(
+        async () => {
+          for (const name of await readdir(pending).catch(() => [] as string[])) {
+            const text = await readFile(path.join(pending, name), 'utf8').catch(() => '');
+            const message = /^\s+message: (.*)$/m.exec(text.slice(text.indexOf('history:')))?.[1];
+            if (text.includes('history:') && message) return message.replace(/^["']|["']$/g, '');
+          }
+          return undefined;
+        },
+        { what: 'a task in pending/ with a failed attempt in its history' },
+      );
       expect(failedAttempt).toMatch(
         new RegExp(
           `^(cannot reach the IMAP server 127\\.0\\.0\\.1:${dovecot.port}|IMAP 127\\.0\\.0\\.1:${dovecot.port}): `,
@@ -254,14 +257,17 @@ queue:
       );
       await dovecot.restart();
       // The retries find the server again: every message is collected, classified and evaluated.
-      await waitUntil(async () => {
-        const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as {
-          pending: number;
-          active: number;
-        };
-        const notes = JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout) as string[];
-        return stats.pending === 0 && stats.active === 0 && notes.length === 6 ? true : undefined;
-      });
+      await waitUntil(
+        async () => {
+          const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as {
+            pending: number;
+            active: number;
+          };
+          const notes = JSON.parse((await cli(['notes', 'ls', 'email/personal', '--json'])).stdout) as string[];
+          return stats.pending === 0 && stats.active === 0 && notes.length === 6 ? true : undefined;
+        },
+        { what: 'an idle queue and 6 notes in email/personal' },
+      );
       const stats = JSON.parse((await cli(['queue', 'stats', '--json'])).stdout) as { failed: number };
       expect(stats.failed).toBe(0);
       const archived = await listMailbox(dovecot, 'Archive');

@@ -6,10 +6,11 @@ import { chmod, lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { createRecordReplayFetch } from '@assistant/llm';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { makeDirectoriesPrivate } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { ControlFiles, TaskMetrics } from '@assistant/runtime';
+import { ControlFiles } from '@assistant/steering';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';

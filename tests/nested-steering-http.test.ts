@@ -6,6 +6,7 @@ import { type ChatMessage, createOpenAiChatModel } from '@assistant/llm';
 import { type FakeChatRequest, FakeOpenAiServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const level = (request: FakeChatRequest) => {
   const system = (request.body.messages as { role: string; content: string }[])[0]?.content ?? '';
@@ -78,10 +79,8 @@ describe('steering a three-level tree of loops over HTTP', () => {
       onEvent: (event) => events.push(event),
     });
     const calls = (name: string) => server.requests.filter((request) => level(request) === name).length;
-    const until = async (condition: () => boolean) => {
-      while (!condition()) await delay(5);
-    };
-    await until(() => calls('fetch') >= 2 && calls('research') >= 3);
+    const until = (what: string, condition: () => boolean) => waitUntil(condition, { what });
+    await until('2 fetch and 3 research calls', () => calls('fetch') >= 2 && calls('research') >= 3);
     const child = top.children()[0];
     const grandchild = child?.children()[0];
     if (!child || !grandchild) throw new Error('expected a child and a grandchild');
@@ -93,9 +92,10 @@ describe('steering a three-level tree of loops over HTTP', () => {
       events
         .slice(mark)
         .some((event) => event.type === 'waiting-while-paused' && event.lineage.join(' › ') === lineage);
-    await until(parked('task › research'));
-    await until(parked('task › research › fetch'));
-    // Within one step: each level finishes at most the call it had in flight, and then makes no more.
+    await until('research to park while paused', parked('task › research'));
+    await until('fetch to park while paused', parked('task › research › fetch'));
+    // Within one step: each level finishes at most the call it had in flight, and then makes no more. Nothing signals
+    // a call that does not start, so these waits give one that should not come time to show up.
     await delay(200);
     expect(calls('research') - before.research).toBeLessThanOrEqual(1);
     expect(calls('fetch') - before.fetch).toBeLessThanOrEqual(1);
@@ -106,7 +106,10 @@ describe('steering a three-level tree of loops over HTTP', () => {
 
     top.interject('Check the second source too.');
     top.resume();
-    await until(() => calls('research') > before.research + 1 && calls('fetch') > before.fetch + 1);
+    await until(
+      'research and fetch calls after resume',
+      () => calls('research') > before.research + 1 && calls('fetch') > before.fetch + 1,
+    );
     const lastResearch = server.requests.filter((request) => level(request) === 'research').at(-1);
     expect(
       ((lastResearch?.body.messages ?? []) as { role: string; content: string }[]).map((message) => message.content),
@@ -120,7 +123,8 @@ describe('steering a three-level tree of loops over HTTP', () => {
       ['stopped', 'The owner cancelled the report.'],
       ['stopped', 'The owner cancelled the report.'],
     ]);
-    // A request the client had already sent when it was aborted may still reach the server; nothing follows it.
+    // A request the client had already sent when it was aborted may still reach the server; nothing follows it. The
+    // first wait lets such a request land, the second gives a request that must not come time to show up.
     await delay(100);
     const atStop = server.requests.length;
     await delay(200);

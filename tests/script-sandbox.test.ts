@@ -6,15 +6,14 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { formatProblem } from '@assistant/config';
+import { loadRuntime } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { checkBubblewrap, loadRuntime } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { requireBubblewrap } from './helpers/bubblewrap.ts';
 import { repoRoot } from './helpers/node-process.ts';
-
-const bubblewrap = await checkBubblewrap();
-const installBubblewrap = 'install bubblewrap (apt-get install bubblewrap)';
 
 let base: string;
 
@@ -31,7 +30,7 @@ afterEach(async () => {
 /** Loads `config` from `base`, runs a worker until the queue is idle, and returns the script.run task's record. */
 async function runOnce(options: { config: string; script: string; inputs?: Record<string, string>; bwrap?: string }) {
   await writeFile(path.join(base, 'config.yaml'), options.config);
-  const runtime = await loadRuntime({ configPath: path.join(base, 'config.yaml'), cwd: base });
+  const runtime = await loadRuntime({ installation, configPath: path.join(base, 'config.yaml'), cwd: base });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const enqueued = await queue.enqueue({
     type: 'script.run',
@@ -54,10 +53,7 @@ async function runOnce(options: { config: string; script: string; inputs?: Recor
 
 describe('scripts through the worker', () => {
   it("hole 8: a script cannot read $HOME, config.yaml, the data dir or another script's folder", async () => {
-    if (!bubblewrap.usable) {
-      if (process.env.CI === 'true') throw new Error(`bubblewrap does not work here: ${installBubblewrap}`);
-      throw new Error(`this test needs a working bubblewrap (${bubblewrap.problem}): ${installBubblewrap}`);
-    }
+    await requireBubblewrap();
     const homeFile = path.join(homedir(), `.assistant-hole-8-${randomBytes(6).toString('hex')}`);
     try {
       const planted = {

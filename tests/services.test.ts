@@ -1,9 +1,11 @@
 // Service tasks: the result is kept in the done task first, then routed by on_result; a failed route is re-routable.
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { rerouteTask } from '@assistant/actions';
+import { loadRuntime } from '@assistant/integration-host';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
-import { loadRuntime, rerouteTask } from '@assistant/runtime';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +19,7 @@ async function setup(dir: TempDir) {
     'config.yaml',
     `data_dir: ./data\nintegration_dirs: [${JSON.stringify(greeter)}]\nworker:\n  poll_interval: 50ms\nintegrations:\n  - {type: greeter, name: friendly, greeting: Hi}\n`,
   );
-  const runtime = await loadRuntime({ configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+  const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   const work = () =>

@@ -74,15 +74,17 @@ describe('steering a running agent task from another process', () => {
         payload: { prompt: 'keep waiting until told' },
       });
       const id = String(created.body.id);
-      await waitUntil(() => (agentCalls() >= 2 ? true : undefined));
+      await waitUntil(() => (agentCalls() >= 2 ? true : undefined), { what: 'two agent calls to the model' });
 
       const paused = await post(`/api/tasks/${id}/steer`, { action: 'pause' });
       expect(paused).toMatchObject({ status: 200, body: { status: 'applied' } });
       const atPause = agentCalls();
-      // A call already in flight may finish; no new one starts while paused.
+      // A call already in flight may finish; no new one starts while paused. Nothing signals "no call started", so
+      // this waits a while (several of the fake model's round trips) for a call that must not come.
       await delay(500);
       expect(agentCalls()).toBeLessThanOrEqual(atPause + 1);
       const whilePaused = agentCalls();
+      // Again a wait for something that must not happen: no call at all once the one in flight is done.
       await delay(300);
       expect(agentCalls()).toBe(whilePaused);
 
@@ -94,12 +96,15 @@ describe('steering a running agent task from another process', () => {
       expect(agentCalls()).toBe(whilePaused);
 
       expect((await post(`/api/tasks/${id}/steer`, { action: 'resume' })).status).toBe(200);
-      await waitUntil(() => (agentCalls() > whilePaused ? true : undefined));
+      await waitUntil(() => (agentCalls() > whilePaused ? true : undefined), { what: 'an agent call after resume' });
       expect((await post(`/api/tasks/${id}/steer`, { action: 'interject', message: 'finish now' })).status).toBe(200);
-      const finished = await waitUntil(async () => {
-        const view = await task(id);
-        return view.state === 'done' ? view : undefined;
-      });
+      const finished = await waitUntil(
+        async () => {
+          const view = await task(id);
+          return view.state === 'done' ? view : undefined;
+        },
+        { what: `task ${id} to be done` },
+      );
       expect(finished.result).toMatchObject({ status: 'completed', answer: 'done as asked' });
       // The model saw the steering in its transcript.
       const seen = model.requests.filter(isAgentCall).flatMap(lastUserText);
@@ -121,12 +126,15 @@ describe('steering a running agent task from another process', () => {
       const second = String(
         (await post('/api/tasks', { type: 'system.agent', payload: { prompt: 'wait forever' } })).body.id,
       );
-      await waitUntil(() => (agentCalls() > before ? true : undefined));
+      await waitUntil(() => (agentCalls() > before ? true : undefined), { what: 'the second task to call the model' });
       expect((await post(`/api/tasks/${second}/steer`, { action: 'stop', reason: 'enough' })).status).toBe(200);
-      const stopped = await waitUntil(async () => {
-        const view = await task(second);
-        return view.state === 'done' ? view : undefined;
-      });
+      const stopped = await waitUntil(
+        async () => {
+          const view = await task(second);
+          return view.state === 'done' ? view : undefined;
+        },
+        { what: `task ${second} to be done` },
+      );
       expect(stopped.result).toMatchObject({ status: 'stopped', reason: 'enough' });
     } finally {
       start.child.kill('SIGTERM');
@@ -159,7 +167,7 @@ describe('a worker killed mid-loop', () => {
     ]);
     const id = enqueued.stdout.trim();
     const worker = startNode({ args: [cliMain, 'work', '--config', config] });
-    await waitUntil(() => (model.requests.length >= 4 ? true : undefined));
+    await waitUntil(() => (model.requests.length >= 4 ? true : undefined), { what: '4 requests to the model' });
     worker.child.kill('SIGKILL');
     await worker.exited;
     const transcript = await runCli(['notes', 'show', `transcripts/${id}.md`, '--json', '--config', config]);

@@ -33,6 +33,15 @@ export interface StartNodeOptions {
   cwd?: string;
 }
 
+export interface RunNodeOptions extends StartNodeOptions {
+  /**
+   * How long `runNode` / `runCli` wait for the process to exit before killing it and failing with the command and
+   * its output so far.
+   * @default 25_000 (below the integration tier's 30 s test timeout, so this error is the one reported)
+   */
+  timeoutMs?: number;
+}
+
 /** Starts this Node (the pinned 24, which strips types) on a script, collecting its output. */
 export function startNode(options: StartNodeOptions): NodeProcess {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ASSISTANT_')));
@@ -101,12 +110,29 @@ export function startNode(options: StartNodeOptions): NodeProcess {
   };
 }
 
-/** Runs a script to completion. */
-export async function runNode(options: StartNodeOptions): Promise<NodeRun> {
-  return startNode(options).exited;
+/** Runs a script to completion; one still running after `timeoutMs` is SIGKILLed and the call throws. */
+export async function runNode(options: RunNodeOptions): Promise<NodeRun> {
+  const timeoutMs = options.timeoutMs ?? 25_000;
+  const run = startNode(options);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([run.exited, late]);
+    if (outcome !== 'late') return outcome;
+  } finally {
+    clearTimeout(timer);
+  }
+  run.child.kill('SIGKILL');
+  await run.exited;
+  const command = options.args.map((arg) => (arg === cliMain ? 'assistant' : arg));
+  throw new Error(
+    `${command.join(' ')} did not exit within ${timeoutMs} ms\nstdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`,
+  );
 }
 
-/** Runs `assistant <args>` from its TypeScript source. */
-export async function runCli(args: readonly string[], options: Omit<StartNodeOptions, 'args'> = {}): Promise<NodeRun> {
+/** Runs `assistant <args>` from its TypeScript source, with `runNode`'s time limit. */
+export async function runCli(args: readonly string[], options: Omit<RunNodeOptions, 'args'> = {}): Promise<NodeRun> {
   return runNode({ ...options, args: [cliMain, ...args] });
 }

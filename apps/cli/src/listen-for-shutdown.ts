@@ -1,5 +1,5 @@
 const shutdownSignals = ['SIGINT', 'SIGTERM'] as const;
-export type ShutdownSignal = (typeof shutdownSignals)[number];
+type ShutdownSignal = (typeof shutdownSignals)[number];
 
 export interface ShutdownListener extends Disposable {
   /** Aborts on the first SIGINT or SIGTERM; its `reason` is the signal's name. */
@@ -28,9 +28,4 @@ export function listenForShutdown(options: ListenForShutdownOptions = {}): Shutd
       for (const name of shutdownSignals) process.off(name, listener);
     },
   };
-}
-
-/** The signal that aborted a shutdown listener's AbortSignal, for forwarding it. */
-export function shutdownSignalOf(signal: AbortSignal): ShutdownSignal {
-  return signal.reason === 'SIGINT' ? 'SIGINT' : 'SIGTERM';
 }

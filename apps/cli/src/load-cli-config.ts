@@ -1,5 +1,6 @@
 import { formatProblem, type LoadConfigResult } from '@assistant/config';
-import { type LoadedRuntime, loadRuntime } from '@assistant/runtime';
+import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 
@@ -17,12 +18,13 @@ export async function loadCliConfig(options: LoadCliConfigOptions): Promise<Load
   const result = await loadRuntime({
     configPath: globals.configPath,
     cwd: context.cwd,
+    installation,
     ...(globals.dataDir === undefined ? {} : { dataDir: globals.dataDir }),
   });
   printWarnings(context, result.warnings);
   return result;
 }
 
-export function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings']): void {
+function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings']): void {
   for (const warning of warnings) context.stderr.write(`warning: ${formatProblem(warning)}\n`);
 }

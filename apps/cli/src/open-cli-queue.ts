@@ -1,5 +1,5 @@
+import type { IntegrationRegistry } from '@assistant/integration-host';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { IntegrationRegistry } from '@assistant/runtime';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 import { loadCliConfig } from './load-cli-config.ts';

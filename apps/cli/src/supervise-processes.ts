@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { TextOutput } from './cli-context.ts';
 import { createLinePrefixer } from './line-prefixer.ts';
 
-export interface SupervisedProcess {
+interface SupervisedProcess {
   /** Names the process in prefixes and messages: `server`, `worker`. */
   name: string;
   command: string;

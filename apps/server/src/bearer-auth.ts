@@ -19,7 +19,7 @@ export function isAuthenticated(request: FastifyRequest): boolean {
 }
 
 /** Route-level `config` that lets a route answer without the token (only `GET /health`). */
-export interface PublicRouteConfig {
+interface PublicRouteConfig {
   public?: boolean;
 }
 

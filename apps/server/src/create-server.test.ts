@@ -65,6 +65,7 @@ describe('GET /health', () => {
       worker: { alive: false, workers: 0, last_heartbeat_at: null },
       circuit_breakers: [],
       schedules: [],
+      listeners: [],
     });
   });
 

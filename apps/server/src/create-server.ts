@@ -1,10 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/integration-host';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import { type IntegrationRegistry, TaskMetrics } from '@assistant/runtime';
 import Fastify, {
   type FastifyInstance,
   LogController,
@@ -18,6 +20,7 @@ import { registerBearerAuth } from './bearer-auth.ts';
 import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
+import { queueEnqueue } from './inbound-enqueue.ts';
 import { registerJsonBodyParser } from './json-body-parser.ts';
 import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
@@ -29,6 +32,7 @@ import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
+import { registerWebhookRoutes } from './routes/webhook-routes.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
 
 /** The app with our pino logger's type, so route handlers get `request.log` typed as that logger. */
@@ -58,6 +62,8 @@ export interface CreateServerOptions {
    * @default `server.token`; without either, createServer throws
    */
   token?: Pick<ApiToken, 'value' | 'source'> | string;
+  /** Aborted as the server shuts down: webhook handlers see it. @default never */
+  signal?: AbortSignal;
   /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
   timeouts?: Partial<ServerTimeouts>;
 }
@@ -162,6 +168,13 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
+  registerWebhookRoutes(app, routes, {
+    logger: app.log,
+    registry: options.registry,
+    enqueue: (request) => queueEnqueue(queue(), request),
+    configDir: path.dirname(config.paths.configFile),
+    signal: options.signal ?? new AbortController().signal,
+  });
   registerOpenApiRoute(app, routes);
   return app;
 }

@@ -33,6 +33,15 @@ export interface HealthDetails extends HealthBody {
     last_error?: string;
   }[];
   schedules: { id: string; description: string; last_fired_at?: string; next_run_at?: string; paused?: string }[];
+  /** The manifests' listeners: running, restarting after a crash (with its error), or stopped. */
+  listeners: {
+    id: string;
+    state: string;
+    restarts: number;
+    last_error?: string;
+    last_error_at?: string;
+    restart_at?: string;
+  }[];
 }
 
 const healthSchema = z.object({
@@ -42,6 +51,9 @@ const healthSchema = z.object({
   worker: z.object({ alive: z.boolean(), workers: z.int(), last_heartbeat_at: z.string().nullable() }).optional(),
   circuit_breakers: z.array(z.looseObject({ task_type: z.string(), state: z.string() })).optional(),
   schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })).optional(),
+  listeners: z
+    .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
+    .optional(),
 });
 
 /** The queue's worker directory: a worker is alive while its heartbeat is within the lease. */
@@ -101,6 +113,14 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
           ...(job.lastFiredAt ? { last_fired_at: job.lastFiredAt } : {}),
           ...(job.nextRunAt ? { next_run_at: job.nextRunAt } : {}),
           ...(job.paused ? { paused: job.paused } : {}),
+        })),
+        listeners: (options.status.listeners?.() ?? []).map((listener) => ({
+          id: listener.id,
+          state: listener.state,
+          restarts: listener.restarts,
+          ...(listener.lastError === undefined ? {} : { last_error: listener.lastError }),
+          ...(listener.lastErrorAt === undefined ? {} : { last_error_at: listener.lastErrorAt }),
+          ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
         })),
       };
     },

@@ -46,7 +46,10 @@ export function registerRequestGuard(app: AssistantServer, options: RequestGuard
     }
     const refusal = crossSiteRefusal(request);
     if (refusal !== undefined) return sendError(reply, 403, { code: 'FORBIDDEN', message: refusal });
-    if (!bodylessMethods.has(request.method)) {
+    // A webhook takes what its remote service sends (GitHub may send a form); it is authenticated by a signature
+    // or the token, which a cross-site form post cannot carry, so the JSON-only rule has nothing to protect there.
+    const webhook = (request.routeOptions.config as { webhook?: boolean } | undefined)?.webhook === true;
+    if (!bodylessMethods.has(request.method) && !webhook) {
       const contentType = request.headers['content-type'];
       const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
       const hasBody =

@@ -4,7 +4,7 @@ import * as z from 'zod';
 import type { AssistantServer } from './create-server.ts';
 
 /** One documented response of a route. */
-export interface RouteResponse {
+interface RouteResponse {
   description: string;
   /** The body's schema; error responses share one. @default none (text or empty) */
   schema?: z.ZodType;
@@ -12,7 +12,7 @@ export interface RouteResponse {
   contentType?: string;
 }
 
-export interface RouteInput<Params, Query, Body> {
+interface RouteInput<Params, Query, Body> {
   params: Params;
   query: Query;
   body: Body;
@@ -60,6 +60,14 @@ export class RouteTable {
         return spec.handler({ params, query, body, request, reply } as RouteInput<Params, Query, Body>);
       },
     });
+  }
+
+  /**
+   * Lists a route that is registered some other way (webhooks read raw bodies in a scope of their own) in the
+   * OpenAPI document, so the document still names every route the server serves.
+   */
+  describe(spec: Omit<RouteSpec, 'handler'>): void {
+    this.#routes.push({ ...spec, handler: async () => undefined } as unknown as RouteSpec<never, never, never>);
   }
 
   /** The OpenAPI 3.1 document of every route added so far. */

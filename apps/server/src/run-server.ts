@@ -1,11 +1,17 @@
+import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
+import { IntegrationRegistry } from '@assistant/integration-host';
+import { discoverIntegrations } from '@assistant/manifests';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { dataDirectories, makeDirectoriesPrivate } from '@assistant/process';
+import { dataDirectories, explainListenError, installation, makeDirectoriesPrivate } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { CircuitBreakers, discoverIntegrations, IntegrationRegistry, Scheduler, TaskMetrics } from '@assistant/runtime';
+import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
+import { queueEnqueue } from './inbound-enqueue.ts';
+import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 
@@ -18,13 +24,21 @@ export interface RunServerOptions {
   registry?: IntegrationRegistry;
 }
 
+/** How long listeners get to return after the shutdown signal before the server stops without them. */
+const listenerGraceMs = 10_000;
+
 /**
  * Listens on `server.host:server.port`, runs the schedules, and serves until `signal` aborts. Enqueues, never runs
  * tasks. Resolves once the server is closed.
  */
 export async function runServer(options: RunServerOptions): Promise<void> {
   const { config, logger, signal } = options;
-  const registry = options.registry ?? new IntegrationRegistry({ integrations: await discoverIntegrations(), config });
+  const registry =
+    options.registry ??
+    new IntegrationRegistry({
+      integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
+      config,
+    });
   const notes = new NoteStore({ root: config.paths.notes });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
@@ -55,22 +69,38 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger,
     breakers,
   });
+  const listeners = new ListenerSupervisor({
+    registry,
+    enqueue: (request) => queueEnqueue(queue, request),
+    logger,
+    configDir: path.dirname(config.paths.configFile),
+  });
   const app = createServer({
     config,
     logger,
     token,
     catalog: catalogFromRegistry(registry),
     registry,
-    status: { breakers: () => breakers.list(), schedules: () => scheduler.status() },
+    status: {
+      breakers: () => breakers.list(),
+      schedules: () => scheduler.status(),
+      listeners: () => listeners.status(),
+    },
     metrics,
+    signal,
   });
   try {
-    await app.listen({
-      host: config.server.host,
-      port: config.server.port,
-      listenTextResolver: (address) => `listening on ${address}`,
-    });
+    await app
+      .listen({
+        host: config.server.host,
+        port: config.server.port,
+        listenTextResolver: (address) => `listening on ${address}`,
+      })
+      .catch((error: unknown) => {
+        throw explainListenError(error, config.server);
+      });
     await scheduler.start();
+    listeners.start();
     const jobs = scheduler.status();
     logger.info(
       `${jobs.length} schedules: ${jobs.map((job) => `${job.id} next ${job.nextRunAt ?? 'never'}`).join('; ') || 'none'}`,
@@ -80,6 +110,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     }
     logger.info('stopping: closing connections');
   } finally {
+    await listeners.close({ graceMs: listenerGraceMs });
     await scheduler.close();
     await app.close();
   }

@@ -2,8 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadRuntime } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { loadRuntime } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { scheduledJobs } from './scheduled-jobs.ts';
@@ -34,7 +35,7 @@ integrations:
   - {type: system, name: system, schedule: {every: 2h}}
 `,
     );
-    const { config, registry } = await loadRuntime({ configPath, cwd: dir });
+    const { config, registry } = await loadRuntime({ installation, configPath, cwd: dir });
     const queue = await openFileTaskQueue({
       directory: config.paths.queue,
       dataDirectory: config.paths.dataDir,

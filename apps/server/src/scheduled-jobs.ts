@@ -1,5 +1,6 @@
+import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { EnqueueOutcome, TaskQueue } from '@assistant/queue';
-import type { IntegrationRegistry, ScheduledJob } from '@assistant/runtime';
+import type { ScheduledJob } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 
 export interface ScheduledJobsOptions {

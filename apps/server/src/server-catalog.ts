@@ -1,5 +1,8 @@
+import type { IntegrationRegistry } from '@assistant/integration-host';
+import type { TaskMetrics } from '@assistant/metrics';
 import type { JsonValue } from '@assistant/queue';
-import type { BreakerState, IntegrationRegistry, ScheduledJobStatus, TaskMetrics } from '@assistant/runtime';
+import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
+import type { ListenerStatus } from './listener-supervisor.ts';
 
 /** What the server needs to know about integrations: which task types exist and what a trigger enqueues. */
 export interface ServerCatalog {
@@ -16,10 +19,10 @@ export interface ServerCatalog {
 }
 
 /** The fields of a circuit breaker that /health shows. */
-export type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
+type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
 
 /** The fields of a scheduled job that /health shows. */
-export type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;
+type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;
 
 /** Where /health learns about circuit breakers and schedules; both live in the server process. */
 export interface ServerStatusSources {
@@ -27,6 +30,8 @@ export interface ServerStatusSources {
   breakers?: () => Promise<BreakerSummary[]>;
   /** Every scheduled job with its last and next run. @default none */
   schedules?: () => ScheduleSummary[];
+  /** The manifests' listeners the server runs, with their state. @default none */
+  listeners?: () => ListenerStatus[];
 }
 
 /**

@@ -1,22 +1,20 @@
 import path from 'node:path';
+import { enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent } from '@assistant/agent';
+import { evaluateRules } from '@assistant/automations';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import type { ChatModel } from '@assistant/llm';
-import type { HumanLog, NoteStore } from '@assistant/notes';
-import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import {
-  applySteering,
-  ControlFiles,
-  enqueueActions,
-  evaluateRules,
   type HandlerContext,
   type IntegrationRegistry,
   noteTranscript,
   type RuntimeInstance,
-  runActionOnce,
   type ScriptsContext,
-} from '@assistant/runtime';
+} from '@assistant/integration-host';
+import type { ChatModel } from '@assistant/llm';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
+import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
 
 /** What the worker shares between the contexts of all the tasks it runs. */

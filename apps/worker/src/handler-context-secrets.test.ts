@@ -2,8 +2,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { loadRuntime } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { loadRuntime } from '@assistant/runtime';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runWorker } from './run-worker.ts';
@@ -104,7 +105,11 @@ integrations:
   - {type: peek, name: theirs, password: !secret theirs_password, llm: other}
 `,
     );
-    const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+    const { config, registry } = await loadRuntime({
+      installation,
+      configPath: path.join(dir, 'config.yaml'),
+      cwd: dir,
+    });
     const queue = await openFileTaskQueue({
       directory: config.paths.queue,
       dataDirectory: config.paths.dataDir,

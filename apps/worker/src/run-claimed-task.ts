@@ -1,3 +1,5 @@
+import { checkActTask } from '@assistant/actions';
+import type { TaskHandler } from '@assistant/integration-host';
 import {
   type ClaimedTask,
   type FailOutcome,
@@ -8,13 +10,12 @@ import {
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
-import { checkActTask, type TaskHandler } from '@assistant/runtime';
 import type { Logger } from 'pino';
 import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
-export class TaskTimeoutError extends RetryableError {
+class TaskTimeoutError extends RetryableError {
   override name = 'TaskTimeoutError';
 }
 

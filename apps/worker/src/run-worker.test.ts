@@ -3,9 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { loadRuntime, type TaskHandler } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { type JsonValue, openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import { CircuitBreakers, loadRuntime, type TaskHandler } from '@assistant/runtime';
+import { CircuitBreakers } from '@assistant/scheduler';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -268,7 +270,11 @@ describe('runWorker', () => {
       path.join(dir, 'config.yaml'),
       `data_dir: ./data\nworker:\n  poll_interval: 50ms\nintegration_dirs: [${JSON.stringify(greeterFolder)}]\nintegrations:\n  - type: greeter\n    name: friendly\n    greeting: Hi\n    platforms:\n      people:\n        names: [Ada, Grace]\n`,
     );
-    const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+    const { config, registry } = await loadRuntime({
+      installation,
+      configPath: path.join(dir, 'config.yaml'),
+      cwd: dir,
+    });
     const queue = await openFileTaskQueue({
       directory: config.paths.queue,
       dataDirectory: config.paths.dataDir,

@@ -1,17 +1,14 @@
+import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
+import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
+import { discoverIntegrations } from '@assistant/manifests';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { type ClaimedTask, type JsonValue, openFileTaskQueue, type Task, type TaskQueue } from '@assistant/queue';
-import {
-  CircuitBreakers,
-  describeScriptSandbox,
-  discoverIntegrations,
-  IntegrationRegistry,
-  resolveScriptSandbox,
-  routeServiceResult,
-  type TaskHandler,
-  TaskMetrics,
-} from '@assistant/runtime';
+import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
+import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
@@ -62,7 +59,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const concurrency = options.concurrency ?? config.worker.concurrency;
   const registry =
     options.registry ??
-    (options.handlers ? undefined : new IntegrationRegistry({ integrations: await discoverIntegrations(), config }));
+    (options.handlers
+      ? undefined
+      : new IntegrationRegistry({
+          integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
+          config,
+        }));
   const handlers = options.handlers ?? (await (registry as IntegrationRegistry).loadHandlers());
   for (const changed of await ensureDataDirectories({ paths: config.paths })) {
     logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);

@@ -1,33 +1,9 @@
 import type { HandlerContext } from '@assistant/sdk';
 
-/** An email instance's settings, as the manifest declares them (validated and defaulted by config loading). */
-export interface EmailSettings {
-  imap_server?: string;
-  /** A local Maildir instead of IMAP (relative to config.yaml's folder). */
-  maildir?: string;
-  port: number;
-  tls: boolean;
-  username?: string;
-  password?: { reveal(): string; isSet: boolean; name: string };
-  mailbox: string;
-  limit: number;
-  /** Milliseconds. */
-  window: number;
-  archive_folder: string;
-  drafts_folder: string;
-  /** Milliseconds. */
-  connect_timeout: number;
-  /** The authserv-ids of the owner's own mail servers: only their Authentication-Results headers are trusted. */
-  authserv_ids: string[];
-  smtp?: {
-    host: string;
-    port: number;
-    tls: boolean;
-    username?: string;
-    password?: { reveal(): string; isSet: boolean; name: string };
-    from?: string;
-  };
-}
+import type { EmailSettings } from './settings.generated.ts';
+
+// The settings type is generated from manifest.yaml (`npm run generate:settings`), the one place they are declared.
+export type { EmailSettings };
 
 export type EmailContext<Payload = unknown> = HandlerContext<Payload, EmailSettings>;
 

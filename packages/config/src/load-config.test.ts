@@ -29,7 +29,7 @@ describe('good fixtures', async () => {
   });
 
   it('the repository default config.yaml has no errors in the keys every integration shares', async () => {
-    // The integrations' own settings are checked with their manifests, in packages/runtime's load-runtime test.
+    // The integrations' own settings are checked with their manifests, in packages/integration-host's load-runtime test.
     const text = await readFile(new URL('../../../config.yaml', import.meta.url), 'utf8');
     expect(parseConfig({ text }).errors.map(formatProblem)).toEqual([]);
   });

@@ -48,7 +48,7 @@ export function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[
 }
 
 /** Damerau-Levenshtein (optimal string alignment) distance, for "did you mean" hints. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const rows = a.length + 1;
   const cols = b.length + 1;
   const table: number[] = new Array<number>(rows * cols).fill(0);

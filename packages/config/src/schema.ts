@@ -46,7 +46,7 @@ function orEmpty<T extends z.ZodType>(schema: T, empty: () => z.input<T>) {
 
 // ---------------------------------------------------------------------------------------------- llms
 
-export const llmProfileSchema = z
+const llmProfileSchema = z
   .strictObject({
     base_url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' }),
     model: z.string().min(1),
@@ -75,7 +75,7 @@ export const llmProfileSchema = z
   }));
 
 /** The record/replay cache for LLM requests: for tests and development, off by default. */
-export const llmCacheSchema = z
+const llmCacheSchema = z
   .strictObject({
     mode: z.enum(['off', 'record', 'replay', 'auto']).default('off'),
     directory: z.string().min(1).default('./llm-cache'),
@@ -180,7 +180,7 @@ const markYolo = (action: Action): Action => ({ ...action, yolo: true });
 const action = z.union([actionBody, yoloTagged(actionBody).transform(markYolo)]);
 
 /** `then:` one action or a list; `!yolo` on an action or on the whole list. */
-export const thenSchema = z.union([
+const thenSchema = z.union([
   action.transform((single) => [single]),
   z.array(action).min(1, { error: '`then` needs at least one action' }),
   yoloTagged(z.array(actionBody).min(1)).transform((list) => list.map(markYolo)),
@@ -200,7 +200,7 @@ export type Action =
 
 const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
 
-export const automationSchema = z
+const automationSchema = z
   .strictObject({
     name: z.string().min(1).optional(),
     when: z.record(z.string().min(1), conditionValue),
@@ -393,7 +393,7 @@ function integrationSchema(types: readonly IntegrationConfigSchema[] | undefined
 
 // ------------------------------------------------------------------------------------------- scripts
 
-export const scriptSchema = z
+const scriptSchema = z
   .strictObject({
     description: z.string().optional(),
     shell: z.string().min(1).optional(),
@@ -425,7 +425,7 @@ export type { QueueConfig, QueuePolicy };
 
 // ------------------------------------------------------------------------------------ server, worker
 
-export const serverSchema = z
+const serverSchema = z
   .strictObject({
     host: z.string().min(1).default('127.0.0.1'),
     port: z.int().min(0).max(65_535).default(6767),
@@ -449,7 +449,7 @@ export const serverSchema = z
     ...(value.token ? { token: value.token } : {}),
   }));
 
-export const workerSchema = z
+const workerSchema = z
   .strictObject({
     concurrency: z.int().min(1).max(256).default(2),
     poll_interval: duration.default(1_000),
@@ -467,14 +467,14 @@ export const workerSchema = z
     sandbox: value.sandbox,
   }));
 
-export const circuitBreakerSchema = z
+const circuitBreakerSchema = z
   .strictObject({
     failures: z.int().min(1).max(1_000).default(5),
     pause: duration.default(300_000),
   })
   .transform((value) => ({ failures: value.failures, pauseMs: value.pause }));
 
-export const approvalsSchema = z
+const approvalsSchema = z
   .strictObject({ expires: duration.default(86_400_000) })
   .transform((value) => ({ expiresMs: value.expires }));
 

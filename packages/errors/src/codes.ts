@@ -12,6 +12,7 @@ export const errorCodes = {
   USAGE: 'The command line or an ASSISTANT_* environment variable was not understood.',
   // Processes.
   CHILD_EXITED: '`assistant start` stopped because the server or the worker exited.',
+  PORT_IN_USE: 'The server cannot listen: another process (often a second Assistant) holds `server.host:server.port`.',
   // The LLM layer.
   LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',
   LLM_OUTPUT_INVALID: 'An LLM kept answering with output that does not match the requested schema.',

@@ -12,10 +12,10 @@ const registered = new Set<string>();
 let patterns: string[] = [];
 
 /** Values shorter than this are not scrubbed: replacing every `abc` in every log would garble it and protect nothing. */
-export const minScrubbedSecretLength = 6;
+const minScrubbedSecretLength = 6;
 
 /** What a scrubbed secret reads as. */
-export const scrubbedSecretText = '[secret]';
+const scrubbedSecretText = '[secret]';
 
 /** Remembers a secret value so `scrubSecrets` removes it (and its common encodings) from text from now on. */
 export function registerSecretValue(value: string): void {
@@ -44,7 +44,7 @@ export function scrubSecrets(text: string): string {
 }
 
 /** True when `text` holds a registered secret in any of its forms. */
-export function containsSecret(text: string): boolean {
+function containsSecret(text: string): boolean {
   return patterns.some((pattern) => text.includes(pattern));
 }
 

@@ -91,7 +91,7 @@ describe('createOpenAiChatModel', () => {
     const model = await modelWith([{ text: 'slow', delayMs: 30_000 }]);
     const controller = new AbortController();
     const pending = model.chat({ messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
-    await waitFor(() => (server?.requests.length ?? 0) === 1);
+    await waitFor(() => (server?.requests.length ?? 0) === 1, 'the request to reach the fake server');
     controller.abort(new Error('the owner stopped it'));
     await expect(pending).rejects.toBeInstanceOf(LlmAbortedError);
     expect(server?.requests).toHaveLength(1);
@@ -191,6 +191,11 @@ describe('Conversation.structured', () => {
   });
 });
 
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+/** Polls `condition` every 5 ms; fails naming `what` after 10 s rather than hanging until the test times out. */
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }

@@ -78,7 +78,10 @@ export async function runProcessMain<Loaded extends LoadedProcessConfig = Loaded
     process.exitCode = usage ? 2 : 1;
     const message = error instanceof Error ? error.message : String(error);
     const hint = isAssistantError(error) && error.hint ? `\nhint: ${error.hint}` : '';
-    if (logger) logger.fatal({ err: error }, message);
+    // An AssistantError was raised on purpose and says what to do: its message and hint, not a stack. Anything else
+    // is a bug, and the stack is what a bug report needs.
+    if (logger && isAssistantError(error)) logger.fatal({ code: error.code }, `${message}${hint}`);
+    else if (logger) logger.fatal({ err: error }, message);
     else process.stderr.write(scrubSecrets(`${options.name}: ${message}${hint}\n`));
   } finally {
     process.off('SIGINT', stop);

@@ -46,6 +46,7 @@ export {
   type JsonValue,
   jsonValueSchema,
   type ParseTaskFileOptions,
+  parseNamedTaskFile,
   parseTaskFile,
   type Task,
   type TaskAttempt,

@@ -1,5 +1,17 @@
-// What an integration's handlers import. Re-exports only: the code lives in the runtime, the agent, the LLM layer
-// and the queue.
+// What an integration's handlers import. Re-exports only: the code lives in the actions, the integration host, the
+// script sandbox, the agent, the LLM layer and the queue.
+
+export {
+  ActionNotTakenError,
+  type ActPayload,
+  actPayloadSchema,
+  type EnqueueActionsResult,
+  expireApprovals,
+  type PlannedAction,
+  type RunActionOnceResult,
+  renderTemplate,
+  runActionOnce,
+} from '@assistant/actions';
 export {
   type AgentResult,
   defineTool,
@@ -8,31 +20,27 @@ export {
   type Tool,
   type ToolContext,
 } from '@assistant/agent';
-export { type ChatMessage, type ChatModel, Conversation } from '@assistant/llm';
+export type { AutomationMatch, ItemFacts } from '@assistant/automations';
+export type { Secret } from '@assistant/config';
+export type {
+  AgentTaskOptions,
+  HandlerContext,
+  HandlerEnqueueOptions,
+  HumanLogDetails,
+  InboundEnqueue,
+  InboundEnqueueOptions,
+  InboundEnqueueOutcome,
+  InstanceContext,
+  ListenerContext,
+  ListenerFunction,
+  PlatformContext,
+  ScriptsContext,
+  TaskHandler,
+  WebhookContext,
+  WebhookFunction,
+  WebhookReply,
+  WebhookRequest,
+} from '@assistant/integration-host';
+export { type ChatMessage, type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';
-export {
-  ActionNotTakenError,
-  type ActPayload,
-  type AgentTaskOptions,
-  type AutomationMatch,
-  actPayloadSchema,
-  type EnqueueActionsResult,
-  expireApprovals,
-  fenceUntrusted,
-  type HandlerContext,
-  type HandlerEnqueueOptions,
-  type HumanLogDetails,
-  type InstanceContext,
-  type ItemFacts,
-  type PlannedAction,
-  type PlatformContext,
-  type RunActionOnceResult,
-  renderTemplate,
-  runActionOnce,
-  runScript,
-  SandboxUnavailableError,
-  ScriptFailedError,
-  type ScriptsContext,
-  ScriptTimeoutError,
-  type TaskHandler,
-} from '@assistant/runtime';
+export { runScript, SandboxUnavailableError, ScriptFailedError, ScriptTimeoutError } from '@assistant/sandbox';

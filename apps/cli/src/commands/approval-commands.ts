@@ -1,12 +1,12 @@
-import { HumanLog, NoteStore } from '@assistant/notes';
-import { openFileTaskQueue } from '@assistant/queue';
 import {
   type ApprovalRequest,
   decideApproval,
   describeAction,
   listApprovals,
   requestManualAction,
-} from '@assistant/runtime';
+} from '@assistant/actions';
+import { HumanLog, NoteStore } from '@assistant/notes';
+import { openFileTaskQueue } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';

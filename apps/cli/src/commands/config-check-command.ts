@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { formatDuration, type LoadedConfig, nextRuns } from '@assistant/config';
-import type { IntegrationRegistry, RuntimeInstance } from '@assistant/runtime';
+import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integration-host';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -44,12 +44,14 @@ function summarise(config: LoadedConfig, registry: IntegrationRegistry, now = ne
   if (instances.length === 0) lines.push('  integrations: none');
   else {
     lines.push(`  integrations: ${instances.length}`);
-    for (const instance of instances) lines.push(...describeIntegration(instance, now));
+    // What the server will actually schedule: enabled instances with a schedule and at least one enabled platform.
+    const scheduled = new Set(registry.scheduledInstances().map(({ instance }) => instance.name));
+    for (const instance of instances) lines.push(...describeIntegration(instance, scheduled.has(instance.name), now));
   }
   return lines;
 }
 
-function describeIntegration(integration: RuntimeInstance, now: Date): string[] {
+function describeIntegration(integration: RuntimeInstance, scheduled: boolean, now: Date): string[] {
   const platforms = Object.values(integration.platforms)
     .filter((platform) => platform.enabled)
     .map((platform) => platform.name);
@@ -63,6 +65,11 @@ function describeIntegration(integration: RuntimeInstance, now: Date): string[] 
     schedule.kind === 'every'
       ? `every ${formatDuration(schedule.everyMs)}`
       : `cron "${schedule.expression}"${schedule.timezone ? ` (${schedule.timezone})` : ''}`;
+  // Listing run times for an instance the server will not schedule would tell the owner it runs.
+  if (!scheduled) {
+    const why = integration.enabled ? 'none: no platform is enabled' : 'none while disabled';
+    return [`${head}, ${every}`, `      next runs: ${why}`];
+  }
   const runs = nextRuns(schedule, { count: 3, from: now }).map(formatLocalTime);
   return [`${head}, ${every}`, `      next runs: ${runs.join(', ')}`];
 }

@@ -1,6 +1,7 @@
 import { ConfigError, formatProblem, type LoadedConfig } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
-import { type IntegrationRegistry, ignoredPackageIntegrations } from '@assistant/runtime';
+import { type IntegrationRegistry, ignoredPackageIntegrations } from '@assistant/integration-host';
+import { installation } from '@assistant/process';
 import type { CliContext } from '../cli-context.ts';
 import { checkDataDirectories } from '../doctor/check-data-directories.ts';
 import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
@@ -59,7 +60,7 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   print(await Promise.all(profiles.map(([name, profile]) => checkLlmProfile({ name, profile }))));
   if (config.integrations.length === 0) print([{ ok: true, message: 'integrations: none configured' }]);
   print(config.integrations.map(checkIntegrationCredentials));
-  const ignored = await ignoredPackageIntegrations(config);
+  const ignored = await ignoredPackageIntegrations(config, installation);
   if (ignored.length > 0) {
     print([
       {

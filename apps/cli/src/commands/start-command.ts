@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { AssistantError } from '@assistant/errors';
+import { assertPortFree } from '@assistant/process';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { listenForShutdown } from '../listen-for-shutdown.ts';
@@ -26,6 +27,8 @@ const stopMarginMs = 5_000;
 export async function startCommand(options: StartCommandOptions): Promise<void> {
   const { context } = options;
   const { config } = await loadCliConfig(options);
+  // A taken port (most often a second Assistant) stops us here with one line, before any child starts.
+  if (config.server.port !== 0) await assertPortFree(config.server);
   const say = (line: string) => context.stdout.write(`[assistant] ${line}\n`);
   // Forward flags such as --experimental-strip-types that this Node needed to run TypeScript; not --inspect,
   // whose port two children would fight over.

@@ -1,5 +1,5 @@
 import { AssistantError } from '@assistant/errors';
-import { type ControlEvent, ControlFiles, type SteeringAction, steeringActions } from '@assistant/runtime';
+import { type ControlEvent, ControlFiles, type SteeringAction, steeringActions } from '@assistant/steering';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';

@@ -1,7 +1,7 @@
+import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { taskIdPattern } from '@assistant/queue';
-import { rerouteTask } from '@assistant/runtime';
 import type { CliContext } from '../cli-context.ts';
 import { formatTaskRecord } from '../format-task-record.ts';
 import type { GlobalOptions } from '../global-options.ts';

@@ -1,4 +1,4 @@
-import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/runtime';
+import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import type { DoctorCheck } from './doctor-check.ts';
 
 export interface CheckScriptSandboxOptions {

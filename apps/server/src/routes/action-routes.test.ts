@@ -2,9 +2,11 @@ import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkActTask, listApprovals, readApproval } from '@assistant/actions';
+import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
-import { checkActTask, listApprovals, loadRuntime, readApproval } from '@assistant/runtime';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AssistantServer, createServer } from '../create-server.ts';
@@ -33,7 +35,7 @@ async function setup() {
     path.join(dir, 'config.yaml'),
     `data_dir: ./data\nintegration_dirs: [./greeter]\nintegrations:\n  - {type: greeter, name: friendly}\n`,
   );
-  const { config, registry } = await loadRuntime({ configPath: path.join(dir, 'config.yaml'), cwd: dir });
+  const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
   const notes = new NoteStore({ root: config.paths.notes });
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
   const app = createServer({ config, registry, catalog: catalogFromRegistry(registry), token });

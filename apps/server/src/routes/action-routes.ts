@@ -1,7 +1,8 @@
+import { requestManualAction } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import { type IntegrationRegistry, requestManualAction } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';

@@ -1,6 +1,6 @@
+import { decideApproval, listApprovals } from '@assistant/actions';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import { decideApproval, listApprovals } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';

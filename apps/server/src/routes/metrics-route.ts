@@ -1,5 +1,5 @@
+import { mergeSnapshots, parseSnapshots, renderPrometheus } from '@assistant/metrics';
 import type { TaskQueue } from '@assistant/queue';
-import { mergeSnapshots, parseSnapshots, renderPrometheus } from '@assistant/runtime';
 import type { AssistantServer } from '../create-server.ts';
 import { workerLiveness } from '../health-route.ts';
 import type { RouteTable } from '../route-table.ts';

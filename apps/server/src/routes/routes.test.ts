@@ -2,8 +2,8 @@ import { chmod, mkdir, mkdtemp, readdir, rename, rm, utimes, writeFile } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { TaskMetrics } from '@assistant/metrics';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import { TaskMetrics } from '@assistant/runtime';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -433,6 +433,7 @@ describe('/docs/openapi.json', () => {
         'POST /api/tasks/{id}/steer',
         'GET /api/tasks/{id}/events',
         'POST /api/integrations/{name}/{platform}/trigger',
+        'POST /api/integrations/{instance}/hooks/{name}',
         'GET /api/notes',
         'GET /api/notes/{path}',
         'GET /metrics',

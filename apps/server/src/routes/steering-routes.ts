@@ -1,6 +1,6 @@
 import { AssistantError } from '@assistant/errors';
 import type { TaskQueue, TaskState } from '@assistant/queue';
-import { ControlFiles, steeringActions } from '@assistant/runtime';
+import { ControlFiles, steeringActions } from '@assistant/steering';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';

@@ -1,4 +1,6 @@
+import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
+import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import {
   jsonValueSchema,
@@ -10,7 +12,6 @@ import {
   taskStates,
   taskTypePattern,
 } from '@assistant/queue';
-import { type IntegrationRegistry, rerouteTask } from '@assistant/runtime';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import type { DataPaths } from '../data-paths.ts';
@@ -197,7 +198,7 @@ function listEntry(entry: TaskEntry) {
  * A task as the API shows it. The error's stack stays in the file: it describes our internals, not the task. So do
  * the workers' ids (host name and pid): they describe the machine, and the path is relative to the data directory.
  */
-export function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
+function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
   const shownPath = record.location;
   if (!record.task) {
     return {

@@ -19,12 +19,13 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** Polls the index until `find` returns something, as the watcher reports a hand edit. */
-async function eventually<T>(find: () => Promise<T[]>, timeoutMs = 10_000): Promise<T[]> {
+/** Polls the index until `find` returns something, as the watcher reports a hand edit; fails naming `what`. */
+async function eventually<T>(find: () => Promise<T[]>, what: string, timeoutMs = 10_000): Promise<T[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = await find();
-    if (found.length > 0 || Date.now() > deadline) return found;
+    if (found.length > 0) return found;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -56,9 +57,11 @@ describe('typed note stores', () => {
     await mail.open();
     closers.push(() => mail.close());
     await writeFile(path.join(root, 'email/personal/9.md'), '---\nmessage_id: "<hand@x>"\n---\n');
-    expect((await eventually(() => mail.findBy('message_id', '<hand@x>'))).map((note) => note.path)).toEqual([
-      'email/personal/9.md',
-    ]);
+    expect(
+      (await eventually(() => mail.findBy('message_id', '<hand@x>'), 'the index to pick up the hand-written note')).map(
+        (note) => note.path,
+      ),
+    ).toEqual(['email/personal/9.md']);
     await writeFile(path.join(root, 'email/personal/bad.md'), '---\nuid: 3\n---\n');
     await expect(mail.read('email/personal/bad.md')).rejects.toThrow(InvalidNoteError);
     await expect(mail.read('email/personal/bad.md')).rejects.toThrow(/^email\/personal\/bad\.md: message_id: /);

@@ -1,0 +1,324 @@
+import { type AutomationMatch, provenances } from '@assistant/automations';
+import { AssistantError } from '@assistant/errors';
+import type { BrokenNoteError, HumanLog, NoteStore } from '@assistant/notes';
+import type { TaskQueue } from '@assistant/queue';
+import * as z from 'zod';
+import {
+  approvalId,
+  describe,
+  type EnqueueActionsResult,
+  enqueueActions,
+  plannedActionSchema,
+  plannedForApproval,
+} from './enqueue-actions.ts';
+
+/** Approval requests live here, one note each, named by their id. */
+export const approvalsFolder = 'approvals';
+
+const approvalSchema = z.looseObject({
+  id: z.string(),
+  status: z.enum(['pending', 'approved', 'rejected', 'expired']),
+  created_at: z.string(),
+  expires_at: z.string(),
+  instance: z.string(),
+  domain: z.string(),
+  platform: z.string(),
+  rule: z.string(),
+  /** Absent for a person's own request (`provenance: manual`). */
+  rule_index: z.int().min(0).optional(),
+  provenance: z.enum(provenances),
+  reason: z.string(),
+  item: z.string(),
+  title: z.string(),
+  actions: z.array(plannedActionSchema).min(1),
+  decided_at: z.string().optional(),
+  decided_by: z.string().optional(),
+  tasks: z.array(z.string()).optional(),
+});
+export type ApprovalRequest = z.infer<typeof approvalSchema>;
+
+const idPattern = /^ap-[0-9a-f]{12}$/;
+
+/** Whether `id` has the form of an approval id (`ap-` and 12 hex digits). */
+export function isApprovalId(id: string): boolean {
+  return idPattern.test(id);
+}
+
+export interface CreateApprovalRequestOptions {
+  notes: NoteStore;
+  humanLog?: Pick<HumanLog, 'write'>;
+  instance: string;
+  domain: string;
+  platform: string;
+  notePath: string;
+  /**
+   * The item note's frontmatter, for what each action is done to (`enqueueActions` passes the note it read). Absent,
+   * the actions show no target.
+   */
+  item?: Record<string, unknown>;
+  title: string;
+  match: AutomationMatch;
+  expiresMs: number;
+  nowMs: number;
+}
+
+/**
+ * Parks a rule's actions for one item as a note a person reads and decides on. The id is derived from the
+ * instance, platform, item, rule and actions, so later cycles that see the same item find the request (whatever
+ * its status) and do not ask again.
+ */
+export async function createApprovalRequest(
+  options: CreateApprovalRequestOptions,
+): Promise<{ id: string; path: string; created: boolean }> {
+  const { match } = options;
+  const id = approvalId({
+    instance: options.instance,
+    platform: options.platform,
+    notePath: options.notePath,
+    ruleIndex: match.ruleIndex,
+    keys: match.actions.map((action) => action.key),
+  });
+  const notePath = `${approvalsFolder}/${id}.md`;
+  if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
+  const actions = match.actions.map((action) => plannedForApproval(action, options.item ?? {}));
+  const request: ApprovalRequest = {
+    id,
+    status: 'pending',
+    created_at: new Date(options.nowMs).toISOString(),
+    expires_at: new Date(options.nowMs + options.expiresMs).toISOString(),
+    instance: options.instance,
+    domain: options.domain,
+    platform: options.platform,
+    rule: match.rule,
+    ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
+    provenance: match.provenance,
+    reason: match.reason,
+    item: options.notePath,
+    title: options.title,
+    actions,
+  };
+  const list = actions.map((action) => `- ${describe(action)} (${action.tier.replace('_', ' ')})`).join('\n');
+  const targets = actions.flatMap((action) => (action.target ? [`\`${action.target.field}\``] : []));
+  const body = [
+    `# Approve ${actions.map((action) => describe(action)).join(', ')} for ${options.title}?`,
+    '',
+    `Rule "${match.rule}" of ${options.instance}/${options.platform} matched because ${match.reason}`,
+    `(${match.provenance} provenance), and it needs a person's approval before it acts:`,
+    '',
+    list,
+    '',
+    ...(targets.length > 0
+      ? [`What follows \`→\` is what the action is done to: the item's ${targets.join(', ')} when this was asked.`, '']
+      : []),
+    `The item: [${options.notePath}](../${options.notePath})`,
+    '',
+    `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
+    `${request.expires_at} and nothing happens.`,
+    '',
+  ].join('\n');
+  try {
+    await options.notes.create(notePath, { data: request as never, body });
+  } catch (error) {
+    // Another worker made the same request a moment ago: the same id, the same content.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { id, path: notePath, created: false };
+    throw error;
+  }
+  await options.humanLog?.write({
+    source: `${options.instance}/${options.platform}`,
+    message: `asked for approval to ${actions.map((action) => describe(action)).join(', ')} for ${options.title}`,
+    reason: `rule "${match.rule}" (${match.provenance}) needs approval: ${match.reason}`,
+    link: notePath,
+  });
+  return { id, path: notePath, created: true };
+}
+
+/** Reads an approval request; undefined when there is none, an error when its note is broken. */
+export async function readApproval(notes: NoteStore, id: string): Promise<ApprovalRequest | undefined> {
+  if (!isApprovalId(id))
+    throw new AssistantError('BAD_REQUEST', `\`${id}\` is not an approval id (ap- and 12 hex digits)`);
+  const note = await notes.read(`${approvalsFolder}/${id}.md`);
+  if (!note) return undefined;
+  return parseApproval(id, note.data);
+}
+
+function parseApproval(id: string, data: unknown): ApprovalRequest {
+  const checked = approvalSchema.safeParse(data);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `approval ${id} cannot be read: ${issue?.path.join('.')}: ${issue?.message}`,
+      {
+        hint: `fix ${approvalsFolder}/${id}.md by hand`,
+      },
+    );
+  }
+  return checked.data;
+}
+
+/** Every approval request, newest first; broken notes are passed to `onBroken` and left alone. */
+export async function listApprovals(
+  notes: NoteStore,
+  options: { status?: ApprovalRequest['status']; onBroken?: (message: string) => void } = {},
+): Promise<ApprovalRequest[]> {
+  const found: ApprovalRequest[] = [];
+  for (const note of await notes.query({
+    folder: approvalsFolder,
+    onBroken: (error: BrokenNoteError) => options.onBroken?.(error.message),
+  })) {
+    const checked = approvalSchema.safeParse(note.data);
+    if (!checked.success) {
+      options.onBroken?.(`${note.path}: not an approval request`);
+      continue;
+    }
+    if (options.status === undefined || checked.data.status === options.status) found.push(checked.data);
+  }
+  return found.sort((left, right) => right.created_at.localeCompare(left.created_at));
+}
+
+export interface DecideApprovalOptions {
+  notes: NoteStore;
+  queue: TaskQueue;
+  humanLog?: Pick<HumanLog, 'write'>;
+  id: string;
+  decision: 'approve' | 'reject';
+  /** Who decided, for the record: `cli`, `api`. */
+  by: string;
+  nowMs?: number;
+}
+
+export interface DecideApprovalResult {
+  request: ApprovalRequest;
+  enqueued?: EnqueueActionsResult['enqueued'];
+}
+
+/**
+ * A person's decision on a request. Approving enqueues the actions (recorded on the item like any other, so they are
+ * still taken only once); rejecting drops them. A request decided already, or past its expiry, is refused with
+ * CONFLICT and left as it is (an expired one is marked expired).
+ */
+export async function decideApproval(options: DecideApprovalOptions): Promise<DecideApprovalResult> {
+  const nowMs = options.nowMs ?? Date.now();
+  const found = await readApproval(options.notes, options.id);
+  if (!found) throw new AssistantError('NOT_FOUND', `no approval request ${options.id}`);
+  const notePath = `${approvalsFolder}/${options.id}.md`;
+  const decided = { decided_at: new Date(nowMs).toISOString(), decided_by: options.by };
+  // Check and decide in one step under the note's lock: of two people (or processes) deciding at once, exactly one
+  // finds the request pending; the others get CONFLICT and the note keeps the first decision.
+  let request = found;
+  let expired = false;
+  await options.notes.update(notePath, {
+    change: (current) => {
+      request = parseApproval(options.id, current.data);
+      expired = false;
+      if (request.status !== 'pending') {
+        throw new AssistantError(
+          'CONFLICT',
+          `approval ${options.id} was ${request.status} already${request.decided_at ? ` at ${request.decided_at}` : ''}`,
+        );
+      }
+      if (Date.parse(request.expires_at) <= nowMs) {
+        expired = true;
+        return { set: { status: 'expired', decided_at: decided.decided_at, decided_by: 'expiry' } };
+      }
+      return { set: { status: options.decision === 'approve' ? 'approved' : 'rejected', ...decided } };
+    },
+  });
+  if (expired) {
+    await logExpiry(options, request);
+    throw new AssistantError('CONFLICT', `approval ${options.id} expired at ${request.expires_at}; nothing was done`);
+  }
+  if (options.decision === 'reject') {
+    await options.humanLog?.write({
+      source: 'approvals',
+      message: `rejected ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}`,
+      reason: `a person (${options.by}) said no to ${request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
+      link: notePath,
+    });
+    return { request: { ...request, status: 'rejected', ...decided } };
+  }
+  const approved: ApprovalRequest = { ...request, status: 'approved', ...decided };
+  const result = await enqueueApproved(options, approved, nowMs);
+  return { request: { ...approved, tasks: result.enqueued.map((entry) => entry.task) }, enqueued: result.enqueued };
+}
+
+/** Enqueues the actions of an approved request, citing it, and records their tasks on it. */
+export async function enqueueApproved(
+  options: { notes: NoteStore; queue: TaskQueue; humanLog?: Pick<HumanLog, 'write'> },
+  request: ApprovalRequest,
+  nowMs: number,
+): Promise<EnqueueActionsResult> {
+  const match: AutomationMatch = {
+    rule: request.rule,
+    ...(request.rule_index === undefined ? {} : { ruleIndex: request.rule_index }),
+    provenance: request.provenance,
+    reason: request.reason,
+    approval: true,
+    actions: request.actions.map((action) => ({
+      kind: action.kind,
+      name: action.name,
+      key: action.key,
+      tier: action.tier,
+      yolo: action.yolo,
+      ...(action.argument === undefined ? {} : { argument: action.argument as never }),
+      ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
+      ...(action.human_log === undefined ? {} : { humanLog: action.human_log }),
+      ...(action.on_result === undefined ? {} : { onResult: action.on_result as never }),
+    })),
+  };
+  const result = await enqueueActions({
+    notes: options.notes,
+    queue: options.queue,
+    ...(options.humanLog ? { humanLog: options.humanLog } : {}),
+    instance: request.instance,
+    domain: request.domain,
+    platform: request.platform,
+    notePath: request.item,
+    title: request.title,
+    matches: [match],
+    approvalExpiresMs: 0,
+    approvedBy: { approval: request.id },
+    // A person's own request is this person asking now: what can be undone is done again each time they ask.
+    repeatReversible: request.provenance === 'manual',
+    nowMs,
+  });
+  const tasks = result.enqueued.map((entry) => entry.task);
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, { set: { tasks: [...new Set(tasks)] } });
+  return result;
+}
+
+async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
+  await options.humanLog?.write({
+    source: 'approvals',
+    message: `dropped ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}: nobody approved it in time`,
+    reason: `approval for rule "${request.rule}" expired at ${request.expires_at}`,
+    link: `${approvalsFolder}/${request.id}.md`,
+  });
+}
+
+/** Marks every pending request past its expiry as expired, with a human-log line each. Returns their ids. */
+export async function expireApprovals(options: {
+  notes: NoteStore;
+  humanLog?: Pick<HumanLog, 'write'>;
+  nowMs?: number;
+}): Promise<string[]> {
+  const nowMs = options.nowMs ?? Date.now();
+  const expired: string[] = [];
+  for (const request of await listApprovals(options.notes, { status: 'pending' })) {
+    if (Date.parse(request.expires_at) > nowMs) continue;
+    // Only a request still pending under the lock: one approved a moment ago stays approved.
+    let stillPending = false;
+    await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+      change: (current) => {
+        stillPending = current.data.status === 'pending';
+        return stillPending
+          ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
+          : {};
+      },
+    });
+    if (!stillPending) continue;
+    await logExpiry(options, request);
+    expired.push(request.id);
+  }
+  return expired;
+}

@@ -1,0 +1,353 @@
+import { createHash } from 'node:crypto';
+import { type AutomationMatch, type Provenance, provenances, type ResolvedAction } from '@assistant/automations';
+import { reversibilityTiers } from '@assistant/manifests';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, JsonValue, TaskQueue } from '@assistant/queue';
+import * as z from 'zod';
+import { createApprovalRequest } from './approvals.ts';
+import { renderInputs } from './render-template.ts';
+
+/** One action as an act task or an approval request carries it. */
+export const plannedActionSchema = z.strictObject({
+  kind: z.enum(['platform', 'script', 'service']),
+  name: z.string(),
+  key: z.string(),
+  tier: z.enum(reversibilityTiers),
+  yolo: z.boolean(),
+  argument: z.unknown().optional(),
+  inputs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  human_log: z.string().optional(),
+  on_result: z.array(z.record(z.string(), z.unknown())).optional(),
+  /**
+   * What the action is done to, as the item showed it when the request was made (approval requests only): the
+   * manifest's `target` field of the item and its value, absent when the item has none.
+   */
+  target: z.strictObject({ field: z.string(), value: z.string().optional() }).optional(),
+});
+export type PlannedAction = z.infer<typeof plannedActionSchema>;
+
+/** The payload of a platform's `act` task: the item, the actions, and the rule that decided them. */
+export const actPayloadSchema = z.looseObject({
+  item: z.string(),
+  rule: z.string(),
+  /** The rule's place in its platform's `automations:`; absent for an action a person asked for by hand. */
+  rule_index: z.int().min(0).optional(),
+  provenance: z.enum(provenances),
+  actions: z.array(plannedActionSchema).min(1),
+  /** The approval request a person approved, for actions that needed one. */
+  approval: z.string().optional(),
+});
+export type ActPayload = z.infer<typeof actPayloadSchema>;
+
+/** One entry of an item note's `actions_taken`. */
+export interface ActionTaken {
+  action: string;
+  rule: string;
+  provenance: Provenance;
+  at: string;
+  task?: string;
+  approval?: string;
+}
+
+export interface EnqueueActionsOptions {
+  notes: NoteStore;
+  queue: TaskQueue;
+  humanLog?: Pick<HumanLog, 'write'>;
+  /** The instance, its integration's domain and the platform the item belongs to. */
+  instance: string;
+  domain: string;
+  platform: string;
+  /** The item's note, relative to the notes root; its frontmatter is the data templates see. */
+  notePath: string;
+  /** How people recognise the item in logs: a subject, a title. @default the note path */
+  title?: string;
+  matches: readonly AutomationMatch[];
+  /** How long approval requests wait. */
+  approvalExpiresMs: number;
+  /** Set when a person approved these matches: they run instead of asking again. */
+  approvedBy?: { approval: string };
+  /**
+   * A person asked for these actions by hand, now: the ones that can be undone run every time they ask (flag, unflag,
+   * flag again), recorded each time; irreversible ones are still taken once per item. @default false
+   */
+  repeatReversible?: boolean;
+  nowMs?: number;
+}
+
+export interface EnqueueActionsResult {
+  enqueued: { key: string; type: string; task: string }[];
+  /** Actions already on the item's `actions_taken`: never taken twice. */
+  skipped: { key: string; reason: string }[];
+  approvals: { id: string; path: string; created: boolean }[];
+}
+
+/**
+ * Takes the actions of matched rules for one item: scripts become one `script.run` task each, services one
+ * `service.{domain}.{service}` task each, platform actions go together into the platform's `act` task. A rule that
+ * needs approval becomes an approval request instead. Every action taken is recorded in the item note's
+ * `actions_taken` before its task is enqueued: after a crash in between the action is recorded but not done (at most
+ * once, which is the safe side for actions that cannot be undone), and no later cycle takes it again.
+ */
+export async function enqueueActions(options: EnqueueActionsOptions): Promise<EnqueueActionsResult> {
+  const nowMs = options.nowMs ?? Date.now();
+  const result: EnqueueActionsResult = { enqueued: [], skipped: [], approvals: [] };
+  const note = await options.notes.read(options.notePath);
+  if (!note) throw new Error(`enqueueActions: no note ${options.notePath}`);
+  const data = note.data as Record<string, unknown>;
+  const title = options.title ?? options.notePath;
+
+  for (const match of options.matches) {
+    if (match.approval && !options.approvedBy) {
+      const approval = await createApprovalRequest({
+        notes: options.notes,
+        ...(options.humanLog ? { humanLog: options.humanLog } : {}),
+        instance: options.instance,
+        domain: options.domain,
+        platform: options.platform,
+        notePath: options.notePath,
+        item: data,
+        title,
+        match,
+        expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
+        nowMs,
+      });
+      result.approvals.push(approval);
+      continue;
+    }
+    const approval = options.approvedBy?.approval;
+    // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
+    // only one finds an action untaken and takes it. An action listed twice counts once.
+    const repeatable = (action: ResolvedAction) => options.repeatReversible === true && action.tier !== 'irreversible';
+    const fresh = await recordActionsTaken(
+      options.notes,
+      options.notePath,
+      uniqueByKey(match.actions),
+      repeatable,
+      (action) => ({
+        action: action.key,
+        rule: match.rule,
+        provenance: match.provenance,
+        at: new Date(nowMs).toISOString(),
+        ...(approval ? { approval } : {}),
+      }),
+    );
+    for (const action of uniqueByKey(match.actions)) {
+      if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
+    }
+    if (fresh.length === 0) continue;
+
+    const templateData = { ...data, item: options.notePath };
+    const platformActions = fresh.filter((action) => action.kind === 'platform');
+    const taskIds = new Map<string, string>();
+    if (platformActions.length > 0) {
+      const type = `${options.domain}.${options.platform}.act`;
+      const payload: ActPayload = {
+        item: options.notePath,
+        rule: match.rule,
+        ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
+        provenance: match.provenance,
+        actions: platformActions.map(planned),
+        ...(approval ? { approval } : {}),
+      };
+      const task = await enqueued(options.queue, {
+        type,
+        payload: payload as unknown as JsonValue,
+        integration: options.instance,
+        priority: 7,
+      });
+      for (const action of platformActions) taskIds.set(action.key, task);
+      result.enqueued.push(...platformActions.map((action) => ({ key: action.key, type, task })));
+    }
+    for (const action of fresh) {
+      if (action.kind === 'platform') continue;
+      const inputs = renderInputs(action.inputs, templateData);
+      // The gate finds the rule by its index (names need not be unique) and checks it still asks for this action.
+      const requestedBy = {
+        instance: options.instance,
+        platform: options.platform,
+        item: options.notePath,
+        rule: match.rule,
+        ...(match.ruleIndex === undefined ? {} : { rule_index: match.ruleIndex }),
+      };
+      let type: string;
+      let task: string;
+      if (action.kind === 'script') {
+        type = 'script.run';
+        task = await enqueued(options.queue, {
+          type,
+          payload: {
+            script: action.name,
+            inputs,
+            requested_by: requestedBy,
+            provenance: match.provenance,
+            ...(approval ? { approval } : {}),
+          },
+          priority: 7,
+        });
+      } else {
+        const [domain = '', instance = '', service = ''] = action.name.split('.');
+        type = `service.${domain}.${service}`;
+        task = await enqueued(options.queue, {
+          type,
+          payload: { inputs },
+          integration: instance,
+          priority: 6,
+          onResult: {
+            routes: (action.onResult ?? [{ note: true }]) as JsonValue,
+            ...(action.humanLog ? { human_log: action.humanLog } : {}),
+            requested_by: { ...requestedBy, ...(approval ? { approval } : {}) },
+          },
+        });
+      }
+      taskIds.set(action.key, task);
+      result.enqueued.push({ key: action.key, type, task });
+    }
+    await setActionTasks(options.notes, options.notePath, taskIds);
+    await options.humanLog?.write({
+      source: `${options.instance}/${options.platform}`,
+      message: `${fresh.map((action) => describe(action)).join(', ')} for ${title}`,
+      reason: `${approval ? `approved (${approval}); ` : ''}rule "${match.rule}" (${match.provenance}): ${match.reason}`,
+      link: options.notePath,
+    });
+  }
+  return result;
+}
+
+/** An action as task payloads and approval requests carry it: snake_case, absent fields left out. */
+function planned(action: ResolvedAction): PlannedAction {
+  return {
+    kind: action.kind,
+    name: action.name,
+    key: action.key,
+    tier: action.tier,
+    yolo: action.yolo,
+    ...(action.argument === undefined ? {} : { argument: action.argument }),
+    ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
+    ...(action.humanLog === undefined ? {} : { human_log: action.humanLog }),
+    ...(action.onResult === undefined ? {} : { on_result: action.onResult }),
+  };
+}
+
+/**
+ * An action as an approval request carries it: planned, with what it will be done to (the item's value of the
+ * manifest's `target` field) as the item shows it now.
+ */
+export function plannedForApproval(action: ResolvedAction, item: Record<string, unknown>): PlannedAction {
+  if (action.targetField === undefined) return planned(action);
+  const value = item[action.targetField];
+  const shown =
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : '';
+  return {
+    ...planned(action),
+    target: { field: action.targetField, ...(shown.trim() === '' ? {} : { value: shown }) },
+  };
+}
+
+/**
+ * `archive`, `move "Bills"`, `script notify`, `service research.web.search`, and what it is done to where the action
+ * names it: `unsubscribe → leave@lists.example`.
+ */
+export function describe(action: {
+  kind: ResolvedAction['kind'];
+  name: string;
+  argument?: unknown;
+  target?: PlannedAction['target'];
+}): string {
+  if (action.kind === 'script') return `script ${action.name}`;
+  if (action.kind === 'service') return `service ${action.name}`;
+  const named = action.argument === undefined ? action.name : `${action.name} ${JSON.stringify(action.argument)}`;
+  if (!action.target) return named;
+  return `${named} → ${action.target.value ?? `(the item has no ${action.target.field})`}`;
+}
+
+function takenKeys(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((entry) =>
+    entry !== null && typeof entry === 'object' && typeof (entry as { action?: unknown }).action === 'string'
+      ? [(entry as { action: string }).action]
+      : [],
+  );
+}
+
+/** A rule's actions without repeats: `then: [unsubscribe, unsubscribe]` is one unsubscribe. The first one wins. */
+function uniqueByKey<Action extends { key: string }>(actions: readonly Action[]): Action[] {
+  const seen = new Set<string>();
+  return actions.filter((action) => !seen.has(action.key) && seen.add(action.key) !== undefined);
+}
+
+/**
+ * Appends an entry to the item note's `actions_taken` for each action not on it yet, in one read-check-write under
+ * the note's lock, and returns those actions: the ones this caller now owns.
+ */
+async function recordActionsTaken<Action extends { key: string }>(
+  notes: NoteStore,
+  notePath: string,
+  actions: readonly Action[],
+  /** Taken again even when already on the note (a person's reversible action by hand); recorded all the same. */
+  repeatable: (action: Action) => boolean,
+  entry: (action: Action) => ActionTaken,
+): Promise<Action[]> {
+  let fresh: Action[] = [];
+  await notes.update(notePath, {
+    change: (current) => {
+      const list = Array.isArray(current.data.actions_taken) ? current.data.actions_taken : [];
+      const taken = new Set(takenKeys(list));
+      fresh = actions.filter((action) => repeatable(action) || !taken.has(action.key));
+      return fresh.length === 0 ? {} : { set: { actions_taken: [...list, ...fresh.map(entry)] as never } };
+    },
+  });
+  return fresh;
+}
+
+async function setActionTasks(notes: NoteStore, notePath: string, taskIds: Map<string, string>): Promise<void> {
+  if (taskIds.size === 0) return;
+  await notes.update(notePath, {
+    change: (current) => {
+      const list = Array.isArray(current.data.actions_taken)
+        ? (current.data.actions_taken as Record<string, unknown>[])
+        : [];
+      const updated = list.map((entry) => {
+        const task =
+          typeof entry.action === 'string' && entry.task === undefined ? taskIds.get(entry.action) : undefined;
+        return task ? { ...entry, task } : entry;
+      });
+      return { set: { actions_taken: updated as never } };
+    },
+  });
+}
+
+async function enqueued(
+  queue: TaskQueue,
+  options: { type: string; payload: JsonValue; integration?: string; priority: number; onResult?: JsonValue },
+): Promise<string> {
+  // Automation tasks go through the policies; a duplicate still pending is the same action already on its way.
+  const outcome: EnqueueOutcome = await queue.enqueue({ ...options, source: 'automation' });
+  if (outcome.status === 'enqueued') return outcome.task.id;
+  if (outcome.status === 'duplicate') return outcome.existing;
+  throw new Error(`could not enqueue ${options.type}: ${outcome.reason}`);
+}
+
+/** A stable id for "this rule on this item", so a request is made once however many cycles see the item. */
+export function approvalId(parts: {
+  instance: string;
+  platform: string;
+  notePath: string;
+  /** Absent for a person's own request (`assistant act`), which is made unique by `nonce`. */
+  ruleIndex?: number | undefined;
+  keys: string[];
+  nonce?: string;
+}): string {
+  const digest = createHash('sha256')
+    .update(
+      JSON.stringify([
+        parts.instance,
+        parts.platform,
+        parts.notePath,
+        parts.ruleIndex ?? null,
+        parts.keys,
+        ...(parts.nonce === undefined ? [] : [parts.nonce]),
+      ]),
+    )
+    .digest('hex');
+  return `ap-${digest.slice(0, 12)}`;
+}

@@ -1,0 +1,46 @@
+export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-registry.ts';
+export {
+  type ApprovalRequest,
+  approvalsFolder,
+  type CreateApprovalRequestOptions,
+  createApprovalRequest,
+  type DecideApprovalOptions,
+  type DecideApprovalResult,
+  decideApproval,
+  expireApprovals,
+  listApprovals,
+  readApproval,
+} from './approvals.ts';
+export { checkActTask } from './check-act.ts';
+export {
+  type ActionTaken,
+  type ActPayload,
+  actPayloadSchema,
+  approvalId,
+  describe as describeAction,
+  type EnqueueActionsOptions,
+  type EnqueueActionsResult,
+  enqueueActions,
+  type PlannedAction,
+  plannedActionSchema,
+} from './enqueue-actions.ts';
+export {
+  type RequestManualActionOptions,
+  type RequestManualActionResult,
+  requestManualAction,
+} from './manual-action.ts';
+export { renderInputs, renderTemplate } from './render-template.ts';
+export {
+  auditKeys,
+  type RoutedResult,
+  type RouteServiceResultOptions,
+  rerouteTask,
+  routeServiceResult,
+} from './route-service-result.ts';
+export {
+  ActionNotTakenError,
+  type ActionStarted,
+  type RunActionOnceOptions,
+  type RunActionOnceResult,
+  runActionOnce,
+} from './run-action-once.ts';

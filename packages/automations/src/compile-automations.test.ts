@@ -1,0 +1,367 @@
+import type { Action, Automation, Classification } from '@assistant/config';
+import type { ReversibilityTier } from '@assistant/manifests';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type ActionCatalog, actionAllowed, compileAutomations, evaluateRules } from './compile-automations.ts';
+import type { FieldType } from './conditions.ts';
+
+const classifications: Record<string, Classification> = {
+  human: { prompt: 'is this personal?', type: 'confidence' },
+  urgent: { prompt: 'urgent?', type: 'boolean' },
+  topic: { prompt: 'about?', type: 'enum', values: ['work', 'bills', 'other'] },
+};
+const fields: Record<string, FieldType> = {
+  is_noreply: 'boolean',
+  from_domain: 'string',
+  date: 'date',
+  size: 'number',
+  labels: 'list',
+};
+const catalog: ActionCatalog = {
+  platformActions: {
+    archive: { tier: 'soft' },
+    move: { tier: 'soft', argument: 'string' },
+    flag: { tier: 'read_only' },
+    delete: { tier: 'hard' },
+    send_reply: { tier: 'irreversible' },
+  },
+  scripts: { notify: { reversible: true }, wipe: { reversible: false } },
+  service: (call) =>
+    call === 'research.web.search'
+      ? { reversible: true }
+      : call === 'mail.work.forward'
+        ? { reversible: false }
+        : { problem: `no service ${call}` },
+};
+
+const platform = (action: string, argument?: string): Action => ({
+  kind: 'platform',
+  action,
+  ...(argument === undefined ? {} : { argument }),
+  yolo: false,
+});
+const rule = (when: Automation['when'], actions: Action[], extra: Partial<Automation> = {}): Automation => ({
+  when,
+  actions,
+  approval: false,
+  ...extra,
+});
+const compile = (automations: Automation[]) => compileAutomations({ automations, classifications, fields, catalog });
+const now = Date.parse('2026-11-22T12:00:00Z');
+
+describe('compileAutomations', () => {
+  it('tells rule, llm and hybrid provenance apart', () => {
+    const { rules, problems } = compile([
+      rule({ is_noreply: true }, [platform('archive')]),
+      rule({ human: '< 0.2' }, [platform('archive')]),
+      rule({ 'classification.human': 0.9, from_domain: 'example.com' }, [platform('flag')]),
+    ]);
+    expect(problems).toEqual([]);
+    expect(rules.map((compiled) => compiled.provenance)).toEqual(['rule', 'llm', 'hybrid']);
+  });
+
+  it('reports unknown keys, values that do not suit the key, unknown actions and missing arguments', () => {
+    const { rules, problems } = compile([
+      rule({ humn: 0.5 }, [platform('archive')]),
+      rule({ human: 'often', topic: 'sport', urgent: 'yes' }, [platform('archve'), platform('move')]),
+      rule({ date: 'last week' }, [{ kind: 'script', script: 'missing', inputs: {}, yolo: false }]),
+    ]);
+    expect(rules).toEqual([]);
+    expect(problems.map((problem) => [problem.index, problem.path.join('.'), problem.message])).toEqual([
+      [0, 'when.humn', '`humn` is neither a classification of this platform nor one of its fields'],
+      [1, 'when.human', expect.stringContaining('confidence from 0 to 1')],
+      [1, 'when.topic', '`topic` is one of work, bills, other; `sport` is not'],
+      [1, 'when.urgent', '`urgent` is yes or no: write true or false'],
+      [1, 'then.0', '`archve` is not an action of this platform'],
+      [1, 'then.1', '`move` takes a string: write `{move: …}`'],
+      [2, 'when.date', expect.stringContaining('is a date')],
+      [2, 'then', 'script `missing` is not defined under `scripts:`'],
+    ]);
+    expect(problems[0]?.hint).toBe(
+      'classifications: human, urgent, topic; fields: is_noreply, from_domain, date, size, labels',
+    );
+  });
+
+  it('refuses an irreversible action decided by the LLM unless it is !yolo or needs approval', () => {
+    const { problems } = compile([
+      rule({ human: '>= 0.8' }, [platform('send_reply')]),
+      rule({ human: '>= 0.8' }, [{ ...platform('send_reply'), yolo: true }]),
+      rule({ human: '>= 0.8' }, [platform('send_reply')], { approval: true }),
+      rule({ is_noreply: false }, [platform('send_reply')]),
+      rule({ urgent: true, from_domain: 'work.example' }, [
+        { kind: 'script', script: 'wipe', inputs: {}, yolo: false },
+      ]),
+      rule({ urgent: true }, [{ kind: 'service', call: 'mail.work.forward', inputs: {}, yolo: false }]),
+      rule({ urgent: true }, [{ kind: 'service', call: 'research.web.search', inputs: {}, yolo: false }]),
+    ]);
+    expect(problems.map((problem) => [problem.index, problem.message])).toEqual([
+      [
+        0,
+        expect.stringMatching(
+          /^`send_reply` cannot be undone, and this rule decides from the LLM's classifications \(llm\)/,
+        ),
+      ],
+      // `is_noreply` comes from the sender's address: not deterministic for what cannot be undone.
+      [3, expect.stringContaining('tests facts the sender controls (`is_noreply`)')],
+      [4, expect.stringContaining('(hybrid)')],
+      [5, expect.stringMatching(/^`mail\.work\.forward` cannot be undone/)],
+    ]);
+  });
+
+  it('hole 6: a rule over untrusted fields is hybrid for irreversible actions; over trusted fields it stays rule', () => {
+    const { rules, problems } = compileAutomations({
+      automations: [
+        rule({ labels: 'unsubscribe-me' }, [platform('send_reply')]),
+        rule({ labels: 'unsubscribe-me' }, [{ ...platform('send_reply'), yolo: true }], { name: 'yolo' }),
+        rule({ labels: 'unsubscribe-me' }, [platform('send_reply')], { name: 'asks', approval: true }),
+        rule({ is_noreply: true, from_domain: 'a.example' }, [platform('send_reply')], { name: 'trusted' }),
+        rule({ is_noreply: true, labels: 'x' }, [platform('archive')], { name: 'reversible' }),
+      ],
+      classifications,
+      fields,
+      trustedFields: ['is_noreply', 'from_domain'],
+      catalog,
+    });
+    expect(problems.map((problem) => [problem.index, problem.path.join('.'), problem.message])).toEqual([
+      [
+        0,
+        'then',
+        '`send_reply` cannot be undone, and this rule tests facts the sender controls (`labels`), so it is not deterministic (hybrid)',
+      ],
+    ]);
+    expect(rules.map((compiled) => [compiled.name, compiled.provenance])).toEqual([
+      ['yolo', 'hybrid'],
+      ['asks', 'hybrid'],
+      ['trusted', 'rule'],
+      // Reversible actions need nobody's approval, whatever the facts: the rule stays `rule`.
+      ['reversible', 'rule'],
+    ]);
+    const [yolo] = rules;
+    expect(
+      evaluateRules(yolo ? [yolo] : [], { classifications: {}, fields: { labels: ['unsubscribe-me'] } }, now),
+    ).toMatchObject([{ provenance: 'hybrid', actions: [{ key: 'send_reply', yolo: true }] }]);
+  });
+
+  it('hole 14: an action listed twice in a rule is compiled once', () => {
+    const { rules } = compile([rule({ is_noreply: true }, [platform('archive'), platform('archive')])]);
+    expect(rules[0]?.actions.map((action) => action.key)).toEqual(['archive']);
+  });
+});
+
+describe('evaluateRules', () => {
+  const { rules } = compile([
+    rule({ human: '< 0.2', is_noreply: true }, [platform('archive')], { name: 'archive robots' }),
+    rule({ topic: ['bills', 'work'] }, [platform('move', 'Bills')]),
+    rule({ date: '< now() - 7d', labels: 'old' }, [platform('delete')]),
+    rule({ from_domain: null }, [platform('flag')]),
+    rule({ size: '> 1000' }, [platform('flag')]),
+  ]);
+
+  it('matches when every condition holds and says why', () => {
+    const matches = evaluateRules(
+      rules,
+      {
+        classifications: { human: 0.1, topic: 'bills' },
+        fields: {
+          is_noreply: true,
+          date: '2026-11-01T00:00:00Z',
+          labels: ['Old', 'x'],
+          from_domain: 'a.example',
+          size: 10,
+        },
+      },
+      now,
+    );
+    expect(
+      matches.map((match) => [match.rule, match.provenance, match.reason, match.actions.map((action) => action.key)]),
+    ).toEqual([
+      ['archive robots', 'hybrid', 'human < 0.2, is_noreply = true', ['archive']],
+      ['automation 2', 'llm', 'topic in [bills, work]', ['move:"Bills"']],
+      ['automation 3', 'rule', 'date < now() - 7d, labels has old', ['delete']],
+    ]);
+  });
+
+  it('never fires on a classification the item does not have', () => {
+    const matches = evaluateRules(rules, { classifications: {}, fields: { is_noreply: true } }, now);
+    expect(matches.map((match) => match.rule)).toEqual(['automation 4']);
+  });
+});
+
+// -------------------------------------------------------------------------------- property: the safety gate
+
+const tiers: ReversibilityTier[] = ['read_only', 'soft', 'hard', 'irreversible'];
+const classificationNames = ['c1', 'c2', 'c3'];
+const fieldNames = ['f1', 'f2'];
+
+const scenario = fc
+  .record({
+    classificationTypes: fc.tuple(...classificationNames.map(() => fc.constantFrom('confidence', 'boolean', 'enum'))),
+    actionTiers: fc.dictionary(fc.constantFrom('a1', 'a2', 'a3', 'a4'), fc.constantFrom(...tiers), { minKeys: 1 }),
+    scriptReversible: fc.boolean(),
+  })
+  .chain(({ classificationTypes, actionTiers, scriptReversible }) => {
+    const defined: Record<string, Classification> = {};
+    classificationNames.forEach((name, index) => {
+      const type = classificationTypes[index] ?? 'confidence';
+      defined[name] = type === 'enum' ? { prompt: name, type, values: ['x', 'y'] } : { prompt: name, type };
+    });
+    // Mostly valid keys, some junk: rules with problems are dropped, so most rules must compile to test the gate.
+    const key = fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom(...classificationNames, 'classification.c1') },
+      { weight: 3, arbitrary: fc.constantFrom(...fieldNames, 'field.f1') },
+      { weight: 1, arbitrary: fc.constant('junk') },
+    );
+    const value = fc.oneof(
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.constantFrom('< 0.5', '>= 0.3', 'x', 'y', 'z', '> 2'),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.constantFrom('x', 'y', 'z'), { maxLength: 2 }),
+    );
+    const action: fc.Arbitrary<Action> = fc.oneof(
+      {
+        weight: 8,
+        arbitrary: fc.record({
+          kind: fc.constant('platform' as const),
+          action: fc.constantFrom('a1', 'a2', 'a3', 'a4'),
+          yolo: fc.boolean(),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('script' as const),
+          script: fc.constant('s1'),
+          inputs: fc.constant({}),
+          yolo: fc.boolean(),
+        }),
+      },
+      // Names outside the allowlist, which must never come out.
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('platform' as const),
+          action: fc.constant('nope'),
+          yolo: fc.boolean(),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('script' as const),
+          script: fc.constant('missing'),
+          inputs: fc.constant({}),
+          yolo: fc.boolean(),
+        }),
+      },
+    );
+    // Values mostly of the key's own type, so most rules compile and can match.
+    const valueFor = (key: string): fc.Arbitrary<Automation['when'][string]> => {
+      const type = defined[key.replace(/^classification\./, '')]?.type;
+      const suited =
+        type === 'confidence'
+          ? fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom('< 0.5', '>= 0.3', '> 0.9'))
+          : type === 'boolean'
+            ? fc.boolean()
+            : type === 'enum'
+              ? fc.oneof(fc.constantFrom('x', 'y'), fc.constant<string[]>(['x', 'y']))
+              : key.endsWith('f1')
+                ? fc.oneof(fc.boolean(), fc.constant(null))
+                : fc.constantFrom('x', 'y');
+      return fc.oneof({ weight: 6, arbitrary: suited }, { weight: 1, arbitrary: value });
+    };
+    const when = fc
+      .uniqueArray(key, { minLength: 1, maxLength: 3 })
+      .chain((keys) =>
+        fc
+          .tuple(...keys.map(valueFor))
+          .map((values) => Object.fromEntries(keys.map((name, index) => [name, values[index] ?? null]))),
+      );
+    const automation: fc.Arbitrary<Automation> = fc.record({
+      when,
+      actions: fc.array(action, { minLength: 1, maxLength: 3 }),
+      approval: fc.boolean(),
+    });
+    // Each classification present (with a value of its own type, or of another) or missing.
+    const answer = (type: string) =>
+      fc.oneof(
+        {
+          weight: 6,
+          arbitrary:
+            type === 'confidence'
+              ? fc.double({ min: 0, max: 1, noNaN: true })
+              : type === 'boolean'
+                ? fc.boolean()
+                : fc.constantFrom('x', 'y'),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.constantFrom('x', 'y')),
+        },
+      );
+    const facts = fc.record({
+      classifications: fc.record(
+        Object.fromEntries(
+          classificationNames.map((name, index) => [name, answer(classificationTypes[index] ?? 'confidence')]),
+        ),
+        { requiredKeys: [] },
+      ),
+      fields: fc.dictionary(
+        fc.constantFrom(...fieldNames),
+        fc.oneof(fc.boolean(), fc.constantFrom('x', 'y'), fc.integer()),
+      ),
+    });
+    return fc.record({
+      defined: fc.constant(defined),
+      actionTiers: fc.constant(actionTiers),
+      scriptReversible: fc.constant(scriptReversible),
+      automations: fc.array(automation, { maxLength: 6 }),
+      facts,
+    });
+  });
+
+describe('automation safety (property)', () => {
+  it('never yields an action outside the allowlist, an unapproved irreversible LLM action, or a match on a missing classification', () => {
+    const seen = { runs: 0, matches: 0, gated: 0 };
+    fc.assert(
+      fc.property(scenario, ({ defined, actionTiers, scriptReversible, automations, facts }) => {
+        seen.runs += 1;
+        const allowlist: ActionCatalog = {
+          platformActions: Object.fromEntries(Object.entries(actionTiers).map(([name, tier]) => [name, { tier }])),
+          scripts: { s1: { reversible: scriptReversible } },
+          service: () => ({ problem: 'no services' }),
+        };
+        const { rules } = compileAutomations({
+          automations,
+          classifications: defined,
+          fields: { f1: 'boolean', f2: 'string' },
+          catalog: allowlist,
+        });
+        const matches = evaluateRules(rules, facts, now);
+        seen.matches += matches.length;
+        for (const match of matches) {
+          const source = automations[match.ruleIndex ?? -1];
+          for (const action of match.actions) {
+            if (action.kind === 'platform') expect(Object.keys(actionTiers)).toContain(action.name);
+            else expect(action.name).toBe('s1');
+            // The gate: irreversible from llm/hybrid only with !yolo or approval.
+            if (action.tier === 'irreversible' && match.provenance !== 'rule') {
+              seen.gated += 1;
+              expect(action.yolo || match.approval).toBe(true);
+            }
+            expect(actionAllowed(action, match.provenance, match.approval)).toBe(true);
+          }
+          // A condition on a classification the item lacks never holds.
+          for (const key of Object.keys(source?.when ?? {})) {
+            const name = key.startsWith('classification.') ? key.slice('classification.'.length) : key;
+            if (name in defined) expect(facts.classifications[name]).not.toBeUndefined();
+          }
+        }
+      }),
+      { numRuns: 1_000 },
+    );
+    // The property means something only if the generator reaches the interesting cases.
+    expect(seen.matches).toBeGreaterThan(50);
+    expect(seen.gated).toBeGreaterThan(10);
+  });
+});

@@ -1,0 +1,317 @@
+import type { Action, Automation, Classification, JsonValue } from '@assistant/config';
+import type { ReversibilityTier } from '@assistant/manifests';
+import { type Condition, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
+
+/**
+ * Where a rule's decision comes from: `rule` tests only fields (and, when it holds an irreversible action, only
+ * fields the manifest marks `trusted`); `llm` only the model's classifications; `hybrid` both, or untrusted fields
+ * (ones the item's sender sets) with an irreversible action. An irreversible action needs a person (or `!yolo`)
+ * unless it is `rule`.
+ */
+export type Provenance = 'rule' | 'llm' | 'hybrid' | 'manual';
+
+/**
+ * Every provenance. `manual` is never a compiled rule's: it marks actions a person asked for by hand (`assistant
+ * act`, `POST /api/actions`), which always go through an approval the person gave in the same step.
+ */
+export const provenances = ['rule', 'llm', 'hybrid', 'manual'] as const;
+
+/** An action a rule takes, resolved against the platform's allowlist, the scripts and the services. */
+export interface ResolvedAction {
+  kind: 'platform' | 'script' | 'service';
+  /** The platform action (`archive`), the script name, or the service call (`research.web.search`). */
+  name: string;
+  argument?: JsonValue;
+  /** Script and service inputs, as written (templates are rendered when the action is enqueued). */
+  inputs?: Record<string, string | number | boolean>;
+  humanLog?: string;
+  onResult?: Record<string, JsonValue>[];
+  tier: ReversibilityTier;
+  /** Tagged `!yolo` in config: the owner accepted that it runs without a person. */
+  yolo: boolean;
+  /** Stable within an item: the same key is never taken twice (`move:"Archive"`, `script:notify`). */
+  key: string;
+  /** For platform actions whose manifest names one: the item's field that says what it is done to. */
+  targetField?: string;
+}
+
+export interface CompiledRule {
+  index: number;
+  /** The rule's `name`, or `automation N` (1-based) for people. */
+  name: string;
+  conditions: Condition[];
+  provenance: Provenance;
+  actions: ResolvedAction[];
+  approval: boolean;
+  approvalExpiresMs?: number;
+}
+
+/** What a rule may name in `then:`. */
+export interface ActionCatalog {
+  /** The platform's actions from its manifest: the allowlist. */
+  platformActions: Record<
+    string,
+    { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined; target?: string | undefined }
+  >;
+  /** `scripts:` from config: each is irreversible unless `reversible: true`. */
+  scripts: Record<string, { reversible: boolean }>;
+  /** Resolves `domain.instance.service`: its reversibility, or why the call names nothing. */
+  service(call: string): { reversible: boolean } | { problem: string };
+}
+
+/** A problem in one automation, at a key path relative to it (`['when', 'humn']`, `['then', 1]`). */
+export interface RuleProblem {
+  index: number;
+  path: (string | number)[];
+  message: string;
+  hint?: string;
+  /** The problem is the key's name, not its value. */
+  at?: 'key';
+  /** Set for a script that `scripts:` does not define, which config loading reports on its own. */
+  unknownScript?: true;
+}
+
+export interface CompileAutomationsOptions {
+  automations: readonly Automation[];
+  classifications: Record<string, Classification>;
+  fields: Record<string, FieldType>;
+  /**
+   * Fields computed from our own state or a configured authentication server, which the item's sender cannot set.
+   * A rule over any other field counts as `hybrid` when it holds an irreversible action. @default none
+   */
+  trustedFields?: readonly string[];
+  catalog: ActionCatalog;
+}
+
+/**
+ * Checks and compiles a platform's automations. Every `when:` key must name a classification or a field and its
+ * value must suit it; every action must be on the platform's allowlist, a defined script or a known service; and an
+ * irreversible action of an `llm` or `hybrid` rule needs `!yolo` or `approval: required`. Rules with problems are
+ * left out of `rules`, so even a config loaded without this check can never run them.
+ */
+export function compileAutomations(options: CompileAutomationsOptions): {
+  rules: CompiledRule[];
+  problems: RuleProblem[];
+} {
+  const rules: CompiledRule[] = [];
+  const problems: RuleProblem[] = [];
+  const trusted = new Set(options.trustedFields ?? []);
+  options.automations.forEach((automation, index) => {
+    const found: RuleProblem[] = [];
+    const conditions: Condition[] = [];
+    for (const [key, value] of Object.entries(automation.when)) {
+      const subject = resolveSubject(key, options.classifications, options.fields);
+      if (!subject) {
+        found.push({
+          index,
+          path: ['when', key],
+          at: 'key',
+          message: `\`${key}\` is neither a classification of this platform nor one of its fields`,
+          hint: describeChoices(options.classifications, options.fields),
+        });
+        continue;
+      }
+      const condition = compileCondition(key, subject, value);
+      if ('problem' in condition) found.push({ index, path: ['when', key], message: condition.problem });
+      else conditions.push(condition);
+    }
+    if (Object.keys(automation.when).length === 0) {
+      found.push({ index, path: ['when'], message: 'a rule needs at least one condition' });
+    }
+    const usesClassifications = conditions.some((condition) => condition.subject.kind === 'classification');
+    const usesFields = conditions.some((condition) => condition.subject.kind === 'field');
+    // Fields the sender wrote (a List-Unsubscribe header, a From domain) are facts an attacker chooses: a rule over
+    // them is no more the owner's decision than the LLM's, for what cannot be undone.
+    const untrusted = conditions
+      .filter((condition) => condition.subject.kind === 'field' && !trusted.has(condition.subject.name))
+      .map((condition) => condition.subject.name);
+    const resolvedActions = automation.actions.map((action) => ({
+      action,
+      resolved: resolveAction(action, options.catalog),
+    }));
+    const irreversible = resolvedActions.some(({ resolved }) => 'tier' in resolved && resolved.tier === 'irreversible');
+    const provenance: Provenance = usesClassifications
+      ? usesFields
+        ? 'hybrid'
+        : 'llm'
+      : untrusted.length > 0 && irreversible
+        ? 'hybrid'
+        : 'rule';
+    const actions: ResolvedAction[] = [];
+    resolvedActions.forEach(({ action, resolved }, actionIndex) => {
+      const path = automation.actions.length === 1 ? ['then'] : ['then', actionIndex];
+      if ('problem' in resolved) {
+        found.push({
+          index,
+          path,
+          message: resolved.problem,
+          ...(resolved.hint ? { hint: resolved.hint } : {}),
+          ...(action.kind === 'script' && !(action.script in options.catalog.scripts)
+            ? { unknownScript: true as const }
+            : {}),
+        });
+        return;
+      }
+      if (resolved.tier === 'irreversible' && provenance !== 'rule' && !resolved.yolo && !automation.approval) {
+        found.push({
+          index,
+          path,
+          message: usesClassifications
+            ? `\`${resolved.name}\` cannot be undone, and this rule decides from the LLM's classifications (${provenance})`
+            : `\`${resolved.name}\` cannot be undone, and this rule tests facts the sender controls (${untrusted.map((name) => `\`${name}\``).join(', ')}), so it is not deterministic (${provenance})`,
+          hint: 'add `approval: required` to the rule so a person approves each time, or tag the action `!yolo` to accept the risk',
+        });
+        return;
+      }
+      // `then: [unsubscribe, unsubscribe]` is one unsubscribe: an action is taken once per item, so once per rule.
+      if (!actions.some((earlier) => earlier.key === resolved.key)) actions.push(resolved);
+    });
+    problems.push(...found);
+    if (found.length === 0) {
+      rules.push({
+        index,
+        name: automation.name ?? `automation ${index + 1}`,
+        conditions,
+        provenance,
+        actions,
+        approval: automation.approval,
+        ...(automation.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: automation.approvalExpiresMs }),
+      });
+    }
+  });
+  return { rules, problems };
+}
+
+function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction | { problem: string; hint?: string } {
+  if (action.kind === 'script') {
+    const script = catalog.scripts[action.script];
+    if (!script) return { problem: `script \`${action.script}\` is not defined under \`scripts:\`` };
+    return {
+      kind: 'script',
+      name: action.script,
+      inputs: action.inputs,
+      tier: script.reversible ? 'soft' : 'irreversible',
+      yolo: action.yolo,
+      key: `script:${action.script}`,
+    };
+  }
+  if (action.kind === 'service') {
+    const service = catalog.service(action.call);
+    if ('problem' in service) return { problem: service.problem };
+    return {
+      kind: 'service',
+      name: action.call,
+      inputs: action.inputs,
+      ...(action.humanLog === undefined ? {} : { humanLog: action.humanLog }),
+      ...(action.onResult === undefined ? {} : { onResult: action.onResult }),
+      tier: service.reversible ? 'soft' : 'irreversible',
+      yolo: action.yolo,
+      key: `service:${action.call}`,
+    };
+  }
+  const spec = catalog.platformActions[action.action];
+  if (!spec) {
+    const known = Object.keys(catalog.platformActions);
+    return {
+      problem: `\`${action.action}\` is not an action of this platform`,
+      hint: known.length > 0 ? `its actions: ${known.join(', ')}` : 'this platform declares no actions',
+    };
+  }
+  const hasArgument = action.argument !== undefined && action.argument !== null;
+  if (spec.argument !== undefined && !hasArgument) {
+    return { problem: `\`${action.action}\` takes a ${spec.argument}: write \`{${action.action}: …}\`` };
+  }
+  if (spec.argument === undefined && hasArgument) return { problem: `\`${action.action}\` takes no argument` };
+  if (spec.argument !== undefined && typeof action.argument !== spec.argument) {
+    return { problem: `\`${action.action}\` takes a ${spec.argument}, not ${JSON.stringify(action.argument)}` };
+  }
+  return {
+    kind: 'platform',
+    name: action.action,
+    ...(hasArgument ? { argument: action.argument as JsonValue } : {}),
+    tier: spec.tier,
+    yolo: action.yolo,
+    key: actionKey(action.action, hasArgument ? action.argument : undefined),
+    ...(spec.target === undefined ? {} : { targetField: spec.target }),
+  };
+}
+
+/**
+ * The key a platform action is recorded under on its item: its name, with its argument when it takes one
+ * (`archive`, `move:"Bills"`). The same action with another argument is another action.
+ */
+export function actionKey(name: string, argument: unknown): string {
+  return argument === undefined || argument === null ? name : `${name}:${JSON.stringify(argument)}`;
+}
+
+function describeChoices(classifications: Record<string, Classification>, fields: Record<string, FieldType>): string {
+  const parts = [];
+  if (Object.keys(classifications).length > 0)
+    parts.push(`classifications: ${Object.keys(classifications).join(', ')}`);
+  if (Object.keys(fields).length > 0) parts.push(`fields: ${Object.keys(fields).join(', ')}`);
+  return parts.length > 0 ? parts.join('; ') : 'this platform has no classifications or fields to test';
+}
+
+/** The facts about one item that rules test. */
+export interface ItemFacts {
+  /** The LLM's answers; a classification that is missing never matches. */
+  classifications: Record<string, unknown>;
+  /** Deterministic fields, computed without an LLM. */
+  fields: Record<string, unknown>;
+}
+
+/** A rule that matched an item, with the actions it takes. */
+export interface AutomationMatch {
+  rule: string;
+  /** The rule's index in its platform's `automations:`; absent for a person's own request. */
+  ruleIndex?: number;
+  provenance: Provenance;
+  actions: ResolvedAction[];
+  approval: boolean;
+  approvalExpiresMs?: number;
+  /** Why it matched, for the human log: `human < 0.2, is_noreply = true`. */
+  reason: string;
+}
+
+/**
+ * The pure half of automations: which rules match an item, in rule order. A rule matches when every condition holds;
+ * a condition on a classification the item lacks fails. Defence in depth: an action that is irreversible and not
+ * authorised (rule provenance, `!yolo` or approval) is never returned, even if a rule somehow holds one.
+ */
+export function evaluateRules(
+  rules: readonly CompiledRule[],
+  facts: ItemFacts,
+  nowMs: number = Date.now(),
+): AutomationMatch[] {
+  const matches: AutomationMatch[] = [];
+  for (const rule of rules) {
+    const holds = rule.conditions.every((condition) => {
+      const source = condition.subject.kind === 'classification' ? facts.classifications : facts.fields;
+      const value = Object.hasOwn(source, condition.subject.name) ? source[condition.subject.name] : undefined;
+      if (condition.subject.kind === 'classification' && (value === undefined || value === null)) return false;
+      return condition.test(value, nowMs);
+    });
+    if (!holds) continue;
+    const actions = rule.actions.filter((action) => actionAllowed(action, rule.provenance, rule.approval));
+    if (actions.length === 0) continue;
+    matches.push({
+      rule: rule.name,
+      ruleIndex: rule.index,
+      provenance: rule.provenance,
+      actions,
+      approval: rule.approval,
+      ...(rule.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: rule.approvalExpiresMs }),
+      reason: rule.conditions.map((condition) => condition.text).join(', '),
+    });
+  }
+  return matches;
+}
+
+/** Whether an action may run for a rule of this provenance: the gate every layer applies again. */
+export function actionAllowed(
+  action: Pick<ResolvedAction, 'tier' | 'yolo'>,
+  provenance: Provenance,
+  approved: boolean,
+): boolean {
+  return action.tier !== 'irreversible' || provenance === 'rule' || action.yolo || approved;
+}

@@ -1,0 +1,151 @@
+import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
+import type { AgentOptions, SteerableHandle } from '@assistant/agent';
+import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automations';
+import type { Automation, Classification, ScriptConfig } from '@assistant/config';
+import type { ChatModel } from '@assistant/llm';
+import type { HumanLogEntry, NoteStore } from '@assistant/notes';
+import type { EnqueueOutcome, JsonValue, QueueMaintenance, Task } from '@assistant/queue';
+import type { Logger } from 'pino';
+
+/** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
+export interface InstanceContext<Settings = Record<string, unknown>> {
+  /** The instance name from config.yaml (`personal-mail`), or the manifest's default instance. */
+  name: string;
+  /** The integration's domain (`email`), which is also the instance's `type:`. */
+  domain: string;
+  settings: Settings;
+  /** The LLM profile the instance uses. @default 'default' */
+  llm: string;
+}
+
+/** The platform a stage task belongs to, with the instance's config for it. */
+export interface PlatformContext {
+  name: string;
+  enabled: boolean;
+  settings: Record<string, unknown>;
+  classifications: Record<string, Classification>;
+  automations: Automation[];
+}
+
+export interface HandlerEnqueueOptions {
+  /** A stage of the same platform (`collect`), which sets the type and its priority… */
+  stage?: string;
+  /** …or any task type. */
+  type?: string;
+  payload?: JsonValue;
+  /** @default the stage's priority from the manifest, else 5 */
+  priority?: number;
+  readyAtMs?: number;
+  /** @default the instance of the running task */
+  integration?: string;
+}
+
+export interface HumanLogDetails extends Omit<HumanLogEntry, 'message' | 'source'> {
+  /** @default `{instance}/{platform}` or the task type */
+  source?: string;
+}
+
+/**
+ * What a handler gets to run one task. Enqueues from a handler go through the queue's policies (dedup, rate
+ * limits) as `automation` tasks of the same instance.
+ */
+export interface HandlerContext<Payload = JsonValue, Settings = Record<string, unknown>> {
+  task: Task;
+  payload: Payload;
+  instance: InstanceContext<Settings>;
+  /** Set for stage tasks (`email.inbox.collect`). */
+  platform?: PlatformContext;
+  /**
+   * The folder of config.yaml: relative paths in the instance's settings (`maildir: ./Mail`) resolve against it.
+   * A handler sees its own instance's settings and nothing else of the config: not other instances (their
+   * passwords), not the server token, not other LLM profiles.
+   */
+  configDir: string;
+  /** Only for the builtin `script` integration's handler: config.yaml's `scripts:` and where they may run. */
+  scripts?: ScriptsContext;
+  /** Notes under `data/notes`. */
+  notes: NoteStore;
+  /** Aborted on timeout and on shutdown; pass it to everything you await. */
+  signal: AbortSignal;
+  enqueue(options: HandlerEnqueueOptions): Promise<EnqueueOutcome>;
+  /** For stage tasks: the platform's rules, compiled, and the pure evaluation of an item's facts against them. */
+  automations: {
+    rules: readonly CompiledRule[];
+    evaluate(facts: ItemFacts, nowMs?: number): AutomationMatch[];
+  };
+  /**
+   * Takes the matched rules' actions for one item (its note): scripts and services as their own tasks, platform
+   * actions in the platform's `act` task, rules that need approval as approval requests. Each action is recorded on
+   * the note and never taken twice.
+   */
+  enqueueActions(options: {
+    notePath: string;
+    matches: readonly AutomationMatch[];
+    title?: string;
+  }): Promise<EnqueueActionsResult>;
+  /**
+   * Runs an action that cannot be undone at most once per item, however often it is listed, retried or enqueued:
+   * under the item note's lock, the action's key is looked up in the note's `actions_started` and recorded there
+   * before `run` is called. Returns `{ran: false}` without calling `run` when it began before. A crash after the
+   * record leaves it recorded and not done (the safe side); a `run` that throws fails the task without retries.
+   */
+  actOnce<T>(options: { notePath: string; key: string }, run: () => Promise<T>): Promise<RunActionOnceResult<T>>;
+  log: {
+    /** A line in today's human log: what happened and why, for the owner to read. */
+    human(message: string, details?: HumanLogDetails): Promise<void>;
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+  };
+  /** The worker's structured logger, with the task's id and type on every line. */
+  logger: Logger;
+  /**
+   * An LLM profile from config.yaml as a model (`Conversation`, structured output, agent loops use it). A handler
+   * may use its instance's `llm:` profile only; builtin integrations (shipped with Assistant) may name any profile.
+   * The model holds its token out of reach: a handler can send requests with it, never read it.
+   * @default the instance's `llm:` profile, else `default`
+   */
+  llm(profile?: string): ChatModel;
+  /**
+   * Starts a steerable agent loop for this task: its transcript is the note `transcripts/<task-id>.md` (a task
+   * restarted after a crash resumes from it), steering requests for the task (`assistant steer`, `POST
+   * /api/tasks/:id/steer`) reach it, and its events go to `data/control/<task-id>/events.jsonl`. Aborting the
+   * task's signal (timeout, shutdown) stops it.
+   */
+  agent(options: AgentTaskOptions): SteerableHandle;
+  /**
+   * Queue housekeeping (prune finished tasks, recover those of stopped workers, counts), for the system
+   * integration's housekeeping task. Integrations enqueue through `enqueue`; nothing else of the queue is theirs.
+   */
+  queueMaintenance: QueueMaintenance;
+}
+
+/** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
+export interface ScriptsContext {
+  /** config.yaml's `scripts:`. */
+  scripts: Readonly<Record<string, ScriptConfig>>;
+  /** Where each script gets a work folder of its own (`<data>/scripts`). */
+  workRoot: string;
+  /** Paths never mounted into a script's sandbox (config.yaml, secrets.yaml, data/, the LLM cache). */
+  privatePaths: readonly string[];
+  /**
+   * How scripts run (`worker.sandbox`), and under `bubblewrap` the bwrap executable (`bwrap` on PATH when absent);
+   * the script integration passes it to runScript, which tries bubblewrap before running anything and refuses the
+   * script when it does not work.
+   */
+  sandbox: { mode: 'bubblewrap'; bubblewrapPath?: string } | { mode: 'none' };
+}
+
+/** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */
+export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'signal' | 'parent'> & {
+  /** @default the model of `profile` */
+  model?: ChatModel;
+  /** @default the instance's LLM profile */
+  profile?: string;
+};
+
+/**
+ * Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError
+ * (from `@assistant/sdk`) to steer what happens next; any other error is retried up to the type's `max_attempts`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: handlers narrow the payload and settings types for themselves.
+export type TaskHandler = (context: HandlerContext<any, any>) => Promise<unknown>;

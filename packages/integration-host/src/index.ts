@@ -1,0 +1,44 @@
+export type {
+  AgentTaskOptions,
+  HandlerContext,
+  HandlerEnqueueOptions,
+  HumanLogDetails,
+  InstanceContext,
+  PlatformContext,
+  ScriptsContext,
+  TaskHandler,
+} from './handler-context.ts';
+export {
+  domainEnqueue,
+  findWebhook,
+  type InboundEnqueue,
+  type InboundEnqueueOptions,
+  type InboundEnqueueOutcome,
+  importInboundHandler,
+  type ListenerContext,
+  type ListenerFunction,
+  type ListenerSpec,
+  listenerSpecs,
+  type QueueEnqueue,
+  type WebhookContext,
+  type WebhookFunction,
+  type WebhookReply,
+  type WebhookRequest,
+} from './inbound-handlers.ts';
+export {
+  type DoctorCheckFunction,
+  type EntryTaskResult,
+  IntegrationRegistry,
+  integrationConfigSchemas,
+  type RuntimeInstance,
+  type TaskTypeInfo,
+  type TaskTypeKind,
+} from './integration-registry.ts';
+export {
+  type Installation,
+  ignoredPackageIntegrations,
+  type LoadedRuntime,
+  type LoadRuntimeOptions,
+  loadRuntime,
+} from './load-runtime.ts';
+export { noteTranscript, transcriptsFolder } from './note-transcript.ts';

@@ -1,0 +1,455 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ActionRegistry } from '@assistant/actions';
+import type { CompiledRule } from '@assistant/automations';
+import { compilePlatformAutomations } from '@assistant/automations';
+import type { IntegrationConfigSchema, LoadedConfig, Schedule } from '@assistant/config';
+import type { DiscoveredIntegration } from '@assistant/manifests';
+import { handlerReferencePattern, ManifestError, type ManifestProblem, settingsShape } from '@assistant/manifests';
+import type { JsonValue, Task } from '@assistant/queue';
+import * as z from 'zod';
+import type { PlatformContext, TaskHandler } from './handler-context.ts';
+
+export type TaskTypeKind = 'stage' | 'service' | 'task';
+
+/** An integration's check of one instance for `assistant doctor`. */
+export type DoctorCheckFunction = (options: {
+  instance: { name: string; settings: Record<string, unknown> };
+  signal: AbortSignal;
+  /** config.yaml, for settings that are paths relative to it. */
+  configFile: string;
+}) => Promise<{ ok: boolean; message: string; hint?: string }>;
+
+/** A task type some manifest declares, with the handler that runs it. */
+export interface TaskTypeInfo {
+  type: string;
+  kind: TaskTypeKind;
+  domain: string;
+  /** For stages. */
+  platform?: string;
+  stage?: string;
+  /** For services. */
+  service?: string;
+  /** The priority tasks of this type get unless the enqueuer says otherwise. */
+  priority: number;
+  /** True for the stage a platform's schedule and triggers enqueue. */
+  entry: boolean;
+  description?: string;
+  /** The handler reference as written (`./src/check.ts#check`) and where. */
+  handler: { reference: string; module: string; exportName: string; manifestKey: (string | number)[] };
+  integration: DiscoveredIntegration;
+}
+
+/** An integration instance: one from config.yaml, or a manifest's default instance. */
+export interface RuntimeInstance {
+  name: string;
+  domain: string;
+  enabled: boolean;
+  schedule?: Schedule;
+  llm: string;
+  settings: Record<string, unknown>;
+  platforms: Record<string, PlatformContext>;
+  /** False for a manifest's default instance, which config.yaml does not list. */
+  configured: boolean;
+}
+
+/** The config schema an integration's manifest contributes: its instances are checked key by key. */
+export function integrationConfigSchemas(integrations: readonly DiscoveredIntegration[]): IntegrationConfigSchema[] {
+  return integrations.map(({ manifest }) => ({
+    type: manifest.domain,
+    settings: settingsShape(manifest.config),
+    platforms: Object.fromEntries(
+      Object.entries(manifest.platforms).map(([name, platform]) => [
+        name,
+        { settings: settingsShape(platform.config) },
+      ]),
+    ),
+  }));
+}
+
+export type EntryTaskResult =
+  | { ok: true; type: string; priority: number; integration: string; payload: JsonValue }
+  | { ok: false; status: 404 | 409; message: string };
+
+/**
+ * Everything the manifests declare, joined with config.yaml's instances: which task types exist, which handler runs
+ * each, which instance a task belongs to, what each schedule enqueues. Built once per process start.
+ */
+export class IntegrationRegistry implements ActionRegistry {
+  readonly integrations: readonly DiscoveredIntegration[];
+  readonly #types = new Map<string, TaskTypeInfo>();
+  readonly #instances = new Map<string, RuntimeInstance>();
+  readonly #rules = new Map<string, CompiledRule[]>();
+  readonly #config: LoadedConfig;
+
+  constructor(options: { integrations: readonly DiscoveredIntegration[]; config: LoadedConfig }) {
+    this.integrations = options.integrations;
+    this.#config = options.config;
+    for (const integration of options.integrations) this.#addTypes(integration);
+    this.#addInstances(options.config);
+  }
+
+  /**
+   * The compiled automations of an instance's platform. Rules with problems are left out (config loading reports
+   * them), so nothing here can take an action the platform does not allow.
+   */
+  automations(instanceName: string, platformName: string): CompiledRule[] {
+    const key = `${instanceName}\u0000${platformName}`;
+    let rules = this.#rules.get(key);
+    if (!rules) {
+      const instance = this.#instances.get(instanceName);
+      const platform = this.manifestPlatform(instance?.domain ?? '', platformName);
+      const platformConfig = instance?.platforms[platformName];
+      rules =
+        platform && platformConfig
+          ? compilePlatformAutomations({
+              config: this.#config,
+              integrations: this.integrations,
+              platform,
+              platformConfig,
+            }).rules
+          : [];
+      this.#rules.set(key, rules);
+    }
+    return rules;
+  }
+
+  /** A platform as its manifest declares it (stages, fields, actions). */
+  manifestPlatform(domain: string, platformName: string) {
+    return this.integrations.find((integration) => integration.manifest.domain === domain)?.manifest.platforms[
+      platformName
+    ];
+  }
+
+  #addTypes(integration: DiscoveredIntegration): void {
+    const { manifest } = integration;
+    const add = (
+      info: Omit<TaskTypeInfo, 'handler' | 'integration'>,
+      reference: string,
+      manifestKey: (string | number)[],
+    ) => {
+      const match = handlerReferencePattern.exec(reference);
+      this.#types.set(info.type, {
+        ...info,
+        handler: {
+          reference,
+          module: path.resolve(integration.directory, match?.[1] ?? reference),
+          exportName: match?.[2] ?? 'default',
+          manifestKey,
+        },
+        integration,
+      });
+    };
+    for (const [platformName, platform] of Object.entries(manifest.platforms)) {
+      for (const [stageName, stage] of Object.entries(platform.stages)) {
+        add(
+          {
+            type: `${manifest.domain}.${platformName}.${stageName}`,
+            kind: 'stage',
+            domain: manifest.domain,
+            platform: platformName,
+            stage: stageName,
+            priority: stage.priority,
+            entry: platform.entry === stageName,
+            ...(stage.description === undefined ? {} : { description: stage.description }),
+          },
+          stage.handler,
+          ['platforms', platformName, 'stages', stageName, 'handler'],
+        );
+      }
+    }
+    for (const [serviceName, service] of Object.entries(manifest.services)) {
+      add(
+        {
+          type: `service.${manifest.domain}.${serviceName}`,
+          kind: 'service',
+          domain: manifest.domain,
+          service: serviceName,
+          priority: service.priority,
+          entry: false,
+          ...(service.description === undefined ? {} : { description: service.description }),
+        },
+        service.handler,
+        ['services', serviceName, 'handler'],
+      );
+    }
+    for (const [taskName, task] of Object.entries(manifest.tasks)) {
+      add(
+        {
+          type: `${manifest.domain}.${taskName}`,
+          kind: 'task',
+          domain: manifest.domain,
+          priority: task.priority,
+          entry: false,
+          ...(task.description === undefined ? {} : { description: task.description }),
+        },
+        task.handler,
+        ['tasks', taskName, 'handler'],
+      );
+    }
+  }
+
+  #addInstances(config: LoadedConfig): void {
+    const byDomain = new Map(this.integrations.map((integration) => [integration.manifest.domain, integration]));
+    for (const instance of config.integrations) {
+      const integration = byDomain.get(instance.type);
+      if (!integration) continue; // config validation already refused unknown types
+      const platforms: Record<string, PlatformContext> = {};
+      for (const [name, platform] of Object.entries(integration.manifest.platforms)) {
+        const configured = instance.platforms[name];
+        const base = configured
+          ? { name, ...configured }
+          : defaultPlatform(name, platform.config as Record<string, never>);
+        platforms[name] = { ...base, classifications: { ...platform.classifications, ...base.classifications } };
+      }
+      this.#instances.set(instance.name, {
+        name: instance.name,
+        domain: instance.type,
+        enabled: instance.enabled,
+        ...(instance.schedule ? { schedule: instance.schedule } : {}),
+        llm: instance.llm ?? 'default',
+        settings: instance.settings,
+        platforms,
+        configured: true,
+      });
+    }
+    for (const integration of this.integrations) {
+      const { manifest } = integration;
+      const fallback = manifest.default_instance;
+      if (!fallback || this.#instances.has(fallback.name)) continue;
+      if ([...this.#instances.values()].some((instance) => instance.domain === manifest.domain)) continue;
+      const settings = z.strictObject(settingsShape(manifest.config)).safeParse({});
+      const platforms: Record<string, PlatformContext> = {};
+      for (const [name, platform] of Object.entries(manifest.platforms)) {
+        const base = defaultPlatform(name, platform.config as Record<string, never>);
+        platforms[name] = { ...base, classifications: { ...platform.classifications } };
+      }
+      this.#instances.set(fallback.name, {
+        name: fallback.name,
+        domain: manifest.domain,
+        enabled: settings.success,
+        ...(fallback.schedule ? { schedule: fallback.schedule } : {}),
+        llm: 'default',
+        settings: settings.success ? (settings.data as Record<string, unknown>) : {},
+        platforms,
+        configured: false,
+      });
+    }
+  }
+
+  /** Every task type with a handler, sorted by type. */
+  taskTypes(): TaskTypeInfo[] {
+    return [...this.#types.values()].sort((left, right) => left.type.localeCompare(right.type));
+  }
+
+  taskType(type: string): TaskTypeInfo | undefined {
+    return this.#types.get(type);
+  }
+
+  instances(): RuntimeInstance[] {
+    return [...this.#instances.values()];
+  }
+
+  instance(name: string): RuntimeInstance | undefined {
+    return this.#instances.get(name);
+  }
+
+  /**
+   * The instance a task runs for: the one it names, which must be of the type's domain; a task that names none
+   * (one enqueued by hand) runs for the domain's only instance.
+   */
+  instanceForTask(
+    task: Pick<Task, 'type' | 'integration'>,
+  ): { ok: true; instance: RuntimeInstance } | { ok: false; message: string } {
+    const info = this.#types.get(task.type);
+    if (!info) return { ok: false, message: `no integration handles task type ${task.type}` };
+    if (task.integration !== undefined) {
+      const instance = this.#instances.get(task.integration);
+      if (!instance)
+        return {
+          ok: false,
+          message: `the task names integration instance \`${task.integration}\`, which config.yaml does not define`,
+        };
+      if (instance.domain !== info.domain) {
+        return {
+          ok: false,
+          message: `instance \`${task.integration}\` is a ${instance.domain} integration; ${task.type} belongs to ${info.domain}`,
+        };
+      }
+      return { ok: true, instance };
+    }
+    const candidates = this.instances().filter((instance) => instance.domain === info.domain);
+    if (candidates.length === 1 && candidates[0]) return { ok: true, instance: candidates[0] };
+    if (candidates.length === 0 && info.kind !== 'stage') {
+      // Services and plain tasks can run without configuration of their own (system.echo, a stateless service).
+      return {
+        ok: true,
+        instance: {
+          name: info.domain,
+          domain: info.domain,
+          enabled: true,
+          llm: 'default',
+          settings: {},
+          platforms: {},
+          configured: false,
+        },
+      };
+    }
+    return {
+      ok: false,
+      message:
+        candidates.length === 0
+          ? `no instance of the ${info.domain} integration is configured`
+          : `the task names no \`integration\` and there are ${candidates.length} ${info.domain} instances (${candidates.map((instance) => instance.name).join(', ')})`,
+    };
+  }
+
+  /** The task a manual trigger of an instance's platform enqueues. */
+  entryTask(instanceName: string, platformName: string): EntryTaskResult {
+    const instance = this.#instances.get(instanceName);
+    if (!instance) {
+      const names = this.instances().map((candidate) => candidate.name);
+      return {
+        ok: false,
+        status: 404,
+        message: `no integration instance \`${instanceName}\`; configured: ${names.join(', ') || 'none'}`,
+      };
+    }
+    const integration = this.integrations.find((candidate) => candidate.manifest.domain === instance.domain);
+    const platform = integration?.manifest.platforms[platformName];
+    if (!integration || !platform) {
+      const names = Object.keys(integration?.manifest.platforms ?? {});
+      return {
+        ok: false,
+        status: 404,
+        message: `the ${instance.domain} integration has no platform \`${platformName}\`; it has: ${names.join(', ') || 'none'}`,
+      };
+    }
+    if (!instance.enabled)
+      return { ok: false, status: 409, message: `instance \`${instanceName}\` is disabled in config.yaml` };
+    if (instance.platforms[platformName]?.enabled === false) {
+      return {
+        ok: false,
+        status: 409,
+        message: `platform \`${platformName}\` of \`${instanceName}\` is disabled in config.yaml`,
+      };
+    }
+    const type = `${instance.domain}.${platformName}.${platform.entry}`;
+    return {
+      ok: true,
+      type,
+      priority: this.#types.get(type)?.priority ?? 5,
+      integration: instance.name,
+      payload: null,
+    };
+  }
+
+  /** Each enabled instance with a schedule, and the entry task of each of its enabled platforms. */
+  scheduledInstances(): {
+    instance: RuntimeInstance;
+    schedule: Schedule;
+    entries: { type: string; priority: number }[];
+  }[] {
+    const jobs = [];
+    for (const instance of this.#instances.values()) {
+      if (!instance.enabled || !instance.schedule) continue;
+      const entries = Object.keys(instance.platforms)
+        .map((platform) => this.entryTask(instance.name, platform))
+        .filter((entry) => entry.ok)
+        .map((entry) => ({ type: entry.type, priority: entry.priority }));
+      if (entries.length > 0) jobs.push({ instance, schedule: instance.schedule, entries });
+    }
+    return jobs;
+  }
+
+  /**
+   * The `doctor` check a manifest declares for its instances, imported; undefined when it declares none.
+   */
+  async doctorCheck(domain: string): Promise<DoctorCheckFunction | undefined> {
+    const integration = this.integrations.find((candidate) => candidate.manifest.domain === domain);
+    const reference = integration?.manifest.doctor;
+    if (!integration || !reference) return undefined;
+    const match = handlerReferencePattern.exec(reference);
+    const module = path.resolve(integration.directory, match?.[1] ?? reference);
+    const relative = path.relative(integration.directory, module);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) return undefined;
+    const exports = (await import(pathToFileURL(module).href)) as Record<string, unknown>;
+    const check = exports[match?.[2] ?? 'default'];
+    return typeof check === 'function' ? (check as DoctorCheckFunction) : undefined;
+  }
+
+  /**
+   * Imports every handler module and checks that each named export is a function. Throws {@link ManifestError} with
+   * every handler that cannot be loaded, each at its manifest's file and line.
+   */
+  async loadHandlers(): Promise<Map<string, TaskHandler>> {
+    const handlers = new Map<string, TaskHandler>();
+    const problems: ManifestProblem[] = [];
+    const modules = new Map<string, Promise<Record<string, unknown>>>();
+    for (const info of this.taskTypes()) {
+      const { integration, handler } = info;
+      const problem = (message: string) => {
+        const position = integration.source.positionOf(handler.manifestKey);
+        problems.push({
+          file: integration.shownPath,
+          line: position?.line,
+          col: position?.col,
+          path: handler.manifestKey,
+          message,
+        });
+      };
+      const relative = path.relative(integration.directory, handler.module);
+      if (relative.startsWith('..') || path.isAbsolute(relative)) {
+        problem(`${handler.reference} is outside the integration's folder`);
+        continue;
+      }
+      let loading = modules.get(handler.module);
+      if (!loading) {
+        loading = import(pathToFileURL(handler.module).href) as Promise<Record<string, unknown>>;
+        modules.set(handler.module, loading);
+      }
+      let exports: Record<string, unknown>;
+      try {
+        exports = await loading;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        const moduleText = handler.reference.split('#')[0];
+        problem(
+          code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(handler.module)
+            ? `${moduleText} does not exist`
+            : `${moduleText} cannot be loaded: ${String((error as Error).message).split('\n')[0]}`,
+        );
+        continue;
+      }
+      const value = exports[handler.exportName];
+      if (value === undefined) {
+        const names = Object.keys(exports).filter((name) => typeof exports[name] === 'function');
+        problem(
+          `${handler.reference.split('#')[0]} exports no \`${handler.exportName}\`${names.length > 0 ? ` (it exports: ${names.join(', ')})` : ''}`,
+        );
+      } else if (typeof value !== 'function') {
+        problem(
+          `\`${handler.exportName}\` in ${handler.reference.split('#')[0]} is a ${typeof value}, not a handler function`,
+        );
+      } else handlers.set(info.type, value as TaskHandler);
+    }
+    if (problems.length > 0)
+      throw new ManifestError(
+        problems,
+        'fix the handler reference or the module; the worker cannot start without its handlers',
+      );
+    return handlers;
+  }
+}
+
+function defaultPlatform(name: string, settingSpecs: Record<string, never>): PlatformContext {
+  const settings = z.strictObject(settingsShape(settingSpecs)).safeParse({});
+  return {
+    name,
+    // A platform whose settings have required keys cannot run until config.yaml sets them.
+    enabled: settings.success,
+    settings: settings.success ? (settings.data as Record<string, unknown>) : {},
+    classifications: {},
+    automations: [],
+  };
+}

@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { ManifestError, parseManifest } from './read-manifest.ts';
+
+function problemsOf(text: string) {
+  try {
+    parseManifest(text, 'hooky/manifest.yaml');
+  } catch (error) {
+    if (error instanceof ManifestError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected the manifest to be refused');
+}
+
+const base = `domain: hooky
+config:
+  webhook_secret: secret
+  label: string
+`;
+
+describe('manifest listeners and webhooks', () => {
+  it('reads listeners and webhooks with their defaults', () => {
+    const { manifest } = parseManifest(
+      `${base}listeners:
+  poll: {handler: ./src/poll.ts#listen, description: Long-polls.}
+webhooks:
+  deliveries:
+    handler: ./src/hook.ts#receive
+    auth: hmac-sha256
+    secret_setting: webhook_secret
+    signature_header: X-Hub-Signature-256
+  manual: {handler: ./src/hook.ts#manual, auth: token, methods: [POST, PUT], max_body: 2048}
+`,
+      'hooky/manifest.yaml',
+    );
+    expect(manifest.listeners).toEqual({ poll: { handler: './src/poll.ts#listen', description: 'Long-polls.' } });
+    expect(manifest.webhooks.deliveries).toMatchObject({
+      methods: ['POST'],
+      max_body: 1024 * 1024,
+      auth: 'hmac-sha256',
+      signature_header: 'x-hub-signature-256',
+    });
+    expect(manifest.webhooks.manual).toMatchObject({ methods: ['POST', 'PUT'], max_body: 2048, auth: 'token' });
+  });
+
+  it('locates a listener without a valid handler at its file, line and key', () => {
+    const problems = problemsOf(`${base}listeners:\n  poll:\n    handler: src/poll.ts\n    every: 5s\n`);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        file: 'hooky/manifest.yaml',
+        line: 7,
+        path: ['listeners', 'poll', 'handler'],
+        message: expect.stringContaining('is not a handler reference'),
+      }),
+      expect.objectContaining({ line: 8, path: ['listeners', 'poll', 'every'], message: 'unknown key `every`' }),
+    ]);
+  });
+
+  it('refuses a webhook that does not say how it is authenticated', () => {
+    const problems = problemsOf(`${base}webhooks:\n  open:\n    handler: ./src/hook.ts#receive\n`);
+    expect(problems).toEqual([
+      // The key is missing: the problem points at the webhook that lacks it.
+      expect.objectContaining({
+        line: 6,
+        path: ['webhooks', 'open', 'auth'],
+        message: expect.stringContaining('`auth: hmac-sha256` or `auth: token`'),
+      }),
+    ]);
+  });
+
+  it('refuses an hmac webhook without its secret and header, and token auth with hmac keys', () => {
+    const problems = problemsOf(
+      `${base}webhooks:\n  signed: {handler: ./src/hook.ts#receive, auth: hmac-sha256}\n  plain: {handler: ./src/hook.ts#receive, auth: token, signature_header: X-Sig}\n`,
+    );
+    expect(problems.map((problem) => [problem.line, problem.path.join('.'), problem.message])).toEqual([
+      [6, 'webhooks.signed.secret_setting', '`auth: hmac-sha256` needs `secret_setting`'],
+      [6, 'webhooks.signed.signature_header', '`auth: hmac-sha256` needs `signature_header`'],
+      [7, 'webhooks.plain.signature_header', '`signature_header` is only for `auth: hmac-sha256`'],
+    ]);
+  });
+
+  it('refuses a secret_setting that is not a secret setting of the manifest', () => {
+    const problems = problemsOf(
+      `${base}webhooks:
+  a: {handler: ./src/hook.ts#a, auth: hmac-sha256, secret_setting: label, signature_header: X-Sig}
+  b: {handler: ./src/hook.ts#b, auth: hmac-sha256, secret_setting: missing, signature_header: X-Sig}
+`,
+    );
+    expect(problems).toEqual([
+      expect.objectContaining({
+        line: 6,
+        path: ['webhooks', 'a', 'secret_setting'],
+        message: '`label` is a string setting; a webhook secret must be of type `secret`',
+      }),
+      expect.objectContaining({
+        line: 7,
+        path: ['webhooks', 'b', 'secret_setting'],
+        message: expect.stringContaining('`missing` is not a setting under `config:`'),
+      }),
+    ]);
+  });
+
+  it('refuses a body cap beyond 25 MiB and unknown methods', () => {
+    const problems = problemsOf(
+      `${base}webhooks:\n  big: {handler: ./src/hook.ts#a, auth: token, max_body: 999999999, methods: [TRACE]}\n`,
+    );
+    expect(problems.map((problem) => problem.path.join('.'))).toEqual([
+      'webhooks.big.methods.0',
+      'webhooks.big.max_body',
+    ]);
+  });
+});

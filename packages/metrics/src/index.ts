@@ -1,0 +1,16 @@
+export {
+  durationBucketsSeconds,
+  type MetricsSnapshot,
+  mergeSnapshots,
+  metricsSnapshotSchema,
+  parseSnapshots,
+  type RejectionReason,
+  type RenderPrometheusOptions,
+  readMetricsFiles,
+  rejectionReasons,
+  renderPrometheus,
+  TaskMetrics,
+  type TaskOutcomeName,
+  taskOutcomes,
+  writeMetricsFile,
+} from './task-metrics.ts';

@@ -1,0 +1,1 @@
+export { FakeClock } from './fake-clock.ts';
