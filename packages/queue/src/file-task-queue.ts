@@ -96,6 +96,8 @@ export interface FileRecord extends FileEntry {
  */
 export class FileTaskQueue implements TaskQueue {
   readonly #listings = new Map<TaskState, StateListing>();
+  readonly #runningListings = new Map<TaskState, Promise<StateListing>>();
+  readonly #queuedListings = new Map<TaskState, Promise<StateListing>>();
   readonly paths: QueuePaths;
   readonly dataDirectory: string;
   readonly durability: Durability;
@@ -322,10 +324,41 @@ export class FileTaskQueue implements TaskQueue {
    * listed again on every use: a coarse filesystem clock could give two changes in a row the same mtime.
    */
   async #listing(state: TaskState): Promise<StateListing> {
-    const directory = this.paths[state];
-    const info = await stat(directory, { bigint: true }).catch(() => undefined);
+    const info = await stat(this.paths[state], { bigint: true }).catch(() => undefined);
     const cached = this.#listings.get(state);
     if (cached?.settled && info && cached.mtimeNs === info.mtimeNs) return cached;
+    return this.#freshListing(state);
+  }
+
+  /**
+   * A listing that starts after this call: joins one that is queued and not started yet, else queues one after the
+   * listing now running. However many lookups arrive at once (a burst of API reads on a busy queue), at most one
+   * listing per state runs and one waits.
+   */
+  #freshListing(state: TaskState): Promise<StateListing> {
+    const queued = this.#queuedListings.get(state);
+    if (queued) return queued;
+    const running = this.#runningListings.get(state);
+    const next = (running ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        this.#queuedListings.delete(state);
+        const run = this.#list(state);
+        this.#runningListings.set(state, run);
+        const clear = () => {
+          if (this.#runningListings.get(state) === run) this.#runningListings.delete(state);
+        };
+        run.then(clear, clear);
+        return run;
+      });
+    this.#queuedListings.set(state, next);
+    return next;
+  }
+
+  async #list(state: TaskState): Promise<StateListing> {
+    const directory = this.paths[state];
+    // The mtime before the listing: a change during it makes the next stat differ, so it is never missed.
+    const info = await stat(directory, { bigint: true }).catch(() => undefined);
     let names: string[];
     try {
       names = await readdir(directory);
