@@ -82,7 +82,7 @@ export async function queueListCommand(options: QueueListCommandOptions): Promis
           entry.name.id,
           entry.name.type,
         ]
-      : [entry.state, '-', '-', '(unreadable)', entry.location],
+      : [entry.state, '-', '-', '(unreadable)', entry.location.slice(entry.location.lastIndexOf('/') + 1)],
   );
   const header = ['STATE', 'P', 'READY', 'ID', 'TYPE'];
   const widths = header.map((title, column) =>
