@@ -1,7 +1,7 @@
 // Queue throughput and latency at several depths, for both durability modes, next to the raw fsync ceiling of the
 // same disk. `npm run bench:queue [-- --depths 100,10000 --durability os --ops 2000 --dir /path --json]`.
 // It prints figures; it never fails for being slow, only for bad options or a queue that misbehaves.
-// Results and the machine they ran on go in docs/performance.md.
+// Results and the machine they ran on go in docs/performance.md. `-- --through-worker`: see queue-through-worker.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, open, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,6 +10,14 @@ import { parseArgs } from 'node:util';
 import { openFileTaskQueue, type QueueConfig, type TaskConsumer } from '@assistant/queue';
 
 type Durability = QueueConfig['durability'];
+
+// `--through-worker`: the same queue driven by the real `assistant work` process (bench/queue-through-worker.ts).
+if (process.argv.includes('--through-worker')) {
+  const { runThroughWorker } = await import('./queue-through-worker.ts');
+  await runThroughWorker(process.argv.slice(2));
+  // Stdout to a pipe or file is synchronous on Linux: nothing printed is lost.
+  process.exit(0);
+}
 
 const { values } = parseArgs({
   options: {

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
 import { actCommand, approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
@@ -55,7 +55,11 @@ export function createProgram(context: CliContext): CliProgram {
   program
     .command('start')
     .description('run the server and the worker until Ctrl-C; stop both if either dies')
-    .action(async (_options, command: Command) => startCommand({ globals: globalOptions(command, context), context }));
+    // How the lean supervisor checks the config in a child: warnings and errors as usual, then one JSON line.
+    .addOption(new Option('--preflight').hideHelp())
+    .action(async (options: { preflight?: boolean }, command: Command) =>
+      startCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
   program
     .command('serve')
     .description('run only the server, in this process')

@@ -1,9 +1,19 @@
 // The `assistant` command: `node apps/cli/src/main.ts <command>`, or through bin/assistant.js.
-import { runCli } from './run-cli.ts';
+import { fileURLToPath } from 'node:url';
 
 // Belt and braces behind the explicit 0600/0700 modes at every write: anything this process or its children create
 // (a handler that forgets a mode, a script's output) is the owner's alone. Data holds mail and transcripts.
 process.umask(0o077);
 
+const argv = process.argv.slice(2);
+// `assistant start` stays up as long as the assistant does: it becomes the plain-JavaScript supervisor (same pid),
+// leaving behind commander, the config loader and Node's TypeScript stripper. Only Node's own modules load first.
+const { plainStartArguments } = await import('./start-supervisor.js');
+if (plainStartArguments(argv) !== undefined && typeof process.execve === 'function') {
+  const supervisor = fileURLToPath(new URL('./start-supervisor.js', import.meta.url));
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
+}
+
+const { runCli } = await import('./run-cli.ts');
 // exitCode rather than process.exit(): piped stdout is flushed before the process ends on its own.
-process.exitCode = await runCli({ argv: process.argv.slice(2) });
+process.exitCode = await runCli({ argv });

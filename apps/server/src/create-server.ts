@@ -98,6 +98,12 @@ const diagnosticCatalog: ServerCatalog = {
 };
 
 /** Builds the Fastify app for a config without listening, so tests can `inject` requests into it. */
+function noFastifySchemas(): () => never {
+  return () => {
+    throw new Error('routes validate with zod (route-table.ts): give fastify no `schema`');
+  };
+}
+
 export function createServer(options: CreateServerOptions): AssistantServer {
   const { config } = options;
   const token = serverToken(options);
@@ -117,6 +123,10 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       // Node checks the two timeouts above on this interval (30 s by default), which would stretch each bound.
       connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.floor(timeouts.headersTimeoutMs / 2))),
     },
+    // Routes validate with zod themselves (route-table.ts) and give fastify no schemas, so its default compilers
+    // (ajv and fast-json-stringify, about 10 MB resident) would load for nothing; a route that ever passes fastify
+    // a schema fails at registration, saying why.
+    schemaController: { compilersFactory: { buildValidator: noFastifySchemas, buildSerializer: noFastifySchemas } },
   });
   // Node's headersTimeout starts with the first byte: a connection that never sends one would be held forever.
   // Until a request arrives the socket may idle for headersTimeoutMs; then the request, response and keep-alive

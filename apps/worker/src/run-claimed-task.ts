@@ -14,6 +14,11 @@ import type { Logger } from 'pino';
 import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
+/** Finds the handler of a task type; undefined when none handles it, a rejection when its module is broken. */
+export interface HandlerLookup {
+  get(type: string): TaskHandler | undefined | Promise<TaskHandler | undefined>;
+}
+
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
 class TaskTimeoutError extends RetryableError {
   override name = 'TaskTimeoutError';
@@ -37,7 +42,8 @@ export interface TaskOutcomeReport {
 export interface RunClaimedTaskOptions {
   claimed: ClaimedTask;
   consumer: TaskConsumer;
-  handlers: ReadonlyMap<string, TaskHandler>;
+  /** The handler of a type: a Map, or the registry's, which imports each handler module on first use. */
+  handlers: HandlerLookup;
   services: WorkerServices;
   logger: Logger;
   /** Told every outcome, for metrics and circuit breakers; errors it throws are logged and ignored. */
@@ -121,7 +127,17 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
 /** The handler's result, raced with the signal: a handler that ignores it must not hold its slot (and task) forever. */
 async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, logger: Logger): Promise<unknown> {
   const { task } = options.claimed;
-  const handler = options.handlers.get(task.type);
+  let handler: TaskHandler | undefined;
+  try {
+    handler = await options.handlers.get(task.type);
+  } catch (error) {
+    // A broken handler module (a syntax error, a missing export): retrying cannot fix it; after the fix,
+    // `assistant task retry` can. The message names the manifest's file and line.
+    logger.error({ err: error }, `the handler of ${task.type} cannot be loaded`);
+    throw new UnrecoverableError(
+      `the handler of ${task.type} cannot be loaded: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
   const context = createHandlerContext({ services: options.services, task, signal, logger });
   if ('problem' in context) throw new UnrecoverableError(context.problem);

@@ -12,7 +12,7 @@ import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
-import { runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
+import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 export interface RunWorkerOptions {
@@ -65,7 +65,15 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
           integrations: await discoverIntegrations({ builtinDir: installation.builtinIntegrationsDir }),
           config,
         }));
-  const handlers = options.handlers ?? (await (registry as IntegrationRegistry).loadHandlers());
+  // Each handler module is imported when its first task comes (with its libraries: IMAP, SMTP, mail parsing…), so
+  // an idle worker holds only what it has run; a manifest naming a missing module still stops it here.
+  let handlers: HandlerLookup;
+  if (options.handlers) handlers = options.handlers;
+  else {
+    const lazy = registry as IntegrationRegistry;
+    await lazy.checkHandlerModules();
+    handlers = { get: (type) => lazy.handler(type) };
+  }
   for (const changed of await ensureDataDirectories({ paths: config.paths })) {
     logger.info(`made ${changed.directory} private: mode ${changed.fromMode.toString(8)} → 700`);
   }

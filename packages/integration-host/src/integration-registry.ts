@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ActionRegistry } from '@assistant/actions';
@@ -81,6 +82,8 @@ export class IntegrationRegistry implements ActionRegistry {
   readonly #instances = new Map<string, RuntimeInstance>();
   readonly #rules = new Map<string, CompiledRule[]>();
   readonly #config: LoadedConfig;
+  /** Handler modules being imported or imported, by path: each is imported once. */
+  readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
 
   constructor(options: { integrations: readonly DiscoveredIntegration[]; config: LoadedConfig }) {
     this.integrations = options.integrations;
@@ -380,66 +383,124 @@ export class IntegrationRegistry implements ActionRegistry {
 
   /**
    * Imports every handler module and checks that each named export is a function. Throws {@link ManifestError} with
-   * every handler that cannot be loaded, each at its manifest's file and line.
+   * every handler that cannot be loaded, each at its manifest's file and line. What `config check` runs; the worker
+   * imports each handler on first use instead ({@link handler}), after {@link checkHandlerModules}.
    */
   async loadHandlers(): Promise<Map<string, TaskHandler>> {
     const handlers = new Map<string, TaskHandler>();
     const problems: ManifestProblem[] = [];
-    const modules = new Map<string, Promise<Record<string, unknown>>>();
     for (const info of this.taskTypes()) {
-      const { integration, handler } = info;
-      const problem = (message: string) => {
-        const position = integration.source.positionOf(handler.manifestKey);
-        problems.push({
-          file: integration.shownPath,
-          line: position?.line,
-          col: position?.col,
-          path: handler.manifestKey,
-          message,
-        });
-      };
-      const relative = path.relative(integration.directory, handler.module);
-      if (relative.startsWith('..') || path.isAbsolute(relative)) {
-        problem(`${handler.reference} is outside the integration's folder`);
+      const loaded = await this.#importHandler(info);
+      if ('problem' in loaded) problems.push(loaded.problem);
+      else handlers.set(info.type, loaded.handler);
+    }
+    if (problems.length > 0) throw new ManifestError(problems, brokenHandlerHint);
+    return handlers;
+  }
+
+  /**
+   * The handler of `type`, its module imported on the first call (once however many types it serves), so that a
+   * worker loads an integration's code and libraries only when a task of it comes. Undefined for a type no manifest
+   * declares; throws {@link ManifestError} at the manifest's line when the module or its export is broken.
+   */
+  async handler(type: string): Promise<TaskHandler | undefined> {
+    const info = this.#types.get(type);
+    if (!info) return undefined;
+    const loaded = await this.#importHandler(info);
+    if ('problem' in loaded) throw new ManifestError([loaded.problem], brokenHandlerHint);
+    return loaded.handler;
+  }
+
+  /**
+   * Checks without importing anything that every handler module is inside its integration's folder and exists, so
+   * that a worker refuses to start on a manifest naming a missing file, as it did when it imported them all.
+   * Throws {@link ManifestError} with every such handler.
+   */
+  async checkHandlerModules(): Promise<void> {
+    const problems: ManifestProblem[] = [];
+    const seen = new Map<string, Promise<boolean>>();
+    for (const info of this.taskTypes()) {
+      const outside = this.#outsideProblem(info);
+      if (outside) {
+        problems.push(outside);
         continue;
       }
-      let loading = modules.get(handler.module);
-      if (!loading) {
-        loading = import(pathToFileURL(handler.module).href) as Promise<Record<string, unknown>>;
-        modules.set(handler.module, loading);
+      let exists = seen.get(info.handler.module);
+      if (!exists) {
+        exists = stat(info.handler.module).then(
+          (stats) => stats.isFile(),
+          () => false,
+        );
+        seen.set(info.handler.module, exists);
       }
-      let exports: Record<string, unknown>;
-      try {
-        exports = await loading;
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        const moduleText = handler.reference.split('#')[0];
-        problem(
+      if (!(await exists))
+        problems.push(handlerProblem(info, `${info.handler.reference.split('#')[0]} does not exist`));
+    }
+    if (problems.length > 0) throw new ManifestError(problems, brokenHandlerHint);
+  }
+
+  #outsideProblem(info: TaskTypeInfo): ManifestProblem | undefined {
+    const relative = path.relative(info.integration.directory, info.handler.module);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) {
+      return handlerProblem(info, `${info.handler.reference} is outside the integration's folder`);
+    }
+    return undefined;
+  }
+
+  async #importHandler(info: TaskTypeInfo): Promise<{ handler: TaskHandler } | { problem: ManifestProblem }> {
+    const { handler } = info;
+    const outside = this.#outsideProblem(info);
+    if (outside) return { problem: outside };
+    let loading = this.#modules.get(handler.module);
+    if (!loading) {
+      loading = import(pathToFileURL(handler.module).href) as Promise<Record<string, unknown>>;
+      // Handled here so that a module that failed to load is no unhandled rejection; each caller sees it below.
+      loading.catch(() => {});
+      this.#modules.set(handler.module, loading);
+    }
+    let exports: Record<string, unknown>;
+    try {
+      exports = await loading;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const moduleText = handler.reference.split('#')[0];
+      return {
+        problem: handlerProblem(
+          info,
           code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(handler.module)
             ? `${moduleText} does not exist`
             : `${moduleText} cannot be loaded: ${String((error as Error).message).split('\n')[0]}`,
-        );
-        continue;
-      }
-      const value = exports[handler.exportName];
-      if (value === undefined) {
-        const names = Object.keys(exports).filter((name) => typeof exports[name] === 'function');
-        problem(
-          `${handler.reference.split('#')[0]} exports no \`${handler.exportName}\`${names.length > 0 ? ` (it exports: ${names.join(', ')})` : ''}`,
-        );
-      } else if (typeof value !== 'function') {
-        problem(
-          `\`${handler.exportName}\` in ${handler.reference.split('#')[0]} is a ${typeof value}, not a handler function`,
-        );
-      } else handlers.set(info.type, value as TaskHandler);
+        ),
+      };
     }
-    if (problems.length > 0)
-      throw new ManifestError(
-        problems,
-        'fix the handler reference or the module; the worker cannot start without its handlers',
-      );
-    return handlers;
+    const value = exports[handler.exportName];
+    if (value === undefined) {
+      const names = Object.keys(exports).filter((name) => typeof exports[name] === 'function');
+      return {
+        problem: handlerProblem(
+          info,
+          `${handler.reference.split('#')[0]} exports no \`${handler.exportName}\`${names.length > 0 ? ` (it exports: ${names.join(', ')})` : ''}`,
+        ),
+      };
+    }
+    if (typeof value !== 'function') {
+      return {
+        problem: handlerProblem(
+          info,
+          `\`${handler.exportName}\` in ${handler.reference.split('#')[0]} is a ${typeof value}, not a handler function`,
+        ),
+      };
+    }
+    return { handler: value as TaskHandler };
   }
+}
+
+const brokenHandlerHint = 'fix the handler reference or the module; the worker cannot start without its handlers';
+
+function handlerProblem(info: TaskTypeInfo, message: string): ManifestProblem {
+  const { integration, handler } = info;
+  const position = integration.source.positionOf(handler.manifestKey);
+  return { file: integration.shownPath, line: position?.line, col: position?.col, path: handler.manifestKey, message };
 }
 
 function defaultPlatform(name: string, settingSpecs: Record<string, never>): PlatformContext {

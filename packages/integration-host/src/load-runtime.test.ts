@@ -385,6 +385,51 @@ describe('manifests', () => {
     ]);
   });
 
+  it('imports a handler on first use only, and checks at start only that its module exists', async () => {
+    // Importing one.ts leaves a mark in the process: the proof that it was (or was not yet) imported.
+    await integration(
+      'lazy',
+      'domain: lazy\ntasks:\n  one: {handler: ./src/one.ts#one}\n  two: {handler: ./src/one.ts#twoo}\n',
+      {
+        'src/one.ts':
+          'globalThis.lazyImports = (globalThis.lazyImports ?? 0) + 1;\nexport async function one() { return 1; }\n',
+      },
+    );
+    const configPath = path.join(dir, 'config.yaml');
+    await writeFile(configPath, 'integration_dirs: [./custom]\n');
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
+    const imports = () => (globalThis as { lazyImports?: number }).lazyImports ?? 0;
+    const before = imports();
+    await registry.checkHandlerModules();
+    expect(imports()).toBe(before);
+    expect(await registry.handler('lazy.one')).toBeTypeOf('function');
+    expect(imports()).toBe(before + 1);
+    // The broken export is found when its type is first asked for, at the manifest's line; the module is not
+    // imported again.
+    await expect(registry.handler('lazy.two')).rejects.toThrow(
+      /custom\/lazy\/manifest\.yaml:4:9: tasks\.two\.handler: \.\/src\/one\.ts exports no `twoo` \(it exports: one\)/,
+    );
+    expect(imports()).toBe(before + 1);
+    expect(await registry.handler('lazy.unknown')).toBeUndefined();
+  });
+
+  it('refuses at start a handler module that does not exist, without importing the others', async () => {
+    await integration(
+      'gone',
+      'domain: gone\ntasks:\n  one: {handler: ./src/one.ts#one}\n  two: {handler: ./src/missing.ts#two}\n',
+      { 'src/one.ts': 'throw new Error("imported at start");\n' },
+    );
+    const configPath = path.join(dir, 'config.yaml');
+    await writeFile(configPath, 'integration_dirs: [./custom]\n');
+    const { registry } = await loadRuntime({ installation, configPath, cwd: dir });
+    const error = await registry.checkHandlerModules().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ManifestError);
+    expect((error as ManifestError).message.split('\n').slice(1)).toEqual([
+      'custom/gone/manifest.yaml:4:9: tasks.two.handler: ./src/missing.ts does not exist',
+    ]);
+    await expect(registry.handler('gone.one')).rejects.toThrow(/\.\/src\/one\.ts cannot be loaded: imported at start/);
+  });
+
   it('refuses two manifests that claim one domain', async () => {
     await integration('first', 'domain: same\n');
     await integration('second', 'domain: same\n');

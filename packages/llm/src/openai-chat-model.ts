@@ -1,5 +1,5 @@
 import { scrubSecrets } from '@assistant/errors';
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
 import type { ChatMessage, ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage } from './chat-types.ts';
 import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
@@ -26,6 +26,22 @@ export interface OpenAiChatModelOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
+type OpenAiSdk = typeof import('openai');
+/**
+ * The `openai` package, imported on the first request rather than at start: it is the largest library a worker
+ * loads (about 30 MB resident), and most tasks never call a model. Its error classes are recognised through it,
+ * which is sound: none of its errors can exist before it is loaded.
+ */
+let sdk: OpenAiSdk | undefined;
+let sdkLoading: Promise<OpenAiSdk> | undefined;
+async function loadSdk(): Promise<OpenAiSdk> {
+  sdkLoading ??= import('openai').then((loaded) => {
+    sdk = loaded;
+    return loaded;
+  });
+  return sdkLoading;
+}
+
 /** Backoff between retries: 1 s, 2 s, 4 s … capped at 30 s; a server's `retry-after` wins, capped at 60 s. */
 const baseDelayMs = 1_000;
 const maxDelayMs = 30_000;
@@ -40,14 +56,19 @@ export function createOpenAiChatModel(
   options: OpenAiChatModelOptions,
 ): ChatModel & { capabilities: ModelCapabilities } {
   const capabilities = modelCapabilities(options.model, options.capabilities);
-  const client = new OpenAI({
-    baseURL: options.baseUrl,
-    // Local servers ignore the key, but the client insists on one.
-    apiKey: options.token ?? 'not-needed',
-    maxRetries: 0,
-    timeout: options.timeoutMs ?? 120_000,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-  });
+  let client: OpenAI | undefined;
+  const clientOf = async (): Promise<OpenAI> => {
+    const { default: OpenAiClient } = await loadSdk();
+    client ??= new OpenAiClient({
+      baseURL: options.baseUrl,
+      // Local servers ignore the key, but the client insists on one.
+      apiKey: options.token ?? 'not-needed',
+      maxRetries: 0,
+      timeout: options.timeoutMs ?? 120_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    return client;
+  };
   const maxRetries = options.maxRetries ?? 4;
   const sleep = options.sleep ?? sleepFor;
 
@@ -72,7 +93,7 @@ export function createOpenAiChatModel(
         json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema, strict: false },
       };
     }
-    const completion = await client.chat.completions.create(
+    const completion = await (await clientOf()).chat.completions.create(
       body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
       signal ? { signal } : {},
     );
@@ -115,7 +136,7 @@ export function createOpenAiChatModel(
         try {
           return await send(request, signal);
         } catch (error) {
-          if (error instanceof APIUserAbortError || signal?.aborted) {
+          if ((sdk !== undefined && error instanceof sdk.APIUserAbortError) || signal?.aborted) {
             throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason ?? error });
           }
           if (error instanceof LlmRequestError) throw error;
@@ -135,8 +156,8 @@ export function retryDelay(error: unknown, attempt: number): number | undefined 
   // A replay miss arrives wrapped as a connection error; retrying cannot make a recording appear.
   if (error instanceof Error && error.cause instanceof ReplayMissError) return undefined;
   const exponential = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
-  if (error instanceof APIConnectionError) return exponential;
-  if (error instanceof APIError) {
+  if (sdk !== undefined && error instanceof sdk.APIConnectionError) return exponential;
+  if (sdk !== undefined && error instanceof sdk.APIError) {
     const status = error.status;
     if (status === undefined || !(status === 408 || status === 409 || status === 429 || status >= 500))
       return undefined;
@@ -156,7 +177,7 @@ export function retryDelay(error: unknown, attempt: number): number | undefined 
 
 function failure(options: OpenAiChatModelOptions, error: unknown, attempt: number): Error {
   if (error instanceof Error && error.cause instanceof ReplayMissError) return error.cause as ReplayMissError;
-  const status = error instanceof APIError ? error.status : undefined;
+  const status = sdk !== undefined && error instanceof sdk.APIError ? error.status : undefined;
   // The body of an error answer is the server's text: a proxy may echo the Authorization header in it.
   const detail = scrubSecrets((error instanceof Error ? error.message.split('\n')[0] : String(error)) ?? '');
   const tries = attempt === 0 ? '' : ` after ${attempt + 1} attempts`;
@@ -169,7 +190,7 @@ function failure(options: OpenAiChatModelOptions, error: unknown, attempt: numbe
         ? { hint: "check the profile's `token:` (a secret in secrets.yaml)" }
         : status === 404
           ? { hint: 'check `base_url` (it usually ends in /v1) and that the model exists there' }
-          : error instanceof APIConnectionError
+          : sdk !== undefined && error instanceof sdk.APIConnectionError
             ? { hint: 'is the server running and reachable? `assistant doctor` checks every profile' }
             : {}),
     },

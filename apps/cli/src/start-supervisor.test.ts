@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLinePrefixer } from './line-prefixer.ts';
+import { createLinePrefixer, plainStartArguments } from './start-supervisor.js';
 
 function collect(options: { maxLineChars?: number } = {}) {
   const writes: string[] = [];
@@ -43,5 +43,27 @@ describe('createLinePrefixer', () => {
     const { prefixer, writes } = collect({ maxLineChars: 4 });
     prefixer.push('abcdefgh');
     expect(writes).toEqual(['[server] abcdefgh\n']);
+  });
+});
+
+describe('plainStartArguments', () => {
+  it('takes a plain start with its global options, in any order', () => {
+    expect(plainStartArguments(['start'])).toEqual({ config: undefined, data: undefined });
+    expect(plainStartArguments(['--config', 'c.yaml', 'start', '--data=d'])).toEqual({ config: 'c.yaml', data: 'd' });
+  });
+
+  it('leaves everything else to the full command line, which explains it', () => {
+    for (const argv of [
+      [],
+      ['serve'],
+      ['start', 'now'],
+      ['start', '--help'],
+      ['start', '--preflight'],
+      ['start', '--confg', 'x'],
+      ['start', '--config'],
+      ['start', '--config='],
+    ]) {
+      expect(plainStartArguments(argv), argv.join(' ')).toBeUndefined();
+    }
   });
 });

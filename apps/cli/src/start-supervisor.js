@@ -1,0 +1,318 @@
+// `assistant start`'s supervisor: runs the server and the worker as child processes, prefixes their output, and
+// stops both when either dies. Plain JavaScript on purpose, importing only Node's own modules: `assistant start`
+// replaces itself with this file (apps/cli/src/main.ts), so the process that stays up for the assistant's
+// lifetime does not hold commander, zod, the config loader, the runtime or Node's TypeScript stripper (about 40 MB
+// resident instead of 140). Types: start-supervisor.d.ts. The config is checked by `assistant start --preflight`,
+// run as a short-lived child first, which prints warnings and errors exactly as any command does.
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+// The server has no long work to finish; the worker gets its configured grace, and both a margin on top.
+const stopMarginMs = 5_000;
+const cliMain = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+/**
+ * The global options of a plain `assistant start [--config FILE] [--data DIR]` command line, or undefined for
+ * anything else (help, --preflight, a typo), which the full command line handles and explains.
+ * @param {readonly string[]} argv the arguments after `assistant`
+ * @returns {{ config: string | undefined; data: string | undefined } | undefined}
+ */
+export function plainStartArguments(argv) {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: { config: { type: 'string' }, data: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (positionals.length !== 1 || positionals[0] !== 'start') return undefined;
+    if (values.config === '' || values.data === '') return undefined;
+    return { config: values.config, data: values.data };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Prefixes each line of a child's output. It writes whole lines only, so two children writing at once never
+ * interleave mid-line.
+ * @param {{ prefix: string; write: (text: string) => void; maxLineChars?: number }} options
+ */
+export function createLinePrefixer(options) {
+  const maxLineChars = options.maxLineChars ?? 65_536;
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  /** @param {string} text */
+  const flushLines = (text) => {
+    if (text === '') return;
+    const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+    options.write(lines.map((line) => `${options.prefix}${line}\n`).join(''));
+  };
+  return {
+    /** @param {Buffer | string} chunk */
+    push(chunk) {
+      pending += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      const lastNewline = pending.lastIndexOf('\n');
+      if (lastNewline >= 0) {
+        flushLines(pending.slice(0, lastNewline + 1));
+        pending = pending.slice(lastNewline + 1);
+      }
+      if (pending.length > maxLineChars) {
+        flushLines(pending);
+        pending = '';
+      }
+    },
+    end() {
+      pending += decoder.end();
+      flushLines(pending);
+      pending = '';
+    },
+  };
+}
+
+/**
+ * Runs processes side by side with their output prefixed by name, until `signal` aborts or one of them exits on
+ * its own; then stops the rest (the signal, then SIGKILL after `graceMs`) and resolves once all have exited.
+ * @param {import('./start-supervisor.d.ts').SuperviseProcessesOptions} options
+ * @returns {Promise<import('./start-supervisor.d.ts').SuperviseProcessesResult>}
+ */
+async function superviseProcesses(options) {
+  let stopping = false;
+  /** @type {import('./start-supervisor.d.ts').ProcessExit | undefined} */
+  let unexpected;
+  /** @type {NodeJS.Timeout | undefined} */
+  let killTimer;
+  /** @type {import('node:child_process').ChildProcess[]} */
+  const children = [];
+
+  /** @param {import('node:child_process').ChildProcess} child */
+  const running = (child) => child.exitCode === null && child.signalCode === null;
+  /** @param {NodeJS.Signals} signal */
+  const stopAll = (signal) => {
+    if (stopping) return;
+    stopping = true;
+    for (const child of children) if (running(child)) child.kill(signal);
+    killTimer = setTimeout(() => {
+      for (const child of children) if (running(child)) child.kill('SIGKILL');
+    }, options.graceMs);
+  };
+
+  const exits = options.processes.map((spec) => {
+    const child = spawn(spec.command, [...spec.args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    const prefix = `[${spec.name}] `;
+    const out = createLinePrefixer({ prefix, write: (text) => options.stdout.write(text) });
+    const err = createLinePrefixer({ prefix, write: (text) => options.stderr.write(text) });
+    child.stdout?.on('data', (chunk) => out.push(chunk));
+    child.stdout?.on('end', () => out.end());
+    child.stderr?.on('data', (chunk) => err.push(chunk));
+    child.stderr?.on('end', () => err.end());
+    if (child.pid !== undefined) options.onSpawn?.(spec.name, child.pid);
+    // 'close' rather than 'exit': it waits for the output pipes to drain, so no last line is lost.
+    return new Promise((resolve) => {
+      /** @type {Error | undefined} */
+      let spawnError;
+      /** @param {number | null} code @param {NodeJS.Signals | null} signal */
+      const finish = (code, signal) => {
+        /** @type {import('./start-supervisor.d.ts').ProcessExit} */
+        const exit = { name: spec.name, pid: child.pid, code, signal, ...(spawnError ? { error: spawnError } : {}) };
+        if (!stopping) {
+          unexpected = exit;
+          options.onUnexpectedExit?.(exit);
+          stopAll('SIGTERM');
+        }
+        resolve(exit);
+      };
+      child.once('error', (error) => {
+        spawnError = error;
+        // A process that never started emits no 'close' on some platforms; do not wait for it.
+        if (child.pid === undefined) finish(null, null);
+      });
+      child.once('close', finish);
+    });
+  });
+
+  const onAbort = () => stopAll(options.signal.reason === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
+  if (options.signal.aborted) onAbort();
+  else options.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const settled = await Promise.all(exits);
+    return { unexpected, exits: settled };
+  } finally {
+    options.signal.removeEventListener('abort', onAbort);
+    clearTimeout(killTimer);
+  }
+}
+
+/**
+ * `exited with code 1`, `was killed by SIGKILL`, `could not start: spawn ENOENT`.
+ * @param {import('./start-supervisor.d.ts').ProcessExit} exit
+ */
+function describeExit(exit) {
+  if (exit.error && exit.code === null && exit.signal === null) return `could not start: ${exit.error.message}`;
+  if (exit.signal !== null) return `was killed by ${exit.signal}`;
+  return `exited with code ${exit.code}`;
+}
+
+/**
+ * Turns SIGINT and SIGTERM into an AbortSignal. Later signals are not fatal: a Ctrl-C reaches every process in
+ * the terminal's group and again through this process, and the repeat must not cut a graceful stop short.
+ * @param {(signal: string) => void} onRepeat
+ */
+function listenForShutdown(onRepeat) {
+  const controller = new AbortController();
+  /** @param {NodeJS.Signals} signal */
+  const listener = (signal) => {
+    if (controller.signal.aborted) onRepeat(signal);
+    else controller.abort(signal);
+  };
+  process.on('SIGINT', listener);
+  process.on('SIGTERM', listener);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off('SIGINT', listener);
+      process.off('SIGTERM', listener);
+    },
+  };
+}
+
+/**
+ * Runs the server and the worker as two child processes, which is how they run in production: separate
+ * processes that share only files. Stops both when either dies, so a half-running assistant never goes unnoticed.
+ * Resolves with an error to report (`assistant: …`, exit 1) or undefined after a clean stop.
+ * @param {import('./start-supervisor.d.ts').SuperviseStartOptions} options
+ * @returns {Promise<{ message: string; hint: string } | undefined>}
+ */
+export async function superviseStart(options) {
+  /** @param {string} line */
+  const say = (line) => options.stdout.write(`[assistant] ${line}\n`);
+  // Forward flags such as --experimental-strip-types that this Node needed to run TypeScript; not --inspect,
+  // whose port two children would fight over.
+  const execArgv = options.execArgv.filter((argument) => !argument.startsWith('--inspect'));
+  const childArgs = ['--config', options.configFile, '--data', options.dataDir];
+  /** @type {NodeJS.ProcessEnv} */
+  const env = { ...options.env, ASSISTANT_CONFIG_CHECKED: '1' };
+  // The children write to pipes, so they would pick JSON logs; a person at this terminal wants them pretty.
+  if (options.stdout.isTTY && env.ASSISTANT_LOG_FORMAT === undefined) {
+    env.ASSISTANT_LOG_FORMAT = 'pretty';
+    if (env.NO_COLOR === undefined && env.FORCE_COLOR === undefined) env.FORCE_COLOR = '1';
+  }
+  const shutdown =
+    options.shutdown ??
+    listenForShutdown((signal) => say(`${signal} received; already stopping (server and worker are finishing up)`));
+  shutdown.signal.addEventListener('abort', () => say(`${String(shutdown.signal.reason)} received; stopping`), {
+    once: true,
+  });
+  /** @type {import('./start-supervisor.d.ts').SuperviseProcessesResult} */
+  let result;
+  try {
+    result = await superviseProcesses({
+      processes: [
+        {
+          name: 'server',
+          command: process.execPath,
+          args: [...execArgv, mainOf('@assistant/server/main'), ...childArgs],
+        },
+        {
+          name: 'worker',
+          command: process.execPath,
+          args: [...execArgv, mainOf('@assistant/worker/main'), ...childArgs],
+        },
+      ],
+      env,
+      stdout: options.stdout,
+      stderr: options.stderr,
+      signal: shutdown.signal,
+      graceMs: options.shutdownGraceMs + stopMarginMs,
+      // The pids let a person (or a test) find each process: `kill`, `ps`, a debugger.
+      onSpawn: (name, pid) => say(`${name} started (pid ${pid})`),
+      onUnexpectedExit: (exit) => say(`${exit.name} (pid ${exit.pid ?? '?'}) ${describeExit(exit)}; stopping the rest`),
+    });
+  } finally {
+    shutdown.dispose();
+  }
+
+  if (result.unexpected) {
+    const exit = result.unexpected;
+    return {
+      message: `the ${exit.name} (pid ${exit.pid ?? '?'}) ${describeExit(exit)}`,
+      hint: `the [${exit.name}] lines above say why; the other process was stopped`,
+    };
+  }
+  const forwarded = String(shutdown.signal.reason);
+  // Exit 0, or killed by the very signal we forwarded before it had installed its handler.
+  const unclean = result.exits.filter((exit) => !(exit.code === 0 || exit.signal === forwarded));
+  if (unclean.length > 0) {
+    return {
+      message: `did not stop cleanly: ${unclean.map((exit) => `the ${exit.name} ${describeExit(exit)}`).join('; ')}`,
+      hint: 'the lines above say why',
+    };
+  }
+  say('stopped');
+  return undefined;
+}
+
+/** @param {string} specifier */
+function mainOf(specifier) {
+  return fileURLToPath(import.meta.resolve(specifier));
+}
+
+/**
+ * The lean `assistant start`: checks the config in a short-lived `assistant start --preflight` child (its warnings
+ * and errors go straight to stderr), then supervises. Resolves to the exit code.
+ * @param {readonly string[]} argv the arguments after `assistant`, a plain start (see plainStartArguments)
+ * @returns {Promise<number>}
+ */
+async function runLeanStart(argv) {
+  // Listening from the start: a Ctrl-C during the check reaches the check too, and must not start anything after.
+  const shutdown = listenForShutdown((signal) =>
+    process.stdout.write(`[assistant] ${signal} received; already stopping (server and worker are finishing up)\n`),
+  );
+  const preflight = spawn(process.execPath, [...process.execArgv, cliMain, ...argv, '--preflight'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  preflight.stdout.setEncoding('utf8');
+  preflight.stdout.on('data', (chunk) => {
+    output += chunk;
+  });
+  /** @type {[number | null, NodeJS.Signals | null]} */
+  const [code, signal] = await new Promise((resolve, reject) => {
+    preflight.once('error', reject);
+    preflight.once('close', (exitCode, exitSignal) => resolve([exitCode, exitSignal]));
+  });
+  if (code !== 0) {
+    shutdown.dispose();
+    // Its errors are on stderr already, in the CLI's own `assistant: …` form.
+    if (signal !== null && !shutdown.signal.aborted)
+      process.stderr.write(`assistant: the config check was killed by ${signal}\n`);
+    return code ?? 1;
+  }
+  if (shutdown.signal.aborted) {
+    shutdown.dispose();
+    process.stdout.write('[assistant] stopped\n');
+    return 0;
+  }
+  /** @type {{ configFile: string; dataDir: string; shutdownGraceMs: number }} */
+  const plan = JSON.parse(output.trim().split('\n').at(-1) ?? '');
+  const error = await superviseStart({
+    ...plan,
+    execArgv: process.execArgv,
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    shutdown,
+  });
+  if (error === undefined) return 0;
+  process.stderr.write(`assistant: ${error.message}\nhint: ${error.hint}\n`);
+  return 1;
+}
+
+// `node start-supervisor.js start [--config FILE] [--data DIR]`: what main.ts replaces itself with.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.umask(0o077);
+  process.exitCode = await runLeanStart(process.argv.slice(2));
+}
