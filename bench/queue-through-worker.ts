@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 // The queue's smallest surface on purpose (open, enqueue, stats): its API is being rewritten.
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { cliMain, machineLine, rawFsyncRate, runNode } from './bench-processes.ts';
 
 function positiveIntegers(option: string, text: string): number[] {
@@ -36,7 +36,7 @@ async function runOnce(root: string, depth: number, concurrency: number, rawOps:
     const rawPerSecond = await rawFsyncRate(root, rawOps);
     const configFile = path.join(directory, 'config.yaml');
     await writeFile(configFile, 'data_dir: ./data\nworker:\n  concurrency: 1\n  poll_interval: 1s\n');
-    const queue = await TaskQueue.open({ directory: path.join(directory, 'data', 'queue') });
+    const queue = await openFileTaskQueue({ directory: path.join(directory, 'data', 'queue') });
     const inFlight = 16;
     for (let index = 0; index < depth; index += inFlight) {
       const batch = Math.min(inFlight, depth - index);

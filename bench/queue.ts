@@ -7,7 +7,9 @@ import { mkdtemp, open, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Durability, QueueConsumer, TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type QueueConfig, type TaskConsumer } from '@assistant/queue';
+
+type Durability = QueueConfig['durability'];
 
 // `--through-worker`: the same queue driven by the real `assistant work` process (bench/queue-through-worker.ts).
 if (process.argv.includes('--through-worker')) {
@@ -126,9 +128,9 @@ interface DepthResult {
 
 async function measure(root: string, durability: Durability, depth: number): Promise<DepthResult> {
   const directory = await mkdtemp(path.join(root, 'assistant-bench-queue-'));
-  let consumer: QueueConsumer | undefined;
+  let consumer: TaskConsumer | undefined;
   try {
-    const queue = await TaskQueue.open({ directory, settings: { durability } });
+    const queue = await openFileTaskQueue({ directory, settings: { durability } });
     const enqueueLatencies: number[] = [];
     const enqueueStarted = performance.now();
     for (let index = 0; index < depth; index += enqueueConcurrency) {
@@ -144,13 +146,12 @@ async function measure(root: string, durability: Durability, depth: number): Pro
     // Started after the fill, so the index comes from start()'s listing and the timed claims pay for no watch
     // events of the fill: what is measured is claiming at a given depth, not catching up with a burst.
     const consumerStarted = performance.now();
-    const worker = new QueueConsumer(queue);
+    const worker = queue.consumer();
     consumer = worker;
     await worker.start();
     const consumerStartMs = performance.now() - consumerStarted;
-    if (worker.indexedCount < depth) {
-      throw new Error(`the consumer indexed ${worker.indexedCount} of ${depth} pending tasks`);
-    }
+    const { pending } = await queue.stats();
+    if (pending < depth) throw new Error(`the queue holds ${pending} of ${depth} pending tasks`);
     // Each pair is followed by one untimed enqueue, so the depth stays where it was set and every depth times the
     // same number of pairs; the rate counts only time spent in pairs.
     const claimLatencies: number[] = [];
@@ -164,7 +165,8 @@ async function measure(root: string, durability: Durability, depth: number): Pro
       const claimed = await timed(claimLatencies, () => worker.claim());
       if (!claimed) throw new Error(`the queue ran dry after ${index} claims at depth ${depth}`);
       const completed = await timed(completeLatencies, () => worker.complete(claimed, null));
-      if (!completed) throw new Error(`the consumer lost its lease on ${claimed.fileName}`);
+      if (completed.state !== 'done' || !completed.recorded)
+        throw new Error(`the consumer lost its lease on ${claimed.id}`);
       pairLatencies.push(performance.now() - pairStarted);
       const used = process.cpuUsage(cpuStarted);
       cpu.user += used.user;

@@ -6,7 +6,7 @@ import { evaluateRules } from '@assistant/automations';
 import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -214,7 +214,7 @@ integrations:
       cwd: dir.path,
     });
     const notes = new NoteStore({ root: loaded.paths.notes });
-    const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+    const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
     const notePath = 'email/personal/1-7.md';
     await notes.create(notePath, {
       data: {

@@ -7,7 +7,7 @@ import { isAssistantError } from '@assistant/errors';
 import { loadRuntime } from '@assistant/integration-host';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type JsonValue, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -43,7 +43,7 @@ integrations:
 async function setup(dir: TempDir, text = config) {
   await dir.write('config.yaml', text);
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   const work = () =>
     runWorker({
@@ -217,7 +217,7 @@ describe('automations through the worker', () => {
 `,
     );
     const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-    const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'scheduler' });
     // An irreversible script that no rule asked for, in a task that claims to come from an automation.
     const forged = await queue.enqueue({
@@ -238,7 +238,7 @@ describe('automations through the worker', () => {
     });
     const scripts = await Promise.all(
       (await queue.list({ state: 'done', type: 'script.run' })).map(
-        async (entry) => (await queue.read(entry)).task?.result,
+        async (entry) => (await queue.get(entry.name?.id ?? ''))?.task?.result,
       ),
     );
     expect(scripts).toEqual(
@@ -263,7 +263,7 @@ describe('the worker gate for irreversible actions', () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', `${config}scripts:\n  wipe:\n    shell: echo wiped\n`);
     const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-    const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     const notes = new NoteStore({ root: runtime.config.paths.notes });
     await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
     const act = (source: 'cli' | 'api') =>
@@ -349,7 +349,7 @@ describe('the worker gate for irreversible actions', () => {
     await work();
     const posted = await queue.list({ state: 'done', type: 'service.greeter.post_card' });
     expect(posted).toHaveLength(1);
-    expect((await queue.read(posted[0] as never)).task?.result).toEqual({ posted: 'Ada' });
+    expect((await queue.get(posted[0]?.name?.id ?? ''))?.task?.result).toEqual({ posted: 'Ada' });
     expect(await humanLog()).toMatch(/posted a card to Ada/);
     expect(await humanLog()).not.toMatch(/posted a card to Linus/);
   });

@@ -62,7 +62,8 @@ describe('queue and task commands for a person', () => {
     const broken = await cli(dir, ['task', 'show', '01m81zbz7e0rvw1d46qzvhsksj']);
     expect(broken.code).toBe(0);
     expect(broken.stdout).toBe(
-      `state    failed\nfile     ${path.join(queueDir(dir, 'failed'), corrupt)}\nproblem  YAML syntax at line 2, column 1\n`,
+      // The file relative to the data directory, as the API shows it.
+      `state    failed\nfile     queue/failed/${corrupt}\nproblem  YAML syntax at line 2, column 1\n`,
     );
   });
 
@@ -99,7 +100,9 @@ describe('queue and task commands for a person', () => {
     const listed = await cli(dir, ['queue', 'ls', '--state', 'done', '--json']);
     const [done] = z.array(z.object({ id: z.string(), path: z.string() })).parse(JSON.parse(listed.stdout));
     expect(done?.id).toBe(old);
-    await utimes(z.string().parse(done?.path), longAgo, longAgo);
+    // `path` is relative to the data directory.
+    const donePath = path.join(dir.path, 'data', z.string().parse(done?.path));
+    await utimes(donePath, longAgo, longAgo);
     const leftover = path.join(queueDir(dir, 'tmp'), 'interrupted-write');
     await writeFile(leftover, 'half a task');
     await utimes(leftover, longAgo, longAgo);

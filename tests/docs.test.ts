@@ -5,7 +5,7 @@ import path from 'node:path';
 import { runCli } from '@assistant/cli';
 import { configJsonSchema } from '@assistant/config';
 import { formatManifestProblem, ManifestError, parseManifest } from '@assistant/manifests';
-import { decodeTaskName, parseTaskFile } from '@assistant/queue';
+import { parseNamedTaskFile } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -227,10 +227,8 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
     case 'task-file': {
       const named = /^# (?:\S*\/)?([^/\s]+\.yaml)\n/.exec(example.text)?.[1];
       if (named === undefined) return 'a task-file example must start with a comment naming its file';
-      const name = decodeTaskName(named);
-      if (name === undefined) return `${named} is not a task file name`;
       try {
-        parseTaskFile(example.text, { name, defaultMaxAttempts: 3 });
+        parseNamedTaskFile(named, example.text);
         return undefined;
       } catch (error) {
         return String(error);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { encodeTaskName, TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -38,7 +38,7 @@ integrations:
 `,
   );
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   await notes.create(item, {
     data: {
@@ -109,11 +109,13 @@ describe('email act', () => {
 
     await using smtp = await startSmtpSink({ port });
     // Rather than wait a minute: renaming a pending file reschedules it (docs/queue.md).
-    const name = waiting?.name;
-    if (!waiting || !name) throw new Error('no pending task');
+    // The file is found by its location and renamed by hand, as a person would (its ready time is in the name).
+    if (!waiting) throw new Error('no pending task');
+    const file = path.join(dir.path, 'data', waiting.location);
+    const stamp = new Date(Date.now() - 1000).toISOString().replace(/[-:.]/g, '');
     await rename(
-      waiting.path,
-      path.join(path.dirname(waiting.path), encodeTaskName({ ...name, readyAtMs: Date.now() - 1000 })),
+      file,
+      path.join(path.dirname(file), path.basename(file).replace(/^(\d)_\d{8}T\d{9}Z_/, `$1_${stamp}_`)),
     );
     await work();
     expect((await queue.get(id))?.state).toBe('done');

@@ -2,14 +2,14 @@
 // directory 0700, whatever the umask of whoever started it. Both halves are tested under a permissive umask (022):
 // writes in this process prove the explicit modes at each write site; a worker in a child process (which inherits
 // the 022) proves the umask it sets, through a handler that writes a file without asking for any mode.
-import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createRecordReplayFetch } from '@assistant/llm';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { TaskMetrics, writeMetricsFile } from '@assistant/metrics';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { makeDirectoriesPrivate } from '@assistant/process';
-import { QueueConsumer, TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliMain, startNode } from './helpers/node-process.ts';
@@ -63,22 +63,25 @@ describe('file modes of data/', () => {
     const data = path.join(dir.path, 'data');
 
     // The queue: enqueue, claim (with the worker file), complete, and a quarantined file with its reason.
-    const queue = await TaskQueue.open({ directory: path.join(data, 'queue') });
-    const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
-    // Enqueued before start, whose full listing indexes them: no waiting on the watcher.
+    const queue = await openFileTaskQueue({ directory: path.join(data, 'queue') });
+    const consumer = queue.consumer({ pollIntervalMs: 50 });
+    // Enqueued before start, whose full listing indexes them: no waiting on the watcher. A hand-written file that
+    // is not a task (planted by its literal path, first in run order) is set aside by the claim, with its reason.
+    await writeFile(
+      path.join(
+        data,
+        'queue/pending/0_20260101T000000000Z_01m81zbz7e0rvw1d46qzvhsks0--0123456789abcdef--system.echo.yaml',
+      ),
+      'attempts: many\n',
+      { mode: 0o600 },
+    );
     await queue.enqueue({ type: 'system.echo', payload: { text: 'private mail' } });
-    await queue.enqueue({ type: 'system.echo', payload: 2 });
     await consumer.start();
     const claimed = await consumer.claim();
     if (!claimed) throw new Error('nothing to claim');
     await consumer.complete(claimed, { ok: true });
-    const second = await consumer.claim();
-    if (!second) throw new Error('nothing to claim');
-    await queue.quarantine(second.path, 'set aside for the test');
-    await writeMetricsFile(
-      path.join(queue.paths.workers, `${consumer.owner.id}.metrics.json`),
-      new TaskMetrics().snapshot(),
-    );
+    expect(await queue.stats()).toMatchObject({ failed: 1, done: 1 });
+    await queue.workers.publishMetrics(consumer.owner.id, new TaskMetrics().snapshot());
 
     // Notes (create, then update under its lock) and the human log.
     const notes = new NoteStore({ root: path.join(data, 'notes') });

@@ -3,7 +3,7 @@
 // held. In-process tests cannot show this, because one event loop never really races itself.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type TaskEntry, TaskQueue, type TaskRecord, taskStates } from '@assistant/queue';
+import { openFileTaskQueue, type TaskEntry, type TaskQueue, type TaskRecord, taskStates } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { type NodeProcess, type NodeRun, repoRoot, startNode } from './helpers/node-process.ts';
@@ -96,12 +96,14 @@ type DoneRecord = TaskRecord & { result: z.infer<typeof drainResult> };
 
 /** Reads every done/ task, checking each is a finished task of ours with a result naming its worker. */
 async function readDone(queue: TaskQueue): Promise<Map<string, DoneRecord>> {
-  const entries = await queue.entries('done');
+  const entries = await queue.list({ state: 'done' });
   const done = new Map<string, DoneRecord>();
-  const records = await Promise.all(entries.map((entry) => queue.read(entry)));
+  const records = await Promise.all(
+    entries.map(async (entry) => (await queue.get(entry.name?.id ?? '')) ?? { ...entry, problem: 'gone' }),
+  );
   for (const record of records) {
     const id = record.name?.id;
-    if (id === undefined || record.task === undefined) throw new Error(`${record.path}: ${record.problem}`);
+    if (id === undefined || record.task === undefined) throw new Error(`${record.location}: ${record.problem}`);
     expect(done.has(id)).toBe(false);
     done.set(id, { ...record, result: drainResult.parse(record.task.result) });
   }
@@ -111,13 +113,13 @@ async function readDone(queue: TaskQueue): Promise<Map<string, DoneRecord>> {
 /** Asserts that the queue ended drained: all ids in done/ exactly once, nothing anywhere else. */
 async function expectDrained(queue: TaskQueue, ids: readonly string[]): Promise<void> {
   const entries: TaskEntry[] = [];
-  for (const state of taskStates) entries.push(...(await queue.entries(state)));
+  for (const state of taskStates) entries.push(...(await queue.list({ state })));
   const byState = Object.fromEntries(
     taskStates.map((state) => [state, entries.filter((entry) => entry.state === state).length]),
   );
   expect(byState).toEqual({ pending: 0, active: 0, done: ids.length, failed: 0 });
   // Every id once across all four directories: no task in two places, none lost, none invented.
-  const seen = countBy(entries.map((entry) => entry.name?.id ?? entry.fileName));
+  const seen = countBy(entries.map((entry) => entry.name?.id ?? entry.location));
   expect([...seen.values()].filter((count) => count !== 1)).toEqual([]);
   expect(new Set(seen.keys())).toEqual(new Set(ids));
 }
@@ -134,7 +136,7 @@ describe('queue race between worker processes', () => {
     async () => {
       await using dir = await tempDir();
       await using pool = new WorkerPool(dir);
-      const queue = await TaskQueue.open({ directory: path.join(dir.path, 'queue') });
+      const queue = await openFileTaskQueue({ directory: path.join(dir.path, 'queue') });
       const ids = await enqueueTasks(queue, 5_000);
 
       const workers = await Promise.all(Array.from({ length: 4 }, () => pool.start(['--work-ms', '1'])));
@@ -173,7 +175,7 @@ describe('queue race between worker processes', () => {
     async () => {
       await using dir = await tempDir();
       await using pool = new WorkerPool(dir);
-      const queue = await TaskQueue.open({ directory: path.join(dir.path, 'queue') });
+      const queue = await openFileTaskQueue({ directory: path.join(dir.path, 'queue') });
       const ids = await enqueueTasks(queue, 3_000);
 
       // Several tasks in flight per worker, each ten milliseconds long, so the kill lands while it holds some.
@@ -221,7 +223,7 @@ describe('queue race between worker processes', () => {
       // also covers tasks the victim claimed but was killed before logging, which ran once yet count 2 attempts.
       for (const [id, record] of done) {
         const task = record.task;
-        if (task === undefined) throw new Error(`${record.path} has no task`);
+        if (task === undefined) throw new Error(`${record.location} has no task`);
         if (held.has(id)) expect(task.attempts).toBe(2);
         if (task.attempts === 1) {
           expect(task.history).toEqual([]);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { formatProblem } from '@assistant/config';
 import { loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,7 +31,7 @@ afterEach(async () => {
 async function runOnce(options: { config: string; script: string; inputs?: Record<string, string>; bwrap?: string }) {
   await writeFile(path.join(base, 'config.yaml'), options.config);
   const runtime = await loadRuntime({ installation, configPath: path.join(base, 'config.yaml'), cwd: base });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const enqueued = await queue.enqueue({
     type: 'script.run',
     source: 'cli',

@@ -2,7 +2,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -51,13 +51,17 @@ describe('POST /api/tasks under load', () => {
     expect(idsOnDisk).toEqual(new Set(ids));
     expect(await readdir(path.join(config.paths.queue, 'tmp'))).toEqual([]);
     // Every file holds the payload of the request its id was returned to.
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const mismatched: string[] = [];
     for (const entry of await queue.list({ state: 'pending', limit: requests + 1 })) {
-      const record = await queue.read(entry);
       const id = entry.name?.id ?? '';
-      if (!record.task || JSON.stringify(record.task.payload) !== JSON.stringify({ index: indexById.get(id) })) {
-        mismatched.push(entry.fileName);
+      const record = await queue.get(id);
+      if (!record?.task || JSON.stringify(record.task.payload) !== JSON.stringify({ index: indexById.get(id) })) {
+        mismatched.push(entry.location);
       }
     }
     expect(mismatched).toEqual([]);

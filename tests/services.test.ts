@@ -5,7 +5,7 @@ import { rerouteTask } from '@assistant/actions';
 import { loadRuntime } from '@assistant/integration-host';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type JsonValue, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ async function setup(dir: TempDir) {
     `data_dir: ./data\nintegration_dirs: [${JSON.stringify(greeter)}]\nworker:\n  poll_interval: 50ms\nintegrations:\n  - {type: greeter, name: friendly, greeting: Hi}\n`,
   );
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
-  const queue = await TaskQueue.open({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const notes = new NoteStore({ root: runtime.config.paths.notes });
   const work = () =>
     runWorker({

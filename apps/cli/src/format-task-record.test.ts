@@ -35,8 +35,7 @@ const task: Task = {
 
 const record = (fields: Partial<TaskRecord>): TaskRecord => ({
   state: 'failed',
-  fileName: 'f.yaml',
-  path: '/data/queue/failed/f.yaml',
+  location: 'queue/failed/f.yaml',
   name: undefined,
   ...fields,
 });
@@ -58,7 +57,7 @@ describe('formatTaskRecord', () => {
       `started      ${local('2026-11-22T10:01:00.000Z')}`,
       `finished     ${local('2026-11-22T10:01:02.500Z')} (took 2.5s)`,
       'worker       host-1-abc (pid 1 on host)',
-      'file         /data/queue/failed/f.yaml',
+      'file         queue/failed/f.yaml',
       '',
       'payload:',
       '  {"folder":"INBOX"}',
@@ -85,9 +84,7 @@ describe('formatTaskRecord', () => {
 
   it('shows the problem of a file that cannot be read as a task', () => {
     expect(formatTaskRecord(record({ problem: 'YAML syntax at line 2, column 1: bad' }))).toBe(
-      ['state    failed', 'file     /data/queue/failed/f.yaml', 'problem  YAML syntax at line 2, column 1: bad'].join(
-        '\n',
-      ),
+      ['state    failed', 'file     queue/failed/f.yaml', 'problem  YAML syntax at line 2, column 1: bad'].join('\n'),
     );
   });
 });

@@ -20,7 +20,7 @@ export function formatTaskRecord(record: TaskRecord): string {
   if (task) fields.push(['id', task.id], ['type', task.type]);
   fields.push(['state', record.state]);
   if (task) fields.push(...taskFields(task));
-  fields.push(['file', record.path]);
+  fields.push(['file', record.location]);
   if (record.problem) fields.push(['problem', record.problem]);
   const width = Math.max(...fields.map(([label]) => label.length));
   const lines = fields.map(([label, value]) => `${label.padEnd(width)}  ${indentRest(value, width + 2)}`);

@@ -1,5 +1,5 @@
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 import { loadCliConfig } from './load-cli-config.ts';
@@ -19,8 +19,9 @@ export async function openCliRuntime(
   options: OpenCliQueueOptions,
 ): Promise<{ queue: TaskQueue; registry: IntegrationRegistry }> {
   const { config, registry } = await loadCliConfig(options);
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
   });

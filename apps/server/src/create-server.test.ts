@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { assistantVersion } from '@assistant/process';
-import { encodeTaskName } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
 
@@ -37,13 +36,8 @@ async function placeFiles(config: LoadedConfig, state: string, names: string[]):
 
 /** A task file name; `index` keeps the ids apart. */
 function taskName(index: number): string {
-  return encodeTaskName({
-    priority: 5,
-    readyAtMs: Date.UTC(2026, 10, 22),
-    id: `01m81zbz7e0rvw1d46qzvhsks${index}`,
-    fingerprint: '0123456789abcdef',
-    type: 'system.echo',
-  });
+  // Written by hand, as a person or another tool could: priority, ready time, id, fingerprint, type.
+  return `5_20261122T000000000Z_01m81zbz7e0rvw1d46qzvhsks${index}--0123456789abcdef--system.echo.yaml`;
 }
 
 describe('GET /health', () => {

@@ -6,7 +6,7 @@ import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import Fastify, {
   type FastifyInstance,
   LogController,
@@ -149,7 +149,11 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   let opened: TaskQueue | undefined;
   // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
   app.addHook('onReady', async () => {
-    opened = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    opened = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
   });
   const queue = () => {
     if (!opened) throw new Error('the queue is opened when the server gets ready');

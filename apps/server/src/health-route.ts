@@ -1,7 +1,5 @@
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
 import { assistantVersion } from '@assistant/process';
-import { type TaskQueue, type TaskState, taskStates, WorkerRegistry } from '@assistant/queue';
+import type { TaskQueue, TaskState } from '@assistant/queue';
 import * as z from 'zod';
 import { isAuthenticated } from './bearer-auth.ts';
 import type { AssistantServer } from './create-server.ts';
@@ -58,26 +56,15 @@ const healthSchema = z.object({
     .optional(),
 });
 
-/** Reads the heartbeat files in `queue/workers/`: a worker is alive while its heartbeat is within the lease. */
+/** The queue's worker directory: a worker is alive while its heartbeat is within the lease. */
 export async function workerLiveness(queue: TaskQueue, nowMs: number = Date.now()): Promise<WorkerLiveness> {
-  const registry = new WorkerRegistry({ directory: queue.paths.workers, tmpDir: queue.paths.tmp, durability: 'os' });
-  let names: string[] = [];
-  try {
-    names = await readdir(queue.paths.workers);
-  } catch {
-    // No worker has ever started on this data directory.
-  }
   let workers = 0;
   let last: number | undefined;
-  for (const name of names) {
-    if (!name.endsWith('.yaml')) continue;
-    // A heartbeat that cannot be read (a folder named like one, a permission problem) says nothing about liveness;
-    // it must not turn /health into a 500.
-    const record = await registry.read(path.basename(name, '.yaml')).catch(() => undefined);
-    const heartbeatMs = record ? Date.parse(record.heartbeatAt) : Number.NaN;
+  for (const worker of await queue.workers.list(nowMs)) {
+    const heartbeatMs = Date.parse(worker.heartbeatAt);
     if (Number.isNaN(heartbeatMs)) continue;
     if (last === undefined || heartbeatMs > last) last = heartbeatMs;
-    if (nowMs - heartbeatMs <= registry.leaseMs) workers += 1;
+    if (worker.alive) workers += 1;
   }
   return { alive: workers > 0, workers, last_heartbeat_at: last === undefined ? null : new Date(last).toISOString() };
 }
@@ -99,13 +86,12 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
     responses: { 200: { description: 'the server answers', schema: healthSchema } },
     handler: async ({ request }): Promise<HealthBody | HealthDetails> => {
       const queue = options.queue();
-      // Names only, never file contents: cheap enough to poll. The same rules as the queue's own listings, so a
-      // quarantine note (`.error.txt`) or an editor's swap file is never counted as a task.
-      const counts = await Promise.all(taskStates.map(async (state) => (await queue.entries(state)).length));
+      // The queue's own counts: cheap enough to poll, never reading a task.
+      const stats = await queue.stats();
       const body: HealthBody = {
         status: 'ok',
         version: assistantVersion,
-        queue: { pending: counts[0] ?? 0, active: counts[1] ?? 0, done: counts[2] ?? 0, failed: counts[3] ?? 0 },
+        queue: { pending: stats.pending, active: stats.active, done: stats.done, failed: stats.failed },
       };
       if (!isAuthenticated(request)) return body;
       const breakers = (await options.status.breakers?.()) ?? [];

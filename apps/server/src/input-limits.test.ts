@@ -3,7 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { maxTaskNestingDepth, TaskQueue } from '@assistant/queue';
+import { maxTaskNestingDepth, openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
 
@@ -57,7 +57,7 @@ describe('JSON nesting at the HTTP edge', () => {
       payload: nestedBody(maxTaskNestingDepth),
     });
     expect(accepted.statusCode).toBe(201);
-    const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+    const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
     const record = await queue.get(accepted.json().id);
     expect(record?.problem).toBeUndefined();
     expect(record?.task?.type).toBe('system.echo');

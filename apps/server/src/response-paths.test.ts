@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
 import { dataPaths } from './data-paths.ts';
@@ -29,24 +29,31 @@ describe('paths and host details in responses', () => {
   it('hole 13: no response names the absolute data directory, the host name or the pid', async () => {
     await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\nserver:\n  port: 0\n');
     const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     // A done task that a worker on this host, with this pid, ran.
     const done = await queue.enqueue({ type: 'system.echo', source: 'cli' });
     // A failed file that cannot be read as a task.
     const broken = await queue.enqueue({ type: 'system.echo', source: 'cli' });
     if (done.status !== 'enqueued' || broken.status !== 'enqueued') throw new Error('not enqueued');
     const owner = `{id: ${os.hostname()}-${process.pid}-abc, pid: ${process.pid}, host: ${os.hostname()}}`;
-    const doneText = await readFile(done.path, 'utf8');
-    await mkdir(queue.paths.done, { recursive: true });
+    const doneText = await readFile(path.join(config.paths.dataDir, done.location), 'utf8');
+    await mkdir(path.join(config.paths.queue, 'done'), { recursive: true });
     await writeFile(
-      path.join(queue.paths.done, done.fileName),
+      path.join(path.join(config.paths.queue, 'done'), path.basename(done.location)),
       `${doneText}started_at: 2026-01-01T00:00:00.000Z\nfinished_at: 2026-01-01T00:00:01.000Z\nworker: ${owner}\n` +
         `result: {ok: true}\nhistory:\n  - {attempt: 1, started_at: 2026-01-01T00:00:00.000Z, finished_at: 2026-01-01T00:00:00.500Z, worker: ${os.hostname()}-${process.pid}-abc, error: {type: Error, message: once}}\n`,
     );
-    await rm(done.path);
-    await mkdir(queue.paths.failed, { recursive: true });
-    await writeFile(path.join(queue.paths.failed, broken.fileName), 'attempts: -1\n');
-    await rm(broken.path);
+    await rm(path.join(config.paths.dataDir, done.location));
+    await mkdir(path.join(config.paths.queue, 'failed'), { recursive: true });
+    await writeFile(
+      path.join(path.join(config.paths.queue, 'failed'), path.basename(broken.location)),
+      'attempts: -1\n',
+    );
+    await rm(path.join(config.paths.dataDir, broken.location));
     await mkdir(path.join(config.paths.notes, 'approvals'), { recursive: true });
     await writeFile(path.join(config.paths.notes, 'approvals/ap-0123456789ab.md'), '---\nid: [unclosed\n---\n');
     await writeFile(path.join(config.paths.notes, 'broken.md'), '---\ntitle: [unclosed\n---\n');
@@ -71,7 +78,7 @@ describe('paths and host details in responses', () => {
     const one = await call('GET', `/api/tasks/${created.json().id}`);
     expect(one.json().path).toBe(created.json().path);
     const doneView = await call('GET', `/api/tasks/${done.task.id}`);
-    expect(doneView.json().path).toBe(`queue/done/${done.fileName}`);
+    expect(doneView.json().path).toBe(`queue/done/${path.basename(done.location)}`);
     await call('GET', '/api/tasks');
     await call('GET', `/api/tasks/${broken.task.id}`);
     await call('POST', `/api/tasks/${broken.task.id}/retry`);

@@ -5,7 +5,7 @@ import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { dataDirectories, explainListenError, installation, makeDirectoriesPrivate } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
@@ -54,8 +54,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const token = await resolveApiToken({ config });
   if (token.created) logger.info(`created the API token in ${token.file}; \`assistant token\` prints it`);
   if (token.warning) logger.warn(token.warning);
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { scheduledJobs } from './scheduled-jobs.ts';
@@ -36,7 +36,11 @@ integrations:
 `,
     );
     const { config, registry } = await loadRuntime({ installation, configPath, cwd: dir });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const rejected: string[] = [];
     const jobs = scheduledJobs({
       registry,
@@ -55,7 +59,7 @@ integrations:
     await friendly?.fire(run);
     const pending = await queue.list({ state: 'pending' });
     expect(pending).toHaveLength(1);
-    expect(pending[0] ? (await queue.read(pending[0])).task : undefined).toMatchObject({
+    expect(pending[0] ? (await queue.get(pending[0].name?.id ?? ''))?.task : undefined).toMatchObject({
       type: 'greeter.people.check',
       priority: 3,
       integration: 'friendly',

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadRuntime } from '@assistant/integration-host';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -45,7 +45,11 @@ describe('tool results of an agent loop', () => {
       configPath: path.join(dir, 'config.yaml'),
       cwd: dir,
     });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const enqueued = await queue.enqueue({
       type: 'system.agent',
       source: 'cli',

@@ -116,7 +116,11 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       : {}),
     notes: services.notes,
     signal,
-    queue: services.queue,
+    queueMaintenance: {
+      prune: () => services.queue.prune(),
+      recover: () => services.queue.recover(),
+      stats: () => services.queue.stats(),
+    },
     logger,
     log: {
       human: (message, details = {}) =>

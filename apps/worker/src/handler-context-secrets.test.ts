@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runWorker } from './run-worker.ts';
@@ -110,7 +110,11 @@ integrations:
       configPath: path.join(dir, 'config.yaml'),
       cwd: dir,
     });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const enqueued = await queue.enqueue({ type: 'peek.look', source: 'cli', integration: 'mine' });
     const logger = pino({ level: 'silent' });
     await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });

@@ -4,9 +4,9 @@ import {
   type ClaimedTask,
   type FailOutcome,
   type JsonValue,
-  type QueueConsumer,
   RetryableError,
   type Task,
+  type TaskConsumer,
   toTaskError,
   UnrecoverableError,
 } from '@assistant/queue';
@@ -41,7 +41,7 @@ export interface TaskOutcomeReport {
 
 export interface RunClaimedTaskOptions {
   claimed: ClaimedTask;
-  consumer: QueueConsumer;
+  consumer: TaskConsumer;
   /** The handler of a type: a Map, or the registry's, which imports each handler module on first use. */
   handlers: HandlerLookup;
   services: WorkerServices;
@@ -61,7 +61,7 @@ export interface RunClaimedTaskOptions {
 export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<TaskOutcome> {
   const { claimed, consumer, stopSignal } = options;
   const { task } = claimed;
-  const timeoutMs = consumer.queue.policyFor(task.type).timeoutMs;
+  const timeoutMs = options.services.queue.policyFor(task.type).timeoutMs;
   const timeout = AbortSignal.timeout(timerDelayMs(timeoutMs));
   const signal = AbortSignal.any([stopSignal, timeout]);
   const logger = options.logger.child({ task: task.id, type: task.type });
@@ -89,7 +89,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     let failed: FailOutcome | undefined;
     if (settled.ok) {
       // The queue checks the result (depth, plain JSON data) and fails the task with the reason when it cannot keep it.
-      const recorded = await consumer.recordResult(claimed, settled.value);
+      const recorded = await consumer.complete(claimed, settled.value);
       if (recorded.state === 'done') {
         const { text, ...fields } = finished('done');
         logger.info(fields, `${label} done in ${text}`);

@@ -6,7 +6,7 @@ import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { loadRuntime, type TaskHandler } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type JsonValue, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { CircuitBreakers } from '@assistant/scheduler';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -30,7 +30,14 @@ async function setup(extra = ''): Promise<{ config: LoadedConfig; queue: TaskQue
     `data_dir: ./data\nworker:\n  concurrency: 2\n  poll_interval: 50ms\n  shutdown_grace: 200ms\n${extra}`,
   );
   const { config } = await loadConfig({ configPath });
-  return { config, queue: await TaskQueue.open({ directory: config.paths.queue, settings: config.queue }) };
+  return {
+    config,
+    queue: await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    }),
+  };
 }
 
 const logRecord = z.looseObject({ msg: z.string(), outcome: z.string().optional(), durationMs: z.number().optional() });
@@ -181,9 +188,9 @@ describe('runWorker', () => {
     await worker;
     expect(await queue.get(finish)).toMatchObject({ state: 'done', task: { result: 'finished', attempts: 1 } });
     expect(await queue.get(hang)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
-    expect(await readdir(queue.paths.active)).toEqual([]);
+    expect(await readdir(path.join(config.paths.queue, 'active'))).toEqual([]);
     // The worker's heartbeat file goes with it, so nobody waits for its lease to run out.
-    expect(await readdir(queue.paths.workers)).toEqual([]);
+    expect(await readdir(path.join(config.paths.queue, 'workers'))).toEqual([]);
     expect(records.find((record) => record.outcome === 'released')?.msg).toMatch(
       /\(test\.hang\) stopped by shutdown; back in pending\/ after \d+ms$/,
     );
@@ -268,7 +275,11 @@ describe('runWorker', () => {
       configPath: path.join(dir, 'config.yaml'),
       cwd: dir,
     });
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const check = await queue.enqueue({ type: 'greeter.people.check', source: 'cli', integration: 'friendly' });
     const { logger } = capturingLogger();
     await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });
@@ -277,7 +288,7 @@ describe('runWorker', () => {
       task: { result: { instance: 'friendly', enqueued: ['enqueued', 'enqueued'] } },
     });
     const done = await queue.list({ state: 'done', type: 'greeter.people.greet' });
-    const results = await Promise.all(done.map(async (entry) => (await queue.read(entry)).task));
+    const results = await Promise.all(done.map(async (entry) => (await queue.get(entry.name?.id ?? ''))?.task));
     const rows = results.map((task) => [task?.priority, task?.integration, task?.source, task?.result]);
     expect(rows.sort((left, right) => JSON.stringify(left).localeCompare(JSON.stringify(right)))).toEqual([
       [6, 'friendly', 'automation', { text: 'Hi, Ada!' }],

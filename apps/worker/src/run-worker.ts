@@ -1,13 +1,12 @@
-import path from 'node:path';
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
-import { TaskMetrics, writeMetricsFile } from '@assistant/metrics';
+import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type ClaimedTask, type JsonValue, QueueConsumer, type Task, TaskQueue } from '@assistant/queue';
+import { type ClaimedTask, type JsonValue, openFileTaskQueue, type Task, type TaskQueue } from '@assistant/queue';
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
@@ -98,12 +97,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     if (sandboxReport.state === 'ok') logger.info(sandboxField, sandboxLine);
     else logger.warn(sandboxField, sandboxLine);
   }
-  const queue = await TaskQueue.open({
+  const queue = await openFileTaskQueue({
     directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
     settings: config.queue,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
-  const consumer = new QueueConsumer(queue, { pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
+  const consumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const notes = new NoteStore({ root: config.paths.notes });
   const metrics = new TaskMetrics();
@@ -186,14 +186,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     });
   };
 
-  // The server sums every worker's file for /metrics; the consumer removes it with the heartbeat file at close.
-  const metricsFile = path.join(queue.paths.workers, `${consumer.owner.id}.metrics.json`);
+  // The server sums what every worker publishes for /metrics; the consumer removes it with its lease at close.
   let metricsWrite = Promise.resolve();
   const writeMetrics = () => {
     if (!metricsChanged) return;
     metricsChanged = false;
     metricsWrite = metricsWrite
-      .then(() => writeMetricsFile(metricsFile, metrics.snapshot()))
+      .then(() => queue.workers.publishMetrics(consumer.owner.id, metrics.snapshot() as JsonValue))
       .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));
   };
   const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);

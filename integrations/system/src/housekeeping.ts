@@ -6,9 +6,9 @@ import { expireApprovals, type HandlerContext } from '@assistant/sdk';
  * pending/, crash leftovers cleared from tmp/; and approval requests past their expiry dropped (each with its own
  * human-log line). Writes a summary line only when something changed.
  */
-export async function runHousekeeping({ queue, log, notes }: HandlerContext) {
-  const pruned = await queue.prune();
-  const recovered = await queue.recover();
+export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerContext) {
+  const pruned = await queueMaintenance.prune();
+  const recovered = await queueMaintenance.recover();
   const expired = await expireApprovals({
     notes,
     humanLog: { write: ({ message, ...details }) => log.human(message, details) },

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { AutomationMatch, ResolvedAction } from '@assistant/automations';
 import { isAssistantError } from '@assistant/errors';
 import { NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalRequest, decideApproval } from './approvals.ts';
 import { enqueueActions } from './enqueue-actions.ts';
@@ -19,7 +19,7 @@ afterEach(async () => {
 
 async function setup() {
   const notes = new NoteStore({ root: path.join(dir, 'notes') });
-  const queue = await TaskQueue.open({ directory: path.join(dir, 'queue') });
+  const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
   await notes.create('cards/ada.md', { data: { name: 'Ada' }, body: '# Ada\n' });
   return { notes, queue };
 }
@@ -118,7 +118,7 @@ describe('enqueueActions', () => {
     const result = await enqueueActions({ ...base, notes, queue, matches: [match([hug, hug], 'rule')] });
     expect(result.enqueued.map((entry) => entry.key)).toEqual(['hug']);
     const [entry] = await queue.list({ state: 'pending' });
-    const task = entry ? (await queue.read(entry)).task : undefined;
+    const task = entry ? (await queue.get(entry.name?.id ?? ''))?.task : undefined;
     expect((task?.payload as { actions?: unknown[] } | undefined)?.actions).toHaveLength(1);
     expect((await notes.read('cards/ada.md'))?.data.actions_taken).toHaveLength(1);
   });

@@ -323,12 +323,8 @@ async function enqueued(
   // Automation tasks go through the policies; a duplicate still pending is the same action already on its way.
   const outcome: EnqueueOutcome = await queue.enqueue({ ...options, source: 'automation' });
   if (outcome.status === 'enqueued') return outcome.task.id;
-  if (outcome.status === 'duplicate') return idFromName(outcome.existing);
+  if (outcome.status === 'duplicate') return outcome.existing;
   throw new Error(`could not enqueue ${options.type}: ${outcome.reason}`);
-}
-
-function idFromName(fileName: string): string {
-  return /_([0-9a-z]{26})--/.exec(fileName)?.[1] ?? fileName;
 }
 
 /** A stable id for "this rule on this item", so a request is made once however many cycles see the item. */

@@ -146,21 +146,10 @@ async function enqueueResult(
 export async function rerouteTask(
   options: Omit<RouteServiceResultOptions, 'task' | 'result'> & { id: string },
 ): Promise<RoutedResult> {
-  const record = await options.queue.get(options.id);
-  if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${options.id}`);
-  if (!record.task)
-    throw new AssistantError('CONFLICT', `task ${options.id} cannot be read: ${record.problem ?? 'unknown problem'}`);
-  if (!record.task.type.startsWith('service.')) {
-    throw new AssistantError(
-      'CONFLICT',
-      `task ${options.id} is a ${record.task.type} task; only service results are routed`,
-    );
+  // The queue answers NOT_FOUND, or CONFLICT for a task that is not done or cannot be read.
+  const task = await options.queue.reroute(options.id);
+  if (!task.type.startsWith('service.')) {
+    throw new AssistantError('CONFLICT', `task ${options.id} is a ${task.type} task; only service results are routed`);
   }
-  if (record.state !== 'done') {
-    throw new AssistantError(
-      'CONFLICT',
-      `task ${options.id} is ${record.state}; only a done service task has a result to route`,
-    );
-  }
-  return routeServiceResult({ ...options, task: record.task, result: record.task.result ?? null });
+  return routeServiceResult({ ...options, task, result: task.result ?? null });
 }

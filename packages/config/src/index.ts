@@ -1,4 +1,4 @@
-export { durationExamples, formatDuration, parseDuration } from './duration.ts';
+export { durationExamples, formatDuration, parseDuration } from '@assistant/queue';
 export { configJsonSchema } from './json-schema.ts';
 export {
   type ConfigCheckProblem,

@@ -1,6 +1,6 @@
+import { formatDuration } from '@assistant/queue';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatDuration } from './duration.ts';
 import { parseConfig } from './load-config.ts';
 import { formatProblem } from './problems.ts';
 import { Secret } from './secret.ts';

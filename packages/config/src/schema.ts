@@ -1,5 +1,5 @@
+import { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from '@assistant/queue';
 import * as z from 'zod';
-import { durationExamples, parseDuration } from './duration.ts';
 import { type Schedule, validateCron } from './schedule.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';
@@ -19,21 +19,8 @@ export const instanceName = z.string({ error: 'expected a name' }).regex(/^[a-z]
   error: (issue) => `\`${String(issue.input)}\` is not a valid name: use a-z, 0-9, - and _`,
 });
 
-/** A duration such as `30m`, normalised to milliseconds. */
-export const duration = z
-  .string({ error: `expected a duration such as ${durationExamples}` })
-  .transform((text, context) => {
-    const ms = parseDuration(text);
-    if (ms === undefined) {
-      context.issues.push({
-        code: 'custom',
-        input: text,
-        message: `\`${text}\` is not a duration: use a number and a unit (ms, s, m, h, d, w), e.g. ${durationExamples}`,
-      });
-      return z.NEVER;
-    }
-    return ms;
-  });
+/** A duration such as `30m`, normalised to milliseconds (defined by the queue, the lowest layer that needs it). */
+export const duration = durationSchema;
 
 /**
  * A secret field: `!secret name` (preferred) or a value written inline, which loads with a warning.
@@ -433,108 +420,8 @@ const scriptSchema = z
 export type ScriptConfig = z.output<typeof scriptSchema>;
 
 // --------------------------------------------------------------------------------------------- queue
-
-const rateLimitSchema = z
-  .strictObject({ max: z.int().positive(), per: duration })
-  .transform((value) => ({ max: value.max, perMs: value.per }));
-
-const backoffSchema = z
-  .strictObject({
-    type: z.enum(['fixed', 'exponential']).default('exponential'),
-    delay: duration.default(30_000),
-    max: duration.optional(),
-  })
-  .superRefine((value, context) => {
-    if (value.max !== undefined && value.max < value.delay) {
-      context.addIssue({
-        code: 'custom',
-        path: ['max'],
-        message: 'the longest backoff `max` is shorter than the first `delay`',
-      });
-    }
-  })
-  // Without `max`, backoff stops growing at an hour, or at `delay` when that is longer.
-  .transform((value) => ({
-    type: value.type,
-    delayMs: value.delay,
-    maxMs: value.max ?? Math.max(3_600_000, value.delay),
-  }));
-
-const policyFields = {
-  dedup: z.boolean(),
-  rate_limit: z.union([z.null(), rateLimitSchema]),
-  max_attempts: z.int().min(1).max(100),
-  backoff: backoffSchema,
-  timeout: duration,
-};
-const toPolicy = (value: {
-  dedup?: boolean | undefined;
-  rate_limit?: z.output<typeof rateLimitSchema> | null | undefined;
-  max_attempts?: number | undefined;
-  backoff?: z.output<typeof backoffSchema> | undefined;
-  timeout?: number | undefined;
-}) => ({
-  ...(value.dedup === undefined ? {} : { dedup: value.dedup }),
-  ...(value.rate_limit === undefined ? {} : { rateLimit: value.rate_limit }),
-  ...(value.max_attempts === undefined ? {} : { maxAttempts: value.max_attempts }),
-  ...(value.backoff === undefined ? {} : { backoff: value.backoff }),
-  ...(value.timeout === undefined ? {} : { timeoutMs: value.timeout }),
-});
-
-const defaultPolicy = {
-  dedup: true,
-  rateLimit: null,
-  maxAttempts: 3,
-  backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
-  timeoutMs: 600_000,
-} as const;
-
-const policyOverride = z.strictObject({
-  dedup: policyFields.dedup.optional(),
-  rate_limit: policyFields.rate_limit.optional(),
-  max_attempts: policyFields.max_attempts.optional(),
-  backoff: policyFields.backoff.optional(),
-  timeout: policyFields.timeout.optional(),
-});
-
-/** A task type or a pattern over task types: `email.inbox.classify`, `service.*`. */
-const taskTypePattern = z
-  .string()
-  .regex(/^[a-z0-9_*-]+(\.[a-z0-9_*-]+)*$/, { error: 'expected a task type such as email.inbox.check or service.*' });
-
-const queueSchema = z
-  .strictObject({
-    durability: z.enum(['os', 'strict']).default('os'),
-    max_task_bytes: z.int().min(1024).default(1_048_576),
-    claim_grace: duration
-      .refine((ms) => ms >= 100, {
-        error: 'a claim grace under 100ms could recover tasks while they are being claimed',
-      })
-      .default(30_000),
-    retention: z
-      .strictObject({ done: duration.default(604_800_000), failed: duration.default(2_592_000_000) })
-      .prefault({}),
-    policies: z
-      .strictObject({
-        defaults: policyOverride.prefault({}),
-        overrides: z.record(taskTypePattern, policyOverride).default({}),
-      })
-      .prefault({}),
-  })
-  .transform((value) => ({
-    durability: value.durability,
-    maxTaskBytes: value.max_task_bytes,
-    claimGraceMs: value.claim_grace,
-    retention: { doneMs: value.retention.done, failedMs: value.retention.failed },
-    policies: {
-      defaults: { ...defaultPolicy, ...toPolicy(value.policies.defaults) },
-      overrides: Object.fromEntries(
-        Object.entries(value.policies.overrides).map(([pattern, override]) => [pattern, toPolicy(override)]),
-      ),
-    },
-  }));
-export type QueueConfig = z.output<typeof queueSchema>;
-export type QueuePolicy = QueueConfig['policies']['defaults'];
+// The queue owns its section's schema (@assistant/queue): config only places it under `queue:`.
+export type { QueueConfig, QueuePolicy };
 
 // ------------------------------------------------------------------------------------ server, worker
 

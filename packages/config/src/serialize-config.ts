@@ -1,5 +1,5 @@
+import { formatDuration } from '@assistant/queue';
 import { Document, type Node, Pair, Scalar, YAMLMap, YAMLSeq } from 'yaml';
-import { formatDuration } from './duration.ts';
 import type { Action, Config, IntegrationInstance, PlatformConfig, QueuePolicy } from './schema.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';

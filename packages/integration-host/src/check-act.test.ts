@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { checkActTask, decideApproval, enqueueActions, listApprovals } from '@assistant/actions';
 import { evaluateRules } from '@assistant/automations';
 import { NoteStore } from '@assistant/notes';
-import { type JsonValue, RetryableError, type Task, TaskQueue } from '@assistant/queue';
+import { type JsonValue, openFileTaskQueue, RetryableError, type Task } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadRuntime } from './load-runtime.ts';
 import { installation } from './testing/installation.ts';
@@ -84,7 +84,7 @@ async function setup() {
     cwd: dir,
   });
   const notes = new NoteStore({ root: loaded.paths.notes });
-  const queue = await TaskQueue.open({ directory: loaded.paths.queue, settings: loaded.queue });
+  const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
   // Ada is a friend; Linus is not, and nobody is close to him; Anne is no friend but close; the other instance has
   // its own Ada.
   await notes.create('greeter/friendly/ada.md', { data: { name: 'Ada', is_friend: true } });

@@ -4,7 +4,7 @@ import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automa
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
-import type { EnqueueOutcome, JsonValue, Task, TaskQueue } from '@assistant/queue';
+import type { EnqueueOutcome, JsonValue, QueueMaintenance, Task } from '@assistant/queue';
 import type { Logger } from 'pino';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
@@ -112,8 +112,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * task's signal (timeout, shutdown) stops it.
    */
   agent(options: AgentTaskOptions): SteerableHandle;
-  /** The queue itself, for housekeeping tasks. Integrations enqueue through `enqueue`. */
-  queue: TaskQueue;
+  /**
+   * Queue housekeeping (prune finished tasks, recover those of stopped workers, counts), for the system
+   * integration's housekeeping task. Integrations enqueue through `enqueue`; nothing else of the queue is theirs.
+   */
+  queueMaintenance: QueueMaintenance;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkActTask, requestManualAction } from '@assistant/actions';
 import { NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadRuntime } from './load-runtime.ts';
 import { installation } from './testing/installation.ts';
@@ -26,7 +26,11 @@ async function setup() {
   );
   const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const queue = await openFileTaskQueue({
+    directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
+    settings: config.queue,
+  });
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
   const act = (action: string) =>
     requestManualAction({

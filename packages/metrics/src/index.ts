@@ -3,6 +3,7 @@ export {
   type MetricsSnapshot,
   mergeSnapshots,
   metricsSnapshotSchema,
+  parseSnapshots,
   type RejectionReason,
   type RenderPrometheusOptions,
   readMetricsFiles,

@@ -112,6 +112,16 @@ export async function readMetricsFiles(directory: string): Promise<MetricsSnapsh
   return snapshots;
 }
 
+/** The snapshots among values a worker directory gave back (`WorkerDirectory.readMetrics`); others are skipped. */
+export function parseSnapshots(values: readonly unknown[]): MetricsSnapshot[] {
+  const snapshots: MetricsSnapshot[] = [];
+  for (const value of values) {
+    const parsed = metricsSnapshotSchema.safeParse(value);
+    if (parsed.success) snapshots.push(parsed.data);
+  }
+  return snapshots;
+}
+
 /** Sums snapshots of several processes; `updated_at` is the newest of theirs (the epoch when there are none). */
 export function mergeSnapshots(snapshots: readonly MetricsSnapshot[]): MetricsSnapshot {
   const merged: MetricsSnapshot = { version: 1, updated_at: new Date(0).toISOString(), tasks: {}, rejections: {} };

@@ -1,4 +1,4 @@
-import type { QueuePolicy } from '@assistant/config';
+import type { QueuePolicy } from './queue-config.ts';
 
 /**
  * How long to wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed: `fixed` waits `delay`

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FileTaskConsumer } from './file-task-consumer.ts';
+import { FileTaskQueue } from './file-task-queue.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
-import { QueueConsumer } from './queue-consumer.ts';
 import { readTaskText } from './read-task-text.ts';
 import type { JsonValue } from './task-file.ts';
 import { decodeTaskName } from './task-name.ts';
-import { TaskQueue } from './task-queue.ts';
 
 let directory: string;
 beforeEach(async () => {
@@ -26,9 +26,9 @@ function nested(depth: number, leaf: JsonValue = 'leaf'): JsonValue {
   return value;
 }
 
-describe('TaskQueue.enqueue and nesting', () => {
+describe('FileTaskQueue.enqueue and nesting', () => {
   it('hole 19: refuses a payload nested deeper than maxTaskNestingDepth with BAD_REQUEST naming the limit', async () => {
-    const queue = await TaskQueue.open({ directory });
+    const queue = await FileTaskQueue.open({ directory });
     for (const payload of [nested(maxTaskNestingDepth + 1), nested(200_000)]) {
       const refusal = await queue.enqueue({ type: 'system.echo', payload }).then(
         () => undefined,
@@ -50,7 +50,7 @@ describe('TaskQueue.enqueue and nesting', () => {
   });
 
   it('hole 19: any payload enqueue accepts round-trips through its task file, and it accepts every payload within the limit', async () => {
-    const queue = await TaskQueue.open({ directory });
+    const queue = await FileTaskQueue.open({ directory });
     // Strings YAML has to quote, fold or write as block scalars, inside values nested up to a little past the limit.
     const awkwardString = fc.oneof(
       fc.string(),
@@ -88,7 +88,9 @@ describe('TaskQueue.enqueue and nesting', () => {
         if (outcome instanceof Error || (outcome as { status: string }).status !== 'enqueued') {
           throw new Error(`enqueue refused a payload ${depth} levels deep: ${String(outcome)}`);
         }
-        const { path: file, fileName, task } = outcome as { path: string; fileName: string; task: unknown };
+        const { location, task } = outcome as { location: string; task: unknown };
+        const file = path.join(path.dirname(directory), location);
+        const fileName = path.basename(file);
         const name = decodeTaskName(fileName);
         if (!name) throw new Error(`enqueue wrote a file name that is not a task name: ${fileName}`);
         // What the worker does: the bounded, non-following read, then the parse with its depth pre-scan.
@@ -101,8 +103,8 @@ describe('TaskQueue.enqueue and nesting', () => {
   });
 
   it('hole 19: a result nested deeper than the limit fails its task instead of writing a done/ file nobody can read', async () => {
-    const queue = await TaskQueue.open({ directory });
-    const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
+    const queue = await FileTaskQueue.open({ directory });
+    const consumer = new FileTaskConsumer(queue, { pollIntervalMs: 50 });
     try {
       // Enqueued before start, whose full listing indexes it: no waiting on the watcher.
       await queue.enqueue({ type: 'system.echo', payload: 1 });

@@ -1,6 +1,10 @@
-export { backoffDelayMs } from './backoff.ts';
-export { type Durability, syncDirectory, type WriteFileDurablyOptions, writeFileDurably } from './durable-write.ts';
-export { canonicalJson, taskFingerprint } from './fingerprint.ts';
+// The queue's public surface: the interfaces, the file backend behind them, and what tasks are made of. The file
+// layout (paths, names, moves, rewrites, quarantine) is private to this package; tests/queue-boundary.test.ts
+// fails when code outside it reaches for it.
+
+export { durationExamples, formatDuration, parseDuration } from './duration.ts';
+export { toTaskError } from './file-task-consumer.ts';
+export { canonicalJson } from './fingerprint.ts';
 export {
   jsonTextNestingDepth,
   maxTaskNestingDepth,
@@ -9,51 +13,48 @@ export {
 } from './input-limits.ts';
 export {
   type ClaimedTask,
+  type EnqueueOptions,
+  type EnqueueOutcome,
   type FailOutcome,
-  QueueConsumer,
-  type QueueConsumerOptions,
+  type ListOptions,
+  type PruneReport,
+  type QueueLogger,
+  type QueueMaintenance,
+  type QueueSettings,
+  type QueueStats,
+  type RecoveryReport,
   type ResultOutcome,
-  toTaskError,
-} from './queue-consumer.ts';
-export { isScratchName, type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+  type TaskConsumer,
+  type TaskConsumerOptions,
+  type TaskEntry,
+  type TaskEvent,
+  type TaskEventKind,
+  type TaskEvents,
+  type TaskName,
+  type TaskQueue,
+  type TaskRecord,
+  type TaskState,
+  taskStates,
+  type WorkerDirectory,
+  type WorkerInfo,
+} from './interfaces.ts';
+export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
+export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
   type JsonValue,
   jsonValueSchema,
   type ParseTaskFileOptions,
+  parseNamedTaskFile,
   parseTaskFile,
-  stringifyTask,
   type Task,
   type TaskAttempt,
   type TaskError,
-  TaskFileError,
   type TaskOwner,
   type TaskSource,
   taskFileData,
   taskSources,
 } from './task-file.ts';
-export { newTaskId, taskIdPattern, taskIdTimeMs } from './task-id.ts';
-export {
-  decodeTaskName,
-  encodeTaskName,
-  formatNameTimestamp,
-  isTaskType,
-  type TaskName,
-  taskTypePattern,
-} from './task-name.ts';
-export {
-  type EnqueueOptions,
-  type EnqueueOutcome,
-  type ListOptions,
-  type PruneReport,
-  type QueueLogger,
-  type QueueSettings,
-  type QueueStats,
-  type RecoveryReport,
-  type TaskEntry,
-  TaskQueue,
-  type TaskQueueOptions,
-  type TaskRecord,
-} from './task-queue.ts';
-export { newWorkerOwner, type OwnerState, pidAlive, type WorkerRecord, WorkerRegistry } from './worker-registry.ts';
+export { newTaskId, taskIdPattern } from './task-id.ts';
+export { isTaskType, taskTypePattern } from './task-name.ts';

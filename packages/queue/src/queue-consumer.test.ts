@@ -1,15 +1,15 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QueueConsumer } from './queue-consumer.ts';
-import { reasonSuffix } from './queue-paths.ts';
+import { reasonSuffix } from './file-layout.ts';
+import { FileTaskConsumer } from './file-task-consumer.ts';
+import { FileTaskQueue, type FileTaskQueueOptions } from './file-task-queue.ts';
 import { newTaskId } from './task-id.ts';
 import { encodeTaskName } from './task-name.ts';
-import { TaskQueue, type TaskQueueOptions } from './task-queue.ts';
 
 let directory: string;
-const consumers: QueueConsumer[] = [];
+const consumers: FileTaskConsumer[] = [];
 
 beforeEach(async () => {
   directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-queue-'));
@@ -19,14 +19,14 @@ afterEach(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
-async function setup(options: Partial<TaskQueueOptions> = {}) {
+async function setup(options: Partial<FileTaskQueueOptions> = {}) {
   const logs: string[] = [];
-  const queue = await TaskQueue.open({
+  const queue = await FileTaskQueue.open({
     directory,
     logger: { info: (message) => logs.push(`info: ${message}`), warn: (message) => logs.push(`warn: ${message}`) },
     ...options,
   });
-  const consumer = new QueueConsumer(queue, { pollIntervalMs: 50 });
+  const consumer = new FileTaskConsumer(queue, { pollIntervalMs: 50 });
   consumers.push(consumer);
   return { queue, consumer, logs };
 }
@@ -37,7 +37,7 @@ function nameFor(type: string, priority = 5, readyAtMs = Date.now() - 1_000): st
   return encodeTaskName({ priority, readyAtMs, id: newTaskId(), fingerprint: 'abcdefabcdefabcd', type });
 }
 
-describe('QueueConsumer with bad input', () => {
+describe('FileTaskConsumer with bad input', () => {
   it('moves unreadable files to failed/ with the reason beside them, bytes intact, and runs the good task', async () => {
     const { queue, consumer } = await setup({ settings: { maxTaskBytes: 2_048 } });
     const bomb = `a: &a [x, x, x, x, x, x, x, x, x, x]\n${Array.from(
@@ -96,7 +96,7 @@ function decodeId(fileName: string): string {
   return fileName.split('_')[2]?.split('--')[0] ?? '';
 }
 
-describe('QueueConsumer run order and timing', () => {
+describe('FileTaskConsumer run order and timing', () => {
   it('claims by priority, skips tasks not ready yet, and picks up new files through the watcher', async () => {
     const { queue, consumer } = await setup();
     await consumer.start();
@@ -148,12 +148,13 @@ describe('policies', () => {
     const first = await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' });
     expect(first.status).toBe('enqueued');
     const again = await queue.enqueue({ type: 'x.dedup', payload: { b: 2, a: 1 }, source: 'automation' });
-    expect(again).toMatchObject({ status: 'duplicate', existing: expect.stringContaining('/pending/') });
+    expect(again).toMatchObject({ status: 'duplicate', existing: first.status === 'enqueued' ? first.task.id : '' });
     await consumer.rescan();
     const claimed = await consumer.claim();
     expect(await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'scheduler' })).toMatchObject({
       status: 'duplicate',
-      existing: expect.stringContaining('/active/'),
+      existing: claimed?.id,
+      reason: expect.stringContaining('already active'),
     });
     // Manual triggers bypass policies.
     expect((await queue.enqueue({ type: 'x.dedup', payload: { a: 1, b: 2 }, source: 'cli' })).status).toBe('enqueued');
@@ -188,22 +189,26 @@ describe('recovery', () => {
     const claimed = await consumer.claim();
     if (!claimed) throw new Error('nothing claimed');
     // The first half of complete(): done/x written, active/x not yet removed.
-    await queue.writeTo('done', claimed.fileName, { ...claimed.task, finishedAt: new Date().toISOString(), result: 1 });
+    await queue.writeTo('done', consumer.fileOf(claimed).fileName, {
+      ...claimed.task,
+      finishedAt: new Date().toISOString(),
+      result: 1,
+    });
     // While its owner lives, the owner removes active/x itself: a sweep must not, or the owner thinks it lost it.
     expect((await queue.recover()).removedDuplicates).toEqual([]);
     // The owner dies before its second step.
     await consumer.close();
     const report = await queue.recover();
-    expect(report.removedDuplicates).toEqual([claimed.fileName]);
+    expect(report.removedDuplicates).toEqual([claimed.id]);
     expect(await names('active')).toEqual([]);
-    expect(await names('done')).toEqual([claimed.fileName]);
+    expect(await names('done')).toEqual([consumer.fileOf(claimed).fileName]);
   });
 
   it('returns a dead worker’s task to pending, records the death at the next claim, and fails it when attempts are spent', async () => {
     const { queue } = await setup({ claimGraceMs: 0 });
     await queue.enqueue({ type: 'a.b' });
     const run = async () => {
-      const consumer = new QueueConsumer(queue);
+      const consumer = new FileTaskConsumer(queue);
       consumers.push(consumer);
       await consumer.start();
       const claimed = await consumer.claim();
@@ -242,6 +247,82 @@ describe('recovery', () => {
     expect(report).toMatchObject({ requeued: [], failed: [], removedTmp: 1 });
     expect(await names('active')).toHaveLength(1);
     expect(await names('tmp')).toEqual([]);
+  });
+});
+
+describe('the claim and complete layout', () => {
+  it('claims by one rename (the owner in the name, the bytes untouched) and completes by one write and an unlink', async () => {
+    const { queue, consumer } = await setup();
+    const outcome = await queue.enqueue({ type: 'a.b', payload: { n: 1 } });
+    if (outcome.status !== 'enqueued') throw new Error('not enqueued');
+    const [pendingName = ''] = await names('pending');
+    const bytes = await readFile(path.join(directory, 'pending', pendingName), 'utf8');
+    await consumer.start();
+    const claimed = await consumer.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    const activeName = `${pendingName.slice(0, -'.yaml'.length)}@${consumer.owner.id}.yaml`;
+    expect(await names('active')).toEqual([activeName]);
+    expect(await readFile(path.join(directory, 'active', activeName), 'utf8')).toBe(bytes);
+    // The attempt is counted in memory and on the way out.
+    expect(claimed.task).toMatchObject({ attempts: 1, worker: consumer.owner });
+    expect((await queue.get(claimed.id))?.state).toBe('active');
+    await consumer.complete(claimed, 'ok');
+    expect(await names('active')).toEqual([]);
+    expect(await names('done')).toEqual([pendingName]);
+    expect(await queue.get(claimed.id)).toMatchObject({ state: 'done', task: { attempts: 1, result: 'ok' } });
+  });
+
+  it('recovers a claim of the layout before (owner inside the file, attempt already counted) once its grace has passed', async () => {
+    const { queue } = await setup({ claimGraceMs: 0 });
+    const fileName = nameFor('a.old', 5);
+    const id = decodeId(fileName);
+    // A worker on this host whose pid is not running: gone.
+    const deadPid = 2 ** 22 + 12_345;
+    await writeFile(
+      path.join(directory, 'active', fileName),
+      `id: ${id}\ntype: a.old\npriority: 5\nsource: api\npayload: null\nattempts: 1\nmax_attempts: 3\n` +
+        `started_at: 2026-01-01T00:00:00.000Z\nworker: {id: ${os.hostname().replace(/[^A-Za-z0-9-]/g, '-')}-${deadPid}-abcdef, pid: ${deadPid}, host: ${os.hostname()}}\nhistory: []\n`,
+    );
+    const report = await queue.recover();
+    expect(report.requeued).toEqual([id]);
+    expect(await queue.get(id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    const consumer = new FileTaskConsumer(queue);
+    consumers.push(consumer);
+    await consumer.start();
+    const claimed = await consumer.claim();
+    expect(claimed?.task.attempts).toBe(2);
+    expect(claimed?.task.history).toEqual([
+      expect.objectContaining({ attempt: 1, error: expect.objectContaining({ type: 'WorkerDied' }) }),
+    ]);
+  });
+
+  it('returns a dead owner’s task exactly once when two recoverers race, and takes over a recovery that crashed half-way', async () => {
+    const { queue } = await setup({ claimGraceMs: 0 });
+    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0 });
+    await queue.enqueue({ type: 'a.race' });
+    await queue.enqueue({ type: 'a.halfway' });
+    const dying = new FileTaskConsumer(queue);
+    consumers.push(dying);
+    await dying.start();
+    const raced = await dying.claim();
+    const halfway = await dying.claim();
+    if (!raced || !halfway) throw new Error('nothing claimed');
+    await dying.close();
+    // A recovery pass that renamed its claim of the second task and then crashed.
+    const halfwayName = (await names('active')).find((name) => name.includes(halfway.id)) ?? '';
+    await rename(
+      path.join(directory, 'active', halfwayName),
+      path.join(directory, 'active', halfwayName.replace(/\.yaml$/, '+0badc0de.yaml')),
+    );
+    const reports = await Promise.all([queue.recover(), other.recover()]);
+    const requeued = reports.flatMap((report) => report.requeued).sort();
+    expect(requeued).toEqual([raced.id, halfway.id].sort());
+    expect(await names('active')).toEqual([]);
+    const pending = await names('pending');
+    expect(pending).toHaveLength(2);
+    for (const claimed of [raced, halfway]) {
+      expect(await queue.get(claimed.id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    }
   });
 });
 

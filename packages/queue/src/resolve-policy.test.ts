@@ -1,6 +1,6 @@
-import type { QueueConfig } from '@assistant/config';
 import { describe, expect, it } from 'vitest';
 import { backoffDelayMs } from './backoff.ts';
+import type { QueueConfig } from './queue-config.ts';
 import { patternMatches, resolvePolicy } from './resolve-policy.ts';
 
 const policies: QueueConfig['policies'] = {

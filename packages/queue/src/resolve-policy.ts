@@ -1,4 +1,4 @@
-import type { QueueConfig, QueuePolicy } from '@assistant/config';
+import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 
 /**
  * The policy for a task type: the defaults, overridden by every matching pattern from the least to the most

@@ -2,7 +2,7 @@ import { Document, LineCounter, parseDocument, Scalar, visit } from 'yaml';
 import * as z from 'zod';
 import { maxTaskNestingDepth, valueNestingDepth, yamlTextNesting } from './input-limits.ts';
 import { taskIdPattern } from './task-id.ts';
-import type { TaskName } from './task-name.ts';
+import { decodeTaskName, type TaskName } from './task-name.ts';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -269,4 +269,23 @@ function nestedTooDeep(how: string): TaskFileError {
 
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
+}
+
+/**
+ * Reads a task file as the file backend would find it under `fileName` (a hand-written task, a docs example): the
+ * name carries priority, ready time, id, fingerprint and type. Throws TaskFileError when the name is not a task
+ * name or the text is not a task.
+ */
+export function parseNamedTaskFile(
+  fileName: string,
+  text: string,
+  options: { defaultMaxAttempts?: number } = {},
+): Task {
+  const name = decodeTaskName(fileName);
+  if (!name) {
+    throw new TaskFileError(
+      `${fileName} is not a task file name: expected {priority}_{YYYYMMDDTHHMMSSmmmZ}_{id}--{fingerprint}--{type}.yaml`,
+    );
+  }
+  return parseTaskFile(text, { name, defaultMaxAttempts: options.defaultMaxAttempts ?? 3 });
 }

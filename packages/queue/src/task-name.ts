@@ -1,15 +1,8 @@
+import type { TaskName } from './interfaces.ts';
 import { taskIdPattern } from './task-id.ts';
 
 /** What a task's file name says about it. Sorting names sorts tasks into run order. */
-export interface TaskName {
-  /** 0–9, lower runs first. */
-  priority: number;
-  /** When the task becomes ready to run, in ms since the epoch (whole milliseconds). */
-  readyAtMs: number;
-  id: string;
-  fingerprint: string;
-  type: string;
-}
+export type { TaskName };
 
 /** `email.inbox.check`, `service.research.search`: lower-case dot-separated words. */
 export const taskTypePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;

@@ -6,7 +6,7 @@ import {
   requestManualAction,
 } from '@assistant/actions';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -48,7 +48,11 @@ export async function approvalDecideCommand(
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const queue = await openFileTaskQueue({
+    directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
+    settings: config.queue,
+  });
   const result = await decideApproval({
     notes,
     queue,
@@ -84,7 +88,11 @@ export async function actCommand(
 ): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const queue = await openFileTaskQueue({
+    directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
+    settings: config.queue,
+  });
   const result = await requestManualAction({
     registry,
     notes,

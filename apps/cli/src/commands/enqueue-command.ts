@@ -67,7 +67,7 @@ export async function enqueueCommand(options: EnqueueCommandOptions): Promise<vo
   });
   if (outcome.status !== 'enqueued') throw new Error(`unexpected ${outcome.status}: manual enqueues bypass policies`);
   if (options.json) {
-    writeJson(context, { id: outcome.task.id, state: 'pending', path: outcome.path, task: outcome.task });
+    writeJson(context, { id: outcome.task.id, state: 'pending', path: outcome.location, task: outcome.task });
   } else {
     context.stdout.write(`${outcome.task.id}\n`);
   }

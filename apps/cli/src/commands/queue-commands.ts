@@ -14,7 +14,11 @@ export interface QueueCommandOptions {
 /** `assistant queue stats`: counts per state, ready versus scheduled, and per type. */
 export async function queueStatsCommand(options: QueueCommandOptions): Promise<void> {
   const stats = await (await openCliQueue(options)).stats();
-  if (options.json) return writeJson(options.context, stats);
+  if (options.json) {
+    // The shape `--json` has always had: per-state type counts are for /metrics.
+    const { typesByState: _perState, ...shown } = stats;
+    return writeJson(options.context, shown);
+  }
   const lines = [
     `pending  ${stats.pending} (${stats.ready} ready, ${stats.scheduled} scheduled for later)`,
     `active   ${stats.active}`,
@@ -60,8 +64,8 @@ export async function queueListCommand(options: QueueListCommandOptions): Promis
         type: entry.name?.type ?? null,
         priority: entry.name?.priority ?? null,
         ready_at: entry.name ? new Date(entry.name.readyAtMs).toISOString() : null,
-        file: entry.fileName,
-        path: entry.path,
+        file: entry.location.slice(entry.location.lastIndexOf('/') + 1),
+        path: entry.location,
       })),
     );
   }
@@ -78,7 +82,7 @@ export async function queueListCommand(options: QueueListCommandOptions): Promis
           entry.name.id,
           entry.name.type,
         ]
-      : [entry.state, '-', '-', '(unreadable)', entry.fileName],
+      : [entry.state, '-', '-', '(unreadable)', entry.location.slice(entry.location.lastIndexOf('/') + 1)],
   );
   const header = ['STATE', 'P', 'READY', 'ID', 'TYPE'];
   const widths = header.map((title, column) =>

@@ -25,7 +25,7 @@ export async function taskShowCommand(options: TaskCommandOptions): Promise<void
     return writeJson(options.context, {
       id: options.id,
       state: record.state,
-      path: record.path,
+      path: record.location,
       ...(record.task ? { task: record.task } : {}),
       ...(record.problem ? { problem: record.problem } : {}),
     });
@@ -40,8 +40,8 @@ export async function taskRetryCommand(options: TaskCommandOptions): Promise<voi
   // Looked up first only for a friendlier message; retry() checks the state again as it moves the file.
   if (!(await queue.get(options.id))) throw notFound(options.id);
   const record = await queue.retry(options.id);
-  if (options.json) return writeJson(options.context, { id: options.id, state: record.state, path: record.path });
-  options.context.stdout.write(`${options.id} is pending again: ${record.path}\n`);
+  if (options.json) return writeJson(options.context, { id: options.id, state: record.state, path: record.location });
+  options.context.stdout.write(`${options.id} is pending again: ${record.location}\n`);
 }
 
 /** `assistant task reroute ID`: delivers a done service task's result again, where its `on_result` says. */

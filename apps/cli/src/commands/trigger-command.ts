@@ -37,7 +37,7 @@ export async function triggerCommand(options: TriggerCommandOptions): Promise<vo
   });
   if (outcome.status !== 'enqueued') throw new Error(`unexpected ${outcome.status}: manual triggers bypass policies`);
   if (options.json) {
-    writeJson(context, { id: outcome.task.id, type: entry.type, state: 'pending', path: outcome.path });
+    writeJson(context, { id: outcome.task.id, type: entry.type, state: 'pending', path: outcome.location });
   } else {
     context.stdout.write(`${outcome.task.id}\n`);
   }

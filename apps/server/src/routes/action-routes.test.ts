@@ -6,7 +6,7 @@ import { checkActTask, listApprovals, readApproval } from '@assistant/actions';
 import { loadRuntime } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AssistantServer, createServer } from '../create-server.ts';
@@ -40,7 +40,11 @@ async function setup() {
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
   const app = createServer({ config, registry, catalog: catalogFromRegistry(registry), token });
   await app.ready();
-  const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+  const queue = await openFileTaskQueue({
+    directory: config.paths.queue,
+    dataDirectory: config.paths.dataDir,
+    settings: config.queue,
+  });
   return { app, notes, queue, registry };
 }
 

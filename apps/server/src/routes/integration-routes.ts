@@ -49,9 +49,7 @@ export function registerIntegrationRoutes(
       });
       if (outcome.status !== 'enqueued')
         throw new Error(`unexpected ${outcome.status}: manual triggers bypass policies`);
-      return reply
-        .code(201)
-        .send({ id: outcome.task.id, type: entry.type, state: 'pending', path: options.paths.shown(outcome.path) });
+      return reply.code(201).send({ id: outcome.task.id, type: entry.type, state: 'pending', path: outcome.location });
     },
   });
 }

@@ -1,4 +1,4 @@
-import { mergeSnapshots, readMetricsFiles, renderPrometheus } from '@assistant/metrics';
+import { mergeSnapshots, parseSnapshots, renderPrometheus } from '@assistant/metrics';
 import type { TaskQueue } from '@assistant/queue';
 import type { AssistantServer } from '../create-server.ts';
 import { workerLiveness } from '../health-route.ts';
@@ -23,16 +23,9 @@ export function registerMetricsRoute(app: AssistantServer, routes: RouteTable, o
     responses: { 200: { description: 'the text exposition format 0.0.4', contentType: 'text/plain; version=0.0.4' } },
     handler: async ({ reply }) => {
       const queue = options.queue();
-      const depth: Record<string, Record<string, number>> = {};
-      for (const state of ['pending', 'active', 'done', 'failed'] as const) {
-        const byType: Record<string, number> = {};
-        for (const entry of await queue.entries(state)) {
-          const type = entry.name?.type ?? 'unreadable';
-          byType[type] = (byType[type] ?? 0) + 1;
-        }
-        depth[state] = byType;
-      }
-      const snapshot = mergeSnapshots([...(await readMetricsFiles(queue.paths.workers)), options.metrics.snapshot()]);
+      const depth: Record<string, Record<string, number>> = (await queue.stats()).typesByState;
+      const published = await queue.workers.readMetrics();
+      const snapshot = mergeSnapshots([...parseSnapshots(published), options.metrics.snapshot()]);
       const liveness = await workerLiveness(queue);
       return reply
         .type('text/plain; version=0.0.4; charset=utf-8')

@@ -2,8 +2,8 @@ import { chmod, mkdir, mkdtemp, readdir, rename, rm, utimes, writeFile } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { TaskMetrics, writeMetricsFile } from '@assistant/metrics';
-import { TaskQueue } from '@assistant/queue';
+import { TaskMetrics } from '@assistant/metrics';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -151,7 +151,11 @@ describe('/api/tasks', () => {
 
   it('retries a failed task and answers 409 for one that is not failed', async () => {
     const config = await configWith();
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli' });
     if (outcome.status !== 'enqueued') throw new Error('not enqueued');
     await using app = await server(config);
@@ -160,10 +164,10 @@ describe('/api/tasks', () => {
     expect(notFailed.json()).toEqual({
       error: { code: 'CONFLICT', message: `task ${outcome.task.id} is pending; only failed tasks can be retried` },
     });
-    await rm(outcome.path);
-    await mkdir(queue.paths.failed, { recursive: true });
+    await rm(path.join(config.paths.dataDir, outcome.location));
+    await mkdir(path.join(config.paths.queue, 'failed'), { recursive: true });
     await writeFile(
-      path.join(queue.paths.failed, outcome.fileName),
+      path.join(path.join(config.paths.queue, 'failed'), path.basename(outcome.location)),
       `type: system.echo\nerror: {type: Error, message: boom}\n`,
     );
     const retried = await inject(app, { method: 'POST', url: `/api/tasks/${outcome.task.id}/retry` });
@@ -174,26 +178,35 @@ describe('/api/tasks', () => {
 
 describe('/api/tasks reading and retrying', () => {
   /** Enqueues a task and moves its file into `state`, last modified at `modifiedAtMs`. */
-  async function placed(queue: TaskQueue, state: 'active' | 'done' | 'failed', modifiedAtMs: number) {
+  async function placed(
+    queue: TaskQueue,
+    config: LoadedConfig,
+    state: 'active' | 'done' | 'failed',
+    modifiedAtMs: number,
+  ) {
     const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli', payload: { state, modifiedAtMs } });
     if (outcome.status !== 'enqueued') throw new Error('not enqueued');
-    await mkdir(queue.paths[state], { recursive: true });
-    const target = path.join(queue.paths[state], outcome.fileName);
-    await rename(outcome.path, target);
+    await mkdir(path.join(config.paths.queue, state), { recursive: true });
+    const target = path.join(path.join(config.paths.queue, state), path.basename(outcome.location));
+    await rename(path.join(config.paths.dataDir, outcome.location), target);
     await utimes(target, modifiedAtMs / 1_000, modifiedAtMs / 1_000);
     return outcome.task.id;
   }
 
   it('lists every state without `state`: pending and active in run order, then done and failed newest first', async () => {
     const config = await configWith();
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const low = await queue.enqueue({ type: 'system.echo', source: 'cli', priority: 7 });
     const high = await queue.enqueue({ type: 'system.sleep', source: 'cli', priority: 1, payload: { ms: 1 } });
     if (low.status !== 'enqueued' || high.status !== 'enqueued') throw new Error('not enqueued');
-    const active = await placed(queue, 'active', Date.UTC(2026, 0, 1));
-    const olderDone = await placed(queue, 'done', Date.UTC(2026, 0, 2));
-    const newerDone = await placed(queue, 'done', Date.UTC(2026, 0, 3));
-    const failed = await placed(queue, 'failed', Date.UTC(2026, 0, 4));
+    const active = await placed(queue, config, 'active', Date.UTC(2026, 0, 1));
+    const olderDone = await placed(queue, config, 'done', Date.UTC(2026, 0, 2));
+    const newerDone = await placed(queue, config, 'done', Date.UTC(2026, 0, 3));
+    const failed = await placed(queue, config, 'failed', Date.UTC(2026, 0, 4));
     await using app = await server(config);
     const response = await inject(app, { method: 'GET', url: '/api/tasks' });
     expect(response.statusCode).toBe(200);
@@ -214,10 +227,14 @@ describe('/api/tasks reading and retrying', () => {
 
   it('answers 200 with `problem` for a task file that cannot be read as a task', async () => {
     const config = await configWith();
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     const outcome = await queue.enqueue({ type: 'system.echo', source: 'cli' });
     if (outcome.status !== 'enqueued') throw new Error('not enqueued');
-    await writeFile(outcome.path, 'priority: [unclosed\n');
+    await writeFile(path.join(config.paths.dataDir, outcome.location), 'priority: [unclosed\n');
     await using app = await server(config);
     const response = await inject(app, { method: 'GET', url: `/api/tasks/${outcome.task.id}` });
     expect(response.statusCode).toBe(200);
@@ -225,18 +242,22 @@ describe('/api/tasks reading and retrying', () => {
       id: outcome.task.id,
       type: 'system.echo',
       state: 'pending',
-      path: `queue/pending/${outcome.fileName}`,
+      path: `queue/pending/${path.basename(outcome.location)}`,
       problem: expect.any(String),
     });
   });
 
   it('answers 404 to retrying an unknown task and 400 to retrying a failed file that is not a task', async () => {
     const config = await configWith();
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
-    const id = await placed(queue, 'failed', Date.UTC(2026, 0, 1));
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
+    const id = await placed(queue, config, 'failed', Date.UTC(2026, 0, 1));
     const [entry] = await queue.list({ state: 'failed' });
     if (!entry) throw new Error('no failed task');
-    await writeFile(entry.path, 'attempts: -1\n');
+    await writeFile(path.join(config.paths.dataDir, entry.location), 'attempts: -1\n');
     await using app = await server(config);
     const unknown = await inject(app, { method: 'POST', url: '/api/tasks/01m81zbz7e0rvw1d46qzvhsks1/retry' });
     expect(unknown.statusCode).toBe(404);
@@ -247,7 +268,7 @@ describe('/api/tasks reading and retrying', () => {
     expect(unreadable.statusCode).toBe(400);
     expect(unreadable.json().error.message).toMatch(new RegExp(`^task ${id} cannot be read: `));
     // Still where it was: a refused retry moves nothing.
-    expect(await readdir(queue.paths.failed)).toContain(entry.fileName);
+    expect(await readdir(path.join(config.paths.queue, 'failed'))).toContain(path.basename(entry.location));
   });
 });
 
@@ -258,7 +279,11 @@ describe('POST /api/integrations/:name/:platform/trigger', () => {
     const response = await inject(app, { method: 'POST', url: '/api/integrations/friendly/people/trigger' });
     expect(response.statusCode).toBe(201);
     const { id } = z.object({ id: z.string() }).parse(response.json());
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     expect((await queue.get(id))?.task).toMatchObject({
       type: 'greeter.people.check',
       priority: 3,
@@ -353,14 +378,17 @@ describe('/api/notes', () => {
 describe('/metrics', () => {
   it('reports queue depth by state and type, worker counters and the server own rejections', async () => {
     const config = await configWith();
-    const queue = await TaskQueue.open({ directory: config.paths.queue, settings: config.queue });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
     await queue.enqueue({ type: 'system.echo', source: 'cli' });
     await queue.enqueue({ type: 'system.sleep', source: 'cli', payload: { ms: 1 } });
     const worker = new TaskMetrics();
     worker.recordOutcome('system.echo', 'done', 30);
     worker.recordOutcome('system.echo', 'failed', 2_000);
-    await mkdir(queue.paths.workers, { recursive: true });
-    await writeMetricsFile(path.join(queue.paths.workers, 'host-1-abc.metrics.json'), worker.snapshot());
+    await queue.workers.publishMetrics('host-1-abc', worker.snapshot());
     const own = new TaskMetrics();
     own.recordRejection('system.housekeeping.run', 'duplicate');
     await using app = createServer({ config, catalog, metrics: own, token });

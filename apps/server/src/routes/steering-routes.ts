@@ -1,10 +1,13 @@
 import { AssistantError } from '@assistant/errors';
-import type { TaskQueue } from '@assistant/queue';
+import type { TaskQueue, TaskState } from '@assistant/queue';
 import { ControlFiles, steeringActions } from '@assistant/steering';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
 import { taskIdParams } from './task-routes.ts';
+
+/** How often a task's event stream looks at its control files (steps, clarifications) for new lines. */
+const controlPollMs = 100;
 
 export interface SteeringRoutesOptions {
   queue: () => TaskQueue;
@@ -106,7 +109,23 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
     },
     handler: async ({ params, request, reply }) => {
       const queue = options.queue();
-      if (!(await queue.get(params.id))) throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
+      // Subscribed before the first read, so a change in between is not missed: the task's state comes from the
+      // queue's events (whichever process makes the change), the steering events from the control files.
+      const taskEvents = queue.events();
+      let state: TaskState | undefined;
+      let wake = () => {};
+      const unsubscribe = taskEvents.subscribe((event) => {
+        if (event.id !== params.id) return;
+        state = event.state;
+        wake();
+      });
+      const found = await queue.get(params.id);
+      if (!found) {
+        unsubscribe();
+        await taskEvents.close();
+        throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
+      }
+      state ??= found.state;
       const files = new ControlFiles({ root: options.controlRoot, taskId: params.id });
       const lastEventId = Number(request.headers['last-event-id'] ?? 0);
       let offset = Number.isFinite(lastEventId) && lastEventId > 0 ? lastEventId : 0;
@@ -122,18 +141,31 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
       raw.on('close', () => {
         open = false;
       });
-      while (open) {
-        const batch = await files.eventsFrom(offset);
-        for (const { offset: id, ...event } of batch.events) {
-          raw.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      try {
+        while (open) {
+          const batch = await files.eventsFrom(offset);
+          for (const { offset: id, ...event } of batch.events) {
+            raw.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+          }
+          offset = batch.offset;
+          const finished = state;
+          if ((finished === 'done' || finished === 'failed') && batch.events.length === 0) {
+            raw.write(`event: end\ndata: ${JSON.stringify({ state: finished })}\n\n`);
+            break;
+          }
+          // Woken at once by the task's own state change; the control files are looked at again meanwhile.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, controlPollMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = () => {};
         }
-        offset = batch.offset;
-        const state = (await queue.get(params.id))?.state;
-        if ((state === 'done' || state === 'failed') && batch.events.length === 0) {
-          raw.write(`event: end\ndata: ${JSON.stringify({ state })}\n\n`);
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      } finally {
+        unsubscribe();
+        await taskEvents.close();
       }
       raw.end();
     },

@@ -79,7 +79,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
         ...(query.type ? { type: query.type } : {}),
         limit: query.limit,
       });
-      return { tasks: entries.map((entry) => listEntry(entry, options.paths)) };
+      return { tasks: entries.map((entry) => listEntry(entry)) };
     },
   });
 
@@ -132,7 +132,7 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
       });
       if (outcome.status !== 'enqueued')
         throw new Error(`unexpected ${outcome.status}: manual enqueues bypass policies`);
-      return reply.code(201).send({ id: outcome.task.id, state: 'pending', path: options.paths.shown(outcome.path) });
+      return reply.code(201).send({ id: outcome.task.id, state: 'pending', path: outcome.location });
     },
   });
 
@@ -183,14 +183,14 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
   });
 }
 
-function listEntry(entry: TaskEntry, paths: DataPaths) {
+function listEntry(entry: TaskEntry) {
   return {
     id: entry.name?.id ?? null,
     type: entry.name?.type ?? null,
     state: entry.state,
     priority: entry.name?.priority ?? null,
     ready_at: entry.name ? new Date(entry.name.readyAtMs).toISOString() : null,
-    path: paths.shown(entry.path),
+    path: entry.location,
   };
 }
 
@@ -199,7 +199,7 @@ function listEntry(entry: TaskEntry, paths: DataPaths) {
  * the workers' ids (host name and pid): they describe the machine, and the path is relative to the data directory.
  */
 function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
-  const shownPath = paths.shown(record.path);
+  const shownPath = record.location;
   if (!record.task) {
     return {
       id: record.name?.id ?? null,

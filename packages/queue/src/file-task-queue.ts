@@ -1,12 +1,41 @@
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { QueueConfig, QueuePolicy } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
+import {
+  type ActiveName,
+  activeFileName,
+  decodeStateName,
+  parseActiveName,
+  type QueuePaths,
+  queuePaths,
+  reasonSuffix,
+} from './file-layout.ts';
+import { FileTaskConsumer } from './file-task-consumer.ts';
+import { FileTaskEvents } from './file-task-events.ts';
+import { FileWorkerDirectory, ignoreMissing, isMissing } from './file-worker-directory.ts';
 import { taskFingerprint } from './fingerprint.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
-import { type QueuePaths, queuePaths, reasonSuffix, type TaskState, taskStates } from './queue-paths.ts';
+import type {
+  EnqueueOptions,
+  EnqueueOutcome,
+  ListOptions,
+  PruneReport,
+  QueueLogger,
+  QueueSettings,
+  QueueStats,
+  RecoveryReport,
+  TaskConsumer,
+  TaskConsumerOptions,
+  TaskEntry,
+  TaskEvents,
+  TaskQueue,
+  TaskRecord,
+  TaskState,
+} from './interfaces.ts';
+import { taskStates } from './interfaces.ts';
+import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import {
@@ -16,44 +45,27 @@ import {
   stringifyTask,
   type Task,
   TaskFileError,
-  type TaskSource,
 } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
-import { decodeTaskName, encodeTaskName, idMarker, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
-import { ignoreMissing, isMissing, WorkerRegistry } from './worker-registry.ts';
-
-/** Where the queue reports what it decided: policy rejections at info, quarantined files and lost leases at warn. */
-export interface QueueLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
+import { decodeTaskName, encodeTaskName, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
 
-/** The queue settings of config.yaml, all optional here: tests and tools pass only what they care about. */
-export interface QueueSettings {
-  /** @default 'os' */
-  durability?: Durability;
-  /** @default 1 MiB */
-  maxTaskBytes?: number;
-  /** How long a task that just reached active/ is safe from recovery, whoever its owner was. @default 30_000 */
-  claimGraceMs?: number;
-  /** @default done 7 days, failed 30 days */
-  retention?: QueueConfig['retention'];
-  /** @default dedup on, no rate limit, 3 attempts, exponential backoff from 30 s to 1 h, 10 min timeout */
-  policies?: QueueConfig['policies'];
-}
-
-export interface TaskQueueOptions {
+export interface FileTaskQueueOptions {
   /** The queue directory: `data/queue`. */
   directory: string;
+  /**
+   * What `location` is relative to: the data directory. @default the queue directory's parent. A queue directory
+   * outside it is shown as `queue/…`, as if it were in its usual place.
+   */
+  dataDirectory?: string;
   settings?: QueueSettings;
   logger?: QueueLogger;
   /** A worker whose heartbeat is older than this is gone and its tasks are recovered. @default 60_000 */
   leaseMs?: number;
   /**
-   * A task in active/ is left alone for this long after it got there, whoever its owner was: a claim renames the
-   * file first and records its owner a moment later. @default 30_000
+   * A task in active/ whose file does not name its owner (the layout before owners were put in names, or a file
+   * put there by hand) is left alone for this long after it got there. @default 30_000
    */
   claimGraceMs?: number;
   /** Files in tmp/ older than this are leftovers of a crash and are removed. @default 3_600_000 */
@@ -62,33 +74,8 @@ export interface TaskQueueOptions {
   now?: () => number;
 }
 
-export interface EnqueueOptions {
-  type: string;
-  payload?: JsonValue;
-  /** 0–9, lower first. @default 5 */
-  priority?: number;
-  /** When the task becomes ready. @default now */
-  readyAtMs?: number;
-  /** @default 'api' */
-  source?: TaskSource;
-  /** The integration instance the task belongs to. */
-  integration?: string;
-  /** Where a service result goes; the runtime routes it. */
-  onResult?: JsonValue;
-  /**
-   * Apply dedup and rate limits. Scheduler and automation enqueues do; manual triggers (API, CLI) do not.
-   * @default true for sources scheduler and automation, false otherwise
-   */
-  policies?: boolean;
-}
-
-export type EnqueueOutcome =
-  | { status: 'enqueued'; task: Task; fileName: string; path: string }
-  | { status: 'duplicate'; reason: string; existing: string }
-  | { status: 'rate_limited'; reason: string; retryAtMs: number };
-
-/** A task as a listing sees it: from its name alone, without reading the file. */
-export interface TaskEntry {
+/** A task file as this backend lists it: never seen outside the package. */
+export interface FileEntry {
   state: TaskState;
   fileName: string;
   path: string;
@@ -96,45 +83,10 @@ export interface TaskEntry {
   name: TaskName | undefined;
 }
 
-/** A task read from its file; `problem` instead of `task` when the file cannot be read as one. */
-export interface TaskRecord extends TaskEntry {
+/** A task file read; `problem` instead of `task` when it cannot be read as one. */
+export interface FileRecord extends FileEntry {
   task?: Task;
   problem?: string;
-}
-
-export interface ListOptions {
-  state?: TaskState;
-  /** An exact type or a pattern with `*`. */
-  type?: string;
-  /** @default no limit */
-  limit?: number;
-}
-
-export interface QueueStats {
-  pending: number;
-  /** Pending tasks whose ready time has come. */
-  ready: number;
-  /** Pending tasks waiting for a later ready time (backoff, delay, schedule). */
-  scheduled: number;
-  active: number;
-  done: number;
-  failed: number;
-  /** Task counts per type, over pending and active. */
-  byType: Record<string, { pending: number; active: number }>;
-}
-
-export interface RecoveryReport {
-  requeued: string[];
-  failed: string[];
-  /** active/ copies of tasks that had already reached done/ or failed/ (a crash between the two steps). */
-  removedDuplicates: string[];
-  quarantined: string[];
-  removedTmp: number;
-}
-
-export interface PruneReport {
-  done: number;
-  failed: number;
 }
 
 /**
@@ -142,21 +94,26 @@ export interface PruneReport {
  * renaming the same file, one wins and the other gets ENOENT. File names are the index: dedup, rate limits,
  * listings and stats read names and never parse YAML.
  */
-export class TaskQueue {
+export class FileTaskQueue implements TaskQueue {
+  readonly #listings = new Map<TaskState, StateListing>();
+  readonly #runningListings = new Map<TaskState, Promise<StateListing>>();
+  readonly #queuedListings = new Map<TaskState, Promise<StateListing>>();
   readonly paths: QueuePaths;
+  readonly dataDirectory: string;
   readonly durability: Durability;
   readonly maxTaskBytes: number;
   readonly retention: QueueConfig['retention'];
   readonly policies: QueueConfig['policies'];
   readonly logger: QueueLogger;
-  readonly registry: WorkerRegistry;
+  readonly workers: FileWorkerDirectory;
   readonly claimGraceMs: number;
   readonly tmpMaxAgeMs: number;
   readonly now: () => number;
 
-  private constructor(options: TaskQueueOptions) {
+  private constructor(options: FileTaskQueueOptions) {
     const settings = options.settings ?? {};
-    this.paths = queuePaths(options.directory);
+    this.paths = queuePaths(path.resolve(options.directory));
+    this.dataDirectory = path.resolve(options.dataDirectory ?? path.dirname(this.paths.root));
     this.durability = settings.durability ?? 'os';
     this.maxTaskBytes = settings.maxTaskBytes ?? 1_048_576;
     this.retention = settings.retention ?? { doneMs: 7 * 86_400_000, failedMs: 30 * 86_400_000 };
@@ -171,7 +128,7 @@ export class TaskQueue {
       overrides: {},
     };
     this.logger = options.logger ?? silentLogger;
-    this.registry = new WorkerRegistry({
+    this.workers = new FileWorkerDirectory({
       directory: this.paths.workers,
       tmpDir: this.paths.tmp,
       durability: this.durability,
@@ -183,8 +140,8 @@ export class TaskQueue {
   }
 
   /** Opens the queue at `directory`, creating its directories when missing. */
-  static async open(options: TaskQueueOptions): Promise<TaskQueue> {
-    const queue = new TaskQueue(options);
+  static async open(options: FileTaskQueueOptions): Promise<FileTaskQueue> {
+    const queue = new FileTaskQueue(options);
     const { root, ...directories } = queue.paths;
     // 0o700: tasks hold mail and issue text, which is nobody else's business on a shared machine.
     await mkdir(root, { recursive: true, mode: 0o700 });
@@ -196,8 +153,37 @@ export class TaskQueue {
     return resolvePolicy(this.policies, type);
   }
 
-  directoryOf(state: TaskState): string {
-    return this.paths[state];
+  consumer(options: TaskConsumerOptions = {}): TaskConsumer {
+    return new FileTaskConsumer(this, options);
+  }
+
+  events(): TaskEvents {
+    return new FileTaskEvents(this.paths);
+  }
+
+  async close(): Promise<void> {}
+
+  /** Where a person finds a file: relative to the data directory, or `queue/…` when the queue lives elsewhere. */
+  locationOf(file: string): string {
+    const fromData = path.relative(this.dataDirectory, file);
+    const shown =
+      fromData !== '' && !fromData.startsWith('..') && !path.isAbsolute(fromData)
+        ? fromData
+        : path.join('queue', path.relative(this.paths.root, file));
+    return shown.split(path.sep).join('/');
+  }
+
+  /** The public view of a listed file. */
+  toEntry(entry: FileEntry): TaskEntry {
+    return { state: entry.state, location: this.locationOf(entry.path), name: entry.name };
+  }
+
+  toRecord(record: FileRecord): TaskRecord {
+    return {
+      ...this.toEntry(record),
+      ...(record.task ? { task: record.task } : {}),
+      ...(record.problem !== undefined ? { problem: record.problem } : {}),
+    };
   }
 
   // ------------------------------------------------------------------------------------------------ enqueue
@@ -268,7 +254,7 @@ export class TaskQueue {
     this.#assertSize(text, options.type);
     const target = path.join(this.paths.pending, fileName);
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
-    return { status: 'enqueued', task, fileName, path: target };
+    return { status: 'enqueued', task, location: this.locationOf(target) };
   }
 
   #assertSize(text: string, type: string): void {
@@ -289,14 +275,13 @@ export class TaskQueue {
     nowMs: number,
   ): Promise<Exclude<EnqueueOutcome, { status: 'enqueued' }> | undefined> {
     if (policy.dedup) {
-      const marker = `--${fingerprint}--`;
       for (const state of ['pending', 'active'] as const) {
-        const existing = (await this.#names(state)).find((fileName) => fileName.includes(marker));
+        const existing = (await this.#listing(state)).byFingerprint.get(fingerprint);
         if (existing) {
           return {
             status: 'duplicate',
             reason: `an identical ${type} task is already ${state} (${existing})`,
-            existing: path.join(this.paths[state], existing),
+            existing,
           };
         }
       }
@@ -307,9 +292,8 @@ export class TaskQueue {
       // The id's first ten characters are its creation time, so the window is counted from names alone.
       const created: number[] = [];
       for (const state of taskStates) {
-        for (const fileName of await this.#names(state)) {
-          const name = decodeTaskName(fileName);
-          if (name?.type !== type) continue;
+        for (const name of (await this.#listing(state)).decoded.values()) {
+          if (name.type !== type) continue;
           const createdMs = taskIdTimeMs(name.id);
           if (createdMs > since) created.push(createdMs);
         }
@@ -329,23 +313,86 @@ export class TaskQueue {
 
   // ----------------------------------------------------------------------------------------------- reading
 
-  async #names(state: TaskState): Promise<string[]> {
+  async #names(state: TaskState): Promise<readonly string[]> {
+    return (await this.#listing(state)).names;
+  }
+
+  /**
+   * The index of a state's directory: its names, by id and by fingerprint. Kept while the directory's mtime is
+   * unchanged (every create, rename or removal in it changes that, whichever process made it), so a lookup on a quiet
+   * queue costs one stat per state instead of a listing. A directory changed within the last {@link settleMs} is
+   * listed again on every use: a coarse filesystem clock could give two changes in a row the same mtime.
+   */
+  async #listing(state: TaskState): Promise<StateListing> {
+    const info = await stat(this.paths[state], { bigint: true }).catch(() => undefined);
+    const cached = this.#listings.get(state);
+    if (cached?.settled && info && cached.mtimeNs === info.mtimeNs) return cached;
+    return this.#freshListing(state);
+  }
+
+  /**
+   * A listing that starts after this call: joins one that is queued and not started yet, else queues one after the
+   * listing now running. However many lookups arrive at once (a burst of API reads on a busy queue), at most one
+   * listing per state runs and one waits.
+   */
+  #freshListing(state: TaskState): Promise<StateListing> {
+    const queued = this.#queuedListings.get(state);
+    if (queued) return queued;
+    const running = this.#runningListings.get(state);
+    const next = (running ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        this.#queuedListings.delete(state);
+        const run = this.#list(state);
+        this.#runningListings.set(state, run);
+        const clear = () => {
+          if (this.#runningListings.get(state) === run) this.#runningListings.delete(state);
+        };
+        run.then(clear, clear);
+        return run;
+      });
+    this.#queuedListings.set(state, next);
+    return next;
+  }
+
+  async #list(state: TaskState): Promise<StateListing> {
+    const directory = this.paths[state];
+    // The mtime before the listing: a change during it makes the next stat differ, so it is never missed.
+    const info = await stat(directory, { bigint: true }).catch(() => undefined);
+    let names: string[];
     try {
-      return await readdir(this.paths[state]);
+      names = await readdir(directory);
     } catch (error) {
-      if (isMissing(error)) return [];
-      throw error;
+      if (!isMissing(error)) throw error;
+      names = [];
     }
+    const listing: StateListing = {
+      mtimeNs: info?.mtimeNs ?? -1n,
+      settled: info !== undefined && Date.now() - Number(info.mtimeMs) > settleMs,
+      names,
+      decoded: new Map(),
+      byId: new Map(),
+      byFingerprint: new Map(),
+    };
+    for (const fileName of names) {
+      const name = decodeStateName(state, fileName);
+      if (!name) continue;
+      listing.decoded.set(fileName, name);
+      listing.byId.set(name.id, fileName);
+      listing.byFingerprint.set(name.fingerprint, name.id);
+    }
+    this.#listings.set(state, listing);
+    return listing;
   }
 
   /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
-  async entries(state: TaskState): Promise<TaskEntry[]> {
+  async entries(state: TaskState): Promise<FileEntry[]> {
     const names = await this.#names(state);
     const reasons = new Set(names.filter((fileName) => fileName.endsWith(reasonSuffix)));
-    const entries: TaskEntry[] = [];
+    const entries: FileEntry[] = [];
     for (const fileName of names) {
       if (fileName.endsWith(reasonSuffix)) continue;
-      const name = decodeTaskName(fileName);
+      const name = decodeStateName(state, fileName);
       if (!name && !(state === 'failed' && reasons.has(fileName + reasonSuffix))) continue;
       entries.push({ state, fileName, path: path.join(this.paths[state], fileName), name });
     }
@@ -354,9 +401,13 @@ export class TaskQueue {
 
   /** Lists tasks from their names: pending and active in run order, done and failed newest first. */
   async list(options: ListOptions = {}): Promise<TaskEntry[]> {
+    return (await this.listFiles(options)).map((entry) => this.toEntry(entry));
+  }
+
+  async listFiles(options: ListOptions = {}): Promise<FileEntry[]> {
     const states = options.state ? [options.state] : taskStates;
     const matcher = options.type === undefined ? undefined : typeMatcher(options.type);
-    const result: TaskEntry[] = [];
+    const result: FileEntry[] = [];
     for (const state of states) {
       let entries = await this.entries(state);
       if (matcher) entries = entries.filter((entry) => entry.name !== undefined && matcher(entry.name.type));
@@ -381,22 +432,54 @@ export class TaskQueue {
 
   /** Finds a task by id in any state and reads it. */
   async get(id: string): Promise<TaskRecord | undefined> {
-    const marker = idMarker(id);
-    for (const state of taskStates) {
-      for (const entry of await this.entries(state)) {
-        if (entry.fileName.includes(marker)) return this.read(entry);
+    const record = await this.getFile(id);
+    return record && this.toRecord(record);
+  }
+
+  /** By the index: one stat per state and one read. A file that moved meanwhile sends it to the directory again. */
+  async getFile(id: string): Promise<FileRecord | undefined> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      let moved = false;
+      for (const state of taskStates) {
+        const listing = await this.#listing(state);
+        const fileName = listing.byId.get(id);
+        if (fileName === undefined) continue;
+        const record = await this.read({
+          state,
+          fileName,
+          path: path.join(this.paths[state], fileName),
+          name: listing.decoded.get(fileName),
+        });
+        if (record.problem !== movedWhileReading) return record;
+        // Stale: it moved on since the listing. Forget it and look again in every state.
+        this.#listings.delete(state);
+        moved = true;
+        break;
       }
+      if (!moved) return undefined;
     }
     return undefined;
   }
 
+  async reroute(id: string): Promise<Task> {
+    const record = await this.getFile(id);
+    if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
+    if (record.state !== 'done') {
+      throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only a done task has a result to route`);
+    }
+    if (!record.task) {
+      throw new AssistantError('CONFLICT', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`);
+    }
+    return record.task;
+  }
+
   /** Reads a listed task's file; a file that cannot be read as a task comes back with `problem`. */
-  async read(entry: TaskEntry): Promise<TaskRecord> {
+  async read(entry: FileEntry): Promise<FileRecord> {
     let text: string;
     try {
       text = await readTaskText(entry.path, this.maxTaskBytes);
     } catch (error) {
-      if (isMissing(error)) return { ...entry, problem: 'the file moved while it was being read; look again' };
+      if (isMissing(error)) return { ...entry, problem: movedWhileReading };
       if (error instanceof TaskFileError) return { ...entry, problem: error.message };
       throw error;
     }
@@ -422,10 +505,24 @@ export class TaskQueue {
 
   async stats(): Promise<QueueStats> {
     const nowMs = this.now();
-    const stats: QueueStats = { pending: 0, ready: 0, scheduled: 0, active: 0, done: 0, failed: 0, byType: {} };
+    const stats: QueueStats = {
+      pending: 0,
+      ready: 0,
+      scheduled: 0,
+      active: 0,
+      done: 0,
+      failed: 0,
+      byType: {},
+      typesByState: { pending: {}, active: {}, done: {}, failed: {} },
+    };
     for (const state of taskStates) {
       const entries = await this.entries(state);
       stats[state] = entries.length;
+      const types = stats.typesByState[state];
+      for (const entry of entries) {
+        const type = entry.name?.type ?? 'unreadable';
+        types[type] = (types[type] ?? 0) + 1;
+      }
       if (state !== 'pending' && state !== 'active') continue;
       for (const entry of entries) {
         if (!entry.name) continue;
@@ -456,14 +553,14 @@ export class TaskQueue {
 
   /** failed → pending, ready now, with a fresh set of attempts. The history of earlier attempts is kept. */
   async retry(id: string): Promise<TaskRecord> {
-    const record = await this.get(id);
+    const record = await this.getFile(id);
     if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
     if (record.state !== 'failed') {
       throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only failed tasks can be retried`);
     }
     if (!record.task || !record.name) {
       throw new AssistantError('BAD_REQUEST', `task ${id} cannot be read: ${record.problem ?? 'unknown problem'}`, {
-        hint: `fix ${record.path} by hand and move it into pending/`,
+        hint: `fix ${this.locationOf(record.path)} by hand and move it into pending/`,
       });
     }
     const { name, fileName } = requeuedTaskName(record.name, this.now());
@@ -478,13 +575,7 @@ export class TaskQueue {
     await this.move(record.path, path.join(this.paths.pending, fileName));
     await unlink(record.path + reasonSuffix).catch(ignoreMissing);
     this.logger.info(`task ${id} (${task.type}) retried by hand`);
-    return {
-      state: 'pending',
-      fileName,
-      path: path.join(this.paths.pending, fileName),
-      name: decodeTaskName(fileName),
-      task,
-    };
+    return { state: 'pending', location: this.locationOf(path.join(this.paths.pending, fileName)), name, task };
   }
 
   /** Replaces a task file's content atomically. */
@@ -524,7 +615,11 @@ export class TaskQueue {
    * it. Returns false when the file had already gone (another worker dealt with it).
    */
   async quarantine(from: string, reason: string): Promise<boolean> {
-    const fileName = path.basename(from);
+    // A claim's name in active/ carries its owner: in failed/ the file goes under its task name again.
+    const fileName =
+      path.dirname(from) === this.paths.active
+        ? parseActiveName(path.basename(from)).taskFileName
+        : path.basename(from);
     let target = path.join(this.paths.failed, fileName);
     try {
       await this.move(from, target);
@@ -589,7 +684,7 @@ export class TaskQueue {
       }
     }
     report.removedTmp = await this.sweepTmp(nowMs);
-    await this.registry.pruneGone(nowMs);
+    await this.workers.pruneGone(nowMs);
     return report;
   }
 
@@ -609,35 +704,45 @@ export class TaskQueue {
       // No claim ever leaves one of these in active/ (a claimer quarantines what it cannot read at once), so there
       // is no owner to wait for: a directory, FIFO or link here is set aside now.
       const reason = `${describeFileKind(info)}, not a regular file; only regular files are tasks`;
-      if (await this.quarantine(file, reason)) report.quarantined.push(fileName);
+      if (await this.quarantine(file, reason)) report.quarantined.push(this.locationOf(file));
+      return;
+    }
+    // Whole milliseconds, as the clock reads them: a file renamed this very millisecond is 0 ms old, not -0.4.
+    const arrivedMs = Math.floor(info.ctimeMs);
+    const active = parseActiveName(fileName);
+    if (active.ownerId !== undefined && decodeTaskName(active.taskFileName)) {
+      await this.#recoverOwned(file, active, arrivedMs, nowMs, finishedIds, report, options);
       return;
     }
     const name = decodeTaskName(fileName);
     if (!name) {
-      if (nowMs - info.ctimeMs >= this.claimGraceMs) {
-        if (await this.quarantine(file, 'the file name is not a task name')) report.quarantined.push(fileName);
+      if (nowMs - arrivedMs >= this.claimGraceMs) {
+        if (await this.quarantine(file, 'the file name is not a task name')) {
+          report.quarantined.push(this.locationOf(file));
+        }
       }
       return;
     }
+    // A claim of the layout before: its owner is recorded inside the file, a moment after the rename.
     let task: Task;
     try {
       task = this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
     } catch (error) {
       if (isMissing(error)) return;
       if (!(error instanceof TaskFileError)) throw error;
-      if (nowMs - info.ctimeMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
-        report.quarantined.push(fileName);
+      if (nowMs - arrivedMs >= this.claimGraceMs && (await this.quarantine(file, error.message))) {
+        report.quarantined.push(this.locationOf(file));
       }
       return;
     }
     if (task.worker?.id === options.skipOwner && options.skipOwner !== undefined) return;
     // A live owner finishes its own work, including removing active/x after writing done/x.
-    if (task.worker && (await this.registry.ownerState(task.worker, nowMs)) === 'alive') return;
+    if (task.worker && (await this.workers.liveness(task.worker, nowMs)) === 'alive') return;
     // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
-    if (nowMs - info.ctimeMs < this.claimGraceMs) return;
+    if (nowMs - arrivedMs < this.claimGraceMs) return;
     // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
     if (finishedIds.has(name.id)) {
-      if (await this.remove(file)) report.removedDuplicates.push(fileName);
+      if (await this.remove(file)) report.removedDuplicates.push(name.id);
       return;
     }
     if (task.attempts >= task.maxAttempts) {
@@ -656,7 +761,7 @@ export class TaskQueue {
         error,
         history: [...task.history, ...attemptOf(task, finishedAt, error)],
       });
-      report.failed.push(fileName);
+      report.failed.push(task.id);
       this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
     } else {
       // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
@@ -667,11 +772,90 @@ export class TaskQueue {
         if (isMissing(error)) return;
         throw error;
       }
-      report.requeued.push(requeued.fileName);
+      report.requeued.push(task.id);
       this.logger.warn(
         `task ${task.id} (${task.type}) returned to pending: ${workerDiedError(task).message} (attempt ${task.attempts} of ${task.maxAttempts})`,
       );
     }
+  }
+
+  /**
+   * A claim of this layout, `active/{name}@{owner}.yaml`: left alone while its owner is alive. Once the owner is gone
+   * the file is first renamed to a name of this pass's own (`…@{owner}+{token}.yaml`), which only one recoverer can
+   * win; then the attempt the owner spent is counted in the file (with a `worker died` entry in the history) and the
+   * task goes back to pending/, or to failed/ when its attempts are spent. A pass that crashed half-way leaves the
+   * token name, which the next pass takes over once it is older than the claim grace.
+   */
+  async #recoverOwned(
+    file: string,
+    active: ActiveName,
+    ctimeMs: number,
+    nowMs: number,
+    finishedIds: ReadonlySet<string>,
+    report: RecoveryReport,
+    options: { skipOwner?: string },
+  ): Promise<void> {
+    const ownerId = active.ownerId ?? '';
+    const name = decodeTaskName(active.taskFileName);
+    if (!name) return;
+    if (active.recoveryToken === undefined) {
+      if (ownerId === options.skipOwner) return;
+      if ((await this.workers.livenessById(ownerId, nowMs)) === 'alive') return;
+    } else if (nowMs - ctimeMs < this.claimGraceMs) {
+      // Another pass is returning it right now.
+      return;
+    }
+    const mine = path.join(
+      this.paths.active,
+      activeFileName(active.taskFileName, ownerId, randomBytes(4).toString('hex')),
+    );
+    try {
+      await this.move(file, mine);
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
+    // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
+    if (finishedIds.has(name.id)) {
+      if (await this.remove(mine)) report.removedDuplicates.push(name.id);
+      return;
+    }
+    let stored: Task;
+    try {
+      stored = this.parseTask(await readTaskText(mine, this.maxTaskBytes), name);
+    } catch (error) {
+      if (isMissing(error)) return;
+      if (!(error instanceof TaskFileError)) throw error;
+      if (await this.quarantine(mine, error.message)) report.quarantined.push(this.locationOf(mine));
+      return;
+    }
+    // The file holds the attempts spent before this claim; the claim itself (made at the rename, its ctime) counts.
+    const died: Task = {
+      ...stored,
+      attempts: stored.attempts + 1,
+      startedAt: new Date(ctimeMs).toISOString(),
+      worker: { id: ownerId, pid: 0, host: '' },
+    };
+    const finishedAt = new Date(nowMs).toISOString();
+    const error = { type: 'WorkerDied', message: `worker died: ${ownerId} stopped while running it` };
+    const history = [...stored.history, ...attemptOf(died, finishedAt, error)];
+    const counted: Task = { ...stored, attempts: died.attempts, history };
+    delete counted.startedAt;
+    delete counted.worker;
+    if (counted.attempts >= counted.maxAttempts) {
+      await this.rewrite(mine, { ...counted, finishedAt, error });
+      await this.move(mine, path.join(this.paths.failed, active.taskFileName));
+      report.failed.push(name.id);
+      this.logger.warn(`task ${name.id} (${name.type}) failed: ${error.message}; no attempts left`);
+      return;
+    }
+    await this.rewrite(mine, counted);
+    const requeued = requeuedTaskName(name, nowMs);
+    await this.move(mine, path.join(this.paths.pending, requeued.fileName));
+    report.requeued.push(name.id);
+    this.logger.warn(
+      `task ${name.id} (${name.type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,
+    );
   }
 
   /** Removes files in tmp/ older than `tmpMaxAgeMs`: writes that a crash interrupted before their rename. */
@@ -746,6 +930,29 @@ export function attemptOf(task: Task, finishedAt: string, error: { type: string;
       error,
     },
   ];
+}
+
+/** What a read says when the file moved on between its listing and the read. */
+const movedWhileReading = 'the file moved while it was being read; look again';
+
+/**
+ * How long after its last change a directory's listing is trusted on its mtime alone. Filesystem clocks can be
+ * coarse (jiffies; whole seconds on some), so two changes close together may share an mtime.
+ */
+const settleMs = 2_000;
+
+/** One state directory's names, as of its mtime. */
+interface StateListing {
+  mtimeNs: bigint;
+  /** The mtime was old enough at listing time to tell the next change apart. */
+  settled: boolean;
+  names: readonly string[];
+  /** Task names by file name. */
+  decoded: Map<string, TaskName>;
+  /** File names by task id. */
+  byId: Map<string, string>;
+  /** Task ids by fingerprint. */
+  byFingerprint: Map<string, string>;
 }
 
 /** The longest `.error.txt` reason read back; ours are one line. */

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { lstat, readdir, unlink } from 'node:fs/promises';
+import { lstat, readdir, readFile, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import * as z from 'zod';
 import { type Durability, writeFileDurably } from './durable-write.ts';
+import type { WorkerDirectory, WorkerInfo } from './interfaces.ts';
 import { readTaskText } from './read-task-text.ts';
-import { TaskFileError, type TaskOwner } from './task-file.ts';
+import { type JsonValue, TaskFileError, type TaskOwner } from './task-file.ts';
 
 /**
  * Each running worker keeps `data/queue/workers/{id}.yaml` (pid, host, start time) and rewrites it every
@@ -36,7 +37,7 @@ export function newWorkerOwner(): TaskOwner {
   };
 }
 
-export interface WorkerRegistryOptions {
+export interface FileWorkerDirectoryOptions {
   directory: string;
   tmpDir: string;
   durability: Durability;
@@ -46,10 +47,10 @@ export interface WorkerRegistryOptions {
 
 export type OwnerState = 'alive' | 'gone';
 
-export class WorkerRegistry {
-  readonly #options: Required<WorkerRegistryOptions>;
+export class FileWorkerDirectory implements WorkerDirectory {
+  readonly #options: Required<FileWorkerDirectoryOptions>;
 
-  constructor(options: WorkerRegistryOptions) {
+  constructor(options: FileWorkerDirectoryOptions) {
     this.#options = { leaseMs: 60_000, ...options };
   }
 
@@ -61,7 +62,7 @@ export class WorkerRegistry {
     return path.join(this.#options.directory, `${id}.yaml`);
   }
 
-  async beat(owner: TaskOwner, startedAt: string): Promise<void> {
+  async heartbeat(owner: TaskOwner, startedAt: string): Promise<void> {
     await writeFileDurably({
       tmpDir: this.#options.tmpDir,
       target: this.#file(owner.id),
@@ -78,8 +79,9 @@ export class WorkerRegistry {
 
   /** Removes a worker's heartbeat file and the metrics file it keeps beside it (`{id}.metrics.json`). */
   async remove(id: string): Promise<void> {
+    if (!workerIdPattern.test(id)) return;
     await unlink(this.#file(id)).catch(ignoreMissing);
-    await unlink(path.join(this.#options.directory, `${id}.metrics.json`)).catch(ignoreMissing);
+    await unlink(path.join(this.#options.directory, `${id}${metricsSuffix}`)).catch(ignoreMissing);
   }
 
   async read(id: string): Promise<WorkerRecord | undefined> {
@@ -106,13 +108,64 @@ export class WorkerRegistry {
   }
 
   /** Whether the worker that owns a task is still there. */
-  async ownerState(owner: TaskOwner, nowMs: number = Date.now()): Promise<OwnerState> {
+  async liveness(owner: TaskOwner, nowMs: number = Date.now()): Promise<OwnerState> {
     if (owner.host === os.hostname() && !pidAlive(owner.pid)) return 'gone';
     const record = await this.read(owner.id);
     if (!record) return 'gone';
     const heartbeatMs = Date.parse(record.heartbeatAt);
     if (Number.isNaN(heartbeatMs) || nowMs - heartbeatMs > this.#options.leaseMs) return 'gone';
     return 'alive';
+  }
+
+  async list(nowMs: number = Date.now()): Promise<WorkerInfo[]> {
+    const workers: WorkerInfo[] = [];
+    for (const name of (await this.#names()).sort()) {
+      if (!name.endsWith('.yaml')) continue;
+      // A heartbeat that cannot be read (a folder named like one, a permission problem) says nothing about anyone.
+      const record = await this.read(name.slice(0, -'.yaml'.length)).catch(() => undefined);
+      if (!record) continue;
+      const heartbeatMs = Date.parse(record.heartbeatAt);
+      workers.push({ ...record, alive: !Number.isNaN(heartbeatMs) && nowMs - heartbeatMs <= this.leaseMs });
+    }
+    return workers;
+  }
+
+  async publishMetrics(ownerId: string, snapshot: JsonValue): Promise<void> {
+    if (!workerIdPattern.test(ownerId)) throw new RangeError(`Expected a worker id, got \`${ownerId}\``);
+    await writeFileDurably({
+      tmpDir: this.#options.tmpDir,
+      target: path.join(this.#options.directory, `${ownerId}${metricsSuffix}`),
+      durability: 'os',
+      text: `${JSON.stringify(snapshot)}\n`,
+    });
+  }
+
+  async readMetrics(): Promise<JsonValue[]> {
+    const snapshots: JsonValue[] = [];
+    for (const name of (await this.#names()).filter((candidate) => candidate.endsWith(metricsSuffix)).sort()) {
+      try {
+        const text = await readFile(path.join(this.#options.directory, name), 'utf8');
+        snapshots.push(JSON.parse(text) as JsonValue);
+      } catch {
+        // Gone between the listing and the read, or not JSON: it tells us nothing.
+      }
+    }
+    return snapshots;
+  }
+
+  async #names(): Promise<string[]> {
+    try {
+      return await readdir(this.#options.directory);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  /** Whether the worker of this id is still there, from its heartbeat file alone (a claim's name holds only the id). */
+  async livenessById(id: string, nowMs: number = Date.now()): Promise<OwnerState> {
+    const record = await this.read(id);
+    return record ? this.liveness(record, nowMs) : 'gone';
   }
 
   /** Removes the files of workers that are gone; they tell nobody anything any more. */
@@ -147,7 +200,7 @@ export class WorkerRegistry {
       await this.remove(id);
       return true;
     }
-    if ((await this.ownerState(record, nowMs)) !== 'gone') return false;
+    if ((await this.liveness(record, nowMs)) !== 'gone') return false;
     await this.remove(id);
     return true;
   }
@@ -156,6 +209,8 @@ export class WorkerRegistry {
 /** What `newWorkerOwner` makes: no path separators, no leading dot. */
 const workerIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const maxWorkerFileBytes = 65_536;
+/** Each worker's counters for /metrics, beside its heartbeat file. */
+const metricsSuffix = '.metrics.json';
 
 export function pidAlive(pid: number): boolean {
   try {

@@ -3,62 +3,46 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { backoffDelayMs } from './backoff.ts';
+import { activeFileName, isScratchName } from './file-layout.ts';
+import type { FileTaskQueue } from './file-task-queue.ts';
+import { attemptOf, workerDiedError } from './file-task-queue.ts';
+import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
+import type {
+  ClaimedTask,
+  FailOutcome,
+  RecoveryReport,
+  ResultOutcome,
+  TaskConsumer,
+  TaskConsumerOptions,
+} from './interfaces.ts';
 import { PendingIndex } from './internal/pending-index.ts';
-import { isScratchName } from './queue-paths.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { DelayedError, UnrecoverableError } from './task-errors.ts';
 import { type JsonValue, jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
 import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
-import { attemptOf, type RecoveryReport, type TaskQueue, workerDiedError } from './task-queue.ts';
-import { isMissing, newWorkerOwner } from './worker-registry.ts';
 
 /** Node fires longer timers after 1 ms (with a TimeoutOverflowWarning), so every delay is capped at this. */
 const maxTimerMs = 2_147_483_647;
 
-export interface QueueConsumerOptions {
-  /** @default a new owner for this process */
-  owner?: TaskOwner;
-  /** How often the worker file is rewritten. @default 5_000 */
-  heartbeatMs?: number;
-  /** How often active/ is checked for tasks of dead workers, and tmp/ for leftovers. @default 15_000 */
-  sweepIntervalMs?: number;
-  /** How often pending/ is listed in full, in case the watcher missed something. @default 30_000 */
-  rescanIntervalMs?: number;
-  /** The longest `waitForWork` sleeps before looking again. @default 1_000 */
-  pollIntervalMs?: number;
-  /** How often done/ and failed/ are pruned. @default 3_600_000 */
-  pruneIntervalMs?: number;
-}
-
-/** A task this consumer holds in active/. */
-export interface ClaimedTask {
-  task: Task;
+/** Where a claimed task's file is: kept by the consumer, never handed out. */
+interface HeldFile {
   name: TaskName;
   fileName: string;
   path: string;
 }
-
-export type FailOutcome = 'retrying' | 'delayed' | 'failed';
-
-/**
- * What became of a handler's result: `done` with the result as written (checked, scrubbed of secrets), `recorded`
- * false when the lease was lost meanwhile; or `failed` when the result could not be kept (nested too deep, not plain
- * JSON data), with the error the task failed with.
- */
-export type ResultOutcome =
-  | { state: 'done'; result: JsonValue; recorded: boolean }
-  | { state: 'failed'; error: UnrecoverableError };
 
 /**
  * The worker's side of the queue: claims ready tasks in run order from an in-memory index of pending/ (fed by a
  * directory watcher, checked by periodic full listings), holds a lease on them through its heartbeat file, and
  * moves them on when they finish. Several consumers, in one process or many, may share a queue directory.
  */
-export class QueueConsumer {
-  readonly queue: TaskQueue;
+export class FileTaskConsumer implements TaskConsumer {
+  readonly queue: FileTaskQueue;
   readonly owner: TaskOwner;
-  readonly #options: Required<Omit<QueueConsumerOptions, 'owner'>>;
+  readonly #options: Required<Omit<TaskConsumerOptions, 'owner'>>;
+  /** The files of the tasks this consumer holds, by task id. */
+  readonly #held = new Map<string, HeldFile>();
   readonly #index = new PendingIndex();
   /**
    * Names this consumer renamed out of pending/ since the last full listing. Our own rename fires a watch event
@@ -73,7 +57,7 @@ export class QueueConsumer {
   #closing: Promise<void> | undefined;
   #lastRescanMs = 0;
 
-  constructor(queue: TaskQueue, options: QueueConsumerOptions = {}) {
+  constructor(queue: FileTaskQueue, options: TaskConsumerOptions = {}) {
     this.queue = queue;
     this.owner = options.owner ?? newWorkerOwner();
     this.#options = {
@@ -88,8 +72,8 @@ export class QueueConsumer {
   /** Registers the heartbeat, recovers what dead workers left, lists pending/ and starts watching it. */
   async start(): Promise<RecoveryReport> {
     this.#startedAt = new Date(this.queue.now()).toISOString();
-    await this.queue.registry.beat(this.owner, this.#startedAt);
-    this.#every(this.#options.heartbeatMs, () => this.queue.registry.beat(this.owner, this.#startedAt));
+    await this.extendLease();
+    this.#every(this.#options.heartbeatMs, () => this.extendLease());
     // Watch before listing, so a file that arrives in between is seen by one or the other.
     try {
       this.#watcher = watch(this.queue.paths.pending, (_event, fileName) => {
@@ -107,10 +91,7 @@ export class QueueConsumer {
     await this.rescan();
     this.#every(this.#options.sweepIntervalMs, async () => {
       const swept = await this.queue.recover({ skipOwner: this.owner.id });
-      if (swept.requeued.length > 0) {
-        for (const fileName of swept.requeued) this.#index.add(fileName);
-        this.#wake();
-      }
+      if (swept.requeued.length > 0) await this.rescan();
     });
     this.#every(this.#options.rescanIntervalMs, () => this.rescan());
     this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
@@ -172,9 +153,10 @@ export class QueueConsumer {
   }
 
   /**
-   * Claims the next ready task: `rename(pending/x, active/x)`. ENOENT means another worker won it; the next name
-   * is tried. The claim then records this worker as the owner and counts the attempt. Files that cannot be read
-   * as tasks are quarantined on the way and never returned.
+   * Claims the next ready task: `rename(pending/x, active/x@owner)`, nothing written. ENOENT means another worker
+   * won it; the next name is tried. The attempt is counted in memory (the file keeps the attempts already spent) and
+   * written when the task finishes, fails or goes back; recovery counts it when the owner dies instead. Files that
+   * cannot be read as tasks are quarantined on the way and never returned.
    */
   async claim(): Promise<ClaimedTask | undefined> {
     for (;;) {
@@ -184,7 +166,8 @@ export class QueueConsumer {
       if (fileName === undefined) return undefined;
       const name = decodeTaskName(fileName);
       if (!name) continue;
-      const activePath = path.join(this.queue.paths.active, fileName);
+      // The claim is this one rename: the owner is in the name it gets, nothing is written.
+      const activePath = path.join(this.queue.paths.active, activeFileName(fileName, this.owner.id));
       this.#movedOut.add(fileName);
       try {
         await this.queue.move(path.join(this.queue.paths.pending, fileName), activePath);
@@ -218,22 +201,28 @@ export class QueueConsumer {
       delete claimed.finishedAt;
       delete claimed.error;
       delete claimed.result;
-      await this.queue.rewrite(activePath, claimed);
-      return { task: claimed, name, fileName, path: activePath };
+      this.#held.set(claimed.id, { name, fileName, path: activePath });
+      return { id: claimed.id, task: claimed };
     }
   }
 
-  /** Records the result and moves the task to done/. Returns false when the lease was lost meanwhile. */
-  async complete(claimed: ClaimedTask, result: unknown): Promise<boolean> {
-    const outcome = await this.recordResult(claimed, result);
-    return outcome.state === 'failed' || outcome.recorded;
+  /** Renews this consumer's lease: its heartbeat file. */
+  async extendLease(): Promise<void> {
+    await this.queue.workers.heartbeat(this.owner, this.#startedAt);
+  }
+
+  /** Where a held task's file is (package-internal: recovery tests look at it). */
+  fileOf(claimed: ClaimedTask): HeldFile {
+    const held = this.#held.get(claimed.id);
+    if (!held) throw new Error(`task ${claimed.id} is not held by this consumer (${this.owner.id})`);
+    return held;
   }
 
   /**
-   * {@link complete}, saying what became of the result: a result nested too deep or not plain JSON data fails the
-   * task (unrecoverable) instead; a kept one is scrubbed of every loaded secret before it is written.
+   * Records the result and moves the task to done/: a result nested too deep or not plain JSON data fails the task
+   * (unrecoverable) instead; a kept one is scrubbed of every loaded secret before it is written.
    */
-  async recordResult(claimed: ClaimedTask, result: unknown): Promise<ResultOutcome> {
+  async complete(claimed: ClaimedTask, result: unknown): Promise<ResultOutcome> {
     const problem = resultProblem(result);
     if (typeof problem === 'string') {
       const error = new UnrecoverableError(problem);
@@ -281,28 +270,32 @@ export class QueueConsumer {
     await this.#backToPending(
       claimed,
       { ...claimed.task, attempts: claimed.task.attempts - 1 },
-      claimed.name.readyAtMs,
+      this.fileOf(claimed).name.readyAtMs,
     );
   }
 
   async #backToPending(claimed: ClaimedTask, task: Task, readyAtMs: number): Promise<void> {
     // Always a new name, strictly later than the current one, so this name never enters active/ again.
-    const { name, fileName } = requeuedTaskName(claimed.name, readyAtMs);
+    const held = this.fileOf(claimed);
+    const { name, fileName } = requeuedTaskName(held.name, readyAtMs);
     const next: Task = { ...task, readyAt: new Date(name.readyAtMs).toISOString() };
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
     // Rewrite in place, then one rename: never a moment with the task in two directories.
-    await this.queue.rewrite(claimed.path, next);
+    await this.queue.rewrite(held.path, next);
     const target = path.join(this.queue.paths.pending, fileName);
-    await this.queue.move(claimed.path, target);
+    await this.queue.move(held.path, target);
+    this.#held.delete(claimed.id);
     this.#index.add(fileName);
   }
 
   async #finish(claimed: ClaimedTask, state: 'done' | 'failed', task: Task): Promise<boolean> {
     // done/x is written in full before active/x goes. A crash in between leaves both; recovery keeps done/x.
-    await this.queue.writeTo(state, claimed.fileName, task);
-    const removed = await this.queue.remove(claimed.path);
+    const held = this.fileOf(claimed);
+    await this.queue.writeTo(state, held.fileName, task);
+    const removed = await this.queue.remove(held.path);
+    this.#held.delete(claimed.id);
     if (!removed) {
       this.queue.logger.warn(
         `task ${task.id} (${task.type}) finished, but its active/ file had gone: this worker lost its lease (a stalled process?); the task may run twice`,
@@ -351,7 +344,7 @@ export class QueueConsumer {
       for (const timer of this.#timers) clearInterval(timer);
       this.#watcher?.close();
       this.#wake();
-      await this.queue.registry.remove(this.owner.id);
+      await this.queue.workers.remove(this.owner.id);
     })();
     return this.#closing;
   }
