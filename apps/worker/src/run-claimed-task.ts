@@ -52,6 +52,11 @@ export interface RunClaimedTaskOptions {
   afterDone?: (task: Task, result: JsonValue, logger: Logger) => Promise<void>;
   /** Aborted when the worker stops waiting for running tasks at shutdown: the task goes back to pending/. */
   stopSignal: AbortSignal;
+  /**
+   * Called once the handler has returned or thrown, before the outcome is written: the worker may start the next
+   * handler while this one's outcome goes to disk.
+   */
+  onHandlerSettled?: () => void;
 }
 
 /**
@@ -84,6 +89,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   };
 
   const settled = await settle(() => runHandler(options, signal, logger));
+  options.onHandlerSettled?.();
   try {
     let error: unknown;
     let failed: FailOutcome | undefined;

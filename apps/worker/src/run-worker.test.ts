@@ -106,6 +106,38 @@ describe('runWorker', () => {
     expect(records.at(-2)?.msg).toBe('queue idle; exiting (--exit-when-idle)');
   });
 
+  it('never runs more handlers than `concurrency` while earlier outcomes are still being written', async () => {
+    const { config, queue } = await setup();
+    for (let index = 0; index < 30; index += 1) await enqueued(queue, 'test.quick', index);
+    let runningNow = 0;
+    let most = 0;
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.quick',
+        async ({ payload }) => {
+          runningNow += 1;
+          most = Math.max(most, runningNow);
+          // Long enough for the worker to claim and start another task, were a slot wrongly free (it never is, so
+          // this only costs 30 × 10 ms).
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          runningNow -= 1;
+          return payload;
+        },
+      ],
+    ]);
+    const { logger } = capturingLogger();
+    await runWorker({
+      config,
+      logger,
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      handlers,
+      concurrency: 1,
+    });
+    expect(most).toBe(1);
+    expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 30, failed: 0 });
+  });
+
   it('fails unknown types and non-JSON results for good, and retries a plain error', async () => {
     const { config, queue } = await setup();
     const unknown = await enqueued(queue, 'test.unknown');

@@ -162,14 +162,29 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     }
   };
   const stopTasks = new AbortController();
+  // Every task from its claim until its outcome is written (what a shutdown waits for).
   const running = new Set<Promise<unknown>>();
+  // Tasks whose handler is still running: what `concurrency` limits. A task whose handler returned frees its slot
+  // while its outcome is written, so the next claim and handler overlap that write (its fsync above all); at most
+  // `concurrency` such writes are in flight, so a slow disk holds claims back instead of piling outcomes up.
+  let handlersRunning = 0;
+  const hasSlot = () => handlersRunning < concurrency && running.size < 2 * concurrency;
   // The loop sleeps on this; a task settling or the shutdown signal wakes it to claim again or to stop.
   let wakeLoop = () => {};
   const onShutdown = () => wakeLoop();
   signal.addEventListener('abort', onShutdown, { once: true });
 
   const start = (claimed: ClaimedTask) => {
+    handlersRunning += 1;
+    let slotFreed = false;
+    const freeSlot = () => {
+      if (slotFreed) return;
+      slotFreed = true;
+      handlersRunning -= 1;
+      wakeLoop();
+    };
     const run = runClaimedTask({
+      onHandlerSettled: freeSlot,
       claimed,
       consumer,
       handlers,
@@ -182,6 +197,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     running.add(run);
     void run.finally(() => {
       running.delete(run);
+      freeSlot();
       wakeLoop();
     });
   };
@@ -211,7 +227,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       const settled = new Promise<void>((resolve) => {
         wakeLoop = resolve;
       });
-      while (running.size < concurrency && !signal.aborted) {
+      while (hasSlot() && !signal.aborted) {
         let claimed: ClaimedTask | undefined;
         try {
           claimed = await consumer.claim();
@@ -228,7 +244,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       }
       if (signal.aborted) break;
       // With every slot busy only a finishing task frees one; otherwise new work may arrive too.
-      if (running.size >= concurrency) await settled;
+      if (!hasSlot()) await settled;
       else await Promise.race([consumer.waitForWork({ signal }), settled]);
     }
   } finally {

@@ -43,8 +43,15 @@ export class HumanLog {
     let line = `- ${localTime(at)} **${oneLine(entry.source)}** ${oneLine(entry.message)}`;
     if (entry.reason) line += ` (${oneLine(entry.reason)})`;
     if (entry.link) line += ` [→](${scrubSecrets(entry.link).replace(/[()\s]/g, encodeURIComponent)})`;
-    await mkdir(this.directory, { recursive: true, mode: 0o700 });
-    await appendFile(this.fileFor(at), `${line}\n`, { flag: 'a', mode: 0o600 });
+    const file = this.fileFor(at);
+    try {
+      await appendFile(file, `${line}\n`, { flag: 'a', mode: 0o600 });
+    } catch (error) {
+      // The folder is made on the first line (or again after someone removed it), not checked on every line.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(this.directory, { recursive: true, mode: 0o700 });
+      await appendFile(file, `${line}\n`, { flag: 'a', mode: 0o600 });
+    }
   }
 }
 
