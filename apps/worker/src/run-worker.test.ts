@@ -6,7 +6,13 @@ import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { loadRuntime, type TaskHandler } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type JsonValue, openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import {
+  type ClaimedTask,
+  type JsonValue,
+  openFileTaskQueue,
+  type TaskConsumer,
+  type TaskQueue,
+} from '@assistant/queue';
 import { CircuitBreakers } from '@assistant/scheduler';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -106,25 +112,57 @@ describe('runWorker', () => {
     expect(records.at(-2)?.msg).toBe('queue idle; exiting (--exit-when-idle)');
   });
 
-  it('never runs more handlers than `concurrency` while earlier outcomes are still being written', async () => {
+  it('frees a slot when its handler returns: the next handler runs while the outcome is written', async () => {
     const { config, queue } = await setup();
-    for (let index = 0; index < 30; index += 1) await enqueued(queue, 'test.quick', index);
+    for (let index = 0; index < 3; index += 1) await enqueued(queue, 'test.quick', index);
+    const started: number[] = [];
     let runningNow = 0;
     let most = 0;
+    const secondStarted = countdown(1);
     const handlers = new Map<string, TaskHandler>([
       [
         'test.quick',
         async ({ payload }) => {
           runningNow += 1;
           most = Math.max(most, runningNow);
-          // Long enough for the worker to claim and start another task, were a slot wrongly free (it never is, so
-          // this only costs 30 × 10 ms).
-          await new Promise((resolve) => setTimeout(resolve, 10));
+          started.push(Number(payload));
+          if (started.length === 2) secondStarted.tick();
           runningNow -= 1;
           return payload;
         },
       ],
     ]);
+    // The first outcome's write is held open until the second handler has started; were the slot kept through
+    // the write, it never would, and the bounded wait below fails with what it waited for.
+    const firstWrite = Promise.withResolvers<void>();
+    let completes = 0;
+    let startedWhileFirstWriteHeld: number | undefined;
+    const wrapConsumer = (consumer: TaskConsumer): TaskConsumer =>
+      new Proxy(consumer, {
+        get(target, property) {
+          if (property === 'complete') {
+            return async (claimed: ClaimedTask, result: unknown) => {
+              completes += 1;
+              if (completes === 1) {
+                await Promise.race([
+                  secondStarted.reached,
+                  new Promise((_resolve, reject) =>
+                    setTimeout(
+                      () => reject(new Error('the second handler did not start while the first outcome was written')),
+                      5_000,
+                    ),
+                  ),
+                ]);
+                startedWhileFirstWriteHeld = started.length;
+                firstWrite.resolve();
+              }
+              return target.complete(claimed, result);
+            };
+          }
+          const value = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
     const { logger } = capturingLogger();
     await runWorker({
       config,
@@ -133,9 +171,13 @@ describe('runWorker', () => {
       exitWhenIdle: true,
       handlers,
       concurrency: 1,
+      wrapConsumer,
     });
+    await firstWrite.promise;
     expect(most).toBe(1);
-    expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 30, failed: 0 });
+    // The second handler ran while the first write was held.
+    expect(startedWhileFirstWriteHeld).toBe(2);
+    expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 3, failed: 0 });
   });
 
   it('fails unknown types and non-JSON results for good, and retries a plain error', async () => {

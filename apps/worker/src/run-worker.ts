@@ -6,7 +6,14 @@ import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
-import { type ClaimedTask, type JsonValue, openFileTaskQueue, type Task, type TaskQueue } from '@assistant/queue';
+import {
+  type ClaimedTask,
+  type JsonValue,
+  openFileTaskQueue,
+  type Task,
+  type TaskConsumer,
+  type TaskQueue,
+} from '@assistant/queue';
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
@@ -33,6 +40,8 @@ export interface RunWorkerOptions {
    * @default 'bwrap' (on PATH)
    */
   bubblewrapPath?: string;
+  /** An internal option for tests that need to hold a consumer call open: wraps the worker's consumer. */
+  wrapConsumer?: (consumer: TaskConsumer) => TaskConsumer;
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -103,7 +112,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     settings: config.queue,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
-  const consumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
+  const queueConsumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
+  const consumer = options.wrapConsumer ? options.wrapConsumer(queueConsumer) : queueConsumer;
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const notes = new NoteStore({ root: config.paths.notes });
   const metrics = new TaskMetrics();
@@ -165,8 +175,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   // Every task from its claim until its outcome is written (what a shutdown waits for).
   const running = new Set<Promise<unknown>>();
   // Tasks whose handler is still running: what `concurrency` limits. A task whose handler returned frees its slot
-  // while its outcome is written, so the next claim and handler overlap that write (its fsync above all); at most
-  // `concurrency` such writes are in flight, so a slow disk holds claims back instead of piling outcomes up.
+  // while its outcome is written, so the next claim and handler overlap that write (its fsync above all). At most
+  // 2 × `concurrency` tasks are between their claim and their written outcome, so a slow disk holds claims back
+  // instead of piling outcomes up.
   let handlersRunning = 0;
   const hasSlot = () => handlersRunning < concurrency && running.size < 2 * concurrency;
   // The loop sleeps on this; a task settling or the shutdown signal wakes it to claim again or to stop.
