@@ -107,13 +107,14 @@ export async function freePort(): Promise<number> {
 
 /**
  * The physical ceiling: `count` times in a row, a small file written, fsynced, renamed into place and its
- * directory fsynced. Returns operations per second.
+ * directory fsynced. Returns operations per second; each operation's time goes to `latenciesMs` when given.
  */
-export async function rawFsyncRate(root: string, count: number): Promise<number> {
+export async function rawFsyncRate(root: string, count: number, latenciesMs?: number[]): Promise<number> {
   const directory = await mkdtemp(path.join(root, 'assistant-bench-raw-'));
   try {
     const started = performance.now();
     for (let index = 0; index < count; index++) {
+      const operationStarted = performance.now();
       const tmp = path.join(directory, `${index}.tmp`);
       const handle = await open(tmp, 'wx');
       try {
@@ -129,6 +130,7 @@ export async function rawFsyncRate(root: string, count: number): Promise<number>
       } finally {
         await directoryHandle.close();
       }
+      latenciesMs?.push(performance.now() - operationStarted);
     }
     return (count / (performance.now() - started)) * 1_000;
   } finally {

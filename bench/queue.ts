@@ -3,11 +3,12 @@
 // It prints figures; it never fails for being slow, only for bad options or a queue that misbehaves.
 // Results and the machine they ran on go in docs/performance.md. `-- --through-worker`: see queue-through-worker.ts.
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, open, rename, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { openFileTaskQueue, type QueueConfig, type TaskConsumer } from '@assistant/queue';
+import { rawFsyncRate } from './bench-processes.ts';
 
 type Durability = QueueConfig['durability'];
 
@@ -82,33 +83,10 @@ async function timed<T>(latencies: number[], action: () => Promise<T>): Promise<
  * `strict` enqueue takes (write, fsync the file, rename into place, fsync the directory), one at a time.
  */
 async function rawCeiling(root: string, count: number): Promise<Rate> {
-  const directory = await mkdtemp(path.join(root, 'assistant-bench-raw-'));
   const latencies: number[] = [];
-  try {
-    const started = performance.now();
-    for (let index = 0; index < count; index++) {
-      await timed(latencies, async () => {
-        const tmp = path.join(directory, `${index}.tmp`);
-        const handle = await open(tmp, 'wx');
-        try {
-          await handle.writeFile('id: x\ntype: bench.task\npayload: {i: 1}\n');
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await rename(tmp, path.join(directory, `${index}.yaml`));
-        const directoryHandle = await open(directory, 'r');
-        try {
-          await directoryHandle.sync();
-        } finally {
-          await directoryHandle.close();
-        }
-      });
-    }
-    return rateOf(latencies, performance.now() - started);
-  } finally {
-    await rm(directory, { recursive: true, force: true });
-  }
+  const started = performance.now();
+  await rawFsyncRate(root, count, latencies);
+  return rateOf(latencies, performance.now() - started);
 }
 
 interface DepthResult {
