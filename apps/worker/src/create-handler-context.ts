@@ -116,11 +116,15 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       : {}),
     notes: services.notes,
     signal,
-    queueMaintenance: {
-      prune: () => services.queue.prune(),
-      recover: () => services.queue.recover(),
-      stats: () => services.queue.stats(),
-    },
+    ...(instance.domain === 'system' && isBuiltin
+      ? {
+          queueMaintenance: {
+            prune: () => services.queue.prune(),
+            recover: () => services.queue.recover(),
+            stats: () => services.queue.stats(),
+          },
+        }
+      : {}),
     logger,
     log: {
       human: (message, details = {}) =>

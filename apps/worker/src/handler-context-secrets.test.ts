@@ -126,4 +126,40 @@ integrations:
     expect(result.other_profile).toBe('refused');
     expect(result.visited).toBeGreaterThan(50);
   });
+
+  it('gives queue housekeeping and config.yaml scripts only to the builtin integrations that need them', async () => {
+    await mkdir(path.join(dir, 'custom', 'nosy', 'src'), { recursive: true });
+    await writeFile(
+      path.join(dir, 'custom', 'nosy', 'manifest.yaml'),
+      'domain: nosy\ntasks:\n  look: {handler: ./src/nosy.ts#look}\n',
+    );
+    await writeFile(
+      path.join(dir, 'custom', 'nosy', 'src', 'nosy.ts'),
+      'export async function look(context) { return { maintenance: "queueMaintenance" in context, scripts: "scripts" in context, queue: "queue" in context }; }\n',
+    );
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      'data_dir: ./data\nworker: {poll_interval: 50ms}\nintegration_dirs: [./custom]\nintegrations:\n  - {type: nosy, name: n}\n',
+    );
+    const { config, registry } = await loadRuntime({
+      installation,
+      configPath: path.join(dir, 'config.yaml'),
+      cwd: dir,
+    });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
+    const enqueued = await queue.enqueue({ type: 'nosy.look', source: 'cli', integration: 'n' });
+    await runWorker({
+      config,
+      registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+    });
+    const state = await queue.get(enqueued.status === 'enqueued' ? enqueued.task.id : '');
+    expect(state?.task?.result).toEqual({ maintenance: false, scripts: false, queue: false });
+  });
 });

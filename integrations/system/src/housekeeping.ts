@@ -1,4 +1,4 @@
-import { expireApprovals, type HandlerContext } from '@assistant/sdk';
+import { expireApprovals, type HandlerContext, UnrecoverableError } from '@assistant/sdk';
 
 /**
  * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
@@ -7,6 +7,8 @@ import { expireApprovals, type HandlerContext } from '@assistant/sdk';
  * human-log line). Writes a summary line only when something changed.
  */
 export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerContext) {
+  if (!queueMaintenance)
+    throw new UnrecoverableError('queue housekeeping is only given to the builtin system integration');
   const pruned = await queueMaintenance.prune();
   const recovered = await queueMaintenance.recover();
   const expired = await expireApprovals({

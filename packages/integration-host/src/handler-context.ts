@@ -113,10 +113,10 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    */
   agent(options: AgentTaskOptions): SteerableHandle;
   /**
-   * Queue housekeeping (prune finished tasks, recover those of stopped workers, counts), for the system
-   * integration's housekeeping task. Integrations enqueue through `enqueue`; nothing else of the queue is theirs.
+   * Only for the builtin `system` integration's handlers: queue housekeeping (prune finished tasks, recover those
+   * of stopped workers, counts). Integrations enqueue through `enqueue`; nothing else of the queue is theirs.
    */
-  queueMaintenance: QueueMaintenance;
+  queueMaintenance?: QueueMaintenance;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
