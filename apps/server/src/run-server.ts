@@ -10,6 +10,7 @@ import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
+import { dataPaths } from './data-paths.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
 import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
@@ -77,6 +78,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     enqueue: (request) => queueEnqueue(queue, request),
     logger,
     configDir: path.dirname(config.paths.configFile),
+    scrubPaths: dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub,
   });
   const app = createServer({
     config,
