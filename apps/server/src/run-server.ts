@@ -15,6 +15,7 @@ import { queueEnqueue } from './inbound-enqueue.ts';
 import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
+import { serverShutdownGraceMs } from './shutdown-grace.ts';
 
 export interface RunServerOptions {
   config: LoadedConfig;
@@ -24,9 +25,6 @@ export interface RunServerOptions {
   /** The integrations and instances. @default the builtin integrations with `config`'s instances */
   registry?: IntegrationRegistry;
 }
-
-/** How long listeners get to return after the shutdown signal before the server stops without them. */
-const listenerGraceMs = 10_000;
 
 /**
  * Listens on `server.host:server.port`, runs the schedules, and serves until `signal` aborts. Enqueues, never runs
@@ -115,7 +113,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     }
     logger.info('stopping: closing connections');
   } finally {
-    await listeners.close({ graceMs: listenerGraceMs });
+    await listeners.close({ graceMs: serverShutdownGraceMs(config) });
     await scheduler.close();
     await app.close();
   }
