@@ -146,7 +146,14 @@ integrations:
       expect(formPosted.status).toBe(202);
       expect((await pendingOf(dataDir, 'hooky.delivery')).join('\n')).toContain(form);
 
-      // Wrong, missing or foreign-keyed signatures never reach the handler.
+      // Wrong, missing or foreign-keyed signatures never reach the handler, and the answer names nothing: not the
+      // instance, not the setting (the server log does).
+      const notAuthenticated = {
+        error: {
+          code: 'UNAUTHORIZED',
+          message: 'the request is not authenticated for this webhook (the server log says why)',
+        },
+      };
       for (const headers of [
         { 'x-hub-signature-256': sign(`${body} `) },
         { 'x-hub-signature-256': sign(body, 'another-secret') },
@@ -156,18 +163,36 @@ integrations:
       ]) {
         const refused = await post(headers);
         expect(refused.status, JSON.stringify(headers)).toBe(401);
+        expect(await refused.json()).toEqual(notAuthenticated);
       }
+      expect(server.stdout()).toContain('the x-hub-signature-256 signature does not match the body');
       expect(await pendingOf(dataDir, 'hooky.delivery')).toHaveLength(2);
 
-      // Unknown instance, unknown hook and a disabled instance look the same; the method and the size are checked.
+      // Without a valid credential an unknown instance, an unknown hook, a disabled instance, a method the hook does
+      // not take and a failed authentication all look the same: webhooks cannot be probed. With the token, the
+      // first three are one 404 and the method is a 405; a signed request learns the method too.
       for (const url of [
         `${api}/api/integrations/nobody/hooks/deliveries`,
         `${api}/api/integrations/hooks/hooks/nothing`,
         `${api}/api/integrations/sleepy/hooks/deliveries`,
       ]) {
-        expect((await post({ 'x-hub-signature-256': sign(body) }, body, url)).status, url).toBe(404);
+        const probed = await post({ 'x-hub-signature-256': sign(body) }, body, url);
+        expect(probed.status, url).toBe(401);
+        expect(await probed.json()).toEqual(notAuthenticated);
+        expect((await post({ authorization: `Bearer ${token}` }, body, url)).status, url).toBe(404);
       }
-      expect((await fetch(hook)).status).toBe(405);
+      expect(server.stdout()).toContain(
+        'webhook request refused: no enabled webhook at /api/integrations/nobody/hooks/deliveries',
+      );
+      const getHook = await fetch(hook);
+      expect(getHook.status).toBe(401);
+      expect(await getHook.json()).toEqual(notAuthenticated);
+      expect((await authorized(hook)).status).toBe(405);
+      const signedPut = await fetch(hook, { method: 'PUT', headers: { 'x-hub-signature-256': sign(body) }, body });
+      expect(signedPut.status).toBe(405);
+      expect((await fetch(hook, { method: 'PUT', headers: { 'x-hub-signature-256': sign('') }, body })).status).toBe(
+        401,
+      );
       const large = 'x'.repeat(5000);
       expect((await post({ 'x-hub-signature-256': sign(large) }, large)).status).toBe(413);
       // A foreign Host is refused before anything else, as on every route.
@@ -176,14 +201,39 @@ integrations:
 
       // `auth: token` webhooks take the API token.
       const manual = `${api}/api/integrations/hooks/hooks/manual`;
-      expect((await fetch(manual, { method: 'PUT', body: 'abc' })).status).toBe(401);
+      // Without the token a method the hook does not take is the same 401: the token is checked first.
+      for (const method of ['PUT', 'GET', 'DELETE']) {
+        const refused = await fetch(manual, { method, ...(method === 'PUT' ? { body: 'abc' } : {}) });
+        expect(refused.status, method).toBe(401);
+        expect(await refused.json()).toEqual(notAuthenticated);
+      }
+      expect((await authorized(manual, { method: 'DELETE' })).status).toBe(405);
+      // The handler never sees the caller's credentials: not the token's header, nor cookies, nor any header that
+      // carries the token.
       const answered = await authorized(manual, {
         method: 'PUT',
-        headers: { 'content-type': 'text/plain' },
+        headers: {
+          'content-type': 'text/plain',
+          cookie: 'session=abc',
+          'proxy-authorization': 'Basic dXNlcjpwYXNz',
+          'x-forwarded-token': `token=${token}`,
+          'x-kept': 'yes',
+        },
         body: 'abc',
       });
       expect(answered.status).toBe(200);
-      expect(await answered.json()).toEqual({ method: 'PUT', bytes: 3 });
+      const seen = z
+        .object({ method: z.string(), bytes: z.number(), headers: z.array(z.string()) })
+        .parse(await answered.json());
+      expect(seen).toMatchObject({ method: 'PUT', bytes: 3 });
+      expect(seen.headers).toContain('x-kept');
+      for (const name of ['authorization', 'cookie', 'proxy-authorization', 'x-forwarded-token']) {
+        expect(seen.headers).not.toContain(name);
+      }
+      // Nor does a secret value leave in the handler's answer.
+      const leaked = await authorized(`${manual}?leak=1`, { method: 'POST', body: '' });
+      expect(leaked.status).toBe(502);
+      expect(await leaked.json()).toEqual({ upstream: 'refused key [secret]' });
     } finally {
       if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');
     }

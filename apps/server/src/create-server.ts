@@ -34,6 +34,7 @@ import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
 import { registerWebhookRoutes } from './routes/webhook-routes.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
+import { serverShutdownGraceMs } from './shutdown-grace.ts';
 
 /** The app with our pino logger's type, so route handlers get `request.log` typed as that logger. */
 export type AssistantServer = FastifyInstance<
@@ -184,6 +185,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     enqueue: (request) => queueEnqueue(queue(), request),
     configDir: path.dirname(config.paths.configFile),
     signal: options.signal ?? new AbortController().signal,
+    shutdownGraceMs: serverShutdownGraceMs(config),
+    apiToken: token.value,
   });
   registerOpenApiRoute(app, routes);
   return app;

@@ -2,3 +2,4 @@ export { type ApiToken, type ResolveApiTokenOptions, resolveApiToken } from './a
 export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';
+export { serverShutdownGraceMs } from './shutdown-grace.ts';

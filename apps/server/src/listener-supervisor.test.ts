@@ -1,10 +1,12 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadedConfig } from '@assistant/config';
-import { IntegrationRegistry } from '@assistant/integration-host';
+import { clearSecretValues, registerSecretValue } from '@assistant/errors';
+import { IntegrationRegistry, listenerSpecs } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { dataPaths } from './data-paths.ts';
 import { type ListenerStatus, ListenerSupervisor } from './listener-supervisor.ts';
 
 const fixture = path.resolve(
@@ -12,10 +14,10 @@ const fixture = path.resolve(
   '../../../tests/fixtures/integrations/inbound/stubborn',
 );
 
-async function registry(): Promise<IntegrationRegistry> {
+async function registry(settings: Record<string, unknown> = {}): Promise<IntegrationRegistry> {
   const integrations = await discoverIntegrations({ builtinDir: path.join(fixture, 'none'), customDirs: [fixture] });
   const config = {
-    integrations: [{ type: 'stubborn', name: 'mule', enabled: true, settings: {}, platforms: {} }],
+    integrations: [{ type: 'stubborn', name: 'mule', enabled: true, settings, platforms: {} }],
   } as unknown as LoadedConfig;
   return new IntegrationRegistry({ integrations, config });
 }
@@ -32,8 +34,10 @@ describe('ListenerSupervisor', () => {
   it('restarts a listener that returns or cannot load, and stops waiting for a deaf one after the grace', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line).msg) });
+    const mule = await registry();
     const supervisor = new ListenerSupervisor({
-      registry: await registry(),
+      registry: mule,
+      listeners: listenerSpecs(mule).filter((spec) => spec.name !== 'leaky'),
       enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
       logger,
       configDir: fixture,
@@ -67,5 +71,32 @@ describe('ListenerSupervisor', () => {
     expect(lines.filter((line) => line.includes('did not stop within 50 ms'))).toEqual([
       'listeners mule/deaf did not stop within 50 ms of the shutdown signal; leaving them behind',
     ]);
+  });
+
+  it('shows a crash in /health on one line, without secret values or the absolute data directory', async () => {
+    const password = 'correct-horse-battery';
+    registerSecretValue(password);
+    const dataDir = path.resolve('/srv/owner/assistant-data');
+    try {
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line).msg) });
+      const mule = await registry({ password, file: path.join(dataDir, 'mail', 'state.json') });
+      const supervisor = new ListenerSupervisor({
+        registry: mule,
+        listeners: listenerSpecs(mule).filter((spec) => spec.name === 'leaky'),
+        enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
+        logger,
+        configDir: fixture,
+        scrubPaths: dataPaths({ dataDir, queueDir: path.join(dataDir, 'queue') }).scrub,
+        backoff: { initialMs: 5, maxMs: 20 },
+      });
+      supervisor.start();
+      await until(supervisor, (all) => all[0]?.lastError !== undefined, 'the leaky listener to crash');
+      await supervisor.close({ graceMs: 1_000 });
+      expect(supervisor.status()[0]?.lastError).toBe('login as bot:[secret] refused while reading mail/state.json');
+      expect(lines.join('\n')).not.toContain(password);
+    } finally {
+      clearSecretValues();
+    }
   });
 });

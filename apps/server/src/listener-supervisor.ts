@@ -1,3 +1,4 @@
+import { scrubSecrets } from '@assistant/errors';
 import {
   domainEnqueue,
   type IntegrationRegistry,
@@ -20,7 +21,10 @@ export interface ListenerStatus {
   state: ListenerState;
   /** How often it crashed (threw or returned) since the server started. */
   restarts: number;
-  /** The last crash's message, kept while it runs again so a flapping listener is visible. */
+  /**
+   * The last crash's message, kept while it runs again so a flapping listener is visible: on one line, without
+   * secret values, paths relative to the data directory (it is shown by `/health`).
+   */
   lastError?: string;
   lastErrorAt?: string;
   /** While restarting: when it starts again. */
@@ -42,10 +46,15 @@ export interface ListenerSupervisorOptions {
   enqueue: QueueEnqueue;
   logger: Logger;
   configDir: string;
+  /** Makes paths in an error relative to the data directory, as in every API answer. @default leaves them */
+  scrubPaths?: (text: string) => string;
   backoff?: Partial<ListenerBackoff>;
   /** @default every listener of every enabled instance in `registry` */
   listeners?: readonly ListenerSpec[];
 }
+
+/** The longest `lastError` kept: a listener's error is a status line, not a report. */
+const maxErrorLength = 500;
 
 const defaultBackoff: ListenerBackoff = { initialMs: 1_000, maxMs: 60_000, resetAfterMs: 60_000 };
 
@@ -158,16 +167,23 @@ export class ListenerSupervisor {
       const waitMs = Math.min(this.#backoff.maxMs, this.#backoff.initialMs * 2 ** (crashesInARow - 1));
       status.state = 'restarting';
       status.restarts += 1;
-      status.lastError = problem;
+      status.lastError = shownError(problem, this.#options.scrubPaths);
       status.lastErrorAt = new Date().toISOString();
       status.restartAt = new Date(Date.now() + waitMs).toISOString();
-      logger.warn(`listener ${spec.id} stopped unexpectedly (${problem}); restarting in ${waitMs} ms`);
+      logger.warn(`listener ${spec.id} stopped unexpectedly (${scrubSecrets(problem)}); restarting in ${waitMs} ms`);
       await abortableDelay(waitMs, signal);
     }
     status.state = 'stopped';
     delete status.restartAt;
     logger.info(`listener ${spec.id} stopped`);
   }
+}
+
+/** An error as `/health` may show it: on one line, without secret values or absolute data paths, bounded. */
+function shownError(message: string, scrubPaths: ((text: string) => string) | undefined): string {
+  const scrubbed = scrubSecrets(message);
+  const line = (scrubPaths ? scrubPaths(scrubbed) : scrubbed).replace(/\s+/g, ' ').trim();
+  return line.length <= maxErrorLength ? line : `${line.slice(0, maxErrorLength - 1)}…`;
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */

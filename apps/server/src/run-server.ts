@@ -10,10 +10,12 @@ import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
 import { createServer } from './create-server.ts';
+import { dataPaths } from './data-paths.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
 import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
+import { serverShutdownGraceMs } from './shutdown-grace.ts';
 
 export interface RunServerOptions {
   config: LoadedConfig;
@@ -23,9 +25,6 @@ export interface RunServerOptions {
   /** The integrations and instances. @default the builtin integrations with `config`'s instances */
   registry?: IntegrationRegistry;
 }
-
-/** How long listeners get to return after the shutdown signal before the server stops without them. */
-const listenerGraceMs = 10_000;
 
 /**
  * Listens on `server.host:server.port`, runs the schedules, and serves until `signal` aborts. Enqueues, never runs
@@ -77,6 +76,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     enqueue: (request) => queueEnqueue(queue, request),
     logger,
     configDir: path.dirname(config.paths.configFile),
+    scrubPaths: dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub,
   });
   const app = createServer({
     config,
@@ -113,7 +113,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     }
     logger.info('stopping: closing connections');
   } finally {
-    await listeners.close({ graceMs: listenerGraceMs });
+    await listeners.close({ graceMs: serverShutdownGraceMs(config) });
     await scheduler.close();
     await app.close();
   }

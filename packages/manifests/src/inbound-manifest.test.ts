@@ -99,6 +99,29 @@ webhooks:
     ]);
   });
 
+  it('refuses an hmac webhook that takes a method without a body, at its methods line', () => {
+    const problems = problemsOf(
+      `${base}webhooks:
+  peek:
+    handler: ./src/hook.ts#a
+    auth: hmac-sha256
+    secret_setting: webhook_secret
+    signature_header: X-Sig
+    methods: [GET]
+  mixed: {handler: ./src/hook.ts#a, auth: hmac-sha256, secret_setting: webhook_secret, signature_header: X-Sig, methods: [POST, DELETE]}
+  asked: {handler: ./src/hook.ts#a, auth: token, methods: [GET, DELETE]}
+`,
+    );
+    expect(problems.map((problem) => [problem.line, problem.path.join('.'), problem.message])).toEqual([
+      [
+        11,
+        'webhooks.peek.methods',
+        '`auth: hmac-sha256` signs the body, which GET requests do not have; use `auth: token` for them, or only methods with a body (POST, PUT, PATCH)',
+      ],
+      [12, 'webhooks.mixed.methods', expect.stringContaining('which DELETE requests do not have')],
+    ]);
+  });
+
   it('refuses a body cap beyond 25 MiB and unknown methods', () => {
     const problems = problemsOf(
       `${base}webhooks:\n  big: {handler: ./src/hook.ts#a, auth: token, max_body: 999999999, methods: [TRACE]}\n`,

@@ -118,6 +118,9 @@ const headerName = z
   .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: 'expected an HTTP header name such as X-Hub-Signature-256' })
   .transform((name) => name.toLowerCase());
 
+/** Methods whose requests carry no body, so an HMAC of the body authenticates nothing. */
+const bodylessMethods = new Set(['GET', 'HEAD', 'DELETE']);
+
 /** `/api/integrations/:instance/hooks/:name`: a route the server mounts for every enabled instance. */
 const webhookSchema = z
   .strictObject({
@@ -154,6 +157,15 @@ const webhookSchema = z
         if (hook[key] === undefined)
           context.addIssue({ code: 'custom', path: [key], message: `\`auth: hmac-sha256\` needs \`${key}\`` });
       }
+      // The signature covers only the body: a request without one would be authenticated by a MAC of nothing, the
+      // same for every such request, so one seen signature would open the hook to anyone.
+      const bodyless = hook.methods.filter((method) => bodylessMethods.has(method));
+      if (bodyless.length > 0)
+        context.addIssue({
+          code: 'custom',
+          path: ['methods'],
+          message: `\`auth: hmac-sha256\` signs the body, which ${bodyless.join(' and ')} requests do not have; use \`auth: token\` for them, or only methods with a body (POST, PUT, PATCH)`,
+        });
     } else {
       for (const key of ['secret_setting', 'signature_header', 'signature_prefix'] as const) {
         if (hook[key] !== undefined)

@@ -12,19 +12,23 @@ export interface ServeCommandOptions {
 export async function serveCommand(options: ServeCommandOptions): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading fastify.
-  const [{ createLogger }, { runServer }] = await Promise.all([
+  const [{ createLogger, exitAfterShutdownGrace }, { runServer, serverShutdownGraceMs }] = await Promise.all([
     import('@assistant/process'),
     import('@assistant/server'),
   ]);
   const logger = await createLogger({ name: 'server', env: options.context.env });
   // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
   const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });
+  // Whatever a listener or webhook handler does with its signal, SIGTERM ends this process within the server's
+  // grace (plus a margin).
+  const deadline = exitAfterShutdownGrace({ signal: shutdown.signal, graceMs: serverShutdownGraceMs(config), logger });
   try {
     shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
       once: true,
     });
     await runServer({ config, logger, signal: shutdown.signal, registry });
   } finally {
+    deadline[Symbol.dispose]();
     shutdown[Symbol.dispose]();
   }
 }

@@ -9,6 +9,13 @@ import { taskIdParams } from './task-routes.ts';
 /** How often a task's event stream looks at its control files (steps, clarifications) for new lines. */
 const controlPollMs = 100;
 
+/**
+ * How often a task's event stream also reads the task's state from the queue. The queue's events wake it at once;
+ * this is the fallback for one they never deliver (a watcher error, an inotify overflow), which would otherwise hold
+ * the stream open forever.
+ */
+const statePollMs = 1_000;
+
 export interface SteeringRoutesOptions {
   queue: () => TaskQueue;
   /** `data/control`. */
@@ -141,8 +148,14 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
       raw.on('close', () => {
         open = false;
       });
+      let nextStatePollMs = Date.now() + statePollMs;
       try {
         while (open) {
+          if (Date.now() >= nextStatePollMs) {
+            const record = await queue.get(params.id);
+            if (record) state = record.state;
+            nextStatePollMs = Date.now() + statePollMs;
+          }
           const batch = await files.eventsFrom(offset);
           for (const { offset: id, ...event } of batch.events) {
             raw.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);

@@ -1,4 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { scrubSecretsDeep } from '@assistant/errors';
 import {
   domainEnqueue,
   findWebhook,
@@ -7,7 +8,7 @@ import {
   type QueueEnqueue,
   type WebhookFunction,
 } from '@assistant/integration-host';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import * as z from 'zod';
 import { isAuthenticated } from '../bearer-auth.ts';
@@ -24,7 +25,24 @@ export interface WebhookRoutesOptions {
   logger: Logger;
   /** Aborted when the server shuts down; handlers see it through their signal. */
   signal: AbortSignal;
+  /** How long a handler may run on after `signal` aborts before it is answered for with 503 and left behind. */
+  shutdownGraceMs: number;
+  /** The API token: a header carrying it never reaches a handler. */
+  apiToken: string;
 }
+
+/** Headers that carry the caller's credentials: a handler never sees them. */
+const credentialHeaders = new Set(['authorization', 'proxy-authorization', 'cookie']);
+
+/**
+ * The one answer to a request that presented no valid credential, whatever was wrong: an unknown instance or hook,
+ * a disabled instance, a missing token, a bad signature, a method the hook does not take. Nothing about which
+ * webhooks exist can be learnt without the token; the server log says what it was.
+ */
+const notAuthenticated = {
+  code: 'UNAUTHORIZED',
+  message: 'the request is not authenticated for this webhook (the server log says why)',
+} as const;
 
 const url = '/api/integrations/:instance/hooks/:name';
 const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -67,10 +85,21 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
     responses: {
       200: { description: "the handler's answer (it chooses the status)" },
       400: { description: 'not a valid request', schema: errorBodySchema },
-      401: { description: 'the signature or the token is missing or wrong', schema: errorBodySchema },
-      404: { description: 'no such instance or webhook, or the instance is disabled', schema: errorBodySchema },
-      405: { description: 'the webhook does not take this method', schema: errorBodySchema },
+      401: {
+        description:
+          'not authenticated: the signature or the token is missing or wrong; without a valid credential also an unknown or disabled webhook, or a method it does not take',
+        schema: errorBodySchema,
+      },
+      404: {
+        description: 'with the API token: no such instance or webhook, or the instance is disabled',
+        schema: errorBodySchema,
+      },
+      405: { description: 'with a valid credential: the webhook does not take this method', schema: errorBodySchema },
       413: { description: "the body is larger than the webhook's max_body", schema: errorBodySchema },
+      503: {
+        description: 'the server is shutting down and the handler did not finish in time',
+        schema: errorBodySchema,
+      },
     },
   });
   app.register(async (scope) => {
@@ -87,7 +116,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
       // Everything that can be decided without the body is, before it is read (the token included).
       onRequest: async (request, reply) => {
         const found = lookUp(options, request);
-        if ('status' in found) return sendError(reply, found.status, found.error);
+        if ('status' in found) return refuse(request, reply, found);
         const declared = Number(request.headers['content-length'] ?? 0);
         if (declared > found.webhook.max_body) {
           return sendError(reply, 413, {
@@ -99,7 +128,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
       },
       handler: async (request, reply) => {
         const found = lookUp(options, request);
-        if ('status' in found) return sendError(reply, found.status, found.error);
+        if ('status' in found) return refuse(request, reply, found);
         const { instance, webhook } = found;
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         if (body.length > webhook.max_body) {
@@ -120,7 +149,11 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
           });
           if (refusal !== undefined) {
             request.log.warn(`webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused: ${refusal}`);
-            return sendError(reply, 401, { code: 'UNAUTHORIZED', message: refusal });
+            return sendError(reply, 401, notAuthenticated);
+          }
+          // Signed: only now may the caller learn that the hook does not take this method.
+          if (!webhook.methods.includes(request.method as (typeof methods)[number])) {
+            return sendError(reply, 405, methodNotAllowed(webhook.methods, request.method));
           }
         }
         const { name } = paramsSchema.parse(request.params);
@@ -143,12 +176,13 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
         };
         reply.raw.once('close', onClose);
         const signal = AbortSignal.any([controller.signal, options.signal]);
+        const abandoned = abandonAfterShutdown(options.signal, options.shutdownGraceMs);
         let answer: unknown;
         try {
-          answer = await handle({
+          const handled = handle({
             request: {
               method: request.method,
-              headers: request.headers,
+              headers: withoutCredentials(request.headers, options.apiToken),
               query: request.query as Record<string, string | string[] | undefined>,
               body,
             },
@@ -159,11 +193,24 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             signal,
             configDir: options.configDir,
           });
+          answer = await Promise.race([handled, abandoned.promise]);
+          if (answer === abandoned.marker) {
+            // Left running: the server's shutdown does not wait on it, and the process's backstop ends it.
+            handled.catch(() => {});
+            request.log.warn(
+              `webhook ${instance.name}/${name} did not return within ${options.shutdownGraceMs} ms of the shutdown signal; leaving it behind`,
+            );
+            return sendError(reply, 503, {
+              code: 'UNAVAILABLE',
+              message: 'the server is shutting down; send the request again later',
+            });
+          }
         } catch (error) {
           // The handler's failure is the integration's bug, not the caller's: the details go to the log only.
           request.log.error({ err: error }, `webhook ${instance.name}/${name} failed`);
           return sendError(reply, 500, { code: 'INTERNAL', message: 'the webhook handler failed; see the server log' });
         } finally {
+          abandoned.dispose();
           reply.raw.off('close', onClose);
         }
         const checked = replySchema.safeParse(answer);
@@ -174,49 +221,106 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
           return sendError(reply, 500, { code: 'INTERNAL', message: 'the webhook handler failed; see the server log' });
         }
         reply.code(checked.data.status);
-        if (checked.data.body === undefined) return reply.send();
-        if (typeof checked.data.body === 'string')
-          return reply.type('text/plain; charset=utf-8').send(checked.data.body);
-        return reply.type('application/json; charset=utf-8').send(JSON.stringify(checked.data.body));
+        // A handler may echo a setting or an upstream error: no secret value leaves in its answer.
+        const answerBody = scrubSecretsDeep(checked.data.body);
+        if (answerBody === undefined) return reply.send();
+        if (typeof answerBody === 'string') return reply.type('text/plain; charset=utf-8').send(answerBody);
+        return reply.type('application/json; charset=utf-8').send(JSON.stringify(answerBody));
       },
     });
   });
 }
 
-type LookUp =
-  | { status: 401 | 404 | 405; error: { code: 'UNAUTHORIZED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED'; message: string } }
-  | (NonNullable<ReturnType<typeof findWebhook>> & { registry: IntegrationRegistry });
+type Refusal = {
+  status: 401 | 404 | 405;
+  error: { code: 'UNAUTHORIZED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED'; message: string };
+  /** What the server log says when the caller is told only `notAuthenticated`. */
+  why: string;
+};
 
-/** The webhook a request is for, or why it is refused before its body is read (token auth included). */
+type LookUp = Refusal | (NonNullable<ReturnType<typeof findWebhook>> & { registry: IntegrationRegistry });
+
+/**
+ * The webhook a request is for, or why it is refused before its body is read (token auth included). A caller with
+ * the API token is told what is wrong (404, 405); one without is told only `notAuthenticated`, so webhooks cannot be
+ * probed. An HMAC webhook's method is checked after its signature, in the handler.
+ */
 function lookUp(options: WebhookRoutesOptions, request: FastifyRequest): LookUp {
   const params = paramsSchema.safeParse(request.params);
   const found =
     params.success && options.registry
       ? findWebhook(options.registry, params.data.instance, params.data.name)
       : undefined;
+  const where = request.url.split('?')[0];
+  const credential = isAuthenticated(request);
   if (!found || !options.registry) {
     // One answer for an unknown instance, an unknown hook and a disabled instance: a caller learns nothing more.
-    return { status: 404, error: { code: 'NOT_FOUND', message: `no webhook at ${request.url.split('?')[0]}` } };
+    const why = `no enabled webhook at ${where}`;
+    return credential
+      ? { status: 404, error: { code: 'NOT_FOUND', message: `no webhook at ${where}` }, why }
+      : { status: 401, error: notAuthenticated, why };
   }
-  if (!found.webhook.methods.includes(request.method as (typeof methods)[number])) {
-    return {
-      status: 405,
-      error: {
-        code: 'METHOD_NOT_ALLOWED',
-        message: `this webhook takes ${found.webhook.methods.join(', ')}, not ${request.method}`,
-      },
-    };
-  }
-  if (found.webhook.auth === 'token' && !isAuthenticated(request)) {
+  if (found.webhook.auth === 'token' && !credential) {
     return {
       status: 401,
-      error: {
-        code: 'UNAUTHORIZED',
-        message: 'this webhook requires `Authorization: Bearer <token>`; `assistant token` prints the token',
-      },
+      error: notAuthenticated,
+      why: `${where} requires the API token (\`Authorization: Bearer <token>\`) and the request has none that matches`,
     };
   }
+  // Without the token, an HMAC webhook's method is told only once the signature is checked (in the handler, which
+  // has the body).
+  if (credential && !found.webhook.methods.includes(request.method as (typeof methods)[number])) {
+    const why = `${where} takes ${found.webhook.methods.join(', ')}, not ${request.method}`;
+    return { status: 405, error: methodNotAllowed(found.webhook.methods, request.method), why };
+  }
   return { ...found, registry: options.registry };
+}
+
+function methodNotAllowed(taken: readonly string[], method: string): { code: 'METHOD_NOT_ALLOWED'; message: string } {
+  return { code: 'METHOD_NOT_ALLOWED', message: `this webhook takes ${taken.join(', ')}, not ${method}` };
+}
+
+/** Answers a refusal, logging why when the caller is told only that it is not authenticated. */
+function refuse(request: FastifyRequest, reply: FastifyReply, refusal: Refusal): FastifyReply {
+  if (refusal.status === 401) request.log.info(`webhook request refused: ${refusal.why}`);
+  return sendError(reply, refusal.status, refusal.error);
+}
+
+/** The request's headers without the caller's credentials: a handler has no use for the API token. */
+function withoutCredentials(headers: FastifyRequest['headers'], apiToken: string): FastifyRequest['headers'] {
+  const kept: FastifyRequest['headers'] = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (credentialHeaders.has(name)) continue;
+    const values = Array.isArray(value) ? value : [value ?? ''];
+    if (apiToken !== '' && values.some((one) => one.includes(apiToken))) continue;
+    kept[name] = value;
+  }
+  return kept;
+}
+
+/** Settles with `marker` `graceMs` after `signal` aborts (never before); `dispose` stops waiting. */
+function abandonAfterShutdown(
+  signal: AbortSignal,
+  graceMs: number,
+): { promise: Promise<symbol>; marker: symbol; dispose: () => void } {
+  const marker = Symbol('abandoned');
+  let timer: NodeJS.Timeout | undefined;
+  let arm = () => {};
+  const promise = new Promise<symbol>((resolve) => {
+    arm = () => {
+      timer = setTimeout(() => resolve(marker), graceMs);
+    };
+    if (signal.aborted) arm();
+    else signal.addEventListener('abort', arm, { once: true });
+  });
+  return {
+    promise,
+    marker,
+    dispose: () => {
+      signal.removeEventListener('abort', arm);
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** Why the signature header does not authenticate the body, or undefined when it does. */
