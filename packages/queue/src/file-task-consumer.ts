@@ -282,10 +282,11 @@ export class FileTaskConsumer implements TaskConsumer {
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
-    // Rewrite in place, then one rename: never a moment with the task in two directories.
-    await this.queue.rewrite(held.path, next);
-    const target = path.join(this.queue.paths.pending, fileName);
-    await this.queue.move(held.path, target);
+    // Written in full to pending/ before active/x goes, as #finish does with done/x: a crash in between leaves both,
+    // and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted here is
+    // never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
+    await this.queue.writeTo('pending', fileName, next);
+    await this.queue.remove(held.path);
     this.#held.delete(claimed.id);
     this.#index.add(fileName);
   }

@@ -297,11 +297,14 @@ describe('the claim and complete layout', () => {
   });
 
   it('returns a dead owner’s task exactly once when two recoverers race, and takes over a recovery that crashed half-way', async () => {
-    const { queue } = await setup({ claimGraceMs: 0 });
-    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0 });
-    await queue.enqueue({ type: 'a.race' });
-    await queue.enqueue({ type: 'a.halfway' });
-    const dying = new FileTaskConsumer(queue);
+    const { queue: owners } = await setup({ claimGraceMs: 0 });
+    // Recoverers whose clock is past the lease: a token name (a recovery under way) is taken over only after it.
+    const later = () => Date.now() + 120_000;
+    const queue = await FileTaskQueue.open({ directory, claimGraceMs: 0, now: later });
+    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0, now: later });
+    await owners.enqueue({ type: 'a.race' });
+    await owners.enqueue({ type: 'a.halfway' });
+    const dying = new FileTaskConsumer(owners);
     consumers.push(dying);
     await dying.start();
     const raced = await dying.claim();
@@ -325,6 +328,122 @@ describe('the claim and complete layout', () => {
     }
   });
 });
+
+describe('recovery that is interrupted or overtaken', () => {
+  const later = () => Date.now() + 120_000;
+
+  async function waitForName(state: string, what: string, match: (name: string) => boolean): Promise<string> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const found = (await names(state)).find(match);
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`waited 10 s for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** A claim whose owner is gone: the consumer closed without releasing it. */
+  async function orphanedClaim(queue: FileTaskQueue) {
+    await queue.enqueue({ type: 'a.orphan' });
+    const dying = new FileTaskConsumer(queue);
+    consumers.push(dying);
+    await dying.start();
+    const claimed = await dying.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    await dying.close();
+    return claimed;
+  }
+
+  it('leaves exactly one task when a recovery stalled in its write is taken over and both finish', async () => {
+    const { queue } = await setup();
+    const claimed = await orphanedClaim(queue);
+    const first = await FileTaskQueue.open({ directory });
+    const second = await FileTaskQueue.open({ directory, now: later });
+    // The first recoverer's write hangs (fsync on a busy disk) until the second has taken its token file over.
+    let letFirstWrite: () => void = () => {};
+    const firstMayWrite = new Promise<void>((resolve) => {
+      letFirstWrite = resolve;
+    });
+    const rewrite = first.rewrite.bind(first);
+    first.rewrite = async (target, task) => {
+      await firstMayWrite;
+      return rewrite(target, task);
+    };
+    const firstPass = first.recover();
+    await waitForName('active', 'the first recoverer’s token name', (name) => /\+[0-9a-f]{8}\.yaml$/.test(name));
+    const secondReport = await second.recover();
+    expect(secondReport.requeued).toEqual([claimed.id]);
+    letFirstWrite();
+    await firstPass;
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    expect(await queue.get(claimed.id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+  });
+
+  it('counts a retried attempt once when the worker died after writing the retry and before clearing its claim', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    await queue.enqueue({ type: 'a.flaky' });
+    const crashing = new FileTaskConsumer(queue);
+    consumers.push(crashing);
+    await crashing.start();
+    const claimed = await crashing.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    // The process dies after the first durable step of putting the task back, whatever that step is.
+    crashAfterFirstStep(queue);
+    await expect(crashing.fail(claimed, new Error('boom'))).rejects.toThrow(/crash/);
+    await crashing.close();
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    await recoverer.recover();
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.message)).toEqual(['boom']);
+  });
+
+  it('counts a dead owner’s attempt once when a recovery died after requeueing and before clearing its token', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    const claimed = await orphanedClaim(queue);
+    const crashing = await FileTaskQueue.open({ directory, settings: { policies: fastRetries } });
+    crashAfterFirstStep(crashing);
+    await crashing.recover();
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    await recoverer.recover();
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.type)).toEqual(['WorkerDied']);
+  });
+});
+
+const fastRetries = {
+  defaults: {
+    dedup: true,
+    rateLimit: null,
+    maxAttempts: 5,
+    backoff: { type: 'fixed' as const, delayMs: 0, maxMs: 0 },
+    timeoutMs: 60_000,
+  },
+  overrides: {},
+};
+
+/**
+ * Makes `queue` act as a process that dies once a task's next state is on disk: moving a task into pending/ or
+ * removing a file from active/ throws, and so does everything after it.
+ */
+function crashAfterFirstStep(queue: FileTaskQueue): void {
+  const move = queue.move.bind(queue);
+  const remove = queue.remove.bind(queue);
+  queue.move = async (from, to) => {
+    if (path.dirname(to) === queue.paths.pending) throw new Error('crash before moving into pending/');
+    return move(from, to);
+  };
+  queue.remove = async (file) => {
+    if (path.dirname(file) === queue.paths.active) throw new Error('crash before removing the active/ file');
+    return remove(file);
+  };
+}
 
 describe('retention', () => {
   it('prunes done and failed files past their retention, with their reasons', async () => {
