@@ -3,7 +3,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { backoffDelayMs } from './backoff.ts';
-import { activeFileName, isScratchName } from './file-layout.ts';
+import { activeFileName, assertWorkerId, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
 import { attemptOf, workerDiedError } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
@@ -60,6 +60,8 @@ export class FileTaskConsumer implements TaskConsumer {
   constructor(queue: FileTaskQueue, options: TaskConsumerOptions = {}) {
     this.queue = queue;
     this.owner = options.owner ?? newWorkerOwner();
+    // Here, not at the first claim: the id goes into every active/ name this consumer makes.
+    assertWorkerId(this.owner.id);
     this.#options = {
       heartbeatMs: options.heartbeatMs ?? 5_000,
       sweepIntervalMs: options.sweepIntervalMs ?? 15_000,

@@ -2,11 +2,12 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { reasonSuffix } from './file-layout.ts';
+import { maxWorkerIdLength, reasonSuffix } from './file-layout.ts';
 import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskQueue, type FileTaskQueueOptions } from './file-task-queue.ts';
+import { newWorkerOwner } from './file-worker-directory.ts';
 import { newTaskId } from './task-id.ts';
-import { encodeTaskName } from './task-name.ts';
+import { encodeTaskName, maxTaskTypeLength } from './task-name.ts';
 
 let directory: string;
 const consumers: FileTaskConsumer[] = [];
@@ -444,6 +445,43 @@ function crashAfterFirstStep(queue: FileTaskQueue): void {
     return remove(file);
   };
 }
+
+describe('long names', () => {
+  it('claims, retries and recovers a task of the longest type for a worker on a host with a long name', async () => {
+    const logs: string[] = [];
+    const queue = await FileTaskQueue.open({
+      directory,
+      settings: { policies: fastRetries },
+      logger: { info: () => {}, warn: (message) => logs.push(message) },
+    });
+    const type = `${'a'.repeat(40)}.${'b'.repeat(maxTaskTypeLength - 41)}`;
+    expect(type).toHaveLength(maxTaskTypeLength);
+    // 64 bytes, Linux's limit for a host name, and the largest pid Linux hands out.
+    const host = `ip-172-31-23-45.eu-central-1.compute.internal.${'x'.repeat(18)}`;
+    expect(host).toHaveLength(64);
+    const owner = newWorkerOwner(host, 4_194_303);
+    expect(owner.id.length).toBeLessThanOrEqual(maxWorkerIdLength);
+    expect(owner.host).toBe(host);
+    expect(() => new FileTaskConsumer(queue, { owner: { ...owner, id: `${owner.id}x` } })).toThrow(/at most 72/);
+    const enqueued = await queue.enqueue({ type });
+    if (enqueued.status !== 'enqueued') throw new Error('not enqueued');
+    const worker = new FileTaskConsumer(queue, { owner });
+    consumers.push(worker);
+    await worker.start();
+    const first = await worker.claim();
+    if (!first) throw new Error('nothing claimed');
+    expect(await worker.fail(first, new Error('once more'))).toBe('retrying');
+    await worker.rescan();
+    const second = await worker.claim();
+    expect(second).toMatchObject({ id: enqueued.task.id, task: { attempts: 2 } });
+    // The worker dies holding it: recovery renames the claim to its longest form, `…@{owner}+{token}.yaml`.
+    await worker.close();
+    const report = await queue.recover();
+    expect(logs).toEqual([expect.stringMatching(/returned to pending/)]);
+    expect(report.requeued).toEqual([enqueued.task.id]);
+    expect(await queue.get(enqueued.task.id)).toMatchObject({ state: 'pending', task: { attempts: 2 } });
+  });
+});
 
 describe('retention', () => {
   it('prunes done and failed files past their retention, with their reasons', async () => {
