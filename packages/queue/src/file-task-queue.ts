@@ -816,7 +816,7 @@ export class FileTaskQueue implements TaskQueue {
       if (isMissing(error)) return;
       throw error;
     }
-    if (await this.#hasOtherCopy(name.id, mineName)) {
+    if (await this.#hasNewerCopy(name, mineName)) {
       if (await this.remove(mine)) report.removedDuplicates.push(name.id);
       return;
     }
@@ -863,15 +863,23 @@ export class FileTaskQueue implements TaskQueue {
     );
   }
 
-  /** True when a file other than active/`except` holds task `id`, in any state. */
-  async #hasOtherCopy(id: string, except: string): Promise<boolean> {
+  /**
+   * True when a file other than active/`except` holds the task of `name` at this move or a later one: done/ or
+   * failed/ under the same name, or pending/ or active/ under a later ready time (every return to pending/ takes a
+   * strictly later name). An older copy never counts: a stale claim left by a worker that died after writing its
+   * retry must not make recovery drop the newer claim of that retry.
+   */
+  async #hasNewerCopy(name: TaskName, except: string): Promise<boolean> {
     for (const state of taskStates) {
       const listing = await this.#listing(state);
       if (state !== 'active') {
-        if (listing.byId.has(id)) return true;
+        const other = listing.decoded.get(listing.byId.get(name.id) ?? '');
+        if (other && other.readyAtMs >= name.readyAtMs) return true;
         continue;
       }
-      for (const [fileName, name] of listing.decoded) if (name.id === id && fileName !== except) return true;
+      for (const [fileName, other] of listing.decoded) {
+        if (other.id === name.id && fileName !== except && other.readyAtMs > name.readyAtMs) return true;
+      }
     }
     return false;
   }

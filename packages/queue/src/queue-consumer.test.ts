@@ -402,6 +402,37 @@ describe('recovery that is interrupted or overtaken', () => {
     expect(record?.task?.history.map((attempt) => attempt.error.message)).toEqual(['boom']);
   });
 
+  it('keeps the newer claim when a stale claim of the same task is left beside it and both owners are gone', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    await queue.enqueue({ type: 'a.flaky' });
+    const crashing = new FileTaskConsumer(queue);
+    consumers.push(crashing);
+    await crashing.rescan();
+    const claimed = await crashing.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    crashAfterFirstStep(queue);
+    await expect(crashing.fail(claimed, new Error('boom'))).rejects.toThrow(/crash/);
+    await crashing.close();
+    // Before any recovery, a second worker claims the retry and dies too: two claims of one task in active/.
+    const healthy = await FileTaskQueue.open({ directory, settings: { policies: fastRetries } });
+    const second = new FileTaskConsumer(healthy);
+    consumers.push(second);
+    await second.rescan();
+    expect(await second.claim()).toMatchObject({ id: claimed.id, task: { attempts: 2 } });
+    await second.close();
+    expect(await names('active')).toHaveLength(2);
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    // The newer claim is looked at while the stale one is still there (whatever order a listing gives), then the
+    // stale one.
+    expect((await recoverer.recover({ skipOwner: crashing.owner.id })).requeued).toEqual([claimed.id]);
+    expect((await recoverer.recover()).removedDuplicates).toEqual([claimed.id]);
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 2 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.type)).toEqual(['Error', 'WorkerDied']);
+  });
+
   it('counts a dead owner’s attempt once when a recovery died after requeueing and before clearing its token', async () => {
     const { queue } = await setup({ settings: { policies: fastRetries } });
     const claimed = await orphanedClaim(queue);
