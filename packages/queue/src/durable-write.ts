@@ -19,10 +19,9 @@ export interface WriteFileDurablyOptions {
 
 /** Writes `text` to a fresh file in tmpDir, fsyncs it, and renames it over `target`: readers see all or nothing. */
 export async function writeFileDurably(options: WriteFileDurablyOptions): Promise<void> {
-  const tmp = path.join(
-    options.tmpDir,
-    `${path.basename(options.target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
-  );
+  // A short name of its own, not the target's: a target name near the 255-byte limit must not overflow it. The
+  // `.tmp` ending marks it as scratch; recovery sweeps what a crash left in tmp/ by age.
+  const tmp = path.join(options.tmpDir, `${process.pid}-${randomBytes(8).toString('hex')}.tmp`);
   // 0o600: payloads hold mail and issue text, which is nobody else's business on a shared machine.
   const handle = await open(tmp, 'wx', 0o600);
   try {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 import type { TaskName, TaskState } from './interfaces.ts';
-import { decodeTaskName } from './task-name.ts';
+import { decodeTaskName, maxTaskTypeLength } from './task-name.ts';
 
 export { type TaskState, taskStates } from './interfaces.ts';
 
@@ -61,10 +61,30 @@ export interface ActiveName {
   recoveryToken: string | undefined;
 }
 
+/** A file name's limit on every filesystem we run on (ext4, xfs, btrfs, apfs, tmpfs), in bytes. */
+const maxFileNameBytes = 255;
+/** `{p}_{YYYYMMDDTHHMMSSmmmZ}_{id}--{fingerprint}--{type}.yaml` with the longest type: 173 bytes. */
+const maxTaskFileNameBytes =
+  '0_20261122T154501123Z_'.length + 26 + '--'.length + 16 + '--'.length + maxTaskTypeLength + 5;
+/**
+ * The longest worker id: what the longest active name, `{name}@{owner}+{token}.yaml` with the longest type, leaves
+ * within {@link maxFileNameBytes} (72). Worker ids are ASCII, so characters are bytes.
+ */
+export const maxWorkerIdLength = maxFileNameBytes - maxTaskFileNameBytes - '@'.length - '+12345678'.length;
+
+/** Throws a RangeError naming the rule when `ownerId` cannot be put into an active/ name. */
+export function assertWorkerId(ownerId: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(ownerId) || ownerId.length > maxWorkerIdLength) {
+    throw new RangeError(
+      `Expected a worker id of at most ${maxWorkerIdLength} letters, digits and dashes (not starting with a dash), got \`${ownerId}\``,
+    );
+  }
+}
+
 const activePattern = /^(.+)@([A-Za-z0-9][A-Za-z0-9-]*)(?:\+([0-9a-f]{8}))?\.yaml$/;
 
 export function activeFileName(taskFileName: string, ownerId: string, recoveryToken?: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(ownerId)) throw new RangeError(`Expected a worker id, got \`${ownerId}\``);
+  assertWorkerId(ownerId);
   return `${taskFileName.slice(0, -'.yaml'.length)}@${ownerId}${recoveryToken === undefined ? '' : `+${recoveryToken}`}.yaml`;
 }
 

@@ -3,7 +3,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { backoffDelayMs } from './backoff.ts';
-import { activeFileName, isScratchName } from './file-layout.ts';
+import { activeFileName, assertWorkerId, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
 import { attemptOf, workerDiedError } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
@@ -60,6 +60,8 @@ export class FileTaskConsumer implements TaskConsumer {
   constructor(queue: FileTaskQueue, options: TaskConsumerOptions = {}) {
     this.queue = queue;
     this.owner = options.owner ?? newWorkerOwner();
+    // Here, not at the first claim: the id goes into every active/ name this consumer makes.
+    assertWorkerId(this.owner.id);
     this.#options = {
       heartbeatMs: options.heartbeatMs ?? 5_000,
       sweepIntervalMs: options.sweepIntervalMs ?? 15_000,
@@ -282,10 +284,11 @@ export class FileTaskConsumer implements TaskConsumer {
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
-    // Rewrite in place, then one rename: never a moment with the task in two directories.
-    await this.queue.rewrite(held.path, next);
-    const target = path.join(this.queue.paths.pending, fileName);
-    await this.queue.move(held.path, target);
+    // Written in full to pending/ before active/x goes, as #finish does with done/x: a crash in between leaves both,
+    // and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted here is
+    // never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
+    await this.queue.writeTo('pending', fileName, next);
+    await this.queue.remove(held.path);
     this.#held.delete(claimed.id);
     this.#index.add(fileName);
   }

@@ -662,9 +662,9 @@ export class FileTaskQueue implements TaskQueue {
   // ------------------------------------------------------------------------------------------------ recovery
 
   /**
-   * Returns tasks whose worker is gone to pending/ (attempts were counted when they were claimed), or to failed/
-   * with `worker died` once their attempts are spent; removes active/ copies of tasks that already reached done/
-   * or failed/; quarantines unreadable files; sweeps stale tmp/ files. Safe to run from several processes at once:
+   * Returns tasks whose worker is gone to pending/, counting the attempt the worker spent (a claim writes nothing:
+   * the file holds the attempts before it), or to failed/ with `worker died` once their attempts are spent; removes
+   * active/ copies of tasks whose next state was already written (done/, failed/, or pending/ for a retry); quarantines unreadable files; sweeps stale tmp/ files. Safe to run from several processes at once:
    * every move is a rename, and a rename that loses the race is skipped.
    */
   async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
@@ -711,7 +711,7 @@ export class FileTaskQueue implements TaskQueue {
     const arrivedMs = Math.floor(info.ctimeMs);
     const active = parseActiveName(fileName);
     if (active.ownerId !== undefined && decodeTaskName(active.taskFileName)) {
-      await this.#recoverOwned(file, active, arrivedMs, nowMs, finishedIds, report, options);
+      await this.#recoverOwned(file, active, arrivedMs, nowMs, report, options);
       return;
     }
     const name = decodeTaskName(fileName);
@@ -782,16 +782,19 @@ export class FileTaskQueue implements TaskQueue {
   /**
    * A claim of this layout, `active/{name}@{owner}.yaml`: left alone while its owner is alive. Once the owner is gone
    * the file is first renamed to a name of this pass's own (`…@{owner}+{token}.yaml`), which only one recoverer can
-   * win; then the attempt the owner spent is counted in the file (with a `worker died` entry in the history) and the
-   * task goes back to pending/, or to failed/ when its attempts are spent. A pass that crashed half-way leaves the
-   * token name, which the next pass takes over once it is older than the claim grace.
+   * win. A copy whose task id is already in another file (pending/, done/, failed/ or a later claim) is stale: its
+   * owner, or an earlier recovery, wrote the next state in full and stopped before removing it, so it is removed and
+   * nothing is counted again. Otherwise the attempt the owner spent is counted (with a `worker died` entry in the
+   * history) in a fresh file written straight to pending/ (or failed/, attempts spent), and then the token file is
+   * removed: the token file itself is never written, so a recoverer that lost it cannot bring it back.
+   * A token name older than the lease is a pass that stopped half-way (a crash, a stall), and the next pass takes
+   * it over; two passes that both finish write the same target name, so the task still ends up in one file.
    */
   async #recoverOwned(
     file: string,
     active: ActiveName,
     ctimeMs: number,
     nowMs: number,
-    finishedIds: ReadonlySet<string>,
     report: RecoveryReport,
     options: { skipOwner?: string },
   ): Promise<void> {
@@ -801,22 +804,19 @@ export class FileTaskQueue implements TaskQueue {
     if (active.recoveryToken === undefined) {
       if (ownerId === options.skipOwner) return;
       if ((await this.workers.livenessById(ownerId, nowMs)) === 'alive') return;
-    } else if (nowMs - ctimeMs < this.claimGraceMs) {
+    } else if (nowMs - ctimeMs <= this.workers.leaseMs) {
       // Another pass is returning it right now.
       return;
     }
-    const mine = path.join(
-      this.paths.active,
-      activeFileName(active.taskFileName, ownerId, randomBytes(4).toString('hex')),
-    );
+    const mineName = activeFileName(active.taskFileName, ownerId, randomBytes(4).toString('hex'));
+    const mine = path.join(this.paths.active, mineName);
     try {
       await this.move(file, mine);
     } catch (error) {
       if (isMissing(error)) return;
       throw error;
     }
-    // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
-    if (finishedIds.has(name.id)) {
+    if (await this.#hasNewerCopy(name, mineName)) {
       if (await this.remove(mine)) report.removedDuplicates.push(name.id);
       return;
     }
@@ -843,19 +843,45 @@ export class FileTaskQueue implements TaskQueue {
     delete counted.startedAt;
     delete counted.worker;
     if (counted.attempts >= counted.maxAttempts) {
-      await this.rewrite(mine, { ...counted, finishedAt, error });
-      await this.move(mine, path.join(this.paths.failed, active.taskFileName));
+      await this.writeTo('failed', active.taskFileName, { ...counted, finishedAt, error });
+      await this.remove(mine);
       report.failed.push(name.id);
       this.logger.warn(`task ${name.id} (${name.type}) failed: ${error.message}; no attempts left`);
       return;
     }
-    await this.rewrite(mine, counted);
-    const requeued = requeuedTaskName(name, nowMs);
-    await this.move(mine, path.join(this.paths.pending, requeued.fileName));
+    // The next name after the claimed one (keeping its place in line, ready now): a pass that took this over from
+    // a stalled one computes the same name, so if both finish the second write replaces the first.
+    const requeued = requeuedTaskName(name, name.readyAtMs);
+    await this.writeTo('pending', requeued.fileName, {
+      ...counted,
+      readyAt: new Date(requeued.name.readyAtMs).toISOString(),
+    });
+    await this.remove(mine);
     report.requeued.push(name.id);
     this.logger.warn(
       `task ${name.id} (${name.type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,
     );
+  }
+
+  /**
+   * True when a file other than active/`except` holds the task of `name` at this move or a later one: done/ or
+   * failed/ under the same name, or pending/ or active/ under a later ready time (every return to pending/ takes a
+   * strictly later name). An older copy never counts: a stale claim left by a worker that died after writing its
+   * retry must not make recovery drop the newer claim of that retry.
+   */
+  async #hasNewerCopy(name: TaskName, except: string): Promise<boolean> {
+    for (const state of taskStates) {
+      const listing = await this.#listing(state);
+      if (state !== 'active') {
+        const other = listing.decoded.get(listing.byId.get(name.id) ?? '');
+        if (other && other.readyAtMs >= name.readyAtMs) return true;
+        continue;
+      }
+      for (const [fileName, other] of listing.decoded) {
+        if (other.id === name.id && fileName !== except && other.readyAtMs > name.readyAtMs) return true;
+      }
+    }
+    return false;
   }
 
   /** Removes files in tmp/ older than `tmpMaxAgeMs`: writes that a crash interrupted before their rename. */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import * as z from 'zod';
 import { type Durability, writeFileDurably } from './durable-write.ts';
+import { maxWorkerIdLength } from './file-layout.ts';
 import type { WorkerDirectory, WorkerInfo } from './interfaces.ts';
 import { readTaskText } from './read-task-text.ts';
 import { type JsonValue, TaskFileError, type TaskOwner } from './task-file.ts';
@@ -28,13 +29,14 @@ const recordSchema = z.object({
   heartbeat_at: z.string(),
 });
 
-export function newWorkerOwner(): TaskOwner {
-  const host = os.hostname();
-  return {
-    id: `${host.replace(/[^A-Za-z0-9-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
-    pid: process.pid,
-    host,
-  };
+/**
+ * A worker's identity: `{host}-{pid}-{random}`, the host cut short so the id fits in an active/ name
+ * ({@link maxWorkerIdLength}); `host` keeps the full name.
+ */
+export function newWorkerOwner(host: string = os.hostname(), pid: number = process.pid): TaskOwner {
+  const suffix = `-${pid}-${randomBytes(3).toString('hex')}`;
+  const prefix = host.replace(/[^A-Za-z0-9-]/g, '-').replace(/^-+/, '') || 'host';
+  return { id: `${prefix.slice(0, maxWorkerIdLength - suffix.length)}${suffix}`, pid, host };
 }
 
 export interface FileWorkerDirectoryOptions {

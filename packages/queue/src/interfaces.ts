@@ -124,7 +124,11 @@ export interface QueueSettings {
   durability?: QueueConfig['durability'];
   /** @default 1 MiB */
   maxTaskBytes?: number;
-  /** How long a task that just became active is safe from recovery, whoever its owner was. @default 30_000 */
+  /**
+   * How long recovery leaves alone a file in active/ whose name does not say who holds it (a claim of the layout
+   * before owners were put in names, or a file put there by hand); a claim that names its owner is recovered as soon
+   * as the owner is gone. @default 30_000
+   */
   claimGraceMs?: number;
   /** @default done 7 days, failed 30 days */
   retention?: QueueConfig['retention'];

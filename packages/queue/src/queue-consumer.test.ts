@@ -2,11 +2,12 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { reasonSuffix } from './file-layout.ts';
+import { maxWorkerIdLength, reasonSuffix } from './file-layout.ts';
 import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskQueue, type FileTaskQueueOptions } from './file-task-queue.ts';
+import { newWorkerOwner } from './file-worker-directory.ts';
 import { newTaskId } from './task-id.ts';
-import { encodeTaskName } from './task-name.ts';
+import { encodeTaskName, maxTaskTypeLength } from './task-name.ts';
 
 let directory: string;
 const consumers: FileTaskConsumer[] = [];
@@ -297,11 +298,14 @@ describe('the claim and complete layout', () => {
   });
 
   it('returns a dead owner’s task exactly once when two recoverers race, and takes over a recovery that crashed half-way', async () => {
-    const { queue } = await setup({ claimGraceMs: 0 });
-    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0 });
-    await queue.enqueue({ type: 'a.race' });
-    await queue.enqueue({ type: 'a.halfway' });
-    const dying = new FileTaskConsumer(queue);
+    const { queue: owners } = await setup({ claimGraceMs: 0 });
+    // Recoverers whose clock is past the lease: a token name (a recovery under way) is taken over only after it.
+    const later = () => Date.now() + 120_000;
+    const queue = await FileTaskQueue.open({ directory, claimGraceMs: 0, now: later });
+    const other = await FileTaskQueue.open({ directory, claimGraceMs: 0, now: later });
+    await owners.enqueue({ type: 'a.race' });
+    await owners.enqueue({ type: 'a.halfway' });
+    const dying = new FileTaskConsumer(owners);
     consumers.push(dying);
     await dying.start();
     const raced = await dying.claim();
@@ -323,6 +327,190 @@ describe('the claim and complete layout', () => {
     for (const claimed of [raced, halfway]) {
       expect(await queue.get(claimed.id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
     }
+  });
+});
+
+describe('recovery that is interrupted or overtaken', () => {
+  const later = () => Date.now() + 120_000;
+
+  async function waitForName(state: string, what: string, match: (name: string) => boolean): Promise<string> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const found = (await names(state)).find(match);
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`waited 10 s for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** A claim whose owner is gone: the consumer closed without releasing it. */
+  async function orphanedClaim(queue: FileTaskQueue) {
+    await queue.enqueue({ type: 'a.orphan' });
+    const dying = new FileTaskConsumer(queue);
+    consumers.push(dying);
+    await dying.start();
+    const claimed = await dying.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    await dying.close();
+    return claimed;
+  }
+
+  it('leaves exactly one task when a recovery stalled in its write is taken over and both finish', async () => {
+    const { queue } = await setup();
+    const claimed = await orphanedClaim(queue);
+    const first = await FileTaskQueue.open({ directory });
+    const second = await FileTaskQueue.open({ directory, now: later });
+    // The first recoverer's write hangs (fsync on a busy disk) until the second has taken its token file over.
+    let letFirstWrite: () => void = () => {};
+    const firstMayWrite = new Promise<void>((resolve) => {
+      letFirstWrite = resolve;
+    });
+    const rewrite = first.rewrite.bind(first);
+    first.rewrite = async (target, task) => {
+      await firstMayWrite;
+      return rewrite(target, task);
+    };
+    const firstPass = first.recover();
+    await waitForName('active', 'the first recoverer’s token name', (name) => /\+[0-9a-f]{8}\.yaml$/.test(name));
+    const secondReport = await second.recover();
+    expect(secondReport.requeued).toEqual([claimed.id]);
+    letFirstWrite();
+    await firstPass;
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    expect(await queue.get(claimed.id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+  });
+
+  it('counts a retried attempt once when the worker died after writing the retry and before clearing its claim', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    await queue.enqueue({ type: 'a.flaky' });
+    const crashing = new FileTaskConsumer(queue);
+    consumers.push(crashing);
+    await crashing.start();
+    const claimed = await crashing.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    // The process dies after the first durable step of putting the task back, whatever that step is.
+    crashAfterFirstStep(queue);
+    await expect(crashing.fail(claimed, new Error('boom'))).rejects.toThrow(/crash/);
+    await crashing.close();
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    await recoverer.recover();
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.message)).toEqual(['boom']);
+  });
+
+  it('keeps the newer claim when a stale claim of the same task is left beside it and both owners are gone', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    await queue.enqueue({ type: 'a.flaky' });
+    const crashing = new FileTaskConsumer(queue);
+    consumers.push(crashing);
+    await crashing.rescan();
+    const claimed = await crashing.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    crashAfterFirstStep(queue);
+    await expect(crashing.fail(claimed, new Error('boom'))).rejects.toThrow(/crash/);
+    await crashing.close();
+    // Before any recovery, a second worker claims the retry and dies too: two claims of one task in active/.
+    const healthy = await FileTaskQueue.open({ directory, settings: { policies: fastRetries } });
+    const second = new FileTaskConsumer(healthy);
+    consumers.push(second);
+    await second.rescan();
+    expect(await second.claim()).toMatchObject({ id: claimed.id, task: { attempts: 2 } });
+    await second.close();
+    expect(await names('active')).toHaveLength(2);
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    // The newer claim is looked at while the stale one is still there (whatever order a listing gives), then the
+    // stale one.
+    expect((await recoverer.recover({ skipOwner: crashing.owner.id })).requeued).toEqual([claimed.id]);
+    expect((await recoverer.recover()).removedDuplicates).toEqual([claimed.id]);
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 2 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.type)).toEqual(['Error', 'WorkerDied']);
+  });
+
+  it('counts a dead owner’s attempt once when a recovery died after requeueing and before clearing its token', async () => {
+    const { queue } = await setup({ settings: { policies: fastRetries } });
+    const claimed = await orphanedClaim(queue);
+    const crashing = await FileTaskQueue.open({ directory, settings: { policies: fastRetries } });
+    crashAfterFirstStep(crashing);
+    await crashing.recover();
+    const recoverer = await FileTaskQueue.open({ directory, settings: { policies: fastRetries }, now: later });
+    await recoverer.recover();
+    expect(await names('active')).toEqual([]);
+    expect(await names('pending')).toHaveLength(1);
+    const record = await recoverer.get(claimed.id);
+    expect(record).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+    expect(record?.task?.history.map((attempt) => attempt.error.type)).toEqual(['WorkerDied']);
+  });
+});
+
+const fastRetries = {
+  defaults: {
+    dedup: true,
+    rateLimit: null,
+    maxAttempts: 5,
+    backoff: { type: 'fixed' as const, delayMs: 0, maxMs: 0 },
+    timeoutMs: 60_000,
+  },
+  overrides: {},
+};
+
+/**
+ * Makes `queue` act as a process that dies once a task's next state is on disk: moving a task into pending/ or
+ * removing a file from active/ throws, and so does everything after it.
+ */
+function crashAfterFirstStep(queue: FileTaskQueue): void {
+  const move = queue.move.bind(queue);
+  const remove = queue.remove.bind(queue);
+  queue.move = async (from, to) => {
+    if (path.dirname(to) === queue.paths.pending) throw new Error('crash before moving into pending/');
+    return move(from, to);
+  };
+  queue.remove = async (file) => {
+    if (path.dirname(file) === queue.paths.active) throw new Error('crash before removing the active/ file');
+    return remove(file);
+  };
+}
+
+describe('long names', () => {
+  it('claims, retries and recovers a task of the longest type for a worker on a host with a long name', async () => {
+    const logs: string[] = [];
+    const queue = await FileTaskQueue.open({
+      directory,
+      settings: { policies: fastRetries },
+      logger: { info: () => {}, warn: (message) => logs.push(message) },
+    });
+    const type = `${'a'.repeat(40)}.${'b'.repeat(maxTaskTypeLength - 41)}`;
+    expect(type).toHaveLength(maxTaskTypeLength);
+    // 64 bytes, Linux's limit for a host name, and the largest pid Linux hands out.
+    const host = `ip-172-31-23-45.eu-central-1.compute.internal.${'x'.repeat(18)}`;
+    expect(host).toHaveLength(64);
+    const owner = newWorkerOwner(host, 4_194_303);
+    expect(owner.id.length).toBeLessThanOrEqual(maxWorkerIdLength);
+    expect(owner.host).toBe(host);
+    expect(() => new FileTaskConsumer(queue, { owner: { ...owner, id: `${owner.id}x` } })).toThrow(/at most 72/);
+    const enqueued = await queue.enqueue({ type });
+    if (enqueued.status !== 'enqueued') throw new Error('not enqueued');
+    const worker = new FileTaskConsumer(queue, { owner });
+    consumers.push(worker);
+    await worker.start();
+    const first = await worker.claim();
+    if (!first) throw new Error('nothing claimed');
+    expect(await worker.fail(first, new Error('once more'))).toBe('retrying');
+    await worker.rescan();
+    const second = await worker.claim();
+    expect(second).toMatchObject({ id: enqueued.task.id, task: { attempts: 2 } });
+    // The worker dies holding it: recovery renames the claim to its longest form, `…@{owner}+{token}.yaml`.
+    await worker.close();
+    const report = await queue.recover();
+    expect(logs).toEqual([expect.stringMatching(/returned to pending/)]);
+    expect(report.requeued).toEqual([enqueued.task.id]);
+    expect(await queue.get(enqueued.task.id)).toMatchObject({ state: 'pending', task: { attempts: 2 } });
   });
 });
 

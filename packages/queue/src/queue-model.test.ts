@@ -353,7 +353,8 @@ function applyRecovery(model: Model): void {
       task.state = 'failed';
     } else {
       task.state = 'pending';
-      task.readyAtMs = later(task, model.nowMs);
+      // The next name after the claimed one: its place in line, and the same name for every recoverer.
+      task.readyAtMs = task.readyAtMs + 1;
     }
   }
 }

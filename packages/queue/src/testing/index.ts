@@ -354,9 +354,17 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       await waitFor('the requeued event', () =>
         seen.find((event) => event.id === doomed && event.kind === 'requeued' && event.state === 'pending'),
       );
+      // Unsubscribed: a listener still subscribed hears of the next task, the stopped one does not.
+      const stillListening: TaskEvent[] = [];
+      const stopOther = events.subscribe((event) => stillListening.push(event));
       stop();
       const count = seen.length;
-      enqueuedId(await other.enqueue({ type: 'contract.events', payload: 3 }));
+      const after = enqueuedId(await other.enqueue({ type: 'contract.events', payload: 3 }));
+      await waitFor('the added event at the listener still subscribed', () =>
+        stillListening.find((event) => event.id === after && event.kind === 'added'),
+      );
+      stopOther();
+      expect(seen.filter((event) => event.id === after)).toEqual([]);
       expect(seen.length).toBe(count);
     });
 
