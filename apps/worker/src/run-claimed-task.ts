@@ -1,5 +1,5 @@
 import { checkActTask } from '@assistant/actions';
-import type { TaskHandler } from '@assistant/integration-host';
+import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
 import {
   type ClaimedTask,
   type FailOutcome,
@@ -135,14 +135,18 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   const { task } = options.claimed;
   let handler: TaskHandler | undefined;
   try {
-    handler = await options.handlers.get(task.type);
+    // Raced with the signal: a module whose top-level code never settles must not hold the slot past the timeout.
+    handler = await raceSignal(Promise.resolve(options.handlers.get(task.type)), signal);
   } catch (error) {
-    // A broken handler module (a syntax error, a missing export): retrying cannot fix it; after the fix,
-    // `assistant task retry` can. The message names the manifest's file and line.
+    if (signal.aborted) throw error;
+    // The message names the manifest's file and line. A module that did not load is imported again by the next
+    // attempt (a file fixed or a package installed meanwhile is picked up); a missing or non-function export can
+    // only be fixed in the code, after which `assistant task retry` runs the task.
     logger.error({ err: error }, `the handler of ${task.type} cannot be loaded`);
-    throw new UnrecoverableError(
-      `the handler of ${task.type} cannot be loaded: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    const message = `the handler of ${task.type} cannot be loaded: ${error instanceof Error ? error.message : String(error)}`;
+    throw error instanceof HandlerLoadError && error.importFailed
+      ? new RetryableError(message)
+      : new UnrecoverableError(message);
   }
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
   const context = createHandlerContext({ services: options.services, task, signal, logger });
@@ -201,4 +205,23 @@ async function settle(run: () => Promise<unknown>): Promise<Settled> {
 
 function formatDuration(durationMs: number): string {
   return durationMs < 1_000 ? `${durationMs}ms` : `${(durationMs / 1_000).toFixed(1)}s`;
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -127,6 +127,8 @@ describe('runWorker', () => {
           most = Math.max(most, runningNow);
           started.push(Number(payload));
           if (started.length === 2) secondStarted.tick();
+          // A turn of the event loop, so that a handler started beside this one would be counted.
+          await new Promise((resolve) => setImmediate(resolve));
           runningNow -= 1;
           return payload;
         },
@@ -268,6 +270,104 @@ describe('runWorker', () => {
     expect(records.find((record) => record.outcome === 'released')?.msg).toMatch(
       /\(test\.hang\) stopped by shutdown; back in pending\/ after \d+ms$/,
     );
+  });
+
+  it('retries a task whose handler module does not load, imports it again once fixed, and fails a missing export at once', async () => {
+    const integration = path.join(dir, 'custom', 'flaky');
+    await mkdir(path.join(integration, 'src'), { recursive: true });
+    await writeFile(
+      path.join(integration, 'manifest.yaml'),
+      [
+        'domain: flaky',
+        'tasks:',
+        '  broken: {handler: ./src/broken.ts#run}',
+        '  unnamed: {handler: ./src/ok.ts#missing}',
+        '  ok: {handler: ./src/ok.ts#run}',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(path.join(integration, 'src', 'broken.ts'), 'export async function run( {\n');
+    await writeFile(path.join(integration, 'src', 'ok.ts'), 'export async function run() { return "ok"; }\n');
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      [
+        'data_dir: ./data',
+        'worker: {poll_interval: 50ms}',
+        'integration_dirs: [./custom]',
+        'integrations:',
+        '  - {type: flaky, name: f}',
+        'queue:',
+        '  policies:',
+        '    defaults: {max_attempts: 2, backoff: {type: fixed, delay: 100ms}}',
+        '',
+      ].join('\n'),
+    );
+    const { config, registry } = await loadRuntime({
+      installation,
+      configPath: path.join(dir, 'config.yaml'),
+      cwd: dir,
+    });
+    const queue = await openFileTaskQueue({
+      directory: config.paths.queue,
+      dataDirectory: config.paths.dataDir,
+      settings: config.queue,
+    });
+    const enqueue = async (type: string) => {
+      const outcome = await queue.enqueue({ type, source: 'cli', integration: 'f' });
+      if (outcome.status !== 'enqueued') throw new Error(`${type} was not enqueued`);
+      return outcome.task.id;
+    };
+    const broken = await enqueue('flaky.broken');
+    const unnamed = await enqueue('flaky.unnamed');
+    const ok = await enqueue('flaky.ok');
+    const run = () =>
+      runWorker({
+        config,
+        registry,
+        logger: pino({ level: 'silent' }),
+        signal: new AbortController().signal,
+        exitWhenIdle: true,
+      });
+    // The retry waits for its backoff, and an idle worker exits meanwhile: run it until the task is settled.
+    const deadline = Date.now() + 10_000;
+    await run();
+    while ((await queue.get(broken))?.state === 'pending') {
+      if (Date.now() > deadline) throw new Error('flaky.broken was still pending after 10 s of worker runs');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await run();
+    }
+    // The module that does not load was tried on each attempt; the missing export failed on its first.
+    const brokenRecord = await queue.get(broken);
+    expect(brokenRecord).toMatchObject({ state: 'failed', task: { attempts: 2 } });
+    expect(brokenRecord?.task?.error?.message).toMatch(
+      /flaky\.broken cannot be loaded: .*manifest\.yaml:3.*cannot be loaded/s,
+    );
+    const unnamedRecord = await queue.get(unnamed);
+    expect(unnamedRecord).toMatchObject({ state: 'failed', task: { attempts: 1 } });
+    expect(unnamedRecord?.task?.error?.message).toMatch(/exports no `missing`/);
+    expect(await queue.get(ok)).toMatchObject({ state: 'done', task: { result: 'ok' } });
+    // Fixed while the same registry lives on (a worker that keeps running): the retried task loads it and runs.
+    await writeFile(path.join(integration, 'src', 'broken.ts'), 'export async function run() { return "fixed"; }\n');
+    await queue.retry(broken);
+    await run();
+    expect(await queue.get(broken)).toMatchObject({ state: 'done', task: { result: 'fixed' } });
+  });
+
+  it("ends a task at its timeout while its handler module's top-level code never settles", async () => {
+    const { config, queue } = await setup(
+      'queue:\n  policies:\n    defaults: {max_attempts: 1}\n    overrides:\n      test.stuck: {timeout: 200ms}\n',
+    );
+    const id = await enqueued(queue, 'test.stuck');
+    const never = new Promise<TaskHandler>(() => {});
+    const { logger } = capturingLogger();
+    await runWorker({
+      config,
+      logger,
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      handlers: { get: () => never },
+    });
+    expect(await queue.get(id)).toMatchObject({ state: 'failed', task: { error: { type: 'TaskTimeoutError' } } });
   });
 
   it('fails a task whose handler throws something that is not an Error, with what it threw', async () => {

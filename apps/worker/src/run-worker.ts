@@ -34,7 +34,7 @@ export interface RunWorkerOptions {
   /** The integrations and instances. @default the builtin integrations with `config`'s instances */
   registry?: IntegrationRegistry;
   /** Handlers by task type. @default every handler the registry's manifests name, loaded now */
-  handlers?: ReadonlyMap<string, TaskHandler>;
+  handlers?: ReadonlyMap<string, TaskHandler> | HandlerLookup;
   /**
    * The bwrap executable scripts run under. An internal option for tests that need a missing one.
    * @default 'bwrap' (on PATH)

@@ -28,6 +28,7 @@ export {
 export {
   type DoctorCheckFunction,
   type EntryTaskResult,
+  HandlerLoadError,
   type HandlerReference,
   type HandlerSelection,
   type InboundHandlerInfo,

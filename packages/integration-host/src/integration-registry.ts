@@ -509,7 +509,9 @@ export class IntegrationRegistry implements ActionRegistry {
     const info = this.#types.get(type);
     if (!info) return undefined;
     const loaded = await this.#importHandler(info);
-    if ('problem' in loaded) throw new ManifestError([loaded.problem], brokenHandlerHint);
+    if ('problem' in loaded) {
+      throw new HandlerLoadError([loaded.problem], loaded.importFailed === true);
+    }
     return loaded.handler as TaskHandler;
   }
 
@@ -559,16 +561,22 @@ export class IntegrationRegistry implements ActionRegistry {
     return undefined;
   }
 
-  async #importHandler(info: HandlerSite): Promise<{ handler: unknown } | { problem: ManifestProblem }> {
+  async #importHandler(
+    info: HandlerSite,
+  ): Promise<{ handler: unknown } | { problem: ManifestProblem; importFailed?: boolean }> {
     const { handler } = info;
     const outside = this.#outsideProblem(info);
     if (outside) return { problem: outside };
     let loading = this.#modules.get(handler.module);
     if (!loading) {
-      loading = import(pathToFileURL(handler.module).href) as Promise<Record<string, unknown>>;
-      // Handled here so that a module that failed to load is no unhandled rejection; each caller sees it below.
-      loading.catch(() => {});
-      this.#modules.set(handler.module, loading);
+      const started = import(pathToFileURL(handler.module).href) as Promise<Record<string, unknown>>;
+      loading = started;
+      this.#modules.set(handler.module, started);
+      // A module that failed to load is forgotten, so the next task imports it again: a file fixed (or a package
+      // installed) while the worker runs is picked up. Handled here, too, so the failure is no unhandled rejection.
+      started.catch(() => {
+        if (this.#modules.get(handler.module) === started) this.#modules.delete(handler.module);
+      });
     }
     let exports: Record<string, unknown>;
     try {
@@ -583,6 +591,7 @@ export class IntegrationRegistry implements ActionRegistry {
             ? `${moduleText} does not exist`
             : `${moduleText} cannot be loaded: ${String((error as Error).message).split('\n')[0]}`,
         ),
+        importFailed: true,
       };
     }
     const value = exports[handler.exportName];
@@ -609,6 +618,25 @@ export class IntegrationRegistry implements ActionRegistry {
 
 const brokenHandlerHint =
   'fix the handler reference or the module; the worker (task handlers) and the server (listeners and webhooks) do not start while one is missing';
+
+/**
+ * A task handler that cannot be had when its task runs. `importFailed`: its module did not load (a syntax error, a
+ * package missing while `npm ci` runs, EMFILE), which a later attempt may not meet, since a failed import is not
+ * cached; otherwise the module loaded but has no such function, which only a change to the code can fix.
+ */
+export class HandlerLoadError extends ManifestError {
+  readonly importFailed: boolean;
+
+  constructor(problems: readonly ManifestProblem[], importFailed: boolean) {
+    super(
+      problems,
+      importFailed
+        ? 'fix the module (or finish installing its packages): the task is tried again with its backoff'
+        : 'fix the handler reference or the module, then `assistant task retry` the task',
+    );
+    this.importFailed = importFailed;
+  }
+}
 
 function inboundKey(domain: string, kind: InboundKind, name: string): string {
   return `${domain}\u0000${kind}\u0000${name}`;

@@ -17,9 +17,10 @@ export interface ConfigCheckOptions {
 export async function configCheckCommand(options: ConfigCheckOptions): Promise<void> {
   const { context } = options;
   const { config, registry } = await loadCliConfig(options);
-  // The worker would refuse to start on a handler it cannot load, and the server on a listener's or webhook's; say
-  // so here, before anything runs, with the exports checked too. Every manifest's listeners and webhooks, not only
-  // enabled instances': the answer does not change when an instance is enabled.
+  // Every handler, listener and webhook module imported and its export checked (as `assistant start` does before
+  // it starts anything): the worker and the server import them only on first use and refuse at start only a
+  // missing module. Every manifest's listeners and webhooks, not only enabled instances': the answer does not
+  // change when an instance is enabled.
   await registry.loadHandlers({ inbound: 'all' });
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [

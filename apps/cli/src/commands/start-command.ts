@@ -29,7 +29,11 @@ interface StartPlan {
  */
 export async function startCommand(options: StartCommandOptions): Promise<void> {
   const { context } = options;
-  const { config } = await loadCliConfig(options);
+  const { config, registry } = await loadCliConfig(options);
+  // What `config check` imports: every handler, listener and webhook module with its export. The worker and the
+  // server import them only when first used (to stay small), so a broken one is refused here, before either
+  // starts, instead of failing its first tasks. This runs in start's short-lived preflight child.
+  await registry.loadHandlers({ inbound: 'all' });
   // A taken port (most often a second Assistant) stops us here with one line, before any child starts.
   if (config.server.port !== 0) await assertPortFree(config.server);
   const plan: StartPlan = {
