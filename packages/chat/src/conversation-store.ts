@@ -172,10 +172,10 @@ export class ConversationStore {
   /** The conversation as its note says now, messages parsed from the transcript. */
   async get(id: string): Promise<Conversation> {
     const notePath = this.#path(id);
-    const file = await resolveNotePath(this.#notes.root, notePath);
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      // The notes root itself may not exist yet: that is no conversation either.
+      text = await readFile(await resolveNotePath(this.#notes.root, notePath), 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AssistantError('CHAT_NOT_FOUND', `No conversation ${id} (no ${notePath} under the notes root)`);
