@@ -134,7 +134,7 @@ export class ConversationStore {
   }
 
   async create(options: CreateConversationOptions = {}): Promise<ConversationSummary> {
-    const id = options.id ?? newMessageId().slice(1);
+    const id = options.id ?? `c${newMessageId().slice(1)}`;
     const notePath = this.#path(id);
     const mode = options.mode === undefined ? this.#defaultMode : parseChatMode(options.mode);
     const now = this.#now().toISOString();

@@ -5,7 +5,7 @@ let sequence = 0;
 
 /**
  * A new message or conversation id that sorts by creation time: 9 base-36 digits of milliseconds, 4 of a
- * per-process sequence, 4 random hex digits (`mkx3q2b1c0001a9f3`). Within one process ids strictly increase even
+ * per-process sequence, 4 random hex digits (`m0mwtkme3s0001a9f3`). Within one process ids strictly increase even
  * when the clock steps back; between processes they are ordered by their clocks, and the random tail keeps two
  * processes in the same millisecond apart.
  */

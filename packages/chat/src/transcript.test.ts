@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { splitNote } from '@assistant/notes';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newMessageId } from './message-id.ts';
@@ -67,6 +69,19 @@ describe('renderSection and parseTranscript', () => {
       { path: 'chats/c.md', line: 18, message: expect.stringContaining('time `yesterday`') },
       { path: 'chats/c.md', line: 24, message: expect.stringContaining('reply_to: <ids>') },
       { path: 'chats/c.md', line: 32, message: expect.stringContaining('appears twice') },
+    ]);
+  });
+});
+
+describe('the transcript example in docs/chat.md', () => {
+  it('reads back without problems', async () => {
+    const doc = await readFile(new URL('../../../docs/chat.md', import.meta.url), 'utf8');
+    const example = /```markdown\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const { messages, problems } = parseTranscript(splitNote(example).body, { path: 'docs/chat.md', firstLine: 1 });
+    expect(problems).toEqual([]);
+    expect(messages.map((message) => [message.role, message.reply_to, message.steps?.length])).toEqual([
+      ['user', undefined, undefined],
+      ['assistant', ['m0mwtkmevk00003c1e'], 2],
     ]);
   });
 });

@@ -1,6 +1,6 @@
 import { idPattern } from './message-id.ts';
 
-export const chatRoles = ['user', 'assistant', 'system'] as const;
+const chatRoles = ['user', 'assistant', 'system'] as const;
 export type ChatRole = (typeof chatRoles)[number];
 
 /**
