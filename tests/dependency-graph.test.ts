@@ -16,7 +16,8 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/queue'],
   ['@assistant/config'],
   ['@assistant/notes', '@assistant/process'],
-  ['@assistant/llm'],
+  // chat stores conversations as notes; its turn runner (later) sits with the integrations, above agent.
+  ['@assistant/llm', '@assistant/chat'],
   ['@assistant/agent'],
   ['@assistant/manifests', '@assistant/scheduler', '@assistant/sandbox', '@assistant/steering', '@assistant/metrics'],
   ['@assistant/automations'],

@@ -17,6 +17,16 @@ export const errorCodes = {
   LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',
   LLM_OUTPUT_INVALID: 'An LLM kept answering with output that does not match the requested schema.',
   LLM_REPLAY_MISS: 'The LLM cache is in replay mode and has no recording of this exact request.',
+  // Chat (packages/chat).
+  CHAT_NOT_FOUND: 'No conversation note `notes/chats/<id>.md` exists for the id given.',
+  CHAT_INPUT_INVALID:
+    'A chat call got an input it cannot use (an id that is not a safe file name, an unknown mode, empty text); the message names the field.',
+  CHAT_MESSAGE_TOO_LARGE: 'A chat message is longer than the inbox accepts (32 KiB of UTF-8 by default).',
+  CHAT_PENDING_FULL:
+    'A conversation already holds the maximum number of accepted messages not yet answered (100 by default); the message was not stored.',
+  CHAT_ALREADY_ANSWERED: 'A chat message was marked answered by a reply other than the one already recorded for it.',
+  CHAT_NOTE_BROKEN:
+    'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

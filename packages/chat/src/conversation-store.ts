@@ -1,0 +1,329 @@
+import { readFile } from 'node:fs/promises';
+import { AssistantError } from '@assistant/errors';
+import {
+  BrokenNoteError,
+  FrontmatterError,
+  type Note,
+  type NoteStore,
+  parseFrontmatter,
+  resolveNotePath,
+  splitNote,
+} from '@assistant/notes';
+import * as z from 'zod';
+import type { ChatInbox, InboxMessage } from './inbox.ts';
+import { idPattern, newMessageId } from './message-id.ts';
+import { type ChatMode, chatModeSchema, chatModes, parseChatMode } from './modes.ts';
+import {
+  type AssistantStatus,
+  appendSection,
+  type ChatRole,
+  type MessageStatus,
+  parseTranscript,
+  renderSection,
+  type ToolStep,
+  type TranscriptProblem,
+} from './transcript.ts';
+
+/** A conversation's frontmatter as `get` and `list` return it. */
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  /** Where the conversation happens: `cli`, `api`, `telegram`… */
+  channel: string;
+  /** Who the assistant talks with on that channel (`owner`, a Telegram user id…). */
+  peer: string;
+  mode: ChatMode;
+  created: string;
+  updated: string;
+  /** The note, relative to the notes root: `chats/<id>.md`. */
+  path: string;
+}
+
+/** A message as `get` returns it. */
+export interface ChatMessage {
+  id: string;
+  role: ChatRole;
+  text: string;
+  at: string;
+  reply_to?: string[];
+  status: MessageStatus;
+  steps?: ToolStep[];
+}
+
+export interface Conversation extends ConversationSummary {
+  messages: ChatMessage[];
+  /** Sections (or a frontmatter value) a person broke: skipped, reported, never rewritten. */
+  problems: TranscriptProblem[];
+}
+
+export interface ConversationStoreOptions {
+  notes: NoteStore;
+  /** Folder under the notes root. @default 'chats' */
+  folder?: string;
+  /** The mode of a new conversation, and of one whose frontmatter `mode` is not a mode. @default 'followup' */
+  defaultMode?: ChatMode;
+  /** When given, `get` lists accepted messages that are not in the transcript yet, with status `pending`. */
+  inbox?: ChatInbox;
+  /** @default () => new Date() */
+  now?: () => Date;
+}
+
+export interface CreateConversationOptions {
+  title?: string;
+  /** @default 'local' */
+  channel?: string;
+  /** @default 'owner' */
+  peer?: string;
+  mode?: ChatMode;
+  /** @default a new time-ordered id */
+  id?: string;
+}
+
+export interface AppendMessageOptions {
+  /** @default a new time-ordered id; the inbox's id for a user message that came through it. */
+  id?: string;
+  role: ChatRole;
+  text: string;
+  /** @default now */
+  at?: string;
+  reply_to?: string[];
+  status?: AssistantStatus;
+  steps?: ToolStep[];
+}
+
+const frontmatterSchema = z.object({
+  id: z.string().regex(idPattern),
+  title: z.unknown().optional(),
+  channel: z.string().min(1),
+  peer: z.unknown().optional(),
+  mode: z.unknown().optional(),
+  created: z.string().min(1),
+  updated: z.unknown().optional(),
+});
+
+/**
+ * Conversations as notes: `chats/<id>.md` under the notes root, frontmatter `id, title, channel, peer, mode,
+ * created, updated` and a markdown transcript with one section per message (transcript.ts). Every read goes to
+ * the file, so a person's edit of the title or mode takes effect at once; appends go through NoteStore's locked
+ * update, which changes only `updated` in the frontmatter and adds a section at the end of the body, keeping
+ * everything a person wrote.
+ */
+export class ConversationStore {
+  readonly #notes: NoteStore;
+  readonly #folder: string;
+  readonly #defaultMode: ChatMode;
+  readonly #inbox: ChatInbox | undefined;
+  readonly #now: () => Date;
+
+  constructor(options: ConversationStoreOptions) {
+    this.#notes = options.notes;
+    this.#folder = options.folder ?? 'chats';
+    this.#defaultMode = options.defaultMode ?? 'followup';
+    this.#inbox = options.inbox;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  #path(id: string): string {
+    if (!idPattern.test(id)) {
+      throw new AssistantError(
+        'CHAT_INPUT_INVALID',
+        `Expected a conversation id of [a-z0-9-] (at most 64 characters), got ${JSON.stringify(id)}`,
+      );
+    }
+    return `${this.#folder}/${id}.md`;
+  }
+
+  async create(options: CreateConversationOptions = {}): Promise<ConversationSummary> {
+    const id = options.id ?? `c${newMessageId().slice(1)}`;
+    const notePath = this.#path(id);
+    const mode = options.mode === undefined ? this.#defaultMode : parseChatMode(options.mode);
+    const now = this.#now().toISOString();
+    const data = {
+      id,
+      title: options.title ?? 'New conversation',
+      channel: options.channel ?? 'local',
+      peer: options.peer ?? 'owner',
+      mode,
+      created: now,
+      updated: now,
+    };
+    await this.#notes.create(notePath, { data, body: '' });
+    return { ...data, path: notePath };
+  }
+
+  /** Every conversation, newest first (by `updated`, then `created`). Broken notes go to `onBroken`. */
+  async list(options: { onBroken?: (error: AssistantError) => void } = {}): Promise<ConversationSummary[]> {
+    const notes = await this.#notes.query({
+      folder: this.#folder,
+      onBroken: (error) => options.onBroken?.(brokenNote(error.path, error.line, error.message, error)),
+    });
+    const found: ConversationSummary[] = [];
+    for (const note of notes) {
+      try {
+        found.push(this.#summary(note.path, note.data, []));
+      } catch (error) {
+        if (!(error instanceof AssistantError)) throw error;
+        options.onBroken?.(error);
+      }
+    }
+    return found.sort((a, b) => b.updated.localeCompare(a.updated) || b.created.localeCompare(a.created));
+  }
+
+  /** The conversation as its note says now, messages parsed from the transcript. */
+  async get(id: string): Promise<Conversation> {
+    const notePath = this.#path(id);
+    let text: string;
+    try {
+      // The notes root itself may not exist yet: that is no conversation either.
+      text = await readFile(await resolveNotePath(this.#notes.root, notePath), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new AssistantError('CHAT_NOT_FOUND', `No conversation ${id} (no ${notePath} under the notes root)`);
+      }
+      throw error;
+    }
+    const parts = splitNote(text);
+    let data: Record<string, unknown>;
+    try {
+      data = parts.hasFrontmatter ? parseFrontmatter(parts.frontmatter, 1) : {};
+    } catch (error) {
+      if (error instanceof FrontmatterError) throw brokenNote(notePath, error.line, error.message, error);
+      throw error;
+    }
+    const problems: TranscriptProblem[] = [];
+    const summary = this.#summary(notePath, data, problems);
+    const firstLine = text.slice(0, text.length - parts.body.length).split('\n').length;
+    const transcript = parseTranscript(parts.body, { path: notePath, firstLine });
+    problems.push(...transcript.problems);
+    const answered = new Set(
+      transcript.messages.flatMap((message) => (message.role === 'assistant' ? (message.reply_to ?? []) : [])),
+    );
+    const messages: ChatMessage[] = transcript.messages.map((message) => ({
+      ...message,
+      status:
+        message.role === 'assistant'
+          ? (message.status ?? 'complete')
+          : answered.has(message.id)
+            ? 'answered'
+            : 'received',
+    }));
+    if (this.#inbox) {
+      const inTranscript = new Set(messages.map((message) => message.id));
+      const pending = await this.#inbox.pending(id);
+      messages.push(
+        ...pending
+          .filter((message: InboxMessage) => !inTranscript.has(message.id))
+          .map(
+            (message): ChatMessage => ({
+              id: message.id,
+              role: 'user',
+              text: message.text,
+              at: message.at,
+              status: 'pending',
+            }),
+          ),
+      );
+    }
+    return { ...summary, messages, problems };
+  }
+
+  /**
+   * Adds a message section at the end of the transcript and sets `updated`, under the note's lock, keeping every
+   * byte a person wrote. Appending an id that the transcript already holds writes nothing and returns
+   * `{appended: false}`: a turn that is rerun after a crash cannot put the same message in twice.
+   */
+  async appendMessage(
+    conversationId: string,
+    options: AppendMessageOptions,
+  ): Promise<{ id: string; appended: boolean }> {
+    const notePath = this.#path(conversationId);
+    const id = options.id ?? newMessageId();
+    if (!idPattern.test(id)) {
+      throw new AssistantError('CHAT_INPUT_INVALID', `Expected a message id of [a-z0-9-], got ${JSON.stringify(id)}`);
+    }
+    for (const replyId of options.reply_to ?? []) {
+      if (!idPattern.test(replyId)) {
+        throw new AssistantError(
+          'CHAT_INPUT_INVALID',
+          `Expected reply_to ids of [a-z0-9-], got ${JSON.stringify(replyId)}`,
+        );
+      }
+    }
+    const now = this.#now().toISOString();
+    const section = renderSection({
+      id,
+      role: options.role,
+      text: options.text,
+      at: options.at ?? now,
+      ...(options.role === 'assistant'
+        ? { reply_to: options.reply_to ?? [], status: options.status ?? 'complete' }
+        : {}),
+      ...(options.steps ? { steps: options.steps } : {}),
+    });
+    let appended = true;
+    try {
+      await this.#notes.update(notePath, {
+        change: (current: Note) => {
+          // Looked up in the note as it is under the lock: the check and the append cannot interleave.
+          const headings = current.body.split('\n').filter((line) => line.startsWith('### '));
+          if (headings.some((line) => line.endsWith(` · ${id}`))) {
+            appended = false;
+            return {};
+          }
+          return { set: { updated: now }, body: appendSection(current.body, section) };
+        },
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new AssistantError(
+          'CHAT_NOT_FOUND',
+          `No conversation ${conversationId} (no ${notePath} under the notes root)`,
+        );
+      }
+      if (error instanceof BrokenNoteError) throw brokenNote(error.path, error.line, error.message, error);
+      throw error;
+    }
+    return { id, appended };
+  }
+
+  #summary(notePath: string, data: Record<string, unknown>, problems: TranscriptProblem[]): ConversationSummary {
+    const parsed = frontmatterSchema.safeParse(data);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw brokenNote(
+        notePath,
+        1,
+        `frontmatter \`${issue?.path.join('.') ?? ''}\`: ${issue?.message ?? 'invalid'}`,
+        parsed.error,
+      );
+    }
+    const mode = chatModeSchema.safeParse(parsed.data.mode);
+    if (!mode.success) {
+      problems.push({
+        path: notePath,
+        line: 1,
+        message: `frontmatter \`mode\` is ${JSON.stringify(parsed.data.mode)}, not one of ${chatModes.join(', ')}; using ${this.#defaultMode}`,
+      });
+    }
+    const text = (value: unknown, fallback: string) =>
+      typeof value === 'string' || typeof value === 'number' ? String(value) : fallback;
+    return {
+      id: parsed.data.id,
+      title: text(parsed.data.title, ''),
+      channel: parsed.data.channel,
+      peer: text(parsed.data.peer, ''),
+      mode: mode.success ? mode.data : this.#defaultMode,
+      created: parsed.data.created,
+      updated: text(parsed.data.updated, parsed.data.created),
+      path: notePath,
+    };
+  }
+}
+
+function brokenNote(notePath: string, line: number, message: string, cause: unknown): AssistantError {
+  const detail = message.startsWith(`${notePath}:`) ? message : `${notePath}:${line}: ${message}`;
+  return new AssistantError('CHAT_NOTE_BROKEN', detail, {
+    cause,
+    hint: 'Fix the note by hand; Assistant never rewrites a note it cannot read.',
+  });
+}
