@@ -2,14 +2,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadRuntime } from '@assistant/integration-host';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { installation } from '@assistant/process';
-import { openFileTaskQueue } from '@assistant/queue';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runWorker } from './run-worker.ts';
+import { loadTestRuntime } from './testing/load-test-runtime.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -40,16 +38,7 @@ describe('tool results of an agent loop', () => {
     await mkdir(path.join(dir, 'data', 'notes', 'inbox'), { recursive: true });
     await writeFile(path.join(dir, 'data', 'notes', 'inbox', 'attack.md'), `---\ntitle: A mail\n---\n${attack}\n`);
 
-    const { config, registry } = await loadRuntime({
-      installation,
-      configPath: path.join(dir, 'config.yaml'),
-      cwd: dir,
-    });
-    const queue = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
-    });
+    const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueued = await queue.enqueue({
       type: 'system.agent',
       source: 'cli',

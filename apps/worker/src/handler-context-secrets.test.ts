@@ -2,12 +2,10 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadRuntime } from '@assistant/integration-host';
-import { installation } from '@assistant/process';
-import { openFileTaskQueue } from '@assistant/queue';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runWorker } from './run-worker.ts';
+import { loadTestRuntime } from './testing/load-test-runtime.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -105,16 +103,7 @@ integrations:
   - {type: peek, name: theirs, password: !secret theirs_password, llm: other}
 `,
     );
-    const { config, registry } = await loadRuntime({
-      installation,
-      configPath: path.join(dir, 'config.yaml'),
-      cwd: dir,
-    });
-    const queue = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
-    });
+    const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueued = await queue.enqueue({ type: 'peek.look', source: 'cli', integration: 'mine' });
     const logger = pino({ level: 'silent' });
     await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });
@@ -141,16 +130,7 @@ integrations:
       path.join(dir, 'config.yaml'),
       'data_dir: ./data\nworker: {poll_interval: 50ms}\nintegration_dirs: [./custom]\nintegrations:\n  - {type: nosy, name: n}\n',
     );
-    const { config, registry } = await loadRuntime({
-      installation,
-      configPath: path.join(dir, 'config.yaml'),
-      cwd: dir,
-    });
-    const queue = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
-    });
+    const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueued = await queue.enqueue({ type: 'nosy.look', source: 'cli', integration: 'n' });
     await runWorker({
       config,

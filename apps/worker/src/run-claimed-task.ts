@@ -169,20 +169,11 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
     }
   }
   signal.throwIfAborted();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([
-      // A handler that throws synchronously (not an async function) is still just a failed task.
-      Promise.resolve().then(() => handler(context)),
-      aborted,
-    ]);
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
+  // A handler that throws synchronously (not an async function) is still just a failed task.
+  return await raceSignal(
+    Promise.resolve().then(() => handler(context)),
+    signal,
+  );
 }
 
 async function report(options: RunClaimedTaskOptions, logger: Logger, outcome: TaskOutcomeReport): Promise<void> {

@@ -3,9 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { loadRuntime, type TaskHandler } from '@assistant/integration-host';
+import type { TaskHandler } from '@assistant/integration-host';
 import { NoteStore } from '@assistant/notes';
-import { installation } from '@assistant/process';
 import {
   type ClaimedTask,
   type JsonValue,
@@ -18,6 +17,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runWorker } from './run-worker.ts';
+import { loadTestRuntime } from './testing/load-test-runtime.ts';
 
 const greeterFolder = fileURLToPath(new URL('../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
 
@@ -302,16 +302,7 @@ describe('runWorker', () => {
         '',
       ].join('\n'),
     );
-    const { config, registry } = await loadRuntime({
-      installation,
-      configPath: path.join(dir, 'config.yaml'),
-      cwd: dir,
-    });
-    const queue = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
-    });
+    const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueue = async (type: string) => {
       const outcome = await queue.enqueue({ type, source: 'cli', integration: 'f' });
       if (outcome.status !== 'enqueued') throw new Error(`${type} was not enqueued`);
@@ -444,16 +435,7 @@ describe('runWorker', () => {
       path.join(dir, 'config.yaml'),
       `data_dir: ./data\nworker:\n  poll_interval: 50ms\nintegration_dirs: [${JSON.stringify(greeterFolder)}]\nintegrations:\n  - type: greeter\n    name: friendly\n    greeting: Hi\n    platforms:\n      people:\n        names: [Ada, Grace]\n`,
     );
-    const { config, registry } = await loadRuntime({
-      installation,
-      configPath: path.join(dir, 'config.yaml'),
-      cwd: dir,
-    });
-    const queue = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
-    });
+    const { config, registry, queue } = await loadTestRuntime(dir);
     const check = await queue.enqueue({ type: 'greeter.people.check', source: 'cli', integration: 'friendly' });
     const { logger } = capturingLogger();
     await runWorker({ config, registry, logger, signal: new AbortController().signal, exitWhenIdle: true });

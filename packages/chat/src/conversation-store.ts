@@ -11,7 +11,7 @@ import {
 } from '@assistant/notes';
 import * as z from 'zod';
 import type { ChatInbox, InboxMessage } from './inbox.ts';
-import { idPattern, newMessageId } from './message-id.ts';
+import { assertConversationId, idPattern, newMessageId } from './message-id.ts';
 import { type ChatMode, chatModeSchema, chatModes, parseChatMode } from './modes.ts';
 import {
   type AssistantStatus,
@@ -124,13 +124,7 @@ export class ConversationStore {
   }
 
   #path(id: string): string {
-    if (!idPattern.test(id)) {
-      throw new AssistantError(
-        'CHAT_INPUT_INVALID',
-        `Expected a conversation id of [a-z0-9-] (at most 64 characters), got ${JSON.stringify(id)}`,
-      );
-    }
-    return `${this.#folder}/${id}.md`;
+    return `${this.#folder}/${assertConversationId(id)}.md`;
   }
 
   async create(options: CreateConversationOptions = {}): Promise<ConversationSummary> {

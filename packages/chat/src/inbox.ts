@@ -3,7 +3,7 @@ import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import * as z from 'zod';
-import { idPattern, newMessageId } from './message-id.ts';
+import { assertConversationId, idPattern, newMessageId } from './message-id.ts';
 import { type ChatMode, chatModeSchema, parseChatMode } from './modes.ts';
 import { normaliseText } from './transcript.ts';
 
@@ -78,13 +78,7 @@ export class ChatInbox {
   }
 
   #folder(conversationId: string, kind: 'messages' | 'answered'): string {
-    if (!idPattern.test(conversationId)) {
-      throw new AssistantError(
-        'CHAT_INPUT_INVALID',
-        `Expected a conversation id of [a-z0-9-] (at most 64 characters), got ${JSON.stringify(conversationId)}`,
-      );
-    }
-    return path.join(this.directory, conversationId, kind);
+    return path.join(this.directory, assertConversationId(conversationId), kind);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AssistantError } from '@assistant/errors';
 
 let lastMs = 0;
 let sequence = 0;
@@ -26,3 +27,14 @@ export function newMessageId(now = Date.now()): string {
 
 /** Ids the chat package accepts from outside (conversation ids, message ids): safe as file names. */
 export const idPattern = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+/** `id` when it is a conversation id (so it cannot name a path outside its folder); CHAT_INPUT_INVALID otherwise. */
+export function assertConversationId(id: string): string {
+  if (!idPattern.test(id)) {
+    throw new AssistantError(
+      'CHAT_INPUT_INVALID',
+      `Expected a conversation id of [a-z0-9-] (at most 64 characters), got ${JSON.stringify(id)}`,
+    );
+  }
+  return id;
+}
