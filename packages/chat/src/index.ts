@@ -1,4 +1,12 @@
 export {
+  type ChatEvent,
+  type ChatEventEntry,
+  ChatEventLog,
+  type ChatEventLogOptions,
+  type ChatEventType,
+  chatEventTypes,
+} from './chat-events.ts';
+export {
   type AppendMessageOptions,
   type ChatMessage,
   type Conversation,
@@ -22,3 +30,4 @@ export type {
   ToolStep,
   TranscriptProblem,
 } from './transcript.ts';
+export { type AcquireResult, type TurnState, TurnStates, type TurnStatesOptions } from './turn-state.ts';
