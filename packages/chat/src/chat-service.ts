@@ -140,6 +140,15 @@ export class ChatService {
    */
   async post(conversationId: string, options: PostMessageOptions): Promise<PostMessageResult> {
     const conversation = await this.get(conversationId);
+    if (conversation.channel === 'notifications') {
+      throw new AssistantError(
+        'CHAT_INPUT_INVALID',
+        `Conversation ${conversation.id} holds notifications and takes no messages`,
+        {
+          hint: 'answer an approval with /approve ID or /reject ID, a question with `assistant steer`; start a chat with /new',
+        },
+      );
+    }
     const mode = options.mode === undefined ? undefined : parseChatMode(options.mode);
     const accepted = await this.inbox.accept(conversation.id, {
       text: options.text,
