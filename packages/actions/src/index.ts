@@ -29,6 +29,13 @@ export {
   type RequestManualActionResult,
   requestManualAction,
 } from './manual-action.ts';
+export {
+  type ChatOrigin,
+  findService,
+  type ProposeActionOptions,
+  type ProposedAction,
+  proposeAction,
+} from './propose-action.ts';
 export { renderInputs, renderTemplate } from './render-template.ts';
 export {
   auditKeys,
