@@ -98,7 +98,11 @@ export function createChatConsole(
         ...(reason === undefined ? {} : { reason }),
         source: `chat:${task.id}`,
       });
-      const outcome = await files.waitForOutcome(request.id, { timeoutMs: steerWaitMs, signal });
+      // A pending task gets it when it starts; an active one applies it at its next step, which is worth a moment.
+      const outcome =
+        record.state === 'active'
+          ? await files.waitForOutcome(request.id, { timeoutMs: steerWaitMs, signal })
+          : undefined;
       if (!outcome) return { request: request.id, status: 'queued' };
       return {
         request: request.id,

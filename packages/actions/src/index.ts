@@ -7,6 +7,7 @@ export {
   type DecideApprovalOptions,
   type DecideApprovalResult,
   decideApproval,
+  enqueueApproved,
   expireApprovals,
   listApprovals,
   readApproval,
