@@ -53,7 +53,7 @@ export interface ChatConsole {
   }): Promise<TriggerOutcome>;
   /**
    * Writes a steering request for a pending or active task (never a `chat.turn`: conversations are steered by their
-   * messages) and waits a moment for the worker to apply it.
+   * messages); for an active task it waits a moment for the worker to apply it, a pending one gets it when it starts.
    */
   steer(options: {
     task: string;
