@@ -283,6 +283,26 @@ describe('the chat tools', () => {
     expect(await readFile(path.join(config.paths.notes, item), 'utf8')).toContain(`approval: ${proposed.approval}`);
   });
 
+  it("a proposed service that cannot be undone passes the worker's gate once approved", async () => {
+    const { contextFor, notes, queue, config, registry } = await setup();
+    const item = await createAda(notes);
+    const t = turn(contextFor('chat.turn'));
+    const { approval } = (await call(t, 'propose', {
+      ...proposal(item),
+      action: { kind: 'service', name: 'greeter.friendly.post_card', inputs: { name: 'Ada' } },
+    })) as { approval: string };
+    expect(await readApproval(notes, approval)).toMatchObject({
+      actions: [{ kind: 'service', key: 'service:greeter.friendly.post_card', tier: 'irreversible' }],
+    });
+    t.owner.push(`ok, ${approval}`);
+    await call(t, 'decide_approval', { id: approval, decision: 'approve' });
+    await runWorker({ config, registry, logger: silent, signal: new AbortController().signal, exitWhenIdle: true });
+    const tasks = await queue.list();
+    expect(tasks.map((entry) => [entry.name?.type, entry.state])).toEqual([['service.greeter.post_card', 'done']]);
+    const done = await queue.get(tasks[0]?.name?.id ?? '');
+    expect(done?.task?.result).toEqual({ posted: 'Ada' });
+  });
+
   it('propose refuses what the action system does not know, and templates', async () => {
     const { contextFor, notes } = await setup();
     const item = await createAda(notes);
