@@ -16,6 +16,7 @@ import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
+import { createChatConsole } from './chat-console.ts';
 
 /** What the worker shares between the contexts of all the tasks it runs. */
 export interface WorkerServices {
@@ -124,6 +125,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
             stats: () => services.queue.stats(),
           },
         }
+      : {}),
+    ...(instance.domain === 'chat' && isBuiltin && services.registry
+      ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
     logger,
     log: {
