@@ -57,6 +57,15 @@ export function chatTools(options: ChatToolsOptions): Tool[] {
         return note ? { data: note.data, body: note.body.slice(0, 4_000) } : { error: `no note ${path}` };
       },
     }),
+    defineTool({
+      name: 'ask_owner',
+      description:
+        'Asks the person you are chatting with a question when you cannot go on without their answer; the question shows in the chat and their next message is the answer. Ask only what the notes cannot tell you.',
+      input: z.object({ question: z.string().min(1).max(2_000) }),
+      // The answer is the owner's own words in this chat, not text from outside.
+      trusted: options.ownerPeer,
+      run: async ({ question }, tool) => ({ answer: await tool.askCaller(question) }),
+    }),
   ];
   const console = context.console;
   return console ? [...reading, ...consoleTools(options, console)] : reading;
