@@ -49,7 +49,7 @@ export type FakeReply =
     };
 
 /** How a reply with content or tool calls is streamed, when the request asks for a stream. */
-export interface StreamingShape {
+interface StreamingShape {
   /**
    * Wait this long between the chunks of a streamed reply, so a test or bench sees tokens arrive over time.
    * Ignored for a reply that is not streamed. @default 0
