@@ -130,6 +130,21 @@ describe('createOpenAiChatModel with onDelta', () => {
     expect(deltas.at(-1)).toEqual({ text: '', restart: true });
   });
 
+  it('gives up a stream that stalls longer than the timeout and retries it, with a restart', async () => {
+    const model = await modelWith([{ text: answer, chunkDelayMs: 60_000 }, { text: answer }], { timeoutMs: 300 });
+    const deltas: ChatDelta[] = [];
+    const response = await model.chat(hello, { onDelta: (delta) => deltas.push(delta) });
+    expect(response.message.content).toBe(answer);
+    expect(deltas.slice(0, 2)).toEqual([{ text: 'The ' }, { text: '', restart: true }]);
+    expect(
+      deltas
+        .slice(2)
+        .map((delta) => delta.text)
+        .join(''),
+    ).toBe(answer);
+    expect(server?.requests).toHaveLength(2);
+  });
+
   it('turns an abort in the middle of the stream into LlmAbortedError and stops delivering text', async () => {
     const model = await modelWith([{ text: answer, chunkDelayMs: 60_000 }]);
     const controller = new AbortController();

@@ -100,7 +100,7 @@ export function createOpenAiChatModel(
     // ReAct replies are never streamed: their text is the tool-call format, not words for a reader.
     const completion =
       onDelta !== undefined && native
-        ? await readStream(await clientOf(), body, signal, onDelta)
+        ? await readStream(await clientOf(), body, signal, onDelta, options.timeoutMs ?? 120_000)
         : await (await clientOf()).chat.completions.create(
             body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
             signal ? { signal } : {},
@@ -225,22 +225,27 @@ interface AssembledCompletion {
 /**
  * Sends the request as a stream (`stream: true` with usage in the last chunk), hands each piece of content to
  * `onDelta` as it arrives, and assembles the pieces into what the non-streaming answer would hold: the content, the
- * tool calls (joined by their index), the finish reason, the usage and the model.
+ * tool calls (joined by their index), the finish reason, the usage and the model. The client's timeout ends when the
+ * answer starts; after that, a stream that sends nothing for `idleTimeoutMs` is given up as broken off (and retried).
  */
 async function readStream(
   client: OpenAI,
   body: Record<string, unknown>,
   signal: AbortSignal | undefined,
   onDelta: (text: string) => void,
+  idleTimeoutMs: number,
 ): Promise<AssembledCompletion> {
+  const idle = new AbortController();
   const stream = await client.chat.completions.create(
     {
       ...body,
       stream: true,
       stream_options: { include_usage: true },
     } as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
-    signal ? { signal } : {},
+    { signal: signal === undefined ? idle.signal : AbortSignal.any([signal, idle.signal]) },
   );
+  // Armed only once the answer has started, so an idle abort is never taken for the caller's cancellation.
+  const timer = setTimeout(() => idle.abort(), idleTimeoutMs);
   let model = '';
   let content: string | null = null;
   let finishReason: string | null = null;
@@ -248,6 +253,7 @@ async function readStream(
   const calls: { id: string; name: string; arguments: string }[] = [];
   try {
     for await (const chunk of stream) {
+      timer.refresh();
       if (typeof chunk.model === 'string' && chunk.model !== '') model = chunk.model;
       if (chunk.usage) usage = chunk.usage;
       const choice = chunk.choices?.[0];
@@ -270,13 +276,16 @@ async function readStream(
   } catch (error) {
     // The server's own error events, a malformed event and an abort keep their meaning; anything else that breaks
     // the read (a reset socket: undici's "terminated") is a stream cut short.
-    if (signal?.aborted || error instanceof SyntaxError || (sdk !== undefined && error instanceof sdk.APIError)) {
-      throw error;
-    }
+    if (signal?.aborted) throw error;
+    if (idle.signal.aborted) throw idleFailure(idleTimeoutMs);
+    if (error instanceof SyntaxError || (sdk !== undefined && error instanceof sdk.APIError)) throw error;
     throw new StreamInterruptedError(`the streamed reply broke off: ${describe(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
   }
   // The client ends the iteration quietly when the request is aborted.
   signal?.throwIfAborted();
+  if (idle.signal.aborted) throw idleFailure(idleTimeoutMs);
   if (finishReason === null) throw new StreamInterruptedError('the streamed reply ended before its finish reason');
   return {
     model,
@@ -297,6 +306,10 @@ async function readStream(
     ],
     usage,
   };
+}
+
+function idleFailure(idleTimeoutMs: number): StreamInterruptedError {
+  return new StreamInterruptedError(`the streamed reply sent nothing for ${idleTimeoutMs} ms`);
 }
 
 function describe(error: unknown): string {
