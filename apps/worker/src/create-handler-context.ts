@@ -157,6 +157,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         signal,
         onEvent: (event) => {
           const { type, lineage, handleId: _handle, ...details } = event;
+          // Tokens (a line each) would flood events.jsonl and the debug log: they go to the caller's onEvent only.
+          if (type === 'token') return onEvent?.(event);
           record({
             type,
             lineage,
