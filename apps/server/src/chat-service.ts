@@ -7,7 +7,7 @@ import type { TaskQueue } from '@assistant/queue';
 /** The builtin chat integration's default instance (integrations/chat/manifest.yaml). */
 const defaultChatInstance = 'chat';
 
-export interface ServerChatServiceOptions {
+export interface ConfiguredChatServiceOptions {
   config: LoadedConfig;
   notes: NoteStore;
   queue: Pick<TaskQueue, 'enqueue'>;
@@ -18,10 +18,10 @@ export interface ServerChatServiceOptions {
 }
 
 /**
- * The server's one ChatService (REST routes, listeners): conversations under the notes folder, inbox and event logs
+ * The ChatService of a config (the server's one, for REST routes and listeners; `assistant chat`'s): conversations under the notes folder, inbox and event logs
  * under the data directory, turns enqueued for the builtin `chat` instance, new conversations in its `mode` setting.
  */
-export function serverChatService(options: ServerChatServiceOptions): ChatService {
+export function configuredChatService(options: ConfiguredChatServiceOptions): ChatService {
   const instance = defaultChatInstance;
   const setting = options.registry?.instance(instance)?.settings.mode;
   let defaultMode: ChatMode = 'followup';

@@ -18,7 +18,7 @@ import Fastify, {
 import { type Logger, pino } from 'pino';
 import { type ApiToken, configuredApiToken } from './api-token.ts';
 import { registerBearerAuth } from './bearer-auth.ts';
-import { serverChatService } from './chat-service.ts';
+import { configuredChatService } from './chat-service.ts';
 import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
@@ -69,7 +69,7 @@ export interface CreateServerOptions {
   /** Aborted as the server shuts down: webhook handlers see it. @default never */
   signal?: AbortSignal;
   /**
-   * The server's one ChatService (runServer builds it with serverChatService and resumes it). @default one built
+   * The server's one ChatService (runServer builds it with configuredChatService and resumes it). @default one built
    * here over the server's queue, with the `chat` instance's settings from `registry`
    */
   chat?: ChatService;
@@ -188,7 +188,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
   const chat =
     options.chat ??
-    serverChatService({
+    configuredChatService({
       config,
       notes,
       queue: { enqueue: (request) => queue().enqueue(request) },

@@ -9,7 +9,7 @@ import { openFileTaskQueue } from '@assistant/queue';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
-import { serverChatService } from './chat-service.ts';
+import { configuredChatService } from './chat-service.ts';
 import { createServer } from './create-server.ts';
 import { dataPaths } from './data-paths.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
@@ -72,7 +72,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger,
     breakers,
   });
-  const chat = serverChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
+  const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
   const listeners = new ListenerSupervisor({
     registry,
     enqueue: (request) => queueEnqueue(queue, request),
