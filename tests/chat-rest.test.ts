@@ -1,14 +1,20 @@
 // 200 chat messages from 10 concurrent clients over real loopback HTTP, each sent with a client id and retried at
-// random (requests abandoned mid-flight, answers resent): exactly 200 messages are stored, each once.
-
+// random (requests abandoned mid-flight, answers resent): exactly 200 messages are stored, each once. And the real
+// server process: the turns of messages stored before a crash enqueued at start, an event stream that does not hold
+// its stop.
 import path from 'node:path';
-import { ChatEventLog, ChatInbox } from '@assistant/chat';
+import { ChatEventLog, ChatInbox, ChatService } from '@assistant/chat';
 import { loadConfig } from '@assistant/config';
+import { NoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
+import { freePort } from './helpers/free-port.ts';
+import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const clients = 10;
 const perClient = 20;
@@ -134,6 +140,100 @@ describe('POST /api/chats/:id/messages under concurrent clients that retry', () 
         turned.add(String((record?.task?.payload as { message?: string } | undefined)?.message));
       }
       expect(turned, context).toEqual(new Set(stored));
+    } finally {
+      await queue.close();
+    }
+  });
+});
+
+/**
+ * Reads a stream until `until` holds for all text read (or, with `'end'`, until it ends), failing with `what` after
+ * `timeoutMs` even while a read is blocked.
+ */
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  until: ((text: string) => boolean) | 'end',
+  what: string,
+  timeoutMs = 10_000,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`waited ${timeoutMs} ms for ${what}; read ${JSON.stringify(text)}`)),
+      timeoutMs,
+    );
+  });
+  try {
+    for (;;) {
+      const chunk = await Promise.race([reader.read(), deadline]);
+      if (chunk.done) {
+        if (until === 'end') return text;
+        throw new Error(`the stream ended before ${what}; read ${JSON.stringify(text)}`);
+      }
+      text += decoder.decode(chunk.value, { stream: true });
+      if (until !== 'end' && until(text)) return text;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('assistant serve and chat', () => {
+  it('enqueues the turn of a message stored before a crash, streams events, and stops with a stream open', async () => {
+    await using dir = await tempDir();
+    const port = await freePort();
+    const configPath = await dir.write('config.yaml', `data_dir: ./data\nserver:\n  port: ${port}\n`);
+    const { config } = await loadConfig({ configPath });
+    const queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
+    try {
+      // A message the inbox stored before the server died, its turn never enqueued.
+      const chat = new ChatService({
+        notes: new NoteStore({ root: config.paths.notes }),
+        dataDir: config.paths.dataDir,
+        controlRoot: config.paths.control,
+        queue,
+      });
+      const { id: conversation } = await chat.create({ channel: 'api' });
+      const stored = await chat.inbox.accept(conversation, { text: 'stored, then the server died' });
+      expect(await queue.list({ type: 'chat.turn' })).toEqual([]);
+
+      const server = startNode({ args: [cliMain, 'serve', '--config', configPath], cwd: dir.path });
+      try {
+        await server.waitForOutput(/listening on/);
+        const turns = await waitUntil(
+          async () => {
+            const found = [];
+            for (const entry of await queue.list({ type: 'chat.turn' })) {
+              const record = entry.name ? await queue.get(entry.name.id) : undefined;
+              if (record?.task) found.push(record.task.payload);
+            }
+            return found.length > 0 ? found : undefined;
+          },
+          { what: 'the server to enqueue the turn of the stored message' },
+        );
+        expect(turns).toEqual([{ conversation, message: stored.id }]);
+
+        const api = fetchWithToken(await readApiToken(config.paths.dataDir));
+        const stream = await api(`http://127.0.0.1:${port}/api/chats/${conversation}/events`);
+        expect(stream.status).toBe(200);
+        const reader = stream.body?.getReader();
+        if (!reader) throw new Error('the event stream has no body');
+        let received = '';
+        const offset = await chat.events.append(conversation, { type: 'token', step: 1, text: 'Hello' });
+        received += await readUntil(reader, (text) => text.includes('event: token'), 'the token event on the stream');
+        expect(received).toContain(`event: token\nid: ${offset}\ndata: `);
+
+        // SIGTERM with the stream open: the server ends it and exits, rather than wait for the client.
+        server.child.kill('SIGTERM');
+        const exit = await server.exited;
+        expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+        await readUntil(reader, 'end', 'the server to end the event stream');
+      } finally {
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+        await server.exited;
+      }
     } finally {
       await queue.close();
     }
