@@ -113,7 +113,13 @@ export class RouteTable {
         tags: [route.tag],
         ...(parameters.length > 0 ? { parameters } : {}),
         ...(route.body
-          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } }
+          ? {
+              requestBody: {
+                // A body the route also takes absent (`POST /api/chats`) is optional.
+                required: !route.body.safeParse(undefined).success,
+                content: { 'application/json': { schema: jsonSchema(route.body) } },
+              },
+            }
           : {}),
         responses,
       };

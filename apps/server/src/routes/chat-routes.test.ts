@@ -194,6 +194,8 @@ describe('/api/chats', () => {
       ].sort(),
     );
     expect(document.paths['/api/chats/{id}/messages'].post.responses).toHaveProperty('429');
+    expect(document.paths['/api/chats/{id}/messages'].post.requestBody.required).toBe(true);
+    expect(document.paths['/api/chats'].post.requestBody.required).toBe(false);
     const anonymous = await app.inject({ method: 'GET', url: '/api/chats' });
     expect(anonymous.statusCode).toBe(401);
   });
