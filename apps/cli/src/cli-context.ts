@@ -12,9 +12,17 @@ export interface CliContext {
   env: NodeJS.ProcessEnv;
   /** Relative --config and --data paths resolve against it. */
   cwd: string;
+  /** What `assistant chat` reads lines (or, with --once, the message) from. @default process.stdin */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
 /** The real process's streams, environment and directory. */
 export function processContext(): CliContext {
-  return { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    stdin: process.stdin,
+  };
 }

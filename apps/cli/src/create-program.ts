@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
 import { actCommand, approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
+import { chatCommand } from './commands/chat-command.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
@@ -142,6 +143,29 @@ export function createProgram(context: CliContext): CliProgram {
     )
     .action(async (id: string, action: string, words: string[], options: { json?: boolean }, command: Command) =>
       steerCommand({ globals: globalOptions(command, context), context, id, action, words, ...options }),
+    );
+
+  program
+    .command('chat')
+    .description('talk to the assistant: each line is a message, the reply streams back (the worker answers)')
+    .argument('[id]', 'the conversation (default: the newest one started here, or a new one)')
+    .option('--once', 'send stdin as one message, print the reply and exit')
+    .option('--json', 'with --once: print {conversation, message, reply} as JSON')
+    .option('--timeout <duration>', 'with --once: how long to wait for the reply (default 120s)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'In the conversation: /new, /mode MODE, /stop, /approve ID, /reject ID, /help, /quit.',
+        '',
+        'Examples:',
+        '  assistant chat',
+        '  echo "what is urgent?" | assistant chat --once',
+      ].join('\n'),
+    )
+    .action(
+      async (id: string | undefined, options: { once?: boolean; json?: boolean; timeout?: string }, command: Command) =>
+        chatCommand({ globals: globalOptions(command, context), context, id, ...options }),
     );
 
   program

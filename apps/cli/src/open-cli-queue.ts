@@ -1,3 +1,4 @@
+import type { LoadedConfig } from '@assistant/config';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { CliContext } from './cli-context.ts';
@@ -14,10 +15,10 @@ export async function openCliQueue(options: OpenCliQueueOptions): Promise<TaskQu
   return (await openCliRuntime(options)).queue;
 }
 
-/** The queue and the integration registry, for commands that enqueue. */
+/** The queue, the integration registry and the config, for commands that enqueue. */
 export async function openCliRuntime(
   options: OpenCliQueueOptions,
-): Promise<{ queue: TaskQueue; registry: IntegrationRegistry }> {
+): Promise<{ queue: TaskQueue; registry: IntegrationRegistry; config: LoadedConfig }> {
   const { config, registry } = await loadCliConfig(options);
   const queue = await openFileTaskQueue({
     directory: config.paths.queue,
@@ -25,7 +26,7 @@ export async function openCliRuntime(
     settings: config.queue,
     logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
   });
-  return { queue, registry };
+  return { queue, registry, config };
 }
 
 /** JSON for `--json`: two-space indented, one trailing newline. */

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
+import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
@@ -17,6 +18,7 @@ import Fastify, {
 import { type Logger, pino } from 'pino';
 import { type ApiToken, configuredApiToken } from './api-token.ts';
 import { registerBearerAuth } from './bearer-auth.ts';
+import { configuredChatService } from './chat-service.ts';
 import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
@@ -26,6 +28,7 @@ import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
+import { registerChatRoutes } from './routes/chat-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
@@ -65,6 +68,11 @@ export interface CreateServerOptions {
   token?: Pick<ApiToken, 'value' | 'source'> | string;
   /** Aborted as the server shuts down: webhook handlers see it. @default never */
   signal?: AbortSignal;
+  /**
+   * The server's one ChatService (runServer builds it with configuredChatService and resumes it). @default one built
+   * here over the server's queue, with the `chat` instance's settings from `registry`
+   */
+  chat?: ChatService;
   /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
   timeouts?: Partial<ServerTimeouts>;
 }
@@ -178,6 +186,16 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
+  const chat =
+    options.chat ??
+    configuredChatService({
+      config,
+      notes,
+      queue: { enqueue: (request) => queue().enqueue(request) },
+      registry: options.registry,
+      warn: (message) => app.log.warn(message),
+    });
+  registerChatRoutes(app, routes, { chat: () => chat, signal: options.signal ?? new AbortController().signal });
   registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
   registerWebhookRoutes(app, routes, {
     logger: app.log,

@@ -1,4 +1,5 @@
 export { type ApiToken, type ResolveApiTokenOptions, resolveApiToken } from './api-token.ts';
+export { type ConfiguredChatServiceOptions, configuredChatService } from './chat-service.ts';
 export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';

@@ -34,6 +34,8 @@ export interface RouteSpec<Params = unknown, Query = unknown, Body = unknown> {
   responses: Record<number, RouteResponse>;
   /** Answers without the API token (only `GET /health`, for liveness probes). @default false */
   public?: boolean;
+  /** The code of a 400 for input that does not match `params`, `query` or `body`. @default 'BAD_REQUEST' */
+  inputErrorCode?: ErrorCode;
   handler: (input: RouteInput<Params, Query, Body>) => Promise<unknown>;
 }
 
@@ -54,9 +56,10 @@ export class RouteTable {
         if (!spec.body && !isEmptyBody(request.body)) {
           throw new AssistantError('BAD_REQUEST', `${spec.method} ${spec.url} takes no body; send none (or \`{}\`)`);
         }
-        const params = parse(spec.params, request.params, 'path');
-        const query = parse(spec.query, request.query, 'query');
-        const body = parse(spec.body, request.body, 'body');
+        const code = spec.inputErrorCode ?? 'BAD_REQUEST';
+        const params = parse(spec.params, request.params, 'path', code);
+        const query = parse(spec.query, request.query, 'query', code);
+        const body = parse(spec.body, request.body, 'body', code);
         return spec.handler({ params, query, body, request, reply } as RouteInput<Params, Query, Body>);
       },
     });
@@ -110,7 +113,13 @@ export class RouteTable {
         tags: [route.tag],
         ...(parameters.length > 0 ? { parameters } : {}),
         ...(route.body
-          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } }
+          ? {
+              requestBody: {
+                // A body the route also takes absent (`POST /api/chats`) is optional.
+                required: !route.body.safeParse(undefined).success,
+                content: { 'application/json': { schema: jsonSchema(route.body) } },
+              },
+            }
           : {}),
         responses,
       };
@@ -135,13 +144,13 @@ export class RouteTable {
 }
 
 /** Validates one part of a request; the first problem becomes a 400 naming where it is. */
-function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string, code: ErrorCode): T {
   if (!schema) return value as T;
   const result = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const at = [where, ...(issue?.path ?? []).map(String)].join('.');
-  throw new AssistantError('BAD_REQUEST', `${at}: ${issue?.message ?? 'invalid'}`);
+  throw new AssistantError(code, `${at}: ${issue?.message ?? 'invalid'}`);
 }
 
 /** No body, or an empty JSON object: what a body-less POST may carry. */
@@ -177,4 +186,10 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,
+  CHAT_NOT_FOUND: 404,
+  CHAT_INPUT_INVALID: 400,
+  CHAT_MESSAGE_TOO_LARGE: 413,
+  CHAT_PENDING_FULL: 429,
+  // A conversation note a person broke: the message names the file and line to fix.
+  CHAT_NOTE_BROKEN: 409,
 };

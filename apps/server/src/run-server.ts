@@ -9,6 +9,7 @@ import { openFileTaskQueue } from '@assistant/queue';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
+import { configuredChatService } from './chat-service.ts';
 import { createServer } from './create-server.ts';
 import { dataPaths } from './data-paths.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
@@ -71,6 +72,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger,
     breakers,
   });
+  const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
   const listeners = new ListenerSupervisor({
     registry,
     enqueue: (request) => queueEnqueue(queue, request),
@@ -90,6 +92,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
       listeners: () => listeners.status(),
     },
     metrics,
+    chat,
     signal,
   });
   try {
@@ -102,6 +105,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
       .catch((error: unknown) => {
         throw explainListenError(error, config.server);
       });
+    // Messages stored before a crash, whose turns never reached the queue, get them now.
+    const resumed = await chat.resume();
+    if (resumed.enqueued > 0) logger.info(`chat: enqueued the turns of ${resumed.enqueued} unanswered messages`);
     await scheduler.start();
     listeners.start();
     const jobs = scheduler.status();

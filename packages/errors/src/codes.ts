@@ -27,6 +27,8 @@ export const errorCodes = {
   CHAT_ALREADY_ANSWERED: 'A chat message was marked answered by a reply other than the one already recorded for it.',
   CHAT_TURN_LOST:
     "A chat turn's lease on its conversation (`data/chat/turns/<id>.json`) was taken by another task, or its lock could not be had.",
+  CHAT_NO_REPLY:
+    '`assistant chat --once` got no reply: the turn answering the message failed, or none came within `--timeout`; the message stays stored.',
   CHAT_NOTE_BROKEN:
     'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
   CHAT_TOOL_REFUSED:

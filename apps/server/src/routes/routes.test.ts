@@ -441,6 +441,12 @@ describe('/docs/openapi.json', () => {
         'GET /api/approvals',
         'POST /api/approvals/{id}',
         'POST /api/actions',
+        'POST /api/chats',
+        'GET /api/chats',
+        'GET /api/chats/{id}',
+        'POST /api/chats/{id}/messages',
+        'POST /api/chats/{id}/stop',
+        'GET /api/chats/{id}/events',
       ].sort(),
     );
     // Each `{name}` of a path template is exactly one path parameter, and there are no others.

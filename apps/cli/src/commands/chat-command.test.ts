@@ -1,0 +1,216 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { ChatService, type InboxMessage } from '@assistant/chat';
+import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { NoteStore } from '@assistant/notes';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CliContext } from '../cli-context.ts';
+import { runCli } from '../run-cli.ts';
+
+let dir: string;
+let configPath: string;
+let config: LoadedConfig;
+let queue: TaskQueue;
+/** The test's own view of the data directory: it answers as the worker's turn would. */
+let worker: ChatService;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-cli-'));
+  configPath = path.join(dir, 'config.yaml');
+  await writeFile(configPath, 'data_dir: ./data\n');
+  config = (await loadConfig({ configPath })).config;
+  queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
+  worker = new ChatService({
+    notes: new NoteStore({ root: config.paths.notes }),
+    dataDir: config.paths.dataDir,
+    controlRoot: config.paths.control,
+    queue,
+  });
+});
+afterEach(async () => {
+  await queue.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function context(stdin: string[]): CliContext & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: { write: (text: string) => (out += text) },
+    stderr: { write: (text: string) => (err += text) },
+    env: {},
+    cwd: dir,
+    stdin: Readable.from(stdin.map((chunk) => Buffer.from(chunk))),
+    out: () => out,
+    err: () => err,
+  };
+}
+
+async function waitUntil<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The next message no reply answered yet, in any conversation, once the CLI has stored one. */
+async function nextPending(): Promise<{ conversation: string; message: InboxMessage }> {
+  return waitUntil(async () => {
+    for (const conversation of await worker.list()) {
+      const [message] = await worker.inbox.pending(conversation.id);
+      if (message) return { conversation: conversation.id, message };
+    }
+    return undefined;
+  }, 'the CLI to store a message');
+}
+
+/**
+ * Answers the next pending message as a turn does: tokens on the event log, the messages in the transcript, the
+ * inbox marked, then `message` and `turn_done` events. With `fail`, an error and a failed turn instead.
+ */
+async function answerAsWorker(tokens: string[], options: { fail?: string } = {}) {
+  const { conversation, message } = await nextPending();
+  await worker.events.append(conversation, { type: 'turn_started', turn: 't-1', reply_to: [message.id] });
+  for (const text of tokens) await worker.events.append(conversation, { type: 'token', step: 1, text });
+  await worker.events.append(conversation, { type: 'step', tool: 'search_notes', status: 'finished', succeeded: true });
+  const text = tokens.join('');
+  await worker.conversations.appendMessage(conversation, { id: message.id, role: 'user', text: message.text });
+  const reply = await worker.conversations.appendMessage(conversation, {
+    role: 'assistant',
+    text: options.fail ? '' : text,
+    reply_to: [message.id],
+    status: options.fail ? 'failed' : 'complete',
+  });
+  await worker.inbox.markAnswered(conversation, { ids: [message.id], replyId: reply.id });
+  if (options.fail) {
+    await worker.events.append(conversation, { type: 'error', message: options.fail, message_id: message.id });
+  }
+  await worker.events.append(conversation, {
+    type: 'message',
+    message: { id: reply.id, role: 'assistant', text, reply_to: [message.id] },
+  });
+  await worker.events.append(conversation, {
+    type: 'turn_done',
+    reply: reply.id,
+    reply_to: [message.id],
+    status: options.fail ? 'failed' : 'complete',
+  });
+  return { conversation, message, reply: reply.id };
+}
+
+describe('assistant chat --once', () => {
+  it('sends stdin as one message of a cli conversation and prints the reply', async () => {
+    const piped = context(["what's urgent?\n"]);
+    const [code, answered] = await Promise.all([
+      runCli({ argv: ['chat', '--once', '--config', configPath], context: piped }),
+      answerAsWorker(['Nothing ', 'is urgent.']),
+    ]);
+    expect({ code, err: piped.err() }).toEqual({ code: 0, err: '' });
+    expect(piped.out()).toBe('Nothing is urgent.\n');
+    expect(answered.message.text).toBe("what's urgent?");
+    const [conversation] = await worker.list();
+    expect(conversation).toMatchObject({ id: answered.conversation, channel: 'cli', peer: 'owner' });
+    // Its turn is on the queue, at priority 1.
+    const turns = await queue.list({ type: 'chat.turn' });
+    expect(turns).toHaveLength(1);
+
+    // The next --once goes to the same conversation, and --json says what was sent and what answered it.
+    const again = context(['and tomorrow?']);
+    const [jsonCode, second] = await Promise.all([
+      runCli({ argv: ['chat', '--once', '--json', '--config', configPath], context: again }),
+      answerAsWorker(['The dentist at 9.']),
+    ]);
+    expect(jsonCode).toBe(0);
+    expect(JSON.parse(again.out())).toEqual({
+      conversation: answered.conversation,
+      message: { id: second.message.id, delivery: 'started', duplicate: false },
+      reply: expect.objectContaining({
+        id: second.reply,
+        role: 'assistant',
+        text: 'The dentist at 9.',
+        reply_to: [second.message.id],
+      }),
+    });
+  });
+
+  it('exits 1 with the error when the reply failed, and when nothing answered in time', async () => {
+    const failing = context(['book the flight']);
+    const [code] = await Promise.all([
+      runCli({ argv: ['chat', '--once', '--config', configPath], context: failing }),
+      answerAsWorker([], { fail: 'the model endpoint refused the request' }),
+    ]);
+    expect(code).toBe(1);
+    expect(failing.out()).toBe('');
+    expect(failing.err()).toContain('the model endpoint refused the request');
+
+    const unanswered = context(['anyone there?']);
+    expect(
+      await runCli({ argv: ['chat', '--once', '--timeout', '300ms', '--config', configPath], context: unanswered }),
+    ).toBe(1);
+    expect(unanswered.err()).toContain('no reply to');
+    expect(unanswered.err()).toContain('is the worker running');
+    // The message stays stored, for the worker to answer when it runs.
+    const { message } = await nextPending();
+    expect(message.text).toBe('anyone there?');
+
+    const empty = context(['  \n']);
+    expect(await runCli({ argv: ['chat', '--once', '--config', configPath], context: empty })).toBe(2);
+    expect(empty.err()).toContain('stdin');
+    const missing = context(['hello']);
+    expect(await runCli({ argv: ['chat', 'c-nothing', '--once', '--config', configPath], context: missing })).toBe(1);
+    expect(missing.err()).toContain('No conversation c-nothing');
+  });
+});
+
+describe('assistant chat (interactive)', () => {
+  it('runs the typed commands and messages in order, streaming each reply before the next line', async () => {
+    const first = await worker.create({ channel: 'cli', peer: 'owner', title: 'Earlier' });
+    await worker.conversations.appendMessage(first.id, { role: 'user', text: 'an old question' });
+    const session = context([
+      '/mode\n',
+      '/new\n',
+      '/mode steer\n',
+      'hello there\n',
+      '/stop\n',
+      '/approve ap-000000000000\n',
+      '/frobnicate\n',
+      '/quit\n',
+      'never sent\n',
+    ]);
+    const [code, answered] = await Promise.all([
+      runCli({ argv: ['chat', '--config', configPath], context: session }),
+      answerAsWorker(['Hi', ', owner.']),
+    ]);
+    expect({ code, err: session.err() }).toMatchObject({ code: 0 });
+    const out = session.out();
+    // The newest cli conversation opens with its recent messages.
+    expect(out).toContain(`conversation ${first.id} · Earlier · mode followup`);
+    expect(out).toContain('you> an old question');
+    expect(out).toContain('mode followup\n');
+    expect(answered.conversation).not.toBe(first.id);
+    expect(out).toContain(`new conversation ${answered.conversation}`);
+    expect(out).toContain('mode steer\n');
+    expect(out).not.toContain('elsewhere');
+    expect((await worker.get(answered.conversation)).mode).toBe('steer');
+    // The reply streamed, its step dimmed (plain here: no terminal), before the next command ran.
+    const reply = out.indexOf('assistant> Hi, owner.\n');
+    expect(reply).toBeGreaterThan(-1);
+    expect(out.indexOf('· search_notes done')).toBeGreaterThan(reply);
+    expect(out.indexOf('no turn is running')).toBeGreaterThan(reply);
+    // An unknown approval is the same error as `assistant approve`, and the session goes on.
+    expect(session.err()).toContain('ap-000000000000');
+    expect(session.err()).toContain('unknown command /frobnicate');
+    // Nothing after /quit was sent; the conversation holds the one message, answered.
+    expect((await worker.get(answered.conversation)).messages.map((message) => [message.role, message.text])).toEqual([
+      ['user', 'hello there'],
+      ['assistant', 'Hi, owner.'],
+    ]);
+    expect(await worker.inbox.pending(answered.conversation)).toEqual([]);
+  });
+});

@@ -1,0 +1,277 @@
+import { type ChatService, chatDeliveries, chatModes } from '@assistant/chat';
+import { AssistantError, isAssistantError } from '@assistant/errors';
+import * as z from 'zod';
+import type { AssistantServer } from '../create-server.ts';
+import { errorBodySchema, type RouteTable } from '../route-table.ts';
+
+/** A comment line on an idle event stream this often keeps proxies and clients from closing it. */
+const defaultHeartbeatMs = 15_000;
+
+export interface ChatRoutesOptions {
+  /** The server's one ChatService. */
+  chat: () => ChatService;
+  /** Aborted when the server shuts down: open event streams end. */
+  signal: AbortSignal;
+  /** @default 15 s */
+  heartbeatMs?: number;
+}
+
+/** Conversations made over the API are the owner's: the API answers only to its token (or on loopback). */
+const apiChannel = 'api';
+const apiPeer = 'owner';
+
+const conversationParams = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, { error: 'expected a conversation id: [a-z0-9-], 1-64 long' }),
+});
+
+const summarySchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  channel: z.string(),
+  peer: z.string(),
+  mode: z.enum(chatModes),
+  created: z.string(),
+  updated: z.string(),
+  path: z.string(),
+});
+
+const messageSchema = z.object({
+  id: z.string(),
+  role: z.enum(['user', 'assistant']),
+  text: z.string(),
+  at: z.string(),
+  reply_to: z.array(z.string()).optional(),
+  status: z.string(),
+  steps: z.array(z.looseObject({})).optional(),
+});
+
+const problemSchema = z.object({ path: z.string(), line: z.number(), message: z.string() });
+
+const offsetText = z.string().regex(/^\d{1,15}$/, { error: 'expected a byte offset: a whole number ≥ 0' });
+
+const inputRefused = (what: string) => ({ description: what, schema: errorBodySchema });
+
+/**
+ * `/api/chats`: conversations with the assistant (docs/chat.md). Messages are stored durably before the 202, then
+ * answered by a turn in the worker; the replies arrive on the conversation's event stream.
+ */
+export function registerChatRoutes(app: AssistantServer, routes: RouteTable, options: ChatRoutesOptions): void {
+  // Ended by the shutdown signal, or by `app.close()` itself (a server closed without it): the stream's connection
+  // is never idle, so the close would otherwise wait for the client to go away.
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
+  const shutdown = AbortSignal.any([options.signal, closing.signal]);
+  const heartbeatMs = options.heartbeatMs ?? defaultHeartbeatMs;
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/chats',
+    tag: 'chat',
+    summary: 'Start a conversation',
+    description:
+      'A new conversation note `chats/<id>.md` (channel `api`, peer `owner`); `mode` defaults to the chat instance setting.',
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    body: z
+      .strictObject({
+        title: z
+          .string()
+          .min(1)
+          .max(200)
+          .regex(/^[^\p{Cc}]*$/u, { error: 'expected one line of text' })
+          .optional(),
+        mode: z.enum(chatModes).optional(),
+      })
+      .optional(),
+    responses: {
+      201: { description: 'the conversation', schema: summarySchema },
+      400: inputRefused('CHAT_INPUT_INVALID: a bad title or mode'),
+    },
+    handler: async ({ body, reply }) => {
+      const created = await options.chat().create({
+        channel: apiChannel,
+        peer: apiPeer,
+        ...(body?.title === undefined ? {} : { title: body.title }),
+        ...(body?.mode === undefined ? {} : { mode: body.mode }),
+      });
+      return reply.code(201).send(created);
+    },
+  });
+
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/chats',
+    tag: 'chat',
+    summary: 'List conversations',
+    description:
+      'Every conversation, newest first (by `updated`), of every channel. Notes that cannot be read are listed under `broken`.',
+    responses: {
+      200: {
+        description: 'the conversations',
+        schema: z.object({ chats: z.array(summarySchema), broken: z.array(z.string()) }),
+      },
+    },
+    handler: async () => {
+      const broken: string[] = [];
+      const chats = await options.chat().conversations.list({ onBroken: (error) => broken.push(error.message) });
+      return { chats, broken };
+    },
+  });
+
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/chats/:id',
+    tag: 'chat',
+    summary: 'A conversation with its messages',
+    description:
+      'The transcript as its note says now, then the messages accepted but not yet in it (status `pending`). `problems` names sections a person broke (skipped, never rewritten).',
+    params: conversationParams,
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    responses: {
+      200: {
+        description: 'the conversation',
+        schema: summarySchema.extend({ messages: z.array(messageSchema), problems: z.array(problemSchema) }),
+      },
+      400: inputRefused('CHAT_INPUT_INVALID: not a conversation id'),
+      404: inputRefused('CHAT_NOT_FOUND'),
+      409: inputRefused('CHAT_NOTE_BROKEN: the note cannot be read; the message names the file and line'),
+    },
+    handler: async ({ params }) => options.chat().get(params.id),
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/chats/:id/messages',
+    tag: 'chat',
+    summary: 'Send a message',
+    description:
+      'Stored durably before the 202, then answered exactly once by a turn in the worker. A resend with the same `client_id` is the same message (`duplicate: true`, nothing new stored): retry with it after a timeout. `delivery` says how the message joins a running turn (docs/chat.md "Queue modes").',
+    params: conversationParams,
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    body: z.strictObject({
+      text: z.string(),
+      mode: z.enum(chatModes).optional(),
+      client_id: z.string().min(1).max(200).optional(),
+    }),
+    responses: {
+      202: {
+        description: 'stored; its turn is on the queue',
+        schema: z.object({ id: z.string(), delivery: z.enum(chatDeliveries), duplicate: z.boolean() }),
+      },
+      400: inputRefused('CHAT_INPUT_INVALID: empty text, an unknown mode, a bad client id or conversation id'),
+      404: inputRefused('CHAT_NOT_FOUND'),
+      409: inputRefused('CHAT_NOTE_BROKEN'),
+      413: inputRefused('CHAT_MESSAGE_TOO_LARGE: nothing was stored'),
+      429: inputRefused(
+        'CHAT_PENDING_FULL: too many messages wait for an answer, and this one was not stored (or it was stored but its turn could not be enqueued: the message says which; resend with the same client_id)',
+      ),
+    },
+    handler: async ({ params, body, reply }) => {
+      try {
+        const posted = await options.chat().post(params.id, {
+          text: body.text,
+          ...(body.mode === undefined ? {} : { mode: body.mode }),
+          ...(body.client_id === undefined ? {} : { clientId: body.client_id }),
+        });
+        return reply.code(202).send(posted);
+      } catch (error) {
+        // The body carries no hint: the one that says the message was stored after all goes into the message.
+        if (isAssistantError(error) && error.code === 'CHAT_PENDING_FULL' && error.hint) {
+          throw new AssistantError(error.code, `${error.message}. ${error.hint}`, { cause: error });
+        }
+        throw error;
+      }
+    },
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/chats/:id/stop',
+    tag: 'chat',
+    summary: "Stop the conversation's running turn",
+    description:
+      'Asks the running turn to stop (its partial reply is kept in the transcript); messages still waiting get their own turns. `task` is null when no turn was running.',
+    params: conversationParams,
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    responses: {
+      200: { description: 'the stop was requested', schema: z.object({ task: z.string().nullable() }) },
+      400: inputRefused('CHAT_INPUT_INVALID: not a conversation id'),
+      404: inputRefused('CHAT_NOT_FOUND'),
+    },
+    handler: async ({ params }) => {
+      const chat = options.chat();
+      await chat.get(params.id);
+      const stopped = await chat.stop(params.id, 'stopped over the API');
+      return { task: stopped.task ?? null };
+    },
+  });
+
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/chats/:id/events',
+    tag: 'chat',
+    summary: "A conversation's events as server-sent events",
+    description:
+      'Each event has `event` (message, turn_started, token, step, clarification, approval, error, turn_done), `id` (a byte offset into the log: a resume point) and JSON `data`. Starts at the end (only what happens next) unless `from` (0 replays the whole log) or `Last-Event-ID` (which wins) says otherwise. A comment every 15 s keeps it open; it ends when the client goes away or the server stops.',
+    params: conversationParams,
+    query: z.strictObject({ from: offsetText.optional() }),
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    responses: {
+      200: {
+        description: 'text/event-stream: `event: <type>`, `id: <offset>`, `data: <json>`',
+        contentType: 'text/event-stream',
+      },
+      400: inputRefused('CHAT_INPUT_INVALID: not a conversation id, or `from` / Last-Event-ID not an offset'),
+      404: inputRefused('CHAT_NOT_FOUND'),
+    },
+    handler: async ({ params, query, request, reply }) => {
+      const chat = options.chat();
+      await chat.get(params.id);
+      const lastEventId = request.headers['last-event-id'];
+      const resumeFrom = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : query.from;
+      if (resumeFrom !== undefined && !/^\d{1,15}$/.test(resumeFrom)) {
+        throw new AssistantError('CHAT_INPUT_INVALID', `Last-Event-ID: expected a byte offset, got ${resumeFrom}`);
+      }
+      const fromOffset = resumeFrom === undefined ? await chat.end(params.id) : Number(resumeFrom);
+      const stream = new AbortController();
+      const signal = AbortSignal.any([stream.signal, shutdown]);
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      raw.on('close', () => stream.abort());
+      const write = async (text: string) => {
+        if (signal.aborted) return;
+        // A slow client: wait for its buffer to drain rather than hold the whole log in memory.
+        if (!raw.write(text)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              raw.off('drain', done);
+              signal.removeEventListener('abort', done);
+              resolve();
+            };
+            raw.on('drain', done);
+            signal.addEventListener('abort', done, { once: true });
+          });
+        }
+      };
+      await write(`: events of conversation ${params.id} from ${fromOffset}\n\n`);
+      const heartbeat = setInterval(() => {
+        if (!signal.aborted) raw.write(': heartbeat\n\n');
+      }, heartbeatMs);
+      try {
+        for await (const entry of chat.follow(params.id, { fromOffset, signal })) {
+          await write(`event: ${entry.event.type}\nid: ${entry.offset}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+        }
+      } catch (error) {
+        request.log.warn({ err: error }, `the event stream of conversation ${params.id} broke off`);
+      } finally {
+        clearInterval(heartbeat);
+        raw.end();
+      }
+    },
+  });
+}
