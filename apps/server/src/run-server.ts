@@ -9,6 +9,7 @@ import { openFileTaskQueue } from '@assistant/queue';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
+import { ChatNotifier } from './chat-notifier.ts';
 import { configuredChatService } from './chat-service.ts';
 import { createServer } from './create-server.ts';
 import { dataPaths } from './data-paths.ts';
@@ -73,6 +74,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     breakers,
   });
   const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
+  const notifier = new ChatNotifier({ chat, notes, queue, controlRoot: config.paths.control, logger });
   const listeners = new ListenerSupervisor({
     registry,
     enqueue: (request) => queueEnqueue(queue, request),
@@ -109,6 +111,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     const resumed = await chat.resume();
     if (resumed.enqueued > 0) logger.info(`chat: enqueued the turns of ${resumed.enqueued} unanswered messages`);
     await scheduler.start();
+    notifier.start();
     listeners.start();
     const jobs = scheduler.status();
     logger.info(
@@ -120,6 +123,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger.info('stopping: closing connections');
   } finally {
     await listeners.close({ graceMs: serverShutdownGraceMs(config) });
+    await notifier.close();
     await scheduler.close();
     await app.close();
   }
