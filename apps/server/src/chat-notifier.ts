@@ -38,6 +38,10 @@ export class ChatNotifier {
   readonly #options: ChatNotifierOptions;
   readonly #since: number;
   readonly #offsets = new Map<string, number>();
+  /** Keys told (or found told by an earlier run) in this process: not looked up in the transcript again. */
+  readonly #told = new Set<string>();
+  /** Failed tasks looked at already: a failed task stays failed (a retry makes it a new failure, a new key). */
+  readonly #seenFailures = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
   #closed = false;
@@ -130,10 +134,14 @@ export class ChatNotifier {
   }
 
   async #failures(): Promise<void> {
-    for (const entry of await this.#options.queue.list({ state: 'failed', limit: 50 })) {
-      if (!entry.name) continue;
-      const record = await this.#options.queue.get(entry.name.id);
-      const task = record?.task;
+    const failed = await this.#options.queue.list({ state: 'failed', limit: 50 });
+    const current = new Set(failed.flatMap((entry) => (entry.name ? [entry.name.id] : [])));
+    // A task retried leaves failed/: when it fails again it is looked at again.
+    for (const id of this.#seenFailures) if (!current.has(id)) this.#seenFailures.delete(id);
+    for (const id of current) {
+      if (this.#seenFailures.has(id)) continue;
+      this.#seenFailures.add(id);
+      const task = (await this.#options.queue.get(id))?.task;
       if (!task) continue;
       const failedAt = Date.parse(task.finishedAt ?? task.createdAt);
       if (!(failedAt >= this.#since)) continue;
@@ -150,6 +158,7 @@ export class ChatNotifier {
     key: string,
     notification: { kind: NotificationKind; text: string; details: Record<string, string> },
   ): Promise<void> {
+    if (this.#told.has(key)) return;
     const { chat } = this.#options;
     const id = `n-${createHash('sha256').update(key).digest('hex').slice(0, 24)}`;
     const at = new Date((this.#options.now ?? Date.now)()).toISOString();
@@ -160,6 +169,7 @@ export class ChatNotifier {
       at,
       status: 'complete',
     });
+    this.#told.add(key);
     if (!appended.appended) return;
     await chat.events.append(notificationsConversationId, {
       type: 'message',
