@@ -41,6 +41,7 @@ describe('ListenerSupervisor', () => {
       enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
       logger,
       configDir: fixture,
+      dataDir: fixture,
       backoff: { initialMs: 5, maxMs: 20 },
     });
     supervisor.start();
@@ -87,6 +88,7 @@ describe('ListenerSupervisor', () => {
         enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
         logger,
         configDir: fixture,
+        dataDir,
         scrubPaths: dataPaths({ dataDir, queueDir: path.join(dataDir, 'queue') }).scrub,
         backoff: { initialMs: 5, maxMs: 20 },
       });

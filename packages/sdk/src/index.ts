@@ -31,6 +31,8 @@ export type {
   InboundEnqueueOptions,
   InboundEnqueueOutcome,
   InstanceContext,
+  ListenerApprovalSummary,
+  ListenerApprovals,
   ListenerContext,
   ListenerFunction,
   PlatformContext,
