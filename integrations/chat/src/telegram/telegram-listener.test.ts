@@ -60,7 +60,7 @@ function secret(value: string): Secret {
 /** Runs the listener in this process against the fake, as the server's supervisor would. */
 function startListener(
   chat: ChatService,
-  options: { token?: string; approvals?: ListenerApprovals; noToken?: boolean } = {},
+  options: { token?: string; apiRoot?: string; approvals?: ListenerApprovals; noToken?: boolean } = {},
 ): { stop: () => Promise<void> } {
   const controller = new AbortController();
   const settings = {
@@ -71,7 +71,7 @@ function startListener(
     telegram: {
       ...(options.noToken ? {} : { token: secret(options.token ?? fake.token) }),
       allowed_users: [owner],
-      api_root: fake.apiRoot,
+      api_root: options.apiRoot ?? fake.apiRoot,
       poll_timeout: 2_000,
     },
   } satisfies ChatSettings;
@@ -154,7 +154,8 @@ describe('the Telegram listener', () => {
     await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
     expect(await storedTexts(chat, id)).toEqual(['what is urgent?']);
     expect((await chat.inbox.messages(id))[0]?.clientId).toMatch(/^tg-\d+$/);
-    expect(await queue.list({ type: 'chat.turn' })).toHaveLength(1);
+    // Its turn is enqueued right after the message is stored.
+    await until(async () => (await queue.list({ type: 'chat.turn' })).length === 1, 'the turn enqueued');
 
     await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
     await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
@@ -289,6 +290,37 @@ describe('the Telegram listener', () => {
     expect(fake.unauthorized).toBe(1);
     expect(logs.filter((line) => line.includes('refused the bot token'))).toHaveLength(1);
     expect(logs.join('\n')).not.toContain('wrong-token-value');
+  });
+
+  it('retries a failing Bot API with backoff and sends the reply once it answers', async () => {
+    const chat = chatService();
+    fake.fail('getUpdates', { status: 500, description: 'Internal Server Error' });
+    fake.fail('sendMessage', { status: 502, description: 'Bad Gateway' }, { status: 429, retryAfter: 1 });
+    startListener(chat);
+    fake.send({ from: owner, text: 'hi' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    await answer(chat, conversation.id, 'Hello.');
+    await until(() => textsTo(owner).includes('Hello.'), 'the reply after two failed sends');
+    expect(fake.callsOf('sendMessage')).toHaveLength(3);
+    expect(textsTo(owner)).toEqual(['Hello.']);
+    expect(logs.filter((line) => line.startsWith('warn')).map((line) => line.replace(/\d+ ms/, 'N ms'))).toEqual([
+      'warn Telegram getUpdates failed: 500 Internal Server Error; trying again in N ms',
+      'warn Telegram sendMessage failed: 502 Bad Gateway; trying again in N ms',
+      'warn Telegram sendMessage failed: 429 fake error 429; trying again in N ms',
+    ]);
+    expect(logs.join('\n')).not.toContain(fake.token);
+  });
+
+  it('says an unreachable Bot API without its URL (which holds the token)', async () => {
+    const gone = await FakeTelegram.start();
+    await gone.close();
+    startListener(chatService(), { apiRoot: gone.apiRoot });
+    const line = await until(() => logs.find((one) => one.includes('did not answer')), 'the unreachable line');
+    expect(line).toMatch(
+      /^warn Telegram getUpdates did not answer: ECONNREFUSED; trying again in 1000 ms$/,
+    );
+    expect(logs.join('\n')).not.toContain(fake.token);
   });
 
   it('idles without a token until the signal aborts', async () => {

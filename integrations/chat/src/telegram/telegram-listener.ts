@@ -15,6 +15,8 @@ const editIntervalMs = 1_000;
 const approvalsPollMs = 5_000;
 /** Backoff of a failing Bot API: network errors and 5xx double from the first to the last. */
 const backoff = { initialMs: 1_000, maxMs: 60_000, badTokenMs: 60_000 };
+/** Handling one update (storing its message) fails this often in a row before it is skipped, said and logged. */
+const maxUpdateFailures = 8;
 /** Attempts of one send before it is given up (logged). */
 const sendAttempts = 6;
 /** Chat errors a refused message carries: said to the sender, the update is done. */
@@ -37,14 +39,15 @@ const help = [
  */
 export async function runTelegram(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<ChatSettings['telegram']> = context.instance.settings.telegram ?? {};
+  // Checked first, token or not: a server that does not hand the chat service over is seen at once (/health).
+  if (!context.chat) {
+    throw new Error('the Telegram listener needs the chat service, which only the builtin chat integration gets');
+  }
   const token = settings.token;
   if (!token?.isSet) {
     context.logger.info(`no telegram.token in the settings of ${context.instance.name}: the Telegram bot is off`);
     await untilAborted(context.signal);
     return;
-  }
-  if (!context.chat) {
-    throw new Error('the Telegram listener needs the chat service, which only the builtin chat integration gets');
   }
   const allowed = settings.allowed_users ?? [];
   if (allowed.length === 0) {
@@ -111,6 +114,8 @@ class TelegramBot {
 
   async #poll(): Promise<void> {
     let failures = 0;
+    // The update being handled, and how often in a row handling it failed.
+    let handling: { id: number; user: number | undefined; failures: number } | undefined;
     while (!this.#signal.aborted) {
       try {
         const updates = await this.#api.getUpdates(
@@ -121,20 +126,37 @@ class TelegramBot {
         failures = 0;
         for (const update of updates) {
           if (this.#signal.aborted) break;
-          await this.#handleUpdate(update.update_id, update.message);
+          if (handling?.id !== update.update_id)
+            handling = { id: update.update_id, user: update.message?.from?.id, failures: 0 };
+          if (handling.failures >= maxUpdateFailures) {
+            await this.#giveUp(handling);
+          } else {
+            await this.#handleUpdate(update.update_id, update.message);
+          }
+          handling = undefined;
           this.#state.data.offset = Math.max(this.#state.data.offset, update.update_id + 1);
           await this.#state.save();
         }
       } catch (error) {
         if (this.#signal.aborted) break;
         failures += 1;
-        await delay(this.#failureWait(error, 'getUpdates', failures), this.#signal);
+        if (handling) handling.failures += 1;
+        const what = handling ? `handling Telegram update ${handling.id}` : undefined;
+        await delay(this.#failureWait(error, failures, what), this.#signal);
       }
     }
   }
 
+  /** An update that failed again and again (it is not Telegram's fault): skipped, said to the sender and logged. */
+  async #giveUp(handling: { id: number; user: number | undefined; failures: number }): Promise<void> {
+    this.#logger.error(`skipped Telegram update ${handling.id}: handling it failed ${handling.failures} times`);
+    if (handling.user !== undefined && this.#allowed.has(handling.user)) {
+      await this.#send(handling.user, 'Your last message could not be stored (see the server log): send it again.');
+    }
+  }
+
   /** How long to wait after a failed call; logs it (a bad token once). */
-  #failureWait(error: unknown, what: string, failures: number): number {
+  #failureWait(error: unknown, failures: number, what?: string): number {
     if (error instanceof TelegramApiError && error.badToken) {
       if (!this.#badTokenLogged) {
         this.#logger.error(
@@ -148,7 +170,7 @@ class TelegramBot {
       error instanceof TelegramApiError && error.retryAfter !== undefined
         ? error.retryAfter * 1000
         : Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1));
-    this.#logger.warn(`${describeError(error)} (${what}); trying again in ${waitMs} ms`);
+    this.#logger.warn(`${what ? `${what}: ` : ''}${describeError(error)}; trying again in ${waitMs} ms`);
     return waitMs;
   }
 
@@ -373,11 +395,11 @@ class TelegramBot {
         if (this.#signal.aborted) return undefined;
         const transient = !(error instanceof TelegramApiError) || error.transient;
         if (!transient || attempt >= sendAttempts) {
-          if (error instanceof TelegramApiError && error.badToken) this.#failureWait(error, what, attempt);
+          if (error instanceof TelegramApiError && error.badToken) this.#failureWait(error, attempt);
           else this.#logger.warn(`gave up ${what} after ${attempt} attempts: ${describeError(error)}`);
           return undefined;
         }
-        await delay(this.#failureWait(error, what, attempt), this.#signal);
+        await delay(this.#failureWait(error, attempt), this.#signal);
       }
     }
     return undefined;
