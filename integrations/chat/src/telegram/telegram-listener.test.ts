@@ -317,9 +317,7 @@ describe('the Telegram listener', () => {
     await gone.close();
     startListener(chatService(), { apiRoot: gone.apiRoot });
     const line = await until(() => logs.find((one) => one.includes('did not answer')), 'the unreachable line');
-    expect(line).toMatch(
-      /^warn Telegram getUpdates did not answer: ECONNREFUSED; trying again in 1000 ms$/,
-    );
+    expect(line).toMatch(/^warn Telegram getUpdates did not answer: ECONNREFUSED; trying again in 1000 ms$/);
     expect(logs.join('\n')).not.toContain(fake.token);
   });
 
