@@ -181,6 +181,9 @@ class TelegramBot {
   }
 
   async #handleUpdate(updateId: number, message: TelegramMessage | undefined): Promise<void> {
+    // Handled and confirmed before: Telegram delivered it again. (One handled but not yet confirmed when the
+    // server died comes back with a higher id than the stored offset: its client id makes it the same message.)
+    if (updateId < this.#state.data.offset) return;
     if (!message?.from) return;
     const user = message.from.id;
     if (!this.#allowed.has(user)) {
@@ -201,8 +204,6 @@ class TelegramBot {
     }
     const command = /^\/([a-z_]+)(?:@\S+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
     if (command) {
-      // A command handled before (Telegram delivered its update again) is not run twice.
-      if (updateId < this.#state.data.offset) return;
       await this.#command(user, (command[1] ?? '').toLowerCase(), (command[2] ?? '').trim());
       return;
     }
