@@ -618,9 +618,11 @@ function split(text: string): string[] {
   return pieces;
 }
 
+/** The code of an AssistantError (CHAT_PENDING_FULL, CONFLICT…): an error to say; not Node's (ENOENT…), which are faults. */
 function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : undefined;
+  if (!(error instanceof Error) || 'errno' in error || 'syscall' in error) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code) ? code : undefined;
 }
 
 function describeError(error: unknown): string {
