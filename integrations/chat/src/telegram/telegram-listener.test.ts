@@ -254,6 +254,26 @@ describe('the Telegram listener', () => {
     expect(textsTo(owner)).toEqual(['First answer.', 'An answer written while the server was down.']);
   });
 
+  it('goes on editing the streamed message after a restart mid-reply', async () => {
+    const chat = chatService();
+    const first = startListener(chat);
+    fake.send({ from: owner, text: 'tell me' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    await chat.events.append(conversation.id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(conversation.id, { type: 'token', step: 0, text: 'Once upon' });
+    await until(() => textsTo(owner).includes('Once upon'), 'the first token sent');
+    await first.stop();
+    await chat.events.append(conversation.id, { type: 'token', step: 0, text: ' a time' });
+
+    startListener(chat);
+    await until(() => textsTo(owner).includes('Once upon a time'), 'the streamed text, whole, edited in');
+    await answer(chat, conversation.id, 'Once upon a time, the end.');
+    await until(() => textsTo(owner).includes('Once upon a time, the end.'), 'the final text');
+    expect(fake.messagesTo(owner)).toHaveLength(1);
+    expect(fake.messagesTo(owner)[0]?.texts).toEqual(['Once upon', 'Once upon a time', 'Once upon a time, the end.']);
+  });
+
   it('starts a new conversation on /new and keeps talking in it', async () => {
     const chat = chatService();
     startListener(chat);

@@ -316,6 +316,7 @@ class TelegramBot {
         } catch (error) {
           if (this.#signal.aborted) break;
           this.#logger.warn(`following conversation ${conversation} failed: ${describeError(error)}; again in 1 s`);
+          await stream.reset();
           await delay(1_000, this.#signal);
         }
       }
@@ -444,6 +445,13 @@ class ReplyStream {
     this.#timer = undefined;
   }
 
+  /** Forgets the streamed text: the events are about to be read again from the stored offset. */
+  reset(): Promise<void> {
+    return this.#enqueue(async () => {
+      this.#steps.clear();
+    });
+  }
+
   #enqueue(work: () => Promise<void>): Promise<void> {
     const next = this.#chain.then(work);
     this.#chain = next.catch((error: unknown) => {
@@ -467,11 +475,11 @@ class ReplyStream {
         this.#steps.clear();
         record.events = entry.offset;
         return;
+      // Tokens and steps leave the stored offset where the turn started: after a restart they are read again,
+      // so the text so far is whole again and the streamed message is edited, not sent anew.
       case 'token':
-        record.events = entry.offset;
         return this.#token(event);
       case 'step':
-        record.events = entry.offset;
         if (event.status === 'started') this.#bot.typing(this.#chatId);
         return;
       case 'message':
