@@ -108,11 +108,12 @@ integrations:
         await waitUntil(
           async () => {
             const body = healthDetails.parse(await (await authorized(`${api}/health`)).json());
-            return body.listeners[0]?.state === 'running' ? body : undefined;
+            return body.listeners.find((one) => one.id === 'hooks/poll')?.state === 'running' ? body : undefined;
           },
           { what: 'the listener running again in /health' },
         ),
       );
+      // The builtin chat instance's Telegram bot runs too: idle, without a token.
       expect(health.listeners).toEqual([
         {
           id: 'hooks/poll',
@@ -121,6 +122,7 @@ integrations:
           last_error: 'simulated crash',
           last_error_at: expect.any(String),
         },
+        { id: 'chat/telegram', state: 'running', restarts: 0 },
       ]);
       // Without the token /health says nothing about listeners.
       expect(await (await fetch(`${api}/health`)).json()).not.toHaveProperty('listeners');

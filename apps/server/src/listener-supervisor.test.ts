@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { clearSecretValues, registerSecretValue } from '@assistant/errors';
-import { IntegrationRegistry, listenerSpecs } from '@assistant/integration-host';
+import { IntegrationRegistry, type ListenerApprovals, listenerSpecs } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -37,10 +38,11 @@ describe('ListenerSupervisor', () => {
     const mule = await registry();
     const supervisor = new ListenerSupervisor({
       registry: mule,
-      listeners: listenerSpecs(mule).filter((spec) => spec.name !== 'leaky'),
+      listeners: listenerSpecs(mule).filter((spec) => spec.name !== 'leaky' && spec.name !== 'nosy'),
       enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
       logger,
       configDir: fixture,
+      dataDir: fixture,
       backoff: { initialMs: 5, maxMs: 20 },
     });
     supervisor.start();
@@ -87,6 +89,7 @@ describe('ListenerSupervisor', () => {
         enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
         logger,
         configDir: fixture,
+        dataDir,
         scrubPaths: dataPaths({ dataDir, queueDir: path.join(dataDir, 'queue') }).scrub,
         backoff: { initialMs: 5, maxMs: 20 },
       });
@@ -98,5 +101,24 @@ describe('ListenerSupervisor', () => {
     } finally {
       clearSecretValues();
     }
+  });
+
+  it('hands chat and approvals only to the builtin chat integration, the data directory to every listener', async () => {
+    const mule = await registry();
+    const supervisor = new ListenerSupervisor({
+      registry: mule,
+      listeners: listenerSpecs(mule).filter((spec) => spec.name === 'nosy'),
+      enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
+      logger: pino({ level: 'silent' }),
+      configDir: fixture,
+      dataDir: '/srv/data',
+      chat: {} as ChatService,
+      approvals: {} as ListenerApprovals,
+      backoff: { initialMs: 5, maxMs: 20 },
+    });
+    supervisor.start();
+    await until(supervisor, (all) => all[0]?.lastError !== undefined, 'the nosy listener to report');
+    await supervisor.close({ graceMs: 1_000 });
+    expect(supervisor.status()[0]?.lastError).toBe('chat: absent, approvals: absent, dataDir: /srv/data');
   });
 });

@@ -1,8 +1,11 @@
+import type { ChatService } from '@assistant/chat';
 import { scrubSecrets } from '@assistant/errors';
 import {
   domainEnqueue,
   type IntegrationRegistry,
   importInboundHandler,
+  type ListenerApprovals,
+  type ListenerContext,
   type ListenerFunction,
   type ListenerSpec,
   listenerSpecs,
@@ -46,6 +49,11 @@ export interface ListenerSupervisorOptions {
   enqueue: QueueEnqueue;
   logger: Logger;
   configDir: string;
+  /** The data directory, handed to every listener for its own state. */
+  dataDir: string;
+  /** Chat and approvals, handed only to the builtin chat integration's listeners (the Telegram bot). */
+  chat?: ChatService;
+  approvals?: ListenerApprovals;
   /** Makes paths in an error relative to the data directory, as in every API answer. @default leaves them */
   scrubPaths?: (text: string) => string;
   backoff?: Partial<ListenerBackoff>;
@@ -130,7 +138,8 @@ export class ListenerSupervisor {
   async #supervise(spec: ListenerSpec, status: ListenerStatus): Promise<void> {
     const signal = this.#controller.signal;
     const logger = this.#options.logger.child({ listener: spec.id });
-    const context = {
+    const builtinChat = spec.integration.origin === 'builtin' && spec.instance.domain === 'chat';
+    const context: ListenerContext = {
       instance: { name: spec.instance.name, domain: spec.instance.domain, settings: spec.instance.settings },
       listener: spec.name,
       logger,
@@ -141,6 +150,9 @@ export class ListenerSupervisor {
       }),
       signal,
       configDir: this.#options.configDir,
+      dataDir: this.#options.dataDir,
+      ...(builtinChat && this.#options.chat ? { chat: this.#options.chat } : {}),
+      ...(builtinChat && this.#options.approvals ? { approvals: this.#options.approvals } : {}),
     };
     let crashesInARow = 0;
     while (!signal.aborted) {

@@ -1,6 +1,7 @@
 import path from 'node:path';
+import { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
-import { IntegrationRegistry } from '@assistant/integration-host';
+import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
@@ -80,6 +81,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     enqueue: (request) => queueEnqueue(queue, request),
     logger,
     configDir: path.dirname(config.paths.configFile),
+    dataDir: config.paths.dataDir,
+    chat,
+    approvals: listenerApprovals({ notes, queue, humanLog }),
     scrubPaths: dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub,
   });
   const app = createServer({

@@ -1,6 +1,8 @@
 // Generated from chat's manifest.yaml by `npm run generate:settings`: do not edit. A test fails
 // when this file and the manifest disagree.
 
+import type { Secret } from '@assistant/sdk';
+
 /** The settings of an instance of the chat integration (its keys in config.yaml beside type and name). */
 export interface ChatSettings {
   /** What a message that arrives while a turn runs does, unless the conversation or the message says otherwise: steer, followup, collect or interrupt. */
@@ -11,4 +13,15 @@ export interface ChatSettings {
   collect_max: number;
   /** The most model calls of one turn. */
   max_steps: number;
+  /** The Telegram bot (docs/chat.md "Telegram"); without `token` the listener idles. */
+  telegram: {
+    /** The bot token from @BotFather: `!secret name` from secrets.yaml. */
+    token?: Secret;
+    /** The Telegram user ids the bot answers; anyone else gets nothing (and a log line). */
+    allowed_users: number[];
+    /** The Bot API root; a local fake in tests. */
+    api_root: string;
+    /** How long one getUpdates long poll waits for an update. Milliseconds. */
+    poll_timeout: number;
+  };
 }

@@ -1,8 +1,10 @@
+import type { ChatService } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
 import type { DiscoveredIntegration, ManifestWebhook } from '@assistant/manifests';
 import type { JsonValue } from '@assistant/queue';
 import type { Logger } from 'pino';
 import type { InboundKind, IntegrationRegistry, RuntimeInstance } from './integration-registry.ts';
+import type { ListenerApprovals } from './listener-approvals.ts';
 
 /**
  * What a listener or a webhook may enqueue: a task of its own integration's domain, nothing else of the queue.
@@ -47,6 +49,15 @@ export interface ListenerContext<Settings = Record<string, unknown>> {
   signal: AbortSignal;
   /** The folder of config.yaml: relative paths in settings resolve against it. */
   configDir: string;
+  /**
+   * The data directory (`data/`): a listener keeps its own state in a folder of its domain there
+   * (`data/<domain>/…`), never elsewhere.
+   */
+  dataDir: string;
+  /** Chat (conversations, messages, their events): given only to the builtin chat integration's listeners. */
+  chat?: ChatService;
+  /** The approval requests, to show and decide: given only to the builtin chat integration's listeners. */
+  approvals?: ListenerApprovals;
 }
 
 /**

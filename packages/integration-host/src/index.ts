@@ -40,6 +40,7 @@ export {
   type TaskTypeInfo,
   type TaskTypeKind,
 } from './integration-registry.ts';
+export { type ListenerApprovalSummary, type ListenerApprovals, listenerApprovals } from './listener-approvals.ts';
 export {
   type Installation,
   ignoredPackageIntegrations,

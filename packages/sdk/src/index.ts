@@ -33,6 +33,8 @@ export type {
   InboundEnqueueOptions,
   InboundEnqueueOutcome,
   InstanceContext,
+  ListenerApprovalSummary,
+  ListenerApprovals,
   ListenerContext,
   ListenerFunction,
   PlatformContext,

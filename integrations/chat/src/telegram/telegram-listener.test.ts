@@ -1,0 +1,391 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ChatService } from '@assistant/chat';
+import { NoteStore } from '@assistant/notes';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatSettings } from '../settings.generated.ts';
+import { FakeTelegram } from '../testing/fake-telegram.ts';
+import { runTelegram } from './telegram-listener.ts';
+
+const owner = 4242;
+const stranger = 9999;
+
+let root: string;
+let queue: TaskQueue;
+let fake: FakeTelegram;
+let logs: string[];
+const running: { controller: AbortController; done: Promise<void> }[] = [];
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'assistant-telegram-'));
+  queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
+  fake = await FakeTelegram.start();
+  logs = [];
+});
+
+afterEach(async () => {
+  for (const listener of running.splice(0)) {
+    listener.controller.abort();
+    await listener.done;
+  }
+  await fake.close();
+  await queue.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+function chatService(options: { maxPending?: number; maxTextBytes?: number } = {}): ChatService {
+  return new ChatService({
+    notes: new NoteStore({ root: path.join(root, 'data', 'notes') }),
+    dataDir: path.join(root, 'data'),
+    controlRoot: path.join(root, 'data', 'control'),
+    queue,
+    ...options,
+  });
+}
+
+const logger = {
+  info: (message: string) => logs.push(`info ${message}`),
+  warn: (message: string) => logs.push(`warn ${message}`),
+  error: (message: string) => logs.push(`error ${message}`),
+  debug: (message: string) => logs.push(`debug ${message}`),
+} as unknown as ListenerContext['logger'];
+
+function secret(value: string): Secret {
+  return { name: 'telegram', isSet: value !== '', reveal: () => value } as unknown as Secret;
+}
+
+/** Runs the listener in this process against the fake, as the server's supervisor would. */
+function startListener(
+  chat: ChatService,
+  options: { token?: string; apiRoot?: string; approvals?: ListenerApprovals; noToken?: boolean } = {},
+): { stop: () => Promise<void> } {
+  const controller = new AbortController();
+  const settings = {
+    mode: 'followup',
+    collect_window: 1000,
+    collect_max: 20,
+    max_steps: 20,
+    telegram: {
+      ...(options.noToken ? {} : { token: secret(options.token ?? fake.token) }),
+      allowed_users: [owner],
+      api_root: options.apiRoot ?? fake.apiRoot,
+      poll_timeout: 2_000,
+    },
+  } satisfies ChatSettings;
+  const done = runTelegram({
+    instance: { name: 'chat', domain: 'chat', settings },
+    listener: 'telegram',
+    logger,
+    enqueue: async () => {
+      throw new Error('the Telegram listener enqueues through the chat service, not this');
+    },
+    signal: controller.signal,
+    configDir: root,
+    dataDir: path.join(root, 'data'),
+    chat,
+    ...(options.approvals ? { approvals: options.approvals } : {}),
+  });
+  const entry = { controller, done };
+  running.push(entry);
+  return {
+    stop: async () => {
+      controller.abort();
+      await done;
+      running.splice(running.indexOf(entry), 1);
+    },
+  };
+}
+
+/** Polls `check` until it returns something truthy, for at most 10 s; fails naming what it waited for. */
+async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function conversationsOf(chat: ChatService, peer: number) {
+  return (await chat.list()).filter((one) => one.channel === 'telegram' && one.peer === String(peer));
+}
+
+async function firstConversation(chat: ChatService, peer: number) {
+  return (await conversationsOf(chat, peer))[0];
+}
+
+async function storedTexts(chat: ChatService, conversation: string): Promise<string[]> {
+  return (await chat.inbox.messages(conversation)).map((message) => message.text);
+}
+
+/** The test stands in for the worker: the reply goes into the transcript, the inbox and the event log. */
+async function answer(chat: ChatService, conversation: string, text: string, status = 'complete') {
+  const pending = await chat.inbox.pending(conversation);
+  const ids = pending.map((message) => message.id);
+  const reply = await chat.conversations.appendMessage(conversation, {
+    role: 'assistant',
+    text,
+    reply_to: ids,
+    status: status as 'complete',
+  });
+  await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
+  await chat.events.append(conversation, {
+    type: 'message',
+    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status, at: new Date().toISOString() },
+  });
+  return reply.id;
+}
+
+function textsTo(chatId: number): string[] {
+  return fake.messagesTo(chatId).map((message) => message.text);
+}
+
+describe('the Telegram listener', () => {
+  it('takes an allowed user’s message and streams the reply: sent on the first token, edited, then final', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'what is urgent?' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
+    expect(await storedTexts(chat, id)).toEqual(['what is urgent?']);
+    expect((await chat.inbox.messages(id))[0]?.clientId).toMatch(/^tg-\d+$/);
+    // Its turn is enqueued right after the message is stored.
+    await until(async () => (await queue.list({ type: 'chat.turn' })).length === 1, 'the turn enqueued');
+
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
+    await until(() => fake.messagesTo(owner).some((one) => one.text === 'The dentist'), 'the first token sent');
+    await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
+    await until(() => textsTo(owner).includes('The dentist invoice is due'), 'the streamed text edited in');
+    await answer(chat, id, 'The dentist invoice is due tomorrow.');
+    await until(() => textsTo(owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
+
+    // One Telegram message, edited: the first token, the text so far, the final reply.
+    expect(fake.messagesTo(owner)).toHaveLength(1);
+    expect(fake.messagesTo(owner)[0]?.texts).toEqual([
+      'The dentist',
+      'The dentist invoice is due',
+      'The dentist invoice is due tomorrow.',
+    ]);
+    expect(logs.join('\n')).not.toContain(fake.token);
+  });
+
+  it('ignores a stranger: nothing stored, nothing sent, one log line with the user id and not the text', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: stranger, text: 'my bank password is hunter2' });
+    fake.send({ from: owner, text: 'hello' });
+    // Updates are handled in order: once the owner's message is stored, the stranger's was dealt with.
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the owner’s message');
+    expect(await conversationsOf(chat, stranger)).toEqual([]);
+    expect(fake.messagesTo(stranger)).toEqual([]);
+    expect(fake.callsOf('sendChatAction').every((call) => Number(call.params.chat_id) === owner)).toBe(true);
+    expect(logs.filter((line) => line.includes(String(stranger)))).toEqual([
+      `info ignored a Telegram message from user ${stranger}: not in telegram.allowed_users`,
+    ]);
+    expect(logs.join('\n')).not.toContain('hunter2');
+  });
+
+  it('stores an update Telegram delivers twice once: again after it was confirmed, or after a crash before', async () => {
+    const chat = chatService();
+    const first = startListener(chat);
+    const once = fake.send({ from: owner, text: 'once' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the first message stored');
+    // Delivered again after the listener confirmed it: skipped.
+    fake.redeliver(once);
+    fake.send({ from: owner, text: 'next' });
+    await until(async () => (await storedTexts(chat, id)).length >= 2, 'the next message stored');
+    await first.stop();
+
+    // As if the server died after storing "next" and before saving the offset past it: Telegram hands it out
+    // again, and its client id (tg-<update id>) makes it the message already stored.
+    const stateFile = path.join(root, 'data', 'chat', 'telegram', 'chat.json');
+    const state = JSON.parse(await readFile(stateFile, 'utf8'));
+    state.offset = once + 1;
+    await writeFile(stateFile, JSON.stringify(state));
+    startListener(chat);
+    fake.send({ from: owner, text: 'last' });
+    await until(async () => (await storedTexts(chat, id)).length >= 3, 'the last message stored');
+    expect(await storedTexts(chat, id)).toEqual(['once', 'next', 'last']);
+    const userEvents = (await chat.events.read(id)).entries.filter(
+      (entry) => entry.event.type === 'message' && (entry.event.message as { role: string }).role === 'user',
+    );
+    expect(userEvents).toHaveLength(3);
+  });
+
+  it('resumes after a restart from the stored offset: nothing repeated, nothing skipped, no reply sent twice', async () => {
+    const chat = chatService();
+    const first = startListener(chat);
+    fake.send({ from: owner, text: 'first' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the first message stored');
+    await answer(chat, id, 'First answer.');
+    await until(() => textsTo(owner).includes('First answer.'), 'the first answer sent');
+    await first.stop();
+
+    const stateFile = path.join(root, 'data', 'chat', 'telegram', 'chat.json');
+    const state = JSON.parse(await readFile(stateFile, 'utf8'));
+    const second = fake.send({ from: owner, text: 'second' });
+    expect(state.offset).toBe(second);
+    // As if the server died after recording the reply as sent but before storing how far it read the events: the
+    // restarted listener reads them again, and the record of sent replies keeps the first answer from going twice.
+    state.conversations[id].events = 0;
+    await writeFile(stateFile, JSON.stringify(state));
+    // Written while the listener was down: sent once it is back.
+    await answer(chat, id, 'An answer written while the server was down.');
+
+    startListener(chat);
+    await until(async () => (await storedTexts(chat, id)).length === 2, 'the second message stored');
+    await until(
+      () => textsTo(owner).includes('An answer written while the server was down.'),
+      'the answer written while down',
+    );
+    expect(Number(fake.callsOf('getUpdates').at(-1)?.params.offset)).toBeGreaterThanOrEqual(second);
+    expect(await storedTexts(chat, id)).toEqual(['first', 'second']);
+    expect(textsTo(owner)).toEqual(['First answer.', 'An answer written while the server was down.']);
+  });
+
+  it('goes on editing the streamed message after a restart mid-reply', async () => {
+    const chat = chatService();
+    const first = startListener(chat);
+    fake.send({ from: owner, text: 'tell me' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    await chat.events.append(conversation.id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(conversation.id, { type: 'token', step: 0, text: 'Once upon' });
+    await until(() => textsTo(owner).includes('Once upon'), 'the first token sent');
+    await first.stop();
+    await chat.events.append(conversation.id, { type: 'token', step: 0, text: ' a time' });
+
+    startListener(chat);
+    await until(() => textsTo(owner).includes('Once upon a time'), 'the streamed text, whole, edited in');
+    await answer(chat, conversation.id, 'Once upon a time, the end.');
+    await until(() => textsTo(owner).includes('Once upon a time, the end.'), 'the final text');
+    expect(fake.messagesTo(owner)).toHaveLength(1);
+    expect(fake.messagesTo(owner)[0]?.texts).toEqual(['Once upon', 'Once upon a time', 'Once upon a time, the end.']);
+  });
+
+  it('starts a new conversation on /new and keeps talking in it', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'old topic' });
+    const old = await until(() => firstConversation(chat, owner), 'the first conversation');
+    await until(async () => (await storedTexts(chat, old.id)).length === 1, 'the first message');
+    fake.send({ from: owner, text: '/new' });
+    await until(() => textsTo(owner).some((text) => text.startsWith('A new conversation')), 'the /new answer');
+    fake.send({ from: owner, text: 'new topic' });
+    const fresh = await until(async () => {
+      const all = await conversationsOf(chat, owner);
+      return all.find((one) => one.id !== old.id);
+    }, 'a second conversation');
+    await until(async () => (await storedTexts(chat, fresh.id)).length === 1, 'the message in the new conversation');
+    expect(await storedTexts(chat, fresh.id)).toEqual(['new topic']);
+    expect(await storedTexts(chat, old.id)).toEqual(['old topic']);
+    // The reply of the new conversation reaches the owner too.
+    await answer(chat, fresh.id, 'On the new topic.');
+    await until(() => textsTo(owner).includes('On the new topic.'), 'the reply in the new conversation');
+  });
+
+  it('tells the user when a message is refused, and says an error event', async () => {
+    const chat = chatService({ maxPending: 1, maxTextBytes: 64 });
+    startListener(chat);
+    fake.send({ from: owner, text: 'one' });
+    fake.send({ from: owner, text: 'two' });
+    await until(() => textsTo(owner).some((text) => text.includes('not accepted')), 'the refusal said');
+    expect(textsTo(owner).find((text) => text.includes('not accepted'))).toMatch(/not yet answered/);
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    expect(await storedTexts(chat, id)).toEqual(['one']);
+
+    await chat.events.append(id, { type: 'error', message: 'The model is unreachable.', code: 'LLM_UNAVAILABLE' });
+    await until(() => textsTo(owner).includes('⚠️ The model is unreachable.'), 'the error said');
+  });
+
+  it('logs a refused token once, without the token, and keeps the listener up', async () => {
+    const chat = chatService();
+    const wrong = '999:wrong-token-value';
+    startListener(chat, { token: wrong });
+    await until(() => logs.some((line) => line.includes('refused the bot token')), 'the bad-token log line');
+    expect(fake.unauthorized).toBe(1);
+    expect(logs.filter((line) => line.includes('refused the bot token'))).toHaveLength(1);
+    expect(logs.join('\n')).not.toContain('wrong-token-value');
+  });
+
+  it('retries a failing Bot API with backoff and sends the reply once it answers', async () => {
+    const chat = chatService();
+    fake.fail('getUpdates', { status: 500, description: 'Internal Server Error' });
+    fake.fail('sendMessage', { status: 502, description: 'Bad Gateway' }, { status: 429, retryAfter: 1 });
+    startListener(chat);
+    fake.send({ from: owner, text: 'hi' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    await answer(chat, conversation.id, 'Hello.');
+    await until(() => textsTo(owner).includes('Hello.'), 'the reply after two failed sends');
+    expect(fake.callsOf('sendMessage')).toHaveLength(3);
+    expect(textsTo(owner)).toEqual(['Hello.']);
+    expect(logs.filter((line) => line.startsWith('warn')).map((line) => line.replace(/\d+ ms/, 'N ms'))).toEqual([
+      'warn Telegram getUpdates failed: 500 Internal Server Error; trying again in N ms',
+      'warn Telegram sendMessage failed: 502 Bad Gateway; trying again in N ms',
+      'warn Telegram sendMessage failed: 429 fake error 429; trying again in N ms',
+    ]);
+    expect(logs.join('\n')).not.toContain(fake.token);
+  });
+
+  it('says an unreachable Bot API without its URL (which holds the token)', async () => {
+    const gone = await FakeTelegram.start();
+    await gone.close();
+    startListener(chatService(), { apiRoot: gone.apiRoot });
+    const line = await until(() => logs.find((one) => one.includes('did not answer')), 'the unreachable line');
+    expect(line).toMatch(/^warn Telegram getUpdates did not answer: ECONNREFUSED; trying again in 1000 ms$/);
+    expect(logs.join('\n')).not.toContain(fake.token);
+  });
+
+  it('idles without a token until the signal aborts', async () => {
+    const chat = chatService();
+    const listener = startListener(chat, { noToken: true });
+    await until(() => logs.some((line) => line.includes('no telegram.token')), 'the idle line');
+    await listener.stop();
+    expect(fake.calls).toEqual([]);
+  });
+
+  it('pushes a new approval request once and decides it with /approve', async () => {
+    const chat = chatService();
+    const decided: string[] = [];
+    const approvals: ListenerApprovals = {
+      pending: async () =>
+        decided.length > 0
+          ? []
+          : [
+              {
+                id: 'ap-0123456789ab',
+                title: 'Invoice from the dentist',
+                actions: 'send_reply',
+                rule: 'answer invoices',
+                reason: 'an invoice',
+                expiresAt: '2026-12-01T00:00:00.000Z',
+              },
+            ],
+      decide: async (id, decision, by) => {
+        decided.push(`${decision} ${id} by ${by}`);
+        return { status: 'approved', tasks: ['t1'], actions: 'send_reply', title: 'Invoice from the dentist' };
+      },
+    };
+    const first = startListener(chat, { approvals });
+    await until(() => textsTo(owner).some((text) => text.includes('ap-0123456789ab')), 'the approval pushed');
+    await first.stop();
+    startListener(chat, { approvals });
+    fake.send({ from: owner, text: '/approve ap-0123456789ab' });
+    await until(() => textsTo(owner).some((text) => text.startsWith('Approved ap-0123456789ab')), 'the decision');
+    expect(decided).toEqual([`approve ap-0123456789ab by telegram:${owner}`]);
+    expect(textsTo(owner).filter((text) => text.startsWith('Approval needed'))).toHaveLength(1);
+  });
+});

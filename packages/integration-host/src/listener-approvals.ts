@@ -1,0 +1,65 @@
+import { decideApproval, describeAction, listApprovals } from '@assistant/actions';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { TaskQueue } from '@assistant/queue';
+
+/** A pending approval request as a chat shows it. */
+export interface ListenerApprovalSummary {
+  id: string;
+  /** The item's title (mail subject, say): text from outside, shown to the owner as is. */
+  title: string;
+  /** What would be done, described: `archive, send_reply "…"`. */
+  actions: string;
+  rule: string;
+  reason: string;
+  expiresAt: string;
+}
+
+/**
+ * Approvals for the chat listeners: the requests waiting for a person, and deciding one with the same code as
+ * `assistant approve ID` / `assistant reject ID` (a CONFLICT error when it was decided or expired already,
+ * NOT_FOUND when there is none).
+ */
+export interface ListenerApprovals {
+  pending(): Promise<ListenerApprovalSummary[]>;
+  decide(
+    id: string,
+    decision: 'approve' | 'reject',
+    by: string,
+  ): Promise<{ status: string; tasks: string[]; actions: string; title: string }>;
+}
+
+export function listenerApprovals(options: {
+  notes: NoteStore;
+  queue: TaskQueue;
+  humanLog?: Pick<HumanLog, 'write'>;
+}): ListenerApprovals {
+  return {
+    async pending() {
+      const requests = await listApprovals(options.notes, { status: 'pending' });
+      return requests.map((request) => ({
+        id: request.id,
+        title: request.title,
+        actions: request.actions.map((action) => describeAction(action)).join(', '),
+        rule: request.rule,
+        reason: request.reason,
+        expiresAt: request.expires_at,
+      }));
+    },
+    async decide(id, decision, by) {
+      const result = await decideApproval({
+        notes: options.notes,
+        queue: options.queue,
+        ...(options.humanLog ? { humanLog: options.humanLog } : {}),
+        id,
+        decision,
+        by,
+      });
+      return {
+        status: result.request.status,
+        tasks: (result.enqueued ?? []).map((entry) => entry.task),
+        actions: result.request.actions.map((action) => describeAction(action)).join(', '),
+        title: result.request.title,
+      };
+    },
+  };
+}
