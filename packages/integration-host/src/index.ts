@@ -1,5 +1,6 @@
 export type {
   AgentTaskOptions,
+  ChatContext,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,

@@ -24,6 +24,7 @@ export type { AutomationMatch, ItemFacts } from '@assistant/automations';
 export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
+  ChatContext,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,
