@@ -303,4 +303,90 @@ describe('chat turns', () => {
     expect(written.map((reply) => reply.status)).toEqual(['failed']);
     expect(written[0]?.text).toContain('401 Unauthorized');
   });
+
+  it('collect: waits for a quiet window before it starts, taking in what arrives meanwhile', async () => {
+    const conv = await conversation('collect');
+    const m1 = await send(conv, 'one');
+    const model = createScriptedModel({ replies: (request) => `saw: ${userTexts(request).join(' | ')}` });
+    const turn = run(conv, m1, 't1', model, {
+      settings: { mode: 'followup', collectWindowMs: 1_000, collectMax: 20, maxSteps: 5 },
+    });
+    await waitFor(() => stores.turns.read(conv), 'the turn to take the conversation');
+    const m2 = await send(conv, 'two');
+    await turn;
+    expect((await replies(conv)).map((reply) => [reply.reply_to, reply.text])).toEqual([[[m1, m2], 'saw: one | two']]);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('forwards streamed tokens; a partial reply keeps the text streamed after the last restart', async () => {
+    const conv = await conversation('interrupt');
+    const m1 = await send(conv, 'tell me a story');
+    let emit: ((event: unknown) => void) | undefined;
+    const streamed = Promise.withResolvers<void>();
+    const model = createScriptedModel({
+      replies: async (_request, call) => {
+        // What the streaming client will report: pieces, a retried request, pieces again; then it hangs.
+        for (const piece of ['Once', ' upon']) emit?.({ type: 'token', step: 1, text: piece });
+        emit?.({ type: 'token', step: 1, text: '', restart: true });
+        for (const piece of ['Long', ' ago']) emit?.({ type: 'token', step: 1, text: piece });
+        streamed.resolve();
+        await new Promise((_resolve, reject) => call.signal?.addEventListener('abort', reject));
+        return 'never';
+      },
+    });
+    const turn = run(conv, m1, 't1', model, {
+      startAgent: (options) => {
+        emit = (event) => options.onEvent({ lineage: ['chat'], handleId: 'h', ...(event as object) } as never);
+        return startAgent({ ...options, transcript: createMemoryTranscriptStore() });
+      },
+    });
+    await streamed.promise;
+    await send(conv, 'no, a poem');
+    await turn;
+    const [reply] = await replies(conv);
+    expect(reply).toMatchObject({ reply_to: [m1], status: 'partial', text: 'Long ago' });
+    const tokens = (await eventTypes(conv)).filter((event) => event.type === 'token');
+    // The first piece goes out at once; later ones are coalesced; a restart is passed on.
+    expect(tokens[0]).toMatchObject({ turn: 't1', text: 'Once' });
+    const restart = tokens.findIndex((event) => event.restart === true);
+    expect(restart).toBeGreaterThan(0);
+    expect(
+      tokens
+        .slice(restart + 1)
+        .map((event) => event.text)
+        .join(''),
+    ).toBe('Long ago');
+    expect(tokens.map((event) => event.text).join('')).not.toContain('upon Long');
+  });
+
+  it('an aborted task keeps its lease and rethrows; run again, it resumes the same batch and loop', async () => {
+    const conv = await conversation('followup');
+    const m1 = await send(conv, 'one');
+    const controller = new AbortController();
+    const arrived = Promise.withResolvers<void>();
+    const model = createScriptedModel({
+      replies: async (request, call) => {
+        if (call.index === 0) {
+          arrived.resolve();
+          await new Promise((_resolve, reject) => call.signal?.addEventListener('abort', reject));
+        }
+        return `resumed with ${request.messages.length} messages`;
+      },
+    });
+    const turn = run(conv, m1, 't1', model, { signal: controller.signal });
+    await arrived.promise;
+    controller.abort(new Error('worker shutting down'));
+    await expect(turn).rejects.toThrow('worker shutting down');
+    expect(await replies(conv)).toEqual([]);
+    expect(await stores.turns.read(conv)).toMatchObject({ task: 't1', batch: [m1] });
+    // Another task is told the turn is busy; the same task resumes it.
+    await expect(run(conv, m1, 't2', model)).rejects.toBeInstanceOf(DelayedError);
+    expect(await run(conv, m1, 't1', model)).toMatchObject({ turns: 1 });
+    // The loop went on from its saved transcript (system, the message, the stop note), not from the start.
+    const resumedFrom = model.requests[1]?.messages ?? [];
+    expect(resumedFrom.map((message) => message.role)).toEqual(['system', 'user', 'user']);
+    expect(resumedFrom[2]?.content).toContain('worker shutting down');
+    expect((await replies(conv))[0]?.text).toBe('resumed with 3 messages');
+    await expectAnsweredOnce(conv, [m1]);
+  });
 });

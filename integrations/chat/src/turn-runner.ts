@@ -225,7 +225,12 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
     const history = (await conversations.get(conv)).messages.filter((message) => message.status !== 'pending');
     handle = turn.start(history.slice(-historyLimit));
     if (lost) handle.stop('the turn was taken over by another task');
-    const result = await handle.result();
+    // context.agent stops the loop on the task's signal too; this keeps the runner right with any startAgent.
+    const running = handle;
+    const onAbort = () => running.stop(`aborted: ${String(signal.reason)}`);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    const result = await handle.result().finally(() => signal.removeEventListener('abort', onAbort));
     await turn.finish();
     if (lost) throw turnLost(conv, taskId);
     if (signal.aborted) throw signal.reason;
