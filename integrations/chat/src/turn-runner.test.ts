@@ -186,10 +186,13 @@ describe('chat turns', () => {
     const first = run(conv, m1, 't1', model);
     await inFlight;
     const later = [await send(conv, 'two'), await send(conv, 'three'), await send(conv, 'four')];
-    await waitFor(
-      async () => (await stores.turns.read(conv))?.batch.length === 4,
-      'the three messages to join the batch',
-    );
+    // A steered message is interjected, then added to the lease's batch, then to the transcript.
+    const userMessages = async () =>
+      (await stores.conversations.get(conv)).messages.filter(
+        (message) => message.role === 'user' && message.status !== 'pending',
+      );
+    await waitFor(async () => (await userMessages()).length === 4, 'the three messages to join the turn');
+    expect((await stores.turns.read(conv))?.batch).toEqual([m1, ...later]);
     release();
     await first;
     const written = await replies(conv);

@@ -39,6 +39,8 @@ export interface TurnAgentOptions {
 /** What the tools of one turn may know of it. */
 export interface TurnToolsContext {
   conversationId: string;
+  /** The conversation's `peer` (frontmatter): `owner` for the REST API and the local CLI. */
+  peer: string;
   /** The owner's messages of this turn so far (its batch, steered messages, answers to questions). */
   ownerTexts: () => readonly string[];
   /** Shows an approval request in the chat. */
@@ -122,8 +124,9 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
   const { conversations, inbox, events, turns } = options.stores;
 
   let conversationMode: ChatMode;
+  let peer: string;
   try {
-    conversationMode = (await conversations.get(conv)).mode;
+    ({ mode: conversationMode, peer } = await conversations.get(conv));
   } catch (error) {
     if (isAssistantError(error) && (error.code === 'CHAT_NOT_FOUND' || error.code === 'CHAT_INPUT_INVALID')) {
       throw new UnrecoverableError(error.message);
@@ -217,6 +220,7 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
     const turn = new TurnRun({
       options,
       conversationMode,
+      peer,
       batch,
       byId,
       seen: pendingIds,
@@ -239,6 +243,7 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       await events.append(conv, {
         type: 'error',
         code: 'LLM_REQUEST_FAILED',
+        message_id: batch[0],
         message: `The model cannot be reached (${result.reason ?? 'no answer'}); trying again in ${Math.round((options.outageDelayMs ?? 15_000) / 1000)} s. Your messages are kept.`,
       });
       await release();
@@ -246,8 +251,16 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
     }
 
     const answeredBatch = turn.answeredBatch(result);
-    if (answeredBatch.length !== turn.batch.length) {
-      await turns.update(conv, taskId, (current) => ({ ...current, batch: answeredBatch }));
+    // Renewing the lease right before the reply checks that this turn still holds it: a holder taken for gone
+    // (no heartbeat for staleMs) writes nothing, and the heartbeat just renewed keeps anyone from taking it now.
+    try {
+      await turns.update(conv, taskId, ({ question: _asked, ...current }) => ({ ...current, batch: answeredBatch }));
+    } catch (error) {
+      if (isAssistantError(error) && error.code === 'CHAT_TURN_LOST') {
+        lost = true;
+        throw turnLost(conv, taskId);
+      }
+      throw error;
     }
     const reply = replyOf(result, turn.streamedText());
     const appended = await conversations.appendMessage(conv, {
@@ -312,6 +325,7 @@ async function collectWindow(
 class TurnRun {
   readonly #options: ChatTurnRunnerOptions;
   readonly #mode: ChatMode;
+  readonly #peer: string;
   readonly #byId: Map<string, InboxMessage>;
   /** Messages that were there when the turn began or were looked at since: a message acts once. */
   readonly #seen: Set<string>;
@@ -339,6 +353,7 @@ class TurnRun {
   constructor(init: {
     options: ChatTurnRunnerOptions;
     conversationMode: ChatMode;
+    peer: string;
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
@@ -346,6 +361,7 @@ class TurnRun {
   }) {
     this.#options = init.options;
     this.#mode = init.conversationMode;
+    this.#peer = init.peer;
     this.batch = [...init.batch];
     this.#byId = init.byId;
     this.#seen = new Set([...init.seen, ...init.batch]);
@@ -363,6 +379,7 @@ class TurnRun {
       );
     const tools = options.tools({
       conversationId: options.conversationId,
+      peer: this.#peer,
       ownerTexts: () => this.batch.map((id) => this.#byId.get(id)?.text ?? ''),
       showApproval: async (approval) => {
         await this.#emit({ type: 'approval', ...approval });
@@ -581,9 +598,9 @@ class TurnRun {
       }
       const mode = effectiveMode(message, this.#mode);
       if (mode === 'steer') {
-        await this.#join(message);
         this.#steered.set(message.id, `[interjection] ${message.text}`);
         handle.interject(message.text);
+        await this.#join(message);
       } else if (mode === 'interrupt') {
         // Answered by the next turn; this one ends with what it has said so far.
         this.#stopping = true;

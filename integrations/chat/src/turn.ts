@@ -50,9 +50,9 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       chatTools({
         context: context as unknown as HandlerContext,
         conversationId: turn.conversationId,
-        // The chat peers are the owner on an authenticated channel (the API token, the local CLI, configured
-        // Telegram users): the only conversations that exist so far.
-        ownerPeer: true,
+        // `owner` is the peer of the authenticated channels (REST with the API token, the local CLI); a channel
+        // that talks with someone else names them (a Telegram user id) and gets no approval rights.
+        ownerPeer: turn.peer === 'owner',
         ownerTexts: turn.ownerTexts,
         showApproval: turn.showApproval,
       }),
