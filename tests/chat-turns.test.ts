@@ -24,7 +24,7 @@ const newUserTexts = (request: FakeChatRequest) => {
 };
 
 describe('chat turns in a worker that is killed mid-turn', () => {
-  it('answers every accepted message exactly once, in followup and collect conversations', {
+  it('answers every accepted message exactly once, in followup, collect and steer conversations', {
     timeout: 90_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({
@@ -67,15 +67,18 @@ queue:
     };
     const followup = await open('followup');
     const collect = await open('collect');
+    const steer = await open('steer');
 
     let worker: NodeProcess | undefined = startNode({ args: [cliMain, 'work', '--config', config] });
     try {
       await send(followup, 'f1');
       await send(collect, 'c1');
+      await send(steer, 's1');
       await waitUntil(() => model.requests.length >= 1 || undefined, { what: 'the first model call' });
       for (const text of ['2', '3', '4']) {
         await send(followup, `f${text}`);
         await send(collect, `c${text}`);
+        await send(steer, `s${text}`);
       }
       // Kill the worker while a model call is in flight: the turn is cut between its start and its reply.
       const before = model.requests.length;
@@ -86,18 +89,23 @@ queue:
       worker.child.kill('SIGKILL');
       await worker.exited;
       // The killed worker left messages unanswered and a turn holding its conversation.
-      expect((await inbox.pending(followup)).length + (await inbox.pending(collect)).length).toBeGreaterThan(0);
-      const leases = [await turns.read(followup), await turns.read(collect)].filter((lease) => lease !== undefined);
+      const pendingNow = async () =>
+        (await inbox.pending(followup)).length +
+        (await inbox.pending(collect)).length +
+        (await inbox.pending(steer)).length;
+      expect(await pendingNow()).toBeGreaterThan(0);
+      const leases = [await turns.read(followup), await turns.read(collect), await turns.read(steer)].filter(
+        (lease) => lease !== undefined,
+      );
       expect(leases.length).toBeGreaterThan(0);
 
       worker = startNode({ args: [cliMain, 'work', '--config', config] });
       await waitUntil(
         async () => {
-          const pending = (await inbox.pending(followup)).length + (await inbox.pending(collect)).length;
           const done = (await queue.list({ state: 'done', type: 'chat.turn' })).length;
-          return pending === 0 && done === 8;
+          return (await pendingNow()) === 0 && done === 12;
         },
-        { what: 'all 8 messages answered and their 8 tasks done', timeoutMs: 60_000 },
+        { what: 'all 12 messages answered and their 12 tasks done', timeoutMs: 70_000 },
       );
     } finally {
       worker.child.kill('SIGTERM');
@@ -119,6 +127,9 @@ queue:
     expect(followupReplies.map((reply) => reply.reply_to?.length)).toEqual([1, 1, 1, 1]);
     const collectReplies = (await conversations.get(collect)).messages.filter((m) => m.role === 'assistant');
     expect(collectReplies.length).toBeLessThan(4);
+    // Steered messages joined the running turn: fewer replies than messages.
+    const steerReplies = (await conversations.get(steer)).messages.filter((m) => m.role === 'assistant');
+    expect(steerReplies.length).toBeLessThan(4);
     expect(await queue.list({ state: 'failed' })).toEqual([]);
   });
 });
