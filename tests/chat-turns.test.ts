@@ -2,7 +2,7 @@
 // server enqueues them), a model that takes most of a second per call, and the worker SIGKILLed mid-turn and
 // started again: every accepted message is answered exactly once, none lost.
 import path from 'node:path';
-import { ChatInbox, type ChatMode, ConversationStore, TurnStates } from '@assistant/chat';
+import { ChatEventLog, ChatInbox, type ChatMode, ConversationStore, TurnStates } from '@assistant/chat';
 import { loadRuntime } from '@assistant/integration-host';
 import { type FakeChatRequest, FakeOpenAiServer } from '@assistant/llm/testing';
 import { NoteStore } from '@assistant/notes';
@@ -131,5 +131,12 @@ queue:
     const steerReplies = (await conversations.get(steer)).messages.filter((m) => m.role === 'assistant');
     expect(steerReplies.length).toBeLessThan(4);
     expect(await queue.list({ state: 'failed' })).toEqual([]);
+    // The replies streamed: token events in the conversation's event log, and every reply has its turn_done.
+    const events = (
+      await new ChatEventLog({ directory: path.join(runtime.config.paths.dataDir, 'chat/events') }).read(followup)
+    ).entries.map((entry) => entry.event);
+    expect(events.filter((event) => event.type === 'token').length).toBeGreaterThan(0);
+    const done = events.filter((event) => event.type === 'turn_done').map((event) => event.reply);
+    expect(done).toEqual(expect.arrayContaining(followupReplies.map((reply) => reply.id)));
   });
 });

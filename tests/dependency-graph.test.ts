@@ -16,11 +16,12 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/queue'],
   ['@assistant/config'],
   ['@assistant/notes', '@assistant/process'],
-  // chat stores conversations as notes; its turn runner (later) sits with the integrations, above agent.
-  ['@assistant/llm', '@assistant/chat'],
+  ['@assistant/llm'],
   ['@assistant/agent'],
   ['@assistant/manifests', '@assistant/scheduler', '@assistant/sandbox', '@assistant/steering', '@assistant/metrics'],
-  ['@assistant/automations'],
+  // chat stores conversations as notes, enqueues turns and stops them through steering; its turn runner sits with
+  // the integrations, above the agent.
+  ['@assistant/automations', '@assistant/chat'],
   ['@assistant/actions'],
   ['@assistant/integration-host'],
   ['@assistant/sdk'],

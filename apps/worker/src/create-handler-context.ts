@@ -18,6 +18,7 @@ import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
+import { createChatConsole } from './chat-console.ts';
 
 /** What the worker shares between the contexts of all the tasks it runs. */
 export interface WorkerServices {
@@ -128,6 +129,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         }
       : {}),
     ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings) } : {}),
+    ...(instance.domain === 'chat' && isBuiltin && services.registry
+      ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
+      : {}),
     logger,
     log: {
       human: (message, details = {}) =>
@@ -161,6 +165,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         signal,
         onEvent: (event) => {
           const { type, lineage, handleId: _handle, ...details } = event;
+          // Tokens (a line each) would flood events.jsonl and the debug log: they go to the caller's onEvent only.
+          if (type === 'token') return onEvent?.(event);
           record({
             type,
             lineage,

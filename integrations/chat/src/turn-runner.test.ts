@@ -155,9 +155,15 @@ describe('chat turns', () => {
     expect(await stores.turns.read(conv)).toBeUndefined();
     // A task whose message is answered returns at once.
     expect(await run(conv, m1, 't9', model)).toEqual({ answered_by: written[0]?.id, turns: 0 });
-    const types = (await eventTypes(conv)).map((event) => event.type);
+    const events = await eventTypes(conv);
+    const types = events.map((event) => event.type).filter((type) => type !== 'token');
     expect(types.filter((type) => type === 'turn_done')).toHaveLength(4);
     expect(types.slice(0, 3)).toEqual(['turn_started', 'message', 'turn_done']);
+    // The scripted model streams its reply: the tokens of the first turn, coalesced, are its text.
+    const firstDone = events.findIndex((event) => event.type === 'turn_done');
+    const streamed = events.slice(0, firstDone).filter((event) => event.type === 'token');
+    expect(streamed[0]).toMatchObject({ turn: 't1' });
+    expect(streamed.map((event) => event.text).join('')).toBe('saw: one');
   });
 
   it('collect: messages sent during a turn are answered together by the next one', async () => {
@@ -339,7 +345,7 @@ describe('chat turns', () => {
     });
     const turn = run(conv, m1, 't1', model, {
       startAgent: (options) => {
-        emit = (event) => options.onEvent({ lineage: ['chat'], handleId: 'h', ...(event as object) } as never);
+        emit = (event) => options.onEvent({ lineage: ['agent'], handleId: 'h', ...(event as object) } as never);
         return startAgent({ ...options, transcript: createMemoryTranscriptStore() });
       },
     });

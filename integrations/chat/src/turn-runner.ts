@@ -39,7 +39,8 @@ export interface TurnAgentOptions {
 /** What the tools of one turn may know of it. */
 export interface TurnToolsContext {
   conversationId: string;
-  /** The conversation's `peer` (frontmatter): `owner` for the REST API and the local CLI. */
+  /** The conversation's `channel` and `peer` (frontmatter): `owner` for the REST API and the local CLI. */
+  channel: string;
   peer: string;
   /** The owner's messages of this turn so far (its batch, steered messages, answers to questions). */
   ownerTexts: () => readonly string[];
@@ -124,9 +125,11 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
   const { conversations, inbox, events, turns } = options.stores;
 
   let conversationMode: ChatMode;
-  let peer: string;
+  let peer: { channel: string; peer: string };
   try {
-    ({ mode: conversationMode, peer } = await conversations.get(conv));
+    const found = await conversations.get(conv);
+    conversationMode = found.mode;
+    peer = { channel: found.channel, peer: found.peer };
   } catch (error) {
     if (isAssistantError(error) && (error.code === 'CHAT_NOT_FOUND' || error.code === 'CHAT_INPUT_INVALID')) {
       throw new UnrecoverableError(error.message);
@@ -270,7 +273,8 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       status: reply.status,
       steps: toolSteps(handle.transcript()),
     });
-    await inbox.markAnswered(conv, { ids: answeredBatch, replyId: appended.id });
+    // The events go out before the inbox marks the batch: a crash in between sends them again (step 4), where
+    // the other order could lose them for good. A reader tells a repeat by the reply's id.
     const written = (await conversations.get(conv)).messages.find((message) => message.id === appended.id);
     if (written) await events.append(conv, { type: 'message', message: publicMessage(written) });
     await events.append(conv, {
@@ -280,6 +284,7 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       reply_to: answeredBatch,
       status: reply.status,
     });
+    await inbox.markAnswered(conv, { ids: answeredBatch, replyId: appended.id });
     await release();
   } finally {
     clearInterval(heartbeat);
@@ -325,7 +330,7 @@ async function collectWindow(
 class TurnRun {
   readonly #options: ChatTurnRunnerOptions;
   readonly #mode: ChatMode;
-  readonly #peer: string;
+  readonly #peer: { channel: string; peer: string };
   readonly #byId: Map<string, InboxMessage>;
   /** Messages that were there when the turn began or were looked at since: a message acts once. */
   readonly #seen: Set<string>;
@@ -353,7 +358,7 @@ class TurnRun {
   constructor(init: {
     options: ChatTurnRunnerOptions;
     conversationMode: ChatMode;
-    peer: string;
+    peer: { channel: string; peer: string };
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
@@ -379,7 +384,7 @@ class TurnRun {
       );
     const tools = options.tools({
       conversationId: options.conversationId,
-      peer: this.#peer,
+      ...this.#peer,
       ownerTexts: () => this.batch.map((id) => this.#byId.get(id)?.text ?? ''),
       showApproval: async (approval) => {
         await this.#emit({ type: 'approval', ...approval });
@@ -473,30 +478,27 @@ class TurnRun {
 
   #onEvent(event: AgentEvent): void {
     const turn = this.#options.taskId;
-    // `token` events (the streamed reply) are being added to the agent's events; read them by shape.
-    const loose = event as unknown as { type: string; step?: number; text?: string; restart?: boolean };
-    switch (loose.type) {
+    switch (event.type) {
       case 'token': {
-        const step = loose.step ?? 0;
-        if (loose.restart) {
-          this.#streamed.set(step, '');
+        // The reply is the top loop's text; loops nested in tools stream their own, which is not the reply.
+        if (event.lineage.length > 1) return;
+        if (event.restart) {
+          this.#streamed.set(event.step, '');
           this.#tokenBuffer = '';
           clearTimeout(this.#tokenTimer);
           this.#tokenTimer = undefined;
           void this.#emit({ type: 'token', turn, text: '', restart: true });
         }
-        const text = loose.text ?? '';
-        if (text === '') return;
-        this.#streamed.set(step, (this.#streamed.get(step) ?? '') + text);
-        this.#tokenBuffer += text;
+        if (event.text === '') return;
+        this.#streamed.set(event.step, (this.#streamed.get(event.step) ?? '') + event.text);
+        this.#tokenBuffer += event.text;
         const wait = this.#lastTokenAt + tokenIntervalMs - Date.now();
         if (wait <= 0) this.#flushTokens();
         else this.#tokenTimer ??= setTimeout(() => this.#flushTokens(), wait);
         return;
       }
       case 'tool-started':
-      case 'tool-finished': {
-        if (event.type !== 'tool-started' && event.type !== 'tool-finished') return;
+      case 'tool-finished':
         void this.#emit({
           type: 'step',
           turn,
@@ -505,9 +507,7 @@ class TurnRun {
           ...(event.type === 'tool-finished' ? { succeeded: event.succeeded } : {}),
         });
         return;
-      }
       case 'clarification': {
-        if (event.type !== 'clarification') return;
         this.#question = { id: event.id, text: event.question };
         const question = { id: event.id, text: event.question, asked_at: new Date().toISOString() };
         const { conversationId, taskId } = this.#options;

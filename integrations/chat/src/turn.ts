@@ -50,12 +50,22 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       chatTools({
         context: context as unknown as HandlerContext,
         conversationId: turn.conversationId,
-        // `owner` is the peer of the authenticated channels (REST with the API token, the local CLI); a channel
-        // that talks with someone else names them (a Telegram user id) and gets no approval rights.
-        ownerPeer: turn.peer === 'owner',
+        ownerPeer: isOwner(turn, settings),
         ownerTexts: turn.ownerTexts,
         showApproval: turn.showApproval,
       }),
     warn: (message, fields) => context.log.warn(message, fields),
   });
+}
+
+/**
+ * The owner on an authenticated channel: peer `owner` (REST with the API token, the local CLI), or on Telegram a
+ * user id listed in the instance's `telegram.allowed_users`. Anyone else gets no approval rights.
+ */
+function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
+  if (turn.peer === 'owner') return true;
+  if (turn.channel !== 'telegram') return false;
+  const telegram = (settings as unknown as { telegram?: { allowed_users?: unknown } }).telegram;
+  const allowed = Array.isArray(telegram?.allowed_users) ? telegram.allowed_users : [];
+  return allowed.some((user) => String(user) === turn.peer);
 }

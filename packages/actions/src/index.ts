@@ -7,6 +7,7 @@ export {
   type DecideApprovalOptions,
   type DecideApprovalResult,
   decideApproval,
+  enqueueApproved,
   expireApprovals,
   listApprovals,
   readApproval,
@@ -29,6 +30,13 @@ export {
   type RequestManualActionResult,
   requestManualAction,
 } from './manual-action.ts';
+export {
+  type ChatOrigin,
+  findService,
+  type ProposeActionOptions,
+  type ProposedAction,
+  proposeAction,
+} from './propose-action.ts';
 export { renderInputs, renderTemplate } from './render-template.ts';
 export {
   auditKeys,

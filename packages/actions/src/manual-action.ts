@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { actionKey, type ResolvedAction } from '@assistant/automations';
 import { AssistantError } from '@assistant/errors';
+import type { ManifestPlatform } from '@assistant/manifests';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import type { ActionRegistry } from './action-registry.ts';
+import type { ActionInstance, ActionRegistry } from './action-registry.ts';
 import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
 import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
 
@@ -43,22 +44,7 @@ export interface RequestManualActionResult {
  */
 export async function requestManualAction(options: RequestManualActionOptions): Promise<RequestManualActionResult> {
   const nowMs = options.nowMs ?? Date.now();
-  const instance = options.registry.instance(options.instance);
-  if (!instance) {
-    const names = options.registry.instances().map((candidate) => candidate.name);
-    throw new AssistantError(
-      'NOT_FOUND',
-      `no integration instance \`${options.instance}\`; configured: ${names.join(', ') || 'none'}`,
-    );
-  }
-  const platform = options.registry.manifestPlatform(instance.domain, options.platform);
-  if (!platform) {
-    const names = Object.keys(instance.platforms);
-    throw new AssistantError(
-      'NOT_FOUND',
-      `the ${instance.domain} integration has no platform \`${options.platform}\`; it has: ${names.join(', ') || 'none'}`,
-    );
-  }
+  const { instance, platform, note } = await findItem(options);
   const spec = platform.actions[options.action];
   if (!spec) {
     const names = Object.keys(platform.actions);
@@ -68,20 +54,6 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     );
   }
   const argument = readArgument(options.action, spec.argument, options.argument);
-  // An instance acts on its own items only (`{domain}/{instance}/…`, where every integration keeps them): the gate
-  // refuses an act on another instance's note, and a person is told so here rather than by a failed task.
-  const prefix = `${instance.domain}/${instance.name}/`;
-  if (!options.notePath.startsWith(prefix) || options.notePath.split('/').includes('..')) {
-    throw new AssistantError(
-      'BAD_REQUEST',
-      `${options.notePath} is not an item of ${instance.name}: its items are under ${prefix}`,
-    );
-  }
-  const note = await options.notes.read(options.notePath).catch((error: unknown) => {
-    if (error instanceof NotePathError) throw new AssistantError('BAD_REQUEST', error.message);
-    throw error;
-  });
-  if (!note) throw new AssistantError('NOT_FOUND', `no note ${options.notePath}`);
 
   const action: ResolvedAction = {
     kind: 'platform',
@@ -137,7 +109,51 @@ export async function requestManualAction(options: RequestManualActionOptions): 
   };
 }
 
-function readArgument(
+/**
+ * The instance, the platform as its manifest declares it, and the item's note an action is asked for: the instance
+ * must exist, have the platform, and the note must be one of its items (`{domain}/{instance}/…`, where every
+ * integration keeps them: the gate refuses an act on another instance's note, and a person is told so here rather
+ * than by a failed task). Shared by the requests a person makes by hand and the proposals of a chat.
+ */
+export async function findItem(options: {
+  registry: ActionRegistry;
+  notes: NoteStore;
+  instance: string;
+  platform: string;
+  notePath: string;
+}): Promise<{ instance: ActionInstance; platform: ManifestPlatform; note: { data: Record<string, unknown> } }> {
+  const instance = options.registry.instance(options.instance);
+  if (!instance) {
+    const names = options.registry.instances().map((candidate) => candidate.name);
+    throw new AssistantError(
+      'NOT_FOUND',
+      `no integration instance \`${options.instance}\`; configured: ${names.join(', ') || 'none'}`,
+    );
+  }
+  const platform = options.registry.manifestPlatform(instance.domain, options.platform);
+  if (!platform) {
+    const names = Object.keys(instance.platforms);
+    throw new AssistantError(
+      'NOT_FOUND',
+      `the ${instance.domain} integration has no platform \`${options.platform}\`; it has: ${names.join(', ') || 'none'}`,
+    );
+  }
+  const prefix = `${instance.domain}/${instance.name}/`;
+  if (!options.notePath.startsWith(prefix) || options.notePath.split('/').includes('..')) {
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `${options.notePath} is not an item of ${instance.name}: its items are under ${prefix}`,
+    );
+  }
+  const note = await options.notes.read(options.notePath).catch((error: unknown) => {
+    if (error instanceof NotePathError) throw new AssistantError('BAD_REQUEST', error.message);
+    throw error;
+  });
+  if (!note) throw new AssistantError('NOT_FOUND', `no note ${options.notePath}`);
+  return { instance, platform, note: { data: note.data as Record<string, unknown> } };
+}
+
+export function readArgument(
   action: string,
   type: 'string' | 'number' | 'boolean' | undefined,
   value: string | number | boolean | undefined,
@@ -164,7 +180,7 @@ function example(type: 'string' | 'number' | 'boolean'): string {
 }
 
 /** How people recognise an item: its subject, title or name, else its path. */
-function itemTitle(data: Record<string, unknown>, notePath: string): string {
+export function itemTitle(data: Record<string, unknown>, notePath: string): string {
   for (const key of ['subject', 'title', 'name']) {
     const value = data[key];
     if (typeof value === 'string' && value.trim() !== '') return key === 'subject' ? `"${value}"` : value;

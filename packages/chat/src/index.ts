@@ -7,6 +7,16 @@ export {
   chatEventTypes,
 } from './chat-events.ts';
 export {
+  type ChatDelivery,
+  ChatService,
+  type ChatServiceOptions,
+  chatDeliveries,
+  chatTurnPriority,
+  chatTurnTaskType,
+  type PostMessageOptions,
+  type PostMessageResult,
+} from './chat-service.ts';
+export {
   type AppendMessageOptions,
   type ChatMessage,
   type Conversation,

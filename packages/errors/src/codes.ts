@@ -29,6 +29,8 @@ export const errorCodes = {
     "A chat turn's lease on its conversation (`data/chat/turns/<id>.json`) was taken by another task, or its lock could not be had.",
   CHAT_NOTE_BROKEN:
     'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
+  CHAT_TOOL_REFUSED:
+    "A chat turn's tool refused what the conversation may not do: decide an approval whose id the owner did not write, or act for a peer who is not the owner.",
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

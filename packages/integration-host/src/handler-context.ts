@@ -7,6 +7,7 @@ import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, QueueMaintenance, Task } from '@assistant/queue';
 import type { Logger } from 'pino';
+import type { ChatConsole } from './chat-console.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -118,6 +119,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * of stopped workers, counts). Integrations enqueue through `enqueue`; nothing else of the queue is theirs.
    */
   queueMaintenance?: QueueMaintenance;
+  /**
+   * Only for the builtin `chat` integration's handlers: what a chat turn's tools do beyond enqueueing (read tasks
+   * and approvals, decide and propose approvals, trigger, enqueue a service, steer a task). See ChatConsole.
+   */
+  console?: ChatConsole;
   /** Only for the builtin `chat` integration's handlers: its conversations, inbox, event logs and turn leases. */
   chat?: ChatContext;
 }

@@ -1,3 +1,4 @@
+export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
 export type {
   AgentTaskOptions,
   ChatContext,

@@ -58,6 +58,7 @@ describe('loadRuntime', () => {
     const configPath = await setup(twoInstances);
     const { registry, integrations } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(integrations.map((integration) => [integration.manifest.domain, integration.origin])).toEqual([
+      ['chat', 'builtin'],
       ['email', 'builtin'],
       ['greeter', 'custom'],
       ['mailbox', 'custom'],
@@ -66,6 +67,7 @@ describe('loadRuntime', () => {
       ['weather', 'package'],
     ]);
     expect(registry.taskTypes().map((info) => info.type)).toEqual([
+      'chat.turn',
       'email.inbox.act',
       'email.inbox.check',
       'email.inbox.classify',

@@ -51,6 +51,20 @@ export interface ChatResponse {
 export interface ChatOptions {
   /** Aborting cancels the request: an `LlmAbortedError`, never retried, never counted as a failure. */
   signal?: AbortSignal;
+  /**
+   * Stream the reply: called with each piece of the reply's text as the model writes it; the pieces joined are the
+   * response's content. `restart: true` (with empty text) means a retry follows a stream that broke: discard the
+   * text received so far. Not called for a model that gets tools through the ReAct prompt (its text is the tool
+   * format, not words for a reader). The response is the same as without it. A listener that throws is ignored.
+   */
+  onDelta?: (delta: ChatDelta) => void;
+}
+
+/** One piece of a streamed reply, see {@link ChatOptions.onDelta}. */
+export interface ChatDelta {
+  text: string;
+  /** Discard the text streamed so far in this request: the request is being retried. */
+  restart?: boolean;
 }
 
 /** Anything that answers chat requests: a profile's client, a fake in a test. */

@@ -1,5 +1,6 @@
 export { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
 export type {
+  ChatDelta,
   ChatMessage,
   ChatModel,
   ChatOptions,

@@ -72,7 +72,11 @@ export function createOpenAiChatModel(
   const maxRetries = options.maxRetries ?? 4;
   const sleep = options.sleep ?? sleepFor;
 
-  const send = async (request: ChatRequest, signal: AbortSignal | undefined): Promise<ChatResponse> => {
+  const send = async (
+    request: ChatRequest,
+    signal: AbortSignal | undefined,
+    onDelta: ((text: string) => void) | undefined,
+  ): Promise<ChatResponse> => {
     const native = capabilities.tools || !request.tools || request.tools.length === 0;
     const messages = native ? request.messages : reactMessages(request.messages, request.tools ?? []);
     const body: Record<string, unknown> = {
@@ -93,10 +97,14 @@ export function createOpenAiChatModel(
         json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema, strict: false },
       };
     }
-    const completion = await (await clientOf()).chat.completions.create(
-      body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-      signal ? { signal } : {},
-    );
+    // ReAct replies are never streamed: their text is the tool-call format, not words for a reader.
+    const completion =
+      onDelta !== undefined && native
+        ? await readStream(await clientOf(), body, signal, onDelta, options.timeoutMs ?? 120_000)
+        : await (await clientOf()).chat.completions.create(
+            body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+            signal ? { signal } : {},
+          );
     const choice = completion.choices[0];
     if (!choice) throw new LlmRequestError(`${options.name}: the server answered with no choices`);
     const content = choice.message.content ?? null;
@@ -130,11 +138,30 @@ export function createOpenAiChatModel(
     contextWindow: capabilities.contextWindow,
     capabilities,
     async chat(request: ChatRequest, chatOptions: ChatOptions = {}): Promise<ChatResponse> {
-      const { signal } = chatOptions;
+      const { signal, onDelta } = chatOptions;
+      // Whether the current attempt has streamed any text: a retry after it tells the caller to discard that text.
+      let streamed = false;
+      const deliver =
+        onDelta === undefined
+          ? undefined
+          : (delta: { text: string; restart?: boolean }): void => {
+              try {
+                onDelta(delta);
+              } catch {
+                // A listener is an observer: its failure must not fail (or retry) the request it watches.
+              }
+            };
+      const forward =
+        deliver === undefined
+          ? undefined
+          : (text: string): void => {
+              streamed = true;
+              deliver({ text });
+            };
       for (let attempt = 0; ; attempt += 1) {
         if (signal?.aborted) throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal.reason });
         try {
-          return await send(request, signal);
+          return await send(request, signal, forward);
         } catch (error) {
           if ((sdk !== undefined && error instanceof sdk.APIUserAbortError) || signal?.aborted) {
             throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason ?? error });
@@ -142,6 +169,10 @@ export function createOpenAiChatModel(
           if (error instanceof LlmRequestError) throw error;
           const retry = retryDelay(error, attempt);
           if (retry === undefined || attempt >= maxRetries) throw failure(options, error, attempt);
+          if (streamed) {
+            streamed = false;
+            deliver?.({ text: '', restart: true });
+          }
           await sleep(retry, signal).catch(() => {
             throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason });
           });
@@ -169,10 +200,122 @@ export function retryDelay(error: unknown, attempt: number): number | undefined 
     }
     return exponential;
   }
-  // A body that is not JSON, a reset socket mid-read: worth one more try like a connection error.
+  // A body that is not JSON, a reset socket mid-read, a stream cut short: worth one more try like a connection error.
+  if (error instanceof StreamInterruptedError) return exponential;
   if (error instanceof SyntaxError || (error instanceof TypeError && /fetch|network|socket/i.test(error.message)))
     return exponential;
   return undefined;
+}
+
+/** A streamed reply that broke off before its finish reason: the connection dropped or the server gave up. */
+class StreamInterruptedError extends Error {
+  override name = 'StreamInterruptedError';
+}
+
+/** What {@link readStream} assembles: the parts of a `ChatCompletion` the rest of `send` reads. */
+interface AssembledCompletion {
+  model: string;
+  choices: {
+    message: { content: string | null; tool_calls: OpenAI.ChatCompletionMessageFunctionToolCall[] };
+    finish_reason: string | null;
+  }[];
+  usage?: OpenAI.CompletionUsage | undefined;
+}
+
+/**
+ * Sends the request as a stream (`stream: true` with usage in the last chunk), hands each piece of content to
+ * `onDelta` as it arrives, and assembles the pieces into what the non-streaming answer would hold: the content, the
+ * tool calls (joined by their index), the finish reason, the usage and the model. The client's timeout ends when the
+ * answer starts; after that, a stream that sends nothing for `idleTimeoutMs` is given up as broken off (and retried).
+ */
+async function readStream(
+  client: OpenAI,
+  body: Record<string, unknown>,
+  signal: AbortSignal | undefined,
+  onDelta: (text: string) => void,
+  idleTimeoutMs: number,
+): Promise<AssembledCompletion> {
+  const idle = new AbortController();
+  const stream = await client.chat.completions.create(
+    {
+      ...body,
+      stream: true,
+      stream_options: { include_usage: true },
+    } as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
+    { signal: signal === undefined ? idle.signal : AbortSignal.any([signal, idle.signal]) },
+  );
+  // Armed only once the answer has started, so an idle abort is never taken for the caller's cancellation.
+  const timer = setTimeout(() => idle.abort(), idleTimeoutMs);
+  let model = '';
+  let content: string | null = null;
+  let finishReason: string | null = null;
+  let usage: OpenAI.CompletionUsage | undefined;
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  try {
+    for await (const chunk of stream) {
+      timer.refresh();
+      if (typeof chunk.model === 'string' && chunk.model !== '') model = chunk.model;
+      if (chunk.usage) usage = chunk.usage;
+      const choice = chunk.choices?.[0];
+      if (choice === undefined) continue;
+      const piece = choice.delta?.content;
+      if (typeof piece === 'string') {
+        content = (content ?? '') + piece;
+        if (piece !== '' && !signal?.aborted) onDelta(piece);
+      }
+      for (const call of choice.delta?.tool_calls ?? []) {
+        calls[call.index] ??= { id: '', name: '', arguments: '' };
+        const slot = calls[call.index];
+        if (slot === undefined) continue;
+        if (call.id) slot.id = call.id;
+        if (call.function?.name) slot.name = call.function.name;
+        if (call.function?.arguments) slot.arguments += call.function.arguments;
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  } catch (error) {
+    // The server's own error events, a malformed event and an abort keep their meaning; anything else that breaks
+    // the read (a reset socket: undici's "terminated") is a stream cut short.
+    if (signal?.aborted) throw error;
+    if (idle.signal.aborted) throw idleFailure(idleTimeoutMs);
+    if (error instanceof SyntaxError || (sdk !== undefined && error instanceof sdk.APIError)) throw error;
+    throw new StreamInterruptedError(`the streamed reply broke off: ${describe(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+  // The client ends the iteration quietly when the request is aborted.
+  signal?.throwIfAborted();
+  if (idle.signal.aborted) throw idleFailure(idleTimeoutMs);
+  if (finishReason === null) throw new StreamInterruptedError('the streamed reply ended before its finish reason');
+  return {
+    model,
+    choices: [
+      {
+        message: {
+          content,
+          tool_calls: calls
+            .filter((call) => call !== undefined)
+            .map((call) => ({
+              id: call.id,
+              type: 'function',
+              function: { name: call.name, arguments: call.arguments },
+            })),
+        },
+        finish_reason: finishReason,
+      },
+    ],
+    usage,
+  };
+}
+
+function idleFailure(idleTimeoutMs: number): StreamInterruptedError {
+  return new StreamInterruptedError(`the streamed reply sent nothing for ${idleTimeoutMs} ms`);
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+  return `${error.message}${cause}`;
 }
 
 function failure(options: OpenAiChatModelOptions, error: unknown, attempt: number): Error {

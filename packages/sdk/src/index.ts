@@ -5,6 +5,7 @@ export {
   ActionNotTakenError,
   type ActPayload,
   actPayloadSchema,
+  describeAction,
   type EnqueueActionsResult,
   expireApprovals,
   type PlannedAction,
@@ -24,6 +25,7 @@ export type { AutomationMatch, ItemFacts } from '@assistant/automations';
 export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
+  ChatConsole,
   ChatContext,
   HandlerContext,
   HandlerEnqueueOptions,

@@ -17,6 +17,12 @@ export type PausePoint = 'model-call' | 'tool-call' | 'tool-step';
 /** What happened, without the source fields. */
 export type AgentEventPayload =
   | { type: 'step-started'; step: number }
+  /**
+   * A piece of the model's reply in this step, as the model writes it (streamed). The pieces of a step joined are the
+   * reply's text. `restart: true` (with empty text) means the request is being retried: discard the text of this step
+   * received so far. Summaries of compression and `ask` answers are never sent as tokens.
+   */
+  | { type: 'token'; step: number; text: string; restart?: boolean }
   | { type: 'step-finished'; step: number; toolCalls: number; usage: TokenUsage | undefined }
   | { type: 'tool-started'; step: number; toolCallId: string; toolName: string }
   | { type: 'tool-finished'; step: number; toolCallId: string; toolName: string; succeeded: boolean }

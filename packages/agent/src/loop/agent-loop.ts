@@ -261,7 +261,11 @@ export class AgentLoop implements SteerableHandle {
           messages: [...this.#messages],
           ...(offered.length > 0 ? { tools: offered.map((tool) => tool.spec) } : {}),
         },
-        { signal },
+        {
+          signal,
+          onDelta: (delta) =>
+            this.#emit({ type: 'token', step, text: delta.text, ...(delta.restart === true ? { restart: true } : {}) }),
+        },
       );
       signal.throwIfAborted();
       this.#addUsage(response.usage);

@@ -17,6 +17,29 @@ describe('createScriptedModel', () => {
     await expect(model.chat({ messages: [] })).rejects.toThrow('has no reply for call 3');
   });
 
+  it('streams the reply text a word a piece to onDelta, or the scripted deltas', async () => {
+    const model = createScriptedModel({
+      replies: [
+        'one two  three',
+        { content: 'calling', toolCalls: [{ name: 'search' }] },
+        { content: 'ab', deltas: [{ text: 'a' }, { text: '', restart: true }, { text: 'ab' }] },
+        { toolCalls: [{ name: 'search' }] },
+      ],
+    });
+    const received: unknown[][] = [];
+    for (let call = 0; call < 4; call += 1) {
+      const deltas: unknown[] = [];
+      await model.chat({ messages: [] }, { onDelta: (delta) => deltas.push(delta) });
+      received.push(deltas);
+    }
+    expect(received).toEqual([
+      [{ text: 'one ' }, { text: 'two  ' }, { text: 'three' }],
+      [{ text: 'calling' }],
+      [{ text: 'a' }, { text: '', restart: true }, { text: 'ab' }],
+      [],
+    ]);
+  });
+
   it('rejects with an AbortError when the call is aborted while its reply is pending', async () => {
     const model = createScriptedModel({ replies: () => new Promise<never>(() => {}) });
     const controller = new AbortController();

@@ -1,4 +1,12 @@
-import type { ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage, ToolCall } from '@assistant/llm';
+import type {
+  ChatDelta,
+  ChatModel,
+  ChatOptions,
+  ChatRequest,
+  ChatResponse,
+  TokenUsage,
+  ToolCall,
+} from '@assistant/llm';
 
 /** A tool call in a script. `arguments` that are not a string are sent as their JSON. */
 export interface ScriptedToolCall {
@@ -18,6 +26,11 @@ export type ScriptedReply =
       usage?: TokenUsage;
       /** Thrown instead of answering, to script a failing server. */
       error?: Error;
+      /**
+       * What a caller that streams (`onDelta`) receives, in order, instead of the content split a word a piece: to
+       * script a retried stream (`{text: '', restart: true}`).
+       */
+      deltas?: ChatDelta[];
     };
 
 /** Decides the reply from the request; may return a promise the test settles, to hold a call in flight. */
@@ -48,7 +61,8 @@ export interface ScriptedModel extends ChatModel {
 
 /**
  * An in-process fake model for tests of code that takes a `ChatModel`. It honours the abort signal while a reply is
- * pending (a responder's promise or `delayMs`), rejecting with an `AbortError` as a real client would.
+ * pending (a responder's promise or `delayMs`), rejecting with an `AbortError` as a real client would. Given an
+ * `onDelta`, it streams the reply's text to it a word a piece (or a reply's scripted `deltas`) before answering.
  */
 export function createScriptedModel(options: ScriptedModelOptions): ScriptedModel {
   const requests: ChatRequest[] = [];
@@ -76,8 +90,22 @@ export function createScriptedModel(options: ScriptedModelOptions): ScriptedMode
       const signal = chatOptions.signal;
       signal?.throwIfAborted();
       const reply = await raceAbort(nextReply(request, index, signal), signal);
-      if (typeof reply === 'string') return response(reply, [], options.usage);
+      const stream = (deltas: ChatDelta[]): void => {
+        for (const delta of deltas) {
+          if (signal?.aborted) throw abortError(signal);
+          try {
+            chatOptions.onDelta?.(delta);
+          } catch {
+            // As with a real model: a listener that throws is ignored.
+          }
+        }
+      };
+      if (typeof reply === 'string') {
+        stream(wordsOf(reply));
+        return response(reply, [], options.usage);
+      }
       if (reply.error !== undefined) throw reply.error;
+      stream(reply.deltas ?? wordsOf(reply.content ?? ''));
       const toolCalls: ToolCall[] = (reply.toolCalls ?? []).map((call, position) => ({
         id: call.id ?? `call_${index + 1}_${position}`,
         name: call.name,
@@ -86,6 +114,12 @@ export function createScriptedModel(options: ScriptedModelOptions): ScriptedMode
       return response(reply.content ?? null, toolCalls, reply.usage ?? options.usage);
     },
   };
+}
+
+// A word a piece (with the whitespace after it), as a streaming server sends tokens.
+function wordsOf(text: string): ChatDelta[] {
+  if (text === '') return [];
+  return (text.match(/\s*\S+\s*/g) ?? [text]).map((piece) => ({ text: piece }));
 }
 
 function response(content: string | null, toolCalls: ToolCall[], usage: TokenUsage | undefined): ChatResponse {

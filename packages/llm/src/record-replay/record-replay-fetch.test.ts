@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { APIConnectionError, APIUserAbortError } from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatRequest } from '../chat-types.ts';
+import { createOpenAiChatModel } from '../openai-chat-model.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions } from '../testing/fake-openai-server.ts';
 import { type CacheMode, createRecordReplayFetch, ReplayMissError, requestKey } from './record-replay-fetch.ts';
 
@@ -100,6 +102,39 @@ describe('createRecordReplayFetch', () => {
     expect(await Promise.all(received.bodies)).toEqual(networkBodies);
     expect(networkBodies[2]).toContain('data: [DONE]');
     expect(replayed).toEqual(recorded);
+  });
+
+  it('replays a plain recording to a streaming request and a streamed one to a plain request', async () => {
+    const text: ChatRequest = { messages: [{ role: 'user', content: 'Tell a story' }] };
+    const tools: ChatRequest = {
+      messages: [{ role: 'user', content: 'Look two things up' }],
+      tools: [{ name: 'lookup', description: 'Look a thing up', parameters: { type: 'object' } }],
+    };
+    const story = 'Once upon a time there was a recorded story.';
+    const calls = [
+      { name: 'lookup', arguments: { q: 'one' }, id: 'call_1' },
+      { name: 'lookup', arguments: { q: 'two' }, id: 'call_2' },
+    ];
+    const fake = await startServer({ replies: [{ text: story }, { toolCalls: calls, text: 'Both.' }] });
+    const modelOver = (mode: CacheMode, network: typeof fetch) =>
+      createOpenAiChatModel({
+        name: 'test',
+        baseUrl: fake.url,
+        model: 'fake-model',
+        maxRetries: 0,
+        fetch: createRecordReplayFetch({ mode, directory, fetch: network }),
+      });
+    const recorder = modelOver('record', globalThis.fetch);
+    const recordedStory = await recorder.chat(text);
+    const recordedTools = await recorder.chat(tools, { onDelta: () => {} });
+    await fake.close();
+
+    const replayer = modelOver('replay', unreachable);
+    const deltas: string[] = [];
+    expect(await replayer.chat(text, { onDelta: (delta) => deltas.push(delta.text) })).toEqual(recordedStory);
+    expect(deltas.join('')).toBe(story);
+    expect(await replayer.chat(tools)).toEqual(recordedTools);
+    expect(recordedTools.message.toolCalls.map((call) => call.id)).toEqual(['call_1', 'call_2']);
   });
 
   it('throws ReplayMissError naming the key and the file when nothing was recorded', async () => {

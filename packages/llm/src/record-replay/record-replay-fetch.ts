@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import { z } from 'zod';
+import { completionAsEvents, eventsAsCompletion, isEventStream } from './convert-recording.ts';
 
 /**
  * How the record/replay cache treats chat completion requests:
@@ -96,14 +97,15 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
     const file = path.join(directory, `${key}.json`);
     if (mode === 'replay' || mode === 'auto') {
       const recording = await readRecording(file, signal);
-      if (recording !== undefined) return replayResponse(recording);
+      if (recording !== undefined) return replayResponse(recording, chat.body.stream === true);
       if (mode === 'replay') throw new ReplayMissError(key, file);
     }
 
     const response = await underlying(input, init);
     if (!response.ok) return response;
-    // Reading the whole body before answering buffers a stream, which tests and development can afford; the fetch
-    // body read rejects when `signal` aborts, so an abort while reading still reaches the caller.
+    // Reading the whole body before answering buffers a stream (while recording, its pieces reach the caller all at
+    // once at the end), which tests and development can afford; the fetch body read rejects when `signal` aborts,
+    // so an abort while reading still reaches the caller.
     const text = await response.text();
     signal?.throwIfAborted();
     const recording: Recording = {
@@ -202,10 +204,21 @@ async function readRecording(file: string, signal: AbortSignal | undefined): Pro
   return parsed.data;
 }
 
-function replayResponse(recording: Recording): Response {
+// A recording made as a stream and replayed to a request that is not one (or the other way round) is converted,
+// since `stream` is not part of the key.
+function replayResponse(recording: Recording, streaming: boolean): Response {
+  const { status, content_type: contentType, body } = recording.response;
+  const recordedAsStream = isEventStream(contentType);
+  const converted =
+    streaming === recordedAsStream || status < 200 || status >= 300
+      ? undefined
+      : streaming
+        ? completionAsEvents(body)
+        : eventsAsCompletion(body);
   const headers: Record<string, string> = {};
-  if (recording.response.content_type !== null) headers['content-type'] = recording.response.content_type;
-  return new Response(recording.response.body, { status: recording.response.status, headers });
+  const type = converted?.contentType ?? contentType;
+  if (type !== null) headers['content-type'] = type;
+  return new Response(converted?.body ?? body, { status, headers });
 }
 
 // The body we hand back is already decoded text, so the original encoding and length no longer describe it.

@@ -113,6 +113,38 @@ describe('FakeOpenAiServer', () => {
     expect(result.usage?.total_tokens).toBeGreaterThan(0);
   });
 
+  it('streams a word a chunk, waits chunkDelayMs between chunks, and breaks off after breakAfterChunks', async () => {
+    const { client, server: fake } = await start({
+      replies: [
+        { text: 'one two three four', chunkDelayMs: 20 },
+        { text: 'one two three four', breakAfterChunks: 2 },
+      ],
+    });
+    const words: string[] = [];
+    const arrivals: number[] = [];
+    const stream = await client.chat.completions.create({ model: 'm', messages, stream: true });
+    for await (const chunk of stream) {
+      const content = chunk.choices[0]?.delta.content;
+      if (content) {
+        words.push(content);
+        arrivals.push(Date.now());
+      }
+    }
+    expect(words).toEqual(['one ', 'two ', 'three ', 'four']);
+    // Each word was held back at least the delay after the request arrived (a lower bound, never a deadline).
+    const received = fake.requests[0]?.receivedAt ?? 0;
+    expect((arrivals.at(-1) ?? 0) - received).toBeGreaterThanOrEqual(3 * 20 - 5);
+
+    const broken: string[] = [];
+    const cut = await client.chat.completions.create({ model: 'm', messages, stream: true });
+    await expect(
+      (async () => {
+        for await (const chunk of cut) broken.push(chunk.choices[0]?.delta.content ?? '');
+      })(),
+    ).rejects.toThrow();
+    expect(broken).toEqual(['one ', 'two ']);
+  });
+
   it('streams tool calls as deltas that assemble into the scripted calls', async () => {
     const { client } = await start({
       replies: [

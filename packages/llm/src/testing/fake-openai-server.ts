@@ -7,15 +7,15 @@ import { z } from 'zod';
  * sent, so tests can abort a request that is still in flight.
  */
 export type FakeReply =
-  | {
+  | ({
       /** The assistant's message content. */
       text: string;
       /** Token counts to report. @default about one token per four characters of the request and the reply */
       usage?: { prompt: number; completion: number };
       /** Wait this long before answering. @default 0 */
       delayMs?: number;
-    }
-  | {
+    } & StreamingShape)
+  | ({
       /**
        * The tool calls the assistant asks for. An object `arguments` is sent as its JSON text; a string is sent as
        * is, so a test can script arguments that are not valid JSON.
@@ -25,13 +25,13 @@ export type FakeReply =
       text?: string;
       /** Wait this long before answering. @default 0 */
       delayMs?: number;
-    }
-  | {
+    } & StreamingShape)
+  | ({
       /** A value whose JSON text becomes the message content, for structured-output tests. */
       json: unknown;
       /** Wait this long before answering. @default 0 */
       delayMs?: number;
-    }
+    } & StreamingShape)
   | {
       /**
        * An HTTP error: `status` 429 with `retryAfterSeconds` sends a `retry-after` header; the body is the OpenAI
@@ -47,6 +47,21 @@ export type FakeReply =
       /** Wait this long before answering. @default 0 */
       delayMs?: number;
     };
+
+/** How a reply with content or tool calls is streamed, when the request asks for a stream. */
+interface StreamingShape {
+  /**
+   * Wait this long between the chunks of a streamed reply, so a test or bench sees tokens arrive over time.
+   * Ignored for a reply that is not streamed. @default 0
+   */
+  chunkDelayMs?: number;
+  /**
+   * Cut the connection after sending this many chunks of a streamed reply (the first carries the role and the first
+   * word),
+   * to script a stream that breaks mid-way. Ignored for a reply that is not streamed.
+   */
+  breakAfterChunks?: number;
+}
 
 /** A chat completion request as the fake server received it. */
 export interface FakeChatRequest {
@@ -226,10 +241,48 @@ export class FakeOpenAiServer {
     }
     const streamOptions = streamOptionsSchema.safeParse(request.body.stream_options);
     const includeUsage = streamOptions.success && streamOptions.data.include_usage === true;
-    return reply
-      .type('text/event-stream')
-      .header('cache-control', 'no-cache')
-      .send(serverSentEvents(parts, { id, created, model, includeUsage }));
+    const events = serverSentEvents(parts, { id, created, model, includeUsage });
+    const chunkDelayMs = scripted.chunkDelayMs ?? 0;
+    if (chunkDelayMs <= 0 && scripted.breakAfterChunks === undefined) {
+      return reply.type('text/event-stream').header('cache-control', 'no-cache').send(events.join(''));
+    }
+    // Written by hand, chunk by chunk, so the client sees each one arrive (and the break, when scripted).
+    reply.hijack();
+    await this.#writeSlowly(reply, events, chunkDelayMs, scripted.breakAfterChunks);
+    return undefined;
+  }
+
+  async #writeSlowly(
+    reply: FastifyReply,
+    events: string[],
+    chunkDelayMs: number,
+    breakAfterChunks: number | undefined,
+  ): Promise<void> {
+    const raw = reply.raw;
+    const disconnected = new AbortController();
+    const onClose = (): void => {
+      if (!raw.writableFinished) disconnected.abort();
+    };
+    raw.once('close', onClose);
+    const signal = AbortSignal.any([disconnected.signal, this.#closing.signal]);
+    try {
+      raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      for (const [position, event] of events.entries()) {
+        if (breakAfterChunks !== undefined && position >= breakAfterChunks) {
+          raw.destroy();
+          return;
+        }
+        if (position > 0 && chunkDelayMs > 0) await delay(chunkDelayMs, undefined, { signal });
+        // Wait until the chunk is handed to the socket, so a break after it does not discard it.
+        await new Promise<void>((resolve, reject) => raw.write(event, (error) => (error ? reject(error) : resolve())));
+      }
+      raw.end();
+    } catch {
+      // The client went away or the server is closing: nobody is listening.
+      raw.destroy();
+    } finally {
+      raw.off('close', onClose);
+    }
   }
 }
 
@@ -326,7 +379,14 @@ function splitIntoPieces(text: string, count = 3): string[] {
   return pieces;
 }
 
-function serverSentEvents(parts: CompletionParts, identity: CompletionIdentity & { includeUsage: boolean }): string {
+// Content goes out a word at a time (each with the whitespace after it), as a model streams tokens.
+function splitIntoWords(text: string): string[] {
+  if (text === '') return [];
+  return text.match(/\s*\S+\s*/g) ?? [text];
+}
+
+/** The server-sent events of a streamed reply, one `data:` event a string, `[DONE]` last. */
+function serverSentEvents(parts: CompletionParts, identity: CompletionIdentity & { includeUsage: boolean }): string[] {
   const events: string[] = [];
   const chunk = (delta: Record<string, unknown>, finishReason: string | null): void => {
     const value: Record<string, unknown> = {
@@ -341,8 +401,11 @@ function serverSentEvents(parts: CompletionParts, identity: CompletionIdentity &
     events.push(JSON.stringify(value));
   };
 
-  chunk({ role: 'assistant', content: parts.content === null ? null : '' }, null);
-  for (const piece of splitIntoPieces(parts.content ?? '')) chunk({ content: piece }, null);
+  // The first chunk carries the role and the first word (as Ollama and llama.cpp send it), so a test that waits
+  // for the first word does not also wait out a `chunkDelayMs`.
+  const [first, ...rest] = splitIntoWords(parts.content ?? '');
+  chunk({ role: 'assistant', content: first ?? (parts.content === null ? null : '') }, null);
+  for (const piece of rest) chunk({ content: piece }, null);
   parts.toolCalls.forEach((call, callIndex) => {
     chunk(
       {
@@ -368,5 +431,5 @@ function serverSentEvents(parts: CompletionParts, identity: CompletionIdentity &
     );
   }
   events.push('[DONE]');
-  return events.map((event) => `data: ${event}\n\n`).join('');
+  return events.map((event) => `data: ${event}\n\n`);
 }

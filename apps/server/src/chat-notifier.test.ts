@@ -1,0 +1,105 @@
+import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ChatService } from '@assistant/chat';
+import { NoteStore } from '@assistant/notes';
+import { openFileTaskQueue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ChatNotifier, notificationsConversationId } from './chat-notifier.ts';
+
+let root: string;
+let queue: TaskQueue;
+let notes: NoteStore;
+let chat: ChatService;
+const warnings: string[] = [];
+const logger = { warn: (_fields: unknown, message: string) => void warnings.push(message), info: () => {} };
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'assistant-notifier-'));
+  const data = path.join(root, 'data');
+  queue = await openFileTaskQueue({ directory: path.join(data, 'queue'), dataDirectory: data });
+  notes = new NoteStore({ root: path.join(data, 'notes') });
+  chat = new ChatService({ notes, dataDir: data, controlRoot: path.join(data, 'control'), queue });
+  warnings.length = 0;
+});
+
+afterEach(async () => {
+  await queue.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+const notifier = () =>
+  new ChatNotifier({ chat, notes, queue, controlRoot: path.join(root, 'data', 'control'), logger: logger as never });
+
+const told = async () =>
+  (await chat.get(notificationsConversationId)).messages.map((message) => message.text.split(':')[0]);
+
+describe('ChatNotifier', () => {
+  it('tells the owner of a pending approval, a question of a running agent task and a failure, each once', async () => {
+    const now = new Date().toISOString();
+    await notes.create('approvals/ap-0123456789ab.md', {
+      data: {
+        id: 'ap-0123456789ab',
+        status: 'pending',
+        created_at: now,
+        expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+        instance: 'mail',
+        domain: 'email',
+        platform: 'inbox',
+        rule: 'reply to the dentist',
+        provenance: 'rule',
+        reason: 'the rule asks for approval',
+        item: 'mail/dentist.md',
+        title: 'Reply to the dentist',
+        actions: [{ kind: 'platform', name: 'send_reply', key: 'send_reply', tier: 'irreversible', yolo: false }],
+      },
+      body: '',
+    });
+    const asking = await queue.enqueue({ type: 'system.agent', payload: { prompt: 'x' } });
+    const failing = await queue.enqueue({ type: 'system.echo', payload: null });
+    const consumer = queue.consumer();
+    await consumer.start();
+    const claimed = [await consumer.claim(), await consumer.claim()];
+    const failed = claimed.find((task) => task?.task.type === 'system.echo');
+    if (!failed || asking.status !== 'enqueued' || failing.status !== 'enqueued') throw new Error('setup');
+    await consumer.fail(failed, new UnrecoverableError('the mailbox said no'));
+    const events = path.join(root, 'data', 'control', asking.task.id, 'events.jsonl');
+    await mkdir(path.dirname(events), { recursive: true });
+    await appendFile(
+      events,
+      `${JSON.stringify({ type: 'step-started', at: now })}\n${JSON.stringify({ type: 'clarification', id: 'q1', question: 'Which year?', at: now })}\n`,
+    );
+
+    const first = notifier();
+    await first.scan();
+    expect((await told()).sort()).toEqual(
+      [
+        'Approval needed',
+        'Task system.agent (' + asking.task.id + ') asks',
+        'Task system.echo (' + failing.task.id + ') failed after 1 attempt(s)',
+      ].sort(),
+    );
+    const logged = (await chat.events.read(notificationsConversationId)).entries.map((entry) => entry.event);
+    expect(logged.map((event) => (event.notification as { kind: string }).kind).sort()).toEqual([
+      'approval',
+      'clarification',
+      'failure',
+    ]);
+
+    // Another pass, and a restarted server, tell nothing again.
+    await first.scan();
+    await notifier().scan();
+    expect(await told()).toHaveLength(3);
+    expect((await chat.events.read(notificationsConversationId)).entries).toHaveLength(3);
+    expect(warnings).toEqual([]);
+    await consumer.close();
+  });
+
+  it('refuses messages to the notifications conversation: it is read-only', async () => {
+    await notifier().scan();
+    await notes.create('approvals/ap-0123456789ac.md', { data: { id: 'broken' }, body: '' });
+    await notifier().scan();
+    const refused = await chat.post(notificationsConversationId, { text: 'hi' }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'CHAT_INPUT_INVALID' });
+  });
+});

@@ -1,0 +1,188 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { listApprovals } from '@assistant/actions';
+import type { ChatService } from '@assistant/chat';
+import { isAssistantError } from '@assistant/errors';
+import type { NoteStore } from '@assistant/notes';
+import type { TaskQueue } from '@assistant/queue';
+import type { Logger } from 'pino';
+
+/** The conversation notifications go to: the owner's, shown by `assistant chat notifications`, REST and Telegram. */
+export const notificationsConversationId = 'notifications';
+
+export type NotificationKind = 'approval' | 'clarification' | 'failure';
+
+export interface ChatNotifierOptions {
+  chat: ChatService;
+  notes: NoteStore;
+  queue: Pick<TaskQueue, 'get' | 'list'>;
+  /** `data/control`: the events of every agent task, where their clarification questions appear. */
+  controlRoot: string;
+  logger: Pick<Logger, 'warn' | 'info'>;
+  /** How often approvals, questions and failures are looked for. @default 2_000 */
+  pollMs?: number;
+  /** Failures and questions older than this when the server starts are not told again. @default 1 hour */
+  lookbackMs?: number;
+  /** @default () => Date.now() */
+  now?: () => number;
+}
+
+/**
+ * Tells the owner what waits for them, in the conversation `notifications` (notes/chats/notifications.md and its
+ * event stream, which the Telegram listener forwards): a new approval request, a question an agent task asks, a
+ * task that failed for good. Each notification's message id is derived from what it is about, and the transcript
+ * holds each id once, so a restarted server never tells the same thing twice.
+ */
+export class ChatNotifier {
+  readonly #options: ChatNotifierOptions;
+  readonly #since: number;
+  readonly #offsets = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(options: ChatNotifierOptions) {
+    this.#options = options;
+    this.#since = (options.now ?? Date.now)() - (options.lookbackMs ?? 3_600_000);
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#running = this.#running.then(() => this.scan()).catch(() => {});
+      if (!this.#closed) this.#timer = setTimeout(tick, this.#options.pollMs ?? 2_000);
+      this.#timer?.unref();
+    };
+    tick();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /** One look at approvals, questions and failures; what is new is told. */
+  async scan(): Promise<void> {
+    await this.#ensureConversation();
+    for (const [name, look] of [
+      ['approvals', () => this.#approvals()],
+      ['questions', () => this.#questions()],
+      ['failures', () => this.#failures()],
+    ] as const) {
+      try {
+        await look();
+      } catch (error) {
+        this.#options.logger.warn({ err: error }, `chat notifications: could not look at ${name}`);
+      }
+    }
+  }
+
+  async #approvals(): Promise<void> {
+    for (const approval of await listApprovals(this.#options.notes, { status: 'pending' })) {
+      await this.#notify(`approval:${approval.id}`, {
+        kind: 'approval',
+        text: `Approval needed: ${approval.title} (${approval.id}): ${approval.reason}. It expires ${approval.expires_at}. Answer with /approve ${approval.id} or /reject ${approval.id} (or \`assistant approvals approve ${approval.id}\`).`,
+        details: { approval: approval.id },
+      });
+    }
+  }
+
+  async #questions(): Promise<void> {
+    const root = this.#options.controlRoot;
+    let tasks: string[];
+    try {
+      tasks = await readdir(root);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    for (const taskId of tasks) {
+      const file = path.join(root, taskId, 'events.jsonl');
+      const info = await stat(file).catch(() => undefined);
+      if (!info || info.mtimeMs < this.#since) continue;
+      const from = this.#offsets.get(file) ?? 0;
+      if (info.size <= from) continue;
+      const text = (await readFile(file)).subarray(from);
+      const end = text.lastIndexOf(10);
+      if (end < 0) continue;
+      this.#offsets.set(file, from + end + 1);
+      for (const line of text.subarray(0, end).toString('utf8').split('\n')) {
+        let event: { type?: unknown; id?: unknown; question?: unknown; at?: unknown };
+        try {
+          event = JSON.parse(line) as typeof event;
+        } catch {
+          continue;
+        }
+        if (event.type !== 'clarification' || typeof event.id !== 'string' || typeof event.question !== 'string')
+          continue;
+        if (typeof event.at === 'string' && Date.parse(event.at) < this.#since) continue;
+        const record = await this.#options.queue.get(taskId);
+        // A chat turn asks in its own conversation; a task that is no longer running waits for no answer.
+        if (!record?.task || record.task.type === 'chat.turn' || record.state !== 'active') continue;
+        await this.#notify(`clarification:${taskId}:${event.id}`, {
+          kind: 'clarification',
+          text: `Task ${record.task.type} (${taskId}) asks: ${event.question} Answer with \`assistant steer ${taskId} answer ${event.id} …\`.`,
+          details: { task: taskId, clarification: event.id },
+        });
+      }
+    }
+  }
+
+  async #failures(): Promise<void> {
+    for (const entry of await this.#options.queue.list({ state: 'failed', limit: 50 })) {
+      if (!entry.name) continue;
+      const record = await this.#options.queue.get(entry.name.id);
+      const task = record?.task;
+      if (!task) continue;
+      const failedAt = Date.parse(task.finishedAt ?? task.createdAt);
+      if (!(failedAt >= this.#since)) continue;
+      const reason = task.error?.message ?? 'no reason recorded';
+      await this.#notify(`failure:${task.id}:${task.attempts}`, {
+        kind: 'failure',
+        text: `Task ${task.type} (${task.id}) failed after ${task.attempts} attempt(s): ${reason}. Retry with \`assistant task retry ${task.id}\`.`,
+        details: { task: task.id },
+      });
+    }
+  }
+
+  async #notify(
+    key: string,
+    notification: { kind: NotificationKind; text: string; details: Record<string, string> },
+  ): Promise<void> {
+    const { chat } = this.#options;
+    const id = `n-${createHash('sha256').update(key).digest('hex').slice(0, 24)}`;
+    const at = new Date((this.#options.now ?? Date.now)()).toISOString();
+    const appended = await chat.conversations.appendMessage(notificationsConversationId, {
+      id,
+      role: 'assistant',
+      text: notification.text,
+      at,
+      status: 'complete',
+    });
+    if (!appended.appended) return;
+    await chat.events.append(notificationsConversationId, {
+      type: 'message',
+      message: { id, role: 'assistant', text: notification.text, at, status: 'complete' },
+      notification: { kind: notification.kind, ...notification.details },
+    });
+    this.#options.logger.info({ notification: notification.kind, ...notification.details }, 'told the owner');
+  }
+
+  async #ensureConversation(): Promise<void> {
+    const { chat } = this.#options;
+    try {
+      await chat.get(notificationsConversationId);
+    } catch (error) {
+      if (!isAssistantError(error) || error.code !== 'CHAT_NOT_FOUND') throw error;
+      await chat.conversations
+        .create({ id: notificationsConversationId, title: 'Notifications', channel: 'notifications', peer: 'owner' })
+        .catch(async (created: unknown) => {
+          // Another pass created it meanwhile: fine.
+          await chat.get(notificationsConversationId).catch(() => {
+            throw created;
+          });
+        });
+    }
+  }
+}
