@@ -398,4 +398,33 @@ describe('chat turns', () => {
     expect((await replies(conv))[0]?.text).toBe('resumed with 3 messages');
     await expectAnsweredOnce(conv, [m1]);
   });
+
+  it('a turn taken over from a crashed worker interjects the batch messages its saved loop never saw', async () => {
+    const conv = await conversation('steer');
+    const m1 = await send(conv, 'one');
+    const m2 = await send(conv, 'two');
+    for (const [id, text] of [
+      [m1, 'one'],
+      [m2, 'two'],
+    ] as const) {
+      await stores.conversations.appendMessage(conv, { id, role: 'user', text });
+    }
+    // The crashed turn had steered m2 into its batch, but its loop saved its transcript before the interjection.
+    await stores.turns.acquire(conv, { task: 'crashed', batch: () => [m1, m2] });
+    const file = stores.turns.file(conv);
+    const state = JSON.parse(await readFile(file, 'utf8'));
+    await writeFile(file, JSON.stringify({ ...state, owner: { ...state.owner, pid: 2147483646 } }));
+    transcripts.set(
+      `chat-${conv}-${m1}`,
+      createMemoryTranscriptStore([
+        { role: 'system', content: 'You are Assistant.' },
+        { role: 'user', content: 'one' },
+      ]),
+    );
+    const model = createScriptedModel({ replies: (request) => `saw: ${userTexts(request).join(' | ')}` });
+    expect(await run(conv, m2, 't2', model)).toMatchObject({ turns: 1 });
+    const written = await replies(conv);
+    expect(written.map((reply) => [reply.reply_to, reply.text])).toEqual([[[m1, m2], 'saw: one | [interjection] two']]);
+    await expectAnsweredOnce(conv, [m1, m2]);
+  });
 });

@@ -227,6 +227,7 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       batch,
       byId,
       seen: pendingIds,
+      resumed: !fresh,
       transcriptName: `chat-${conv}-${state.batch[0] ?? batch[0]}`,
     });
     const history = (await conversations.get(conv)).messages.filter((message) => message.status !== 'pending');
@@ -339,6 +340,8 @@ class TurnRun {
   readonly #steered = new Map<string, string>();
   batch: string[];
   #handle: SteerableHandle | undefined;
+  /** A resumed or adopted turn checks, once its loop has loaded its transcript, that the loop saw its batch. */
+  #catchUpPending: boolean;
   #question: { id: string; text: string } | undefined;
   #stopping = false;
   #lastModelError: unknown;
@@ -362,8 +365,10 @@ class TurnRun {
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
+    resumed: boolean;
     transcriptName: string;
   }) {
+    this.#catchUpPending = init.resumed;
     this.#options = init.options;
     this.#mode = init.conversationMode;
     this.#peer = init.peer;
@@ -497,6 +502,12 @@ class TurnRun {
         else this.#tokenTimer ??= setTimeout(() => this.#flushTokens(), wait);
         return;
       }
+      case 'step-started':
+        if (this.#catchUpPending && event.lineage.length === 1) {
+          this.#catchUpPending = false;
+          this.#catchUp();
+        }
+        return;
       case 'tool-started':
       case 'tool-finished':
         void this.#emit({
@@ -523,6 +534,24 @@ class TurnRun {
       }
       default:
         return;
+    }
+  }
+
+  /**
+   * A turn cut by a crash between a steered message joining the batch and the loop saving its transcript resumes
+   * from a transcript without it: such batch messages are interjected again, so the model sees what it answers.
+   */
+  #catchUp(): void {
+    const handle = this.#handle;
+    if (!handle) return;
+    const seen = handle
+      .transcript()
+      .flatMap((message) => (message.role === 'user' || message.role === 'tool' ? [message.content] : []));
+    for (const id of this.batch) {
+      const text = this.#byId.get(id)?.text;
+      if (text === undefined || seen.some((content) => content.includes(text))) continue;
+      this.#steered.set(id, `[interjection] ${text}`);
+      handle.interject(text);
     }
   }
 
