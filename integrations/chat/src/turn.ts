@@ -62,7 +62,7 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
  * The owner on an authenticated channel: peer `owner` (REST with the API token, the local CLI), or on Telegram a
  * user id listed in the instance's `telegram.allowed_users`. Anyone else gets no approval rights.
  */
-function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
+export function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
   if (turn.peer === 'owner') return true;
   if (turn.channel !== 'telegram') return false;
   const telegram = (settings as unknown as { telegram?: { allowed_users?: unknown } }).telegram;
