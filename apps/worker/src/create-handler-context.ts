@@ -2,9 +2,11 @@ import path from 'node:path';
 import { enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent } from '@assistant/agent';
 import { evaluateRules } from '@assistant/automations';
+import { ChatEventLog, ChatInbox, ConversationStore, chatModes, TurnStates } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import {
+  type ChatContext,
   type HandlerContext,
   type IntegrationRegistry,
   noteTranscript,
@@ -126,6 +128,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           },
         }
       : {}),
+    ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -139,9 +142,14 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
     llm: (profile) => model(profile),
     agent: (options) => {
-      const { model: chosen, profile, onEvent, ...rest } = options;
+      const { model: chosen, profile, onEvent, transcriptName, ...rest } = options;
       const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
-      const transcript = noteTranscript({ notes: services.notes, taskId: task.id, title: `${task.type} ${task.id}` });
+      const transcript = noteTranscript({
+        notes: services.notes,
+        taskId: task.id,
+        title: `${task.type} ${transcriptName ?? task.id}`,
+        ...(transcriptName === undefined ? {} : { name: transcriptName }),
+      });
       // Events reach people through events.jsonl (SSE, `assistant task watch`) in the order they happen.
       let writing = Promise.resolve();
       const record = (event: Record<string, unknown>) => {
@@ -212,5 +220,18 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       if (outcome.status !== 'enqueued') services.onRejected?.(type, outcome);
       return outcome;
     },
+  };
+}
+
+/** The builtin chat integration's stores: `data/chat/{inbox,events,turns}` and the conversation notes. */
+function chatContext(services: WorkerServices, settings: Record<string, unknown>): ChatContext {
+  const folder = path.join(services.config.paths.dataDir, 'chat');
+  const inbox = new ChatInbox({ directory: path.join(folder, 'inbox') });
+  const mode = chatModes.find((known) => known === settings.mode);
+  return {
+    inbox,
+    conversations: new ConversationStore({ notes: services.notes, inbox, ...(mode ? { defaultMode: mode } : {}) }),
+    events: new ChatEventLog({ directory: path.join(folder, 'events') }),
+    turns: new TurnStates({ directory: path.join(folder, 'turns') }),
   };
 }

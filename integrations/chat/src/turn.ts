@@ -1,6 +1,71 @@
-import { type HandlerContext, UnrecoverableError } from '@assistant/sdk';
+import { chatModes } from '@assistant/chat';
+import { type HandlerContext, type JsonValue, UnrecoverableError } from '@assistant/sdk';
+import * as z from 'zod';
+import { chatTools } from './chat-tools.ts';
+import type { ChatSettings } from './settings.generated.ts';
+import { type ChatTurnOutcome, runChatTurns } from './turn-runner.ts';
 
-/** `chat.turn`: answers the pending messages of a conversation (being built: issue 16). */
-export async function runChatTurn(_context: HandlerContext): Promise<unknown> {
-  throw new UnrecoverableError('chat turns are not built yet');
+const payloadSchema = z.strictObject({
+  conversation: z.string().regex(/^[a-z0-9-]{1,64}$/),
+  message: z.string().regex(/^[a-z0-9-]{1,64}$/),
+});
+
+/**
+ * `chat.turn` (priority 1, one per accepted message): answers the pending messages of a conversation, a turn at a
+ * time, until the task's own message is answered (docs/chat.md, "Turns"). A task that finds a live turn holding
+ * the conversation comes back shortly (DelayedError): that turn probably answers its message.
+ */
+export async function runChatTurn(context: HandlerContext<JsonValue, ChatSettings>): Promise<ChatTurnOutcome> {
+  const checked = payloadSchema.safeParse(context.payload);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new UnrecoverableError(
+      `chat.turn expects {"conversation": "c…", "message": "m…"}; ${issue?.path.join('.') || 'payload'}: ${issue?.message}`,
+    );
+  }
+  const stores = context.chat;
+  if (!stores) throw new UnrecoverableError('chat.turn runs only as the builtin chat integration (no chat stores)');
+  const settings = context.instance.settings;
+  const mode = chatModes.find((known) => known === settings.mode);
+  if (!mode) {
+    throw new UnrecoverableError(
+      `The chat instance ${context.instance.name} has mode ${JSON.stringify(settings.mode)}; expected one of ${chatModes.join(', ')}`,
+    );
+  }
+  return runChatTurns({
+    conversationId: checked.data.conversation,
+    messageId: checked.data.message,
+    taskId: context.task.id,
+    signal: context.signal,
+    stores,
+    settings: {
+      mode,
+      collectWindowMs: settings.collect_window,
+      collectMax: settings.collect_max,
+      maxSteps: settings.max_steps,
+    },
+    model: context.llm(),
+    startAgent: (options) => context.agent({ ...options, label: 'chat' }),
+    tools: (turn) =>
+      chatTools({
+        context: context as unknown as HandlerContext,
+        conversationId: turn.conversationId,
+        ownerPeer: isOwner(turn, settings),
+        ownerTexts: turn.ownerTexts,
+        showApproval: turn.showApproval,
+      }),
+    warn: (message, fields) => context.log.warn(message, fields),
+  });
+}
+
+/**
+ * The owner on an authenticated channel: peer `owner` (REST with the API token, the local CLI), or on Telegram a
+ * user id listed in the instance's `telegram.allowed_users`. Anyone else gets no approval rights.
+ */
+export function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
+  if (turn.peer === 'owner') return true;
+  if (turn.channel !== 'telegram') return false;
+  const telegram = (settings as unknown as { telegram?: { allowed_users?: unknown } }).telegram;
+  const allowed = Array.isArray(telegram?.allowed_users) ? telegram.allowed_users : [];
+  return allowed.some((user) => String(user) === turn.peer);
 }

@@ -1,6 +1,7 @@
 import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
 import type { AgentOptions, SteerableHandle } from '@assistant/agent';
 import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automations';
+import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
@@ -123,6 +124,16 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * and approvals, decide and propose approvals, trigger, enqueue a service, steer a task). See ChatConsole.
    */
   console?: ChatConsole;
+  /** Only for the builtin `chat` integration's handlers: its conversations, inbox, event logs and turn leases. */
+  chat?: ChatContext;
+}
+
+/** The chat stores over the config's data folder: `data/chat/{inbox,events,turns}`, conversations as notes. */
+export interface ChatContext {
+  conversations: ConversationStore;
+  inbox: ChatInbox;
+  events: ChatEventLog;
+  turns: TurnStates;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
@@ -147,6 +158,12 @@ export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'sign
   model?: ChatModel;
   /** @default the instance's LLM profile */
   profile?: string;
+  /**
+   * The loop's transcript is the note `transcripts/<transcriptName>.md`, so one task can run several loops and a
+   * loop can be resumed by another task. Letters, digits, `.`, `_` and `-`, at most 160 characters.
+   * @default the task id
+   */
+  transcriptName?: string;
 };
 
 /**

@@ -1,6 +1,7 @@
 export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
 export type {
   AgentTaskOptions,
+  ChatContext,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,

@@ -6,14 +6,24 @@ export const transcriptsFolder = 'transcripts';
 
 const dataStart = '<!-- transcript data: the worker resumes from this; edit it only if you know why -->';
 
+/** A transcript name: a file name of letters, digits, `.`, `_` and `-`, not starting with a dot. */
+const transcriptNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$/;
+
 /**
- * A TranscriptStore (see @assistant/agent) kept as a note, `notes/transcripts/<task-id>.md`: the conversation
- * rendered for people, then the messages as JSON, from which a task picks up after a worker crash. Summarised
- * (compressed) turns are appended to `<task-id>.archive.md`, so nothing the model saw is lost.
+ * A TranscriptStore (see @assistant/agent) kept as a note, `notes/transcripts/<name>.md` (`name` defaults to the
+ * task id): the conversation rendered for people, then the messages as JSON, from which a task picks up after a
+ * worker crash. Summarised (compressed) turns are appended to `<name>.archive.md`, so nothing the model saw is lost.
+ * A task that runs several loops gives each its own `name`; another task passing the same name resumes that loop.
  */
-export function noteTranscript(options: { notes: NoteStore; taskId: string; title?: string }) {
-  const notePath = `${transcriptsFolder}/${options.taskId}.md`;
-  const archivePath = `${transcriptsFolder}/${options.taskId}.archive.md`;
+export function noteTranscript(options: { notes: NoteStore; taskId: string; title?: string; name?: string }) {
+  const name = options.name ?? options.taskId;
+  if (!transcriptNamePattern.test(name) || name.endsWith('.archive')) {
+    throw new TypeError(
+      `Expected a transcript name of letters, digits, ".", "_" and "-" (at most 160, not starting with a dot), got ${JSON.stringify(name.slice(0, 80))}`,
+    );
+  }
+  const notePath = `${transcriptsFolder}/${name}.md`;
+  const archivePath = `${transcriptsFolder}/${name}.archive.md`;
   return {
     notePath,
     async load(): Promise<ChatMessage[] | undefined> {

@@ -26,6 +26,7 @@ export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
   ChatConsole,
+  ChatContext,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,

@@ -1,0 +1,45 @@
+import type { HandlerContext, JsonValue } from '@assistant/sdk';
+import { describe, expect, it } from 'vitest';
+import type { ChatSettings } from './settings.generated.ts';
+import { isOwner, runChatTurn } from './turn.ts';
+
+const settings: ChatSettings = { mode: 'followup', collect_window: 1_000, collect_max: 20, max_steps: 20 };
+
+/** Only what runChatTurn reads before it touches a store. */
+function context(payload: unknown): HandlerContext<JsonValue, ChatSettings> {
+  return {
+    payload,
+    instance: { name: 'chat', domain: 'chat', settings, llm: 'default' },
+  } as unknown as HandlerContext<JsonValue, ChatSettings>;
+}
+
+describe('runChatTurn', () => {
+  it('refuses a payload that is not {conversation, message}, without retries', async () => {
+    await expect(runChatTurn(context({ conversation: 'c1' }))).rejects.toMatchObject({
+      name: 'UnrecoverableError',
+      message: expect.stringContaining('message'),
+    });
+    await expect(runChatTurn(context({ conversation: '../x', message: 'm1' }))).rejects.toMatchObject({
+      name: 'UnrecoverableError',
+    });
+  });
+
+  it('runs only with the chat stores the worker gives the builtin chat integration', async () => {
+    await expect(runChatTurn(context({ conversation: 'c1', message: 'm1' }))).rejects.toMatchObject({
+      name: 'UnrecoverableError',
+      message: expect.stringContaining('builtin chat integration'),
+    });
+  });
+});
+
+describe('isOwner', () => {
+  it('is the owner peer, or on Telegram an allowed user; anyone else is not', () => {
+    expect(isOwner({ channel: 'api', peer: 'owner' }, settings)).toBe(true);
+    expect(isOwner({ channel: 'api', peer: 'someone' }, settings)).toBe(false);
+    const telegram = { ...settings, telegram: { allowed_users: [42] } } as ChatSettings;
+    expect(isOwner({ channel: 'telegram', peer: '42' }, telegram)).toBe(true);
+    expect(isOwner({ channel: 'telegram', peer: '43' }, telegram)).toBe(false);
+    expect(isOwner({ channel: 'telegram', peer: '42' }, settings)).toBe(false);
+    expect(isOwner({ channel: 'cli', peer: '42' }, telegram)).toBe(false);
+  });
+});

@@ -1,0 +1,85 @@
+import { appendFile, mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ChatEventEntry, ChatEventLog } from './chat-events.ts';
+
+let root: string;
+let log: ChatEventLog;
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-events-'));
+  log = new ChatEventLog({ directory: path.join(root, 'events') });
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('ChatEventLog', () => {
+  it('appends events as lines and reads them back from any offset it returned', async () => {
+    expect(await log.read('c1')).toEqual({ entries: [], next: 0 });
+    expect(await log.end('c1')).toBe(0);
+    const first = await log.append('c1', { type: 'message', message: { id: 'm1' } });
+    const second = await log.append('c1', { type: 'token', turn: 't1', text: 'Hel' });
+    const third = await log.append('c1', {
+      type: 'turn_done',
+      turn: 't1',
+      reply: 'm2',
+      at: '2026-11-23T18:00:00.000Z',
+    });
+    expect((await stat(log.file('c1'))).size).toBe(third);
+    expect(await log.end('c1')).toBe(third);
+
+    const all = await log.read('c1');
+    expect(all.next).toBe(third);
+    expect(all.entries.map((entry) => [entry.offset, entry.event.type])).toEqual([
+      [first, 'message'],
+      [second, 'token'],
+      [third, 'turn_done'],
+    ]);
+    expect(all.entries[0]?.event.at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(all.entries[2]?.event.at).toBe('2026-11-23T18:00:00.000Z');
+
+    const rest = await log.read('c1', first);
+    expect(rest.entries.map((entry) => entry.event.type)).toEqual(['token', 'turn_done']);
+    expect(await log.read('c1', third)).toEqual({ entries: [], next: third });
+    // An offset past the end (the log was removed by hand) starts again from the beginning.
+    expect((await log.read('c1', third + 1000)).entries).toHaveLength(3);
+    // Conversations have logs of their own.
+    expect((await log.read('c2')).entries).toEqual([]);
+  });
+
+  it('skips a broken line and leaves a line still being written for the next read', async () => {
+    await log.append('c1', { type: 'message', n: 1 });
+    await appendFile(log.file('c1'), 'not json at all\n{"no":"type"}\n');
+    const afterBroken = await log.append('c1', { type: 'message', n: 2 });
+    await appendFile(log.file('c1'), '{"type":"token","text":"half');
+    const read = await log.read('c1');
+    expect(read.entries.map((entry) => entry.event.n)).toEqual([1, 2]);
+    expect(read.next).toBe(afterBroken);
+    await appendFile(log.file('c1'), ' done"}\n');
+    const next = await log.read('c1', read.next);
+    expect(next.entries.map((entry) => entry.event.text)).toEqual(['half done']);
+  });
+
+  it('follows from an offset: events already there, then the ones appended, until the signal aborts', async () => {
+    const first = await log.append('c1', { type: 'message', n: 1 });
+    await log.append('c1', { type: 'message', n: 2 });
+    const controller = new AbortController();
+    const seen: ChatEventEntry[] = [];
+    const following = (async () => {
+      for await (const entry of log.follow('c1', { fromOffset: first, signal: controller.signal, pollMs: 50 })) {
+        seen.push(entry);
+        if (entry.event.n === 2) await log.append('c1', { type: 'message', n: 3 });
+        if (entry.event.n === 3) controller.abort();
+      }
+    })();
+    await following;
+    expect(seen.map((entry) => entry.event.n)).toEqual([2, 3]);
+  });
+
+  it('refuses a conversation id that is not a safe file name', async () => {
+    await expect(log.append('../etc', { type: 'message' })).rejects.toMatchObject({ code: 'CHAT_INPUT_INVALID' });
+  });
+});
