@@ -145,11 +145,12 @@ describe('the chat console', () => {
 });
 
 describe('the chat tools', () => {
-  it('are all fenced as untrusted data, and only the note tools exist without a console', async () => {
+  it("are all fenced as untrusted data but the owner's own answers, and only the note tools exist without a console", async () => {
     const { contextFor } = await setup();
     const full = turn(contextFor('chat.turn'));
     expect([...full.tools.keys()].sort()).toEqual(
       [
+        'ask_owner',
         'decide_approval',
         'enqueue_service',
         'list_approvals',
@@ -162,9 +163,12 @@ describe('the chat tools', () => {
         'trigger',
       ].sort(),
     );
-    expect([...full.tools.values()].filter((tool) => tool.trusted)).toEqual([]);
+    // The answer to ask_owner is what the owner typed in this chat: not fenced. For another peer it is.
+    expect([...full.tools.values()].filter((tool) => tool.trusted).map((tool) => tool.name)).toEqual(['ask_owner']);
+    const stranger = turn(contextFor('chat.turn'), { ownerPeer: false });
+    expect([...stranger.tools.values()].filter((tool) => tool.trusted)).toEqual([]);
     const bare = turn(contextFor('greeter.people.check'));
-    expect([...bare.tools.keys()].sort()).toEqual(['read_note', 'search_notes']);
+    expect([...bare.tools.keys()].sort()).toEqual(['ask_owner', 'read_note', 'search_notes']);
   });
 
   it('search_notes and read_note find and read notes', async () => {

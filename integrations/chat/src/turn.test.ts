@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import type { ChatSettings } from './settings.generated.ts';
 import { isOwner, runChatTurn } from './turn.ts';
 
-const settings: ChatSettings = { mode: 'followup', collect_window: 1_000, collect_max: 20, max_steps: 20 };
+const settings: ChatSettings = {
+  mode: 'followup',
+  collect_window: 1_000,
+  collect_max: 20,
+  max_steps: 20,
+  telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+};
 
 /** Only what runChatTurn reads before it touches a store. */
 function context(payload: unknown): HandlerContext<JsonValue, ChatSettings> {
