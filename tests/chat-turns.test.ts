@@ -10,7 +10,7 @@ import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 /** The user messages the model was given, after the last answer it saw. */
@@ -23,6 +23,45 @@ const newUserTexts = (request: FakeChatRequest) => {
     .map((message) => message.content ?? '');
 };
 
+/** A data directory whose default model is `model`, and the stores the test reads, as the server would use them. */
+async function chatWorld(model: FakeOpenAiServer, dir: TempDir) {
+  const config = await dir.write(
+    'config.yaml',
+    `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+worker: {shutdown_grace: 2s, poll_interval: 50ms}
+queue:
+  claim_grace: 200ms
+`,
+  );
+  const runtime = await loadRuntime({ installation, configPath: config, cwd: dir.path });
+  const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+  const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
+  const conversations = new ConversationStore({ notes: new NoteStore({ root: runtime.config.paths.notes }), inbox });
+  const turns = new TurnStates({ directory: path.join(runtime.config.paths.dataDir, 'chat/turns') });
+  const sent = new Map<string, string[]>();
+  // As the server does it: the message is stored, then its turn task is enqueued.
+  const send = async (conversation: string, text: string) => {
+    const { id } = await inbox.accept(conversation, { text });
+    sent.get(conversation)?.push(id);
+    const outcome = await queue.enqueue({
+      type: 'chat.turn',
+      payload: { conversation, message: id },
+      priority: 1,
+      source: 'api',
+      integration: 'chat',
+    });
+    expect(outcome.status).toBe('enqueued');
+  };
+  const open = async (mode: ChatMode) => {
+    const { id } = await conversations.create({ mode, title: mode });
+    sent.set(id, []);
+    return id;
+  };
+  return { config, runtime, queue, inbox, conversations, turns, sent, send, open };
+}
+
 describe('chat turns in a worker that is killed mid-turn', () => {
   it('answers every accepted message exactly once, in followup, collect and steer conversations', {
     timeout: 90_000,
@@ -31,40 +70,7 @@ describe('chat turns in a worker that is killed mid-turn', () => {
       respond: (request) => ({ text: `answer to ${newUserTexts(request).join(' + ')}`, delayMs: 800 }),
     });
     await using dir = await tempDir();
-    const config = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-worker: {shutdown_grace: 2s, poll_interval: 50ms}
-queue:
-  claim_grace: 200ms
-`,
-    );
-    const runtime = await loadRuntime({ installation, configPath: config, cwd: dir.path });
-    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
-    const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
-    const conversations = new ConversationStore({ notes: new NoteStore({ root: runtime.config.paths.notes }), inbox });
-    const turns = new TurnStates({ directory: path.join(runtime.config.paths.dataDir, 'chat/turns') });
-    const sent = new Map<string, string[]>();
-    // As the server does it: the message is stored, then its turn task is enqueued.
-    const send = async (conversation: string, text: string) => {
-      const { id } = await inbox.accept(conversation, { text });
-      sent.get(conversation)?.push(id);
-      const outcome = await queue.enqueue({
-        type: 'chat.turn',
-        payload: { conversation, message: id },
-        priority: 1,
-        source: 'api',
-        integration: 'chat',
-      });
-      expect(outcome.status).toBe('enqueued');
-    };
-    const open = async (mode: ChatMode) => {
-      const { id } = await conversations.create({ mode, title: mode });
-      sent.set(id, []);
-      return id;
-    };
+    const { config, runtime, queue, inbox, conversations, turns, sent, send, open } = await chatWorld(model, dir);
     const followup = await open('followup');
     const collect = await open('collect');
     const steer = await open('steer');
@@ -138,5 +144,48 @@ queue:
     expect(events.filter((event) => event.type === 'token').length).toBeGreaterThan(0);
     const done = events.filter((event) => event.type === 'turn_done').map((event) => event.reply);
     expect(done).toEqual(expect.arrayContaining(followupReplies.map((reply) => reply.id)));
+  });
+  it('stops the running turn for a message in interrupt mode, with a partial reply, and answers each message once across a SIGKILL', {
+    timeout: 90_000,
+  }, async () => {
+    await using model = await FakeOpenAiServer.start({
+      respond: (request) => ({ text: `answer to ${newUserTexts(request).join(' + ')}`, delayMs: 800 }),
+    });
+    await using dir = await tempDir();
+    const { config, queue, inbox, conversations, sent, send, open } = await chatWorld(model, dir);
+    const chat = await open('interrupt');
+    let worker = startNode({ args: [cliMain, 'work', '--config', config] });
+    try {
+      await send(chat, 'i1');
+      await waitUntil(() => model.requests.length >= 1 || undefined, { what: "the first turn's model call" });
+      for (const text of ['i2', 'i3', 'i4']) await send(chat, text);
+      const first = await waitUntil(
+        async () => (await conversations.get(chat)).messages.find((message) => message.role === 'assistant'),
+        { what: 'the reply of the interrupted turn' },
+      );
+      expect(first).toMatchObject({ status: 'partial', reply_to: [sent.get(chat)?.[0]] });
+      // The next turn's model call is in flight: kill the worker there.
+      await waitUntil(() => model.requests.length >= 2 || undefined, { what: "the next turn's model call" });
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+      expect((await inbox.pending(chat)).length).toBeGreaterThan(0);
+      worker = startNode({ args: [cliMain, 'work', '--config', config] });
+      await waitUntil(
+        async () =>
+          (await inbox.pending(chat)).length === 0 &&
+          (await queue.list({ state: 'done', type: 'chat.turn' })).length === 4,
+        { what: 'the four messages answered and their four tasks done', timeoutMs: 60_000 },
+      );
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
+    const replies = (await conversations.get(chat)).messages.filter((message) => message.role === 'assistant');
+    // Each message answered once, in order; every turn but the last was cut by the message after it.
+    expect(replies.flatMap((reply) => reply.reply_to ?? [])).toEqual(sent.get(chat));
+    expect(replies.at(-1)?.status).toBe('complete');
+    expect(replies.slice(0, -1).every((reply) => reply.status === 'partial')).toBe(true);
+    expect(replies.length).toBeGreaterThanOrEqual(2);
+    expect(await queue.list({ state: 'failed' })).toEqual([]);
   });
 });
