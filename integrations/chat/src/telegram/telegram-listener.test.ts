@@ -388,4 +388,27 @@ describe('the Telegram listener', () => {
     expect(decided).toEqual([`approve ap-0123456789ab by telegram:${owner}`]);
     expect(textsTo(owner).filter((text) => text.startsWith('Approval needed'))).toHaveLength(1);
   });
+  it("forwards the notifier's questions and failures once, and not its other messages", async () => {
+    const chat = chatService();
+    const approvals: ListenerApprovals = {
+      pending: async () => [],
+      decide: async () => ({ status: 'expired' }) as never,
+    };
+    const notify = (id: string, kind: string, text: string) =>
+      chat.events.append('notifications', {
+        type: 'message',
+        message: { id, role: 'assistant', text, at: new Date().toISOString(), status: 'complete' },
+        notification: { kind },
+      });
+    await notify('n-1', 'failure', 'Task email.inbox.check (01abc) failed after 3 attempt(s): the server said no.');
+    await notify('n-2', 'approval', 'Approval needed: pushed from the request itself, not from here.');
+    const first = startListener(chat, { approvals });
+    await until(() => textsTo(owner).some((text) => text.includes('failed after 3 attempt(s)')), 'the failure pushed');
+    await first.stop();
+    await notify('n-3', 'clarification', 'Task system.agent (01abd) asks: which year?');
+    startListener(chat, { approvals });
+    await until(() => textsTo(owner).some((text) => text.includes('which year?')), 'the question pushed');
+    expect(textsTo(owner).filter((text) => text.includes('failed after 3 attempt(s)'))).toHaveLength(1);
+    expect(textsTo(owner).some((text) => text.includes('pushed from the request itself'))).toBe(false);
+  });
 });

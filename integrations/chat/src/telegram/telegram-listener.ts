@@ -11,6 +11,9 @@ const channel = 'telegram';
 const maxMessageLength = 4096;
 /** A streamed reply is edited at most this often. */
 const editIntervalMs = 1_000;
+/** The conversation the server's notifier writes to (apps/server/src/chat-notifier.ts). */
+const notificationsConversation = 'notifications';
+
 /** How often pending approvals are looked for, to push the new ones. */
 const approvalsPollMs = 5_000;
 /** Backoff of a failing Bot API: network errors and 5xx double from the first to the last. */
@@ -335,11 +338,36 @@ class TelegramBot {
           await this.#state.save();
           for (const user of this.#allowed) await this.#send(user, approvalText(approval));
         }
+        await this.#forwardNotifications();
       } catch (error) {
         if (this.#signal.aborted) break;
-        this.#logger.warn(`could not read the pending approvals: ${describeError(error)}`);
+        this.#logger.warn(`could not read the pending approvals and notifications: ${describeError(error)}`);
       }
       await delay(approvalsPollMs, this.#signal);
+    }
+  }
+
+  /**
+   * Pushes the questions of agent tasks and the failures the server's notifier wrote to the `notifications`
+   * conversation (approvals are pushed above, from the requests themselves). Each is recorded before it is sent;
+   * one older than an hour (a bot set up long after) is skipped.
+   */
+  async #forwardNotifications(): Promise<void> {
+    const { entries, next } = await this.#chat.events.read(notificationsConversation, this.#state.data.notifications);
+    for (const { event } of entries) {
+      const notification = event.notification as { kind?: unknown } | undefined;
+      const message = event.message as { id?: unknown; text?: unknown } | undefined;
+      if (event.type !== 'message' || typeof message?.id !== 'string' || typeof message.text !== 'string') continue;
+      if (notification?.kind !== 'clarification' && notification?.kind !== 'failure') continue;
+      if (Date.now() - Date.parse(event.at) > 3_600_000) continue;
+      if (!this.#state.remember('notified', `notification:${message.id}`)) continue;
+      await this.#state.save();
+      for (const user of this.#allowed)
+        await this.#send(user, `${notification.kind === 'failure' ? '⚠️' : '❓'} ${message.text}`);
+    }
+    if (next !== this.#state.data.notifications) {
+      this.#state.data.notifications = next;
+      await this.#state.save();
     }
   }
 

@@ -28,6 +28,8 @@ interface TelegramStateData {
   sent: Record<string, string>;
   /** Approval ids and event keys already pushed to the owner, with when. */
   notified: Record<string, string>;
+  /** How far the event log of the `notifications` conversation was read (its questions and failures are pushed). */
+  notifications: number;
 }
 
 /** The most ids `sent` and `notified` keep: the oldest go first; a reply or approval is long done by then. */
@@ -55,7 +57,15 @@ export class TelegramState {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     if (text === undefined) {
-      return new TelegramState(file, { version: 1, offset: 0, peers: {}, conversations: {}, sent: {}, notified: {} });
+      return new TelegramState(file, {
+        version: 1,
+        offset: 0,
+        peers: {},
+        conversations: {},
+        sent: {},
+        notified: {},
+        notifications: 0,
+      });
     }
     let parsed: Partial<TelegramStateData>;
     try {
@@ -72,6 +82,7 @@ export class TelegramState {
       conversations: parsed.conversations ?? {},
       sent: parsed.sent ?? {},
       notified: parsed.notified ?? {},
+      notifications: typeof parsed.notifications === 'number' ? parsed.notifications : 0,
     });
   }
 
