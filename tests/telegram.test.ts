@@ -15,7 +15,10 @@ const stranger = 9999;
 /** The conversation notes: id and text. */
 async function chatNotes(dataDir: string): Promise<{ id: string; text: string }[]> {
   const directory = path.join(dataDir, 'notes/chats');
-  const names = (await readdir(directory).catch(() => [] as string[])).filter((name) => name.endsWith('.md'));
+  // The server's own notifications conversation is not the bot's.
+  const names = (await readdir(directory).catch(() => [] as string[])).filter(
+    (name) => name.endsWith('.md') && name !== 'notifications.md',
+  );
   return Promise.all(
     names.map(async (name) => ({
       id: name.replace(/\.md$/, ''),
