@@ -146,7 +146,13 @@ export class ChatInbox {
     const folder = this.#folder(conversationId, 'messages');
     const found: InboxMessage[] = [];
     for (const name of await listJson(folder)) {
-      const message = await readMessage(path.join(folder, name));
+      const file = path.join(folder, name);
+      // A message file never changes once linked into place: read once per process, then kept.
+      let message = readMessages.get(file);
+      if (message === undefined) {
+        message = await readMessage(file);
+        if (message) rememberMessage(file, message);
+      }
       if (message) found.push(message);
     }
     return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -230,6 +236,22 @@ async function readJson(file: string): Promise<unknown> {
     return JSON.parse(text) as unknown;
   } catch (error) {
     throw new Error(`${file} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * Inbox messages read by this process, by file. Each file is created whole and exclusively and never rewritten, so
+ * what was read stays true; a file removed by hand drops out of the listing, which is read every time. Bounded: the
+ * oldest entries go first.
+ */
+const readMessages = new Map<string, InboxMessage>();
+const maxReadMessages = 20_000;
+
+function rememberMessage(file: string, message: InboxMessage): void {
+  readMessages.set(file, message);
+  if (readMessages.size > maxReadMessages) {
+    const oldest = readMessages.keys().next().value;
+    if (oldest !== undefined) readMessages.delete(oldest);
   }
 }
 
