@@ -6,30 +6,19 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
+import { freePort } from '../tests/helpers/free-port.ts';
+import { readServerSentEvents } from '../tests/helpers/sse.ts';
 
 const { values } = parseArgs({
   options: { trials: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
 });
 const trials = Number(values.trials);
 const cliMain = fileURLToPath(new URL('../apps/cli/src/main.ts', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 const model = await FakeOpenAiServer.start({
   respond: () => ({ text: 'Nothing is urgent today, as far as I can see.' }),
@@ -50,24 +39,6 @@ child.stderr.on('data', (chunk: Buffer) => {
   output += chunk.toString();
 });
 
-/** Reads an SSE response, calling `onEvent` for each event, until the signal aborts. */
-async function readEvents(response: Response, onEvent: (type: string, data: Record<string, unknown>) => void) {
-  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const type = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (type && data) onEvent(type, JSON.parse(data) as Record<string, unknown>);
-    }
-  }
-}
-
 const stopEvents = new AbortController();
 try {
   const deadline = Date.now() + 60_000;
@@ -85,7 +56,7 @@ try {
   if (!events.ok) throw new Error(`events: HTTP ${events.status}`);
   let waiting: { message?: string; firstToken?: number; resolve: (done: number) => void } | undefined;
   const pendingTokens = new Map<string, number>();
-  void readEvents(events, (type, data) => {
+  void readServerSentEvents(events, ({ type, data }) => {
     if (!waiting) return;
     const replyTo = (data.reply_to as string[] | undefined) ?? [];
     if (type === 'turn_started' && waiting.message && replyTo.includes(waiting.message)) {

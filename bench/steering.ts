@@ -5,30 +5,18 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
+import { freePort } from '../tests/helpers/free-port.ts';
 
 const { values } = parseArgs({
   options: { trials: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
 });
 const trials = Number(values.trials);
 const cliMain = fileURLToPath(new URL('../apps/cli/src/main.ts', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 const model = await FakeOpenAiServer.start({
   // The loop keeps waiting in short steps, so there is always a running loop to steer.

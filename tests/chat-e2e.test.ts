@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, repoRoot, startNode } from './helpers/node-process.ts';
+import { readServerSentEvents, type ServerSentEvent } from './helpers/sse.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -66,30 +67,6 @@ function respond(request: FakeChatRequest): FakeReply {
   return { toolCalls: [{ name: 'read_note', arguments: { path: 'greeter/friendly/ada.md' } }] };
 }
 
-interface SseEvent {
-  type: string;
-  id: string;
-  data: Record<string, unknown>;
-}
-
-/** Follows an SSE response into `events` until the response ends or is aborted. */
-async function follow(response: Response, events: SseEvent[]): Promise<void> {
-  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
-    if (done) return;
-    buffer += value;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const type = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (type && data) events.push({ type, id: /^id: (.*)$/m.exec(block)?.[1] ?? '', data: JSON.parse(data) });
-    }
-  }
-}
-
 describe('chat through server and worker', () => {
   it('streams a reply that read a note, asks the owner, and performs a proposed action once when approved in the chat', {
     timeout: 90_000,
@@ -137,10 +114,10 @@ integrations:
       const created = await post('/api/chats', { title: 'Birthdays' });
       expect(created.status).toBe(201);
       const chat = String(created.body.id);
-      const events: SseEvent[] = [];
+      const events: ServerSentEvent[] = [];
       const stream = await api(`${base}/api/chats/${chat}/events?from=0`, { signal: stopEvents.signal });
       expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
-      const following = follow(stream, events);
+      const following = readServerSentEvents(stream, (event) => events.push(event));
       const seen = (type: string, where: (data: Record<string, unknown>) => boolean = () => true) =>
         waitUntil(() => events.find((event) => event.type === type && where(event.data)), {
           what: `a ${type} event on the conversation's stream`,
@@ -179,7 +156,7 @@ integrations:
           .filter((event) => event.type === 'step' && event.data.status === 'finished')
           .map((event) => event.data.tool),
       ).toEqual(['read_note', 'ask_owner', 'propose']);
-      const tokenAt = events.indexOf(tokens[0] as SseEvent);
+      const tokenAt = events.indexOf(tokens[0] as ServerSentEvent);
       expect(tokenAt).toBeLessThan(events.indexOf(firstDone));
       // The model read the note through the tool (fenced as data), and got the owner's answer unfenced.
       const toolResults = model.requests.flatMap((request) =>

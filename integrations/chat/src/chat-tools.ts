@@ -1,5 +1,12 @@
 import { AssistantError } from '@assistant/errors';
-import { type ChatConsole, defineTool, describeAction, type HandlerContext, type Tool } from '@assistant/sdk';
+import {
+  type ChatConsole,
+  defineTool,
+  describeAction,
+  type HandlerContext,
+  noteTools,
+  type Tool,
+} from '@assistant/sdk';
 import * as z from 'zod';
 
 /** What the tools of a chat turn need besides the handler context. */
@@ -35,28 +42,7 @@ const plainValue = z.union([z.string().max(4_000), z.number(), z.boolean()]);
 export function chatTools(options: ChatToolsOptions): Tool[] {
   const { context } = options;
   const reading = [
-    defineTool({
-      name: 'search_notes',
-      description: 'Finds notes whose text contains the query (any case). Returns up to 20 paths with their titles.',
-      input: z.object({ query: z.string().min(1) }),
-      run: async ({ query }) => {
-        const needle = query.toLowerCase();
-        const notes = await context.notes.query({});
-        return notes
-          .filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle))
-          .slice(0, 20)
-          .map((note) => ({ path: note.path, title: note.data.title ?? note.data.subject ?? null }));
-      },
-    }),
-    defineTool({
-      name: 'read_note',
-      description: 'Reads one note by its path: its fields and its text (cut at 4,000 characters).',
-      input: z.object({ path: z.string().min(1) }),
-      run: async ({ path }) => {
-        const note = await context.notes.read(path);
-        return note ? { data: note.data, body: note.body.slice(0, 4_000) } : { error: `no note ${path}` };
-      },
-    }),
+    ...noteTools(context.notes),
     defineTool({
       name: 'ask_owner',
       description:

@@ -1,4 +1,4 @@
-import { defineTool, type HandlerContext, UnrecoverableError } from '@assistant/sdk';
+import { defineTool, type HandlerContext, noteTools, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
 
 const payloadSchema = z.strictObject({
@@ -29,28 +29,7 @@ export async function runAgentTask(context: HandlerContext) {
     ...(profile ? { profile } : {}),
     ...(maxSteps ? { maxSteps } : {}),
     tools: [
-      defineTool({
-        name: 'search_notes',
-        description: 'Finds notes whose text contains the query (any case). Returns up to 20 paths with their titles.',
-        input: z.object({ query: z.string().min(1) }),
-        run: async ({ query }) => {
-          const needle = query.toLowerCase();
-          const notes = await context.notes.query({});
-          return notes
-            .filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle))
-            .slice(0, 20)
-            .map((note) => ({ path: note.path, title: note.data.title ?? note.data.subject ?? null }));
-        },
-      }),
-      defineTool({
-        name: 'read_note',
-        description: 'Reads one note by its path: its fields and its text (cut at 4,000 characters).',
-        input: z.object({ path: z.string().min(1) }),
-        run: async ({ path }) => {
-          const note = await context.notes.read(path);
-          return note ? { data: note.data, body: note.body.slice(0, 4_000) } : { error: `no note ${path}` };
-        },
-      }),
+      ...noteTools(context.notes),
       defineTool({
         name: 'wait',
         description: 'Waits the given number of milliseconds (at most a minute), then says so.',

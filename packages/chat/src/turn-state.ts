@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AssistantError } from '@assistant/errors';
+import { withFileLock } from '@assistant/notes';
 import * as z from 'zod';
 import { assertConversationId } from './message-id.ts';
 
@@ -39,9 +39,6 @@ export type AcquireResult =
   /** `previous` is the state of a holder that was gone (crashed): its batch is still to be answered. */
   | { status: 'acquired'; state: TurnState; resumed: boolean; previous?: TurnState }
   | { status: 'busy'; holder: TurnState };
-
-/** A mutex file older than this was left by a process that died inside the few milliseconds it is held. */
-const mutexStaleMs = 5_000;
 
 export class TurnStates {
   readonly directory: string;
@@ -171,35 +168,9 @@ export class TurnStates {
     await rename(tmp, file);
   }
 
-  /** Runs `work` holding `<conversation>.lock`, a file created exclusively for the few milliseconds it takes. */
+  /** Runs `work` holding `<conversation>.json.lock`, a file created exclusively for the few milliseconds it takes. */
   async #locked<T>(conversationId: string, work: () => Promise<T>): Promise<T> {
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
-    const lock = `${this.file(conversationId)}.lock`;
-    const deadline = Date.now() + 30_000;
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        const handle = await open(lock, 'wx', 0o600);
-        await handle.close();
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const age = await stat(lock).then(
-          (info) => Date.now() - info.mtimeMs,
-          () => 0,
-        );
-        if (age > mutexStaleMs) await unlink(lock).catch(() => {});
-        if (Date.now() > deadline) {
-          throw new AssistantError('CHAT_TURN_LOST', `Could not lock ${lock} within 30 s`, {
-            hint: 'remove the file if no worker is running',
-          });
-        }
-        await sleep(Math.min(50, 2 + attempt * 2));
-      }
-    }
-    try {
-      return await work();
-    } finally {
-      await unlink(lock).catch(() => {});
-    }
+    return withFileLock(this.file(conversationId), work);
   }
 }

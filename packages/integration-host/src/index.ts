@@ -49,4 +49,5 @@ export {
   type LoadRuntimeOptions,
   loadRuntime,
 } from './load-runtime.ts';
+export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';

@@ -19,6 +19,7 @@ export {
   NoteStore,
   type NoteStoreOptions,
   type UpdateNoteOptions,
+  withFileLock,
 } from './note-store.ts';
 export {
   type EmailNote,

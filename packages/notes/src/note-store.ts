@@ -127,7 +127,7 @@ export class NoteStore {
     const file = await this.#file(notePath);
     // Read, check and write under the lock: two of our processes never interleave, and none starves retrying.
     // A person's editor does not take the lock; the hash check against `basedOn` catches its saves.
-    return withLock(file, async () => {
+    return withFileLock(file, async () => {
       const text = await readFile(file, 'utf8');
       const current = parseNote(notePath, text);
       const decided = options.change?.(current);
@@ -281,9 +281,9 @@ const lockStaleMs = 10_000;
 /**
  * Runs `action` holding `{file}.lock` (created with O_EXCL). Only Assistant's own writers take it; a person's
  * editor does not, which is why updates also compare hashes. A lock older than 10 s is a crashed writer's and
- * is broken.
+ * is broken. Exported for other files Assistant rewrites whole under a short lock (the chat turn lease).
  */
-async function withLock<T>(file: string, action: () => Promise<T>): Promise<T> {
+export async function withFileLock<T>(file: string, action: () => Promise<T>): Promise<T> {
   const lock = `${file}.lock`;
   for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
     try {

@@ -3,6 +3,7 @@ import { AssistantError, isAssistantError } from '@assistant/errors';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import { openEventStream } from './event-stream.ts';
 
 /** A comment line on an idle event stream this often keeps proxies and clients from closing it. */
 const defaultHeartbeatMs = 15_000;
@@ -234,14 +235,7 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
       const fromOffset = resumeFrom === undefined ? await chat.end(params.id) : Number(resumeFrom);
       const stream = new AbortController();
       const signal = AbortSignal.any([stream.signal, shutdown]);
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
+      const raw = openEventStream(reply);
       raw.on('close', () => stream.abort());
       const write = async (text: string) => {
         if (signal.aborted) return;

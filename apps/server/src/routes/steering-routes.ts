@@ -4,6 +4,7 @@ import { ControlFiles, steeringActions } from '@assistant/steering';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import { openEventStream } from './event-stream.ts';
 import { taskIdParams } from './task-routes.ts';
 
 /** How often a task's event stream looks at its control files (steps, clarifications) for new lines. */
@@ -136,13 +137,7 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
       const files = new ControlFiles({ root: options.controlRoot, taskId: params.id });
       const lastEventId = Number(request.headers['last-event-id'] ?? 0);
       let offset = Number.isFinite(lastEventId) && lastEventId > 0 ? lastEventId : 0;
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-      });
+      const raw = openEventStream(reply);
       raw.write(`: events of task ${params.id}\n\n`);
       let open = true;
       raw.on('close', () => {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatEvent, ChatEventEntry, ChatService } from '@assistant/chat';
 import type { ListenerApprovals, ListenerContext } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
@@ -674,14 +675,5 @@ function untilAborted(signal: AbortSignal): Promise<void> {
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+  return sleep(ms, undefined, { signal }).catch(() => {});
 }
