@@ -25,8 +25,7 @@ export const errorCodes = {
   CHAT_PENDING_FULL:
     'A conversation already holds the maximum number of accepted messages not yet answered (100 by default); the message was not stored.',
   CHAT_ALREADY_ANSWERED: 'A chat message was marked answered by a reply other than the one already recorded for it.',
-  CHAT_TURN_LOST:
-    "A chat turn's lease on its conversation (`data/chat/turns/<id>.json`) was taken by another task.",
+  CHAT_TURN_LOST: "A chat turn's lease on its conversation (`data/chat/turns/<id>.json`) was taken by another task.",
   CHAT_NO_REPLY:
     '`assistant chat --once` got no reply: the turn answering the message failed, or none came within `--timeout`; the message stays stored.',
   CHAT_NOTE_BROKEN:
