@@ -75,8 +75,8 @@ describe('ChatNotifier', () => {
     expect((await told()).sort()).toEqual(
       [
         'Approval needed',
-        'Task system.agent (' + asking.task.id + ') asks',
-        'Task system.echo (' + failing.task.id + ') failed after 1 attempt(s)',
+        `Task system.agent (${asking.task.id}) asks`,
+        `Task system.echo (${failing.task.id}) failed after 1 attempt(s)`,
       ].sort(),
     );
     const logged = (await chat.events.read(notificationsConversationId)).entries.map((entry) => entry.event);

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
