@@ -227,7 +227,24 @@ describe('the chat tools', () => {
     });
     expect((await readApproval(notes, approval))?.status).toBe('pending');
 
-    const owner = turn(context, { owner: [`Yes, reject ${approval.toUpperCase()} please`] });
+    // The owner mentioned the id, or decided the other way: the model cannot turn that into an approval.
+    const mentioned = turn(context, { owner: [`what is ${approval}? probably reject it`] });
+    await expect(call(mentioned, 'decide_approval', { id: approval, decision: 'approve' })).rejects.toMatchObject({
+      code: 'CHAT_TOOL_REFUSED',
+      message: expect.stringMatching(/did not write `approve/),
+    });
+    const rejected = turn(context, { owner: [`reject ${approval}`] });
+    await expect(call(rejected, 'decide_approval', { id: approval, decision: 'approve' })).rejects.toMatchObject({
+      code: 'CHAT_TOOL_REFUSED',
+      message: expect.stringMatching(/wrote `reject .*`, not approve/),
+    });
+    const torn = turn(context, { owner: [`approve ${approval}`, `no, reject ${approval}`] });
+    await expect(call(torn, 'decide_approval', { id: approval, decision: 'approve' })).rejects.toMatchObject({
+      code: 'CHAT_TOOL_REFUSED',
+    });
+    expect((await readApproval(notes, approval))?.status).toBe('pending');
+
+    const owner = turn(context, { owner: [`Thanks.\nYes, reject ${approval.toUpperCase()} please`] });
     expect(await call(owner, 'decide_approval', { id: approval, decision: 'reject' })).toEqual({
       id: approval,
       status: 'rejected',
@@ -298,7 +315,7 @@ describe('the chat tools', () => {
     expect(await readApproval(notes, approval)).toMatchObject({
       actions: [{ kind: 'service', key: 'service:greeter.friendly.post_card', tier: 'irreversible' }],
     });
-    t.owner.push(`ok, ${approval}`);
+    t.owner.push(`ok, approve ${approval}`);
     await call(t, 'decide_approval', { id: approval, decision: 'approve' });
     await runWorker({ config, registry, logger: silent, signal: new AbortController().signal, exitWhenIdle: true });
     const tasks = await queue.list();
