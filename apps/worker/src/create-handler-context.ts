@@ -128,7 +128,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           },
         }
       : {}),
-    ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings) } : {}),
+    ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings, task) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -224,8 +224,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
 }
 
 /** The builtin chat integration's stores: `data/chat/{inbox,events,turns}` and the conversation notes. */
-function chatContext(services: WorkerServices, settings: Record<string, unknown>): ChatContext {
+function chatContext(services: WorkerServices, settings: Record<string, unknown>, task: Task): ChatContext {
   const folder = path.join(services.config.paths.dataDir, 'chat');
+  const control = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
   const inbox = new ChatInbox({ directory: path.join(folder, 'inbox') });
   const mode = chatModes.find((known) => known === settings.mode);
   return {
@@ -233,5 +234,14 @@ function chatContext(services: WorkerServices, settings: Record<string, unknown>
     conversations: new ConversationStore({ notes: services.notes, inbox, ...(mode ? { defaultMode: mode } : {}) }),
     events: new ChatEventLog({ directory: path.join(folder, 'events') }),
     turns: new TurnStates({ directory: path.join(folder, 'turns') }),
+    discardSteering: async (reason) => {
+      let discarded = 0;
+      for (const entry of await control.pending()) {
+        const id = entry.request?.id ?? path.basename(entry.file, '.json');
+        await control.settle(entry.file, { request_id: id, status: 'refused', message: reason });
+        discarded += 1;
+      }
+      return discarded;
+    },
   };
 }

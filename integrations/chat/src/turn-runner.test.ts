@@ -399,6 +399,75 @@ describe('chat turns', () => {
     await expectAnsweredOnce(conv, [m1]);
   });
 
+  it('an answer sent while the worker was down answers the question the resumed turn asks again', async () => {
+    const conv = await conversation('followup');
+    const m1 = await send(conv, 'pay the invoice');
+    const askOwner = defineTool({
+      name: 'ask_owner',
+      description: 'Asks the owner a question.',
+      input: z.object({ question: z.string() }),
+      run: async ({ question }, tool) => tool.askCaller(question),
+    });
+    const model = createScriptedModel({
+      // Asks until a tool result carries the owner's answer (a question cut by the stop has none). Asking again
+      // takes a moment, so the resumed turn looks at the inbox (and finds the answer) before the question comes.
+      replies: async (request, call) => {
+        const answer = request.messages.findLast(
+          (message) => message.role === 'tool' && message.content.includes('personal'),
+        );
+        if (!answer && call.index > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        return answer
+          ? `paid from ${answer.content}`
+          : { toolCalls: [{ name: 'ask_owner', arguments: { question: 'Which account?' } }] };
+      },
+    });
+    const controller = new AbortController();
+    const first = run(conv, m1, 't1', model, { tools: () => [askOwner], signal: controller.signal });
+    await waitFor(async () => (await stores.turns.read(conv))?.question, 'the question in the lease');
+    // The worker stops while the turn waits; the owner answers meanwhile (the server says answered_question).
+    controller.abort(new Error('worker shutting down'));
+    await expect(first).rejects.toThrow('worker shutting down');
+    const m2 = await send(conv, 'the personal one');
+    // Run again, the loop asks again (its transcript was saved before the question); the answer waiting is taken.
+    expect(await run(conv, m1, 't1', model, { tools: () => [askOwner] })).toMatchObject({ turns: 1 });
+    const written = await replies(conv);
+    expect(written.map((reply) => reply.reply_to)).toEqual([[m1, m2]]);
+    expect(written[0]?.text).toContain('the personal one');
+    await expectAnsweredOnce(conv, [m1, m2]);
+  });
+
+  it('gives the model the batch last, even when a message of it sits earlier in the transcript', async () => {
+    const conv = await conversation('followup');
+    const m1 = await send(conv, 'first question');
+    // A steered message the last turn took in after its final answer: in the transcript before that reply.
+    await stores.conversations.appendMessage(conv, { id: m1, role: 'user', text: 'first question' });
+    await stores.conversations.appendMessage(conv, { role: 'assistant', text: 'an earlier reply', reply_to: [] });
+    const model = createScriptedModel({ replies: async (request) => `answered: ${request.messages.at(-1)?.content}` });
+    await run(conv, m1, 't1', model);
+    const sent = model.requests[0]?.messages ?? [];
+    expect(sent.map((message) => [message.role, message.content])).toEqual([
+      ['system', expect.any(String)],
+      ['assistant', 'an earlier reply'],
+      ['user', 'first question'],
+    ]);
+    await expectAnsweredOnce(conv, [m1]);
+  });
+
+  it("refuses the task's steering left over when a turn ends, so a late /stop does not stop the next turn", async () => {
+    const conv = await conversation('followup');
+    const m1 = await send(conv, 'one');
+    const m2 = await send(conv, 'two');
+    const discarded: string[] = [];
+    const model = createScriptedModel({ replies: async (request) => `saw ${userTexts(request).at(-1)}` });
+    const outcome = await run(conv, m2, 't1', model, {
+      stores: { ...stores, discardSteering: async (reason) => (discarded.push(reason), 1) },
+    });
+    // Two turns in one task (m1, then m2): the requests left after each were refused before the next began.
+    expect(outcome).toMatchObject({ turns: 2 });
+    expect(discarded).toEqual(['the turn it was meant for had ended', 'the turn it was meant for had ended']);
+    await expectAnsweredOnce(conv, [m1, m2]);
+  });
+
   it('a turn taken over from a crashed worker interjects the batch messages its saved loop never saw', async () => {
     const conv = await conversation('steer');
     const m1 = await send(conv, 'one');

@@ -22,6 +22,8 @@ export interface ChatTurnStores {
   inbox: ChatInbox;
   events: ChatEventLog;
   turns: TurnStates;
+  /** Refuses steering requests of this task no loop applied (the worker's `context.chat` has it). */
+  discardSteering?: (reason: string) => Promise<number>;
 }
 
 /** What the runner asks of the agent: `context.agent` in the worker, `startAgent` over a test store in tests. */
@@ -161,6 +163,9 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
   }
   const fresh = !acquired.resumed && !adopted;
   let state: TurnState = acquired.state;
+  // A turn resumed while it waited on the owner's answer: an answer that came while no worker ran is kept for the
+  // question the resumed loop asks again, not taken for a message of its own.
+  const waitedOn = acquired.resumed ? state.question : undefined;
   if (state.question) state = await turns.update(conv, taskId, ({ question: _gone, ...rest }) => rest);
 
   // The lease is renewed while this turn lives; losing it stops the loop and writes nothing.
@@ -220,17 +225,28 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
     for (const id of batch) await appendUser(conversations, conv, byId.get(id));
 
     await events.append(conv, { type: 'turn_started', turn: taskId, reply_to: batch });
+    const answersWaiting = waitedOn
+      ? [...pendingIds].filter((id) => !batch.includes(id) && (byId.get(id)?.at ?? '') >= waitedOn.asked_at)
+      : [];
     const turn = new TurnRun({
       options,
       conversationMode,
       peer,
       batch,
       byId,
-      seen: pendingIds,
+      seen: new Set([...pendingIds].filter((id) => !answersWaiting.includes(id))),
+      expectingAnswer: answersWaiting.length > 0,
       resumed: !fresh,
       transcriptName: `chat-${conv}-${state.batch[0] ?? batch[0]}`,
     });
-    const history = (await conversations.get(conv)).messages.filter((message) => message.status !== 'pending');
+    // The batch goes last, whatever its place in the transcript (a steered message the last turn left over was
+    // written there before that turn's reply): the model answers what comes at the end.
+    const said = (await conversations.get(conv)).messages.filter((message) => message.status !== 'pending');
+    const inBatch = new Set(batch);
+    const history = [
+      ...said.filter((message) => !inBatch.has(message.id)),
+      ...said.filter((message) => inBatch.has(message.id)),
+    ];
     handle = turn.start(history.slice(-historyLimit));
     if (lost) handle.stop('the turn was taken over by another task');
     // context.agent stops the loop on the task's signal too; this keeps the runner right with any startAgent.
@@ -286,6 +302,8 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       status: reply.status,
     });
     await inbox.markAnswered(conv, { ids: answeredBatch, replyId: appended.id });
+    // A `/stop` that came as this turn ended was meant for it, not for the next turn this task may run.
+    await options.stores.discardSteering?.('the turn it was meant for had ended');
     await release();
   } finally {
     clearInterval(heartbeat);
@@ -343,6 +361,9 @@ class TurnRun {
   /** A resumed or adopted turn checks, once its loop has loaded its transcript, that the loop saw its batch. */
   #catchUpPending: boolean;
   #question: { id: string; text: string } | undefined;
+  /** A resumed turn whose question was answered while no worker ran: that answer waits here for the question. */
+  #expectingAnswer: boolean;
+  #heldAnswer: InboxMessage | undefined;
   #stopping = false;
   #lastModelError: unknown;
   // Event log writes, in order.
@@ -365,10 +386,12 @@ class TurnRun {
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
+    expectingAnswer?: boolean;
     resumed: boolean;
     transcriptName: string;
   }) {
     this.#catchUpPending = init.resumed;
+    this.#expectingAnswer = init.expectingAnswer ?? false;
     this.#options = init.options;
     this.#mode = init.conversationMode;
     this.#peer = init.peer;
@@ -519,6 +542,16 @@ class TurnRun {
         });
         return;
       case 'clarification': {
+        const held = this.#heldAnswer;
+        if (held) {
+          // Asked again after a restart, and answered already: the answer the owner sent meanwhile.
+          this.#heldAnswer = undefined;
+          void this.#emit({ type: 'clarification', id: event.id, question: event.question });
+          this.#writing = this.#writing
+            .then(() => this.#answer({ id: event.id }, held))
+            .catch((error: unknown) => this.#options.warn?.('could not answer the question', { err: error }));
+          return;
+        }
         this.#question = { id: event.id, text: event.question };
         const question = { id: event.id, text: event.question, asked_at: new Date().toISOString() };
         const { conversationId, taskId } = this.#options;
@@ -618,11 +651,13 @@ class TurnRun {
       const question = this.#question;
       if (question) {
         this.#question = undefined;
-        await this.#join(message, (state) => {
-          const { question: _answered, ...rest } = state;
-          return rest;
-        });
-        handle.answerClarification(question.id, message.text);
+        await this.#answer(question, message);
+        continue;
+      }
+      if (this.#expectingAnswer) {
+        // The answer to the question the resumed loop is about to ask again.
+        this.#expectingAnswer = false;
+        this.#heldAnswer = message;
         continue;
       }
       const mode = effectiveMode(message, this.#mode);
@@ -638,6 +673,15 @@ class TurnRun {
       }
       // followup and collect: the next turn answers it.
     }
+  }
+
+  /** `message` answers the loop's question: it joins the batch, the question is cleared, the loop gets the text. */
+  async #answer(question: { id: string }, message: InboxMessage): Promise<void> {
+    await this.#join(message, (state) => {
+      const { question: _answered, ...rest } = state;
+      return rest;
+    });
+    this.#handle?.answerClarification(question.id, message.text);
   }
 
   /** Adds a message to the batch: in the lease (so a resumed turn answers it), then in the transcript. */

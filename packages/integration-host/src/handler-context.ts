@@ -134,6 +134,11 @@ export interface ChatContext {
   inbox: ChatInbox;
   events: ChatEventLog;
   turns: TurnStates;
+  /**
+   * Refuses the steering requests written for this task that no loop has applied yet (a `/stop` that came as the
+   * turn it was meant for ended), so they do not reach the task's next turn. Returns how many there were.
+   */
+  discardSteering(reason: string): Promise<number>;
 }
 
 /** What the `script` integration needs to run config.yaml's scripts, and nothing more of the config. */
