@@ -161,8 +161,19 @@ export class ChatNotifier {
     if (this.#told.has(key)) return;
     const { chat } = this.#options;
     const id = `n-${createHash('sha256').update(key).digest('hex').slice(0, 24)}`;
+    if ((await chat.get(notificationsConversationId)).messages.some((message) => message.id === id)) {
+      this.#told.add(key);
+      return;
+    }
     const at = new Date((this.#options.now ?? Date.now)()).toISOString();
-    const appended = await chat.conversations.appendMessage(notificationsConversationId, {
+    // The event first, then the transcript: a crash in between tells it again (readers drop a repeated id), where
+    // the other order would leave it in the transcript and never on the stream Telegram forwards.
+    await chat.events.append(notificationsConversationId, {
+      type: 'message',
+      message: { id, role: 'assistant', text: notification.text, at, status: 'complete' },
+      notification: { kind: notification.kind, ...notification.details },
+    });
+    await chat.conversations.appendMessage(notificationsConversationId, {
       id,
       role: 'assistant',
       text: notification.text,
@@ -170,12 +181,6 @@ export class ChatNotifier {
       status: 'complete',
     });
     this.#told.add(key);
-    if (!appended.appended) return;
-    await chat.events.append(notificationsConversationId, {
-      type: 'message',
-      message: { id, role: 'assistant', text: notification.text, at, status: 'complete' },
-      notification: { kind: notification.kind, ...notification.details },
-    });
     this.#options.logger.info({ notification: notification.kind, ...notification.details }, 'told the owner');
   }
 
