@@ -215,10 +215,13 @@ describe('the Telegram listener', () => {
     fake.send({ from: owner, text: 'last' });
     await until(async () => (await storedTexts(chat, id)).length >= 3, 'the last message stored');
     expect(await storedTexts(chat, id)).toEqual(['once', 'next', 'last']);
-    const userEvents = (await chat.events.read(id)).entries.filter(
-      (entry) => entry.event.type === 'message' && (entry.event.message as { role: string }).role === 'user',
-    );
-    expect(userEvents).toHaveLength(3);
+    // The `message` event is appended just after the inbox accepted the message.
+    const userEvents = async () =>
+      (await chat.events.read(id)).entries.filter(
+        (entry) => entry.event.type === 'message' && (entry.event.message as { role: string }).role === 'user',
+      );
+    await until(async () => (await userEvents()).length >= 3, 'the last message’s event');
+    expect(await userEvents()).toHaveLength(3);
   });
 
   it('resumes after a restart from the stored offset: nothing repeated, nothing skipped, no reply sent twice', async () => {
@@ -272,6 +275,90 @@ describe('the Telegram listener', () => {
     await until(() => textsTo(owner).includes('Once upon a time, the end.'), 'the final text');
     expect(fake.messagesTo(owner)).toHaveLength(1);
     expect(fake.messagesTo(owner)[0]?.texts).toEqual(['Once upon', 'Once upon a time', 'Once upon a time, the end.']);
+  });
+
+  it('re-reads the whole streamed text after a restart even when a message came in the middle of the turn', async () => {
+    const chat = chatService();
+    const stateFile = path.join(root, 'data', 'chat', 'telegram', 'chat.json');
+    const first = startListener(chat);
+    fake.send({ from: owner, text: 'tell me' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'Once upon' });
+    await until(() => textsTo(owner).includes('Once upon'), 'the first token sent');
+    // A follow-up while the reply streams: its `message` event lands in the middle of the turn.
+    fake.send({ from: owner, text: 'and then?' });
+    await until(async () => (await storedTexts(chat, id)).length === 2, 'the follow-up stored');
+    // An error said in the middle of the turn is said once, restart or not.
+    await chat.events.append(id, { type: 'error', message: 'The calendar is unreachable.', code: 'X' });
+    await until(() => textsTo(owner).includes('⚠️ The calendar is unreachable.'), 'the error said');
+    await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
+    // Events are handled in order: once this is edited in, the follow-up's event was handled before it.
+    await until(() => textsTo(owner).includes('Once upon a time'), 'the token after the follow-up edited in');
+    // One more update, so that the poll loop saves the state after the follow-up's event was handled.
+    const help = fake.send({ from: owner, text: '/help' });
+    await until(async () => JSON.parse(await readFile(stateFile, 'utf8')).offset > help, 'the state saved');
+    await first.stop();
+    await chat.events.append(id, { type: 'token', step: 0, text: ' there was' });
+
+    startListener(chat);
+    const after = await until(
+      () => fake.messagesTo(owner)[0]?.texts.find((text) => text.includes('there was')),
+      'the streamed text edited after the restart',
+    );
+    expect(after).toBe('Once upon a time there was');
+    await answer(chat, id, 'Once upon a time there was an end.');
+    await until(() => textsTo(owner).includes('Once upon a time there was an end.'), 'the final text');
+    expect(fake.messagesTo(owner)[0]?.texts).toEqual([
+      'Once upon',
+      'Once upon a time',
+      'Once upon a time there was',
+      'Once upon a time there was an end.',
+    ]);
+    expect(textsTo(owner).filter((text) => text.includes('calendar'))).toHaveLength(1);
+  });
+
+  it('sends a reply the turn runner wrote twice once, and a repeat does not cut the next streamed reply', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'one' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the first message stored');
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'First' });
+    await until(() => textsTo(owner).includes('First'), 'the first token sent');
+    const reply = await answer(chat, id, 'First answer.');
+    const done = { type: 'turn_done' as const, turn: 't1', reply, reply_to: [], status: 'complete' };
+    await chat.events.append(id, done);
+    await until(() => textsTo(owner).includes('First answer.'), 'the first answer');
+    // After a crash the turn runner writes the reply's `message` and `turn_done` again (its repair step).
+    const repeated = (await chat.events.read(id)).entries.find(
+      (entry) => (entry.event.message as { id?: string } | undefined)?.id === reply,
+    )?.event;
+    expect(repeated).toBeDefined();
+    await chat.events.append(id, { ...(repeated as { type: 'message' }) });
+    await chat.events.append(id, done);
+
+    fake.send({ from: owner, text: 'two' });
+    await until(async () => (await storedTexts(chat, id)).length === 2, 'the second message stored');
+    await chat.events.append(id, { type: 'turn_started', turn: 't2', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'Second' });
+    await until(() => textsTo(owner).includes('Second'), 'the second reply’s first token sent');
+    // A repeat of the first reply in the middle of the second turn is dropped: the second reply streams on.
+    await chat.events.append(id, { ...(repeated as { type: 'message' }) });
+    await chat.events.append(id, done);
+    await chat.events.append(id, { type: 'token', step: 0, text: ' answer' });
+    await until(() => textsTo(owner).some((text) => text.endsWith('answer')), 'the second reply’s next token');
+    await answer(chat, id, 'Second answer, done.');
+    await until(() => textsTo(owner).includes('Second answer, done.'), 'the second final text');
+
+    expect(fake.messagesTo(owner).map((message) => message.texts)).toEqual([
+      ['First', 'First answer.'],
+      ['Second', 'Second answer', 'Second answer, done.'],
+    ]);
   });
 
   it('starts a new conversation on /new and keeps talking in it', async () => {

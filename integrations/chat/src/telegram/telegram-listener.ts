@@ -496,16 +496,22 @@ class ReplyStream {
     return record;
   }
 
+  /**
+   * While a turn is open (its `turn_started` handled, its assistant `message` or `turn_done` not yet), the stored
+   * offset stays just after its `turn_started`, whatever comes in between (tokens, steps, a follow-up's `message`,
+   * an error, an approval): a restarted listener reads the whole turn again, so the text so far is whole again and
+   * the streamed message is edited, not sent anew. What is said in the meantime is recorded as notified instead.
+   */
   async #handle(entry: ChatEventEntry): Promise<void> {
     const event = entry.event;
     const record = this.#record;
     switch (event.type) {
       case 'turn_started':
+        // Also a turn started again (resumed after a crash, retried after a model outage): the same message goes on.
         this.#steps.clear();
+        record.turn = typeof event.turn === 'string' ? event.turn : '';
         record.events = entry.offset;
         return;
-      // Tokens and steps leave the stored offset where the turn started: after a restart they are read again,
-      // so the text so far is whole again and the streamed message is edited, not sent anew.
       case 'token':
         return this.#token(event);
       case 'step':
@@ -513,14 +519,14 @@ class ReplyStream {
         return;
       case 'message':
         return this.#message(event, entry.offset);
+      case 'turn_done':
+        return this.#turnDone(event, entry.offset);
       case 'error':
         return this.#say(entry.offset, `⚠️ ${String(event.message ?? 'something went wrong')}`);
       case 'clarification':
         return this.#say(entry.offset, `❓ ${String(event.question ?? '')}\n\n(your next message answers it)`);
       case 'approval': {
         const id = String(event.id ?? '');
-        record.events = entry.offset;
-        if (!this.#state.remember('notified', `approval:${id}`)) return this.#state.save();
         return this.#say(
           entry.offset,
           [
@@ -528,18 +534,30 @@ class ReplyStream {
             ...(event.summary ? [String(event.summary)] : []),
             `/approve ${id} or /reject ${id}`,
           ].join('\n'),
+          `approval:${id}`,
         );
       }
       default:
-        record.events = entry.offset;
+        this.#handled(entry.offset);
     }
   }
 
-  /** Says something once: the event's offset is stored before it is sent. */
-  async #say(offset: number, text: string): Promise<void> {
-    this.#record.events = offset;
+  /** The events up to `offset` are handled: the stored offset moves there, unless a turn is open. */
+  #handled(offset: number): void {
+    const record = this.#record;
+    if (record.turn === undefined) record.events = offset;
+  }
+
+  /**
+   * Says something once: outside a turn the event's offset is stored before it is sent; inside one (the offset
+   * stays at the turn's start) the event is recorded as notified, by `key` or by its offset.
+   */
+  async #say(offset: number, text: string, key?: string): Promise<void> {
+    this.#handled(offset);
+    const once = key ?? (this.#record.turn === undefined ? undefined : `event:${this.#conversation}:${offset}`);
+    const first = once === undefined || this.#state.remember('notified', once);
     await this.#state.save();
-    await this.#bot.send(this.#chatId, clip(text));
+    if (first) await this.#bot.send(this.#chatId, clip(text));
   }
 
   #text(): string {
@@ -578,7 +596,9 @@ class ReplyStream {
   async #editPreview(): Promise<void> {
     const preview = this.#record.preview;
     const text = clip(this.#text());
-    if (!preview || text === '' || text === preview.text) return;
+    // Never back to a shorter start of what the message shows: the tokens read again after a restart rebuild the
+    // text from the turn's start, and the message keeps its text until they go past it.
+    if (!preview || text === '' || preview.text.startsWith(text)) return;
     this.#lastEditMs = Date.now();
     if (await this.#bot.edit(preview.chat, preview.message, text, { retry: false })) preview.text = text;
   }
@@ -586,25 +606,43 @@ class ReplyStream {
   async #message(event: ChatEvent, offset: number): Promise<void> {
     const record = this.#record;
     const message = event.message as { id?: unknown; role?: unknown; text?: unknown; status?: unknown } | undefined;
-    if (message?.role !== 'assistant' || typeof message.id !== 'string') {
-      record.events = offset;
+    if (message?.role !== 'assistant' || typeof message.id !== 'string' || this.#state.has('sent', message.id)) {
+      // A user's message; or a reply sent already, written again by a turn runner after a crash (its repair step):
+      // dropped, and it does not end the turn being streamed, if one is.
+      this.#handled(offset);
       return;
     }
     this.close();
     this.#steps.clear();
     const preview = record.preview;
     delete record.preview;
+    delete record.turn;
     record.events = offset;
-    const first = this.#state.remember('sent', message.id);
+    this.#state.remember('sent', message.id);
     // Durable before it is sent: a restart finds it and does not send it again.
     await this.#state.save();
-    if (!first) return;
     const chunks = split(finalText(String(message.text ?? ''), String(message.status ?? 'complete')));
     let rest = chunks;
     if (preview && chunks[0] !== undefined) {
       if (await this.#bot.edit(preview.chat, preview.message, chunks[0], { retry: true })) rest = chunks.slice(1);
     }
     for (const chunk of rest) await this.#bot.send(this.#chatId, chunk);
+  }
+
+  /**
+   * The open turn's `turn_done` after its `message` (the usual order) finds the turn ended already. One of the open
+   * turn without its `message` (the runner could not read the reply back) ends it: the streamed message keeps the
+   * text so far. Another turn's (a repeat after a crash) is dropped.
+   */
+  #turnDone(event: ChatEvent, offset: number): void {
+    const record = this.#record;
+    if (record.turn !== undefined && record.turn === (typeof event.turn === 'string' ? event.turn : '')) {
+      this.close();
+      this.#steps.clear();
+      delete record.preview;
+      delete record.turn;
+    }
+    this.#handled(offset);
   }
 }
 

@@ -11,8 +11,10 @@ export interface TelegramPreview {
 export interface TelegramConversationState {
   /** The Telegram chat replies go to: the peer's private chat with the bot. */
   chat: number;
-  /** The event log offset handled up to. */
+  /** The event log offset handled up to; while a turn is open, the offset just after its `turn_started`. */
   events: number;
+  /** The open turn (its id, from `turn_started`): its reply is not written yet, its events are read again. */
+  turn?: string;
   preview?: TelegramPreview;
 }
 
