@@ -1,11 +1,12 @@
-// Note store speed at 1,000 and 50,000 notes: create (atomic, fsynced) per second, an indexed lookup by id, and a
-// field query that reads every note. `npm run bench:notes [-- --counts 1000,50000 --dir /path --json]`.
+// Note store speed at 1,000 and 50,000 notes: create (atomic, fsynced) per second, update (under the note's lock)
+// per second, the cost of taking and releasing a note lock alone, an indexed lookup by id, and a field query that
+// reads every note. `npm run bench:notes [-- --counts 1000,50000 --dir /path --json]`.
 // It prints figures; it never fails for being slow. Results go in docs/performance.md.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { emailStore, NoteStore } from '@assistant/notes';
+import { emailStore, NoteStore, withFileLock } from '@assistant/notes';
 
 const { values } = parseArgs({
   options: {
@@ -20,6 +21,8 @@ const concurrency = 16;
 interface Result {
   notes: number;
   createPerSecond: number;
+  updatePerSecond: number;
+  lockP50Us: number;
   indexStartMs: number;
   lookupP50Ms: number;
   lookupP99Ms: number;
@@ -49,6 +52,27 @@ async function measure(count: number): Promise<Result> {
     }
     const createPerSecond = (count / (performance.now() - started)) * 1_000;
 
+    // Updates of distinct notes, 16 at a time: each takes and releases its note's lock around the read-check-write.
+    const updates = Math.min(count, 1_000);
+    const updateStarted = performance.now();
+    for (let index = 0; index < updates; index += concurrency) {
+      await Promise.all(
+        Array.from({ length: Math.min(concurrency, updates - index) }, (_, offset) =>
+          store.update(`email/bench/${index + offset}.md`, { set: { flagged: true } }),
+        ),
+      );
+    }
+    const updatePerSecond = (updates / (performance.now() - updateStarted)) * 1_000;
+
+    // The lock alone: take and release one note's lock 1,000 times in a row, nothing done while holding it.
+    const locks: number[] = [];
+    for (let index = 0; index < 1_000; index++) {
+      const lockStarted = performance.now();
+      await withFileLock(path.join(root, 'email/bench/0.md'), async () => {});
+      locks.push(performance.now() - lockStarted);
+    }
+    locks.sort((left, right) => left - right);
+
     const mail = emailStore(store, 'bench');
     const indexStarted = performance.now();
     await mail.open();
@@ -70,6 +94,8 @@ async function measure(count: number): Promise<Result> {
     return {
       notes: count,
       createPerSecond,
+      updatePerSecond,
+      lockP50Us: percentile(locks, 0.5) * 1_000,
       indexStartMs,
       lookupP50Ms: percentile(lookups, 0.5),
       lookupP99Ms: percentile(lookups, 0.99),
@@ -86,14 +112,16 @@ if (!values.json) {
   process.stdout.write(
     `notes bench in ${path.resolve(values.dir)}, node ${process.version}, ${os.cpus().length} cpus\n`,
   );
-  process.stdout.write('  notes  create/s  index start  lookup p50  lookup p99  query (reads all)\n');
+  process.stdout.write(
+    '  notes  create/s  update/s  lock p50  index start  lookup p50  lookup p99  query (reads all)\n',
+  );
 }
 for (const count of counts) {
   const result = await measure(count);
   results.push(result);
   if (!values.json) {
     process.stdout.write(
-      `${String(result.notes).padStart(7)} ${result.createPerSecond.toFixed(0).padStart(9)} ${`${result.indexStartMs.toFixed(0)}ms`.padStart(12)} ${`${result.lookupP50Ms.toFixed(3)}ms`.padStart(11)} ${`${result.lookupP99Ms.toFixed(3)}ms`.padStart(11)} ${`${result.queryMs.toFixed(0)}ms`.padStart(10)} (${result.queryMatches} matches)\n`,
+      `${String(result.notes).padStart(7)} ${result.createPerSecond.toFixed(0).padStart(9)} ${result.updatePerSecond.toFixed(0).padStart(9)} ${`${result.lockP50Us.toFixed(0)}µs`.padStart(9)} ${`${result.indexStartMs.toFixed(0)}ms`.padStart(12)} ${`${result.lookupP50Ms.toFixed(3)}ms`.padStart(11)} ${`${result.lookupP99Ms.toFixed(3)}ms`.padStart(11)} ${`${result.queryMs.toFixed(0)}ms`.padStart(10)} (${result.queryMatches} matches)\n`,
     );
   }
 }

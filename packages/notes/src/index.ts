@@ -1,3 +1,4 @@
+export { withFileLock } from './file-lock.ts';
 export {
   type FrontmatterChanges,
   type FrontmatterData,
@@ -19,7 +20,6 @@ export {
   NoteStore,
   type NoteStoreOptions,
   type UpdateNoteOptions,
-  withFileLock,
 } from './note-store.ts';
 export {
   type EmailNote,

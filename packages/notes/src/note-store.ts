@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
+import { withFileLock } from './file-lock.ts';
 import {
   type FrontmatterChanges,
   type FrontmatterData,
@@ -273,33 +274,5 @@ async function writeAtomically(file: string, text: string, options: { exclusive:
   } catch (error) {
     await unlink(tmp).catch(() => {});
     throw error;
-  }
-}
-
-const lockStaleMs = 10_000;
-
-/**
- * Runs `action` holding `{file}.lock` (created with O_EXCL). Only Assistant's own writers take it; a person's
- * editor does not, which is why updates also compare hashes. A lock older than 10 s is a crashed writer's and
- * is broken. Exported for other files Assistant rewrites whole under a short lock (the chat turn lease).
- */
-export async function withFileLock<T>(file: string, action: () => Promise<T>): Promise<T> {
-  const lock = `${file}.lock`;
-  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
-    try {
-      const handle = await open(lock, 'wx', 0o600);
-      await handle.close();
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const info = await stat(lock).catch(() => undefined);
-      if (info && Date.now() - info.mtimeMs > lockStaleMs) await unlink(lock).catch(() => {});
-      else await new Promise((resolve) => setTimeout(resolve, waitMs));
-    }
-  }
-  try {
-    return await action();
-  } finally {
-    await unlink(lock).catch(() => {});
   }
 }
