@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatEvent, ChatEventEntry, ChatService } from '@assistant/chat';
-import type { ListenerApprovals, ListenerContext } from '@assistant/sdk';
+import type { ListenerApprovalSummary, ListenerApprovals, ListenerContext } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { TelegramApiError, TelegramBotApi, type TelegramMessage } from './bot-api.ts';
 import { type TelegramConversationState, TelegramState } from './telegram-state.ts';
@@ -657,14 +657,7 @@ function finalText(text: string, status: string): string {
   return note ? `${text.trim()}\n\n${note}` : text.trim();
 }
 
-function approvalText(approval: {
-  id: string;
-  title: string;
-  actions: string;
-  rule: string;
-  reason: string;
-  expiresAt: string;
-}): string {
+function approvalText(approval: ListenerApprovalSummary): string {
   return [
     `Approval needed (${approval.id}): ${approval.actions} for ${approval.title}`,
     `Rule "${approval.rule}": ${approval.reason}. Expires ${approval.expiresAt}.`,
