@@ -3,7 +3,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, open, rename, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,19 +90,6 @@ export function residentBytes(pid: number): number | undefined {
 }
 
 export const mib = (bytes: number | undefined) => (bytes === undefined ? 'gone' : `${(bytes / 2 ** 20).toFixed(0)} MB`);
-
-/** A loopback port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('expected a TCP address');
-  return address.port;
-}
 
 /**
  * The physical ceiling: `count` times in a row, a small file written, fsynced, renamed into place and its

@@ -6,7 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cliMain, freePort, machineLine, mib, pollUntil, residentBytes, runNode } from './bench-processes.ts';
+import { freePort } from '../tests/helpers/free-port.ts';
+import { cliMain, machineLine, mib, pollUntil, residentBytes, runNode } from './bench-processes.ts';
 
 const { values } = parseArgs({
   options: {

@@ -410,7 +410,9 @@ describe('chat turns', () => {
     });
     const model = createScriptedModel({
       // Asks until a tool result carries the owner's answer (a question cut by the stop has none). Asking again
-      // takes a moment, so the resumed turn looks at the inbox (and finds the answer) before the question comes.
+      // takes a moment, so the resumed turn usually finds the answer in the inbox before the question comes (the
+      // answer held for the question); if the question comes first, the answer is taken as usual. Not a wait for
+      // anything: the outcome checked below is the same either way, and without the fix the test hangs.
       replies: async (request, call) => {
         const answer = request.messages.findLast(
           (message) => message.role === 'tool' && message.content.includes('personal'),
