@@ -562,8 +562,11 @@ describe('runScript under bubblewrap', () => {
       ),
     );
     await waitForFile(path.join(workDir(), 'grandchild.pid'));
-    // bwrap, its init, the shell and both sleeps.
-    expect((await processesWithMarker()).length).toBeGreaterThanOrEqual(3);
+    // bwrap, its init, the shell and both sleeps: the pid file is written as the first sleep starts, before the
+    // second one has, so wait for them (on a loaded machine the count lagged the file).
+    await waitFor('the sandboxed processes to start', async () =>
+      (await processesWithMarker()).length >= 3 ? true : undefined,
+    );
     controller.abort(new Error('owner cancelled'));
     await running;
     await waitFor('the sandboxed processes to end', async () =>
