@@ -92,6 +92,15 @@ describe('ChatNotifier', () => {
     expect(await told()).toHaveLength(3);
     expect((await chat.events.read(notificationsConversationId)).entries).toHaveLength(3);
     expect(warnings).toEqual([]);
+
+    // Retried and failed again: a new failure, told again (a retry resets the attempts, not the failure's time).
+    await queue.retry(failing.task.id);
+    await first.scan();
+    const again = await consumer.claim();
+    if (!again) throw new Error('the retried task was not claimed');
+    await consumer.fail(again, new UnrecoverableError('the mailbox said no again'));
+    await first.scan();
+    expect((await told()).filter((text) => text?.startsWith('Task system.echo'))).toHaveLength(2);
     await consumer.close();
   });
 

@@ -40,7 +40,7 @@ export class ChatNotifier {
   readonly #offsets = new Map<string, number>();
   /** Keys told (or found told by an earlier run) in this process: not looked up in the transcript again. */
   readonly #told = new Set<string>();
-  /** Failed tasks looked at already: a failed task stays failed (a retry makes it a new failure, a new key). */
+  /** Failed tasks looked at already, while they stay in failed/ (a retried task leaves it and is looked at again). */
   readonly #seenFailures = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
@@ -146,7 +146,8 @@ export class ChatNotifier {
       const failedAt = Date.parse(task.finishedAt ?? task.createdAt);
       if (!(failedAt >= this.#since)) continue;
       const reason = task.error?.message ?? 'no reason recorded';
-      await this.#notify(`failure:${task.id}:${task.attempts}`, {
+      // A retry resets the attempts: the time it failed tells one failure of the task from the next.
+      await this.#notify(`failure:${task.id}:${task.finishedAt ?? task.attempts}`, {
         kind: 'failure',
         text: `Task ${task.type} (${task.id}) failed after ${task.attempts} attempt(s): ${reason}. Retry with \`assistant task retry ${task.id}\`.`,
         details: { task: task.id },

@@ -63,6 +63,19 @@ describe('ChatEventLog', () => {
     expect(next.entries.map((entry) => entry.event.text)).toEqual(['half done']);
   });
 
+  it('reads the event appended after a torn line (a crash cut the write before it)', async () => {
+    await log.append('c1', { type: 'message', n: 1 });
+    await appendFile(log.file('c1'), '{"type":"token","te');
+    await log.append('c1', { type: 'turn_done', n: 2 });
+    await log.append('c1', { type: 'message', n: 3 });
+    const read = await log.read('c1');
+    expect(read.entries.map((entry) => [entry.event.type, entry.event.n])).toEqual([
+      ['message', 1],
+      ['turn_done', 2],
+      ['message', 3],
+    ]);
+  });
+
   it('follows from an offset: events already there, then the ones appended, until the signal aborts', async () => {
     const first = await log.append('c1', { type: 'message', n: 1 });
     await log.append('c1', { type: 'message', n: 2 });

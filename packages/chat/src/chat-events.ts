@@ -9,7 +9,7 @@ import { assertConversationId } from './message-id.ts';
  *   an assistant message when the turn wrote it to the transcript (with `reply_to` and its status).
  * - `turn_started`: a turn began answering `reply_to` (the user message ids of its batch), as task `turn`.
  * - `token`: text of the reply as the model writes it (`text` is a piece, in order).
- * - `step`: a tool step (`tool`, `status` started|finished, `succeeded`, a short `summary`).
+ * - `step`: a tool step (`tool`, `status` started|finished, and `succeeded` when finished).
  * - `clarification`: the assistant asks the owner (`id`, `question`); the next plain message answers it.
  * - `approval`: an approval request shown in the chat (`id`, `title`, `summary`).
  * - `error`: something the sender must hear (`message`, `code`, the `message_id` it concerns).
@@ -117,14 +117,8 @@ export class ChatEventLog {
         const line = buffer.subarray(lineStart, newline);
         lineStart = newline + 1;
         if (line.length === 0 || line.length > maxLineBytes) continue;
-        try {
-          const event = JSON.parse(line.toString('utf8')) as ChatEvent;
-          if (event && typeof event === 'object' && typeof event.type === 'string') {
-            entries.push({ offset: start + lineStart, event });
-          }
-        } catch {
-          // A line a person broke: skipped, the rest still reads.
-        }
+        const event = parseEvent(line.toString('utf8'));
+        if (event) entries.push({ offset: start + lineStart, event });
       }
       return { entries, next: start + lineStart };
     } finally {
@@ -183,4 +177,21 @@ export class ChatEventLog {
       watcher?.close();
     }
   }
+}
+
+/**
+ * One line as an event. A line that does not parse is skipped (a person broke it), except that an event appended
+ * after a torn line (a crash or a full disk cut the previous write) shares its line: it is read from its own start,
+ * the last `{"type":` of the line, so a tear never takes the next event with it.
+ */
+function parseEvent(text: string): ChatEvent | undefined {
+  for (const candidate of [text, text.slice(Math.max(0, text.lastIndexOf('{"type":')))]) {
+    try {
+      const event = JSON.parse(candidate) as ChatEvent;
+      if (event && typeof event === 'object' && typeof event.type === 'string') return event;
+    } catch {
+      // Try the next candidate.
+    }
+  }
+  return undefined;
 }

@@ -237,8 +237,10 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
       const signal = AbortSignal.any([stream.signal, shutdown]);
       const raw = openEventStream(reply);
       raw.on('close', () => stream.abort());
+      // A client gone while the stream was being set up: its `close` fired before the listener above.
+      if (raw.destroyed) stream.abort();
       const write = async (text: string) => {
-        if (signal.aborted) return;
+        if (signal.aborted || raw.destroyed) return;
         // A slow client: wait for its buffer to drain rather than hold the whole log in memory.
         if (!raw.write(text)) {
           await new Promise<void>((resolve) => {
