@@ -408,16 +408,32 @@ describe('chat turns', () => {
       input: z.object({ question: z.string() }),
       run: async ({ question }, tool) => tool.askCaller(question),
     });
+    // The resumed loop asks again only once the runner has looked at the inbox (its next `pending()` after the model
+    // call began), so the answer found there is the one held for the question: an event, not a pause.
+    let lookedAt: PromiseWithResolvers<void> | undefined;
+    const inbox = stores.inbox;
+    const pending = async (id: string) => {
+      const found = await inbox.pending(id);
+      lookedAt?.resolve();
+      return found;
+    };
+    const watched = new Proxy(inbox, {
+      get: (target, property) => {
+        if (property === 'pending') return pending;
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     const model = createScriptedModel({
-      // Asks until a tool result carries the owner's answer (a question cut by the stop has none). Asking again
-      // takes a moment, so the resumed turn usually finds the answer in the inbox before the question comes (the
-      // answer held for the question); if the question comes first, the answer is taken as usual. Not a wait for
-      // anything: the outcome checked below is the same either way, and without the fix the test hangs.
+      // Asks until a tool result carries the owner's answer (a question cut by the stop has none).
       replies: async (request, call) => {
         const answer = request.messages.findLast(
           (message) => message.role === 'tool' && message.content.includes('personal'),
         );
-        if (!answer && call.index > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        if (!answer && call.index > 0) {
+          lookedAt = Promise.withResolvers<void>();
+          await lookedAt.promise;
+        }
         return answer
           ? `paid from ${answer.content}`
           : { toolCalls: [{ name: 'ask_owner', arguments: { question: 'Which account?' } }] };
@@ -431,7 +447,9 @@ describe('chat turns', () => {
     await expect(first).rejects.toThrow('worker shutting down');
     const m2 = await send(conv, 'the personal one');
     // Run again, the loop asks again (its transcript was saved before the question); the answer waiting is taken.
-    expect(await run(conv, m1, 't1', model, { tools: () => [askOwner] })).toMatchObject({ turns: 1 });
+    expect(
+      await run(conv, m1, 't1', model, { tools: () => [askOwner], stores: { ...stores, inbox: watched } }),
+    ).toMatchObject({ turns: 1 });
     const written = await replies(conv);
     expect(written.map((reply) => reply.reply_to)).toEqual([[m1, m2]]);
     expect(written[0]?.text).toContain('the personal one');
