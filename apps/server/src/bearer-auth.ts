@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from './create-server.ts';
+import { authenticateDashboardRequest } from './dashboard/dashboard-auth.ts';
+import type { DashboardSessions } from './dashboard/session.ts';
 import { sendError } from './error-replies.ts';
 
 export interface BearerAuthOptions {
@@ -8,6 +10,8 @@ export interface BearerAuthOptions {
   token: string;
   /** Where the token comes from, for the 401 message. */
   tokenSource: string;
+  /** The dashboard's login sessions: its routes (and only those) also take the login cookie. @default none */
+  sessions?: DashboardSessions;
 }
 
 /** Requests that carried the right token; public routes use it to decide how much to say. */
@@ -36,7 +40,12 @@ export function registerBearerAuth(app: AssistantServer, options: BearerAuthOpti
       authenticated.add(request);
       return;
     }
-    if ((request.routeOptions.config as PublicRouteConfig | undefined)?.public === true) return;
+    const config = request.routeOptions.config as (PublicRouteConfig & { dashboard?: boolean }) | undefined;
+    if (config?.public === true) return;
+    if (config?.dashboard === true && options.sessions) {
+      await authenticateDashboardRequest(request, reply, { sessions: options.sessions });
+      return;
+    }
     reply.header('www-authenticate', 'Bearer');
     return sendError(reply, 401, {
       code: 'UNAUTHORIZED',

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
+import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
@@ -19,6 +20,9 @@ import { type Logger, pino } from 'pino';
 import { type ApiToken, configuredApiToken } from './api-token.ts';
 import { registerBearerAuth } from './bearer-auth.ts';
 import { configuredChatService } from './chat-service.ts';
+import { LiveHub } from './dashboard/live.ts';
+import { registerDashboard } from './dashboard/register-dashboard.ts';
+import { DashboardSessions } from './dashboard/session.ts';
 import { dataPaths } from './data-paths.ts';
 import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
@@ -150,9 +154,11 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerErrorReplies(app, { scrubPaths: paths.scrub });
   // Order matters: a foreign Host or Origin is refused before the token is looked at, and both before a body is read.
   registerRequestGuard(app, { host: config.server.host, allowedHosts: config.server.allowedHosts });
+  const sessions = new DashboardSessions({ apiToken: token.value });
   registerBearerAuth(app, {
     token: token.value,
     tokenSource: token.source === 'config' ? 'server.token' : 'data/api-token',
+    sessions,
   });
   registerJsonBodyParser(app);
   let opened: TaskQueue | undefined;
@@ -196,7 +202,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       warn: (message) => app.log.warn(message),
     });
   registerChatRoutes(app, routes, { chat: () => chat, signal: options.signal ?? new AbortController().signal });
-  registerMetricsRoute(app, routes, { queue, metrics: options.metrics ?? new TaskMetrics() });
+  const metrics = options.metrics ?? new TaskMetrics();
+  registerMetricsRoute(app, routes, { queue, metrics });
   registerWebhookRoutes(app, routes, {
     logger: app.log,
     registry: options.registry,
@@ -207,6 +214,32 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     apiToken: token.value,
   });
   registerOpenApiRoute(app, routes);
+  const live = new LiveHub({
+    queue,
+    humanLog,
+    approvalsDirectory: path.join(config.paths.notes, approvalsFolder),
+  });
+  app.addHook('onClose', async () => live.close());
+  registerDashboard(
+    app,
+    {
+      config,
+      queue,
+      notes,
+      humanLog,
+      paths,
+      catalog,
+      registry: options.registry,
+      status: options.status ?? {},
+      metrics,
+      chat: () => chat,
+      sessions,
+      live,
+      controlRoot: config.paths.control,
+      signal: options.signal ?? new AbortController().signal,
+    },
+    { apiToken: token.value },
+  );
   return app;
 }
 

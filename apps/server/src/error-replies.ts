@@ -1,6 +1,7 @@
 import { type ErrorCode, isAssistantError, scrubSecrets } from '@assistant/errors';
 import type { FastifyError, FastifyReply } from 'fastify';
 import type { AssistantServer } from './create-server.ts';
+import { sendDashboardError } from './dashboard/error-page.ts';
 import { statusByCode } from './route-table.ts';
 
 /** The body of every error response: a stable code to match on and a message for people. */
@@ -44,6 +45,7 @@ export function sendError(reply: FastifyReply, statusCode: number, error: ErrorB
   // A message can quote what an upstream said (an LLM error echoing its token): no loaded secret leaves here. Nor
   // does the owner's directory layout: a file a message names is shown relative to the data directory.
   const scrubPaths = pathScrubberOf(reply.server) ?? ((message: string) => message);
+  if (sendDashboardError(reply, statusCode, scrubPaths(scrubSecrets(error.message)))) return reply;
   return reply
     .code(statusCode)
     .type('application/json; charset=utf-8')

@@ -48,10 +48,14 @@ export function registerRequestGuard(app: AssistantServer, options: RequestGuard
     if (refusal !== undefined) return sendError(reply, 403, { code: 'FORBIDDEN', message: refusal });
     // A webhook takes what its remote service sends (GitHub may send a form); it is authenticated by a signature
     // or the token, which a cross-site form post cannot carry, so the JSON-only rule has nothing to protect there.
-    const webhook = (request.routeOptions.config as { webhook?: boolean } | undefined)?.webhook === true;
+    const routeConfig = request.routeOptions.config as { webhook?: boolean; dashboard?: boolean } | undefined;
+    const webhook = routeConfig?.webhook === true;
     if (!bodylessMethods.has(request.method) && !webhook) {
       const contentType = request.headers['content-type'];
       const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
+      // The dashboard's forms post urlencoded bodies; those routes check a CSRF token (dashboard-auth.ts), which a
+      // cross-site form cannot know, on top of the Origin and Sec-Fetch-Site checks above.
+      if (routeConfig?.dashboard === true && mediaType === 'application/x-www-form-urlencoded') return;
       const hasBody =
         request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
       if ((contentType !== undefined && mediaType !== 'application/json') || (contentType === undefined && hasBody)) {

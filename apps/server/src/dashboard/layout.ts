@@ -1,0 +1,113 @@
+import { assistantVersion } from '@assistant/process';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { csrfTokenOf, sessionOf } from './dashboard-auth.ts';
+import { html, type SafeHtml } from './html.ts';
+
+export const dashboardSections = [
+  { id: 'overview', href: '/', label: 'Overview' },
+  { id: 'tasks', href: '/tasks', label: 'Tasks' },
+  { id: 'approvals', href: '/approvals', label: 'Approvals' },
+  { id: 'notes', href: '/notes', label: 'Notes' },
+  { id: 'chat', href: '/chat', label: 'Chat' },
+  { id: 'log', href: '/log', label: 'Log' },
+  { id: 'config', href: '/config', label: 'Config' },
+] as const;
+
+export type DashboardSection = (typeof dashboardSections)[number]['id'];
+
+export interface PageOptions {
+  request: FastifyRequest;
+  /** The page's own title; the document title adds " · Assistant". */
+  title: string;
+  /** The navigation entry to mark as current. */
+  section: DashboardSection | undefined;
+  body: SafeHtml;
+  /**
+   * The live stream this page listens to (`/live?topics=queue,log`, plus `task=<id>` or `chat=<id>`): elements
+   * with `hx-trigger="sse:<event>"` or `sse-swap="<event>"` update from it. @default no live parts
+   */
+  live?: string;
+}
+
+/** Versioned asset URLs, cached for a long time by the browser: a new release changes the URL. */
+export function assetUrl(name: string): string {
+  return `/assets/${name}?v=${encodeURIComponent(assistantVersion)}`;
+}
+
+/** The hidden CSRF field every form of a page carries. */
+export function csrfField(request: FastifyRequest): SafeHtml {
+  return html`<input type="hidden" name="_csrf" value="${csrfTokenOf(request)}">`;
+}
+
+/**
+ * A whole page: semantic landmarks, a skip link, the navigation, and the scripts (htmx, its SSE extension and ours,
+ * all from /assets: the CSP allows no inline script or style). Without JavaScript every page still reads and every
+ * form still posts.
+ */
+export function renderPage(options: PageOptions): string {
+  const { request } = options;
+  const csrf = csrfTokenOf(request);
+  const headers = csrf === '' ? undefined : JSON.stringify({ 'x-csrf-token': csrf });
+  const nav = dashboardSections.map(
+    (section) =>
+      html`<li><a href="${section.href}"${section.id === options.section ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
+  );
+  const logout = sessionOf(request)
+    ? html`<form method="post" action="/logout" class="logout">${csrfField(request)}<button type="submit" class="link">Log out</button></form>`
+    : '';
+  const liveAttributes = options.live ? html` hx-ext="sse" sse-connect="${options.live}"` : '';
+  return `<!doctype html>\n${html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>
+<title>${options.title} · Assistant</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${assetUrl('dashboard.css')}">
+<script src="${assetUrl('htmx.min.js')}" defer></script>
+<script src="${assetUrl('sse.min.js')}" defer></script>
+<script src="${assetUrl('dashboard.js')}" defer></script>
+</head>
+<body${headers ? html` hx-headers="${headers}"` : ''}${liveAttributes}>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+<a class="brand" href="/">Assistant</a>
+<nav aria-label="Sections"><ul>${nav}</ul></nav>
+<span id="live-status" class="live-status" role="status" aria-live="polite">${options.live ? 'connecting…' : ''}</span>
+${logout}
+</header>
+<div id="flash" class="flash" role="alert" aria-live="assertive"></div>
+<main id="main">
+<h1>${options.title}</h1>
+${options.body}
+</main>
+<footer class="bottom"><small>Assistant ${assistantVersion}</small></footer>
+</body>
+</html>`}\n`;
+}
+
+/** Sends a whole page as HTML. */
+export function sendPage(reply: FastifyReply, options: PageOptions): FastifyReply {
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(renderPage(options));
+}
+
+/** Sends part of a page (what htmx swaps in). */
+export function sendFragment(reply: FastifyReply, fragment: SafeHtml): FastifyReply {
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(fragment.toString());
+}
+
+/** Whether the request is htmx asking for a fragment rather than a browser asking for the page. */
+export function wantsFragment(request: FastifyRequest): boolean {
+  return request.headers['hx-request'] === 'true' && request.headers['hx-history-restore-request'] !== 'true';
+}
+
+/** A timestamp people read: local date and time to the second, with the ISO value in a `<time>`. */
+export function timeTag(iso: string | undefined): SafeHtml {
+  if (iso === undefined || iso === '') return html`<span class="muted">—</span>`;
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return html`${iso}`;
+  const pad = (value: number) => String(value).padStart(2, '0');
+  const text = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  return html`<time datetime="${date.toISOString()}">${text}</time>`;
+}

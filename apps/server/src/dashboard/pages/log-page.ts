@@ -1,0 +1,15 @@
+import type { AssistantServer } from '../../create-server.ts';
+import type { DashboardContext } from '../dashboard-context.ts';
+import { dashboardRoute } from '../dashboard-route.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+
+/** The Log page (placeholder until it is built). */
+export function registerLogPage(app: AssistantServer, _context: DashboardContext): void {
+  dashboardRoute(app, {
+    method: 'GET',
+    url: '/log',
+    handler: async (request, reply) =>
+      sendPage(reply, { request, title: 'Log', section: 'log', body: html`<p>Not built yet.</p>` }),
+  });
+}

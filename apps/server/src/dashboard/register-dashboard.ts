@@ -1,0 +1,78 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { AssistantServer } from '../create-server.ts';
+import type { DashboardRouteConfig } from './dashboard-auth.ts';
+import { registerDashboardGuards } from './dashboard-auth.ts';
+import type { DashboardContext } from './dashboard-context.ts';
+import { dashboardRoute } from './dashboard-route.ts';
+import { registerApprovalsPage } from './pages/approvals-page.ts';
+import { registerChatPage } from './pages/chat-page.ts';
+import { registerConfigPage } from './pages/config-page.ts';
+import { registerLogPage } from './pages/log-page.ts';
+import { registerLoginPage } from './pages/login-page.ts';
+import { registerNotesPage } from './pages/notes-page.ts';
+import { registerOverviewPage } from './pages/overview-page.ts';
+import { registerTasksPage } from './pages/tasks-page.ts';
+
+const require = createRequire(import.meta.url);
+
+/** The files `/assets/` serves, and nothing else: ours, htmx and its SSE extension. */
+const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/htmx.min.js', '/sse.min.js']);
+
+/**
+ * The web dashboard at `/`: server-rendered pages (readable without JavaScript), htmx for actions and for the live
+ * parts, which listen to one server-sent event stream per page (`/live`). Same auth as the API: the login cookie or
+ * the Bearer token.
+ */
+export function registerDashboard(
+  app: AssistantServer,
+  context: DashboardContext,
+  options: { apiToken: string },
+): void {
+  registerDashboardGuards(app, { sessions: context.sessions });
+  // A form post is a flat map of strings; it is accepted on dashboard routes only (the request guard refuses it
+  // elsewhere) and checked against the session's CSRF token before the handler runs.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(String(body))));
+  });
+
+  // Registered now, loaded by fastify as the server gets ready.
+  void app.register(async (scope) => {
+    scope.addHook('onRoute', (route) => {
+      route.config = { ...(route.config as object), dashboard: true, public: true } satisfies DashboardRouteConfig;
+    });
+    await scope.register(fastifyStatic, {
+      root: [
+        path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets'),
+        path.dirname(require.resolve('htmx.org/dist/htmx.min.js')),
+        path.dirname(require.resolve('htmx-ext-sse/dist/sse.min.js')),
+      ],
+      prefix: '/assets/',
+      allowedPath: (pathName) => assetFiles.has(pathName),
+      // Asset URLs carry the version (layout.ts assetUrl): a release changes the URL, so they may be kept a long time.
+      maxAge: '7d',
+      immutable: true,
+      preCompressed: true,
+      index: false,
+      list: false,
+      wildcard: false,
+      globIgnore: ['**/*.map'],
+    });
+  });
+
+  dashboardRoute(app, {
+    method: 'GET',
+    url: '/live',
+    handler: (request, reply) => context.live.serve(request, reply, context.signal),
+  });
+  registerLoginPage(app, context, options.apiToken);
+  registerOverviewPage(app, context);
+  registerTasksPage(app, context);
+  registerApprovalsPage(app, context);
+  registerNotesPage(app, context);
+  registerChatPage(app, context);
+  registerLogPage(app, context);
+  registerConfigPage(app, context);
+}

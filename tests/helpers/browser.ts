@@ -1,0 +1,181 @@
+import { access, mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { readApiToken } from './api-token.ts';
+import { freePort } from './free-port.ts';
+import { cliMain, type NodeProcess, repoRoot, startNode } from './node-process.ts';
+import type { TempDir } from './temp-dir.ts';
+
+/** Debian's Chromium; Playwright's own browser download cannot work on these machines. */
+export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromiumInstallCommand = 'apt-get install -y --no-install-recommends chromium';
+
+/** Flags that work on these machines (no sandbox as root, no network chatter to Google). */
+const chromiumArgs = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+/**
+ * Starts Debian's Chromium through playwright-core. Where it is missing this throws, never skips: in CI `.ci/run`
+ * installs it, so a missing one is a broken machine; locally the error says how to install it.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  try {
+    await access(chromiumPath);
+  } catch {
+    const where =
+      process.env.CI === 'true'
+        ? 'CI installs it in .ci/run, so this machine is not set up as CI expects'
+        : 'the dashboard tests drive a real browser';
+    throw new Error(
+      `no Chromium at ${chromiumPath}; ${where}: install it with ${chromiumInstallCommand} (as root, after apt-get update)`,
+    );
+  }
+  // Playwright gives each launch a fresh profile directory of its own, and runs it headless.
+  return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
+}
+
+export interface RunningAssistant extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  token: string;
+  /** The data directory. */
+  dataDir: string;
+  process: NodeProcess;
+  /** `fetch` against the server with the Bearer token. */
+  api(pathAndQuery: string, init?: RequestInit): Promise<Response>;
+}
+
+export interface StartAssistantOptions {
+  dir: TempDir;
+  /** More config.yaml, appended after `data_dir`, `server` and `worker`. */
+  extraConfig?: string;
+  /** Only the server (`assistant serve`), no worker. @default false: server and worker (`assistant start`) */
+  serverOnly?: boolean;
+}
+
+/** Runs Assistant for real (`assistant start`: server and worker) on a free port, with its own data directory. */
+export async function startAssistant(options: StartAssistantOptions): Promise<RunningAssistant> {
+  const port = await freePort();
+  const config = await options.dir.write(
+    'config.yaml',
+    `data_dir: ./data
+server: {host: 127.0.0.1, port: ${port}}
+worker: {shutdown_grace: 2s, poll_interval: 100ms}
+${options.extraConfig ?? ''}`,
+  );
+  const child = startNode({ args: [cliMain, options.serverOnly ? 'serve' : 'start', '--config', config] });
+  try {
+    await child.waitForOutput(/listening on/m, { timeoutMs: 20_000 });
+    if (!options.serverOnly) await child.waitForOutput(/worker ready/m, { timeoutMs: 20_000 });
+  } catch (error) {
+    child.child.kill('SIGKILL');
+    throw new Error(`assistant did not start: ${String(error)}\n${child.stdout()}\n${child.stderr()}`);
+  }
+  const dataDir = path.join(options.dir.path, 'data');
+  const token = await readApiToken(dataDir);
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    token,
+    dataDir,
+    process: child,
+    api: (pathAndQuery, init = {}) =>
+      fetch(`${url}${pathAndQuery}`, {
+        ...init,
+        headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) },
+      }),
+    async [Symbol.asyncDispose]() {
+      child.child.kill('SIGTERM');
+      const killer = setTimeout(() => child.child.kill('SIGKILL'), 10_000);
+      await child.exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+export interface DashboardPage extends AsyncDisposable {
+  context: BrowserContext;
+  page: Page;
+  /** Messages the browser logged as errors (a CSP violation is one): a page test expects none. */
+  consoleErrors: string[];
+}
+
+/**
+ * A browser context logged in to the dashboard through its login form, at a 1280×800 window (or 360 px wide with
+ * `narrow`), in the given colour scheme.
+ */
+export async function openDashboard(
+  browser: Browser,
+  assistant: Pick<RunningAssistant, 'url' | 'token'>,
+  options: { colorScheme?: 'light' | 'dark'; narrow?: boolean } = {},
+): Promise<DashboardPage> {
+  const context = await browser.newContext({
+    baseURL: assistant.url,
+    colorScheme: options.colorScheme ?? 'light',
+    viewport: options.narrow ? { width: 360, height: 740 } : { width: 1280, height: 800 },
+  });
+  const page = await context.newPage();
+  const consoleErrors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => consoleErrors.push(String(error)));
+  await page.goto('/login');
+  await page.getByLabel('Token').fill(assistant.token);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL((url) => url.pathname === '/');
+  return {
+    context,
+    page,
+    consoleErrors,
+    async [Symbol.asyncDispose]() {
+      await context.close();
+    },
+  };
+}
+
+const require = createRequire(import.meta.url);
+let axeSource: string | undefined;
+
+/**
+ * Runs axe-core on the page as it is now and fails on any serious or critical violation, naming each with its nodes.
+ * axe is evaluated through the DevTools protocol, which the page's CSP does not govern.
+ */
+export async function expectAccessible(page: Page, what: string): Promise<void> {
+  axeSource ??= await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(axeSource);
+  const violations = (await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    const result = await axe.run();
+    return result.violations;
+  })) as { id: string; impact: string; help: string; nodes: { target: string[] }[] }[];
+  const serious = violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(
+      (violation) =>
+        `${violation.id} (${violation.impact}): ${violation.help} at ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+    );
+  expect(serious, `accessibility of ${what}`).toEqual([]);
+}
+
+/**
+ * A screenshot for docs/dashboard.md. With UPDATE_SCREENSHOTS=1 it replaces `docs/dashboard/<name>-<scheme>.png`;
+ * otherwise it is taken into the test's own directory, so an ordinary run leaves the working tree as it was.
+ */
+export async function screenshot(page: Page, name: string, scheme: 'light' | 'dark', scratch: string): Promise<string> {
+  const directory = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(repoRoot, 'docs/dashboard') : scratch;
+  await mkdir(directory, { recursive: true });
+  const file = path.join(directory, `${name}-${scheme}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
