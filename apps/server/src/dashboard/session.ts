@@ -15,7 +15,7 @@ export interface DashboardSession {
 
 /**
  * Signed, stateless sessions: the cookie is `v1.<id>.<expires>.<mac>`, with a MAC keyed by the API token, so a
- * session survives a server restart and every session ends when the token is rotated (`assistant token --rotate`).
+ * session survives a server restart and every session ends when the token is changed (data/api-token deleted, or server.token edited).
  * The CSRF token is derived from the session id with the same key: nothing to store, and useless without the cookie.
  */
 export class DashboardSessions {
