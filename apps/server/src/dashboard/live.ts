@@ -53,10 +53,6 @@ export class LiveHub {
     this.#topics.set(name, topic);
   }
 
-  topicNames(): string[] {
-    return [...this.#topics.keys()];
-  }
-
   /** Calls `listener` for every broadcast event until the returned function is called. */
   subscribe(listener: LiveSend): () => void {
     this.#listeners.add(listener);

@@ -1,0 +1,97 @@
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { HumanLog } from '@assistant/notes';
+import type { TaskEvent, TaskEvents, TaskQueue } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { LiveHub } from './live.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-live-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A queue whose only part used here is `events()`: counts the subscriptions opened and closed. */
+function eventSource() {
+  const listeners = new Set<(event: TaskEvent) => void>();
+  const counts = { opened: 0, closed: 0 };
+  const queue = {
+    events: (): TaskEvents => {
+      counts.opened += 1;
+      return {
+        subscribe(listener) {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        async close() {
+          counts.closed += 1;
+        },
+      };
+    },
+  } as unknown as TaskQueue;
+  const emit = (event: TaskEvent) => {
+    for (const listener of listeners) listener(event);
+  };
+  return { queue, counts, emit };
+}
+
+describe('LiveHub', () => {
+  it('feeds every client from one queue subscription, opened by the first and closed after the last', async () => {
+    const source = eventSource();
+    const hub = new LiveHub({
+      queue: () => source.queue,
+      humanLog: new HumanLog({ directory: path.join(dir, 'logs') }),
+      approvalsDirectory: path.join(dir, 'approvals'),
+      pollMs: 20,
+    });
+    const first: string[] = [];
+    const second: string[] = [];
+    const stopFirst = hub.subscribe((event, data) => first.push(`${event} ${data}`));
+    const stopSecond = hub.subscribe((event, data) => second.push(`${event} ${data}`));
+    expect(source.counts.opened).toBe(1);
+    source.emit({ kind: 'added', id: 't1', type: 'system.echo', state: 'pending' });
+    expect(first).toEqual(['queue {"kind":"added","id":"t1","type":"system.echo","state":"pending"}']);
+    expect(second).toEqual(first);
+    stopFirst();
+    expect(source.counts.closed).toBe(0);
+    stopSecond();
+    await vi.waitFor(() => expect(source.counts.closed).toBe(1));
+    await hub.close();
+  });
+
+  it('tells of a growing human log and a changed approvals folder, once per change', async () => {
+    const source = eventSource();
+    const humanLog = new HumanLog({ directory: path.join(dir, 'logs') });
+    const approvals = path.join(dir, 'approvals');
+    await mkdir(approvals);
+    const hub = new LiveHub({ queue: () => source.queue, humanLog, approvalsDirectory: approvals, pollMs: 20 });
+    const seen: string[] = [];
+    const stop = hub.subscribe((event) => seen.push(event));
+    // The first look only records where things stand; nothing has changed yet.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(seen).toEqual([]);
+    await humanLog.write({ source: 'test', message: 'one line' });
+    await vi.waitFor(() => expect(seen).toContain('log'), { timeout: 5_000 });
+    await writeFile(path.join(approvals, 'ap-000000000001.md'), '---\nstatus: pending\n---\n');
+    await vi.waitFor(() => expect(seen).toContain('approvals'), { timeout: 5_000 });
+    const logs = seen.filter((event) => event === 'log').length;
+    await appendFile(humanLog.fileFor(new Date()), '- 00:00:00 **test** another\n');
+    await vi.waitFor(() => expect(seen.filter((event) => event === 'log').length).toBe(logs + 1), { timeout: 5_000 });
+    stop();
+    await hub.close();
+  });
+
+  it('refuses a topic registered twice', () => {
+    const source = eventSource();
+    const hub = new LiveHub({
+      queue: () => source.queue,
+      humanLog: new HumanLog({ directory: dir }),
+      approvalsDirectory: dir,
+    });
+    hub.registerTopic('task', async () => {});
+    expect(() => hub.registerTopic('task', async () => {})).toThrow(/twice/);
+  });
+});
