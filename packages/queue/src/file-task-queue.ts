@@ -81,6 +81,8 @@ export interface FileEntry {
   path: string;
   /** Undefined for a file in failed/ whose name is not a task name (quarantined). */
   name: TaskName | undefined;
+  /** done/ and failed/: the file's mtime, the time the task got there. Set by listings that sort by it. */
+  finishedAtMs?: number;
 }
 
 /** A task file read; `problem` instead of `task` when it cannot be read as one. */
@@ -98,6 +100,11 @@ export class FileTaskQueue implements TaskQueue {
   readonly #listings = new Map<TaskState, StateListing>();
   readonly #runningListings = new Map<TaskState, Promise<StateListing>>();
   readonly #queuedListings = new Map<TaskState, Promise<StateListing>>();
+  /**
+   * When each file in done/ and failed/ got there (its mtime), by path: a finished task's file is not written again
+   * where it is, so a listing stats only the files it has not seen before instead of every finished task each time.
+   */
+  readonly #finishTimes = new Map<string, number>();
   readonly paths: QueuePaths;
   readonly dataDirectory: string;
   readonly durability: Durability;
@@ -175,7 +182,14 @@ export class FileTaskQueue implements TaskQueue {
 
   /** The public view of a listed file. */
   toEntry(entry: FileEntry): TaskEntry {
-    return { state: entry.state, location: this.locationOf(entry.path), name: entry.name };
+    const worker = entry.state === 'active' ? parseActiveName(entry.fileName).ownerId : undefined;
+    return {
+      state: entry.state,
+      location: this.locationOf(entry.path),
+      name: entry.name,
+      ...(entry.finishedAtMs === undefined ? {} : { finishedAtMs: entry.finishedAtMs }),
+      ...(worker === undefined ? {} : { worker }),
+    };
   }
 
   toRecord(record: FileRecord): TaskRecord {
@@ -405,7 +419,10 @@ export class FileTaskQueue implements TaskQueue {
   }
 
   async listFiles(options: ListOptions = {}): Promise<FileEntry[]> {
-    const states = options.state ? [options.state] : taskStates;
+    const finishedOnly = options.finishedSinceMs !== undefined;
+    const states = (options.state ? [options.state] : taskStates).filter(
+      (state) => !finishedOnly || state === 'done' || state === 'failed',
+    );
     const matcher = options.type === undefined ? undefined : typeMatcher(options.type);
     const result: FileEntry[] = [];
     for (const state of states) {
@@ -414,20 +431,42 @@ export class FileTaskQueue implements TaskQueue {
       if (state === 'pending' || state === 'active') {
         entries.sort((left, right) => compareStrings(left.fileName, right.fileName));
       } else {
-        const withTimes = await Promise.all(
-          entries.map(async (entry) => ({
-            entry,
-            mtimeMs: (await lstat(entry.path).catch(() => undefined))?.mtimeMs ?? 0,
-          })),
+        entries = await this.#withFinishTimes(state, entries);
+        if (options.finishedSinceMs !== undefined) {
+          const since = options.finishedSinceMs;
+          entries = entries.filter((entry) => (entry.finishedAtMs ?? 0) >= since);
+        }
+        entries.sort(
+          (left, right) =>
+            (right.finishedAtMs ?? 0) - (left.finishedAtMs ?? 0) || compareStrings(right.fileName, left.fileName),
         );
-        withTimes.sort(
-          (left, right) => right.mtimeMs - left.mtimeMs || compareStrings(right.entry.fileName, left.entry.fileName),
-        );
-        entries = withTimes.map(({ entry }) => entry);
       }
       result.push(...entries);
     }
     return options.limit === undefined ? result : result.slice(0, options.limit);
+  }
+
+  /** The entries with their finish times: remembered ones, and a stat of each file not seen before. */
+  async #withFinishTimes(state: 'done' | 'failed', entries: FileEntry[]): Promise<FileEntry[]> {
+    const known = this.#finishTimes;
+    const withTimes = await Promise.all(
+      entries.map(async (entry) => {
+        let mtimeMs = known.get(entry.path);
+        if (mtimeMs === undefined) {
+          const info = await lstat(entry.path).catch(() => undefined);
+          mtimeMs = info?.mtimeMs ?? 0;
+          if (info) known.set(entry.path, mtimeMs);
+        }
+        return { ...entry, finishedAtMs: mtimeMs };
+      }),
+    );
+    // Forget files that left this state (pruned, retried), so the memory follows the folder's size.
+    const present = new Set(entries.map((entry) => entry.path));
+    const prefix = this.paths[state] + path.sep;
+    for (const file of known.keys()) {
+      if (file.startsWith(prefix) && !present.has(file)) known.delete(file);
+    }
+    return withTimes;
   }
 
   /** Finds a task by id in any state and reads it. */
