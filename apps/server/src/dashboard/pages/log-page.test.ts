@@ -58,7 +58,9 @@ describe('the Log page', () => {
     expect(after.statusCode).toBe(200);
     expect(after.body).toContain('one more');
     expect(after.body).not.toContain('task failed');
-    expect(after.body).toMatch(/<li hidden class="log-cursor" hx-get="\/log\/[\d-]+\/after\?offset=\d+"/);
+    expect(after.body).toMatch(
+      /<li hidden class="log-cursor" hx-get="\/log\/[\d-]+\/after\?offset=\d+" hx-trigger="live-refresh"/,
+    );
   });
 
   it('refuses a date that is not a real day, and anything that looks like a path', async () => {

@@ -84,9 +84,12 @@ function requireOffset(text: string | undefined, name: string): number {
   return Number(text);
 }
 
-/** The element that fetches the lines appended after `offset` when the live stream says the log grew. */
+/**
+ * The element that fetches the lines appended after `offset` when the live stream says the log grew (dashboard.js
+ * sends it `live-refresh`, at most once a second and once after the last change).
+ */
 function cursor(day: Date, offset: number): SafeHtml {
-  return html`<li hidden class="log-cursor" hx-get="/log/${formatLogDate(day)}/after${queryString({ offset: String(offset) })}" hx-trigger="sse:log" hx-swap="outerHTML"></li>`;
+  return html`<li hidden class="log-cursor" hx-get="/log/${formatLogDate(day)}/after${queryString({ offset: String(offset) })}" hx-trigger="live-refresh" data-live-events="log" hx-swap="outerHTML"></li>`;
 }
 
 async function sendLogPage(

@@ -65,7 +65,7 @@ describe('the Overview page', () => {
       expect(body).not.toContain('<img src=x');
       expect(body).not.toContain('<script>alert');
       expect(body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
-      expect(body).toContain('hx-trigger="sse:queue throttle:1s"');
+      expect(body).toContain('hx-trigger="live-refresh" data-live-events="queue"');
       expect(body.length).toBeLessThan(100_000);
       const fragment = await app.inject({
         method: 'GET',

@@ -56,10 +56,12 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
   fragment('log', () => renderLogPart(context));
 }
 
-/** Refreshes from the live stream: the element fetches its fragment again and replaces itself. */
+/**
+ * Refreshes from the live stream: dashboard.js sends the element `live-refresh` at most once a second while `event`s
+ * arrive (and once after the last), and the element fetches its fragment again and replaces itself.
+ */
 function liveAttributes(part: string, event: 'queue' | 'log'): SafeHtml {
-  const trigger = event === 'queue' ? 'sse:queue throttle:1s' : 'sse:log throttle:500ms';
-  return html` id="overview-${part}" hx-get="/overview/${part}" hx-trigger="${trigger}" hx-swap="outerHTML"`;
+  return html` id="overview-${part}" hx-get="/overview/${part}" hx-trigger="live-refresh" data-live-events="${event}" hx-swap="outerHTML"`;
 }
 
 async function renderQueuePart(context: DashboardContext): Promise<SafeHtml> {
