@@ -181,11 +181,11 @@ export class FileTaskQueue implements TaskQueue {
   }
 
   /** The public view of a listed file. */
-  toEntry(entry: FileEntry): TaskEntry {
+  toEntry(entry: FileEntry, location: string = this.locationOf(entry.path)): TaskEntry {
     const worker = entry.state === 'active' ? parseActiveName(entry.fileName).ownerId : undefined;
     return {
       state: entry.state,
-      location: this.locationOf(entry.path),
+      location,
       name: entry.name,
       ...(entry.finishedAtMs === undefined ? {} : { finishedAtMs: entry.finishedAtMs }),
       ...(worker === undefined ? {} : { worker }),
@@ -401,12 +401,14 @@ export class FileTaskQueue implements TaskQueue {
 
   /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
   async entries(state: TaskState): Promise<FileEntry[]> {
-    const names = await this.#names(state);
+    const listing = await this.#listing(state);
+    const names = listing.names;
     const reasons = new Set(names.filter((fileName) => fileName.endsWith(reasonSuffix)));
     const entries: FileEntry[] = [];
     for (const fileName of names) {
       if (fileName.endsWith(reasonSuffix)) continue;
-      const name = decodeStateName(state, fileName);
+      // The listing decoded every name once; decoding again on each call made stats() cost tens of ms at 10k tasks.
+      const name = listing.decoded.get(fileName);
       if (!name && !(state === 'failed' && reasons.has(fileName + reasonSuffix))) continue;
       entries.push({ state, fileName, path: path.join(this.paths[state], fileName), name });
     }
@@ -415,7 +417,17 @@ export class FileTaskQueue implements TaskQueue {
 
   /** Lists tasks from their names: pending and active in run order, done and failed newest first. */
   async list(options: ListOptions = {}): Promise<TaskEntry[]> {
-    return (await this.listFiles(options)).map((entry) => this.toEntry(entry));
+    // Each state's location prefix once, not a path.relative per task: a listing may hold every finished task.
+    const prefixes = new Map<TaskState, string>();
+    return (await this.listFiles(options)).map((entry) => {
+      if (path.dirname(entry.path) !== this.paths[entry.state]) return this.toEntry(entry);
+      let prefix = prefixes.get(entry.state);
+      if (prefix === undefined) {
+        prefix = this.locationOf(path.join(this.paths[entry.state], 'x')).slice(0, -1);
+        prefixes.set(entry.state, prefix);
+      }
+      return this.toEntry(entry, `${prefix}${entry.fileName}`);
+    });
   }
 
   async listFiles(options: ListOptions = {}): Promise<FileEntry[]> {
@@ -449,17 +461,14 @@ export class FileTaskQueue implements TaskQueue {
   /** The entries with their finish times: remembered ones, and a stat of each file not seen before. */
   async #withFinishTimes(state: 'done' | 'failed', entries: FileEntry[]): Promise<FileEntry[]> {
     const known = this.#finishTimes;
-    const withTimes = await Promise.all(
-      entries.map(async (entry) => {
-        let mtimeMs = known.get(entry.path);
-        if (mtimeMs === undefined) {
-          const info = await lstat(entry.path).catch(() => undefined);
-          mtimeMs = info?.mtimeMs ?? 0;
-          if (info) known.set(entry.path, mtimeMs);
-        }
-        return { ...entry, finishedAtMs: mtimeMs };
+    const unknown = entries.filter((entry) => !known.has(entry.path));
+    await Promise.all(
+      unknown.map(async (entry) => {
+        const info = await lstat(entry.path).catch(() => undefined);
+        if (info) known.set(entry.path, info.mtimeMs);
       }),
     );
+    const withTimes = entries.map((entry) => ({ ...entry, finishedAtMs: known.get(entry.path) ?? 0 }));
     // Forget files that left this state (pruned, retried), so the memory follows the folder's size.
     const present = new Set(entries.map((entry) => entry.path));
     const prefix = this.paths[state] + path.sep;

@@ -95,12 +95,37 @@ export function renderLogLine(line: LogLine): SafeHtml {
   }${link}</li>`;
 }
 
+/**
+ * The newest lines of a chunk whose rendering fits in `maxBytes` (at least one), and the offset of the first one
+ * kept: a page of long lines shows fewer of them and links to the rest.
+ */
+export function renderLinesWithin(
+  chunk: Pick<LogChunk, 'lines' | 'offsets' | 'startOffset'>,
+  maxBytes: number,
+): { items: SafeHtml[]; startOffset: number } {
+  const items: SafeHtml[] = [];
+  let bytes = 0;
+  let startOffset = chunk.startOffset;
+  for (let index = chunk.lines.length - 1; index >= 0; index -= 1) {
+    const line = chunk.lines[index];
+    if (!line) continue;
+    const item = renderLogLine(line);
+    bytes += Buffer.byteLength(item.toString());
+    if (bytes > maxBytes && items.length > 0) break;
+    items.push(item);
+    startOffset = chunk.offsets[index] ?? startOffset;
+  }
+  return { items: items.reverse(), startOffset };
+}
+
 function linkLabel(href: string): string {
   return href.startsWith('/tasks/') ? 'task' : 'note';
 }
 
 export interface LogChunk {
   lines: LogLine[];
+  /** The byte offset where each line of `lines` starts. */
+  offsets: number[];
   /** Byte offset of the first line read (an "earlier" link starts before it). */
   startOffset: number;
   /** Byte offset just after the last whole line read (a live cursor goes on from it). */
@@ -163,11 +188,18 @@ async function readWholeLines(
   const lastNewline = buffer.lastIndexOf(10);
   const last = lastNewline < first ? first : lastNewline + 1;
   const texts = splitLines(buffer.subarray(first, last));
+  const offsets: number[] = [];
+  let offset = range.start + first;
+  for (const text of texts) {
+    offsets.push(offset);
+    offset += text.bytes + 1;
+  }
   const kept = texts.slice(-range.maxLines);
-  let startOffset = range.start + first;
-  for (const text of texts.slice(0, texts.length - kept.length)) startOffset += text.bytes + 1;
+  const keptOffsets = offsets.slice(offsets.length - kept.length);
+  const startOffset = keptOffsets[0] ?? range.start + last;
   return {
     lines: kept.map((text) => parseLogLine(text.line)),
+    offsets: keptOffsets,
     startOffset,
     endOffset: range.start + last,
     skipped: startOffset > range.start,
@@ -183,7 +215,7 @@ export async function readLogBefore(
   options: ReadLogOptions & { beforeOffset?: number },
 ): Promise<LogChunk & { fileSize: number }> {
   const size = await sizeOf(file);
-  if (size === undefined) return { lines: [], startOffset: 0, endOffset: 0, skipped: false, fileSize: 0 };
+  if (size === undefined) return { lines: [], offsets: [], startOffset: 0, endOffset: 0, skipped: false, fileSize: 0 };
   const end = Math.min(size, Math.max(0, options.beforeOffset ?? size));
   const start = Math.max(0, end - (options.maxBytes ?? 262_144));
   const chunk = await readWholeLines(file, { start, end, atLineStart: start === 0, maxLines: options.maxLines });
@@ -196,7 +228,7 @@ export async function readLogBefore(
  */
 export async function readLogAfter(file: string, options: ReadLogOptions & { afterOffset: number }): Promise<LogChunk> {
   const size = await sizeOf(file);
-  if (size === undefined) return { lines: [], startOffset: 0, endOffset: 0, skipped: false };
+  if (size === undefined) return { lines: [], offsets: [], startOffset: 0, endOffset: 0, skipped: false };
   const from = options.afterOffset > size ? 0 : Math.max(0, options.afterOffset);
   const start = Math.max(from, size - (options.maxBytes ?? 262_144));
   return readWholeLines(file, { start, end: size, atLineStart: start === from, maxLines: options.maxLines });

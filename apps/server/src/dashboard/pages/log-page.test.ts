@@ -108,6 +108,18 @@ describe('the Log page', () => {
     expect(previous.body).toContain('line 9799 of a busy day');
     expect(previous.body).not.toContain('line 9800 of a busy day');
     expect(previous.body).toContain('Latest lines');
+    // Long lines (escaped markup makes them longer still): fewer per page, the page still small, none lost.
+    const long = Array.from({ length: 300 }, (_, index) => `- 10:00:00 **x** long ${index} ${'<&>'.repeat(600)}\n`);
+    await writeFile(path.join(logs, '2026-01-03.md'), long.join(''));
+    const longPage = await app.inject({ method: 'GET', url: '/log/2026-01-03', headers: { authorization } });
+    expect(longPage.body.length).toBeLessThan(100_000);
+    expect(longPage.body).toContain('long 299 ');
+    const shownFirst = Number(/long (\d+) /.exec(longPage.body)?.[1]);
+    expect(shownFirst).toBeGreaterThan(250);
+    const longEarlier = /href="(\/log\/2026-01-03\?before=\d+)">Earlier lines/.exec(longPage.body)?.[1] ?? '';
+    const longPrevious = await app.inject({ method: 'GET', url: longEarlier, headers: { authorization } });
+    expect(longPrevious.body).toContain(`long ${shownFirst - 1} `);
+    expect(longPrevious.body).not.toContain(`long ${shownFirst} `);
     const empty = await app.inject({ method: 'GET', url: '/log/2025-12-31', headers: { authorization } });
     expect(empty.body).toContain('Nothing was logged that day.');
   });

@@ -6,17 +6,17 @@ import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import {
   formatLogDate,
-  type LogChunk,
   logDates,
   parseLogDate,
   readLogAfter,
   readLogBefore,
-  renderLogLine,
+  renderLinesWithin,
 } from '../human-log-view.ts';
 import { sendFragment, sendPage } from '../layout.ts';
 
-/** Lines per page of the Log page (about 30 KB of HTML for ordinary lines). */
+/** Lines per page of the Log page, at most, and the HTML they may take: the page stays under 100 KB. */
 const linesPerPage = 200;
+const linesMaxBytes = 64 * 1024;
 /** Days listed under "Other days". */
 const listedDates = 62;
 
@@ -58,10 +58,12 @@ export function registerLogPage(app: AssistantServer, context: DashboardContext)
       const gap = chunk.skipped
         ? html`<li class="muted">… more lines were written than a live update shows; <a href="/log/${formatLogDate(day)}">reload</a> to page through them.</li>`
         : '';
-      return sendFragment(
-        reply,
-        html`${gap}${chunk.lines.map((line) => renderLogLine(line))}${cursor(day, chunk.endOffset)}`,
-      );
+      const shown = renderLinesWithin(chunk, linesMaxBytes);
+      const cut =
+        shown.startOffset > chunk.startOffset
+          ? html`<li class="muted">… more lines were written than a live update shows; <a href="/log/${formatLogDate(day)}">reload</a> to page through them.</li>`
+          : '';
+      return sendFragment(reply, html`${chunk.skipped ? gap : cut}${shown.items}${cursor(day, chunk.endOffset)}`);
     },
   });
 }
@@ -110,15 +112,16 @@ async function sendLogPage(
     logDates(context.humanLog.directory),
   ]);
   const atEnd = chunk.endOffset >= chunk.fileSize;
+  const shown = renderLinesWithin(chunk, linesMaxBytes);
   const following = date === today && before === undefined;
   const body = html`${renderDateNavigation(date, today, dates)}
 <section aria-labelledby="log-lines-title">
 <h2 id="log-lines-title">${date === today ? html`Today, ${date}` : date}</h2>
-${renderPager(date, chunk)}
+${renderPager(date, shown.startOffset)}
 ${
   chunk.lines.length === 0 && !following
     ? html`<p class="muted">${dates.includes(date) ? 'No lines here.' : 'Nothing was logged that day.'}</p>`
-    : html`${chunk.lines.length === 0 ? html`<p class="muted">Nothing logged today yet; new lines appear here.</p>` : ''}<ul class="log" id="log-lines">${chunk.lines.map((line) => renderLogLine(line))}${following ? cursor(day, chunk.endOffset) : ''}</ul>`
+    : html`${chunk.lines.length === 0 ? html`<p class="muted">Nothing logged today yet; new lines appear here.</p>` : ''}<ul class="log" id="log-lines">${shown.items}${following ? cursor(day, chunk.endOffset) : ''}</ul>`
 }
 ${!atEnd && before !== undefined ? html`<p><a href="/log/${date}">Latest lines</a></p>` : ''}
 </section>`;
@@ -131,9 +134,9 @@ ${!atEnd && before !== undefined ? html`<p><a href="/log/${date}">Latest lines</
   });
 }
 
-function renderPager(date: string, chunk: LogChunk): SafeHtml {
-  if (chunk.startOffset === 0) return html``;
-  return html`<nav class="pager" aria-label="Lines of this day"><a href="/log/${date}${queryString({ before: String(chunk.startOffset) })}">Earlier lines</a></nav>`;
+function renderPager(date: string, startOffset: number): SafeHtml {
+  if (startOffset === 0) return html``;
+  return html`<nav class="pager" aria-label="Lines of this day"><a href="/log/${date}${queryString({ before: String(startOffset) })}">Earlier lines</a></nav>`;
 }
 
 function renderDateNavigation(date: string, today: string, dates: readonly string[]): SafeHtml {
