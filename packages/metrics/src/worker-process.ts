@@ -5,7 +5,7 @@ import * as z from 'zod';
  * when it wrote it. /metrics ignores these fields (the snapshot schema drops them); the dashboard shows each worker's
  * memory from them.
  */
-export const workerProcessSchema = z.object({
+const workerProcessSchema = z.object({
   worker: z.string(),
   memory: z.object({ rss_bytes: z.int().min(0), heap_used_bytes: z.int().min(0) }),
 });
