@@ -69,6 +69,44 @@ export async function workerLiveness(queue: TaskQueue, nowMs: number = Date.now(
   return { alive: workers > 0, workers, last_heartbeat_at: last === undefined ? null : new Date(last).toISOString() };
 }
 
+/**
+ * What /health adds for a request with the token: worker liveness, breakers that are not closed, schedules and
+ * listeners. The dashboard's overview shows the same figures.
+ */
+export async function healthDetails(
+  queue: TaskQueue,
+  status: ServerStatusSources,
+): Promise<Omit<HealthDetails, keyof HealthBody>> {
+  const breakers = (await status.breakers?.()) ?? [];
+  return {
+    worker: await workerLiveness(queue),
+    circuit_breakers: breakers
+      .filter((breaker) => breaker.state !== 'closed')
+      .map((breaker) => ({
+        task_type: breaker.taskType,
+        state: breaker.state,
+        consecutive_failures: breaker.consecutiveFailures,
+        ...(breaker.retryAt ? { retry_at: breaker.retryAt } : {}),
+        ...(breaker.lastError ? { last_error: breaker.lastError } : {}),
+      })),
+    schedules: (status.schedules?.() ?? []).map((job) => ({
+      id: job.id,
+      description: job.description,
+      ...(job.lastFiredAt ? { last_fired_at: job.lastFiredAt } : {}),
+      ...(job.nextRunAt ? { next_run_at: job.nextRunAt } : {}),
+      ...(job.paused ? { paused: job.paused } : {}),
+    })),
+    listeners: (status.listeners?.() ?? []).map((listener) => ({
+      id: listener.id,
+      state: listener.state,
+      restarts: listener.restarts,
+      ...(listener.lastError === undefined ? {} : { last_error: listener.lastError }),
+      ...(listener.lastErrorAt === undefined ? {} : { last_error_at: listener.lastErrorAt }),
+      ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
+    })),
+  };
+}
+
 export interface HealthRouteOptions {
   queue: () => TaskQueue;
   status: ServerStatusSources;
@@ -94,35 +132,7 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
         queue: { pending: stats.pending, active: stats.active, done: stats.done, failed: stats.failed },
       };
       if (!isAuthenticated(request)) return body;
-      const breakers = (await options.status.breakers?.()) ?? [];
-      return {
-        ...body,
-        worker: await workerLiveness(queue),
-        circuit_breakers: breakers
-          .filter((breaker) => breaker.state !== 'closed')
-          .map((breaker) => ({
-            task_type: breaker.taskType,
-            state: breaker.state,
-            consecutive_failures: breaker.consecutiveFailures,
-            ...(breaker.retryAt ? { retry_at: breaker.retryAt } : {}),
-            ...(breaker.lastError ? { last_error: breaker.lastError } : {}),
-          })),
-        schedules: (options.status.schedules?.() ?? []).map((job) => ({
-          id: job.id,
-          description: job.description,
-          ...(job.lastFiredAt ? { last_fired_at: job.lastFiredAt } : {}),
-          ...(job.nextRunAt ? { next_run_at: job.nextRunAt } : {}),
-          ...(job.paused ? { paused: job.paused } : {}),
-        })),
-        listeners: (options.status.listeners?.() ?? []).map((listener) => ({
-          id: listener.id,
-          state: listener.state,
-          restarts: listener.restarts,
-          ...(listener.lastError === undefined ? {} : { last_error: listener.lastError }),
-          ...(listener.lastErrorAt === undefined ? {} : { last_error_at: listener.lastErrorAt }),
-          ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
-        })),
-      };
+      return { ...body, ...(await healthDetails(queue, options.status)) };
     },
   });
 }

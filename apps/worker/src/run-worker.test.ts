@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import type { TaskHandler } from '@assistant/integration-host';
+import { parseSnapshots, parseWorkerProcesses } from '@assistant/metrics';
 import { NoteStore } from '@assistant/notes';
 import {
   type ClaimedTask,
@@ -110,6 +111,38 @@ describe('runWorker', () => {
     expect(finished).toHaveLength(6);
     expect(finished.every((record) => typeof record.durationMs === 'number')).toBe(true);
     expect(records.at(-2)?.msg).toBe('queue idle; exiting (--exit-when-idle)');
+  });
+
+  it('publishes its metrics snapshot with its id and memory as soon as it is ready', async () => {
+    const { config, queue } = await setup();
+    await enqueued(queue, 'test.hold');
+    const started = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.hold',
+        async () => {
+          started.resolve();
+          await release.promise;
+          return null;
+        },
+      ],
+    ]);
+    const { logger } = capturingLogger();
+    const worker = runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    await started.promise;
+    const [holder] = await queue.list({ state: 'active' });
+    await expect
+      .poll(async () => [...parseWorkerProcesses(await queue.workers.readMetrics()).keys()])
+      .toEqual([holder?.worker]);
+    const published = await queue.workers.readMetrics();
+    const figures = parseWorkerProcesses(published).get(holder?.worker ?? '');
+    expect(figures?.memory.rss_bytes).toBeGreaterThan(1_000_000);
+    expect(figures?.memory.heap_used_bytes).toBeGreaterThan(0);
+    // The same file is still a metrics snapshot for /metrics.
+    expect(parseSnapshots(published)).toHaveLength(1);
+    release.resolve();
+    await worker;
   });
 
   it('frees a slot when its handler returns: the next handler runs while the outcome is written', async () => {

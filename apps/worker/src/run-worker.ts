@@ -3,7 +3,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
-import { TaskMetrics } from '@assistant/metrics';
+import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import {
@@ -52,6 +52,8 @@ function cacheModeFromEnvironment(): { cacheMode?: 'off' | 'record' | 'replay' |
 
 /** How often changed counters are written for the server's /metrics. */
 const metricsIntervalMs = 2_000;
+/** How often the snapshot is written even when no counter changed, so its memory figures stay current. */
+const memoryIntervalMs = 15_000;
 
 /** Why running tasks were stopped: the grace period of a shutdown ran out. */
 class ShutdownAbort extends Error {
@@ -214,12 +216,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   };
 
   // The server sums what every worker publishes for /metrics; the consumer removes it with its lease at close.
+  // The snapshot also names the worker and its memory, which the dashboard's overview shows per worker.
   let metricsWrite = Promise.resolve();
+  let metricsWrittenAtMs = 0;
   const writeMetrics = () => {
-    if (!metricsChanged) return;
+    if (!metricsChanged && Date.now() - metricsWrittenAtMs < memoryIntervalMs) return;
     metricsChanged = false;
+    metricsWrittenAtMs = Date.now();
+    const snapshot = { ...metrics.snapshot(), ...workerProcess(consumer.owner.id) };
     metricsWrite = metricsWrite
-      .then(() => queue.workers.publishMetrics(consumer.owner.id, metrics.snapshot() as JsonValue))
+      .then(() => queue.workers.publishMetrics(consumer.owner.id, snapshot as JsonValue))
       .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));
   };
   const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);
@@ -232,6 +238,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         `recovered ${recovered.requeued.length} tasks of stopped workers to pending/, ${recovered.failed.length} to failed/`,
       );
     }
+    writeMetrics();
     logger.info({ worker: consumer.owner.id, concurrency }, `worker ready on ${config.paths.queue}`);
     while (!signal.aborted) {
       // Made before claiming, so a task that settles while we claim still wakes the wait below: no lost wake-ups.

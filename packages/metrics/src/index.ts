@@ -14,3 +14,4 @@ export {
   taskOutcomes,
   writeMetricsFile,
 } from './task-metrics.ts';
+export { parseWorkerProcesses, type WorkerProcess, workerProcess } from './worker-process.ts';

@@ -81,6 +81,8 @@ export interface FileEntry {
   path: string;
   /** Undefined for a file in failed/ whose name is not a task name (quarantined). */
   name: TaskName | undefined;
+  /** done/ and failed/: the file's mtime, the time the task got there. Set by listings that sort by it. */
+  finishedAtMs?: number;
 }
 
 /** A task file read; `problem` instead of `task` when it cannot be read as one. */
@@ -98,6 +100,11 @@ export class FileTaskQueue implements TaskQueue {
   readonly #listings = new Map<TaskState, StateListing>();
   readonly #runningListings = new Map<TaskState, Promise<StateListing>>();
   readonly #queuedListings = new Map<TaskState, Promise<StateListing>>();
+  /**
+   * When each file in done/ and failed/ got there (its mtime), by path: a finished task's file is not written again
+   * where it is, so a listing stats only the files it has not seen before instead of every finished task each time.
+   */
+  readonly #finishTimes = new Map<string, number>();
   readonly paths: QueuePaths;
   readonly dataDirectory: string;
   readonly durability: Durability;
@@ -174,8 +181,15 @@ export class FileTaskQueue implements TaskQueue {
   }
 
   /** The public view of a listed file. */
-  toEntry(entry: FileEntry): TaskEntry {
-    return { state: entry.state, location: this.locationOf(entry.path), name: entry.name };
+  toEntry(entry: FileEntry, location: string = this.locationOf(entry.path)): TaskEntry {
+    const worker = entry.state === 'active' ? parseActiveName(entry.fileName).ownerId : undefined;
+    return {
+      state: entry.state,
+      location,
+      name: entry.name,
+      ...(entry.finishedAtMs === undefined ? {} : { finishedAtMs: entry.finishedAtMs }),
+      ...(worker === undefined ? {} : { worker }),
+    };
   }
 
   toRecord(record: FileRecord): TaskRecord {
@@ -387,12 +401,14 @@ export class FileTaskQueue implements TaskQueue {
 
   /** Task files in a state: every `.yaml` name, plus in failed/ quarantined files that have a reason beside them. */
   async entries(state: TaskState): Promise<FileEntry[]> {
-    const names = await this.#names(state);
+    const listing = await this.#listing(state);
+    const names = listing.names;
     const reasons = new Set(names.filter((fileName) => fileName.endsWith(reasonSuffix)));
     const entries: FileEntry[] = [];
     for (const fileName of names) {
       if (fileName.endsWith(reasonSuffix)) continue;
-      const name = decodeStateName(state, fileName);
+      // The listing decoded every name once; decoding again on each call made stats() cost tens of ms at 10k tasks.
+      const name = listing.decoded.get(fileName);
       if (!name && !(state === 'failed' && reasons.has(fileName + reasonSuffix))) continue;
       entries.push({ state, fileName, path: path.join(this.paths[state], fileName), name });
     }
@@ -401,11 +417,24 @@ export class FileTaskQueue implements TaskQueue {
 
   /** Lists tasks from their names: pending and active in run order, done and failed newest first. */
   async list(options: ListOptions = {}): Promise<TaskEntry[]> {
-    return (await this.listFiles(options)).map((entry) => this.toEntry(entry));
+    // Each state's location prefix once, not a path.relative per task: a listing may hold every finished task.
+    const prefixes = new Map<TaskState, string>();
+    return (await this.listFiles(options)).map((entry) => {
+      if (path.dirname(entry.path) !== this.paths[entry.state]) return this.toEntry(entry);
+      let prefix = prefixes.get(entry.state);
+      if (prefix === undefined) {
+        prefix = this.locationOf(path.join(this.paths[entry.state], 'x')).slice(0, -1);
+        prefixes.set(entry.state, prefix);
+      }
+      return this.toEntry(entry, `${prefix}${entry.fileName}`);
+    });
   }
 
   async listFiles(options: ListOptions = {}): Promise<FileEntry[]> {
-    const states = options.state ? [options.state] : taskStates;
+    const finishedOnly = options.finishedSinceMs !== undefined;
+    const states = (options.state ? [options.state] : taskStates).filter(
+      (state) => !finishedOnly || state === 'done' || state === 'failed',
+    );
     const matcher = options.type === undefined ? undefined : typeMatcher(options.type);
     const result: FileEntry[] = [];
     for (const state of states) {
@@ -414,20 +443,39 @@ export class FileTaskQueue implements TaskQueue {
       if (state === 'pending' || state === 'active') {
         entries.sort((left, right) => compareStrings(left.fileName, right.fileName));
       } else {
-        const withTimes = await Promise.all(
-          entries.map(async (entry) => ({
-            entry,
-            mtimeMs: (await lstat(entry.path).catch(() => undefined))?.mtimeMs ?? 0,
-          })),
+        entries = await this.#withFinishTimes(state, entries);
+        if (options.finishedSinceMs !== undefined) {
+          const since = options.finishedSinceMs;
+          entries = entries.filter((entry) => (entry.finishedAtMs ?? 0) >= since);
+        }
+        entries.sort(
+          (left, right) =>
+            (right.finishedAtMs ?? 0) - (left.finishedAtMs ?? 0) || compareStrings(right.fileName, left.fileName),
         );
-        withTimes.sort(
-          (left, right) => right.mtimeMs - left.mtimeMs || compareStrings(right.entry.fileName, left.entry.fileName),
-        );
-        entries = withTimes.map(({ entry }) => entry);
       }
       result.push(...entries);
     }
     return options.limit === undefined ? result : result.slice(0, options.limit);
+  }
+
+  /** The entries with their finish times: remembered ones, and a stat of each file not seen before. */
+  async #withFinishTimes(state: 'done' | 'failed', entries: FileEntry[]): Promise<FileEntry[]> {
+    const known = this.#finishTimes;
+    const unknown = entries.filter((entry) => !known.has(entry.path));
+    await Promise.all(
+      unknown.map(async (entry) => {
+        const info = await lstat(entry.path).catch(() => undefined);
+        if (info) known.set(entry.path, info.mtimeMs);
+      }),
+    );
+    const withTimes = entries.map((entry) => ({ ...entry, finishedAtMs: known.get(entry.path) ?? 0 }));
+    // Forget files that left this state (pruned, retried), so the memory follows the folder's size.
+    const present = new Set(entries.map((entry) => entry.path));
+    const prefix = this.paths[state] + path.sep;
+    for (const file of known.keys()) {
+      if (file.startsWith(prefix) && !present.has(file)) known.delete(file);
+    }
+    return withTimes;
   }
 
   /** Finds a task by id in any state and reads it. */

@@ -66,6 +66,10 @@ export interface TaskEntry {
   location: string;
   /** Undefined for something the queue set aside that is not a task at all (a stray file in failed/). */
   name: TaskName | undefined;
+  /** Done and failed tasks: when the task got there (finished), in ms since the epoch. */
+  finishedAtMs?: number;
+  /** Active tasks: the id of the worker that holds it, when the backend knows. */
+  worker?: string;
 }
 
 /** A task read in full; `problem` instead of `task` when it cannot be read as one. */
@@ -80,6 +84,11 @@ export interface ListOptions {
   type?: string;
   /** @default no limit */
   limit?: number;
+  /**
+   * Only tasks finished at or after this time (ms since the epoch): done and failed ones; pending and active tasks
+   * are left out. For throughput figures. @default no bound
+   */
+  finishedSinceMs?: number;
 }
 
 export interface QueueStats {

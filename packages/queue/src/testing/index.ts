@@ -222,6 +222,31 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       await expect(queue.reroute(bad)).rejects.toMatchObject({ code: 'CONFLICT' });
     });
 
+    it('lists who holds an active task, when finished ones finished, and only those finished since a time', async () => {
+      const queue = await open();
+      const consumer = consumerOf(queue);
+      const first = enqueuedId(await queue.enqueue({ type: 'contract.first' }));
+      const second = enqueuedId(await queue.enqueue({ type: 'contract.second' }));
+      await consumer.start();
+      const claimed = await claimNext(consumer);
+      expect(claimed.id).toBe(first);
+      const [active] = await queue.list({ state: 'active' });
+      expect(active).toMatchObject({ state: 'active', worker: consumer.owner.id });
+      expect(active?.finishedAtMs).toBeUndefined();
+      const before = Date.now();
+      await consumer.complete(claimed, null);
+      const [done] = await queue.list({ state: 'done' });
+      expect(done?.name?.id).toBe(first);
+      expect(done?.worker).toBeUndefined();
+      // A file system's clock may be coarser than Date.now(): a second either way is the same minute for any chart.
+      expect(done?.finishedAtMs).toBeGreaterThanOrEqual(before - 1_000);
+      expect(done?.finishedAtMs).toBeLessThanOrEqual(Date.now() + 1_000);
+      const recent = await queue.list({ finishedSinceMs: before - 1_000 });
+      expect(recent.map((entry) => entry.name?.id)).toEqual([first]);
+      expect(await queue.list({ finishedSinceMs: Date.now() + 60_000 })).toEqual([]);
+      expect((await queue.list({ state: 'pending' })).map((entry) => entry.name?.id)).toEqual([second]);
+    });
+
     it('retries after the backoff, keeps each attempt in the history, fails when attempts are spent, and retry(id) starts again', async () => {
       const queue = await open({
         settings: {

@@ -26,4 +26,45 @@
   document.addEventListener('htmx:afterRequest', (event) => {
     if (event.detail.successful) flash('');
   });
+  // Live refreshes at most once a second that never miss the last change (Overview, Log). An element with
+  // `data-live-events="queue"` (names of the stream's events, space-separated) and `hx-trigger="live-refresh"` gets a
+  // `live-refresh` event when one of those events arrives: at once if the last was a second ago or more, else at the
+  // end of that second. htmx's own `throttle:` drops the events inside its window, so a part could keep showing a
+  // state already gone (a task's `added` shown, its `completed` dropped). When the stream (re)opens every part
+  // refreshes once: what changed between the page's rendering (or the drop) and the stream's start is not missed.
+  const liveIntervalMs = 1000;
+  const liveNames = ['queue', 'log', 'approvals'];
+  const liveTimers = new Map();
+  const liveLast = new Map();
+  const seenSources = new WeakSet();
+  const refresh = (name) => {
+    liveTimers.delete(name);
+    const targets = [...document.querySelectorAll(`[data-live-events~="${name}"]`)];
+    if (targets.length === 0) return;
+    // A request still running would drop this one (htmx keeps only requests of elements still on the page).
+    if (targets.some((element) => element.classList.contains('htmx-request'))) {
+      liveTimers.set(
+        name,
+        setTimeout(() => refresh(name), 100),
+      );
+      return;
+    }
+    liveLast.set(name, Date.now());
+    for (const element of targets) htmx.trigger(element, 'live-refresh');
+  };
+  const schedule = (name) => {
+    if (liveTimers.has(name)) return;
+    const waitMs = Math.max(0, (liveLast.get(name) ?? 0) + liveIntervalMs - Date.now());
+    liveTimers.set(
+      name,
+      setTimeout(() => refresh(name), waitMs),
+    );
+  };
+  document.addEventListener('htmx:sseOpen', (event) => {
+    const source = event.detail.source;
+    for (const name of liveNames) schedule(name);
+    if (!source || seenSources.has(source)) return;
+    seenSources.add(source);
+    for (const name of liveNames) source.addEventListener(name, () => schedule(name));
+  });
 })();

@@ -1,21 +1,221 @@
+import { parseWorkerProcesses } from '@assistant/metrics';
+import { assistantVersion } from '@assistant/process';
+import { type TaskEntry, taskStates } from '@assistant/queue';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
+import { type HealthDetails, healthDetails } from '../../health-route.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
-import { html } from '../html.ts';
-import { sendPage } from '../layout.ts';
+import { html, queryString, type SafeHtml } from '../html.ts';
+import { readLogBefore, renderLogLine } from '../human-log-view.ts';
+import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
+import { countThroughput, describeThroughput, renderSparkline } from '../sparkline.ts';
 
-/** The Overview page (placeholder until it is built). */
-export function registerOverviewPage(app: AssistantServer, _context: DashboardContext): void {
+/** Lines of today's human log on the overview; the Log page has the rest. */
+const overviewLogLines = 50;
+
+/**
+ * The overview at `/`: health, workers, queue counts with the last hour's throughput, schedules, open breakers,
+ * listeners and the end of today's human log. Each part is also a fragment (`/overview/<part>`) that the page
+ * fetches again when the live stream says something changed: the queue and workers on `queue` (at most once a
+ * second), the log on `log`.
+ */
+export function registerOverviewPage(app: AssistantServer, context: DashboardContext): void {
   dashboardRoute(app, {
     method: 'GET',
     url: '/',
-    handler: async (request, reply) =>
-      sendPage(reply, {
+    handler: async (request, reply) => {
+      const [queuePart, workersPart, statusPart, logPart] = await Promise.all([
+        renderQueuePart(context),
+        renderWorkersPart(context),
+        renderStatusPart(context),
+        renderLogPart(context),
+      ]);
+      return sendPage(reply, {
         request,
         title: 'Overview',
         section: 'overview',
-        body: html`<p>Not built yet.</p>`,
+        body: html`<div class="overview">${queuePart}${workersPart}${statusPart}${logPart}</div>`,
         live: '/live?topics=queue,log',
-      }),
+      });
+    },
   });
+
+  const fragment = (part: string, render: () => Promise<SafeHtml>) =>
+    dashboardRoute(app, {
+      method: 'GET',
+      url: `/overview/${part}`,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        // A fragment is for htmx; a person who opens its address gets the page, at the part.
+        if (!wantsFragment(request)) return reply.redirect(`/#overview-${part}`, 303);
+        return sendFragment(reply, await render());
+      },
+    });
+  fragment('queue', () => renderQueuePart(context));
+  fragment('workers', () => renderWorkersPart(context));
+  fragment('log', () => renderLogPart(context));
+}
+
+/**
+ * Refreshes from the live stream: dashboard.js sends the element `live-refresh` at most once a second while `event`s
+ * arrive (and once after the last), and the element fetches its fragment again and replaces itself.
+ */
+function liveAttributes(part: string, event: 'queue' | 'log'): SafeHtml {
+  return html` id="overview-${part}" hx-get="/overview/${part}" hx-trigger="live-refresh" data-live-events="${event}" hx-swap="outerHTML"`;
+}
+
+async function renderQueuePart(context: DashboardContext): Promise<SafeHtml> {
+  const queue = context.queue();
+  const nowMs = Date.now();
+  const [stats, finished] = await Promise.all([
+    queue.stats(),
+    // Finish times come from the queue's listing (file times, remembered between calls), never from task files.
+    queue.list({ finishedSinceMs: nowMs - 60 * 60_000 }),
+  ]);
+  const throughput = countThroughput(finishedTimes(finished), { nowMs });
+  const counts = taskStates.map(
+    (state) => html`<div><dt><a href="/tasks${queryString({ state })}">${state}</a></dt><dd>${stats[state]}</dd></div>`,
+  );
+  return html`<section class="card overview-queue" aria-labelledby="overview-queue-title"${liveAttributes('queue', 'queue')}>
+<h2 id="overview-queue-title">Queue</h2>
+<dl class="stats">${counts}</dl>
+<p class="muted">${stats.ready} ready, ${stats.scheduled} scheduled for later.</p>
+<figure class="throughput">
+${renderSparkline(throughput)}
+<figcaption>${describeThroughput(throughput)} (per minute: done, then failed on top).</figcaption>
+</figure>
+</section>`;
+}
+
+function finishedTimes(entries: readonly TaskEntry[]): { state: 'done' | 'failed'; finishedAtMs: number }[] {
+  const times: { state: 'done' | 'failed'; finishedAtMs: number }[] = [];
+  for (const entry of entries) {
+    if ((entry.state === 'done' || entry.state === 'failed') && entry.finishedAtMs !== undefined) {
+      times.push({ state: entry.state, finishedAtMs: entry.finishedAtMs });
+    }
+  }
+  return times;
+}
+
+function formatBytes(bytes: number | undefined): string {
+  if (bytes === undefined) return '—';
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+  return `${Math.round(bytes / 1024 ** 2)} MiB`;
+}
+
+async function renderWorkersPart(context: DashboardContext): Promise<SafeHtml> {
+  const queue = context.queue();
+  const [workers, published, active] = await Promise.all([
+    queue.workers.list(),
+    queue.workers.readMetrics(),
+    queue.list({ state: 'active' }),
+  ]);
+  const processes = parseWorkerProcesses(published);
+  const running = new Map<string, number>();
+  for (const entry of active) {
+    if (entry.worker !== undefined) running.set(entry.worker, (running.get(entry.worker) ?? 0) + 1);
+  }
+  const alive = workers.filter((worker) => worker.alive).length;
+  const rows = workers.map(
+    (worker) => html`<tr>
+<th scope="row"><code>${worker.id}</code></th>
+<td><span class="badge ${worker.alive ? 'ok' : 'bad'}">${worker.alive ? 'alive' : 'gone'}</span></td>
+<td>${running.get(worker.id) ?? 0}</td>
+<td>${formatBytes(processes.get(worker.id)?.memory.rss_bytes)}</td>
+<td class="hide-narrow">${timeTag(worker.startedAt)}</td>
+<td>${timeTag(worker.heartbeatAt)}</td>
+</tr>`,
+  );
+  const summary =
+    workers.length === 0
+      ? html`<p class="notice warn">No worker has started: tasks wait in pending until one runs (<code>assistant start</code> or <code>assistant worker</code>).</p>`
+      : html`<p>${alive} of ${workers.length} alive; ${active.length} tasks running.</p>`;
+  return html`<section class="card overview-workers" aria-labelledby="overview-workers-title"${liveAttributes('workers', 'queue')}>
+<h2 id="overview-workers-title">Workers</h2>
+${summary}
+${
+  workers.length === 0
+    ? ''
+    : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Running</th><th scope="col">Memory (RSS)</th><th scope="col" class="hide-narrow">Started</th><th scope="col">Last heartbeat</th></tr></thead>
+<tbody>${rows}</tbody>
+</table></div>`
+}
+</section>`;
+}
+
+async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
+  const details: Omit<HealthDetails, 'status' | 'version' | 'queue'> = await healthDetails(
+    context.queue(),
+    context.status,
+  );
+  const health = details.worker.alive
+    ? html`<p class="notice ok">Server ${assistantVersion} is up; ${details.worker.workers} worker${details.worker.workers === 1 ? '' : 's'} alive (last heartbeat ${timeTag(details.worker.last_heartbeat_at ?? undefined)}).</p>`
+    : html`<p class="notice warn">Server ${assistantVersion} is up, but no worker is alive${details.worker.last_heartbeat_at ? html` (last heartbeat ${timeTag(details.worker.last_heartbeat_at)})` : ''}: nothing runs.</p>`;
+  const schedules =
+    details.schedules.length === 0
+      ? html`<p class="muted">No schedules.</p>`
+      : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Schedule</th><th scope="col">Next run</th><th scope="col" class="hide-narrow">Last run</th></tr></thead>
+<tbody>${details.schedules.map(
+          (job) => html`<tr>
+<th scope="row">${job.description} <code class="muted">${job.id}</code></th>
+<td>${job.paused ? html`<span class="badge pending">paused</span> ${job.paused}` : timeTag(job.next_run_at)}</td>
+<td class="hide-narrow">${timeTag(job.last_fired_at)}</td>
+</tr>`,
+        )}</tbody>
+</table></div>`;
+  const breakers =
+    details.circuit_breakers.length === 0
+      ? html`<p class="muted">All circuit breakers are closed.</p>`
+      : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Task type</th><th scope="col">State</th><th scope="col">Failures</th><th scope="col">Retry at</th><th scope="col">Last error</th></tr></thead>
+<tbody>${details.circuit_breakers.map(
+          (breaker) => html`<tr>
+<th scope="row"><a href="/tasks${queryString({ type: breaker.task_type })}">${breaker.task_type}</a></th>
+<td><span class="badge open">${breaker.state}</span></td>
+<td>${breaker.consecutive_failures}</td>
+<td>${timeTag(breaker.retry_at)}</td>
+<td>${breaker.last_error ?? ''}</td>
+</tr>`,
+        )}</tbody>
+</table></div>`;
+  const listeners =
+    details.listeners.length === 0
+      ? html`<p class="muted">No listeners.</p>`
+      : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Listener</th><th scope="col">State</th><th scope="col">Restarts</th><th scope="col">Last error</th></tr></thead>
+<tbody>${details.listeners.map(
+          (listener) => html`<tr>
+<th scope="row"><code>${listener.id}</code></th>
+<td><span class="badge ${listener.state === 'running' ? 'ok' : 'bad'}">${listener.state}</span>${listener.restart_at ? html` restarts ${timeTag(listener.restart_at)}` : ''}</td>
+<td>${listener.restarts}</td>
+<td>${listener.last_error ?? ''}${listener.last_error_at ? html` (${timeTag(listener.last_error_at)})` : ''}</td>
+</tr>`,
+        )}</tbody>
+</table></div>`;
+  return html`<section class="card overview-health" aria-labelledby="overview-health-title">
+<h2 id="overview-health-title">Health</h2>
+${health}
+<h3>Schedules</h3>
+${schedules}
+<h3>Open circuit breakers</h3>
+${breakers}
+<h3>Listeners</h3>
+${listeners}
+</section>`;
+}
+
+async function renderLogPart(context: DashboardContext): Promise<SafeHtml> {
+  const file = context.humanLog.fileFor(new Date());
+  const chunk = await readLogBefore(file, { maxLines: overviewLogLines, maxBytes: 64 * 1024 });
+  return html`<section class="card overview-log" aria-labelledby="overview-log-title"${liveAttributes('log', 'log')}>
+<h2 id="overview-log-title">Today’s log</h2>
+${
+  chunk.lines.length === 0
+    ? html`<p class="muted">Nothing logged today yet.</p>`
+    : html`<ul class="log">${chunk.lines.map((line) => renderLogLine(line))}</ul>`
+}
+<p><a href="/log">The whole log${chunk.startOffset > 0 ? ' (earlier lines and other days)' : ' and other days'}</a></p>
+</section>`;
 }
