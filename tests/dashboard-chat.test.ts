@@ -56,7 +56,7 @@ describe('dashboard chat pages', () => {
 
     // Pieces of the reply stream in while the turn runs: the live part shows a start of it, the transcript no reply.
     await expect
-      .poll(() => page.locator('#chat-live .streaming .chat-text').textContent(), { intervals: [50] })
+      .poll(() => page.locator('#chat-live .streaming .chat-text').textContent(), { interval: 50 })
       .toMatch(/^Good evening\./);
     const partial = (await page.locator('#chat-live .streaming .chat-text').textContent()) ?? '';
     expect(partial.length).toBeLessThan(reply.length);
@@ -107,7 +107,7 @@ describe('dashboard chat pages', () => {
           await page.goto('/chat/notifications');
           return page.locator(`.chat-approval[data-approval="${approvalId}"] form`).count();
         },
-        { timeout: 20_000, intervals: [500] },
+        { timeout: 20_000, interval: 500 },
       )
       .toBe(1);
     const form = page.locator(`.chat-approval[data-approval="${approvalId}"] form`);
