@@ -11,9 +11,9 @@ import { timeTag } from '../layout.ts';
  */
 
 /** The most messages one page shows; earlier ones are a link away. */
-export const messagesPerPage = 50;
+const messagesPerPage = 50;
 /** Text of one message shown on the page; the rest is in the note. Keeps `/chat/:id` under 100 KB. */
-export const maxShownChars = 6_000;
+const maxShownChars = 6_000;
 /** Text of the reply being written, shown live (its end). */
 const maxLiveChars = 12_000;
 
@@ -76,7 +76,7 @@ ${decided}
 }
 
 /** A message's text as the page shows it: at most `maxShownChars`, saying how much more the note holds. */
-export function shownText(text: string, limit = maxShownChars): SafeHtml {
+function shownText(text: string, limit = maxShownChars): SafeHtml {
   if (text.length <= limit) return html`${text}`;
   return html`${text.slice(0, limit)}<span class="muted"> … (${text.length - limit} more characters in the note)</span>`;
 }

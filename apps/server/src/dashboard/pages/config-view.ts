@@ -12,7 +12,7 @@ import { timeTag } from '../layout.ts';
  */
 
 /** A secret as the page shows it: its name, never its value. */
-export function secretLabel(secret: Secret): string {
+function secretLabel(secret: Secret): string {
   return `(secret: ${secret.name})`;
 }
 
