@@ -1,5 +1,5 @@
-import { formatProblem, type LoadConfigResult } from '@assistant/config';
-import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
+import { ConfigError, formatProblem, type LoadConfigResult } from '@assistant/config';
+import { checkConfig, type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
@@ -27,4 +27,23 @@ export async function loadCliConfig(options: LoadCliConfigOptions): Promise<Load
 
 function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings']): void {
   for (const warning of warnings) context.stderr.write(`warning: ${formatProblem(warning)}\n`);
+}
+
+/**
+ * `assistant config check`'s checks (the shared `checkConfig`, which the dashboard's Config page runs too): the
+ * config loaded as above, then every handler, listener and webhook module imported. Prints the warnings; throws the
+ * error that makes the config unusable.
+ */
+export async function checkCliConfig(options: LoadCliConfigOptions): Promise<LoadedRuntime> {
+  const { globals, context } = options;
+  const check = await checkConfig({
+    configPath: globals.configPath,
+    cwd: context.cwd,
+    installation,
+    ...(globals.dataDir === undefined ? {} : { dataDir: globals.dataDir }),
+  });
+  // A ConfigError carries its warnings itself, and the error printer shows them.
+  if (!(check.error instanceof ConfigError)) printWarnings(context, check.warnings);
+  if (check.runtime === undefined) throw check.error;
+  return check.runtime;
 }

@@ -1,4 +1,5 @@
 export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
+export { type ConfigCheck, checkConfig } from './check-config.ts';
 export type {
   AgentTaskOptions,
   ChatContext,

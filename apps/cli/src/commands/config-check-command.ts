@@ -4,7 +4,7 @@ import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integratio
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
-import { loadCliConfig } from '../load-cli-config.ts';
+import { checkCliConfig } from '../load-cli-config.ts';
 
 export interface ConfigCheckOptions {
   globals: GlobalOptions;
@@ -16,12 +16,7 @@ export interface ConfigCheckOptions {
 /** Validates the config and summarises what it sets up; invalid config throws ConfigError (exit 2). */
 export async function configCheckCommand(options: ConfigCheckOptions): Promise<void> {
   const { context } = options;
-  const { config, registry } = await loadCliConfig(options);
-  // Every handler, listener and webhook module imported and its export checked (as `assistant start` does before
-  // it starts anything): the worker and the server import them only on first use and refuse at start only a
-  // missing module. Every manifest's listeners and webhooks, not only enabled instances': the answer does not
-  // change when an instance is enabled.
-  await registry.loadHandlers({ inbound: 'all' });
+  const { config, registry } = await checkCliConfig(options);
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [
     `${shownPath(config.paths.configFile, context.cwd)}: OK`,

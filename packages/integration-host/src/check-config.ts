@@ -1,0 +1,50 @@
+import path from 'node:path';
+import { ConfigError, type ConfigProblem } from '@assistant/config';
+import { isAssistantError } from '@assistant/errors';
+import { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
+
+/** What `assistant config check` and the dashboard's Config page find in a config file. */
+export interface ConfigCheck {
+  /** The loaded runtime when the config is valid and every handler module loads. */
+  runtime?: LoadedRuntime;
+  /** The error that made it invalid, as thrown (`ConfigError`, `CONFIG_NOT_FOUND`, a handler that cannot load). */
+  error?: unknown;
+  /** Every error located in its file (for a `ConfigError`, each of its problems; otherwise one for the file). */
+  problems: ConfigProblem[];
+  warnings: ConfigProblem[];
+}
+
+/**
+ * The checks of `assistant config check`: the config validated with the schemas of every integration found, then
+ * every handler, listener and webhook module imported and its export checked (as `assistant start` does before it
+ * starts anything; the worker and the server import them only on first use). Every manifest's listeners and
+ * webhooks, not only enabled instances': the answer does not change when an instance is enabled. Never throws for a
+ * bad config: the problems are in the result.
+ */
+export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCheck> {
+  let runtime: LoadedRuntime;
+  try {
+    runtime = await loadRuntime(options);
+  } catch (error) {
+    return { error, ...problemsOf(error, options), warnings: error instanceof ConfigError ? [...error.warnings] : [] };
+  }
+  try {
+    await runtime.registry.loadHandlers({ inbound: 'all' });
+  } catch (error) {
+    return { error, ...problemsOf(error, options), warnings: runtime.warnings };
+  }
+  return { runtime, problems: [], warnings: runtime.warnings };
+}
+
+function problemsOf(error: unknown, options: LoadRuntimeOptions): { problems: ConfigProblem[] } {
+  if (error instanceof ConfigError) return { problems: [...error.problems] };
+  const cwd = options.cwd ?? process.cwd();
+  const file = path.resolve(cwd, options.configPath);
+  const relative = path.relative(cwd, file);
+  const shown = relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
+  const message = error instanceof Error ? error.message : String(error);
+  const hint = isAssistantError(error) ? error.hint : undefined;
+  return {
+    problems: [{ severity: 'error', file: shown, path: [], message, ...(hint === undefined ? {} : { hint }) }],
+  };
+}
