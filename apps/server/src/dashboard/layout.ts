@@ -23,8 +23,10 @@ export interface PageOptions {
   section: DashboardSection | undefined;
   body: SafeHtml;
   /**
-   * The live stream this page listens to (`/live?topics=queue,log`, plus `task=<id>` or `chat=<id>`): elements
-   * with `hx-trigger="sse:<event>"` or `sse-swap="<event>"` update from it. @default no live parts
+   * The live stream this page listens to (`/live?topics=queue,log`, plus `task=<id>` or `chat=<id>`). Elements take
+   * pushed HTML with `sse-swap="<event>"`, or refresh themselves with `hx-trigger="live-refresh"
+   * data-live-events="queue log"` (dashboard.js: at most once a second, never missing the last change; htmx's own
+   * `throttle:` drops it). @default no live parts
    */
   live?: string;
 }

@@ -131,7 +131,7 @@ export function renderTranscript(options: TranscriptOptions): SafeHtml {
   const latest = end === conversation.messages.length;
   const messages = conversation.messages.slice(start, end);
   const live = latest
-    ? html` hx-get="/chat/${conversation.id}/transcript" hx-trigger="sse:chat-refresh, sse:approvals throttle:1s" hx-swap="outerHTML"`
+    ? html` hx-get="/chat/${conversation.id}/transcript" hx-trigger="sse:chat-refresh, live-refresh" data-live-events="approvals" hx-swap="outerHTML"`
     : '';
   return html`<div id="transcript"${live}>
 ${start > 0 ? html`<p><a href="/chat/${conversation.id}?before=${start}">Earlier messages (${start})</a></p>` : ''}
