@@ -14,11 +14,19 @@ export { NoteIndex, type NoteIndexOptions } from './note-index.ts';
 export { NotePathError, resolveNotePath } from './note-path.ts';
 export { type FieldCondition, matchesWhere, type NoteWhere, parseWhereFlag } from './note-query.ts';
 export {
+  noteContainsText,
+  type SearchNotesOptions,
+  type SearchNotesResult,
+  searchNotes,
+} from './note-search.ts';
+export {
   BrokenNoteError,
+  type FolderListing,
   type Note,
   NoteConflictError,
   NoteStore,
   type NoteStoreOptions,
+  type NoteText,
   type UpdateNoteOptions,
 } from './note-store.ts';
 export {
