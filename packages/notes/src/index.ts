@@ -19,6 +19,7 @@ export {
   type SearchNotesResult,
   searchNotes,
 } from './note-search.ts';
+export { NoteSearchIndex, type NoteSearchIndexOptions } from './note-search-index.ts';
 export {
   BrokenNoteError,
   type FolderListing,

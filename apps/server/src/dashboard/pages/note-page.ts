@@ -17,7 +17,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { notePageUrl, renderNoteMarkdown } from '../markdown.ts';
 import { renderWhy } from '../why.ts';
-import { breadcrumbs, folderOf, folderUrl, noteTitle, pathProblem } from './note-views.ts';
+import { breadcrumbs, folderOf, folderUrl, noteSearchIndex, noteTitle, pathProblem } from './note-views.ts';
 
 /** A note's text read for a page: parsed, or broken with the problem located. */
 type ReadNote =
@@ -62,7 +62,11 @@ async function readNote(
 function valueCell(value: unknown): SafeHtml {
   if (typeof value === 'string') return value.includes('\n') ? html`<pre>${value}</pre>` : html`${value}`;
   if (value === null) return html`<code>null</code>`;
-  if (typeof value === 'object') return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+  if (typeof value === 'object') {
+    // Short data on one line (`["food","friday"]`), longer data indented.
+    const compact = JSON.stringify(value);
+    return compact.length <= 60 ? html`<code>${compact}</code>` : html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+  }
   return html`${String(value)}`;
 }
 
@@ -70,8 +74,7 @@ function frontmatterTable(data: FrontmatterData): SafeHtml {
   const entries = Object.entries(data);
   if (entries.length === 0) return html`<p class="muted">No frontmatter.</p>`;
   return html`<div class="table-wrap"><table class="kv">
-<caption class="visually-hidden">Frontmatter</caption>
-<thead><tr><th scope="col">Key</th><th scope="col">Value</th></tr></thead>
+<caption class="visually-hidden">Frontmatter: each key with its value</caption>
 <tbody>${entries.map(([key, value]) => html`<tr><th scope="row">${key}</th><td>${valueCell(value)}</td></tr>`)}</tbody>
 </table></div>`;
 }
@@ -133,7 +136,7 @@ function editForm(options: EditFormOptions): SafeHtml {
 ${csrfField(options.request)}
 <input type="hidden" name="version" value="${options.version}">
 ${options.problem ? html`<div class="notice bad" id="${problemId}" role="alert">${options.problem}</div>` : ''}
-<div class="field"><label for="${options.idPrefix}-frontmatter">Frontmatter (YAML, between the <code>---</code> lines)</label>
+<div class="field"><label for="${options.idPrefix}-frontmatter">Frontmatter (YAML)</label>
 ${textarea({ name: 'frontmatter', id: `${options.idPrefix}-frontmatter`, text: options.frontmatter, rows: lines(options.frontmatter, 4), ...(options.problem ? { describedBy: problemId } : {}) })}</div>
 <div class="field"><label for="${options.idPrefix}-body">Body (markdown)</label>
 ${textarea({ name: 'body', id: `${options.idPrefix}-body`, text: options.body, rows: lines(options.body, 10) })}</div>
@@ -236,6 +239,8 @@ async function save(context: DashboardContext, request: FastifyRequest, reply: F
     }
     throw error;
   }
+  // The next search must see this save, without waiting for the watch to report it.
+  await noteSearchIndex(context).refresh(read.text.path);
   return redirectAfterPost(request, reply, `${notePageUrl(read.text.path)}?saved`);
 }
 

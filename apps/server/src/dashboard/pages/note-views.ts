@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
-import { type FrontmatterData, NotePathError } from '@assistant/notes';
+import { type FrontmatterData, NotePathError, NoteSearchIndex } from '@assistant/notes';
+import type { DashboardContext } from '../dashboard-context.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { notePageUrl } from '../markdown.ts';
 
@@ -45,4 +46,26 @@ export function folderOf(notePath: string): string {
 export function pathProblem(error: unknown): unknown {
   if (error instanceof NotePathError) return new AssistantError('BAD_REQUEST', error.message);
   return error;
+}
+
+const searchIndexes = new WeakMap<DashboardContext, NoteSearchIndex>();
+
+/**
+ * The server's in-memory search index of the notes, started the first time someone opens the Notes pages (not at
+ * server start: an install nobody browses never pays for it) and closed as the server shuts down. Until its first
+ * full read is done, searches read the notes instead.
+ */
+export function noteSearchIndex(context: DashboardContext): NoteSearchIndex {
+  let index = searchIndexes.get(context);
+  if (!index) {
+    const created = new NoteSearchIndex({ store: context.notes });
+    index = created;
+    searchIndexes.set(context, created);
+    if (context.signal.aborted) return created;
+    context.signal.addEventListener('abort', () => void created.close(), { once: true });
+    created.start().catch(() => {
+      // A failed start (the notes folder unreadable) leaves the index not ready: searches keep reading the notes.
+    });
+  }
+  return index;
 }

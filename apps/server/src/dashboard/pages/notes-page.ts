@@ -1,5 +1,5 @@
 import { AssistantError } from '@assistant/errors';
-import { BrokenNoteError, type NoteWhere, parseWhereFlag, searchNotes } from '@assistant/notes';
+import { BrokenNoteError, type NoteWhere, parseWhereFlag, type SearchNotesResult, searchNotes } from '@assistant/notes';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
@@ -8,10 +8,10 @@ import { html, type SafeHtml } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { notePageUrl } from '../markdown.ts';
 import { registerNotePage } from './note-page.ts';
-import { breadcrumbs, folderUrl, noteTitle, pathProblem } from './note-views.ts';
+import { breadcrumbs, folderUrl, noteSearchIndex, noteTitle, pathProblem } from './note-views.ts';
 
 /** Rows per page, in a folder and in search results. */
-export const notesPageSize = 50;
+const notesPageSize = 50;
 
 /** What `/notes` was asked: a folder to browse, or a search (text and/or field conditions) within it. */
 interface NotesQuery {
@@ -102,6 +102,8 @@ async function rowsOf(context: DashboardContext, paths: string[]): Promise<Row[]
 }
 
 async function browse(context: DashboardContext, query: NotesQuery): Promise<SafeHtml> {
+  // Opening the Notes pages starts the search index, so that the search that often follows is answered from memory.
+  noteSearchIndex(context);
   const listing = await context.notes.listFolder(query.folder).catch((error: unknown) => {
     throw pathProblem(error);
   });
@@ -141,20 +143,36 @@ async function search(context: DashboardContext, query: NotesQuery, signal: Abor
     return html`${breadcrumbs(query.folder, { isNote: false })}${searchForm(query)}
 <div class="notice bad" role="alert"><p>Nothing searched:</p><ul>${problems.map((problem) => html`<li>${problem}</li>`)}</ul></div>`;
   }
-  let broken = 0;
-  const result = await searchNotes(context.notes, {
+  const options = {
     ...(query.folder === '' ? {} : { folder: query.folder }),
     ...(query.text === '' ? {} : { text: query.text }),
     where,
     offset: (query.page - 1) * notesPageSize,
     limit: notesPageSize,
-    onBroken: () => {
-      broken += 1;
-    },
-    signal,
-  }).catch((error: unknown) => {
-    throw pathProblem(error);
-  });
+  };
+  // The folder must be inside the notes (the index would simply find nothing under `../x`; say why instead).
+  if (query.folder !== '') {
+    const listing = await context.notes.listFolder(query.folder).catch((error: unknown) => {
+      throw pathProblem(error);
+    });
+    if (!listing) throw new AssistantError('NOT_FOUND', `no folder ${query.folder} in the notes`);
+  }
+  const index = noteSearchIndex(context);
+  let broken = 0;
+  let result: SearchNotesResult;
+  if (index.ready) {
+    const found = index.search(options);
+    result = found;
+    broken = found.broken;
+  } else {
+    result = await searchNotes(context.notes, {
+      ...options,
+      onBroken: () => {
+        broken += 1;
+      },
+      signal,
+    });
+  }
   const rows = result.notes.map((note) => ({ path: note.path, title: noteTitle(note.data), broken: false }));
   const what = [
     query.text === '' ? undefined : `containing “${query.text}”`,
@@ -166,7 +184,7 @@ async function search(context: DashboardContext, query: NotesQuery, signal: Abor
   return html`${breadcrumbs(query.folder, { isNote: false })}
 ${searchForm(query)}
 <h2>Search results</h2>
-<p role="status">${result.total} ${result.total === 1 ? 'note matches' : 'notes match'} ${what}.${broken > 0 ? html` <span class="muted">${broken} broken ${broken === 1 ? 'note was' : 'notes were'} skipped.</span>` : ''}</p>
+<p role="status" class="match-count">${result.total} ${result.total === 1 ? 'note matches' : 'notes match'} ${what}.${broken > 0 ? html` <span class="muted">${broken} broken ${broken === 1 ? 'note was' : 'notes were'} skipped.</span>` : ''}</p>
 ${rows.length > 0 ? notesTable(rows, 'Matching notes') : ''}
 ${pager(query, result.total)}`;
 }
