@@ -291,6 +291,48 @@ describe('dashboard notes', () => {
     expect(folder.headers.get('location')).toBe('/notes?folder=mail%2Finbox');
   });
 
+  it('pages a large folder and its search results 50 at a time, and fits a 360 px wide window', async () => {
+    await using dir = await tempDir();
+    const { assistant, notesRoot } = await setup(dir);
+    await using _running = assistant;
+    for (let index = 0; index < 120; index++) {
+      const name = String(index).padStart(3, '0');
+      await writeNote(
+        notesRoot,
+        `bulk/${name}.md`,
+        `---\nsubject: Bulk ${name}\nstatus: ${index % 2 === 0 ? 'new' : 'read'}\n---\nBody ${name}\n`,
+      );
+    }
+    await using dashboard = await openDashboard(browser, assistant, { narrow: true });
+    const { page } = dashboard;
+    const response = await page.goto('/notes?folder=bulk');
+    expect((await response?.body())?.length).toBeLessThan(100_000);
+    expect(await page.locator('table.notes-list tbody tr').count()).toBe(50);
+    expect(await page.getByText('Page 1 of 3').count()).toBe(1);
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await page.getByRole('link', { name: 'Next page' }).click();
+    expect(await page.locator('table.notes-list tbody tr').count()).toBe(20);
+    expect(await page.locator('table.notes-list tbody tr').first().textContent()).toContain('bulk/100.md');
+    // Field search: 60 match, in two pages; the pager keeps the conditions.
+    await page.goto('/notes?folder=bulk&field=status=new');
+    await expect.poll(() => page.locator('.match-count').textContent()).toContain('60 notes match');
+    await page.getByRole('link', { name: 'Next page' }).click();
+    expect(new URL(page.url()).searchParams.getAll('field')).toEqual(['status=new']);
+    expect(await page.locator('table.notes-list tbody tr').count()).toBe(10);
+    for (const url of ['/notes?folder=bulk', '/notes/mail/inbox/hello.md', '/notes/mail/inbox/hello.md?edit']) {
+      await page.goto(url);
+      const overflow = await page.evaluate(() => {
+        const view = globalThis as unknown as {
+          innerWidth: number;
+          document: { documentElement: { scrollWidth: number } };
+        };
+        return view.document.documentElement.scrollWidth - view.innerWidth;
+      });
+      expect(overflow, `horizontal overflow of ${url} at 360 px`).toBeLessThanOrEqual(0);
+    }
+    expect(dashboard.consoleErrors).toEqual([]);
+  });
+
   it('takes screenshots of each notes page in light and dark', async () => {
     await using dir = await tempDir();
     const { assistant, notesRoot } = await setup(dir);

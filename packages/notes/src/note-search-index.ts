@@ -49,6 +49,8 @@ export class NoteSearchIndex {
     const { store } = this.#options;
     // The store creates its root on first use; list() does too through its path checks.
     await store.listFolder('');
+    // Closed while the folder was being made: no watch is started that nobody would close.
+    if (this.#closed) return;
     this.#watcher = watch(store.root, {
       ignoreInitial: true,
       // Temp files of atomic writes and lock files start with a dot; only notes matter.

@@ -62,10 +62,14 @@ export function noteSearchIndex(context: DashboardContext): NoteSearchIndex {
     index = created;
     searchIndexes.set(context, created);
     if (context.signal.aborted) return created;
-    context.signal.addEventListener('abort', () => void created.close(), { once: true });
     created.start().catch(() => {
       // A failed start (the notes folder unreadable) leaves the index not ready: searches keep reading the notes.
     });
   }
   return index;
+}
+
+/** Stops the search index's watch, if the Notes pages started one (the server calls this as it closes). */
+export async function closeNoteSearchIndex(context: DashboardContext): Promise<void> {
+  await searchIndexes.get(context)?.close();
 }

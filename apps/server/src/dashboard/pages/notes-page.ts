@@ -8,7 +8,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { notePageUrl } from '../markdown.ts';
 import { registerNotePage } from './note-page.ts';
-import { breadcrumbs, folderUrl, noteSearchIndex, noteTitle, pathProblem } from './note-views.ts';
+import { breadcrumbs, closeNoteSearchIndex, folderUrl, noteSearchIndex, noteTitle, pathProblem } from './note-views.ts';
 
 /** Rows per page, in a folder and in search results. */
 const notesPageSize = 50;
@@ -202,4 +202,5 @@ export function registerNotesPage(app: AssistantServer, context: DashboardContex
     },
   });
   registerNotePage(app, context);
+  app.addHook('onClose', async () => closeNoteSearchIndex(context));
 }
