@@ -174,6 +174,7 @@ describe('NoteStore whole-text edits', () => {
     expect(await store.listFolder('mail')).toEqual({ folders: ['mail/sub'], notes: ['mail/a.md', 'mail/b.md'] });
     expect(await store.listFolder('')).toEqual({ folders: ['mail'], notes: [] });
     expect(await store.listFolder('nowhere')).toBeUndefined();
+    expect(await new NoteStore({ root: path.join(root, 'fresh') }).listFolder('')).toEqual({ folders: [], notes: [] });
     await symlink(outside, path.join(root, 'out'));
     await expect(store.listFolder('out')).rejects.toBeInstanceOf(NotePathError);
     await expect(store.readText('../x.md')).rejects.toBeInstanceOf(NotePathError);

@@ -161,7 +161,10 @@ export class NoteStore {
    * Hidden entries and symlinks are left out, as `list` leaves them out. Undefined when the folder does not exist.
    */
   async listFolder(folder = ''): Promise<FolderListing | undefined> {
-    const base = folder === '' ? this.root : await this.#file(folder);
+    // The root is made on first use (as #file makes it), so a fresh install lists an empty root, not a missing one.
+    let base = this.root;
+    if (folder === '') await mkdir(this.root, { recursive: true, mode: 0o700 });
+    else base = await this.#file(folder);
     let entries: { name: string; isFile(): boolean; isDirectory(): boolean }[];
     try {
       entries = await readdir(base, { withFileTypes: true });

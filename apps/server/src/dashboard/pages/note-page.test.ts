@@ -102,4 +102,13 @@ describe('note page', () => {
     const plain = await app.inject({ method: 'GET', url: '/notes/mail/plain.md', headers: { cookie } });
     expect(plain.body).toContain('No frontmatter.');
   });
+
+  it('lists an empty root on a fresh install', async () => {
+    await rm(notesRoot, { recursive: true, force: true });
+    const { app, cookie } = await server();
+    await using _app = app;
+    const page = await app.inject({ method: 'GET', url: '/notes', headers: { cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('This folder is empty.');
+  });
 });
