@@ -14,11 +14,20 @@ export { NoteIndex, type NoteIndexOptions } from './note-index.ts';
 export { NotePathError, resolveNotePath } from './note-path.ts';
 export { type FieldCondition, matchesWhere, type NoteWhere, parseWhereFlag } from './note-query.ts';
 export {
+  noteContainsText,
+  type SearchNotesOptions,
+  type SearchNotesResult,
+  searchNotes,
+} from './note-search.ts';
+export { NoteSearchIndex, type NoteSearchIndexOptions } from './note-search-index.ts';
+export {
   BrokenNoteError,
+  type FolderListing,
   type Note,
   NoteConflictError,
   NoteStore,
   type NoteStoreOptions,
+  type NoteText,
   type UpdateNoteOptions,
 } from './note-store.ts';
 export {

@@ -130,3 +130,53 @@ describe('NoteStore', () => {
     expect(await readFile(path.join(outside, 'passwd'), 'utf8')).toBe('root:x:0:0\n');
   });
 });
+
+describe('NoteStore whole-text edits', () => {
+  it('replaces the text as written, comments and all, when the file is the version read', async () => {
+    await store.create('a.md', { data: { status: 'new' }, body: 'Hi\n' });
+    const read = await store.readText('a.md');
+    const text = '---\n# a comment\nstatus: done # why\n---\nHello\n';
+    const written = await store.replaceText('a.md', { text, basedOnHash: read?.hash ?? '' });
+    expect(written.data).toEqual({ status: 'done' });
+    expect(await readFile(path.join(root, 'a.md'), 'utf8')).toBe(text);
+  });
+
+  it('refuses a save based on an older version and writes nothing', async () => {
+    await store.create('a.md', { data: { status: 'new' }, body: 'Hi\n' });
+    const read = await store.readText('a.md');
+    await writeFile(path.join(root, 'a.md'), '---\nstatus: changed\n---\nBy hand\n');
+    await expect(
+      store.replaceText('a.md', { text: '---\nstatus: mine\n---\n', basedOnHash: read?.hash ?? '' }),
+    ).rejects.toBeInstanceOf(NoteConflictError);
+    expect(await readFile(path.join(root, 'a.md'), 'utf8')).toBe('---\nstatus: changed\n---\nBy hand\n');
+  });
+
+  it('refuses frontmatter that does not parse, with its line in the file', async () => {
+    await store.create('a.md', { data: { status: 'new' } });
+    const read = await store.readText('a.md');
+    const error = await store
+      .replaceText('a.md', { text: '---\nstatus: new\nbad: [x\n---\n', basedOnHash: read?.hash ?? '' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BrokenNoteError);
+    expect((error as BrokenNoteError).line).toBeGreaterThanOrEqual(3);
+    expect(await store.readText('a.md')).toEqual(read);
+  });
+
+  it('reads a broken note as text, and lists one folder without walking the tree', async () => {
+    await mkdir(path.join(root, 'mail/sub'), { recursive: true });
+    await writeFile(path.join(root, 'mail/b.md'), '---\nx: [\n---\n');
+    await writeFile(path.join(root, 'mail/a.md'), 'plain\n');
+    await writeFile(path.join(root, 'mail/.hidden.md'), '');
+    await writeFile(path.join(root, 'mail/sub/deep.md'), '');
+    await writeFile(path.join(root, 'mail/image.png'), '');
+    expect((await store.readText('mail/b.md'))?.text).toBe('---\nx: [\n---\n');
+    await expect(store.read('mail/b.md')).rejects.toBeInstanceOf(BrokenNoteError);
+    expect(await store.listFolder('mail')).toEqual({ folders: ['mail/sub'], notes: ['mail/a.md', 'mail/b.md'] });
+    expect(await store.listFolder('')).toEqual({ folders: ['mail'], notes: [] });
+    expect(await store.listFolder('nowhere')).toBeUndefined();
+    expect(await new NoteStore({ root: path.join(root, 'fresh') }).listFolder('')).toEqual({ folders: [], notes: [] });
+    await symlink(outside, path.join(root, 'out'));
+    await expect(store.listFolder('out')).rejects.toBeInstanceOf(NotePathError);
+    await expect(store.readText('../x.md')).rejects.toBeInstanceOf(NotePathError);
+  });
+});

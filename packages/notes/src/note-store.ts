@@ -70,6 +70,21 @@ export interface UpdateNoteOptions {
   change?: ((current: Note) => { set?: FrontmatterChanges; body?: string }) | undefined;
 }
 
+/** A note's exact text and the hash of it: what a person edits, and the version their save is based on. */
+export interface NoteText {
+  path: string;
+  text: string;
+  /** SHA-256 of the text, as `Note.hash`. */
+  hash: string;
+}
+
+/** One folder's direct contents: its subfolders and its notes, each sorted. */
+export interface FolderListing {
+  folders: string[];
+  /** Paths relative to the root, like `list` returns. */
+  notes: string[];
+}
+
 export interface NoteStoreOptions {
   /** The notes root: `data/notes`. */
   root: string;
@@ -103,6 +118,73 @@ export class NoteStore {
       throw error;
     }
     return parseNote(notePath, text);
+  }
+
+  /**
+   * Reads a note's exact text, whether or not its frontmatter parses (a broken note is shown and fixed as text);
+   * undefined when there is none.
+   */
+  async readText(notePath: string): Promise<NoteText | undefined> {
+    const file = await this.#file(notePath);
+    try {
+      const text = await readFile(file, 'utf8');
+      return { path: notePath, text, hash: hashOf(text) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Replaces a note's whole text with what a person wrote (frontmatter comments, key order and all), provided the
+   * file is still the version they read: `basedOnHash` is the `hash` of that read. When the file changed since,
+   * NoteConflictError (its keys are `['(file)']`: the whole text was to be replaced) and nothing is written. The new frontmatter must parse: FrontmatterError (with its line in the file) otherwise. Atomic, under
+   * the note's lock, like `update`.
+   */
+  async replaceText(notePath: string, options: { text: string; basedOnHash: string }): Promise<Note> {
+    const file = await this.#file(notePath);
+    const wanted = scrubSecrets(options.text);
+    // Parse first: a save that would leave a broken note is refused before the lock is taken.
+    const next = parseNote(notePath, wanted);
+    return withFileLock(file, async () => {
+      const text = await readFile(file, 'utf8');
+      const currentHash = hashOf(text);
+      if (currentHash !== options.basedOnHash) throw new NoteConflictError(notePath, ['(file)']);
+      if (text === wanted) return next;
+      await writeAtomically(file, wanted, { exclusive: false });
+      return next;
+    });
+  }
+
+  /**
+   * One folder's subfolders and notes (`*.md`), not recursive: what a folder view shows without walking the tree.
+   * Hidden entries and symlinks are left out, as `list` leaves them out. Undefined when the folder does not exist.
+   */
+  async listFolder(folder = ''): Promise<FolderListing | undefined> {
+    // The root is made on first use (as #file makes it), so a fresh install lists an empty root, not a missing one.
+    let base = this.root;
+    if (folder === '') await mkdir(this.root, { recursive: true, mode: 0o700 });
+    else base = await this.#file(folder);
+    let entries: { name: string; isFile(): boolean; isDirectory(): boolean }[];
+    try {
+      entries = await readdir(base, { withFileTypes: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+      throw error;
+    }
+    const prefix = folder === '' ? '' : `${folder.replace(/\/+$/, '')}/`;
+    const visible = entries.filter((entry) => !entry.name.startsWith('.'));
+    return {
+      folders: visible
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => `${prefix}${entry.name}`)
+        .sort(),
+      notes: visible
+        .filter((entry) => entry.isFile() && entry.name.endsWith('.md'))
+        .map((entry) => `${prefix}${entry.name}`)
+        .sort(),
+    };
   }
 
   /** Creates a note; fails when one exists at that path already. */

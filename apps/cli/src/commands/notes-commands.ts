@@ -1,5 +1,5 @@
 import { AssistantError } from '@assistant/errors';
-import { BrokenNoteError, NoteStore, type NoteWhere, parseWhereFlag } from '@assistant/notes';
+import { BrokenNoteError, NoteStore, type NoteWhere, noteContainsText, parseWhereFlag } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -76,9 +76,7 @@ export async function notesSearchCommand(
     where,
     onBroken: (error) => options.context.stderr.write(`warning: skipped ${error.message}\n`),
   });
-  const found = notes.filter(
-    (note) => needle === undefined || `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle),
-  );
+  const found = notes.filter((note) => needle === undefined || noteContainsText(note, needle));
   if (options.json)
     return writeJson(
       options.context,

@@ -1,6 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { AssistantError } from '@assistant/errors';
-import { BrokenNoteError, type FrontmatterData, NotePathError, type NoteStore } from '@assistant/notes';
+import {
+  BrokenNoteError,
+  type FrontmatterData,
+  NotePathError,
+  type NoteStore,
+  noteContainsText,
+} from '@assistant/notes';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
@@ -60,10 +66,7 @@ export function registerNoteRoutes(app: AssistantServer, routes: RouteTable, opt
         if (error instanceof NotePathError) throw new AssistantError('BAD_REQUEST', error.message);
         throw error;
       }
-      const matching =
-        needle === undefined
-          ? found
-          : found.filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle));
+      const matching = needle === undefined ? found : found.filter((note) => noteContainsText(note, needle));
       return {
         notes: matching.slice(0, query.limit).map((note) => ({ path: note.path, ...titleOf(note.data) })),
         broken,
