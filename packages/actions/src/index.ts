@@ -14,6 +14,17 @@ export {
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
+  type ActionState,
+  type ExplainedAction,
+  type ExplainedRule,
+  type ExplainItemOptions,
+  explainItem,
+  type ItemExplanation,
+  type ItemRef,
+  itemOf,
+  type RecordedAction,
+} from './explain-item.ts';
+export {
   type ActionTaken,
   type ActPayload,
   actPayloadSchema,
