@@ -35,6 +35,8 @@ export type ActionState =
   | { state: 'due' }
   /** The rule matches, needs approval, and no request exists yet (the next evaluate asks). */
   | { state: 'will-ask'; approval: string }
+  /** A dry run's rule matches: the action would be taken (or, with `approval: required`, asked for). */
+  | { state: 'would'; asks: boolean }
   | { state: 'none' };
 
 export interface ExplainedAction extends ActionExplanation {
@@ -224,6 +226,7 @@ export async function explainItem(options: ExplainItemOptions): Promise<ItemExpl
     const begun = started.find((entry) => entry.action === key);
     if (begun) return { state: 'started', ...(begun.at ? { at: begun.at } : {}) };
     if (!rule.match?.actions.some((candidate) => candidate.key === key)) return { state: 'none' };
+    if (options.dryRun) return { state: 'would', asks: rule.approval };
     const id = requestIdOf(rule);
     if (id === undefined) return { state: 'due' };
     const request = approvals.get(id);

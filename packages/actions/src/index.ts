@@ -14,17 +14,6 @@ export {
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
-  type ActionState,
-  type ExplainedAction,
-  type ExplainedRule,
-  type ExplainItemOptions,
-  explainItem,
-  type ItemExplanation,
-  type ItemRef,
-  itemOf,
-  type RecordedAction,
-} from './explain-item.ts';
-export {
   type ActionTaken,
   type ActPayload,
   actPayloadSchema,
@@ -36,6 +25,17 @@ export {
   type PlannedAction,
   plannedActionSchema,
 } from './enqueue-actions.ts';
+export {
+  type ActionState,
+  type ExplainedAction,
+  type ExplainedRule,
+  type ExplainItemOptions,
+  explainItem,
+  type ItemExplanation,
+  type ItemRef,
+  itemOf,
+  type RecordedAction,
+} from './explain-item.ts';
 export {
   type RequestManualActionOptions,
   type RequestManualActionResult,
