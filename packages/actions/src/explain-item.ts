@@ -1,3 +1,4 @@
+import type { ConditionExplanation } from '@assistant/automations';
 import {
   type ActionExplanation,
   type CompiledRule,
@@ -286,4 +287,42 @@ function recorded(value: unknown): RecordedAction[] {
       },
     ];
   });
+}
+
+/** A value as explanations show it: JSON for text, numbers and lists (cut at 120 characters), `nothing` for none. */
+export function shownValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/** What a condition saw, in words: `saw 0.9`, or why a missing classification fails it. */
+export function describeSeen(condition: ConditionExplanation): string {
+  return condition.missing
+    ? `the item has no classification \`${condition.name}\`, so it fails`
+    : `saw ${shownValue(condition.value)}`;
+}
+
+/** What became of an action, in words: `taken at … (task …)`, `waiting for approval ap-… (expires …)`. */
+export function describeOutcome(outcome: ActionState, ruleName: string): string {
+  switch (outcome.state) {
+    case 'taken':
+      return `taken${outcome.at ? ` at ${outcome.at}` : ''}${outcome.task ? ` (task ${outcome.task})` : ''}${outcome.rule && outcome.rule !== ruleName ? ` by rule "${outcome.rule}"` : ''}${outcome.approval ? `, approved in ${outcome.approval}` : ''}`;
+    case 'started':
+      return `started${outcome.at ? ` at ${outcome.at}` : ''}`;
+    case 'waiting':
+      return `waiting for approval ${outcome.approval} (expires ${outcome.expiresAt})`;
+    case 'approved':
+      return `approved in ${outcome.approval}`;
+    case 'refused':
+      return `${outcome.status} (${outcome.approval}): not taken`;
+    case 'due':
+      return 'not taken yet: the next evaluation takes it';
+    case 'will-ask':
+      return 'not asked yet: the next evaluation asks for approval';
+    case 'would':
+      return outcome.asks ? 'would ask for approval' : 'would be taken';
+    default:
+      return 'not taken';
+  }
 }

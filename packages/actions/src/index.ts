@@ -27,6 +27,8 @@ export {
 } from './enqueue-actions.ts';
 export {
   type ActionState,
+  describeOutcome,
+  describeSeen,
   type ExplainedAction,
   type ExplainedRule,
   type ExplainItemOptions,
@@ -35,6 +37,7 @@ export {
   type ItemRef,
   itemOf,
   type RecordedAction,
+  shownValue,
 } from './explain-item.ts';
 export {
   type RequestManualActionOptions,

@@ -1,6 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type ExplainedRule, explainItem, type ItemExplanation } from '@assistant/actions';
+import {
+  describeOutcome,
+  describeSeen,
+  type ExplainedRule,
+  explainItem,
+  type ItemExplanation,
+} from '@assistant/actions';
 import { type ConfigProblem, formatProblem, parseAutomations } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { NoteStore } from '@assistant/notes';
@@ -82,16 +88,8 @@ function notePathOf(note: string, notesRoot: string, cwd: string): string {
   return note;
 }
 
-/** A value as the explanation shows it: JSON for text and lists, `nothing` when the item has none. */
-export function shownValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'string') return JSON.stringify(value.length > 120 ? `${value.slice(0, 117)}...` : value);
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
-}
-
 /** The readable explanation `assistant automations explain` prints. */
-export function formatExplanation(explained: ItemExplanation): string {
+function formatExplanation(explained: ItemExplanation): string {
   const from = explained.rulesFrom === 'config' ? 'config.yaml' : `${explained.rulesFrom.file} (a dry run)`;
   const lines = [
     `${explained.item}: ${explained.title}`,
@@ -128,35 +126,13 @@ function formatRule(rule: ExplainedRule): string[] {
     `${rule.index + 1}. "${rule.name}": ${verdict} (${rule.provenance} provenance${rule.approval ? ', approval required' : ''})`,
   ];
   for (const condition of rule.conditions) {
-    const seen = condition.missing
-      ? `the item has no classification \`${condition.name}\`, so it fails`
-      : `saw ${shownValue(condition.value)}`;
-    lines.push(`   ${condition.holds ? 'holds' : 'fails'}: ${condition.text} (${condition.subject}; ${seen})`);
+    lines.push(
+      `   ${condition.holds ? 'holds' : 'fails'}: ${condition.text} (${condition.subject}; ${describeSeen(condition)})`,
+    );
   }
   for (const action of rule.actions) {
-    const outcome = action.outcome;
-    const state =
-      outcome.state === 'taken'
-        ? `taken${outcome.at ? ` at ${outcome.at}` : ''}${outcome.task ? ` (task ${outcome.task})` : ''}${outcome.rule && outcome.rule !== rule.name ? ` by rule "${outcome.rule}"` : ''}`
-        : outcome.state === 'started'
-          ? `started${outcome.at ? ` at ${outcome.at}` : ''}`
-          : outcome.state === 'waiting'
-            ? `waiting for approval ${outcome.approval} (expires ${outcome.expiresAt})`
-            : outcome.state === 'approved'
-              ? `approved in ${outcome.approval}`
-              : outcome.state === 'refused'
-                ? `${outcome.status} (${outcome.approval})`
-                : outcome.state === 'due'
-                  ? 'not taken yet: the next evaluation takes it'
-                  : outcome.state === 'will-ask'
-                    ? 'not asked yet: the next evaluation asks for approval'
-                    : outcome.state === 'would'
-                      ? outcome.asks
-                        ? 'would ask for approval'
-                        : 'would be taken'
-                      : 'not taken';
     lines.push(
-      `   action ${action.action.key} [${action.action.tier.replace('_', ' ')}${action.action.yolo ? ', !yolo' : ''}]: ${action.gate}; ${state}`,
+      `   action ${action.action.key} [${action.action.tier.replace('_', ' ')}${action.action.yolo ? ', !yolo' : ''}]: ${action.gate}; ${describeOutcome(action.outcome, rule.name)}`,
     );
   }
   return lines;
