@@ -109,7 +109,8 @@ async function renderList(context: DashboardContext, request: FastifyRequest, st
   const classifications = await Promise.all(shown.map((approval) => itemClassifications(context, approval.item)));
   const nowMs = Date.now();
   const decided = state.decided ? await decidedNotice(context, state.decided) : '';
-  const self = listUrl({ ...state, page });
+  // The live refresh keeps the notice of a decision just made (a refresh follows every decision: the folder changed).
+  const self = listUrl({ ...state, page }, state.decided ? { decided: state.decided } : {});
   const pager =
     pages > 1
       ? html`<nav class="pager" aria-label="Pages">${page > 1 ? html`<a href="${listUrl({ ...state, page: page - 1 })}">Newer</a>` : ''}<span>Page ${page} of ${pages}</span>${page < pages ? html`<a href="${listUrl({ ...state, page: page + 1 })}">Older</a>` : ''}</nav>`
