@@ -52,7 +52,7 @@ ${body}
 }
 
 /** The explanation as HTML: every value from the note (subjects, senders, classifications) is escaped text. */
-export function renderExplanation(explained: ItemExplanation): SafeHtml {
+function renderExplanation(explained: ItemExplanation): SafeHtml {
   const from = explained.rulesFrom === 'config' ? 'config.yaml' : `${explained.rulesFrom.file} (a dry run)`;
   const rules =
     explained.rules.length === 0
