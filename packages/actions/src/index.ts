@@ -1,6 +1,7 @@
 export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-registry.ts';
 export {
   type ApprovalRequest,
+  approvalOfNote,
   approvalsFolder,
   type CreateApprovalRequestOptions,
   createApprovalRequest,
@@ -11,6 +12,7 @@ export {
   expireApprovals,
   listApprovals,
   readApproval,
+  sortApprovals,
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {

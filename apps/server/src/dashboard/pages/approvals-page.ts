@@ -1,7 +1,8 @@
-import { type ApprovalRequest, decideApproval, describeAction, listApprovals, readApproval } from '@assistant/actions';
+import { type ApprovalRequest, decideApproval, describeAction, readApproval } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
+import { ApprovalsIndex } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
@@ -50,12 +51,13 @@ function listUrl(state: ListState, extra: { decided?: string } = {}): string {
  * The list refreshes when the approvals folder changes (`sse:approvals`).
  */
 export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): void {
+  const index = new ApprovalsIndex(context.notes);
   dashboardRoute(app, {
     method: 'GET',
     url: '/approvals',
     handler: async (request, reply) => {
       const state = listState(request);
-      const list = await renderList(context, request, state);
+      const list = await renderList(context, index, request, state);
       if (wantsFragment(request)) return sendFragment(reply, list);
       const filters = html`<nav aria-label="Approval status"><ul class="filters">${statuses.map(
         (status) =>
@@ -90,19 +92,20 @@ ${list}`,
         });
         const state = { ...listState(request), decided: id };
         // htmx swaps the list in place, with the decision above it; a plain form post gets the page again (303).
-        if (wantsFragment(request)) return sendFragment(reply, await renderList(context, request, state));
+        if (wantsFragment(request)) return sendFragment(reply, await renderList(context, index, request, state));
         return redirectAfterPost(request, reply, listUrl(state, { decided: id }));
       },
     });
   }
 }
 
-async function renderList(context: DashboardContext, request: FastifyRequest, state: ListState): Promise<SafeHtml> {
-  const broken: string[] = [];
-  const all = await listApprovals(context.notes, {
-    ...(state.status === 'all' ? {} : { status: state.status }),
-    onBroken: (message) => broken.push(message),
-  });
+async function renderList(
+  context: DashboardContext,
+  index: ApprovalsIndex,
+  request: FastifyRequest,
+  state: ListState,
+): Promise<SafeHtml> {
+  const { requests: all, broken } = await index.list(state.status === 'all' ? undefined : state.status);
   const pages = Math.max(1, Math.ceil(all.length / pageSize));
   const page = Math.min(state.page, pages);
   const shown = all.slice((page - 1) * pageSize, page * pageSize);
