@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
 import { actCommand, approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
+import { automationsExplainCommand } from './commands/automations-command.ts';
 import { chatCommand } from './commands/chat-command.ts';
 import { configCheckCommand } from './commands/config-check-command.ts';
 import { configSchemaCommand } from './commands/config-schema-command.ts';
@@ -191,6 +192,29 @@ export function createProgram(context: CliContext): CliProgram {
         approvalDecideCommand({ globals: globalOptions(command, context), context, id, decision, ...options }),
       );
   }
+
+  const automations = program.command('automations').description("explain what an item's automations decided");
+  automations
+    .command('explain')
+    .description(
+      "each automation of the item's platform: matched or not, each condition with the value it saw, each action's tier and gate, what was done or waits",
+    )
+    .argument('<note>', "the item's note, relative to the notes folder (or a path to the file)")
+    .option('--rule <file>', 'try the automations in this YAML file (one or a list) instead of the configured ones')
+    .option('--platform <platform>', 'the platform, when the instance has several and the note does not say')
+    .option('--json', 'print the explanation as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  assistant automations explain email/personal/1700000000-42.md',
+        '  assistant automations explain email/personal/1700000000-42.md --rule draft-rule.yaml',
+      ].join('\n'),
+    )
+    .action(async (note: string, options: { rule?: string; platform?: string; json?: boolean }, command: Command) =>
+      automationsExplainCommand({ globals: globalOptions(command, context), context, note, ...options }),
+    );
 
   program
     .command('act')

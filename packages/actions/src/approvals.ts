@@ -166,14 +166,30 @@ export async function listApprovals(
     folder: approvalsFolder,
     onBroken: (error: BrokenNoteError) => options.onBroken?.(error.message),
   })) {
-    const checked = approvalSchema.safeParse(note.data);
-    if (!checked.success) {
-      options.onBroken?.(`${note.path}: not an approval request`);
+    const parsed = approvalOfNote(note);
+    if (!parsed.ok) {
+      options.onBroken?.(parsed.broken);
       continue;
     }
-    if (options.status === undefined || checked.data.status === options.status) found.push(checked.data);
+    if (options.status === undefined || parsed.request.status === options.status) found.push(parsed.request);
   }
-  return found.sort((left, right) => right.created_at.localeCompare(left.created_at));
+  return sortApprovals(found);
+}
+
+/** A note of the approvals folder as a request, or why it is not one (for lists that skip it and say so). */
+export function approvalOfNote(note: {
+  path: string;
+  data: unknown;
+}): { ok: true; request: ApprovalRequest } | { ok: false; broken: string } {
+  const checked = approvalSchema.safeParse(note.data);
+  return checked.success
+    ? { ok: true, request: checked.data }
+    : { ok: false, broken: `${note.path}: not an approval request` };
+}
+
+/** Newest first, as every list of requests shows them. */
+export function sortApprovals(requests: ApprovalRequest[]): ApprovalRequest[] {
+  return requests.sort((left, right) => right.created_at.localeCompare(left.created_at));
 }
 
 export interface DecideApprovalOptions {

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { actionKey, type CompiledRule, evaluateRules } from '@assistant/automations';
+import { actionKey, type CompiledRule, evaluateRules, itemFacts } from '@assistant/automations';
 import { NotePathError, type NoteStore } from '@assistant/notes';
 import { RetryableError, type Task } from '@assistant/queue';
 import * as z from 'zod';
@@ -274,18 +274,10 @@ function ruleMatchProblem(
   key: string,
 ): string | undefined {
   if ('problem' in read) return read.problem;
-  const declared = registry.manifestPlatform(ref.domain, ref.platform)?.fields ?? {};
-  const fields = Object.fromEntries(Object.keys(declared).map((name) => [name, read.data[name]]));
-  const classifications = read.data.classifications;
+  const platform = registry.manifestPlatform(ref.domain, ref.platform) ?? { fields: {} };
   const matches = evaluateRules(
     [rule],
-    {
-      classifications:
-        classifications !== null && typeof classifications === 'object' && !Array.isArray(classifications)
-          ? (classifications as Record<string, unknown>)
-          : {},
-      fields,
-    },
+    itemFacts(platform, read.data),
     decidedAt(read.data, key, rule.name) ?? Date.now(),
   );
   if (matches.some((match) => match.actions.some((action) => action.key === key))) return undefined;

@@ -1,6 +1,7 @@
 export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-registry.ts';
 export {
   type ApprovalRequest,
+  approvalOfNote,
   approvalsFolder,
   type CreateApprovalRequestOptions,
   createApprovalRequest,
@@ -11,6 +12,7 @@ export {
   expireApprovals,
   listApprovals,
   readApproval,
+  sortApprovals,
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
@@ -25,6 +27,20 @@ export {
   type PlannedAction,
   plannedActionSchema,
 } from './enqueue-actions.ts';
+export {
+  type ActionState,
+  describeOutcome,
+  describeSeen,
+  type ExplainedAction,
+  type ExplainedRule,
+  type ExplainItemOptions,
+  explainItem,
+  type ItemExplanation,
+  type ItemRef,
+  itemOf,
+  type RecordedAction,
+  shownValue,
+} from './explain-item.ts';
 export {
   type RequestManualActionOptions,
   type RequestManualActionResult,

@@ -2,7 +2,13 @@ import type { Action, Automation, Classification } from '@assistant/config';
 import type { ReversibilityTier } from '@assistant/manifests';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ActionCatalog, actionAllowed, compileAutomations, evaluateRules } from './compile-automations.ts';
+import {
+  type ActionCatalog,
+  actionAllowed,
+  compileAutomations,
+  evaluateRules,
+  explainRules,
+} from './compile-automations.ts';
 import type { FieldType } from './conditions.ts';
 
 const classifications: Record<string, Classification> = {
@@ -363,5 +369,92 @@ describe('automation safety (property)', () => {
     // The property means something only if the generator reaches the interesting cases.
     expect(seen.matches).toBeGreaterThan(50);
     expect(seen.gated).toBeGreaterThan(10);
+  });
+});
+
+describe('explainRules', () => {
+  const { rules } = compile([
+    rule({ human: '< 0.2', is_noreply: true }, [platform('archive')], { name: 'archive robots' }),
+    rule({ urgent: true, from_domain: 'work.example' }, [platform('send_reply'), platform('flag')], {
+      name: 'answer work',
+      approval: true,
+    }),
+    rule({ size: '> 1000' }, [platform('flag')]),
+  ]);
+
+  it('shows each condition with the value it saw, a missing classification failing, and each action with its gate', () => {
+    const facts = {
+      classifications: { human: 0.1 },
+      fields: { is_noreply: false, from_domain: 'work.example', size: 5000 },
+    };
+    const explained = explainRules(rules, facts, now);
+    expect(explained.map((entry) => [entry.name, entry.conditionsHold, entry.match !== undefined])).toEqual([
+      ['archive robots', false, false],
+      ['answer work', false, false],
+      ['automation 3', true, true],
+    ]);
+    expect(explained[0]?.conditions).toEqual([
+      { key: 'human', text: 'human < 0.2', subject: 'classification', name: 'human', value: 0.1, holds: true },
+      {
+        key: 'is_noreply',
+        text: 'is_noreply = true',
+        subject: 'field',
+        name: 'is_noreply',
+        value: false,
+        holds: false,
+      },
+    ]);
+    expect(explained[1]?.conditions[0]).toEqual({
+      key: 'urgent',
+      text: 'urgent = true',
+      subject: 'classification',
+      name: 'urgent',
+      value: undefined,
+      holds: false,
+      missing: true,
+    });
+    expect(explained[1]?.conditions[1]?.holds).toBe(true);
+    expect(explained[1]?.actions.map((entry) => [entry.action.key, entry.allowed, entry.gate])).toEqual([
+      ['send_reply', true, "cannot be undone; allowed only with a person's approval (approval: required)"],
+      ['flag', true, "can be undone (read only); waits for a person's approval"],
+    ]);
+    expect(explained[2]?.match).toEqual(evaluateRules(rules, facts, now)[0]);
+  });
+
+  it('agrees with evaluateRules and with its own conditions on random rules and items (property)', () => {
+    fc.assert(
+      fc.property(scenario, ({ defined, actionTiers, scriptReversible, automations, facts }) => {
+        const { rules: compiled } = compileAutomations({
+          automations,
+          classifications: defined,
+          fields: { f1: 'boolean', f2: 'string' },
+          catalog: {
+            platformActions: Object.fromEntries(Object.entries(actionTiers).map(([name, tier]) => [name, { tier }])),
+            scripts: { s1: { reversible: scriptReversible } },
+            service: () => ({ problem: 'no services' }),
+          },
+        });
+        const explained = explainRules(compiled, facts, now);
+        expect(explained.flatMap((entry) => (entry.match ? [entry.match] : []))).toEqual(
+          evaluateRules(compiled, facts, now),
+        );
+        for (const entry of explained) {
+          expect(entry.conditionsHold).toBe(entry.conditions.every((condition) => condition.holds));
+          expect(entry.match !== undefined).toBe(
+            entry.conditionsHold && entry.actions.some((action) => action.allowed),
+          );
+          for (const condition of entry.conditions) {
+            if (condition.missing) expect(condition.holds).toBe(false);
+            if (condition.subject === 'classification' && facts.classifications[condition.name] === undefined) {
+              expect(condition.missing).toBe(true);
+            }
+          }
+          for (const action of entry.actions) {
+            expect(action.allowed).toBe(actionAllowed(action.action, entry.provenance, entry.approval));
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

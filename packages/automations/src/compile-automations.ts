@@ -276,35 +276,123 @@ export interface AutomationMatch {
 /**
  * The pure half of automations: which rules match an item, in rule order. A rule matches when every condition holds;
  * a condition on a classification the item lacks fails. Defence in depth: an action that is irreversible and not
- * authorised (rule provenance, `!yolo` or approval) is never returned, even if a rule somehow holds one.
+ * authorised (rule provenance, `!yolo` or approval) is never returned, even if a rule somehow holds one. Built on
+ * `explainRules`, so the explanation people read (`assistant automations explain`) is this very evaluation.
  */
 export function evaluateRules(
   rules: readonly CompiledRule[],
   facts: ItemFacts,
   nowMs: number = Date.now(),
 ): AutomationMatch[] {
-  const matches: AutomationMatch[] = [];
-  for (const rule of rules) {
-    const holds = rule.conditions.every((condition) => {
-      const source = condition.subject.kind === 'classification' ? facts.classifications : facts.fields;
+  return explainRules(rules, facts, nowMs).flatMap((explained) => (explained.match ? [explained.match] : []));
+}
+
+/** One `when:` entry as it was tested against one item. */
+export interface ConditionExplanation {
+  key: string;
+  /** `human < 0.2`, `is_noreply = true`. */
+  text: string;
+  subject: 'classification' | 'field';
+  /** The classification or field the condition reads. */
+  name: string;
+  /** The value it saw; undefined when the item has none. */
+  value: unknown;
+  holds: boolean;
+  /** Set when the item has no such classification: the condition fails whatever it says. */
+  missing?: true;
+}
+
+/** One action of a rule, with the gate's answer. */
+export interface ActionExplanation {
+  action: ResolvedAction;
+  /** Whether the gate lets the rule take it (it may still wait for a person when the rule needs approval). */
+  allowed: boolean;
+  /** Why the gate answers so: `can be undone`, `rule provenance`, `!yolo`, `approval required`, or why not. */
+  gate: string;
+}
+
+/** One compiled rule against one item: each condition, each action, and the match it yields (if any). */
+export interface RuleExplanation {
+  index: number;
+  name: string;
+  provenance: Provenance;
+  approval: boolean;
+  conditions: ConditionExplanation[];
+  /** Every condition holds. */
+  conditionsHold: boolean;
+  actions: ActionExplanation[];
+  /** What `evaluateRules` returns for this rule: set when the conditions hold and some action is allowed. */
+  match?: AutomationMatch;
+}
+
+/**
+ * Every rule against one item, in rule order, with each condition's value and outcome and each action's gate. A
+ * condition on a classification the item lacks (or holds as null) fails; every condition is tested, so a rule that
+ * fails shows all the reasons, not just the first.
+ */
+export function explainRules(
+  rules: readonly CompiledRule[],
+  facts: ItemFacts,
+  nowMs: number = Date.now(),
+): RuleExplanation[] {
+  return rules.map((rule) => {
+    const conditions = rule.conditions.map((condition): ConditionExplanation => {
+      const isClassification = condition.subject.kind === 'classification';
+      const source = isClassification ? facts.classifications : facts.fields;
       const value = Object.hasOwn(source, condition.subject.name) ? source[condition.subject.name] : undefined;
-      if (condition.subject.kind === 'classification' && (value === undefined || value === null)) return false;
-      return condition.test(value, nowMs);
+      const missing = isClassification && (value === undefined || value === null);
+      return {
+        key: condition.key,
+        text: condition.text,
+        subject: condition.subject.kind,
+        name: condition.subject.name,
+        value,
+        holds: missing ? false : condition.test(value, nowMs),
+        ...(missing ? { missing: true as const } : {}),
+      };
     });
-    if (!holds) continue;
-    const actions = rule.actions.filter((action) => actionAllowed(action, rule.provenance, rule.approval));
-    if (actions.length === 0) continue;
-    matches.push({
-      rule: rule.name,
-      ruleIndex: rule.index,
+    const conditionsHold = conditions.every((condition) => condition.holds);
+    const actions = rule.actions.map(
+      (action): ActionExplanation => ({
+        action,
+        allowed: actionAllowed(action, rule.provenance, rule.approval),
+        gate: gateReason(action, rule.provenance, rule.approval),
+      }),
+    );
+    const allowed = actions.filter((explained) => explained.allowed).map((explained) => explained.action);
+    const match: AutomationMatch | undefined =
+      conditionsHold && allowed.length > 0
+        ? {
+            rule: rule.name,
+            ruleIndex: rule.index,
+            provenance: rule.provenance,
+            actions: allowed,
+            approval: rule.approval,
+            ...(rule.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: rule.approvalExpiresMs }),
+            reason: rule.conditions.map((condition) => condition.text).join(', '),
+          }
+        : undefined;
+    return {
+      index: rule.index,
+      name: rule.name,
       provenance: rule.provenance,
-      actions,
       approval: rule.approval,
-      ...(rule.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: rule.approvalExpiresMs }),
-      reason: rule.conditions.map((condition) => condition.text).join(', '),
-    });
-  }
-  return matches;
+      conditions,
+      conditionsHold,
+      actions,
+      ...(match ? { match } : {}),
+    };
+  });
+}
+
+/** Why `actionAllowed` answers as it does, in words. */
+function gateReason(action: Pick<ResolvedAction, 'tier' | 'yolo'>, provenance: Provenance, approval: boolean): string {
+  const asks = approval ? "; waits for a person's approval" : '';
+  if (action.tier !== 'irreversible') return `can be undone (${action.tier.replace('_', ' ')})${asks}`;
+  if (provenance === 'rule') return `cannot be undone; allowed: the rule is deterministic (rule provenance)${asks}`;
+  if (action.yolo) return `cannot be undone; allowed: tagged !yolo in config${asks}`;
+  if (approval) return "cannot be undone; allowed only with a person's approval (approval: required)";
+  return `cannot be undone, and the rule is ${provenance} without !yolo or approval: never taken`;
 }
 
 /** Whether an action may run for a rule of this provenance: the gate every layer applies again. */

@@ -1,21 +1,26 @@
 export {
   type ActionCatalog,
+  type ActionExplanation,
   type AutomationMatch,
   actionAllowed,
   actionKey,
   type CompiledRule,
+  type ConditionExplanation,
   compileAutomations,
   evaluateRules,
+  explainRules,
   type ItemFacts,
   type Provenance,
   provenances,
   type ResolvedAction,
+  type RuleExplanation,
   type RuleProblem,
 } from './compile-automations.ts';
 export type { Condition, ConditionSubject, FieldType } from './conditions.ts';
 export {
   automationChecks,
   compilePlatformAutomations,
+  itemFacts,
   platformFields,
   platformTrustedFields,
 } from './platform-automations.ts';

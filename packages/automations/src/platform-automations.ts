@@ -1,6 +1,12 @@
 import type { Config, ConfigCheckProblem, PlatformConfig } from '@assistant/config';
 import type { DiscoveredIntegration, ManifestPlatform } from '@assistant/manifests';
-import { type ActionCatalog, type CompiledRule, compileAutomations, type RuleProblem } from './compile-automations.ts';
+import {
+  type ActionCatalog,
+  type CompiledRule,
+  compileAutomations,
+  type ItemFacts,
+  type RuleProblem,
+} from './compile-automations.ts';
 import type { FieldType } from './conditions.ts';
 
 /** The declared fields of a platform, by type. */
@@ -8,6 +14,22 @@ export function platformFields(platform: ManifestPlatform): Record<string, Field
   return Object.fromEntries(
     Object.entries(platform.fields).map(([name, field]) => [name, typeof field === 'string' ? field : field.type]),
   );
+}
+
+/**
+ * The facts rules test for an item, from its note's frontmatter: each field the platform declares, and the note's
+ * `classifications` (a missing or malformed map is none). The act gate and `assistant automations explain` read them
+ * this way; the email and greeter evaluate stages pick the same fields.
+ */
+export function itemFacts(platform: Pick<ManifestPlatform, 'fields'>, data: Record<string, unknown>): ItemFacts {
+  const classifications = data.classifications;
+  return {
+    classifications:
+      classifications !== null && typeof classifications === 'object' && !Array.isArray(classifications)
+        ? (classifications as Record<string, unknown>)
+        : {},
+    fields: Object.fromEntries(Object.keys(platform.fields).map((name) => [name, data[name]])),
+  };
 }
 
 /** The platform's fields marked `trusted: true`: computed from our own state, not from the item's sender. */

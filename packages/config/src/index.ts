@@ -15,6 +15,11 @@ export {
 } from './load-config.ts';
 export { isLoopbackHost } from './loopback.ts';
 export {
+  type ParseAutomationsOptions,
+  type ParseAutomationsResult,
+  parseAutomations,
+} from './parse-automations.ts';
+export {
   type ConfigPath,
   type ConfigProblem,
   formatPath,

@@ -200,7 +200,7 @@ export type Action =
 
 const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
 
-const automationSchema = z
+export const automationSchema = z
   .strictObject({
     name: z.string().min(1).optional(),
     when: z.record(z.string().min(1), conditionValue),
