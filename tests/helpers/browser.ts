@@ -9,7 +9,7 @@ import { cliMain, type NodeProcess, repoRoot, startNode } from './node-process.t
 import type { TempDir } from './temp-dir.ts';
 
 /** Debian's Chromium; Playwright's own browser download cannot work on these machines. */
-export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const chromiumInstallCommand = 'apt-get install -y --no-install-recommends chromium';
 
 /** Flags that work on these machines (no sandbox as root, no network chatter to Google). */

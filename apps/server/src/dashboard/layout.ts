@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { csrfTokenOf, sessionOf } from './dashboard-auth.ts';
 import { html, type SafeHtml } from './html.ts';
 
-export const dashboardSections = [
+const dashboardSections = [
   { id: 'overview', href: '/', label: 'Overview' },
   { id: 'tasks', href: '/tasks', label: 'Tasks' },
   { id: 'approvals', href: '/approvals', label: 'Approvals' },
@@ -13,7 +13,7 @@ export const dashboardSections = [
   { id: 'config', href: '/config', label: 'Config' },
 ] as const;
 
-export type DashboardSection = (typeof dashboardSections)[number]['id'];
+type DashboardSection = (typeof dashboardSections)[number]['id'];
 
 export interface PageOptions {
   request: FastifyRequest;
@@ -32,7 +32,7 @@ export interface PageOptions {
 }
 
 /** Versioned asset URLs, cached for a long time by the browser: a new release changes the URL. */
-export function assetUrl(name: string): string {
+function assetUrl(name: string): string {
   return `/assets/${name}?v=${encodeURIComponent(assistantVersion)}`;
 }
 

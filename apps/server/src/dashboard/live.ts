@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { openEventStream } from '../routes/event-stream.ts';
 
 /** The events every page may listen to, shared by all clients: one source each, however many tabs are open. */
-export const broadcastEvents = ['queue', 'log', 'approvals'] as const;
+const broadcastEvents = ['queue', 'log', 'approvals'] as const;
 export type BroadcastEvent = (typeof broadcastEvents)[number];
 
 /** Sends one server-sent event to one client: `data` is text (JSON, or HTML for `sse-swap`). */

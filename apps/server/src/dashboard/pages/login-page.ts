@@ -6,10 +6,10 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField } from '../dashboard-route.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
-import { sessionCookieName } from '../session.ts';
+import { sessionCookieName, sessionLifetimeMs } from '../session.ts';
 
 /** Only a path on this server: `next=https://elsewhere` or `//elsewhere` would make the login an open redirect. */
-export function safeNext(next: string | undefined): string {
+function safeNext(next: string | undefined): string {
   if (next === undefined || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return '/';
   return next;
 }
@@ -57,7 +57,10 @@ ${problem ? html`<p class="notice bad" role="alert">${problem}</p>` : ''}
         });
       }
       const { cookie } = context.sessions.create();
-      reply.header('set-cookie', `${sessionCookieName}=${cookie}; ${cookieAttributes(request, 7 * 24 * 60 * 60)}`);
+      reply.header(
+        'set-cookie',
+        `${sessionCookieName}=${cookie}; ${cookieAttributes(request, sessionLifetimeMs / 1000)}`,
+      );
       return reply.redirect(safeNext(formField(request, 'next')), 303);
     },
   });

@@ -104,7 +104,7 @@ ${actions}
 ${frontmatterTable(note.data)}
 <h2>Body</h2>
 <div class="markdown">${note.body.trim() === '' ? html`<p class="muted">Empty.</p>` : renderNoteMarkdown(note.body, notePath)}</div>
-${why ? html`<section aria-labelledby="why-heading"><h2 id="why-heading">Why</h2>${why}</section>` : ''}`;
+${why ?? ''}`;
 }
 
 /**
