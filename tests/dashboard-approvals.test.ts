@@ -148,7 +148,24 @@ describe('dashboard approvals', () => {
     expect(light.consoleErrors).toEqual([]);
     expect(dialogs).toEqual([]);
 
+    // The item's note page explains it: the rule matched on the value it saw, and what became of its action.
+    await page.goto('/notes/greeter/friendly/anne.md');
+    const why = page.locator('section.why');
+    await expect.poll(() => why.getByRole('heading', { name: 'Why' }).count()).toBe(1);
+    const explained = (await why.textContent()) ?? '';
+    expect(explained).toContain('cards for close people');
+    expect(explained).toContain('close >= 0.8');
+    expect(explained).toContain('0.9');
+    expect(explained).toContain('send_card');
+    await expectAccessible(page, 'a note page with its Why section');
+    await why.scrollIntoViewIfNeeded();
+    await screenshot(page, 'note-why', 'light', dir.path);
+
     await using dark = await openDashboard(browser, assistant, { colorScheme: 'dark' });
+    await dark.page.goto('/notes/greeter/friendly/anne.md');
+    await expect.poll(() => dark.page.locator('section.why').count()).toBe(1);
+    await dark.page.locator('section.why').scrollIntoViewIfNeeded();
+    await screenshot(dark.page, 'note-why', 'dark', dir.path);
     await dark.page.goto('/approvals?status=all');
     await expect.poll(() => dark.page.locator('article.approval').count()).toBe(3);
     await expectAccessible(dark.page, 'the approvals page (all, dark)');

@@ -80,7 +80,8 @@ function frontmatterTable(data: FrontmatterData): SafeHtml {
 }
 
 function fileLine(context: DashboardContext, notePath: string): SafeHtml {
-  return html`<p class="note-file">File: <code>${path.join(context.notes.root, notePath)}</code></p>`;
+  // Relative to the data directory, as every path the server shows (a path is not an address to act on).
+  return html`<p class="note-file">File: <code>${context.paths.shown(path.join(context.notes.root, notePath))}</code></p>`;
 }
 
 async function viewBody(context: DashboardContext, note: ReadNote, saved: boolean): Promise<SafeHtml> {
