@@ -32,7 +32,12 @@ async function server() {
   const app = createServer({ config, token, catalog });
   await app.ready();
   const enqueue = async (type: string, payload: unknown) => {
-    const response = await app.inject({ method: 'POST', url: '/api/tasks', headers: bearer, payload: { type, payload } });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/tasks',
+      headers: bearer,
+      payload: { type, payload },
+    });
     expect(response.statusCode, response.body).toBe(201);
     return (response.json() as { id: string }).id;
   };
