@@ -108,7 +108,7 @@ export function parseTaskTopicParam(param: string): { id: string; offset: number
 
 /**
  * The live `task` topic (`/live?task=<id>@<offset>`): new events as list items (`task-events`, appended by the page)
- * and the task's state when it changes (`task-state`, which makes the page fetch its summary again). Ends when the
+ * and the task's state when it changes, and once at the start (`task-state`, which makes the page fetch its summary). Ends when the
  * client leaves; after the task finished it keeps sending nothing but stays open (the page's other topics go on).
  */
 export function registerTaskTopic(live: LiveHub, options: { queue: () => TaskQueue; controlRoot: string }): void {
@@ -134,6 +134,9 @@ export function registerTaskTopic(live: LiveHub, options: { queue: () => TaskQue
     });
     try {
       state = (await queue.get(parsed.id))?.state;
+      // The page was rendered before this stream opened: the task may have moved on meanwhile (or this is a
+      // reconnect), so the page fetches its summary once now, after this topic read the state it compares with.
+      send('task-state', state ?? 'removed');
       let nextStateMs = Date.now() + statePollMs;
       let woken = false;
       while (!signal.aborted) {

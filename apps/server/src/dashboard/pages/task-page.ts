@@ -134,7 +134,7 @@ function renderSummary(request: FastifyRequest, context: DashboardContext, input
 </section>`;
   const moreHref = `/tasks/${id}?full=1`;
   const error = task?.error;
-  return html`<div id="task-summary" hx-get="/tasks/${id}/summary" hx-trigger="sse:task-state" hx-swap="outerHTML">
+  return html`<div id="task-summary" hx-get="/tasks/${id}/summary" hx-trigger="sse:task-state" hx-select="#task-summary > *" hx-swap="innerHTML" hx-sync="this:queue last" hx-disinherit="*">
 <table class="kv">
 <caption class="visually-hidden">Task fields</caption>
 <tbody>
