@@ -71,6 +71,14 @@ function row(label: string, value: SafeHtml | string | number | undefined): Safe
   return html`<tr><th scope="row">${label}</th><td>${value === undefined || value === '' ? html`<span class="muted">—</span>` : value}</td></tr>`;
 }
 
+/**
+ * The worker holding an active task. A claim renames the file (its name then ends in `@<worker id>`) without
+ * rewriting it: the attempt, start and worker reach the file when the attempt ends.
+ */
+export function activeWorker(location: string): string | undefined {
+  return /@([^/@]+)\.yaml$/.exec(location)?.[1];
+}
+
 interface SummaryInput {
   id: string;
   record: TaskRecord;
@@ -84,6 +92,7 @@ function renderSummary(request: FastifyRequest, context: DashboardContext, input
   const task = record.task;
   const paths = context.paths;
   const running = record.state === 'pending' || record.state === 'active';
+  const active = record.state === 'active';
   const csrf = csrfField(request);
   const buttons: SafeHtml[] = [];
   if (record.state === 'failed' && task) {
@@ -146,10 +155,10 @@ ${row('Source', task?.source)}
 ${row('Priority', task?.priority)}
 ${row('Created', task ? timeTag(task.createdAt) : undefined)}
 ${row('Ready', task ? timeTag(task.readyAt) : undefined)}
-${row('Started', task?.startedAt ? timeTag(task.startedAt) : undefined)}
+${row('Started', task?.startedAt ? timeTag(task.startedAt) : active ? 'running now (the file records the start when the attempt ends)' : undefined)}
 ${row('Finished', task?.finishedAt ? timeTag(task.finishedAt) : undefined)}
-${row('Attempts', task ? `${task.attempts} of ${task.maxAttempts}` : undefined)}
-${row('Worker', task?.worker?.id)}
+${row('Attempts', task ? (active ? `${task.attempts + 1} of ${task.maxAttempts} (this one running)` : `${task.attempts} of ${task.maxAttempts}`) : undefined)}
+${row('Worker', active ? activeWorker(record.location) : task?.worker?.id)}
 ${row('File', html`<code>${record.location}</code>`)}
 </tbody>
 </table>
