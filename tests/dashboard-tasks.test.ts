@@ -115,6 +115,17 @@ describe('dashboard tasks', () => {
     );
     await expect.poll(() => shownState(page), { timeout: 15_000 }).toBe('failed');
     expect(dashboard.consoleErrors).toEqual([]);
+
+    // At 360 px wide neither page scrolls sideways (wide tables scroll inside their own box).
+    await using narrow = await openDashboard(browser, assistant, { narrow: true });
+    for (const url of ['/tasks', `/tasks/${id}`]) {
+      await narrow.page.goto(url);
+      const overflow = await narrow.page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+      expect(overflow, `sideways scroll at 360 px on ${url}`).toBeLessThanOrEqual(0);
+    }
+    expect(narrow.consoleErrors).toEqual([]);
   }, 90_000);
 
   it('pauses, asks, resumes, interjects and stops an agent task from its page', async () => {
@@ -139,6 +150,8 @@ queue:
     await expect.poll(() => steps.count(), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
     await expect.poll(() => shownState(page)).toBe('active');
     await expectAccessible(page, 'a running agent task');
+    // The screenshots show the steering and the first steps (the fields are above them).
+    await page.locator('#steer-heading').evaluate((element) => element.scrollIntoView());
     await screenshot(page, 'task-running', 'light', dir.path);
     await page.emulateMedia({ colorScheme: 'dark' });
     await screenshot(page, 'task-running', 'dark', dir.path);

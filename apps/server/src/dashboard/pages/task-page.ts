@@ -23,7 +23,7 @@ import {
 export const jsonShownLimit = 20_000;
 
 /** The task id of a route, checked before anything touches the disk; anything else is a 404 page. */
-export function taskIdOf(request: FastifyRequest): string {
+function taskIdOf(request: FastifyRequest): string {
   const id = (request.params as { id?: unknown }).id;
   if (typeof id !== 'string' || !taskIdPattern.test(id)) {
     throw new AssistantError('NOT_FOUND', 'not a task id: expected 26 lower-case letters and digits');
@@ -32,7 +32,7 @@ export function taskIdOf(request: FastifyRequest): string {
 }
 
 /** Pretty JSON in a `<pre>`, escaped, cut at `jsonShownLimit` unless `full`. */
-export function renderJson(value: JsonValue | undefined, options: { full: boolean; moreHref: string }): SafeHtml {
+function renderJson(value: JsonValue | undefined, options: { full: boolean; moreHref: string }): SafeHtml {
   if (value === undefined) return html`<p class="muted">none</p>`;
   const text = JSON.stringify(value, null, 2);
   if (options.full || text.length <= jsonShownLimit) return html`<pre>${text}</pre>`;
@@ -42,7 +42,7 @@ export function renderJson(value: JsonValue | undefined, options: { full: boolea
 const steerStatuses = ['applied', 'queued', 'refused'] as const;
 
 /** What a notice code in the query says (fixed texts: nothing from the query is shown as it came). */
-export function noticeText(request: FastifyRequest): { text: string; tone: 'ok' | 'warn' | 'bad' } | undefined {
+function noticeText(request: FastifyRequest): { text: string; tone: 'ok' | 'warn' | 'bad' } | undefined {
   const notice = queryField(request, 'notice');
   if (notice === 'retried')
     return { text: 'Retried: the task is pending again, with a fresh set of attempts.', tone: 'ok' };

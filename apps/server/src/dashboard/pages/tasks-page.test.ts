@@ -6,7 +6,7 @@ import { ControlFiles } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
 import { clarificationsOf, parseTaskTopicParam } from '../task-steps.ts';
-import { jsonShownLimit } from './task-page.ts';
+import { activeWorker, jsonShownLimit } from './task-page.ts';
 import { parseTaskFilters, scanFileLimit, tasksPerPage } from './tasks-page.ts';
 
 const token = 'dashboard-tasks-test-token-0123456789abcdef';
@@ -154,6 +154,10 @@ describe('task page helpers', () => {
       offset: 123,
     });
     expect(parseTaskTopicParam('../x')).toBeUndefined();
+    expect(activeWorker('queue/active/5_x_0000000000000000000000000z--f--system.echo@host-12-ab.yaml')).toBe(
+      'host-12-ab',
+    );
+    expect(activeWorker('queue/pending/5_x.yaml')).toBeUndefined();
     expect(scanFileLimit).toBe(2_000);
   });
 

@@ -68,7 +68,7 @@ export function parseTaskFilters(query: (name: string) => string | undefined): {
 }
 
 /** The query string of a filter set (what links and the live refresh carry). */
-export function filterQuery(filters: TaskFilters, overrides: Partial<TaskFilters> = {}): string {
+function filterQuery(filters: TaskFilters, overrides: Partial<TaskFilters> = {}): string {
   const merged = { ...filters, ...overrides };
   return queryString({
     state: merged.state,
@@ -80,7 +80,7 @@ export function filterQuery(filters: TaskFilters, overrides: Partial<TaskFilters
 }
 
 /** Whether a task read in full matches the integration and text filters (the name filters were applied already). */
-export function matchesReadFilters(record: TaskRecord, filters: Pick<TaskFilters, 'integration' | 'text'>): boolean {
+function matchesReadFilters(record: TaskRecord, filters: Pick<TaskFilters, 'integration' | 'text'>): boolean {
   const task = record.task;
   if (filters.integration !== '' && task?.integration !== filters.integration) return false;
   if (filters.text === '') return true;
@@ -120,7 +120,7 @@ interface Row {
   record: TaskRecord | undefined;
 }
 
-export interface TaskPage {
+interface TaskPage {
   rows: Row[];
   /** Names that matched the state and type filters. */
   listed: number;
@@ -167,11 +167,7 @@ async function* entriesFrom(
  * the files, from `start` on, until a page is full or `scanFileLimit` files were read (or `scanTimeLimitMs` passed):
  * a search never reads every task.
  */
-export async function findTasks(
-  queue: TaskQueue,
-  filters: TaskFilters,
-  counts: Record<TaskState, number>,
-): Promise<TaskPage> {
+async function findTasks(queue: TaskQueue, filters: TaskFilters, counts: Record<TaskState, number>): Promise<TaskPage> {
   const states: readonly TaskState[] = filters.state ? [filters.state] : taskStates;
   let listed = 0;
   for (const state of states) listed += counts[state];
@@ -283,7 +279,7 @@ function renderRow(row: Row, paths: DataPaths): SafeHtml {
 }
 
 /** The part of the page that refreshes: counts, the table and the pager. Refetches itself on queue events. */
-export function renderResults(
+function renderResults(
   filters: TaskFilters,
   page: TaskPage,
   counts: Record<TaskState, number>,
