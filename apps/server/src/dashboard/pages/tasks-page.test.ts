@@ -102,6 +102,13 @@ describe('the Tasks page', () => {
     const retry = await app.inject({ method: 'POST', url: `/tasks/${id}/retry`, headers: bearer });
     expect(retry.statusCode).toBe(409);
     expect(retry.headers['content-type']).toContain('text/html');
+    const reroute = await app.inject({ method: 'POST', url: `/tasks/${id}/reroute`, headers: bearer });
+    expect(reroute.statusCode).toBe(409);
+    const page = await app.get(`/tasks/${id}`);
+    expect(page.body).not.toContain('Retry this task');
+    expect(page.body).not.toContain('Route the result again');
+    // An echo task is no agent: no steering buttons.
+    expect(page.body).not.toContain('>Pause</button>');
   });
 
   it('shows an agent task’s events, its open clarification and the steering buttons', async () => {
