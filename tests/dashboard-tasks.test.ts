@@ -120,9 +120,12 @@ describe('dashboard tasks', () => {
     await using narrow = await openDashboard(browser, assistant, { narrow: true });
     for (const url of ['/tasks', `/tasks/${id}`]) {
       await narrow.page.goto(url);
-      const overflow = await narrow.page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
+      const overflow = await narrow.page.evaluate(() => {
+        const root = (
+          globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+        ).document.documentElement;
+        return root.scrollWidth - root.clientWidth;
+      });
       expect(overflow, `sideways scroll at 360 px on ${url}`).toBeLessThanOrEqual(0);
     }
     expect(narrow.consoleErrors).toEqual([]);
