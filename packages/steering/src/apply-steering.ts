@@ -73,6 +73,8 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
         action: request.action,
         request: request.id,
         ...(request.message ? { message: request.message } : {}),
+        // Which clarification an answer answered: the dashboard shows only the ones still open.
+        ...(request.clarification_id ? { clarification_id: request.clarification_id } : {}),
         ...(request.reason ? { reason: request.reason } : {}),
       });
     } catch (error) {

@@ -34,6 +34,56 @@ const steerBody = z.strictObject({
 const applyWaitMs = 5_000;
 const askWaitMs = 120_000;
 
+/** A steering request as the API and the dashboard take it. */
+export type SteerInput = z.infer<typeof steerBody>;
+
+/** What became of a steering request: applied or refused by the worker (with the answer to `ask`), or still queued. */
+export type SteerOutcome =
+  | { request: string; status: 'queued' }
+  | { request: string; status: 'applied' | 'refused'; answer?: string; message?: string };
+
+/**
+ * Steers a pending or active task: writes the request to `data/control/<id>/` and waits for the worker to apply it
+ * (for `ask`, for the answer). NOT_FOUND for no such task, CONFLICT once it has finished, BAD_REQUEST for a request
+ * that lacks its message or clarification id. Shared by `POST /api/tasks/:id/steer` and the dashboard's task page.
+ */
+export async function steerTask(options: {
+  queue: TaskQueue;
+  controlRoot: string;
+  id: string;
+  body: SteerInput;
+  /** Who asked: `api`, `dashboard`. */
+  source: string;
+}): Promise<SteerOutcome> {
+  const { id, body } = options;
+  const record = await options.queue.get(id);
+  if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${id}`);
+  if (record.state === 'done' || record.state === 'failed') {
+    throw new AssistantError('CONFLICT', `task ${id} is ${record.state}; only pending or active tasks can be steered`);
+  }
+  const files = new ControlFiles({ root: options.controlRoot, taskId: id });
+  let request: Awaited<ReturnType<ControlFiles['request']>>;
+  try {
+    request = await files.request({ ...body, source: options.source } as Parameters<ControlFiles['request']>[0]);
+  } catch (error) {
+    if (error instanceof z.ZodError) {
+      const issue = error.issues[0];
+      throw new AssistantError('BAD_REQUEST', `body.${issue?.path.join('.')}: ${issue?.message}`);
+    }
+    throw error;
+  }
+  const outcome = await files.waitForOutcome(request.id, {
+    timeoutMs: body.action === 'ask' ? askWaitMs : applyWaitMs,
+  });
+  if (!outcome) return { request: request.id, status: 'queued' };
+  return {
+    request: request.id,
+    status: outcome.status,
+    ...(outcome.answer === undefined ? {} : { answer: outcome.answer }),
+    ...(outcome.message === undefined ? {} : { message: outcome.message }),
+  };
+}
+
 /** `POST /api/tasks/:id/steer` and `GET /api/tasks/:id/events`: steer work that runs in the worker, and watch it. */
 export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable, options: SteeringRoutesOptions): void {
   routes.add(app, {
@@ -67,35 +117,15 @@ export function registerSteeringRoutes(app: AssistantServer, routes: RouteTable,
       409: { description: 'the task has finished', schema: errorBodySchema },
     },
     handler: async ({ params, body, reply }) => {
-      const record = await options.queue().get(params.id);
-      if (!record) throw new AssistantError('NOT_FOUND', `no task with id ${params.id}`);
-      if (record.state === 'done' || record.state === 'failed') {
-        throw new AssistantError(
-          'CONFLICT',
-          `task ${params.id} is ${record.state}; only pending or active tasks can be steered`,
-        );
-      }
-      const files = new ControlFiles({ root: options.controlRoot, taskId: params.id });
-      let request: Awaited<ReturnType<ControlFiles['request']>>;
-      try {
-        request = await files.request({ ...body, source: 'api' } as Parameters<ControlFiles['request']>[0]);
-      } catch (error) {
-        if (error instanceof z.ZodError) {
-          const issue = error.issues[0];
-          throw new AssistantError('BAD_REQUEST', `body.${issue?.path.join('.')}: ${issue?.message}`);
-        }
-        throw error;
-      }
-      const outcome = await files.waitForOutcome(request.id, {
-        timeoutMs: body.action === 'ask' ? askWaitMs : applyWaitMs,
+      const outcome = await steerTask({
+        queue: options.queue(),
+        controlRoot: options.controlRoot,
+        id: params.id,
+        body,
+        source: 'api',
       });
-      if (!outcome) return reply.code(202).send({ request: request.id, status: 'queued' });
-      return {
-        request: request.id,
-        status: outcome.status,
-        ...(outcome.answer === undefined ? {} : { answer: outcome.answer }),
-        ...(outcome.message === undefined ? {} : { message: outcome.message }),
-      };
+      if (outcome.status === 'queued') return reply.code(202).send(outcome);
+      return outcome;
     },
   });
 
