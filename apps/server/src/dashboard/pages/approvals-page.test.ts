@@ -87,7 +87,7 @@ describe('the Approvals page', () => {
     expect(body).not.toContain('<script>alert(1)');
     expect(body).not.toContain('<img src=x');
     expect(body).toContain(`action="/approvals/${id}/approve"`);
-    expect(body).toContain('hx-trigger="sse:approvals throttle:1s"');
+    expect(body).toContain('hx-trigger="live-refresh" data-live-events="approvals"');
 
     // The htmx refresh is the list alone.
     const fragment = await app.inject({

@@ -118,7 +118,7 @@ async function renderList(
     pages > 1
       ? html`<nav class="pager" aria-label="Pages">${page > 1 ? html`<a href="${listUrl({ ...state, page: page - 1 })}">Newer</a>` : ''}<span>Page ${page} of ${pages}</span>${page < pages ? html`<a href="${listUrl({ ...state, page: page + 1 })}">Older</a>` : ''}</nav>`
       : '';
-  return html`<div id="approvals-list" hx-get="${self}" hx-trigger="sse:approvals throttle:1s" hx-swap="outerHTML">
+  return html`<div id="approvals-list" hx-get="${self}" hx-trigger="live-refresh" data-live-events="approvals" hx-swap="outerHTML">
 ${decided}
 ${
   broken.length > 0

@@ -312,7 +312,7 @@ function renderResults(
   const summary = searching
     ? html`<p class="muted" id="task-summary-line">${page.rows.length} match(es) among tasks ${filters.start + 1}–${filters.start + (page.scanned ?? 0)} of ${page.listed}${page.stoppedEarly ? html`; stopped after it ${page.stoppedEarly}: refine the filters, or search on` : ''}.</p>`
     : html`<p class="muted" id="task-summary-line">${page.listed === 0 ? 'No tasks.' : `Tasks ${Math.min(filters.start + 1, page.listed)}–${filters.start + page.rows.length} of ${page.listed}.`}</p>`;
-  return html`<div id="task-results" hx-get="${self}" hx-trigger="sse:queue throttle:1s, sse:queue delay:1200ms, htmx:sseOpen from:body" hx-select="#task-results > *" hx-swap="innerHTML" hx-sync="this:queue last" hx-disinherit="*">
+  return html`<div id="task-results" hx-get="${self}" hx-trigger="live-refresh" data-live-events="queue" hx-select="#task-results > *" hx-swap="innerHTML" hx-sync="this:queue last" hx-disinherit="*">
 ${problemNotice}
 <nav aria-label="Tasks per state"><ul class="state-counts">${countLinks}</ul></nav>
 ${summary}
