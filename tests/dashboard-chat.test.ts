@@ -83,6 +83,8 @@ describe('dashboard chat pages', () => {
     // An approval request: the server's notifier tells it in the notifications conversation, with buttons inline.
     const notes = new NoteStore({ root: path.join(assistant.dataDir, 'notes') });
     const approvalId = 'ap-0123456789ab';
+    // The item it is about: approving enqueues the action for it.
+    await notes.create('email/personal/inbox/1.md', { data: { subject: 'Weekly digest' }, body: '' });
     await notes.create(`approvals/${approvalId}.md`, {
       data: {
         id: approvalId,
@@ -119,6 +121,17 @@ describe('dashboard chat pages', () => {
     expect(await page.locator('main img, main script').count()).toBe(0);
     expect(await page.getByRole('textbox', { name: 'Message' }).count()).toBe(0);
     await expectAccessible(page, 'the notifications conversation');
+    // Approving inline decides it as the Approvals page does, and the browser comes back to the conversation.
+    await form.getByRole('button', { name: `Approve ${approvalId}` }).click();
+    await expect
+      .poll(async () => (await notes.read(`approvals/${approvalId}.md`))?.data.status, { timeout: 10_000 })
+      .toBe('approved');
+    expect((await notes.read(`approvals/${approvalId}.md`))?.data.decided_by).toBe('dashboard');
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/chat/notifications');
+    await expect
+      .poll(() => page.locator(`.chat-approval[data-approval="${approvalId}"]`).textContent(), { timeout: 10_000 })
+      .toContain('approved by dashboard');
+    expect(await page.locator(`.chat-approval[data-approval="${approvalId}"] form`).count()).toBe(0);
 
     await page.goto('/chat');
     expect(await page.getByRole('link', { name: 'Evening <b>check</b>' }).count()).toBe(1);

@@ -121,6 +121,31 @@ describe('the Approvals page', () => {
     ).toBe(400);
   });
 
+  it('decides from an inline form (`decision` field), going back only to a page of this server', async () => {
+    const { app, notes, id } = await setup();
+    await using _app = app;
+    const bad = await app.inject({ method: 'POST', url: `/approvals/${id}`, headers: form, payload: 'decision=maybe' });
+    expect(bad.statusCode).toBe(400);
+    expect((await readApproval(notes, id))?.status).toBe('pending');
+    const decided = await app.inject({
+      method: 'POST',
+      url: `/approvals/${id}`,
+      headers: { ...form, host: 'localhost', referer: 'https://evil.test/chat/x' },
+      payload: 'decision=reject',
+    });
+    expect(decided.statusCode).toBe(303);
+    expect(decided.headers.location).toBe(`/approvals?decided=${id}`);
+    expect(await readApproval(notes, id)).toMatchObject({ status: 'rejected', decided_by: 'dashboard' });
+    const again = await app.inject({
+      method: 'POST',
+      url: `/approvals/${id}`,
+      headers: { ...form, host: 'localhost', referer: 'http://localhost/chat/notifications' },
+      payload: 'decision=approve',
+    });
+    expect(again.statusCode).toBe(409);
+    expect((await readApproval(notes, id))?.status).toBe('rejected');
+  });
+
   it('lists broken request notes with the problem', async () => {
     const { app, notes } = await setup();
     await using _app = app;

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
 import { ApprovalsIndex } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
-import { dashboardRoute, queryField, redirectAfterPost } from '../dashboard-route.ts';
+import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { csrfField, sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 
@@ -72,6 +72,32 @@ ${filters}
 ${list}`,
         live: '/live?topics=approvals',
       });
+    },
+  });
+
+  // The form other pages show inline (a chat's approval prompt): `decision` in the body. A plain post goes back to the
+  // page the button was on (its same-origin Referer), else to the list; htmx gets 204, and the page's live parts show
+  // the decision (`sse:approvals`).
+  dashboardRoute(app, {
+    method: 'POST',
+    url: '/approvals/:id',
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      if (!idPattern.test(id)) throw new AssistantError('BAD_REQUEST', `\`${id}\` is not an approval id`);
+      const decision = formField(request, 'decision');
+      if (decision !== 'approve' && decision !== 'reject') {
+        throw new AssistantError('BAD_REQUEST', `decision must be approve or reject, got \`${decision ?? ''}\``);
+      }
+      await decideApproval({
+        notes: context.notes,
+        queue: context.queue(),
+        humanLog: context.humanLog,
+        id,
+        decision,
+        by: 'dashboard',
+      });
+      if (request.headers['hx-request'] === 'true') return reply.code(204).send();
+      return reply.redirect(sameOriginPath(request) ?? listUrl({ status: 'pending', page: 1 }, { decided: id }), 303);
     },
   });
 
@@ -221,4 +247,17 @@ ${approval.tasks && approval.tasks.length > 0 ? html`<tr><th scope="row">Tasks</
 ${buttons}
 <p class="muted small"><a href="${noteHref(`approvals/${approval.id}.md`)}">The request note</a> · <a href="${back}#${approval.id}">Link to this request</a></p>
 </article></li>`;
+}
+
+/** The path of the page a form was posted from, when the browser says and it is this server's; never elsewhere. */
+function sameOriginPath(request: FastifyRequest): string | undefined {
+  const referer = request.headers.referer;
+  if (referer === undefined) return undefined;
+  try {
+    const url = new URL(referer);
+    if (url.host !== request.headers.host) return undefined;
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return undefined;
+  }
 }
