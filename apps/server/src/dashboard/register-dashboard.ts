@@ -2,9 +2,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
+import { isAuthenticated } from '../bearer-auth.ts';
 import type { AssistantServer } from '../create-server.ts';
 import type { DashboardRouteConfig } from './dashboard-auth.ts';
-import { registerDashboardGuards } from './dashboard-auth.ts';
+import { isDashboardRoute, registerDashboardGuards, sessionOf } from './dashboard-auth.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 import { dashboardRoute } from './dashboard-route.ts';
 import { registerApprovalsPage } from './pages/approvals-page.ts';
@@ -12,6 +13,7 @@ import { registerChatPage } from './pages/chat-page.ts';
 import { registerConfigPage } from './pages/config-page.ts';
 import { registerLogPage } from './pages/log-page.ts';
 import { registerLoginPage } from './pages/login-page.ts';
+import { noteSearchIndex } from './pages/note-views.ts';
 import { registerNotesPage } from './pages/notes-page.ts';
 import { registerOverviewPage } from './pages/overview-page.ts';
 import { registerTasksPage } from './pages/tasks-page.ts';
@@ -70,9 +72,20 @@ export function registerDashboard(
   registerLoginPage(app, context, options.apiToken);
   registerOverviewPage(app, context);
   registerTasksPage(app, context);
-  registerApprovalsPage(app, context);
+  const approvals = registerApprovalsPage(app, context);
   registerNotesPage(app, context);
   registerChatPage(app, context);
   registerLogPage(app, context);
   registerConfigPage(app, context);
+  // The Notes search index and the Approvals index read every note once. They start with the first page someone
+  // logged in opens, in the background, so the first search or approvals view does not wait for that read; a server
+  // nobody opens the dashboard of never holds them.
+  let warmed = false;
+  app.addHook('onResponse', async (request, reply) => {
+    if (warmed || request.method !== 'GET' || reply.statusCode !== 200 || !isDashboardRoute(request)) return;
+    if (sessionOf(request) === undefined && !isAuthenticated(request)) return;
+    warmed = true;
+    noteSearchIndex(context);
+    approvals.warm();
+  });
 }

@@ -50,7 +50,7 @@ function listUrl(state: ListState, extra: { decided?: string } = {}): string {
  * Reject buttons: one form post each, decided exactly as `assistant approve` does (`decideApproval`, by `dashboard`).
  * The list refreshes when the approvals folder changes (`sse:approvals`).
  */
-export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): void {
+export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): { warm: () => void } {
   const index = new ApprovalsIndex(context.notes);
   dashboardRoute(app, {
     method: 'GET',
@@ -123,6 +123,12 @@ ${list}`,
       },
     });
   }
+  return {
+    // Reads every request note once, in the background, so the first view of the page is not the one that waits.
+    warm: () => {
+      index.list(undefined).catch(() => {});
+    },
+  };
 }
 
 async function renderList(
