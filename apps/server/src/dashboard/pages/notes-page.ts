@@ -158,6 +158,9 @@ async function search(context: DashboardContext, query: NotesQuery, signal: Abor
     if (!listing) throw new AssistantError('NOT_FOUND', `no folder ${query.folder} in the notes`);
   }
   const index = noteSearchIndex(context);
+  // The index is being built (it starts with the first dashboard page someone opens): finishing it costs at most what
+  // reading every note for this one search would, and then every later search is answered from memory.
+  await index.start().catch(() => {});
   let broken = 0;
   let result: SearchNotesResult;
   if (index.ready) {
