@@ -1,5 +1,5 @@
 import { rerouteTask } from '@assistant/actions';
-import { AssistantError } from '@assistant/errors';
+import { AssistantError, scrubSecrets } from '@assistant/errors';
 import { type JsonValue, type TaskRecord, taskIdPattern } from '@assistant/queue';
 import { type SteeringAction, steeringActions } from '@assistant/steering';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -34,7 +34,8 @@ function taskIdOf(request: FastifyRequest): string {
 /** Pretty JSON in a `<pre>`, escaped, cut at `jsonShownLimit` unless `full`. */
 function renderJson(value: JsonValue | undefined, options: { full: boolean; moreHref: string }): SafeHtml {
   if (value === undefined) return html`<p class="muted">none</p>`;
-  const text = JSON.stringify(value, null, 2);
+  // A payload is kept as it was enqueued: a secret someone put in one is not shown (results are scrubbed on disk).
+  const text = scrubSecrets(JSON.stringify(value, null, 2));
   if (options.full || text.length <= jsonShownLimit) return html`<pre>${text}</pre>`;
   return html`<pre>${text.slice(0, jsonShownLimit)}…</pre><p><a href="${options.moreHref}">Show all (${text.length.toLocaleString('en')} characters)</a></p>`;
 }

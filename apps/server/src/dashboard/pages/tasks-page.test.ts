@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
+import { clearSecretValues, registerSecretValue } from '@assistant/errors';
 import { ControlFiles } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
@@ -134,6 +135,21 @@ describe('the Tasks page', () => {
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('interject needs a message');
+  });
+
+  it('shows no loaded secret a payload holds', async () => {
+    await using app = await server();
+    const secret = 'sk-dashboard-secret-0123456789';
+    registerSecretValue(secret);
+    try {
+      const id = await app.enqueue('system.echo', { note: `the key is ${secret}` });
+      const page = await app.get(`/tasks/${id}`);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('the key is');
+      expect(page.body).not.toContain(secret);
+    } finally {
+      clearSecretValues();
+    }
   });
 
   it('cuts a huge payload with a link to the whole', async () => {
