@@ -12,7 +12,7 @@ import type { ActionRegistry } from './action-registry.ts';
 // approvals.ts first: it and enqueue-actions.ts import each other, and index.ts loads them in this order.
 import { readApproval } from './approvals.ts';
 import { enqueueActions } from './enqueue-actions.ts';
-import { explainItem, itemOf } from './explain-item.ts';
+import { describeOutcome, explainItem, itemOf } from './explain-item.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -114,6 +114,35 @@ describe('explainItem', () => {
     ]);
     expect(explained.taken.map((entry) => entry.action)).toEqual(['hug']);
     expect((await readApproval(notes, explained.approvals[0]?.id ?? ''))?.item).toBe(notePath);
+  });
+
+  it('says an action is not due when its instance is disabled: nothing is evaluated there', async () => {
+    const notes = new NoteStore({ root: path.join(dir, 'notes') });
+    const notePath = 'greeter/friendly/ada.md';
+    await notes.create(notePath, { data: { name: 'Ada', is_friend: true, classifications: { close: 0.9 } } });
+    const enabled = await explainItem({ registry, config, notes, notePath });
+    expect(describeOutcome(enabled.rules[0]?.actions[0]?.outcome ?? { state: 'none' }, 'hug friends')).toBe(
+      'not taken yet: the next evaluation takes it',
+    );
+    const disabledConfig = {
+      scripts: {},
+      integrations: [
+        {
+          type: 'greeter',
+          name: 'friendly',
+          enabled: false,
+          platforms: { cards: { classifications: {}, automations } },
+        },
+      ],
+    } as unknown as Pick<Config, 'scripts' | 'integrations'>;
+    const disabled = await explainItem({ registry, config: disabledConfig, notes, notePath });
+    const outcomes = disabled.rules.map((rule) =>
+      describeOutcome(rule.actions[0]?.outcome ?? { state: 'none' }, rule.name),
+    );
+    expect(outcomes).toEqual([
+      'not taken: instance friendly is disabled (enabled: false), so nothing is evaluated until it is enabled',
+      'not asked: instance friendly is disabled (enabled: false), so nothing is evaluated until it is enabled',
+    ]);
   });
 
   it('a missing classification fails its condition; a dry run compiles the given rules and reports their problems', async () => {

@@ -33,9 +33,10 @@ export type ActionState =
   | { state: 'refused'; approval: string; status: 'rejected' | 'expired' }
   | { state: 'approved'; approval: string }
   /** The rule matches and the action is allowed, but it is not recorded on the item (the next evaluate takes it). */
-  | { state: 'due' }
+  /** `disabled`: why no evaluation comes (the instance or the platform has `enabled: false`). */
+  | { state: 'due'; disabled?: string }
   /** The rule matches, needs approval, and no request exists yet (the next evaluate asks). */
-  | { state: 'will-ask'; approval: string }
+  | { state: 'will-ask'; approval: string; disabled?: string }
   /** A dry run's rule matches: the action would be taken (or, with `approval: required`, asked for). */
   | { state: 'would'; asks: boolean }
   | { state: 'none' };
@@ -184,6 +185,14 @@ export async function explainItem(options: ExplainItemOptions): Promise<ItemExpl
     rules = options.registry.automations(ref.instance, ref.platform);
   }
 
+  // A disabled instance or platform is never checked or evaluated: an action it would take is not merely "due".
+  const instanceConfig = options.config.integrations.find((candidate) => candidate.name === ref.instance);
+  const disabled =
+    instanceConfig?.enabled === false
+      ? `instance ${ref.instance} is disabled (enabled: false)`
+      : instanceConfig?.platforms[ref.platform]?.enabled === false
+        ? `platform ${ref.instance}/${ref.platform} is disabled (enabled: false)`
+        : undefined;
   const facts = itemFacts(manifestPlatform, data);
   const explained = explainRules(rules, facts, nowMs);
   const taken = recorded(data.actions_taken);
@@ -229,9 +238,9 @@ export async function explainItem(options: ExplainItemOptions): Promise<ItemExpl
     if (!rule.match?.actions.some((candidate) => candidate.key === key)) return { state: 'none' };
     if (options.dryRun) return { state: 'would', asks: rule.approval };
     const id = requestIdOf(rule);
-    if (id === undefined) return { state: 'due' };
+    if (id === undefined) return disabled ? { state: 'due', disabled } : { state: 'due' };
     const request = approvals.get(id);
-    if (!request) return { state: 'will-ask', approval: id };
+    if (!request) return disabled ? { state: 'will-ask', approval: id, disabled } : { state: 'will-ask', approval: id };
     if (request.status === 'pending') return { state: 'waiting', approval: id, expiresAt: request.expires_at };
     if (request.status === 'approved') return { state: 'approved', approval: id };
     return { state: 'refused', approval: id, status: request.status };
@@ -317,9 +326,13 @@ export function describeOutcome(outcome: ActionState, ruleName: string): string 
     case 'refused':
       return `${outcome.status} (${outcome.approval}): not taken`;
     case 'due':
-      return 'not taken yet: the next evaluation takes it';
+      return outcome.disabled
+        ? `not taken: ${outcome.disabled}, so nothing is evaluated until it is enabled`
+        : 'not taken yet: the next evaluation takes it';
     case 'will-ask':
-      return 'not asked yet: the next evaluation asks for approval';
+      return outcome.disabled
+        ? `not asked: ${outcome.disabled}, so nothing is evaluated until it is enabled`
+        : 'not asked yet: the next evaluation asks for approval';
     case 'would':
       return outcome.asks ? 'would ask for approval' : 'would be taken';
     default:

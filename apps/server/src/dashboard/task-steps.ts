@@ -22,6 +22,26 @@ export function stateBadge(state: TaskState | string): SafeHtml {
   return html`<span class="badge ${state}">${state}</span>`;
 }
 
+/**
+ * What a finished task's own result says went wrong: an agent loop that failed or was stopped still completes its task
+ * (its transcript and reason are the result), so `done` alone would read as success. Undefined when the result does
+ * not say so.
+ */
+export function resultOutcome(result: unknown): { status: string; reason: string } | undefined {
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) return undefined;
+  const { status, reason, error } = result as Record<string, unknown>;
+  if (status !== 'failed' && status !== 'stopped' && status !== 'cancelled') return undefined;
+  const why = typeof reason === 'string' ? reason : typeof error === 'string' ? error : '';
+  return { status, reason: why };
+}
+
+/** The state badge, and beside a done task whose result says it failed or stopped, that outcome. */
+export function stateWithOutcome(state: TaskState | string, result: unknown): SafeHtml {
+  const outcome = state === 'done' ? resultOutcome(result) : undefined;
+  if (!outcome) return stateBadge(state);
+  return html`${stateBadge(state)} <span class="badge bad">${outcome.status === 'failed' ? 'agent failed' : `agent ${outcome.status}`}</span>`;
+}
+
 /** A clarification the agent asked for, and whether it was answered. */
 export interface Clarification {
   id: string;

@@ -15,7 +15,7 @@ import {
   registerTaskTopic,
   renderEvent,
   shownEventLimit,
-  stateBadge,
+  stateWithOutcome,
   type TaskEventLine,
 } from '../task-steps.ts';
 
@@ -148,7 +148,7 @@ function renderSummary(request: FastifyRequest, context: DashboardContext, input
 <table class="kv">
 <caption class="visually-hidden">Task fields</caption>
 <tbody>
-${row('State', stateBadge(record.state))}
+${row('State', stateWithOutcome(record.state, record.task?.result))}
 ${row('Type', task ? html`<code>${task.type}</code>` : (record.name?.type ?? ''))}
 ${row('Id', html`<code>${id}</code>`)}
 ${row('Integration', task?.integration)}

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
 import { clearSecretValues, registerSecretValue } from '@assistant/errors';
+import { openFileTaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
@@ -44,7 +45,13 @@ async function server() {
   };
   const get = (url: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url, headers: { ...bearer, ...headers } });
-  return Object.assign(app, { enqueue, get, controlRoot: config.paths.control });
+  return Object.assign(app, {
+    enqueue,
+    get,
+    controlRoot: config.paths.control,
+    queuePath: config.paths.queue,
+    dataPath: config.paths.dataDir,
+  });
 }
 
 describe('the Tasks page', () => {
@@ -135,6 +142,24 @@ describe('the Tasks page', () => {
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('interject needs a message');
+  });
+
+  it('marks a done agent task whose result says it failed, in the list and on its page', async () => {
+    await using app = await server();
+    const id = await app.enqueue('system.agent', { prompt: 'hello' });
+    const queue = await openFileTaskQueue({ directory: app.queuePath, dataDirectory: app.dataPath });
+    const consumer = queue.consumer();
+    await consumer.start();
+    const claimed = await consumer.claim();
+    expect(claimed?.id).toBe(id);
+    if (claimed) await consumer.complete(claimed, { status: 'failed', reason: 'Connection error', steps: 0 });
+    await consumer.close();
+    await queue.close();
+    const list = await app.get('/tasks?state=done');
+    expect(list.body).toContain('agent failed');
+    expect(list.body).toContain('Connection error');
+    const page = await app.get(`/tasks/${id}`);
+    expect(page.body).toContain('agent failed');
   });
 
   it('shows no loaded secret a payload holds', async () => {

@@ -6,7 +6,7 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
-import { stateBadge } from '../task-steps.ts';
+import { resultOutcome, stateWithOutcome } from '../task-steps.ts';
 import { registerTaskPage } from './task-page.ts';
 
 /** Rows per page. */
@@ -253,7 +253,9 @@ async function countsByState(queue: TaskQueue, type: string): Promise<Record<Tas
 }
 
 function errorExcerpt(record: TaskRecord | undefined, paths: DataPaths): string {
-  const message = record?.task?.error?.message ?? record?.problem;
+  const outcome = record?.state === 'done' ? resultOutcome(record.task?.result) : undefined;
+  const message =
+    record?.task?.error?.message ?? record?.problem ?? (outcome ? outcome.reason || outcome.status : undefined);
   if (!message) return '';
   const scrubbed = paths.scrub(message);
   return scrubbed.length > errorExcerptLength ? `${scrubbed.slice(0, errorExcerptLength)}…` : scrubbed;
@@ -265,8 +267,8 @@ function renderRow(row: Row, paths: DataPaths): SafeHtml {
   const id = entry.name?.id;
   const finished = task?.finishedAt;
   return html`<tr>
-<td>${stateBadge(record?.state ?? entry.state)}</td>
-<td><code>${entry.name?.type ?? '?'}</code></td>
+<td>${stateWithOutcome(record?.state ?? entry.state, task?.result)}</td>
+<td>${id ? html`<a href="/tasks/${id}"><code>${entry.name?.type ?? '?'}</code></a>` : html`<code>${entry.name?.type ?? '?'}</code>`}</td>
 <th scope="row">${id ? html`<a href="/tasks/${id}">${id}</a>` : html`<span class="muted">${entry.location}</span>`}</th>
 <td>${task?.integration ?? ''}</td>
 <td class="hide-narrow">${entry.name?.priority ?? ''}</td>
