@@ -111,5 +111,8 @@ export function timeTag(iso: string | undefined): SafeHtml {
   if (Number.isNaN(date.getTime())) return html`${iso}`;
   const pad = (value: number) => String(value).padStart(2, '0');
   const text = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
-  return html`<time datetime="${date.toISOString()}">${text}</time>`;
+  // Local time, as the human log writes it; the title gives the zone and the exact instant.
+  const offsetMinutes = -date.getTimezoneOffset();
+  const zone = `UTC${offsetMinutes >= 0 ? '+' : '-'}${pad(Math.floor(Math.abs(offsetMinutes) / 60))}:${pad(Math.abs(offsetMinutes) % 60)}`;
+  return html`<time datetime="${date.toISOString()}" title="${date.toISOString()} (${zone})">${text}</time>`;
 }

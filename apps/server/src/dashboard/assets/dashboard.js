@@ -67,4 +67,13 @@
     seenSources.add(source);
     for (const name of liveNames) source.addEventListener(name, () => schedule(name));
   });
+  // Ctrl+Enter (⌘+Enter) in a textarea marked `data-submit-on-ctrl-enter` sends its form (the chat's message box), so
+  // a keyboard user need not Tab to the button; Enter alone still makes a new line.
+  document.addEventListener('keydown', (event) => {
+    const target = event.target;
+    if (event.key !== 'Enter' || !(event.ctrlKey || event.metaKey)) return;
+    if (!(target instanceof HTMLTextAreaElement) || !target.hasAttribute('data-submit-on-ctrl-enter')) return;
+    event.preventDefault();
+    target.form?.requestSubmit();
+  });
 })();

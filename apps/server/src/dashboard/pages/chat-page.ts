@@ -66,7 +66,8 @@ function messageForm(request: FastifyRequest, id: string, notice?: string): Safe
 ${csrfField(request)}
 <input type="hidden" name="client_id" value="${`web-${randomBytes(12).toString('base64url')}`}">
 <div class="field"><label for="message-text">Message</label>
-<textarea id="message-text" name="text" rows="3" required maxlength="32768"></textarea></div>
+<textarea id="message-text" name="text" rows="3" required maxlength="32768" data-submit-on-ctrl-enter aria-describedby="message-hint"></textarea>
+<p id="message-hint" class="muted small">Ctrl+Enter (⌘+Enter) sends.</p></div>
 <div class="actions"><button type="submit">Send message</button>
 ${notice ? html`<span class="muted" role="status">${notice}</span>` : ''}</div>
 </form>`;
