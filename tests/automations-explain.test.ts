@@ -48,6 +48,10 @@ describe('assistant automations explain', () => {
       '1. "hug friends": MATCHED (rule provenance)\n   holds: is_friend = true (field; saw true)\n',
     );
     expect(ada.stdout).toMatch(/ {3}action hug \[soft\]: can be undone \(soft\); taken at \S+ \(task [0-9a-z]{26}\)\n/);
+    // The file as the dashboard shows it (relative to the data directory) names the same note.
+    const shown = await cli(dir, ['automations', 'explain', 'notes/greeter/friendly/ada.md']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('greeter/friendly/ada.md: Ada\n');
     expect(ada.stdout).toContain(
       '2. "cards for close people": MATCHED (llm provenance, approval required)\n   holds: close >= 0.8 (classification; saw 0.9)\n',
     );

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -57,7 +58,7 @@ export async function automationsExplainCommand(options: AutomationsExplainOptio
     registry,
     config,
     notes,
-    notePath: notePathOf(options.note, config.paths.notes, context.cwd),
+    notePath: notePathOf(options.note, config.paths.notes, context.cwd, config.paths.dataDir),
     platform: options.platform,
     ...(dryRun ? { dryRun } : {}),
   });
@@ -82,9 +83,14 @@ function ruleFileError(file: string, problems: readonly ConfigProblem[]): Assist
 }
 
 /** A note path relative to the notes folder, from either that or a path to the file (`data/notes/email/…`). */
-function notePathOf(note: string, notesRoot: string, cwd: string): string {
+function notePathOf(note: string, notesRoot: string, cwd: string, dataDir: string): string {
   const absolute = path.resolve(cwd, note);
   if (absolute.startsWith(notesRoot + path.sep)) return path.relative(notesRoot, absolute).split(path.sep).join('/');
+  // `notes/email/…`, as the dashboard and the API show a note's file (relative to the data directory).
+  const fromData = path.resolve(dataDir, note);
+  if (!path.isAbsolute(note) && fromData.startsWith(notesRoot + path.sep) && !existsSync(path.join(notesRoot, note))) {
+    return path.relative(notesRoot, fromData).split(path.sep).join('/');
+  }
   return note;
 }
 
