@@ -6,7 +6,14 @@ import { createApprovalRequest, readApproval } from '@assistant/actions';
 import { NoteStore } from '@assistant/notes';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectAccessible, launchBrowser, openDashboard, screenshot, startAssistant } from './helpers/browser.ts';
+import {
+  expectAccessible,
+  launchBrowser,
+  openDashboard,
+  screenshot,
+  sidewaysOverflow,
+  startAssistant,
+} from './helpers/browser.ts';
 import { repoRoot, runCli } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
@@ -172,14 +179,7 @@ describe('dashboard approvals', () => {
     await screenshot(dark.page, 'approvals', 'dark', dir.path);
     await using narrow = await openDashboard(browser, assistant, { narrow: true });
     await narrow.page.goto('/approvals?status=all');
-    const overflow = await narrow.page.evaluate(() => {
-      const { document, innerWidth } = globalThis as unknown as {
-        document: { documentElement: { scrollWidth: number } };
-        innerWidth: number;
-      };
-      return document.documentElement.scrollWidth - innerWidth;
-    });
-    expect(overflow).toBeLessThanOrEqual(0);
+    expect(await sidewaysOverflow(narrow.page)).toBeLessThanOrEqual(0);
     expect(dark.consoleErrors).toEqual([]);
     expect(narrow.consoleErrors).toEqual([]);
   });

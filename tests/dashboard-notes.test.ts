@@ -13,6 +13,7 @@ import {
   openDashboard,
   type RunningAssistant,
   screenshot,
+  sidewaysOverflow,
   startAssistant,
 } from './helpers/browser.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
@@ -321,14 +322,7 @@ describe('dashboard notes', () => {
     expect(await page.locator('table.notes-list tbody tr').count()).toBe(10);
     for (const url of ['/notes?folder=bulk', '/notes/mail/inbox/hello.md', '/notes/mail/inbox/hello.md?edit']) {
       await page.goto(url);
-      const overflow = await page.evaluate(() => {
-        const view = globalThis as unknown as {
-          innerWidth: number;
-          document: { documentElement: { scrollWidth: number } };
-        };
-        return view.document.documentElement.scrollWidth - view.innerWidth;
-      });
-      expect(overflow, `horizontal overflow of ${url} at 360 px`).toBeLessThanOrEqual(0);
+      expect(await sidewaysOverflow(page), `horizontal overflow of ${url} at 360 px`).toBeLessThanOrEqual(0);
     }
     expect(dashboard.consoleErrors).toEqual([]);
   });

@@ -12,6 +12,7 @@ import {
   openDashboard,
   type RunningAssistant,
   screenshot,
+  sidewaysOverflow,
   startAssistant,
 } from './helpers/browser.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -77,7 +78,9 @@ describe('dashboard tasks', () => {
 
     // system.sleep fails at once (and for good) on a payload that is not {ms: number}.
     const id = await enqueue(assistant, 'system.sleep', { ms: hostile });
-    await expect.poll(() => page.locator(`#task-results a[href="/tasks/${id}"]`).count(), { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(() => page.locator(`#task-results th a[href="/tasks/${id}"]`).count(), { timeout: 15_000 })
+      .toBe(1);
     await screenshot(page, 'tasks', 'light', dir.path);
     await page.emulateMedia({ colorScheme: 'dark' });
     await screenshot(page, 'tasks', 'dark', dir.path);
@@ -86,12 +89,14 @@ describe('dashboard tasks', () => {
     // The filter form narrows the list (htmx swaps the results and pushes the URL).
     await page.getByLabel('Type').fill('system.echo');
     await page.getByRole('button', { name: 'Filter' }).click();
-    await expect.poll(() => page.locator(`#task-results a[href="/tasks/${id}"]`).count()).toBe(0);
+    await expect.poll(() => page.locator(`#task-results th a[href="/tasks/${id}"]`).count()).toBe(0);
     expect(new URL(page.url()).searchParams.get('type')).toBe('system.echo');
     await page.goto('/tasks?state=failed');
-    await expect.poll(() => page.locator(`#task-results a[href="/tasks/${id}"]`).count(), { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(() => page.locator(`#task-results th a[href="/tasks/${id}"]`).count(), { timeout: 15_000 })
+      .toBe(1);
 
-    await page.locator(`#task-results a[href="/tasks/${id}"]`).click();
+    await page.locator(`#task-results th a[href="/tasks/${id}"]`).click();
     await page.waitForURL((url) => url.pathname === `/tasks/${id}`);
     expect(await shownState(page)).toBe('failed');
     expect(await page.locator('#payload-heading + pre').textContent()).toContain('<script>alert(2)</script>');
@@ -120,13 +125,7 @@ describe('dashboard tasks', () => {
     await using narrow = await openDashboard(browser, assistant, { narrow: true });
     for (const url of ['/tasks', `/tasks/${id}`]) {
       await narrow.page.goto(url);
-      const overflow = await narrow.page.evaluate(() => {
-        const root = (
-          globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
-        ).document.documentElement;
-        return root.scrollWidth - root.clientWidth;
-      });
-      expect(overflow, `sideways scroll at 360 px on ${url}`).toBeLessThanOrEqual(0);
+      expect(await sidewaysOverflow(narrow.page), `sideways scroll at 360 px on ${url}`).toBeLessThanOrEqual(0);
     }
     expect(narrow.consoleErrors).toEqual([]);
   }, 90_000);

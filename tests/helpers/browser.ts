@@ -144,6 +144,16 @@ export async function openDashboard(
   };
 }
 
+/** How far the page scrolls sideways (0 when it fits its window): a page must fit 360 px without it. */
+export function sidewaysOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const root = (
+      globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+    ).document.documentElement;
+    return root.scrollWidth - root.clientWidth;
+  });
+}
+
 const require = createRequire(import.meta.url);
 let axeSource: string | undefined;
 

@@ -18,7 +18,7 @@ const eventTextLimit = 500;
 export type TaskEventLine = ControlEvent & { offset: number };
 
 /** A task's state as a badge. */
-export function stateBadge(state: TaskState | string): SafeHtml {
+function stateBadge(state: TaskState | string): SafeHtml {
   return html`<span class="badge ${state}">${state}</span>`;
 }
 
