@@ -70,13 +70,26 @@ describe('LiveHub', () => {
     const hub = new LiveHub({ queue: () => source.queue, humanLog, approvalsDirectory: approvals, pollMs: 20 });
     const seen: string[] = [];
     const stop = hub.subscribe((event) => seen.push(event));
-    // The first look only records where things stand; nothing has changed yet.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(seen).toEqual([]);
-    await humanLog.write({ source: 'test', message: 'one line' });
-    await vi.waitFor(() => expect(seen).toContain('log'), { timeout: 5_000 });
-    await writeFile(path.join(approvals, 'ap-000000000001.md'), '---\nstatus: pending\n---\n');
-    await vi.waitFor(() => expect(seen).toContain('approvals'), { timeout: 5_000 });
+    // The hub's first look only records where things stand, so a change made before it may go untold: each try
+    // writes once more until the hub tells of one (a bounded wait on the event, no fixed sleep).
+    let lines = 0;
+    await vi.waitFor(
+      async () => {
+        lines += 1;
+        await humanLog.write({ source: 'test', message: `line ${lines}` });
+        expect(seen).toContain('log');
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+    let requests = 0;
+    await vi.waitFor(
+      async () => {
+        requests += 1;
+        await writeFile(path.join(approvals, `ap-00000000000${requests}.md`), '---\nstatus: pending\n---\n');
+        expect(seen).toContain('approvals');
+      },
+      { timeout: 5_000, interval: 100 },
+    );
     const logs = seen.filter((event) => event === 'log').length;
     await appendFile(humanLog.fileFor(new Date()), '- 00:00:00 **test** another\n');
     await vi.waitFor(() => expect(seen.filter((event) => event === 'log').length).toBe(logs + 1), { timeout: 5_000 });
