@@ -443,7 +443,7 @@ export class FileTaskQueue implements TaskQueue {
       if (state === 'pending' || state === 'active') {
         entries.sort((left, right) => compareStrings(left.fileName, right.fileName));
       } else {
-        entries = await this.#withFinishTimes(state, entries);
+        entries = await this.#withFinishTimes(state, entries, matcher === undefined);
         if (options.finishedSinceMs !== undefined) {
           const since = options.finishedSinceMs;
           entries = entries.filter((entry) => (entry.finishedAtMs ?? 0) >= since);
@@ -459,7 +459,7 @@ export class FileTaskQueue implements TaskQueue {
   }
 
   /** The entries with their finish times: remembered ones, and a stat of each file not seen before. */
-  async #withFinishTimes(state: 'done' | 'failed', entries: FileEntry[]): Promise<FileEntry[]> {
+  async #withFinishTimes(state: 'done' | 'failed', entries: FileEntry[], whole: boolean): Promise<FileEntry[]> {
     const known = this.#finishTimes;
     const unknown = entries.filter((entry) => !known.has(entry.path));
     await Promise.all(
@@ -469,7 +469,9 @@ export class FileTaskQueue implements TaskQueue {
       }),
     );
     const withTimes = entries.map((entry) => ({ ...entry, finishedAtMs: known.get(entry.path) ?? 0 }));
-    // Forget files that left this state (pruned, retried), so the memory follows the folder's size.
+    // Forget files that left this state (pruned, retried), so the memory follows the folder's size; only a listing
+    // of the whole folder knows which left (a type filter leaves the other types' files out).
+    if (!whole) return withTimes;
     const present = new Set(entries.map((entry) => entry.path));
     const prefix = this.paths[state] + path.sep;
     for (const file of known.keys()) {
