@@ -209,6 +209,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     registry: options.registry,
     enqueue: (request) => queueEnqueue(queue(), request),
     configDir: path.dirname(config.paths.configFile),
+    dataDir: config.paths.dataDir,
     signal: options.signal ?? new AbortController().signal,
     shutdownGraceMs: serverShutdownGraceMs(config),
     apiToken: token.value,

@@ -97,6 +97,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     instance: { name: instance.name, domain: instance.domain, settings: instance.settings, llm: instance.llm },
     ...(platform ? { platform } : {}),
     configDir: path.dirname(services.config.paths.configFile),
+    dataDir: services.config.paths.dataDir,
     ...(instance.domain === 'script' && isBuiltin
       ? {
           scripts: {

@@ -53,7 +53,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
       `\`${options.action}\` is not an action of ${instance.domain}.${options.platform}; its actions: ${names.join(', ') || 'none'}`,
     );
   }
-  const argument = readArgument(options.action, spec.argument, options.argument);
+  const argument = readArgument(options.action, spec.argument, options.argument, spec.argument_optional === true);
 
   const action: ResolvedAction = {
     kind: 'platform',
@@ -157,12 +157,14 @@ export function readArgument(
   action: string,
   type: 'string' | 'number' | 'boolean' | undefined,
   value: string | number | boolean | undefined,
+  optional = false,
 ): string | number | boolean | undefined {
   if (type === undefined) {
     if (value !== undefined) throw new AssistantError('BAD_REQUEST', `\`${action}\` takes no argument`);
     return undefined;
   }
   if (value === undefined || value === '') {
+    if (optional) return undefined;
     throw new AssistantError('BAD_REQUEST', `\`${action}\` takes a ${type}, e.g. \`${action} ${example(type)}\``);
   }
   if (typeof value === type) return value;

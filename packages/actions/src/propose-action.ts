@@ -142,6 +142,7 @@ function resolveProposed(
     {
       tier: ResolvedAction['tier'];
       argument?: 'string' | 'number' | 'boolean' | undefined;
+      argument_optional?: boolean | undefined;
       target?: string | undefined;
     }
   >,
@@ -161,7 +162,7 @@ function resolveProposed(
         `\`${action.name}\` is not an action of ${domain}.${options.platform}; its actions: ${names.join(', ') || 'none'}`,
       );
     }
-    const argument = readArgument(action.name, spec.argument, action.argument);
+    const argument = readArgument(action.name, spec.argument, action.argument, spec.argument_optional === true);
     return {
       kind: 'platform',
       name: action.name,

@@ -51,7 +51,13 @@ export interface ActionCatalog {
   /** The platform's actions from its manifest: the allowlist. */
   platformActions: Record<
     string,
-    { tier: ReversibilityTier; argument?: 'string' | 'number' | 'boolean' | undefined; target?: string | undefined }
+    {
+      tier: ReversibilityTier;
+      argument?: 'string' | 'number' | 'boolean' | undefined;
+      /** The argument may be left out. @default false */
+      argumentOptional?: boolean | undefined;
+      target?: string | undefined;
+    }
   >;
   /** `scripts:` from config: each is irreversible unless `reversible: true`. */
   scripts: Record<string, { reversible: boolean }>;
@@ -218,7 +224,7 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     };
   }
   const hasArgument = action.argument !== undefined && action.argument !== null;
-  if (spec.argument !== undefined && !hasArgument) {
+  if (spec.argument !== undefined && !hasArgument && spec.argumentOptional !== true) {
     return { problem: `\`${action.action}\` takes a ${spec.argument}: write \`{${action.action}: …}\`` };
   }
   if (spec.argument === undefined && hasArgument) return { problem: `\`${action.action}\` takes no argument` };

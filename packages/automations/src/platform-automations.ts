@@ -50,7 +50,12 @@ function actionCatalog(
     platformActions: Object.fromEntries(
       Object.entries(platform.actions).map(([name, action]) => [
         name,
-        { tier: action.tier, argument: action.argument, target: action.target },
+        {
+          tier: action.tier,
+          argument: action.argument,
+          argumentOptional: action.argument_optional === true,
+          target: action.target,
+        },
       ]),
     ),
     scripts: Object.fromEntries(

@@ -63,6 +63,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * passwords), not the server token, not other LLM profiles.
    */
   configDir: string;
+  /**
+   * The data directory (`data/`): an integration keeps state that is not a note (a search's ETag, a cursor) in a
+   * folder of its domain there, `data/<domain>/<instance>/…`, never elsewhere.
+   */
+  dataDir: string;
   /** Only for the builtin `script` integration's handler: config.yaml's `scripts:` and where they may run. */
   scripts?: ScriptsContext;
   /** Notes under `data/notes`. */

@@ -86,6 +86,8 @@ export interface WebhookContext<Settings = Record<string, unknown>> {
   /** Aborted when the client goes away or the server shuts down. */
   signal: AbortSignal;
   configDir: string;
+  /** The data directory, as a listener's: a webhook keeps its state in `data/<domain>/…` (seen delivery ids). */
+  dataDir: string;
 }
 
 /** What the webhook answers: a status and a JSON body (a string is sent as text). */

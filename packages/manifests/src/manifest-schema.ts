@@ -45,6 +45,11 @@ const actionSchema = z.strictObject({
   /** The type of the action's argument when it takes one: `{move: Archive}` has a string argument. */
   argument: z.enum(['string', 'number', 'boolean']).optional(),
   /**
+   * The argument may be left out (`then: comment` as well as `{comment: "Thanks!"}`): without it the action does its
+   * default. Only with `argument`. @default false
+   */
+  argument_optional: z.boolean().optional(),
+  /**
    * The item's field that says what the action will be done to (`unsubscribe_target`: the address or host an
    * unsubscribe goes to; `from_address`: who a reply goes to). Approval requests show its value, so a person approves
    * the target, not just the action's name.

@@ -21,6 +21,8 @@ export interface WebhookRoutesOptions {
   registry: IntegrationRegistry | undefined;
   enqueue: QueueEnqueue;
   configDir: string;
+  /** The data directory: handlers keep their state in `data/<domain>/…`. */
+  dataDir: string;
   /** The server's logger: handlers get a child of it. */
   logger: Logger;
   /** Aborted when the server shuts down; handlers see it through their signal. */
@@ -192,6 +194,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             enqueue: domainEnqueue({ registry: found.registry, instance, enqueue: options.enqueue }),
             signal,
             configDir: options.configDir,
+            dataDir: options.dataDir,
           });
           answer = await Promise.race([handled, abandoned.promise]);
           if (answer === abandoned.marker) {
