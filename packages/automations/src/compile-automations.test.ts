@@ -27,6 +27,7 @@ const catalog: ActionCatalog = {
   platformActions: {
     archive: { tier: 'soft' },
     move: { tier: 'soft', argument: 'string' },
+    comment: { tier: 'soft', argument: 'string', argumentOptional: true },
     flag: { tier: 'read_only' },
     delete: { tier: 'hard' },
     send_reply: { tier: 'irreversible' },
@@ -86,6 +87,18 @@ describe('compileAutomations', () => {
     expect(problems[0]?.hint).toBe(
       'classifications: human, urgent, topic; fields: is_noreply, from_domain, date, size, labels',
     );
+  });
+
+  it('takes an action whose argument is optional with or without it, each under its own key', () => {
+    const { rules, problems } = compile([
+      rule({ is_noreply: true }, [platform('comment'), platform('comment', 'Thanks {{ author }}!')]),
+    ]);
+    expect(problems).toEqual([]);
+    expect(rules[0]?.actions.map((action) => action.key)).toEqual(['comment', 'comment:"Thanks {{ author }}!"']);
+    expect(
+      compile([rule({ is_noreply: true }, [{ kind: 'platform', action: 'comment', argument: 3, yolo: false }])])
+        .problems[0]?.message,
+    ).toBe('`comment` takes a string, not 3');
   });
 
   it('refuses an irreversible action decided by the LLM unless it is !yolo or needs approval', () => {

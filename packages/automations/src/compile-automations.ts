@@ -228,7 +228,7 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     return { problem: `\`${action.action}\` takes a ${spec.argument}: write \`{${action.action}: …}\`` };
   }
   if (spec.argument === undefined && hasArgument) return { problem: `\`${action.action}\` takes no argument` };
-  if (spec.argument !== undefined && typeof action.argument !== spec.argument) {
+  if (spec.argument !== undefined && hasArgument && typeof action.argument !== spec.argument) {
     return { problem: `\`${action.action}\` takes a ${spec.argument}, not ${JSON.stringify(action.argument)}` };
   }
   return {

@@ -132,3 +132,26 @@ webhooks:
     ]);
   });
 });
+
+describe('manifest actions', () => {
+  it('takes argument_optional only beside an argument', () => {
+    const platform = (actions: string) =>
+      `${base}platforms:\n  items:\n    entry: check\n    stages:\n      check: {handler: ./src/check.ts#check}\n    actions:\n${actions}`;
+    const { manifest } = parseManifest(
+      platform('      comment: {tier: irreversible, argument: string, argument_optional: true}\n'),
+      'hooky/manifest.yaml',
+    );
+    expect(manifest.platforms.items?.actions.comment).toMatchObject({ argument: 'string', argument_optional: true });
+    expect(
+      problemsOf(platform('      close: {tier: soft, argument_optional: true}\n')).map((problem) => [
+        problem.path.join('.'),
+        problem.message,
+      ]),
+    ).toEqual([
+      [
+        'platforms.items.actions.close.argument_optional',
+        '`argument_optional` is only for an action with an `argument`',
+      ],
+    ]);
+  });
+});

@@ -40,26 +40,31 @@ const fieldSchema = z.union([
   }),
 ]);
 
-const actionSchema = z.strictObject({
-  tier: z.enum(reversibilityTiers),
-  /** The type of the action's argument when it takes one: `{move: Archive}` has a string argument. */
-  argument: z.enum(['string', 'number', 'boolean']).optional(),
-  /**
-   * The argument may be left out (`then: comment` as well as `{comment: "Thanks!"}`): without it the action does its
-   * default. Only with `argument`. @default false
-   */
-  argument_optional: z.boolean().optional(),
-  /**
-   * The item's field that says what the action will be done to (`unsubscribe_target`: the address or host an
-   * unsubscribe goes to; `from_address`: who a reply goes to). Approval requests show its value, so a person approves
-   * the target, not just the action's name.
-   */
-  target: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected the name of a field of the item, e.g. unsubscribe_target' })
-    .optional(),
-  description: z.string().optional(),
-});
+const actionSchema = z
+  .strictObject({
+    tier: z.enum(reversibilityTiers),
+    /** The type of the action's argument when it takes one: `{move: Archive}` has a string argument. */
+    argument: z.enum(['string', 'number', 'boolean']).optional(),
+    /**
+     * The argument may be left out (`then: comment` as well as `{comment: "Thanks!"}`): without it the action does its
+     * default. Only with `argument`. @default false
+     */
+    argument_optional: z.boolean().optional(),
+    /**
+     * The item's field that says what the action will be done to (`unsubscribe_target`: the address or host an
+     * unsubscribe goes to; `from_address`: who a reply goes to). Approval requests show its value, so a person approves
+     * the target, not just the action's name.
+     */
+    target: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected the name of a field of the item, e.g. unsubscribe_target' })
+      .optional(),
+    description: z.string().optional(),
+  })
+  .refine((action) => action.argument_optional !== true || action.argument !== undefined, {
+    error: '`argument_optional` is only for an action with an `argument`',
+    path: ['argument_optional'],
+  });
 
 const platformSchema = z
   .strictObject({
