@@ -1,24 +1,11 @@
-import { Conversation, fenceUntrusted, UnrecoverableError } from '@assistant/sdk';
-import * as z from 'zod';
+import {
+  Conversation,
+  classificationAnswerSchema,
+  classificationQuestions,
+  fenceUntrusted,
+  UnrecoverableError,
+} from '@assistant/sdk';
 import type { EmailContext } from './email-settings.ts';
-
-type Classification = NonNullable<EmailContext['platform']>['classifications'][string];
-
-/** One zod field per classification: confidences are 0–1, booleans yes/no, enums one of their values. */
-export function classificationSchema(classifications: Record<string, Classification>) {
-  const shape: Record<string, z.ZodType> = {};
-  for (const [name, classification] of Object.entries(classifications)) {
-    shape[name] =
-      classification.type === 'confidence'
-        ? z.number().min(0).max(1).describe(classification.prompt)
-        : classification.type === 'boolean'
-          ? z.boolean().describe(classification.prompt)
-          : z
-              .enum(('values' in classification ? classification.values : []) as [string, ...string[]])
-              .describe(classification.prompt);
-  }
-  return z.strictObject(shape);
-}
 
 /**
  * `email.inbox.classify` (`{note}`): one structured LLM call answers every classification of the platform over the
@@ -45,14 +32,9 @@ export async function classify(context: EmailContext<{ note: string }>) {
   const conversation = new Conversation(model, {
     system: `You classify email for its owner. ${fenced.instruction}`,
   });
-  const questions = Object.entries(classifications)
-    .map(
-      ([name, classification]) =>
-        `- ${name}: ${classification.prompt}${classification.type === 'confidence' ? ' (a confidence from 0 to 1)' : ''}`,
-    )
-    .join('\n');
+  const questions = classificationQuestions(classifications);
   const answers = await conversation.structured(
-    classificationSchema(classifications),
+    classificationAnswerSchema(classifications),
     `Answer these questions about the message below.\n${questions}\n\n${fenced.text}`,
     { name: 'classifications', signal: context.signal },
   );

@@ -1,4 +1,251 @@
-// Placeholder until the handler lands (issue 18).
-export async function act(): Promise<never> {
-  throw new Error('the github integration is being built: act is not ready');
+import { type ActPayload, actPayloadSchema, Conversation, renderTemplate, UnrecoverableError } from '@assistant/sdk';
+import {
+  assertNotRateLimited,
+  callGithub,
+  type GithubClient,
+  githubClient,
+  isStatus,
+  notTakenError,
+  ownerLogin,
+} from './client.ts';
+import type { GithubContext, ItemRef } from './github-settings.ts';
+import { parseItemNotePath } from './github-settings.ts';
+import { itemPrompt } from './item-prompt.ts';
+
+const mergeMethods = ['merge', 'squash', 'rebase'] as const;
+
+/** The argument of an action as text, or undefined when it has none. */
+function argumentText(action: ActPayload['actions'][number]): string | undefined {
+  return typeof action.argument === 'string' && action.argument.trim() !== '' ? action.argument : undefined;
+}
+
+/** The comment a `comment` action posts: its template rendered over the note's facts, or one the LLM writes. */
+async function commentText(
+  context: GithubContext<ActPayload>,
+  data: Record<string, unknown>,
+  template: string | undefined,
+): Promise<string> {
+  if (template !== undefined) {
+    let text: string;
+    try {
+      text = renderTemplate(template, data);
+    } catch (error) {
+      throw new UnrecoverableError(`the comment template does not render: ${(error as Error).message}`);
+    }
+    if (text.trim() === '') throw new UnrecoverableError('the comment template renders as nothing: nothing to post');
+    return text;
+  }
+  const login = await ownerLogin(context.instance, context.signal);
+  const { facts, fenced } = itemPrompt(data, login);
+  const conversation = new Conversation(context.llm(), {
+    system: `You write short, friendly, useful GitHub comments on behalf of @${login}, in the language of the thread. Write only the comment's markdown: no greeting line addressed to the owner, no signature, no @mentions of people who are not already in the thread. ${fenced.instruction}`,
+  });
+  const text = await conversation.ask(`Write @${login}'s comment on this item.\n\n${facts}\n\n${fenced.text}`, {
+    signal: context.signal,
+  });
+  if (text.trim() === '') throw new UnrecoverableError('the model wrote an empty comment: nothing to post');
+  return text.trim();
+}
+
+/**
+ * Checks on GitHub, before an approval or merge is recorded as started, that the pull request is still open and at
+ * the commit the note (and so the approval) shows: a branch that moved on is someone else's code, not what was
+ * approved. (The merge itself is pinned to that commit as well: GitHub refuses it when the head moved in between.)
+ */
+async function assertHeadUnchanged(
+  context: GithubContext<ActPayload>,
+  ref: ItemRef,
+  headSha: string,
+  what: string,
+): Promise<void> {
+  if (!/^[0-9a-f]{40}$/i.test(headSha)) {
+    throw new UnrecoverableError(
+      `${what}: the note has no head_sha to pin it to; let collect read the pull request first`,
+    );
+  }
+  const pull = await callGithub(context, async (octokit) =>
+    octokit.rest.pulls.get({
+      owner: ref.owner,
+      repo: ref.repo,
+      pull_number: ref.number,
+      request: { signal: context.signal },
+    }),
+  );
+  if (pull.data.merged || pull.data.state !== 'open') {
+    throw new UnrecoverableError(
+      `${what}: ${ref.owner}/${ref.repo}#${ref.number} is ${pull.data.merged ? 'merged' : pull.data.state} already`,
+    );
+  }
+  if (pull.data.head.sha !== headSha) {
+    throw new UnrecoverableError(
+      `${what}: ${ref.owner}/${ref.repo}#${ref.number} has moved on to ${pull.data.head.sha.slice(0, 12)} since ${headSha.slice(0, 12)} was approved; nothing was done (review the new commits, then remove \`${what}\` from the note's actions_started and actions_taken to ask again)`,
+    );
+  }
+}
+
+/**
+ * `github.{pull_requests,issues}.act`: performs one rule's actions on one item, on GitHub. Labels, assignees, review
+ * requests, closing and reopening can be undone and are simply done (each is idempotent). A comment, an approving
+ * review and a merge cannot: each runs at most once per item (`actOnce` records it on the note before the request,
+ * which is sent without automatic retries), and approvals and merges only at the commit the note shows.
+ */
+export async function act(context: GithubContext<ActPayload>) {
+  const payload = actPayloadSchema.parse(context.payload);
+  const note = await context.notes.read(payload.item);
+  if (!note) throw new UnrecoverableError(`no note ${payload.item}`);
+  const parsed = parseItemNotePath(payload.item);
+  if (!parsed) throw new UnrecoverableError(`${payload.item} is not a GitHub item's note`);
+  const ref = parsed.item;
+  const base = { owner: ref.owner, repo: ref.repo, issue_number: ref.number };
+  const request = { signal: context.signal };
+  const title = `${ref.owner}/${ref.repo}#${ref.number} "${String(note.data.title ?? '')}"`;
+  const headSha = String(note.data.head_sha ?? '');
+  const done: string[] = [];
+  const started = new Set(
+    (Array.isArray(note.data.actions_started) ? note.data.actions_started : []).map(
+      (entry) => (entry as { action?: unknown } | null)?.action,
+    ),
+  );
+
+  /** An irreversible write: once per item, never retried by the client, refused (not recorded) while rate limited. */
+  const once = async <T>(key: string, run: (octokit: GithubClient) => Promise<T>) => {
+    assertNotRateLimited(context.instance);
+    return context.actOnce({ notePath: payload.item, key }, async () => {
+      try {
+        return await run(githubClient(context.instance));
+      } catch (error) {
+        throw notTakenError(context.instance, error) ?? error;
+      }
+    });
+  };
+
+  for (const action of payload.actions) {
+    const argument = argumentText(action);
+    switch (action.name) {
+      case 'label':
+      case 'unlabel':
+      case 'request_review':
+        if (!argument) throw new UnrecoverableError(`\`${action.name}\` needs an argument`);
+        break;
+      default:
+    }
+    switch (action.name) {
+      case 'label':
+        await callGithub(context, (octokit) =>
+          octokit.rest.issues.addLabels({ ...base, labels: [argument ?? ''], request }),
+        );
+        done.push(`labelled ${argument}`);
+        break;
+      case 'unlabel':
+        await callGithub(context, async (octokit) => {
+          try {
+            await octokit.rest.issues.removeLabel({ ...base, name: argument ?? '', request });
+          } catch (error) {
+            // Not there (any more): what unlabel wants.
+            if (!isStatus(error, 404)) throw error;
+          }
+        });
+        done.push(`unlabelled ${argument}`);
+        break;
+      case 'assign': {
+        const login = argument ?? (await ownerLogin(context.instance, context.signal));
+        await callGithub(context, (octokit) =>
+          octokit.rest.issues.addAssignees({ ...base, assignees: [login], request }),
+        );
+        done.push(`assigned @${login}`);
+        break;
+      }
+      case 'request_review':
+        await callGithub(context, (octokit) =>
+          octokit.rest.pulls.requestReviewers({
+            owner: ref.owner,
+            repo: ref.repo,
+            pull_number: ref.number,
+            reviewers: [argument ?? ''],
+            request,
+          }),
+        );
+        done.push(`asked @${argument} for a review`);
+        break;
+      case 'close':
+      case 'reopen':
+        await callGithub(context, (octokit) =>
+          octokit.rest.issues.update({ ...base, state: action.name === 'close' ? 'closed' : 'open', request }),
+        );
+        done.push(action.name === 'close' ? 'closed' : 'reopened');
+        break;
+      case 'comment': {
+        // Taken before (this task's earlier attempt, or another task): do not have the model write it again.
+        if (started.has(action.key)) break;
+        const text = await commentText(context, note.data, argument);
+        const posted = await once(action.key, async (octokit) => {
+          const comment = await octokit.rest.issues.createComment({
+            ...base,
+            body: text,
+            request: { ...request, retries: 0 },
+          });
+          await context.notes.update(payload.item, {
+            set: { commented_at: new Date().toISOString(), comment_url: comment.data.html_url },
+          });
+          return comment.data.html_url;
+        });
+        if (posted.ran) done.push(`commented (${posted.value})`);
+        break;
+      }
+      case 'approve_review': {
+        await assertHeadUnchanged(context, ref, headSha, action.key);
+        const approved = await once(action.key, async (octokit) => {
+          await octokit.rest.pulls.createReview({
+            owner: ref.owner,
+            repo: ref.repo,
+            pull_number: ref.number,
+            commit_id: headSha,
+            event: 'APPROVE',
+            request: { ...request, retries: 0 },
+          });
+          await context.notes.update(payload.item, {
+            set: { approved_at: new Date().toISOString(), approved_sha: headSha },
+          });
+        });
+        if (approved.ran) done.push(`approved ${headSha.slice(0, 12)}`);
+        break;
+      }
+      case 'merge': {
+        const method = (argument ?? 'merge') as (typeof mergeMethods)[number];
+        if (!mergeMethods.includes(method)) {
+          throw new UnrecoverableError(`\`merge\` takes merge, squash or rebase, not ${JSON.stringify(argument)}`);
+        }
+        await assertHeadUnchanged(context, ref, headSha, action.key);
+        const merged = await once(action.key, async (octokit) => {
+          const reply = await octokit.rest.pulls.merge({
+            owner: ref.owner,
+            repo: ref.repo,
+            pull_number: ref.number,
+            sha: headSha,
+            merge_method: method,
+            request: { ...request, retries: 0 },
+          });
+          await context.notes.update(payload.item, {
+            set: {
+              merged_at: new Date().toISOString(),
+              merged_sha: headSha,
+              merge_commit: reply.data.sha,
+              state: 'merged',
+            },
+          });
+          return reply.data.sha;
+        });
+        if (merged.ran) done.push(`merged ${headSha.slice(0, 12)} (${method})`);
+        break;
+      }
+      default:
+        throw new UnrecoverableError(`the github integration has no action \`${action.name}\``);
+    }
+  }
+  if (done.length === 0) return { done };
+  await context.log.human(`${done.join(', ')}: ${title}`, {
+    reason: `rule "${payload.rule}" (${payload.provenance})${payload.approval ? `, approved (${payload.approval})` : ''}`,
+    link: payload.item,
+  });
+  return { done };
 }

@@ -14,6 +14,7 @@ export { Conversation, type StructuredOptions } from './conversation.ts';
 export { LlmAbortedError, LlmOutputError, LlmRequestError } from './llm-errors.ts';
 export { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 export { createOpenAiChatModel, type OpenAiChatModelOptions, retryDelay } from './openai-chat-model.ts';
+export { classificationAnswerSchema, classificationQuestions } from './prompts/classification-answers.ts';
 export {
   type FencedText,
   type FenceUntrustedOptions,

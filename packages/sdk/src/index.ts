@@ -47,6 +47,14 @@ export type {
   WebhookRequest,
 } from '@assistant/integration-host';
 export { noteTools } from '@assistant/integration-host';
-export { type ChatMessage, type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
+export {
+  type ChatMessage,
+  type ChatModel,
+  Conversation,
+  classificationAnswerSchema,
+  classificationQuestions,
+  type FencedText,
+  fenceUntrusted,
+} from '@assistant/llm';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';
 export { runScript, SandboxUnavailableError, ScriptFailedError, ScriptTimeoutError } from '@assistant/sandbox';

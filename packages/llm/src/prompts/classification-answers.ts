@@ -1,0 +1,31 @@
+import type { Classification } from '@assistant/config';
+import * as z from 'zod';
+
+/**
+ * The structured answer to a platform's classifications, one field each: a confidence is a number from 0 to 1, a
+ * boolean yes or no, an enum one of its values. Every integration's classify stage asks for this shape.
+ */
+export function classificationAnswerSchema(classifications: Readonly<Record<string, Classification>>) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, classification] of Object.entries(classifications)) {
+    shape[name] =
+      classification.type === 'confidence'
+        ? z.number().min(0).max(1).describe(classification.prompt)
+        : classification.type === 'boolean'
+          ? z.boolean().describe(classification.prompt)
+          : z
+              .enum(('values' in classification ? classification.values : []) as [string, ...string[]])
+              .describe(classification.prompt);
+  }
+  return z.strictObject(shape);
+}
+
+/** The classifications as a list of questions for the prompt: `- urgent: Does it need …?`. */
+export function classificationQuestions(classifications: Readonly<Record<string, Classification>>): string {
+  return Object.entries(classifications)
+    .map(
+      ([name, classification]) =>
+        `- ${name}: ${classification.prompt}${classification.type === 'confidence' ? ' (a confidence from 0 to 1)' : ''}`,
+    )
+    .join('\n');
+}
