@@ -480,7 +480,13 @@ describe('chat turns', () => {
     const discarded: string[] = [];
     const model = createScriptedModel({ replies: async (request) => `saw ${userTexts(request).at(-1)}` });
     const outcome = await run(conv, m2, 't1', model, {
-      stores: { ...stores, discardSteering: async (reason) => (discarded.push(reason), 1) },
+      stores: {
+        ...stores,
+        discardSteering: async (reason) => {
+          discarded.push(reason);
+          return 1;
+        },
+      },
     });
     // Two turns in one task (m1, then m2): the requests left after each were refused before the next began.
     expect(outcome).toMatchObject({ turns: 2 });

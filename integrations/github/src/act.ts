@@ -6,6 +6,7 @@ import {
   githubClient,
   isStatus,
   notTakenError,
+  outageDelay,
   ownerLogin,
 } from './client.ts';
 import type { GithubContext, ItemRef } from './github-settings.ts';
@@ -47,29 +48,27 @@ async function commentText(
   return text.trim();
 }
 
+type PullReply = Awaited<ReturnType<GithubClient['rest']['pulls']['get']>>;
+
 /**
  * Checks on GitHub, before an approval or merge is recorded as started, that the pull request is still open and at
  * the commit the note (and so the approval) shows: a branch that moved on is someone else's code, not what was
  * approved. (The merge itself is pinned to that commit as well: GitHub refuses it when the head moved in between.)
  */
 async function assertHeadUnchanged(
-  context: GithubContext<ActPayload>,
   ref: ItemRef,
   headSha: string,
   what: string,
+  signal: AbortSignal,
+  read: (call: (octokit: GithubClient) => Promise<PullReply>) => Promise<PullReply>,
 ): Promise<void> {
   if (!/^[0-9a-f]{40}$/i.test(headSha)) {
     throw new UnrecoverableError(
       `${what}: the note has no head_sha to pin it to; let collect read the pull request first`,
     );
   }
-  const pull = await callGithub(context, async (octokit) =>
-    octokit.rest.pulls.get({
-      owner: ref.owner,
-      repo: ref.repo,
-      pull_number: ref.number,
-      request: { signal: context.signal },
-    }),
+  const pull = await read((octokit) =>
+    octokit.rest.pulls.get({ owner: ref.owner, repo: ref.repo, pull_number: ref.number, request: { signal } }),
   );
   if (pull.data.merged || pull.data.state !== 'open') {
     throw new UnrecoverableError(
@@ -107,6 +106,15 @@ export async function act(context: GithubContext<ActPayload>) {
     ),
   );
 
+  /** A request that can be repeated safely: during an outage the task waits for GitHub instead of failing. */
+  const soft = async <T>(call: (octokit: GithubClient) => Promise<T>): Promise<T> => {
+    try {
+      return await callGithub(context, call);
+    } catch (error) {
+      throw outageDelay(error, context.task.createdAt) ?? error;
+    }
+  };
+
   /** An irreversible write: once per item, never retried by the client, refused (not recorded) while rate limited. */
   const once = async <T>(key: string, run: (octokit: GithubClient) => Promise<T>) => {
     assertNotRateLimited(context.instance);
@@ -131,13 +139,11 @@ export async function act(context: GithubContext<ActPayload>) {
     }
     switch (action.name) {
       case 'label':
-        await callGithub(context, (octokit) =>
-          octokit.rest.issues.addLabels({ ...base, labels: [argument ?? ''], request }),
-        );
+        await soft((octokit) => octokit.rest.issues.addLabels({ ...base, labels: [argument ?? ''], request }));
         done.push(`labelled ${argument}`);
         break;
       case 'unlabel':
-        await callGithub(context, async (octokit) => {
+        await soft(async (octokit) => {
           try {
             await octokit.rest.issues.removeLabel({ ...base, name: argument ?? '', request });
           } catch (error) {
@@ -149,14 +155,12 @@ export async function act(context: GithubContext<ActPayload>) {
         break;
       case 'assign': {
         const login = argument ?? (await ownerLogin(context.instance, context.signal));
-        await callGithub(context, (octokit) =>
-          octokit.rest.issues.addAssignees({ ...base, assignees: [login], request }),
-        );
+        await soft((octokit) => octokit.rest.issues.addAssignees({ ...base, assignees: [login], request }));
         done.push(`assigned @${login}`);
         break;
       }
       case 'request_review':
-        await callGithub(context, (octokit) =>
+        await soft((octokit) =>
           octokit.rest.pulls.requestReviewers({
             owner: ref.owner,
             repo: ref.repo,
@@ -169,7 +173,7 @@ export async function act(context: GithubContext<ActPayload>) {
         break;
       case 'close':
       case 'reopen':
-        await callGithub(context, (octokit) =>
+        await soft((octokit) =>
           octokit.rest.issues.update({ ...base, state: action.name === 'close' ? 'closed' : 'open', request }),
         );
         done.push(action.name === 'close' ? 'closed' : 'reopened');
@@ -193,7 +197,7 @@ export async function act(context: GithubContext<ActPayload>) {
         break;
       }
       case 'approve_review': {
-        await assertHeadUnchanged(context, ref, headSha, action.key);
+        await assertHeadUnchanged(ref, headSha, action.key, context.signal, soft);
         const approved = await once(action.key, async (octokit) => {
           await octokit.rest.pulls.createReview({
             owner: ref.owner,
@@ -215,7 +219,7 @@ export async function act(context: GithubContext<ActPayload>) {
         if (!mergeMethods.includes(method)) {
           throw new UnrecoverableError(`\`merge\` takes merge, squash or rebase, not ${JSON.stringify(argument)}`);
         }
-        await assertHeadUnchanged(context, ref, headSha, action.key);
+        await assertHeadUnchanged(ref, headSha, action.key, context.signal, soft);
         const merged = await once(action.key, async (octokit) => {
           const reply = await octokit.rest.pulls.merge({
             owner: ref.owner,

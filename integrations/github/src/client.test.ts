@@ -1,6 +1,14 @@
-import { DelayedError, type Secret, UnrecoverableError } from '@assistant/sdk';
+import { ActionNotTakenError, DelayedError, RetryableError, type Secret, UnrecoverableError } from '@assistant/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ClientInstance, callGithub, rateLimitResetMs, resetGithubClients } from './client.ts';
+import {
+  type ClientInstance,
+  callGithub,
+  githubClient,
+  notTakenError,
+  outageDelay,
+  rateLimitResetMs,
+  resetGithubClients,
+} from './client.ts';
 import { FakeGithub } from './testing/fake-github.ts';
 
 /** A secret as config.yaml's `!secret` gives it, for settings built by hand. */
@@ -85,5 +93,35 @@ describe('the GitHub client', () => {
     const refused = await rateLimit(wrong).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(UnrecoverableError);
     expect((refused as Error).message).toMatch(/401 Bad credentials.*check the instance's `token`/);
+  });
+
+  it('tells an unreachable GitHub from a reply, for retries and for what was certainly not done', async () => {
+    const closed = await FakeGithub.start();
+    const unreachable = instance(closed, 'token');
+    await closed.close();
+    const get = (work: ClientInstance) =>
+      githubClient(work).rest.issues.get({ owner: 'a', repo: 'b', issue_number: 1, request: { retries: 0 } });
+    // Refused: nothing was sent, so an irreversible write may be tried again, after a minute.
+    const refused = await get(unreachable).catch((error: unknown) => error);
+    const notTaken = notTakenError(unreachable, refused);
+    expect(notTaken).toBeInstanceOf(ActionNotTakenError);
+    expect(notTaken?.retryAtMs).toBeGreaterThan(Date.now());
+    expect(notTaken?.message).toMatch(/ECONNREFUSED/);
+    // For other tasks it is an outage: retried, and an act task waits it out without spending attempts.
+    const failed = await callGithub({ instance: unreachable }, () => get(unreachable)).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(RetryableError);
+    const now = Date.parse('2026-11-26T12:00:00Z');
+    expect(outageDelay(failed, '2026-11-26T11:00:00Z', now)?.untilMs).toBe(now + 60_000);
+    expect(outageDelay(failed, '2026-11-25T11:00:00Z', now)).toBeUndefined();
+    expect(outageDelay(new Error('a bug'), '2026-11-26T11:00:00Z', now)).toBeUndefined();
+
+    // A 5xx reply may have done the write; a 4xx certainly did not.
+    await using github = await FakeGithub.start();
+    const work = instance(github, 'token', 'replies');
+    github.failNext({ path: '/repos/a/b/issues/1' }, { status: 502, body: { message: 'Bad Gateway' } });
+    expect(notTakenError(work, await get(work).catch((error: unknown) => error))).toBeUndefined();
+    const missing = notTakenError(work, await get(work).catch((error: unknown) => error));
+    expect(missing).toBeInstanceOf(ActionNotTakenError);
+    expect(missing?.retryAtMs).toBeUndefined();
   });
 });

@@ -161,13 +161,27 @@ export async function ownerLogin(instance: ClientInstance, signal?: AbortSignal)
   return callGithub({ instance, signal }, () => entry.login as Promise<string>);
 }
 
-/** The status and headers of an Octokit RequestError, or undefined for anything else (a network error). */
+/**
+ * The status and headers of GitHub's reply to a failed request, or undefined when there was no reply: Octokit reports
+ * a network error (refused, reset, timed out) as a RequestError with status 500 and no `response`.
+ */
 function replyOf(error: unknown): { status: number; headers: Record<string, string | undefined> } | undefined {
   if (typeof error !== 'object' || error === null || !('status' in error)) return undefined;
   const status = (error as { status: unknown }).status;
-  if (typeof status !== 'number' || status < 100) return undefined;
   const response = (error as { response?: { headers?: Record<string, string | undefined> } }).response;
-  return { status, headers: response?.headers ?? {} };
+  if (typeof status !== 'number' || status < 100 || typeof response !== 'object' || response === null) return undefined;
+  return { status, headers: response.headers ?? {} };
+}
+
+/** The system error code somewhere in an error's causes (`ECONNREFUSED` under fetch's TypeError under Octokit's). */
+function networkCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /**
@@ -198,9 +212,8 @@ export function describeGithubError(error: unknown): string {
   const where = request?.url ? ` ${request.method ?? ''} ${new URL(request.url).pathname}`.replace(/ {2}/, ' ') : '';
   const reply = replyOf(error);
   const message = error instanceof Error ? error.message : String(error);
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const network = cause?.code ?? cause?.message;
-  return `GitHub${where}: ${reply ? `${reply.status} ` : ''}${message}${!reply && network ? ` (${network})` : ''}`;
+  const network = networkCode(error);
+  return `GitHub${where}: ${reply ? `${reply.status} ` : ''}${message}${!reply && network && !message.includes(network) ? ` (${network})` : ''}`;
 }
 
 /** Throws DelayedError when the instance's account is rate limited: nothing is sent to GitHub before the reset. */
@@ -255,6 +268,22 @@ export async function callGithub<T>(
   }
 }
 
+/** While GitHub is unreachable or failing, a task that must not be lost waits this long at a time… */
+const outageRetryMs = 60_000;
+/** …for up to this long after it was enqueued. */
+const outageWaitLimitMs = 24 * 60 * 60_000;
+
+/**
+ * For an act task, whose actions are recorded as taken when it is enqueued (no later check asks for them again): a
+ * RetryableError from `callGithub` (GitHub unreachable or answering 5xx) becomes a DelayedError a minute on, so the
+ * task waits out an outage without spending its attempts, for up to a day after it was enqueued. Undefined for any
+ * other error, and after that day.
+ */
+export function outageDelay(error: unknown, enqueuedAt: string, nowMs = Date.now()): DelayedError | undefined {
+  if (!(error instanceof RetryableError) || nowMs - Date.parse(enqueuedAt) > outageWaitLimitMs) return undefined;
+  return new DelayedError(nowMs + outageRetryMs, `${error.message}; trying again in a minute`);
+}
+
 /** Whether an error is a GitHub reply with this status (`isStatus(error, 404)`). */
 export function isStatus(error: unknown, status: number): boolean {
   return replyOf(error)?.status === status;
@@ -276,7 +305,7 @@ export function notTakenError(instance: ClientInstance, error: unknown): ActionN
   if (reply && reply.status >= 400 && reply.status < 500) {
     return new ActionNotTakenError(describeGithubError(error), { cause: error });
   }
-  const code = (error as { cause?: { code?: string } }).cause?.code;
+  const code = networkCode(error);
   if (!reply && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')) {
     return new ActionNotTakenError(describeGithubError(error), { cause: error, retryAtMs: Date.now() + 60_000 });
   }

@@ -45,8 +45,17 @@ describe('configJsonSchema', () => {
       const data = asEditorSees(await readFile(new URL(`good/${name}`, fixturesDir), 'utf8')) ?? {};
       expect(validate(data) ? [] : validate.errors, name).toEqual([]);
     }
-    const repositoryDefault = asEditorSees(await readFile(new URL('../../../config.yaml', import.meta.url), 'utf8'));
-    expect(validate(repositoryDefault) ? [] : validate.errors).toEqual([]);
+    const repositoryDefault = asEditorSees(
+      await readFile(new URL('../../../config.yaml', import.meta.url), 'utf8'),
+    ) as { integrations?: { type: string }[] };
+    // This schema knows the email type only (the manifests are another package's); the repository's other example
+    // instances (github) are checked against their manifests by `config check` (tests/cli.test.ts, "defaults").
+    const emailOnly = {
+      ...repositoryDefault,
+      integrations: (repositoryDefault.integrations ?? []).filter((instance) => instance.type === 'email'),
+    };
+    expect(emailOnly.integrations).toHaveLength(1);
+    expect(validate(emailOnly) ? [] : validate.errors).toEqual([]);
   });
 
   it('flags what an editor should underline', () => {
