@@ -352,7 +352,7 @@ describe('the GitHub integration against a fake GitHub', () => {
     expect(searches.map((request) => request.status)).toEqual([403, 200]);
     // The second search was not sent before the reset GitHub named.
     expect(searches[1]?.atMs).toBeGreaterThanOrEqual(resetSeconds * 1000);
-    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(3);
+    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(4);
 
     // #8 is closed on GitHub: the next search no longer finds it, and its note says so (it is not deleted).
     github.update('acme', 'widgets', 8, { state: 'closed' });
@@ -362,7 +362,7 @@ describe('the GitHub integration against a fake GitHub', () => {
       (await cli(['notes', 'show', 'github/work/acme/widgets/pulls/8.md', '--json'])).stdout,
     ) as NoteJson;
     expect(closed.data.synced).toBe('gone');
-    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(3);
+    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(4);
   }, 90_000);
 
   it('authenticates as a GitHub App with one installation token, and doctor prints the rate limit', async () => {
@@ -400,7 +400,7 @@ integrations:
       github.requests.filter((request) => request.path !== '/app/installations/77/access_tokens').length,
     ).toBeGreaterThan(5);
     expect(github.tokensIssued).toBe(2);
-    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(3);
+    expect(JSON.parse((await cli(['notes', 'ls', 'github/work', '--json'])).stdout)).toHaveLength(4);
     // A wrong token is a failed check that says what to do.
     await dir.write('secrets.yaml', 'github_token: ghp_wrong\n', 0o600);
     await dir.write(
@@ -428,6 +428,7 @@ describe('GitHub webhooks in the real server process', () => {
       github,
       modelUrl: 'http://127.0.0.1:9/v1',
       top: `server: {host: 127.0.0.1, port: ${port}}\n`,
+      instance: '    platforms:\n      issues: {enabled: false}\n',
     });
     const dataDir = path.join(dir.path, 'data');
     const server = startNode({ args: [serverMain, '--config', path.join(dir.path, 'config.yaml')] });
@@ -485,7 +486,18 @@ describe('GitHub webhooks in the real server process', () => {
       const ignored = await post(elsewhere.body, headers('d-4', elsewhere.body));
       expect(ignored.status).toBe(202);
       expect(await ignored.json()).toMatchObject({ enqueued: [], ignored: "outside the instance's orgs and repos" });
+      // The issues platform is disabled for this instance: an issue's delivery enqueues nothing.
+      const issue = github.delivery('issues.opened', { owner: 'acme', repo: 'widgets', number: 20 });
+      const off = await post(issue.body, { ...headers('d-5', issue.body), 'x-github-event': 'issues' });
+      expect(off.status).toBe(202);
+      expect(await off.json()).toMatchObject({
+        enqueued: [],
+        ignored: 'platform `issues` of `work` is disabled in config.yaml',
+      });
       expect(await pendingCollects()).toHaveLength(1);
+      expect(
+        (await readdir(path.join(dataDir, 'queue/pending'))).filter((name) => name.includes('github.issues')),
+      ).toEqual([]);
       expect(server.stdout()).toMatch(/signature/i);
     } finally {
       server.child.kill('SIGTERM');

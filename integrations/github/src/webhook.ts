@@ -169,12 +169,15 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
       typeof targets === 'string' ? [] : targets.filter((target) => inScope(context.instance.settings, target.ref));
     const enqueued: string[] = [];
     let duplicates = 0;
+    let disabled: string | undefined;
     for (const target of watched) {
       const outcome = await context.enqueue({
         type: `github.${target.platform}.collect`,
         payload: { owner: target.ref.owner, repo: target.ref.repo, number: target.ref.number },
       });
       if (outcome.status === 'enqueued') enqueued.push(outcome.id);
+      else if (outcome.status === 'disabled') disabled = outcome.reason;
+      // A collect of the item already waits (the queue's dedup), or one is rate limited: it reads the latest anyway.
       else duplicates += 1;
     }
     // Recorded once its tasks are in the queue: a delivery that failed half-way can be redelivered from GitHub.
@@ -184,7 +187,7 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
         ? targets
         : watched.length < targets.length
           ? "outside the instance's orgs and repos"
-          : undefined;
+          : disabled;
     context.logger.info({ delivery: deliveryId, event, enqueued, duplicates, ignored }, 'github webhook delivery');
     return { status: 202, body: { enqueued, duplicates, ...(ignored ? { ignored } : {}) } };
   });

@@ -20,10 +20,14 @@ export interface InboundEnqueueOptions {
   readyAtMs?: number;
 }
 
-/** Ids only: `duplicate` names the task already waiting. */
+/**
+ * Ids only: `duplicate` names the task already waiting; `disabled` says the task is a stage of a platform config.yaml
+ * disables for the instance (`platforms: {issues: {enabled: false}}`), so nothing was enqueued.
+ */
 export type InboundEnqueueOutcome =
   | { status: 'enqueued'; id: string }
   | { status: 'duplicate'; reason: string }
+  | { status: 'disabled'; reason: string }
   | { status: 'rate_limited'; reason: string; retryAtMs: number };
 
 export type InboundEnqueue = (options: InboundEnqueueOptions) => Promise<InboundEnqueueOutcome>;
@@ -162,6 +166,12 @@ export function domainEnqueue(options: {
           ? `\`${request.type}\` is not a task type; ${instance.name} may enqueue: ${own.join(', ') || 'none'}`
           : `\`${request.type}\` belongs to the ${info.domain} integration; ${instance.name} (${instance.domain}) may enqueue only its own task types: ${own.join(', ') || 'none'}`,
       );
+    }
+    if (info.platform !== undefined && registry.instance(instance.name)?.platforms[info.platform]?.enabled === false) {
+      return {
+        status: 'disabled',
+        reason: `platform \`${info.platform}\` of \`${instance.name}\` is disabled in config.yaml`,
+      };
     }
     return options.enqueue({
       type: request.type,
