@@ -8,6 +8,7 @@ import {
   notTakenError,
   outageDelay,
   ownerLogin,
+  refusedError,
 } from './client.ts';
 import type { GithubContext, ItemRef } from './github-settings.ts';
 import { parseItemNotePath } from './github-settings.ts';
@@ -106,12 +107,15 @@ export async function act(context: GithubContext<ActPayload>) {
     ),
   );
 
-  /** A request that can be repeated safely: during an outage the task waits for GitHub instead of failing. */
+  /**
+   * A request that can be repeated safely: during an outage the task waits for GitHub instead of failing; what GitHub
+   * refuses (no permission, an invalid label) fails the task at once, saying so.
+   */
   const soft = async <T>(call: (octokit: GithubClient) => Promise<T>): Promise<T> => {
     try {
       return await callGithub(context, call);
     } catch (error) {
-      throw outageDelay(error, context.task.createdAt) ?? error;
+      throw outageDelay(error, context.task.createdAt) ?? refusedError(error, title) ?? error;
     }
   };
 

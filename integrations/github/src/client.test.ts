@@ -7,6 +7,7 @@ import {
   notTakenError,
   outageDelay,
   rateLimitResetMs,
+  refusedError,
   resetGithubClients,
 } from './client.ts';
 import { FakeGithub } from './testing/fake-github.ts';
@@ -86,6 +87,13 @@ describe('the GitHub client', () => {
     expect(rateLimitResetMs(reply(403, {}, 'You have exceeded a secondary rate limit'), 0)).toBe(60_000);
     expect(rateLimitResetMs(reply(403, {}, 'Resource not accessible by integration'), 0)).toBeUndefined();
     expect(rateLimitResetMs(reply(404, {}), 0)).toBeUndefined();
+    // A write GitHub refuses for good fails at once; a server error or a rate limit does not.
+    expect(refusedError(reply(422, {}, 'Validation Failed'), 'label')?.message).toBe(
+      'label: GitHub: 422 Validation Failed',
+    );
+    expect(refusedError(reply(502, {}), 'label')).toBeUndefined();
+    expect(refusedError(reply(429, {}), 'label')).toBeUndefined();
+    expect(refusedError(new Error('fetch failed'), 'label')).toBeUndefined();
 
     await using github = await FakeGithub.start();
     const wrong = instance(github, 'token');

@@ -290,6 +290,16 @@ export function isStatus(error: unknown, status: number): boolean {
 }
 
 /**
+ * A 4xx reply to a write GitHub refuses for good (no permission, no such item, invalid input: 403, 404, 410, 422), as
+ * UnrecoverableError saying what was refused; undefined for anything else. Asking again would get the same answer.
+ */
+export function refusedError(error: unknown, what: string): UnrecoverableError | undefined {
+  const status = replyOf(error)?.status;
+  if (status === undefined || status < 400 || status >= 500 || status === 429) return undefined;
+  return new UnrecoverableError(`${what}: ${describeGithubError(error)}`, { cause: error });
+}
+
+/**
  * For an irreversible write inside `actOnce`: the error as ActionNotTakenError when GitHub certainly did nothing (it
  * answered with a 4xx, or the connection was refused before anything was sent), with the time to try again for a
  * rate limit or an unreachable GitHub; undefined when the request may have been carried out (a timeout, a reset

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from '@assistant/sdk';
-import { callGithub, describeGithubError, isStatus } from './client.ts';
+import { callGithub, refusedError } from './client.ts';
 import type { GithubContext } from './github-settings.ts';
 
 interface CreateIssueInputs {
@@ -66,10 +66,7 @@ export async function createIssue(context: GithubContext<{ inputs?: CreateIssueI
     }),
   ).catch((error: unknown) => {
     // GitHub said no (no such repository, issues disabled, no permission, invalid input): asking again will not help.
-    if ([403, 404, 410, 422].some((status) => isStatus(error, status))) {
-      throw new UnrecoverableError(`create_issue in ${owner}/${name}: ${describeGithubError(error)}`, { cause: error });
-    }
-    throw error;
+    throw refusedError(error, `create_issue in ${owner}/${name}`) ?? error;
   });
   return found(created.data);
 }
