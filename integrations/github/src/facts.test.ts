@@ -1,6 +1,16 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { searchQuery } from './check.ts';
-import { combinedChecks, type GithubPullData, itemFacts, itemNoteBody, mentions, reviewDecision } from './facts.ts';
+import {
+  combinedChecks,
+  fieldNames,
+  type GithubPullData,
+  itemFacts,
+  itemNoteBody,
+  mentions,
+  reviewDecision,
+} from './facts.ts';
 import rest from './testing/examples/rest.json' with { type: 'json' };
 import webhooks from './testing/examples/webhooks.json' with { type: 'json' };
 import { deliveryTargets } from './webhook.ts';
@@ -8,6 +18,15 @@ import { deliveryTargets } from './webhook.ts';
 const examples = rest.examples as Record<string, unknown>;
 
 describe('item facts', () => {
+  it('are the fields the manifest declares, for each platform', async () => {
+    const manifest = parse(await readFile(new URL('../manifest.yaml', import.meta.url), 'utf8')) as {
+      platforms: Record<string, { fields: Record<string, unknown> }>;
+    };
+    for (const platform of ['pull_requests', 'issues'] as const) {
+      expect([...fieldNames[platform]].sort()).toEqual(Object.keys(manifest.platforms[platform]?.fields ?? {}).sort());
+    }
+  });
+
   it('reads a documented pull request into the fields automations test', () => {
     const pull = structuredClone(examples['GET /repos/{owner}/{repo}/pulls/{pull_number} 200']) as GithubPullData;
     pull.requested_reviewers = [{ login: 'Octo-Owner' }];

@@ -209,39 +209,29 @@ export function itemFacts(collected: Collected, owner: string): Record<string, u
   return facts;
 }
 
-/** The field names automations may test on each platform, as the manifest declares them. */
+/** The fields automations may test on both platforms, as the manifest declares them… */
+const itemFields = [
+  'repo',
+  'number',
+  'title',
+  'author',
+  'author_association',
+  'labels',
+  'assignees',
+  'state',
+  'created_at',
+  'updated_at',
+  'comments',
+  'assigned_to_me',
+  'authored_by_me',
+  'mentioned',
+] as const;
+
+/** …and on each platform, a pull request's own after them. */
 export const fieldNames: Record<GithubPlatform, readonly string[]> = {
-  issues: [
-    'repo',
-    'number',
-    'title',
-    'author',
-    'author_association',
-    'labels',
-    'assignees',
-    'state',
-    'created_at',
-    'updated_at',
-    'comments',
-    'assigned_to_me',
-    'authored_by_me',
-    'mentioned',
-  ],
+  issues: itemFields,
   pull_requests: [
-    'repo',
-    'number',
-    'title',
-    'author',
-    'author_association',
-    'labels',
-    'assignees',
-    'state',
-    'created_at',
-    'updated_at',
-    'comments',
-    'assigned_to_me',
-    'authored_by_me',
-    'mentioned',
+    ...itemFields,
     'requested_reviewers',
     'review_requested',
     'draft',
