@@ -11,5 +11,5 @@ export type { AgentOptions, AgentResult, AgentResultStatus, CompressionOptions }
 export { startAgent } from './loop/start-agent.ts';
 export type { Clarification, HandleStatus, Notification, SteerableHandle } from './steering/steerable-handle.ts';
 export { steeringMessages } from './steering/steering-messages.ts';
-export { defineTool, type Tool, type ToolContext, type ToolDefinition } from './tools/define-tool.ts';
+export { defineTool, type Tool, type ToolContext, type ToolDefinition, type ToolTier } from './tools/define-tool.ts';
 export type { TranscriptMeta, TranscriptStore } from './transcript/transcript-store.ts';

@@ -20,6 +20,7 @@ export {
   startAgent,
   type Tool,
   type ToolContext,
+  type ToolTier,
 } from '@assistant/agent';
 export type { AutomationMatch, ItemFacts } from '@assistant/automations';
 export type { Secret } from '@assistant/config';

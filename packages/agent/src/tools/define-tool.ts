@@ -26,6 +26,13 @@ export interface ToolContext {
   waitWhilePaused(): Promise<void>;
 }
 
+/**
+ * What calling a tool can do, as every layer's gate reads it: `read_only` reads and changes nothing, `soft` changes
+ * what can be undone, `irreversible` does what cannot be undone (a message sent, a merge, a payment) and so waits
+ * for the owner's approval unless config.yaml's `tools:` allows it.
+ */
+export type ToolTier = 'read_only' | 'soft' | 'irreversible';
+
 /** A tool the loop can offer to the model. Make one with {@link defineTool}. */
 export interface Tool<Input = unknown> {
   readonly name: string;
@@ -38,6 +45,8 @@ export interface Tool<Input = unknown> {
   readonly spec: ToolSpec;
   /** False (the default) fences what the tool returns as untrusted data; see {@link ToolDefinition.trusted}. */
   readonly trusted?: boolean;
+  /** What calling it can do; see {@link ToolDefinition.tier}. */
+  readonly tier: ToolTier;
   run(input: Input, context: ToolContext): Promise<unknown>;
 }
 
@@ -64,6 +73,12 @@ export interface ToolDefinition<Input> {
    * @default false
    */
   trusted?: boolean;
+  /**
+   * What calling the tool can do. A tool that does not say is taken for the worst: `irreversible`, which the gate
+   * does not run without the owner's approval.
+   * @default 'irreversible'
+   */
+  tier?: ToolTier;
 }
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -94,6 +109,7 @@ export function defineTool<Input>(definition: ToolDefinition<Input>): Tool<Input
     hiddenUntil: [...(definition.hiddenUntil ?? [])],
     spec: { name: definition.name, description: definition.description, parameters },
     trusted: definition.trusted ?? false,
+    tier: definition.tier ?? 'irreversible',
     run: definition.run,
   };
 }
