@@ -60,7 +60,7 @@ export interface NoteView {
 }
 
 export const taskStates = ['pending', 'active', 'done', 'failed'] as const;
-export type TaskStateName = (typeof taskStates)[number];
+type TaskStateName = (typeof taskStates)[number];
 
 export interface ListTasksRequest {
   state?: TaskStateName;
@@ -87,7 +87,7 @@ export interface TriggeredTask {
 }
 
 export const approvalStatuses = ['pending', 'approved', 'rejected', 'expired'] as const;
-export type ApprovalStatus = (typeof approvalStatuses)[number];
+type ApprovalStatus = (typeof approvalStatuses)[number];
 
 export interface SentChatMessage {
   conversation: string;

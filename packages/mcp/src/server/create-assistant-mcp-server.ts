@@ -5,8 +5,8 @@ import { type AssistantBackend, approvalStatuses, taskStates } from './assistant
 import { noteUri, noteUriTemplate, pathOfNoteUri } from './note-uri.ts';
 
 /** How long `read_chat_reply` waits when not told, and at most. */
-export const defaultReplyWaitSeconds = 30;
-export const maxReplyWaitSeconds = 120;
+const defaultReplyWaitSeconds = 30;
+const maxReplyWaitSeconds = 120;
 
 /** The most notes `search_notes` returns and `resources/list` lists: enough to choose from, small enough to read. */
 const maxSearchResults = 50;

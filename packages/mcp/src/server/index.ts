@@ -10,6 +10,6 @@ export type {
   TaskListing,
   TriggeredTask,
 } from './assistant-backend.ts';
-export { createAssistantMcpServer, maxReplyWaitSeconds } from './create-assistant-mcp-server.ts';
+export { createAssistantMcpServer } from './create-assistant-mcp-server.ts';
 export { handleMcpHttpRequest } from './handle-mcp-http-request.ts';
 export { serveMcpOverStdio } from './serve-mcp-over-stdio.ts';
