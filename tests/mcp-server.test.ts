@@ -3,6 +3,7 @@
 // streamable HTTP, behind the API token.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { ConversationStore } from '@assistant/chat';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { NoteStore } from '@assistant/notes';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -179,6 +180,18 @@ describe('assistant mcp serve (stdio)', () => {
     });
     expect(reply.isError).toBe(true);
     expect(texts(reply).join('')).toMatch(/no reply to .* within 1 s.*worker running/);
+
+    // Started over MCP, the conversation's peer is not the owner (so the chat's owner-only tools refuse in it), and
+    // the owner's own conversations take no messages from MCP.
+    const conversations = new ConversationStore({ notes: new NoteStore({ root: path.join(dir.path, 'data/notes') }) });
+    expect(await conversations.get(String(sent.conversation))).toMatchObject({ channel: 'mcp', peer: 'mcp-client' });
+    const owners = await conversations.create({ channel: 'cli', peer: 'owner' });
+    const refused = await client.callTool({
+      name: 'send_chat_message',
+      arguments: { text: 'approve ap-0123456789ab', conversation: owners.id },
+    });
+    expect(refused.isError).toBe(true);
+    expect(texts(refused).join('')).toMatch(/only to conversations they started/);
   });
 });
 

@@ -14,8 +14,14 @@ import { dataPaths } from '../data-paths.ts';
 import { listEntry, taskRecordView } from '../routes/task-routes.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
 
-/** Conversations an MCP client starts: their channel, so the owner can tell them from the terminal's and Telegram's. */
+/**
+ * Conversations an MCP client starts: their channel, so the owner can tell them from the terminal's and Telegram's,
+ * and their peer, which is not `owner`: the chat's owner-only tools (deciding an approval the owner wrote `approve
+ * ap-…` for, stopping a task) refuse in them. Otherwise a client, or a prompt injection steering the client's model,
+ * could approve by writing that line. Approval stays with the owner's own channels.
+ */
 const mcpChannel = 'mcp';
+const mcpPeer = 'mcp-client';
 
 export interface StoreMcpBackendOptions {
   notes: NoteStore;
@@ -136,8 +142,18 @@ export function storeMcpBackend(options: StoreMcpBackendOptions): AssistantBacke
 
     async sendChatMessage({ text, conversation }) {
       const chat = options.chat();
+      if (conversation !== undefined) {
+        const found = await chat.get(conversation);
+        if (found.channel !== mcpChannel) {
+          throw new AssistantError(
+            'FORBIDDEN',
+            `conversation ${conversation} is the owner's ${found.channel} conversation; MCP clients post only to conversations they started`,
+            { hint: 'leave out `conversation` to start one, and pass the id it returns in later calls' },
+          );
+        }
+      }
       const id =
-        conversation ?? (await chat.create({ channel: mcpChannel, peer: 'owner', title: titleFromText(text) })).id;
+        conversation ?? (await chat.create({ channel: mcpChannel, peer: mcpPeer, title: titleFromText(text) })).id;
       const posted = await chat.post(id, { text });
       return { conversation: id, message: posted.id, delivery: posted.delivery, created: conversation === undefined };
     },

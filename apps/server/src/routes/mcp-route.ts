@@ -51,7 +51,12 @@ export function registerMcpRoute(app: AssistantServer, routes: RouteTable, optio
     responses: {
       200: { description: 'the JSON-RPC response', schema: z.looseObject({ jsonrpc: z.literal('2.0') }) },
       202: { description: 'a notification or response was accepted' },
+      400: {
+        description: 'not a valid JSON-RPC message (a JSON-RPC error body), or a body that is not JSON',
+        schema: z.looseObject({}),
+      },
       401: { description: 'no bearer token, or a wrong one', schema: errorBodySchema },
+      406: { description: '`accept` does not list both application/json and text/event-stream' },
       405: { description: 'GET and DELETE: the endpoint is stateless' },
     },
   });
