@@ -21,7 +21,8 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/manifests', '@assistant/scheduler', '@assistant/sandbox', '@assistant/steering', '@assistant/metrics'],
   // chat stores conversations as notes, enqueues turns and stops them through steering; its turn runner sits with
   // the integrations, above the agent.
-  ['@assistant/automations', '@assistant/chat'],
+  // mcp: its server half (Assistant as an MCP server) needs only the SDK; the stores behind it are the apps'.
+  ['@assistant/automations', '@assistant/chat', '@assistant/mcp'],
   ['@assistant/actions'],
   ['@assistant/integration-host'],
   ['@assistant/sdk'],

@@ -8,6 +8,7 @@ import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
 import { enqueueCommand } from './commands/enqueue-command.ts';
 import { logCommand } from './commands/log-command.ts';
+import { mcpServeCommand } from './commands/mcp-serve-command.ts';
 import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
 import {
   queueListCommand,
@@ -355,6 +356,25 @@ export function createProgram(context: CliContext): CliProgram {
           ...(options.in === undefined ? {} : { folder: options.in }),
           ...(options.json === undefined ? {} : { json: options.json }),
         }),
+    );
+
+  const mcp = program.command('mcp').description('the Model Context Protocol: Assistant as an MCP server');
+  mcp
+    .command('serve')
+    .description(
+      'serve MCP on stdin/stdout for a desktop assistant or editor: search and read notes, tasks, approvals (read only), trigger, chat',
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'A client config (Claude Desktop, an editor):',
+        '  {"command": "node", "args": ["/path/to/assistant/apps/cli/src/main.ts", "mcp", "serve", "--config", "/path/to/config.yaml"]}',
+        'No tool approves, steers or writes notes. docs/mcp.md has the tools.',
+      ].join('\n'),
+    )
+    .action(async (_options, command: Command) =>
+      mcpServeCommand({ globals: globalOptions(command, context), context }),
     );
 
   program

@@ -28,12 +28,14 @@ import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
 import { registerJsonBodyParser } from './json-body-parser.ts';
+import { storeMcpBackend } from './mcp/store-mcp-backend.ts';
 import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
 import { registerChatRoutes } from './routes/chat-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
+import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
@@ -213,6 +215,18 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     signal: options.signal ?? new AbortController().signal,
     shutdownGraceMs: serverShutdownGraceMs(config),
     apiToken: token.value,
+  });
+  registerMcpRoute(app, routes, {
+    backend: storeMcpBackend({
+      notes,
+      queue,
+      chat: () => chat,
+      entryTask: (instance, platform) => catalog.entryTask(instance, platform),
+      dataDir: config.paths.dataDir,
+      queueDir: config.paths.queue,
+      source: 'api',
+      warn: (message) => app.log.warn(message),
+    }),
   });
   registerOpenApiRoute(app, routes);
   const live = new LiveHub({

@@ -2,5 +2,6 @@ export { type ApiToken, type ResolveApiTokenOptions, resolveApiToken } from './a
 export { type ConfiguredChatServiceOptions, configuredChatService } from './chat-service.ts';
 export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
+export { type StoreMcpBackendOptions, storeMcpBackend } from './mcp/store-mcp-backend.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';
 export { serverShutdownGraceMs } from './shutdown-grace.ts';

@@ -447,6 +447,7 @@ describe('/docs/openapi.json', () => {
         'POST /api/chats/{id}/messages',
         'POST /api/chats/{id}/stop',
         'GET /api/chats/{id}/events',
+        'POST /mcp',
       ].sort(),
     );
     // Each `{name}` of a path template is exactly one path parameter, and there are no others.

@@ -183,7 +183,8 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
   });
 }
 
-function listEntry(entry: TaskEntry) {
+/** A task as `GET /api/tasks` lists it (and the MCP server's `list_tasks`). */
+export function listEntry(entry: TaskEntry) {
   return {
     id: entry.name?.id ?? null,
     type: entry.name?.type ?? null,
@@ -195,10 +196,10 @@ function listEntry(entry: TaskEntry) {
 }
 
 /**
- * A task as the API shows it. The error's stack stays in the file: it describes our internals, not the task. So do
+ * A task as the API (and the MCP server's `show_task`) shows it. The error's stack stays in the file: it describes our internals, not the task. So do
  * the workers' ids (host name and pid): they describe the machine, and the path is relative to the data directory.
  */
-function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
+export function taskRecordView(record: TaskRecord, paths: DataPaths): Record<string, unknown> {
   const shownPath = record.location;
   if (!record.task) {
     return {
