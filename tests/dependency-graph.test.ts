@@ -13,7 +13,8 @@ import { repoRoot } from './helpers/node-process.ts';
 const layers: readonly (readonly string[])[] = [
   ['@assistant/errors'],
   // The queue owns its config section's schema: config imports it, never the other way round.
-  ['@assistant/queue'],
+  // The outbound rules (safe requests to addresses outside text chose) depend on errors alone, like the queue.
+  ['@assistant/queue', '@assistant/outbound'],
   ['@assistant/config'],
   ['@assistant/notes', '@assistant/process'],
   ['@assistant/llm'],

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { ActionNotTakenError, RetryableError } from '@assistant/sdk';
+import { ActionNotTakenError, type LookupAll, type OutboundPolicy, RetryableError } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
-import { type LookupAll, oneClickUnsubscribe, type UnsubscribeNetworkPolicy } from './safe-unsubscribe.ts';
+import { oneClickUnsubscribe } from './safe-unsubscribe.ts';
 
 interface Received {
   method: string;
@@ -54,7 +54,7 @@ async function startServer(
  * Tests only: 127.0.0.2 stands in for a server on the internet, and plain http: is allowed because these servers
  * have no certificates. Mail never reaches this policy: the act handler passes none, so the default applies.
  */
-const testPolicy: UnsubscribeNetworkPolicy = {
+const testPolicy: OutboundPolicy = {
   protocols: ['https:', 'http:'],
   allowsAddress: (address) => address === '127.0.0.2',
 };
@@ -173,7 +173,7 @@ describe('oneClickUnsubscribe', () => {
       const port = (server.address() as AddressInfo).port;
       const { lookup, asked } = fakeLookup({ 'unsubscribe.test': [['127.0.0.2']] });
       // The default protocols (https: only); the address stands in for a public one.
-      const policy: UnsubscribeNetworkPolicy = { protocols: ['https:'], allowsAddress: testPolicy.allowsAddress };
+      const policy: OutboundPolicy = { protocols: ['https:'], allowsAddress: testPolicy.allowsAddress };
       await expect(
         oneClickUnsubscribe({ url: `https://unsubscribe.test:${port}/u`, policy, lookup, timeoutMs: 5_000 }),
       ).rejects.toThrow(/self-signed certificate/);

@@ -32,6 +32,11 @@ export const errorCodes = {
     'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
   CHAT_TOOL_REFUSED:
     "A chat turn's tool refused what the conversation may not do: decide an approval whose id the owner did not write, or act for a peer who is not the owner.",
+  // Outbound requests (packages/outbound).
+  OUTBOUND_REFUSED:
+    'A request to an address chosen by outside text was refused before or while it was made: a scheme, an address that is not public, too many redirects, an answer too large or of a content type not allowed; the message says which.',
+  OUTBOUND_FAILED:
+    'A request to an outside address failed: its name did not resolve, the connection failed, or it timed out; `connected` says whether the server may have received it.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

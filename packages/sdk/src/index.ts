@@ -1,5 +1,5 @@
 // What an integration's handlers import. Re-exports only: the code lives in the actions, the integration host, the
-// script sandbox, the agent, the LLM layer and the queue.
+// script sandbox, the agent, the LLM layer, the outbound rules and the queue.
 
 export {
   ActionNotTakenError,
@@ -57,5 +57,16 @@ export {
   type FencedText,
   fenceUntrusted,
 } from '@assistant/llm';
+export {
+  isPublicAddress,
+  type LookupAll,
+  OutboundError,
+  type OutboundPolicy,
+  publicHttpsOnly,
+  publicWebOnly,
+  type SafeFetchOptions,
+  type SafeFetchResult,
+  safeFetch,
+} from '@assistant/outbound';
 export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';
 export { runScript, SandboxUnavailableError, ScriptFailedError, ScriptTimeoutError } from '@assistant/sandbox';

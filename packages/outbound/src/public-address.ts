@@ -39,9 +39,9 @@ for (const [network, prefix] of notPublicIpv4) blocked.addSubnet(network, prefix
 for (const [network, prefix] of notPublicIpv6) blocked.addSubnet(network, prefix, 'ipv6');
 
 /**
- * Whether an IP address is one a request from mail may go to: a public unicast address, not loopback, private,
- * link-local, unique-local, CGNAT, unspecified, multicast or reserved, also when the IPv4 address hides inside an
- * IPv6 one (IPv4-mapped `::ffff:127.0.0.1`, IPv4-translated, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`). Anything
+ * Whether an IP address is one a request chosen by outside text (a mail, a web page, a model) may go to: a public
+ * unicast address, not loopback, private, link-local, unique-local, CGNAT, unspecified, multicast or reserved, also
+ * when the IPv4 address hides inside an IPv6 one (IPv4-mapped `::ffff:127.0.0.1`, IPv4-translated, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`). Anything
  * that is not an IP address is not public.
  */
 export function isPublicAddress(address: string): boolean {
