@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { listApprovals } from '@assistant/actions';
+import { describeApproval, listApprovals } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
@@ -86,7 +86,8 @@ export class ChatNotifier {
     for (const approval of await listApprovals(this.#options.notes, { status: 'pending' })) {
       await this.#notify(`approval:${approval.id}`, {
         kind: 'approval',
-        text: `Approval needed: ${approval.title} (${approval.id}): ${approval.reason}. It expires ${approval.expires_at}. Answer with /approve ${approval.id} or /reject ${approval.id} (or \`assistant approvals approve ${approval.id}\`).`,
+        // A tool call's title names only its task: say what the call would do, too.
+        text: `Approval needed: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title} (${approval.id}): ${approval.reason}. It expires ${approval.expires_at}. Answer with /approve ${approval.id} or /reject ${approval.id} (or \`assistant approvals approve ${approval.id}\`).`,
         details: { approval: approval.id },
       });
     }

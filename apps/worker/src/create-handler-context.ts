@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { enqueueActions, runActionOnce } from '@assistant/actions';
+import { createToolCallGate, enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent } from '@assistant/agent';
 import { evaluateRules } from '@assistant/automations';
 import { ChatEventLog, ChatInbox, ConversationStore, chatModes, TurnStates } from '@assistant/chat';
@@ -158,12 +158,23 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           .then(() => files.event(event as never))
           .catch((error: unknown) => logger.warn({ err: error }, 'could not write an agent event'));
       };
+      const gate = createToolCallGate({
+        notes: services.notes,
+        humanLog: { write: (entry) => services.humanLog.write({ ...entry, source: entry.source ?? source }) },
+        policy: services.config.tools,
+        approvalTimeoutMs: services.config.tools.approvalTimeoutMs,
+        task: { id: task.id },
+        instance: { name: instance.name, domain: instance.domain },
+        item: `transcripts/${transcriptName ?? task.id}.md`,
+      });
       const handle = startAgent({
         ...rest,
         label: rest.label ?? task.type,
         model: chosen ?? model(profile),
         transcript,
         signal,
+        // After `...rest`, so a gate smuggled past the type (a plain-JS handler) is replaced: config.yaml's, none other.
+        gate,
         onEvent: (event) => {
           const { type, lineage, handleId: _handle, ...details } = event;
           // Tokens (a line each) would flood events.jsonl and the debug log: they go to the caller's onEvent only.

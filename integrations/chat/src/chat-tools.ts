@@ -3,6 +3,7 @@ import {
   type ChatConsole,
   defineTool,
   describeAction,
+  describeApproval,
   type HandlerContext,
   noteTools,
   type Tool,
@@ -47,6 +48,7 @@ export function chatTools(options: ChatToolsOptions): Tool[] {
       name: 'ask_owner',
       description:
         'Asks the person you are chatting with a question when you cannot go on without their answer; the question shows in the chat and their next message is the answer. Ask only what the notes cannot tell you.',
+      tier: 'read_only',
       input: z.object({ question: z.string().min(1).max(2_000) }),
       // The answer is the owner's own words in this chat, not text from outside.
       trusted: options.ownerPeer,
@@ -63,6 +65,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'list_tasks',
       description:
         'Lists tasks of the queue: pending and active in run order, then done and failed newest first. Filter by state and by type (exact, or a pattern with *).',
+      tier: 'read_only',
       input: z.object({
         state: z.enum(['pending', 'active', 'done', 'failed']).optional(),
         type: z.string().min(1).max(200).optional(),
@@ -91,6 +94,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'show_task',
       description:
         'Shows one task by id: its type, state, attempts, payload, result or error (each cut at 4,000 characters).',
+      tier: 'read_only',
       input: z.object({ id: taskIdSchema }),
       run: async ({ id }) => {
         const record = await console.tasks.get(id);
@@ -116,6 +120,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'list_approvals',
       description:
         'Lists approval requests (actions waiting for the owner), newest first: pending ones unless a status is given.',
+      tier: 'read_only',
       input: z.object({
         status: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending'),
       }),
@@ -125,7 +130,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
           id: approval.id,
           status: approval.status,
           title: approval.title,
-          actions: approval.actions.map(describeAction),
+          actions: approval.tool_call ? [describeApproval(approval)] : approval.actions.map(describeAction),
           item: approval.item,
           rule: approval.rule,
           reason: approval.reason,
@@ -138,6 +143,10 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'decide_approval',
       description:
         'Approves or rejects an approval request, as the owner decided it in this chat: only when a line of their message says `approve ap-…` or `reject ap-…` (optionally after "yes," or "no,", or as /approve ap-…) with that decision. Otherwise ask them to write it.',
+      // Soft, though approving can start what cannot be undone: its authority is the owner's own line in this chat,
+      // checked below, and the actions it approves pass their own gates. As irreversible, the tool gate would ask the
+      // owner to approve their approval: twice for one decision, with no safety gained.
+      tier: 'soft',
       input: z.object({ id: approvalIdSchema, decision: z.enum(['approve', 'reject']) }),
       run: async ({ id, decision }) => {
         if (!options.ownerPeer) {
@@ -167,6 +176,8 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'propose',
       description:
         'Proposes an action the owner must approve before it runs: a platform action on an item note (kind platform, name and argument), a script of config.yaml or a service domain.instance.service (kind script or service, with inputs). The request is shown in the chat; returns its id. Nothing runs until the owner approves.',
+      // It only writes a request for the owner to decide.
+      tier: 'soft',
       input: z.object({
         instance: z.string().min(1).max(64),
         platform: z.string().min(1).max(64),
@@ -202,6 +213,8 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'trigger',
       description:
         "Runs an integration instance's platform now (its entry stage, what its schedule runs): e.g. check the mail. A run already pending is not repeated.",
+      // A run the schedule would make anyway; what it then does passes the automations' own gates.
+      tier: 'soft',
       input: z.object({ instance: z.string().min(1).max(64), platform: z.string().min(1).max(64) }),
       run: async ({ instance, platform }) => console.trigger({ instance, platform }),
     }),
@@ -209,6 +222,8 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'enqueue_service',
       description:
         'Enqueues a service call domain.instance.service with its inputs; only services that can be undone (others: propose). Its result becomes a note under services/; show_task tells when it is done.',
+      // The console refuses services that cannot be undone (those go through propose).
+      tier: 'soft',
       input: z.object({
         service: z.string().min(1).max(200),
         inputs: z.record(z.string(), plainValue).default({}),
@@ -220,6 +235,9 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'steer_task',
       description:
         'Steers another running or pending agent task: pause, resume, interject a message, or stop it (the owner only). Not a chat turn.',
+      // Soft: pause, resume and interject are undone by the next steer, and stop (owner only, checked below) cancels
+      // work, which is the safe side; none of it reaches outside Assistant.
+      tier: 'soft',
       input: z.object({
         task: taskIdSchema,
         action: z.enum(['pause', 'resume', 'stop', 'interject']),

@@ -531,6 +531,15 @@ class TurnRun {
           this.#catchUp();
         }
         return;
+      case 'approval-wait':
+        // The owner decides it with the chat's own Approve and Reject, like a proposal.
+        void this.#emit({
+          type: 'approval',
+          id: event.approval,
+          title: `call ${event.toolName}`,
+          summary: `the chat waits for your decision before it calls ${event.toolName}`,
+        });
+        return;
       case 'tool-started':
       case 'tool-finished':
         void this.#emit({

@@ -34,6 +34,7 @@ export async function runAgentTask(context: HandlerContext) {
         name: 'wait',
         description: 'Waits the given number of milliseconds (at most a minute), then says so.',
         input: z.object({ ms: z.int().min(0).max(60_000) }),
+        tier: 'read_only',
         run: async ({ ms }, tool) => {
           await new Promise<void>((resolve, reject) => {
             const timer = setTimeout(resolve, ms);

@@ -15,29 +15,83 @@ import {
 /** Approval requests live here, one note each, named by their id. */
 export const approvalsFolder = 'approvals';
 
-const approvalSchema = z.looseObject({
-  id: z.string(),
-  status: z.enum(['pending', 'approved', 'rejected', 'expired']),
-  created_at: z.string(),
-  expires_at: z.string(),
-  instance: z.string(),
-  domain: z.string(),
-  platform: z.string(),
-  rule: z.string(),
-  /** Absent for a person's own request (`provenance: manual`). */
-  rule_index: z.int().min(0).optional(),
-  provenance: z.enum(provenances),
-  reason: z.string(),
-  item: z.string(),
-  title: z.string(),
-  actions: z.array(plannedActionSchema).min(1),
-  decided_at: z.string().optional(),
-  decided_by: z.string().optional(),
-  tasks: z.array(z.string()).optional(),
+/** The tool call an agent loop waits to make, on a request of kind `tool_call`. */
+const toolCallSchema = z.looseObject({
+  /** The tool's name as the model called it (`server__tool` for MCP tools). */
+  tool: z.string(),
+  tier: z.enum(['read_only', 'soft', 'irreversible']),
+  /** The arguments as JSON, cut to a few KB (see `toolCallArgumentsMaxChars`). */
+  arguments: z.string(),
+  /** The task whose loop asks, and the loop's lineage (`system.agent › research`). */
+  task: z.string(),
+  loop: z.string(),
+  call_id: z.string(),
 });
+
+const approvalSchema = z
+  .looseObject({
+    id: z.string(),
+    /**
+     * `tool_call`: an agent loop waits to call a tool and runs it itself once approved (`tool_call` says which);
+     * absent: a rule's (or a person's) actions on an item, enqueued when approved.
+     */
+    kind: z.literal('tool_call').optional(),
+    status: z.enum(['pending', 'approved', 'rejected', 'expired']),
+    created_at: z.string(),
+    expires_at: z.string(),
+    instance: z.string(),
+    domain: z.string(),
+    platform: z.string(),
+    rule: z.string(),
+    /** Absent for a person's own request (`provenance: manual`). */
+    rule_index: z.int().min(0).optional(),
+    provenance: z.enum(provenances),
+    reason: z.string(),
+    item: z.string(),
+    title: z.string(),
+    /** Empty for a tool call. */
+    actions: z.array(plannedActionSchema),
+    tool_call: toolCallSchema.optional(),
+    /** When the waiting loop ran the approved tool call: set before it runs, so a resumed loop never runs it twice. */
+    tool_ran_at: z.string().optional(),
+    decided_at: z.string().optional(),
+    decided_by: z.string().optional(),
+    tasks: z.array(z.string()).optional(),
+  })
+  .check((context) => {
+    const request = context.value;
+    if (request.kind === 'tool_call' && request.tool_call === undefined) {
+      context.issues.push({
+        code: 'custom',
+        input: request,
+        path: ['tool_call'],
+        message: 'a request of kind tool_call names its tool_call',
+      });
+    }
+    if (request.kind === undefined && request.actions.length === 0) {
+      context.issues.push({
+        code: 'custom',
+        input: request,
+        path: ['actions'],
+        message: 'expected at least one action',
+      });
+    }
+  });
 export type ApprovalRequest = z.infer<typeof approvalSchema>;
 
 const idPattern = /^ap-[0-9a-f]{12}$/;
+
+/**
+ * What a request would do, in a few words for lists, logs and titles: `call fs__write {"path":"/x"}` for a tool call,
+ * the actions (`archive, label → urgent`) otherwise.
+ */
+export function describeApproval(request: ApprovalRequest): string {
+  if (request.tool_call !== undefined) {
+    const shown = request.tool_call.arguments;
+    return `call ${request.tool_call.tool} ${shown.length > 200 ? `${shown.slice(0, 200)}…` : shown}`;
+  }
+  return request.actions.map((action) => describe(action)).join(', ');
+}
 
 /** Whether `id` has the form of an approval id (`ap-` and 12 hex digits). */
 export function isApprovalId(id: string): boolean {
@@ -247,11 +301,21 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
   if (options.decision === 'reject') {
     await options.humanLog?.write({
       source: 'approvals',
-      message: `rejected ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}`,
-      reason: `a person (${options.by}) said no to ${request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
+      message: `rejected ${describeApproval(request)} for ${request.title}`,
+      reason: `a person (${options.by}) said no to ${request.kind === 'tool_call' ? 'the tool call' : request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
       link: notePath,
     });
     return { request: { ...request, status: 'rejected', ...decided } };
+  }
+  if (request.kind === 'tool_call') {
+    // Nothing to enqueue: the loop that asked polls the request and runs the call itself, once.
+    await options.humanLog?.write({
+      source: 'approvals',
+      message: `approved ${describeApproval(request)} for ${request.title}`,
+      reason: `a person (${options.by}) said yes; the waiting agent loop runs it`,
+      link: notePath,
+    });
+    return { request: { ...request, status: 'approved', ...decided } };
   }
   const approved: ApprovalRequest = { ...request, status: 'approved', ...decided };
   const result = await enqueueApproved(options, approved, nowMs);
@@ -303,11 +367,12 @@ export async function enqueueApproved(
   return result;
 }
 
-async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
+/** Writes the human-log line of a request that expired undecided. */
+export async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
   await options.humanLog?.write({
     source: 'approvals',
-    message: `dropped ${request.actions.map((action) => describe(action)).join(', ')} for ${request.title}: nobody approved it in time`,
-    reason: `approval for rule "${request.rule}" expired at ${request.expires_at}`,
+    message: `dropped ${describeApproval(request)} for ${request.title}: nobody approved it in time`,
+    reason: `approval for ${request.kind === 'tool_call' ? 'the tool call' : `rule "${request.rule}"`} expired at ${request.expires_at}`,
     link: `${approvalsFolder}/${request.id}.md`,
   });
 }

@@ -8,6 +8,7 @@ export {
   type DecideApprovalOptions,
   type DecideApprovalResult,
   decideApproval,
+  describeApproval,
   enqueueApproved,
   expireApprovals,
   listApprovals,
@@ -68,3 +69,10 @@ export {
   type RunActionOnceResult,
   runActionOnce,
 } from './run-action-once.ts';
+export {
+  type CreateToolCallGateOptions,
+  createToolCallGate,
+  type ToolCallGateDecision,
+  type ToolCallGateRequest,
+} from './tool-call-gate.ts';
+export { matchesToolPattern, type ToolPolicy, type ToolVerdict, toolVerdict } from './tool-policy.ts';

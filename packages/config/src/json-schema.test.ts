@@ -35,6 +35,7 @@ describe('configJsonSchema', () => {
         'queue',
         'scripts',
         'server',
+        'tools',
         'worker',
       ].sort(),
     );

@@ -478,6 +478,29 @@ const approvalsSchema = z
   .strictObject({ expires: duration.default(86_400_000) })
   .transform((value) => ({ expiresMs: value.expires }));
 
+/** A tool name, or a glob over whole names where `*` stands for any run of characters: `notes_*`, `github__*`. */
+const toolPattern = z.string().regex(/^[A-Za-z0-9_*-]{1,128}$/, {
+  error: 'expected a tool name or pattern of letters, digits, _, - and * (MCP tools are named server__tool)',
+});
+
+/**
+ * What agent loops may call without asking (see docs/agents.md, "Tool gate"): deny beats approve beats allow beats
+ * the tool's tier, so one pattern cannot open what another closes.
+ */
+const toolsSchema = z
+  .strictObject({
+    allow: orEmpty(z.array(toolPattern), () => []),
+    deny: orEmpty(z.array(toolPattern), () => []),
+    approve: orEmpty(z.array(toolPattern), () => []),
+    approval_timeout: duration.default(1_800_000),
+  })
+  .transform((value) => ({
+    allow: value.allow,
+    deny: value.deny,
+    approve: value.approve,
+    approvalTimeoutMs: value.approval_timeout,
+  }));
+
 const directoriesSchema = z
   .strictObject({
     queue: z.string().min(1).optional(),
@@ -517,6 +540,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: workerSchema.prefault({}),
       circuit_breaker: circuitBreakerSchema.prefault({}),
       approvals: approvalsSchema.prefault({}),
+      tools: toolsSchema.prefault({}),
     })
     .transform((value) => ({
       dataDir: value.data_dir,
@@ -532,6 +556,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: value.worker,
       circuitBreaker: value.circuit_breaker,
       approvals: value.approvals,
+      tools: value.tools,
     }));
 }
 

@@ -166,6 +166,12 @@ function toPlain(config: Config): Plain {
       pause: formatDuration(config.circuitBreaker.pauseMs),
     },
     approvals: { expires: formatDuration(config.approvals.expiresMs) },
+    tools: {
+      allow: config.tools.allow,
+      deny: config.tools.deny,
+      approve: config.tools.approve,
+      approval_timeout: formatDuration(config.tools.approvalTimeoutMs),
+    },
   };
 }
 

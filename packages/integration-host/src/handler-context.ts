@@ -163,7 +163,8 @@ export interface ScriptsContext {
 }
 
 /** What `context.agent` takes: the agent options, with the model and the transcript provided by the task. */
-export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'signal' | 'parent'> & {
+/** No `gate`: the worker gives every loop config.yaml's tool gate, and a handler cannot swap it for a laxer one. */
+export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'signal' | 'parent' | 'gate'> & {
   /** @default the model of `profile` */
   model?: ChatModel;
   /** @default the instance's LLM profile */

@@ -1,4 +1,4 @@
-import { decideApproval, describeAction, listApprovals } from '@assistant/actions';
+import { decideApproval, describeApproval, listApprovals } from '@assistant/actions';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 
@@ -39,7 +39,7 @@ export function listenerApprovals(options: {
       return requests.map((request) => ({
         id: request.id,
         title: request.title,
-        actions: request.actions.map((action) => describeAction(action)).join(', '),
+        actions: describeApproval(request),
         rule: request.rule,
         reason: request.reason,
         expiresAt: request.expires_at,
@@ -57,7 +57,7 @@ export function listenerApprovals(options: {
       return {
         status: result.request.status,
         tasks: (result.enqueued ?? []).map((entry) => entry.task),
-        actions: result.request.actions.map((action) => describeAction(action)).join(', '),
+        actions: describeApproval(result.request),
         title: result.request.title,
       };
     },

@@ -13,6 +13,7 @@ export function noteTools(notes: NoteStore): Tool[] {
       name: 'search_notes',
       description: 'Finds notes whose text contains the query (any case). Returns up to 20 paths with their titles.',
       input: z.object({ query: z.string().min(1) }),
+      tier: 'read_only',
       run: async ({ query }) => {
         const needle = query.toLowerCase();
         const found = await notes.query({});
@@ -26,6 +27,7 @@ export function noteTools(notes: NoteStore): Tool[] {
       name: 'read_note',
       description: 'Reads one note by its path: its fields and its text (cut at 4,000 characters).',
       input: z.object({ path: z.string().min(1) }),
+      tier: 'read_only',
       run: async ({ path }) => {
         const note = await notes.read(path);
         return note ? { data: note.data, body: note.body.slice(0, 4_000) } : { error: `no note ${path}` };

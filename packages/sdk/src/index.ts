@@ -6,6 +6,7 @@ export {
   type ActPayload,
   actPayloadSchema,
   describeAction,
+  describeApproval,
   type EnqueueActionsResult,
   expireApprovals,
   type PlannedAction,

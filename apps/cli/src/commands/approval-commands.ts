@@ -2,6 +2,7 @@ import {
   type ApprovalRequest,
   decideApproval,
   describeAction,
+  describeApproval,
   listApprovals,
   requestManualAction,
 } from '@assistant/actions';
@@ -36,8 +37,10 @@ export async function approvalsListCommand(
   }
   for (const request of requests) {
     options.context.stdout.write(
-      `${request.id}  ${request.status.padEnd(8)}  ${request.actions.map((action) => describeAction(action)).join(', ')} for ${request.title}\n` +
-        `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`,
+      `${request.id}  ${request.status.padEnd(8)}  ${describeApproval(request)} for ${request.title}\n` +
+        (request.kind === 'tool_call'
+          ? `    agent tool call of ${request.instance}: ${request.reason}; expires ${request.expires_at}\n`
+          : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`),
     );
   }
 }
@@ -64,6 +67,12 @@ export async function approvalDecideCommand(
   if (options.json) return writeJson(options.context, { ...result.request, enqueued: result.enqueued ?? [] });
   if (options.decision === 'reject') {
     options.context.stdout.write(`rejected ${options.id}: nothing will be done\n`);
+    return;
+  }
+  if (result.request.kind === 'tool_call') {
+    options.context.stdout.write(
+      `approved ${options.id}: the waiting agent loop runs ${describeApproval(result.request)}\n`,
+    );
     return;
   }
   const enqueued = result.enqueued ?? [];

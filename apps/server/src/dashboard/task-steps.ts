@@ -66,6 +66,10 @@ function describe(event: ControlEvent): SafeHtml {
       return html`<code>${text(event.toolName)}</code> started`;
     case 'tool-finished':
       return html`<code>${text(event.toolName)}</code> ${event.succeeded === false ? 'failed' : 'finished'}`;
+    case 'approval-wait':
+      return html`<code>${text(event.toolName)}</code> waits for <a href="/approvals#${text(event.approval)}">approval ${text(event.approval)}</a>`;
+    case 'approval-decided':
+      return html`<code>${text(event.toolName)}</code> ${event.run === true ? 'approved: it runs' : html`refused: ${text(event.reason)}`}`;
     case 'steering': {
       const detail = event.action === 'ask' ? event.question : (event.message ?? event.reason);
       return html`<strong>${text(event.action)}</strong>${detail === undefined ? '' : html`: ${text(detail)}`}`;

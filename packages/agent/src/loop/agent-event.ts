@@ -26,6 +26,18 @@ export type AgentEventPayload =
   | { type: 'step-finished'; step: number; toolCalls: number; usage: TokenUsage | undefined }
   | { type: 'tool-started'; step: number; toolCallId: string; toolName: string }
   | { type: 'tool-finished'; step: number; toolCallId: string; toolName: string; succeeded: boolean }
+  /** The gate holds the call until the owner decides the approval request `approval` (or it times out). */
+  | { type: 'approval-wait'; step: number; toolCallId: string; toolName: string; approval: string }
+  /** The gate answered a call that waited: `run` false with the refusal's reason, or true and the tool starts. */
+  | {
+      type: 'approval-decided';
+      step: number;
+      toolCallId: string;
+      toolName: string;
+      approval: string;
+      run: boolean;
+      reason?: string;
+    }
   | { type: 'steering-applied'; action: SteeringAction; message: string }
   /**
    * The loop is paused and waits for resume: before its next model call, before starting a tool, or inside a running

@@ -10,6 +10,7 @@ import { steeringMessages } from '../steering/steering-messages.ts';
 import type { ToolContext } from '../tools/define-tool.ts';
 import { runToolCalls } from '../tools/run-tool-calls.ts';
 import { succeededToolNames } from '../tools/succeeded-tool-names.ts';
+import type { ToolGate } from '../tools/tool-gate.ts';
 import { visibleTools } from '../tools/visible-tools.ts';
 import type { AgentEvent, AgentEventPayload, PausePoint, SteeringAction } from './agent-event.ts';
 import type { AgentOptions, AgentResult, AgentResultStatus } from './agent-options.ts';
@@ -42,6 +43,8 @@ export class AgentLoop implements SteerableHandle {
   readonly #root: AgentLoop;
   readonly #children: AgentLoop[] = [];
   readonly #gate = new PauseGate();
+  /** Asked before every tool call: this loop's own, else its parent's, so a nested loop cannot skip it. */
+  readonly #toolGate: ToolGate | undefined;
   readonly #controller = new AbortController();
   readonly #context: ToolContext;
   readonly #result: Promise<AgentResult>;
@@ -68,6 +71,7 @@ export class AgentLoop implements SteerableHandle {
     }
     this.#parent = parent;
     this.#root = parent === undefined ? this : parent.#root;
+    this.#toolGate = this.#options.gate ?? (parent === undefined ? undefined : parent.#toolGate);
     this.label = this.#options.label;
     this.lineage = [...(parent?.lineage ?? []), this.label];
     this.#context = {
@@ -292,6 +296,19 @@ export class AgentLoop implements SteerableHandle {
         waitUntilStartAllowed: () => this.#waitWhilePaused('tool-call'),
         signal,
         context: this.#context,
+        gate: this.#toolGate,
+        onApprovalWait: (call, approval) =>
+          this.#emit({ type: 'approval-wait', step, toolCallId: call.id, toolName: call.name, approval }),
+        onApprovalDecided: (call, approval, decision) =>
+          this.#emit({
+            type: 'approval-decided',
+            step,
+            toolCallId: call.id,
+            toolName: call.name,
+            approval,
+            run: decision.run,
+            ...(decision.run ? {} : { reason: decision.reason }),
+          }),
         onStarted: (call) => this.#emit({ type: 'tool-started', step, toolCallId: call.id, toolName: call.name }),
         onFinished: (outcome) =>
           this.#emit({

@@ -1,6 +1,7 @@
 import type { ChatMessage, ChatModel, TokenUsage } from '@assistant/llm';
 import type { SteerableHandle } from '../steering/steerable-handle.ts';
 import type { Tool } from '../tools/define-tool.ts';
+import type { ToolGate } from '../tools/tool-gate.ts';
 import type { TranscriptStore } from '../transcript/transcript-store.ts';
 import type { AgentEvent } from './agent-event.ts';
 
@@ -58,6 +59,12 @@ export interface AgentOptions {
   estimateTokens?: (messages: ChatMessage[]) => number;
   /** Aborting stops the loop like `stop()`, with status `stopped`. */
   signal?: AbortSignal;
+  /**
+   * Consulted before every tool call (after its arguments are parsed and while the loop is not paused); a refusal
+   * becomes the call's answer `error: refused: …` and the loop goes on. Nested loops use their parent's gate.
+   * @default every call runs (or the parent's gate, for a nested loop)
+   */
+  gate?: ToolGate;
 }
 
 /** How a loop ended. `stopped` is a cancellation by the owner (or an aborted signal), never a failure. */

@@ -2,6 +2,7 @@ import type { ChatMessage, ChatModel } from '@assistant/llm';
 import * as z from 'zod';
 import { estimateTokensByCharacters } from '../compression/estimate-tokens.ts';
 import type { Tool } from '../tools/define-tool.ts';
+import type { ToolGate } from '../tools/tool-gate.ts';
 import type { TranscriptStore } from '../transcript/transcript-store.ts';
 import type { AgentEvent } from './agent-event.ts';
 import type { AgentOptions } from './agent-options.ts';
@@ -24,6 +25,7 @@ export interface ResolvedAgentOptions {
   keepRecent: number;
   estimateTokens: (messages: ChatMessage[]) => number;
   signal: AbortSignal | undefined;
+  gate: ToolGate | undefined;
 }
 
 const limitsSchema = z.object({
@@ -82,5 +84,6 @@ export function resolveAgentOptions(options: AgentOptions): ResolvedAgentOptions
     onEvent: options.onEvent,
     estimateTokens: options.estimateTokens ?? estimateTokensByCharacters,
     signal: options.signal,
+    gate: options.gate,
   };
 }

@@ -3,6 +3,7 @@ import { createConcurrencyLimit } from '../internal/concurrency-limit.ts';
 import { describeError } from '../internal/describe-error.ts';
 import type { Tool, ToolContext } from './define-tool.ts';
 import { parseToolArguments } from './parse-tool-arguments.ts';
+import type { ToolGate, ToolGateDecision } from './tool-gate.ts';
 
 /** What one tool call gave: the tool message content, and whether the tool ran and returned. */
 export interface ToolCallOutcome {
@@ -23,6 +24,12 @@ export interface RunToolCallsOptions {
   waitUntilStartAllowed(): Promise<void>;
   signal: AbortSignal;
   context: ToolContext;
+  /** Decides whether each call runs; absent, every call runs. */
+  gate?: ToolGate | undefined;
+  /** The gate holds `call` until approval request `approval` is decided. */
+  onApprovalWait?(call: ToolCall, approval: string): void;
+  /** The gate answered a call it held. */
+  onApprovalDecided?(call: ToolCall, approval: string, decision: ToolGateDecision): void;
   onStarted(call: ToolCall): void;
   onFinished(outcome: ToolCallOutcome): void;
 }
@@ -45,6 +52,16 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
     }
     const parsed = parseToolArguments(call, tool.input);
     if (!parsed.ok) return { call, content: `error: ${parsed.error}`, succeeded: false };
+    // The gate is asked outside the concurrency limit: a call waiting hours for its approval must not hold back the
+    // calls of the same step that may run now. It is asked once the loop is not paused, so a paused loop asks
+    // nobody for anything.
+    if (options.gate !== undefined) {
+      await options.waitUntilStartAllowed();
+      const decision = await askGate(options, tool, parsed.input, call);
+      if (!decision.run) {
+        return { call, content: fenced(tool, `error: refused: ${decision.reason}`), succeeded: false };
+      }
+    }
     return limit(async () => {
       await options.waitUntilStartAllowed();
       options.onStarted(call);
@@ -88,6 +105,41 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
   } finally {
     options.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * The gate's decision on one call, with the wait events around it. A gate that fails is a refusal: not knowing
+ * whether a call may run is no permission to run it.
+ */
+async function askGate(
+  options: RunToolCallsOptions,
+  tool: Tool,
+  input: unknown,
+  call: ToolCall,
+): Promise<ToolGateDecision> {
+  const gate = options.gate;
+  if (gate === undefined) return { run: true };
+  let approval: string | undefined;
+  let decision: ToolGateDecision;
+  try {
+    decision = await gate({
+      tool,
+      input,
+      call,
+      signal: options.signal,
+      handle: options.context.handle,
+      waiting: (id) => {
+        if (approval !== undefined) return;
+        approval = id;
+        options.onApprovalWait?.(call, id);
+      },
+    });
+  } catch (error) {
+    options.signal.throwIfAborted();
+    decision = { run: false, reason: `the tool gate failed: ${describeError(error)}` };
+  }
+  if (approval !== undefined) options.onApprovalDecided?.(call, approval, decision);
+  return decision;
 }
 
 /**

@@ -1,4 +1,10 @@
-import { type ApprovalRequest, decideApproval, describeAction, readApproval } from '@assistant/actions';
+import {
+  type ApprovalRequest,
+  decideApproval,
+  describeAction,
+  describeApproval,
+  readApproval,
+} from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
@@ -171,13 +177,15 @@ ${pager}
 async function decidedNotice(context: DashboardContext, id: string): Promise<SafeHtml | string> {
   const request = await readApproval(context.notes, id).catch(() => undefined);
   if (!request) return '';
-  const what = request.actions.map((action) => describeAction(action)).join(', ');
+  const what = describeApproval(request);
   const tasks = request.tasks ?? [];
   return html`<p class="notice ok" role="status">${request.id} ${request.status}${request.decided_by ? ` by ${request.decided_by}` : ''}: ${
     request.status === 'approved'
-      ? tasks.length > 0
-        ? html`${what} enqueued (${tasks.map((task, index) => html`${index > 0 ? ', ' : ''}<a href="/tasks/${encodeURIComponent(task)}">task ${task}</a>`)})`
-        : html`every action was taken already`
+      ? request.kind === 'tool_call'
+        ? html`the waiting agent loop runs ${what}`
+        : tasks.length > 0
+          ? html`${what} enqueued (${tasks.map((task, index) => html`${index > 0 ? ', ' : ''}<a href="/tasks/${encodeURIComponent(task)}">task ${task}</a>`)})`
+          : html`every action was taken already`
       : html`${what} will not be done`
   }.</p>`;
 }
@@ -210,7 +218,7 @@ function renderApproval(
   nowMs: number,
   state: ListState,
 ): SafeHtml {
-  const what = approval.actions.map((action) => describeAction(action)).join(', ');
+  const what = describeApproval(approval);
   const lapsed = approval.status === 'pending' && Date.parse(approval.expires_at) <= nowMs;
   const headingId = `${approval.id}-title`;
   const classified =
@@ -238,11 +246,16 @@ function renderApproval(
 <table class="kv">
 <tbody>
 <tr><th scope="row">Item</th><td><a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
-<tr><th scope="row">Would do</th><td><ul class="plain">${approval.actions.map(
-    (action) =>
-      html`<li>${describeAction(action)} <span class="badge">${action.tier.replace('_', ' ')}</span>${action.yolo ? html` <span class="badge">!yolo</span>` : ''}</li>`,
-  )}</ul></td></tr>
-<tr><th scope="row">Rule</th><td>${approval.provenance === 'manual' ? 'asked for by hand' : html`“${approval.rule}”${approval.rule_index === undefined ? '' : html` <span class="muted">(automation ${approval.rule_index + 1})</span>`}`}</td></tr>
+${
+  approval.tool_call
+    ? html`<tr><th scope="row">Would call</th><td><code>${approval.tool_call.tool}</code> <span class="badge">${approval.tool_call.tier.replace('_', ' ')}</span><pre>${approval.tool_call.arguments}</pre></td></tr>
+<tr><th scope="row">Loop</th><td>${approval.tool_call.loop} <span class="muted">of</span> <a href="/tasks/${encodeURIComponent(approval.tool_call.task)}">task ${approval.tool_call.task}</a>${approval.tool_ran_at ? html` <span class="muted">(ran at ${timeTag(approval.tool_ran_at)})</span>` : ''}</td></tr>`
+    : html`<tr><th scope="row">Would do</th><td><ul class="plain">${approval.actions.map(
+        (action) =>
+          html`<li>${describeAction(action)} <span class="badge">${action.tier.replace('_', ' ')}</span>${action.yolo ? html` <span class="badge">!yolo</span>` : ''}</li>`,
+      )}</ul></td></tr>`
+}
+<tr><th scope="row">Rule</th><td>${approval.kind === 'tool_call' ? 'the tool gate' : approval.provenance === 'manual' ? 'asked for by hand' : html`“${approval.rule}”${approval.rule_index === undefined ? '' : html` <span class="muted">(automation ${approval.rule_index + 1})</span>`}`}</td></tr>
 <tr><th scope="row">Provenance</th><td>${approval.provenance}</td></tr>
 <tr><th scope="row">Why</th><td>${approval.reason}</td></tr>
 <tr><th scope="row">Classification</th><td>${classified}</td></tr>

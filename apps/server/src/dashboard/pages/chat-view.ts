@@ -1,4 +1,4 @@
-import type { ApprovalRequest } from '@assistant/actions';
+import { type ApprovalRequest, describeApproval } from '@assistant/actions';
 import type { ChatEvent, ChatMessage, ConversationSummary } from '@assistant/chat';
 import { html, type SafeHtml } from '../html.ts';
 import { timeTag } from '../layout.ts';
@@ -69,7 +69,7 @@ export function renderApproval(view: ApprovalView, csrf: SafeHtml | undefined): 
       ? buttons
       : html`<p class="muted">${approval.status}${approval.decided_by ? ` by ${approval.decided_by}` : ''}${approval.decided_at ? html` ${timeTag(approval.decided_at)}` : ''}</p>`;
   return html`<div class="chat-approval" data-approval="${view.id}">
-<p><strong>Approval <a href="/approvals#${view.id}">${view.id}</a></strong> <span class="badge ${approval.status}">${approval.status}</span>: ${approval.title}</p>
+<p><strong>Approval <a href="/approvals#${view.id}">${view.id}</a></strong> <span class="badge ${approval.status}">${approval.status}</span>: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title}</p>
 <p class="muted">${approval.reason}${approval.status === 'pending' ? html` · expires ${timeTag(approval.expires_at)}` : ''}</p>
 ${decided}
 </div>`;

@@ -1,0 +1,224 @@
+import { createHash } from 'node:crypto';
+import type { HumanLog, NoteStore } from '@assistant/notes';
+import { formatDuration } from '@assistant/queue';
+import { type ApprovalRequest, approvalsFolder, describeApproval, logExpiry, readApproval } from './approvals.ts';
+import { type ToolPolicy, toolVerdict } from './tool-policy.ts';
+
+/** The longest arguments JSON an approval request keeps; the rest is cut with `…`. */
+const toolCallArgumentsMaxChars = 4_000;
+
+/**
+ * One tool call as the gate reads it: the part of `@assistant/agent`'s ToolGateRequest it needs, spelled out here
+ * so the approvals layer does not depend on the agent loop (a ToolGate accepts this function as it is).
+ */
+export interface ToolCallGateRequest {
+  tool: { name: string; tier: 'read_only' | 'soft' | 'irreversible' };
+  input: unknown;
+  call: { id: string };
+  signal: AbortSignal;
+  handle: { lineage: readonly string[] };
+  waiting(approval: string): void;
+}
+
+/** Options of {@link createToolCallGate}. */
+export interface CreateToolCallGateOptions {
+  notes: NoteStore;
+  humanLog?: Pick<HumanLog, 'write'>;
+  /** config.yaml's `tools:` patterns. */
+  policy: ToolPolicy;
+  /** How long a call waits for the owner's decision before it is refused and its request expires (`tools.approval_timeout`). */
+  approvalTimeoutMs: number;
+  /** The task whose loops the gate guards; its id (with the loop and the call id) names each request. */
+  task: { id: string };
+  /** The task's instance, for the request's `instance` and `domain`. */
+  instance: { name: string; domain: string };
+  /** The note the request links to (the loop's transcript), so the owner can read what led to the call. */
+  item: string;
+  /**
+   * How often a waiting call reads its request.
+   * @default 500
+   */
+  pollIntervalMs?: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/** Whether the call runs; a refusal's reason is what the model reads after `error: refused:`. */
+export type ToolCallGateDecision = { run: true } | { run: false; reason: string };
+
+/**
+ * The gate every agent loop of a task asks before a tool call: config.yaml's `tools:` and the tool's tier decide
+ * (see {@link toolVerdict}); a call that needs the owner becomes an approval request (kind `tool_call`) in
+ * `approvals/` and waits, polling the note, until it is approved (the call runs, once), rejected, expired or the loop
+ * is stopped. The request's id comes from the task, the loop and the call, so a loop replayed after a worker crash
+ * finds its request instead of asking again, and an approved call records `tool_ran_at` under the note's lock
+ * before it runs, so it never runs twice.
+ */
+export function createToolCallGate(
+  options: CreateToolCallGateOptions,
+): (request: ToolCallGateRequest) => Promise<ToolCallGateDecision> {
+  const now = options.now ?? Date.now;
+  const pollIntervalMs = options.pollIntervalMs ?? 500;
+  const source = `task ${options.task.id}`;
+  return async (request) => {
+    const { tool } = request;
+    const verdict = toolVerdict({ name: tool.name, tier: tool.tier, policy: options.policy });
+    if (verdict.verdict === 'run') return { run: true };
+    if (verdict.verdict === 'deny') {
+      await options.humanLog?.write({ source, message: `refused a call to ${tool.name}`, reason: verdict.because });
+      return { run: false, reason: `${verdict.because}: the owner does not let this tool run; do not call it again` };
+    }
+
+    const id = toolCallApprovalId(options.task.id, request.handle.lineage, request.call.id);
+    const loop = request.handle.lineage.join(' › ');
+    const existing = await readApproval(options.notes, id);
+    if (existing === undefined) {
+      await createRequest(options, { id, loop, request, because: verdict.because, nowMs: now() });
+      await options.humanLog?.write({
+        source,
+        message: `waits for approval to call ${tool.name} (${loop})`,
+        reason: verdict.because,
+        link: `${approvalsFolder}/${id}.md`,
+      });
+    }
+    request.waiting(id);
+
+    for (;;) {
+      request.signal.throwIfAborted();
+      const current = await readApproval(options.notes, id);
+      if (current === undefined) {
+        return { run: false, reason: `approval request ${id} was deleted before anyone decided it` };
+      }
+      if (current.status === 'approved') return claimRun(options.notes, current);
+      if (current.status === 'rejected') {
+        return {
+          run: false,
+          reason: `the owner rejected calling ${tool.name} (approval ${id}); do not call it again with these arguments`,
+        };
+      }
+      if (current.status === 'expired' || Date.parse(current.expires_at) <= now()) {
+        if (current.status === 'pending') await expire(options, current, now());
+        return {
+          run: false,
+          reason: `no decision within ${formatDuration(options.approvalTimeoutMs)} (approval ${id} expired)`,
+        };
+      }
+      await sleep(Math.min(pollIntervalMs, Math.max(0, Date.parse(current.expires_at) - now())), request.signal);
+    }
+  };
+}
+
+/** `ap-` and 12 hex digits of the task, the loop's lineage and the call id: the same call gets the same request. */
+function toolCallApprovalId(taskId: string, lineage: readonly string[], callId: string): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify(['tool_call', taskId, lineage, callId]))
+    .digest('hex');
+  return `ap-${digest.slice(0, 12)}`;
+}
+
+async function createRequest(
+  options: CreateToolCallGateOptions,
+  parts: { id: string; loop: string; request: ToolCallGateRequest; because: string; nowMs: number },
+): Promise<void> {
+  const { id, loop, request, nowMs } = parts;
+  const json = JSON.stringify(request.input) ?? 'null';
+  const shown = json.length > toolCallArgumentsMaxChars ? `${json.slice(0, toolCallArgumentsMaxChars)}… (cut)` : json;
+  const approval: ApprovalRequest = {
+    id,
+    kind: 'tool_call',
+    status: 'pending',
+    created_at: new Date(nowMs).toISOString(),
+    expires_at: new Date(nowMs + options.approvalTimeoutMs).toISOString(),
+    instance: options.instance.name,
+    domain: options.instance.domain,
+    platform: 'agent',
+    rule: 'tool gate',
+    // The model chose the call and its arguments.
+    provenance: 'llm',
+    reason: parts.because,
+    item: options.item,
+    title: `task ${options.task.id} (${loop})`,
+    actions: [],
+    tool_call: {
+      tool: request.tool.name,
+      tier: request.tool.tier,
+      arguments: shown,
+      task: options.task.id,
+      loop,
+      call_id: request.call.id,
+    },
+  };
+  const body = [
+    `# Approve ${describeApproval(approval)} for ${approval.title}?`,
+    '',
+    `The agent loop ${loop} of task ${options.task.id} wants to call \`${request.tool.name}\` (${request.tool.tier.replace('_', ' ')}),`,
+    `and it waits for a person because ${parts.because}. The arguments, as the model wrote them:`,
+    '',
+    '```json',
+    shown,
+    '```',
+    '',
+    `What led to it: [${options.item}](../${options.item})`,
+    '',
+    `Approve with \`assistant approve ${id}\` (the call runs once) or reject with \`assistant reject ${id}\` (the model`,
+    `is told you said no). Unless decided, it expires at ${approval.expires_at} and the call is refused.`,
+    '',
+  ].join('\n');
+  try {
+    await options.notes.create(`${approvalsFolder}/${id}.md`, { data: approval as never, body });
+  } catch (error) {
+    // The same call asked a moment ago (a replayed loop racing its predecessor): the same request.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+/** Records under the note's lock that the approved call runs now; refuses when it ran before (a replayed loop). */
+async function claimRun(notes: NoteStore, request: ApprovalRequest): Promise<ToolCallGateDecision> {
+  let ranAt: string | undefined;
+  await notes.update(`${approvalsFolder}/${request.id}.md`, {
+    change: (current) => {
+      const recorded = (current.data as { tool_ran_at?: unknown }).tool_ran_at;
+      ranAt = typeof recorded === 'string' ? recorded : undefined;
+      return ranAt === undefined ? { set: { tool_ran_at: new Date().toISOString() } } : {};
+    },
+  });
+  if (ranAt !== undefined) {
+    return {
+      run: false,
+      reason: `this approved call already ran at ${ranAt} (approval ${request.id}); it is not run twice — its result was lost when the loop restarted`,
+    };
+  }
+  return { run: true };
+}
+
+async function expire(options: CreateToolCallGateOptions, request: ApprovalRequest, nowMs: number): Promise<void> {
+  let stillPending = false;
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+    change: (current) => {
+      stillPending = current.data.status === 'pending';
+      return stillPending
+        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
+        : {};
+    },
+  });
+  if (stillPending) await logExpiry(options, request);
+}
+
+/** Waits `ms`, or rejects with the abort reason as soon as `signal` is aborted. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
