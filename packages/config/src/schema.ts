@@ -1,6 +1,7 @@
 import { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from '@assistant/queue';
 import * as z from 'zod';
 import { type Schedule, validateCron } from './schedule.ts';
+import { mcpServerSchema } from './mcp-servers-schema.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';
 import { recordSchemas } from './zod-problems.ts';
@@ -512,6 +513,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       llm_cache: llmCacheSchema.prefault({}),
       integrations: orEmpty(z.array(integrationSchema(options.integrationTypes, forJsonSchema)), () => []),
       scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
+      mcp_servers: orEmpty(z.record(identifier, mcpServerSchema), () => ({})),
       queue: queueSchema.prefault({}),
       server: serverSchema.prefault({}),
       worker: workerSchema.prefault({}),
@@ -527,6 +529,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       llmCache: value.llm_cache,
       integrations: value.integrations,
       scripts: value.scripts,
+      mcpServers: value.mcp_servers,
       queue: value.queue,
       server: value.server,
       worker: value.worker,
