@@ -7,8 +7,7 @@ import { formatProblem } from './problems.ts';
 import { Secret } from './secret.ts';
 import { serializeConfig } from './serialize-config.ts';
 
-const parse = (text: string, secretsText = 'github_token: ghp_secret_value\n') =>
-  parseConfig({ text, secretsText });
+const parse = (text: string, secretsText = 'github_token: ghp_secret_value\n') => parseConfig({ text, secretsText });
 const errors = (text: string) => parse(text).errors.map((problem) => formatProblem(problem).split('\n')[0]);
 
 describe('mcp_servers', () => {

@@ -1,7 +1,7 @@
 import { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from '@assistant/queue';
 import * as z from 'zod';
-import { type Schedule, validateCron } from './schedule.ts';
 import { mcpServerSchema } from './mcp-servers-schema.ts';
+import { type Schedule, validateCron } from './schedule.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';
 import { recordSchemas } from './zod-problems.ts';

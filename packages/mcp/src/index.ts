@@ -1,1 +1,9 @@
-export {};
+export {
+  type McpLogger,
+  type McpServerStatus,
+  McpServers,
+  type McpServersOptions,
+  type McpToolInfo,
+  type RestartBackoff,
+  type ServerState,
+} from './mcp-servers.ts';
