@@ -162,13 +162,15 @@ export class McpServers {
       .slice(0, maxDescriptionChars)
       .trim();
     const maxResultChars = this.#maxResultChars;
+    // Like defineTool's specs: the dialect line is noise to a model and some chat APIs refuse it.
+    const { $schema: _dialect, ...parameters } = tool.inputSchema;
     return {
       name,
       description,
       // The server validates its own arguments against the schema the model was shown; here only their shape.
       input: z.record(z.string(), z.unknown()),
       hiddenUntil: [],
-      spec: { name, description, parameters: { ...tool.inputSchema, type: 'object' } },
+      spec: { name, description, parameters: { ...parameters, type: 'object' } },
       // What a server returns is text from outside Assistant: the loop fences it.
       trusted: false,
       tier: toolTier(tool, connection.config),
