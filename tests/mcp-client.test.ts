@@ -16,7 +16,12 @@ import { waitUntil } from './helpers/wait-until.ts';
 
 const everythingMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const filesystemMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
-const rules = { allow: ['*'], deny: [], readOnly: [], timeoutMs: 20_000 };
+const rules: Pick<McpServerConfig, 'allow' | 'deny' | 'readOnly' | 'timeoutMs'> = {
+  allow: ['*'],
+  deny: [],
+  readOnly: [],
+  timeoutMs: 20_000,
+};
 
 const everything: McpServerConfig = {
   transport: 'stdio',
