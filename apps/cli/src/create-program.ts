@@ -8,6 +8,7 @@ import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
 import { enqueueCommand } from './commands/enqueue-command.ts';
 import { logCommand } from './commands/log-command.ts';
+import { mcpListCommand } from './commands/mcp-commands.ts';
 import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
 import {
   queueListCommand,
@@ -377,6 +378,23 @@ export function createProgram(context: CliContext): CliProgram {
     .command('schema')
     .description('print a JSON Schema of config.yaml for editor completion')
     .action(() => configSchemaCommand(context));
+
+  const mcp = program
+    .command('mcp')
+    .description("MCP servers: the tools config.yaml's `mcp_servers:` gives agent loops");
+  mcp
+    .command('ls')
+    .description('start each configured MCP server (or the one named), list its tools with their tier, and stop it')
+    .argument('[server]', 'only this server')
+    .option('--json', 'print JSON')
+    .action(async (server: string | undefined, options: { json?: boolean }, command: Command) => {
+      exitCode = await mcpListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...(server === undefined ? {} : { server }),
+        ...options,
+      });
+    });
 
   program
     .command('doctor')

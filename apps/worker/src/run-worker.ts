@@ -2,8 +2,8 @@ import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
-import { McpServers } from '@assistant/mcp';
 import { discoverIntegrations } from '@assistant/manifests';
+import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
@@ -124,7 +124,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.
   const mcp = new McpServers({
     servers: config.mcpServers,
-    logger: { info: (fields, message) => logger.info(fields, message), warn: (fields, message) => logger.warn(fields, message) },
+    logger: {
+      info: (fields, message) => logger.info(fields, message),
+      warn: (fields, message) => logger.warn(fields, message),
+    },
   });
   const services: WorkerServices = {
     config,

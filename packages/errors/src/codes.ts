@@ -33,11 +33,11 @@ export const errorCodes = {
   CHAT_TOOL_REFUSED:
     "A chat turn's tool refused what the conversation may not do: decide an approval whose id the owner did not write, or act for a peer who is not the owner.",
   // MCP servers (packages/mcp).
-  MCP_SERVER_UNKNOWN: 'A loop or command named an MCP server that config.yaml\'s `mcp_servers:` does not define.',
+  MCP_SERVER_UNKNOWN: "A loop or command named an MCP server that config.yaml's `mcp_servers:` does not define.",
   MCP_SERVER_UNAVAILABLE:
     'An MCP server could not be started or reached, or crashed and is waiting out its restart backoff; the message says which and when it is tried again.',
   MCP_CALL_FAILED:
-    'A call to an MCP server failed for a reason other than the tool\'s own error: it timed out, the connection broke, or the server answered with a protocol error.',
+    "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

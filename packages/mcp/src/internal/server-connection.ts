@@ -169,7 +169,7 @@ export class ServerConnection {
         this.#readyAtMs = Date.now();
         if (wasDown) this.#restarts += 1;
         this.#logger.info(
-          { mcpServer: this.name, ...(this.pid === undefined ? {} : { pid: this.pid }) },
+          { mcpServer: this.name, ...(this.pid === undefined ? {} : { serverPid: this.pid }) },
           `MCP server ${this.name} is up${this.pid === undefined ? '' : ` (pid ${this.pid})`}`,
         );
         return client;
