@@ -184,22 +184,32 @@ child.on('exit', (code) => process.exit(code ?? 0));
 });
 
 describe('McpServers over streamable HTTP', () => {
-  it('lists and calls the tools of server-everything over HTTP, with configured headers', async () => {
-    const port = await freePort();
+  /** server-everything's streamable HTTP server on `port`, ready to take requests. */
+  async function startHttpServer(port: number) {
     const server = spawn(process.execPath, [everythingMain, 'streamableHttp'], {
       env: { ...process.env, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    server.stdout.setEncoding('utf8').on('data', (text: string) => {
+    const collect = (text: string) => {
       output += text;
-    });
-    server.stderr.setEncoding('utf8').on('data', (text: string) => {
-      output += text;
-    });
+    };
+    server.stdout.setEncoding('utf8').on('data', collect);
+    server.stderr.setEncoding('utf8').on('data', collect);
     const exited = new Promise<void>((resolve) => server.once('close', () => resolve()));
+    await waitUntil(() => output.includes(`listening on port ${port}`), { what: 'the HTTP MCP server to listen' });
+    return {
+      async [Symbol.asyncDispose]() {
+        server.kill('SIGKILL');
+        await exited;
+      },
+    };
+  }
+
+  it('lists and calls the tools of server-everything over HTTP, and starts a new session after the server restarted', async () => {
+    const port = await freePort();
+    let server: AsyncDisposable | undefined = await startHttpServer(port);
     try {
-      await waitUntil(() => output.includes(`listening on port ${port}`), { what: 'the HTTP MCP server to listen' });
       await using servers = new McpServers({
         servers: {
           remote: {
@@ -215,9 +225,20 @@ describe('McpServers over streamable HTTP', () => {
       expect(byName(tools, 'remote__get-sum').tier).toBe('read_only');
       expect(await byName(tools, 'remote__get-sum').run({ a: 2, b: 3 }, toolContext)).toMatch(/5/);
       expect(await byName(tools, 'remote__echo').run({ message: 'over http' }, toolContext)).toBe('Echo: over http');
+
+      await server[Symbol.asyncDispose]();
+      server = undefined;
+      const refused = await byName(tools, 'remote__echo')
+        .run({ message: 'nobody there' }, toolContext)
+        .catch((error: unknown) => error);
+      expect(isAssistantError(refused, 'MCP_CALL_FAILED') || isAssistantError(refused, 'MCP_SERVER_UNAVAILABLE')).toBe(
+        true,
+      );
+      server = await startHttpServer(port);
+      // The new server knows nothing of the old session; the pool starts a new one.
+      expect(await byName(tools, 'remote__echo').run({ message: 'again' }, toolContext)).toBe('Echo: again');
     } finally {
-      server.kill('SIGKILL');
-      await exited;
+      await server?.[Symbol.asyncDispose]();
     }
   });
 });

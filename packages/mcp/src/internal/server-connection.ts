@@ -3,7 +3,7 @@ import { AssistantError } from '@assistant/errors';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, McpError, type Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
 import { ProcessGroupStdioTransport } from './process-group-stdio-transport.ts';
 
 /** Where a server is in its life: never started, starting, up, down (failed or crashed) until `retryAtMs`, closed. */
@@ -127,15 +127,19 @@ export class ServerConnection {
       return await run();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      // An HTTP server that restarted has forgotten our session: start a new one on the next call.
-      if (this.config.transport === 'http' && this.#state === 'ready') await this.#stop().then(() => this.#markIdle());
+      // A failure that is not the server's own answer (a refused connection, an unknown session after the server
+      // restarted) ends an HTTP session: the next call starts a new one.
+      const answered = error instanceof McpError;
+      if (this.config.transport === 'http' && this.#state === 'ready' && !answered) {
+        await this.#stop();
+        this.#markIdle();
+      }
       if (this.#state === 'down') throw this.#unavailable();
       throw new AssistantError('MCP_CALL_FAILED', `MCP server ${this.name} failed ${doing}: ${message}`, {
         cause: error,
-        hint:
-          /timed out/i.test(message) && this.config.transport !== undefined
-            ? `raise \`timeout\` of mcp_servers.${this.name} in config.yaml (now ${this.config.timeoutMs / 1000} s) if the tool needs longer`
-            : 'try again; `assistant mcp ls` shows whether the server is up',
+        hint: /timed out/i.test(message)
+          ? `raise \`timeout\` of mcp_servers.${this.name} in config.yaml (now ${this.config.timeoutMs / 1000} s) if the tool needs longer`
+          : 'try again; `assistant mcp ls` shows whether the server is up',
       });
     }
   }
