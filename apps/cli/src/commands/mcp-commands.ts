@@ -48,7 +48,12 @@ export async function mcpListCommand(options: McpListCommandOptions): Promise<nu
         try {
           return { ...base, state: 'up', tools: await servers.describeTools(name) };
         } catch (error) {
-          return { ...base, state: 'failed', error: error instanceof Error ? error.message : String(error), tools: [] };
+          // The pool's retry schedule means nothing to a command that stops the server right after.
+          const message = (error instanceof Error ? error.message : String(error)).replace(
+            /; it is tried again in \d+ s$/,
+            '',
+          );
+          return { ...base, state: 'failed', error: message, tools: [] };
         }
       }),
     );
