@@ -19,7 +19,15 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/notes', '@assistant/process'],
   ['@assistant/llm'],
   ['@assistant/agent'],
-  ['@assistant/manifests', '@assistant/scheduler', '@assistant/sandbox', '@assistant/steering', '@assistant/metrics'],
+  [
+    '@assistant/manifests',
+    '@assistant/scheduler',
+    '@assistant/sandbox',
+    '@assistant/steering',
+    '@assistant/metrics',
+    // MCP servers' tools as agent tools; the worker owns the pool.
+    '@assistant/mcp',
+  ],
   // chat stores conversations as notes, enqueues turns and stops them through steering; its turn runner sits with
   // the integrations, above the agent.
   // mcp: its server half (Assistant as an MCP server) needs only the SDK; the stores behind it are the apps'.

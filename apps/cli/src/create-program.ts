@@ -8,6 +8,7 @@ import { configSchemaCommand } from './commands/config-schema-command.ts';
 import { doctorCommand } from './commands/doctor-command.ts';
 import { enqueueCommand } from './commands/enqueue-command.ts';
 import { logCommand } from './commands/log-command.ts';
+import { mcpListCommand } from './commands/mcp-commands.ts';
 import { mcpServeCommand } from './commands/mcp-serve-command.ts';
 import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
 import {
@@ -358,7 +359,25 @@ export function createProgram(context: CliContext): CliProgram {
         }),
     );
 
-  const mcp = program.command('mcp').description('the Model Context Protocol: Assistant as an MCP server');
+  const mcp = program
+    .command('mcp')
+    .description(
+      "the Model Context Protocol: the MCP servers config.yaml's `mcp_servers:` gives agent loops, and Assistant as an MCP server",
+    );
+  mcp
+    .command('ls')
+    .description('start each configured MCP server (or the one named), list its tools with their tier, and stop it')
+    .argument('[server]', 'only this server')
+    .option('--json', 'print JSON')
+    .action(async (server: string | undefined, options: { json?: boolean }, command: Command) => {
+      exitCode = await mcpListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...(server === undefined ? {} : { server }),
+        ...options,
+      });
+    });
+
   mcp
     .command('serve')
     .description(

@@ -14,11 +14,15 @@ import {
   type ScriptsContext,
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
+import { McpServers } from '@assistant/mcp';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
+
+/** What `mcpTools` answers from when the worker was given no servers: every name is unknown. */
+const noMcpServers = new McpServers({ servers: {} });
 
 /** What the worker shares between the contexts of all the tasks it runs. */
 export interface WorkerServices {
@@ -32,6 +36,8 @@ export interface WorkerServices {
   scriptSandbox: ScriptsContext['sandbox'];
   /** The LLM profiles, created once per worker. */
   llm: (profile?: string) => ChatModel;
+  /** config.yaml's MCP servers, shared by every loop of the worker. @default none (tests of bare handlers) */
+  mcp?: McpServers;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
   onRejected?: (type: string, outcome: Exclude<EnqueueOutcome, { status: 'enqueued' }>) => void;
 }
@@ -142,6 +148,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     },
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
     llm: (profile) => model(profile),
+    mcpTools: (serverNames) => (services.mcp ?? noMcpServers).toolsFor(serverNames, { signal }),
     agent: (options) => {
       const { model: chosen, profile, onEvent, transcriptName, ...rest } = options;
       const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });

@@ -3,6 +3,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
+import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
@@ -120,6 +121,14 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const notes = new NoteStore({ root: config.paths.notes });
   const metrics = new TaskMetrics();
   let metricsChanged = false;
+  // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.
+  const mcp = new McpServers({
+    servers: config.mcpServers,
+    logger: {
+      info: (fields, message) => logger.info(fields, message),
+      warn: (fields, message) => logger.warn(fields, message),
+    },
+  });
   const services: WorkerServices = {
     config,
     queue,
@@ -132,6 +141,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       ...cacheModeFromEnvironment(),
       onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
     }),
+    mcp,
     onRejected: (type, outcome) => {
       metrics.recordRejection(type, outcome.status);
       metricsChanged = true;
@@ -271,6 +281,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     clearInterval(metricsTimer);
     // A write still in flight would bring the file back after close() removes it.
     await metricsWrite;
+    // After the drain: no task is left to call a server. Before the consumer's close, so a server that will not stop
+    // delays the worker's exit rather than outliving it.
+    await mcp.close();
     await consumer.close();
   }
   logger.info('stopped');

@@ -8,6 +8,7 @@ const settings: ChatSettings = {
   collect_window: 1_000,
   collect_max: 20,
   max_steps: 20,
+  mcp_servers: [],
   telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
 };
 

@@ -32,6 +32,14 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       `The chat instance ${context.instance.name} has mode ${JSON.stringify(settings.mode)}; expected one of ${chatModes.join(', ')}`,
     );
   }
+  // MCP servers are shared by the worker's loops and start on first use. A turn whose server cannot start answers
+  // without its tools rather than not at all: the owner learns why from the log and `assistant mcp ls`.
+  const mcpTools = await context.mcpTools(settings.mcp_servers).catch((error: unknown) => {
+    context.log.warn(`chat turn without MCP tools: ${error instanceof Error ? error.message : String(error)}`, {
+      mcpServers: settings.mcp_servers,
+    });
+    return [];
+  });
   return runChatTurns({
     conversationId: checked.data.conversation,
     messageId: checked.data.message,
@@ -46,14 +54,16 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
     },
     model: context.llm(),
     startAgent: (options) => context.agent({ ...options, label: 'chat' }),
-    tools: (turn) =>
-      chatTools({
+    tools: (turn) => [
+      ...chatTools({
         context: context as unknown as HandlerContext,
         conversationId: turn.conversationId,
         ownerPeer: isOwner(turn, settings),
         ownerTexts: turn.ownerTexts,
         showApproval: turn.showApproval,
       }),
+      ...mcpTools,
+    ],
     warn: (message, fields) => context.log.warn(message, fields),
   });
 }

@@ -5,11 +5,14 @@ const payloadSchema = z.strictObject({
   prompt: z.string().min(1).max(20_000),
   profile: z.string().optional(),
   max_steps: z.int().min(1).max(200).optional(),
+  /** Names under config.yaml's `mcp_servers:` whose tools the loop gets too (docs/mcp.md). */
+  mcp_servers: z.array(z.string().min(1).max(100)).max(20).optional(),
 });
 
 /**
- * `system.agent`: a general steerable agent loop over the notes: `{prompt, profile?, max_steps?}`. It can search the
- * notes, read one, and wait (for steering tests and for things that take time). Pause, interject, ask and stop it
+ * `system.agent`: a general steerable agent loop over the notes: `{prompt, profile?, max_steps?, mcp_servers?}`. It
+ * can search the notes, read one, wait (for steering tests and for things that take time), and use the tools of the
+ * MCP servers `mcp_servers` names. Pause, interject, ask and stop it
  * with `assistant steer`; watch it with `assistant task watch`. A worker that dies mid-loop resumes it from its
  * transcript note.
  */
@@ -21,7 +24,14 @@ export async function runAgentTask(context: HandlerContext) {
       `system.agent expects {"prompt": "…"}; ${issue?.path.join('.') || 'payload'}: ${issue?.message}`,
     );
   }
-  const { prompt, profile, max_steps: maxSteps } = checked.data;
+  const { prompt, profile, max_steps: maxSteps, mcp_servers: mcpServers = [] } = checked.data;
+  const mcpTools = await context.mcpTools(mcpServers).catch((error: unknown) => {
+    // A name config does not define will not appear by retrying; a server that cannot start now may start later.
+    if (error instanceof Error && 'code' in error && error.code === 'MCP_SERVER_UNKNOWN') {
+      throw new UnrecoverableError(`system.agent: ${error.message}`);
+    }
+    throw error;
+  });
   const handle = context.agent({
     system:
       'You are Assistant, working for your owner on their notes. Use the tools to find facts; say plainly what you did not find. Answer briefly.',
@@ -51,6 +61,7 @@ export async function runAgentTask(context: HandlerContext) {
           return `waited ${ms} ms`;
         },
       }),
+      ...mcpTools,
     ],
   });
   const result = await handle.result();

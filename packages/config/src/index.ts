@@ -14,6 +14,7 @@ export {
   readConfigFile,
 } from './load-config.ts';
 export { isLoopbackHost } from './loopback.ts';
+export type { McpHttpServerConfig, McpServerConfig, McpStdioServerConfig } from './mcp-servers-schema.ts';
 export {
   type ParseAutomationsOptions,
   type ParseAutomationsResult,

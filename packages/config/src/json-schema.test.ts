@@ -32,6 +32,7 @@ describe('configJsonSchema', () => {
         'integrations',
         'llm_cache',
         'llms',
+        'mcp_servers',
         'queue',
         'scripts',
         'server',

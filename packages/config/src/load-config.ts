@@ -401,9 +401,19 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
     ? path.resolve(cwd, options.dataDir)
     : path.resolve(path.dirname(configFile), config.dataDir);
   const under = (value: string | undefined, fallback: string) => path.resolve(dataDir, value ?? fallback);
+  // A stdio MCP server's `cwd: ./tools` means the folder beside config.yaml, wherever Assistant was started from.
+  const mcpServers = Object.fromEntries(
+    Object.entries(config.mcpServers).map(([name, server]) => [
+      name,
+      server.transport === 'stdio' && server.cwd !== undefined
+        ? { ...server, cwd: path.resolve(path.dirname(configFile), server.cwd) }
+        : server,
+    ]),
+  );
   return {
     config: {
       ...config,
+      mcpServers,
       paths: {
         configFile,
         secretsFile,

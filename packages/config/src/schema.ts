@@ -1,5 +1,6 @@
 import { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from '@assistant/queue';
 import * as z from 'zod';
+import { mcpServerSchema } from './mcp-servers-schema.ts';
 import { type Schedule, validateCron } from './schedule.ts';
 import { Secret } from './secret.ts';
 import { Yolo } from './yolo.ts';
@@ -535,6 +536,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       llm_cache: llmCacheSchema.prefault({}),
       integrations: orEmpty(z.array(integrationSchema(options.integrationTypes, forJsonSchema)), () => []),
       scripts: orEmpty(z.record(identifier, scriptSchema), () => ({})),
+      mcp_servers: orEmpty(z.record(identifier, mcpServerSchema), () => ({})),
       queue: queueSchema.prefault({}),
       server: serverSchema.prefault({}),
       worker: workerSchema.prefault({}),
@@ -551,6 +553,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       llmCache: value.llm_cache,
       integrations: value.integrations,
       scripts: value.scripts,
+      mcpServers: value.mcp_servers,
       queue: value.queue,
       server: value.server,
       worker: value.worker,

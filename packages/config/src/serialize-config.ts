@@ -134,6 +134,20 @@ function toPlain(config: Config): Plain {
         }),
       ]),
     ),
+    mcp_servers: Object.fromEntries(
+      Object.entries(config.mcpServers).map(([name, server]) => [
+        name,
+        {
+          ...(server.transport === 'stdio'
+            ? defined({ command: server.command, args: server.args, env: server.env, cwd: server.cwd })
+            : { url: server.url, headers: server.headers }),
+          allow: server.allow,
+          deny: server.deny,
+          read_only: server.readOnly,
+          timeout: formatDuration(server.timeoutMs),
+        },
+      ]),
+    ),
     queue: {
       durability: config.queue.durability,
       max_task_bytes: config.queue.maxTaskBytes,

@@ -37,6 +37,12 @@ export const errorCodes = {
     'A request to an address chosen by outside text was refused before or while it was made: a scheme, an address that is not public, too many redirects, an answer too large or of a content type not allowed; the message says which.',
   OUTBOUND_FAILED:
     'A request to an outside address failed: its name did not resolve, the connection failed, or it timed out; `connected` says whether the server may have received it.',
+  // MCP servers (packages/mcp).
+  MCP_SERVER_UNKNOWN: "A loop or command named an MCP server that config.yaml's `mcp_servers:` does not define.",
+  MCP_SERVER_UNAVAILABLE:
+    'An MCP server could not be started or reached, or crashed and is waiting out its restart backoff; the message says which and when it is tried again.',
+  MCP_CALL_FAILED:
+    "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

@@ -1,5 +1,5 @@
 import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
-import type { AgentOptions, SteerableHandle } from '@assistant/agent';
+import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
 import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automations';
 import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
@@ -119,6 +119,13 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * task's signal (timeout, shutdown) stops it.
    */
   agent(options: AgentTaskOptions): SteerableHandle;
+  /**
+   * The tools of the MCP servers config.yaml's `mcp_servers:` defines under these names, as agent tools named
+   * `server__tool` with their tiers (docs/mcp.md), to pass to {@link agent}. The worker shares its servers between
+   * all its loops and starts each on first use. Rejects with MCP_SERVER_UNKNOWN for a name config does not define
+   * and MCP_SERVER_UNAVAILABLE for a server that cannot be started; an empty list gives no tools.
+   */
+  mcpTools(serverNames: readonly string[]): Promise<Tool[]>;
   /**
    * Only for the builtin `system` integration's handlers: queue housekeeping (prune finished tasks, recover those
    * of stopped workers, counts). Integrations enqueue through `enqueue`; nothing else of the queue is theirs.

@@ -1,1 +1,10 @@
+export {
+  type McpLogger,
+  type McpServerStatus,
+  McpServers,
+  type McpServersOptions,
+  type McpToolInfo,
+  type RestartBackoff,
+  type ServerState,
+} from './mcp-servers.ts';
 export * from './server/index.ts';

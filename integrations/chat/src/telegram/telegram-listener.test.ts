@@ -68,6 +68,7 @@ function startListener(
     collect_window: 1000,
     collect_max: 20,
     max_steps: 20,
+    mcp_servers: [],
     telegram: {
       ...(options.noToken ? {} : { token: secret(options.token ?? fake.token) }),
       allowed_users: [owner],

@@ -1,0 +1,160 @@
+// MCP servers through the real worker and CLI: a fake-model system.agent loop that calls a read-only tool of
+// server-filesystem and completes, with no server process left once the worker stops; and `assistant mcp ls`.
+import path from 'node:path';
+import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { repoRoot, runCli } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const filesystemMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+const everythingMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
+
+async function writeConfig(dir: TempDir, llmUrl: string): Promise<void> {
+  await dir.write(
+    'config.yaml',
+    `data_dir: ./data
+llms:
+  default: {base_url: "${llmUrl}", model: fake-model}
+worker: {shutdown_grace: 2s, poll_interval: 100ms}
+mcp_servers:
+  files:
+    command: ${JSON.stringify(process.execPath)}
+    args: [${JSON.stringify(filesystemMain)}, ./shared]
+    cwd: .
+    deny: [move_file]
+  everything:
+    command: ${JSON.stringify(process.execPath)}
+    args: [${JSON.stringify(everythingMain)}, stdio]
+    read_only: [toggle-simulated-logging]
+`,
+  );
+}
+
+type Message = { role: string; content: string | null };
+const messagesOf = (request: FakeChatRequest) => request.body.messages as Message[];
+const toolNamesOf = (request: FakeChatRequest) =>
+  ((request.body.tools ?? []) as { function: { name: string } }[]).map((tool) => tool.function.name);
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('MCP tools in a worker', () => {
+  it('lets a system.agent loop call a read-only server-filesystem tool, and stops the server with the worker', async () => {
+    await using dir = await tempDir();
+    await dir.write('shared/hello.txt', 'the answer is 42\n');
+    const file = path.join(dir.path, 'shared/hello.txt');
+    await using model = await FakeOpenAiServer.start({
+      respond: (request): FakeReply => {
+        const toolResult = messagesOf(request).find((message) => message.role === 'tool');
+        if (!toolResult) return { toolCalls: [{ name: 'files__read_text_file', arguments: { path: file } }] };
+        return { text: `The file says: ${toolResult.content?.includes('the answer is 42') ? '42' : 'nothing'}` };
+      },
+    });
+    await writeConfig(dir, model.url);
+    const enqueued = await cli(dir, [
+      'enqueue',
+      'system.agent',
+      '--payload',
+      JSON.stringify({ prompt: 'What does hello.txt say?', mcp_servers: ['files'] }),
+    ]);
+    expect(enqueued.code, enqueued.stderr).toBe(0);
+    const id = enqueued.stdout.trim().split(/\s+/).at(-1) ?? '';
+
+    const worked = await cli(dir, ['work', '--exit-when-idle']);
+    expect(worked.code, worked.stderr).toBe(0);
+    const log = worked.stdout + worked.stderr;
+    const pids = [...log.matchAll(/MCP server files is up \(pid (\d+)\)/g)].map((match) => Number(match[1]));
+    expect(pids).toHaveLength(1);
+    // The worker exited: its server (and the server's process group) is gone.
+    for (const pid of pids) expect(isAlive(pid), `MCP server process ${pid} outlived the worker`).toBe(false);
+
+    const shown = await cli(dir, ['task', 'show', id, '--json']);
+    const record = z
+      .looseObject({
+        state: z.string(),
+        task: z.looseObject({ result: z.looseObject({ status: z.string(), answer: z.string() }) }),
+      })
+      .parse(JSON.parse(shown.stdout));
+    expect(record).toMatchObject({
+      state: 'done',
+      task: { result: { status: 'completed', answer: 'The file says: 42' } },
+    });
+
+    const [first] = model.requests;
+    if (!first) throw new Error('the model got no request');
+    // Only the named server's allowed tools are offered, beside the loop's own.
+    expect(toolNamesOf(first)).toEqual(expect.arrayContaining(['files__read_text_file', 'files__write_file']));
+    expect(toolNamesOf(first)).not.toContain('files__move_file');
+    expect(toolNamesOf(first).some((name) => name.startsWith('everything__'))).toBe(false);
+    // What the server returned reached the model fenced as untrusted data.
+    const toolMessage = model.requests.flatMap(messagesOf).find((message) => message.role === 'tool');
+    expect(toolMessage?.content).toContain('the answer is 42');
+    expect(toolMessage?.content).toMatch(/untrusted/i);
+  });
+
+  it('fails a system.agent task naming an MCP server config does not define, without retries', async () => {
+    await using dir = await tempDir();
+    await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'unused' }) });
+    await writeConfig(dir, model.url);
+    const enqueued = await cli(dir, [
+      'enqueue',
+      'system.agent',
+      '--payload',
+      JSON.stringify({ prompt: 'hi', mcp_servers: ['nope'] }),
+    ]);
+    const id = enqueued.stdout.trim().split(/\s+/).at(-1) ?? '';
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const shown = JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout) as Record<string, unknown>;
+    expect(shown.state).toBe('failed');
+    expect(JSON.stringify(shown)).toContain('no MCP server named \\"nope\\"');
+    expect(model.requests).toHaveLength(0);
+  });
+});
+
+describe('assistant mcp ls', () => {
+  it('lists each server with its transport, state and tools with tier and whether offered', async () => {
+    await using dir = await tempDir();
+    await writeConfig(dir, 'http://127.0.0.1:9/v1');
+    await dir.write('shared/.keep', '');
+    const listed = await cli(dir, ['mcp', 'ls']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('started to list its tools');
+    expect(listed.stdout).toMatch(/^files {2}stdio {2}/m);
+    expect(listed.stdout).toMatch(/^ {2}read_text_file +read_only +as files__read_text_file$/m);
+    expect(listed.stdout).toMatch(/^ {2}write_file +irreversible +as files__write_file$/m);
+    expect(listed.stdout).toMatch(/^ {2}move_file +irreversible +not offered/m);
+    // config's read_only makes a tool read-only that the server does not annotate so.
+    expect(listed.stdout).toMatch(/^ {2}toggle-simulated-logging +read_only/m);
+
+    const json = z
+      .array(
+        z.looseObject({
+          name: z.string(),
+          transport: z.string(),
+          state: z.string(),
+          tools: z.array(z.looseObject({ name: z.string(), tier: z.string(), allowed: z.boolean() })),
+        }),
+      )
+      .parse(JSON.parse((await cli(dir, ['mcp', 'ls', 'files', '--json'])).stdout));
+    expect(json).toHaveLength(1);
+    expect(json[0]).toMatchObject({ name: 'files', transport: 'stdio', state: 'up' });
+    expect(json[0]?.tools).toContainEqual(expect.objectContaining({ name: 'move_file', allowed: false }));
+  });
+
+  it('says when a server does not start, and exits 1', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', 'mcp_servers:\n  broken: {command: ./no-such-server}\n');
+    const listed = await cli(dir, ['mcp', 'ls']);
+    expect(listed.code).toBe(1);
+    expect(listed.stdout).toMatch(/broken {2}stdio {2}\.\/no-such-server\n {2}failed to start: .*ENOENT/);
+  });
+});
