@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ToolContext } from '@assistant/sdk';
+import { defineTool, type ToolContext } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { searchProviderFrom } from './search-provider.ts';
 import type { ResearchSettings } from './settings.generated.ts';
 
@@ -15,22 +16,56 @@ const base: ResearchSettings = {
   unsafe_fetch_loopback: false,
 };
 
+/** An Assistant whose config names no MCP servers. */
+const noMcp = async (): Promise<never[]> => [];
+
 describe('searchProviderFrom', () => {
   it('says how to configure a provider when there is none, or more than one', () => {
-    const none = searchProviderFrom({ settings: base, mcpTools: undefined, timeoutMs: 1_000 });
+    const none = searchProviderFrom({ settings: base, mcpTools: noMcp, timeoutMs: 1_000 });
     expect(none).toEqual({ problem: expect.stringMatching(/^No search provider is configured for research/) });
     const two = searchProviderFrom({
       settings: { ...base, search: { searxng: 'http://a.example', url_template: 'http://b.example/?q={query}' } },
-      mcpTools: undefined,
+      mcpTools: noMcp,
       timeoutMs: 1_000,
     });
     expect(two).toEqual({ problem: expect.stringMatching(/names searxng and url_template; give exactly one/) });
-    const mcp = searchProviderFrom({
+  });
+
+  it("searches with an MCP server's tool, found as server__tool", async () => {
+    const asked: unknown[] = [];
+    const mcpTools = async (names: string[]) =>
+      names[0] === 'brave'
+        ? [
+            defineTool({
+              name: 'brave__search',
+              description: 'searches',
+              tier: 'read_only',
+              input: z.object({ query: z.string() }),
+              run: async (input) => {
+                asked.push(input);
+                return 'Result: https://example.test/a';
+              },
+            }),
+          ]
+        : [];
+    const provider = searchProviderFrom({
       settings: { ...base, search: { mcp: { server: 'brave', tool: 'search' } } },
-      mcpTools: undefined,
+      mcpTools,
       timeoutMs: 1_000,
     });
-    expect(mcp).toEqual({ problem: expect.stringMatching(/cannot reach MCP servers yet/) });
+    if ('problem' in provider) throw new Error(provider.problem);
+    const found = await provider.search('otters', { signal: AbortSignal.timeout(5_000), tool: {} as never });
+    expect(asked).toEqual([{ query: 'otters' }]);
+    expect(JSON.stringify(found)).toContain('https://example.test/a');
+    const missing = searchProviderFrom({
+      settings: { ...base, search: { mcp: { server: 'brave', tool: 'lookup' } } },
+      mcpTools,
+      timeoutMs: 1_000,
+    });
+    if ('problem' in missing) throw new Error(missing.problem);
+    await expect(missing.search('otters', { signal: AbortSignal.timeout(5_000), tool: {} as never })).rejects.toThrow(
+      /has no tool lookup \(it has brave__search\)/,
+    );
   });
 
   it('maps any JSON search API by dotted paths, with the key in a header', async () => {
@@ -62,7 +97,7 @@ describe('searchProviderFrom', () => {
             results: { list: 'web.results', url: 'link.href', title: 'name', snippet: 'summary' },
           },
         },
-        mcpTools: undefined,
+        mcpTools: noMcp,
         timeoutMs: 5_000,
       });
       if ('problem' in provider) throw new Error(provider.problem);

@@ -18,10 +18,7 @@ export interface SearchProvider {
   search(query: string, context: { signal: AbortSignal; tool: ToolContext }): Promise<SearchOutcome>;
 }
 
-/**
- * The MCP client's view: the tools of named `mcp_servers:` as agent tools called `server__tool`. HandlerContext
- * offers it as `mcpTools` once the MCP client is in (issue 19); until then research says MCP is not available.
- */
+/** The MCP client's view (HandlerContext's `mcpTools`): the tools of named `mcp_servers:` as agents' `server__tool`. */
 export type McpToolSource = (serverNames: string[]) => Promise<Tool[]>;
 
 /**
@@ -33,7 +30,7 @@ const ownerConfigured: OutboundPolicy = { protocols: ['https:', 'http:'], allows
 
 export interface SearchProviderOptions {
   settings: ResearchSettings;
-  mcpTools: McpToolSource | undefined;
+  mcpTools: McpToolSource;
   timeoutMs: number;
 }
 
@@ -86,13 +83,7 @@ export function searchProviderFrom(options: SearchProviderOptions): SearchProvid
   }
   const mcp = search.mcp;
   if (!mcp) return { problem: 'research has no search provider' };
-  const source = options.mcpTools;
-  if (!source) {
-    return {
-      problem: `research's \`search.mcp\` names the MCP server \`${mcp.server}\`, but this Assistant cannot reach MCP servers yet; use \`searxng\` or \`url_template\`.`,
-    };
-  }
-  return mcpProvider(mcp.server, mcp.tool, source);
+  return mcpProvider(mcp.server, mcp.tool, options.mcpTools);
 }
 
 function safeHost(template: string): string {

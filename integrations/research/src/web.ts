@@ -46,7 +46,7 @@ export async function researchWeb(context: ResearchContext) {
   }
   const { question, depth, max_sources: maxSources } = checked.data;
   const settings = context.instance.settings;
-  const mcpTools = mcpToolSource(context);
+  const mcpTools: McpToolSource = (names) => context.mcpTools(names);
   const provider = searchProviderFrom({ settings, mcpTools, timeoutMs: settings.fetch_timeout });
   if ('problem' in provider) {
     await context.log.human(`did not research "${oneLine(question).slice(0, 80)}": no search provider`, {
@@ -67,7 +67,7 @@ export async function researchWeb(context: ResearchContext) {
   }
   const { maxSteps, maxPages } = depths[depth];
   const run = researchRun({ settings, provider, maxPages: Math.max(maxPages, maxSources) });
-  const extraTools = settings.mcp_servers.length > 0 ? await mcpToolsFor(mcpTools, settings.mcp_servers) : [];
+  const extraTools = settings.mcp_servers.length > 0 ? await context.mcpTools(settings.mcp_servers) : [];
   const handle = context.agent({
     label: 'research',
     system: systemPrompt({ maxSources, maxPages: run.maxPages }),
@@ -109,26 +109,6 @@ export async function researchWeb(context: ResearchContext) {
     ...(report.unverified.length > 0 ? { unverified_sources: report.unverified } : {}),
     body: reportMarkdown(question, report),
   };
-}
-
-/** `context.mcpTools` once the MCP client is wired into HandlerContext; undefined before. */
-function mcpToolSource(context: ResearchContext): McpToolSource | undefined {
-  const candidate: unknown = Reflect.get(context, 'mcpTools');
-  if (typeof candidate !== 'function') return undefined;
-  return async (names) => {
-    const tools: unknown = await candidate.call(context, names);
-    if (!Array.isArray(tools)) throw new Error('mcpTools did not return a list of tools');
-    return tools as Tool[];
-  };
-}
-
-async function mcpToolsFor(source: McpToolSource | undefined, names: string[]): Promise<Tool[]> {
-  if (!source) {
-    throw new UnrecoverableError(
-      `research's \`mcp_servers\` names ${names.join(', ')}, but this Assistant cannot reach MCP servers yet; remove \`mcp_servers\` from the research instance`,
-    );
-  }
-  return source(names);
 }
 
 function systemPrompt(limits: { maxSources: number; maxPages: number }): string {
