@@ -1,11 +1,14 @@
 // MCP servers through the real worker and CLI: a fake-model system.agent loop that calls a read-only tool of
 // server-filesystem and completes, with no server process left once the worker stops; and `assistant mcp ls`.
+
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { repoRoot, runCli } from './helpers/node-process.ts';
+import { cliMain, repoRoot, runCli, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const filesystemMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const everythingMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -99,6 +102,61 @@ describe('MCP tools in a worker', () => {
     const toolMessage = model.requests.flatMap(messagesOf).find((message) => message.role === 'tool');
     expect(toolMessage?.content).toContain('the answer is 42');
     expect(toolMessage?.content).toMatch(/untrusted/i);
+  });
+
+  it('holds a call of an irreversible MCP tool for the owner: it runs once after approval', async () => {
+    await using dir = await tempDir();
+    await dir.write('shared/.keep', '');
+    const target = path.join(dir.path, 'shared/note.txt');
+    await using model = await FakeOpenAiServer.start({
+      respond: (request): FakeReply => {
+        const toolResult = messagesOf(request).find((message) => message.role === 'tool');
+        if (!toolResult) {
+          return { toolCalls: [{ name: 'files__write_file', arguments: { path: target, content: 'written once\n' } }] };
+        }
+        return { text: `Done: ${toolResult.content?.includes('error') ? 'refused' : 'written'}` };
+      },
+    });
+    await writeConfig(dir, model.url);
+    const enqueued = await cli(dir, [
+      'enqueue',
+      'system.agent',
+      '--payload',
+      JSON.stringify({ prompt: 'Write the note.', mcp_servers: ['files'] }),
+    ]);
+    const id = enqueued.stdout.trim().split(/\s+/).at(-1) ?? '';
+    const approvals = z.array(z.looseObject({ id: z.string(), status: z.string(), title: z.string() }));
+    const worker = startNode({ args: [cliMain, 'work'], cwd: dir.path });
+    try {
+      // write_file is irreversible (the server does not annotate it read-only): the loop waits for the owner.
+      const [request] = await waitUntil(
+        async () => {
+          const listed = approvals.parse(JSON.parse((await cli(dir, ['approvals', '--json'])).stdout));
+          return listed.length > 0 ? listed : undefined;
+        },
+        { what: 'an approval request for files__write_file' },
+      );
+      expect(JSON.stringify(request)).toContain('files__write_file');
+      expect(await readFile(target, 'utf8').catch(() => 'absent')).toBe('absent');
+      expect((await cli(dir, ['approve', request?.id ?? ''])).code).toBe(0);
+      await waitUntil(
+        async () => {
+          const shown = JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout) as { state: string };
+          return shown.state === 'done';
+        },
+        { what: 'the agent task to finish after the approval' },
+      );
+      expect(await readFile(target, 'utf8')).toBe('written once\n');
+      const shown = JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout) as {
+        task: { result: { answer: string } };
+      };
+      expect(shown.task.result.answer).toBe('Done: written');
+      // Nothing else waits for the owner: the one request was the one call.
+      expect(approvals.parse(JSON.parse((await cli(dir, ['approvals', '--json'])).stdout))).toEqual([]);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
   });
 
   it('fails a system.agent task naming an MCP server config does not define, without retries', async () => {
