@@ -402,9 +402,12 @@ describe('the chat tools', () => {
     expect(written).toMatchObject({ action: 'pause', source: `chat:${context.task.id}` });
 
     await expect(call(t, 'steer_task', { task: otherTurn.task.id, action: 'pause' })).rejects.toThrow(/chat turn/);
-    await expect(
-      call(turn(context, { ownerPeer: false }), 'steer_task', { task: sleep.task.id, action: 'stop' }),
-    ).rejects.toMatchObject({ code: 'CHAT_TOOL_REFUSED' });
+    // A peer that is not the owner (an MCP client's chat) steers nothing: an interjection would speak for the owner.
+    for (const action of ['stop', 'pause', 'interject'] as const) {
+      await expect(
+        call(turn(context, { ownerPeer: false }), 'steer_task', { task: sleep.task.id, action, message: 'do X' }),
+      ).rejects.toMatchObject({ code: 'CHAT_TOOL_REFUSED' });
+    }
     await expect(call(t, 'steer_task', { task: sleep.task.id, action: 'interject' })).rejects.toThrow(/message/);
     await expect(call(t, 'steer_task', { task: sleep.task.id, action: 'answer' })).rejects.toThrow();
     expect(await call(t, 'steer_task', { task: sleep.task.id, action: 'stop', reason: 'not needed' })).toMatchObject({

@@ -235,8 +235,10 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       name: 'steer_task',
       description:
         'Steers another running or pending agent task: pause, resume, interject a message, or stop it (the owner only). Not a chat turn.',
-      // Soft: pause, resume and interject are undone by the next steer, and stop (owner only, checked below) cancels
-      // work, which is the safe side; none of it reaches outside Assistant.
+      // Soft: pause, resume and interject are undone by the next steer, and stop cancels work, which is the safe side;
+      // none of it reaches outside Assistant. Only the owner steers: an interjection is words put into another task's
+      // loop as the owner's, and a peer that is not the owner (an MCP client's chat, decision 0013) must not speak
+      // for them.
       tier: 'soft',
       input: z.object({
         task: taskIdSchema,
@@ -245,10 +247,10 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
         reason: z.string().max(2_000).optional(),
       }),
       run: async ({ task, action, message, reason }) => {
-        if (action === 'stop' && !options.ownerPeer) {
+        if (!options.ownerPeer) {
           throw new AssistantError(
             'CHAT_TOOL_REFUSED',
-            "refused: only the owner may stop a task, and this conversation's peer is not the owner",
+            `refused: only the owner may ${action === 'interject' ? 'interject into' : action} a task, and this conversation's peer is not the owner`,
           );
         }
         if (action === 'interject' && message === undefined) {
