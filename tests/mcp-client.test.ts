@@ -11,6 +11,7 @@ import { McpServers } from '@assistant/mcp';
 import { describe, expect, it } from 'vitest';
 import { freePort } from './helpers/free-port.ts';
 import { repoRoot } from './helpers/node-process.ts';
+import { isAlive } from './helpers/process-alive.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -49,15 +50,6 @@ function byName(tools: readonly Tool[], name: string): Tool {
   const tool = tools.find((candidate) => candidate.name === name);
   if (!tool) throw new Error(`no tool ${name} among ${tools.map((candidate) => candidate.name).join(', ')}`);
   return tool;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('McpServers over stdio', () => {

@@ -7,6 +7,7 @@ import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assista
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { cliMain, repoRoot, runCli, startNode } from './helpers/node-process.ts';
+import { isAlive } from './helpers/process-alive.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -40,15 +41,6 @@ type Message = { role: string; content: string | null };
 const messagesOf = (request: FakeChatRequest) => request.body.messages as Message[];
 const toolNamesOf = (request: FakeChatRequest) =>
   ((request.body.tools ?? []) as { function: { name: string } }[]).map((tool) => tool.function.name);
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('MCP tools in a worker', () => {
   it('lets a system.agent loop call a read-only server-filesystem tool, and stops the server with the worker', async () => {

@@ -49,7 +49,8 @@ export interface ResearchReport {
   unverified: string[];
 }
 
-const normalise = (url: string) => {
+/** A URL as pages and citations are matched by: its fragment dropped (`#section` is the same page). */
+export const normalise = (url: string) => {
   try {
     const parsed = new URL(url);
     parsed.hash = '';

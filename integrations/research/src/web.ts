@@ -10,7 +10,14 @@ import {
 } from '@assistant/sdk';
 import * as z from 'zod';
 import { readPage } from './read-page.ts';
-import { buildReport, type FetchedPage, type FinishInput, finishInput, reportMarkdown } from './research-report.ts';
+import {
+  buildReport,
+  type FetchedPage,
+  type FinishInput,
+  finishInput,
+  normalise,
+  reportMarkdown,
+} from './research-report.ts';
 import { type McpToolSource, type SearchProvider, searchProviderFrom } from './search-provider.ts';
 import type { ResearchSettings } from './settings.generated.ts';
 
@@ -150,7 +157,7 @@ function researchRun(options: { settings: ResearchSettings; provider: SearchProv
     input: z.object({ url: z.string().min(1).max(2_000) }),
     tier: 'read_only',
     run: async ({ url }, tool) => {
-      const key = cacheKey(url);
+      const key = normalise(url);
       let pending = cache.get(key);
       if (!pending) {
         if (requests >= options.maxPages) {
@@ -233,16 +240,6 @@ const loopbackToo: OutboundPolicy = {
   allowsAddress: (address) =>
     isPublicAddress(address) || /^127\./.test(address) || address === '::1' || /^::ffff:127\./i.test(address),
 };
-
-function cacheKey(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.hash = '';
-    return parsed.href;
-  } catch {
-    return url;
-  }
-}
 
 function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();

@@ -368,13 +368,35 @@ export async function enqueueApproved(
 }
 
 /** Writes the human-log line of a request that expired undecided. */
-export async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
+async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, request: ApprovalRequest) {
   await options.humanLog?.write({
     source: 'approvals',
     message: `dropped ${describeApproval(request)} for ${request.title}: nobody approved it in time`,
     reason: `approval for ${request.kind === 'tool_call' ? 'the tool call' : `rule "${request.rule}"`} expired at ${request.expires_at}`,
     link: `${approvalsFolder}/${request.id}.md`,
   });
+}
+
+/**
+ * Marks one request expired, with its human-log line, if it is still pending under the note's lock (one approved a
+ * moment ago stays approved). Returns whether it did.
+ */
+export async function expireApproval(
+  options: { notes: NoteStore; humanLog?: Pick<HumanLog, 'write'> },
+  request: ApprovalRequest,
+  nowMs: number,
+): Promise<boolean> {
+  let stillPending = false;
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+    change: (current) => {
+      stillPending = current.data.status === 'pending';
+      return stillPending
+        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
+        : {};
+    },
+  });
+  if (stillPending) await logExpiry(options, request);
+  return stillPending;
 }
 
 /** Marks every pending request past its expiry as expired, with a human-log line each. Returns their ids. */
@@ -387,19 +409,7 @@ export async function expireApprovals(options: {
   const expired: string[] = [];
   for (const request of await listApprovals(options.notes, { status: 'pending' })) {
     if (Date.parse(request.expires_at) > nowMs) continue;
-    // Only a request still pending under the lock: one approved a moment ago stays approved.
-    let stillPending = false;
-    await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
-      change: (current) => {
-        stillPending = current.data.status === 'pending';
-        return stillPending
-          ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
-          : {};
-      },
-    });
-    if (!stillPending) continue;
-    await logExpiry(options, request);
-    expired.push(request.id);
+    if (await expireApproval(options, request, nowMs)) expired.push(request.id);
   }
   return expired;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import { formatDuration } from '@assistant/queue';
-import { type ApprovalRequest, approvalsFolder, describeApproval, logExpiry, readApproval } from './approvals.ts';
+import { type ApprovalRequest, approvalsFolder, describeApproval, expireApproval, readApproval } from './approvals.ts';
 import { type ToolPolicy, toolVerdict } from './tool-policy.ts';
 
 /** The longest arguments JSON an approval request keeps; the rest is cut with `…`. */
@@ -97,7 +97,7 @@ export function createToolCallGate(
         };
       }
       if (current.status === 'expired' || Date.parse(current.expires_at) <= now()) {
-        if (current.status === 'pending') await expire(options, current, now());
+        if (current.status === 'pending') await expireApproval(options, current, now());
         return {
           run: false,
           reason: `no decision within ${formatDuration(options.approvalTimeoutMs)} (approval ${id} expired)`,
@@ -189,19 +189,6 @@ async function claimRun(notes: NoteStore, request: ApprovalRequest): Promise<Too
     };
   }
   return { run: true };
-}
-
-async function expire(options: CreateToolCallGateOptions, request: ApprovalRequest, nowMs: number): Promise<void> {
-  let stillPending = false;
-  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
-    change: (current) => {
-      stillPending = current.data.status === 'pending';
-      return stillPending
-        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
-        : {};
-    },
-  });
-  if (stillPending) await logExpiry(options, request);
 }
 
 /** Waits `ms`, or rejects with the abort reason as soon as `signal` is aborted. */

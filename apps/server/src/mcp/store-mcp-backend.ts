@@ -2,15 +2,10 @@ import { listApprovals } from '@assistant/actions';
 import type { ChatMessage, ChatService } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
 import type { AssistantBackend, ChatReplyResult, NoteView } from '@assistant/mcp';
-import {
-  BrokenNoteError,
-  type FrontmatterData,
-  NotePathError,
-  type NoteStore,
-  noteContainsText,
-} from '@assistant/notes';
+import { BrokenNoteError, NotePathError, type NoteStore, noteContainsText } from '@assistant/notes';
 import type { TaskQueue, TaskSource } from '@assistant/queue';
 import { dataPaths } from '../data-paths.ts';
+import { titleOf } from '../routes/note-routes.ts';
 import { listEntry, taskRecordView } from '../routes/task-routes.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
 
@@ -225,14 +220,6 @@ function asNoteError(error: unknown, notePath?: string): unknown {
     });
   }
   return error;
-}
-
-function titleOf(data: FrontmatterData): { title?: string } {
-  for (const key of ['title', 'subject', 'name']) {
-    const value = data[key];
-    if (typeof value === 'string' && value !== '') return { title: value };
-  }
-  return {};
 }
 
 /** A new conversation's title: the start of its first message, on one line. */

@@ -111,7 +111,8 @@ export function registerNoteRoutes(app: AssistantServer, routes: RouteTable, opt
   });
 }
 
-function titleOf(data: FrontmatterData): { title?: string } {
+/** A note's title as lists show it: its `title`, `subject` or `name`, if any. */
+export function titleOf(data: FrontmatterData): { title?: string } {
   for (const key of ['title', 'subject', 'name']) {
     const value = data[key];
     if (typeof value === 'string' && value !== '') return { title: value };
