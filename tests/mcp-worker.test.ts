@@ -3,7 +3,12 @@
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ChatInbox, ConversationStore } from '@assistant/chat';
+import { loadRuntime } from '@assistant/integration-host';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { NoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
+import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { cliMain, repoRoot, runCli, startNode } from './helpers/node-process.ts';
@@ -149,6 +154,49 @@ describe('MCP tools in a worker', () => {
       worker.child.kill('SIGTERM');
       await worker.exited;
     }
+  });
+
+  it("gives a chat turn the tools of the chat instance's mcp_servers", async () => {
+    await using dir = await tempDir();
+    await dir.write('shared/menu.txt', 'soup of the day: lentils\n');
+    const file = path.join(dir.path, 'shared/menu.txt');
+    await using model = await FakeOpenAiServer.start({
+      respond: (request): FakeReply => {
+        const toolResult = messagesOf(request).find((message) => message.role === 'tool');
+        if (!toolResult) return { toolCalls: [{ name: 'files__read_text_file', arguments: { path: file } }] };
+        return { text: toolResult.content?.includes('lentils') ? 'Lentil soup today.' : 'I could not read it.' };
+      },
+    });
+    await writeConfig(dir, model.url);
+    await dir.write(
+      'config.yaml',
+      `${await readFile(path.join(dir.path, 'config.yaml'), 'utf8')}integrations:\n  - {type: chat, name: chat, mcp_servers: [files]}\n`,
+    );
+    const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
+    const conversations = new ConversationStore({ notes: new NoteStore({ root: runtime.config.paths.notes }), inbox });
+    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    // As the server does it: the message is stored, then its turn task is enqueued.
+    const { id: conversation } = await conversations.create({ mode: 'followup', title: 'lunch' });
+    const { id: message } = await inbox.accept(conversation, { text: "What is on today's menu?" });
+    const outcome = await queue.enqueue({
+      type: 'chat.turn',
+      payload: { conversation, message },
+      priority: 1,
+      source: 'api',
+      integration: 'chat',
+    });
+    if (outcome.status !== 'enqueued') throw new Error(`the turn was not enqueued: ${outcome.status}`);
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const [first] = model.requests;
+    if (!first) throw new Error('the model got no request');
+    expect(toolNamesOf(first)).toEqual(expect.arrayContaining(['files__read_text_file', 'search_notes']));
+    const answered = model.requests.at(-1);
+    expect(
+      answered && messagesOf(answered).some((entry) => entry.role === 'tool' && entry.content?.includes('lentils')),
+    ).toBe(true);
+    const shown = await conversations.get(conversation);
+    expect(JSON.stringify(shown)).toContain('Lentil soup today.');
   });
 
   it('fails a system.agent task naming an MCP server config does not define, without retries', async () => {
