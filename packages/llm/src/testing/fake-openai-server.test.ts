@@ -1,6 +1,6 @@
 import OpenAI, { APIError, APIUserAbortError } from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeOpenAiServer, type FakeOpenAiServerOptions } from './fake-openai-server.ts';
+import { FakeOpenAiServer, type FakeOpenAiServerOptions, type FakeReply } from './fake-openai-server.ts';
 
 let server: FakeOpenAiServer | undefined;
 
@@ -266,6 +266,102 @@ describe('FakeOpenAiServer', () => {
     expect((error as APIError).status).toBe(500);
     expect((error as APIError).message).toContain('no scripted reply left');
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('serves at most `concurrency` requests at once and the rest first come, first served', async () => {
+    // Each request holds its slot until the test opens its gate, so what is served when is the test's choice.
+    const gates = new Map<number, () => void>();
+    const { server, client } = await start({
+      concurrency: 2,
+      respond: (_request, index) =>
+        new Promise<FakeReply>((resolve) => gates.set(index, () => resolve({ text: `reply ${index}` }))),
+    });
+    const open = (index: number) => {
+      const gate = gates.get(index);
+      if (gate === undefined) throw new Error(`request ${index} is not being served`);
+      gate();
+    };
+    const replies: Promise<unknown>[] = [];
+    for (let index = 0; index < 5; index++) {
+      replies.push(client.chat.completions.create({ model: `m${index}`, messages }));
+      // One at a time, so the order they arrive in is the order they were sent in.
+      await vi.waitFor(() => expect(server.requests).toHaveLength(index + 1));
+    }
+    await vi.waitFor(() => expect(server.queued).toBe(3));
+    expect(server.inFlight).toBe(2);
+    expect(server.served.map((entry) => entry.index)).toEqual([0, 1]);
+
+    open(1);
+    await vi.waitFor(() => expect(server.served.map((entry) => entry.index)).toEqual([0, 1, 2]));
+    expect(server.inFlight).toBe(2);
+    open(0);
+    await vi.waitFor(() => expect(server.served.map((entry) => entry.index)).toEqual([0, 1, 2, 3]));
+    open(3);
+    await vi.waitFor(() => expect(server.served.map((entry) => entry.index)).toEqual([0, 1, 2, 3, 4]));
+    open(2);
+    open(4);
+    const completions = (await Promise.all(replies)) as OpenAI.Chat.Completions.ChatCompletion[];
+    expect(completions.map((completion) => completion.model)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+    expect(server.peakInFlight).toBe(2);
+    expect(server.inFlight).toBe(0);
+    expect(server.queued).toBe(0);
+    expect(server.served.every((entry) => entry.endedAt !== undefined)).toBe(true);
+    expect(server.busyMs(3)).toBe(0);
+    expect(server.busyMs(1)).toBeGreaterThanOrEqual(server.busyMs(2));
+  });
+
+  it('takes latencyMs plus the reply delay to serve a request, counted from when it is served', async () => {
+    const { server, client } = await start({
+      latencyMs: 40,
+      concurrency: 1,
+      respond: () => ({ text: 'slow', delayMs: 10 }),
+    });
+    const started = Date.now();
+    const [first, second] = await Promise.all([
+      client.chat.completions.create({ model: 'm', messages }).then(() => Date.now()),
+      client.chat.completions.create({ model: 'm', messages }).then(() => Date.now()),
+    ]);
+    // Not before: one slot, so the second waited for the first's 50 ms and then took its own. A millisecond of
+    // slack for timers and the clock rounding differently.
+    expect(Math.min(first, second) - started).toBeGreaterThanOrEqual(49);
+    expect(Math.max(first, second) - started).toBeGreaterThanOrEqual(99);
+    for (const entry of server.served) {
+      expect((entry.endedAt ?? 0) - entry.startedAt).toBeGreaterThanOrEqual(49);
+    }
+    expect(server.peakInFlight).toBe(1);
+    expect(server.busyMs(1)).toBeGreaterThanOrEqual(98);
+    expect(server.busyMs(2)).toBe(0);
+  });
+
+  it('drops a request from the queue when its client gives up waiting', async () => {
+    let release: () => void = () => {};
+    const { server, client } = await start({
+      concurrency: 1,
+      respond: (_request, index) =>
+        index === 0
+          ? new Promise<FakeReply>((resolve) => {
+              release = () => resolve({ text: 'first' });
+            })
+          : { text: `reply ${index}` },
+    });
+    const first = client.chat.completions.create({ model: 'm', messages });
+    await vi.waitFor(() => expect(server.inFlight).toBe(1));
+    const controller = new AbortController();
+    const abandoned = client.chat.completions.create({ model: 'm', messages }, { signal: controller.signal });
+    await vi.waitFor(() => expect(server.queued).toBe(1));
+    controller.abort();
+    await expect(abandoned).rejects.toBeInstanceOf(APIUserAbortError);
+    await vi.waitFor(() => expect(server.queued).toBe(0));
+    const third = client.chat.completions.create({ model: 'm', messages });
+    await vi.waitFor(() => expect(server.queued).toBe(1));
+    release();
+    expect((await first).choices[0]?.message.content).toBe('first');
+    expect((await third).choices[0]?.message.content).toBe('reply 2');
+    expect(server.served.map((entry) => entry.index)).toEqual([0, 2]);
+  });
+
+  it('refuses a concurrency below 1', async () => {
+    await expect(FakeOpenAiServer.start({ concurrency: 0 })).rejects.toThrow(/concurrency to be 1 or more, got 0/);
   });
 
   it('closes idempotently and supports await using', async () => {

@@ -90,6 +90,19 @@ export interface FakeOpenAiServerOptions {
    * @default ['fake-model']
    */
   models?: string[];
+  /**
+   * Every chat request takes this long to be served before its reply, on top of any reply's own `delayMs`, as a
+   * model takes time to answer. The time counts once the request is being served (see `concurrency`).
+   * @default 0
+   */
+  latencyMs?: number;
+  /**
+   * At most this many chat requests are served at once; further ones wait, first come first served, until one
+   * finishes, as a local model server (Ollama, llama.cpp, vLLM) queues what it cannot run in parallel. A client that
+   * goes away while waiting leaves the queue.
+   * @default unlimited
+   */
+  concurrency?: number;
 }
 
 // The body is outside data even in a test tool: anything but a JSON object is a 400, like a real endpoint.
@@ -116,10 +129,25 @@ export class FakeOpenAiServer {
   readonly url: string;
   /** Every chat request, in the order received, including those answered with an error. */
   readonly requests: FakeChatRequest[] = [];
+  /**
+   * One entry per chat request that began to be served (after waiting for a `concurrency` slot), in the order
+   * served: `index` among `requests`, `startedAt` and, once its reply is sent or it is given up, `endedAt`, in
+   * milliseconds since the epoch. {@link FakeOpenAiServer.busyMs} computes the model's busy time from it.
+   */
+  get served(): readonly Readonly<{ index: number; startedAt: number; endedAt?: number }>[] {
+    return this.#served;
+  }
 
   readonly #app: FastifyInstance;
   readonly #replies: FakeReply[];
   readonly #respond: FakeOpenAiServerOptions['respond'];
+  readonly #served: { index: number; startedAt: number; endedAt?: number }[] = [];
+  readonly #latencyMs: number;
+  readonly #concurrency: number;
+  // Requests waiting for a slot, first come first served; each is woken with its slot or told to give up.
+  readonly #waiting: { admit: () => void }[] = [];
+  #inFlight = 0;
+  #peakInFlight = 0;
   // Aborted by close(), so replies still waiting out their delay give up instead of holding the server open.
   readonly #closing = new AbortController();
   #closed: Promise<void> | undefined;
@@ -129,10 +157,63 @@ export class FakeOpenAiServer {
     this.url = url;
     this.#replies = [...(options.replies ?? [])];
     this.#respond = options.respond;
+    this.#latencyMs = options.latencyMs ?? 0;
+    this.#concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** How many chat requests are being served now (not counting those waiting for a slot). */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** The most chat requests ever served at once. */
+  get peakInFlight(): number {
+    return this.#peakInFlight;
+  }
+
+  /** How many chat requests are waiting for a slot now. */
+  get queued(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * The total milliseconds during which at least `level` requests were being served, within `[fromMs, toMs]`
+   * (epoch milliseconds; default from the first served request until now). With `level` equal to `concurrency`, this
+   * over the elapsed time is the fraction of time the model was fully busy.
+   */
+  busyMs(level: number, window: { fromMs?: number; toMs?: number } = {}): number {
+    const now = Date.now();
+    const fromMs = window.fromMs ?? this.served[0]?.startedAt ?? now;
+    const toMs = window.toMs ?? now;
+    // A sweep over starts (+1) and ends (-1); an end sorts before a start at the same instant, so back-to-back
+    // requests on one slot do not count as two at once.
+    const events: [number, number][] = [];
+    for (const entry of this.served) {
+      events.push([entry.startedAt, 1], [entry.endedAt ?? now, -1]);
+    }
+    events.sort((left, right) => left[0] - right[0] || left[1] - right[1]);
+    let busy = 0;
+    let depth = 0;
+    let previous = fromMs;
+    for (const [at, change] of events) {
+      const clamped = Math.min(Math.max(at, fromMs), toMs);
+      if (depth >= level) busy += clamped - previous;
+      previous = clamped;
+      depth += change;
+    }
+    if (depth >= level) busy += toMs - previous;
+    return busy;
   }
 
   /** Start a server on 127.0.0.1 on a free port. */
   static async start(options: FakeOpenAiServerOptions = {}): Promise<FakeOpenAiServer> {
+    // Checked before listening, so a wrong option leaves no server behind.
+    if (options.latencyMs !== undefined && !(options.latencyMs >= 0)) {
+      throw new Error(`Expected latencyMs to be 0 or more, got ${options.latencyMs}.`);
+    }
+    if (options.concurrency !== undefined && !(options.concurrency >= 1)) {
+      throw new Error(`Expected concurrency to be 1 or more, got ${options.concurrency}.`);
+    }
     const models = options.models ?? ['fake-model'];
     // Closing must not wait for a client that keeps a connection open, so force connections shut.
     const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024 * 1024 });
@@ -186,6 +267,66 @@ export class FakeOpenAiServer {
     const index = this.requests.length;
     this.requests.push(request);
 
+    const disconnected = new AbortController();
+    const onClose = (): void => {
+      // 'close' also fires after a response is sent; only a close before that means the client went away.
+      if (!reply.raw.writableFinished) disconnected.abort();
+    };
+    reply.raw.once('close', onClose);
+    const gone = AbortSignal.any([disconnected.signal, this.#closing.signal]);
+    let entry: { index: number; startedAt: number; endedAt?: number } | undefined;
+    try {
+      await this.#takeSlot(gone);
+      entry = { index, startedAt: Date.now() };
+      this.#served.push(entry);
+      return await this.#serve(request, index, reply, gone);
+    } catch (error) {
+      if (!gone.aborted) throw error;
+      // The client disconnected or the server is closing while the request waited: nobody is listening, so stop
+      // without an error. Hijacking tells Fastify the response is handled so it does not try to send one.
+      reply.hijack();
+      reply.raw.destroy();
+      return undefined;
+    } finally {
+      reply.raw.off('close', onClose);
+      if (entry !== undefined) {
+        entry.endedAt = Date.now();
+        this.#releaseSlot();
+      }
+    }
+  }
+
+  // Resolves once this request may be served; rejects, leaving the queue, when `signal` aborts first.
+  async #takeSlot(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    if (this.#inFlight >= this.#concurrency) {
+      await new Promise<void>((resolve, reject) => {
+        const waiter = {
+          admit: () => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          },
+        };
+        const onAbort = (): void => {
+          const position = this.#waiting.indexOf(waiter);
+          if (position >= 0) this.#waiting.splice(position, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.#waiting.push(waiter);
+      });
+    }
+    // A released slot passes straight to the next waiter, so the count is taken here, not by the releaser.
+    this.#inFlight++;
+    this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
+  }
+
+  #releaseSlot(): void {
+    this.#inFlight--;
+    this.#waiting.shift()?.admit();
+  }
+
+  async #serve(request: FakeChatRequest, index: number, reply: FastifyReply, gone: AbortSignal): Promise<unknown> {
     let scripted: FakeReply | undefined;
     try {
       scripted = this.#respond === undefined ? this.#replies.shift() : await this.#respond(request, index);
@@ -197,27 +338,9 @@ export class FakeOpenAiServer {
       return reply.code(500).send(errorBody('no scripted reply left', 'server_error'));
     }
 
-    if (scripted.delayMs !== undefined && scripted.delayMs > 0) {
-      const disconnected = new AbortController();
-      const onClose = (): void => {
-        // 'close' also fires after a response is sent; only a close before that means the client went away.
-        if (!reply.raw.writableFinished) disconnected.abort();
-      };
-      reply.raw.once('close', onClose);
-      try {
-        await delay(scripted.delayMs, undefined, {
-          signal: AbortSignal.any([disconnected.signal, this.#closing.signal]),
-        });
-      } catch {
-        // The client disconnected or the server is closing: nobody is listening, so stop without an error.
-        // Hijacking tells Fastify the response is handled so it does not try to send one.
-        reply.hijack();
-        reply.raw.destroy();
-        return undefined;
-      } finally {
-        reply.raw.off('close', onClose);
-      }
-    }
+    // A rejection (the client went away, the server is closing) is handled by the caller.
+    const waitMs = this.#latencyMs + (scripted.delayMs ?? 0);
+    if (waitMs > 0) await delay(waitMs, undefined, { signal: gone });
 
     if ('error' in scripted) {
       const { status, message, retryAfterSeconds } = scripted.error;

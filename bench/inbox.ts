@@ -1,0 +1,263 @@
+// An inbox through a local model: `npm run bench:inbox -- --messages 200 --latency 300 --concurrency 4 [--json]`.
+// A Maildir of N messages made from the 20 test fixtures, the fake OpenAI-compatible server answering every request
+// after `latency` ms with at most `concurrency` requests served at once (the rest wait, as a local model server
+// queues them), then `assistant trigger bench inbox` and `assistant work --exit-when-idle` at the worker's defaults.
+// It prints the time to drain, how busy the model was, the ideal time and the worker's peak memory (issue 20). It
+// prints figures and never fails for being slow; it exits non-zero only when something broke.
+import { readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { cliMain, machineLine, mib, repoRoot, residentBytes, runNode } from './bench-processes.ts';
+
+const { values } = parseArgs({
+  options: {
+    messages: { type: 'string', default: '200' },
+    latency: { type: 'string', default: '300' },
+    concurrency: { type: 'string', default: '4' },
+    dir: { type: 'string', default: os.tmpdir() },
+    json: { type: 'boolean', default: false },
+  },
+});
+const positiveInteger = (name: string, text: string, minimum: number): number => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < minimum) {
+    throw new Error(`--${name} expects a whole number of at least ${minimum}, got \`${text}\``);
+  }
+  return value;
+};
+const messageCount = positiveInteger('messages', values.messages, 1);
+const latencyMs = positiveInteger('latency', values.latency, 0);
+const modelConcurrency = positiveInteger('concurrency', values.concurrency, 1);
+if (messageCount > 10_000) throw new Error(`--messages is at most 10000 (the email limit), got ${messageCount}`);
+const log = (line: string) => {
+  if (!values.json) process.stdout.write(`${line}\n`);
+};
+
+const fixtureDirectory = path.join(repoRoot, 'tests/fixtures/mail');
+
+interface Judgement {
+  human: boolean;
+  requiresResponse: boolean;
+  newsletter: boolean;
+}
+
+/** What a classifier should say about each fixture, by file name, from the fixture README's table. */
+async function judgements(): Promise<Map<string, Judgement>> {
+  const readme = await readFile(path.join(fixtureDirectory, 'README.md'), 'utf8');
+  const table = readme.slice(
+    readme.indexOf('## What a classifier should say'),
+    readme.indexOf('## Deterministic facts'),
+  );
+  const byFile = new Map<string, Judgement>();
+  for (const line of table.split('\n').filter((candidate) => /^\| `\d\d-/.test(candidate))) {
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
+    byFile.set((cells[0] ?? '').replaceAll('`', ''), {
+      human: (cells[4] ?? '').startsWith('yes'),
+      requiresResponse: (cells[5] ?? '').startsWith('yes'),
+      newsletter: (cells[6] ?? '').startsWith('yes'),
+    });
+  }
+  return byFile;
+}
+
+/**
+ * Fixture `text` made into bench message `index`: its own Message-ID, ` #index` after the subject and a date
+ * `index` minutes before `now`, so every message is distinct and inside the window. Only the header block changes.
+ */
+function variant(text: string, index: number, now: number): string {
+  const split = text.search(/\r?\n\r?\n/);
+  let headers = text.slice(0, split);
+  const body = text.slice(split);
+  const newline = headers.includes('\r\n') ? '\r\n' : '\n';
+  // A header with its folded continuation lines.
+  const header = (name: string) => new RegExp(`^${name}:.*(?:\\r?\\n[ \\t].*)*`, 'im');
+  const set = (name: string, value: string) => {
+    headers = header(name).test(headers)
+      ? headers.replace(header(name), () => `${name}: ${value}`)
+      : `${name}: ${value}${newline}${headers}`;
+  };
+  set('Message-ID', `<bench-${index}@inbox-bench.example>`);
+  set('Date', new Date(now - index * 60_000).toUTCString().replace('GMT', '+0000'));
+  headers = headers.replace(header('Subject'), (subject) => `${subject} #${index}`);
+  return headers + body;
+}
+
+const byFile = await judgements();
+const fixtureFiles = readdirSync(fixtureDirectory)
+  .filter((name) => name.endsWith('.eml'))
+  .sort();
+const fixtureTexts = await Promise.all(fixtureFiles.map((name) => readFile(path.join(fixtureDirectory, name), 'utf8')));
+
+// Requests whose subject named no bench message: answered as neutral, and reported, since they mean a changed prompt.
+let unrecognised = 0;
+
+/** The classifier: finds the bench index in the fenced subject and answers what its fixture deserves. */
+function classify(request: FakeChatRequest): FakeReply {
+  const messages = Array.isArray(request.body.messages) ? (request.body.messages as { content?: unknown }[]) : [];
+  const text = messages.map((message) => (typeof message.content === 'string' ? message.content : '')).join('\n');
+  if (request.body.response_format === undefined) return { text: 'Thank you, I will get back to you soon.' };
+  const subject = /<<<UNTRUSTED-\S+ subject>>>\n([\s\S]*?)\n<<<END/.exec(text)?.[1]?.trim() ?? '';
+  const index = Number(/#(\d+)$/.exec(subject)?.[1] ?? Number.NaN);
+  const judgement = Number.isInteger(index) ? byFile.get(fixtureFiles[index % fixtureFiles.length] ?? '') : undefined;
+  if (judgement === undefined) unrecognised++;
+  return {
+    json: {
+      human: judgement?.human ? 0.95 : 0.05,
+      requires_response: judgement?.requiresResponse ?? false,
+      newsletter: judgement?.newsletter ?? false,
+      urgent: false,
+    },
+  };
+}
+
+async function countFiles(directory: string): Promise<number> {
+  try {
+    return (await readdir(directory)).length;
+  } catch {
+    return 0;
+  }
+}
+
+const directory = await mkdtemp(path.join(path.resolve(values.dir), 'assistant-bench-inbox-'));
+let keep = false;
+const model = await FakeOpenAiServer.start({ respond: classify, latencyMs, concurrency: modelConcurrency });
+try {
+  const now = Date.now();
+  for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
+    for (const part of ['cur', 'new', 'tmp'])
+      await mkdir(path.join(directory, 'Maildir', folder, part), { recursive: true });
+  }
+  for (let index = 0; index < messageCount; index++) {
+    const text = variant(fixtureTexts[index % fixtureTexts.length] ?? '', index, now);
+    await writeFile(path.join(directory, 'Maildir/new', `${Math.floor(now / 1000)}.${index}.bench`), text);
+  }
+  // Two rules that need no model (on trusted authentication and on the sender's address) and one on a classification.
+  await writeFile(
+    path.join(directory, 'config.yaml'),
+    `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: bench
+    maildir: ./Maildir
+    username: owner@example.test
+    window: 3650d
+    limit: 10000
+    authserv_ids: [mx.example.test]
+    platforms:
+      inbox:
+        automations:
+          - {name: quarantine failed authentication, when: {authentication: fail}, then: {move: Junk}}
+          - {name: read automated mail, when: {is_noreply: true}, then: mark_read}
+          - {name: archive newsletters, when: {newsletter: true}, then: archive}
+`,
+  );
+  log(`inbox bench: ${machineLine(directory)}`);
+  log(`${messageCount} messages, model latency ${latencyMs} ms, model concurrency ${modelConcurrency}`);
+
+  const cli = (args: string[]) => runNode([cliMain, ...args], { cwd: directory });
+  const trigger = cli(['trigger', 'bench', 'inbox']);
+  const triggered = await trigger.exited;
+  if (triggered.code !== 0) throw new Error(`assistant trigger exited ${triggered.code}:\n${trigger.output()}`);
+
+  const startedAt = Date.now();
+  const work = cli(['work', '--exit-when-idle']);
+  const pid = work.child.pid ?? 0;
+  let peakResident = 0;
+  const sample = () => {
+    peakResident = Math.max(peakResident, residentBytes(pid) ?? 0);
+  };
+  sample();
+  const sampler = setInterval(sample, 200);
+  const worked = await work.exited.finally(() => clearInterval(sampler));
+  const endedAt = Date.now();
+  if (worked.code !== 0) {
+    throw new Error(`assistant work exited ${worked.code ?? worked.signal}:\n${work.output().slice(-4000)}`);
+  }
+
+  const drainMs = endedAt - startedAt;
+  const calls = model.requests.length;
+  const callsPerMessage = calls / messageCount;
+  // Tokens are estimated as characters / 4, for the messages' text and, separately, the response schema sent along.
+  let messageCharacters = 0;
+  let schemaCharacters = 0;
+  for (const request of model.requests) {
+    const messages = Array.isArray(request.body.messages) ? (request.body.messages as { content?: unknown }[]) : [];
+    for (const message of messages) {
+      messageCharacters +=
+        typeof message.content === 'string' ? message.content.length : JSON.stringify(message.content ?? '').length;
+    }
+    if (request.body.response_format !== undefined)
+      schemaCharacters += JSON.stringify(request.body.response_format).length;
+  }
+  const promptTokensPerMessage = messageCharacters / 4 / messageCount;
+  const schemaTokensPerMessage = schemaCharacters / 4 / messageCount;
+  const idealMs = (messageCount * callsPerMessage * latencyMs) / modelConcurrency;
+  const busyMs = model.busyMs(modelConcurrency, { fromMs: startedAt, toMs: endedAt });
+  // The share of the drain with at least k requests being served, for k = 1 … C.
+  const atLeast = Array.from({ length: modelConcurrency }, (_, level) =>
+    drainMs > 0 ? model.busyMs(level + 1, { fromMs: startedAt, toMs: endedAt }) / drainMs : 0,
+  );
+  const queueDirectory = path.join(directory, 'data/queue');
+  const failed = await countFiles(path.join(queueDirectory, 'failed'));
+  const done = await countFiles(path.join(queueDirectory, 'done'));
+  const pendingLeft = await countFiles(path.join(queueDirectory, 'pending'));
+  const figures = {
+    machine: machineLine(directory),
+    messages: messageCount,
+    latencyMs,
+    modelConcurrency,
+    drainSeconds: drainMs / 1000,
+    modelBusyFraction: drainMs > 0 ? busyMs / drainMs : 0,
+    modelAtLeastInFlightFractions: atLeast,
+    peakInFlight: model.peakInFlight,
+    idealSeconds: idealMs / 1000,
+    actualOverIdeal: idealMs > 0 ? drainMs / idealMs : null,
+    modelCalls: calls,
+    callsPerMessage,
+    promptTokensPerMessage,
+    schemaTokensPerMessage,
+    peakWorkerResidentBytes: peakResident,
+    tasksDone: done,
+    tasksFailed: failed,
+    tasksPendingLeft: pendingLeft,
+    unrecognisedRequests: unrecognised,
+  };
+  const percent = (fraction: number) => `${(fraction * 100).toFixed(1)} %`;
+  log('');
+  log(`time to drain           ${figures.drainSeconds.toFixed(1)} s (assistant work --exit-when-idle, start to exit)`);
+  log(
+    `model busy              ${percent(figures.modelBusyFraction)} of it with ${modelConcurrency} in flight; at least 1, 2, …: ${atLeast.map(percent).join(', ')}; peak ${model.peakInFlight} in flight`,
+  );
+  log(`ideal time              ${figures.idealSeconds.toFixed(1)} s (N × calls per message × L ÷ C)`);
+  log(
+    `actual ÷ ideal          ${figures.actualOverIdeal === null ? 'n/a (latency 0)' : figures.actualOverIdeal.toFixed(2)}`,
+  );
+  log(`model calls             ${calls} (${callsPerMessage.toFixed(2)} per message)`);
+  log(
+    `prompt tokens/message   ≈ ${promptTokensPerMessage.toFixed(0)} in the messages + ≈ ${schemaTokensPerMessage.toFixed(0)} in response_format (estimated as characters ÷ 4)`,
+  );
+  log(`peak worker RSS         ${mib(peakResident)} (VmRSS every 200 ms)`);
+  log(`tasks                   ${done} done, ${failed} failed, ${pendingLeft} still pending`);
+  if (unrecognised > 0) log(`note: ${unrecognised} requests named no bench message and were answered as neutral`);
+  if (values.json) process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  if (failed > 0 || pendingLeft > 0) {
+    process.stderr.write(`something broke: ${failed} tasks failed, ${pendingLeft} still pending; see ${directory}\n`);
+    process.exitCode = 1;
+    keep = true;
+  }
+} catch (error) {
+  keep = true;
+  process.stderr.write(`the bench's files are kept in ${directory}\n`);
+  throw error;
+} finally {
+  await model.close();
+  if (!keep) await rm(directory, { recursive: true, force: true });
+}
