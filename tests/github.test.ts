@@ -456,6 +456,24 @@ describe('GitHub webhooks in the real server process', () => {
       expect(forged.status).toBe(401);
       const unsigned = await post(delivery.body, { 'x-github-event': 'pull_request', 'x-github-delivery': 'd-1' });
       expect(unsigned.status).toBe(401);
+      // Correctly signed but not a GitHub delivery (whoever holds the secret can sign anything): refused, nothing
+      // enqueued, nothing recorded.
+      const signed = (body: string, extra: Record<string, string>) =>
+        post(body, { 'x-hub-signature-256': signWebhook(webhookSecret, body), ...extra });
+      expect((await signed(delivery.body, { 'x-github-event': 'pull_request' })).status).toBe(400);
+      expect(
+        (await signed(delivery.body, { 'x-github-event': 'pull_request', 'x-github-delivery': '../../queue' })).status,
+      ).toBe(400);
+      expect((await signed('not json', { 'x-github-event': 'pull_request', 'x-github-delivery': 'd-x1' })).status).toBe(
+        400,
+      );
+      expect((await signed('[1, 2]', { 'x-github-event': 'pull_request', 'x-github-delivery': 'd-x2' })).status).toBe(
+        400,
+      );
+      const oddNumber = JSON.stringify({ ...JSON.parse(delivery.body), number: -7, pull_request: { number: '7; rm' } });
+      const odd = await signed(oddNumber, { 'x-github-event': 'pull_request', 'x-github-delivery': 'd-x3' });
+      expect(odd.status).toBe(202);
+      expect(await odd.json()).toMatchObject({ enqueued: [] });
       expect(await pendingCollects()).toEqual([]);
 
       // A good one: 202, and the collect task is in pending/ when the answer arrives.

@@ -1,7 +1,7 @@
 import { type ActPayload, actPayloadSchema, Conversation, renderTemplate, UnrecoverableError } from '@assistant/sdk';
 import {
   assertNotRateLimited,
-  callGithub,
+  callGithubPatiently,
   type GithubClient,
   githubClient,
   isStatus,
@@ -111,13 +111,8 @@ export async function act(context: GithubContext<ActPayload>) {
    * A request that can be repeated safely: during an outage the task waits for GitHub instead of failing; what GitHub
    * refuses (no permission, an invalid label) fails the task at once, saying so.
    */
-  const soft = async <T>(call: (octokit: GithubClient) => Promise<T>): Promise<T> => {
-    try {
-      return await callGithub(context, call);
-    } catch (error) {
-      throw outageDelay(error, context.task.createdAt) ?? refusedError(error, title) ?? error;
-    }
-  };
+  const soft = <T>(call: (octokit: GithubClient) => Promise<T>): Promise<T> =>
+    callGithubPatiently(context, title, call);
 
   /** An irreversible write: once per item, never retried by the client, refused (not recorded) while rate limited. */
   const once = async <T>(key: string, run: (octokit: GithubClient) => Promise<T>) => {
@@ -158,7 +153,7 @@ export async function act(context: GithubContext<ActPayload>) {
         done.push(`unlabelled ${argument}`);
         break;
       case 'assign': {
-        const login = argument ?? (await ownerLogin(context.instance, context.signal));
+        const login = argument ?? (await soft(() => ownerLogin(context.instance, context.signal)));
         await soft((octokit) => octokit.rest.issues.addAssignees({ ...base, assignees: [login], request }));
         done.push(`assigned @${login}`);
         break;

@@ -1,4 +1,3 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { UnrecoverableError } from '@assistant/sdk';
 import { callGithub, isStatus, ownerLogin } from './client.ts';
@@ -8,10 +7,10 @@ import {
   type ItemRef,
   instanceFolder,
   itemNotePath,
-  kindFolder,
   parseItemNotePath,
   repoFromApiUrl,
 } from './github-settings.ts';
+import { readStateFile, writeStateFile } from './state-file.ts';
 
 /** One item a search found. */
 interface Listed extends ItemRef {
@@ -69,22 +68,6 @@ export function searchQuery(options: {
 
 function stateFile(context: GithubContext, platform: GithubPlatform): string {
   return path.join(context.dataDir, instanceFolder(context.instance.name), `search-${platform}.json`);
-}
-
-async function readState(file: string): Promise<SearchState | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as SearchState;
-  } catch {
-    // Missing or damaged: the next search is a full one, which costs one request more and loses nothing.
-    return undefined;
-  }
-}
-
-async function writeState(file: string, state: SearchState): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  await rename(temporary, file);
 }
 
 interface SearchItem {
@@ -165,7 +148,7 @@ export async function check(context: GithubContext) {
     repos: settings.repos,
   });
   const file = stateFile(context, platform);
-  const previous = await readState(file);
+  const previous = await readStateFile<SearchState>(file);
   const sameQuery = previous?.query === query;
   const found = await search(context, query, sameQuery ? previous?.etag : undefined);
   const state: SearchState =
@@ -223,7 +206,7 @@ export async function check(context: GithubContext) {
       gone += 1;
     }
   }
-  await writeState(file, state);
+  await writeStateFile(file, state);
   const what = platform === 'pull_requests' ? 'pull requests' : 'issues';
   if (collect + gone > 0) {
     await context.log.human(`${collect} ${what} to read${gone > 0 ? `, ${gone} no longer need you` : ''} (${name})`, {
@@ -237,6 +220,5 @@ export async function check(context: GithubContext) {
     collect,
     classify,
     gone,
-    folder: `${instanceFolder(name)}/…/${kindFolder(platform)}`,
   };
 }

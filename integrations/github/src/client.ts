@@ -284,6 +284,22 @@ export function outageDelay(error: unknown, enqueuedAt: string, nowMs = Date.now
   return new DelayedError(nowMs + outageRetryMs, `${error.message}; trying again in a minute`);
 }
 
+/**
+ * `callGithub` for a task no later check enqueues again (an act task, a service call): an outage is waited out a
+ * minute at a time (`outageDelay`) and what GitHub refuses for good fails the task at once, saying what (`what`).
+ */
+export async function callGithubPatiently<T>(
+  context: { instance: ClientInstance; signal?: AbortSignal | undefined; task: { createdAt: string } },
+  what: string,
+  call: (octokit: GithubClient) => Promise<T>,
+): Promise<T> {
+  try {
+    return await callGithub(context, call);
+  } catch (error) {
+    throw outageDelay(error, context.task.createdAt) ?? refusedError(error, what) ?? error;
+  }
+}
+
 /** Whether an error is a GitHub reply with this status (`isStatus(error, 404)`). */
 export function isStatus(error: unknown, status: number): boolean {
   return replyOf(error)?.status === status;

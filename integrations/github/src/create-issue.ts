@@ -1,5 +1,5 @@
 import { UnrecoverableError } from '@assistant/sdk';
-import { callGithub, refusedError } from './client.ts';
+import { callGithubPatiently } from './client.ts';
 import type { GithubContext } from './github-settings.ts';
 
 interface CreateIssueInputs {
@@ -33,6 +33,7 @@ export async function createIssue(context: GithubContext<{ inputs?: CreateIssueI
   const text = typeof inputs.body === 'string' ? inputs.body : inputs.body === undefined ? '' : String(inputs.body);
   const [owner, name] = [match[1], match[2]];
   const marker = taskMarker(context.task.id);
+  const what = `create_issue in ${owner}/${name}`;
   const request = { signal: context.signal };
   const found = (issue: { html_url: string; number: number }) => ({
     url: issue.html_url,
@@ -41,7 +42,7 @@ export async function createIssue(context: GithubContext<{ inputs?: CreateIssueI
     title,
   });
   if (context.task.attempts > 1) {
-    const earlier = await callGithub(context, async (octokit) =>
+    const earlier = await callGithubPatiently(context, what, async (octokit) =>
       octokit.rest.issues.listForRepo({
         owner,
         repo: name,
@@ -56,7 +57,9 @@ export async function createIssue(context: GithubContext<{ inputs?: CreateIssueI
     const mine = earlier.data.find((issue) => issue.body?.includes(marker));
     if (mine) return { ...found(mine), reused: true };
   }
-  const created = await callGithub(context, async (octokit) =>
+  // While GitHub is down the task waits without spending attempts (a retry finds an issue the first try opened by its
+  // marker); what GitHub refuses (no such repository, issues disabled, no permission) fails it at once.
+  const created = await callGithubPatiently(context, what, async (octokit) =>
     octokit.rest.issues.create({
       owner,
       repo: name,
@@ -64,9 +67,6 @@ export async function createIssue(context: GithubContext<{ inputs?: CreateIssueI
       body: `${text.trimEnd()}\n\n${marker}\n`,
       request: { ...request, retries: 0 },
     }),
-  ).catch((error: unknown) => {
-    // GitHub said no (no such repository, issues disabled, no permission, invalid input): asking again will not help.
-    throw refusedError(error, `create_issue in ${owner}/${name}`) ?? error;
-  });
+  );
   return found(created.data);
 }

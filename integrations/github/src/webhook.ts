@@ -1,8 +1,8 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WebhookContext, WebhookReply } from '@assistant/sdk';
 import type { GithubPlatform, GithubSettings, ItemRef } from './github-settings.ts';
 import { instanceFolder } from './github-settings.ts';
+import { readStateFile, writeStateFile } from './state-file.ts';
 
 /** How long a delivery id is remembered, and how many at most: GitHub redelivers within days, not weeks. */
 const rememberMs = 7 * 24 * 60 * 60_000;
@@ -71,38 +71,19 @@ function inScope(settings: GithubSettings, ref: ItemRef): boolean {
   );
 }
 
-/** The delivery ids seen, per instance, in `data/github/<instance>/deliveries.json` (`{id: received at, ms}`). */
-class DeliveryLog {
-  readonly #file: string;
-  constructor(file: string) {
-    this.#file = file;
-  }
+/** The delivery ids seen, per instance, in `data/github/<instance>/deliveries.json`: `{id: received at, ms}`. */
+async function readDeliveries(file: string): Promise<Record<string, number>> {
+  return (await readStateFile<{ deliveries?: Record<string, number> }>(file))?.deliveries ?? {};
+}
 
-  async #read(): Promise<Record<string, number>> {
-    try {
-      const parsed = JSON.parse(await readFile(this.#file, 'utf8')) as { deliveries?: Record<string, number> };
-      return parsed.deliveries ?? {};
-    } catch {
-      // Missing or damaged: start again (a replay older than this file would be collected once more, which is harmless).
-      return {};
-    }
-  }
-
-  async has(id: string): Promise<boolean> {
-    return Object.hasOwn(await this.#read(), id);
-  }
-
-  async add(id: string, nowMs = Date.now()): Promise<void> {
-    const kept = Object.entries(await this.#read())
-      .filter(([, at]) => typeof at === 'number' && nowMs - at < rememberMs)
-      .sort((left, right) => left[1] - right[1])
-      .slice(-(rememberCount - 1));
-    kept.push([id, nowMs]);
-    await mkdir(path.dirname(this.#file), { recursive: true, mode: 0o700 });
-    const temporary = `${this.#file}.${process.pid}.tmp`;
-    await writeFile(temporary, `${JSON.stringify({ deliveries: Object.fromEntries(kept) })}\n`, { mode: 0o600 });
-    await rename(temporary, this.#file);
-  }
+/** Adds a delivery id to those read, forgetting the ones older than 7 days and the oldest beyond 10,000. */
+async function recordDelivery(file: string, seen: Record<string, number>, id: string, nowMs = Date.now()) {
+  const kept = Object.entries(seen)
+    .filter(([, at]) => typeof at === 'number' && nowMs - at < rememberMs)
+    .sort((left, right) => left[1] - right[1])
+    .slice(-(rememberCount - 1));
+  kept.push([id, nowMs]);
+  await writeStateFile(file, { deliveries: Object.fromEntries(kept) });
 }
 
 /** One queue per deliveries file: the check for a replayed id and its record happen together, in this process. */
@@ -154,14 +135,15 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
   const delivery = parseDelivery(context);
   if (!delivery) return { status: 400, body: { error: 'the delivery is not a JSON object' } };
   const file = path.join(context.dataDir, instanceFolder(context.instance.name), 'deliveries.json');
-  const log = new DeliveryLog(file);
   return serialized(file, async () => {
-    if (await log.has(deliveryId)) {
+    // Missing or damaged: start again (a replay older than the file would be collected once more, which is harmless).
+    const seen = await readDeliveries(file);
+    if (Object.hasOwn(seen, deliveryId)) {
       context.logger.warn({ delivery: deliveryId, event }, 'github webhook: a replayed delivery was refused');
       return { status: 409, body: { error: `delivery ${deliveryId} was received before` } };
     }
     if (event === 'ping') {
-      await log.add(deliveryId);
+      await recordDelivery(file, seen, deliveryId);
       return { status: 200, body: { ok: true, zen: String(delivery.zen ?? '') } };
     }
     const targets = deliveryTargets(event, delivery);
@@ -181,7 +163,7 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
       else duplicates += 1;
     }
     // Recorded once its tasks are in the queue: a delivery that failed half-way can be redelivered from GitHub.
-    await log.add(deliveryId);
+    await recordDelivery(file, seen, deliveryId);
     const ignored =
       typeof targets === 'string'
         ? targets
