@@ -1,5 +1,6 @@
 export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
 export { type ConfigCheck, checkConfig } from './check-config.ts';
+export { type ClassifyItemPrompt, classifyItemNote } from './classify-item-note.ts';
 export type {
   AgentTaskOptions,
   ChatContext,

@@ -48,7 +48,7 @@ export type {
   WebhookReply,
   WebhookRequest,
 } from '@assistant/integration-host';
-export { noteTools } from '@assistant/integration-host';
+export { type ClassifyItemPrompt, classifyItemNote, noteTools } from '@assistant/integration-host';
 export {
   type ChatMessage,
   type ChatModel,
