@@ -12,6 +12,7 @@ import {
   noteTranscript,
   type RuntimeInstance,
   type ScriptsContext,
+  transcriptsFolder,
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp';
@@ -167,12 +168,12 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       };
       const gate = createToolCallGate({
         notes: services.notes,
-        humanLog: { write: (entry) => services.humanLog.write({ ...entry, source: entry.source ?? source }) },
+        humanLog: services.humanLog,
         policy: services.config.tools,
         approvalTimeoutMs: services.config.tools.approvalTimeoutMs,
         task: { id: task.id },
         instance: { name: instance.name, domain: instance.domain },
-        item: `transcripts/${transcriptName ?? task.id}.md`,
+        item: `${transcriptsFolder}/${transcriptName ?? task.id}.md`,
       });
       const handle = startAgent({
         ...rest,

@@ -11,6 +11,7 @@ import {
   plannedActionSchema,
   plannedForApproval,
 } from './enqueue-actions.ts';
+import { toolTiers } from './tool-policy.ts';
 
 /** Approval requests live here, one note each, named by their id. */
 export const approvalsFolder = 'approvals';
@@ -19,7 +20,7 @@ export const approvalsFolder = 'approvals';
 const toolCallSchema = z.looseObject({
   /** The tool's name as the model called it (`server__tool` for MCP tools). */
   tool: z.string(),
-  tier: z.enum(['read_only', 'soft', 'irreversible']),
+  tier: z.enum(toolTiers),
   /** The arguments as JSON, cut to a few KB (see `toolCallArgumentsMaxChars`). */
   arguments: z.string(),
   /** The task whose loop asks, and the loop's lineage (`system.agent › research`). */

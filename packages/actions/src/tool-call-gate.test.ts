@@ -157,4 +157,35 @@ describe('createToolCallGate', () => {
     expect(await expireApprovals({ notes, nowMs: Date.now() + 2_000 })).toEqual([id]);
     expect(await decision).toMatchObject({ run: false, reason: expect.stringContaining('no decision within 1s') });
   });
+
+  it('never runs a call on the approval of another with the same call id but other arguments', async () => {
+    // Some model servers reuse call ids or leave them empty: the request is the call's, arguments included.
+    const { gate, notes } = setup();
+    const first = gate(call('fs__write', 'irreversible', { call: { id: '' } }));
+    const id = await pendingRequest(notes);
+    const controller = new AbortController();
+    const other = gate(
+      call('fs__write', 'irreversible', {
+        call: { id: '' },
+        input: { path: '/etc/passwd' },
+        signal: controller.signal,
+      }),
+    );
+    for (let attempt = 0; attempt < 1_000 && (await listApprovals(notes)).length < 2; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const requests = await listApprovals(notes);
+    expect(requests.map((request) => request.tool_call?.arguments).sort()).toEqual([
+      '{"path":"/etc/passwd"}',
+      '{"path":"/x"}',
+    ]);
+
+    const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
+    await decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' });
+    expect(await first).toEqual({ run: true });
+    controller.abort(new Error('stopped'));
+    await expect(other).rejects.toThrow('stopped');
+    const otherId = requests.find((request) => request.id !== id)?.id ?? '';
+    expect((await readApproval(notes, otherId))?.status).toBe('pending');
+  });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import { formatDuration } from '@assistant/queue';
 import { type ApprovalRequest, approvalsFolder, describeApproval, expireApproval, readApproval } from './approvals.ts';
-import { type ToolPolicy, toolVerdict } from './tool-policy.ts';
+import { type ToolPolicy, type ToolTier, toolVerdict } from './tool-policy.ts';
 
 /** The longest arguments JSON an approval request keeps; the rest is cut with `…`. */
 const toolCallArgumentsMaxChars = 4_000;
@@ -12,7 +12,7 @@ const toolCallArgumentsMaxChars = 4_000;
  * so the approvals layer does not depend on the agent loop (a ToolGate accepts this function as it is).
  */
 export interface ToolCallGateRequest {
-  tool: { name: string; tier: 'read_only' | 'soft' | 'irreversible' };
+  tool: { name: string; tier: ToolTier };
   input: unknown;
   call: { id: string };
   signal: AbortSignal;
@@ -69,11 +69,18 @@ export function createToolCallGate(
       return { run: false, reason: `${verdict.because}: the owner does not let this tool run; do not call it again` };
     }
 
-    const id = toolCallApprovalId(options.task.id, request.handle.lineage, request.call.id);
+    const argumentsJson = JSON.stringify(request.input) ?? 'null';
+    const id = toolCallApprovalId({
+      taskId: options.task.id,
+      lineage: request.handle.lineage,
+      callId: request.call.id,
+      tool: tool.name,
+      argumentsJson,
+    });
     const loop = request.handle.lineage.join(' › ');
     const existing = await readApproval(options.notes, id);
     if (existing === undefined) {
-      await createRequest(options, { id, loop, request, because: verdict.because, nowMs: now() });
+      await createRequest(options, { id, loop, request, argumentsJson, because: verdict.because, nowMs: now() });
       await options.humanLog?.write({
         source,
         message: `waits for approval to call ${tool.name} (${loop})`,
@@ -97,7 +104,8 @@ export function createToolCallGate(
         };
       }
       if (current.status === 'expired' || Date.parse(current.expires_at) <= now()) {
-        if (current.status === 'pending') await expireApproval(options, current, now());
+        // Decided a moment before it could be expired (the deciding clock a little behind ours): read the decision.
+        if (current.status === 'pending' && !(await expireApproval(options, current, now()))) continue;
         return {
           run: false,
           reason: `no decision within ${formatDuration(options.approvalTimeoutMs)} (approval ${id} expired)`,
@@ -108,20 +116,38 @@ export function createToolCallGate(
   };
 }
 
-/** `ap-` and 12 hex digits of the task, the loop's lineage and the call id: the same call gets the same request. */
-function toolCallApprovalId(taskId: string, lineage: readonly string[], callId: string): string {
+/**
+ * `ap-` and 12 hex digits of the task, the loop's lineage, the call id, the tool and its arguments: the same call gets
+ * the same request. The tool and arguments are in it because call ids come from the model's server, which may reuse
+ * or leave them empty; without them a call with other arguments could run on the approval of an earlier one.
+ */
+function toolCallApprovalId(parts: {
+  taskId: string;
+  lineage: readonly string[];
+  callId: string;
+  tool: string;
+  argumentsJson: string;
+}): string {
+  const { taskId, lineage, callId, tool, argumentsJson } = parts;
   const digest = createHash('sha256')
-    .update(JSON.stringify(['tool_call', taskId, lineage, callId]))
+    .update(JSON.stringify(['tool_call', taskId, lineage, callId, tool, argumentsJson]))
     .digest('hex');
   return `ap-${digest.slice(0, 12)}`;
 }
 
 async function createRequest(
   options: CreateToolCallGateOptions,
-  parts: { id: string; loop: string; request: ToolCallGateRequest; because: string; nowMs: number },
+  parts: {
+    id: string;
+    loop: string;
+    request: ToolCallGateRequest;
+    argumentsJson: string;
+    because: string;
+    nowMs: number;
+  },
 ): Promise<void> {
   const { id, loop, request, nowMs } = parts;
-  const json = JSON.stringify(request.input) ?? 'null';
+  const json = parts.argumentsJson;
   const shown = json.length > toolCallArgumentsMaxChars ? `${json.slice(0, toolCallArgumentsMaxChars)}… (cut)` : json;
   const approval: ApprovalRequest = {
     id,

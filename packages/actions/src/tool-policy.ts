@@ -1,3 +1,7 @@
+/** What calling a tool can do, as agent tools declare it (`@assistant/agent`'s ToolTier). */
+export const toolTiers = ['read_only', 'soft', 'irreversible'] as const;
+export type ToolTier = (typeof toolTiers)[number];
+
 /** What config.yaml's `tools:` says about agent tool calls (the normalised `config.tools`, patterns as written). */
 export interface ToolPolicy {
   /** Run without asking, whatever the tier. */
@@ -30,11 +34,7 @@ export function matchesToolPattern(pattern: string, name: string): boolean {
  * The gate's decision table: deny > approve > allow > tier (read_only and soft run, irreversible asks). A tool the
  * owner both allows and denies is denied: the narrower intent wins, and refusing is the safe side.
  */
-export function toolVerdict(options: {
-  name: string;
-  tier: 'read_only' | 'soft' | 'irreversible';
-  policy: ToolPolicy;
-}): ToolVerdict {
+export function toolVerdict(options: { name: string; tier: ToolTier; policy: ToolPolicy }): ToolVerdict {
   const { name, tier, policy } = options;
   const first = (patterns: readonly string[]) => patterns.find((pattern) => matchesToolPattern(pattern, name));
   const denied = first(policy.deny);

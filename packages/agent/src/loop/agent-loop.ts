@@ -10,7 +10,7 @@ import { steeringMessages } from '../steering/steering-messages.ts';
 import type { ToolContext } from '../tools/define-tool.ts';
 import { runToolCalls } from '../tools/run-tool-calls.ts';
 import { succeededToolNames } from '../tools/succeeded-tool-names.ts';
-import type { ToolGate } from '../tools/tool-gate.ts';
+import { bothGates, type ToolGate } from '../tools/tool-gate.ts';
 import { visibleTools } from '../tools/visible-tools.ts';
 import type { AgentEvent, AgentEventPayload, PausePoint, SteeringAction } from './agent-event.ts';
 import type { AgentOptions, AgentResult, AgentResultStatus } from './agent-options.ts';
@@ -43,7 +43,7 @@ export class AgentLoop implements SteerableHandle {
   readonly #root: AgentLoop;
   readonly #children: AgentLoop[] = [];
   readonly #gate = new PauseGate();
-  /** Asked before every tool call: this loop's own, else its parent's, so a nested loop cannot skip it. */
+  /** Asked before every tool call: this loop's own and its parent's (see bothGates), so a nested loop cannot skip it. */
   readonly #toolGate: ToolGate | undefined;
   readonly #controller = new AbortController();
   readonly #context: ToolContext;
@@ -71,7 +71,7 @@ export class AgentLoop implements SteerableHandle {
     }
     this.#parent = parent;
     this.#root = parent === undefined ? this : parent.#root;
-    this.#toolGate = this.#options.gate ?? (parent === undefined ? undefined : parent.#toolGate);
+    this.#toolGate = bothGates(parent === undefined ? undefined : parent.#toolGate, this.#options.gate);
     this.label = this.#options.label;
     this.lineage = [...(parent?.lineage ?? []), this.label];
     this.#context = {

@@ -61,7 +61,8 @@ export interface AgentOptions {
   signal?: AbortSignal;
   /**
    * Consulted before every tool call (after its arguments are parsed and while the loop is not paused); a refusal
-   * becomes the call's answer `error: refused: …` and the loop goes on. Nested loops use their parent's gate.
+   * becomes the call's answer `error: refused: …` and the loop goes on. A nested loop asks its own gate, then its
+   * parent's: it can add to the gate it runs under, never loosen it.
    * @default every call runs (or the parent's gate, for a nested loop)
    */
   gate?: ToolGate;

@@ -57,7 +57,7 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
     // nobody for anything.
     if (options.gate !== undefined) {
       await options.waitUntilStartAllowed();
-      const decision = await askGate(options, tool, parsed.input, call);
+      const decision = await askGate(options, options.gate, { tool, input: parsed.input, call });
       if (!decision.run) {
         return { call, content: fenced(tool, `error: refused: ${decision.reason}`), succeeded: false };
       }
@@ -113,12 +113,9 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
  */
 async function askGate(
   options: RunToolCallsOptions,
-  tool: Tool,
-  input: unknown,
-  call: ToolCall,
+  gate: ToolGate,
+  { tool, input, call }: { tool: Tool; input: unknown; call: ToolCall },
 ): Promise<ToolGateDecision> {
-  const gate = options.gate;
-  if (gate === undefined) return { run: true };
   let approval: string | undefined;
   let decision: ToolGateDecision;
   try {

@@ -179,4 +179,37 @@ describe('the tool gate', () => {
     expect(calls).toEqual([]);
     expect(refused).toEqual(['top › child: write']);
   });
+
+  it("lets a nested loop's own gate add to its parent's but never loosen it", async () => {
+    const { tool, calls } = counterTool('write');
+    const asked: string[] = [];
+    const parentGate: ToolGate = async (request) => {
+      asked.push(`parent: ${request.tool.name}`);
+      return request.tool.tier === 'read_only' ? { run: true } : { run: false, reason: 'the owner said no' };
+    };
+    const laxGate: ToolGate = async (request) => {
+      asked.push(`child: ${request.tool.name}`);
+      return { run: true };
+    };
+    const childModel = createScriptedModel({
+      replies: [{ toolCalls: [{ name: 'write', arguments: { value: 'x' } }] }, 'child done'],
+    });
+    const delegate = defineTool({
+      name: 'delegate',
+      description: 'Runs a nested loop with a gate of its own.',
+      input: z.object({}),
+      tier: 'read_only',
+      run: async (_input, context) => {
+        const child = context.startAgent({ model: childModel, system: 's', input: 'go', tools: [tool], gate: laxGate });
+        return (await child.result()).answer;
+      },
+    });
+    const model = createScriptedModel({ replies: [{ toolCalls: [{ name: 'delegate', arguments: {} }] }, 'done'] });
+
+    await startAgent({ model, system: 's', input: 'go', tools: [delegate], gate: parentGate }).result();
+
+    expect(calls).toEqual([]);
+    expect(asked).toEqual(['parent: delegate', 'child: write', 'parent: write']);
+    expect(childModel.requests[1]?.messages.at(-1)?.content).toContain('error: refused: the owner said no');
+  });
 });

@@ -27,3 +27,16 @@ export type ToolGateDecision = { run: true } | { run: false; reason: string };
  * system.agent, research, MCP tools), so a tool cannot reach the world by being called from a loop the policy forgot.
  */
 export type ToolGate = (request: ToolGateRequest) => Promise<ToolGateDecision>;
+
+/**
+ * A nested loop's gate: its own, then its parent's. A tool that starts a loop can add a gate of its own but never
+ * loosen the one it runs under: a call runs only when both let it. The inherited gate is asked last because it may
+ * wait for the owner and record the approved call as run.
+ */
+export function bothGates(inherited: ToolGate | undefined, own: ToolGate | undefined): ToolGate | undefined {
+  if (inherited === undefined || own === undefined) return inherited ?? own;
+  return async (request) => {
+    const first = await own(request);
+    return first.run ? inherited(request) : first;
+  };
+}
