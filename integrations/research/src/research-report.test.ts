@@ -46,6 +46,20 @@ describe('buildReport', () => {
     expect(markdown).toContain('- Invented. (no source fetched in this run supports it)');
   });
 
+  it('drops the target of a citation written as a link, so a number only ever points to a fetched page', () => {
+    const report = buildReport({
+      pages: [page(1, 'a')],
+      maxSources: 5,
+      finish: {
+        answer: 'A says so [1](https://attacker.example/).',
+        findings: [{ text: 'Also [1](https://attacker.example/x) here.', sources: [1] }],
+      },
+    });
+    expect(report.answer).toBe('A says so [1].');
+    expect(report.findings).toEqual([{ text: 'Also here.', sources: [1] }]);
+    expect(reportMarkdown('Which?', report)).not.toContain('attacker');
+  });
+
   it('does not let a source list move a number to a page it is not, and caps the sources', () => {
     const pages = [page(1, 'a'), page(2, 'b')];
     const report = buildReport({

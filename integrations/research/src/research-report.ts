@@ -60,6 +60,9 @@ export const normalise = (url: string) => {
   }
 };
 
+/** `[n]` in the model's text, with the spaces before it and a link target `(…)` right after it. */
+const citation = /\s*\[(\d+)\](?:\([^)]*\))?/g;
+
 /**
  * The note's content from the model's `finish`: only pages fetched in this run may be cited. A number the fetch tool
  * never gave, or a source whose URL is not the page under that number, is dropped (and listed as unverified); a
@@ -100,14 +103,15 @@ export function buildReport(options: {
     renumbered.set(page, renumbered.size + 1);
     return renumbered.size;
   };
-  const answer = finish.answer.replace(/\s*\[(\d+)\]/g, (_, digits: string) => {
+  // A citation written as a link, `[1](https://elsewhere)`, loses its target: a number points to a fetched page only.
+  const answer = finish.answer.replace(citation, (_, digits: string) => {
     const n = cite(Number(digits));
     return n === undefined ? '' : ` [${n}]`;
   });
   const findings = finish.findings.map((finding) => {
     const numbers = [...new Set(finding.sources.map(cite).filter((n): n is number => n !== undefined))];
     // Citations the model wrote inline in a finding's text are replaced by the checked list after it.
-    return { text: finding.text.replace(/\s*\[\d+\]/g, '').trim(), sources: numbers };
+    return { text: finding.text.replace(citation, '').trim(), sources: numbers };
   });
   const asSource = (page: FetchedPage, n: number): ReportSource => ({
     n,

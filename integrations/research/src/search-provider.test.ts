@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineTool, type ToolContext } from '@assistant/sdk';
+import { defineTool, RetryableError, type ToolContext } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { searchProviderFrom } from './search-provider.ts';
@@ -111,5 +111,32 @@ describe('searchProviderFrom', () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it('rejects with a RetryableError when the search API is down, unreachable or rate-limited', async () => {
+    const server = http.createServer((request, response) => {
+      response.writeHead(request.url?.includes('busy') ? 429 : 503);
+      response.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    server.closeAllConnections();
+    const search = async (url_template: string) => {
+      const provider = searchProviderFrom({
+        settings: { ...base, search: { url_template } },
+        mcpTools: noMcp,
+        timeoutMs: 5_000,
+      });
+      if ('problem' in provider) throw new Error(provider.problem);
+      return provider.search('tea', { signal: new AbortController().signal, tool: {} as ToolContext });
+    };
+    try {
+      await expect(search(`http://127.0.0.1:${port}/down?q={query}`)).rejects.toThrow(RetryableError);
+      await expect(search(`http://127.0.0.1:${port}/busy?q={query}`)).rejects.toThrow(/answered HTTP 429/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    // Closed now: nothing listens on the port.
+    await expect(search(`http://127.0.0.1:${port}/?q={query}`)).rejects.toThrow(/cannot be reached/);
   });
 });

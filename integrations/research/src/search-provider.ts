@@ -1,4 +1,11 @@
-import { type OutboundPolicy, safeFetch, type Tool, type ToolContext } from '@assistant/sdk';
+import {
+  OutboundError,
+  type OutboundPolicy,
+  RetryableError,
+  safeFetch,
+  type Tool,
+  type ToolContext,
+} from '@assistant/sdk';
 import type { ResearchSettings } from './settings.generated.ts';
 
 /** One search hit as the model sees it. */
@@ -15,6 +22,7 @@ export type SearchOutcome = { results: SearchResult[] } | { text: string };
 export interface SearchProvider {
   /** For the note and the logs: `SearXNG at https://search.example`. */
   readonly name: string;
+  /** Rejects with a RetryableError when the provider cannot be reached or is down (5xx, 429): asking later may help. */
   search(query: string, context: { signal: AbortSignal; tool: ToolContext }): Promise<SearchOutcome>;
 }
 
@@ -115,7 +123,15 @@ function jsonProvider(options: JsonProviderOptions): SearchProvider {
         maxBytes: 2_097_152,
         what: 'the search API',
         signal,
+      }).catch((error: unknown) => {
+        if (error instanceof OutboundError && error.code === 'OUTBOUND_FAILED') {
+          throw new RetryableError(`${options.name} cannot be reached: ${error.message}`, { cause: error });
+        }
+        throw error;
       });
+      if (answer.status >= 500 || answer.status === 429) {
+        throw new RetryableError(`${options.name} answered HTTP ${answer.status}`);
+      }
       if (answer.status !== 200) {
         throw new Error(
           `${options.name} answered HTTP ${answer.status}${answer.status === 403 ? ' (is its JSON format enabled?)' : ''}`,
@@ -172,7 +188,12 @@ function mcpProvider(server: string, toolName: string, source: McpToolSource): S
   return {
     name: `the MCP tool ${toolName} of ${server}`,
     async search(query, { tool: toolContext }) {
-      const tools = await source([server]);
+      const tools = await source([server]).catch((error: unknown) => {
+        if (error instanceof Error && 'code' in error && error.code === 'MCP_SERVER_UNAVAILABLE') {
+          throw new RetryableError(`the MCP server ${server} cannot be reached: ${error.message}`, { cause: error });
+        }
+        throw error;
+      });
       const tool = tools.find((candidate) => candidate.name === wanted);
       if (!tool) {
         throw new Error(

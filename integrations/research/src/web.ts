@@ -4,6 +4,8 @@ import {
   isPublicAddress,
   type OutboundPolicy,
   publicWebOnly,
+  RetryableError,
+  type SteerableHandle,
   safeFetch,
   type Tool,
   UnrecoverableError,
@@ -18,6 +20,7 @@ import {
   normalise,
   reportMarkdown,
 } from './research-report.ts';
+import { type ResearchState, researchStateFile } from './research-state.ts';
 import { type McpToolSource, type SearchProvider, searchProviderFrom } from './search-provider.ts';
 import type { ResearchSettings } from './settings.generated.ts';
 
@@ -73,9 +76,25 @@ export async function researchWeb(context: ResearchContext) {
     );
   }
   const { maxSteps, maxPages } = depths[depth];
-  const run = researchRun({ settings, provider, maxPages: Math.max(maxPages, maxSources) });
+  // The pages and `finish` of earlier attempts of this task: its loop resumes from its transcript, which cites them.
+  const state = researchStateFile({ dataDir: context.dataDir, taskId: context.task.id });
+  let handle: SteerableHandle | undefined;
+  let searchOutage: Error | undefined;
+  const run = researchRun({
+    settings,
+    provider,
+    maxPages: Math.max(maxPages, maxSources),
+    saved: await state.load(),
+    save: (gathered) => state.save(gathered),
+    onSearchOutage: (error) => {
+      // Nothing read yet and the search provider is down: no answer can come of this attempt. Stop and let the
+      // queue try again later; the loop resumes from its transcript and searches again.
+      searchOutage = error;
+      handle?.stop(`${provider.name} cannot be reached; research resumes here later: search again`);
+    },
+  });
   const extraTools = settings.mcp_servers.length > 0 ? await context.mcpTools(settings.mcp_servers) : [];
-  const handle = context.agent({
+  handle = context.agent({
     label: 'research',
     system: systemPrompt({ maxSources, maxPages: run.maxPages }),
     input: `Research this question and finish with a cited answer:\n\n${question}`,
@@ -85,6 +104,16 @@ export async function researchWeb(context: ResearchContext) {
   const outcome = await handle.result();
   // Stopped by the worker (shutdown, timeout), not by a person: let the queue retry or release the task.
   if (context.signal.aborted) throw context.signal.reason;
+  if (searchOutage) {
+    throw new RetryableError(`research: ${provider.name} cannot be reached: ${searchOutage.message}`, {
+      cause: searchOutage,
+    });
+  }
+  // The model could not be reached (after its own retries), or the transcript could not be saved: a later attempt
+  // resumes from the transcript, with the pages read so far.
+  if (outcome.status === 'failed')
+    throw new RetryableError(`research: the loop failed: ${outcome.reason ?? 'no reason'}`);
+  await state.remove();
   const finish = run.finished();
   const base = { question, depth, search: provider.name, steps: outcome.steps };
   if (!finish) {
@@ -130,21 +159,35 @@ function systemPrompt(limits: { maxSources: number; maxPages: number }): string 
 }
 
 /** The tools of one research run and what they gathered: the pages read (numbered) and the model's `finish`. */
-function researchRun(options: { settings: ResearchSettings; provider: SearchProvider; maxPages: number }) {
-  const { settings, provider } = options;
+function researchRun(options: {
+  settings: ResearchSettings;
+  provider: SearchProvider;
+  maxPages: number;
+  /** What earlier attempts of this task gathered. */
+  saved: ResearchState;
+  /** Called with everything gathered after each page read and after `finish`. */
+  save: (state: ResearchState) => Promise<void>;
+  /** The search provider could not be reached before any page was read. */
+  onSearchOutage: (error: Error) => void;
+}) {
+  const { settings, provider, saved } = options;
   const policy: OutboundPolicy = settings.unsafe_fetch_loopback ? loopbackToo : publicWebOnly;
   // One fetch per URL per run: asking again (or two tool calls at once) gets the same page and the same number.
   const cache = new Map<string, Promise<FetchedPage & { text: string; truncated: boolean; links: unknown[] }>>();
-  const pages: FetchedPage[] = [];
-  let requests = 0;
-  let finish: FinishInput | undefined;
+  const pages: FetchedPage[] = [...saved.pages];
+  let requests = pages.length;
+  let finish: FinishInput | undefined = saved.finish;
+  const save = () => options.save({ pages, ...(finish ? { finish } : {}) });
   const search = defineTool({
     name: 'search',
     description: 'Searches the web. Returns results with URL, title and a snippet; fetch a page to read it.',
     input: z.object({ query: z.string().min(1).max(400) }),
     tier: 'read_only',
     run: async ({ query }, tool) => {
-      const outcome = await provider.search(query, { signal: tool.signal, tool });
+      const outcome = await provider.search(query, { signal: tool.signal, tool }).catch((error: unknown) => {
+        if (error instanceof RetryableError && pages.length === 0) options.onSearchOutage(error);
+        throw error;
+      });
       if ('text' in outcome) return outcome.text;
       if (outcome.results.length === 0) return `No results for ${JSON.stringify(query)}.`;
       return { results: outcome.results.slice(0, settings.max_results) };
@@ -185,14 +228,18 @@ function researchRun(options: { settings: ResearchSettings; provider: SearchProv
             url: answer.url,
             maxChars: settings.page_chars,
           });
+          // A page an earlier attempt read keeps its number: the transcript may already cite it.
+          const earlier = pages.find((candidate) => normalise(candidate.url) === key);
           const page: FetchedPage = {
-            n: pages.length + 1,
+            n: earlier?.n ?? pages.length + 1,
             url,
             finalUrl: answer.url,
             title: read.title,
             retrievedAt: new Date().toISOString(),
           };
-          pages.push(page);
+          if (earlier) pages[pages.indexOf(earlier)] = page;
+          else pages.push(page);
+          await save();
           return { ...page, text: read.text, truncated: read.truncated, links: read.links };
         })();
         cache.set(key, pending);
@@ -220,6 +267,7 @@ function researchRun(options: { settings: ResearchSettings; provider: SearchProv
     trusted: true,
     run: async (input) => {
       finish = input;
+      await save();
       return 'Recorded. Reply with the single word: done.';
     },
   });

@@ -82,6 +82,31 @@ describe('safeFetch', () => {
     expect(site.received).toEqual(['/old', '/new']);
   });
 
+  it('sends its headers to the first origin only: a redirect elsewhere does not carry an API key', async () => {
+    const keys: (string | undefined)[] = [];
+    await using site = await startServer('127.0.0.2', (request, response) => {
+      keys.push(request.headers['x-token']?.toString());
+      if (request.url === '/search') {
+        response.writeHead(302, { location: '/moved' });
+      } else if (request.url === '/moved') {
+        response.writeHead(302, { location: `http://elsewhere.test:${request.socket.localPort}/steal` });
+      } else {
+        response.writeHead(200, { 'content-type': 'application/json' });
+      }
+      response.end();
+    });
+    const { lookup } = fakeLookup({ 'elsewhere.test': ['127.0.0.2'] });
+    await safeFetch({
+      url: `${site.url}/search`,
+      headers: { 'X-Token': 's3cret', accept: 'application/json' },
+      policy: testPolicy,
+      lookup,
+      timeoutMs: 5_000,
+    });
+    expect(site.received).toEqual(['/search', '/moved', '/steal']);
+    expect(keys).toEqual(['s3cret', 's3cret', undefined]);
+  });
+
   it('decodes the body by its charset and gives status, final URL and content type', async () => {
     await using site = await startServer('127.0.0.2', (_, response) => {
       response.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' });

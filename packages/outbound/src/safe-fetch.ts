@@ -12,7 +12,10 @@ export interface SafeFetchOptions {
   method?: 'GET' | 'POST';
   /** The request body, for a POST. */
   body?: string | Uint8Array;
-  /** Extra request headers (`content-type` of the body, say). `host` cannot be set. */
+  /**
+   * Extra request headers (`content-type` of the body, an API key). `host` cannot be set. They go to the first URL's
+   * origin only: a redirect to another origin gets just `accept` and `content-type`, so a key never follows it.
+   */
   headers?: Readonly<Record<string, string>>;
   /** Where each hop may go. No default: the caller says which rules apply. */
   policy: OutboundPolicy;
@@ -79,6 +82,7 @@ export async function safeFetch(options: SafeFetchOptions): Promise<SafeFetchRes
   let url = parseUrl(options.url, what);
   let method = options.method ?? 'GET';
   let body = options.body;
+  let headers = options.headers ?? {};
   const hops: string[] = [];
   let connected = false;
   const refuse = (refusal: OutboundRefusal, message: string) =>
@@ -93,7 +97,7 @@ export async function safeFetch(options: SafeFetchOptions): Promise<SafeFetchRes
         url,
         method,
         body,
-        headers: options.headers ?? {},
+        headers,
         userAgent: options.userAgent ?? 'Assistant',
         pinned,
         signal,
@@ -114,7 +118,9 @@ export async function safeFetch(options: SafeFetchOptions): Promise<SafeFetchRes
             `${what} ${new URL(options.url).host} answered with more than ${maxRedirects} redirects`,
           );
         }
-        url = parseUrl(location, what, url);
+        const next = parseUrl(location, what, url);
+        if (next.origin !== url.origin) headers = crossOriginHeaders(headers);
+        url = next;
         if (answer.status !== 307 && answer.status !== 308) {
           method = 'GET';
           body = undefined;
@@ -143,6 +149,13 @@ export async function safeFetch(options: SafeFetchOptions): Promise<SafeFetchRes
 }
 
 type Refuse = (refusal: OutboundRefusal, message: string) => OutboundError;
+
+/** The headers that describe the request rather than who sends it, kept across origins. */
+const crossOriginSafe = new Set(['accept', 'content-type']);
+
+function crossOriginHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => crossOriginSafe.has(name.toLowerCase())));
+}
 
 function parseUrl(text: string, what: string, base?: URL): URL {
   try {
