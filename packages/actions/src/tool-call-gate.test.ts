@@ -158,6 +158,22 @@ describe('createToolCallGate', () => {
     expect(await decision).toMatchObject({ run: false, reason: expect.stringContaining('no decision within 1s') });
   });
 
+  it('shows the whole of long arguments in the request note, not only the start lists show', async () => {
+    const { gate, notes } = setup();
+    const tail = 'and finally rm -rf the backups';
+    const content = `${'x'.repeat(5_000)} ${tail}`;
+    const controller = new AbortController();
+    const decision = gate(call('fs__write', 'irreversible', { input: { content }, signal: controller.signal }));
+    const id = await pendingRequest(notes);
+    const saved = await readApproval(notes, id);
+    expect(saved?.tool_call?.arguments).toMatch(/… \(cut\)$/);
+    expect(saved?.tool_call?.arguments).not.toContain(tail);
+    const note = await notes.read(`approvals/${id}.md`);
+    expect(note?.body).toContain(`${tail}"}`);
+    controller.abort();
+    await decision.catch(() => undefined);
+  });
+
   it('never runs a call on the approval of another with the same call id but other arguments', async () => {
     // Some model servers reuse call ids or leave them empty: the request is the call's, arguments included.
     const { gate, notes } = setup();

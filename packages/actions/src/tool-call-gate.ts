@@ -178,10 +178,12 @@ async function createRequest(
     `# Approve ${describeApproval(approval)} for ${approval.title}?`,
     '',
     `The agent loop ${loop} of task ${options.task.id} wants to call \`${request.tool.name}\` (${request.tool.tier.replace('_', ' ')}),`,
-    `and it waits for a person because ${parts.because}. The arguments, as the model wrote them:`,
+    `and it waits for a person because ${parts.because}. The arguments, as the model wrote them${json === shown ? '' : ` (all ${json.length} characters: lists show the first ${toolCallArgumentsMaxChars})`}:`,
     '',
     '```json',
-    shown,
+    // In full: what runs is what the owner can read here, tail included. JSON keeps it on one line, so nothing in it
+    // can close the fence.
+    json,
     '```',
     '',
     `What led to it: [${options.item}](../${options.item})`,
