@@ -2,7 +2,7 @@ import { listApprovals } from '@assistant/actions';
 import type { ChatMessage, ChatService } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
 import type { AssistantBackend, ChatReplyResult, NoteView } from '@assistant/mcp';
-import { BrokenNoteError, NotePathError, type NoteStore, noteContainsText } from '@assistant/notes';
+import { BrokenNoteError, NotePathError, type NoteStore, searchNotes } from '@assistant/notes';
 import type { TaskQueue, TaskSource } from '@assistant/queue';
 import { dataPaths } from '../data-paths.ts';
 import { titleOf } from '../routes/note-routes.ts';
@@ -47,14 +47,10 @@ export function storeMcpBackend(options: StoreMcpBackendOptions): AssistantBacke
   return {
     async searchNotes({ query, limit }) {
       const broken: string[] = [];
-      const found = (
-        await notes.query({ onBroken: (error) => broken.push(error.message) }).catch((error: unknown) => {
-          throw asNoteError(error);
-        })
-      ).filter((note) => noteContainsText(note, query));
+      const found = await searchNotes(notes, { text: query, limit, onBroken: (error) => broken.push(error.message) });
       return {
-        notes: found.slice(0, limit).map((note) => ({ path: note.path, ...titleOf(note.data) })),
-        total: found.length,
+        notes: found.notes.map((note) => ({ path: note.path, ...titleOf(note.data) })),
+        total: found.total,
         broken,
       };
     },
@@ -208,15 +204,23 @@ export function storeMcpBackend(options: StoreMcpBackendOptions): AssistantBacke
 }
 
 /** The store's path and broken-note errors, as messages a client's model can act on. */
-function asNoteError(error: unknown, notePath?: string): unknown {
+function asNoteError(error: unknown, notePath: string): unknown {
   if (error instanceof NotePathError) {
     return new AssistantError('BAD_REQUEST', `${error.message}: only notes inside the notes folder can be read`, {
       hint: 'give a path relative to the notes folder, as search_notes lists them',
     });
   }
-  if ((error as NodeJS.ErrnoException).code === 'EISDIR') {
-    return new AssistantError('NOT_FOUND', `${notePath ?? 'the path'} is a folder, not a note`, {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EISDIR') {
+    return new AssistantError('NOT_FOUND', `${notePath} is a folder, not a note`, {
       hint: 'search_notes lists notes; the notes resources list every note',
+    });
+  }
+  // A path through a file (`a.md/b`) or with a segment too long for the file system: no note, said without the
+  // system error, whose message would show the client the data directory's absolute path.
+  if (code === 'ENOTDIR' || code === 'ENAMETOOLONG') {
+    return new AssistantError('NOT_FOUND', `no note at ${notePath}`, {
+      hint: 'search_notes finds notes by their text; paths are relative to the notes folder',
     });
   }
   return error;

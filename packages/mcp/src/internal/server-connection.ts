@@ -31,6 +31,8 @@ export interface ServerConnectionOptions {
 }
 
 const clientInfo = { name: 'assistant', version: '0.1.0' };
+/** The most pages of `tools/list` read from one server. */
+const maxToolPages = 100;
 
 /**
  * One configured MCP server: started on first use, its tool list kept, restarted after a crash. A server that
@@ -88,14 +90,22 @@ export class ServerConnection {
     if (this.#tools) return this.#tools;
     const tools: McpToolDescription[] = [];
     let cursor: string | undefined;
-    do {
+    // A server that keeps answering with a next cursor would hold the loop (and grow the list) forever.
+    for (let pages = 0; pages === 0 || cursor !== undefined; pages++) {
+      if (pages === maxToolPages) {
+        throw new AssistantError(
+          'MCP_CALL_FAILED',
+          `MCP server ${this.name} listed more than ${maxToolPages} pages of tools; its tools/list never ends`,
+          { hint: `narrow what the server offers, or check that mcp_servers.${this.name} is the server you meant` },
+        );
+      }
       const page = await this.#request(
         () => client.listTools(cursor === undefined ? {} : { cursor }, requestOptions(this.config.timeoutMs, signal)),
         'listing its tools',
       );
       tools.push(...page.tools);
       cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    }
     this.#tools = tools;
     return tools;
   }

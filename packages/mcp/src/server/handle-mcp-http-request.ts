@@ -14,10 +14,11 @@ export interface HandleMcpHttpRequestOptions extends CreateAssistantMcpServerOpt
 /**
  * Answers one streamable-HTTP MCP request in stateless mode (no session id generator): a fresh server and transport
  * per request, closed when the response is. A tool call is answered as a short event stream, so `read_chat_reply`
- * can send progress notifications while it waits. Stateless because every tool is a single request and reply (even `read_chat_reply`, which holds
- * its response open while it waits), so sessions would only add state to expire. GET (a stream of messages the
- * server starts, which ours never sends) and DELETE (ending a session, of which there are none) are answered 405, as
- * the protocol allows; clients then use POST alone. Authentication, Host and Origin checks are the caller's.
+ * can send progress notifications while it waits. Stateless because every tool is a single request and reply (even
+ * `read_chat_reply`, which holds its response open while it waits), so sessions would only add state to expire. GET
+ * (a stream of messages the server starts, which ours never sends) and DELETE (ending a session, of which there are
+ * none) are answered 405, as the protocol allows; clients then use POST alone. Authentication, Host and Origin checks
+ * are the caller's.
  */
 export async function handleMcpHttpRequest(options: HandleMcpHttpRequestOptions): Promise<void> {
   if (options.request.method !== 'POST') {
