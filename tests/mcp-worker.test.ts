@@ -199,6 +199,33 @@ describe('MCP tools in a worker', () => {
     expect(JSON.stringify(shown)).toContain('Lentil soup today.');
   });
 
+  it('holds a system.agent task back while its MCP server is down, instead of failing it', async () => {
+    await using dir = await tempDir();
+    await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'unused' }) });
+    await writeConfig(dir, model.url);
+    await dir.write(
+      'config.yaml',
+      `${await readFile(path.join(dir.path, 'config.yaml'), 'utf8')}  broken:\n    command: ${JSON.stringify(path.join(dir.path, 'no-such-server'))}\n`,
+    );
+    const enqueued = await cli(dir, [
+      'enqueue',
+      'system.agent',
+      '--payload',
+      JSON.stringify({ prompt: 'hi', mcp_servers: ['broken'] }),
+    ]);
+    const id = enqueued.stdout.trim().split(/\s+/).at(-1) ?? '';
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const shown = JSON.parse((await cli(dir, ['task', 'show', id, '--json'])).stdout) as {
+      state: string;
+      task: { createdAt: string; readyAt: string; attempts: number };
+    };
+    // Back in pending/ for a minute later, not failed: the attempt was not spent on the outage.
+    expect(shown.state).toBe('pending');
+    expect(shown.task.attempts).toBe(0);
+    expect(Date.parse(shown.task.readyAt) - Date.parse(shown.task.createdAt)).toBeGreaterThan(50_000);
+    expect(model.requests).toHaveLength(0);
+  });
+
   it('fails a system.agent task naming an MCP server config does not define, without retries', async () => {
     await using dir = await tempDir();
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'unused' }) });

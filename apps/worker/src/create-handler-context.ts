@@ -4,7 +4,7 @@ import { startAgent } from '@assistant/agent';
 import { evaluateRules } from '@assistant/automations';
 import { ChatEventLog, ChatInbox, ConversationStore, chatModes, TurnStates } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
-import { AssistantError } from '@assistant/errors';
+import { AssistantError, isAssistantError } from '@assistant/errors';
 import {
   type ChatContext,
   type HandlerContext,
@@ -17,10 +17,13 @@ import {
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp';
 import type { HumanLog, NoteStore } from '@assistant/notes';
-import type { EnqueueOutcome, Task, TaskQueue } from '@assistant/queue';
+import { DelayedError, type EnqueueOutcome, type Task, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
+
+/** How long after it was enqueued a task waits for an MCP server that is down before failing. */
+const mcpOutageWaitMs = 24 * 60 * 60_000;
 
 /** What `mcpTools` answers from when the worker was given no servers: every name is unknown. */
 const noMcpServers = new McpServers({ servers: {} });
@@ -149,7 +152,18 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     },
     automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
     llm: (profile) => model(profile),
-    mcpTools: (serverNames) => (services.mcp ?? noMcpServers).toolsFor(serverNames, { signal }),
+    // A server that is down (not started, crashed and waiting out its backoff) holds the task back a minute at a time
+    // without spending its attempts, for up to a day: an MCP outage must not fail a loop's task for good.
+    mcpTools: (serverNames) =>
+      (services.mcp ?? noMcpServers).toolsFor(serverNames, { signal }).catch((error: unknown) => {
+        if (
+          isAssistantError(error, 'MCP_SERVER_UNAVAILABLE') &&
+          Date.now() - Date.parse(task.createdAt) < mcpOutageWaitMs
+        ) {
+          throw new DelayedError(Date.now() + 60_000, `${error.message}; waiting for the server`);
+        }
+        throw error;
+      }),
     agent: (options) => {
       const { model: chosen, profile, onEvent, transcriptName, ...rest } = options;
       const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
