@@ -6,9 +6,7 @@ import {
   githubClient,
   isStatus,
   notTakenError,
-  outageDelay,
   ownerLogin,
-  refusedError,
 } from './client.ts';
 import type { GithubContext, ItemRef } from './github-settings.ts';
 import { parseItemNotePath } from './github-settings.ts';
