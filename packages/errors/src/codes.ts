@@ -17,6 +17,8 @@ export const errorCodes = {
   LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',
   LLM_OUTPUT_INVALID: 'An LLM kept answering with output that does not match the requested schema.',
   LLM_REPLAY_MISS: 'The LLM cache is in replay mode and has no recording of this exact request.',
+  LLM_UNAVAILABLE:
+    "An LLM profile's endpoint is down, overloaded (429, 5xx) or timing out, and its breaker is open: the call was not sent; the task waits until `retry_at` without spending an attempt.",
   // Chat (packages/chat).
   CHAT_NOT_FOUND: 'No conversation note `notes/chats/<id>.md` exists for the id given.',
   CHAT_INPUT_INVALID:

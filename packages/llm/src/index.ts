@@ -12,7 +12,13 @@ export type {
 } from './chat-types.ts';
 export { Conversation, type StructuredOptions } from './conversation.ts';
 export { LlmAbortedError, LlmOutputError, LlmRequestError } from './llm-errors.ts';
-export { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
+export { createLlmProfiles, type LlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
+export {
+  findModelUnavailable,
+  type ModelBreakerState,
+  type ModelProfileStatus,
+  ModelUnavailableError,
+} from './model-gate.ts';
 export { createOpenAiChatModel, type OpenAiChatModelOptions, retryDelay } from './openai-chat-model.ts';
 export { classificationAnswerSchema, classificationQuestions } from './prompts/classification-answers.ts';
 export {

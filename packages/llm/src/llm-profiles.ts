@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
+import type { ModelProfileStatus } from './model-gate.ts';
 import { createOpenAiChatModel } from './openai-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
 
@@ -14,8 +15,27 @@ export interface LlmProfilesOptions {
   fetch?: typeof fetch;
 }
 
+/**
+ * The LLM profiles of one process: each a model, and what it is doing. Every call to a profile's model goes through
+ * the profile's gate: at most `max_in_flight` requests at once, the per-minute budgets, and a breaker that stops
+ * sending while the endpoint is unavailable (calls then throw {@link ModelUnavailableError}).
+ */
+export interface LlmProfiles {
+  /** The profile's model (`default` when no name is given), created on first use. */
+  (profile?: string): ChatModel;
+  /** Every configured profile's status, sorted by name; a profile never used reports zeros and a closed breaker. */
+  status(): ModelProfileStatus[];
+  /**
+   * Whether a call to `profile` would be sent now (or wait only for a slot): false while its breaker is open before
+   * its retry time, or while a trial call is out.
+   */
+  availability(profile: string, nowMs?: number): { available: true } | { available: false; retryAtMs: number };
+  /** Called with the profile's name whenever its in-flight or waiting count or its breaker changes. */
+  subscribe(listener: (profile: string) => void): () => void;
+}
+
 /** The named LLM profiles of config.yaml as models, created on first use. `llm()` is the `default` profile. */
-export function createLlmProfiles(options: LlmProfilesOptions): (profile?: string) => ChatModel {
+export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
   const models = new Map<string, ChatModel>();
   const mode = options.cacheMode ?? options.config.llmCache.mode;
   const cachedFetch =
@@ -26,7 +46,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): (profile?: strin
           directory: path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory),
           ...(options.fetch ? { fetch: options.fetch } : {}),
         });
-  return (name = 'default') => {
+  const get = (name = 'default'): ChatModel => {
     let model = models.get(name);
     if (model) return model;
     const profile = options.config.llms[name];
@@ -54,4 +74,26 @@ export function createLlmProfiles(options: LlmProfilesOptions): (profile?: strin
     models.set(name, model);
     return model;
   };
+  // TODO(issue 20): the gate. A placeholder so the worker can be written against the contract.
+  const status = (): ModelProfileStatus[] =>
+    Object.entries(options.config.llms)
+      .sort(([left], [right]) => left.localeCompare(right))
+      .map(([profile, settings]) => ({
+        profile,
+        model: settings.model,
+        maxInFlight: 2,
+        inFlight: 0,
+        waiting: 0,
+        requests: 0,
+        failures: 0,
+        requestsLastMinute: 0,
+        tokensLastMinute: 0,
+        latencyMs: null,
+        breaker: { state: 'closed', consecutiveFailures: 0 },
+      }));
+  return Object.assign(get, {
+    status,
+    availability: (_profile: string, _nowMs?: number) => ({ available: true }) as const,
+    subscribe: (_listener: (profile: string) => void) => () => {},
+  });
 }

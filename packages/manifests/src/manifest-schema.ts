@@ -23,6 +23,12 @@ const stageSchema = z.strictObject({
   /** Queue priority of tasks of this stage, 0 (first) to 9. */
   priority: priority.default(5),
   description: z.string().optional(),
+  /**
+   * The stage's work is one LLM call per task (a classify stage): its tasks wait for the instance's LLM profile, not
+   * for worker slots, and are not claimed while the profile's breaker is open. The stage listed just before it feeds
+   * it and is held back while the LLM stage's backlog is full. @default false
+   */
+  llm: z.boolean().default(false),
 });
 
 const fieldTypes = ['boolean', 'string', 'number', 'date', 'list'] as const;
