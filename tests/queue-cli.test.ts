@@ -112,6 +112,69 @@ describe('assistant enqueue, work, queue and task', () => {
     expect(missing.code).toBe(1);
   });
 
+  it('retries failed tasks in bulk by type and age, and lists them first with --dry-run', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    // Two tasks the handler refuses for good, and a success that must stay where it is.
+    const sleeps = [
+      await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 1}']),
+      await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 2}']),
+    ];
+    const done = await enqueue(dir, ['system.echo', '--payload', '{"ok": true}']);
+    const work = await cli(dir, ['work', '--exit-when-idle']);
+    expect(work.code).toBe(0);
+    for (const id of sleeps) expect(await show(dir, id)).toMatchObject({ state: 'failed' });
+
+    const needsState = await cli(dir, ['task', 'retry', '--type', 'system.*']);
+    expect(needsState.stderr).toMatch(/needs `--state failed`/);
+    expect(needsState.code).toBe(2);
+    const badSince = await cli(dir, ['task', 'retry', '--state', 'failed', '--since', 'yesterday-ish']);
+    expect(badSince.stderr).toMatch(/--since expects a duration/);
+    expect(badSince.code).toBe(2);
+
+    // Nothing failed in the future: --since a time to come matches nothing.
+    const none = await cli(dir, ['task', 'retry', '--state', 'failed', '--since', '2999-01-01T00:00:00Z', '--json']);
+    expect(JSON.parse(none.stdout)).toEqual({ dry_run: false, retried: [], problems: [] });
+
+    const dry = await cli(dir, [
+      'task',
+      'retry',
+      '--state',
+      'failed',
+      '--type',
+      'system.*',
+      '--since',
+      '1h',
+      '--dry-run',
+    ]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('2 failed tasks would be pending again');
+    for (const id of sleeps) expect(await show(dir, id)).toMatchObject({ state: 'failed' });
+
+    const other = await cli(dir, ['task', 'retry', '--state', 'failed', '--type', 'email.*', '--json']);
+    expect(JSON.parse(other.stdout).retried).toEqual([]);
+
+    const bulk = await cli(dir, [
+      'task',
+      'retry',
+      '--state',
+      'failed',
+      '--type',
+      'system.*',
+      '--since',
+      '1h',
+      '--json',
+    ]);
+    expect(bulk.code).toBe(0);
+    const retried = z
+      .object({ retried: z.array(z.object({ id: z.string(), type: z.string() })), problems: z.array(z.unknown()) })
+      .parse(JSON.parse(bulk.stdout));
+    expect(retried.retried.map((task) => task.id).sort()).toEqual([...sleeps].sort());
+    expect(retried.problems).toEqual([]);
+    for (const id of sleeps) expect(await show(dir, id)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+    expect(await show(dir, done)).toMatchObject({ state: 'done' });
+  });
+
   it('refuses bad arguments with exit 2 and a hint, writing nothing', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config());

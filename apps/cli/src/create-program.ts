@@ -295,11 +295,21 @@ export function createProgram(context: CliContext): CliProgram {
     );
   task
     .command('retry')
-    .description('move a failed task back to pending, with fresh attempts')
-    .argument('<id>', 'the task id')
+    .description('move a failed task back to pending, with fresh attempts; or every failed task that matches')
+    .argument('[id]', 'the task id; leave it out to retry in bulk with --state failed')
+    .option('--state <state>', 'bulk: the state to retry from (only `failed`)')
+    .option('--type <pattern>', "bulk: an exact type or a pattern with * ('email.*')")
+    .option('--since <when>', 'bulk: failed within this long (2h) or since this time (2026-11-26T06:00:00Z)')
+    .option('--dry-run', 'bulk: list what would be retried, move nothing')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: { json?: boolean }, command: Command) =>
-      taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options }),
+    .action(
+      async (
+        id: string | undefined,
+        options: { json?: boolean; state?: string; type?: string; since?: string; dryRun?: boolean },
+        command: Command,
+      ) => {
+        exitCode = await taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options });
+      },
     );
   task
     .command('watch')

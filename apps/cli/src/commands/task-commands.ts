@@ -1,7 +1,7 @@
 import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { taskIdPattern } from '@assistant/queue';
+import { parseDuration, taskIdPattern } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import { formatTaskRecord } from '../format-task-record.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -33,15 +33,107 @@ export async function taskShowCommand(options: TaskCommandOptions): Promise<void
   options.context.stdout.write(`${formatTaskRecord(record)}\n`);
 }
 
-/** `assistant task retry ID`: failed → pending, ready now, with a fresh set of attempts. */
-export async function taskRetryCommand(options: TaskCommandOptions): Promise<void> {
+export interface TaskRetryOptions extends Omit<TaskCommandOptions, 'id'> {
+  /** One task; or none with the filters below. */
+  id?: string | undefined;
+  /** The bulk form's state: only `failed` tasks can be retried, and the bulk form says so explicitly. */
+  state?: string | undefined;
+  /** An exact type or a pattern with `*` (`email.*`). */
+  type?: string | undefined;
+  /** Failed within this long (`2h`) or since this time (`2026-11-26T06:00:00Z`). */
+  since?: string | undefined;
+  /** List what would be retried, move nothing. */
+  dryRun?: boolean | undefined;
+  /** For `--since` durations. @default Date.now() */
+  nowMs?: number;
+}
+
+/**
+ * `assistant task retry ID`: failed → pending, ready now, with a fresh set of attempts. The bulk form
+ * (`--state failed [--type PATTERN] [--since 2h]`) does it for every failed task that matches, after an outage.
+ */
+export async function taskRetryCommand(options: TaskRetryOptions): Promise<number> {
+  const bulk = options.state !== undefined || options.type !== undefined || options.since !== undefined;
+  if (options.id === undefined) {
+    if (!bulk) {
+      throw new AssistantError('USAGE', '`assistant task retry` needs a task id, or `--state failed` with filters', {
+        hint: "e.g. `assistant task retry --state failed --type 'email.*' --since 2h`",
+      });
+    }
+    return retryMany(options);
+  }
+  if (bulk || options.dryRun) {
+    throw new AssistantError('USAGE', '`assistant task retry ID` takes no filters; leave out the id to retry in bulk');
+  }
   checkId(options.id);
   const queue = await openCliQueue(options);
   // Looked up first only for a friendlier message; retry() checks the state again as it moves the file.
   if (!(await queue.get(options.id))) throw notFound(options.id);
   const record = await queue.retry(options.id);
-  if (options.json) return writeJson(options.context, { id: options.id, state: record.state, path: record.location });
-  options.context.stdout.write(`${options.id} is pending again: ${record.location}\n`);
+  if (options.json) writeJson(options.context, { id: options.id, state: record.state, path: record.location });
+  else options.context.stdout.write(`${options.id} is pending again: ${record.location}\n`);
+  return 0;
+}
+
+/** Exit code 1 when some matching task could not be retried (the rest are). */
+async function retryMany(options: TaskRetryOptions): Promise<number> {
+  if (options.state !== 'failed') {
+    throw new AssistantError(
+      'USAGE',
+      options.state === undefined
+        ? 'the bulk form of `assistant task retry` needs `--state failed`'
+        : `only failed tasks can be retried, not \`${options.state}\``,
+      { hint: "e.g. `assistant task retry --state failed --type 'email.*' --since 2h`" },
+    );
+  }
+  const sinceMs = options.since === undefined ? undefined : parseSince(options.since, options.nowMs ?? Date.now());
+  const queue = await openCliQueue(options);
+  const entries = await queue.list({
+    state: 'failed',
+    ...(options.type === undefined ? {} : { type: options.type }),
+    ...(sinceMs === undefined ? {} : { finishedSinceMs: sinceMs }),
+  });
+  const retried: { id: string; type: string; path: string }[] = [];
+  const problems: { id: string; problem: string }[] = [];
+  for (const entry of entries) {
+    // A stray file set aside in failed/ is not a task: nothing to retry.
+    if (!entry.name) continue;
+    const { id, type } = entry.name;
+    if (options.dryRun) {
+      retried.push({ id, type, path: entry.location });
+      continue;
+    }
+    try {
+      const record = await queue.retry(id);
+      retried.push({ id, type, path: record.location });
+    } catch (error) {
+      // Retried by someone else meanwhile, or unreadable: say so and go on with the rest.
+      problems.push({ id, problem: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  if (options.json) {
+    writeJson(options.context, { dry_run: options.dryRun === true, retried, problems });
+  } else {
+    const verb = options.dryRun ? 'would retry' : 'retried';
+    for (const task of retried) options.context.stdout.write(`${verb} ${task.id} ${task.type}\n`);
+    for (const problem of problems) options.context.stderr.write(`not retried ${problem.id}: ${problem.problem}\n`);
+    options.context.stdout.write(
+      `${retried.length} failed tasks ${options.dryRun ? 'would be' : 'are'} pending again${problems.length > 0 ? `, ${problems.length} not` : ''}\n`,
+    );
+  }
+  return problems.length > 0 ? 1 : 0;
+}
+
+/** `2h` (that long ago) or an ISO date and time. */
+function parseSince(text: string, nowMs: number): number {
+  const duration = parseDuration(text);
+  if (duration !== undefined) return nowMs - duration;
+  const date = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : Number.NaN;
+  if (!Number.isNaN(date)) return date;
+  throw new AssistantError(
+    'USAGE',
+    `--since expects a duration such as 2h or a date such as 2026-11-26T06:00:00Z, got \`${text}\``,
+  );
 }
 
 /** `assistant task reroute ID`: delivers a done service task's result again, where its `on_result` says. */
