@@ -1,3 +1,4 @@
+import { needsClassification } from '@assistant/sdk';
 import type { EmailContext } from './email-settings.ts';
 import { messageNotePath } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
@@ -22,7 +23,8 @@ async function listFromMaildir(context: EmailContext, since: Date): Promise<List
 
 /**
  * `email.inbox.check`: one connection lists the newest messages within `window` and `limit`, and enqueues `collect`
- * only for messages without a note (identified by UIDVALIDITY and UID). Known messages get their flags refreshed; a
+ * only for messages without a note (identified by UIDVALIDITY and UID), and `classify` for known ones whose note has
+ * no classification of its current content. Known messages get their flags refreshed; a
  * note whose message left the mailbox is marked `synced: gone`, never deleted.
  */
 export async function check(context: EmailContext) {
@@ -61,6 +63,7 @@ export async function check(context: EmailContext) {
   let enqueued = 0;
   let refreshed = 0;
   let relinked = 0;
+  let reclassify = 0;
   // Read once, and only when some UID is new.
   let byMessageId: Map<string, string> | undefined;
   const notesByMessageId = async () => {
@@ -102,6 +105,15 @@ export async function check(context: EmailContext) {
       if (outcome.status === 'enqueued') enqueued += 1;
       continue;
     }
+    if (needsClassification(note.data)) {
+      // Collected, but never classified (its task failed or was removed): ask again. A classify task already pending or running for it makes this a duplicate, skipped.
+      const outcome = await context.enqueue({
+        stage: 'classify',
+        payload: { note: notePath },
+        ...(note.data.authentication === 'fail' ? { priority: 9 } : {}),
+      });
+      if (outcome.status === 'enqueued') reclassify += 1;
+    }
     const flags = Array.isArray(note.data.flags) ? (note.data.flags as string[]) : [];
     if (JSON.stringify(flags) !== JSON.stringify(message.flags) || note.data.synced !== 'present') {
       await context.notes.update(notePath, { set: { flags: message.flags, synced: 'present' } });
@@ -124,5 +136,10 @@ export async function check(context: EmailContext) {
       reason: `checked the newest ${listing.messages.length} within ${Math.round(settings.window / 86_400_000)} days`,
     });
   }
-  return { listed: listing.messages.length, enqueued, refreshed, relinked, gone };
+  if (reclassify > 0) {
+    await context.log.human(`${reclassify} messages in ${settings.mailbox} sent to be classified again`, {
+      reason: 'their notes have no classification for their current content',
+    });
+  }
+  return { listed: listing.messages.length, enqueued, refreshed, relinked, gone, reclassify };
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { UnrecoverableError } from '@assistant/sdk';
+import { enqueueClassifyAfterCollect, UnrecoverableError } from '@assistant/sdk';
 import { simpleParser } from 'mailparser';
 import type { EmailContext } from './email-settings.ts';
 import { messageNotePath } from './email-settings.ts';
@@ -64,10 +64,6 @@ export async function collect(context: EmailContext<{ uid: number | string; uid_
   const existing = await context.notes.read(notePath).catch(() => undefined);
   if (existing) await context.notes.update(notePath, { set: { ...frontmatter, body_excerpt: excerpt }, body });
   else await context.notes.create(notePath, { data: { ...frontmatter, body_excerpt: excerpt }, body });
-  await context.enqueue({
-    stage: 'classify',
-    payload: { note: notePath },
-    priority: facts.authentication === 'fail' ? 9 : 6,
-  });
+  await enqueueClassifyAfterCollect(context, notePath, { classifyPriority: facts.authentication === 'fail' ? 9 : 6 });
   return { note: notePath, subject: facts.subject };
 }

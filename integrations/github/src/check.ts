@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { UnrecoverableError } from '@assistant/sdk';
+import { needsClassification, UnrecoverableError } from '@assistant/sdk';
 import { callGithub, isStatus, ownerLogin } from './client.ts';
 import {
   type GithubContext,
@@ -188,7 +188,7 @@ export async function check(context: GithubContext) {
         payload: { owner: item.owner, repo: item.repo, number: item.number },
       });
       if (outcome.status === 'enqueued') collect += 1;
-    } else if (note && note.data.classified_hash !== note.data.content_hash) {
+    } else if (note && needsClassification(note.data)) {
       // Collected, but its classification failed or never ran (the model was down): ask again.
       const outcome = await context.enqueue({ stage: 'classify', payload: { note: notePath } });
       if (outcome.status === 'enqueued') classify += 1;

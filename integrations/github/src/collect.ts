@@ -1,4 +1,4 @@
-import { UnrecoverableError } from '@assistant/sdk';
+import { enqueueClassifyAfterCollect, UnrecoverableError } from '@assistant/sdk';
 import { callGithub, type GithubClient, isStatus, ownerLogin } from './client.ts';
 import {
   type Collected,
@@ -120,6 +120,6 @@ export async function collect(context: GithubContext<ItemRef>) {
       await context.notes.update(notePath, { set: data as never, body });
     });
   }
-  await context.enqueue({ stage: 'classify', payload: { note: notePath } });
+  await enqueueClassifyAfterCollect(context, notePath);
   return { note: notePath, title: facts.title, updated_at: facts.updated_at };
 }

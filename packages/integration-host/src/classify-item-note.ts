@@ -1,4 +1,10 @@
-import { Conversation, classificationAnswerSchema, classificationQuestions, type FencedText } from '@assistant/llm';
+import {
+  Conversation,
+  classificationAnswerSchema,
+  classificationQuestions,
+  type FencedText,
+  LlmOutputError,
+} from '@assistant/llm';
 import { UnrecoverableError } from '@assistant/queue';
 import type { HandlerContext } from './handler-context.ts';
 
@@ -37,13 +43,27 @@ export async function classifyItemNote(
   const { role, fenced, facts, about = 'the item below' } = await prompt(note.data);
   const model = context.llm();
   const conversation = new Conversation(model, { system: `${role} ${fenced.instruction}` });
-  const answers = await conversation.structured(
-    classificationAnswerSchema(classifications),
-    `Answer these questions about ${about}.\n${classificationQuestions(classifications)}\n\n${facts ? `${facts}\n\n` : ''}${fenced.text}`,
-    { name: 'classifications', signal: context.signal },
-  );
+  let answers: unknown;
+  try {
+    answers = await conversation.structured(
+      classificationAnswerSchema(classifications),
+      `Answer these questions about ${about}.\n${classificationQuestions(classifications)}\n\n${facts ? `${facts}\n\n` : ''}${fenced.text}`,
+      { name: 'classifications', signal: context.signal },
+    );
+  } catch (error) {
+    // The model answered, but never in the schema: asking again about the same text spends calls for nothing, so the
+    // note says so and the platform's check leaves it until its content changes (or a person retries the task).
+    if (error instanceof LlmOutputError) {
+      await context.notes.update(notePath, {
+        set: { classification_failed_hash: String(note.data.content_hash ?? ''), classification_error: error.message },
+      });
+    }
+    throw error;
+  }
   await context.notes.update(notePath, {
     set: {
+      classification_failed_hash: undefined,
+      classification_error: undefined,
       classifications: answers as never,
       classified_by: model.name,
       classified_model: model.model ?? null,
@@ -53,4 +73,36 @@ export async function classifyItemNote(
   });
   await context.enqueue({ stage: 'evaluate', payload: { note: notePath } });
   return { note: notePath, classifications: answers };
+}
+
+/**
+ * What a collect stage does last: enqueues `classify` for the item's note and, when the platform has rules that test
+ * no classification (`authentication: fail → move: Junk`), `evaluate` at once with `{note, before_classification:
+ * true}`, so those rules act without waiting for the model: behind a long backlog, or while the model is down. The
+ * evaluate after classification runs every rule; actions already taken are skipped by their keys on the note.
+ */
+export async function enqueueClassifyAfterCollect(
+  context: Pick<HandlerContext<unknown, unknown>, 'enqueue' | 'automations'>,
+  notePath: string,
+  options: { classifyPriority?: number } = {},
+): Promise<void> {
+  await context.enqueue({
+    stage: 'classify',
+    payload: { note: notePath },
+    ...(options.classifyPriority === undefined ? {} : { priority: options.classifyPriority }),
+  });
+  const modelFree = context.automations.rules.some(
+    (rule) => rule.conditions.length > 0 && rule.conditions.every((condition) => condition.subject.kind === 'field'),
+  );
+  if (modelFree) await context.enqueue({ stage: 'evaluate', payload: { note: notePath, before_classification: true } });
+}
+
+/**
+ * Whether a check should enqueue `classify` again for an item's note: it was collected but has no classification of
+ * its current content, and the model did not already fail for good on that content.
+ */
+export function needsClassification(data: Record<string, unknown>): boolean {
+  const hash = data.content_hash;
+  if (hash === undefined || hash === null || hash === '') return false;
+  return data.classified_hash !== hash && data.classification_failed_hash !== hash;
 }

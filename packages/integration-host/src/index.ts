@@ -1,6 +1,11 @@
 export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
 export { type ConfigCheck, checkConfig } from './check-config.ts';
-export { type ClassifyItemPrompt, classifyItemNote } from './classify-item-note.ts';
+export {
+  type ClassifyItemPrompt,
+  classifyItemNote,
+  enqueueClassifyAfterCollect,
+  needsClassification,
+} from './classify-item-note.ts';
 export type {
   AgentTaskOptions,
   ChatContext,

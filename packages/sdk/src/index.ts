@@ -48,7 +48,13 @@ export type {
   WebhookReply,
   WebhookRequest,
 } from '@assistant/integration-host';
-export { type ClassifyItemPrompt, classifyItemNote, noteTools } from '@assistant/integration-host';
+export {
+  type ClassifyItemPrompt,
+  classifyItemNote,
+  enqueueClassifyAfterCollect,
+  needsClassification,
+  noteTools,
+} from '@assistant/integration-host';
 export {
   type ChatMessage,
   type ChatModel,
