@@ -123,8 +123,10 @@ describe('LiveHub', () => {
     // The memory figures change at every write; only models and lanes matter to the panel. As in the log test, each
     // try writes again until the hub has taken its first look and then tells of the change.
     let writes = 0;
-    const publish = (state: string) =>
-      queue.workers.publishMetrics('host-1-aaa', { memory: { rss_bytes: (writes += 1) }, models: [model(state)] });
+    const publish = (state: string) => {
+      writes += 1;
+      return queue.workers.publishMetrics('host-1-aaa', { memory: { rss_bytes: writes }, models: [model(state)] });
+    };
     await publish('closed');
     let state = 'closed';
     await vi.waitFor(
