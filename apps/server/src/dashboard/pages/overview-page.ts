@@ -204,7 +204,8 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
       : html`<div class="table-wrap"><table>
 <thead><tr><th scope="col">Profile</th><th scope="col">State</th><th scope="col">In flight / max</th><th scope="col">Waiting</th><th scope="col">Backlog</th><th scope="col">Latency</th><th scope="col" class="hide-narrow">Tokens / min</th><th scope="col">Time to drain</th></tr></thead>
 <tbody>${rows}</tbody>
-</table></div>`;
+</table></div>
+<p class="muted">Backlog: tasks waiting for or in an LLM stage. Time to drain: backlog × latency ÷ max in flight.</p>`;
   const heldList =
     held.length === 0
       ? ''
@@ -215,7 +216,6 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
   return html`<section class="card overview-models" aria-labelledby="overview-models-title"${liveAttributes('models', 'queue models')}>
 <h2 id="overview-models-title">Models</h2>
 ${table}
-<p class="muted">Backlog: tasks waiting for or in an LLM stage. Time to drain: backlog × latency ÷ max in flight.</p>
 ${heldList}
 </section>`;
 }
