@@ -33,7 +33,7 @@ const laneSchema = z.object({
   pending: count,
   held: z.string().optional(),
 });
-export type PublishedLane = z.infer<typeof laneSchema>;
+type PublishedLane = z.infer<typeof laneSchema>;
 
 /** What one worker's snapshot says about its models and lanes. */
 export interface PublishedModels {
