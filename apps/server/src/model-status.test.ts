@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { loadRuntime } from '@assistant/integration-host';
-import type { ModelProfileStatus } from '@assistant/llm';
 import { installation } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from './create-server.ts';
@@ -68,7 +67,8 @@ async function placeWorker(
   );
 }
 
-function local(overrides: Partial<ModelProfileStatus> = {}): ModelProfileStatus {
+/** A ModelProfileStatus of profile `local` as a worker publishes it (@assistant/llm's type, written out here). */
+function local(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     profile: 'local',
     model: 'qwen3',
