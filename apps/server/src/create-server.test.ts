@@ -64,6 +64,8 @@ describe('GET /health', () => {
       queue: { pending: 2, active: 1, done: 0, failed: 3 },
       worker: { alive: false, workers: 0, last_heartbeat_at: null },
       circuit_breakers: [],
+      models: [],
+      held: [],
       schedules: [],
       listeners: [],
     });

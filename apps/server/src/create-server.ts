@@ -61,7 +61,7 @@ export interface CreateServerOptions {
   catalog?: ServerCatalog;
   /** The integrations, for result routes (service `human_log` templates, enqueue targets). @default none */
   registry?: IntegrationRegistry;
-  /** Circuit breakers and schedules for /health. @default none */
+  /** Circuit breakers, schedules and listeners for /health (breakers for /metrics too). @default none */
   status?: ServerStatusSources;
   /** The server's own counters for /metrics (the scheduler's rejections). @default fresh, empty counters */
   metrics?: ServerMetrics;
@@ -178,7 +178,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   };
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
-  registerHealthRoute(app, routes, { queue, status: options.status ?? {} });
+  registerHealthRoute(app, routes, { queue, status: options.status ?? {}, catalog, llms: config.llms });
   const notes = new NoteStore({ root: config.paths.notes });
   const humanLog = new HumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
@@ -205,7 +205,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     });
   registerChatRoutes(app, routes, { chat: () => chat, signal: options.signal ?? new AbortController().signal });
   const metrics = options.metrics ?? new TaskMetrics();
-  registerMetricsRoute(app, routes, { queue, metrics });
+  registerMetricsRoute(app, routes, { queue, metrics, status: options.status ?? {}, catalog, llms: config.llms });
   registerWebhookRoutes(app, routes, {
     logger: app.log,
     registry: options.registry,

@@ -1,10 +1,11 @@
 import { assistantVersion } from '@assistant/process';
-import type { TaskQueue, TaskState } from '@assistant/queue';
+import type { QueueStats, TaskQueue, TaskState } from '@assistant/queue';
 import * as z from 'zod';
 import { isAuthenticated } from './bearer-auth.ts';
 import type { AssistantServer } from './create-server.ts';
+import { modelStatus } from './model-status.ts';
 import type { RouteTable } from './route-table.ts';
-import type { ServerStatusSources } from './server-catalog.ts';
+import type { ServerCatalog, ServerStatusSources } from './server-catalog.ts';
 
 export interface WorkerLiveness {
   /** Some worker's heartbeat is within the lease: tasks are being run. */
@@ -32,6 +33,27 @@ export interface HealthDetails extends HealthBody {
     retry_at?: string;
     last_error?: string;
   }[];
+  /**
+   * Every LLM profile: its breaker (`unknown` while no live worker reports it), the live workers' figures summed, and
+   * the backlog of its LLM-bound stages from the queue with the time to drain it at the current pace.
+   */
+  models: {
+    profile: string;
+    model: string | null;
+    state: string;
+    in_flight: number;
+    max_in_flight: number | null;
+    waiting: number;
+    latency_ms: number | null;
+    requests_last_minute: number;
+    tokens_last_minute: number;
+    backlog: number;
+    eta_seconds: number | null;
+    retry_at?: string;
+    last_error?: string;
+  }[];
+  /** Task types a live worker does not claim for now (a profile's breaker is open, the next stage's backlog is full). */
+  held: { task_type: string; reason: string }[];
   schedules: { id: string; description: string; last_fired_at?: string; next_run_at?: string; paused?: string }[];
   /** The manifests' listeners: running, restarting after a crash (with its error), or stopped. */
   listeners: {
@@ -50,6 +72,26 @@ const healthSchema = z.object({
   queue: z.object({ pending: z.int(), active: z.int(), done: z.int(), failed: z.int() }),
   worker: z.object({ alive: z.boolean(), workers: z.int(), last_heartbeat_at: z.string().nullable() }).optional(),
   circuit_breakers: z.array(z.looseObject({ task_type: z.string(), state: z.string() })).optional(),
+  models: z
+    .array(
+      z.object({
+        profile: z.string(),
+        model: z.string().nullable(),
+        state: z.enum(['closed', 'half_open', 'open', 'unknown']),
+        in_flight: z.int(),
+        max_in_flight: z.int().nullable(),
+        waiting: z.int(),
+        latency_ms: z.number().nullable(),
+        requests_last_minute: z.int(),
+        tokens_last_minute: z.int(),
+        backlog: z.int(),
+        eta_seconds: z.int().nullable(),
+        retry_at: z.string().optional(),
+        last_error: z.string().optional(),
+      }),
+    )
+    .optional(),
+  held: z.array(z.object({ task_type: z.string(), reason: z.string() })).optional(),
   schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })).optional(),
   listeners: z
     .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
@@ -69,15 +111,30 @@ export async function workerLiveness(queue: TaskQueue, nowMs: number = Date.now(
   return { alive: workers > 0, workers, last_heartbeat_at: last === undefined ? null : new Date(last).toISOString() };
 }
 
+export interface HealthDetailsOptions {
+  queue: TaskQueue;
+  status: ServerStatusSources;
+  /** The LLM-bound stages, for the model backlog. */
+  catalog: Pick<ServerCatalog, 'llmStages'>;
+  /** config.yaml's `llms:`. */
+  llms: Readonly<Record<string, { model: string }>>;
+  /** The queue's counts when the caller has them already. @default read from the queue */
+  stats?: Pick<QueueStats, 'byType'>;
+}
+
 /**
- * What /health adds for a request with the token: worker liveness, breakers that are not closed, schedules and
- * listeners. The dashboard's overview shows the same figures.
+ * What /health adds for a request with the token: worker liveness, breakers that are not closed, the LLM profiles
+ * with their backlog, held task types, schedules and listeners. The dashboard's overview shows the same figures.
  */
-export async function healthDetails(
-  queue: TaskQueue,
-  status: ServerStatusSources,
-): Promise<Omit<HealthDetails, keyof HealthBody>> {
+export async function healthDetails(options: HealthDetailsOptions): Promise<Omit<HealthDetails, keyof HealthBody>> {
+  const { queue, status } = options;
   const breakers = (await status.breakers?.()) ?? [];
+  const models = await modelStatus({
+    queue,
+    catalog: options.catalog,
+    llms: options.llms,
+    ...(options.stats ? { stats: options.stats } : {}),
+  });
   return {
     worker: await workerLiveness(queue),
     circuit_breakers: breakers
@@ -89,6 +146,22 @@ export async function healthDetails(
         ...(breaker.retryAt ? { retry_at: breaker.retryAt } : {}),
         ...(breaker.lastError ? { last_error: breaker.lastError } : {}),
       })),
+    models: models.models.map((model) => ({
+      profile: model.profile,
+      model: model.model,
+      state: model.state,
+      in_flight: model.inFlight,
+      max_in_flight: model.maxInFlight,
+      waiting: model.waiting,
+      latency_ms: model.latencyMs,
+      requests_last_minute: model.requestsLastMinute,
+      tokens_last_minute: model.tokensLastMinute,
+      backlog: model.backlog,
+      eta_seconds: model.etaSeconds,
+      ...(model.retryAt === undefined ? {} : { retry_at: model.retryAt }),
+      ...(model.lastError === undefined ? {} : { last_error: model.lastError }),
+    })),
+    held: models.held.map((lane) => ({ task_type: lane.taskType, reason: lane.reason })),
     schedules: (status.schedules?.() ?? []).map((job) => ({
       id: job.id,
       description: job.description,
@@ -110,6 +183,8 @@ export async function healthDetails(
 export interface HealthRouteOptions {
   queue: () => TaskQueue;
   status: ServerStatusSources;
+  catalog: Pick<ServerCatalog, 'llmStages'>;
+  llms: Readonly<Record<string, { model: string }>>;
 }
 
 export function registerHealthRoute(app: AssistantServer, routes: RouteTable, options: HealthRouteOptions): void {
@@ -117,7 +192,7 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
     method: 'GET',
     url: '/health',
     tag: 'health',
-    summary: 'Liveness and queue counts; with the token also the workers, breakers and schedules',
+    summary: 'Liveness and queue counts; with the token also the workers, breakers, models and schedules',
     description:
       'The one route that answers without the token, for liveness probes: then it says only status, version and queue counts.',
     public: true,
@@ -132,7 +207,14 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
         queue: { pending: stats.pending, active: stats.active, done: stats.done, failed: stats.failed },
       };
       if (!isAuthenticated(request)) return body;
-      return { ...body, ...(await healthDetails(queue, options.status)) };
+      const details = await healthDetails({
+        queue,
+        status: options.status,
+        catalog: options.catalog,
+        llms: options.llms,
+        stats,
+      });
+      return { ...body, ...details };
     },
   });
 }

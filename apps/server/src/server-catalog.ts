@@ -1,5 +1,5 @@
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import type { TaskMetrics } from '@assistant/metrics';
+import type { LlmStage, TaskMetrics } from '@assistant/metrics';
 import type { JsonValue } from '@assistant/queue';
 import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
 import type { ListenerStatus } from './listener-supervisor.ts';
@@ -16,6 +16,8 @@ export interface ServerCatalog {
   ):
     | { ok: true; type: string; priority: number; integration: string; payload: JsonValue }
     | { ok: false; status: 404 | 409; message: string };
+  /** The LLM-bound stages (`llm: true` in a manifest) and the profiles they call, for the model backlog. @default none */
+  llmStages?: () => LlmStage[];
 }
 
 /** The fields of a circuit breaker that /health shows. */
@@ -46,5 +48,20 @@ export function catalogFromRegistry(registry: IntegrationRegistry): ServerCatalo
     taskTypes: () => registry.taskTypes().map((info) => info.type),
     hasTaskType: (type) => registry.taskType(type) !== undefined,
     entryTask: (instance, platform) => registry.entryTask(instance, platform),
+    llmStages: () => llmStagesOf(registry),
   };
+}
+
+/** Every stage a manifest marks `llm: true`, with the `llm` profiles of its domain's instances (disabled ones too). */
+function llmStagesOf(registry: IntegrationRegistry): LlmStage[] {
+  const stages: LlmStage[] = [];
+  for (const info of registry.taskTypes()) {
+    if (info.kind !== 'stage' || info.platform === undefined || info.stage === undefined) continue;
+    if (!registry.manifestPlatform(info.domain, info.platform)?.stages[info.stage]?.llm) continue;
+    const profiles = new Set(
+      registry.instances().flatMap((instance) => (instance.domain === info.domain ? [instance.llm] : [])),
+    );
+    if (profiles.size > 0) stages.push({ type: info.type, profiles: [...profiles].sort() });
+  }
+  return stages;
 }

@@ -1,4 +1,12 @@
 export {
+  heldLanes,
+  type LlmStage,
+  type ModelSummary,
+  type PublishedModels,
+  parsePublishedModels,
+  summarizeModels,
+} from './model-metrics.ts';
+export {
   durationBucketsSeconds,
   type MetricsSnapshot,
   mergeSnapshots,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
+import type { ModelSummary } from './model-metrics.ts';
 
 /** Upper bounds of the task-duration histogram's buckets, in seconds (+Inf is implied). */
 export const durationBucketsSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600] as const;
@@ -160,6 +161,10 @@ export interface RenderPrometheusOptions {
   snapshot: MetricsSnapshot;
   /** Workers whose heartbeat is within the lease. */
   workersAlive: number;
+  /** The LLM profiles across the live workers, with their backlog (`summarizeModels`). @default none */
+  models?: readonly ModelSummary[];
+  /** The task types' circuit breakers (the scheduler's), every state. @default none */
+  breakers?: readonly { taskType: string; state: string }[];
 }
 
 /** The Prometheus text exposition format (0.0.4) of the queue, the task counters and the workers. */
@@ -204,7 +209,103 @@ export function renderPrometheus(options: RenderPrometheusOptions): string {
   }
   family('assistant_workers_alive', 'gauge', 'Workers whose heartbeat is within the lease.');
   lines.push(`assistant_workers_alive ${options.workersAlive}`);
+  family(
+    'assistant_circuit_breaker_open',
+    'gauge',
+    "Whether a task type's circuit breaker holds its tasks back: 1 open or half-open, 0 closed.",
+  );
+  for (const breaker of [...(options.breakers ?? [])].sort(byKey((breaker) => breaker.taskType))) {
+    lines.push(
+      `assistant_circuit_breaker_open${labels({ task_type: breaker.taskType })} ${breaker.state === 'closed' ? 0 : 1}`,
+    );
+  }
+  lines.push(...renderModelFamilies(options.models ?? []));
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * One family per figure of the LLM profiles. A figure no live worker reports (a profile's limit or latency while no
+ * worker runs) has no sample rather than a made-up zero; the backlog is the queue's, so it is always there.
+ */
+function renderModelFamilies(models: readonly ModelSummary[]): string[] {
+  const lines: string[] = [];
+  const family = (
+    name: string,
+    type: 'gauge' | 'counter',
+    help: string,
+    value: (model: ModelSummary) => number | null,
+  ) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const model of models) {
+      const figure = value(model);
+      if (figure !== null) lines.push(`${name}${labels({ profile: model.profile })} ${figure}`);
+    }
+  };
+  family(
+    'assistant_llm_in_flight',
+    'gauge',
+    "Requests sent to the profile's endpoint and not yet answered.",
+    (model) => model.inFlight,
+  );
+  family(
+    'assistant_llm_max_in_flight',
+    'gauge',
+    'Requests the live workers may send to the profile at once.',
+    (model) => model.maxInFlight,
+  );
+  family(
+    'assistant_llm_waiting',
+    'gauge',
+    "Calls waiting for a slot, a per-minute budget or the breaker's trial.",
+    (model) => model.waiting,
+  );
+  family(
+    'assistant_llm_backlog',
+    'gauge',
+    'Tasks pending or running of the LLM-bound stages that call the profile.',
+    (model) => model.backlog,
+  );
+  family(
+    'assistant_llm_latency_seconds',
+    'gauge',
+    "The slowest live worker's median time to answer (last 50 requests).",
+    (model) => (model.latencyMs === null ? null : model.latencyMs / 1_000),
+  );
+  family(
+    'assistant_llm_tokens_per_minute',
+    'gauge',
+    'Prompt and completion tokens answered in the last minute.',
+    (model) => model.tokensLastMinute,
+  );
+  family(
+    'assistant_llm_requests_per_minute',
+    'gauge',
+    'Requests answered in the last minute.',
+    (model) => model.requestsLastMinute,
+  );
+  family(
+    'assistant_llm_drain_eta_seconds',
+    'gauge',
+    'Estimated time to drain the backlog: backlog * latency / max in flight.',
+    (model) => model.etaSeconds,
+  );
+  family(
+    'assistant_llm_breaker_open',
+    'gauge',
+    "Whether the profile's breaker stops calls: 1 open or half-open on some worker, 0 closed.",
+    (model) => (model.state === 'unknown' ? null : model.state === 'closed' ? 0 : 1),
+  );
+  family(
+    'assistant_llm_unavailable_total',
+    'counter',
+    'Requests that failed because the endpoint was unavailable (refused, 429, 5xx, timed out).',
+    (model) => model.failures,
+  );
+  return lines;
+}
+
+function byKey<T>(key: (value: T) => string): (left: T, right: T) => number {
+  return (left, right) => (key(left) < key(right) ? -1 : key(left) > key(right) ? 1 : 0);
 }
 
 function sortedEntries<T>(record: Record<string, T>): [string, T][] {

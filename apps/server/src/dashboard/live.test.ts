@@ -2,7 +2,7 @@ import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { HumanLog } from '@assistant/notes';
-import type { TaskEvent, TaskEvents, TaskQueue } from '@assistant/queue';
+import { openFileTaskQueue, type TaskEvent, type TaskEvents, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LiveHub } from './live.ts';
 
@@ -93,6 +93,65 @@ describe('LiveHub', () => {
     const logs = seen.filter((event) => event === 'log').length;
     await appendFile(humanLog.fileFor(new Date()), '- 00:00:00 **test** another\n');
     await vi.waitFor(() => expect(seen.filter((event) => event === 'log').length).toBe(logs + 1), { timeout: 5_000 });
+    stop();
+    await hub.close();
+  });
+
+  it('tells of a change in the models a worker publishes, not of a rewrite that changes nothing there', async () => {
+    const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue'), dataDirectory: dir });
+    const hub = new LiveHub({
+      queue: () => queue,
+      humanLog: new HumanLog({ directory: path.join(dir, 'logs') }),
+      approvalsDirectory: path.join(dir, 'approvals'),
+      modelsPollMs: 20,
+    });
+    const seen: string[] = [];
+    const stop = hub.subscribe((event) => seen.push(event));
+    const model = (state: string) => ({
+      profile: 'local',
+      model: 'qwen3',
+      maxInFlight: 2,
+      inFlight: 0,
+      waiting: 0,
+      requests: 0,
+      failures: 0,
+      requestsLastMinute: 0,
+      tokensLastMinute: 0,
+      latencyMs: null,
+      breaker: { state, consecutiveFailures: 0 },
+    });
+    // The memory figures change at every write; only models and lanes matter to the panel. As in the log test, each
+    // try writes again until the hub has taken its first look and then tells of the change.
+    let writes = 0;
+    const publish = (state: string) => {
+      writes += 1;
+      return queue.workers.publishMetrics('host-1-aaa', { memory: { rss_bytes: writes }, models: [model(state)] });
+    };
+    await publish('closed');
+    let state = 'closed';
+    await vi.waitFor(
+      async () => {
+        state = state === 'closed' ? 'open' : 'closed';
+        await publish(state);
+        expect(seen).toContain('models');
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+    // Rewrites with the same models (the memory figure differs each time): once the hub has caught up with the last
+    // change, a rewrite between two looks tells of nothing, so the count of `models` events stops growing. Were a
+    // rewrite told of, it would grow at every try and the wait would time out.
+    const told = () => seen.filter((event) => event === 'models').length;
+    let last = -1;
+    await vi.waitFor(
+      async () => {
+        await publish(state);
+        const now = told();
+        const settled = now === last;
+        last = now;
+        expect(settled).toBe(true);
+      },
+      { timeout: 5_000, interval: 200 },
+    );
     stop();
     await hub.close();
   });

@@ -1,11 +1,12 @@
 import { stat } from 'node:fs/promises';
+import { parsePublishedModels } from '@assistant/metrics';
 import type { HumanLog } from '@assistant/notes';
 import type { TaskEvents, TaskQueue } from '@assistant/queue';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { openEventStream } from '../routes/event-stream.ts';
 
 /** The events every page may listen to, shared by all clients: one source each, however many tabs are open. */
-const broadcastEvents = ['queue', 'log', 'approvals'] as const;
+const broadcastEvents = ['queue', 'log', 'approvals', 'models'] as const;
 export type BroadcastEvent = (typeof broadcastEvents)[number];
 
 /** Sends one server-sent event to one client: `data` is text (JSON, or HTML for `sse-swap`). */
@@ -24,14 +25,19 @@ export interface LiveHubOptions {
   approvalsDirectory: string;
   /** How often the log file and the approvals folder are looked at (once for all clients). @default 500 */
   pollMs?: number;
+  /**
+   * How often the workers' published model figures are read: a breaker that opens or a backlog held back changes
+   * no task file, so the queue's events would not tell of it. @default 2_000 (workers publish every 2 s)
+   */
+  modelsPollMs?: number;
   /** Between keep-alive comments, so proxies and browsers keep an idle stream open. @default 20_000 */
   keepAliveMs?: number;
 }
 
 /**
- * The dashboard's live updates. One subscription to the queue's events, and one look at the human log and the
- * approvals folder every `pollMs`, feed every open page: clients never poll files themselves. Started by the first
- * client and stopped when the last one leaves.
+ * The dashboard's live updates. One subscription to the queue's events, one look at the human log and the
+ * approvals folder every `pollMs` and one at the workers' model figures every `modelsPollMs` feed every open page:
+ * clients never poll files themselves. Started by the first client and stopped when the last one leaves.
  */
 export class LiveHub {
   readonly #options: LiveHubOptions;
@@ -40,6 +46,8 @@ export class LiveHub {
   #events: TaskEvents | undefined;
   #unsubscribe: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #modelsTimer: NodeJS.Timeout | undefined;
+  #lastModels = '';
   #lastLog = '';
   #lastApprovals = '';
 
@@ -133,13 +141,27 @@ export class LiveHub {
         if (!first) this.#broadcast('approvals', '{}');
       }
     };
-    void look();
+    void look().catch(() => {});
     this.#timer = setInterval(() => void look().catch(() => {}), this.#options.pollMs ?? 500);
+    const lookAtModels = async () => {
+      const published = parsePublishedModels(await this.#options.queue().workers.readMetrics());
+      const key = JSON.stringify(published.map(({ worker, models, lanes }) => [worker, models, lanes]));
+      if (key !== this.#lastModels) {
+        const first = this.#lastModels === '';
+        this.#lastModels = key;
+        if (!first) this.#broadcast('models', '{}');
+      }
+    };
+    void lookAtModels().catch(() => {});
+    this.#modelsTimer = setInterval(() => void lookAtModels().catch(() => {}), this.#options.modelsPollMs ?? 2_000);
   }
 
   async #stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    clearInterval(this.#modelsTimer);
+    this.#modelsTimer = undefined;
+    this.#lastModels = '';
     this.#lastLog = '';
     this.#lastApprovals = '';
     this.#unsubscribe?.();

@@ -33,7 +33,7 @@
   // state already gone (a task's `added` shown, its `completed` dropped). When the stream (re)opens every part
   // refreshes once: what changed between the page's rendering (or the drop) and the stream's start is not missed.
   const liveIntervalMs = 1000;
-  const liveNames = ['queue', 'log', 'approvals'];
+  const liveNames = ['queue', 'log', 'approvals', 'models'];
   const liveTimers = new Map();
   const liveLast = new Map();
   const seenSources = new WeakSet();

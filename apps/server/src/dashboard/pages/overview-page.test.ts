@@ -66,6 +66,7 @@ describe('the Overview page', () => {
       expect(body).not.toContain('<script>alert');
       expect(body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
       expect(body).toContain('hx-trigger="live-refresh" data-live-events="queue"');
+      expect(body).toContain('No LLM profiles');
       expect(body.length).toBeLessThan(100_000);
       const fragment = await app.inject({
         method: 'GET',
@@ -85,6 +86,91 @@ describe('the Overview page', () => {
       });
     } finally {
       if (held) await consumer.release(held);
+      await consumer.close();
+      await app.close();
+    }
+  });
+
+  it('shows each LLM profile: state, until when and why, in flight, waiting, backlog, latency, tokens, time to drain', async () => {
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      'data_dir: ./data\nserver:\n  port: 0\nllms:\n  local: {base_url: "http://127.0.0.1:9/v1", model: "<b>qwen</b>"}\n',
+    );
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    const queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
+    for (let index = 0; index < 3; index++) await queue.enqueue({ type: 'mail.inbox.classify' });
+    const consumer = queue.consumer();
+    await consumer.start();
+    await queue.workers.publishMetrics(consumer.owner.id, {
+      worker: consumer.owner.id,
+      models: [
+        {
+          profile: 'local',
+          model: '<b>qwen</b>',
+          maxInFlight: 2,
+          inFlight: 1,
+          waiting: 4,
+          requests: 10,
+          failures: 2,
+          requestsLastMinute: 10,
+          tokensLastMinute: 4_321,
+          latencyMs: 90_000,
+          breaker: {
+            state: 'open',
+            consecutiveFailures: 2,
+            retryAt: '2026-11-26T10:00:00.000Z',
+            lastError: '<script>alert("model")</script>',
+          },
+        },
+      ],
+      lanes: [
+        {
+          type: 'mail.inbox.collect',
+          profiles: [],
+          running: 0,
+          capacity: 2,
+          pending: 0,
+          held: '<img src=x onerror=alert(2)>',
+        },
+      ],
+    });
+    const app = createServer({
+      config,
+      token,
+      catalog: {
+        taskTypes: () => [],
+        hasTaskType: () => false,
+        entryTask: () => ({ ok: false, status: 404, message: 'none' }),
+        llmStages: () => [{ type: 'mail.inbox.classify', profiles: ['local'] }],
+      },
+    });
+    await app.ready();
+    try {
+      const page = await app.inject({ method: 'GET', url: '/', headers: { authorization } });
+      const body = page.body;
+      const panel = body.slice(body.indexOf('<section class="card overview-models"'));
+      expect(panel).toContain('data-live-events="queue models"');
+      expect(panel).toContain('&lt;b&gt;qwen&lt;/b&gt;');
+      expect(panel).toMatch(
+        /<span class="badge bad">unavailable<\/span> until <time datetime="2026-11-26T10:00:00.000Z"/,
+      );
+      expect(panel).toContain('&lt;script&gt;alert(&quot;model&quot;)&lt;/script&gt;');
+      // In flight / max, waiting, backlog, latency, tokens per minute, time to drain (3 × 90 s ÷ 2 = 135 s).
+      expect(panel).toMatch(
+        /<td>1 \/ 2<\/td>\s*<td>4<\/td>\s*<td>3<\/td>\s*<td>90\.0 s<\/td>\s*<td class="hide-narrow">4321<\/td>\s*<td>3 min<\/td>/,
+      );
+      expect(panel).toContain('href="/tasks?type=mail.inbox.collect"');
+      expect(body).not.toContain('<script>alert');
+      expect(body).not.toContain('<img src=x');
+      expect(body).not.toContain('<b>qwen');
+      expect(body).toContain('/live?topics=queue,log,models');
+      const fragment = await app.inject({
+        method: 'GET',
+        url: '/overview/models',
+        headers: { authorization, 'hx-request': 'true' },
+      });
+      expect(fragment.body).toMatch(/^<section class="card overview-models"/);
+    } finally {
       await consumer.close();
       await app.close();
     }

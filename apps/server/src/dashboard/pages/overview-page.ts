@@ -1,9 +1,10 @@
-import { parseWorkerProcesses } from '@assistant/metrics';
+import { type ModelSummary, parseWorkerProcesses } from '@assistant/metrics';
 import { assistantVersion } from '@assistant/process';
 import { type TaskEntry, taskStates } from '@assistant/queue';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
 import { type HealthDetails, healthDetails } from '../../health-route.ts';
+import { modelStatus } from '../../model-status.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
@@ -15,19 +16,20 @@ import { countThroughput, describeThroughput, renderSparkline } from '../sparkli
 const overviewLogLines = 50;
 
 /**
- * The overview at `/`: health, workers, queue counts with the last hour's throughput, schedules, open breakers,
- * listeners and the end of today's human log. Each part is also a fragment (`/overview/<part>`) that the page
- * fetches again when the live stream says something changed: the queue and workers on `queue` (at most once a
- * second), the log on `log`.
+ * The overview at `/`: health, workers, queue counts with the last hour's throughput, the LLM profiles and their
+ * backlog, schedules, open breakers, listeners and the end of today's human log. Each part is also a fragment
+ * (`/overview/<part>`) that the page fetches again when the live stream says something changed: the queue and
+ * workers on `queue` (at most once a second), the models on `queue` and `models`, the log on `log`.
  */
 export function registerOverviewPage(app: AssistantServer, context: DashboardContext): void {
   dashboardRoute(app, {
     method: 'GET',
     url: '/',
     handler: async (request, reply) => {
-      const [queuePart, workersPart, statusPart, logPart] = await Promise.all([
+      const [queuePart, workersPart, modelsPart, statusPart, logPart] = await Promise.all([
         renderQueuePart(context),
         renderWorkersPart(context),
+        renderModelsPart(context),
         renderStatusPart(context),
         renderLogPart(context),
       ]);
@@ -35,8 +37,8 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
         request,
         title: 'Overview',
         section: 'overview',
-        body: html`<div class="overview">${queuePart}${workersPart}${statusPart}${logPart}</div>`,
-        live: '/live?topics=queue,log',
+        body: html`<div class="overview">${queuePart}${workersPart}${modelsPart}${statusPart}${logPart}</div>`,
+        live: '/live?topics=queue,log,models',
       });
     },
   });
@@ -53,6 +55,7 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
     });
   fragment('queue', () => renderQueuePart(context));
   fragment('workers', () => renderWorkersPart(context));
+  fragment('models', () => renderModelsPart(context));
   fragment('log', () => renderLogPart(context));
 }
 
@@ -60,8 +63,8 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
  * Refreshes from the live stream: dashboard.js sends the element `live-refresh` at most once a second while `event`s
  * arrive (and once after the last), and the element fetches its fragment again and replaces itself.
  */
-function liveAttributes(part: string, event: 'queue' | 'log'): SafeHtml {
-  return html` id="overview-${part}" hx-get="/overview/${part}" hx-trigger="live-refresh" data-live-events="${event}" hx-swap="outerHTML"`;
+function liveAttributes(part: string, events: string): SafeHtml {
+  return html` id="overview-${part}" hx-get="/overview/${part}" hx-trigger="live-refresh" data-live-events="${events}" hx-swap="outerHTML"`;
 }
 
 async function renderQueuePart(context: DashboardContext): Promise<SafeHtml> {
@@ -144,11 +147,86 @@ ${
 </section>`;
 }
 
-async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
-  const details: Omit<HealthDetails, 'status' | 'version' | 'queue'> = await healthDetails(
-    context.queue(),
-    context.status,
+/** `1.2 s`, `850 ms`; a dash when unknown. */
+function formatLatency(latencyMs: number | null): string {
+  if (latencyMs === null) return '—';
+  return latencyMs >= 1_000 ? `${(latencyMs / 1_000).toFixed(1)} s` : `${Math.round(latencyMs)} ms`;
+}
+
+/** `45 s`, `12 min`, `3 h 20 min`; a dash when unknown. */
+function formatDuration(seconds: number | null): string {
+  if (seconds === null) return '—';
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`}`;
+}
+
+const stateLabels: Record<ModelSummary['state'], { label: string; badge: string }> = {
+  closed: { label: 'available', badge: 'ok' },
+  half_open: { label: 'trying', badge: 'pending' },
+  open: { label: 'unavailable', badge: 'bad' },
+  unknown: { label: 'no worker', badge: 'pending' },
+};
+
+function renderModelState(model: ModelSummary): SafeHtml {
+  const { label, badge } = stateLabels[model.state];
+  const until =
+    model.state !== 'closed' && model.state !== 'unknown' && model.retryAt !== undefined
+      ? html` until ${timeTag(model.retryAt)}`
+      : '';
+  const why =
+    model.state !== 'closed' && model.lastError !== undefined ? html`<br><small>${model.lastError}</small>` : '';
+  return html`<span class="badge ${badge}">${label}</span>${until}${why}`;
+}
+
+async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
+  const { models, held } = await modelStatus({
+    queue: context.queue(),
+    catalog: context.catalog,
+    llms: context.config.llms,
+  });
+  const rows = models.map(
+    (model) => html`<tr>
+<th scope="row">${model.profile}${model.model === null ? '' : html` <code class="muted">${model.model}</code>`}</th>
+<td>${renderModelState(model)}</td>
+<td>${model.inFlight} / ${model.maxInFlight ?? '—'}</td>
+<td>${model.waiting}</td>
+<td>${model.backlog}</td>
+<td>${formatLatency(model.latencyMs)}</td>
+<td class="hide-narrow">${model.tokensLastMinute}</td>
+<td>${formatDuration(model.etaSeconds)}</td>
+</tr>`,
   );
+  const table =
+    models.length === 0
+      ? html`<p class="muted">No LLM profiles: add one under <code>llms:</code> in config.yaml.</p>`
+      : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Profile</th><th scope="col">State</th><th scope="col">In flight / max</th><th scope="col">Waiting</th><th scope="col">Backlog</th><th scope="col">Latency</th><th scope="col" class="hide-narrow">Tokens / min</th><th scope="col">Time to drain</th></tr></thead>
+<tbody>${rows}</tbody>
+</table></div>
+<p class="muted">Backlog: tasks waiting for or in an LLM stage. Time to drain: backlog × latency ÷ max in flight.</p>`;
+  const heldList =
+    held.length === 0
+      ? ''
+      : html`<p>Held back:</p><ul>${held.map(
+          (lane) =>
+            html`<li><a href="/tasks${queryString({ type: lane.taskType })}">${lane.taskType}</a>: ${lane.reason}</li>`,
+        )}</ul>`;
+  return html`<section class="card overview-models" aria-labelledby="overview-models-title"${liveAttributes('models', 'queue models')}>
+<h2 id="overview-models-title">Models</h2>
+${table}
+${heldList}
+</section>`;
+}
+
+async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
+  const details: Omit<HealthDetails, 'status' | 'version' | 'queue'> = await healthDetails({
+    queue: context.queue(),
+    status: context.status,
+    catalog: context.catalog,
+    llms: context.config.llms,
+  });
   const health = details.worker.alive
     ? html`<p class="notice ok">Server ${assistantVersion} is up; ${details.worker.workers} worker${details.worker.workers === 1 ? '' : 's'} alive (last heartbeat ${timeTag(details.worker.last_heartbeat_at ?? undefined)}).</p>`
     : html`<p class="notice warn">Server ${assistantVersion} is up, but no worker is alive${details.worker.last_heartbeat_at ? html` (last heartbeat ${timeTag(details.worker.last_heartbeat_at)})` : ''}: nothing runs.</p>`;
