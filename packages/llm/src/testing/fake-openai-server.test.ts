@@ -268,6 +268,33 @@ describe('FakeOpenAiServer', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('refuses connections while down and answers again on the same address after recover()', async () => {
+    const { server, client } = await start({ respond: () => ({ text: 'up' }) });
+    const first = await client.chat.completions.create({ model: 'm', messages });
+    expect(first.choices[0]?.message.content).toBe('up');
+    await server.refuseConnections();
+    const refused = await fetch(`${server.url}/chat/completions`, { method: 'POST', body: '{}' }).catch(
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(String((refused as TypeError).cause)).toMatch(/ECONNREFUSED/);
+    await server.recover();
+    const again = await client.chat.completions.create({ model: 'm', messages });
+    expect(again.choices[0]?.message.content).toBe('up');
+  });
+
+  it('answers every request with an error while failWith() holds, then normally', async () => {
+    const { server, client } = await start({ respond: () => ({ text: 'fine' }) });
+    server.failWith({ status: 429, retryAfterSeconds: 7 });
+    const error = await client.chat.completions.create({ model: 'm', messages }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).status).toBe(429);
+    expect((error as APIError).headers?.get('retry-after')).toBe('7');
+    await server.recover();
+    const reply = await client.chat.completions.create({ model: 'm', messages });
+    expect(reply.choices[0]?.message.content).toBe('fine');
+  });
+
   it('serves at most `concurrency` requests at once and the rest first come, first served', async () => {
     // Each request holds its slot until the test opens its gate, so what is served when is the test's choice.
     const gates = new Map<number, () => void>();
@@ -289,6 +316,7 @@ describe('FakeOpenAiServer', () => {
     }
     await vi.waitFor(() => expect(server.queued).toBe(3));
     expect(server.inFlight).toBe(2);
+    expect(server.peakOpenRequests).toBe(5);
     expect(server.served.map((entry) => entry.index)).toEqual([0, 1]);
 
     open(1);

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -148,6 +149,14 @@ export class FakeOpenAiServer {
   readonly #waiting: { admit: () => void }[] = [];
   #inFlight = 0;
   #peakInFlight = 0;
+  // Chat requests received and not yet answered: waiting for a slot or being served.
+  #open = 0;
+  #peakOpen = 0;
+  // While set, every chat request is answered with this error at once (no latency, no slot).
+  #outage: { status: number; message?: string; retryAfterSeconds?: number } | undefined;
+  readonly #sockets = new Set<Socket>();
+  #port = 0;
+  #down = false;
   // Aborted by close(), so replies still waiting out their delay give up instead of holding the server open.
   readonly #closing = new AbortController();
   #closed: Promise<void> | undefined;
@@ -169,6 +178,50 @@ export class FakeOpenAiServer {
   /** The most chat requests ever served at once. */
   get peakInFlight(): number {
     return this.#peakInFlight;
+  }
+
+  /**
+   * The most chat requests ever open at once: received and not yet answered, whether served or waiting for a slot.
+   * What a client keeps in flight, as opposed to {@link peakInFlight}, which the server's `concurrency` caps.
+   */
+  get peakOpenRequests(): number {
+    return this.#peakOpen;
+  }
+
+  /**
+   * Until {@link recover}, answer every chat request at once with this HTTP error: `{status: 429,
+   * retryAfterSeconds: 10}` for an overloaded model, 503 for one reloading.
+   */
+  failWith(error: { status: number; message?: string; retryAfterSeconds?: number }): void {
+    this.#outage = { ...error };
+  }
+
+  /**
+   * Stop listening and cut every open connection, so new requests get "connection refused" (the model server is
+   * down, the laptop asleep) until {@link recover} listens again on the same port.
+   */
+  async refuseConnections(): Promise<void> {
+    if (this.#down) return;
+    this.#down = true;
+    const server = this.#app.server;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of this.#sockets) socket.destroy();
+    await closed;
+  }
+
+  /** Ends {@link failWith} and {@link refuseConnections}: requests are answered normally again. */
+  async recover(): Promise<void> {
+    this.#outage = undefined;
+    if (!this.#down) return;
+    const server = this.#app.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: '127.0.0.1', port: this.#port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#down = false;
   }
 
   /** How many chat requests are waiting for a slot now. */
@@ -233,6 +286,12 @@ export class FakeOpenAiServer {
       throw new Error(`The fake OpenAI server expected a TCP address, got ${String(address)}.`);
     }
     server = new FakeOpenAiServer(app, `http://127.0.0.1:${address.port}/v1`, options);
+    server.#port = address.port;
+    const sockets = server.#sockets;
+    app.server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
     return server;
   }
 
@@ -245,6 +304,8 @@ export class FakeOpenAiServer {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#closing.abort();
+      // Listening again first, so Fastify's close finds the server it expects.
+      if (this.#down) await this.recover().catch(() => {});
       await this.#app.close();
     })();
     return this.#closed;
@@ -267,6 +328,13 @@ export class FakeOpenAiServer {
     const index = this.requests.length;
     this.requests.push(request);
 
+    if (this.#outage !== undefined) {
+      const { status, message, retryAfterSeconds } = this.#outage;
+      if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
+      return reply.code(status).send(errorBody(message ?? `the model is unavailable (${status})`, errorType(status)));
+    }
+    this.#open++;
+    this.#peakOpen = Math.max(this.#peakOpen, this.#open);
     const disconnected = new AbortController();
     const onClose = (): void => {
       // 'close' also fires after a response is sent; only a close before that means the client went away.
@@ -288,6 +356,7 @@ export class FakeOpenAiServer {
       reply.raw.destroy();
       return undefined;
     } finally {
+      this.#open--;
       reply.raw.off('close', onClose);
       if (entry !== undefined) {
         entry.endedAt = Date.now();
