@@ -1,4 +1,7 @@
-// An inbox through a local model: `npm run bench:inbox -- --messages 200 --latency 300 --concurrency 4 [--json]`.
+// An inbox through a local model: `npm run bench:inbox -- --messages 200 --latency 300 --concurrency 4 [--json]`,
+// optionally with the model down midway: `--outage refuse --outage-for 60` (connections refused) or
+// `--outage 429 --outage-for 10` (every request answered 429 with retry-after), starting once `--outage-after`
+// (default 0.5) of the messages are classified.
 // A Maildir of N messages made from the 20 test fixtures, the fake OpenAI-compatible server answering every request
 // after `latency` ms with at most `concurrency` requests served at once (the rest wait, as a local model server
 // queues them), then `assistant trigger bench inbox` and `assistant work --exit-when-idle` at the worker's defaults.
@@ -18,6 +21,9 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '300' },
     concurrency: { type: 'string', default: '4' },
     dir: { type: 'string', default: os.tmpdir() },
+    outage: { type: 'string', default: 'none' },
+    'outage-after': { type: 'string', default: '0.5' },
+    'outage-for': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -31,6 +37,13 @@ const positiveInteger = (name: string, text: string, minimum: number): number =>
 const messageCount = positiveInteger('messages', values.messages, 1);
 const latencyMs = positiveInteger('latency', values.latency, 0);
 const modelConcurrency = positiveInteger('concurrency', values.concurrency, 1);
+const outage = values.outage;
+if (outage !== 'none' && outage !== 'refuse' && outage !== '429') {
+  throw new Error(`--outage is none, refuse or 429, got \`${outage}\``);
+}
+const outageAfter = Number(values['outage-after']);
+if (!(outageAfter >= 0 && outageAfter < 1)) throw new Error('--outage-after is a fraction from 0 to below 1');
+const outageForMs = positiveInteger('outage-for', values['outage-for'] ?? (outage === '429' ? '10' : '60'), 1) * 1000;
 if (messageCount > 10_000) throw new Error(`--messages is at most 10000 (the email limit), got ${messageCount}`);
 const log = (line: string) => {
   if (!values.json) process.stdout.write(`${line}\n`);
@@ -97,6 +110,9 @@ const fixtureTexts = await Promise.all(fixtureFiles.map((name) => readFile(path.
 // Requests whose subject named no bench message: answered as neutral, and reported, since they mean a changed prompt.
 let unrecognised = 0;
 
+// How many times each bench message was answered: more than once is a model call spent twice.
+const answersByIndex = new Map<number, number>();
+
 /** The classifier: finds the bench index in the fenced subject and answers what its fixture deserves. */
 function classify(request: FakeChatRequest): FakeReply {
   const messages = Array.isArray(request.body.messages) ? (request.body.messages as { content?: unknown }[]) : [];
@@ -106,6 +122,7 @@ function classify(request: FakeChatRequest): FakeReply {
   const index = Number(/#(\d+)$/.exec(subject)?.[1] ?? Number.NaN);
   const judgement = Number.isInteger(index) ? byFile.get(fixtureFiles[index % fixtureFiles.length] ?? '') : undefined;
   if (judgement === undefined) unrecognised++;
+  else answersByIndex.set(index, (answersByIndex.get(index) ?? 0) + 1);
   return {
     json: {
       human: judgement?.human ? 0.95 : 0.05,
@@ -142,7 +159,7 @@ try {
     path.join(directory, 'config.yaml'),
     `data_dir: ./data
 llms:
-  default: {base_url: "${model.url}", model: fake-model}
+  default: {base_url: "${model.url}", model: fake-model, max_in_flight: ${modelConcurrency}}
 integrations:
   - type: email
     name: bench
@@ -167,8 +184,29 @@ integrations:
   const triggered = await trigger.exited;
   if (triggered.code !== 0) throw new Error(`assistant trigger exited ${triggered.code}:\n${trigger.output()}`);
 
+  // The outage: started once enough messages are classified, ended after its duration.
+  let outageWindow: { fromMs: number; toMs?: number } | undefined;
+  const outageTimer =
+    outage === 'none'
+      ? undefined
+      : setInterval(() => {
+          if (outageWindow !== undefined || answersByIndex.size < messageCount * outageAfter) return;
+          outageWindow = { fromMs: Date.now() };
+          const started =
+            outage === 'refuse' ? model.refuseConnections() : model.failWith({ status: 429, retryAfterSeconds: 5 });
+          void Promise.resolve(started).then(() =>
+            setTimeout(() => {
+              void model.recover().then(() => {
+                if (outageWindow) outageWindow.toMs = Date.now();
+              });
+            }, outageForMs),
+          );
+        }, 50);
   const startedAt = Date.now();
-  const work = cli(['work', '--exit-when-idle']);
+  const work = runNode(
+    [...(process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean), cliMain, 'work', '--exit-when-idle'],
+    { cwd: directory },
+  );
   const pid = work.child.pid ?? 0;
   let peakResident = 0;
   const sample = () => {
@@ -176,14 +214,19 @@ integrations:
   };
   sample();
   const sampler = setInterval(sample, 200);
-  const worked = await work.exited.finally(() => clearInterval(sampler));
+  const worked = await work.exited.finally(() => {
+    clearInterval(sampler);
+    clearInterval(outageTimer);
+  });
   const endedAt = Date.now();
   if (worked.code !== 0) {
     throw new Error(`assistant work exited ${worked.code ?? worked.signal}:\n${work.output().slice(-4000)}`);
   }
 
+  if (process.env.BENCH_WORKER_LOG) await writeFile(process.env.BENCH_WORKER_LOG, work.output());
   const drainMs = endedAt - startedAt;
-  const calls = model.requests.length;
+  // Requests the model served (those refused or answered 429 during an outage never reached it).
+  const calls = model.served.length;
   const callsPerMessage = calls / messageCount;
   // Tokens are estimated as characters / 4, for the messages' text and, separately, the response schema sent along.
   let messageCharacters = 0;
@@ -209,6 +252,17 @@ integrations:
   const failed = await countFiles(path.join(queueDirectory, 'failed'));
   const done = await countFiles(path.join(queueDirectory, 'done'));
   const pendingLeft = await countFiles(path.join(queueDirectory, 'pending'));
+  // Every message classified once, and every one still somewhere in the Maildir (moved once, never lost).
+  const answeredTwice = [...answersByIndex.values()].filter((count) => count > 1).length;
+  const notesDirectory = path.join(directory, 'data/notes/email/bench');
+  let classifiedNotes = 0;
+  for (const name of await readdir(notesDirectory).catch(() => [] as string[])) {
+    if ((await readFile(path.join(notesDirectory, name), 'utf8')).includes('\nclassified_hash: ')) classifiedNotes++;
+  }
+  let mailLeft = 0;
+  for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
+    for (const part of ['cur', 'new']) mailLeft += await countFiles(path.join(directory, 'Maildir', folder, part));
+  }
   const figures = {
     machine: machineLine(directory),
     messages: messageCount,
@@ -218,6 +272,11 @@ integrations:
     modelBusyFraction: drainMs > 0 ? busyMs / drainMs : 0,
     modelAtLeastInFlightFractions: atLeast,
     peakInFlight: model.peakInFlight,
+    peakOpenRequests: model.peakOpenRequests,
+    outage: outage === 'none' ? null : { kind: outage, ...outageWindow },
+    messagesAnsweredTwice: answeredTwice,
+    notesClassified: classifiedNotes,
+    messagesInMaildir: mailLeft,
     idealSeconds: idealMs / 1000,
     actualOverIdeal: idealMs > 0 ? drainMs / idealMs : null,
     modelCalls: calls,
@@ -236,11 +295,24 @@ integrations:
   log(
     `model busy              ${percent(figures.modelBusyFraction)} of it with ${modelConcurrency} in flight; at least 1, 2, …: ${atLeast.map(percent).join(', ')}; peak ${model.peakInFlight} in flight`,
   );
+  log(`requests open at once   at most ${model.peakOpenRequests} (sent by the worker and not yet answered)`);
+  if (outageWindow) {
+    const lasted = ((outageWindow.toMs ?? endedAt) - outageWindow.fromMs) / 1000;
+    log(
+      `outage                  ${outage === 'refuse' ? 'connections refused' : 'every request answered 429'} for ${lasted.toFixed(1)} s, from ${((outageWindow.fromMs - startedAt) / 1000).toFixed(1)} s into the drain`,
+    );
+  } else if (outage !== 'none') log('outage                  never started (the drain ended first)');
+  log(
+    `classified              ${classifiedNotes} of ${messageCount} notes; ${answeredTwice} messages answered more than once`,
+  );
+  log(`mail                    ${mailLeft} of ${messageCount} messages in the Maildir's folders`);
   log(`ideal time              ${figures.idealSeconds.toFixed(1)} s (N × calls per message × L ÷ C)`);
   log(
     `actual ÷ ideal          ${figures.actualOverIdeal === null ? 'n/a (latency 0)' : figures.actualOverIdeal.toFixed(2)}`,
   );
-  log(`model calls             ${calls} (${callsPerMessage.toFixed(2)} per message)`);
+  log(
+    `model calls             ${calls} served (${callsPerMessage.toFixed(2)} per message), ${model.requests.length - calls} more answered with an error`,
+  );
   log(
     `prompt tokens/message   ≈ ${promptTokensPerMessage.toFixed(0)} in the messages + ≈ ${schemaTokensPerMessage.toFixed(0)} in response_format (estimated as characters ÷ 4)`,
   );
@@ -248,8 +320,10 @@ integrations:
   log(`tasks                   ${done} done, ${failed} failed, ${pendingLeft} still pending`);
   if (unrecognised > 0) log(`note: ${unrecognised} requests named no bench message and were answered as neutral`);
   if (values.json) process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-  if (failed > 0 || pendingLeft > 0) {
-    process.stderr.write(`something broke: ${failed} tasks failed, ${pendingLeft} still pending; see ${directory}\n`);
+  if (failed > 0 || pendingLeft > 0 || classifiedNotes !== messageCount || mailLeft !== messageCount) {
+    process.stderr.write(
+      `something broke: ${failed} tasks failed, ${pendingLeft} still pending, ${classifiedNotes} of ${messageCount} classified, ${mailLeft} messages left; see ${directory}\n`,
+    );
     process.exitCode = 1;
     keep = true;
   }
