@@ -41,7 +41,10 @@ export interface LlmProfiles {
    * its retry time, or while a trial call is out.
    */
   availability(profile: string, nowMs?: number): { available: true } | { available: false; retryAtMs: number };
-  /** Called with the profile's name whenever its in-flight or waiting count or its breaker changes. */
+  /**
+   * Called with the profile's name whenever its in-flight or waiting count or its breaker changes, and when an open
+   * breaker reaches its retry time (a trial may go: the profile is available again).
+   */
   subscribe(listener: (profile: string) => void): () => void;
 }
 

@@ -134,6 +134,20 @@ describe('ModelGate', () => {
       permits[1]?.succeeded();
       await Promise.all(settled);
     });
+
+    it('tells subscribers when an open breaker reaches its retry time, with nobody waiting', async () => {
+      let changes = 0;
+      const gate = gateWith({ backoffBaseMs: 10_000, inlineWaitMs: 0, onChange: () => changes++ });
+      (await gate.acquire(ask('a'))).failed({ error: new Error('503'), unavailable: true });
+      expect(gate.availability()).toMatchObject({ available: false });
+      const before = changes;
+      await vi.advanceTimersByTimeAsync(9_999);
+      expect(changes).toBe(before);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(changes).toBeGreaterThan(before);
+      expect(gate.availability()).toEqual({ available: true });
+      expect(gate.status().breaker.state).toBe('open');
+    });
   });
 
   it('opens once for failures of requests already out, and refuses callers when the trial is far off', async () => {

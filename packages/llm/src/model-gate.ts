@@ -280,7 +280,8 @@ export class ModelGate {
   }
 
   // Admits waiters from the head while the breaker, a slot and the budgets allow; otherwise arms a timer for the
-  // moment the breaker or the budget will (a freed slot or a trial's outcome calls this again).
+  // moment the breaker or the budget will (a freed slot or a trial's outcome calls this again). With nobody waiting,
+  // an open breaker still gets a timer at its retry time, so subscribers hear that a trial may go.
   #pump(): void {
     const now = this.#now();
     let wakeAtMs: number | undefined;
@@ -300,16 +301,28 @@ export class ModelGate {
       this.#queue.shift();
       head.admit(this.#permit(head.estimate, now));
     }
-    this.#wakeAt(wakeAtMs);
+    const idle = this.#queue.length === 0;
+    if (idle && this.#state === 'open' && this.#retryAtMs !== undefined && this.#retryAtMs > now) {
+      wakeAtMs = this.#retryAtMs;
+    }
+    this.#wakeAt(wakeAtMs, !idle);
   }
 
-  #wakeAt(atMs: number | undefined): void {
-    if (atMs === this.#timerAtMs) return;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAtMs = atMs;
-    if (atMs === undefined) return;
-    this.#timer = setTimeout(
+  // `keepAlive`: a call is waiting on this timer; otherwise it only tells subscribers and must not hold the process.
+  #wakeAt(atMs: number | undefined, keepAlive: boolean): void {
+    if (atMs !== this.#timerAtMs) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAtMs = atMs;
+      if (atMs === undefined) return;
+      this.#timer = this.#armTimer(atMs);
+    }
+    if (keepAlive) this.#timer?.ref();
+    else this.#timer?.unref();
+  }
+
+  #armTimer(atMs: number): NodeJS.Timeout {
+    return setTimeout(
       () => {
         this.#timer = undefined;
         this.#timerAtMs = undefined;
