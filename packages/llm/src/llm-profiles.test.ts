@@ -7,6 +7,9 @@ import { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 import { findModelUnavailable, ModelUnavailableError } from './model-gate.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions, type FakeReply } from './testing/fake-openai-server.ts';
 
+/** Waits for a condition; generous, for a loaded machine (vi.waitFor's default is 1 s). */
+const until = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 5 });
+
 const paths: ConfigPaths = {
   configFile: '/nonexistent/config.yaml',
   secretsFile: '/nonexistent/secrets.yaml',
@@ -79,7 +82,7 @@ describe('createLlmProfiles', () => {
     const held = heldReplies();
     const llm = await profilesWith({ respond: held.respond }, 'max_in_flight: 2');
     const calls = [0, 1, 2, 3, 4, 5].map((index) => llm().chat(ask(`call ${index}`)));
-    await vi.waitFor(() => expect(server?.inFlight).toBe(2));
+    await until(() => expect(server?.inFlight).toBe(2));
     expect(llm.status()[0]).toMatchObject({ profile: 'default', maxInFlight: 2, inFlight: 2, waiting: 4 });
     held.release();
     await Promise.all(calls);
@@ -91,7 +94,7 @@ describe('createLlmProfiles', () => {
     const serial = heldReplies();
     const one = await profilesWith({ respond: serial.respond }, 'max_in_flight: 1');
     const inOrder = [0, 1, 2, 3].map((index) => one().chat(ask(`call ${index}`)));
-    await vi.waitFor(() => expect(one.status()[0]).toMatchObject({ inFlight: 1, waiting: 3 }));
+    await until(() => expect(one.status()[0]).toMatchObject({ inFlight: 1, waiting: 3 }));
     serial.release();
     await Promise.all(inOrder);
     expect([0, 1, 2, 3].map(contentOf)).toEqual(['call 0', 'call 1', 'call 2', 'call 3']);
@@ -104,7 +107,7 @@ describe('createLlmProfiles', () => {
     const first = llm().chat(ask('first'));
     const controller = new AbortController();
     const second = llm().chat(ask('second'), { signal: controller.signal });
-    await vi.waitFor(() => expect(llm.status()[0]).toMatchObject({ inFlight: 1, waiting: 1 }));
+    await until(() => expect(llm.status()[0]).toMatchObject({ inFlight: 1, waiting: 1 }));
     controller.abort(new Error('the task was stopped'));
     await expect(second).rejects.toBeInstanceOf(LlmAbortedError);
     expect(llm.status()[0]?.waiting).toBe(0);
@@ -165,11 +168,13 @@ describe('createLlmProfiles', () => {
     const changed: string[] = [];
     const unsubscribe = llm.subscribe((profile) => changed.push(profile));
     const first = llm().chat(ask('first'));
-    await vi.waitFor(() => expect(llm.status()[0]?.breaker.consecutiveFailures).toBe(1));
+    await until(() => expect(llm.status()[0]?.breaker.consecutiveFailures).toBe(1));
     const others = [llm().chat(ask('second')), llm().chat(ask('third'))];
-    await vi.waitFor(() => expect(llm.status()[0]?.breaker.state).toBe('half_open'));
-    await vi.waitFor(() => expect(llm.status()[0]).toMatchObject({ inFlight: 1, waiting: 2 }));
-    expect(server?.requests).toHaveLength(2);
+    await until(() => expect(llm.status()[0]?.breaker.state).toBe('half_open'));
+    await until(() => expect(llm.status()[0]).toMatchObject({ inFlight: 1, waiting: 2 }));
+    // The trial is on its way; the two others stay in the gate's queue until it is answered.
+    await until(() => expect(server?.requests).toHaveLength(2));
+    expect(llm.status()[0]).toMatchObject({ inFlight: 1, waiting: 2 });
     expect(contentOf(1)).toBe('first');
     expect(llm.availability('default')).toMatchObject({ available: false });
     trial.release();
@@ -194,7 +199,7 @@ describe('createLlmProfiles', () => {
         .chat(ask(`call ${index}`))
         .catch((caught: unknown) => caught),
     );
-    await vi.waitFor(() => expect(server?.inFlight).toBe(4));
+    await until(() => expect(server?.inFlight).toBe(4));
     held.release();
     for (const error of await Promise.all(calls)) expect(error).toBeInstanceOf(ModelUnavailableError);
     expect(server?.requests).toHaveLength(4);

@@ -9,6 +9,9 @@ import {
   ModelUnavailableError,
 } from './model-gate.ts';
 
+/** Waits for a condition; generous, for a loaded machine (vi.waitFor's default is 1 s). */
+const until = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 5 });
+
 const gateWith = (options: Partial<ModelGateOptions> = {}) =>
   new ModelGate({
     profile: 'local',
@@ -53,13 +56,13 @@ describe('ModelGate', () => {
       gate,
       [0, 1, 2, 3, 4].map((index) => ask(`call ${index}`)),
     );
-    await vi.waitFor(() => expect(order).toEqual([0, 1]));
+    await until(() => expect(order).toEqual([0, 1]));
     expect(gate.status()).toMatchObject({ inFlight: 2, waiting: 3 });
     permits[1]?.succeeded();
-    await vi.waitFor(() => expect(order).toEqual([0, 1, 2]));
+    await until(() => expect(order).toEqual([0, 1, 2]));
     permits[0]?.succeeded();
     permits[2]?.failed({ error: new Error('400 bad request'), unavailable: false });
-    await vi.waitFor(() => expect(order).toEqual([0, 1, 2, 3, 4]));
+    await until(() => expect(order).toEqual([0, 1, 2, 3, 4]));
     permits[3]?.succeeded();
     permits[4]?.succeeded();
     await Promise.all(settled);
@@ -179,12 +182,12 @@ describe('ModelGate', () => {
     first.failed({ error: new Error('503 Service Unavailable'), unavailable: true, retryAfterMs: undefined });
     expect(gate.status().breaker.state).toBe('open');
     const { order, permits, settled } = admissions(gate, [ask('b'), ask('c'), ask('d')]);
-    await vi.waitFor(() => expect(order).toEqual([0]));
+    await until(() => expect(order).toEqual([0]));
     expect(permits[0]?.trial).toBe(true);
     expect(gate.status()).toMatchObject({ inFlight: 1, waiting: 2, breaker: { state: 'half_open' } });
     expect(gate.availability()).toMatchObject({ available: false });
     permits[0]?.succeeded();
-    await vi.waitFor(() => expect(order).toEqual([0, 1, 2]));
+    await until(() => expect(order).toEqual([0, 1, 2]));
     expect(permits[1]?.trial).toBe(false);
     expect(gate.status().breaker).toMatchObject({ state: 'closed', consecutiveFailures: 0 });
     expect(gate.availability()).toEqual({ available: true });
