@@ -101,8 +101,6 @@ export interface ModelGateOptions {
   backoffMaxMs?: number;
   /** The clock, in epoch milliseconds. @default Date.now */
   now?: () => number;
-  /** The sliding window of the per-minute budgets and figures; tests shorten it. @default 60_000 */
-  windowMs?: number;
   /** Called whenever the in-flight or waiting count or the breaker changes. */
   onChange?: () => void;
 }
@@ -114,7 +112,7 @@ export interface GatePermit {
   succeeded(usage?: TokenUsage): void;
   /**
    * The request failed. `unavailable`: the endpoint is down, overloaded or timing out (opens the breaker);
-   * otherwise the server answered with an error retrying cannot fix, which says the endpoint is up.
+   * otherwise the server did answer (a 400, a 401, a body that is not JSON), which says the endpoint is up.
    */
   failed(outcome: { error: unknown; unavailable: boolean; retryAfterMs?: number | undefined }): void;
   /** The caller aborted: not the endpoint's failure. */
@@ -129,6 +127,8 @@ interface Waiter {
 
 /** A `retry-after` longer than this is taken as this: a server that says "come back tomorrow" is asked sooner. */
 const maxRetryAfterMs = 10 * 60_000;
+/** The sliding window of the per-minute budgets and figures. */
+const windowMs = 60_000;
 const latencySamples = 50;
 const maxLastErrorLength = 300;
 
@@ -144,7 +144,6 @@ export class ModelGate {
   readonly #inlineWaitMs: number;
   readonly #backoffBaseMs: number;
   readonly #backoffMaxMs: number;
-  readonly #windowMs: number;
   // FIFO: only the head is ever admitted, so a small request never overtakes a large one waiting on the budget.
   readonly #queue: Waiter[] = [];
   // Requests sent in the last minute, oldest first: when, and their tokens (estimated until the usage comes back).
@@ -168,7 +167,6 @@ export class ModelGate {
     this.#inlineWaitMs = options.inlineWaitMs ?? 5_000;
     this.#backoffBaseMs = options.backoffBaseMs ?? 1_000;
     this.#backoffMaxMs = options.backoffMaxMs ?? 60_000;
-    this.#windowMs = options.windowMs ?? 60_000;
   }
 
   /**
@@ -340,7 +338,7 @@ export class ModelGate {
     const { requestsPerMinute, tokensPerMinute } = this.#options;
     if (requestsPerMinute !== undefined && this.#sent.length >= requestsPerMinute) {
       const blocking = this.#sent[this.#sent.length - requestsPerMinute];
-      if (blocking) atMs = Math.max(atMs, blocking.atMs + this.#windowMs);
+      if (blocking) atMs = Math.max(atMs, blocking.atMs + windowMs);
     }
     if (tokensPerMinute !== undefined) {
       let total = this.#sent.reduce((sum, entry) => sum + entry.tokens, 0);
@@ -348,14 +346,14 @@ export class ModelGate {
       for (const entry of this.#sent) {
         if (total + estimate <= tokensPerMinute) break;
         total -= entry.tokens;
-        atMs = Math.max(atMs, entry.atMs + this.#windowMs);
+        atMs = Math.max(atMs, entry.atMs + windowMs);
       }
     }
     return atMs;
   }
 
   #prune(nowMs: number): void {
-    while (this.#sent.length > 0 && (this.#sent[0]?.atMs ?? nowMs) <= nowMs - this.#windowMs) this.#sent.shift();
+    while (this.#sent.length > 0 && (this.#sent[0]?.atMs ?? nowMs) <= nowMs - windowMs) this.#sent.shift();
   }
 
   #permit(estimate: number, nowMs: number): GatePermit {
