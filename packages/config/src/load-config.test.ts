@@ -145,6 +145,45 @@ describe('normalisation', async () => {
   });
 });
 
+describe('llms', () => {
+  const profile = (settings: string) => {
+    const result = parse(`llms:\n  p: {${settings}}\n`);
+    expect(result.errors.map(formatProblem)).toEqual([]);
+    return result.config?.llms.p;
+  };
+
+  it('defaults max_in_flight to 2 for a model server on this machine or the LAN, else 8', () => {
+    const local = [
+      'http://127.0.0.1:11434/v1',
+      'http://localhost:8080/v1',
+      'http://[::1]:8080/v1',
+      'http://10.0.0.5/v1',
+      'http://172.20.1.1/v1',
+      'http://192.168.1.20:11434/v1',
+      'http://gpu-box.local:8000/v1',
+      'http://[fd12:3456::1]/v1',
+    ];
+    for (const url of local) expect(profile(`base_url: "${url}", model: m`)?.maxInFlight, url).toBe(2);
+    for (const url of ['https://api.example.com/v1', 'http://172.32.0.1/v1', 'http://8.8.8.8/v1']) {
+      expect(profile(`base_url: "${url}", model: m`)?.maxInFlight, url).toBe(8);
+    }
+  });
+
+  it('reads max_in_flight and the per-minute budgets, and refuses values out of range', () => {
+    expect(
+      profile(
+        'base_url: "http://127.0.0.1/v1", model: m, max_in_flight: 4, requests_per_minute: 60, tokens_per_minute: 90000',
+      ),
+    ).toMatchObject({ maxInFlight: 4, requestsPerMinute: 60, tokensPerMinute: 90_000 });
+    expect(profile('base_url: "http://127.0.0.1/v1", model: m')).not.toHaveProperty('requestsPerMinute');
+    expect(errorLines('llms:\n  p: {base_url: "http://127.0.0.1/v1", model: m, max_in_flight: 0}\n')).toHaveLength(1);
+    expect(errorLines('llms:\n  p: {base_url: "http://127.0.0.1/v1", model: m, max_in_flight: 257}\n')).toHaveLength(1);
+    expect(errorLines('llms:\n  p: {base_url: "http://127.0.0.1/v1", model: m, tokens_per_minute: 0}\n')).toHaveLength(
+      1,
+    );
+  });
+});
+
 describe('problems', () => {
   it('reports several problems at once, in file order', () => {
     const lines = errorLines('worker:\n  concurency: 2\nqueue:\n  durability: fast\nservr: {}\n');

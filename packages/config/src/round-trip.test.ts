@@ -134,6 +134,9 @@ const config = fc
                 token: fc.oneof(secret, text),
                 parameters: fc.dictionary(name, fc.oneof(scalar, fc.constant(null)), { maxKeys: 2 }),
                 timeout: duration,
+                max_in_flight: fc.integer({ min: 1, max: 256 }),
+                requests_per_minute: fc.integer({ min: 1, max: 10_000 }),
+                tokens_per_minute: fc.integer({ min: 1, max: 10_000_000 }),
               }),
             ),
           )

@@ -115,6 +115,9 @@ function toPlain(config: Config): Plain {
               ? undefined
               : defined({ tools: profile.capabilities.tools, json_schema: profile.capabilities.jsonSchema }),
           max_retries: profile.maxRetries,
+          max_in_flight: profile.maxInFlight,
+          requests_per_minute: profile.requestsPerMinute,
+          tokens_per_minute: profile.tokensPerMinute,
         }),
       ]),
     ),

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import type { LoadedConfig } from '@assistant/config';
+import type { LlmProfile, LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
-import type { ModelProfileStatus } from './model-gate.ts';
+import { ModelGate, type ModelProfileStatus } from './model-gate.ts';
 import { createOpenAiChatModel } from './openai-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
 
@@ -13,6 +13,17 @@ export interface LlmProfilesOptions {
   onUsage?: (profile: string, usage: TokenUsage, model: string) => void;
   /** For tests: the fetch under the cache. */
   fetch?: typeof fetch;
+  /**
+   * A call that meets an open breaker waits for its trial when that is due within this long; otherwise it throws
+   * ModelUnavailableError at once. @default 5_000
+   */
+  inlineWaitMs?: number;
+  /** How long a breaker stays open after the first failure in a row, doubling with each. Tests shorten it. @default 1_000 */
+  backoffBaseMs?: number;
+  /** The longest a breaker stays open on its own backoff. @default 60_000 */
+  backoffMaxMs?: number;
+  /** The clock, in epoch milliseconds. @default Date.now */
+  now?: () => number;
 }
 
 /**
@@ -30,13 +41,18 @@ export interface LlmProfiles {
    * its retry time, or while a trial call is out.
    */
   availability(profile: string, nowMs?: number): { available: true } | { available: false; retryAtMs: number };
-  /** Called with the profile's name whenever its in-flight or waiting count or its breaker changes. */
+  /**
+   * Called with the profile's name whenever its in-flight or waiting count or its breaker changes, and when an open
+   * breaker reaches its retry time (a trial may go: the profile is available again).
+   */
   subscribe(listener: (profile: string) => void): () => void;
 }
 
 /** The named LLM profiles of config.yaml as models, created on first use. `llm()` is the `default` profile. */
 export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
   const models = new Map<string, ChatModel>();
+  const gates = new Map<string, ModelGate>();
+  const listeners = new Set<(profile: string) => void>();
   const mode = options.cacheMode ?? options.config.llmCache.mode;
   const cachedFetch =
     mode === 'off'
@@ -46,6 +62,34 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
           directory: path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory),
           ...(options.fetch ? { fetch: options.fetch } : {}),
         });
+  const notify = (profile: string): void => {
+    for (const listener of listeners) {
+      try {
+        listener(profile);
+      } catch {
+        // A listener is an observer: its failure must not break the calls it watches.
+      }
+    }
+  };
+  const gateOf = (name: string, profile: LlmProfile): ModelGate => {
+    let gate = gates.get(name);
+    if (gate) return gate;
+    gate = new ModelGate({
+      profile: name,
+      model: profile.model,
+      baseUrl: profile.baseUrl,
+      maxInFlight: profile.maxInFlight,
+      requestsPerMinute: profile.requestsPerMinute,
+      tokensPerMinute: profile.tokensPerMinute,
+      ...(options.inlineWaitMs === undefined ? {} : { inlineWaitMs: options.inlineWaitMs }),
+      ...(options.backoffBaseMs === undefined ? {} : { backoffBaseMs: options.backoffBaseMs }),
+      ...(options.backoffMaxMs === undefined ? {} : { backoffMaxMs: options.backoffMaxMs }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+      onChange: () => notify(name),
+    });
+    gates.set(name, gate);
+    return gate;
+  };
   const get = (name = 'default'): ChatModel => {
     let model = models.get(name);
     if (model) return model;
@@ -68,32 +112,28 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         ...profile.capabilities,
         ...(profile.contextWindow ? { contextWindow: profile.contextWindow } : {}),
       },
+      gate: gateOf(name, profile),
       ...(cachedFetch ? { fetch: cachedFetch } : {}),
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
     });
     models.set(name, model);
     return model;
   };
-  // TODO(issue 20): the gate. A placeholder so the worker can be written against the contract.
   const status = (): ModelProfileStatus[] =>
     Object.entries(options.config.llms)
       .sort(([left], [right]) => left.localeCompare(right))
-      .map(([profile, settings]) => ({
-        profile,
-        model: settings.model,
-        maxInFlight: 2,
-        inFlight: 0,
-        waiting: 0,
-        requests: 0,
-        failures: 0,
-        requestsLastMinute: 0,
-        tokensLastMinute: 0,
-        latencyMs: null,
-        breaker: { state: 'closed', consecutiveFailures: 0 },
-      }));
-  return Object.assign(get, {
-    status,
-    availability: (_profile: string, _nowMs?: number) => ({ available: true }) as const,
-    subscribe: (_listener: (profile: string) => void) => () => {},
-  });
+      .map(([name, profile]) => gateOf(name, profile).status());
+  const availability = (name: string, nowMs?: number) => {
+    const profile = options.config.llms[name];
+    // An unknown profile is the call's problem to report (CONFIG_INVALID), not a reason to hold tasks back.
+    if (!profile) return { available: true } as const;
+    return gateOf(name, profile).availability(nowMs);
+  };
+  const subscribe = (listener: (profile: string) => void): (() => void) => {
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  };
+  return Object.assign(get, { status, availability, subscribe });
 }

@@ -3,6 +3,7 @@ import type OpenAI from 'openai';
 import { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
 import type { ChatMessage, ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage } from './chat-types.ts';
 import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
+import type { ModelGate } from './model-gate.ts';
 import { parseReactReply, reactMessages } from './react-strategy.ts';
 import { ReplayMissError } from './record-replay/record-replay-fetch.ts';
 
@@ -15,7 +16,10 @@ export interface OpenAiChatModelOptions {
   token?: string | undefined;
   parameters?: Record<string, unknown>;
   timeoutMs?: number;
-  /** Retries after 429, 5xx or a broken connection. @default 4 */
+  /**
+   * Retries after 429, 5xx or a broken connection. With a `gate`, the last unavailability failure throws the gate's
+   * ModelUnavailableError rather than LlmRequestError. @default 4
+   */
   maxRetries?: number;
   capabilities?: { tools?: boolean; jsonSchema?: boolean; contextWindow?: number };
   /** The fetch the client uses: the record/replay cache, or a test's. @default globalThis.fetch */
@@ -24,6 +28,12 @@ export interface OpenAiChatModelOptions {
   onUsage?: (usage: TokenUsage, model: string) => void;
   /** Waits between retries; tests shorten it. @default setTimeout honouring the signal */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * The profile's gate, shared by every call in the process: each request waits for its permit and reports its
+   * outcome there, and a retry after unavailability waits on the gate's breaker instead of its own backoff.
+   * @default none: every request goes out at once and retries keep their own backoff
+   */
+  gate?: ModelGate;
 }
 
 type OpenAiSdk = typeof import('openai');
@@ -158,21 +168,36 @@ export function createOpenAiChatModel(
               streamed = true;
               deliver({ text });
             };
+      const { gate } = options;
       for (let attempt = 0; ; attempt += 1) {
         if (signal?.aborted) throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal.reason });
+        // Throws ModelUnavailableError while the breaker is open for longer than a call should wait.
+        const permit = await gate?.acquire({ request, signal });
         try {
-          return await send(request, signal, forward);
+          const response = await send(request, signal, forward);
+          permit?.succeeded(response.usage);
+          return response;
         } catch (error) {
           if ((sdk !== undefined && error instanceof sdk.APIUserAbortError) || signal?.aborted) {
+            permit?.cancelled();
             throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason ?? error });
           }
+          const unavailable = isUnavailable(error);
+          permit?.failed({ error, unavailable, retryAfterMs: unavailable ? retryAfterMs(error) : undefined });
           if (error instanceof LlmRequestError) throw error;
           const retry = retryDelay(error, attempt);
-          if (retry === undefined || attempt >= maxRetries) throw failure(options, error, attempt);
+          if (retry === undefined) throw failure(options, error, attempt);
+          if (attempt >= maxRetries) {
+            // Still unavailable after every retry: the worker puts the task aside until the breaker's retry time
+            // instead of spending one of its attempts.
+            throw gate !== undefined && unavailable ? gate.unavailableError(error) : failure(options, error, attempt);
+          }
           if (streamed) {
             streamed = false;
             deliver?.({ text: '', restart: true });
           }
+          // With a gate, the breaker it just opened is the wait: the next acquire waits for its trial (or throws).
+          if (gate !== undefined && unavailable) continue;
           await sleep(retry, signal).catch(() => {
             throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason });
           });
@@ -205,6 +230,33 @@ export function retryDelay(error: unknown, attempt: number): number | undefined 
   if (error instanceof SyntaxError || (error instanceof TypeError && /fetch|network|socket/i.test(error.message)))
     return exponential;
   return undefined;
+}
+
+/**
+ * Whether the endpoint itself is unavailable: no connection, a timeout, 408, 429, a 5xx, a stream cut short. Not
+ * a 409 or a body that is not JSON (retried, but the server did answer), nor anything retrying cannot fix.
+ */
+function isUnavailable(error: unknown): boolean {
+  if (error instanceof Error && error.cause instanceof ReplayMissError) return false;
+  if (sdk !== undefined && error instanceof sdk.APIConnectionError) return true;
+  if (sdk !== undefined && error instanceof sdk.APIError) {
+    const status = error.status;
+    return status !== undefined && (status === 408 || status === 429 || status >= 500);
+  }
+  if (error instanceof StreamInterruptedError) return true;
+  return error instanceof TypeError && /fetch|network|socket/i.test(error.message);
+}
+
+/** A 429's or 503's `retry-after`, in milliseconds, uncapped (the gate caps it). */
+function retryAfterMs(error: unknown): number | undefined {
+  if (sdk === undefined || !(error instanceof sdk.APIError) || !(error.status === 429 || error.status === 503)) {
+    return undefined;
+  }
+  const header = error.headers?.get('retry-after');
+  if (!header) return undefined;
+  const seconds = Number(header);
+  const waitMs = Number.isFinite(seconds) ? seconds * 1_000 : Date.parse(header) - Date.now();
+  return Number.isFinite(waitMs) && waitMs >= 0 ? waitMs : undefined;
 }
 
 /** A streamed reply that broke off before its finish reason: the connection dropped or the server gave up. */
