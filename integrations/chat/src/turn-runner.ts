@@ -772,8 +772,12 @@ function publicMessage(message: ChatMessage): Record<string, unknown> {
   return rest;
 }
 
-/** An LLM error that retrying later can fix: no connection, 408/409/429, or a 5xx, after the client's own retries. */
+/**
+ * An LLM error that retrying later can fix: the profile's breaker is open (LLM_UNAVAILABLE), or no connection,
+ * 408/409/429, or a 5xx after the client's own retries.
+ */
 function isOutage(error: unknown): boolean {
+  if (isAssistantError(error, 'LLM_UNAVAILABLE')) return true;
   if (!isAssistantError(error) || error.code !== 'LLM_REQUEST_FAILED') return false;
   const status = (error as AssistantError & { status?: number }).status;
   if (status === undefined) return error.cause !== undefined;
