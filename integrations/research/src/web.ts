@@ -112,7 +112,7 @@ export async function researchWeb(context: ResearchContext) {
   // The model could not be reached (after its own retries), or the transcript could not be saved: a later attempt
   // resumes from the transcript, with the pages read so far.
   if (outcome.status === 'failed')
-    throw new RetryableError(`research: the loop failed: ${outcome.reason ?? 'no reason'}`);
+    throw new RetryableError(`research: the loop failed: ${outcome.reason ?? 'no reason'}`, { cause: outcome.error });
   await state.remove();
   const finish = run.finished();
   const base = { question, depth, search: provider.name, steps: outcome.steps };

@@ -1,4 +1,4 @@
-import { defineTool, type HandlerContext, noteTools, UnrecoverableError } from '@assistant/sdk';
+import { defineTool, findModelUnavailable, type HandlerContext, noteTools, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
 
 const payloadSchema = z.strictObject({
@@ -67,6 +67,9 @@ export async function runAgentTask(context: HandlerContext) {
   const result = await handle.result();
   // Stopped by the worker (shutdown, timeout), not by a person: let the queue retry or release the task.
   if (context.signal.aborted) throw context.signal.reason;
+  // The model is unavailable: the task waits for it (the worker puts it back without spending an attempt) and the
+  // loop resumes from its transcript, rather than ending `failed` with the outage as its answer.
+  if (result.status === 'failed' && findModelUnavailable(result.error)) throw result.error;
   return {
     status: result.status,
     answer: result.answer ?? null,

@@ -63,6 +63,8 @@ export {
   classificationQuestions,
   type FencedText,
   fenceUntrusted,
+  findModelUnavailable,
+  ModelUnavailableError,
 } from '@assistant/llm';
 export {
   isPublicAddress,

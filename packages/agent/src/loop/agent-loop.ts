@@ -26,6 +26,7 @@ interface Outcome {
   status: AgentResultStatus;
   answer?: string;
   reason?: string;
+  error?: unknown;
 }
 
 /**
@@ -198,14 +199,14 @@ export class AgentLoop implements SteerableHandle {
       outcome = await this.#loop();
     } catch (error) {
       // After a stop or timeout the error is only the abort surfacing from the model call or the pause gate.
-      outcome = this.#halted ?? { status: 'failed', reason: describeError(error) };
+      outcome = this.#halted ?? { status: 'failed', reason: describeError(error), error };
     }
     // Steering notes (the stop request) and late interjections go into the saved transcript, so none is lost.
     this.#drainPending();
     try {
       await this.#options.transcript?.save([...this.#messages], { steps: this.#steps, status: outcome.status });
     } catch (error) {
-      outcome = { status: 'failed', reason: `saving the transcript failed: ${describeError(error)}` };
+      outcome = { status: 'failed', reason: `saving the transcript failed: ${describeError(error)}`, error };
     }
     clearTimeout(this.#timer);
     this.#removeSignalListener();
@@ -218,7 +219,7 @@ export class AgentLoop implements SteerableHandle {
       usage: { ...this.#usage },
     };
     this.#emit({ type: 'done', result });
-    return result;
+    return outcome.error === undefined ? result : { ...result, error: outcome.error };
   }
 
   async #loop(): Promise<Outcome> {

@@ -78,6 +78,11 @@ export interface AgentResult {
   answer?: string;
   /** Why the loop ended early: the stop reason, the limit reached, or the error. */
   reason?: string;
+  /**
+   * The error a failed loop ended with, for the caller to rethrow (a model outage, `ModelUnavailableError`, puts the
+   * task back to resume from its transcript). Never in the `done` event, which is written to disk.
+   */
+  error?: unknown;
   /** Model calls made by the loop. */
   steps: number;
   /** Reported usage summed over the loop's model calls, compression summaries included. */
