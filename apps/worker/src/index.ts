@@ -9,4 +9,5 @@ export {
   ensureDataDirectories,
   queueDirectoryNames,
 } from './data-directories.ts';
+export { favourSmallHeap } from './memory-flags.ts';
 export { type RunWorkerOptions, runWorker } from './run-worker.ts';

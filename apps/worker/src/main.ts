@@ -3,7 +3,10 @@
 
 import { loadRuntime } from '@assistant/integration-host';
 import { exitAfterShutdownGrace, installation, runProcessMain } from '@assistant/process';
+import { favourSmallHeap } from './memory-flags.ts';
 import { runWorker } from './run-worker.ts';
+
+favourSmallHeap();
 
 await runProcessMain({
   name: 'worker',
