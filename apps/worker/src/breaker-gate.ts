@@ -56,9 +56,11 @@ export class BreakerGate {
   /** Takes a state this worker just read or wrote (an outcome, a trial). */
   update(taskType: string, state: BreakerState | undefined): void {
     const before = this.#states.get(taskType);
-    if (state === undefined || state.state === 'closed') this.#states.delete(taskType);
-    else this.#states.set(taskType, state);
-    if (before?.updatedAt !== state?.updatedAt || before?.state !== state?.state) this.#onChange();
+    const after = state === undefined || state.state === 'closed' ? undefined : state;
+    if (after) this.#states.set(taskType, after);
+    else this.#states.delete(taskType);
+    // Every success reports a closed breaker: only a change of what holds claims is news.
+    if (before?.updatedAt !== after?.updatedAt || before?.state !== after?.state) this.#onChange();
   }
 
   /**
