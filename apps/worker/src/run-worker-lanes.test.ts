@@ -235,6 +235,49 @@ describe('worker lanes', () => {
     }
   });
 
+  it('says in its metrics that an LLM stage holds its feeder while its backlog is full', async () => {
+    const { config, registry, queue } = await setup('  model_backlog: 2\n');
+    for (let index = 0; index < 4; index += 1) await enqueued(queue, classify, index);
+    const checkId = await enqueued(queue, check);
+    const release = Promise.withResolvers<void>();
+    const handlers = new Map<string, TaskHandler>([
+      [
+        classify,
+        async () => {
+          await release.promise;
+          return null;
+        },
+      ],
+      [check, async () => 'checked'],
+    ]);
+    const { llm } = fakeLlm(1);
+    const worker = runWorker({
+      config,
+      registry,
+      logger,
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      handlers,
+      llm,
+    });
+    await vi.waitFor(async () => {
+      const [published] = (await queue.workers.readMetrics()).map((value) => publishedSchema.parse(value));
+      expect(published?.lanes.find((lane) => lane.type === classify)).toEqual({
+        type: classify,
+        profiles: ['default'],
+        running: 2,
+        capacity: 2,
+        pending: 2,
+        held: 'backlog full',
+      });
+    }, waitLimit);
+    // check comes first in run order: only the backlog keeps it pending.
+    expect((await queue.get(checkId))?.state).toBe('pending');
+    release.resolve();
+    await worker;
+    expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 5 });
+  });
+
   it('puts a task whose model is unavailable back to pending/ without spending an attempt, and tells no breaker', async () => {
     const { config, registry, queue } = await setup('circuit_breaker:\n  failures: 1\n');
     const id = await enqueued(queue, classify);
