@@ -66,9 +66,11 @@ class ShutdownAbort extends Error {
 }
 
 /**
- * The worker: claims ready tasks in run order, runs up to `concurrency` of them at once, each with its handler under
- * its timeout, and completes, retries or fails them. On shutdown it stops claiming, gives running tasks the grace
- * period, then aborts them and returns the unfinished ones to pending/ without counting the attempt.
+ * The worker: claims ready tasks in run order, runs up to `concurrency` of them at once (and the tasks of each LLM
+ * stage in a lane of its own, sized by its models), each with its handler under its timeout, and completes, retries
+ * or fails them. Types held back (an open breaker, an unavailable model, a full LLM backlog downstream) are passed
+ * over in pending/. On shutdown it stops claiming, gives running tasks the grace period, then aborts them and returns
+ * the unfinished ones to pending/ without counting the attempt.
  */
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const { config, logger, signal } = options;
