@@ -5,7 +5,7 @@ import type { LlmProfiles, ModelProfileStatus } from '@assistant/llm';
 export interface LlmStage {
   /** `${domain}.${platform}.${stage}` */
   type: string;
-  /** The LLM profiles of the domain's instances (their `llm`, `default` when unset), sorted. */
+  /** The LLM profiles of the domain's enabled instances (their `llm`, `default` when unset), sorted. */
   profiles: string[];
   /** The stage listed just before it in its platform's `stages:`, which feeds it; none for a first stage. */
   feeder?: string;
@@ -27,7 +27,7 @@ export interface LaneSnapshot {
   held?: string;
 }
 
-/** The LLM stages of the registry's manifests, with the profiles of the instances that run them. */
+/** The LLM stages of the registry's manifests that an enabled instance runs, with those instances' profiles. */
 export function llmStagesOf(registry: IntegrationRegistry | undefined): LlmStage[] {
   if (!registry) return [];
   const stages: LlmStage[] = [];
@@ -38,11 +38,12 @@ export function llmStagesOf(registry: IntegrationRegistry | undefined): LlmStage
     if (!platform || !declared?.llm) continue;
     const names = Object.keys(platform.stages);
     const feederStage = names[names.indexOf(info.stage) - 1];
-    const instances = registry.instances().filter((instance) => instance.domain === info.domain);
-    const profiles = [...new Set(instances.map((instance) => instance.llm))].sort();
+    // No enabled instance, no tasks to speak of: a stray one runs in the IO lane rather than a lane on the dashboard.
+    const instances = registry.instances().filter((instance) => instance.domain === info.domain && instance.enabled);
+    if (instances.length === 0) continue;
     stages.push({
       type: info.type,
-      profiles: profiles.length > 0 ? profiles : ['default'],
+      profiles: [...new Set(instances.map((instance) => instance.llm))].sort(),
       ...(feederStage === undefined ? {} : { feeder: `${info.domain}.${info.platform}.${feederStage}` }),
     });
   }
