@@ -42,13 +42,20 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function setup(extra = ''): Promise<{ config: LoadedConfig; registry: IntegrationRegistry; queue: TaskQueue }> {
+/**
+ * `pollInterval` 1h in the tests of retry times: nothing but the worker's own wake at a breaker's or a model's retry
+ * time (no new file, no settling task) can then end its wait in time.
+ */
+async function setup(
+  extra = '',
+  pollInterval = '50ms',
+): Promise<{ config: LoadedConfig; registry: IntegrationRegistry; queue: TaskQueue }> {
   await mkdir(path.join(dir, 'integrations', 'lanes', 'src'), { recursive: true });
   await writeFile(path.join(dir, 'integrations', 'lanes', 'manifest.yaml'), manifest);
   await writeFile(path.join(dir, 'integrations', 'lanes', 'src', 'stages.ts'), stagesModule);
   await writeFile(
     path.join(dir, 'config.yaml'),
-    `data_dir: ./data\nintegration_dirs: [./integrations]\nintegrations:\n  - type: lanes\n    name: one\nworker:\n  concurrency: 1\n  poll_interval: 50ms\n  shutdown_grace: 200ms\n${extra}`,
+    `data_dir: ./data\nintegration_dirs: [./integrations]\nintegrations:\n  - type: lanes\n    name: one\nworker:\n  concurrency: 1\n  poll_interval: ${pollInterval}\n  shutdown_grace: 200ms\n${extra}`,
   );
   return loadTestRuntime(dir);
 }
@@ -276,6 +283,39 @@ describe('worker lanes', () => {
     expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 5 });
   });
 
+  it("claims again when a model's known retry time passes, with no event to wake it", async () => {
+    const { config, registry, queue } = await setup('', '1h');
+    const id = await enqueued(queue, classify);
+    const retryAtMs = Date.now() + 300;
+    const profiles = fakeLlm(1);
+    // Unavailable until the retry time, then available without a subscribe event: only the retry time can wake it.
+    const llm: LlmProfiles = Object.assign((profile?: string) => profiles.llm(profile), {
+      status: profiles.llm.status,
+      subscribe: profiles.llm.subscribe,
+      availability: (_profile: string, nowMs = Date.now()): Availability =>
+        nowMs < retryAtMs ? { available: false, retryAtMs } : { available: true },
+    });
+    let ranAtMs: number | undefined;
+    const handlers = new Map<string, TaskHandler>([
+      [
+        classify,
+        async () => {
+          ranAtMs = Date.now();
+          return null;
+        },
+      ],
+    ]);
+    const stop = new AbortController();
+    const worker = runWorker({ config, registry, logger, signal: stop.signal, handlers, llm });
+    try {
+      await vi.waitFor(async () => expect((await queue.get(id))?.state).toBe('done'), waitLimit);
+      expect(ranAtMs).toBeGreaterThanOrEqual(retryAtMs);
+    } finally {
+      stop.abort();
+      await worker;
+    }
+  });
+
   it('puts a task whose model is unavailable back to pending/ without spending an attempt, and tells no breaker', async () => {
     const { config, registry, queue } = await setup('circuit_breaker:\n  failures: 1\n');
     const id = await enqueued(queue, classify);
@@ -345,7 +385,7 @@ describe('worker lanes', () => {
 
   it('claims no task of a type whose breaker is open, then exactly one trial after retry_at, then the rest', async () => {
     // The worker's pause (5 min) is the trial's; the breaker was opened with a short one, so its retry_at comes soon.
-    const { config, registry, queue } = await setup('circuit_breaker:\n  failures: 1\n  pause: 5m\n');
+    const { config, registry, queue } = await setup('circuit_breaker:\n  failures: 1\n  pause: 5m\n', '1h');
     const notes = new NoteStore({ root: config.paths.notes });
     const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker });
     const opener = new CircuitBreakers({ notes, settings: { failures: 1, pauseMs: 500 } });
