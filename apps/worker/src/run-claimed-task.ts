@@ -1,7 +1,9 @@
 import { checkActTask } from '@assistant/actions';
 import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
+import { findModelUnavailable } from '@assistant/llm';
 import {
   type ClaimedTask,
+  DelayedError,
   type FailOutcome,
   type JsonValue,
   RetryableError,
@@ -18,6 +20,14 @@ import { timerDelayMs } from './timer-delay.ts';
 export interface HandlerLookup {
   get(type: string): TaskHandler | undefined | Promise<TaskHandler | undefined>;
 }
+
+/**
+ * How long a task may keep waiting for an unavailable model, counted from its creation: after that, an outage fails
+ * it the normal way (its attempts), so a model that never comes back does not keep work pending forever.
+ */
+const modelWaitLimitMs = 24 * 60 * 60 * 1_000;
+/** The shortest wait for an unavailable model: a retry time already past must not spin the task. */
+const minimumModelWaitMs = 1_000;
 
 /** A task that ran past its policy's `timeout`. Retryable: the next attempt may be quicker (a slow API, a busy LLM). */
 class TaskTimeoutError extends RetryableError {
@@ -37,6 +47,11 @@ export interface TaskOutcomeReport {
   durationMs: number;
   /** The error's message, for outcomes other than done and released. */
   error?: string;
+  /**
+   * The task failed with an UnrecoverableError: the fault is in this one task (its input, a refused action, a
+   * missing handler), not in what its type depends on, so it says nothing to the type's breaker.
+   */
+  unrecoverable?: boolean;
 }
 
 export interface RunClaimedTaskOptions {
@@ -83,6 +98,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
         outcome,
         durationMs,
         ...(error === undefined ? {} : { error: toTaskError(error).message }),
+        ...(error instanceof UnrecoverableError ? { unrecoverable: true } : {}),
       }),
     );
     return { outcome, durationMs, text: formatDuration(durationMs) };
@@ -113,6 +129,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
       return 'released';
     } else {
       error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
+      error = modelWait(task, error) ?? error;
     }
     const outcome = failed ?? (await consumer.fail(claimed, error));
     const { text, ...fields } = finished(outcome, error);
@@ -128,6 +145,24 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   } finally {
     await Promise.all(reports);
   }
+}
+
+/**
+ * A handler error caused by an unavailable model, as a delay until the model may take calls again: the task is not
+ * at fault, so no attempt is spent and its type's breaker is not told. Undefined for any other error, and once the
+ * task is a day old.
+ */
+function modelWait(task: Task, error: unknown): DelayedError | undefined {
+  const unavailable = findModelUnavailable(error);
+  if (!unavailable) return undefined;
+  const nowMs = Date.now();
+  const createdAtMs = Date.parse(task.createdAt);
+  if (Number.isFinite(createdAtMs) && nowMs - createdAtMs >= modelWaitLimitMs) return undefined;
+  const untilMs = Math.max(unavailable.retryAtMs, nowMs + minimumModelWaitMs);
+  return new DelayedError(
+    untilMs,
+    `the LLM profile \`${unavailable.profile}\` is unavailable (${unavailable.message}); waiting until ${new Date(untilMs).toISOString()}`,
+  );
 }
 
 /** The handler's result, raced with the signal: a handler that ignores it must not hold its slot (and task) forever. */

@@ -460,7 +460,7 @@ describe('runWorker', () => {
       }),
     ]);
     const log = await readFile(path.join(config.paths.logs, (await readdir(config.paths.logs))[0] ?? ''), 'utf8');
-    expect(log).toMatch(/paused scheduled runs of test\.broken for 5m after 3 consecutive failures/);
+    expect(log).toMatch(/paused test\.broken for 5m after 3 consecutive failures/);
   });
 
   it('runs manifest handlers with their instance settings, platform config and stage enqueues', async () => {

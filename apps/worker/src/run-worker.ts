@@ -1,7 +1,7 @@
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
-import { createLlmProfiles } from '@assistant/llm';
+import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
@@ -18,8 +18,10 @@ import {
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
+import { BreakerGate } from './breaker-gate.ts';
 import type { WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
+import { type LaneSnapshot, laneCapacity, llmStagesOf, profilesAvailability } from './lanes.ts';
 import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
@@ -28,7 +30,7 @@ export interface RunWorkerOptions {
   logger: Logger;
   /** Aborting it stops the worker: no new claims, running tasks get `worker.shutdown_grace` to finish. */
   signal: AbortSignal;
-  /** Tasks run at once. @default config.worker.concurrency */
+  /** Tasks run at once, besides those of LLM stages, which have lanes of their own. @default config.worker.concurrency */
   concurrency?: number;
   /** Return once nothing runs here and no task is ready or active anywhere. @default false */
   exitWhenIdle?: boolean;
@@ -43,6 +45,8 @@ export interface RunWorkerOptions {
   bubblewrapPath?: string;
   /** An internal option for tests that need to hold a consumer call open: wraps the worker's consumer. */
   wrapConsumer?: (consumer: TaskConsumer) => TaskConsumer;
+  /** The LLM profiles handlers call and LLM lanes are sized and held by. @default createLlmProfiles over `config` */
+  llm?: LlmProfiles;
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -62,9 +66,11 @@ class ShutdownAbort extends Error {
 }
 
 /**
- * The worker: claims ready tasks in run order, runs up to `concurrency` of them at once, each with its handler under
- * its timeout, and completes, retries or fails them. On shutdown it stops claiming, gives running tasks the grace
- * period, then aborts them and returns the unfinished ones to pending/ without counting the attempt.
+ * The worker: claims ready tasks in run order, runs up to `concurrency` of them at once (and the tasks of each LLM
+ * stage in a lane of its own, sized by its models), each with its handler under its timeout, and completes, retries
+ * or fails them. Types held back (an open breaker, an unavailable model, a full LLM backlog downstream) are passed
+ * over in pending/. On shutdown it stops claiming, gives running tasks the grace period, then aborts them and returns
+ * the unfinished ones to pending/ without counting the attempt.
  */
 export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const { config, logger, signal } = options;
@@ -129,6 +135,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       warn: (fields, message) => logger.warn(fields, message),
     },
   });
+  const llm =
+    options.llm ??
+    createLlmProfiles({
+      config,
+      ...cacheModeFromEnvironment(),
+      onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
+    });
   const services: WorkerServices = {
     config,
     queue,
@@ -136,18 +149,24 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     humanLog,
     registry,
     scriptSandbox,
-    llm: createLlmProfiles({
-      config,
-      ...cacheModeFromEnvironment(),
-      onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
-    }),
+    llm,
     mcp,
     onRejected: (type, outcome) => {
       metrics.recordRejection(type, outcome.status);
       metricsChanged = true;
     },
   };
+  // The loop sleeps on this; a task settling, a breaker or model changing, or the shutdown signal wakes it.
+  let wakeLoop = () => {};
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  const breakerGate = new BreakerGate({
+    breakers,
+    logger,
+    onChange: () => {
+      metricsChanged = true;
+      wakeLoop();
+    },
+  });
   // A service's result goes where its `on_result` says; a route that fails leaves it in done/ to reroute.
   const afterDone = async (task: Task, result: JsonValue, taskLogger: Logger) => {
     if (!task.type.startsWith('service.')) return;
@@ -173,37 +192,100 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         .catch(() => {});
     }
   };
-  // Every failed attempt counts toward the type's breaker and every success resets it; delays, releases at
+  // Every failed attempt that may be the dependency's fault counts toward the type's breaker and every success
+  // resets it. An unrecoverable error is about the one task; delays (an unavailable model among them), releases at
   // shutdown and unrecorded outcomes say nothing about whether the type works.
   const onOutcome = async (report: TaskOutcomeReport) => {
     metrics.recordOutcome(report.type, report.outcome, report.durationMs);
     metricsChanged = true;
-    if (report.outcome === 'done') await breakers.recordSuccess(report.type);
-    else if (report.outcome === 'failed' || report.outcome === 'retrying') {
-      await breakers.recordFailure(report.type, report.error ?? 'failed');
+    if (report.outcome === 'done') breakerGate.update(report.type, await breakers.recordSuccess(report.type));
+    else if ((report.outcome === 'failed' || report.outcome === 'retrying') && !report.unrecoverable) {
+      breakerGate.update(report.type, await breakers.recordFailure(report.type, report.error ?? 'failed'));
     }
   };
   const stopTasks = new AbortController();
   // Every task from its claim until its outcome is written (what a shutdown waits for).
   const running = new Set<Promise<unknown>>();
-  // Tasks whose handler is still running: what `concurrency` limits. A task whose handler returned frees its slot
-  // while its outcome is written, so the next claim and handler overlap that write (its fsync above all). At most
-  // 2 × `concurrency` tasks are between their claim and their written outcome, so a slow disk holds claims back
-  // instead of piling outcomes up.
-  let handlersRunning = 0;
-  const hasSlot = () => handlersRunning < concurrency && running.size < 2 * concurrency;
-  // The loop sleeps on this; a task settling or the shutdown signal wakes it to claim again or to stop.
-  let wakeLoop = () => {};
+
+  // Lanes. A lane's `handlers` are its tasks whose handler is still running: what its capacity limits. A task whose
+  // handler returned frees its slot while its outcome is written, so the next claim and handler overlap that write
+  // (its fsync above all). At most twice the capacity are between their claim and their written outcome
+  // (`claimed`), so a slow disk holds claims back instead of piling outcomes up.
+  // The IO lane runs every type but the LLM stages', up to `concurrency` at once. Each LLM stage has a lane of its
+  // own, so tasks waiting for a slow model neither take IO slots nor cap the model at `concurrency` requests.
+  const ioLane: Lane = { handlers: 0, claimed: 0 };
+  const llmLanes = new Map(llmStagesOf(registry).map((stage) => [stage.type, { ...stage, handlers: 0, claimed: 0 }]));
+  // The types that feed an LLM stage, with the stages they feed: held while one of those has a full backlog.
+  const feeds = new Map<string, string[]>();
+  for (const lane of llmLanes.values()) {
+    if (lane.feeder !== undefined) feeds.set(lane.feeder, [...(feeds.get(lane.feeder) ?? []), lane.type]);
+  }
+  const { modelBacklog } = config.worker;
+  const backlogFull = (type: string) => consumer.pendingCount(type) >= modelBacklog;
+
+  /** What may be claimed now; rebuilt on every pass of the loop (model status and breakers change between them). */
+  const planClaims = (nowMs: number): ClaimPlan => {
+    const status = llm.status();
+    let wakeAtMs = breakerGate.nextRetryAtMs(nowMs);
+    const laneStates = new Map<string, { capacity: number; unavailableUntilMs?: number }>();
+    for (const lane of llmLanes.values()) {
+      const availability = profilesAvailability(llm, lane.profiles, nowMs);
+      const capacity = laneCapacity(lane.profiles, status);
+      if (availability.available) laneStates.set(lane.type, { capacity });
+      else {
+        // A retry time already past (the gate's trial is out) is woken by the profile's subscribe event instead.
+        const retryAtMs = Math.max(availability.retryAtMs, nowMs);
+        laneStates.set(lane.type, { capacity, unavailableUntilMs: retryAtMs });
+        if (retryAtMs > nowMs && Number.isFinite(retryAtMs)) wakeAtMs = Math.min(wakeAtMs ?? retryAtMs, retryAtMs);
+      }
+    }
+    const ownHold = (type: string): string | undefined => {
+      const breaker = breakerGate.held(type, nowMs);
+      if (breaker !== undefined) return breaker;
+      const until = laneStates.get(type)?.unavailableUntilMs;
+      if (until !== undefined) {
+        return `model unavailable until ${Number.isFinite(until) ? new Date(until).toISOString() : 'further notice'}`;
+      }
+      return undefined;
+    };
+    const held = (type: string): string | undefined =>
+      ownHold(type) ?? ((feeds.get(type) ?? []).some(backlogFull) ? 'backlog full' : undefined);
+    const accept = (type: string): boolean => {
+      const lane = llmLanes.get(type);
+      const capacity = lane ? (laneStates.get(type)?.capacity ?? 2) : concurrency;
+      const { handlers, claimed } = lane ?? ioLane;
+      return handlers < capacity && claimed < 2 * capacity && held(type) === undefined;
+    };
+    const lanes = (): LaneSnapshot[] =>
+      [...llmLanes.values()].map((lane) => {
+        const reason =
+          ownHold(lane.type) ?? (lane.feeder !== undefined && backlogFull(lane.type) ? 'backlog full' : undefined);
+        return {
+          type: lane.type,
+          profiles: lane.profiles,
+          running: lane.handlers,
+          capacity: laneStates.get(lane.type)?.capacity ?? 2,
+          pending: consumer.pendingCount(lane.type),
+          ...(reason === undefined ? {} : { held: reason }),
+        };
+      });
+    return { accept, held, lanes, ...(wakeAtMs === undefined ? {} : { wakeAtMs }) };
+  };
+
   const onShutdown = () => wakeLoop();
   signal.addEventListener('abort', onShutdown, { once: true });
+  // A profile's slots, queue or breaker changed: a lane may take tasks again (or must stop).
+  const unsubscribeLlm = llm.subscribe(() => wakeLoop());
 
   const start = (claimed: ClaimedTask) => {
-    handlersRunning += 1;
+    const lane = llmLanes.get(claimed.task.type) ?? ioLane;
+    lane.handlers += 1;
+    lane.claimed += 1;
     let slotFreed = false;
     const freeSlot = () => {
       if (slotFreed) return;
       slotFreed = true;
-      handlersRunning -= 1;
+      lane.handlers -= 1;
       wakeLoop();
     };
     const run = runClaimedTask({
@@ -220,26 +302,66 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     running.add(run);
     void run.finally(() => {
       running.delete(run);
+      lane.claimed -= 1;
       freeSlot();
       wakeLoop();
     });
   };
 
+  /**
+   * A claimed task of a type whose breaker is not closed runs only as the trial, which one worker wins through the
+   * note; the others put their task back unrun. A note that cannot be written lets it run: the breaker protects a
+   * dependency, and must not stop the worker when the notes folder fails.
+   */
+  const mayRun = async (claimed: ClaimedTask): Promise<boolean> => {
+    const { type } = claimed.task;
+    let permission: Awaited<ReturnType<CircuitBreakers['claimTrial']>>;
+    try {
+      permission = await breakers.claimTrial(type);
+    } catch (error) {
+      logger.warn({ err: error, type }, `could not record the circuit breaker trial of ${type}; running the task`);
+      return true;
+    }
+    breakerGate.update(type, permission.state);
+    if (permission.allowed) {
+      if (permission.trial) logger.info({ task: claimed.id, type }, `task ${claimed.id} runs as the trial of ${type}`);
+      return true;
+    }
+    logger.info({ task: claimed.id, type }, `${type}: ${permission.reason}; task ${claimed.id} goes back to pending/`);
+    try {
+      await consumer.release(claimed);
+    } catch (error) {
+      logger.error({ err: error }, `could not put task ${claimed.id} back; recovery will return it to pending/`);
+    }
+    return false;
+  };
+
   // The server sums what every worker publishes for /metrics; the consumer removes it with its lease at close.
-  // The snapshot also names the worker and its memory, which the dashboard's overview shows per worker.
+  // The snapshot also names the worker and its memory, which the dashboard's overview shows per worker, and its
+  // models and lanes, which /health and the dashboard show.
   let metricsWrite = Promise.resolve();
   let metricsWrittenAtMs = 0;
+  let lastLlmView = '';
   const writeMetrics = () => {
+    const llmView = { models: llm.status(), lanes: planClaims(Date.now()).lanes() };
+    const llmViewText = JSON.stringify(llmView);
+    if (llmViewText !== lastLlmView) {
+      lastLlmView = llmViewText;
+      metricsChanged = true;
+    }
     if (!metricsChanged && Date.now() - metricsWrittenAtMs < memoryIntervalMs) return;
     metricsChanged = false;
     metricsWrittenAtMs = Date.now();
-    const snapshot = { ...metrics.snapshot(), ...workerProcess(consumer.owner.id) };
+    // Our own JSON text read back: plain JSON data by construction, which the status types cannot say.
+    const llmData = JSON.parse(llmViewText) as Record<string, JsonValue>;
+    const snapshot = { ...metrics.snapshot(), ...workerProcess(consumer.owner.id), ...llmData };
     metricsWrite = metricsWrite
       .then(() => queue.workers.publishMetrics(consumer.owner.id, snapshot as JsonValue))
       .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));
   };
   const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);
   metricsTimer.unref();
+  const pollIntervalMs = timerDelayMs(config.worker.pollIntervalMs);
 
   try {
     const recovered = await consumer.start();
@@ -248,35 +370,50 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         `recovered ${recovered.requeued.length} tasks of stopped workers to pending/, ${recovered.failed.length} to failed/`,
       );
     }
+    await breakerGate.start();
     writeMetrics();
-    logger.info({ worker: consumer.owner.id, concurrency }, `worker ready on ${config.paths.queue}`);
+    logger.info(
+      { worker: consumer.owner.id, concurrency, llmLanes: [...llmLanes.keys()] },
+      `worker ready on ${config.paths.queue}`,
+    );
     while (!signal.aborted) {
       // Made before claiming, so a task that settles while we claim still wakes the wait below: no lost wake-ups.
       const settled = new Promise<void>((resolve) => {
         wakeLoop = resolve;
       });
-      while (hasSlot() && !signal.aborted) {
+      let plan = planClaims(Date.now());
+      while (!signal.aborted) {
         let claimed: ClaimedTask | undefined;
         try {
-          claimed = await consumer.claim();
+          claimed = await consumer.claim({ accept: plan.accept });
         } catch (error) {
           logger.error({ err: error }, 'claiming a task failed; trying again after the poll interval');
           break;
         }
         if (!claimed) break;
+        if (breakerGate.needsTrial(claimed.task.type) && !(await mayRun(claimed))) {
+          plan = planClaims(Date.now());
+          continue;
+        }
         start(claimed);
       }
-      if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue))) {
+      if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue, plan))) {
         logger.info('queue idle; exiting (--exit-when-idle)');
         break;
       }
       if (signal.aborted) break;
-      // With every slot busy only a finishing task frees one; otherwise new work may arrive too.
-      if (!hasSlot()) await settled;
-      else await Promise.race([consumer.waitForWork({ signal }), settled]);
+      // Only accepted types are waited for (a held type's ready task would end every wait at once); a breaker's or a
+      // model's retry time ends the wait too, since nothing else would.
+      const wakeInMs = plan.wakeAtMs === undefined ? pollIntervalMs : Math.max(0, plan.wakeAtMs - Date.now());
+      await Promise.race([
+        consumer.waitForWork({ signal, accept: plan.accept, timeoutMs: Math.min(pollIntervalMs, wakeInMs) }),
+        settled,
+      ]);
     }
   } finally {
     signal.removeEventListener('abort', onShutdown);
+    unsubscribeLlm();
+    breakerGate.stop();
     await drain({ running, graceMs: config.worker.shutdownGraceMs, stopTasks, logger });
     clearInterval(metricsTimer);
     // A write still in flight would bring the file back after close() removes it.
@@ -289,12 +426,42 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   logger.info('stopped');
 }
 
+/** Tasks of one lane at once. */
+interface Lane {
+  /** Handlers running. */
+  handlers: number;
+  /** Claimed and not yet recorded. */
+  claimed: number;
+}
+
+/** What the loop may claim on one pass. */
+interface ClaimPlan {
+  /** The claim filter: a free slot in the type's lane and nothing holding the type. */
+  accept: (type: string) => boolean;
+  /** Why the type is held whatever the slots: its breaker, its models, its LLM stage's backlog. */
+  held: (type: string) => string | undefined;
+  lanes: () => LaneSnapshot[];
+  /** The next breaker or model retry time, when a held type may be claimed again. */
+  wakeAtMs?: number;
+}
+
 /**
- * `isIdle()` twice. It lists active/ and then pending/, so a task another worker claims between the two listings
- * is in neither; the second look finds it in active/ (or finished). One look could end `--exit-when-idle` early.
+ * Idle twice over. `isIdle()` lists active/ and then pending/, so a task another worker claims between the two
+ * listings is in neither; the second look finds it in active/ (or finished). One look could end `--exit-when-idle`
+ * early. Ready tasks this worker holds back (an open breaker, an unavailable model) do not keep it from exiting.
  */
-async function settledIdle(queue: TaskQueue): Promise<boolean> {
-  return (await queue.isIdle()) && (await queue.isIdle());
+async function settledIdle(queue: TaskQueue, plan: ClaimPlan): Promise<boolean> {
+  return (await idleBut(queue, plan)) && (await idleBut(queue, plan));
+}
+
+async function idleBut(queue: TaskQueue, plan: ClaimPlan): Promise<boolean> {
+  if (await queue.isIdle()) return true;
+  if ((await queue.list({ state: 'active', limit: 1 })).length > 0) return false;
+  const nowMs = Date.now();
+  const pending = await queue.list({ state: 'pending' });
+  return pending.every(
+    (entry) => !entry.name || entry.name.readyAtMs > nowMs || plan.held(entry.name.type) !== undefined,
+  );
 }
 
 interface DrainOptions {

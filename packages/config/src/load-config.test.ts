@@ -127,6 +127,7 @@ describe('normalisation', async () => {
       pollIntervalMs: 500,
       shutdownGraceMs: 60_000,
       sandbox: 'bubblewrap',
+      modelBacklog: 16,
     });
   });
 
@@ -138,7 +139,10 @@ describe('normalisation', async () => {
       pollIntervalMs: 1000,
       shutdownGraceMs: 30_000,
       sandbox: 'bubblewrap',
+      modelBacklog: 32,
     });
+    expect(parse('worker:\n  model_backlog: 5\n').config?.worker.modelBacklog).toBe(5);
+    expect(parse('worker:\n  model_backlog: 0\n').config).toBeUndefined();
     expect(empty.config?.integrations).toEqual([]);
     expect(empty.config?.queue.maxTaskBytes).toBe(1_048_576);
     expect(parse('integrations:\nllms:\n').config?.integrations).toEqual([]);

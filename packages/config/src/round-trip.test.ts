@@ -188,6 +188,7 @@ const config = fc
         poll_interval: duration,
         shutdown_grace: duration,
         sandbox: fc.constantFrom('bubblewrap', 'none'),
+        model_backlog: fc.integer({ min: 1, max: 1_000_000 }),
       }),
     });
   });

@@ -495,12 +495,18 @@ const workerSchema = z
      * them unsandboxed, able to read and write whatever Assistant can (warned about at every start).
      */
     sandbox: z.enum(['bubblewrap', 'none']).default('bubblewrap'),
+    /**
+     * Pending tasks of an LLM stage (`llm: true` in its manifest) at which the worker stops claiming the stage that
+     * feeds it, so a slow model does not pile up work it cannot take.
+     */
+    model_backlog: z.int().min(1).max(1_000_000).default(32),
   })
   .transform((value) => ({
     concurrency: value.concurrency,
     pollIntervalMs: value.poll_interval,
     shutdownGraceMs: value.shutdown_grace,
     sandbox: value.sandbox,
+    modelBacklog: value.model_backlog,
   }));
 
 const circuitBreakerSchema = z

@@ -177,6 +177,7 @@ function toPlain(config: Config): Plain {
       poll_interval: formatDuration(config.worker.pollIntervalMs),
       shutdown_grace: formatDuration(config.worker.shutdownGraceMs),
       sandbox: config.worker.sandbox,
+      model_backlog: config.worker.modelBacklog,
     },
     circuit_breaker: {
       failures: config.circuitBreaker.failures,

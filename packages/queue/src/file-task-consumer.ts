@@ -10,11 +10,13 @@ import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import type {
   ClaimedTask,
+  ClaimOptions,
   FailOutcome,
   RecoveryReport,
   ResultOutcome,
   TaskConsumer,
   TaskConsumerOptions,
+  WaitForWorkOptions,
 } from './interfaces.ts';
 import { PendingIndex } from './internal/pending-index.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
@@ -160,11 +162,11 @@ export class FileTaskConsumer implements TaskConsumer {
    * written when the task finishes, fails or goes back; recovery counts it when the owner dies instead. Files that
    * cannot be read as tasks are quarantined on the way and never returned.
    */
-  async claim(): Promise<ClaimedTask | undefined> {
+  async claim(options: ClaimOptions = {}): Promise<ClaimedTask | undefined> {
     for (;;) {
       if (this.#closing) return undefined;
       const nowMs = this.queue.now();
-      const fileName = this.#index.takeReady(nowMs);
+      const fileName = this.#index.takeReady(nowMs, options.accept);
       if (fileName === undefined) return undefined;
       const name = decodeTaskName(fileName);
       if (!name) continue;
@@ -206,6 +208,11 @@ export class FileTaskConsumer implements TaskConsumer {
       this.#held.set(claimed.id, { name, fileName, path: activePath });
       return { id: claimed.id, task: claimed };
     }
+  }
+
+  /** Pending tasks of a type in this consumer's index (fed by the watcher and rescans). */
+  pendingCount(type: string): number {
+    return this.#index.count(type);
   }
 
   /** Renews this consumer's lease: its heartbeat file. */
@@ -307,12 +314,16 @@ export class FileTaskConsumer implements TaskConsumer {
     return removed;
   }
 
-  /** Resolves when the watcher reports a new file, a delayed task's time comes, or `pollIntervalMs` passes. */
-  async waitForWork(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
+  /**
+   * Resolves when the watcher reports a new file, a delayed task's time comes (of an accepted type), or
+   * `pollIntervalMs` passes.
+   */
+  async waitForWork(options: WaitForWorkOptions = {}): Promise<void> {
     if (options.signal?.aborted || this.#closing) return;
     const nowMs = this.queue.now();
     let timeoutMs = options.timeoutMs ?? this.#options.pollIntervalMs;
-    const nextReady = this.#index.nextReadyAtMs();
+    // Only accepted types: a ready task of a type the caller holds back would otherwise wake it at once, forever.
+    const nextReady = this.#index.nextReadyAtMs(options.accept);
     if (nextReady !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(0, nextReady - nowMs));
     await new Promise<void>((resolve) => {
       const done = () => {

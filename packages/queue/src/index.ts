@@ -13,6 +13,7 @@ export {
 } from './input-limits.ts';
 export {
   type ClaimedTask,
+  type ClaimOptions,
   type EnqueueOptions,
   type EnqueueOutcome,
   type FailOutcome,
@@ -35,6 +36,7 @@ export {
   type TaskRecord,
   type TaskState,
   taskStates,
+  type WaitForWorkOptions,
   type WorkerDirectory,
   type WorkerInfo,
 } from './interfaces.ts';

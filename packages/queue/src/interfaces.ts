@@ -194,6 +194,16 @@ export interface TaskConsumerOptions {
   pruneIntervalMs?: number;
 }
 
+/** Which tasks a claim may take. */
+export interface ClaimOptions {
+  /**
+   * Only task types this returns true for are claimed (and waited for); the others stay where they are, in run
+   * order, for a later claim. Called synchronously, possibly once per type on every claim: keep it cheap.
+   * @default every type
+   */
+  accept?: (type: string) => boolean;
+}
+
 /** A task this consumer holds; pass it back to complete, fail or release it. */
 export interface ClaimedTask {
   id: string;
@@ -215,8 +225,16 @@ export interface TaskConsumer {
   readonly owner: TaskOwner;
   /** Registers the lease, recovers what dead workers left and starts noticing new tasks. */
   start(): Promise<RecoveryReport>;
-  /** The next ready task in run order (priority, then ready time), or undefined when none is ready now. */
-  claim(): Promise<ClaimedTask | undefined>;
+  /**
+   * The next ready task in run order (priority, then ready time) among the types `accept` allows, or undefined when
+   * none is ready now.
+   */
+  claim(options?: ClaimOptions): Promise<ClaimedTask | undefined>;
+  /**
+   * Pending tasks of a type (ready or not) as this consumer knows them now: it may lag a moment behind other
+   * processes' enqueues and claims. For backpressure, not for accounting.
+   */
+  pendingCount(type: string): number;
   /** Records the result and finishes the task (done), or fails it when the result cannot be kept. */
   complete(claimed: ClaimedTask, result: unknown): Promise<ResultOutcome>;
   /**
@@ -228,10 +246,19 @@ export interface TaskConsumer {
   release(claimed: ClaimedTask): Promise<void>;
   /** Renews the lease on every task this consumer holds now (it is renewed every `heartbeatMs` anyway). */
   extendLease(): Promise<void>;
-  /** Resolves when work may be there: a new task, a delayed task's time, `timeoutMs`, or the signal. */
-  waitForWork(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<void>;
+  /**
+   * Resolves when work may be there: a new task, a delayed task's time (of the types `accept` allows, when given),
+   * `timeoutMs`, or the signal. It may resolve early (a new task of a type not accepted); callers claim and wait again.
+   */
+  waitForWork(options?: WaitForWorkOptions): Promise<void>;
   /** Stops and gives up the lease. Tasks still held must be released first. */
   close(): Promise<void>;
+}
+
+export interface WaitForWorkOptions extends ClaimOptions {
+  signal?: AbortSignal;
+  /** @default the consumer's `pollIntervalMs` */
+  timeoutMs?: number;
 }
 
 export type TaskEventKind = 'added' | 'claimed' | 'completed' | 'failed' | 'requeued' | 'removed';

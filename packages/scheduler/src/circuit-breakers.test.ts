@@ -78,7 +78,7 @@ describe('CircuitBreakers', () => {
     const lines = await humanLines();
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /\*\*circuit-breaker\*\* paused scheduled runs of email\.inbox\.check for 1m after 3 consecutive failures \(boom 3\)$/,
+      /\*\*circuit-breaker\*\* paused email\.inbox\.check for 1m after 3 consecutive failures: none of its tasks is claimed or scheduled until then \(boom 3\)$/,
     );
   });
 
@@ -117,7 +117,7 @@ describe('CircuitBreakers', () => {
     expect(await breakers.allowScheduled(type)).toEqual({ allowed: true, trial: false });
     const lines = await humanLines();
     expect(lines[1]).toMatch(/trial run of email\.inbox\.check after a 1m pause$/);
-    expect(lines[2]).toMatch(/email\.inbox\.check succeeded again; scheduled runs resume$/);
+    expect(lines[2]).toMatch(/email\.inbox\.check succeeded again; its tasks run again$/);
   });
 
   it('reopens with a new pause when the trial fails', async () => {
@@ -136,7 +136,7 @@ describe('CircuitBreakers', () => {
     });
     expect(await breakers.allowScheduled(type)).toMatchObject({ allowed: false });
     expect((await humanLines()).at(-1)).toMatch(
-      /trial run of email\.inbox\.check failed; scheduled runs paused again for 1m \(still down\)$/,
+      /trial run of email\.inbox\.check failed; paused again for 1m \(still down\)$/,
     );
   });
 
@@ -149,6 +149,47 @@ describe('CircuitBreakers', () => {
     expect((await breakers.allowScheduled(type)).allowed).toBe(false);
     await clock.advance(1);
     expect(await breakers.allowScheduled(type)).toEqual({ allowed: true, trial: true });
+  });
+
+  it('lets a worker claim exactly one trial task after the pause, and no other until the trial reports or its pause ends', async () => {
+    const { breakers, clock, notes } = setup();
+    expect(await breakers.claimTrial(type)).toEqual({ allowed: true, trial: false });
+    await failTimes(breakers, 3);
+    expect(await breakers.claimTrial(type)).toMatchObject({
+      allowed: false,
+      reason: 'circuit open until 2026-03-02T09:01:00.000Z',
+      state: { state: 'open' },
+    });
+    await clock.advance(60_000);
+    expect(await breakers.claimTrial(type)).toMatchObject({
+      allowed: true,
+      trial: true,
+      state: { state: 'half_open', trialClaimedAt: '2026-03-02T09:01:00.000Z', retryAt: '2026-03-02T09:02:00.000Z' },
+    });
+    expect((await notes.read(notePath))?.data).toMatchObject({
+      state: 'half_open',
+      trial_claimed_at: '2026-03-02T09:01:00.000Z',
+    });
+    // A second worker (or the same one) claiming another task of the type is told to hold it.
+    expect(await breakers.claimTrial(type)).toMatchObject({ allowed: false, trial: false });
+    expect(await breakers.allowScheduled(type)).toMatchObject({ allowed: false });
+    await clock.advance(60_000);
+    expect(await breakers.claimTrial(type)).toMatchObject({ allowed: true, trial: true });
+    expect(await breakers.recordSuccess(type)).toMatchObject({ state: 'closed' });
+    expect((await notes.read(notePath))?.data).not.toHaveProperty('trial_claimed_at');
+    expect(await breakers.claimTrial(type)).toMatchObject({ allowed: true, trial: false, state: { state: 'closed' } });
+  });
+
+  it('lets a worker claim the trial the scheduler let through, once', async () => {
+    const { breakers, clock } = setup();
+    await failTimes(breakers, 3);
+    await clock.advance(60_000);
+    expect(await breakers.allowScheduled(type)).toEqual({ allowed: true, trial: true });
+    await clock.advance(1_000);
+    expect(await breakers.claimTrial(type)).toMatchObject({ allowed: true, trial: true });
+    expect(await breakers.claimTrial(type)).toMatchObject({ allowed: false });
+    // Told once, by the scheduler's trial.
+    expect((await humanLines()).filter((line) => line.includes('trial run of'))).toHaveLength(1);
   });
 
   it('writes no note when a success finds the type closed with no failures', async () => {

@@ -17,16 +17,17 @@ import { type Clock, systemClock } from './clock.ts';
 
 /** When a task type's breaker opens and for how long; `circuit_breaker` in config.yaml. */
 export interface CircuitBreakerSettings {
-  /** Consecutive failed attempts of one task type that pause its scheduled runs. Config default 5. */
+  /** Consecutive failed attempts of one task type that pause it (claims and scheduled runs). Config default 5. */
   failures: number;
-  /** How long scheduled runs stay paused before a trial run, and how long a trial may take to report. Config default 300_000. */
+  /** How long the type stays paused before a trial run, and how long a trial may take to report. Config default 300_000. */
   pauseMs: number;
 }
 
 /**
- * One task type's breaker as its note records it. `closed`: scheduled runs go ahead. `open`: they are paused
- * until `retryAt`. `half_open`: one trial run was let through at `openedAt`..`retryAt`; its outcome closes or
- * reopens the breaker, and if it never reports, another trial is let through at `retryAt`.
+ * One task type's breaker as its note records it. `closed`: its tasks run and its scheduled runs go ahead. `open`:
+ * workers claim none of its tasks and the scheduler enqueues none until `retryAt`. `half_open`: one trial is let
+ * through (a scheduled run, and the one task a worker claims as the trial); its outcome closes or reopens the
+ * breaker, and if it never reports, another trial is let through at `retryAt`.
  */
 export type BreakerState = {
   taskType: string;
@@ -38,6 +39,8 @@ export type BreakerState = {
   retryAt?: string;
   /** The last failure's message: one line, at most 300 characters. */
   lastError?: string;
+  /** Half-open: ISO time a worker claimed the trial task; until `retryAt` no other task of the type is claimed. */
+  trialClaimedAt?: string;
   updatedAt: string;
 };
 
@@ -78,12 +81,15 @@ const breakerNoteSchema = z.object({
   opened_at: isoTime.optional(),
   retry_at: isoTime.optional(),
   last_error: z.string().optional(),
+  trial_claimed_at: isoTime.optional(),
   updated_at: isoTime,
 });
 
 const noteBody = `This file is written by Assistant's circuit breaker for one task type. After repeated failures it
-pauses the scheduled runs of that type (\`state: open\` until \`retry_at\`), then lets one trial run through
-(\`half_open\`); a success closes it again. Manual runs are never paused. Deleting this file closes the breaker.
+pauses that type (\`state: open\` until \`retry_at\`): workers claim none of its tasks, whoever enqueued them
+(schedules, manual runs, other stages), and the scheduler enqueues none; they wait in pending/. Then one task runs
+as a trial (\`half_open\`); a success closes the breaker again, a failure pauses the type again. Deleting this
+file closes the breaker.
 `;
 
 /** What the breaker note says, or why it says nothing usable. */
@@ -144,7 +150,7 @@ export class CircuitBreakers {
       const retryAt = new Date(nowMs + this.#settings.pauseMs).toISOString();
       if (current?.state === 'half_open') {
         const next = open(taskType, failures, now, retryAt, lastError);
-        const line = `trial run of ${taskType} failed; scheduled runs paused again for ${pause}`;
+        const line = `trial run of ${taskType} failed; paused again for ${pause}`;
         return { next, result: next, human: { message: line, reason: lastError } };
       }
       if (current?.state === 'open') {
@@ -154,7 +160,7 @@ export class CircuitBreakers {
       }
       if (failures >= this.#settings.failures) {
         const next = open(taskType, failures, now, retryAt, lastError);
-        const line = `paused scheduled runs of ${taskType} for ${pause} after ${failures} consecutive failures`;
+        const line = `paused ${taskType} for ${pause} after ${failures} consecutive failures: none of its tasks is claimed or scheduled until then`;
         return { next, result: next, human: { message: line, reason: lastError } };
       }
       const next: BreakerState = {
@@ -186,7 +192,7 @@ export class CircuitBreakers {
       }
       const next = closed(taskType, new Date(nowMs).toISOString());
       const human =
-        current.state === 'closed' ? undefined : { message: `${taskType} succeeded again; scheduled runs resume` };
+        current.state === 'closed' ? undefined : { message: `${taskType} succeeded again; its tasks run again` };
       return { next, result: next, ...(human ? { human } : {}) };
     });
   }
@@ -209,22 +215,68 @@ export class CircuitBreakers {
               : `trial run in progress; another trial from ${current.retryAt}`;
           return { result: { allowed: false, trial: false, reason } };
         }
+        // A scheduled trial is enqueued, not claimed: the first worker to claim a task of the type takes it as the
+        // trial (claimTrial), so no `trialClaimedAt` yet.
+        const { trialClaimedAt: _claimed, ...rest } = current;
+        const next: BreakerState = {
+          ...rest,
+          state: 'half_open',
+          retryAt: new Date(nowMs + this.#settings.pauseMs).toISOString(),
+          updatedAt: new Date(nowMs).toISOString(),
+        };
+        return { next, result: { allowed: true, trial: true }, human: { message: this.#trialMessage(current) } };
+      },
+      nowMs,
+    );
+  }
+
+  /**
+   * Whether a worker that has just claimed a task of the type may run it, at `nowMs`: always while the breaker is
+   * closed; while it is open past its pause, or half-open with no trial claimed yet (the scheduler let a trial run
+   * through) or with a trial that has not reported within the pause, the task becomes the trial and
+   * `trialClaimedAt` is written, so that of several workers exactly one runs it. `state` is the breaker after the
+   * decision (undefined when the type has no readable note), for the worker's cached view.
+   */
+  async claimTrial(
+    taskType: string,
+    nowMs: number = this.#clock.now(),
+  ): Promise<ScheduledRunPermission & { state?: BreakerState }> {
+    return this.#change(
+      taskType,
+      (current): BreakerDecision<ScheduledRunPermission & { state?: BreakerState }> => {
+        if (current === undefined || current.state === 'closed') {
+          return { result: { allowed: true, trial: false, ...(current ? { state: current } : {}) } };
+        }
+        const retryAtMs = current.retryAt === undefined ? nowMs : Date.parse(current.retryAt);
+        const unclaimedTrial = current.state === 'half_open' && current.trialClaimedAt === undefined;
+        if (nowMs < retryAtMs && !unclaimedTrial) {
+          const reason =
+            current.state === 'open'
+              ? `circuit open until ${current.retryAt}`
+              : `trial run in progress; another trial from ${current.retryAt}`;
+          return { result: { allowed: false, trial: false, reason, state: current } };
+        }
         const now = new Date(nowMs).toISOString();
         const next: BreakerState = {
           ...current,
           state: 'half_open',
           retryAt: new Date(nowMs + this.#settings.pauseMs).toISOString(),
+          trialClaimedAt: now,
           updatedAt: now,
         };
-        const pause = formatDuration(this.#settings.pauseMs);
-        const message =
-          current.state === 'open'
-            ? `trial run of ${taskType} after a ${pause} pause`
-            : `another trial run of ${taskType}: the last one did not report within ${pause}`;
-        return { next, result: { allowed: true, trial: true }, human: { message } };
+        // The scheduler already told the owner about the trial it let through.
+        const human = unclaimedTrial && nowMs < retryAtMs ? undefined : { message: this.#trialMessage(current) };
+        return { next, result: { allowed: true, trial: true, state: next }, ...(human ? { human } : {}) };
       },
       nowMs,
     );
+  }
+
+  #trialMessage(current: BreakerState): string {
+    const pause = formatDuration(this.#settings.pauseMs);
+    return current.state === 'open'
+      ? `trial run of ${current.taskType} after a ${pause} pause`
+      : `another trial run of ${current.taskType}: the last one did not report within ${pause}`;
   }
 
   /** Every task type that has a breaker note, sorted by type. Broken notes are reported and left out. */
@@ -299,6 +351,7 @@ export class CircuitBreakers {
       ...(data.opened_at === undefined ? {} : { openedAt: data.opened_at }),
       ...(data.retry_at === undefined ? {} : { retryAt: data.retry_at }),
       ...(data.last_error === undefined ? {} : { lastError: data.last_error }),
+      ...(data.trial_claimed_at === undefined ? {} : { trialClaimedAt: data.trial_claimed_at }),
       updatedAt: data.updated_at,
     };
     return { kind: 'present', note, state };
@@ -365,6 +418,7 @@ function toData(state: BreakerState): FrontmatterData {
     opened_at: state.openedAt,
     retry_at: state.retryAt,
     last_error: state.lastError,
+    trial_claimed_at: state.trialClaimedAt,
     updated_at: state.updatedAt,
   };
 }

@@ -197,6 +197,67 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       expect((await queue.list({ state: 'pending' })).map((entry) => entry.name?.id)).toEqual([later]);
     });
 
+    it('claims only the types a claim accepts, in run order among them, and leaves the others for later', async () => {
+      const queue = await open();
+      const now = Date.now();
+      const first = enqueuedId(await queue.enqueue({ type: 'contract.io', priority: 2, readyAtMs: now - 3_000 }));
+      const model = enqueuedId(await queue.enqueue({ type: 'contract.model', priority: 6, readyAtMs: now - 2_000 }));
+      const second = enqueuedId(await queue.enqueue({ type: 'contract.io', priority: 7, readyAtMs: now - 4_000 }));
+      const other = enqueuedId(await queue.enqueue({ type: 'contract.other', priority: 6, readyAtMs: now - 1_000 }));
+      const consumer = consumerOf(queue);
+      await consumer.start();
+      await waitFor('the consumer to know of all four tasks', () =>
+        consumer.pendingCount('contract.io') === 2 &&
+        consumer.pendingCount('contract.model') === 1 &&
+        consumer.pendingCount('contract.other') === 1
+          ? true
+          : undefined,
+      );
+      expect(consumer.pendingCount('contract.none')).toBe(0);
+      const notModel = (type: string) => type !== 'contract.model';
+      const order: string[] = [];
+      for (let index = 0; index < 3; index += 1) {
+        const claimed = await consumer.claim({ accept: notModel });
+        if (!claimed) throw new Error(`expected a task to claim, claim ${index + 1} of 3`);
+        order.push(claimed.id);
+        await consumer.complete(claimed, null);
+      }
+      // Priority first whatever the type; the model task's earlier ready time does not let it pass the filter.
+      expect(order).toEqual([first, other, second]);
+      expect(await consumer.claim({ accept: notModel })).toBeUndefined();
+      expect(await consumer.claim({ accept: () => false })).toBeUndefined();
+      expect(consumer.pendingCount('contract.io')).toBe(0);
+      expect(consumer.pendingCount('contract.model')).toBe(1);
+      const claimed = await consumer.claim();
+      expect(claimed?.id).toBe(model);
+      expect(consumer.pendingCount('contract.model')).toBe(0);
+      if (claimed) await consumer.complete(claimed, null);
+      expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 4 });
+    });
+
+    it('waits only for the types it accepts: a ready task of another type does not end the wait at once', async () => {
+      const queue = await open();
+      enqueuedId(await queue.enqueue({ type: 'contract.held' }));
+      const consumer = consumerOf(queue);
+      await consumer.start();
+      await waitFor('the consumer to know of the task', () =>
+        consumer.pendingCount('contract.held') === 1 ? true : undefined,
+      );
+      const accept = (type: string) => type !== 'contract.held';
+      // The wait ends by its timeout (or a spurious wake); what matters is that the held task is never claimed.
+      await consumer.waitForWork({ accept, timeoutMs: 50 });
+      expect(await consumer.claim({ accept })).toBeUndefined();
+      const wanted = enqueuedId(await queue.enqueue({ type: 'contract.wanted' }));
+      const claimed = await waitFor('the accepted task to be claimable', async () => {
+        const next = await consumer.claim({ accept });
+        if (next === undefined) await consumer.waitForWork({ accept, timeoutMs: 100 });
+        return next;
+      });
+      expect(claimed.id).toBe(wanted);
+      await consumer.complete(claimed, null);
+      expect(consumer.pendingCount('contract.held')).toBe(1);
+    });
+
     it('completes a task with its result, and fails a result that cannot be kept', async () => {
       const queue = await open();
       const consumer = consumerOf(queue);
