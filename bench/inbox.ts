@@ -112,9 +112,11 @@ let unrecognised = 0;
 
 // How many times each bench message was answered: more than once is a model call spent twice.
 const answersByIndex = new Map<number, number>();
+// The bench message each request asked about, by request index: delivered replies are counted through it.
+const messageOfRequest = new Map<number, number>();
 
 /** The classifier: finds the bench index in the fenced subject and answers what its fixture deserves. */
-function classify(request: FakeChatRequest): FakeReply {
+function classify(request: FakeChatRequest, requestIndex: number): FakeReply {
   const messages = Array.isArray(request.body.messages) ? (request.body.messages as { content?: unknown }[]) : [];
   const text = messages.map((message) => (typeof message.content === 'string' ? message.content : '')).join('\n');
   if (request.body.response_format === undefined) return { text: 'Thank you, I will get back to you soon.' };
@@ -122,7 +124,10 @@ function classify(request: FakeChatRequest): FakeReply {
   const index = Number(/#(\d+)$/.exec(subject)?.[1] ?? Number.NaN);
   const judgement = Number.isInteger(index) ? byFile.get(fixtureFiles[index % fixtureFiles.length] ?? '') : undefined;
   if (judgement === undefined) unrecognised++;
-  else answersByIndex.set(index, (answersByIndex.get(index) ?? 0) + 1);
+  else {
+    answersByIndex.set(index, (answersByIndex.get(index) ?? 0) + 1);
+    messageOfRequest.set(requestIndex, index);
+  }
   return {
     json: {
       human: judgement?.human ? 0.95 : 0.05,
@@ -253,7 +258,13 @@ integrations:
   const done = await countFiles(path.join(queueDirectory, 'done'));
   const pendingLeft = await countFiles(path.join(queueDirectory, 'pending'));
   // Every message classified once, and every one still somewhere in the Maildir (moved once, never lost).
-  const answeredTwice = [...answersByIndex.values()].filter((count) => count > 1).length;
+  // Delivered replies only: one computed for a request the outage cut off never reached the worker.
+  const deliveredByMessage = new Map<number, number>();
+  for (const requestIndex of model.delivered) {
+    const message = messageOfRequest.get(requestIndex);
+    if (message !== undefined) deliveredByMessage.set(message, (deliveredByMessage.get(message) ?? 0) + 1);
+  }
+  const answeredTwice = [...deliveredByMessage.values()].filter((count) => count > 1).length;
   const notesDirectory = path.join(directory, 'data/notes/email/bench');
   let classifiedNotes = 0;
   for (const name of await readdir(notesDirectory).catch(() => [] as string[])) {

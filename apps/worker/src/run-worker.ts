@@ -397,7 +397,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         }
         start(claimed);
       }
-      if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue, plan))) {
+      if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue, plan, () => modelOutage(llm)))) {
         logger.info('queue idle; exiting (--exit-when-idle)');
         break;
       }
@@ -448,13 +448,25 @@ interface ClaimPlan {
 /**
  * Idle twice over. `isIdle()` lists active/ and then pending/, so a task another worker claims between the two
  * listings is in neither; the second look finds it in active/ (or finished). One look could end `--exit-when-idle`
- * early. Ready tasks this worker holds back (an open breaker, an unavailable model) do not keep it from exiting.
+ * early. Ready tasks this worker holds back for an open task-type breaker do not keep it from exiting; while a model
+ * is unavailable, any pending task does (those waiting for it are held or delayed): a drain outlasts an outage.
  */
-async function settledIdle(queue: TaskQueue, plan: ClaimPlan): Promise<boolean> {
-  return (await idleBut(queue, plan)) && (await idleBut(queue, plan));
+async function settledIdle(queue: TaskQueue, plan: ClaimPlan, outage: () => boolean): Promise<boolean> {
+  return (await idleBut(queue, plan, outage)) && (await idleBut(queue, plan, outage));
 }
 
-async function idleBut(queue: TaskQueue, plan: ClaimPlan): Promise<boolean> {
+/** Whether some LLM profile's breaker is open or trying: a model outage is in progress. */
+function modelOutage(llm: { status(): readonly { breaker: { state: string } }[] }): boolean {
+  return llm.status().some((profile) => profile.breaker.state !== 'closed');
+}
+
+async function idleBut(queue: TaskQueue, plan: ClaimPlan, outage: () => boolean): Promise<boolean> {
+  if (outage()) {
+    // Only tasks of LLM stages wait for the model; with none pending, nothing would ever try it again.
+    const llmTypes = new Set(plan.lanes().map((lane) => lane.type));
+    const pending = await queue.list({ state: 'pending' });
+    if (pending.some((entry) => entry.name !== undefined && llmTypes.has(entry.name.type))) return false;
+  }
   if (await queue.isIdle()) return true;
   if ((await queue.list({ state: 'active', limit: 1 })).length > 0) return false;
   const nowMs = Date.now();

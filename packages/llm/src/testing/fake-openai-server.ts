@@ -155,6 +155,7 @@ export class FakeOpenAiServer {
   // While set, every chat request is answered with this error at once (no latency, no slot).
   #outage: { status: number; message?: string; retryAfterSeconds?: number } | undefined;
   readonly #sockets = new Set<Socket>();
+  readonly #delivered = new Set<number>();
   #port = 0;
   #down = false;
   // Aborted by close(), so replies still waiting out their delay give up instead of holding the server open.
@@ -186,6 +187,14 @@ export class FakeOpenAiServer {
    */
   get peakOpenRequests(): number {
     return this.#peakOpen;
+  }
+
+  /**
+   * The indexes (among {@link requests}) of the chat requests whose successful reply was sent in full. A request cut
+   * off by {@link refuseConnections} or by the client was computed but never delivered: it is not here.
+   */
+  get delivered(): ReadonlySet<number> {
+    return this.#delivered;
   }
 
   /**
@@ -335,6 +344,9 @@ export class FakeOpenAiServer {
     }
     this.#open++;
     this.#peakOpen = Math.max(this.#peakOpen, this.#open);
+    reply.raw.once('finish', () => {
+      if (reply.raw.statusCode < 400) this.#delivered.add(index);
+    });
     const disconnected = new AbortController();
     const onClose = (): void => {
       // 'close' also fires after a response is sent; only a close before that means the client went away.
