@@ -306,6 +306,13 @@ integrations:
   log(
     `model busy              ${percent(figures.modelBusyFraction)} of it with ${modelConcurrency} in flight; at least 1, 2, …: ${atLeast.map(percent).join(', ')}; peak ${model.peakInFlight} in flight`,
   );
+  const firstServedMs = model.served[0]?.startedAt;
+  const lastEndedMs = Math.max(0, ...model.served.map((entry) => entry.endedAt ?? 0));
+  if (firstServedMs !== undefined) {
+    log(
+      `model idle at the ends  ${((firstServedMs - startedAt) / 1000).toFixed(1)} s before the first request, ${((endedAt - lastEndedMs) / 1000).toFixed(1)} s after the last`,
+    );
+  }
   log(`requests open at once   at most ${model.peakOpenRequests} (sent by the worker and not yet answered)`);
   if (outageWindow) {
     const lasted = ((outageWindow.toMs ?? endedAt) - outageWindow.fromMs) / 1000;

@@ -59,8 +59,24 @@ export async function listMaildir(directory: string): Promise<MaildirMessage[]> 
   return messages.sort((left, right) => left.mtimeMs - right.mtimeMs || left.id.localeCompare(right.id));
 }
 
+/**
+ * The message with this unique part, from the folder's names alone: only the match is looked at on disk, so finding
+ * one message in a folder of 10,000 costs two directory reads, not 10,000 stats.
+ */
 export async function findMessage(directory: string, id: string): Promise<MaildirMessage | undefined> {
-  return (await listMaildir(directory)).find((message) => message.id === id);
+  if (!(await isDirectory(path.join(directory, 'cur'))) && !(await isDirectory(path.join(directory, 'new')))) {
+    throw new UnrecoverableError(`${directory} is not a Maildir (no cur/ or new/ inside)`);
+  }
+  for (const part of ['new', 'cur']) {
+    const names = await readdir(path.join(directory, part)).catch(() => [] as string[]);
+    for (const name of names) {
+      if (name.startsWith('.') || uniquePart(name) !== id) continue;
+      const file = path.join(directory, part, name);
+      const info = await stat(file).catch(() => undefined);
+      if (info?.isFile()) return { id, file, flags: flagsOf(name), mtimeMs: info.mtimeMs };
+    }
+  }
+  return undefined;
 }
 
 export async function readMessage(message: MaildirMessage): Promise<Buffer> {

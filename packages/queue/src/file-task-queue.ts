@@ -388,8 +388,11 @@ export class FileTaskQueue implements TaskQueue {
       byId: new Map(),
       byFingerprint: new Map(),
     };
+    // Names are immutable (a task that moves gets a new one), so the previous listing's decodings stay right: a
+    // listing after each enqueue into a deep pending/ then decodes only the new names.
+    const previous = this.#listings.get(state)?.decoded;
     for (const fileName of names) {
-      const name = decodeStateName(state, fileName);
+      const name = previous?.get(fileName) ?? decodeStateName(state, fileName);
       if (!name) continue;
       listing.decoded.set(fileName, name);
       listing.byId.set(name.id, fileName);
