@@ -47,9 +47,17 @@ export class Conversation {
   async structured<T>(schema: z.ZodType<T>, text: string, options: StructuredOptions = {}): Promise<T> {
     const jsonSchema = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
     const { $schema: _ignored, ...schemaBody } = jsonSchema;
+    // A server that takes `response_format: json_schema` is held to the schema itself; the message then only names
+    // the keys and their types (a few tokens) instead of repeating the whole schema.
+    const outline = (this.model as { capabilities?: { jsonSchema?: boolean } }).capabilities?.jsonSchema
+      ? schemaOutline(schemaBody)
+      : undefined;
     this.messages.push({
       role: 'user',
-      content: `${text}\n\nAnswer with only a JSON value matching this JSON Schema, no other text:\n${JSON.stringify(schemaBody)}`,
+      content:
+        outline === undefined
+          ? `${text}\n\nAnswer with only a JSON value matching this JSON Schema, no other text:\n${JSON.stringify(schemaBody)}`
+          : `${text}\n\nAnswer with only a JSON object, no other text: ${outline}`,
     });
     const attempts: { reply: string; problem: string }[] = [];
     const retries = options.retries ?? 3;
@@ -105,4 +113,29 @@ function check<T>(schema: z.ZodType<T>, reply: string): { ok: true; value: T } |
       .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'the value'}: ${issue.message}`)
       .join('; '),
   };
+}
+
+/**
+ * `{"human": number 0–1, "urgent": true|false, "kind": "a"|"b"}` for a flat object schema of numbers, booleans,
+ * strings and enums; undefined for anything else (the full schema is given then).
+ */
+function schemaOutline(schema: Record<string, unknown>): string | undefined {
+  const properties = schema.properties;
+  if (schema.type !== 'object' || properties === null || typeof properties !== 'object') return undefined;
+  const parts: string[] = [];
+  for (const [name, raw] of Object.entries(properties as Record<string, unknown>)) {
+    const property = (raw ?? {}) as { type?: unknown; enum?: unknown; minimum?: unknown; maximum?: unknown };
+    let type: string;
+    if (Array.isArray(property.enum)) type = property.enum.map((value) => JSON.stringify(value)).join('|');
+    else if (property.type === 'boolean') type = 'true|false';
+    else if (property.type === 'number' || property.type === 'integer') {
+      type =
+        typeof property.minimum === 'number' && typeof property.maximum === 'number'
+          ? `${property.type} ${property.minimum}–${property.maximum}`
+          : String(property.type);
+    } else if (property.type === 'string') type = 'string';
+    else return undefined;
+    parts.push(`${JSON.stringify(name)}: ${type}`);
+  }
+  return `{${parts.join(', ')}}`;
 }

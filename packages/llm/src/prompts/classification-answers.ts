@@ -6,16 +6,16 @@ import * as z from 'zod';
  * boolean yes or no, an enum one of its values. Every integration's classify stage asks for this shape.
  */
 export function classificationAnswerSchema(classifications: Readonly<Record<string, Classification>>) {
+  // No descriptions: each question is asked once, in the message (`classificationQuestions`); repeating it in the
+  // schema, which is sent twice (in the message and as response_format), only cost tokens.
   const shape: Record<string, z.ZodType> = {};
   for (const [name, classification] of Object.entries(classifications)) {
     shape[name] =
       classification.type === 'confidence'
-        ? z.number().min(0).max(1).describe(classification.prompt)
+        ? z.number().min(0).max(1)
         : classification.type === 'boolean'
-          ? z.boolean().describe(classification.prompt)
-          : z
-              .enum(('values' in classification ? classification.values : []) as [string, ...string[]])
-              .describe(classification.prompt);
+          ? z.boolean()
+          : z.enum(('values' in classification ? classification.values : []) as [string, ...string[]]);
   }
   return z.strictObject(shape);
 }
