@@ -380,24 +380,20 @@ export class FileTaskQueue implements TaskQueue {
       if (!isMissing(error)) throw error;
       names = [];
     }
-    const listing: StateListing = {
-      mtimeNs: info?.mtimeNs ?? -1n,
-      settled: info !== undefined && Date.now() - Number(info.mtimeMs) > settleMs,
-      names,
-      decoded: new Map(),
-      byId: new Map(),
-      byFingerprint: new Map(),
-    };
-    // Names are immutable (a task that moves gets a new one), so the previous listing's decodings stay right: a
-    // listing after each enqueue into a deep pending/ then decodes only the new names.
-    const previous = this.#listings.get(state)?.decoded;
-    for (const fileName of names) {
-      const name = previous?.get(fileName) ?? decodeStateName(state, fileName);
-      if (!name) continue;
-      listing.decoded.set(fileName, name);
-      listing.byId.set(name.id, fileName);
-      listing.byFingerprint.set(name.fingerprint, name.id);
-    }
+    const mtimeNs = info?.mtimeNs ?? -1n;
+    const settled = info !== undefined && Date.now() - Number(info.mtimeMs) > settleMs;
+    const previous = this.#listings.get(state);
+    // While a queue drains, pending/ changes with every enqueue and claim, and a dedup check lists it each time:
+    // rebuilding the index of 10,000 names per enqueue was most of a worker's CPU. Names are immutable (a task that
+    // moves gets a new one), so the previous index is brought up to date with what came and went instead. An index
+    // holding two files of one id or fingerprint (a crash's leftover, identical manual enqueues) is rebuilt in full,
+    // so removing one of them cannot hide the other.
+    const listing =
+      previous !== undefined && !previous.duplicates
+        ? updatedListing(previous, state, names)
+        : builtListing(state, names, previous?.decoded);
+    listing.mtimeNs = mtimeNs;
+    listing.settled = settled;
     this.#listings.set(state, listing);
     return listing;
   }
@@ -1028,10 +1024,60 @@ interface StateListing {
   names: readonly string[];
   /** Task names by file name. */
   decoded: Map<string, TaskName>;
+  /** Names in the directory that are not task names (reasons beside quarantined files, strays). */
+  undecodable: Set<string>;
   /** File names by task id. */
   byId: Map<string, string>;
   /** Task ids by fingerprint. */
   byFingerprint: Map<string, string>;
+  /** Two files share an id or a fingerprint: the index is rebuilt in full rather than updated. */
+  duplicates: boolean;
+}
+
+/** The index of a directory's names, built from scratch (reusing `known` decodings: names never change meaning). */
+function builtListing(state: TaskState, names: string[], known?: ReadonlyMap<string, TaskName>): StateListing {
+  const listing: StateListing = {
+    mtimeNs: -1n,
+    settled: false,
+    names,
+    decoded: new Map(),
+    undecodable: new Set(),
+    byId: new Map(),
+    byFingerprint: new Map(),
+    duplicates: false,
+  };
+  for (const fileName of names) addName(listing, state, fileName, known?.get(fileName));
+  return listing;
+}
+
+/** `previous` brought up to date with `names`: what left is removed, what came is decoded and added. */
+function updatedListing(previous: StateListing, state: TaskState, names: string[]): StateListing {
+  const present = new Set(names);
+  for (const [fileName, name] of previous.decoded) {
+    if (present.has(fileName)) continue;
+    previous.decoded.delete(fileName);
+    if (previous.byId.get(name.id) === fileName) previous.byId.delete(name.id);
+    if (previous.byFingerprint.get(name.fingerprint) === name.id) previous.byFingerprint.delete(name.fingerprint);
+  }
+  for (const fileName of previous.undecodable) if (!present.has(fileName)) previous.undecodable.delete(fileName);
+  previous.names = names;
+  for (const fileName of names) {
+    if (previous.decoded.has(fileName) || previous.undecodable.has(fileName)) continue;
+    addName(previous, state, fileName);
+  }
+  return previous;
+}
+
+function addName(listing: StateListing, state: TaskState, fileName: string, known?: TaskName): void {
+  const name = known ?? decodeStateName(state, fileName);
+  if (!name) {
+    listing.undecodable.add(fileName);
+    return;
+  }
+  listing.decoded.set(fileName, name);
+  if (listing.byId.has(name.id) || listing.byFingerprint.has(name.fingerprint)) listing.duplicates = true;
+  listing.byId.set(name.id, fileName);
+  listing.byFingerprint.set(name.fingerprint, name.id);
 }
 
 /** The longest `.error.txt` reason read back; ours are one line. */
