@@ -6,6 +6,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
+import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
+import { freePort } from './helpers/free-port.ts';
 import { mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -64,9 +66,11 @@ describe('a model outage in the middle of a backlog', () => {
     }
     // max_retries 0: without the breaker, every classify attempt during the outage would fail at once and the task
     // would be in failed/ after its three attempts, seconds into the outage.
+    const port = await freePort();
     await dir.write(
       'config.yaml',
       `data_dir: ./data
+server: {port: ${port}}
 llms:
   default: {base_url: "${model.url}", model: fake-model, max_in_flight: 2, max_retries: 0}
 worker:
@@ -86,7 +90,10 @@ integrations:
 `,
     );
     const worker = startNode({ args: [cliMain, 'work'], cwd: dir.path, env: { ASSISTANT_LOG_FORMAT: 'json' } });
+    const server = startNode({ args: [cliMain, 'serve'], cwd: dir.path });
     try {
+      await server.waitForOutput(/listening on/, { timeoutMs: 60_000 });
+      const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
       expect((await runCli(['trigger', 'local', 'inbox'], { cwd: dir.path })).code).toBe(0);
       await waitUntil(() => answers.size >= 4, { what: 'the first classifications', timeoutMs: 60_000 });
       await model.refuseConnections();
@@ -112,6 +119,20 @@ integrations:
           timeoutMs: 60_000,
         },
       );
+      // The owner sees it: /health names the profile as unavailable with its backlog, /metrics says the breaker is open.
+      const health = await waitUntil(
+        async () => {
+          const body = (await (await api(`http://127.0.0.1:${port}/health`)).json()) as {
+            models?: { profile: string; state: string; backlog: number; max_in_flight: number | null }[];
+          };
+          const profile = body.models?.find((entry) => entry.profile === 'default');
+          return profile && profile.state !== 'closed' && profile.backlog > 0 ? profile : undefined;
+        },
+        { what: '/health to show the default profile unavailable', timeoutMs: 60_000 },
+      );
+      expect(health).toMatchObject({ profile: 'default', max_in_flight: 2 });
+      const metrics = await (await api(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toMatch(/^assistant_llm_breaker_open\{profile="default"\} 1$/m);
       // Long enough down for three attempts of every classify task in flight to have failed without the breaker.
       await new Promise((resolve) => setTimeout(resolve, 8_000));
       expect(await readdir(path.join(dir.path, 'data/queue/failed'))).toEqual([]);
@@ -130,7 +151,8 @@ integrations:
       );
     } finally {
       worker.child.kill('SIGTERM');
-      await worker.exited;
+      server.child.kill('SIGTERM');
+      await Promise.all([worker.exited, server.exited]);
     }
 
     expect(await readdir(path.join(dir.path, 'data/queue/failed'))).toEqual([]);
