@@ -268,6 +268,9 @@ export class FileTaskQueue implements TaskQueue {
     this.#assertSize(text, options.type);
     const target = path.join(this.paths.pending, fileName);
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
+    // Our own enqueue is in the dedup listing at once, however recently that was taken.
+    const pendingListing = this.#listings.get('pending');
+    if (pendingListing !== undefined) addName(pendingListing, 'pending', fileName);
     return { status: 'enqueued', task, location: this.locationOf(target) };
   }
 
@@ -290,7 +293,7 @@ export class FileTaskQueue implements TaskQueue {
   ): Promise<Exclude<EnqueueOutcome, { status: 'enqueued' }> | undefined> {
     if (policy.dedup) {
       for (const state of ['pending', 'active'] as const) {
-        const existing = (await this.#listing(state)).byFingerprint.get(fingerprint);
+        const existing = await this.#duplicateIn(state, fingerprint);
         if (existing) {
           return {
             status: 'duplicate',
@@ -326,6 +329,26 @@ export class FileTaskQueue implements TaskQueue {
   }
 
   // ----------------------------------------------------------------------------------------------- reading
+
+  /**
+   * The id of a task in `state` with this fingerprint. While a queue drains, pending/ changes with every enqueue and
+   * claim, and listing 10,000 names for every enqueue's dedup check was most of a worker's CPU; so the check uses a
+   * listing up to {@link dedupListingMaxAgeMs} old, with this process's own enqueues added to it at once. A match is
+   * confirmed on disk (a task claimed or finished since is listed again, never taken for a duplicate), so a stale
+   * listing can only miss a task another process added within that second: the race two processes enqueuing the same
+   * task at once have anyway. active/ is small and always listed exactly.
+   */
+  async #duplicateIn(state: 'pending' | 'active', fingerprint: string): Promise<string | undefined> {
+    // Only pending/ grows deep; active/ holds what workers run now and is always listed as it is.
+    const cached = state === 'pending' ? this.#listings.get(state) : undefined;
+    const recent = cached !== undefined && Date.now() - cached.listedAtMs < dedupListingMaxAgeMs;
+    const listing = recent ? cached : await this.#listing(state);
+    const id = listing.byFingerprint.get(fingerprint);
+    if (id === undefined) return undefined;
+    const fileName = listing.byId.get(id);
+    if (!recent || (fileName !== undefined && (await pathExists(path.join(this.paths[state], fileName))))) return id;
+    return (await this.#freshListing(state)).byFingerprint.get(fingerprint);
+  }
 
   async #names(state: TaskState): Promise<readonly string[]> {
     return (await this.#listing(state)).names;
@@ -394,6 +417,7 @@ export class FileTaskQueue implements TaskQueue {
         : builtListing(state, names, previous?.decoded);
     listing.mtimeNs = mtimeNs;
     listing.settled = settled;
+    listing.listedAtMs = Date.now();
     this.#listings.set(state, listing);
     return listing;
   }
@@ -1019,6 +1043,8 @@ const settleMs = 2_000;
 /** One state directory's names, as of its mtime. */
 interface StateListing {
   mtimeNs: bigint;
+  /** When the directory was read (Date.now()). */
+  listedAtMs: number;
   /** The mtime was old enough at listing time to tell the next change apart. */
   settled: boolean;
   names: readonly string[];
@@ -1038,6 +1064,7 @@ interface StateListing {
 function builtListing(state: TaskState, names: string[], known?: ReadonlyMap<string, TaskName>): StateListing {
   const listing: StateListing = {
     mtimeNs: -1n,
+    listedAtMs: 0,
     settled: false,
     names,
     decoded: new Map(),
@@ -1078,6 +1105,19 @@ function addName(listing: StateListing, state: TaskState, fileName: string, know
   if (listing.byId.has(name.id) || listing.byFingerprint.has(name.fingerprint)) listing.duplicates = true;
   listing.byId.set(name.id, fileName);
   listing.byFingerprint.set(name.fingerprint, name.id);
+}
+
+/** How old a listing a dedup check may use while the directory keeps changing (see `#duplicateIn`). */
+const dedupListingMaxAgeMs = 1_000;
+
+async function pathExists(file: string): Promise<boolean> {
+  try {
+    await lstat(file);
+    return true;
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw error;
+  }
 }
 
 /** The longest `.error.txt` reason read back; ours are one line. */
