@@ -82,7 +82,15 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const { claimed, consumer, stopSignal } = options;
   const { task } = claimed;
   const timeoutMs = options.services.queue.policyFor(task.type).timeoutMs;
-  const timeout = AbortSignal.timeout(timerDelayMs(timeoutMs));
+  // A timer cleared when the task ends: AbortSignal.timeout's cannot be, and kept every finished task's signal (and
+  // what hung on it) alive until its timeout, thousands of them through a big backlog.
+  const timeoutController = new AbortController();
+  const timeoutTimer = setTimeout(
+    () => timeoutController.abort(new DOMException('The operation timed out.', 'TimeoutError')),
+    timerDelayMs(timeoutMs),
+  );
+  timeoutTimer.unref();
+  const timeout = timeoutController.signal;
   const signal = AbortSignal.any([stopSignal, timeout]);
   const logger = options.logger.child({ task: task.id, type: task.type });
   const label = `task ${task.id} (${task.type})`;
@@ -105,6 +113,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   };
 
   const settled = await settle(() => runHandler(options, signal, logger));
+  clearTimeout(timeoutTimer);
   options.onHandlerSettled?.();
   try {
     let error: unknown;

@@ -743,10 +743,19 @@ export class FileTaskQueue implements TaskQueue {
   async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
     const nowMs = this.now();
-    const finishedIds = new Set<string>();
-    for (const state of ['done', 'failed'] as const) {
-      for (const entry of await this.entries(state)) if (entry.name) finishedIds.add(entry.name.id);
-    }
+    // Only a claim of the old layout (no owner in its name) needs the finished ids: listing done/ and failed/ (tens of
+    // thousands of names after a big drain) on every sweep cost a worker CPU and kept their listings in memory.
+    let finished: Promise<ReadonlySet<string>> | undefined;
+    const finishedIds = () => {
+      finished ??= (async () => {
+        const ids = new Set<string>();
+        for (const state of ['done', 'failed'] as const) {
+          for (const entry of await this.entries(state)) if (entry.name) ids.add(entry.name.id);
+        }
+        return ids;
+      })();
+      return finished;
+    };
     for (const fileName of await this.#names('active')) {
       try {
         await this.#recoverActive(fileName, nowMs, finishedIds, report, options);
@@ -765,7 +774,7 @@ export class FileTaskQueue implements TaskQueue {
   async #recoverActive(
     fileName: string,
     nowMs: number,
-    finishedIds: ReadonlySet<string>,
+    finishedIds: () => Promise<ReadonlySet<string>>,
     report: RecoveryReport,
     options: { skipOwner?: string },
   ): Promise<void> {
@@ -814,7 +823,7 @@ export class FileTaskQueue implements TaskQueue {
     // Renamed into active/ moments ago: its claimer may not have recorded itself as the owner yet.
     if (nowMs - arrivedMs < this.claimGraceMs) return;
     // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
-    if (finishedIds.has(name.id)) {
+    if ((await finishedIds()).has(name.id)) {
       if (await this.remove(file)) report.removedDuplicates.push(name.id);
       return;
     }
