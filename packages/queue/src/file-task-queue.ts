@@ -268,9 +268,7 @@ export class FileTaskQueue implements TaskQueue {
     this.#assertSize(text, options.type);
     const target = path.join(this.paths.pending, fileName);
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
-    // Our own enqueue is in the dedup listing at once, however recently that was taken.
-    const pendingListing = this.#listings.get('pending');
-    if (pendingListing !== undefined) addName(pendingListing, 'pending', fileName);
+    this.#cameIntoPending(target);
     return { status: 'enqueued', task, location: this.locationOf(target) };
   }
 
@@ -348,6 +346,16 @@ export class FileTaskQueue implements TaskQueue {
     const fileName = listing.byId.get(id);
     if (!recent || (fileName !== undefined && (await pathExists(path.join(this.paths[state], fileName))))) return id;
     return (await this.#freshListing(state)).byFingerprint.get(fingerprint);
+  }
+
+  /**
+   * A file this process just put into pending/ (an enqueue, a retry, a requeue, a recovery) goes into the dedup
+   * listing at once, however recently that was taken: only other processes' additions can be missed by it.
+   */
+  #cameIntoPending(target: string): void {
+    if (path.dirname(target) !== this.paths.pending) return;
+    const listing = this.#listings.get('pending');
+    if (listing !== undefined) addName(listing, 'pending', path.basename(target));
   }
 
   async #names(state: TaskState): Promise<readonly string[]> {
@@ -654,6 +662,7 @@ export class FileTaskQueue implements TaskQueue {
   /** Replaces a task file's content atomically. */
   async rewrite(target: string, task: Task): Promise<void> {
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text: stringifyTask(task), durability: this.durability });
+    this.#cameIntoPending(target);
   }
 
   /** Writes a task's new content straight into another state's directory (used for done/ and failed/). */
@@ -666,6 +675,7 @@ export class FileTaskQueue implements TaskQueue {
   /** Renames a task file between state directories; under strict durability both directories are synced. */
   async move(from: string, to: string): Promise<void> {
     await rename(from, to);
+    this.#cameIntoPending(to);
     if (this.durability === 'strict') {
       await syncDirectory(path.dirname(to));
       await syncDirectory(path.dirname(from));
