@@ -8,52 +8,13 @@ import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assista
 import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
-import {
-  appendMessages,
-  listMailbox,
-  mailFixtureDirectory,
-  readMailFixtures,
-  withImapClient,
-} from './helpers/imap-client.ts';
+import { appendMessages, listMailbox, readMailFixtures, withImapClient } from './helpers/imap-client.ts';
+import { type Judgement, judgements } from './helpers/mail-judgements.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { startSmtpSink } from './helpers/smtp-sink.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
-interface Judgement {
-  file: string;
-  subject: string;
-  human: boolean;
-  requiresResponse: boolean;
-  newsletter: boolean;
-}
-
-/** The fixture README's table of what a classifier should say, by subject. */
-async function judgements(): Promise<Judgement[]> {
-  const readme = await readFile(path.join(mailFixtureDirectory, 'README.md'), 'utf8');
-  const table = readme.slice(
-    readme.indexOf('## What a classifier should say'),
-    readme.indexOf('## Deterministic facts'),
-  );
-  return table
-    .split('\n')
-    .filter((line) => /^\| `\d\d-/.test(line))
-    .map((line) => {
-      const cells = line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim());
-      return {
-        file: (cells[0] ?? '').replaceAll('`', ''),
-        subject: cells[3] ?? '',
-        human: (cells[4] ?? '').startsWith('yes'),
-        requiresResponse: (cells[5] ?? '').startsWith('yes'),
-        newsletter: (cells[6] ?? '').startsWith('yes'),
-      };
-    });
-}
-
-/** A classifier that knows the fixtures: it answers from the table; and a reply writer. */
 function fakeModel(table: Judgement[]) {
   return (request: FakeChatRequest): FakeReply => {
     const messages = request.body.messages as { role: string; content: string }[];

@@ -8,34 +8,11 @@ import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assista
 import { describe, expect, it } from 'vitest';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { mailFixtureDirectory, readMailFixtures } from './helpers/imap-client.ts';
+import { readMailFixtures } from './helpers/imap-client.ts';
+import { judgements } from './helpers/mail-judgements.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-
-interface Judgement {
-  subject: string;
-  newsletter: boolean;
-}
-
-/** The fixture README's table: each fixture's subject and whether a classifier calls it a newsletter. */
-async function judgements(): Promise<Judgement[]> {
-  const readme = await readFile(path.join(mailFixtureDirectory, 'README.md'), 'utf8');
-  const table = readme.slice(
-    readme.indexOf('## What a classifier should say'),
-    readme.indexOf('## Deterministic facts'),
-  );
-  return table
-    .split('\n')
-    .filter((line) => /^\| `\d\d-/.test(line))
-    .map((line) => {
-      const cells = line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim());
-      return { subject: cells[3] ?? '', newsletter: (cells[6] ?? '').startsWith('yes') };
-    });
-}
 
 const phishingSubject = 'URGENT: Your account has been suspended - verify within 24 hours';
 
