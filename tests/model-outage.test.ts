@@ -110,8 +110,12 @@ integrations:
       expect(health).toMatchObject({ profile: 'default', max_in_flight: 2 });
       const metrics = await (await api(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^assistant_llm_breaker_open\{profile="default"\} 1$/m);
-      // Long enough down for three attempts of every classify task in flight to have failed without the breaker.
-      await new Promise((resolve) => setTimeout(resolve, 8_000));
+      // Down long enough for classify tasks to have been put back six times (the two in flight, then a trial after
+      // each backoff): more than the three attempts each of the two in flight had, had they been spent.
+      await waitUntil(() => (worker.stdout().match(/email\.inbox\.classify\) delayed until/g) ?? []).length >= 6, {
+        what: 'six classify tasks put back to wait for the model',
+        timeoutMs: 90_000,
+      });
       expect(await readdir(path.join(dir.path, 'data/queue/failed'))).toEqual([]);
       expect([...answers.values()].reduce((sum, count) => sum + count, 0)).toBe(answeredBefore);
 
