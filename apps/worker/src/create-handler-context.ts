@@ -17,13 +17,10 @@ import {
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp';
 import type { HumanLog, NoteStore } from '@assistant/notes';
-import { DelayedError, type EnqueueOutcome, type Task, type TaskQueue } from '@assistant/queue';
+import { type EnqueueOutcome, outageDelay, type Task, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
-
-/** How long after it was enqueued a task waits for an MCP server that is down before failing. */
-const mcpOutageWaitMs = 24 * 60 * 60_000;
 
 /** What `mcpTools` answers from when the worker was given no servers: every name is unknown. */
 const noMcpServers = new McpServers({ servers: {} });
@@ -156,11 +153,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     // without spending its attempts, for up to a day: an MCP outage must not fail a loop's task for good.
     mcpTools: (serverNames) =>
       (services.mcp ?? noMcpServers).toolsFor(serverNames, { signal }).catch((error: unknown) => {
-        if (
-          isAssistantError(error, 'MCP_SERVER_UNAVAILABLE') &&
-          Date.now() - Date.parse(task.createdAt) < mcpOutageWaitMs
-        ) {
-          throw new DelayedError(Date.now() + 60_000, `${error.message}; waiting for the server`);
+        if (isAssistantError(error, 'MCP_SERVER_UNAVAILABLE')) {
+          throw outageDelay(task, Date.now() + 60_000, `${error.message}; waiting for the server`) ?? error;
         }
         throw error;
       }),

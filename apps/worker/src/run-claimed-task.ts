@@ -3,9 +3,10 @@ import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host'
 import { findModelUnavailable } from '@assistant/llm';
 import {
   type ClaimedTask,
-  DelayedError,
+  type DelayedError,
   type FailOutcome,
   type JsonValue,
+  outageDelay,
   RetryableError,
   type Task,
   type TaskConsumer,
@@ -21,11 +22,6 @@ export interface HandlerLookup {
   get(type: string): TaskHandler | undefined | Promise<TaskHandler | undefined>;
 }
 
-/**
- * How long a task may keep waiting for an unavailable model, counted from its creation: after that, an outage fails
- * it the normal way (its attempts), so a model that never comes back does not keep work pending forever.
- */
-const modelWaitLimitMs = 24 * 60 * 60 * 1_000;
 /** The shortest wait for an unavailable model: a retry time already past must not spin the task. */
 const minimumModelWaitMs = 1_000;
 
@@ -164,11 +160,9 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
 function modelWait(task: Task, error: unknown): DelayedError | undefined {
   const unavailable = findModelUnavailable(error);
   if (!unavailable) return undefined;
-  const nowMs = Date.now();
-  const createdAtMs = Date.parse(task.createdAt);
-  if (Number.isFinite(createdAtMs) && nowMs - createdAtMs >= modelWaitLimitMs) return undefined;
-  const untilMs = Math.max(unavailable.retryAtMs, nowMs + minimumModelWaitMs);
-  return new DelayedError(
+  const untilMs = Math.max(unavailable.retryAtMs, Date.now() + minimumModelWaitMs);
+  return outageDelay(
+    task,
     untilMs,
     `the LLM profile \`${unavailable.profile}\` is unavailable (${unavailable.message}); waiting until ${new Date(untilMs).toISOString()}`,
   );

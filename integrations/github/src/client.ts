@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { ActionNotTakenError, DelayedError, RetryableError, UnrecoverableError } from '@assistant/sdk';
+import {
+  ActionNotTakenError,
+  DelayedError,
+  RetryableError,
+  UnrecoverableError,
+  outageDelay as waitOutOutage,
+} from '@assistant/sdk';
 import { createAppAuth } from '@octokit/auth-app';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
@@ -268,10 +274,8 @@ export async function callGithub<T>(
   }
 }
 
-/** While GitHub is unreachable or failing, a task that must not be lost waits this long at a time… */
+/** While GitHub is unreachable or failing, a task that must not be lost waits this long at a time. */
 const outageRetryMs = 60_000;
-/** …for up to this long after it was enqueued. */
-const outageWaitLimitMs = 24 * 60 * 60_000;
 
 /**
  * For an act task, whose actions are recorded as taken when it is enqueued (no later check asks for them again): a
@@ -280,8 +284,13 @@ const outageWaitLimitMs = 24 * 60 * 60_000;
  * other error, and after that day.
  */
 export function outageDelay(error: unknown, enqueuedAt: string, nowMs = Date.now()): DelayedError | undefined {
-  if (!(error instanceof RetryableError) || nowMs - Date.parse(enqueuedAt) > outageWaitLimitMs) return undefined;
-  return new DelayedError(nowMs + outageRetryMs, `${error.message}; trying again in a minute`);
+  if (!(error instanceof RetryableError)) return undefined;
+  return waitOutOutage(
+    { createdAt: enqueuedAt },
+    nowMs + outageRetryMs,
+    `${error.message}; trying again in a minute`,
+    nowMs,
+  );
 }
 
 /**

@@ -43,7 +43,7 @@ export {
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
 export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
-export { DelayedError, RetryableError, UnrecoverableError } from './task-errors.ts';
+export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
   type JsonValue,
   jsonValueSchema,

@@ -77,5 +77,12 @@ export {
   type SafeFetchResult,
   safeFetch,
 } from '@assistant/outbound';
-export { DelayedError, type JsonValue, RetryableError, type Task, UnrecoverableError } from '@assistant/queue';
+export {
+  DelayedError,
+  type JsonValue,
+  outageDelay,
+  RetryableError,
+  type Task,
+  UnrecoverableError,
+} from '@assistant/queue';
 export { runScript, SandboxUnavailableError, ScriptFailedError, ScriptTimeoutError } from '@assistant/sandbox';
