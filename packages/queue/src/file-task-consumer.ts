@@ -295,7 +295,7 @@ export class FileTaskConsumer implements TaskConsumer {
     // and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted here is
     // never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
     await this.queue.writeTo('pending', fileName, next);
-    await this.queue.remove(held.path);
+    await this.queue.removeFile(held.path);
     this.#held.delete(claimed.id);
     this.#index.add(fileName);
   }
@@ -304,7 +304,7 @@ export class FileTaskConsumer implements TaskConsumer {
     // done/x is written in full before active/x goes. A crash in between leaves both; recovery keeps done/x.
     const held = this.fileOf(claimed);
     await this.queue.writeTo(state, held.fileName, task);
-    const removed = await this.queue.remove(held.path);
+    const removed = await this.queue.removeFile(held.path);
     this.#held.delete(claimed.id);
     if (!removed) {
       this.queue.logger.warn(

@@ -46,7 +46,7 @@ import {
   type Task,
   TaskFileError,
 } from './task-file.ts';
-import { newTaskId, taskIdTimeMs } from './task-id.ts';
+import { newTaskId, taskIdPattern, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
@@ -659,6 +659,58 @@ export class FileTaskQueue implements TaskQueue {
     return { state: 'pending', location: this.locationOf(path.join(this.paths.pending, fileName)), name, task };
   }
 
+  /**
+   * Puts a task record in as it is (id, attempts, history), for `assistant queue migrate`. An active task comes in
+   * pending, its attempt not counted again: whoever held it is on the other backend. `exists` when the id is here
+   * already in any state, which makes a migration that stopped halfway safe to run again.
+   */
+  async importTask(task: Task, state: TaskState): Promise<'imported' | 'exists'> {
+    if (await this.getFile(task.id)) return 'exists';
+    let imported: Task;
+    try {
+      if (!taskIdPattern.test(task.id)) throw new TaskFileError(`\`${task.id}\` is not a task id`);
+      const name = { priority: task.priority, readyAtMs: Date.parse(task.readyAt), id: task.id, type: task.type };
+      // Through the reader the worker uses: what is imported is what a claim will read back.
+      imported = parseTaskFile(stringifyTask(task), {
+        name: { ...name, fingerprint: '' },
+        defaultMaxAttempts: task.maxAttempts,
+        maxBytes: this.maxTaskBytes,
+      });
+    } catch (error) {
+      if (!(error instanceof TaskFileError || error instanceof RangeError)) throw error;
+      throw new AssistantError('BAD_REQUEST', `task ${task.id} (${task.type}) cannot be imported: ${error.message}`);
+    }
+    const target: TaskState = state === 'active' ? 'pending' : state;
+    if (state === 'active') {
+      delete imported.startedAt;
+      delete imported.worker;
+    }
+    const fileName = encodeTaskName({
+      priority: imported.priority,
+      readyAtMs: Date.parse(imported.readyAt),
+      id: imported.id,
+      fingerprint: taskFingerprint(imported.type, imported.payload),
+      type: imported.type,
+    });
+    await this.writeTo(target, fileName, imported);
+    return 'imported';
+  }
+
+  /**
+   * Deletes a task in any state but active (a running task is stopped through steering, not pulled from under its
+   * worker): CONFLICT for an active one, false when there is no such task.
+   */
+  async remove(id: string): Promise<boolean> {
+    const record = await this.getFile(id);
+    if (!record) return false;
+    if (record.state === 'active') {
+      throw new AssistantError('CONFLICT', `task ${id} is running; stop it before removing it`);
+    }
+    const removed = await this.removeFile(record.path);
+    if (record.state === 'failed') await unlink(record.path + reasonSuffix).catch(ignoreMissing);
+    return removed;
+  }
+
   /** Replaces a task file's content atomically. */
   async rewrite(target: string, task: Task): Promise<void> {
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text: stringifyTask(task), durability: this.durability });
@@ -682,7 +734,7 @@ export class FileTaskQueue implements TaskQueue {
     }
   }
 
-  async remove(file: string): Promise<boolean> {
+  async removeFile(file: string): Promise<boolean> {
     try {
       await unlink(file);
     } catch (error) {
@@ -736,7 +788,7 @@ export class FileTaskQueue implements TaskQueue {
   async #removeEntry(file: string): Promise<boolean> {
     const info = await lstat(file).catch(() => undefined);
     if (!info) return false;
-    if (!info.isDirectory()) return this.remove(file);
+    if (!info.isDirectory()) return this.removeFile(file);
     await rm(file, { recursive: true, force: true });
     if (this.durability === 'strict') await syncDirectory(path.dirname(file));
     return true;
@@ -834,7 +886,7 @@ export class FileTaskQueue implements TaskQueue {
     if (nowMs - arrivedMs < this.claimGraceMs) return;
     // Its owner wrote done/x (or failed/x) and died before removing active/x: the finished copy wins.
     if ((await finishedIds()).has(name.id)) {
-      if (await this.remove(file)) report.removedDuplicates.push(name.id);
+      if (await this.removeFile(file)) report.removedDuplicates.push(name.id);
       return;
     }
     if (task.attempts >= task.maxAttempts) {
@@ -909,7 +961,7 @@ export class FileTaskQueue implements TaskQueue {
       throw error;
     }
     if (await this.#hasNewerCopy(name, mineName)) {
-      if (await this.remove(mine)) report.removedDuplicates.push(name.id);
+      if (await this.removeFile(mine)) report.removedDuplicates.push(name.id);
       return;
     }
     let stored: Task;
@@ -936,7 +988,7 @@ export class FileTaskQueue implements TaskQueue {
     delete counted.worker;
     if (counted.attempts >= counted.maxAttempts) {
       await this.writeTo('failed', active.taskFileName, { ...counted, finishedAt, error });
-      await this.remove(mine);
+      await this.removeFile(mine);
       report.failed.push(name.id);
       this.logger.warn(`task ${name.id} (${name.type}) failed: ${error.message}; no attempts left`);
       return;
@@ -948,7 +1000,7 @@ export class FileTaskQueue implements TaskQueue {
       ...counted,
       readyAt: new Date(requeued.name.readyAtMs).toISOString(),
     });
-    await this.remove(mine);
+    await this.removeFile(mine);
     report.requeued.push(name.id);
     this.logger.warn(
       `task ${name.id} (${name.type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,

@@ -161,6 +161,14 @@ export interface TaskQueue {
    * task, CONFLICT when it is not done or cannot be read. The task stays where it is.
    */
   reroute(id: string): Promise<Task>;
+  /**
+   * Puts a task record in as it is, keeping its id, attempts and history (`assistant queue migrate`). An active task
+   * comes in pending without its holder. `exists` when a task with that id is here already, in any state.
+   * BAD_REQUEST for a record that is not a valid task.
+   */
+  importTask(task: Task, state: TaskState): Promise<'imported' | 'exists'>;
+  /** Deletes a pending, done or failed task; CONFLICT for an active one; false when there is no such task. */
+  remove(id: string): Promise<boolean>;
   /** Removes finished tasks older than the retention durations. */
   prune(): Promise<PruneReport>;
   /** Returns tasks of workers that are gone to pending (or failed, attempts spent); sweeps crash leftovers. */

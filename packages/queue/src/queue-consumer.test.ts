@@ -466,12 +466,12 @@ const fastRetries = {
  */
 function crashAfterFirstStep(queue: FileTaskQueue): void {
   const move = queue.move.bind(queue);
-  const remove = queue.remove.bind(queue);
+  const remove = queue.removeFile.bind(queue);
   queue.move = async (from, to) => {
     if (path.dirname(to) === queue.paths.pending) throw new Error('crash before moving into pending/');
     return move(from, to);
   };
-  queue.remove = async (file) => {
+  queue.removeFile = async (file) => {
     if (path.dirname(file) === queue.paths.active) throw new Error('crash before removing the active/ file');
     return remove(file);
   };

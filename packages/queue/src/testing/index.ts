@@ -7,9 +7,10 @@
  */
 import { AssistantError } from '@assistant/errors';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClaimedTask, QueueSettings, TaskConsumer, TaskEvent, TaskQueue } from '../interfaces.ts';
+import type { ClaimedTask, QueueSettings, TaskConsumer, TaskEvent, TaskQueue, TaskRecord } from '../interfaces.ts';
 import type { QueueConfig } from '../queue-config.ts';
 import { DelayedError, UnrecoverableError } from '../task-errors.ts';
+import type { Task } from '../task-file.ts';
 
 /** What the suite may tune; everything else is the backend's default. */
 export interface ContractQueueOptions {
@@ -63,6 +64,11 @@ function policies(overrides: QueueConfig['policies']['overrides'] = {}): QueueCo
     },
     overrides,
   };
+}
+
+function taskOf(record: TaskRecord): Task {
+  if (!record.task) throw new Error(`expected a readable task at ${record.location}`);
+  return record.task;
 }
 
 function enqueuedId(outcome: Awaited<ReturnType<TaskQueue['enqueue']>>): string {
@@ -396,6 +402,59 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       expect(again).toMatchObject({ id, task: { attempts: 2 } });
       expect(again.task.history.map((attempt) => attempt.error.type)).toEqual(['WorkerDied']);
       await survivor.complete(again, 'ok');
+    });
+
+    it('imports task records as they are, in every state, once; removes any but an active one', async () => {
+      const source = await open();
+      const consumer = consumerOf(source);
+      await consumer.start();
+      const doneId = enqueuedId(await source.enqueue({ type: 'contract.imported', payload: { n: 1 }, priority: 2 }));
+      const failedId = enqueuedId(await source.enqueue({ type: 'contract.imported', payload: { n: 2 } }));
+      const activeId = enqueuedId(await source.enqueue({ type: 'contract.imported', payload: { n: 3 } }));
+      const pendingId = enqueuedId(
+        await source.enqueue({ type: 'contract.imported', payload: { n: 4 }, readyAtMs: Date.now() + 3_600_000 }),
+      );
+      await consumer.complete(await claimNext(consumer), { answer: 42 });
+      await consumer.fail(await claimNext(consumer), new UnrecoverableError('kept in failed'));
+      const active = await claimNext(consumer);
+      expect(active.id).toBe(activeId);
+      const records: TaskRecord[] = [];
+      for (const id of [doneId, failedId, activeId, pendingId]) {
+        const record = await source.get(id);
+        if (!record?.task) throw new Error(`expected task ${id} to be readable`);
+        records.push(record);
+      }
+      // A second store, as a migration's target is.
+      const targetBackend = await createBackend();
+      closers.unshift(() => targetBackend.cleanup());
+      const target = await targetBackend.open({ settings: { policies: policies() } });
+      closers.push(() => target.close());
+      for (const record of records) expect(await target.importTask(taskOf(record), record.state)).toBe('imported');
+      const [done, , running, pending] = records.map(taskOf) as [Task, Task, Task, Task];
+      expect(await target.importTask(done, 'done')).toBe('exists');
+      expect(await target.get(doneId)).toMatchObject({ state: 'done', task: { result: { answer: 42 }, priority: 2 } });
+      expect(await target.get(failedId)).toMatchObject({
+        state: 'failed',
+        task: { error: { message: 'kept in failed' }, attempts: 1 },
+      });
+      const imported = await target.get(activeId);
+      expect(imported).toMatchObject({ state: 'pending', task: { attempts: running.attempts, payload: { n: 3 } } });
+      expect(imported?.task?.worker).toBeUndefined();
+      expect(await target.get(pendingId)).toMatchObject({ state: 'pending', task: { readyAt: pending.readyAt } });
+      expect(await target.stats()).toMatchObject({ pending: 2, ready: 1, scheduled: 1, done: 1, failed: 1 });
+      await expect(target.importTask({ ...done, id: 'not an id' }, 'done')).rejects.toMatchObject({
+        code: 'BAD_REQUEST',
+      });
+
+      const importedConsumer = consumerOf(target);
+      await importedConsumer.start();
+      const claimed = await claimNext(importedConsumer, 'the imported active task');
+      expect(claimed).toMatchObject({ id: activeId, task: { attempts: running.attempts + 1 } });
+      await expect(target.remove(activeId)).rejects.toMatchObject({ code: 'CONFLICT' });
+      await importedConsumer.complete(claimed, null);
+      for (const id of [doneId, failedId, pendingId, activeId]) expect(await target.remove(id)).toBe(true);
+      expect(await target.remove(doneId)).toBe(false);
+      expect(await target.stats()).toMatchObject({ pending: 0, active: 0, done: 0, failed: 0 });
     });
 
     it('prunes finished tasks past their retention', async () => {
