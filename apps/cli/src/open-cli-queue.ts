@@ -1,6 +1,7 @@
 import type { LoadedConfig } from '@assistant/config';
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import { openQueue } from '@assistant/process';
+import type { TaskQueue } from '@assistant/queue';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
 import { loadCliConfig } from './load-cli-config.ts';
@@ -20,10 +21,8 @@ export async function openCliRuntime(
   options: OpenCliQueueOptions,
 ): Promise<{ queue: TaskQueue; registry: IntegrationRegistry; config: LoadedConfig }> {
   const { config, registry } = await loadCliConfig(options);
-  const queue = await openFileTaskQueue({
-    directory: config.paths.queue,
-    dataDirectory: config.paths.dataDir,
-    settings: config.queue,
+  const queue = await openQueue({
+    config,
     logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
   });
   return { queue, registry, config };

@@ -8,7 +8,8 @@ import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import { openQueue } from '@assistant/process';
+import type { TaskQueue } from '@assistant/queue';
 import Fastify, {
   type FastifyInstance,
   LogController,
@@ -166,10 +167,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   let opened: TaskQueue | undefined;
   // Opened once as the server gets ready, so a queue directory it cannot create fails the start, not each request.
   app.addHook('onReady', async () => {
-    opened = await openFileTaskQueue({
-      directory: config.paths.queue,
-      dataDirectory: config.paths.dataDir,
-      settings: config.queue,
+    opened = await openQueue({
+      config,
     });
   });
   const queue = () => {

@@ -4,8 +4,13 @@ import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-h
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { dataDirectories, explainListenError, installation, makeDirectoriesPrivate } from '@assistant/process';
-import { openFileTaskQueue } from '@assistant/queue';
+import {
+  dataDirectories,
+  explainListenError,
+  installation,
+  makeDirectoriesPrivate,
+  openQueue,
+} from '@assistant/process';
 import { CircuitBreakers, Scheduler } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 import { resolveApiToken } from './api-token.ts';
@@ -55,10 +60,8 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const token = await resolveApiToken({ config });
   if (token.created) logger.info(`created the API token in ${token.file}; \`assistant token\` prints it`);
   if (token.warning) logger.warn(token.warning);
-  const queue = await openFileTaskQueue({
-    directory: config.paths.queue,
-    dataDirectory: config.paths.dataDir,
-    settings: config.queue,
+  const queue = await openQueue({
+    config,
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });
   const scheduler = new Scheduler({

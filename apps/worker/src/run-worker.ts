@@ -6,15 +6,8 @@ import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { installation } from '@assistant/process';
-import {
-  type ClaimedTask,
-  type JsonValue,
-  openFileTaskQueue,
-  type Task,
-  type TaskConsumer,
-  type TaskQueue,
-} from '@assistant/queue';
+import { installation, openQueue } from '@assistant/process';
+import type { ClaimedTask, JsonValue, Task, TaskConsumer, TaskQueue } from '@assistant/queue';
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
@@ -115,10 +108,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     if (sandboxReport.state === 'ok') logger.info(sandboxField, sandboxLine);
     else logger.warn(sandboxField, sandboxLine);
   }
-  const queue = await openFileTaskQueue({
-    directory: config.paths.queue,
-    dataDirectory: config.paths.dataDir,
-    settings: config.queue,
+  const queue = await openQueue({
+    config,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
   const queueConsumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });

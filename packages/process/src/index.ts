@@ -8,6 +8,7 @@ export {
   makeDirectoriesPrivate,
   queueDirectoryNames,
 } from './make-directories-private.ts';
+export { type OpenQueueOptions, openQueue } from './open-queue.ts';
 export { assertPortFree, explainListenError, type ListenAddress } from './port-in-use.ts';
 export {
   type LoadedProcessConfig,

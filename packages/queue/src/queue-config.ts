@@ -1,3 +1,4 @@
+import { registerSecretValue } from '@assistant/errors';
 import * as z from 'zod';
 import { durationExamples, parseDuration } from './duration.ts';
 
@@ -87,8 +88,67 @@ const taskTypePattern = z
   .string()
   .regex(/^[a-z0-9_*-]+(\.[a-z0-9_*-]+)*$/, { error: 'expected a task type such as email.inbox.check or service.*' });
 
+/** A secret from secrets.yaml as config hands it over (config's `Secret`), or the value written inline. */
+interface SecretValue {
+  reveal(): string;
+}
+const secretValue = z
+  .union(
+    [
+      z.custom<SecretValue>(
+        (value) => typeof value === 'object' && value !== null && typeof Reflect.get(value, 'reveal') === 'function',
+      ),
+      z.string().min(1),
+    ],
+    { error: 'expected `!secret name` (or the value itself)' },
+  )
+  .transform((value): SecretValue => {
+    if (typeof value !== 'string') return value;
+    // Written inline: scrubbed from everything this process writes, as secrets.yaml's values are.
+    registerSecretValue(value);
+    return { reveal: () => value, toJSON: () => '[secret inline]' } as SecretValue;
+  })
+  .meta({ secret: true });
+
+const redisSchema = z.strictObject({
+  url: z
+    .string()
+    .default('redis://127.0.0.1:6379')
+    .superRefine((text, context) => {
+      let url: URL;
+      try {
+        url = new URL(text);
+      } catch {
+        context.addIssue({ code: 'custom', message: `\`${text}\` is not a URL such as redis://127.0.0.1:6379` });
+        return;
+      }
+      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+        context.addIssue({ code: 'custom', message: 'expected a redis:// or rediss:// (TLS) URL' });
+      }
+      // config.yaml is shown, copied and committed; the password belongs in secrets.yaml.
+      if (url.password !== '') {
+        context.addIssue({
+          code: 'custom',
+          message: 'the URL holds a password: write `password: !secret redis_password` and put it in secrets.yaml',
+        });
+      }
+    }),
+  /** What every key of this install starts with: several installs (or tests) can share one Redis. */
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: 'expected letters, digits, `_`, `.` or `-` (at most 64)' })
+    .default('assistant'),
+  password: secretValue.optional(),
+});
+
 export const queueSchema = z
   .strictObject({
+    /**
+     * Where tasks live: `file` (data/queue, nothing to install) or `redis` (BullMQ on Redis or Valkey, for workers
+     * on several machines; docs/scale-out.md).
+     */
+    backend: z.enum(['file', 'redis']).default('file'),
+    redis: redisSchema.prefault({}),
     durability: z.enum(['os', 'strict']).default('os'),
     max_task_bytes: z.int().min(1024).default(1_048_576),
     claim_grace: duration
@@ -107,6 +167,8 @@ export const queueSchema = z
       .prefault({}),
   })
   .transform((value) => ({
+    backend: value.backend,
+    redis: value.redis,
     durability: value.durability,
     maxTaskBytes: value.max_task_bytes,
     claimGraceMs: value.claim_grace,

@@ -7,7 +7,7 @@ import {
   requestManualAction,
 } from '@assistant/actions';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { openFileTaskQueue } from '@assistant/queue';
+import { openQueue } from '@assistant/process';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -51,10 +51,8 @@ export async function approvalDecideCommand(
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await openFileTaskQueue({
-    directory: config.paths.queue,
-    dataDirectory: config.paths.dataDir,
-    settings: config.queue,
+  const queue = await openQueue({
+    config,
   });
   const result = await decideApproval({
     notes,
@@ -97,10 +95,8 @@ export async function actCommand(
 ): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await openFileTaskQueue({
-    directory: config.paths.queue,
-    dataDirectory: config.paths.dataDir,
-    settings: config.queue,
+  const queue = await openQueue({
+    config,
   });
   const result = await requestManualAction({
     registry,
