@@ -80,7 +80,8 @@ export function createProgram(context: CliContext): CliProgram {
     .description('run only the worker, in this process')
     .option('--concurrency <n>', 'tasks to run at once (default: worker.concurrency)')
     .option('--exit-when-idle', 'exit 0 once no task is ready or active')
-    .action(async (options: { concurrency?: string; exitWhenIdle?: boolean }, command: Command) =>
+    .option('--types <patterns>', 'take only these task types, comma-separated, `*` allowed (e.g. email.*.classify)')
+    .action(async (options: { concurrency?: string; exitWhenIdle?: boolean; types?: string }, command: Command) =>
       workCommand({ globals: globalOptions(command, context), context, ...options }),
     );
 

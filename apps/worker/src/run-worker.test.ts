@@ -113,6 +113,35 @@ describe('runWorker', () => {
     expect(records.at(-2)?.msg).toBe('queue idle; exiting (--exit-when-idle)');
   });
 
+  it('takes only the types `types` names, exact or by pattern, and leaves the others pending', async () => {
+    const { config, queue } = await setup();
+    const taken = [await enqueued(queue, 'test.gpu.classify'), await enqueued(queue, 'test.exact')];
+    const left = [await enqueued(queue, 'test.gpu.collect', null), await enqueued(queue, 'other.classify')];
+    const ran: string[] = [];
+    const handler: TaskHandler = async ({ task }) => {
+      ran.push(task.type);
+      return null;
+    };
+    const handlers = new Map<string, TaskHandler>(
+      ['test.gpu.classify', 'test.exact', 'test.gpu.collect', 'other.classify'].map((type) => [type, handler]),
+    );
+    const stop = new AbortController();
+    const { logger } = capturingLogger();
+    const worker = runWorker({
+      config,
+      logger,
+      signal: stop.signal,
+      handlers,
+      types: ['test.*.classify', 'test.exact'],
+    });
+    await expect.poll(async () => (await queue.stats()).done, { timeout: 10_000 }).toBe(2);
+    stop.abort();
+    await worker;
+    expect(ran.sort()).toEqual(['test.exact', 'test.gpu.classify']);
+    for (const id of taken) expect((await queue.get(id))?.state).toBe('done');
+    for (const id of left) expect((await queue.get(id))?.state).toBe('pending');
+  });
+
   it('publishes its metrics snapshot with its id and memory as soon as it is ready', async () => {
     const { config, queue } = await setup();
     await enqueued(queue, 'test.hold');

@@ -7,7 +7,14 @@ import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import { HumanLog, NoteStore } from '@assistant/notes';
 import { installation, openQueue } from '@assistant/process';
-import type { ClaimedTask, JsonValue, Task, TaskConsumer, TaskQueue } from '@assistant/queue';
+import {
+  type ClaimedTask,
+  type JsonValue,
+  patternMatches,
+  type Task,
+  type TaskConsumer,
+  type TaskQueue,
+} from '@assistant/queue';
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
 import type { Logger } from 'pino';
@@ -40,6 +47,11 @@ export interface RunWorkerOptions {
   wrapConsumer?: (consumer: TaskConsumer) => TaskConsumer;
   /** The LLM profiles handlers call and LLM lanes are sized and held by. @default createLlmProfiles over `config` */
   llm?: LlmProfiles;
+  /**
+   * Only tasks of these types (exact, or patterns with `*`: `email.*.classify`) are claimed; others stay for the
+   * workers that take them. @default every type
+   */
+  types?: readonly string[];
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -108,6 +120,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     if (sandboxReport.state === 'ok') logger.info(sandboxField, sandboxLine);
     else logger.warn(sandboxField, sandboxLine);
   }
+  const types = options.types;
+  // A worker on a GPU box takes only the LLM stages, say; the others' tasks wait in the queue for other workers.
+  const takesType =
+    types === undefined || types.length === 0
+      ? () => true
+      : (type: string) => types.some((pattern) => patternMatches(pattern, type));
   const queue = await openQueue({
     config,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
@@ -242,6 +260,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     const held = (type: string): string | undefined =>
       ownHold(type) ?? ((feeds.get(type) ?? []).some(backlogFull) ? 'backlog full' : undefined);
     const accept = (type: string): boolean => {
+      if (!takesType(type)) return false;
       const lane = llmLanes.get(type);
       const capacity = lane ? (laneStates.get(type)?.capacity ?? 2) : concurrency;
       const { handlers, claimed } = lane ?? ioLane;

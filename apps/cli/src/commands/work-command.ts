@@ -11,6 +11,8 @@ export interface WorkCommandOptions {
   concurrency?: string;
   /** Exit 0 once no task is ready or active. */
   exitWhenIdle?: boolean;
+  /** Comma-separated task types or patterns (`email.*.classify`) this worker takes; the others it leaves. */
+  types?: string;
 }
 
 /** Runs the worker in this process until SIGINT or SIGTERM. */
@@ -22,6 +24,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
       `--concurrency must be a whole number from 1 to 256, got \`${options.concurrency}\``,
     );
   }
+  const types = options.types === undefined ? undefined : parseTypes(options.types);
   const { config, registry } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
   const [{ createLogger, exitAfterShutdownGrace }, { favourSmallHeap, runWorker }] = await Promise.all([
@@ -45,9 +48,26 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
       signal: shutdown.signal,
       ...(concurrency === undefined ? {} : { concurrency }),
       exitWhenIdle: options.exitWhenIdle === true,
+      ...(types === undefined ? {} : { types }),
     });
   } finally {
     deadline[Symbol.dispose]();
     shutdown[Symbol.dispose]();
   }
+}
+
+/** `email.*.classify,github.*.classify` → the patterns, each checked as a task type with `*` allowed. */
+function parseTypes(text: string): string[] {
+  const patterns = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  const bad = patterns.find((pattern) => !/^[a-z0-9_*-]+(\.[a-z0-9_*-]+)*$/.test(pattern));
+  if (patterns.length === 0 || bad !== undefined) {
+    throw new AssistantError(
+      'USAGE',
+      `--types takes task types or patterns separated by commas, such as \`email.*.classify,system.*\`; got \`${bad ?? text}\``,
+    );
+  }
+  return patterns;
 }
