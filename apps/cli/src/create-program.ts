@@ -13,6 +13,7 @@ import { mcpServeCommand } from './commands/mcp-serve-command.ts';
 import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
 import {
   queueListCommand,
+  queueMigrateCommand,
   queuePruneCommand,
   queueRecoverCommand,
   queueStatsCommand,
@@ -283,6 +284,16 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) =>
       queueRecoverCommand({ globals: globalOptions(command, context), context, ...options }),
+    );
+
+  queue
+    .command('migrate')
+    .description('move every task to the other backend (workers stopped), keeping ids and history')
+    .requiredOption('--to <backend>', 'redis or file: where the tasks go; config.yaml says where they are now')
+    .option('--dry-run', 'count what would move, move nothing')
+    .option('--json', 'print JSON')
+    .action(async (options: { to: string; dryRun?: boolean; json?: boolean }, command: Command) =>
+      queueMigrateCommand({ globals: globalOptions(command, context), context, ...options }),
     );
 
   const task = program.command('task').description('look at or retry one task');

@@ -40,6 +40,7 @@ export {
   type WorkerDirectory,
   type WorkerInfo,
 } from './interfaces.ts';
+export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
 export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';

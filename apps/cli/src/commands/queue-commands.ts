@@ -1,8 +1,10 @@
 import { AssistantError } from '@assistant/errors';
-import { type TaskState, taskStates } from '@assistant/queue';
+import { openQueue } from '@assistant/process';
+import { migrateTasks, type TaskState, taskStates } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
+import { loadCliConfig } from '../load-cli-config.ts';
 import { openCliQueue, writeJson } from '../open-cli-queue.ts';
 
 export interface QueueCommandOptions {
@@ -113,4 +115,49 @@ export async function queueRecoverCommand(options: QueueCommandOptions): Promise
   ];
   for (const fileName of [...report.requeued, ...report.failed]) lines.push(`  ${fileName}`);
   options.context.stdout.write(`${lines.join('\n')}\n`);
+}
+
+export interface QueueMigrateCommandOptions extends QueueCommandOptions {
+  to: string;
+  dryRun?: boolean;
+}
+
+/**
+ * `assistant queue migrate --to redis|file`: moves every task from the backend config.yaml names to the other one
+ * (both as config.yaml describes them), then says to switch `queue.backend`. The workers must be stopped.
+ */
+export async function queueMigrateCommand(options: QueueMigrateCommandOptions): Promise<void> {
+  if (options.to !== 'redis' && options.to !== 'file') {
+    throw new AssistantError('USAGE', `--to takes \`redis\` or \`file\`, got \`${options.to}\``);
+  }
+  const to = options.to;
+  const { config } = await loadCliConfig(options);
+  const from = config.queue.backend;
+  if (from === to) {
+    throw new AssistantError('USAGE', `config.yaml already says \`queue.backend: ${to}\`: there is nothing to move`, {
+      hint: `run the migration with the backend the tasks are in now named in config.yaml, and --to the other`,
+    });
+  }
+  const warn = (message: string) => options.context.stderr.write(`warning: ${message}\n`);
+  const logger = { info() {}, warn };
+  const source = await openQueue({ config, logger });
+  const target = await openQueue({ config: { ...config, queue: { ...config.queue, backend: to } }, logger });
+  try {
+    const report = await migrateTasks({ source, target, ...(options.dryRun ? { dryRun: true } : {}) });
+    if (options.json) return writeJson(options.context, { from, to, dryRun: options.dryRun === true, ...report });
+    const moved = report.moved;
+    const verb = options.dryRun ? 'would move' : 'moved';
+    const lines = [
+      `${verb} from ${from} to ${to}: ${moved.pending} pending, ${moved.active} active, ${moved.failed} failed, ${moved.done} done`,
+    ];
+    if (report.alreadyThere > 0) lines.push(`already in ${to} (an earlier run): ${report.alreadyThere}`);
+    if (report.leftActive.length > 0) {
+      lines.push(`still active, left where they are (run again in a minute): ${report.leftActive.join(', ')}`);
+    }
+    if (report.unreadable.length > 0) lines.push(`not tasks, left where they are: ${report.unreadable.join(', ')}`);
+    if (!options.dryRun) lines.push(`now set \`queue.backend: ${to}\` in config.yaml and start Assistant again`);
+    options.context.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await Promise.all([source.close(), target.close()]);
+  }
 }
