@@ -130,7 +130,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     config,
     logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
-  const queueConsumer = queue.consumer({ pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs) });
+  const queueConsumer = queue.consumer({
+    pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs),
+    // Three heartbeats per lease, so one late beat on a loaded machine does not lose the claims.
+    heartbeatMs: Math.min(5_000, Math.floor(config.queue.leaseMs / 3)),
+    // A claim is taken back within about two leases of its worker vanishing.
+    sweepIntervalMs: Math.min(15_000, config.queue.leaseMs),
+  });
   const consumer = options.wrapConsumer ? options.wrapConsumer(queueConsumer) : queueConsumer;
   const humanLog = new HumanLog({ directory: config.paths.logs });
   const notes = new NoteStore({ root: config.paths.notes });

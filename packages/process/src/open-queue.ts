@@ -4,7 +4,7 @@ import { openFileTaskQueue, type QueueLogger, type TaskQueue } from '@assistant/
 export interface OpenQueueOptions {
   config: Pick<LoadedConfig, 'queue' | 'paths'>;
   logger?: QueueLogger;
-  /** How long a worker's heartbeat holds. @default the backend's */
+  /** How long a worker's heartbeat holds. @default `queue.lease` */
   leaseMs?: number;
 }
 
@@ -17,7 +17,7 @@ export async function openQueue(options: OpenQueueOptions): Promise<TaskQueue> {
   const common = {
     settings: config.queue,
     ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    leaseMs: options.leaseMs ?? config.queue.leaseMs,
   };
   if (config.queue.backend === 'redis') {
     const { openRedisTaskQueue } = await import('@assistant/queue-redis');

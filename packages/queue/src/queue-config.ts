@@ -149,6 +149,13 @@ export const queueSchema = z
      */
     backend: z.enum(['file', 'redis']).default('file'),
     redis: redisSchema.prefault({}),
+    /**
+     * How long a worker's claim holds without its heartbeat: a worker that vanished without a word (a machine off
+     * the network) gets its tasks taken back after this. A worker that stopped on this machine is noticed at once.
+     */
+    lease: duration
+      .refine((ms) => ms >= 1_000, { error: 'a lease under 1s would be lost between two heartbeats' })
+      .default(60_000),
     durability: z.enum(['os', 'strict']).default('os'),
     max_task_bytes: z.int().min(1024).default(1_048_576),
     claim_grace: duration
@@ -169,6 +176,7 @@ export const queueSchema = z
   .transform((value) => ({
     backend: value.backend,
     redis: value.redis,
+    leaseMs: value.lease,
     durability: value.durability,
     maxTaskBytes: value.max_task_bytes,
     claimGraceMs: value.claim_grace,
