@@ -1,7 +1,8 @@
 // Queue throughput and latency at several depths, for both durability modes, next to the raw fsync ceiling of the
 // same disk. `npm run bench:queue [-- --depths 100,10000 --durability os --ops 2000 --dir /path --json]`.
 // It prints figures; it never fails for being slow, only for bad options or a queue that misbehaves.
-// Results and the machine they ran on go in docs/performance.md. `-- --through-worker`: see queue-through-worker.ts.
+// Results and the machine they ran on go in docs/performance.md. `-- --through-worker`: see queue-through-worker.ts;
+// `-- --backend file,redis`: see queue-backends.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,6 +18,13 @@ if (process.argv.includes('--through-worker')) {
   const { runThroughWorker } = await import('./queue-through-worker.ts');
   await runThroughWorker(process.argv.slice(2));
   // Stdout to a pipe or file is synchronous on Linux: nothing printed is lost.
+  process.exit(0);
+}
+
+// `--backend file,redis`: the two backends side by side (bench/queue-backends.ts).
+if (process.argv.some((arg) => arg === '--backend' || arg.startsWith('--backend='))) {
+  const { runBackendComparison } = await import('./queue-backends.ts');
+  await runBackendComparison(process.argv.slice(2));
   process.exit(0);
 }
 
