@@ -571,8 +571,8 @@ export class RedisTaskQueue implements TaskQueue {
     delete task.worker;
     delete task.error;
     delete task.result;
-    const queue = this.queueOf(task.type);
-    // BullMQ's retry moves failed → wait; the data and the ready time are ours to set, in one transaction with it.
+    // Failed → BullMQ's delayed set at now, with the fresh data, in one transaction (BullMQ's own retry moves to wait
+    // and keeps the data as it was).
     const jobKey = this.jobKey(task.type, id);
     const moved = await this.client
       .multi()
@@ -582,7 +582,7 @@ export class RedisTaskQueue implements TaskQueue {
       .zadd(this.keysOf(task.type).delayed, nowMs * 0x1000, id)
       .exec();
     if (Number(moved?.[0]?.[1] ?? 0) !== 1) {
-      // Someone else retried it between the read and the move: it is theirs now; undo our additions.
+      // Someone else retried it between the read and the move (their data and time equal ours): it is theirs.
       throw new AssistantError('CONFLICT', `task ${id} was retried meanwhile`);
     }
     await this.#markDelayed(task.type);
@@ -710,7 +710,6 @@ export class RedisTaskQueue implements TaskQueue {
   async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
     for (const type of await this.types()) {
-      const queue = this.queueOf(type);
       for (const id of await this.client.lrange(this.keysOf(type).active, 0, -1)) {
         try {
           await this.#recoverJob(type, id, report, options);
@@ -730,7 +729,6 @@ export class RedisTaskQueue implements TaskQueue {
       if ((await this.workers.livenessById(claim.owner.id)) === 'alive') return;
     }
     const token = `recovery-${randomBytes(8).toString('hex')}`;
-    const queue = this.queueOf(type);
     // Without a recorded claim only an expired lock is taken over: the claimer may be writing its claim right now.
     const taken = await this.client.eval(
       takeOverScript,
