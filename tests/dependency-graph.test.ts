@@ -15,7 +15,7 @@ const layers: readonly (readonly string[])[] = [
   // The queue owns its config section's schema: config imports it, never the other way round.
   // The outbound rules (safe requests to addresses outside text chose) depend on errors alone, like the queue.
   ['@assistant/queue', '@assistant/outbound'],
-  // The BullMQ backend implements the queue's interfaces; the processes open it through @assistant/process.
+  // The queue's Redis backend implements the queue's interfaces on BullMQ; only the code that opens a backend uses it.
   ['@assistant/queue-redis'],
   ['@assistant/config'],
   ['@assistant/notes', '@assistant/process'],

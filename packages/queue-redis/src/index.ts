@@ -1,16 +1,5 @@
-import { AssistantError } from '@assistant/errors';
-import type { QueueLogger, QueueSettings, TaskQueue } from '@assistant/queue';
+// The queue's second backend: TaskQueue, TaskConsumer, TaskEvents and WorkerDirectory on BullMQ over Redis (or
+// Valkey). How tasks map onto BullMQ is in redis-task-queue.ts and docs/queue.md ("Redis backend").
 
-export interface RedisTaskQueueOptions {
-  url: string;
-  password?: string;
-  prefix?: string;
-  settings?: QueueSettings;
-  logger?: QueueLogger;
-  leaseMs?: number;
-}
-
-/** Placeholder until the backend lands (helper "redis" replaces this file). */
-export function openRedisTaskQueue(options: RedisTaskQueueOptions): Promise<TaskQueue> {
-  return Promise.reject(new AssistantError('UNAVAILABLE', `the redis backend is not built yet (${options.url})`));
-}
+export { type OpenRedisTaskQueueOptions, openRedisTaskQueue, redisDisplayUrl } from './open-redis-task-queue.ts';
+export { RedisTaskQueue } from './redis-task-queue.ts';

@@ -373,7 +373,7 @@ export class FileTaskConsumer implements TaskConsumer {
  * must cost a failed task, not the worker's stack; a done/ file nested past the reader's limit could never be read
  * back (task show, the API, result routes).
  */
-function resultProblem(result: unknown): { value: JsonValue } | string {
+export function resultProblem(result: unknown): { value: JsonValue } | string {
   if (valueNestingDepth(result, maxTaskNestingDepth) > maxTaskNestingDepth) {
     return `the handler returned a result nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`;
   }

@@ -2,9 +2,12 @@
 // layout (paths, names, moves, rewrites, quarantine) is private to this package; tests/queue-boundary.test.ts
 // fails when code outside it reaches for it.
 
+export { backoffDelayMs } from './backoff.ts';
 export { durationExamples, formatDuration, parseDuration } from './duration.ts';
-export { toTaskError } from './file-task-consumer.ts';
-export { canonicalJson } from './fingerprint.ts';
+export { resultProblem, toTaskError } from './file-task-consumer.ts';
+export { attemptOf, workerDiedError } from './file-task-queue.ts';
+export { newWorkerOwner } from './file-worker-directory.ts';
+export { canonicalJson, taskFingerprint } from './fingerprint.ts';
 export {
   jsonTextNestingDepth,
   maxTaskNestingDepth,

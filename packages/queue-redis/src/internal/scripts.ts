@@ -1,0 +1,66 @@
+/**
+ * The few Lua scripts this backend adds to BullMQ's own. Each runs atomically in Redis, which is what makes it safe
+ * for several processes to share a queue.
+ */
+
+/**
+ * The head of each type's queue: for every type (KEYS: prioritized, delayed triples) its best priority among the
+ * prioritized set's head and the delayed jobs whose time has come, with the ready time of that job (0 for a job
+ * BullMQ already promoted: it became ready before anything still delayed). -1 when nothing of the type is ready.
+ * ARGV: now, then each type's job key prefix. At most 50 ready delayed jobs are looked at per type: the claim only
+ * has to pick a type, and BullMQ's moveToActive then takes that type's next job in its own order.
+ */
+export const headsScript = `
+local now = tonumber(ARGV[1])
+local maxScore = (now + 1) * 0x1000 - 1
+local out = {}
+for i = 1, #KEYS / 2 do
+  local best, bestReady = -1, 0
+  local head = redis.call('ZRANGE', KEYS[i * 2 - 1], 0, 0, 'WITHSCORES')
+  if head[2] then best = math.floor(tonumber(head[2]) / 0x100000000) end
+  local ready = redis.call('ZRANGEBYSCORE', KEYS[i * 2], 0, maxScore, 'WITHSCORES', 'LIMIT', 0, 50)
+  for j = 1, #ready, 2 do
+    local priority = tonumber(redis.call('HGET', ARGV[i + 1] .. ready[j], 'priority')) or 0
+    if best == -1 or priority < best then
+      best = priority
+      bestReady = math.floor(tonumber(ready[j + 1]) / 0x1000)
+    end
+  end
+  out[#out + 1] = best
+  out[#out + 1] = bestReady
+end
+return out
+`;
+
+/**
+ * Takes over the lock of an active job whose owner is gone, so that exactly one recoverer moves it on: the lock
+ * must still hold the gone owner's token, or have expired. KEYS: lock, active list. ARGV: expected token (empty
+ * when the claim was never recorded), new token, lease in ms, job id. Returns 1 when taken.
+ */
+export const takeOverScript = `
+if not redis.call('LPOS', KEYS[2], ARGV[4]) then return 0 end
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+`;
+
+/**
+ * A sliding window of task creations per type: drops entries older than the window, refuses when \`max\` are left
+ * (with the time the oldest that counts leaves it) if asked to check, else records the new one. KEYS: the window's
+ * sorted set. ARGV: now, window ms, max, member, check (1/0). Returns {1} or {0, retryAtMs, count}.
+ */
+export const rateWindowScript = `
+local now, per, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - per)
+if ARGV[5] == '1' then
+  local count = redis.call('ZCARD', KEYS[1])
+  if count >= max then
+    local oldest = redis.call('ZRANGE', KEYS[1], count - max, count - max, 'WITHSCORES')
+    return {0, tonumber(oldest[2]) + per, count}
+  end
+end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('PEXPIRE', KEYS[1], per)
+return {1}
+`;
