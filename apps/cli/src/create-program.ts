@@ -82,8 +82,15 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--concurrency <n>', 'tasks to run at once (default: worker.concurrency)')
     .option('--exit-when-idle', 'exit 0 once no task is ready or active')
     .option('--types <patterns>', 'take only these task types, comma-separated, `*` allowed (e.g. email.*.classify)')
-    .action(async (options: { concurrency?: string; exitWhenIdle?: boolean; types?: string }, command: Command) =>
-      workCommand({ globals: globalOptions(command, context), context, ...options }),
+    .option(
+      '--server <url>',
+      "run on another machine: notes, log and steering through this server's API (token in ASSISTANT_TOKEN)",
+    )
+    .action(
+      async (
+        options: { concurrency?: string; exitWhenIdle?: boolean; types?: string; server?: string },
+        command: Command,
+      ) => workCommand({ globals: globalOptions(command, context), context, ...options }),
     );
 
   program

@@ -11,6 +11,33 @@ export interface OpenCliQueueOptions {
   context: CliContext;
 }
 
+// Every queue a command opened, closed when the command is done: a Redis backend's connections would otherwise keep
+// the process alive after its output.
+const openedQueues = new Set<TaskQueue>();
+
+/** Opens the configured queue for a command and closes it when the command line is done (see closeCliQueues). */
+export async function openCommandQueue(options: {
+  config: LoadedConfig;
+  context: CliContext;
+  backend?: LoadedConfig['queue']['backend'];
+}): Promise<TaskQueue> {
+  const { config } = options;
+  const queue = await openQueue({
+    config:
+      options.backend === undefined ? config : { ...config, queue: { ...config.queue, backend: options.backend } },
+    logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
+  });
+  openedQueues.add(queue);
+  return queue;
+}
+
+/** Closes what commands opened; runCli calls it after every command line. */
+export async function closeCliQueues(): Promise<void> {
+  const queues = [...openedQueues];
+  openedQueues.clear();
+  await Promise.allSettled(queues.map((queue) => queue.close()));
+}
+
 /** The queue of the configured data directory, its warnings going to stderr (info stays quiet in a command). */
 export async function openCliQueue(options: OpenCliQueueOptions): Promise<TaskQueue> {
   return (await openCliRuntime(options)).queue;
@@ -21,10 +48,7 @@ export async function openCliRuntime(
   options: OpenCliQueueOptions,
 ): Promise<{ queue: TaskQueue; registry: IntegrationRegistry; config: LoadedConfig }> {
   const { config, registry } = await loadCliConfig(options);
-  const queue = await openQueue({
-    config,
-    logger: { info() {}, warn: (message) => options.context.stderr.write(`warning: ${message}\n`) },
-  });
+  const queue = await openCommandQueue({ config, context: options.context });
   return { queue, registry, config };
 }
 

@@ -1,6 +1,7 @@
 import { scrubSecrets } from '@assistant/errors';
 import { type CliContext, processContext } from './cli-context.ts';
 import { createProgram } from './create-program.ts';
+import { closeCliQueues } from './open-cli-queue.ts';
 import { reportError } from './report-error.ts';
 
 export interface RunCliOptions {
@@ -22,5 +23,7 @@ export async function runCli(options: RunCliOptions): Promise<number> {
     // An error can quote an upstream answer that echoes a loaded secret.
     for (const line of report.lines) context.stderr.write(`${scrubSecrets(line)}\n`);
     return report.exitCode;
+  } finally {
+    await closeCliQueues();
   }
 }

@@ -234,6 +234,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     approvalsDirectory: path.join(config.paths.notes, approvalsFolder),
   });
   app.addHook('onClose', async () => live.close());
+  app.addHook('onClose', async () => opened?.close());
   registerDashboard(
     app,
     {

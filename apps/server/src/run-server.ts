@@ -132,6 +132,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     await notifier.close();
     await scheduler.close();
     await app.close();
+    await queue.close();
   }
   logger.info('stopped');
 }

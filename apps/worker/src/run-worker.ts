@@ -52,6 +52,11 @@ export interface RunWorkerOptions {
    * workers that take them. @default every type
    */
   types?: readonly string[];
+  /**
+   * A worker on another machine: notes, the human log and steering go through this server's API with this token
+   * instead of the data directory. @default local files
+   */
+  remote?: { serverUrl: string; token: string };
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -390,7 +395,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     writeMetrics();
     logger.info(
       { worker: consumer.owner.id, concurrency, llmLanes: [...llmLanes.keys()] },
-      `worker ready on ${config.paths.queue}`,
+      `worker ready on ${config.queue.backend === 'redis' ? `${config.queue.redis.url} (prefix ${config.queue.redis.prefix})` : config.paths.queue}`,
     );
     while (!signal.aborted) {
       // Made before claiming, so a task that settles while we claim still wakes the wait below: no lost wake-ups.
@@ -438,6 +443,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     // delays the worker's exit rather than outliving it.
     await mcp.close();
     await consumer.close();
+    // A Redis backend's connections would keep the process alive after the last task.
+    await queue.close();
   }
   logger.info('stopped');
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AssistantError } from '@assistant/errors';
 import {
   attemptOf,
+  checkTaskRecord,
   type EnqueueOptions,
   type EnqueueOutcome,
   isTaskType,
@@ -639,8 +640,11 @@ export class RedisTaskQueue implements TaskQueue {
     const type = await this.#typeOf(id);
     if (type === undefined) return false;
     const state = await this.#stateOf(type, id);
-    if (state === 'active') return false;
-    if (state !== undefined && (await this.queueOf(type).remove(id)) !== 1) return false;
+    if (state === 'active') throw new AssistantError('CONFLICT', `task ${id} is running; stop it before removing it`);
+    // BullMQ refuses a job whose lock is held: it was claimed since it was looked at.
+    if (state !== undefined && (await this.queueOf(type).remove(id)) !== 1) {
+      throw new AssistantError('CONFLICT', `task ${id} was claimed meanwhile; stop it before removing it`);
+    }
     await this.client.hdel(this.key('ids'), id);
     if (state !== undefined) await this.publish('removed', id, type, undefined);
     return state !== undefined;
@@ -652,6 +656,8 @@ export class RedisTaskQueue implements TaskQueue {
    */
   async importTask(task: Task, state: TaskState): Promise<'imported' | 'exists'> {
     if (!isTaskType(task.type)) throw new AssistantError('BAD_REQUEST', `task ${task.id} has no valid type`);
+    // The shape the file backend's reader would accept: a migration brings nothing a worker could not run.
+    task = checkTaskRecord(task, this.maxTaskBytes);
     const claimedType = await this.client.hsetnx(this.key('ids'), task.id, task.type);
     if (claimedType === 0) return 'exists';
     await this.client.sadd(this.key('types'), task.type);

@@ -39,6 +39,7 @@ import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import {
+  checkTaskRecord,
   type JsonValue,
   jsonValueSchema,
   parseTaskFile,
@@ -46,7 +47,7 @@ import {
   type Task,
   TaskFileError,
 } from './task-file.ts';
-import { newTaskId, taskIdPattern, taskIdTimeMs } from './task-id.ts';
+import { newTaskId, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
@@ -666,20 +667,8 @@ export class FileTaskQueue implements TaskQueue {
    */
   async importTask(task: Task, state: TaskState): Promise<'imported' | 'exists'> {
     if (await this.getFile(task.id)) return 'exists';
-    let imported: Task;
-    try {
-      if (!taskIdPattern.test(task.id)) throw new TaskFileError(`\`${task.id}\` is not a task id`);
-      const name = { priority: task.priority, readyAtMs: Date.parse(task.readyAt), id: task.id, type: task.type };
-      // Through the reader the worker uses: what is imported is what a claim will read back.
-      imported = parseTaskFile(stringifyTask(task), {
-        name: { ...name, fingerprint: '' },
-        defaultMaxAttempts: task.maxAttempts,
-        maxBytes: this.maxTaskBytes,
-      });
-    } catch (error) {
-      if (!(error instanceof TaskFileError || error instanceof RangeError)) throw error;
-      throw new AssistantError('BAD_REQUEST', `task ${task.id} (${task.type}) cannot be imported: ${error.message}`);
-    }
+    // Through the reader the worker uses: what is imported is what a claim will read back.
+    const imported = checkTaskRecord(task, this.maxTaskBytes);
     const target: TaskState = state === 'active' ? 'pending' : state;
     if (state === 'active') {
       delete imported.startedAt;

@@ -49,6 +49,7 @@ export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from 
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
+  checkTaskRecord,
   type JsonValue,
   jsonValueSchema,
   type ParseTaskFileOptions,

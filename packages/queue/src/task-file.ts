@@ -1,3 +1,4 @@
+import { AssistantError } from '@assistant/errors';
 import { Document, LineCounter, parseDocument, Scalar, visit } from 'yaml';
 import * as z from 'zod';
 import { maxTaskNestingDepth, valueNestingDepth, yamlTextNesting } from './input-limits.ts';
@@ -288,4 +289,26 @@ export function parseNamedTaskFile(
     );
   }
   return parseTaskFile(text, { name, defaultMaxAttempts: options.defaultMaxAttempts ?? 3 });
+}
+
+/**
+ * A task record from elsewhere (another backend, `assistant queue migrate`) checked as the worker's reader would read
+ * it back from a file: BAD_REQUEST naming the task when it is not one.
+ */
+export function checkTaskRecord(task: Task, maxBytes?: number): Task {
+  try {
+    if (!taskIdPattern.test(task.id)) throw new TaskFileError(`\`${task.id}\` is not a task id`);
+    const name = { priority: task.priority, readyAtMs: Date.parse(task.readyAt), id: task.id, type: task.type };
+    return parseTaskFile(stringifyTask(task), {
+      name: { ...name, fingerprint: '' },
+      defaultMaxAttempts: task.maxAttempts,
+      ...(maxBytes === undefined ? {} : { maxBytes }),
+    });
+  } catch (error) {
+    if (!(error instanceof TaskFileError || error instanceof RangeError)) throw error;
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `task ${String(task.id)} (${String(task.type)}) is not a valid task: ${error.message}`,
+    );
+  }
 }

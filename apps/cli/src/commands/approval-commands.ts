@@ -7,11 +7,10 @@ import {
   requestManualAction,
 } from '@assistant/actions';
 import { HumanLog, NoteStore } from '@assistant/notes';
-import { openQueue } from '@assistant/process';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
-import { writeJson } from '../open-cli-queue.ts';
+import { openCommandQueue, writeJson } from '../open-cli-queue.ts';
 
 export interface ApprovalCommandOptions {
   globals: GlobalOptions;
@@ -51,9 +50,7 @@ export async function approvalDecideCommand(
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await openQueue({
-    config,
-  });
+  const queue = await openCommandQueue({ config, context: options.context });
   const result = await decideApproval({
     notes,
     queue,
@@ -95,9 +92,7 @@ export async function actCommand(
 ): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
   const notes = new NoteStore({ root: config.paths.notes });
-  const queue = await openQueue({
-    config,
-  });
+  const queue = await openCommandQueue({ config, context: options.context });
   const result = await requestManualAction({
     registry,
     notes,

@@ -1,11 +1,10 @@
 import { AssistantError } from '@assistant/errors';
-import { openQueue } from '@assistant/process';
 import { migrateTasks, type TaskState, taskStates } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
-import { openCliQueue, writeJson } from '../open-cli-queue.ts';
+import { openCliQueue, openCommandQueue, writeJson } from '../open-cli-queue.ts';
 
 export interface QueueCommandOptions {
   globals: GlobalOptions;
@@ -138,26 +137,20 @@ export async function queueMigrateCommand(options: QueueMigrateCommandOptions): 
       hint: `run the migration with the backend the tasks are in now named in config.yaml, and --to the other`,
     });
   }
-  const warn = (message: string) => options.context.stderr.write(`warning: ${message}\n`);
-  const logger = { info() {}, warn };
-  const source = await openQueue({ config, logger });
-  const target = await openQueue({ config: { ...config, queue: { ...config.queue, backend: to } }, logger });
-  try {
-    const report = await migrateTasks({ source, target, ...(options.dryRun ? { dryRun: true } : {}) });
-    if (options.json) return writeJson(options.context, { from, to, dryRun: options.dryRun === true, ...report });
-    const moved = report.moved;
-    const verb = options.dryRun ? 'would move' : 'moved';
-    const lines = [
-      `${verb} from ${from} to ${to}: ${moved.pending} pending, ${moved.active} active, ${moved.failed} failed, ${moved.done} done`,
-    ];
-    if (report.alreadyThere > 0) lines.push(`already in ${to} (an earlier run): ${report.alreadyThere}`);
-    if (report.leftActive.length > 0) {
-      lines.push(`still active, left where they are (run again in a minute): ${report.leftActive.join(', ')}`);
-    }
-    if (report.unreadable.length > 0) lines.push(`not tasks, left where they are: ${report.unreadable.join(', ')}`);
-    if (!options.dryRun) lines.push(`now set \`queue.backend: ${to}\` in config.yaml and start Assistant again`);
-    options.context.stdout.write(`${lines.join('\n')}\n`);
-  } finally {
-    await Promise.all([source.close(), target.close()]);
+  const source = await openCommandQueue({ config, context: options.context });
+  const target = await openCommandQueue({ config, context: options.context, backend: to });
+  const report = await migrateTasks({ source, target, ...(options.dryRun ? { dryRun: true } : {}) });
+  if (options.json) return writeJson(options.context, { from, to, dryRun: options.dryRun === true, ...report });
+  const moved = report.moved;
+  const verb = options.dryRun ? 'would move' : 'moved';
+  const lines = [
+    `${verb} from ${from} to ${to}: ${moved.pending} pending, ${moved.active} active, ${moved.failed} failed, ${moved.done} done`,
+  ];
+  if (report.alreadyThere > 0) lines.push(`already in ${to} (an earlier run): ${report.alreadyThere}`);
+  if (report.leftActive.length > 0) {
+    lines.push(`still active, left where they are (run again in a minute): ${report.leftActive.join(', ')}`);
   }
+  if (report.unreadable.length > 0) lines.push(`not tasks, left where they are: ${report.unreadable.join(', ')}`);
+  if (!options.dryRun) lines.push(`now set \`queue.backend: ${to}\` in config.yaml and start Assistant again`);
+  options.context.stdout.write(`${lines.join('\n')}\n`);
 }

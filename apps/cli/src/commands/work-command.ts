@@ -1,3 +1,4 @@
+import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -13,6 +14,11 @@ export interface WorkCommandOptions {
   exitWhenIdle?: boolean;
   /** Comma-separated task types or patterns (`email.*.classify`) this worker takes; the others it leaves. */
   types?: string;
+  /**
+   * The server's URL: this worker runs on another machine, reaching notes, the human log and steering through the
+   * server's API (with the token in ASSISTANT_TOKEN, or `server.token`) and claiming from Redis.
+   */
+  server?: string;
 }
 
 /** Runs the worker in this process until SIGINT or SIGTERM. */
@@ -26,6 +32,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
   }
   const types = options.types === undefined ? undefined : parseTypes(options.types);
   const { config, registry } = await loadCliConfig(options);
+  const remote = options.server === undefined ? undefined : remoteServer(options.server, options.context.env, config);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
   const [{ createLogger, exitAfterShutdownGrace }, { favourSmallHeap, runWorker }] = await Promise.all([
     import('@assistant/process'),
@@ -49,6 +56,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
       ...(concurrency === undefined ? {} : { concurrency }),
       exitWhenIdle: options.exitWhenIdle === true,
       ...(types === undefined ? {} : { types }),
+      ...(remote === undefined ? {} : { remote }),
     });
   } finally {
     deadline[Symbol.dispose]();
@@ -70,4 +78,43 @@ function parseTypes(text: string): string[] {
     );
   }
   return patterns;
+}
+
+/**
+ * Where a remote worker reaches the server, and with what token. A remote worker shares nothing with the server but
+ * Redis and the API, so the file queue (which is the server's disk) is refused, and so is a server with no token.
+ */
+function remoteServer(
+  text: string,
+  env: NodeJS.ProcessEnv,
+  config: LoadedConfig,
+): { serverUrl: string; token: string } {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new AssistantError('USAGE', `--server takes the server's URL, such as http://10.0.0.5:6767; got \`${text}\``);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new AssistantError('USAGE', `--server takes an http:// or https:// URL; got \`${text}\``);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new AssistantError('USAGE', '--server takes no credentials in the URL: the token goes in ASSISTANT_TOKEN');
+  }
+  if (config.queue.backend !== 'redis') {
+    throw new AssistantError(
+      'USAGE',
+      'a worker with --server claims from Redis, and config.yaml says `queue.backend: file`',
+      {
+        hint: 'set `queue.backend: redis` and `queue.redis` in config.yaml (docs/scale-out.md)',
+      },
+    );
+  }
+  const token = env.ASSISTANT_TOKEN?.trim() || config.server.token?.reveal().trim();
+  if (!token) {
+    throw new AssistantError('USAGE', "a worker with --server needs the install's API token", {
+      hint: 'put the output of `assistant token` (on the server) in ASSISTANT_TOKEN, or `server.token` in config.yaml',
+    });
+  }
+  return { serverUrl: url.toString().replace(/\/$/, ''), token };
 }
