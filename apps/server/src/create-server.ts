@@ -7,7 +7,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { TaskMetrics } from '@assistant/metrics';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import Fastify, {
   type FastifyInstance,
@@ -179,8 +179,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
   registerHealthRoute(app, routes, { queue, status: options.status ?? {}, catalog, llms: config.llms });
-  const notes = new NoteStore({ root: config.paths.notes });
-  const humanLog = new HumanLog({ directory: config.paths.logs });
+  const notes = new FileNoteStore({ root: config.paths.notes });
+  const humanLog = new FileHumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
     queue,
     paths,

@@ -6,7 +6,7 @@ import {
   listApprovals,
   requestManualAction,
 } from '@assistant/actions';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -24,7 +24,7 @@ export async function approvalsListCommand(
   options: ApprovalCommandOptions & { status?: string; all?: boolean },
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const status = options.all ? undefined : ((options.status ?? 'pending') as ApprovalRequest['status']);
   const requests = await listApprovals(notes, {
     ...(status ? { status } : {}),
@@ -50,7 +50,7 @@ export async function approvalDecideCommand(
   options: ApprovalCommandOptions & { id: string; decision: 'approve' | 'reject' },
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openFileTaskQueue({
     directory: config.paths.queue,
     dataDirectory: config.paths.dataDir,
@@ -59,7 +59,7 @@ export async function approvalDecideCommand(
   const result = await decideApproval({
     notes,
     queue,
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     id: options.id,
     decision: options.decision,
     by: 'cli',
@@ -96,7 +96,7 @@ export async function actCommand(
   },
 ): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openFileTaskQueue({
     directory: config.paths.queue,
     dataDirectory: config.paths.dataDir,
@@ -106,7 +106,7 @@ export async function actCommand(
     registry,
     notes,
     queue,
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     instance: options.instance,
     platform: options.platform,
     notePath: options.note,
