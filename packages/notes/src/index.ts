@@ -32,6 +32,33 @@ export {
   type NoteText,
   type UpdateNoteOptions,
 } from './note-store.ts';
+export { HttpHumanLog } from './remote/http-human-log.ts';
+export { HttpNoteStore, type HttpNoteStoreOptions } from './remote/http-note-store.ts';
+export {
+  confineRemoteNotePath,
+  createRequestWire,
+  deleteAnswerWire,
+  deleteRequestWire,
+  emptyAnswerWire,
+  folderQueryWire,
+  listAnswerWire,
+  listFolderAnswerWire,
+  logRequestWire,
+  moveRequestWire,
+  noteAnswerWire,
+  noteFailureOf,
+  pathQueryWire,
+  queryAnswerWire,
+  queryRequestWire,
+  readAnswerWire,
+  readTextAnswerWire,
+  remoteStoreRoutes,
+  replaceTextRequestWire,
+  storeErrorBodyWire,
+  updateOptionsFromWire,
+  updateRequestWire,
+} from './remote/note-wire.ts';
+export type { RemoteStoreOptions } from './remote/store-client.ts';
 export {
   type EmailNote,
   emailNoteSchema,

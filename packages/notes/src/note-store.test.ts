@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotePathError } from './note-path.ts';
 import { BrokenNoteError, FileNoteStore, NoteConflictError } from './note-store.ts';
+import { describeNoteStoreContract } from './testing/index.ts';
 
 let root: string;
 let outside: string;
@@ -182,4 +183,18 @@ describe('FileNoteStore whole-text edits', () => {
     await expect(store.listFolder('out')).rejects.toBeInstanceOf(NotePathError);
     await expect(store.readText('../x.md')).rejects.toBeInstanceOf(NotePathError);
   });
+});
+
+describeNoteStoreContract('FileNoteStore', async () => {
+  const notesRoot = await mkdtemp(path.join(os.tmpdir(), 'assistant-notes-contract-'));
+  const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'assistant-outside-'));
+  return {
+    store: new FileNoteStore({ root: notesRoot }),
+    root: notesRoot,
+    outside: elsewhere,
+    cleanup: async () => {
+      await rm(notesRoot, { recursive: true, force: true });
+      await rm(elsewhere, { recursive: true, force: true });
+    },
+  };
 });
