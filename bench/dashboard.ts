@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { createApprovalRequest } from '@assistant/actions';
 import { loadConfig } from '@assistant/config';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { assistantVersion } from '@assistant/process';
 import { type ClaimedTask, openFileTaskQueue, UnrecoverableError } from '@assistant/queue';
 import { createServer } from '@assistant/server';
@@ -106,8 +106,8 @@ async function seedTasks(queueDirectory: string, dataDirectory: string) {
 }
 
 /** Email-like notes under `email/<instance>/`, a few hand-written folders, and approval requests. */
-async function seedNotes(root: string, humanLog: HumanLog): Promise<string> {
-  const notes = new NoteStore({ root });
+async function seedNotes(root: string, humanLog: FileHumanLog): Promise<string> {
+  const notes = new FileNoteStore({ root });
   const approvals = Math.min(200, Math.floor(noteCount / 50));
   const handWritten = Math.min(300, Math.floor(noteCount / 30));
   const emails = noteCount - approvals - handWritten;
@@ -204,7 +204,7 @@ try {
   const { config } = await loadConfig({ configPath: path.join(directory, 'config.yaml') });
   const seedStarted = performance.now();
   progress(`seeding ${taskCount} tasks, ${noteCount} notes, ${logLines} log lines in ${directory}`);
-  const humanLog = new HumanLog({ directory: config.paths.logs });
+  const humanLog = new FileHumanLog({ directory: config.paths.logs });
   const tasks = await seedTasks(config.paths.queue, config.paths.dataDir);
   const notePath = await seedNotes(config.paths.notes, humanLog);
   for (let number = 0; number < logLines; number += 1) {

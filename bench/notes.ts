@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { emailStore, NoteStore, withFileLock } from '@assistant/notes';
+import { emailStore, FileNoteStore, withFileLock } from '@assistant/notes';
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +37,7 @@ function percentile(sorted: number[], fraction: number): number {
 async function measure(count: number): Promise<Result> {
   const root = await mkdtemp(path.join(path.resolve(values.dir), 'assistant-bench-notes-'));
   try {
-    const store = new NoteStore({ root });
+    const store = new FileNoteStore({ root });
     const started = performance.now();
     for (let index = 0; index < count; index += concurrency) {
       await Promise.all(

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { enqueueActions, readApproval } from '@assistant/actions';
 import { evaluateRules } from '@assistant/automations';
 import { loadRuntime } from '@assistant/integration-host';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
@@ -213,7 +213,7 @@ integrations:
       configPath: path.join(dir.path, 'config.yaml'),
       cwd: dir.path,
     });
-    const notes = new NoteStore({ root: loaded.paths.notes });
+    const notes = new FileNoteStore({ root: loaded.paths.notes });
     const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
     const notePath = 'email/personal/1-7.md';
     await notes.create(notePath, {

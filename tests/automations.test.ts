@@ -5,7 +5,7 @@ import path from 'node:path';
 import { decideApproval, expireApprovals, listApprovals } from '@assistant/actions';
 import { isAssistantError } from '@assistant/errors';
 import { loadRuntime } from '@assistant/integration-host';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
@@ -44,7 +44,7 @@ async function setup(dir: TempDir, text = config) {
   await dir.write('config.yaml', text);
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
-  const notes = new NoteStore({ root: runtime.config.paths.notes });
+  const notes = new FileNoteStore({ root: runtime.config.paths.notes });
   const work = () =>
     runWorker({
       config: runtime.config,
@@ -180,7 +180,7 @@ describe('automations through the worker', () => {
     await using dir = await tempDir();
     const { queue, notes, cycle, humanLog, config: loaded } = await setup(dir);
     await cycle();
-    const log = new HumanLog({ directory: loaded.paths.logs });
+    const log = new FileHumanLog({ directory: loaded.paths.logs });
     const [request] = await listApprovals(notes, { status: 'pending' });
     const afterExpiry = Date.parse(request?.expires_at ?? '') + 1;
     const late = await decideApproval({
@@ -264,7 +264,7 @@ describe('the worker gate for irreversible actions', () => {
     await dir.write('config.yaml', `${config}scripts:\n  wipe:\n    shell: echo wiped\n`);
     const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
     const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
-    const notes = new NoteStore({ root: runtime.config.paths.notes });
+    const notes = new FileNoteStore({ root: runtime.config.paths.notes });
     await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
     const act = (source: 'cli' | 'api') =>
       queue.enqueue({

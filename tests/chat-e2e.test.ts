@@ -3,7 +3,7 @@
 // proposes an irreversible action, and approves it when the owner says so in the chat; the action runs once.
 import path from 'node:path';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
@@ -90,7 +90,7 @@ integrations:
         names: [Ada]
 `,
     );
-    const notes = new NoteStore({ root: path.join(dir.path, 'data/notes') });
+    const notes = new FileNoteStore({ root: path.join(dir.path, 'data/notes') });
     await notes.create('greeter/friendly/ada.md', {
       data: { name: 'Ada', is_friend: true },
       body: 'Ada Lovelace. Birthday: 10 December.\n',

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { ChatEventLog, ChatInbox, ChatService } from '@assistant/chat';
 import { loadConfig } from '@assistant/config';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
@@ -190,7 +190,7 @@ describe('assistant serve and chat', () => {
     try {
       // A message the inbox stored before the server died, its turn never enqueued.
       const chat = new ChatService({
-        notes: new NoteStore({ root: config.paths.notes }),
+        notes: new FileNoteStore({ root: config.paths.notes }),
         dataDir: config.paths.dataDir,
         controlRoot: config.paths.control,
         queue,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { ChatEventLog, ChatInbox, type ChatMode, ConversationStore, TurnStates } from '@assistant/chat';
 import { loadRuntime } from '@assistant/integration-host';
 import { type FakeChatRequest, FakeOpenAiServer } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
@@ -38,7 +38,10 @@ queue:
   const runtime = await loadRuntime({ installation, configPath: config, cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
   const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
-  const conversations = new ConversationStore({ notes: new NoteStore({ root: runtime.config.paths.notes }), inbox });
+  const conversations = new ConversationStore({
+    notes: new FileNoteStore({ root: runtime.config.paths.notes }),
+    inbox,
+  });
   const turns = new TurnStates({ directory: path.join(runtime.config.paths.dataDir, 'chat/turns') });
   const sent = new Map<string, string[]>();
   // As the server does it: the message is stored, then its turn task is enqueued.

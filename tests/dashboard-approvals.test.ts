@@ -3,7 +3,7 @@
 // drops it, a request made while the page is open appears live, and hostile text stays text.
 import path from 'node:path';
 import { createApprovalRequest, readApproval } from '@assistant/actions';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -98,7 +98,7 @@ describe('dashboard approvals', () => {
       )
       .toBe(1);
     expect(await page.locator(`#${anneId}`).count()).toBe(0);
-    const notes = new NoteStore({ root: path.join(assistant.dataDir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(assistant.dataDir, 'notes') });
     await expect
       .poll(async () => (await notes.read('greeter/friendly/anne.md'))?.data.applied, { timeout: 20_000 })
       .toEqual(['send_card']);

@@ -5,7 +5,7 @@
 // buttons that post to the Approvals page's action.
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, launchBrowser, openDashboard, screenshot, startAssistant } from './helpers/browser.ts';
@@ -82,7 +82,7 @@ describe('dashboard chat pages', () => {
     expect(served.length).toBeLessThan(100_000);
 
     // An approval request: the server's notifier tells it in the notifications conversation, with buttons inline.
-    const notes = new NoteStore({ root: path.join(assistant.dataDir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(assistant.dataDir, 'notes') });
     const approvalId = 'ap-0123456789ab';
     // The item it is about: approving enqueues the action for it.
     await notes.create('email/personal/inbox/1.md', { data: { subject: 'Weekly digest' }, body: '' });

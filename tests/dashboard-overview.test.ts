@@ -2,7 +2,7 @@
 // shows in the counts and in the log without a reload (the worker runs it), a log line holding markup shows as text,
 // both pages pass axe in light and dark, fit 360 px, and nothing breaks the CSP.
 import path from 'node:path';
-import { HumanLog } from '@assistant/notes';
+import { FileHumanLog } from '@assistant/notes';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -57,7 +57,7 @@ describe('dashboard overview and log', () => {
   it('shows a task enqueued over REST in the counts and the log live, and the log as text', async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant({ dir });
-    const humanLog = new HumanLog({ directory: path.join(assistant.dataDir, 'logs') });
+    const humanLog = new FileHumanLog({ directory: path.join(assistant.dataDir, 'logs') });
     await humanLog.write({ source: 'email/inbox', message: `archived ${hostile}`, reason: 'rule "x"' });
 
     await using dashboard = await openDashboard(browser, assistant);
@@ -112,7 +112,7 @@ describe('dashboard overview and log', () => {
   it('reads well in dark and at 360 px wide', async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant({ dir });
-    const humanLog = new HumanLog({ directory: path.join(assistant.dataDir, 'logs') });
+    const humanLog = new FileHumanLog({ directory: path.join(assistant.dataDir, 'logs') });
     await humanLog.write({
       source: 'email/inbox',
       message: `archived "${'a-very-long-subject-without-spaces-'.repeat(8)}"`,

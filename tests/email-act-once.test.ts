@@ -3,7 +3,7 @@
 import { rename } from 'node:fs/promises';
 import path from 'node:path';
 import { loadRuntime } from '@assistant/integration-host';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
@@ -39,7 +39,7 @@ integrations:
   );
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
-  const notes = new NoteStore({ root: runtime.config.paths.notes });
+  const notes = new FileNoteStore({ root: runtime.config.paths.notes });
   await notes.create(item, {
     data: {
       uid: 1,

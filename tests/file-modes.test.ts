@@ -7,7 +7,7 @@ import path from 'node:path';
 import { createRecordReplayFetch } from '@assistant/llm';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { TaskMetrics } from '@assistant/metrics';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { makeDirectoriesPrivate } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
@@ -84,10 +84,10 @@ describe('file modes of data/', () => {
     await queue.workers.publishMetrics(consumer.owner.id, new TaskMetrics().snapshot());
 
     // Notes (create, then update under its lock) and the human log.
-    const notes = new NoteStore({ root: path.join(data, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(data, 'notes') });
     await notes.create('email/inbox/some-mail.md', { data: { from: 'someone' }, body: 'the mail text\n' });
     await notes.update('email/inbox/some-mail.md', { set: { read: true } });
-    await new HumanLog({ directory: path.join(data, 'logs') }).write({ source: 'test', message: 'did a thing' });
+    await new FileHumanLog({ directory: path.join(data, 'logs') }).write({ source: 'test', message: 'did a thing' });
 
     // Steering: a request, its outcome, and agent events.
     const control = new ControlFiles({ root: path.join(data, 'control'), taskId: claimed.task.id });

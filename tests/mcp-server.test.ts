@@ -5,7 +5,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ConversationStore } from '@assistant/chat';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -68,7 +68,7 @@ describe('assistant mcp serve (stdio)', () => {
   it('lists its tools, searches and reads notes, refuses paths outside the notes folder, lists tasks, triggers', async () => {
     await using dir = await tempDir();
     const configPath = await writeConfig(dir);
-    const notes = new NoteStore({ root: path.join(dir.path, 'data/notes') });
+    const notes = new FileNoteStore({ root: path.join(dir.path, 'data/notes') });
     await notes.create('projects/zebra.md', {
       data: { title: 'Zebra crossing' },
       body: 'The striped-horse project starts on Monday.\n',
@@ -183,7 +183,9 @@ describe('assistant mcp serve (stdio)', () => {
 
     // Started over MCP, the conversation's peer is not the owner (so the chat's owner-only tools refuse in it), and
     // the owner's own conversations take no messages from MCP.
-    const conversations = new ConversationStore({ notes: new NoteStore({ root: path.join(dir.path, 'data/notes') }) });
+    const conversations = new ConversationStore({
+      notes: new FileNoteStore({ root: path.join(dir.path, 'data/notes') }),
+    });
     expect(await conversations.get(String(sent.conversation))).toMatchObject({ channel: 'mcp', peer: 'mcp-client' });
     const owners = await conversations.create({ channel: 'cli', peer: 'owner' });
     const refused = await client.callTool({
@@ -200,7 +202,7 @@ describe('/mcp on the server (streamable HTTP)', () => {
     await using dir = await tempDir();
     const port = await freePort();
     const configPath = await writeConfig(dir, `server: {port: ${port}}\n`);
-    await new NoteStore({ root: path.join(dir.path, 'data/notes') }).create('ideas/kite.md', {
+    await new FileNoteStore({ root: path.join(dir.path, 'data/notes') }).create('ideas/kite.md', {
       data: {},
       body: 'A kite made of paper.\n',
     });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ChatInbox, ConversationStore } from '@assistant/chat';
 import { loadRuntime } from '@assistant/integration-host';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
@@ -174,7 +174,10 @@ describe('MCP tools in a worker', () => {
     );
     const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
     const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
-    const conversations = new ConversationStore({ notes: new NoteStore({ root: runtime.config.paths.notes }), inbox });
+    const conversations = new ConversationStore({
+      notes: new FileNoteStore({ root: runtime.config.paths.notes }),
+      inbox,
+    });
     const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     // As the server does it: the message is stored, then its turn task is enqueued.
     const { id: conversation } = await conversations.create({ mode: 'followup', title: 'lunch' });

@@ -1,7 +1,7 @@
 // Edits from another process between the store's read and its write: none is lost, and a real conflict is named.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { NoteConflictError, NoteStore } from '@assistant/notes';
+import { FileNoteStore, NoteConflictError } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, runNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -13,10 +13,10 @@ const edit = async (root: string, ...args: string[]) => {
   expect(run.code).toBe(0);
 };
 
-describe('NoteStore across processes', () => {
+describe('FileNoteStore across processes', () => {
   it('applies an update on top of another process’s edit of other keys, and refuses one to the same key', async () => {
     await using dir = await tempDir();
-    const store = new NoteStore({ root: dir.path });
+    const store = new FileNoteStore({ root: dir.path });
     await store.create('mail/1.md', { data: { status: 'new', label: 'none' }, body: 'Hello\n' });
 
     const read = await store.read('mail/1.md');
@@ -34,7 +34,7 @@ describe('NoteStore across processes', () => {
 
   it('loses no edit when two processes update the same note as fast as they can', async () => {
     await using dir = await tempDir();
-    const store = new NoteStore({ root: dir.path });
+    const store = new FileNoteStore({ root: dir.path });
     await store.create('busy.md', { data: { title: 'busy' }, body: 'text\n' });
     await Promise.all([edit(dir.path, 'busy.md', 'a', 'x', '100'), edit(dir.path, 'busy.md', 'b', 'y', '100')]);
     const data = (await store.read('busy.md'))?.data ?? {};

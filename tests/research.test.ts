@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runCli } from './helpers/node-process.ts';
@@ -243,7 +243,7 @@ describe('service.research.web', () => {
     expect(pagesRead).toContain('Green tea is brewed at 70 to 80 degrees Celsius');
     expect(pagesRead).not.toContain('© Tea Facts');
 
-    const notes = new NoteStore({ root: `${dir.path}/data/notes` });
+    const notes = new FileNoteStore({ root: `${dir.path}/data/notes` });
     const note = await notes.read(`services/research/web/${id}.md`);
     expect(note?.data).toMatchObject({
       service: 'research.web',
@@ -289,7 +289,7 @@ describe('service.research.web', () => {
     const { id } = taskOutcome.parse(JSON.parse(enqueued.stdout));
     const worked = await runCli(['work', '--exit-when-idle', '--config', config]);
     expect(worked.code, worked.stderr).toBe(0);
-    const note = await new NoteStore({ root: `${dir.path}/data/notes` }).read(`services/research/web/${id}.md`);
+    const note = await new FileNoteStore({ root: `${dir.path}/data/notes` }).read(`services/research/web/${id}.md`);
     expect(note?.data).toMatchObject({ status: 'no_search_provider', instance: 'research' });
     expect(note?.body).toMatch(/No search provider is configured for research\. Add one .*searxng/);
     expect(model.requests).toEqual([]);

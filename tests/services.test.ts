@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { rerouteTask } from '@assistant/actions';
 import { loadRuntime } from '@assistant/integration-host';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { type JsonValue, openFileTaskQueue } from '@assistant/queue';
 import { runWorker } from '@assistant/worker';
@@ -21,7 +21,7 @@ async function setup(dir: TempDir) {
   );
   const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
   const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
-  const notes = new NoteStore({ root: runtime.config.paths.notes });
+  const notes = new FileNoteStore({ root: runtime.config.paths.notes });
   const work = () =>
     runWorker({
       config: runtime.config,
@@ -111,7 +111,7 @@ describe('service results', () => {
     expect(await queue.list({ type: 'system.echo' })).toHaveLength(1);
 
     await rm(path.join(config.paths.notes, 'blocked'));
-    const log = new HumanLog({ directory: config.paths.logs });
+    const log = new FileHumanLog({ directory: config.paths.logs });
     const routed = await rerouteTask({ id, queue, notes, registry, humanLog: log });
     expect(routed.notes).toEqual([`blocked/${id}.md`]);
     expect((await notes.read(`blocked/${id}.md`))?.data).toMatchObject({ text: 'Hi, Grace', task: id });

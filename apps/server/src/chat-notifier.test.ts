@@ -2,14 +2,14 @@ import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChatNotifier, notificationsConversationId } from './chat-notifier.ts';
 
 let root: string;
 let queue: TaskQueue;
-let notes: NoteStore;
+let notes: FileNoteStore;
 let chat: ChatService;
 const warnings: string[] = [];
 const logger = { warn: (_fields: unknown, message: string) => void warnings.push(message), info: () => {} };
@@ -18,7 +18,7 @@ beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-notifier-'));
   const data = path.join(root, 'data');
   queue = await openFileTaskQueue({ directory: path.join(data, 'queue'), dataDirectory: data });
-  notes = new NoteStore({ root: path.join(data, 'notes') });
+  notes = new FileNoteStore({ root: path.join(data, 'notes') });
   chat = new ChatService({ notes, dataDir: data, controlRoot: path.join(data, 'control'), queue });
   warnings.length = 0;
 });

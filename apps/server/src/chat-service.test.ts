@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configuredChatService } from './chat-service.ts';
 
@@ -35,7 +35,7 @@ describe('configuredChatService', () => {
     const make = (settings: Record<string, unknown>) =>
       configuredChatService({
         config,
-        notes: new NoteStore({ root: config.paths.notes }),
+        notes: new FileNoteStore({ root: config.paths.notes }),
         queue: queue as never,
         registry: registryWith(settings),
         warn: (message) => warnings.push(message),

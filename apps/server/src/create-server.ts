@@ -7,7 +7,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { TaskMetrics } from '@assistant/metrics';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { openQueue } from '@assistant/process';
 import type { TaskQueue } from '@assistant/queue';
 import Fastify, {
@@ -40,6 +40,7 @@ import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
+import { registerRemoteStoreRoutes } from './routes/remote-store-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
 import { registerWebhookRoutes } from './routes/webhook-routes.ts';
@@ -178,8 +179,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
   registerHealthRoute(app, routes, { queue, status: options.status ?? {}, catalog, llms: config.llms });
-  const notes = new NoteStore({ root: config.paths.notes });
-  const humanLog = new HumanLog({ directory: config.paths.logs });
+  const notes = new FileNoteStore({ root: config.paths.notes });
+  const humanLog = new FileHumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
     queue,
     paths,
@@ -191,6 +192,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerIntegrationRoutes(app, routes, { queue, catalog, paths });
   registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
+  registerRemoteStoreRoutes(app, routes, { notes, humanLog });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
   const chat =

@@ -160,6 +160,9 @@ describe('the request guard', () => {
       ['GET', '/metrics'],
       ['GET', '/docs/openapi.json'],
       ['GET', '/api/notes'],
+      ['GET', '/api/store/notes/read?path=a.md'],
+      ['POST', '/api/store/notes/update'],
+      ['POST', '/api/store/log'],
       ['GET', '/no/such/route'],
     ] as const) {
       for (const header of [undefined, 'Bearer wrong', `Basic ${token}`, `Bearer ${token}x`]) {

@@ -88,6 +88,12 @@ describe('paths and host details in responses', () => {
     expect(triggered.json().path).toMatch(/^queue\/pending\//);
     await call('GET', '/api/notes');
     await call('GET', '/api/notes/broken.md');
+    // The store routes remote workers call: file errors travel as their code, never with the file's absolute path.
+    expect((await call('GET', '/api/store/notes/read?path=broken.md')).statusCode).toBe(409);
+    expect((await call('POST', '/api/store/notes/create', { path: 'broken.md', data: {} })).statusCode).toBe(409);
+    expect((await call('POST', '/api/store/notes/update', { path: 'gone.md', set: { a: 1 } })).statusCode).toBe(404);
+    expect((await call('POST', '/api/store/notes/move', { from: 'gone.md', to: 'x.md' })).statusCode).toBe(404);
+    expect((await call('GET', '/api/store/notes/read?path=approvals')).statusCode).toBe(400);
     await call('GET', '/api/approvals?status=all');
     await call('POST', '/api/approvals/ap-0123456789ab', { decision: 'approve' });
     await call('GET', '/health');

@@ -3,7 +3,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import {
   dataDirectories,
   explainListenError,
@@ -48,8 +48,8 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   // Listeners and webhooks import their modules when they first run; a manifest of an enabled instance naming a
   // module that is missing or outside its folder stops the server here, at the manifest's line, as the worker stops.
   await registry.checkHandlerModules({ taskTypes: false, inbound: 'enabled' });
-  const notes = new NoteStore({ root: config.paths.notes });
-  const humanLog = new HumanLog({ directory: config.paths.logs });
+  const notes = new FileNoteStore({ root: config.paths.notes });
+  const humanLog = new FileHumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
   // Before the token is made: data/ holds it (and mail and transcripts), so it and the folders in it are the owner's

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import type { IntegrationRegistry, TaskHandler } from '@assistant/integration-host';
 import { type LlmProfiles, type ModelProfileStatus, ModelUnavailableError } from '@assistant/llm';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { type JsonValue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
 import { CircuitBreakers } from '@assistant/scheduler';
 import { pino } from 'pino';
@@ -347,7 +347,7 @@ describe('worker lanes', () => {
     const record = await queue.get(id);
     expect(record?.task).toMatchObject({ attempts: 0, history: [] });
     const breakers = new CircuitBreakers({
-      notes: new NoteStore({ root: config.paths.notes }),
+      notes: new FileNoteStore({ root: config.paths.notes }),
       settings: config.circuitBreaker,
     });
     expect(await breakers.list()).toEqual([]);
@@ -386,7 +386,7 @@ describe('worker lanes', () => {
   it('claims no task of a type whose breaker is open, then exactly one trial after retry_at, then the rest', async () => {
     // The worker's pause (5 min) is the trial's; the breaker was opened with a short one, so its retry_at comes soon.
     const { config, registry, queue } = await setup('circuit_breaker:\n  failures: 1\n  pause: 5m\n', '1h');
-    const notes = new NoteStore({ root: config.paths.notes });
+    const notes = new FileNoteStore({ root: config.paths.notes });
     const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker });
     const opener = new CircuitBreakers({ notes, settings: { failures: 1, pauseMs: 500 } });
     const opened = await opener.recordFailure(archive, 'the API is down');
@@ -455,7 +455,7 @@ describe('worker lanes', () => {
     });
     expect(await queue.stats()).toMatchObject({ failed: 3 });
     const breakers = new CircuitBreakers({
-      notes: new NoteStore({ root: config.paths.notes }),
+      notes: new FileNoteStore({ root: config.paths.notes }),
       settings: config.circuitBreaker,
     });
     expect(await breakers.list()).toEqual([]);

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import type { TaskHandler } from '@assistant/integration-host';
 import { parseSnapshots, parseWorkerProcesses } from '@assistant/metrics';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import {
   type ClaimedTask,
   type JsonValue,
@@ -477,7 +477,7 @@ describe('runWorker', () => {
     const { logger } = capturingLogger();
     await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
     const breakers = new CircuitBreakers({
-      notes: new NoteStore({ root: config.paths.notes }),
+      notes: new FileNoteStore({ root: config.paths.notes }),
       settings: config.circuitBreaker,
     });
     expect(await breakers.list()).toEqual([

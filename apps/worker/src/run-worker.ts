@@ -5,7 +5,7 @@ import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { installation, openQueue } from '@assistant/process';
 import {
   type ClaimedTask,
@@ -143,8 +143,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     sweepIntervalMs: Math.min(15_000, config.queue.leaseMs),
   });
   const consumer = options.wrapConsumer ? options.wrapConsumer(queueConsumer) : queueConsumer;
-  const humanLog = new HumanLog({ directory: config.paths.logs });
-  const notes = new NoteStore({ root: config.paths.notes });
+  const humanLog = new FileHumanLog({ directory: config.paths.logs });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const metrics = new TaskMetrics();
   let metricsChanged = false;
   // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { enqueueApproved, readApproval } from '@assistant/actions';
 import { clearSecretValues, registerSecretValue } from '@assistant/errors';
 import { type HandlerContext, loadRuntime } from '@assistant/integration-host';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue, type Task, type TaskQueue } from '@assistant/queue';
 import type { Tool, ToolContext } from '@assistant/sdk';
@@ -46,7 +46,7 @@ afterEach(async () => {
 
 interface Setup {
   queue: TaskQueue;
-  notes: NoteStore;
+  notes: FileNoteStore;
   config: Awaited<ReturnType<typeof loadRuntime>>['config'];
   registry: Awaited<ReturnType<typeof loadRuntime>>['registry'];
   /** The worker's handler context for a task of `type` (not enqueued: the tools run as if inside it). */
@@ -60,12 +60,12 @@ async function setup(): Promise<Setup> {
     dataDirectory: config.paths.dataDir,
     settings: config.queue,
   });
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const services = {
     config,
     queue,
     notes,
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     registry,
     scriptSandbox: { mode: 'none' as const },
     llm: () => {
@@ -121,7 +121,7 @@ async function call(t: Turn, name: string, args: unknown): Promise<unknown> {
   return tool.run(tool.input.parse(args), {} as ToolContext);
 }
 
-async function createAda(notes: NoteStore): Promise<string> {
+async function createAda(notes: FileNoteStore): Promise<string> {
   const item = 'greeter/friendly/ada.md';
   await notes.create(item, { data: { name: 'Ada', is_friend: true }, body: 'Ada Lovelace.\n' });
   return item;

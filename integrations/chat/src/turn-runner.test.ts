@@ -5,7 +5,7 @@ import { defineTool, startAgent } from '@assistant/agent';
 import { createMemoryTranscriptStore, createScriptedModel, type MemoryTranscriptStore } from '@assistant/agent/testing';
 import { type ChatEvent, ChatEventLog, ChatInbox, type ChatMode, ConversationStore, TurnStates } from '@assistant/chat';
 import { type ChatRequest, LlmRequestError } from '@assistant/llm';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { DelayedError } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -17,7 +17,7 @@ let transcripts: Map<string, MemoryTranscriptStore>;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-turns-'));
-  const notes = new NoteStore({ root: path.join(root, 'notes') });
+  const notes = new FileNoteStore({ root: path.join(root, 'notes') });
   const inbox = new ChatInbox({ directory: path.join(root, 'chat/inbox') });
   stores = {
     inbox,

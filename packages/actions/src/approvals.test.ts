@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AutomationMatch, ResolvedAction } from '@assistant/automations';
 import { isAssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalRequest, decideApproval } from './approvals.ts';
@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 async function setup() {
-  const notes = new NoteStore({ root: path.join(dir, 'notes') });
+  const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
   const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
   await notes.create('cards/ada.md', { data: { name: 'Ada' }, body: '# Ada\n' });
   return { notes, queue };

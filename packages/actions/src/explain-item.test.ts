@@ -5,7 +5,7 @@ import { compileAutomations, evaluateRules, itemFacts } from '@assistant/automat
 import type { Automation, Config } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import type { ManifestPlatform } from '@assistant/manifests';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActionRegistry } from './action-registry.ts';
@@ -80,7 +80,7 @@ const registry: ActionRegistry = {
 
 describe('explainItem', () => {
   it('explains each configured rule over the facts the worker reads, and what became of each action', async () => {
-    const notes = new NoteStore({ root: path.join(dir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
     const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
     const notePath = 'greeter/friendly/ada.md';
     await notes.create(notePath, { data: { name: 'Ada', is_friend: true, classifications: { close: 0.9 } } });
@@ -117,7 +117,7 @@ describe('explainItem', () => {
   });
 
   it('says an action is not due when its instance is disabled: nothing is evaluated there', async () => {
-    const notes = new NoteStore({ root: path.join(dir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
     const notePath = 'greeter/friendly/ada.md';
     await notes.create(notePath, { data: { name: 'Ada', is_friend: true, classifications: { close: 0.9 } } });
     const enabled = await explainItem({ registry, config, notes, notePath });
@@ -146,7 +146,7 @@ describe('explainItem', () => {
   });
 
   it('a missing classification fails its condition; a dry run compiles the given rules and reports their problems', async () => {
-    const notes = new NoteStore({ root: path.join(dir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
     const notePath = 'greeter/friendly/linus.md';
     await notes.create(notePath, { data: { name: 'Linus', is_friend: false, platform: 'cards' } });
     const explained = await explainItem({ registry, config, notes, notePath });
@@ -172,7 +172,7 @@ describe('explainItem', () => {
   });
 
   it('says clearly when a note is not an item, is missing, or could be of several platforms', async () => {
-    const notes = new NoteStore({ root: path.join(dir, 'notes') });
+    const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
     await notes.create('journal/today.md', { data: {} });
     const refused = await explainItem({ registry, config, notes, notePath: 'journal/today.md' }).catch(
       (error) => error,

@@ -1,16 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { RetryableError, UnrecoverableError } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ActionNotTakenError, runActionOnce } from './run-action-once.ts';
 
 let dir: string;
-let notes: NoteStore;
+let notes: FileNoteStore;
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-once-'));
-  notes = new NoteStore({ root: dir });
+  notes = new FileNoteStore({ root: dir });
   await notes.create('item.md', { data: { subject: 'Letters' } });
 });
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decideApproval, describeApproval, expireApprovals, listApprovals, readApproval } from './approvals.ts';
@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 function setup(overrides: Partial<CreateToolCallGateOptions> = {}) {
-  const notes = new NoteStore({ root: path.join(dir, 'notes') });
+  const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
   const lines: string[] = [];
   const gate = createToolCallGate({
     notes,
@@ -51,7 +51,7 @@ function call(
 }
 
 /** Resolves with the id of the first pending request, once the gate has written it. */
-async function pendingRequest(notes: NoteStore): Promise<string> {
+async function pendingRequest(notes: FileNoteStore): Promise<string> {
   for (let attempt = 0; attempt < 1_000; attempt += 1) {
     const [found] = await listApprovals(notes, { status: 'pending' });
     if (found) return found.id;

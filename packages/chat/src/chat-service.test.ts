@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { isAssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-service-'));
   queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
   chat = new ChatService({
-    notes: new NoteStore({ root: path.join(root, 'data', 'notes') }),
+    notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
     dataDir: path.join(root, 'data'),
     controlRoot: path.join(root, 'data', 'control'),
     queue,

@@ -2,19 +2,19 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { isAssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConversationStore } from './conversation-store.ts';
 import { ChatInbox } from './inbox.ts';
 
 let root: string;
-let notes: NoteStore;
+let notes: FileNoteStore;
 let store: ConversationStore;
 let clock: number;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-'));
-  notes = new NoteStore({ root: path.join(root, 'notes') });
+  notes = new FileNoteStore({ root: path.join(root, 'notes') });
   clock = Date.parse('2026-11-23T18:00:00.000Z');
   store = new ConversationStore({
     notes,

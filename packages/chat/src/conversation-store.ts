@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { AssistantError } from '@assistant/errors';
 import {
   BrokenNoteError,
@@ -6,7 +5,6 @@ import {
   type Note,
   type NoteStore,
   parseFrontmatter,
-  resolveNotePath,
   splitNote,
 } from '@assistant/notes';
 import * as z from 'zod';
@@ -166,15 +164,10 @@ export class ConversationStore {
   /** The conversation as its note says now, messages parsed from the transcript. */
   async get(id: string): Promise<Conversation> {
     const notePath = this.#path(id);
-    let text: string;
-    try {
-      // The notes root itself may not exist yet: that is no conversation either.
-      text = await readFile(await resolveNotePath(this.#notes.root, notePath), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new AssistantError('CHAT_NOT_FOUND', `No conversation ${id} (no ${notePath} under the notes root)`);
-      }
-      throw error;
+    // As text, not `read`: a broken frontmatter is reported as CHAT_NOTE_BROKEN below, with its line.
+    const text = (await this.#notes.readText(notePath))?.text;
+    if (text === undefined) {
+      throw new AssistantError('CHAT_NOT_FOUND', `No conversation ${id} (no ${notePath} under the notes root)`);
     }
     const parts = splitNote(text);
     let data: Record<string, unknown>;

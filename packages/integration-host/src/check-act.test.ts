@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkActTask, decideApproval, enqueueActions, listApprovals } from '@assistant/actions';
 import { evaluateRules } from '@assistant/automations';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { type JsonValue, openFileTaskQueue, RetryableError, type Task } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadRuntime } from './load-runtime.ts';
@@ -83,7 +83,7 @@ async function setup() {
     configPath: path.join(dir, 'config.yaml'),
     cwd: dir,
   });
-  const notes = new NoteStore({ root: loaded.paths.notes });
+  const notes = new FileNoteStore({ root: loaded.paths.notes });
   const queue = await openFileTaskQueue({ directory: loaded.paths.queue, settings: loaded.queue });
   // Ada is a friend; Linus is not, and nobody is close to him; Anne is no friend but close; the other instance has
   // its own Ada.

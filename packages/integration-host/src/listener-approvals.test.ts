@@ -2,18 +2,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createApprovalRequest } from '@assistant/actions';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listenerApprovals } from './listener-approvals.ts';
 
 let dir: string;
 let queue: TaskQueue;
-let notes: NoteStore;
+let notes: FileNoteStore;
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-listener-approvals-'));
-  notes = new NoteStore({ root: path.join(dir, 'notes') });
+  notes = new FileNoteStore({ root: path.join(dir, 'notes') });
   queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
   await notes.create('cards/ada.md', { data: { name: 'Ada' }, body: '# Ada\n' });
 });

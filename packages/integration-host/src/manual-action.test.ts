@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkActTask, requestManualAction } from '@assistant/actions';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadRuntime } from './load-runtime.ts';
@@ -25,7 +25,7 @@ async function setup() {
     `data_dir: ./data\nintegration_dirs: [${JSON.stringify(greeter)}]\nintegrations:\n  - {type: greeter, name: friendly}\n`,
   );
   const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openFileTaskQueue({
     directory: config.paths.queue,
     dataDirectory: config.paths.dataDir,

@@ -2,13 +2,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HumanLog } from './human-log.ts';
+import { FileHumanLog } from './human-log.ts';
 
-describe('HumanLog', () => {
+describe('FileHumanLog', () => {
   it('writes one readable line per event into the day’s file, flattening line breaks', async () => {
     const directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-log-'));
     try {
-      const log = new HumanLog({ directory });
+      const log = new FileHumanLog({ directory });
       const at = new Date(2026, 10, 22, 14, 3, 22);
       await log.write({
         source: 'email/inbox',

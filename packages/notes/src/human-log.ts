@@ -15,7 +15,12 @@ export interface HumanLogEntry {
   at?: Date;
 }
 
-export interface HumanLogOptions {
+/** The daily log people read: FileHumanLog appends to this machine's `data/logs`, HttpHumanLog to the server's. */
+export interface HumanLog {
+  write(entry: HumanLogEntry): Promise<void>;
+}
+
+export interface FileHumanLogOptions {
   /** `data/logs`. */
   directory: string;
 }
@@ -26,10 +31,10 @@ export interface HumanLogOptions {
  * Each line is a single write to the file opened with O_APPEND: the kernel puts each write at the end whole, so
  * two processes logging at once never interleave parts of lines.
  */
-export class HumanLog {
+export class FileHumanLog implements HumanLog {
   readonly directory: string;
 
-  constructor(options: HumanLogOptions) {
+  constructor(options: FileHumanLogOptions) {
     this.directory = options.directory;
   }
 

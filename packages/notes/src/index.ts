@@ -9,7 +9,7 @@ export {
   splitNote,
   updateFrontmatterText,
 } from './frontmatter.ts';
-export { HumanLog, type HumanLogEntry, type HumanLogOptions } from './human-log.ts';
+export { FileHumanLog, type FileHumanLogOptions, type HumanLog, type HumanLogEntry } from './human-log.ts';
 export { NoteIndex, type NoteIndexOptions } from './note-index.ts';
 export { NotePathError, resolveNotePath } from './note-path.ts';
 export { type FieldCondition, matchesWhere, type NoteWhere, parseWhereFlag } from './note-query.ts';
@@ -22,14 +22,43 @@ export {
 export { NoteSearchIndex, type NoteSearchIndexOptions } from './note-search-index.ts';
 export {
   BrokenNoteError,
+  FileNoteStore,
+  type FileNoteStoreOptions,
   type FolderListing,
   type Note,
   NoteConflictError,
-  NoteStore,
-  type NoteStoreOptions,
+  type NoteQueryOptions,
+  type NoteStore,
   type NoteText,
   type UpdateNoteOptions,
 } from './note-store.ts';
+export { HttpHumanLog } from './remote/http-human-log.ts';
+export { HttpNoteStore, type HttpNoteStoreOptions } from './remote/http-note-store.ts';
+export {
+  confineRemoteNotePath,
+  createRequestWire,
+  deleteAnswerWire,
+  deleteRequestWire,
+  emptyAnswerWire,
+  folderQueryWire,
+  listAnswerWire,
+  listFolderAnswerWire,
+  logRequestWire,
+  moveRequestWire,
+  noteAnswerWire,
+  noteFailureOf,
+  pathQueryWire,
+  queryAnswerWire,
+  queryRequestWire,
+  readAnswerWire,
+  readTextAnswerWire,
+  remoteStoreRoutes,
+  replaceTextRequestWire,
+  storeErrorBodyWire,
+  updateOptionsFromWire,
+  updateRequestWire,
+} from './remote/note-wire.ts';
+export type { RemoteStoreOptions } from './remote/store-client.ts';
 export {
   type EmailNote,
   emailNoteSchema,

@@ -2,10 +2,10 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import type { FrontmatterData } from './frontmatter.ts';
-import { BrokenNoteError, type NoteStore } from './note-store.ts';
+import { BrokenNoteError, type FileNoteStore } from './note-store.ts';
 
 export interface NoteIndexOptions {
-  store: NoteStore;
+  store: FileNoteStore;
   /** Frontmatter keys to index: `message_id`, `number`, `id`. Values are compared as strings. */
   keys: readonly string[];
   /** Only notes under this folder. @default the whole store */

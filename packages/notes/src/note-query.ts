@@ -10,12 +10,12 @@ export type FieldCondition =
   | {
       eq?: unknown;
       ne?: unknown;
-      gt?: string | number;
-      gte?: string | number;
-      lt?: string | number;
-      lte?: string | number;
-      exists?: boolean;
-      in?: unknown[];
+      gt?: string | number | undefined;
+      gte?: string | number | undefined;
+      lt?: string | number | undefined;
+      lte?: string | number | undefined;
+      exists?: boolean | undefined;
+      in?: unknown[] | undefined;
     };
 
 /** Conditions on frontmatter keys; a dotted key (`classifications.human`) reaches into nested mappings. */

@@ -4,15 +4,15 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { searchNotes } from './note-search.ts';
 import { NoteSearchIndex } from './note-search-index.ts';
-import { NoteStore } from './note-store.ts';
+import { FileNoteStore } from './note-store.ts';
 
 let root: string;
-let store: NoteStore;
+let store: FileNoteStore;
 let index: NoteSearchIndex;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-search-index-'));
-  store = new NoteStore({ root });
+  store = new FileNoteStore({ root });
   index = new NoteSearchIndex({ store });
 });
 afterEach(async () => {

@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { noteContainsText, searchNotes } from './note-search.ts';
-import { NoteStore } from './note-store.ts';
+import { FileNoteStore } from './note-store.ts';
 
 let root: string;
-let store: NoteStore;
+let store: FileNoteStore;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-search-'));
-  store = new NoteStore({ root });
+  store = new FileNoteStore({ root });
 });
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });

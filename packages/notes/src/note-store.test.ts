@@ -3,16 +3,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotePathError } from './note-path.ts';
-import { BrokenNoteError, NoteConflictError, NoteStore } from './note-store.ts';
+import { BrokenNoteError, FileNoteStore, NoteConflictError } from './note-store.ts';
+import { describeNoteStoreContract } from './testing/index.ts';
 
 let root: string;
 let outside: string;
-let store: NoteStore;
+let store: FileNoteStore;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-notes-'));
   outside = await mkdtemp(path.join(os.tmpdir(), 'assistant-outside-'));
-  store = new NoteStore({ root });
+  store = new FileNoteStore({ root });
 });
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });
@@ -30,7 +31,7 @@ status: new
 See you at noon.
 `;
 
-describe('NoteStore', () => {
+describe('FileNoteStore', () => {
   it('creates, reads, lists, moves and deletes notes', async () => {
     const created = await store.create('email/personal/1.md', { data: { subject: 'Hi', uid: 1 }, body: '# Hi\n' });
     expect(created.data).toEqual({ subject: 'Hi', uid: 1 });
@@ -131,7 +132,7 @@ describe('NoteStore', () => {
   });
 });
 
-describe('NoteStore whole-text edits', () => {
+describe('FileNoteStore whole-text edits', () => {
   it('replaces the text as written, comments and all, when the file is the version read', async () => {
     await store.create('a.md', { data: { status: 'new' }, body: 'Hi\n' });
     const read = await store.readText('a.md');
@@ -174,9 +175,26 @@ describe('NoteStore whole-text edits', () => {
     expect(await store.listFolder('mail')).toEqual({ folders: ['mail/sub'], notes: ['mail/a.md', 'mail/b.md'] });
     expect(await store.listFolder('')).toEqual({ folders: ['mail'], notes: [] });
     expect(await store.listFolder('nowhere')).toBeUndefined();
-    expect(await new NoteStore({ root: path.join(root, 'fresh') }).listFolder('')).toEqual({ folders: [], notes: [] });
+    expect(await new FileNoteStore({ root: path.join(root, 'fresh') }).listFolder('')).toEqual({
+      folders: [],
+      notes: [],
+    });
     await symlink(outside, path.join(root, 'out'));
     await expect(store.listFolder('out')).rejects.toBeInstanceOf(NotePathError);
     await expect(store.readText('../x.md')).rejects.toBeInstanceOf(NotePathError);
   });
+});
+
+describeNoteStoreContract('FileNoteStore', async () => {
+  const notesRoot = await mkdtemp(path.join(os.tmpdir(), 'assistant-notes-contract-'));
+  const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'assistant-outside-'));
+  return {
+    store: new FileNoteStore({ root: notesRoot }),
+    root: notesRoot,
+    outside: elsewhere,
+    cleanup: async () => {
+      await rm(notesRoot, { recursive: true, force: true });
+      await rm(elsewhere, { recursive: true, force: true });
+    },
+  };
 });

@@ -85,7 +85,43 @@ export interface FolderListing {
   notes: string[];
 }
 
-export interface NoteStoreOptions {
+/** What `query` takes: a folder and the conditions its notes must meet. */
+export interface NoteQueryOptions {
+  folder?: string;
+  /** Field conditions (equality, ranges, exists), or any predicate over the data. */
+  where?: NoteWhere | ((data: FrontmatterData) => boolean);
+  onBroken?: (error: BrokenNoteError) => void;
+}
+
+/**
+ * Markdown notes with YAML frontmatter, as handlers, actions and chat use them: FileNoteStore keeps them on this
+ * machine's disk, HttpNoteStore reaches the server's through its API (a remote worker). Both raise the same errors:
+ * BrokenNoteError, NoteConflictError, NotePathError, and Node's `EEXIST`/`ENOENT`/`ENOTDIR` codes where the file
+ * store would.
+ */
+export interface NoteStore {
+  /** Reads a note; undefined when there is none. Throws BrokenNoteError for unreadable frontmatter. */
+  read(notePath: string): Promise<Note | undefined>;
+  /** A note's exact text and its hash, whether or not its frontmatter parses; undefined when there is none. */
+  readText(notePath: string): Promise<NoteText | undefined>;
+  /** Replaces a note's whole text, provided it is still the version `basedOnHash` names (NoteConflictError if not). */
+  replaceText(notePath: string, options: { text: string; basedOnHash: string }): Promise<Note>;
+  /** One folder's subfolders and notes, not recursive; undefined when the folder does not exist. */
+  listFolder(folder?: string): Promise<FolderListing | undefined>;
+  /** Creates a note; fails with `EEXIST` when one exists at that path already. */
+  create(notePath: string, note: { data: FrontmatterData; body?: string }): Promise<Note>;
+  /** Changes some frontmatter keys and/or the body, keeping a person's edits made since `basedOn` was read. */
+  update(notePath: string, options: UpdateNoteOptions): Promise<Note>;
+  /** Removes a note; false when there was none. */
+  delete(notePath: string): Promise<boolean>;
+  move(from: string, to: string): Promise<void>;
+  /** Notes under a folder, recursively, as sorted paths relative to the root. */
+  list(folder?: string): Promise<string[]>;
+  /** The notes under a folder whose data matches `where`; broken ones go to `onBroken`, never thrown. */
+  query(options: NoteQueryOptions): Promise<Note[]>;
+}
+
+export interface FileNoteStoreOptions {
   /** The notes root: `data/notes`. */
   root: string;
 }
@@ -95,10 +131,10 @@ export interface NoteStoreOptions {
  * rename); updates edit only the keys they change, byte for byte; an update based on an older read is re-applied
  * to the newer file when it touches other keys, and refused with NoteConflictError when it touches the same ones.
  */
-export class NoteStore {
+export class FileNoteStore implements NoteStore {
   readonly root: string;
 
-  constructor(options: NoteStoreOptions) {
+  constructor(options: FileNoteStoreOptions) {
     this.root = path.resolve(options.root);
   }
 
@@ -281,12 +317,7 @@ export class NoteStore {
    * Reads every note under a folder and returns those whose data matches `where`. Broken notes are skipped and
    * reported through `onBroken` (default: ignored), never thrown: one bad file must not hide the others.
    */
-  async query(options: {
-    folder?: string;
-    /** Field conditions (equality, ranges, exists), or any predicate over the data. */
-    where?: NoteWhere | ((data: FrontmatterData) => boolean);
-    onBroken?: (error: BrokenNoteError) => void;
-  }): Promise<Note[]> {
+  async query(options: NoteQueryOptions): Promise<Note[]> {
     const where = options.where;
     const matches =
       where === undefined

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -25,8 +25,8 @@ const logRecord = z.looseObject({ level: z.number(), msg: z.string() });
 
 function setup(settings: CircuitBreakerSettings = { failures: 3, pauseMs: 60_000 }) {
   const clock = new FakeClock(startMs);
-  const notes = new NoteStore({ root: path.join(directory, 'notes') });
-  const humanLog = new HumanLog({ directory: path.join(directory, 'logs') });
+  const notes = new FileNoteStore({ root: path.join(directory, 'notes') });
+  const humanLog = new FileHumanLog({ directory: path.join(directory, 'logs') });
   const records: z.infer<typeof logRecord>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => records.push(logRecord.parse(JSON.parse(line))) });
   const breakers = new CircuitBreakers({ notes, settings, humanLog, clock, logger });

@@ -3,12 +3,12 @@ import path from 'node:path';
 import { formatDuration } from '@assistant/config';
 import {
   BrokenNoteError,
+  type FileNoteStore,
   type FrontmatterData,
   type HumanLog,
   type HumanLogEntry,
   type Note,
   NoteConflictError,
-  type NoteStore,
 } from '@assistant/notes';
 import { isTaskType } from '@assistant/queue';
 import { type Logger, pino } from 'pino';
@@ -54,7 +54,7 @@ export interface ScheduledRunPermission {
 }
 
 export interface CircuitBreakersOptions {
-  notes: NoteStore;
+  notes: FileNoteStore;
   settings: CircuitBreakerSettings;
   /** Where openings, trials and recoveries are told to the owner. @default none */
   humanLog?: HumanLog;
@@ -108,7 +108,7 @@ interface BreakerDecision<Result> {
  * when another process changed it since it was read, the change is decided again on the newer state.
  */
 export class CircuitBreakers {
-  readonly #notes: NoteStore;
+  readonly #notes: FileNoteStore;
   readonly #settings: CircuitBreakerSettings;
   readonly #humanLog: HumanLog | undefined;
   readonly #clock: Clock;

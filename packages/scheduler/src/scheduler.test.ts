@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import type { Schedule } from '@assistant/config';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -33,8 +33,8 @@ const errorLevel = 50;
 /** Shared by the schedulers of one test, as a restarted server shares the data directory and time goes on. */
 function setup() {
   const clock = new FakeClock(startMs);
-  const notes = new NoteStore({ root: path.join(directory, 'notes') });
-  const humanLog = new HumanLog({ directory: path.join(directory, 'logs') });
+  const notes = new FileNoteStore({ root: path.join(directory, 'notes') });
+  const humanLog = new FileHumanLog({ directory: path.join(directory, 'logs') });
   const records: z.infer<typeof logRecord>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => records.push(logRecord.parse(JSON.parse(line))) });
   const fires: Array<ScheduledRun & { atMinute: number }> = [];

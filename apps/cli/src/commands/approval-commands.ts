@@ -6,7 +6,7 @@ import {
   listApprovals,
   requestManualAction,
 } from '@assistant/actions';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -23,7 +23,7 @@ export async function approvalsListCommand(
   options: ApprovalCommandOptions & { status?: string; all?: boolean },
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const status = options.all ? undefined : ((options.status ?? 'pending') as ApprovalRequest['status']);
   const requests = await listApprovals(notes, {
     ...(status ? { status } : {}),
@@ -49,12 +49,12 @@ export async function approvalDecideCommand(
   options: ApprovalCommandOptions & { id: string; decision: 'approve' | 'reject' },
 ): Promise<void> {
   const { config } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openCommandQueue({ config, context: options.context });
   const result = await decideApproval({
     notes,
     queue,
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     id: options.id,
     decision: options.decision,
     by: 'cli',
@@ -91,13 +91,13 @@ export async function actCommand(
   },
 ): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openCommandQueue({ config, context: options.context });
   const result = await requestManualAction({
     registry,
     notes,
     queue,
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     instance: options.instance,
     platform: options.platform,
     notePath: options.note,

@@ -10,7 +10,7 @@ import {
 } from '@assistant/actions';
 import { type ConfigProblem, formatProblem, parseAutomations } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -36,7 +36,7 @@ export interface AutomationsExplainOptions {
 export async function automationsExplainCommand(options: AutomationsExplainOptions): Promise<void> {
   const { context } = options;
   const { config, registry } = await loadCliConfig(options);
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   let dryRun:
     | { automations: NonNullable<ReturnType<typeof parseAutomations>['automations']>; file: string }
     | undefined;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ChatService, type InboxMessage } from '@assistant/chat';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CliContext } from '../cli-context.ts';
@@ -24,7 +24,7 @@ beforeEach(async () => {
   config = (await loadConfig({ configPath })).config;
   queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
   worker = new ChatService({
-    notes: new NoteStore({ root: config.paths.notes }),
+    notes: new FileNoteStore({ root: config.paths.notes }),
     dataDir: config.paths.dataDir,
     controlRoot: config.paths.control,
     queue,

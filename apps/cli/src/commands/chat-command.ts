@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChatMessage, ChatService, PostMessageResult } from '@assistant/chat';
 import { parseDuration } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import { configuredChatService } from '@assistant/server';
 import type { CliContext } from '../cli-context.ts';
@@ -48,7 +48,7 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
   const stdin = options.context.stdin ?? process.stdin;
   const { queue, registry, config } = await openCliRuntime(options);
   try {
-    const notes = new NoteStore({ root: config.paths.notes });
+    const notes = new FileNoteStore({ root: config.paths.notes });
     const chat = configuredChatService({
       config,
       notes,

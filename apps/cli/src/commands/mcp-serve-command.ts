@@ -1,4 +1,4 @@
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { listenForShutdown } from '../listen-for-shutdown.ts';
@@ -27,7 +27,7 @@ export async function mcpServeCommand(options: McpServeCommandOptions): Promise<
   ]);
   const shutdown = listenForShutdown({ onRepeat: () => {} });
   try {
-    const notes = new NoteStore({ root: config.paths.notes });
+    const notes = new FileNoteStore({ root: config.paths.notes });
     const chat = configuredChatService({ config, notes, queue, registry, warn });
     const backend = storeMcpBackend({
       notes,

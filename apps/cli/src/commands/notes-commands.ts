@@ -1,5 +1,12 @@
 import { AssistantError } from '@assistant/errors';
-import { BrokenNoteError, NoteStore, type NoteWhere, noteContainsText, parseWhereFlag } from '@assistant/notes';
+import {
+  BrokenNoteError,
+  FileNoteStore,
+  type NoteStore,
+  type NoteWhere,
+  noteContainsText,
+  parseWhereFlag,
+} from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
@@ -13,7 +20,7 @@ export interface NotesCommandOptions {
 
 async function openNotes(options: NotesCommandOptions): Promise<NoteStore> {
   const { config } = await loadCliConfig(options);
-  return new NoteStore({ root: config.paths.notes });
+  return new FileNoteStore({ root: config.paths.notes });
 }
 
 /** Turns the store's own errors (bad path, broken note) into the CLI's one-line errors. */

@@ -1,6 +1,6 @@
 import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
-import { HumanLog, NoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { parseDuration, taskIdPattern } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import { formatTaskRecord } from '../format-task-record.ts';
@@ -144,8 +144,8 @@ export async function taskRerouteCommand(options: TaskCommandOptions): Promise<v
   const routed = await rerouteTask({
     id: options.id,
     queue,
-    notes: new NoteStore({ root: config.paths.notes }),
-    humanLog: new HumanLog({ directory: config.paths.logs }),
+    notes: new FileNoteStore({ root: config.paths.notes }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
     registry,
   });
   if (options.json) return writeJson(options.context, { id: options.id, ...routed });

@@ -2,7 +2,7 @@ import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createApprovalRequest, listApprovals } from '@assistant/actions';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalsIndex } from './approvals-index.ts';
 
@@ -14,7 +14,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const ask = (notes: NoteStore, name: string, nowMs: number) =>
+const ask = (notes: FileNoteStore, name: string, nowMs: number) =>
   createApprovalRequest({
     notes,
     instance: 'friendly',
@@ -36,7 +36,7 @@ const ask = (notes: NoteStore, name: string, nowMs: number) =>
 
 describe('ApprovalsIndex', () => {
   it('lists what listApprovals lists, in its order, and follows changes, deletions and broken notes', async () => {
-    const notes = new NoteStore({ root: dir });
+    const notes = new FileNoteStore({ root: dir });
     const index = new ApprovalsIndex(notes);
     expect(await index.list(undefined)).toEqual({ requests: [], broken: [] });
     const ada = await ask(notes, 'ada', 1_000);

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type ApprovalRequest, approvalOfNote, approvalsFolder, sortApprovals } from '@assistant/actions';
-import { BrokenNoteError, type NoteStore } from '@assistant/notes';
+import { BrokenNoteError, type FileNoteStore } from '@assistant/notes';
 
 interface Entry {
   /** Size and modification time when it was read: a change to either reads it again. */
@@ -20,10 +20,10 @@ const concurrency = 16;
  * and so is the order (`sortApprovals`).
  */
 export class ApprovalsIndex {
-  readonly #notes: NoteStore;
+  readonly #notes: FileNoteStore;
   readonly #entries = new Map<string, Entry>();
 
-  constructor(notes: NoteStore) {
+  constructor(notes: FileNoteStore) {
     this.#notes = notes;
   }
 

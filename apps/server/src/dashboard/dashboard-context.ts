@@ -1,7 +1,7 @@
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { DataPaths } from '../data-paths.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from '../server-catalog.ts';
@@ -13,8 +13,9 @@ export interface DashboardContext {
   config: LoadedConfig;
   /** The server's queue (opened as the server gets ready). */
   queue: () => TaskQueue;
-  notes: NoteStore;
-  humanLog: HumanLog;
+  /** The files themselves, not an interface: pages show where a note is and watch the folders and the log. */
+  notes: FileNoteStore;
+  humanLog: FileHumanLog;
   paths: DataPaths;
   catalog: ServerCatalog;
   registry: IntegrationRegistry | undefined;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HumanLog } from '@assistant/notes';
+import { FileHumanLog } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   dashboardHrefOf,
@@ -22,8 +22,8 @@ afterEach(async () => {
 });
 
 describe('parseLogLine', () => {
-  it('reads the fields HumanLog writes, including a reason and a link', async () => {
-    const log = new HumanLog({ directory: dir });
+  it('reads the fields FileHumanLog writes, including a reason and a link', async () => {
+    const log = new FileHumanLog({ directory: dir });
     const at = new Date(2026, 10, 23, 14, 3, 22);
     await log.write({
       source: 'email/inbox',

@@ -1,7 +1,7 @@
 import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HumanLog } from '@assistant/notes';
+import { FileHumanLog } from '@assistant/notes';
 import { openFileTaskQueue, type TaskEvent, type TaskEvents, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LiveHub } from './live.ts';
@@ -43,7 +43,7 @@ describe('LiveHub', () => {
     const source = eventSource();
     const hub = new LiveHub({
       queue: () => source.queue,
-      humanLog: new HumanLog({ directory: path.join(dir, 'logs') }),
+      humanLog: new FileHumanLog({ directory: path.join(dir, 'logs') }),
       approvalsDirectory: path.join(dir, 'approvals'),
       pollMs: 20,
     });
@@ -64,7 +64,7 @@ describe('LiveHub', () => {
 
   it('tells of a growing human log and a changed approvals folder, once per change', async () => {
     const source = eventSource();
-    const humanLog = new HumanLog({ directory: path.join(dir, 'logs') });
+    const humanLog = new FileHumanLog({ directory: path.join(dir, 'logs') });
     const approvals = path.join(dir, 'approvals');
     await mkdir(approvals);
     const hub = new LiveHub({ queue: () => source.queue, humanLog, approvalsDirectory: approvals, pollMs: 20 });
@@ -101,7 +101,7 @@ describe('LiveHub', () => {
     const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue'), dataDirectory: dir });
     const hub = new LiveHub({
       queue: () => queue,
-      humanLog: new HumanLog({ directory: path.join(dir, 'logs') }),
+      humanLog: new FileHumanLog({ directory: path.join(dir, 'logs') }),
       approvalsDirectory: path.join(dir, 'approvals'),
       modelsPollMs: 20,
     });
@@ -160,7 +160,7 @@ describe('LiveHub', () => {
     const source = eventSource();
     const hub = new LiveHub({
       queue: () => source.queue,
-      humanLog: new HumanLog({ directory: dir }),
+      humanLog: new FileHumanLog({ directory: dir }),
       approvalsDirectory: dir,
     });
     hub.registerTopic('task', async () => {});

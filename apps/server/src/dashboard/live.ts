@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { parsePublishedModels } from '@assistant/metrics';
-import type { HumanLog } from '@assistant/notes';
+import type { FileHumanLog } from '@assistant/notes';
 import type { TaskEvents, TaskQueue } from '@assistant/queue';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { openEventStream } from '../routes/event-stream.ts';
@@ -20,7 +20,7 @@ export type LiveTopic = (options: { param: string; send: LiveSend; signal: Abort
 
 export interface LiveHubOptions {
   queue: () => TaskQueue;
-  humanLog: HumanLog;
+  humanLog: FileHumanLog;
   /** `notes/approvals`: a change there is an `approvals` event. */
   approvalsDirectory: string;
   /** How often the log file and the approvals folder are looked at (once for all clients). @default 500 */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkActTask, listApprovals, readApproval } from '@assistant/actions';
 import { loadRuntime } from '@assistant/integration-host';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
@@ -36,7 +36,7 @@ async function setup() {
     `data_dir: ./data\nintegration_dirs: [./greeter]\nintegrations:\n  - {type: greeter, name: friendly}\n`,
   );
   const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   await notes.create('greeter/friendly/linus.md', { data: { name: 'Linus' } });
   const app = createServer({ config, registry, catalog: catalogFromRegistry(registry), token });
   await app.ready();

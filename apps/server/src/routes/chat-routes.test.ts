@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import type { InjectOptions } from 'fastify';
@@ -28,7 +28,7 @@ beforeEach(async () => {
   config = (await loadConfig({ configPath: path.join(dir, 'config.yaml') })).config;
   queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
   chat = new ChatService({
-    notes: new NoteStore({ root: config.paths.notes }),
+    notes: new FileNoteStore({ root: config.paths.notes }),
     dataDir: config.paths.dataDir,
     controlRoot: config.paths.control,
     queue,
@@ -101,7 +101,7 @@ describe('/api/chats', () => {
 
     // The answer written to the transcript moves the conversation to the top of the list.
     const transcript = new ChatService({
-      notes: new NoteStore({ root: config.paths.notes }),
+      notes: new FileNoteStore({ root: config.paths.notes }),
       dataDir: config.paths.dataDir,
       controlRoot: config.paths.control,
       queue,

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AssistantServer, createServer } from '../create-server.ts';
@@ -85,7 +85,7 @@ describe('/mcp as a way in', () => {
   it('reads no file outside the notes folder through read_note or a note resource, and shows no absolute path', async () => {
     await using app = await server();
     const dataDir = path.join(dir, 'data');
-    await new NoteStore({ root: path.join(dataDir, 'notes') }).create('inside.md', { data: {}, body: 'hello\n' });
+    await new FileNoteStore({ root: path.join(dataDir, 'notes') }).create('inside.md', { data: {}, body: 'hello\n' });
     await writeFile(path.join(dir, 'outside.md'), 'SECRET-OUTSIDE\n');
     await mkdir(path.join(dataDir, 'notes/links'), { recursive: true });
     await symlink(path.join(dir, 'outside.md'), path.join(dataDir, 'notes/links/out.md'));

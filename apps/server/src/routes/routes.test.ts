@@ -448,6 +448,17 @@ describe('/docs/openapi.json', () => {
         'POST /api/chats/{id}/stop',
         'GET /api/chats/{id}/events',
         'POST /mcp',
+        'GET /api/store/notes/read',
+        'GET /api/store/notes/text',
+        'GET /api/store/notes/folder',
+        'GET /api/store/notes/list',
+        'POST /api/store/notes/query',
+        'POST /api/store/notes/create',
+        'POST /api/store/notes/update',
+        'POST /api/store/notes/replace-text',
+        'POST /api/store/notes/delete',
+        'POST /api/store/notes/move',
+        'POST /api/store/log',
       ].sort(),
     );
     // Each `{name}` of a path template is exactly one path parameter, and there are no others.

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -38,7 +38,7 @@ afterEach(async () => {
 
 function chatService(options: { maxPending?: number; maxTextBytes?: number } = {}): ChatService {
   return new ChatService({
-    notes: new NoteStore({ root: path.join(root, 'data', 'notes') }),
+    notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
     dataDir: path.join(root, 'data'),
     controlRoot: path.join(root, 'data', 'control'),
     queue,

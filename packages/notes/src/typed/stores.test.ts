@@ -2,17 +2,17 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NoteStore } from '../note-store.ts';
+import { FileNoteStore } from '../note-store.ts';
 import { emailStore, pullRequestStore, serviceResultStore, transcriptStore } from './stores.ts';
 import { InvalidNoteError } from './typed-note-store.ts';
 
 let root: string;
-let store: NoteStore;
+let store: FileNoteStore;
 const closers: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-typed-'));
-  store = new NoteStore({ root });
+  store = new FileNoteStore({ root });
 });
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { NoteStore } from '../note-store.ts';
+import type { FileNoteStore } from '../note-store.ts';
 import { TypedNoteStore } from './typed-note-store.ts';
 
 const actionsTaken = z.array(z.object({ action: z.string(), at: z.string(), task: z.string().optional() })).optional();
@@ -18,7 +18,7 @@ export const emailNoteSchema = z.looseObject({
 export type EmailNote = z.infer<typeof emailNoteSchema>;
 
 /** Mail: `email/<instance>/<uid-or-id>.md`, found by `message_id` or `uid`. */
-export function emailStore(store: NoteStore, instance: string) {
+export function emailStore(store: FileNoteStore, instance: string) {
   const typed = new TypedNoteStore({
     store,
     folder: `email/${segment(instance)}`,
@@ -43,7 +43,7 @@ export const githubItemSchema = z.looseObject({
 });
 export type GithubItemNote = z.infer<typeof githubItemSchema>;
 
-function githubStore(store: NoteStore, instance: string, kind: 'pulls' | 'issues') {
+function githubStore(store: FileNoteStore, instance: string, kind: 'pulls' | 'issues') {
   const typed = new TypedNoteStore({
     store,
     folder: `github/${segment(instance)}`,
@@ -59,9 +59,9 @@ function githubStore(store: NoteStore, instance: string, kind: 'pulls' | 'issues
 }
 
 /** Pull requests: `github/<instance>/<owner>/<repo>/pulls/<n>.md`. */
-export const pullRequestStore = (store: NoteStore, instance: string) => githubStore(store, instance, 'pulls');
+export const pullRequestStore = (store: FileNoteStore, instance: string) => githubStore(store, instance, 'pulls');
 /** Issues: `github/<instance>/<owner>/<repo>/issues/<n>.md`. */
-export const issueStore = (store: NoteStore, instance: string) => githubStore(store, instance, 'issues');
+export const issueStore = (store: FileNoteStore, instance: string) => githubStore(store, instance, 'issues');
 
 export const serviceResultSchema = z.looseObject({
   task: z.string(),
@@ -72,7 +72,7 @@ export const serviceResultSchema = z.looseObject({
 export type ServiceResultNote = z.infer<typeof serviceResultSchema>;
 
 /** Service results: `services/<domain>/<service>/<timestamp>__<task-id>.md`, found by `task`. */
-export function serviceResultStore(store: NoteStore, domain: string, service: string) {
+export function serviceResultStore(store: FileNoteStore, domain: string, service: string) {
   const folder = `services/${segment(domain)}/${segment(service)}`;
   const typed = new TypedNoteStore({ store, folder, schema: serviceResultSchema, indexKeys: ['task'] });
   return Object.assign(typed, {
@@ -92,7 +92,7 @@ export const transcriptSchema = z.looseObject({
 export type TranscriptNote = z.infer<typeof transcriptSchema>;
 
 /** Agent loop and chat transcripts: `transcripts/<kind>/<id>.md`, found by `id` or `task`. */
-export function transcriptStore(store: NoteStore) {
+export function transcriptStore(store: FileNoteStore) {
   const typed = new TypedNoteStore({
     store,
     folder: 'transcripts',

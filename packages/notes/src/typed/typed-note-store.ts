@@ -1,7 +1,7 @@
 import type * as z from 'zod';
 import type { FrontmatterData } from '../frontmatter.ts';
 import { NoteIndex } from '../note-index.ts';
-import type { Note, NoteStore } from '../note-store.ts';
+import type { FileNoteStore, Note } from '../note-store.ts';
 
 /** A note whose frontmatter passed its store's schema. */
 export interface TypedNote<T> extends Omit<Note, 'data'> {
@@ -26,7 +26,8 @@ export class InvalidNoteError extends Error {
 }
 
 export interface TypedNoteStoreOptions<T> {
-  store: NoteStore;
+  /** A file store: its index watches the folder on disk. */
+  store: FileNoteStore;
   /** The folder this store owns: `email/personal`. */
   folder: string;
   schema: z.ZodType<T>;
@@ -39,7 +40,7 @@ export interface TypedNoteStoreOptions<T> {
  * by id and a record of the actions taken on each item.
  */
 export class TypedNoteStore<T extends FrontmatterData & ActionsTaken> {
-  readonly store: NoteStore;
+  readonly store: FileNoteStore;
   readonly folder: string;
   readonly schema: z.ZodType<T>;
   readonly index: NoteIndex;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { enqueueActions, explainItem, readApproval } from '@assistant/actions';
 import { loadRuntime } from '@assistant/integration-host';
-import { NoteStore } from '@assistant/notes';
+import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -48,7 +48,7 @@ integrations:
 `,
   );
   const { config, registry } = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
-  const notes = new NoteStore({ root: config.paths.notes });
+  const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openFileTaskQueue({ directory: config.paths.queue, dataDirectory: config.paths.dataDir });
   const item = 'greeter/friendly/ada.md';
   await notes.create(item, { data: { name: evil, is_friend: false, classifications: { close: 0.93 } } });

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
-import { HumanLog } from '@assistant/notes';
+import { FileHumanLog } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
 import { formatLogDate } from '../human-log-view.ts';
@@ -23,7 +23,7 @@ async function server() {
   const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
   const app = createServer({ config, token });
   await app.ready();
-  return { app, log: new HumanLog({ directory: config.paths.logs }), logs: config.paths.logs };
+  return { app, log: new FileHumanLog({ directory: config.paths.logs }), logs: config.paths.logs };
 }
 
 describe('the Log page', () => {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
-import { HumanLog } from '@assistant/notes';
+import { FileHumanLog } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
@@ -38,7 +38,10 @@ describe('the Overview page', () => {
       worker: consumer.owner.id,
       memory: { rss_bytes: 123 * 1024 * 1024, heap_used_bytes: 1 },
     });
-    await new HumanLog({ directory: config.paths.logs }).write({ source: 'x', message: '<script>alert(1)</script>' });
+    await new FileHumanLog({ directory: config.paths.logs }).write({
+      source: 'x',
+      message: '<script>alert(1)</script>',
+    });
     const app = createServer({
       config,
       token,
