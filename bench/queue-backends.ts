@@ -41,7 +41,8 @@ function parse(argv: string[]): Options {
   const integers = (option: string, text: string) =>
     text.split(',').map((part) => {
       const value = Number(part.replaceAll('_', ''));
-      if (!Number.isInteger(value) || value <= 0) throw new Error(`--${option} takes positive integers, got \`${text}\``);
+      if (!Number.isInteger(value) || value <= 0)
+        throw new Error(`--${option} takes positive integers, got \`${text}\``);
       return value;
     });
   return {
@@ -160,5 +161,6 @@ export async function runBackendComparison(argv: string[]): Promise<void> {
     await redis?.[Symbol.asyncDispose]();
     await rm(root, { recursive: true, force: true });
   }
-  if (options.json) process.stdout.write(`${JSON.stringify({ cpu: cpuModel, cores: os.cpus().length, results }, null, 2)}\n`);
+  if (options.json)
+    process.stdout.write(`${JSON.stringify({ cpu: cpuModel, cores: os.cpus().length, results }, null, 2)}\n`);
 }

@@ -5,7 +5,14 @@ import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
-import { FileHumanLog, FileNoteStore } from '@assistant/notes';
+import {
+  FileHumanLog,
+  FileNoteStore,
+  HttpHumanLog,
+  HttpNoteStore,
+  type HumanLog,
+  type NoteStore,
+} from '@assistant/notes';
 import { installation, openQueue } from '@assistant/process';
 import {
   type ClaimedTask,
@@ -143,8 +150,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     sweepIntervalMs: Math.min(15_000, config.queue.leaseMs),
   });
   const consumer = options.wrapConsumer ? options.wrapConsumer(queueConsumer) : queueConsumer;
-  const humanLog = new FileHumanLog({ directory: config.paths.logs });
-  const notes = new FileNoteStore({ root: config.paths.notes });
+  const remote = options.remote;
+  // On another machine, the notes and the log are the server's: reached through its API, which checks every update
+  // against the version it was based on, as the file store does here.
+  const humanLog: HumanLog = remote ? new HttpHumanLog(remote) : new FileHumanLog({ directory: config.paths.logs });
+  const localNotes = new FileNoteStore({ root: config.paths.notes });
+  const notes: NoteStore = remote ? new HttpNoteStore(remote) : localNotes;
   const metrics = new TaskMetrics();
   let metricsChanged = false;
   // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.
@@ -178,7 +189,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   };
   // The loop sleeps on this; a task settling, a breaker or model changing, or the shutdown signal wakes it.
   let wakeLoop = () => {};
-  const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  // A breaker's note is watched by its file's identity, so a remote worker keeps its breakers in its own data
+  // directory: they hold its own claims, which is what they are for.
+  const breakers = new CircuitBreakers({ notes: localNotes, settings: config.circuitBreaker, humanLog, logger });
   const breakerGate = new BreakerGate({
     breakers,
     logger,
