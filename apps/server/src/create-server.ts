@@ -39,6 +39,7 @@ import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
+import { registerRemoteSteeringRoutes } from './routes/remote-steering-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
 import { registerWebhookRoutes } from './routes/webhook-routes.ts';
@@ -191,6 +192,10 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   registerIntegrationRoutes(app, routes, { queue, catalog, paths });
   registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
+  registerRemoteSteeringRoutes(app, routes, {
+    controlRoot: config.paths.control,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });
   registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });

@@ -39,11 +39,14 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
    * and must not be applied again when the next look finds them; an unrecorded outcome is retried instead.
    */
   const taken = new Map<string, SteeringSettlement | 'asking'>();
+  /** Requests this run has settled: a look that listed one just before it was settled must not apply it again. */
+  const settled = new Set<string>();
 
   const settle = async (id: string, outcome: SteeringSettlement) => {
     taken.set(id, outcome);
     try {
       await channel.settle(id, outcome);
+      settled.add(id);
       taken.delete(id);
     } catch (error) {
       options.logger?.warn(`could not record the outcome of steering request ${id}: ${(error as Error).message}`);
@@ -110,6 +113,7 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
   const drainOnce = async () => {
     for (const entry of await channel.pending()) {
       if (closed) return;
+      if (settled.has(entry.id)) continue;
       const earlier = taken.get(entry.id);
       if (earlier === 'asking') continue;
       if (earlier) {
