@@ -47,6 +47,11 @@ export interface RunWorkerOptions {
   wrapConsumer?: (consumer: TaskConsumer) => TaskConsumer;
   /** The LLM profiles handlers call and LLM lanes are sized and held by. @default createLlmProfiles over `config` */
   llm?: LlmProfiles;
+  /**
+   * Opens a task's steering channel; a worker on another machine steers through the server (HttpSteeringChannel).
+   * @default the control files in `config.paths.control`
+   */
+  steering?: WorkerServices['steering'];
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -151,6 +156,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     scriptSandbox,
     llm,
     mcp,
+    ...(options.steering ? { steering: options.steering } : {}),
     onRejected: (type, outcome) => {
       metrics.recordRejection(type, outcome.status);
       metricsChanged = true;
