@@ -116,19 +116,25 @@ export class HttpSteeringChannel implements SteeringChannel {
   ): Promise<SteeringOutcome | undefined> {
     if (!steeringRequestIdPattern.test(requestId)) throw new Error(`not a steering request id: ${requestId}`);
     const deadline = Date.now() + options.timeoutMs;
-    for (;;) {
-      options.signal?.throwIfAborted();
+    // Like ControlFiles: an aborted wait answers "no outcome yet" rather than throwing.
+    while (!options.signal?.aborted) {
       const waitMs = Math.min(Math.max(deadline - Date.now(), 0), this.#longPollMs);
-      const { outcome } = outcomeBody.parse(
-        await this.#call('GET', `/outcomes/${requestId}`, {
+      let answer: unknown;
+      try {
+        answer = await this.#call('GET', `/outcomes/${requestId}`, {
           query: { wait_ms: String(waitMs) },
           waitMs,
           ...(options.signal ? { signal: options.signal } : {}),
-        }),
-      );
+        });
+      } catch (error) {
+        if (options.signal?.aborted) return undefined;
+        throw error;
+      }
+      const { outcome } = outcomeBody.parse(answer);
       if (outcome) return outcome;
       if (Date.now() >= deadline) return undefined;
     }
+    return undefined;
   }
 
   /** Long polls for requests newer than the last one seen, one poll at a time, until `close()`. */

@@ -44,7 +44,7 @@ const requestBody = z.strictObject({
 const eventBody = z.looseObject({
   type: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, { error: 'expected an event type such as step-finished' }),
   at: z.iso.datetime({ offset: true }).optional(),
-  lineage: z.array(z.string().max(200)).max(64).optional(),
+  lineage: z.array(z.string().max(1_000)).max(64).optional(),
 });
 
 const pendingEntry = z.object({
