@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { clearSecretValues, registerSecretValue } from '@assistant/errors';
 import { applySteering, ControlFiles, HttpSteeringChannel, type SteerableTarget } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
@@ -14,6 +15,7 @@ beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-remote-steering-'));
 });
 afterEach(async () => {
+  clearSecretValues();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -182,6 +184,30 @@ describe('applySteering over HttpSteeringChannel', () => {
     const waiting = channel.waitForOutcome(request.id, { timeoutMs: 20_000 });
     await files.settle(request.id, { status: 'applied' });
     expect(await waiting).toMatchObject({ request_id: request.id, status: 'applied' });
+  });
+});
+
+describe('HttpSteeringChannel', () => {
+  it("scrubs the worker's own secrets from events, answers and requests before they leave it", async () => {
+    const { app, url, config } = await listening();
+    await using _app = app;
+    const id = await pendingTask(url);
+    const secret = 'sk-worker-only-secret-0123456789';
+    registerSecretValue(secret);
+    const sent: string[] = [];
+    const recording: typeof fetch = (input, init) => {
+      if (typeof init?.body === 'string') sent.push(init.body);
+      return fetch(input, init);
+    };
+    const channel = new HttpSteeringChannel({ serverUrl: url, token, taskId: id, fetch: recording });
+    await channel.event({ type: 'notification', text: `the model said 401 for ${secret}` });
+    const request = await channel.request({ action: 'ask', message: `is ${secret} right?`, source: `chat:${id}` });
+    await channel.settle(request.id, { status: 'applied', answer: `it is ${secret}` });
+    expect(sent).toHaveLength(3);
+    for (const body of sent) expect(body).not.toContain(secret);
+    const files = new ControlFiles({ root: config.paths.control, taskId: id });
+    expect(JSON.stringify(await files.eventsFrom(0))).toContain('the model said 401 for');
+    expect((await files.outcome(request.id))?.answer).toMatch(/^it is /);
   });
 });
 
