@@ -93,8 +93,7 @@ describe('file modes of data/', () => {
     const control = new ControlFiles({ root: path.join(data, 'control'), taskId: claimed.task.id });
     const request = await control.request({ action: 'interject', message: 'look at this', source: 'test' });
     await control.event({ type: 'step', text: 'the agent said something' });
-    const [pending] = await control.pending();
-    await control.settle(pending?.file ?? '', { request_id: request.id, status: 'applied' });
+    await control.settle(request.id, { status: 'applied' });
     await control.event({ type: 'steering', action: 'interject' });
 
     // An LLM recording.

@@ -40,6 +40,7 @@ import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
+import { registerRemoteSteeringRoutes } from './routes/remote-steering-routes.ts';
 import { registerRemoteStoreRoutes } from './routes/remote-store-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
@@ -191,6 +192,10 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   registerIntegrationRoutes(app, routes, { queue, catalog, paths });
   registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
+  registerRemoteSteeringRoutes(app, routes, {
+    controlRoot: config.paths.control,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerRemoteStoreRoutes(app, routes, { notes, humanLog });
   registerApprovalRoutes(app, routes, { queue, notes, humanLog });

@@ -2,8 +2,7 @@ import { decideApproval, findService, listApprovals, proposeAction, readApproval
 import { AssistantError, scrubSecretsDeep } from '@assistant/errors';
 import type { ChatConsole, IntegrationRegistry, TriggerOutcome } from '@assistant/integration-host';
 import type { EnqueueOutcome, Task } from '@assistant/queue';
-import { ControlFiles } from '@assistant/steering';
-import type { WorkerServices } from './create-handler-context.ts';
+import { steeringChannel, type WorkerServices } from './create-handler-context.ts';
 
 /** How long `steer` waits for the worker running the task to apply the request before answering `queued`. */
 const steerWaitMs = 3_000;
@@ -91,8 +90,8 @@ export function createChatConsole(
       if (record.name?.type.startsWith('chat.')) {
         throw new AssistantError('BAD_REQUEST', `task ${id} is a chat turn: a conversation is steered by its messages`);
       }
-      const files = new ControlFiles({ root: config.paths.control, taskId: id });
-      const request = await files.request({
+      const channel = steeringChannel(services, id);
+      const request = await channel.request({
         action,
         ...(message === undefined ? {} : { message }),
         ...(reason === undefined ? {} : { reason }),
@@ -101,7 +100,7 @@ export function createChatConsole(
       // A pending task gets it when it starts; an active one applies it at its next step, which is worth a moment.
       const outcome =
         record.state === 'active'
-          ? await files.waitForOutcome(request.id, { timeoutMs: steerWaitMs, signal })
+          ? await channel.waitForOutcome(request.id, { timeoutMs: steerWaitMs, signal })
           : undefined;
       if (!outcome) return { request: request.id, status: 'queued' };
       return {

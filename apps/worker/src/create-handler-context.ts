@@ -18,7 +18,7 @@ import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import { type EnqueueOutcome, outageDelay, type Task, type TaskQueue } from '@assistant/queue';
-import { applySteering, ControlFiles } from '@assistant/steering';
+import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
 
@@ -41,6 +41,16 @@ export interface WorkerServices {
   mcp?: McpServers;
   /** Called for every policy rejection of an enqueue a handler makes (metrics). */
   onRejected?: (type: string, outcome: Exclude<EnqueueOutcome, { status: 'enqueued' }>) => void;
+  /**
+   * Opens a task's steering channel: a worker on another machine passes one that goes through the server
+   * (HttpSteeringChannel). @default ControlFiles in `config.paths.control`
+   */
+  steering?: (taskId: string) => SteeringChannel;
+}
+
+/** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */
+export function steeringChannel(services: WorkerServices, taskId: string): SteeringChannel {
+  return services.steering?.(taskId) ?? new ControlFiles({ root: services.config.paths.control, taskId });
 }
 
 export interface CreateHandlerContextOptions {
@@ -160,7 +170,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       }),
     agent: (options) => {
       const { model: chosen, profile, onEvent, transcriptName, ...rest } = options;
-      const files = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
+      const channel = steeringChannel(services, task.id);
       const transcript = noteTranscript({
         notes: services.notes,
         taskId: task.id,
@@ -171,7 +181,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       let writing = Promise.resolve();
       const record = (event: Record<string, unknown>) => {
         writing = writing
-          .then(() => files.event(event as never))
+          .then(() => channel.event(event as never))
           .catch((error: unknown) => logger.warn({ err: error }, 'could not write an agent event'));
       };
       const gate = createToolCallGate({
@@ -204,7 +214,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           onEvent?.(event);
         },
       });
-      const steering = applySteering({ files, target: handle, logger });
+      const steering = applySteering({ channel, target: handle, logger });
       void handle.result().finally(async () => {
         await steering.close();
         await writing;
@@ -254,7 +264,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
 /** The builtin chat integration's stores: `data/chat/{inbox,events,turns}` and the conversation notes. */
 function chatContext(services: WorkerServices, settings: Record<string, unknown>, task: Task): ChatContext {
   const folder = path.join(services.config.paths.dataDir, 'chat');
-  const control = new ControlFiles({ root: services.config.paths.control, taskId: task.id });
+  const control = steeringChannel(services, task.id);
   const inbox = new ChatInbox({ directory: path.join(folder, 'inbox') });
   const mode = chatModes.find((known) => known === settings.mode);
   return {
@@ -265,8 +275,7 @@ function chatContext(services: WorkerServices, settings: Record<string, unknown>
     discardSteering: async (reason) => {
       let discarded = 0;
       for (const entry of await control.pending()) {
-        const id = entry.request?.id ?? path.basename(entry.file, '.json');
-        await control.settle(entry.file, { request_id: id, status: 'refused', message: reason });
+        await control.settle(entry.id, { status: 'refused', message: reason });
         discarded += 1;
       }
       return discarded;

@@ -24,6 +24,7 @@ import {
 } from '@assistant/queue';
 import { describeScriptSandbox, resolveScriptSandbox } from '@assistant/sandbox';
 import { CircuitBreakers } from '@assistant/scheduler';
+import { HttpSteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { BreakerGate } from './breaker-gate.ts';
 import type { WorkerServices } from './create-handler-context.ts';
@@ -64,6 +65,11 @@ export interface RunWorkerOptions {
    * instead of the data directory. @default local files
    */
   remote?: { serverUrl: string; token: string };
+  /**
+   * Opens a task's steering channel; a worker on another machine steers through the server (HttpSteeringChannel).
+   * @default the control files in `config.paths.control`
+   */
+  steering?: WorkerServices['steering'];
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -182,6 +188,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     scriptSandbox,
     llm,
     mcp,
+    ...(options.steering
+      ? { steering: options.steering }
+      : remote
+        ? { steering: (taskId: string) => new HttpSteeringChannel({ ...remote, taskId }) }
+        : {}),
     onRejected: (type, outcome) => {
       metrics.recordRejection(type, outcome.status);
       metricsChanged = true;

@@ -1,6 +1,5 @@
-import { watch } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import type { ControlFiles, SteeringRequest } from './control-files.ts';
+import type { SteeringChannel } from './steering-channel.ts';
+import type { SteeringRequest, SteeringSettlement } from './steering-request.ts';
 
 /** What steering needs of a running loop: the agent package's SteerableHandle has all of it. */
 export interface SteerableTarget {
@@ -14,28 +13,55 @@ export interface SteerableTarget {
 }
 
 export interface ApplySteeringOptions {
-  files: ControlFiles;
+  /** The task's channel: ControlFiles on this machine, HttpSteeringChannel through the server. */
+  channel: SteeringChannel;
   target: SteerableTarget;
   logger?: { warn(message: string): void };
-  /** A fallback look at the folder when the watcher is quiet (file systems where watching does not work). @default 250 */
+  /** A fallback look for requests when the channel's watch is quiet. @default the channel's `pollMs` */
   pollMs?: number;
 }
 
 /**
- * Applies the steering requests written for one task, in order, as they arrive, until `close()`: a watcher on the
- * requests folder wakes it at once (well within 100 ms), a short poll covers file systems where watching does not
- * work. Requests written before the task started (while it was pending, or while the worker restarted) are applied
- * first. Each request's outcome is written before the request file is removed, so a crash never applies one twice.
+ * Applies the steering requests made of one task, in order, as they arrive, until `close()`: the channel's watch
+ * wakes it at once (a file watcher locally, a long poll through the server), a fallback poll covers a missed wake.
+ * Requests made before the task started (while it was pending, or while the worker restarted) are applied first.
+ * Each request's outcome is recorded before the request is removed, so a crash never applies one twice.
  */
 export function applySteering(options: ApplySteeringOptions): { close(): Promise<void>; drained(): Promise<void> } {
-  const { files, target } = options;
+  const { channel, target } = options;
   let closed = false;
   let running: Promise<void> = Promise.resolve();
   let again = false;
-  let watcher: ReturnType<typeof watch> | undefined;
   const asks = new Set<Promise<unknown>>();
+  /**
+   * Requests this run has taken up and not yet settled: an `ask` still waiting for its answer, or an outcome the
+   * channel could not record (the server out of reach for a moment). They stay pending in the channel meanwhile,
+   * and must not be applied again when the next look finds them; an unrecorded outcome is retried instead.
+   */
+  const taken = new Map<string, SteeringSettlement | 'asking'>();
+  /** Requests this run has settled: a look that listed one just before it was settled must not apply it again. */
+  const settled = new Set<string>();
 
-  const applyOne = async (request: SteeringRequest, file: string) => {
+  const settle = async (id: string, outcome: SteeringSettlement) => {
+    taken.set(id, outcome);
+    try {
+      await channel.settle(id, outcome);
+      settled.add(id);
+      taken.delete(id);
+    } catch (error) {
+      options.logger?.warn(`could not record the outcome of steering request ${id}: ${(error as Error).message}`);
+    }
+  };
+
+  const event = async (details: Record<string, unknown>) => {
+    try {
+      await channel.event({ type: 'steering', ...details });
+    } catch (error) {
+      options.logger?.warn(`could not write a steering event: ${(error as Error).message}`);
+    }
+  };
+
+  const applyOne = async (request: SteeringRequest, id: string) => {
     try {
       switch (request.action) {
         case 'pause':
@@ -55,30 +81,50 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
           break;
         case 'ask': {
           // Answered by a separate read-only call; later requests do not wait for it.
+          taken.set(id, 'asking');
           const asking = target
             .ask(request.message ?? '')
-            .then((answer) => files.settle(file, { request_id: request.id, status: 'applied', answer }))
-            .catch((error: unknown) =>
-              files.settle(file, { request_id: request.id, status: 'refused', message: (error as Error).message }),
-            );
+            .then(
+              (answer): SteeringSettlement => ({ status: 'applied', answer }),
+              (error: unknown): SteeringSettlement => ({ status: 'refused', message: (error as Error).message }),
+            )
+            .then((outcome) => settle(id, outcome));
           asks.add(asking);
           void asking.finally(() => asks.delete(asking));
-          await files.event({ type: 'steering', action: 'ask', request: request.id, question: request.message });
+          await event({ action: 'ask', request: request.id, question: request.message });
           return;
         }
       }
-      await files.settle(file, { request_id: request.id, status: 'applied' });
-      await files.event({
-        type: 'steering',
-        action: request.action,
-        request: request.id,
-        ...(request.message ? { message: request.message } : {}),
-        // Which clarification an answer answered: the dashboard shows only the ones still open.
-        ...(request.clarification_id ? { clarification_id: request.clarification_id } : {}),
-        ...(request.reason ? { reason: request.reason } : {}),
-      });
     } catch (error) {
-      await files.settle(file, { request_id: request.id, status: 'refused', message: (error as Error).message });
+      await settle(id, { status: 'refused', message: (error as Error).message });
+      return;
+    }
+    await settle(id, { status: 'applied' });
+    await event({
+      action: request.action,
+      request: request.id,
+      ...(request.message ? { message: request.message } : {}),
+      // Which clarification an answer answered: the dashboard shows only the ones still open.
+      ...(request.clarification_id ? { clarification_id: request.clarification_id } : {}),
+      ...(request.reason ? { reason: request.reason } : {}),
+    });
+  };
+
+  const drainOnce = async () => {
+    for (const entry of await channel.pending()) {
+      if (closed) return;
+      if (settled.has(entry.id)) continue;
+      const earlier = taken.get(entry.id);
+      if (earlier === 'asking') continue;
+      if (earlier) {
+        await settle(entry.id, earlier);
+        continue;
+      }
+      if (!entry.request) {
+        await settle(entry.id, { status: 'refused', message: `unreadable request: ${entry.problem}` });
+        continue;
+      }
+      await applyOne(entry.request, entry.id);
     }
   };
 
@@ -88,40 +134,18 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
     again = true;
     running = running.then(async () => {
       again = false;
-      for (const entry of await files.pending()) {
-        if (closed) return;
-        if (!entry.request) {
-          const id =
-            entry.file
-              .split('/')
-              .at(-1)
-              ?.replace(/\.json$/, '') ?? 'unknown';
-          await files.settle(entry.file, {
-            request_id: id,
-            status: 'refused',
-            message: `unreadable request: ${entry.problem}`,
-          });
-          continue;
-        }
-        await applyOne(entry.request, entry.file);
-      }
+      // A channel out of reach (the server restarting) fails this look only; the next wake or poll tries again.
+      await drainOnce().catch((error: unknown) =>
+        options.logger?.warn(`could not read steering requests: ${(error as Error).message}`),
+      );
     });
     return running;
   };
 
-  const start = async () => {
-    await mkdir(files.requestsDirectory, { recursive: true, mode: 0o700 });
-    if (closed) return;
-    try {
-      watcher = watch(files.requestsDirectory, () => void drain());
-      watcher.on('error', () => {});
-    } catch (error) {
-      options.logger?.warn(`cannot watch ${files.requestsDirectory}: ${(error as Error).message}; polling`);
-    }
-    await drain();
-  };
-  const started = start();
-  const timer = setInterval(() => void drain(), options.pollMs ?? 250);
+  const watched = channel.watchRequests(() => void drain(), options.logger ? { logger: options.logger } : {});
+  // The first look follows the watch, so a request made in between wakes it rather than waiting for the poll.
+  const started = watched.ready.then(() => drain());
+  const timer = setInterval(() => void drain(), options.pollMs ?? channel.pollMs);
   timer.unref();
 
   return {
@@ -135,7 +159,7 @@ export function applySteering(options: ApplySteeringOptions): { close(): Promise
       await drain();
       closed = true;
       clearInterval(timer);
-      watcher?.close();
+      await watched.close();
       await running;
       await Promise.allSettled([...asks]);
     },

@@ -3,7 +3,21 @@ import { watch } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets } from '@assistant/errors';
-import * as z from 'zod';
+import type {
+  NewSteeringRequest,
+  PendingSteeringRequest,
+  SteeringChannel,
+  WatchedRequests,
+} from './steering-channel.ts';
+import {
+  type ControlEvent,
+  type SteeringOutcome,
+  type SteeringRequest,
+  type SteeringSettlement,
+  steeringOutcomeSchema,
+  steeringRequestIdPattern,
+  steeringRequestSchema,
+} from './steering-request.ts';
 
 /**
  * Steering through files, so the server and the CLI steer work that runs in the worker, across processes and across
@@ -12,55 +26,20 @@ import * as z from 'zod';
  *   order they were made, and the worker applies them in that order.
  * - `outcomes/<request-id>.json`: what became of each request (applied, refused, and the answer to an `ask`).
  * - `events.jsonl`: notifications, clarifications, steps and steering as they happen, one JSON object per line.
+ * A worker on another machine reaches the same files through the server (HttpSteeringChannel).
  */
-export const steeringActions = ['pause', 'resume', 'stop', 'interject', 'ask', 'answer'] as const;
-export type SteeringAction = (typeof steeringActions)[number];
-
-export const steeringRequestSchema = z
-  .strictObject({
-    id: z.string(),
-    action: z.enum(steeringActions),
-    message: z.string().max(20_000).optional(),
-    reason: z.string().max(2_000).optional(),
-    clarification_id: z.string().optional(),
-    created_at: z.string(),
-    source: z.string(),
-  })
-  .superRefine((request, context) => {
-    const needsMessage = request.action === 'interject' || request.action === 'ask' || request.action === 'answer';
-    if (needsMessage && !request.message) {
-      context.addIssue({ code: 'custom', path: ['message'], message: `\`${request.action}\` needs a message` });
-    }
-    if (request.action === 'answer' && !request.clarification_id) {
-      context.addIssue({ code: 'custom', path: ['clarification_id'], message: '`answer` needs the clarification id' });
-    }
-  });
-export type SteeringRequest = z.infer<typeof steeringRequestSchema>;
-
-const steeringOutcomeSchema = z.looseObject({
-  request_id: z.string(),
-  status: z.enum(['applied', 'refused']),
-  message: z.string().optional(),
-  answer: z.string().optional(),
-  at: z.string(),
-});
-export type SteeringOutcome = z.infer<typeof steeringOutcomeSchema>;
-
-/** One line of `events.jsonl`. */
-export interface ControlEvent {
-  type: string;
-  at: string;
-  lineage?: readonly string[];
-  [key: string]: unknown;
-}
-
 let sequence = 0;
 
-export class ControlFiles {
+/** Steering through the files of one task in `data/control/`, on this machine. */
+export class ControlFiles implements SteeringChannel {
   readonly directory: string;
+  readonly taskId: string;
+  /** The watcher wakes applySteering at once; this look is for file systems where watching does not work. */
+  readonly pollMs = 250;
 
   constructor(options: { root: string; taskId: string }) {
     if (!/^[0-9a-z]{26}$/.test(options.taskId)) throw new Error(`not a task id: ${options.taskId}`);
+    this.taskId = options.taskId;
     this.directory = path.join(options.root, options.taskId);
   }
 
@@ -77,7 +56,7 @@ export class ControlFiles {
   }
 
   /** Writes a request (temp file, then rename, so the worker never reads half of one); returns it with its id. */
-  async request(request: Omit<SteeringRequest, 'id' | 'created_at'>): Promise<SteeringRequest> {
+  async request(request: NewSteeringRequest): Promise<SteeringRequest> {
     const now = Date.now();
     sequence = (sequence + 1) % 1_000_000;
     const id = `${String(now).padStart(14, '0')}-${String(sequence).padStart(6, '0')}-${randomBytes(4).toString('hex')}`;
@@ -87,8 +66,11 @@ export class ControlFiles {
     return full;
   }
 
-  /** Requests not yet applied, in the order they were made. Unreadable files come back as refusals to write. */
-  async pending(): Promise<{ request?: SteeringRequest; file: string; problem?: string }[]> {
+  /**
+   * Requests not yet applied, in the order they were made. Unreadable files come back with a `problem`, to be settled
+   * as refused; files whose names could not be settled by id (only a hand-made one) are left alone.
+   */
+  async pending(): Promise<(PendingSteeringRequest & { file: string })[]> {
     let names: string[];
     try {
       names = (await readdir(this.requestsDirectory)).filter((name) => name.endsWith('.json')).sort();
@@ -97,34 +79,113 @@ export class ControlFiles {
     }
     const found = [];
     for (const name of names) {
+      const id = name.slice(0, -'.json'.length);
+      if (!steeringRequestIdPattern.test(id)) continue;
       const file = path.join(this.requestsDirectory, name);
       try {
         const parsed = steeringRequestSchema.safeParse(JSON.parse(await readFile(file, 'utf8')));
         found.push(
           parsed.success
-            ? { request: parsed.data, file }
-            : { file, problem: parsed.error.issues[0]?.message ?? 'invalid' },
+            ? { id, request: parsed.data, file }
+            : { id, file, problem: parsed.error.issues[0]?.message ?? 'invalid' },
         );
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        found.push({ file, problem: `not JSON: ${(error as Error).message}` });
+        found.push({ id, file, problem: `not JSON: ${(error as Error).message}` });
       }
     }
     return found;
   }
 
-  /** Records what became of a request and removes the request: outcome first, so nothing is applied twice. */
-  async settle(requestFile: string, outcome: Omit<SteeringOutcome, 'at'>): Promise<void> {
-    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
-    const full = { ...outcome, at: new Date().toISOString() };
-    await atomicWrite(
-      path.join(this.outcomesDirectory, `${outcome.request_id}.json`),
-      `${JSON.stringify(full, null, 2)}\n`,
+  /**
+   * Pending requests once one named after `after` (or any, without `after`) is there, or all of them after
+   * `timeoutMs`: the server's long poll for a remote worker. Names sort in the order requests were made, so `after`
+   * is the last one the caller has seen.
+   */
+  async waitForRequests(options: {
+    after?: string;
+    timeoutMs: number;
+    signal?: AbortSignal;
+  }): Promise<(PendingSteeringRequest & { file: string })[]> {
+    const deadline = Date.now() + options.timeoutMs;
+    const isNew = (entry: PendingSteeringRequest) => options.after === undefined || entry.id > options.after;
+    let wake: (() => void) | undefined;
+    let watcher: ReturnType<typeof watch> | undefined;
+    const onAbort = () => wake?.();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const found = await this.pending();
+        if (found.some(isNew) || Date.now() >= deadline || options.signal?.aborted) return found;
+        // Watched once the folder exists: a long poll for a task never steered does not create its folder.
+        if (!watcher) {
+          try {
+            watcher = watch(this.requestsDirectory, () => wake?.());
+            watcher.on('error', () => {});
+          } catch {
+            // Not there yet, or not watchable: the short look below finds it.
+          }
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(100, Math.max(0, deadline - Date.now())));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    } finally {
+      watcher?.close();
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Whether the request `requestId` is still waiting to be settled. */
+  async hasRequest(requestId: string): Promise<boolean> {
+    if (!steeringRequestIdPattern.test(requestId)) return false;
+    return (
+      (await stat(path.join(this.requestsDirectory, `${requestId}.json`)).catch(() => undefined))?.isFile() ?? false
     );
-    await unlink(requestFile).catch(() => {});
+  }
+
+  /** Records what became of a request and removes the request: outcome first, so nothing is applied twice. */
+  async settle(requestId: string, outcome: SteeringSettlement): Promise<void> {
+    if (!steeringRequestIdPattern.test(requestId)) throw new Error(`not a steering request id: ${requestId}`);
+    await mkdir(this.outcomesDirectory, { recursive: true, mode: 0o700 });
+    const full = { request_id: requestId, ...outcome, at: new Date().toISOString() };
+    await atomicWrite(path.join(this.outcomesDirectory, `${requestId}.json`), `${JSON.stringify(full, null, 2)}\n`);
+    await unlink(path.join(this.requestsDirectory, `${requestId}.json`)).catch(() => {});
+  }
+
+  /** Wakes `onRequest` as request files appear (the folder is made first, so there is something to watch). */
+  watchRequests(onRequest: () => void, options: { logger?: { warn(message: string): void } } = {}): WatchedRequests {
+    let closed = false;
+    let watcher: ReturnType<typeof watch> | undefined;
+    const started = (async () => {
+      await mkdir(this.requestsDirectory, { recursive: true, mode: 0o700 });
+      if (closed) return;
+      try {
+        watcher = watch(this.requestsDirectory, () => onRequest());
+        watcher.on('error', () => {});
+      } catch (error) {
+        options.logger?.warn(`cannot watch ${this.requestsDirectory}: ${(error as Error).message}; polling`);
+      }
+    })();
+    return {
+      ready: started.catch((error: unknown) => {
+        options.logger?.warn(`cannot create ${this.requestsDirectory}: ${(error as Error).message}; polling`);
+      }),
+      close: async () => {
+        closed = true;
+        await started.catch(() => {});
+        watcher?.close();
+      },
+    };
   }
 
   async outcome(requestId: string): Promise<SteeringOutcome | undefined> {
+    if (!steeringRequestIdPattern.test(requestId)) return undefined;
     try {
       const parsed = steeringOutcomeSchema.safeParse(
         JSON.parse(await readFile(path.join(this.outcomesDirectory, `${requestId}.json`), 'utf8')),
