@@ -35,7 +35,7 @@ describe('openRedisTaskQueue', () => {
       connectTimeoutMs: 2_000,
     }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AssistantError);
-    expect(error).toMatchObject({ code: 'UNAVAILABLE' });
+    expect(error).toMatchObject({ code: 'QUEUE_UNAVAILABLE' });
     expect((error as AssistantError).message).toContain(`redis://127.0.0.1:${port}`);
     expect((error as AssistantError).hint).toMatch(/redis-server/);
     expect(`${(error as Error).message} ${(error as AssistantError).hint}`).not.toContain('hunter2');

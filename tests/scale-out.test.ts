@@ -14,7 +14,7 @@ import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts'
 import { type RedisServer, startRedis } from './helpers/redis.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
-const tally = fileURLToPath(new URL('./fixtures/integrations/custom/tally', import.meta.url));
+const tally = fileURLToPath(new URL('./fixtures/integrations/scale-out/tally', import.meta.url));
 const taskCount = 5_000;
 const kills = 20;
 const type = 'tally.items.record';

@@ -45,6 +45,9 @@ export const errorCodes = {
     'An MCP server could not be started or reached, or crashed and is waiting out its restart backoff; the message says which and when it is tried again.',
   MCP_CALL_FAILED:
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
+  // The queue's Redis backend (packages/queue-redis).
+  QUEUE_UNAVAILABLE:
+    'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:
@@ -61,7 +64,8 @@ export const errorCodes = {
   PAYLOAD_TOO_LARGE: 'The request body is larger than the server accepts.',
   UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
-  UNAVAILABLE: 'The server is starting or stopping and cannot serve the request now.',
+  UNAVAILABLE:
+    'The server is starting or stopping and cannot serve the request now, or a remote worker cannot reach the server.',
   INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',
 } as const;
 

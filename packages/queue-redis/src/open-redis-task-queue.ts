@@ -64,7 +64,7 @@ export async function openRedisTaskQueue(options: OpenRedisTaskQueueOptions): Pr
   } catch (error) {
     client.disconnect();
     const reason = scrub((error as Error).message, options.password);
-    throw new AssistantError('UNAVAILABLE', `cannot reach Redis at ${displayUrl}: ${reason}`, {
+    throw new AssistantError('QUEUE_UNAVAILABLE', `cannot reach Redis at ${displayUrl}: ${reason}`, {
       hint: 'start redis-server (or Valkey) there, or correct queue.redis.url; a wrong password fails here too',
     });
   }
