@@ -183,7 +183,10 @@ export interface TaskQueue {
   consumer(options?: TaskConsumerOptions): TaskConsumer;
   /** Opens a stream of this queue's state changes, made by any process. */
   events(): TaskEvents;
-  /** Releases what the queue holds open (watchers). The queue can still be used; it opens them again on demand. */
+  /**
+   * Releases what the queue holds open (watchers, connections): the last call a process makes on it. The file backend
+   * can still be used afterwards (it opens its watchers again on demand); the Redis backend cannot.
+   */
   close(): Promise<void>;
 }
 
