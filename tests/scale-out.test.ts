@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
 import { type RedisServer, startRedis } from './helpers/redis.ts';
-import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { tempDir } from './helpers/temp-dir.ts';
 
 const tally = fileURLToPath(new URL('./fixtures/integrations/scale-out/tally', import.meta.url));
 const taskCount = 5_000;
