@@ -161,6 +161,25 @@ describe('assistant queue migrate', () => {
     expect(JSON.parse(stats.stdout)).toMatchObject({ pending: 1, done: 3, failed: 1, active: 0 });
   });
 
+  it('has doctor say whether the Redis queue answers, never showing its password', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config('redis', `doctor-${randomBytes(4).toString('hex')}`));
+    const ok = await cli(dir, ['doctor']);
+    expect(ok.stdout).toMatch(
+      /^ok {3}queue: Redis at redis:\/\/127\.0\.0\.1:\d+ \(prefix doctor-\w+\): 0 pending, 0 active, 0 workers alive$/m,
+    );
+    const unreachable = `data_dir: ./data
+queue:
+  backend: redis
+  redis: {url: "redis://127.0.0.1:1", password: do-not-print-me}
+`;
+    await dir.write('config.yaml', unreachable);
+    const failed = await cli(dir, ['doctor']);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/^FAIL queue: cannot reach Redis at redis:\/\/127\.0\.0\.1:1\b/m);
+    expect(failed.stdout + failed.stderr).not.toContain('do-not-print-me');
+  });
+
   it('says which backend the tasks are already in when asked to migrate to it', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config('file', 'unused'));

@@ -6,6 +6,7 @@ import type { CliContext } from '../cli-context.ts';
 import { checkDataDirectories } from '../doctor/check-data-directories.ts';
 import { checkIntegrationCredentials } from '../doctor/check-integration-credentials.ts';
 import { checkLlmProfile } from '../doctor/check-llm-profile.ts';
+import { checkQueue } from '../doctor/check-queue.ts';
 import { checkScriptSandbox } from '../doctor/check-script-sandbox.ts';
 import { type DoctorCheck, formatDoctorCheck } from '../doctor/doctor-check.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -53,6 +54,7 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   }
 
   print(await checkDataDirectories({ paths: config.paths }));
+  print([await checkQueue(config)]);
   print([await checkScriptSandbox({ mode: config.worker.sandbox, scriptCount: Object.keys(config.scripts).length })]);
   const profiles = Object.entries(config.llms);
   if (profiles.length === 0) print([{ ok: true, message: 'llm: no profiles configured' }]);
