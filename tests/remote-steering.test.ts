@@ -1,20 +1,19 @@
-// Steering a task that runs on a remote worker: a real server process (`assistant serve`) and a worker in this
-// process whose steering goes through the server's API (HttpSteeringChannel), with a data directory of its own
-// (standing in for another machine; it shares only the queue, as it would share Redis). A person steering through
-// the REST API sees what they see for a local task: outcomes, answers, and the events over SSE.
+// Steering a task that runs on a remote worker: a real server process (`assistant serve`) and a real
+// `assistant work --server URL` process with a data directory of its own (standing in for another machine), the two
+// sharing only Redis and the server's API. A person steering through the REST API sees what they see for a local
+// task: outcomes, answers, and the events over SSE; the loop's transcript is a note on the server's disk.
+
+import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadConfig } from '@assistant/config';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
-import { HttpSteeringChannel } from '@assistant/steering';
-import { runWorker } from '@assistant/worker';
-import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { cliMain, startNode } from './helpers/node-process.ts';
+import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
+import { type RedisServer, startRedis } from './helpers/redis.ts';
 import { readServerSentEvents, type ServerSentEvent } from './helpers/sse.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
@@ -35,11 +34,20 @@ function patientModel(request: FakeChatRequest): FakeReply {
   return { toolCalls: [{ name: 'wait', arguments: { ms: 50 } }] };
 }
 
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.[Symbol.asyncDispose]();
+});
+
 const shared = (llmUrl: string) => `llms:
   default: {base_url: "${llmUrl}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 100ms}
 queue:
-  claim_grace: 200ms
+  backend: redis
+  redis: {url: "${redis.url}", prefix: steer-${randomBytes(4).toString('hex')}}
   policies:
     overrides:
       system.agent: {max_attempts: 5, timeout: 5m}
@@ -51,28 +59,21 @@ describe('steering a task that runs on a remote worker', () => {
     await using dir = await tempDir();
     const port = await freePort();
     const serverConfig = await dir.write(
-      'server.yaml',
+      'config.yaml',
       `data_dir: ./server-data\nserver: {host: 127.0.0.1, port: ${port}}\n${shared(model.url)}`,
     );
-    // The worker's own data directory: nothing of the channel may land here. Only the queue is shared.
-    const workerConfig = await dir.write(
-      'worker.yaml',
-      `data_dir: ./worker-data\ndirectories: {queue: ${path.join(dir.path, 'server-data/queue')}}\n${shared(model.url)}`,
-    );
     const server = startNode({ args: [cliMain, 'serve', '--config', serverConfig] });
-    const stopWorker = new AbortController();
-    let worker: Promise<void> | undefined;
+    let worker: NodeProcess | undefined;
     try {
       await server.waitForOutput(/listening on/);
       const token = await readApiToken(path.join(dir.path, 'server-data'));
       const api = `http://127.0.0.1:${port}`;
-      const { config } = await loadConfig({ configPath: workerConfig });
-      worker = runWorker({
-        config,
-        logger: pino({ level: 'silent' }),
-        signal: stopWorker.signal,
-        steering: (taskId) => new HttpSteeringChannel({ serverUrl: api, token, taskId }),
+      // The same config.yaml, as an owner copies it to the other machine, with a data directory of its own there.
+      worker = startNode({
+        args: [cliMain, 'work', '--server', api, '--config', serverConfig],
+        env: { ASSISTANT_DATA: path.join(dir.path, 'worker-data'), ASSISTANT_TOKEN: token },
       });
+      await worker.waitForOutput(/worker ready/);
 
       const fetch = fetchWithToken(token);
       const post = async (url: string, body: unknown) => {
@@ -143,15 +144,18 @@ describe('steering a task that runs on a remote worker', () => {
       const ids = events.filter((event) => event.id !== '').map((event) => Number(event.id));
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
 
-      // Everything went through the server: the worker's own data directory has no control files.
+      // Everything went through the server: the worker's own data directory has no control files and no notes; the
+      // loop's transcript is on the server's disk.
       expect(await stat(path.join(dir.path, 'worker-data/control', id)).catch(() => undefined)).toBeUndefined();
       expect((await stat(path.join(dir.path, 'server-data/control', id, 'events.jsonl'))).isFile()).toBe(true);
+      expect(await stat(path.join(dir.path, 'worker-data/notes/transcripts')).catch(() => undefined)).toBeUndefined();
+      expect((await stat(path.join(dir.path, 'server-data/notes/transcripts', `${id}.md`))).isFile()).toBe(true);
 
       const late = await post(`/api/tasks/${id}/steer`, { action: 'pause' });
       expect(late).toMatchObject({ status: 409, body: { error: { code: 'CONFLICT' } } });
     } finally {
-      stopWorker.abort();
-      await worker;
+      worker?.child.kill('SIGTERM');
+      await worker?.exited;
       server.child.kill('SIGTERM');
       await server.exited;
     }
