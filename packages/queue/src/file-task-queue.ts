@@ -16,7 +16,6 @@ import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskEvents } from './file-task-events.ts';
 import { FileWorkerDirectory, ignoreMissing, isMissing } from './file-worker-directory.ts';
 import { taskFingerprint } from './fingerprint.ts';
-import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import type {
   EnqueueOptions,
   EnqueueOutcome,
@@ -35,20 +34,13 @@ import type {
   TaskState,
 } from './interfaces.ts';
 import { taskStates } from './interfaces.ts';
+import { checkEnqueue, newTask } from './new-task.ts';
 import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
-import {
-  checkTaskRecord,
-  type JsonValue,
-  jsonValueSchema,
-  parseTaskFile,
-  stringifyTask,
-  type Task,
-  TaskFileError,
-} from './task-file.ts';
+import { checkTaskRecord, parseTaskFile, stringifyTask, type Task, TaskFileError } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
-import { decodeTaskName, encodeTaskName, isTaskType, requeuedTaskName, type TaskName } from './task-name.ts';
+import { decodeTaskName, encodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
 
@@ -204,69 +196,23 @@ export class FileTaskQueue implements TaskQueue {
   // ------------------------------------------------------------------------------------------------ enqueue
 
   async enqueue(options: EnqueueOptions): Promise<EnqueueOutcome> {
-    if (!isTaskType(options.type)) {
-      throw new AssistantError(
-        'BAD_REQUEST',
-        `Expected a task type of lower-case dot-separated words such as \`email.inbox.check\`, got \`${options.type}\``,
-      );
-    }
-    const priority = options.priority ?? 5;
-    if (!Number.isInteger(priority) || priority < 0 || priority > 9) {
-      throw new AssistantError('BAD_REQUEST', `Expected \`priority\` to be a digit 0-9, got \`${String(priority)}\``);
-    }
-    // Before anything that recurses (zod, the fingerprint's canonical JSON, YAML): a payload the worker could not
-    // read back must never be written.
-    assertNestingDepth('payload', options.payload ?? null);
-    if (options.onResult !== undefined) assertNestingDepth('on_result', options.onResult);
-    const checked = jsonValueSchema.safeParse(options.payload ?? null);
-    if (!checked.success) {
-      throw new AssistantError('BAD_REQUEST', `payload is not plain JSON data: ${checked.error.issues[0]?.message}`);
-    }
-    // What zod returns is what the worker's reader will make of the file (it drops `__proto__` keys, for one), so
-    // that is what is fingerprinted and written: the task in the file is the task returned here.
-    const payload = checked.data;
-    let onResult: JsonValue | undefined;
-    if (options.onResult !== undefined) {
-      const checkedRoute = jsonValueSchema.safeParse(options.onResult);
-      if (!checkedRoute.success) {
-        throw new AssistantError(
-          'BAD_REQUEST',
-          `on_result is not plain JSON data: ${checkedRoute.error.issues[0]?.message}`,
-        );
-      }
-      onResult = checkedRoute.data;
-    }
-    const source = options.source ?? 'api';
+    const checked = checkEnqueue(options);
+    const { type, priority, source, fingerprint } = checked;
     const nowMs = this.now();
-    const policy = this.policyFor(options.type);
-    const fingerprint = taskFingerprint(options.type, payload);
-    const usePolicies = options.policies ?? (source === 'scheduler' || source === 'automation');
-    if (usePolicies) {
-      const rejection = await this.#checkPolicies(options.type, fingerprint, policy, nowMs);
+    const policy = this.policyFor(type);
+    if (checked.usePolicies) {
+      const rejection = await this.#checkPolicies(type, fingerprint, policy, nowMs);
       if (rejection) {
-        this.logger.info(`enqueue ${options.type} (${source}) skipped: ${rejection.reason}`);
+        this.logger.info(`enqueue ${type} (${source}) skipped: ${rejection.reason}`);
         return rejection;
       }
     }
     const id = newTaskId(nowMs);
     const readyAtMs = Math.max(0, Math.floor(options.readyAtMs ?? nowMs));
-    const task: Task = {
-      id,
-      type: options.type,
-      priority,
-      createdAt: new Date(nowMs).toISOString(),
-      readyAt: new Date(readyAtMs).toISOString(),
-      source,
-      payload,
-      attempts: 0,
-      maxAttempts: policy.maxAttempts,
-      history: [],
-    };
-    if (options.integration !== undefined) task.integration = options.integration;
-    if (onResult !== undefined) task.onResult = onResult;
-    const fileName = encodeTaskName({ priority, readyAtMs, id, fingerprint, type: options.type });
+    const task = newTask(checked, { id, nowMs, readyAtMs, policy, integration: options.integration });
+    const fileName = encodeTaskName({ priority, readyAtMs, id, fingerprint, type });
     const text = stringifyTask(task);
-    this.#assertSize(text, options.type);
+    this.#assertSize(text, type);
     const target = path.join(this.paths.pending, fileName);
     await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
     this.#cameIntoPending(target);
@@ -1055,17 +1001,6 @@ export class FileTaskQueue implements TaskQueue {
 }
 
 /** Refuses a value nested deeper than `maxTaskNestingDepth` (a scalar is 0, `[]` is 1), naming the limit. */
-function assertNestingDepth(field: string, value: unknown): void {
-  const depth = valueNestingDepth(value, maxTaskNestingDepth);
-  if (depth > maxTaskNestingDepth) {
-    throw new AssistantError(
-      'BAD_REQUEST',
-      `${field} is nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
-      { hint: 'flatten the structure, or store deep content in a note and put its path in the payload' },
-    );
-  }
-}
-
 /** The error recorded for an attempt whose worker vanished without finishing it. */
 export function workerDiedError(task: Task): { type: string; message: string } {
   const worker = task.worker;

@@ -44,6 +44,7 @@ export {
   type WorkerInfo,
 } from './interfaces.ts';
 export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
+export { type CheckedEnqueue, checkEnqueue, newTask } from './new-task.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
 export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
