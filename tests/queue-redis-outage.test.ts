@@ -93,7 +93,7 @@ queue:
       const worker = start(['work']);
       await worker.waitForOutput(/worker ready/, { timeoutMs: 30_000 });
 
-      queue = (await openRedisTaskQueue({ url: redis.url, prefix })) as RedisTaskQueue;
+      queue = await openRedisTaskQueue({ url: redis.url, prefix });
       const ids: string[] = [];
       for (let index = 0; index < taskCount; index += 1) {
         const outcome = await queue.enqueue({ type, payload: { ms: 300 } });
@@ -128,6 +128,8 @@ queue:
       await redis.restart();
       await worker.waitForOutput(/Redis at \S+ is reachable again/, { timeoutMs: 30_000 });
       await serve.waitForOutput(/Redis at \S+ is reachable again/, { timeoutMs: 30_000 });
+      // This test's own connection comes back on its own reconnect schedule; stats() refuses until it has.
+      await waitUntil(() => queue?.outage.down === false, { what: "the test's own connection to be back" });
 
       const final = await waitUntil(
         async () => {
@@ -161,7 +163,11 @@ queue:
         const lines = logLines(process);
         expect(lines.filter((line) => /is unreachable/.test(line.msg))).toHaveLength(1);
         expect(lines.filter((line) => /is reachable again/.test(line.msg))).toHaveLength(1);
-        expect(lines.filter((line) => /ECONNREFUSED|lost its lease|could not record/.test(line.msg))).toEqual([]);
+        expect(
+          lines.filter((line) =>
+            /ECONNREFUSED|lost its lease|could not record|claiming a task failed|maintenance failed/.test(line.msg),
+          ),
+        ).toEqual([]);
       }
 
       const after = await waitUntil(
@@ -175,6 +181,107 @@ queue:
     } finally {
       for (const process of processes.reverse()) await stop(process);
       await queue?.close();
+    }
+  });
+
+  it('lets a worker stopped during the outage exit; its tasks run again once Redis is back', {
+    timeout: 120_000,
+  }, async () => {
+    await using dir = await tempDir();
+    const prefix = `stopped-${randomBytes(4).toString('hex')}`;
+    const configFile = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+worker: {concurrency: 2, poll_interval: 100ms, shutdown_grace: 1s}
+queue:
+  backend: redis
+  redis: {url: "${redis.url}", prefix: ${prefix}}
+  lease: 2s
+`,
+    );
+    const start = () =>
+      startNode({
+        args: [cliMain, 'work'],
+        env: {
+          ASSISTANT_CONFIG: configFile,
+          ASSISTANT_DATA: path.join(dir.path, 'data'),
+          ASSISTANT_LOG_FORMAT: 'json',
+        },
+      });
+    const queue = await openRedisTaskQueue({ url: redis.url, prefix });
+    let second: NodeProcess | undefined;
+    try {
+      const ids: string[] = [];
+      for (let index = 0; index < 4; index += 1) {
+        const outcome = await queue.enqueue({ type, payload: { ms: 3_000 } });
+        if (outcome.status !== 'enqueued') throw new Error(`enqueue refused: ${outcome.status}`);
+        ids.push(outcome.task.id);
+      }
+      const first = start();
+      await first.waitForOutput(/system\.sleep\) started/, { timeoutMs: 30_000 });
+      await redis.kill();
+      await first.waitForOutput(/Redis at \S+ is unreachable/, { timeoutMs: 15_000 });
+      // Its running tasks cannot be put back and its claim loop waits for Redis: the shutdown grace still ends it.
+      first.child.kill('SIGTERM');
+      const ended = await first.exited;
+      expect(ended.signal ?? ended.code).not.toBeNull();
+
+      await redis.restart();
+      second = start();
+      await waitUntil(
+        async () => {
+          const records = await Promise.all(ids.map((id) => queue.get(id)));
+          return records.every((record) => record?.state === 'done') ? records : undefined;
+        },
+        { what: 'every task to be done by the second worker', timeoutMs: 60_000 },
+      );
+      expect((await queue.stats()).typesByState.failed[type] ?? 0).toBe(0);
+    } finally {
+      if (second && running(second)) {
+        second.child.kill('SIGTERM');
+        await second.exited;
+      }
+      await queue.close();
+    }
+  });
+
+  it('returns a task whose outcome could not be written to pending, through its own worker', async () => {
+    const queue = await openRedisTaskQueue({
+      url: redis.url,
+      prefix: `unwritten-${randomBytes(4).toString('hex')}`,
+      leaseMs: 2_000,
+    });
+    const consumer = queue.consumer({ heartbeatMs: 500, sweepIntervalMs: 100, pollIntervalMs: 100 });
+    try {
+      await consumer.start();
+      const outcome = await queue.enqueue({ type: 'outage.write.fails', payload: { n: 1 } });
+      if (outcome.status !== 'enqueued') throw new Error(`enqueue refused: ${outcome.status}`);
+      const claimed = await consumer.claim();
+      expect(claimed?.id).toBe(outcome.task.id);
+      if (!claimed) return;
+      // A write Redis refuses for a reason other than the lock (out of memory, a read-only replica after a failover).
+      queue.finishDone = async () => {
+        throw new Error('OOM command not allowed when used memory > maxmemory');
+      };
+      await expect(consumer.complete(claimed, { ok: true })).rejects.toThrow(/OOM/);
+      Reflect.deleteProperty(queue, 'finishDone');
+      // The worker is alive and its heartbeat current, yet its own sweep takes the claim back: it no longer holds it.
+      const record = await waitUntil(
+        async () => {
+          const found = await queue.get(claimed.id);
+          return found?.state === 'pending' ? found : undefined;
+        },
+        { what: 'the task to be back in pending' },
+      );
+      expect(record.task?.history.map((attempt) => attempt.error.type)).toEqual(['WorkerDied']);
+      const again = await consumer.claim();
+      expect(again?.id).toBe(claimed.id);
+      if (!again) return;
+      expect(await consumer.complete(again, { ok: true })).toMatchObject({ state: 'done', recorded: true });
+      expect((await queue.get(claimed.id))?.state).toBe('done');
+    } finally {
+      await consumer.close();
+      await queue.close();
     }
   });
 });
