@@ -172,13 +172,19 @@ export class RedisTaskConsumer implements TaskConsumer {
     delete task.result;
     // Held before the claim is recorded: this consumer's sweep leaves alone only the claims it holds.
     this.#held.set(id, { type, token });
-    // The attempt is written at once (the file backend counts it at the next move instead): a recovery of this job
-    // then finds it counted in the data.
-    await this.queue.client
-      .multi()
-      .hset(this.queue.jobKey(type, id), 'data', JSON.stringify(task))
-      .hset(this.queue.key('claims'), id, JSON.stringify({ owner: this.owner, token }))
-      .exec();
+    try {
+      // The attempt is written at once (the file backend counts it at the next move instead): a recovery of this
+      // job then finds it counted in the data.
+      await this.queue.client
+        .multi()
+        .hset(this.queue.jobKey(type, id), 'data', JSON.stringify(task))
+        .hset(this.queue.key('claims'), id, JSON.stringify({ owner: this.owner, token }))
+        .exec();
+    } catch (error) {
+      // Not held, so not renewed: recovered when its lock runs out, or at once if the claim was written after all.
+      this.#held.delete(id);
+      throw error;
+    }
     this.#generation += 1;
     this.#pending.set(type, Math.max(0, (this.#pending.get(type) ?? 1) - 1));
     await this.queue.publish('claimed', id, type, 'active');
