@@ -15,9 +15,15 @@ export interface StartRedisOptions {
   timeoutMs?: number;
   /** Where to look for `redis-server`; a test sets it to show the "not installed" message. @default PATH, /usr/bin, /usr/local/bin, /usr/sbin */
   binaryDirectories?: string[];
+  /**
+   * Keep the data across a restart as an owner's Redis would (`appendonly yes`), every write on disk before it is
+   * answered (`appendfsync always`), so a SIGKILL loses nothing a client was told had happened.
+   * @default false (no persistence: quicker, and most tests never restart Redis)
+   */
+  persistence?: boolean;
 }
 
-/** A private redis-server on loopback, without persistence, its working directory a temporary one. */
+/** A private redis-server on loopback, its working directory a temporary one; persistent only if asked. */
 export interface RedisServer extends AsyncDisposable {
   host: '127.0.0.1';
   port: number;
@@ -28,6 +34,11 @@ export interface RedisServer extends AsyncDisposable {
   stop(): Promise<void>;
   /** SIGKILLs the server, as a crash would. */
   kill(): Promise<void>;
+  /**
+   * Stops the server if it runs (SIGTERM) and starts it again on the same port with the same directory, resolved
+   * once it answers PING: with `persistence`, it comes back with its data.
+   */
+  restart(): Promise<void>;
   /** Stops the server and removes `directory`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -42,37 +53,70 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   const binary = await findBinary(options.binaryDirectories ?? defaultDirectories());
   if (binary === undefined) throw new Error(`redis-server not found; install Redis: ${redisInstallCommand}`);
   const directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-redis-'));
+  const persistence = options.persistence
+    ? ['--appendonly', 'yes', '--appendfsync', 'always']
+    : ['--save', '', '--appendonly', 'no'];
+  const launch = (port: number) => launchRedis({ binary, port, directory, persistence, timeoutMs });
   let lastError: unknown;
   // A port that was free a moment ago can be taken before redis-server binds it; a few fresh picks make that harmless.
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const port = await freePort();
-    const child = spawn(
-      binary,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4_000);
-    });
     try {
-      await waitForPing(port, child, timeoutMs);
-      return handle(child, port, directory, timeoutMs);
+      return handle(await launch(port), port, directory, timeoutMs, () => launch(port));
     } catch (error) {
-      lastError = new Error(`redis-server on port ${port} did not start: ${(error as Error).message} ${stderr}`.trim());
-      await stopChild(child, 'SIGKILL', timeoutMs);
+      lastError = error;
     }
   }
   await rm(directory, { recursive: true, force: true });
   throw lastError;
 }
 
-function handle(child: ChildProcess, port: number, directory: string, timeoutMs: number): RedisServer {
-  let stopping: Promise<void> | undefined;
-  const stop = (signal: NodeJS.Signals) => {
-    stopping ??= stopChild(child, signal, timeoutMs);
-    return stopping;
+interface LaunchOptions {
+  binary: string;
+  port: number;
+  directory: string;
+  persistence: string[];
+  timeoutMs: number;
+}
+
+/** Starts redis-server and resolves with its process once it answers PING; a server that does not is killed. */
+async function launchRedis(options: LaunchOptions): Promise<ChildProcess> {
+  const { port, directory, timeoutMs } = options;
+  const child = spawn(
+    options.binary,
+    ['--port', String(port), '--bind', '127.0.0.1', ...options.persistence, '--dir', directory],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  try {
+    await waitForPing(port, child, timeoutMs);
+    return child;
+  } catch (error) {
+    await stopChild(child, 'SIGKILL', timeoutMs);
+    throw new Error(`redis-server on port ${port} did not start: ${(error as Error).message} ${stderr}`.trim());
+  }
+}
+
+function handle(
+  first: ChildProcess,
+  port: number,
+  directory: string,
+  timeoutMs: number,
+  launch: () => Promise<ChildProcess>,
+): RedisServer {
+  let child = first;
+  // Stop, kill and restart run one at a time, so a restart never overlaps a kill from the same test.
+  let queue: Promise<void> = Promise.resolve();
+  const serialise = (operation: () => Promise<void>): Promise<void> => {
+    const result = queue.then(operation);
+    queue = result.catch(() => {});
+    return result;
   };
+  const stop = (signal: NodeJS.Signals) => serialise(() => stopChild(child, signal, timeoutMs));
+  let disposed: Promise<void> | undefined;
   return {
     host: '127.0.0.1',
     port,
@@ -80,9 +124,17 @@ function handle(child: ChildProcess, port: number, directory: string, timeoutMs:
     directory,
     stop: () => stop('SIGTERM'),
     kill: () => stop('SIGKILL'),
-    async [Symbol.asyncDispose]() {
-      await stop('SIGTERM');
-      await rm(directory, { recursive: true, force: true });
+    restart: () =>
+      serialise(async () => {
+        await stopChild(child, 'SIGTERM', timeoutMs);
+        child = await launch();
+      }),
+    [Symbol.asyncDispose]() {
+      disposed ??= (async () => {
+        await stop('SIGTERM');
+        await rm(directory, { recursive: true, force: true });
+      })();
+      return disposed;
     },
   };
 }

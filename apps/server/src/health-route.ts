@@ -4,7 +4,7 @@ import * as z from 'zod';
 import { isAuthenticated } from './bearer-auth.ts';
 import type { AssistantServer } from './create-server.ts';
 import { modelStatus } from './model-status.ts';
-import type { RouteTable } from './route-table.ts';
+import { errorBodySchema, type RouteTable } from './route-table.ts';
 import type { ServerCatalog, ServerStatusSources } from './server-catalog.ts';
 
 export interface WorkerLiveness {
@@ -196,10 +196,14 @@ export function registerHealthRoute(app: AssistantServer, routes: RouteTable, op
     description:
       'The one route that answers without the token, for liveness probes: then it says only status, version and queue counts.',
     public: true,
-    responses: { 200: { description: 'the server answers', schema: healthSchema } },
+    responses: {
+      200: { description: 'the server answers', schema: healthSchema },
+      503: { description: 'QUEUE_UNAVAILABLE: the queue backend (Redis) is unreachable', schema: errorBodySchema },
+    },
     handler: async ({ request }): Promise<HealthBody | HealthDetails> => {
       const queue = options.queue();
-      // The queue's own counts: cheap enough to poll, never reading a task.
+      // The queue's own counts: cheap enough to poll, never reading a task. A Redis backend that is down throws
+      // QUEUE_UNAVAILABLE at once (503), so a probe learns of the outage instead of waiting for Redis.
       const stats = await queue.stats();
       const body: HealthBody = {
         status: 'ok',

@@ -186,6 +186,8 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,
+  // Redis is down: the route that needed it answers at once (/health, /metrics), and again once Redis is back.
+  QUEUE_UNAVAILABLE: 503,
   CHAT_NOT_FOUND: 404,
   CHAT_INPUT_INVALID: 400,
   CHAT_MESSAGE_TOO_LARGE: 413,

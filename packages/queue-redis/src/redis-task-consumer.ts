@@ -18,6 +18,7 @@ import {
   UnrecoverableError,
   workerDiedError,
 } from '@assistant/queue';
+import { isConnectionError } from './internal/redis-outage.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
 import type { RedisTaskQueue } from './redis-task-queue.ts';
 
@@ -73,7 +74,9 @@ export class RedisTaskConsumer implements TaskConsumer {
     });
     const report = await this.queue.recover({ skipOwner: this.owner.id });
     await this.#refreshCounts();
-    this.#every(this.#options.sweepIntervalMs, () => this.queue.recover({ skipOwner: this.owner.id }));
+    this.#every(this.#options.sweepIntervalMs, () =>
+      this.queue.recover({ skipOwner: this.owner.id, holds: (id) => this.#held.has(id) }),
+    );
     // The counts behind pendingCount follow the event stream between these; a missed event is corrected here.
     this.#every(Math.min(this.#options.pollIntervalMs, this.#options.rescanIntervalMs), () => this.#refreshCounts());
     this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
@@ -88,7 +91,11 @@ export class RedisTaskConsumer implements TaskConsumer {
         if (running || this.#closing) return;
         running = true;
         action()
-          .catch((error: unknown) => this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`))
+          .catch((error: unknown) => {
+            // An outage is reported once by the queue; the next round runs when Redis is back.
+            if (this.queue.outage.down || isConnectionError(error)) return;
+            this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`);
+          })
           .finally(() => {
             running = false;
           });
@@ -163,14 +170,21 @@ export class RedisTaskConsumer implements TaskConsumer {
     delete task.finishedAt;
     delete task.error;
     delete task.result;
-    // The attempt is written at once (the file backend counts it at the next move instead): a recovery of this job
-    // then finds it counted in the data.
-    await this.queue.client
-      .multi()
-      .hset(this.queue.jobKey(type, id), 'data', JSON.stringify(task))
-      .hset(this.queue.key('claims'), id, JSON.stringify({ owner: this.owner, token }))
-      .exec();
+    // Held before the claim is recorded: this consumer's sweep leaves alone only the claims it holds.
     this.#held.set(id, { type, token });
+    try {
+      // The attempt is written at once (the file backend counts it at the next move instead): a recovery of this
+      // job then finds it counted in the data.
+      await this.queue.client
+        .multi()
+        .hset(this.queue.jobKey(type, id), 'data', JSON.stringify(task))
+        .hset(this.queue.key('claims'), id, JSON.stringify({ owner: this.owner, token }))
+        .exec();
+    } catch (error) {
+      // Not held, so not renewed: recovered when its lock runs out, or at once if the claim was written after all.
+      this.#held.delete(id);
+      throw error;
+    }
     this.#generation += 1;
     this.#pending.set(type, Math.max(0, (this.#pending.get(type) ?? 1) - 1));
     await this.queue.publish('claimed', id, type, 'active');
@@ -188,7 +202,12 @@ export class RedisTaskConsumer implements TaskConsumer {
       byType.set(held.type, group);
     }
     for (const [type, group] of byType) {
-      await this.queue.backendOf(type).extendLocks(group.ids, group.tokens, this.queue.leaseMs);
+      const lapsed = await this.queue.backendOf(type).extendLocks(group.ids, group.tokens, this.queue.leaseMs);
+      // A lock that ran out while Redis was down is set again, unless someone took the job over meanwhile.
+      for (const id of lapsed) {
+        const held = this.#held.get(id);
+        if (held) await this.queue.retakeLock(type, id, held.token);
+      }
     }
   }
 
@@ -267,15 +286,26 @@ export class RedisTaskConsumer implements TaskConsumer {
   /**
    * Runs a move of a held job and forgets it; false when BullMQ refused it because the lock is no longer ours (a
    * stalled process whose job was recovered): the job is someone else's now and may run twice.
+   *
+   * A lock that merely ran out (Redis was down for longer than the lease, and this move waited for it) is set again
+   * and the move tried once more, so the task's outcome is kept rather than the task run again. A move that fails
+   * for another reason throws with the job forgotten here but its claim left in Redis: this consumer's sweep then
+   * returns it to pending like a dead worker's, so it is not stranded in active.
    */
   async #move(claimed: ClaimedTask, move: () => Promise<void>): Promise<boolean> {
+    const held = this.#heldOf(claimed);
     try {
-      await move();
+      try {
+        await move();
+      } catch (error) {
+        if (!isLockLost(error) || !(await this.queue.retakeLock(held.type, claimed.id, held.token))) throw error;
+        await move();
+      }
       await this.queue.client.hdel(this.queue.key('claims'), claimed.id);
       return true;
     } catch (error) {
+      if (!isLockLost(error)) throw error;
       const message = (error as Error).message;
-      if (!/lock|not in the active state|Missing key/i.test(message)) throw error;
       this.queue.logger.warn(
         `task ${claimed.id} (${claimed.task.type}) could not be moved on: this worker lost its lease (${message}); the task may run twice`,
       );
@@ -336,4 +366,9 @@ export class RedisTaskConsumer implements TaskConsumer {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** BullMQ's refusal of a move whose lock is not the caller's: gone (expired), another's, or the job moved on. */
+function isLockLost(error: unknown): boolean {
+  return /lock|not in the active state|Missing key/i.test((error as Error).message);
 }

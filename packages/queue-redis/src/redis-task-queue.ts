@@ -37,6 +37,7 @@ import {
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import * as z from 'zod';
+import { isConnectionError, RedisOutage } from './internal/redis-outage.ts';
 import { headsScript, rateWindowScript, takeOverScript } from './internal/scripts.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
 import { RedisTaskConsumer } from './redis-task-consumer.ts';
@@ -50,6 +51,16 @@ const claimSchema = z.object({
   token: z.string(),
 });
 export type ClaimRecord = z.infer<typeof claimSchema>;
+
+export interface RecoverOptions {
+  /** A live consumer's own id: its claims are left alone (its heartbeat would say alive anyway). */
+  skipOwner?: string;
+  /**
+   * Which of `skipOwner`'s claims it still holds. A claim it no longer holds (its outcome could not be written) is
+   * recovered like a dead worker's, or nothing would ever return it to pending. @default every claim is held
+   */
+  holds?: (id: string) => boolean;
+}
 
 /** BullMQ's backend methods this backend calls directly, with the shapes it passes (see the class comment). */
 interface JobBackend {
@@ -138,6 +149,8 @@ export class RedisTaskQueue implements TaskQueue {
   readonly maxTaskBytes: number;
   readonly retention: QueueConfig['retention'];
   readonly policies: QueueConfig['policies'];
+  /** Whether Redis is reachable now; says so in the log once per outage and once when it is back. */
+  readonly outage: RedisOutage;
   readonly #connect: () => Redis;
   readonly #displayUrl: string;
   readonly #queues = new Map<string, Queue>();
@@ -164,6 +177,7 @@ export class RedisTaskQueue implements TaskQueue {
       },
       overrides: {},
     };
+    this.outage = new RedisOutage({ client: this.client, displayUrl: this.#displayUrl, logger: this.logger });
     this.workers = new RedisWorkerDirectory({
       client: this.client,
       workersKey: this.key('workers'),
@@ -183,7 +197,11 @@ export class RedisTaskQueue implements TaskQueue {
     if (!queue) {
       // lockDuration is read by the backend's moveToActive and moveToFinished: the lease of a claim.
       queue = new Queue(type, { connection: this.client, prefix: this.prefix, lockDuration: this.leaseMs } as never);
-      queue.on('error', (error: Error) => this.logger.warn(`redis queue ${type}: ${error.message}`));
+      // The connection's own errors are the outage's to report (once); BullMQ repeats each of them per queue.
+      queue.on('error', (error: Error) => {
+        if (this.outage.down || isConnectionError(error)) return;
+        this.logger.warn(`redis queue ${type}: ${error.message}`);
+      });
       this.#queues.set(type, queue);
     }
     return queue;
@@ -232,7 +250,10 @@ export class RedisTaskQueue implements TaskQueue {
     const events = new RedisTaskEvents({
       connect: this.#connect,
       streamKey: this.key('events'),
-      onError: (error) => this.logger.warn(`reading the queue's event stream failed: ${error.message}`),
+      onError: (error) => {
+        if (this.outage.down || isConnectionError(error)) return;
+        this.logger.warn(`reading the queue's event stream failed: ${error.message}`);
+      },
     });
     this.#events.add(events);
     return events;
@@ -469,7 +490,13 @@ export class RedisTaskQueue implements TaskQueue {
     return options.limit === undefined ? result : result.slice(0, options.limit);
   }
 
+  /**
+   * Fails at once with QUEUE_UNAVAILABLE while Redis is unreachable, where every other call waits for it: /health,
+   * /metrics and the dashboard poll this and must answer, not hang until Redis is back.
+   */
   async stats(): Promise<QueueStats> {
+    const unavailable = this.outage.unavailableError();
+    if (unavailable) throw unavailable;
     const nowMs = Date.now();
     const stats: QueueStats = {
       pending: 0,
@@ -713,7 +740,7 @@ export class RedisTaskQueue implements TaskQueue {
    * spent with a `worker died` entry in the history. Safe from several processes at once: each job is taken over by
    * one script that checks the lock still holds the gone owner's token (see `takeOverScript`).
    */
-  async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
+  async recover(options: RecoverOptions = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
     for (const type of await this.types()) {
       for (const id of await this.client.lrange(this.keysOf(type).active, 0, -1)) {
@@ -728,11 +755,12 @@ export class RedisTaskQueue implements TaskQueue {
     return report;
   }
 
-  async #recoverJob(type: string, id: string, report: RecoveryReport, options: { skipOwner?: string }): Promise<void> {
+  async #recoverJob(type: string, id: string, report: RecoveryReport, options: RecoverOptions): Promise<void> {
     const claim = await this.claimOf(id);
     if (claim) {
-      if (claim.owner.id === options.skipOwner) return;
-      if ((await this.workers.livenessById(claim.owner.id)) === 'alive') return;
+      if (claim.owner.id === options.skipOwner) {
+        if (options.holds?.(id) ?? true) return;
+      } else if ((await this.workers.livenessById(claim.owner.id)) === 'alive') return;
     }
     const token = `recovery-${randomBytes(8).toString('hex')}`;
     // Without a recorded claim only an expired lock is taken over: the claimer may be writing its claim right now.
@@ -776,6 +804,25 @@ export class RedisTaskQueue implements TaskQueue {
   }
 
   // ------------------------------------------------------------------------ moves of a held job (lock `token`)
+
+  /**
+   * Sets a held job's lock again when it ran out while its holder could not renew it (Redis was down for longer than
+   * the lease): true when the job is still active and nobody else took it over, so the holder may still record what
+   * it did instead of running the task a second time. The same token, so the holder's other calls keep working.
+   */
+  async retakeLock(type: string, id: string, token: string): Promise<boolean> {
+    const taken = await this.client.eval(
+      takeOverScript,
+      2,
+      `${this.jobKey(type, id)}:lock`,
+      this.keysOf(type).active,
+      token,
+      token,
+      this.leaseMs,
+      id,
+    );
+    return taken === 1;
+  }
 
   /** Active → pending (BullMQ's delayed set) at `readyAtMs`, with `task` as its data. */
   async requeue(type: string, id: string, token: string, task: Task, readyAtMs: number): Promise<void> {
