@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AssistantError } from '@assistant/errors';
 import {
   attemptOf,
+  checkEnqueue,
   checkTaskRecord,
   type EnqueueOptions,
   type EnqueueOutcome,
@@ -10,6 +11,7 @@ import {
   jsonValueSchema,
   type ListOptions,
   maxTaskNestingDepth,
+  newTask,
   newTaskId,
   type PruneReport,
   patternMatches,
@@ -38,7 +40,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import * as z from 'zod';
 import { isConnectionError, RedisOutage } from './internal/redis-outage.ts';
-import { headsScript, rateWindowScript, takeOverScript } from './internal/scripts.ts';
+import { headsScript, holdDedupKeyScript, rateWindowScript, takeOverScript } from './internal/scripts.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
 import { RedisTaskConsumer } from './redis-task-consumer.ts';
 import { publishTaskEvent, RedisTaskEvents } from './redis-task-events.ts';
@@ -272,26 +274,11 @@ export class RedisTaskQueue implements TaskQueue {
   // ------------------------------------------------------------------------------------------------ enqueue
 
   async enqueue(options: EnqueueOptions): Promise<EnqueueOutcome> {
-    if (!isTaskType(options.type)) {
-      throw new AssistantError(
-        'BAD_REQUEST',
-        `Expected a task type of lower-case dot-separated words such as \`email.inbox.check\`, got \`${options.type}\``,
-      );
-    }
-    const priority = options.priority ?? 5;
-    if (!Number.isInteger(priority) || priority < 0 || priority > 9) {
-      throw new AssistantError('BAD_REQUEST', `Expected \`priority\` to be a digit 0-9, got \`${String(priority)}\``);
-    }
-    assertNestingDepth('payload', options.payload ?? null);
-    if (options.onResult !== undefined) assertNestingDepth('on_result', options.onResult);
-    const payload = checkedJson('payload', options.payload ?? null);
-    const onResult = options.onResult === undefined ? undefined : checkedJson('on_result', options.onResult);
-    const source = options.source ?? 'api';
+    const checked = checkEnqueue(options);
+    const { type, priority, source, fingerprint, usePolicies } = checked;
     const nowMs = Date.now();
-    const policy = this.policyFor(options.type);
-    const fingerprint = taskFingerprint(options.type, payload);
-    const usePolicies = options.policies ?? (source === 'scheduler' || source === 'automation');
-    const queue = this.queueOf(options.type);
+    const policy = this.policyFor(type);
+    const queue = this.queueOf(type);
     const id = newTaskId(nowMs);
     if (usePolicies && policy.dedup) {
       const existing = await this.client.get(`${this.keysOf(options.type).de}:${fingerprint}`);
@@ -322,20 +309,7 @@ export class RedisTaskQueue implements TaskQueue {
       }
     }
     const readyAtMs = Math.max(1, Math.floor(options.readyAtMs ?? nowMs));
-    const task: Task = {
-      id,
-      type: options.type,
-      priority,
-      createdAt: new Date(nowMs).toISOString(),
-      readyAt: new Date(readyAtMs).toISOString(),
-      source,
-      payload,
-      attempts: 0,
-      maxAttempts: policy.maxAttempts,
-      history: [],
-    };
-    if (options.integration !== undefined) task.integration = options.integration;
-    if (onResult !== undefined) task.onResult = onResult;
+    const task = newTask(checked, { id, nowMs, readyAtMs, policy, integration: options.integration });
     const text = JSON.stringify(task);
     this.#assertSize(text, options.type);
     await this.client.multi().sadd(this.key('types'), options.type).hset(this.key('ids'), id, options.type).exec();
@@ -350,8 +324,27 @@ export class RedisTaskQueue implements TaskQueue {
       if (policy.rateLimit) await this.client.zrem(this.key(`rate:${options.type}`), id);
       return this.#duplicate(options.type, source, job.id ?? '');
     }
+    // A manual enqueue is never refused as a duplicate, but it is one that later policed enqueues see, as a pending
+    // file is for the file backend: it takes the dedup key unless another task holds it.
+    if (!usePolicies && policy.dedup) await this.#holdDedupKey(type, id, fingerprint);
     await this.publish('added', id, options.type, 'pending');
     return { status: 'enqueued', task, location: this.locationOf(options.type, id) };
+  }
+
+  /**
+   * Points the type's dedup key for `fingerprint` at this task when no other task holds it, and marks the job so
+   * BullMQ drops the key when the job finishes. Left alone once the job has finished (it was quick): the key would
+   * then never be dropped.
+   */
+  async #holdDedupKey(type: string, id: string, fingerprint: string): Promise<void> {
+    await this.client.eval(
+      holdDedupKeyScript,
+      2,
+      `${this.keysOf(type).de}:${fingerprint}`,
+      this.jobKey(type, id),
+      id,
+      fingerprint,
+    );
   }
 
   #duplicate(type: string, source: string, existing: string): EnqueueOutcome {
@@ -614,6 +607,8 @@ export class RedisTaskQueue implements TaskQueue {
       throw new AssistantError('CONFLICT', `task ${id} was retried meanwhile`);
     }
     await this.#markDelayed(task.type);
+    if (this.policyFor(task.type).dedup)
+      await this.#holdDedupKey(task.type, id, taskFingerprint(task.type, task.payload));
     this.logger.info(`task ${id} (${task.type}) retried by hand`);
     await this.publish('requeued', id, task.type, 'pending');
     return { ...record, state: 'pending', task, name: record.name && { ...record.name, readyAtMs: nowMs } };
@@ -903,7 +898,7 @@ function compareIds(left: string, right: string): number {
   return left < right ? -1 : left > right ? 1 : 0;
 }
 
-function assertNestingDepth(field: string, value: unknown): void {
+function _assertNestingDepth(field: string, value: unknown): void {
   const depth = valueNestingDepth(value, maxTaskNestingDepth);
   if (depth > maxTaskNestingDepth) {
     throw new AssistantError(
@@ -914,7 +909,7 @@ function assertNestingDepth(field: string, value: unknown): void {
   }
 }
 
-function checkedJson(field: string, value: unknown): JsonValue {
+function _checkedJson(field: string, value: unknown): JsonValue {
   const checked = jsonValueSchema.safeParse(value);
   if (!checked.success) {
     throw new AssistantError('BAD_REQUEST', `${field} is not plain JSON data: ${checked.error.issues[0]?.message}`);

@@ -64,3 +64,15 @@ redis.call('ZADD', KEYS[1], now, ARGV[4])
 redis.call('PEXPIRE', KEYS[1], per)
 return {1}
 `;
+
+/**
+ * Takes a type's dedup key for a job that did not go through BullMQ's deduplication (a manual enqueue, a retry by
+ * hand) when nobody holds it, and sets the job's `deid` so BullMQ drops the key when the job finishes. KEYS: the
+ * dedup key, the job's hash. ARGV: the job id, the dedup id. Returns 1 when taken.
+ */
+export const holdDedupKeyScript = `
+if redis.call('HEXISTS', KEYS[2], 'finishedOn') == 1 or redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('HSET', KEYS[2], 'deid', ARGV[2])
+return 1
+`;

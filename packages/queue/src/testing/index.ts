@@ -160,6 +160,29 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       if (limited.status === 'rate_limited') expect(limited.retryAtMs).toBeGreaterThan(Date.now());
     });
 
+    it('counts a manual enqueue and a task retried by hand as pending duplicates for policed enqueues', async () => {
+      const queue = await open();
+      const consumer = consumerOf(queue);
+      await consumer.start();
+      const manual = enqueuedId(await queue.enqueue({ type: 'contract.manual', payload: { n: 1 }, source: 'api' }));
+      expect(await queue.enqueue({ type: 'contract.manual', payload: { n: 1 }, source: 'scheduler' })).toMatchObject({
+        status: 'duplicate',
+        existing: manual,
+      });
+      await consumer.fail(await claimNext(consumer), new UnrecoverableError('failed for good'));
+      // Failed: no longer pending, so a scheduled enqueue goes in; it runs and finishes.
+      const scheduled = enqueuedId(
+        await queue.enqueue({ type: 'contract.manual', payload: { n: 1 }, source: 'scheduler' }),
+      );
+      await consumer.complete(await claimNext(consumer), null);
+      expect((await queue.get(scheduled))?.state).toBe('done');
+      await queue.retry(manual);
+      expect(await queue.enqueue({ type: 'contract.manual', payload: { n: 1 }, source: 'scheduler' })).toMatchObject({
+        status: 'duplicate',
+        existing: manual,
+      });
+    });
+
     it('no longer counts a finished task as a duplicate', async () => {
       const queue = await open();
       const consumer = consumerOf(queue);
