@@ -1,24 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import {
   attemptOf,
-  backoffDelayMs,
   type ClaimedTask,
   type ClaimOptions,
-  DelayedError,
+  decideFailure,
   type FailOutcome,
   newWorkerOwner,
   type RecoveryReport,
   type ResultOutcome,
+  repeatMaintenance,
   resultProblem,
   type Task,
   type TaskConsumer,
   type TaskConsumerOptions,
   type TaskOwner,
-  toTaskError,
   UnrecoverableError,
   workerDiedError,
 } from '@assistant/queue';
-import { isConnectionError } from './internal/redis-outage.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
 import type { RedisTaskQueue } from './redis-task-queue.ts';
 
@@ -85,25 +83,14 @@ export class RedisTaskConsumer implements TaskConsumer {
   }
 
   #every(intervalMs: number, action: () => Promise<unknown>): void {
-    let running = false;
-    const timer = setInterval(
-      () => {
-        if (running || this.#closing) return;
-        running = true;
-        action()
-          .catch((error: unknown) => {
-            // An outage is reported once by the queue; the next round runs when Redis is back.
-            if (this.queue.outage.down || isConnectionError(error)) return;
-            this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`);
-          })
-          .finally(() => {
-            running = false;
-          });
-      },
-      Math.min(intervalMs, maxTimerMs),
+    this.#timers.push(
+      repeatMaintenance({
+        intervalMs,
+        action,
+        stopped: () => this.#closing !== undefined,
+        warn: (message) => this.queue.logger.warn(message),
+      }),
     );
-    timer.unref();
-    this.#timers.push(timer);
   }
 
   async #refreshCounts(): Promise<void> {
@@ -232,32 +219,17 @@ export class RedisTaskConsumer implements TaskConsumer {
 
   async fail(claimed: ClaimedTask, error: unknown): Promise<FailOutcome> {
     const held = this.#heldOf(claimed);
-    const nowMs = Date.now();
-    const finishedAt = new Date(nowMs).toISOString();
-    const taskError = toTaskError(error);
-    const { task } = claimed;
-    if (error instanceof DelayedError) {
-      const readyAtMs = Math.max(nowMs, Math.floor(error.untilMs));
-      await this.#backToPending(claimed, { ...task, attempts: task.attempts - 1 }, readyAtMs);
-      this.queue.logger.info(
-        `task ${task.id} (${task.type}) delayed until ${new Date(readyAtMs).toISOString()}: ${taskError.message}`,
-      );
-      return 'delayed';
-    }
-    const history = [...task.history, ...attemptOf(task, finishedAt, taskError)];
-    if (error instanceof UnrecoverableError || task.attempts >= task.maxAttempts) {
-      const failed: Task = { ...task, history, finishedAt, error: taskError };
+    const decision = decideFailure(claimed.task, error, this.queue.policyFor(claimed.task.type), Date.now());
+    if (decision.outcome === 'failed') {
+      const failed = decision.task;
       await this.#move(claimed, () =>
-        this.queue.finishFailed(held.type, claimed.id, held.token, failed, taskError.message),
+        this.queue.finishFailed(held.type, claimed.id, held.token, failed, failed.error?.message ?? 'failed'),
       );
       return 'failed';
     }
-    const readyAtMs = nowMs + backoffDelayMs(this.queue.policyFor(task.type).backoff, task.attempts);
-    await this.#backToPending(claimed, { ...task, history }, readyAtMs);
-    this.queue.logger.info(
-      `task ${task.id} (${task.type}) attempt ${task.attempts} of ${task.maxAttempts} failed (${taskError.message}); retrying at ${new Date(readyAtMs).toISOString()}`,
-    );
-    return 'retrying';
+    await this.#backToPending(claimed, decision.task, decision.readyAtMs);
+    this.queue.logger.info(decision.message);
+    return decision.outcome;
   }
 
   async release(claimed: ClaimedTask): Promise<void> {

@@ -1,11 +1,9 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
-import { backoffDelayMs } from './backoff.ts';
+import { scrubSecretsDeep } from '@assistant/errors';
 import { activeFileName, assertWorkerId, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
-import { attemptOf, workerDiedError } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
 import { maxTaskNestingDepth, valueNestingDepth } from './input-limits.ts';
 import type {
@@ -19,8 +17,10 @@ import type {
   WaitForWorkOptions,
 } from './interfaces.ts';
 import { PendingIndex } from './internal/pending-index.ts';
+import { repeatMaintenance } from './maintenance.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
-import { DelayedError, UnrecoverableError } from './task-errors.ts';
+import { attemptOf, decideFailure, workerDiedError } from './task-attempts.ts';
+import { UnrecoverableError } from './task-errors.ts';
 import { type JsonValue, jsonValueSchema, type Task, TaskFileError, type TaskOwner } from './task-file.ts';
 import { decodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
 
@@ -104,22 +104,14 @@ export class FileTaskConsumer implements TaskConsumer {
   }
 
   #every(intervalMs: number, action: () => Promise<unknown>): void {
-    let running = false;
-    const timer = setInterval(
-      () => {
-        // Never two runs at once: a slow disk must not pile up sweeps.
-        if (running || this.#closing) return;
-        running = true;
-        action()
-          .catch((error: unknown) => this.queue.logger.warn(`queue maintenance failed: ${(error as Error).message}`))
-          .finally(() => {
-            running = false;
-          });
-      },
-      Math.min(intervalMs, maxTimerMs),
+    this.#timers.push(
+      repeatMaintenance({
+        intervalMs,
+        action,
+        stopped: () => this.#closing !== undefined,
+        warn: (message) => this.queue.logger.warn(message),
+      }),
     );
-    timer.unref();
-    this.#timers.push(timer);
   }
 
   /**
@@ -248,30 +240,14 @@ export class FileTaskConsumer implements TaskConsumer {
    * backoff. Each attempt's error is kept in the task's history.
    */
   async fail(claimed: ClaimedTask, error: unknown): Promise<FailOutcome> {
-    const nowMs = this.queue.now();
-    const finishedAt = new Date(nowMs).toISOString();
-    const taskError = toTaskError(error);
-    const { task } = claimed;
-    if (error instanceof DelayedError) {
-      const readyAtMs = Math.max(nowMs, Math.floor(error.untilMs));
-      await this.#backToPending(claimed, { ...task, attempts: task.attempts - 1 }, readyAtMs);
-      this.queue.logger.info(
-        `task ${task.id} (${task.type}) delayed until ${new Date(readyAtMs).toISOString()}: ${taskError.message}`,
-      );
-      return 'delayed';
-    }
-    const history = [...task.history, ...attemptOf(task, finishedAt, taskError)];
-    if (error instanceof UnrecoverableError || task.attempts >= task.maxAttempts) {
-      await this.#finish(claimed, 'failed', { ...task, history, finishedAt, error: taskError });
+    const decision = decideFailure(claimed.task, error, this.queue.policyFor(claimed.task.type), this.queue.now());
+    if (decision.outcome === 'failed') {
+      await this.#finish(claimed, 'failed', decision.task);
       return 'failed';
     }
-    const policy = this.queue.policyFor(task.type);
-    const readyAtMs = nowMs + backoffDelayMs(policy.backoff, task.attempts);
-    await this.#backToPending(claimed, { ...task, history }, readyAtMs);
-    this.queue.logger.info(
-      `task ${task.id} (${task.type}) attempt ${task.attempts} of ${task.maxAttempts} failed (${taskError.message}); retrying at ${new Date(readyAtMs).toISOString()}`,
-    );
-    return 'retrying';
+    await this.#backToPending(claimed, decision.task, decision.readyAtMs);
+    this.queue.logger.info(decision.message);
+    return decision.outcome;
   }
 
   /** Returns a task to pending/ unrun, its attempt not counted: the worker is shutting down. */
@@ -383,33 +359,4 @@ export function resultProblem(result: unknown): { value: JsonValue } | string {
   }
   // Scrubbed here, where it enters a Task: an echoed token must not reach done/, and rewrites need not rescan it.
   return { value: scrubSecretsDeep(checked.data) };
-}
-
-/**
- * An error as a task records it, scrubbed of every loaded secret (an LLM endpoint that echoes the Authorization
- * header in its error body must not put the token into failed/ or the history).
- */
-export function toTaskError(error: unknown): { type: string; message: string; stack?: string } {
-  if (error instanceof Error) {
-    return {
-      type: scrubSecrets(error.name),
-      message: scrubSecrets(error.message),
-      ...(error.stack ? { stack: scrubSecrets(error.stack) } : {}),
-    };
-  }
-  return { type: 'Error', message: scrubSecrets(describeThrown(error)) };
-}
-
-/** Text for a thrown value that is not an Error: `{"code":42}` says more than `[object Object]`. */
-function describeThrown(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value !== null && typeof value === 'object') {
-    try {
-      const json = JSON.stringify(value);
-      if (json !== undefined) return `non-Error thrown: ${json.length > 500 ? `${json.slice(0, 500)}…` : json}`;
-    } catch {
-      // A cycle or a throwing toJSON: fall back to String().
-    }
-  }
-  return `non-Error thrown: ${String(value)}`;
 }

@@ -38,6 +38,7 @@ import { checkEnqueue, newTask } from './new-task.ts';
 import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
+import { attemptOf, workerDiedError } from './task-attempts.ts';
 import { checkTaskRecord, parseTaskFile, stringifyTask, type Task, TaskFileError } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
@@ -998,32 +999,6 @@ export class FileTaskQueue implements TaskQueue {
     }
     return report;
   }
-}
-
-/** Refuses a value nested deeper than `maxTaskNestingDepth` (a scalar is 0, `[]` is 1), naming the limit. */
-/** The error recorded for an attempt whose worker vanished without finishing it. */
-export function workerDiedError(task: Task): { type: string; message: string } {
-  const worker = task.worker;
-  return {
-    type: 'WorkerDied',
-    message: worker
-      ? `worker died: ${worker.id} (pid ${worker.pid} on ${worker.host}) stopped while running it`
-      : 'worker died: a worker claimed it and stopped before recording itself',
-  };
-}
-
-/** The history entry for the attempt `task` records as started, ended by `error`. */
-export function attemptOf(task: Task, finishedAt: string, error: { type: string; message: string; stack?: string }) {
-  if (task.startedAt === undefined) return [];
-  return [
-    {
-      attempt: task.attempts,
-      startedAt: task.startedAt,
-      finishedAt,
-      ...(task.worker ? { worker: task.worker.id } : {}),
-      error,
-    },
-  ];
 }
 
 /** What a read says when the file moved on between its listing and the read. */

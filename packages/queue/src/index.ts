@@ -4,8 +4,7 @@
 
 export { backoffDelayMs } from './backoff.ts';
 export { durationExamples, formatDuration, parseDuration } from './duration.ts';
-export { resultProblem, toTaskError } from './file-task-consumer.ts';
-export { attemptOf, workerDiedError } from './file-task-queue.ts';
+export { resultProblem } from './file-task-consumer.ts';
 export { newWorkerOwner } from './file-worker-directory.ts';
 export { canonicalJson, taskFingerprint } from './fingerprint.ts';
 export {
@@ -43,11 +42,13 @@ export {
   type WorkerDirectory,
   type WorkerInfo,
 } from './interfaces.ts';
+export { repeatMaintenance } from './maintenance.ts';
 export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
 export { type CheckedEnqueue, checkEnqueue, newTask } from './new-task.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
 export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
+export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
   checkTaskRecord,
