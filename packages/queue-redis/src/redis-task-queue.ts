@@ -4,6 +4,8 @@ import {
   attemptOf,
   checkEnqueue,
   checkTaskRecord,
+  defaultPolicy,
+  defaultRetention,
   type EnqueueOptions,
   type EnqueueOutcome,
   isTaskType,
@@ -168,17 +170,8 @@ export class RedisTaskQueue implements TaskQueue {
     this.logger = options.logger ?? silentLogger;
     this.leaseMs = options.leaseMs ?? 60_000;
     this.maxTaskBytes = settings.maxTaskBytes ?? 1_048_576;
-    this.retention = settings.retention ?? { doneMs: 7 * 86_400_000, failedMs: 30 * 86_400_000 };
-    this.policies = settings.policies ?? {
-      defaults: {
-        dedup: true,
-        rateLimit: null,
-        maxAttempts: 3,
-        backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
-        timeoutMs: 600_000,
-      },
-      overrides: {},
-    };
+    this.retention = settings.retention ?? defaultRetention;
+    this.policies = settings.policies ?? { defaults: defaultPolicy, overrides: {} };
     this.outage = new RedisOutage({ client: this.client, displayUrl: this.#displayUrl, logger: this.logger });
     this.workers = new RedisWorkerDirectory({
       client: this.client,

@@ -35,7 +35,7 @@ import type {
 } from './interfaces.ts';
 import { taskStates } from './interfaces.ts';
 import { checkEnqueue, newTask } from './new-task.ts';
-import type { QueueConfig, QueuePolicy } from './queue-config.ts';
+import { defaultPolicy, defaultRetention, type QueueConfig, type QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import { attemptOf, workerDiedError } from './task-attempts.ts';
@@ -117,17 +117,8 @@ export class FileTaskQueue implements TaskQueue {
     this.dataDirectory = path.resolve(options.dataDirectory ?? path.dirname(this.paths.root));
     this.durability = settings.durability ?? 'os';
     this.maxTaskBytes = settings.maxTaskBytes ?? 1_048_576;
-    this.retention = settings.retention ?? { doneMs: 7 * 86_400_000, failedMs: 30 * 86_400_000 };
-    this.policies = settings.policies ?? {
-      defaults: {
-        dedup: true,
-        rateLimit: null,
-        maxAttempts: 3,
-        backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
-        timeoutMs: 600_000,
-      },
-      overrides: {},
-    };
+    this.retention = settings.retention ?? defaultRetention;
+    this.policies = settings.policies ?? { defaults: defaultPolicy, overrides: {} };
     this.logger = options.logger ?? silentLogger;
     this.workers = new FileWorkerDirectory({
       directory: this.paths.workers,

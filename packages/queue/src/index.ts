@@ -46,7 +46,14 @@ export { repeatMaintenance } from './maintenance.ts';
 export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
 export { type CheckedEnqueue, checkEnqueue, newTask } from './new-task.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
-export { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from './queue-config.ts';
+export {
+  defaultPolicy,
+  defaultRetention,
+  durationSchema,
+  type QueueConfig,
+  type QueuePolicy,
+  queueSchema,
+} from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';

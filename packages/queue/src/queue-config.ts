@@ -67,13 +67,25 @@ const toPolicy = (value: {
   ...(value.timeout === undefined ? {} : { timeoutMs: value.timeout }),
 });
 
-const defaultPolicy = {
+interface QueuePolicyShape {
+  dedup: boolean;
+  rateLimit: { max: number; perMs: number } | null;
+  maxAttempts: number;
+  backoff: { type: 'fixed' | 'exponential'; delayMs: number; maxMs: number };
+  timeoutMs: number;
+}
+
+/** The policy of a task type no setting names. */
+export const defaultPolicy: QueuePolicyShape = {
   dedup: true,
   rateLimit: null,
   maxAttempts: 3,
   backoff: { type: 'exponential', delayMs: 30_000, maxMs: 3_600_000 },
   timeoutMs: 600_000,
-} as const;
+};
+
+/** How long finished tasks are kept when no setting says. */
+export const defaultRetention = { doneMs: 604_800_000, failedMs: 2_592_000_000 };
 
 const policyOverride = z.strictObject({
   dedup: policyFields.dedup.optional(),
