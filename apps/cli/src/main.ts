@@ -15,11 +15,12 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
   process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
 }
 
-// `assistant work` is the worker, which stays up: it starts from Node's compile cache and with the worker's heap
-// flags, both before the modules it runs load (@assistant/worker's memory-flags.ts says what each buys).
+// `assistant work` is the worker, which stays up: it restarts itself from Node's compile cache and with fewer malloc
+// arenas, and sets the worker's heap flags, before the modules it runs load (@assistant/worker's memory-flags.ts
+// says what each buys).
 if (workCommandLine(argv)) {
-  const { cacheCompiledModules, favourSmallHeap } = await import('@assistant/worker/memory-flags');
-  cacheCompiledModules();
+  const { leanStart, favourSmallHeap } = await import('@assistant/worker/memory-flags');
+  leanStart();
   favourSmallHeap();
 }
 
