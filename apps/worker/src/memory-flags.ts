@@ -10,9 +10,9 @@ import v8 from 'node:v8';
  * growth it changes is decided at each collection, so it takes effect from the next one.
  *
  * `--semi-space-growth-factor=1` keeps the young generation at the size it starts with (1 MB a semi-space) instead
- * of letting it grow to 16 MB a semi-space, which an idle worker kept committed: 25 MB off an idle worker and off the
- * peaks of an inbox drain, at the price of more scavenges, which the bench shows the drain does not notice
- * (docs/performance.md, "Issue 20: the worker's resident memory"). The other young-generation flags
+ * of letting it grow to 16 MB a semi-space, which an idle worker kept committed: 25 MB off an idle worker, at the
+ * price of more scavenges, which the inbox bench's drain does not notice (docs/performance.md, "Issue 20: the
+ * worker's resident memory"). The other young-generation flags
  * (`--max-semi-space-size`) are read only when the heap is set up, so this is the one that works from here; call
  * this before the worker's modules load, since loading them is what grew the young generation.
  */
