@@ -177,7 +177,10 @@ describe('the email integration against Dovecot', () => {
     const config = await writeMailboxConfig(dir, {
       dovecot,
       modelUrl: model.url,
+      // Every collect still to run when the server dies fails at once, and how many there are is a matter of timing:
+      // five would open the type's breaker for five minutes. This test is about retries, not the breaker.
       top: `worker: {concurrency: 2, poll_interval: 100ms, shutdown_grace: 2s}
+circuit_breaker: {failures: 1000}
 queue:
   policies:
     overrides:

@@ -1,31 +1,5 @@
 import { Command, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
-import { actCommand, approvalDecideCommand, approvalsListCommand } from './commands/approval-commands.ts';
-import { automationsExplainCommand } from './commands/automations-command.ts';
-import { chatCommand } from './commands/chat-command.ts';
-import { configCheckCommand } from './commands/config-check-command.ts';
-import { configSchemaCommand } from './commands/config-schema-command.ts';
-import { doctorCommand } from './commands/doctor-command.ts';
-import { enqueueCommand } from './commands/enqueue-command.ts';
-import { logCommand } from './commands/log-command.ts';
-import { mcpListCommand } from './commands/mcp-commands.ts';
-import { mcpServeCommand } from './commands/mcp-serve-command.ts';
-import { notesListCommand, notesSearchCommand, notesShowCommand } from './commands/notes-commands.ts';
-import {
-  queueListCommand,
-  queueMigrateCommand,
-  queuePruneCommand,
-  queueRecoverCommand,
-  queueStatsCommand,
-} from './commands/queue-commands.ts';
-import { serveCommand } from './commands/serve-command.ts';
-import { startCommand } from './commands/start-command.ts';
-import { steerCommand, taskWatchCommand } from './commands/steer-commands.ts';
-import { taskRerouteCommand, taskRetryCommand, taskShowCommand } from './commands/task-commands.ts';
-import { tokenCommand } from './commands/token-command.ts';
-import { triggerCommand } from './commands/trigger-command.ts';
-import { versionCommand } from './commands/version-command.ts';
-import { workCommand } from './commands/work-command.ts';
 import { globalOptions } from './global-options.ts';
 
 function collect(value: string, previous: string[]): string[] {
@@ -37,6 +11,10 @@ export interface CliProgram {
   /** The exit code the last command asked for (doctor exits 1 on a FAIL without throwing). */
   exitCode(): number;
 }
+
+// Each command's module is imported when that command runs, not when the command line is built: `assistant work` is
+// the worker, which stays up, and would otherwise hold the server (fastify and its routes), the MCP server and the
+// chat console for the whole of its life, about 10 MB it never uses (docs/performance.md, issue 20).
 
 /** The `assistant` command line. Errors are thrown, never printed or exited on here: runCli does both. */
 const steeringActionsText =
@@ -63,18 +41,28 @@ export function createProgram(context: CliContext): CliProgram {
     // How the lean supervisor checks the config in a child: warnings and errors as usual, then one JSON line.
     .addOption(new Option('--preflight').hideHelp())
     .action(async (options: { preflight?: boolean }, command: Command) =>
-      startCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/start-command.ts')).startCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   program
     .command('serve')
     .description('run only the server, in this process')
-    .action(async (_options, command: Command) => serveCommand({ globals: globalOptions(command, context), context }));
+    .action(async (_options, command: Command) =>
+      (await import('./commands/serve-command.ts')).serveCommand({ globals: globalOptions(command, context), context }),
+    );
   program
     .command('token')
     .description('print the API token (data/api-token, or server.token), for `Authorization: Bearer …`')
     .option('--path', 'print the file the token is kept in instead')
     .action(async (options: { path?: boolean }, command: Command) =>
-      tokenCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/token-command.ts')).tokenCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   program
     .command('work')
@@ -90,7 +78,12 @@ export function createProgram(context: CliContext): CliProgram {
       async (
         options: { concurrency?: string; exitWhenIdle?: boolean; types?: string; server?: string },
         command: Command,
-      ) => workCommand({ globals: globalOptions(command, context), context, ...options }),
+      ) =>
+        (await import('./commands/work-command.ts')).workCommand({
+          globals: globalOptions(command, context),
+          context,
+          ...options,
+        }),
     );
 
   program
@@ -115,7 +108,13 @@ export function createProgram(context: CliContext): CliProgram {
         type: string,
         options: { payload?: string; priority?: string; delay?: string; json?: boolean },
         command: Command,
-      ) => enqueueCommand({ globals: globalOptions(command, context), context, type, ...options }),
+      ) =>
+        (await import('./commands/enqueue-command.ts')).enqueueCommand({
+          globals: globalOptions(command, context),
+          context,
+          type,
+          ...options,
+        }),
     );
 
   program
@@ -131,7 +130,13 @@ export function createProgram(context: CliContext): CliProgram {
       ),
     )
     .action(async (integration: string, platform: string, options: { json?: boolean }, command: Command) =>
-      triggerCommand({ globals: globalOptions(command, context), context, integration, platform, ...options }),
+      (await import('./commands/trigger-command.ts')).triggerCommand({
+        globals: globalOptions(command, context),
+        context,
+        integration,
+        platform,
+        ...options,
+      }),
     );
 
   program
@@ -154,7 +159,14 @@ export function createProgram(context: CliContext): CliProgram {
       ].join('\n'),
     )
     .action(async (id: string, action: string, words: string[], options: { json?: boolean }, command: Command) =>
-      steerCommand({ globals: globalOptions(command, context), context, id, action, words, ...options }),
+      (await import('./commands/steer-commands.ts')).steerCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        action,
+        words,
+        ...options,
+      }),
     );
 
   program
@@ -177,7 +189,12 @@ export function createProgram(context: CliContext): CliProgram {
     )
     .action(
       async (id: string | undefined, options: { once?: boolean; json?: boolean; timeout?: string }, command: Command) =>
-        chatCommand({ globals: globalOptions(command, context), context, id, ...options }),
+        (await import('./commands/chat-command.ts')).chatCommand({
+          globals: globalOptions(command, context),
+          context,
+          id,
+          ...options,
+        }),
     );
 
   program
@@ -187,7 +204,11 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--all', 'every request, whatever its status')
     .option('--json', 'print them as JSON')
     .action(async (options: { status?: string; all?: boolean; json?: boolean }, command: Command) =>
-      approvalsListCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/approval-commands.ts')).approvalsListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   for (const decision of ['approve', 'reject'] as const) {
     program
@@ -200,7 +221,13 @@ export function createProgram(context: CliContext): CliProgram {
       .argument('<id>', 'the request id, e.g. ap-3f2c9d1e0a4b (see `assistant approvals`)')
       .option('--json', 'print the outcome as JSON')
       .action(async (id: string, options: { json?: boolean }, command: Command) =>
-        approvalDecideCommand({ globals: globalOptions(command, context), context, id, decision, ...options }),
+        (await import('./commands/approval-commands.ts')).approvalDecideCommand({
+          globals: globalOptions(command, context),
+          context,
+          id,
+          decision,
+          ...options,
+        }),
       );
   }
 
@@ -224,7 +251,12 @@ export function createProgram(context: CliContext): CliProgram {
       ].join('\n'),
     )
     .action(async (note: string, options: { rule?: string; platform?: string; json?: boolean }, command: Command) =>
-      automationsExplainCommand({ globals: globalOptions(command, context), context, note, ...options }),
+      (await import('./commands/automations-command.ts')).automationsExplainCommand({
+        globals: globalOptions(command, context),
+        context,
+        note,
+        ...options,
+      }),
     );
 
   program
@@ -248,7 +280,7 @@ export function createProgram(context: CliContext): CliProgram {
         options: { json?: boolean },
         command: Command,
       ) =>
-        actCommand({
+        (await import('./commands/approval-commands.ts')).actCommand({
           globals: globalOptions(command, context),
           context,
           instance,
@@ -266,7 +298,11 @@ export function createProgram(context: CliContext): CliProgram {
     .description('count tasks per state and type')
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) =>
-      queueStatsCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/queue-commands.ts')).queueStatsCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   queue
     .command('ls')
@@ -276,21 +312,33 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--limit <n>', 'at most this many')
     .option('--json', 'print JSON')
     .action(async (options: { state?: string; type?: string; limit?: string; json?: boolean }, command: Command) =>
-      queueListCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/queue-commands.ts')).queueListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   queue
     .command('prune')
     .description('remove done and failed tasks past their retention')
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) =>
-      queuePruneCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/queue-commands.ts')).queuePruneCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
   queue
     .command('recover')
     .description('return tasks of stopped workers to pending/ and sweep leftovers, once')
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) =>
-      queueRecoverCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/queue-commands.ts')).queueRecoverCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
 
   queue
@@ -300,7 +348,11 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--dry-run', 'count what would move, move nothing')
     .option('--json', 'print JSON')
     .action(async (options: { to: string; dryRun?: boolean; json?: boolean }, command: Command) =>
-      queueMigrateCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/queue-commands.ts')).queueMigrateCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
 
   const task = program.command('task').description('look at or retry one task');
@@ -310,7 +362,12 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('<id>', 'the task id')
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
-      taskShowCommand({ globals: globalOptions(command, context), context, id, ...options }),
+      (await import('./commands/task-commands.ts')).taskShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        ...options,
+      }),
     );
   task
     .command('retry')
@@ -327,7 +384,12 @@ export function createProgram(context: CliContext): CliProgram {
         options: { json?: boolean; state?: string; type?: string; since?: string; dryRun?: boolean },
         command: Command,
       ) => {
-        exitCode = await taskRetryCommand({ globals: globalOptions(command, context), context, id, ...options });
+        exitCode = await (await import('./commands/task-commands.ts')).taskRetryCommand({
+          globals: globalOptions(command, context),
+          context,
+          id,
+          ...options,
+        });
       },
     );
   task
@@ -336,7 +398,12 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('<id>', 'the task id')
     .option('--json', 'one JSON object per line')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
-      taskWatchCommand({ globals: globalOptions(command, context), context, id, ...options }),
+      (await import('./commands/steer-commands.ts')).taskWatchCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        ...options,
+      }),
     );
   task
     .command('reroute')
@@ -344,7 +411,12 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('<id>', 'the task id')
     .option('--json', 'print JSON')
     .action(async (id: string, options: { json?: boolean }, command: Command) =>
-      taskRerouteCommand({ globals: globalOptions(command, context), context, id, ...options }),
+      (await import('./commands/task-commands.ts')).taskRerouteCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        ...options,
+      }),
     );
 
   const notes = program.command('notes').description('list, show and search notes');
@@ -354,7 +426,7 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('[path]', 'a folder relative to the notes root')
     .option('--json', 'print JSON')
     .action(async (folder: string | undefined, options: { json?: boolean }, command: Command) =>
-      notesListCommand({
+      (await import('./commands/notes-commands.ts')).notesListCommand({
         globals: globalOptions(command, context),
         context,
         ...options,
@@ -367,7 +439,12 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('<path>', 'the note, relative to the notes root')
     .option('--json', 'print JSON')
     .action(async (notePath: string, options: { json?: boolean }, command: Command) =>
-      notesShowCommand({ globals: globalOptions(command, context), context, notePath, ...options }),
+      (await import('./commands/notes-commands.ts')).notesShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        notePath,
+        ...options,
+      }),
     );
   notes
     .command('search')
@@ -378,7 +455,7 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--json', 'print JSON')
     .action(
       async (query: string | undefined, options: { where: string[]; in?: string; json?: boolean }, command: Command) =>
-        notesSearchCommand({
+        (await import('./commands/notes-commands.ts')).notesSearchCommand({
           globals: globalOptions(command, context),
           context,
           where: options.where,
@@ -399,7 +476,7 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('[server]', 'only this server')
     .option('--json', 'print JSON')
     .action(async (server: string | undefined, options: { json?: boolean }, command: Command) => {
-      exitCode = await mcpListCommand({
+      exitCode = await (await import('./commands/mcp-commands.ts')).mcpListCommand({
         globals: globalOptions(command, context),
         context,
         ...(server === undefined ? {} : { server }),
@@ -422,7 +499,10 @@ export function createProgram(context: CliContext): CliProgram {
       ].join('\n'),
     )
     .action(async (_options, command: Command) =>
-      mcpServeCommand({ globals: globalOptions(command, context), context }),
+      (await import('./commands/mcp-serve-command.ts')).mcpServeCommand({
+        globals: globalOptions(command, context),
+        context,
+      }),
     );
 
   program
@@ -431,7 +511,11 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--date <date>', 'YYYY-MM-DD (default: today)')
     .option('--follow', 'keep printing new lines until Ctrl-C')
     .action(async (options: { date?: string; follow?: boolean }, command: Command) =>
-      logCommand({ globals: globalOptions(command, context), context, ...options }),
+      (await import('./commands/log-command.ts')).logCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
     );
 
   const config = program.command('config').description('check the configuration or print its schema');
@@ -439,23 +523,29 @@ export function createProgram(context: CliContext): CliProgram {
     .command('check')
     .description('validate config.yaml and secrets.yaml and summarise them')
     .action(async (_options, command: Command) =>
-      configCheckCommand({ globals: globalOptions(command, context), context }),
+      (await import('./commands/config-check-command.ts')).configCheckCommand({
+        globals: globalOptions(command, context),
+        context,
+      }),
     );
   config
     .command('schema')
     .description('print a JSON Schema of config.yaml for editor completion')
-    .action(() => configSchemaCommand(context));
+    .action(async () => (await import('./commands/config-schema-command.ts')).configSchemaCommand(context));
 
   program
     .command('doctor')
     .description('check config, data directories, LLM endpoints and credentials')
     .action(async (_options, command: Command) => {
-      exitCode = await doctorCommand({ globals: globalOptions(command, context), context });
+      exitCode = await (await import('./commands/doctor-command.ts')).doctorCommand({
+        globals: globalOptions(command, context),
+        context,
+      });
     });
   program
     .command('version')
     .description('print the version')
-    .action(() => versionCommand(context));
+    .action(async () => (await import('./commands/version-command.ts')).versionCommand(context));
 
   return { program, exitCode: () => exitCode };
 }

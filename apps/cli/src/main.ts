@@ -1,5 +1,6 @@
 // The `assistant` command: `node apps/cli/src/main.ts <command>`, or through bin/assistant.js.
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 // Belt and braces behind the explicit 0600/0700 modes at every write: anything this process or its children create
 // (a handler that forgets a mode, a script's output) is the owner's alone. Data holds mail and transcripts.
@@ -14,6 +15,30 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
   process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
 }
 
+// `assistant work` is the worker, which stays up: it restarts itself from Node's compile cache and with fewer malloc
+// arenas, and sets the worker's heap flags, before the modules it runs load (@assistant/worker's memory-flags.ts
+// says what each buys).
+if (workCommandLine(argv)) {
+  const { leanStart, favourSmallHeap } = await import('@assistant/worker/memory-flags');
+  leanStart();
+  favourSmallHeap();
+}
+
 const { runCli } = await import('./run-cli.ts');
 // exitCode rather than process.exit(): piped stdout is flushed before the process ends on its own.
 process.exitCode = await runCli({ argv });
+
+/** Whether the command line runs `assistant work`, global options and all; a wrong one is runCli's to explain. */
+function workCommandLine(args: readonly string[]): boolean {
+  try {
+    const { positionals } = parseArgs({
+      args: [...args],
+      options: { config: { type: 'string' }, data: { type: 'string' } },
+      allowPositionals: true,
+      strict: false,
+    });
+    return positionals[0] === 'work';
+  } catch {
+    return false;
+  }
+}

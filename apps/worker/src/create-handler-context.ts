@@ -15,7 +15,7 @@ import {
   transcriptsFolder,
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
-import { McpServers } from '@assistant/mcp';
+import { McpServers } from '@assistant/mcp/client';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import { type EnqueueOutcome, outageDelay, type Task, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';

@@ -1,12 +1,18 @@
 // The worker process: `node apps/worker/src/main.ts --config FILE [--data DIR]` (or ASSISTANT_CONFIG and
 // ASSISTANT_DATA). `assistant start` runs it as a child; `assistant work` runs the same code in-process.
 
-import { loadRuntime } from '@assistant/integration-host';
-import { exitAfterShutdownGrace, installation, runProcessMain } from '@assistant/process';
-import { favourSmallHeap } from './memory-flags.ts';
-import { runWorker } from './run-worker.ts';
+import { favourSmallHeap, leanStart } from './memory-flags.ts';
 
+// Both before anything else loads: the process restarts from Node's compile cache, which then covers the modules
+// imported below, and the heap flags keep loading them from growing the young generation (memory-flags.ts).
+leanStart();
 favourSmallHeap();
+
+const [{ loadRuntime }, { exitAfterShutdownGrace, installation, runProcessMain }, { runWorker }] = await Promise.all([
+  import('@assistant/integration-host'),
+  import('@assistant/process'),
+  import('./run-worker.ts'),
+]);
 
 await runProcessMain({
   name: 'worker',

@@ -1,3 +1,5 @@
+import module from 'node:module';
+import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 
 /**
@@ -6,7 +8,71 @@ import v8 from 'node:v8';
  * heap growth let it hold 300–400 MB of garbage; with `--optimize-for-size` it stays under 200 MB, and the model, not
  * the GC, stays the bottleneck (docs/performance.md, issue 20). Set at run time, before the work starts: the heap
  * growth it changes is decided at each collection, so it takes effect from the next one.
+ *
+ * `--semi-space-growth-factor=1` keeps the young generation at the size it starts with (1 MB a semi-space) instead
+ * of letting it grow to 16 MB a semi-space, which an idle worker kept committed: 25 MB off an idle worker, at the
+ * price of more scavenges, which the inbox bench's drain does not notice (docs/performance.md, "Issue 20: the
+ * worker's resident memory"). The other young-generation flags
+ * (`--max-semi-space-size`) are read only when the heap is set up, so this is the one that works from here; call
+ * this before the worker's modules load, since loading them is what grew the young generation.
  */
 export function favourSmallHeap(): void {
   v8.setFlagsFromString('--optimize-for-size');
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+/** What the replaced process is started with, when its environment does not say otherwise. */
+const leanEnvironment = (compileCacheDirectory: string): Record<string, string> => ({
+  // What type stripping produced and V8's compiled code, kept beside the code they are made from (where only whoever
+  // can change that code can write), so that a start reads them instead of stripping every TypeScript file again.
+  // Stripping runs in a WebAssembly instance whose memory never shrinks, and keeps each file's source twice: about
+  // 25 MB of an idle worker. NODE_DISABLE_COMPILE_CACHE turns it off.
+  NODE_COMPILE_CACHE: compileCacheDirectory,
+  // glibc gives each thread that allocates its own arena of freed memory; two arenas for Node's dozen threads took
+  // about 10 MB off the peaks of an inbox drain at no cost in throughput.
+  MALLOC_ARENA_MAX: '2',
+});
+
+/** Names the variables leanStart added, so the replaced process can take them out again. */
+const addedVariable = 'ASSISTANT_LEAN_START';
+
+/**
+ * Replaces this process (same pid, same arguments, same open files) with one started the way a long-lived worker
+ * should be: from Node's compile cache and with at most two malloc arenas (`leanEnvironment` says what each buys;
+ * docs/performance.md, "Issue 20: the worker's resident memory"). Both must be in the environment when the process
+ * starts: the entry file is stripped, and glibc's arenas set up, before any code of ours runs. The new process takes
+ * the variables it was given back out of its environment, so the scripts and MCP servers it starts get the defaults
+ * and do not write their caches into ours; a variable the owner set is left as it is.
+ *
+ * Call it first in an entry point, before anything else is done or loaded. Where Node cannot replace a process
+ * (before 23.11) the compile cache is opened from here instead, and covers what loads next.
+ */
+export function leanStart(): void {
+  const added = process.env[addedVariable];
+  if (added !== undefined) {
+    for (const name of [addedVariable, ...added.split(',')]) delete process.env[name];
+    return;
+  }
+  const compileCacheDirectory = fileURLToPath(
+    new URL('../../../node_modules/.cache/assistant-compile-cache', import.meta.url),
+  );
+  const missing = Object.entries(leanEnvironment(compileCacheDirectory)).filter(
+    ([name]) =>
+      process.env[name] === undefined &&
+      !(name === 'NODE_COMPILE_CACHE' && process.env.NODE_DISABLE_COMPILE_CACHE !== undefined),
+  );
+  if (missing.length === 0) return;
+  if (typeof process.execve === 'function' && process.argv[1] !== undefined) {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+      ...process.env,
+      ...Object.fromEntries(missing),
+      [addedVariable]: missing.map(([name]) => name).join(','),
+    });
+  }
+  if (process.env.NODE_DISABLE_COMPILE_CACHE !== undefined || module.getCompileCacheDir?.() !== undefined) return;
+  try {
+    module.enableCompileCache?.(compileCacheDirectory);
+  } catch {
+    // A cache is an optimisation: a start without it is only bigger.
+  }
 }

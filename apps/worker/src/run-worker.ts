@@ -3,7 +3,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
-import { McpServers } from '@assistant/mcp';
+import { McpServers } from '@assistant/mcp/client';
 import { TaskMetrics, workerProcess } from '@assistant/metrics';
 import {
   FileHumanLog,

@@ -1,10 +1,9 @@
 import type { McpServerConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, McpError, type Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
-import { ProcessGroupStdioTransport } from './process-group-stdio-transport.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult, McpError, Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
+import type { ProcessGroupStdioTransport } from './process-group-stdio-transport.ts';
 
 /** Where a server is in its life: never started, starting, up, down (failed or crashed) until `retryAtMs`, closed. */
 export type ServerState = 'idle' | 'starting' | 'ready' | 'down' | 'closed';
@@ -28,6 +27,37 @@ export interface ServerConnectionOptions {
   config: McpServerConfig;
   logger: McpLogger;
   backoff: RestartBackoff;
+}
+
+interface ClientSdk {
+  Client: typeof Client;
+  getDefaultEnvironment: () => Record<string, string>;
+  StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
+  McpError: typeof McpError;
+  ProcessGroupStdioTransport: typeof ProcessGroupStdioTransport;
+}
+
+// The MCP SDK (the client, its transports and the protocol's schemas) loads when a server is first started, not with
+// the worker: most workers never start one, and a worker holds what it loaded for the whole of its life (about 10 MB
+// here; docs/performance.md, issue 20).
+let clientSdk: ClientSdk | undefined;
+
+async function loadClientSdk(): Promise<ClientSdk> {
+  const [client, stdio, http, types, transport] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('./process-group-stdio-transport.ts'),
+  ]);
+  clientSdk = {
+    Client: client.Client,
+    getDefaultEnvironment: stdio.getDefaultEnvironment,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    McpError: types.McpError,
+    ProcessGroupStdioTransport: transport.ProcessGroupStdioTransport,
+  };
+  return clientSdk;
 }
 
 const clientInfo = { name: 'assistant', version: '0.1.0' };
@@ -71,7 +101,7 @@ export class ServerConnection {
 
   /** The process id of a stdio server that is up. */
   get pid(): number | undefined {
-    return this.#transport instanceof ProcessGroupStdioTransport ? this.#transport.pid : undefined;
+    return this.#stdioTransport()?.pid;
   }
 
   /** Why the server last failed or crashed. */
@@ -139,7 +169,7 @@ export class ServerConnection {
       const message = error instanceof Error ? error.message : String(error);
       // A failure that is not the server's own answer (a refused connection, an unknown session after the server
       // restarted) ends an HTTP session: the next call starts a new one.
-      const answered = error instanceof McpError;
+      const answered = clientSdk !== undefined && error instanceof clientSdk.McpError;
       if (this.config.transport === 'http' && this.#state === 'ready' && !answered) {
         await this.#stop();
         this.#markIdle();
@@ -190,7 +220,7 @@ export class ServerConnection {
       },
       async (error: unknown) => {
         this.#starting = undefined;
-        const stderr = this.#transport instanceof ProcessGroupStdioTransport ? this.#transport.recentStderr : '';
+        const stderr = this.#stdioTransport()?.recentStderr ?? '';
         await this.#stop();
         if (this.#state === 'closed') throw error;
         const reason = error instanceof Error ? error.message : String(error);
@@ -202,7 +232,15 @@ export class ServerConnection {
     return starting;
   }
 
+  /** The transport when it is a stdio server's (its process), else undefined. */
+  #stdioTransport(): ProcessGroupStdioTransport | undefined {
+    const transport = this.#transport;
+    return clientSdk !== undefined && transport instanceof clientSdk.ProcessGroupStdioTransport ? transport : undefined;
+  }
+
   async #connect(): Promise<Client> {
+    const { Client, getDefaultEnvironment, ProcessGroupStdioTransport, StreamableHTTPClientTransport } =
+      clientSdk ?? (await loadClientSdk());
     const client = new Client(clientInfo, { capabilities: {} });
     const config = this.config;
     let transport: ProcessGroupStdioTransport | StreamableHTTPClientTransport;
@@ -230,7 +268,7 @@ export class ServerConnection {
   /** The connection ended. Unless we closed it, a stdio server crashed (or exited): restart it after the backoff. */
   #onClosed(client: Client): void {
     if (this.#client !== client || this.#state !== 'ready') return;
-    const stderr = this.#transport instanceof ProcessGroupStdioTransport ? this.#transport.recentStderr : '';
+    const stderr = this.#stdioTransport()?.recentStderr ?? '';
     this.#client = undefined;
     this.#transport = undefined;
     if (this.config.transport === 'http') {

@@ -1,0 +1,76 @@
+// The worker's lean restart (apps/worker/src/memory-flags.ts): the process replaces itself, same pid, with one started
+// from Node's compile cache and with two malloc arenas, and takes what it added back out of the environment its
+// children inherit, leaving what the owner set alone.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { repoRoot, startNode } from './helpers/node-process.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+
+const reportSchema = z.object({
+  pid: z.number(),
+  compileCacheDir: z.string().nullable(),
+  nodeCompileCache: z.string().nullable(),
+  mallocArenaMax: z.string().nullable(),
+  added: z.string().nullable(),
+});
+
+/** An entry point that restarts lean and then says, in one line, what it runs with. */
+async function writeEntry(dir: TempDir): Promise<string> {
+  const memoryFlags = pathToFileURL(path.join(repoRoot, 'apps/worker/src/memory-flags.ts')).href;
+  const entry = path.join(dir.path, 'entry.mjs');
+  await writeFile(
+    entry,
+    `import module from 'node:module';
+const { leanStart } = await import(${JSON.stringify(memoryFlags)});
+leanStart();
+const value = (name) => process.env[name] ?? null;
+process.stdout.write(JSON.stringify({
+  pid: process.pid,
+  compileCacheDir: module.getCompileCacheDir() ?? null,
+  nodeCompileCache: value('NODE_COMPILE_CACHE'),
+  mallocArenaMax: value('MALLOC_ARENA_MAX'),
+  added: value('ASSISTANT_LEAN_START'),
+}) + '\\n');
+`,
+  );
+  return entry;
+}
+
+async function run(dir: TempDir, env: Record<string, string | undefined>) {
+  const child = startNode({ args: [await writeEntry(dir)], env });
+  const exit = await child.exited;
+  expect(exit.stderr).toBe('');
+  expect(exit.code).toBe(0);
+  const lines = exit.stdout.trim().split('\n');
+  // One line: the first image never got past leanStart.
+  expect(lines).toHaveLength(1);
+  return { pid: child.child.pid, report: reportSchema.parse(JSON.parse(lines[0] ?? '')) };
+}
+
+describe('leanStart', () => {
+  it('restarts the same pid from the compile cache with two arenas, and leaves neither to its children', async () => {
+    await using dir = await tempDir();
+    const { pid, report } = await run(dir, {
+      NODE_COMPILE_CACHE: undefined,
+      MALLOC_ARENA_MAX: undefined,
+      NODE_DISABLE_COMPILE_CACHE: undefined,
+    });
+    expect(report.pid).toBe(pid);
+    expect(report.compileCacheDir).toContain(path.join(repoRoot, 'node_modules/.cache/assistant-compile-cache'));
+    expect(report).toMatchObject({ nodeCompileCache: null, mallocArenaMax: null, added: null });
+  });
+
+  it("keeps the owner's own settings, and takes out only what it added", async () => {
+    await using dir = await tempDir();
+    const { report } = await run(dir, {
+      NODE_COMPILE_CACHE: undefined,
+      MALLOC_ARENA_MAX: '8',
+      NODE_DISABLE_COMPILE_CACHE: '1',
+    });
+    // Nothing was missing but what the owner turned off, so the process was not replaced.
+    expect(report).toMatchObject({ compileCacheDir: null, nodeCompileCache: null, mallocArenaMax: '8', added: null });
+  });
+});
