@@ -9,10 +9,7 @@ import {
   type EnqueueOptions,
   type EnqueueOutcome,
   isTaskType,
-  type JsonValue,
-  jsonValueSchema,
   type ListOptions,
-  maxTaskNestingDepth,
   newTask,
   newTaskId,
   type PruneReport,
@@ -35,7 +32,6 @@ import {
   type TaskState,
   taskFingerprint,
   taskStates,
-  valueNestingDepth,
   workerDiedError,
 } from '@assistant/queue';
 import { Queue } from 'bullmq';
@@ -889,23 +885,4 @@ function compareRunOrder(left: TaskRecord, right: TaskRecord): number {
 
 function compareIds(left: string, right: string): number {
   return left < right ? -1 : left > right ? 1 : 0;
-}
-
-function _assertNestingDepth(field: string, value: unknown): void {
-  const depth = valueNestingDepth(value, maxTaskNestingDepth);
-  if (depth > maxTaskNestingDepth) {
-    throw new AssistantError(
-      'BAD_REQUEST',
-      `${field} is nested more than ${maxTaskNestingDepth} levels deep; the limit is ${maxTaskNestingDepth} (maxTaskNestingDepth)`,
-      { hint: 'flatten the structure, or store deep content in a note and put its path in the payload' },
-    );
-  }
-}
-
-function _checkedJson(field: string, value: unknown): JsonValue {
-  const checked = jsonValueSchema.safeParse(value);
-  if (!checked.success) {
-    throw new AssistantError('BAD_REQUEST', `${field} is not plain JSON data: ${checked.error.issues[0]?.message}`);
-  }
-  return checked.data;
 }
