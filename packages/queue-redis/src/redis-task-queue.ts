@@ -8,6 +8,7 @@ import {
   defaultRetention,
   type EnqueueOptions,
   type EnqueueOutcome,
+  emptyQueueStats,
   isTaskType,
   type ListOptions,
   newTask,
@@ -480,16 +481,7 @@ export class RedisTaskQueue implements TaskQueue {
     const unavailable = this.outage.unavailableError();
     if (unavailable) throw unavailable;
     const nowMs = Date.now();
-    const stats: QueueStats = {
-      pending: 0,
-      ready: 0,
-      scheduled: 0,
-      active: 0,
-      done: 0,
-      failed: 0,
-      byType: {},
-      typesByState: { pending: {}, active: {}, done: {}, failed: {} },
-    };
+    const stats = emptyQueueStats();
     for (const [type, counts] of await this.countsByType(nowMs)) {
       stats.pending += counts.pending;
       stats.ready += counts.ready;

@@ -33,7 +33,7 @@ import type {
   TaskRecord,
   TaskState,
 } from './interfaces.ts';
-import { taskStates } from './interfaces.ts';
+import { emptyQueueStats, taskStates } from './interfaces.ts';
 import { checkEnqueue, newTask } from './new-task.ts';
 import { defaultPolicy, defaultRetention, type QueueConfig, type QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
@@ -525,16 +525,7 @@ export class FileTaskQueue implements TaskQueue {
 
   async stats(): Promise<QueueStats> {
     const nowMs = this.now();
-    const stats: QueueStats = {
-      pending: 0,
-      ready: 0,
-      scheduled: 0,
-      active: 0,
-      done: 0,
-      failed: 0,
-      byType: {},
-      typesByState: { pending: {}, active: {}, done: {}, failed: {} },
-    };
+    const stats = emptyQueueStats();
     for (const state of taskStates) {
       const entries = await this.entries(state);
       stats[state] = entries.length;

@@ -18,6 +18,7 @@ export {
   type ClaimOptions,
   type EnqueueOptions,
   type EnqueueOutcome,
+  emptyQueueStats,
   type FailOutcome,
   type ListOptions,
   type PruneReport,

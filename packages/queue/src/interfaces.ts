@@ -106,6 +106,20 @@ export interface QueueStats {
   typesByState: Record<TaskState, Record<string, number>>;
 }
 
+/** Stats of a queue with nothing in it, for a backend to count into. */
+export function emptyQueueStats(): QueueStats {
+  return {
+    pending: 0,
+    ready: 0,
+    scheduled: 0,
+    active: 0,
+    done: 0,
+    failed: 0,
+    byType: {},
+    typesByState: { pending: {}, active: {}, done: {}, failed: {} },
+  };
+}
+
 /** What a recovery pass did; every list holds task ids (or, for things that were not tasks, their location). */
 export interface RecoveryReport {
   requeued: string[];
