@@ -1,6 +1,6 @@
 // The worker's lean restart (apps/worker/src/memory-flags.ts): the process replaces itself, same pid, with one started
-// from Node's compile cache and with two malloc arenas, and takes what it added back out of the environment its
-// children inherit, leaving what the owner set alone.
+// with the worker's V8 flags, from Node's compile cache and with two malloc arenas, and takes what it added back out
+// of the environment its children inherit, leaving what the owner set alone.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,6 +15,7 @@ const reportSchema = z.object({
   nodeCompileCache: z.string().nullable(),
   mallocArenaMax: z.string().nullable(),
   added: z.string().nullable(),
+  execArgv: z.array(z.string()),
 });
 
 /** An entry point that restarts lean and then says, in one line, what it runs with. */
@@ -33,14 +34,17 @@ process.stdout.write(JSON.stringify({
   nodeCompileCache: value('NODE_COMPILE_CACHE'),
   mallocArenaMax: value('MALLOC_ARENA_MAX'),
   added: value('ASSISTANT_LEAN_START'),
+  execArgv: process.execArgv,
 }) + '\\n');
 `,
   );
   return entry;
 }
 
-async function run(dir: TempDir, env: Record<string, string | undefined>) {
-  const child = startNode({ args: [await writeEntry(dir)], env });
+const workerFlags = ['--optimize-for-size', '--semi-space-growth-factor=1'];
+
+async function run(dir: TempDir, env: Record<string, string | undefined>, nodeArgs: readonly string[] = []) {
+  const child = startNode({ args: [...nodeArgs, await writeEntry(dir)], env });
   const exit = await child.exited;
   expect(exit.stderr).toBe('');
   expect(exit.code).toBe(0);
@@ -51,7 +55,7 @@ async function run(dir: TempDir, env: Record<string, string | undefined>) {
 }
 
 describe('leanStart', () => {
-  it('restarts the same pid from the compile cache with two arenas, and leaves neither to its children', async () => {
+  it('restarts the same pid with the V8 flags, from the compile cache with two arenas, leaving no variable to children', async () => {
     await using dir = await tempDir();
     const { pid, report } = await run(dir, {
       NODE_COMPILE_CACHE: undefined,
@@ -59,6 +63,8 @@ describe('leanStart', () => {
       NODE_DISABLE_COMPILE_CACHE: undefined,
     });
     expect(report.pid).toBe(pid);
+    // On the command line, so they are in place before V8 sets up the heap (never set at run time: decision 0016).
+    expect(report.execArgv).toEqual(workerFlags);
     expect(report.compileCacheDir).toContain(path.join(repoRoot, 'node_modules/.cache/assistant-compile-cache'));
     expect(report).toMatchObject({ nodeCompileCache: null, mallocArenaMax: null, added: null });
   });
@@ -70,7 +76,16 @@ describe('leanStart', () => {
       MALLOC_ARENA_MAX: '8',
       NODE_DISABLE_COMPILE_CACHE: '1',
     });
-    // Nothing was missing but what the owner turned off, so the process was not replaced.
+    // Restarted for the flags alone: the cache the owner turned off stays off, and their arena count stays.
+    expect(report.execArgv).toEqual(workerFlags);
     expect(report).toMatchObject({ compileCacheDir: null, nodeCompileCache: null, mallocArenaMax: '8', added: null });
+  });
+
+  it('leaves alone a process that already runs as it would restart', async () => {
+    await using dir = await tempDir();
+    const cache = path.join(dir.path, 'cache');
+    const { report } = await run(dir, { NODE_COMPILE_CACHE: cache, MALLOC_ARENA_MAX: '2' }, workerFlags);
+    expect(report.execArgv).toEqual(workerFlags);
+    expect(report).toMatchObject({ nodeCompileCache: cache, mallocArenaMax: '2', added: null });
   });
 });

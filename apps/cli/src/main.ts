@@ -15,13 +15,12 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
   process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
 }
 
-// `assistant work` is the worker, which stays up: it restarts itself from Node's compile cache and with fewer malloc
-// arenas, and sets the worker's heap flags, before the modules it runs load (@assistant/worker's memory-flags.ts
-// says what each buys).
+// `assistant work` is the worker, which stays up: it restarts itself with the worker's heap flags, from Node's compile
+// cache and with fewer malloc arenas, before the modules it runs load (@assistant/worker's memory-flags.ts says what
+// each buys).
 if (workCommandLine(argv)) {
-  const { leanStart, favourSmallHeap } = await import('@assistant/worker/memory-flags');
+  const { leanStart } = await import('@assistant/worker/memory-flags');
   leanStart();
-  favourSmallHeap();
 }
 
 const { runCli } = await import('./run-cli.ts');

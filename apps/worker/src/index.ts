@@ -9,5 +9,4 @@ export {
   ensureDataDirectories,
   queueDirectoryNames,
 } from './data-directories.ts';
-export { favourSmallHeap } from './memory-flags.ts';
 export { type RunWorkerOptions, runWorker } from './run-worker.ts';

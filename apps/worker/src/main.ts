@@ -1,12 +1,11 @@
 // The worker process: `node apps/worker/src/main.ts --config FILE [--data DIR]` (or ASSISTANT_CONFIG and
 // ASSISTANT_DATA). `assistant start` runs it as a child; `assistant work` runs the same code in-process.
 
-import { favourSmallHeap, leanStart } from './memory-flags.ts';
+import { leanStart } from './memory-flags.ts';
 
-// Both before anything else loads: the process restarts from Node's compile cache, which then covers the modules
-// imported below, and the heap flags keep loading them from growing the young generation (memory-flags.ts).
+// Before anything else loads: the process restarts with the worker's heap flags and from Node's compile cache, which
+// then covers the modules imported below (memory-flags.ts).
 leanStart();
-favourSmallHeap();
 
 const [{ loadRuntime }, { exitAfterShutdownGrace, installation, runProcessMain }, { runWorker }] = await Promise.all([
   import('@assistant/integration-host'),

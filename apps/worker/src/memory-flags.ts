@@ -1,25 +1,24 @@
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
-import v8 from 'node:v8';
 
 /**
- * Tells V8 to favour a small heap over GC time in the worker process. A worker's live heap is small (about 60 MB
+ * The V8 flags a long-lived worker starts with, on the command line of the process leanStart replaces this one with.
+ *
+ * `--optimize-for-size` tells V8 to favour a small heap over GC time. A worker's live heap is small (about 60 MB
  * through a 1,000-message inbox) but its allocation rate is high (parsed mail, YAML, JSON bodies), and V8's default
- * heap growth let it hold 300–400 MB of garbage; with `--optimize-for-size` it stays under 200 MB, and the model, not
- * the GC, stays the bottleneck (docs/performance.md, issue 20). Set at run time, before the work starts: the heap
- * growth it changes is decided at each collection, so it takes effect from the next one.
+ * heap growth let it hold 300–400 MB of garbage; with this flag it stays under 200 MB, and the model, not the GC,
+ * stays the bottleneck (docs/performance.md, issue 20).
  *
  * `--semi-space-growth-factor=1` keeps the young generation at the size it starts with (1 MB a semi-space) instead
  * of letting it grow to 16 MB a semi-space, which an idle worker kept committed: 25 MB off an idle worker, at the
  * price of more scavenges, which the inbox bench's drain does not notice (docs/performance.md, "Issue 20: the
- * worker's resident memory"). The other young-generation flags
- * (`--max-semi-space-size`) are read only when the heap is set up, so this is the one that works from here; call
- * this before the worker's modules load, since loading them is what grew the young generation.
+ * worker's resident memory").
+ *
+ * Both were once set at run time (`v8.setFlagsFromString`), which Node documents as undefined behaviour once the VM
+ * runs; it was: about one process in a few hundred that called `process.exit()` soon after loading hung in V8's
+ * shutdown, never exiting (decision 0016). On the command line they are in place before the heap exists.
  */
-export function favourSmallHeap(): void {
-  v8.setFlagsFromString('--optimize-for-size');
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
-}
+export const leanV8Flags: readonly string[] = ['--optimize-for-size', '--semi-space-growth-factor=1'];
 
 /** What the replaced process is started with, when its environment does not say otherwise. */
 const leanEnvironment = (compileCacheDirectory: string): Record<string, string> => ({
@@ -38,19 +37,20 @@ const addedVariable = 'ASSISTANT_LEAN_START';
 
 /**
  * Replaces this process (same pid, same arguments, same open files) with one started the way a long-lived worker
- * should be: from Node's compile cache and with at most two malloc arenas (`leanEnvironment` says what each buys;
- * docs/performance.md, "Issue 20: the worker's resident memory"). Both must be in the environment when the process
- * starts: the entry file is stripped, and glibc's arenas set up, before any code of ours runs. The new process takes
- * the variables it was given back out of its environment, so the scripts and MCP servers it starts get the defaults
- * and do not write their caches into ours; a variable the owner set is left as it is.
+ * should be: with `leanV8Flags`, from Node's compile cache and with at most two malloc arenas (`leanEnvironment` says
+ * what each buys; docs/performance.md, "Issue 20: the worker's resident memory"). All must be in place when the
+ * process starts: the heap is set up, the entry file stripped and glibc's arenas made before any code of ours runs.
+ * The new process takes the variables it was given back out of its environment, so the scripts and MCP servers it
+ * starts get the defaults and do not write their caches into ours; a variable the owner set is left as it is.
  *
  * Call it first in an entry point, before anything else is done or loaded. Where Node cannot replace a process
- * (before 23.11) the compile cache is opened from here instead, and covers what loads next.
+ * (before 23.11) the worker runs with V8's default heap, and the compile cache is opened from here instead, covering
+ * what loads next.
  */
 export function leanStart(): void {
   const added = process.env[addedVariable];
   if (added !== undefined) {
-    for (const name of [addedVariable, ...added.split(',')]) delete process.env[name];
+    for (const name of [addedVariable, ...added.split(',').filter(Boolean)]) delete process.env[name];
     return;
   }
   const compileCacheDirectory = fileURLToPath(
@@ -61,9 +61,10 @@ export function leanStart(): void {
       process.env[name] === undefined &&
       !(name === 'NODE_COMPILE_CACHE' && process.env.NODE_DISABLE_COMPILE_CACHE !== undefined),
   );
-  if (missing.length === 0) return;
+  const flags = leanV8Flags.filter((flag) => !process.execArgv.includes(flag));
+  if (missing.length === 0 && flags.length === 0) return;
   if (typeof process.execve === 'function' && process.argv[1] !== undefined) {
-    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...flags, ...process.argv.slice(1)], {
       ...process.env,
       ...Object.fromEntries(missing),
       [addedVariable]: missing.map(([name]) => name).join(','),

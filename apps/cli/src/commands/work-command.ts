@@ -34,11 +34,10 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
   const { config, registry } = await loadCliConfig(options);
   const remote = options.server === undefined ? undefined : remoteServer(options.server, options.context.env, config);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
-  const [{ createLogger, exitAfterShutdownGrace }, { favourSmallHeap, runWorker }] = await Promise.all([
+  const [{ createLogger, exitAfterShutdownGrace }, { runWorker }] = await Promise.all([
     import('@assistant/process'),
     import('@assistant/worker'),
   ]);
-  favourSmallHeap();
   const logger = await createLogger({ name: 'worker', env: options.context.env });
   // try/finally rather than `using`: the bin runs this on Node 22 too, which lacks explicit resource management.
   const shutdown = listenForShutdown({ onRepeat: (signal) => logger.info(`${signal} received; already stopping`) });
