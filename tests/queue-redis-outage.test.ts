@@ -86,6 +86,19 @@ queue:
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
+    const api = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
+      const response = await fetch(`http://127.0.0.1:${port}${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // Bounded: a call that waits for Redis fails the test instead of holding it.
+        signal: AbortSignal.timeout(15_000),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
     let queue: RedisTaskQueue | undefined;
     try {
       const serve = start(['serve']);
@@ -119,6 +132,14 @@ queue:
         expect(during.status).toBe(503);
         expect(during.body).toMatchObject({ error: { code: 'QUEUE_UNAVAILABLE' } });
         expect(JSON.stringify(during.body)).toContain(`Redis at redis://127.0.0.1:${redis.port} is unreachable`);
+      }
+      // So does a REST call that needs the queue, rather than waiting for Redis until its client gives up.
+      for (const during of [
+        await api('POST', '/api/tasks', { type: 'system.echo', payload: { during: true } }),
+        await api('GET', `/api/tasks/${ids[0]}`),
+      ]) {
+        expect(during.status).toBe(503);
+        expect(during.body).toMatchObject({ error: { code: 'QUEUE_UNAVAILABLE' } });
       }
       // Several seconds down: longer than two leases, so the locks of the tasks that were running have run out.
       await delay(Math.max(0, outageEnds - Date.now()));
@@ -178,6 +199,8 @@ queue:
         { what: '/health to answer 200 again' },
       );
       expect(after.body).toMatchObject({ status: 'ok', worker: { alive: true } });
+      const posted = await api('POST', '/api/tasks', { type: 'system.echo', payload: { after: true } });
+      expect(posted.status).toBe(201);
     } finally {
       for (const process of processes.reverse()) await stop(process);
       await queue?.close();

@@ -177,29 +177,37 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     if (!opened) throw new Error('the queue is opened when the server gets ready');
     return opened;
   };
+  // What a request reaches the queue through: while the backend is known to be down (Redis), QUEUE_UNAVAILABLE (503)
+  // at once rather than a call that waits for Redis until the client gives up. Schedules, listeners, webhooks and
+  // chat keep `queue`: their enqueues wait and go through when Redis is back, so nothing they took in is dropped.
+  const requestQueue = () => {
+    const down = queue().unavailable?.();
+    if (down) throw down;
+    return queue();
+  };
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
   registerHealthRoute(app, routes, { queue, status: options.status ?? {}, catalog, llms: config.llms });
   const notes = new FileNoteStore({ root: config.paths.notes });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
-    queue,
+    queue: requestQueue,
     paths,
     catalog,
     notes,
     humanLog,
     ...(options.registry ? { registry: options.registry } : {}),
   });
-  registerIntegrationRoutes(app, routes, { queue, catalog, paths });
-  registerSteeringRoutes(app, routes, { queue, controlRoot: config.paths.control });
+  registerIntegrationRoutes(app, routes, { queue: requestQueue, catalog, paths });
+  registerSteeringRoutes(app, routes, { queue: requestQueue, controlRoot: config.paths.control });
   registerRemoteSteeringRoutes(app, routes, {
     controlRoot: config.paths.control,
     ...(options.signal ? { signal: options.signal } : {}),
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerRemoteStoreRoutes(app, routes, { notes, humanLog });
-  registerApprovalRoutes(app, routes, { queue, notes, humanLog });
-  registerActionRoutes(app, routes, { queue, notes, humanLog, registry: options.registry });
+  registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog });
+  registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });
   const chat =
     options.chat ??
     configuredChatService({
@@ -225,7 +233,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerMcpRoute(app, routes, {
     backend: storeMcpBackend({
       notes,
-      queue,
+      queue: requestQueue,
       chat: () => chat,
       entryTask: (instance, platform) => catalog.entryTask(instance, platform),
       dataDir: config.paths.dataDir,
@@ -246,7 +254,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     app,
     {
       config,
-      queue,
+      queue: requestQueue,
       notes,
       humanLog,
       paths,

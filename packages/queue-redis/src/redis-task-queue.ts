@@ -473,12 +473,17 @@ export class RedisTaskQueue implements TaskQueue {
     return options.limit === undefined ? result : result.slice(0, options.limit);
   }
 
+  /** QUEUE_UNAVAILABLE while Redis is unreachable (since when, and why), else undefined. */
+  unavailable(): AssistantError | undefined {
+    return this.outage.unavailableError();
+  }
+
   /**
    * Fails at once with QUEUE_UNAVAILABLE while Redis is unreachable, where every other call waits for it: /health,
    * /metrics and the dashboard poll this and must answer, not hang until Redis is back.
    */
   async stats(): Promise<QueueStats> {
-    const unavailable = this.outage.unavailableError();
+    const unavailable = this.unavailable();
     if (unavailable) throw unavailable;
     const nowMs = Date.now();
     const stats = emptyQueueStats();

@@ -168,6 +168,13 @@ export interface TaskQueue {
   /** Pending and active in run order (priority, ready time, creation), then done and failed newest first. */
   list(options?: ListOptions): Promise<TaskEntry[]>;
   stats(): Promise<QueueStats>;
+  /**
+   * While the backend is known to be unreachable (Redis down), the error a caller that must answer now should give
+   * (QUEUE_UNAVAILABLE, saying since when); undefined while it answers. Other calls wait for the backend to come
+   * back, which suits a worker or a schedule but not a person waiting on a REST call. The file queue is never
+   * unreachable this way: it has no such method.
+   */
+  unavailable?(): Error | undefined;
   /** failed → pending, ready now, with a fresh set of attempts; NOT_FOUND, CONFLICT (not failed) or BAD_REQUEST. */
   retry(id: string): Promise<TaskRecord>;
   /**
