@@ -37,6 +37,8 @@ export interface SuperviseProcessesOptions {
   onSpawn?: (name: string, pid: number) => void;
   /** Called when a process exits while no stop was asked for, before the others are stopped. */
   onUnexpectedExit?: (exit: ProcessExit) => void;
+  /** Called when a process's watchdog beats are overdue, just before it is killed with SIGKILL. */
+  onSilent?: (name: string, pid: number | undefined, silentMs: number) => void;
 }
 
 export interface SuperviseProcessesResult {
@@ -80,6 +82,8 @@ export function createLinePrefixer(options: {
   write: (text: string) => void;
   /** A line longer than this is written in pieces. @default 65536 */
   maxLineChars?: number;
+  /** Lines it returns true for are not written (without their newline; the watchdog's beats). */
+  swallow?: (line: string) => boolean;
 }): LinePrefixer;
 
 /** Runs server and worker until a signal or until one dies; resolves with an error to report, or undefined. */

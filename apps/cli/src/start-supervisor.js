@@ -37,8 +37,8 @@ export function plainStartArguments(argv) {
 
 /**
  * Prefixes each line of a child's output. It writes whole lines only, so two children writing at once never
- * interleave mid-line.
- * @param {{ prefix: string; write: (text: string) => void; maxLineChars?: number }} options
+ * interleave mid-line. A line `swallow` returns true for is not written (the watchdog's).
+ * @param {{ prefix: string; write: (text: string) => void; maxLineChars?: number; swallow?: (line: string) => boolean }} options
  */
 export function createLinePrefixer(options) {
   const maxLineChars = options.maxLineChars ?? 65_536;
@@ -48,7 +48,9 @@ export function createLinePrefixer(options) {
   const flushLines = (text) => {
     if (text === '') return;
     const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
-    options.write(lines.map((line) => `${options.prefix}${line}\n`).join(''));
+    const { swallow } = options;
+    const kept = swallow === undefined ? lines : lines.filter((line) => !swallow(line));
+    if (kept.length > 0) options.write(kept.map((line) => `${options.prefix}${line}\n`).join(''));
   };
   return {
     /** @param {Buffer | string} chunk */
@@ -75,6 +77,12 @@ export function createLinePrefixer(options) {
 /**
  * Runs processes side by side with their output prefixed by name, until `signal` aborts or one of them exits on
  * its own; then stops the rest (the signal, then SIGKILL after `graceMs`) and resolves once all have exited.
+ *
+ * Each process is told (ASSISTANT_WATCHDOG=1) to write, while its event loop turns, a watchdog line on its stdout
+ * saying how many milliseconds may pass before the next (@assistant/process's beatForSupervisor); those lines are not
+ * printed. One that has beaten and then stays silent longer is stuck: a handler's endless synchronous loop, or Node
+ * hanging while it exits. Its tasks would wait for a restart that never comes, since it has not exited; it is killed
+ * with SIGKILL, which counts as exiting on its own.
  * @param {import('./start-supervisor.d.ts').SuperviseProcessesOptions} options
  * @returns {Promise<import('./start-supervisor.d.ts').SuperviseProcessesResult>}
  */
@@ -100,10 +108,20 @@ async function superviseProcesses(options) {
   };
 
   const exits = options.processes.map((spec) => {
-    const child = spawn(spec.command, [...spec.args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(spec.command, [...spec.args], {
+      env: { ...options.env, ASSISTANT_WATCHDOG: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
+    const watchdog = createWatchdog({
+      watching: () => !stopping && running(child),
+      onSilent: (silentMs) => {
+        options.onSilent?.(spec.name, child.pid, silentMs);
+        child.kill('SIGKILL');
+      },
+    });
     const prefix = `[${spec.name}] `;
-    const out = createLinePrefixer({ prefix, write: (text) => options.stdout.write(text) });
+    const out = createLinePrefixer({ prefix, write: (text) => options.stdout.write(text), swallow: watchdog.take });
     const err = createLinePrefixer({ prefix, write: (text) => options.stderr.write(text) });
     child.stdout?.on('data', (chunk) => out.push(chunk));
     child.stdout?.on('end', () => out.end());
@@ -116,6 +134,7 @@ async function superviseProcesses(options) {
       let spawnError;
       /** @param {number | null} code @param {NodeJS.Signals | null} signal */
       const finish = (code, signal) => {
+        watchdog.stop();
         /** @type {import('./start-supervisor.d.ts').ProcessExit} */
         const exit = { name: spec.name, pid: child.pid, code, signal, ...(spawnError ? { error: spawnError } : {}) };
         if (!stopping) {
@@ -144,6 +163,37 @@ async function superviseProcesses(options) {
     options.signal.removeEventListener('abort', onAbort);
     clearTimeout(killTimer);
   }
+}
+
+/** How a watchdog line starts: a record separator, which no log line does. */
+const beatPrefix = '\u001eassistant-watchdog ';
+
+/**
+ * Follows a child's watchdog lines (`take` them from its output: each says how many milliseconds may pass before the
+ * next) and calls `onSilent` once when the next is overdue while `watching()`. A child that never beats (not started
+ * through runProcessMain) is never called silent.
+ * @param {{ watching: () => boolean; onSilent: (silentMs: number) => void }} options
+ * @returns {{ take: (line: string) => boolean; stop: () => void }}
+ */
+function createWatchdog(options) {
+  /** @type {{ limitMs: number; atMs: number } | undefined} */
+  let last;
+  const timer = setInterval(() => {
+    if (last === undefined || !options.watching()) return;
+    const silentMs = performance.now() - last.atMs;
+    if (silentMs <= last.limitMs) return;
+    clearInterval(timer);
+    options.onSilent(silentMs);
+  }, 1_000);
+  return {
+    take(line) {
+      if (!line.startsWith(beatPrefix)) return false;
+      const limitMs = Number(line.slice(beatPrefix.length));
+      if (Number.isFinite(limitMs) && limitMs > 0) last = { limitMs, atMs: performance.now() };
+      return true;
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 /**
@@ -230,6 +280,10 @@ export async function superviseStart(options) {
       // The pids let a person (or a test) find each process: `kill`, `ps`, a debugger.
       onSpawn: (name, pid) => say(`${name} started (pid ${pid})`),
       onUnexpectedExit: (exit) => say(`${exit.name} (pid ${exit.pid ?? '?'}) ${describeExit(exit)}; stopping the rest`),
+      onSilent: (name, pid, silentMs) =>
+        say(
+          `${name} (pid ${pid ?? '?'}) has not answered for ${Math.round(silentMs / 1_000)} s: its event loop is blocked or it hangs while exiting; killing it`,
+        ),
     });
   } finally {
     shutdown.dispose();

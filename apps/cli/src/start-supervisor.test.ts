@@ -44,6 +44,21 @@ describe('createLinePrefixer', () => {
     prefixer.push('abcdefgh');
     expect(writes).toEqual(['[server] abcdefgh\n']);
   });
+
+  it('leaves out the lines `swallow` takes, and writes nothing when it took them all', () => {
+    const taken: string[] = [];
+    const writes: string[] = [];
+    const prefixer = createLinePrefixer({
+      prefix: '[worker] ',
+      write: (text) => writes.push(text),
+      swallow: (line) => line.startsWith('\u001e') && taken.push(line) > 0,
+    });
+    prefixer.push('\u001ebeat 60000\n');
+    expect(writes).toEqual([]);
+    prefixer.push('a\n\u001ebeat 60000\nb\n');
+    expect(writes).toEqual(['[worker] a\n[worker] b\n']);
+    expect(taken).toEqual(['\u001ebeat 60000', '\u001ebeat 60000']);
+  });
 });
 
 describe('plainStartArguments', () => {

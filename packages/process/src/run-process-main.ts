@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { type ConfigProblem, formatProblem, type LoadedConfig, loadConfig } from '@assistant/config';
 import { isAssistantError, scrubSecrets } from '@assistant/errors';
 import type { Logger } from 'pino';
+import { beatForSupervisor } from './beat-for-supervisor.ts';
 import { createLogger } from './create-logger.ts';
 
 /** What a process loads before it runs: at least the config and its warnings. */
@@ -67,6 +68,8 @@ export async function runProcessMain<Loaded extends LoadedProcessConfig = Loaded
       for (const warning of warnings) logger.warn(formatProblem(warning));
     }
     if (controller.signal.aborted) return;
+    // Silent for a whole lease, a worker is gone to the queue too; never less than 10 s, for a loaded machine's pauses.
+    beatForSupervisor({ silenceLimitMs: Math.max(config.queue.leaseMs, 10_000) });
     await options.run({ loaded, config, logger, signal: controller.signal });
   } catch (error) {
     const usage =
