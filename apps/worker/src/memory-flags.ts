@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
  * worker's resident memory").
  *
  * Both were once set at run time (`v8.setFlagsFromString`), which Node documents as undefined behaviour once the VM
- * runs; it was: about one process in a few hundred that called `process.exit()` soon after loading hung in V8's
- * shutdown, never exiting (decision 0016). On the command line they are in place before the heap exists.
+ * runs; a worker that called `process.exit()` soon after loading was then seen to hang in its shutdown, never
+ * exiting (decision 0016). On the command line they are in place before the heap exists.
  */
 export const leanV8Flags: readonly string[] = ['--optimize-for-size', '--semi-space-growth-factor=1'];
 
