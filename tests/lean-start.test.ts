@@ -1,4 +1,4 @@
-// The worker's lean restart (apps/worker/src/memory-flags.ts): the process replaces itself, same pid, with one started
+// The lean restart of the server and the worker (packages/process/src/lean-start.ts): the process replaces itself, same pid, with one started
 // with the worker's V8 flags, from Node's compile cache and with two malloc arenas, and takes what it added back out
 // of the environment its children inherit, leaving what the owner set alone.
 import { writeFile } from 'node:fs/promises';
@@ -20,7 +20,7 @@ const reportSchema = z.object({
 
 /** An entry point that restarts lean and then says, in one line, what it runs with. */
 async function writeEntry(dir: TempDir): Promise<string> {
-  const memoryFlags = pathToFileURL(path.join(repoRoot, 'apps/worker/src/memory-flags.ts')).href;
+  const memoryFlags = pathToFileURL(path.join(repoRoot, 'packages/process/src/lean-start.ts')).href;
   const entry = path.join(dir.path, 'entry.mjs');
   await writeFile(
     entry,

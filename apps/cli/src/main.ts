@@ -15,11 +15,11 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
   process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
 }
 
-// `assistant work` is the worker, which stays up: it restarts itself with the worker's heap flags, from Node's compile
-// cache and with fewer malloc arenas, before the modules it runs load (@assistant/worker's memory-flags.ts says what
+// `assistant work` and `assistant serve` stay up: they restart themselves with the heap flags, from Node's compile
+// cache and with fewer malloc arenas, before the modules they run load (@assistant/process's lean-start.ts says what
 // each buys).
-if (workCommandLine(argv)) {
-  const { leanStart } = await import('@assistant/worker/memory-flags');
+if (longLivedCommandLine(argv)) {
+  const { leanStart } = await import('@assistant/process/lean-start');
   leanStart();
 }
 
@@ -27,8 +27,8 @@ const { runCli } = await import('./run-cli.ts');
 // exitCode rather than process.exit(): piped stdout is flushed before the process ends on its own.
 process.exitCode = await runCli({ argv });
 
-/** Whether the command line runs `assistant work`, global options and all; a wrong one is runCli's to explain. */
-function workCommandLine(args: readonly string[]): boolean {
+/** Whether the command line runs `assistant work` or `serve`, global options and all; a wrong one is runCli's to explain. */
+function longLivedCommandLine(args: readonly string[]): boolean {
   try {
     const { positionals } = parseArgs({
       args: [...args],
@@ -36,7 +36,7 @@ function workCommandLine(args: readonly string[]): boolean {
       allowPositionals: true,
       strict: false,
     });
-    return positionals[0] === 'work';
+    return positionals[0] === 'work' || positionals[0] === 'serve';
   } catch {
     return false;
   }

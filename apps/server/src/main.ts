@@ -1,10 +1,23 @@
 // The server process: `node apps/server/src/main.ts --config FILE [--data DIR]` (or ASSISTANT_CONFIG and
 // ASSISTANT_DATA). `assistant start` runs it as a child; `assistant serve` runs the same code in-process.
 
-import { loadRuntime } from '@assistant/integration-host';
-import { exitAfterShutdownGrace, installation, runProcessMain } from '@assistant/process';
-import { runServer } from './run-server.ts';
-import { serverShutdownGraceMs } from './shutdown-grace.ts';
+import { leanStart } from '@assistant/process/lean-start';
+
+// Before anything else loads: the process restarts with the heap flags and from Node's compile cache, which then
+// covers the modules imported below (@assistant/process's lean-start.ts).
+leanStart();
+
+const [
+  { loadRuntime },
+  { exitAfterShutdownGrace, installation, runProcessMain },
+  { runServer },
+  { serverShutdownGraceMs },
+] = await Promise.all([
+  import('@assistant/integration-host'),
+  import('@assistant/process'),
+  import('./run-server.ts'),
+  import('./shutdown-grace.ts'),
+]);
 
 await runProcessMain({
   name: 'server',

@@ -1,10 +1,10 @@
 // The worker process: `node apps/worker/src/main.ts --config FILE [--data DIR]` (or ASSISTANT_CONFIG and
 // ASSISTANT_DATA). `assistant start` runs it as a child; `assistant work` runs the same code in-process.
 
-import { leanStart } from './memory-flags.ts';
+import { leanStart } from '@assistant/process/lean-start';
 
-// Before anything else loads: the process restarts with the worker's heap flags and from Node's compile cache, which
-// then covers the modules imported below (memory-flags.ts).
+// Before anything else loads: the process restarts with the heap flags and from Node's compile cache, which then
+// covers the modules imported below (@assistant/process's lean-start.ts).
 leanStart();
 
 const [{ loadRuntime }, { exitAfterShutdownGrace, installation, runProcessMain }, { runWorker }] = await Promise.all([

@@ -1,8 +1,11 @@
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 
+// How the processes that stay up (the worker and the server) start lean: issue 20 found it for the worker, and the
+// server, which idled at 160 MB, takes the same (docs/performance.md, "The server's lean start").
+
 /**
- * The V8 flags a long-lived worker starts with, on the command line of the process leanStart replaces this one with.
+ * The V8 flags a long-lived process starts with, on the command line of the process leanStart replaces this one with.
  *
  * `--optimize-for-size` tells V8 to favour a small heap over GC time. A worker's live heap is small (about 60 MB
  * through a 1,000-message inbox) but its allocation rate is high (parsed mail, YAML, JSON bodies), and V8's default
@@ -36,7 +39,7 @@ const leanEnvironment = (compileCacheDirectory: string): Record<string, string> 
 const addedVariable = 'ASSISTANT_LEAN_START';
 
 /**
- * Replaces this process (same pid, same arguments, same open files) with one started the way a long-lived worker
+ * Replaces this process (same pid, same arguments, same open files) with one started the way a long-lived process
  * should be: with `leanV8Flags`, from Node's compile cache and with at most two malloc arenas (`leanEnvironment` says
  * what each buys; docs/performance.md, "Issue 20: the worker's resident memory"). All must be in place when the
  * process starts: the heap is set up, the entry file stripped and glibc's arenas made before any code of ours runs.
@@ -44,7 +47,7 @@ const addedVariable = 'ASSISTANT_LEAN_START';
  * starts get the defaults and do not write their caches into ours; a variable the owner set is left as it is.
  *
  * Call it first in an entry point, before anything else is done or loaded. Where Node cannot replace a process
- * (before 23.11) the worker runs with V8's default heap, and the compile cache is opened from here instead, covering
+ * (before 23.11) the process runs with V8's default heap, and the compile cache is opened from here instead, covering
  * what loads next.
  */
 export function leanStart(): void {
