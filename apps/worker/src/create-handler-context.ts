@@ -215,11 +215,21 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         },
       });
       const steering = applySteering({ channel, target: handle, logger });
-      void handle.result().finally(async () => {
-        await steering.close();
+      // The loop's last events (its `done`) are written before its result is given to the handler, so before the
+      // task's outcome is recorded: `/api/tasks/:id/events` ends once the task has finished and nothing is left to
+      // send, and through a remote worker's HTTP channel the write could otherwise still be on its way.
+      const flushed = handle.result().then(async (result) => {
+        await steering.close().catch((error: unknown) => logger.warn({ err: error }, 'could not stop steering'));
         await writing;
+        return result;
       });
-      return handle;
+      return new Proxy(handle, {
+        get(target, property) {
+          if (property === 'result') return () => flushed;
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
     },
     actOnce: (once, run) => runActionOnce({ notes: services.notes, ...once, task: task.id }, run),
     enqueueActions: async ({ notePath, matches, title }) => {
