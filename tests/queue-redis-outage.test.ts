@@ -2,7 +2,9 @@
 // Redis that is SIGKILLed while tasks run, kept down for several seconds and started again with its data. The worker
 // survives, says once that Redis is gone and once that it is back, and every task ends done exactly once, those
 // that were running when Redis died included; the server's /health answers throughout.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { openRedisTaskQueue, type RedisTaskQueue } from '@assistant/queue-redis';
@@ -265,6 +267,62 @@ queue:
         await second.exited;
       }
       await queue.close();
+    }
+  });
+
+  it("leaves another worker's tasks alone right after an outage: every heartbeat is late then, and only for it", {
+    timeout: 60_000,
+  }, async () => {
+    const leaseMs = 4_000;
+    const shared = `grace-${randomBytes(4).toString('hex')}`;
+    // Two connections, as two workers on two machines have: one holds a task, the other sweeps.
+    const holder = await openRedisTaskQueue({ url: redis.url, prefix: shared, leaseMs });
+    const sweeper = await openRedisTaskQueue({ url: redis.url, prefix: shared, leaseMs });
+    try {
+      // The holder's timers neither beat nor sweep during the test: its heartbeat stays as the test sets it.
+      const consumer = holder.consumer({ heartbeatMs: 3_600_000, sweepIntervalMs: 3_600_000, pollIntervalMs: 20 });
+      await consumer.start();
+      const outcome = await holder.enqueue({ type: 'outage.grace', payload: { n: 1 } });
+      if (outcome.status !== 'enqueued') throw new Error(`enqueue refused: ${outcome.status}`);
+      const claimed = await consumer.claim();
+      expect(claimed?.id).toBe(outcome.task.id);
+      if (!claimed) return;
+      const beat = async (id: string, host: string, heartbeatAtMs: number, pid = process.pid) => {
+        const heartbeatAt = new Date(heartbeatAtMs).toISOString();
+        await holder.client.hset(
+          holder.key('workers'),
+          id,
+          JSON.stringify({ id, pid, host, startedAt: heartbeatAt, heartbeatAt }),
+        );
+      };
+      // Its last heartbeat was on time when Redis went down, and is more than a lease old when Redis is back.
+      const heartbeatAtMs = Date.now() - 1_000;
+      await beat(consumer.owner.id, 'another-machine', heartbeatAtMs);
+      await redis.kill();
+      await waitUntil(() => sweeper.outage.down, { what: 'the sweeper to see Redis gone' });
+      await waitUntil(() => Date.now() > heartbeatAtMs + leaseMs + 100, { what: 'the heartbeat to be a lease old' });
+      await redis.restart();
+      const outage = await waitUntil(() => sweeper.outage.last, { what: 'the sweeper to see Redis back' });
+
+      // The sweep in another process right after: the holder has not had a lease to beat again, so it is alive.
+      expect((await sweeper.recover()).requeued).toEqual([]);
+      expect(await sweeper.workers.livenessById(consumer.owner.id, outage.backAtMs)).toBe('alive');
+      // A lease after Redis is back without a new heartbeat, it is gone.
+      expect(await sweeper.workers.livenessById(consumer.owner.id, outage.backAtMs + leaseMs + 1)).toBe('gone');
+      // One already late when Redis went down is gone at once: the outage excuses only itself.
+      await beat('late-before', 'another-machine', outage.downSinceMs - leaseMs - 1);
+      expect(await sweeper.workers.livenessById('late-before', outage.backAtMs)).toBe('gone');
+      // On this machine, a worker whose process is gone is gone whatever its heartbeat.
+      const exited = spawnSync(process.execPath, ['-e', '']);
+      await beat('exited', os.hostname(), outage.downSinceMs, exited.pid);
+      expect(await sweeper.workers.livenessById('exited', outage.backAtMs)).toBe('gone');
+
+      // The holder keeps its task and records its outcome, on the task's first attempt.
+      expect(await consumer.complete(claimed, { ok: true })).toMatchObject({ state: 'done', recorded: true });
+      expect((await holder.get(claimed.id))?.task?.attempts).toBe(1);
+    } finally {
+      await holder.close();
+      await sweeper.close();
     }
   });
 

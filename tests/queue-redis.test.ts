@@ -102,6 +102,43 @@ describe('RedisTaskConsumer', () => {
     }
   });
 
+  it("sweeps through recover() without taking its own claims while its heartbeat is late; the queue's sweep takes them", async () => {
+    const leaseMs = 60_000;
+    const queue = await openRedisTaskQueue({ url: redis.url, prefix: prefix(), leaseMs });
+    try {
+      // No timer of its own beats or sweeps during the test: the heartbeat stays as the test sets it.
+      const consumer = queue.consumer({ heartbeatMs: 3_600_000, sweepIntervalMs: 3_600_000, pollIntervalMs: 20 });
+      await consumer.start();
+      // The worker's heartbeat two leases late, as it is for everyone right after Redis was down for that long.
+      const lateHeartbeat = async () => {
+        const record = JSON.parse((await queue.client.hget(queue.key('workers'), consumer.owner.id)) ?? '{}');
+        const heartbeatAt = new Date(Date.now() - 2 * leaseMs).toISOString();
+        await queue.client.hset(queue.key('workers'), consumer.owner.id, JSON.stringify({ ...record, heartbeatAt }));
+      };
+      const claimOne = async () => {
+        const outcome = await queue.enqueue({ type: 'redis.late', payload: randomBytes(4).toString('hex') });
+        if (outcome.status !== 'enqueued') throw new Error(`enqueue refused: ${outcome.status}`);
+        const claimed = await consumer.claim();
+        expect(claimed?.id).toBe(outcome.task.id);
+        return claimed as NonNullable<typeof claimed>;
+      };
+
+      const kept = await claimOne();
+      await lateHeartbeat();
+      expect(await queue.workers.liveness(consumer.owner)).toBe('gone');
+      expect((await consumer.recover()).requeued).toEqual([]);
+      expect(await consumer.complete(kept, 'kept')).toMatchObject({ state: 'done', recorded: true });
+
+      // What the housekeeping task did before: recovery through the queue, which knows nothing of this consumer.
+      const taken = await claimOne();
+      await lateHeartbeat();
+      expect((await queue.recover()).requeued).toEqual([taken.id]);
+      expect(await consumer.complete(taken, 'lost')).toMatchObject({ state: 'done', recorded: false });
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('leaves no open handles after close(): queue, consumer and event stream', async () => {
     const queue = await openRedisTaskQueue({ url: redis.url, prefix: prefix() });
     const consumer = queue.consumer({ pollIntervalMs: 20 });

@@ -17,7 +17,7 @@ import {
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp/client';
 import type { HumanLog, NoteStore } from '@assistant/notes';
-import { type EnqueueOutcome, outageDelay, type Task, type TaskQueue } from '@assistant/queue';
+import { type EnqueueOutcome, outageDelay, type Task, type TaskConsumer, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
@@ -29,6 +29,12 @@ const noMcpServers = new McpServers({ servers: {} });
 export interface WorkerServices {
   config: LoadedConfig;
   queue: TaskQueue;
+  /**
+   * The consumer this worker claims with: queue housekeeping recovers through it, so the worker's own running tasks
+   * (the housekeeping task among them) are never taken for a dead worker's while its heartbeat is late, as after a
+   * Redis outage. @default the queue's recovery (tests of bare handlers, which hold no claims)
+   */
+  consumer?: Pick<TaskConsumer, 'recover'>;
   notes: NoteStore;
   humanLog: HumanLog;
   /** Absent in tests that run bare handlers: tasks then run for a bare instance named after the domain. */
@@ -141,7 +147,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       ? {
           queueMaintenance: {
             prune: () => services.queue.prune(),
-            recover: () => services.queue.recover(),
+            recover: () => (services.consumer ?? services.queue).recover(),
             stats: () => services.queue.stats(),
           },
         }

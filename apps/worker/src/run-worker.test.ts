@@ -244,6 +244,39 @@ describe('runWorker', () => {
     expect(await queue.stats()).toMatchObject({ pending: 0, active: 0, done: 3, failed: 0 });
   });
 
+  it("recovers for queue housekeeping through its own consumer, which leaves the worker's running tasks alone", async () => {
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\nworker: {poll_interval: 50ms}\n');
+    const { config, registry, queue } = await loadTestRuntime(dir);
+    const housekeeping = await enqueued(queue, 'system.housekeeping.run');
+    // The queue's own recovery counts a task as a dead worker's once its worker's heartbeat is late (on Redis, after
+    // every outage), the housekeeping task itself among them; the consumer's leaves alone the tasks it holds.
+    let recoveries = 0;
+    const wrapConsumer = (consumer: TaskConsumer): TaskConsumer =>
+      new Proxy(consumer, {
+        get(target, property) {
+          if (property === 'recover') {
+            return () => {
+              recoveries += 1;
+              return target.recover();
+            };
+          }
+          const value = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    await runWorker({
+      config,
+      registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      wrapConsumer,
+    });
+    expect((await queue.get(housekeeping))?.state).toBe('done');
+    // Once, by the housekeeping handler: the consumer's own timers sweep through it directly, not through the wrapper.
+    expect(recoveries).toBe(1);
+  });
+
   it('fails unknown types and non-JSON results for good, and retries a plain error', async () => {
     const { config, queue } = await setup();
     const unknown = await enqueued(queue, 'test.unknown');

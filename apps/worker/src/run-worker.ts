@@ -182,6 +182,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const services: WorkerServices = {
     config,
     queue,
+    consumer,
     notes,
     humanLog,
     registry,

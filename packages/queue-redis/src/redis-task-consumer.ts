@@ -72,9 +72,7 @@ export class RedisTaskConsumer implements TaskConsumer {
     });
     const report = await this.queue.recover({ skipOwner: this.owner.id });
     await this.#refreshCounts();
-    this.#every(this.#options.sweepIntervalMs, () =>
-      this.queue.recover({ skipOwner: this.owner.id, holds: (id) => this.#held.has(id) }),
-    );
+    this.#every(this.#options.sweepIntervalMs, () => this.recover());
     // The counts behind pendingCount follow the event stream between these; a missed event is corrected here.
     this.#every(Math.min(this.#options.pollIntervalMs, this.#options.rescanIntervalMs), () => this.#refreshCounts());
     this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
@@ -196,6 +194,14 @@ export class RedisTaskConsumer implements TaskConsumer {
         if (held) await this.queue.retakeLock(type, id, held.token);
       }
     }
+  }
+
+  /**
+   * Returns gone workers' jobs to pending, leaving alone those this consumer holds; a claim of its own it no longer
+   * holds (its outcome could not be written) is returned like a dead worker's, or nothing would.
+   */
+  recover(): Promise<RecoveryReport> {
+    return this.queue.recover({ skipOwner: this.owner.id, holds: (id) => this.#held.has(id) });
   }
 
   #heldOf(claimed: ClaimedTask): Held {

@@ -175,6 +175,7 @@ export class RedisTaskQueue implements TaskQueue {
       workersKey: this.key('workers'),
       metricsKey: this.key('metrics'),
       leaseMs: this.leaseMs,
+      lastOutage: () => this.outage.last,
     });
   }
 

@@ -3,6 +3,7 @@ import type { JsonValue, TaskOwner, WorkerDirectory, WorkerInfo } from '@assista
 import { jsonValueSchema } from '@assistant/queue';
 import type { Redis } from 'ioredis';
 import * as z from 'zod';
+import type { PastOutage } from './internal/redis-outage.ts';
 
 const recordSchema = z.object({
   id: z.string(),
@@ -15,18 +16,32 @@ const recordSchema = z.object({
 /**
  * Workers' heartbeats and published metrics in two Redis hashes of the prefix (`workers`, `metrics`), keyed by
  * worker id. A worker is alive while its heartbeat is within the lease; on this host, also while its pid runs.
+ *
+ * Nobody can beat while Redis is down, so after an outage every heartbeat is late at once: a worker whose heartbeat
+ * was on time when Redis went down still counts as alive for one lease after Redis is back (as this process saw the
+ * outage), long enough for it to beat again. Otherwise the first sweep after an outage, in whichever process ran it
+ * first, took every running task of every other worker for a dead worker's and ran it a second time.
  */
 export class RedisWorkerDirectory implements WorkerDirectory {
   readonly leaseMs: number;
   readonly #client: Redis;
   readonly #workersKey: string;
   readonly #metricsKey: string;
+  readonly #lastOutage: () => PastOutage | undefined;
 
-  constructor(options: { client: Redis; workersKey: string; metricsKey: string; leaseMs: number }) {
+  constructor(options: {
+    client: Redis;
+    workersKey: string;
+    metricsKey: string;
+    leaseMs: number;
+    /** The most recent outage of Redis this process saw end. @default none */
+    lastOutage?: () => PastOutage | undefined;
+  }) {
     this.#client = options.client;
     this.#workersKey = options.workersKey;
     this.#metricsKey = options.metricsKey;
     this.leaseMs = options.leaseMs;
+    this.#lastOutage = options.lastOutage ?? (() => undefined);
   }
 
   async heartbeat(owner: TaskOwner, startedAt: string): Promise<void> {
@@ -55,8 +70,20 @@ export class RedisWorkerDirectory implements WorkerDirectory {
 
   #isAlive(record: z.infer<typeof recordSchema>, nowMs: number): boolean {
     const heartbeatMs = Date.parse(record.heartbeatAt);
-    if (!Number.isFinite(heartbeatMs) || nowMs - heartbeatMs > this.leaseMs) return false;
+    if (!Number.isFinite(heartbeatMs)) return false;
+    if (nowMs - heartbeatMs > this.leaseMs && !this.#excusedByOutage(heartbeatMs, nowMs)) return false;
     return record.host !== os.hostname() || pidRuns(record.pid);
+  }
+
+  /** A heartbeat on time when Redis went down, judged within one lease of its return: late only for the outage. */
+  #excusedByOutage(heartbeatMs: number, nowMs: number): boolean {
+    const outage = this.#lastOutage();
+    return (
+      outage !== undefined &&
+      outage.downSinceMs - heartbeatMs <= this.leaseMs &&
+      nowMs >= outage.backAtMs &&
+      nowMs - outage.backAtMs <= this.leaseMs
+    );
   }
 
   async publishMetrics(ownerId: string, snapshot: JsonValue): Promise<void> {

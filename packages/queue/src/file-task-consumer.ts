@@ -93,10 +93,7 @@ export class FileTaskConsumer implements TaskConsumer {
     }
     const report = await this.queue.recover({ skipOwner: this.owner.id });
     await this.rescan();
-    this.#every(this.#options.sweepIntervalMs, async () => {
-      const swept = await this.queue.recover({ skipOwner: this.owner.id });
-      if (swept.requeued.length > 0) await this.rescan();
-    });
+    this.#every(this.#options.sweepIntervalMs, () => this.recover());
     this.#every(this.#options.rescanIntervalMs, () => this.rescan());
     this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
     await this.queue.prune();
@@ -210,6 +207,13 @@ export class FileTaskConsumer implements TaskConsumer {
   /** Renews this consumer's lease: its heartbeat file. */
   async extendLease(): Promise<void> {
     await this.queue.workers.heartbeat(this.owner, this.#startedAt);
+  }
+
+  /** Returns gone workers' tasks to pending/, leaving this consumer's own alone, and lists pending/ again if any. */
+  async recover(): Promise<RecoveryReport> {
+    const report = await this.queue.recover({ skipOwner: this.owner.id });
+    if (report.requeued.length > 0) await this.rescan();
+    return report;
   }
 
   /** Where a held task's file is (package-internal: recovery tests look at it). */

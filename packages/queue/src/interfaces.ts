@@ -279,6 +279,13 @@ export interface TaskConsumer {
   /** Renews the lease on every task this consumer holds now (it is renewed every `heartbeatMs` anyway). */
   extendLease(): Promise<void>;
   /**
+   * Returns the tasks of workers that are gone to pending (or failed, attempts spent), as the consumer's own sweep
+   * does every `sweepIntervalMs`: leaves alone every task this consumer holds, even while its own heartbeat is late
+   * (Redis was down, the machine stalled). Queue housekeeping run by a worker's handler recovers through this, not
+   * through the queue, which would count the worker's own claims as a dead worker's once its heartbeat is late.
+   */
+  recover(): Promise<RecoveryReport>;
+  /**
    * Resolves when work may be there: a new task, a delayed task's time (of the types `accept` allows, when given),
    * `timeoutMs`, or the signal. It may resolve early (a new task of a type not accepted); callers claim and wait again.
    */

@@ -23,6 +23,12 @@ export function isConnectionError(error: unknown): boolean {
   );
 }
 
+/** An outage that ended: when this process lost the connection, and when it had it back. */
+export interface PastOutage {
+  downSinceMs: number;
+  backAtMs: number;
+}
+
 /**
  * Watches the shared connection so that an outage is said twice, not once per reconnect attempt: a warning when the
  * connection is lost and one when it is back. ioredis reconnects every ~2 s and reports each refusal, and
@@ -34,6 +40,7 @@ export class RedisOutage {
   readonly #displayUrl: string;
   readonly #logger: QueueLogger;
   #downSinceMs: number | undefined;
+  #last: PastOutage | undefined;
   #reason = 'the connection closed';
 
   constructor(options: { client: Redis; displayUrl: string; logger: QueueLogger }) {
@@ -51,6 +58,11 @@ export class RedisOutage {
   /** True between a lost connection and its return. */
   get down(): boolean {
     return this.#downSinceMs !== undefined;
+  }
+
+  /** The most recent outage that ended, as this process saw it; undefined before the first. */
+  get last(): PastOutage | undefined {
+    return this.#last;
   }
 
   /** An error for a caller that must answer now rather than wait (a health check), or undefined while Redis answers. */
@@ -74,7 +86,9 @@ export class RedisOutage {
 
   #back(): void {
     if (this.#downSinceMs === undefined) return;
-    const seconds = ((Date.now() - this.#downSinceMs) / 1_000).toFixed(1);
+    const backAtMs = Date.now();
+    const seconds = ((backAtMs - this.#downSinceMs) / 1_000).toFixed(1);
+    this.#last = { downSinceMs: this.#downSinceMs, backAtMs };
     this.#downSinceMs = undefined;
     this.#reason = 'the connection closed';
     // A warning like the outage's start: whoever reads only warnings (the server logs the queue's info lines at debug)
