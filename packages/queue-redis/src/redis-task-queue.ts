@@ -39,7 +39,13 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import * as z from 'zod';
 import { isConnectionError, RedisOutage } from './internal/redis-outage.ts';
-import { headsScript, holdDedupKeyScript, rateWindowScript, takeOverScript } from './internal/scripts.ts';
+import {
+  handOverDedupKeyScript,
+  headsScript,
+  holdDedupKeyScript,
+  rateWindowScript,
+  takeOverScript,
+} from './internal/scripts.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
 import { RedisTaskConsumer } from './redis-task-consumer.ts';
 import { publishTaskEvent, RedisTaskEvents } from './redis-task-events.ts';
@@ -324,18 +330,43 @@ export class RedisTaskQueue implements TaskQueue {
 
   /**
    * Points the type's dedup key for `fingerprint` at this task when no other task holds it, and marks the job so
-   * BullMQ drops the key when the job finishes. Left alone once the job has finished (it was quick): the key would
-   * then never be dropped.
+   * BullMQ drops the key when the job finishes; when another task holds it, this one is next in line for it. Left
+   * alone once the job has finished (it was quick): the key would then never be dropped.
    */
   async #holdDedupKey(type: string, id: string, fingerprint: string): Promise<void> {
     await this.client.eval(
       holdDedupKeyScript,
-      2,
+      3,
       `${this.keysOf(type).de}:${fingerprint}`,
       this.jobKey(type, id),
+      this.#successorsKey(type, fingerprint),
       id,
       fingerprint,
     );
+  }
+
+  /**
+   * After a task finished or was removed: an identical task still pending or active behind it takes the dedup key it
+   * held, so later policed enqueues still see it as a duplicate (as the file backend sees any pending task). Only
+   * identical manual tasks wait in line for a key: BullMQ refuses identical policed ones.
+   */
+  async #handOverDedupKey(task: Pick<Task, 'id' | 'type' | 'payload'>): Promise<void> {
+    if (!this.policyFor(task.type).dedup) return;
+    const fingerprint = taskFingerprint(task.type, task.payload);
+    await this.client.eval(
+      handOverDedupKeyScript,
+      2,
+      `${this.keysOf(task.type).de}:${fingerprint}`,
+      this.#successorsKey(task.type, fingerprint),
+      task.id,
+      fingerprint,
+      this.jobKey(task.type, ''),
+    );
+  }
+
+  /** Identical tasks waiting for the dedup key `fingerprint` of `type` to be free. */
+  #successorsKey(type: string, fingerprint: string): string {
+    return this.key(`dedup-next:${type}:${fingerprint}`);
   }
 
   #duplicate(type: string, source: string, existing: string): EnqueueOutcome {
@@ -650,10 +681,12 @@ export class RedisTaskQueue implements TaskQueue {
     if (type === undefined) return false;
     const state = await this.#stateOf(type, id);
     if (state === 'active') throw new AssistantError('CONFLICT', `task ${id} is running; stop it before removing it`);
+    const stored = parseStoredTask(await this.client.hget(this.jobKey(type, id), 'data'));
     // BullMQ refuses a job whose lock is held: it was claimed since it was looked at.
     if (state !== undefined && (await this.queueOf(type).remove(id)) !== 1) {
       throw new AssistantError('CONFLICT', `task ${id} was claimed meanwhile; stop it before removing it`);
     }
+    if ('task' in stored) await this.#handOverDedupKey(stored.task);
     await this.client.hdel(this.key('ids'), id);
     if (state !== undefined) await this.publish('removed', id, type, undefined);
     return state !== undefined;
@@ -831,6 +864,7 @@ export class RedisTaskQueue implements TaskQueue {
       { data: JSON.stringify(task) },
     );
     await backend.moveToFinished(id, args);
+    await this.#handOverDedupKey(task);
     await this.publish('completed', id, type, 'done');
   }
 
@@ -849,6 +883,7 @@ export class RedisTaskQueue implements TaskQueue {
       task ? { data: JSON.stringify(task) } : {},
     );
     await backend.moveToFinished(id, args);
+    if (task) await this.#handOverDedupKey(task);
     await this.publish('failed', id, type, 'failed');
   }
 

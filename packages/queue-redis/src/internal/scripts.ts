@@ -67,12 +67,37 @@ return {1}
 
 /**
  * Takes a type's dedup key for a job that did not go through BullMQ's deduplication (a manual enqueue, a retry by
- * hand) when nobody holds it, and sets the job's `deid` so BullMQ drops the key when the job finishes. KEYS: the
- * dedup key, the job's hash. ARGV: the job id, the dedup id. Returns 1 when taken.
+ * hand) when nobody holds it, and sets the job's `deid` so BullMQ drops the key when the job finishes. When another
+ * job holds the key, this one waits in the key's successors, to take it when that job finishes (handOverDedupKeyScript).
+ * KEYS: the dedup key, the job's hash, the successors' set. ARGV: the job id, the dedup id. Returns 1 when taken.
  */
 export const holdDedupKeyScript = `
 if redis.call('HEXISTS', KEYS[2], 'finishedOn') == 1 or redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SADD', KEYS[3], ARGV[1])
+  return 0
+end
 redis.call('HSET', KEYS[2], 'deid', ARGV[2])
 return 1
+`;
+
+/**
+ * After a job finished (or was removed): when the dedup key is free, hands it to the first of its successors that is
+ * still pending or active, so an identical task that waits behind it still counts as a duplicate. KEYS: the dedup key,
+ * the successors' set. ARGV: the finished job's id, the dedup id, the prefix of job hashes (`bull:{type}:`). Returns
+ * the id that took the key, or false.
+ */
+export const handOverDedupKeyScript = `
+redis.call('SREM', KEYS[2], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+while true do
+  local id = redis.call('SPOP', KEYS[2])
+  if not id then return false end
+  local job = ARGV[3] .. id
+  if redis.call('EXISTS', job) == 1 and redis.call('HEXISTS', job, 'finishedOn') == 0 then
+    redis.call('SET', KEYS[1], id)
+    redis.call('HSET', job, 'deid', ARGV[2])
+    return id
+  end
+end
 `;

@@ -183,6 +183,28 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       });
     });
 
+    it('still counts an identical manual task as a duplicate once the one before it finished', async () => {
+      const queue = await open();
+      const consumer = consumerOf(queue);
+      await consumer.start();
+      const first = enqueuedId(await queue.enqueue({ type: 'contract.twice', payload: { n: 1 }, source: 'api' }));
+      const second = enqueuedId(await queue.enqueue({ type: 'contract.twice', payload: { n: 1 }, source: 'cli' }));
+      const claimed = await claimNext(consumer);
+      expect(claimed.id).toBe(first);
+      await consumer.complete(claimed, null);
+      // The second is still pending: a scheduled enqueue of the same task is its duplicate.
+      expect(await queue.enqueue({ type: 'contract.twice', payload: { n: 1 }, source: 'scheduler' })).toMatchObject({
+        status: 'duplicate',
+        existing: second,
+      });
+      const again = await claimNext(consumer);
+      expect(again.id).toBe(second);
+      await consumer.fail(again, new UnrecoverableError('failed for good'));
+      expect((await queue.enqueue({ type: 'contract.twice', payload: { n: 1 }, source: 'scheduler' })).status).toBe(
+        'enqueued',
+      );
+    });
+
     it('no longer counts a finished task as a duplicate', async () => {
       const queue = await open();
       const consumer = consumerOf(queue);
