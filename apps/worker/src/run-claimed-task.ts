@@ -1,4 +1,4 @@
-import { checkActTask } from '@assistant/actions';
+import { checkActTask, withdrawTaskToolCalls } from '@assistant/actions';
 import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
 import { findModelUnavailable } from '@assistant/llm';
 import {
@@ -205,6 +205,15 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
       });
       throw new UnrecoverableError(`refused: ${refused}`);
     }
+  }
+  if (task.history.at(-1)?.error.type === 'WorkerDied') {
+    // The loops of the attempt whose worker died are gone, and with them whoever waited on their tool calls' requests.
+    await withdrawTaskToolCalls({
+      notes: options.services.notes,
+      humanLog: options.services.humanLog,
+      taskId: task.id,
+      why: `the worker running task ${task.id} died before a decision; the task runs again and asks again for what it still needs`,
+    });
   }
   signal.throwIfAborted();
   // A handler that throws synchronously (not an async function) is still just a failed task.

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createToolCallGate, listApprovals } from '@assistant/actions';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import type { TaskHandler } from '@assistant/integration-host';
 import { parseSnapshots, parseWorkerProcesses } from '@assistant/metrics';
@@ -10,6 +11,7 @@ import {
   type ClaimedTask,
   type JsonValue,
   openFileTaskQueue,
+  type Task,
   type TaskConsumer,
   type TaskQueue,
 } from '@assistant/queue';
@@ -275,6 +277,70 @@ describe('runWorker', () => {
     expect((await queue.get(housekeeping))?.state).toBe('done');
     // Once, by the housekeeping handler: the consumer's own timers sweep through it directly, not through the wrapper.
     expect(recoveries).toBe(1);
+  });
+
+  it('withdraws the tool-call requests of a task whose worker died, before the task runs again', async () => {
+    const { config, queue } = await setup();
+    // The task as recovery leaves it when its worker died: back in pending, the lost attempt in its history.
+    const scratch = await openFileTaskQueue({ directory: path.join(dir, 'scratch-queue') });
+    const original = (await scratch.get(await enqueued(scratch, 'test.quick', 'again')))?.task;
+    if (!original) throw new Error('no task');
+    const startedAt = new Date(Date.now() - 60_000).toISOString();
+    const diedIn: Task = {
+      ...original,
+      attempts: 1,
+      history: [
+        {
+          attempt: 1,
+          startedAt,
+          finishedAt: new Date().toISOString(),
+          error: { type: 'WorkerDied', message: 'worker died' },
+        },
+      ],
+    };
+    expect(await queue.importTask(diedIn, 'pending')).toBe('imported');
+    // Its loop's call waited for the owner, and another task's call waits too.
+    const notes = new FileNoteStore({ root: config.paths.notes });
+    const gateOf = (taskId: string) =>
+      createToolCallGate({
+        notes,
+        policy: { allow: [], deny: [], approve: [] },
+        approvalTimeoutMs: 3_600_000,
+        task: { id: taskId },
+        instance: { name: 'system', domain: 'system' },
+        item: `transcripts/${taskId}.md`,
+        pollIntervalMs: 20,
+      });
+    const stopOther = new AbortController();
+    const call = (signal: AbortSignal) => ({
+      tool: { name: 'fs__write', tier: 'irreversible' as const },
+      input: { path: '/x' },
+      call: { id: 'call_1' },
+      signal,
+      handle: { lineage: ['system.agent'] },
+      waiting: () => {},
+    });
+    // Standing in for the dead attempt's loop, which would never read its request again.
+    const orphaned = gateOf(diedIn.id)(call(new AbortController().signal));
+    const otherTask = gateOf('01othertask0000000000000000')(call(stopOther.signal));
+    await expect.poll(async () => (await listApprovals(notes, { status: 'pending' })).length).toBe(2);
+
+    await runWorker({
+      config,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      handlers: new Map<string, TaskHandler>([['test.quick', async ({ payload }) => payload]]),
+    });
+    expect((await queue.get(diedIn.id))?.state).toBe('done');
+    expect(await orphaned).toMatchObject({ run: false, reason: expect.stringContaining('was withdrawn') });
+    const pending = await listApprovals(notes, { status: 'pending' });
+    expect(pending.map((request) => request.tool_call?.task)).toEqual(['01othertask0000000000000000']);
+    const log = await readFile(path.join(config.paths.logs, (await readdir(config.paths.logs))[0] ?? ''), 'utf8');
+    expect(log).toMatch(/withdrew call fs__write .* no loop waits for it any more/);
+    expect(log).toContain(`the worker running task ${diedIn.id} died before a decision`);
+    stopOther.abort(new Error('the test is over'));
+    await expect(otherTask).rejects.toThrow('the test is over');
   });
 
   it('fails unknown types and non-JSON results for good, and retries a plain error', async () => {

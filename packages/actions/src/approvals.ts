@@ -400,6 +400,68 @@ export async function expireApproval(
   return stillPending;
 }
 
+/**
+ * Who marks a tool call's request `expired` when no loop waits for it any more: its `decided_by`. The same call asked
+ * again (a loop replayed with the same call id) reopens such a request instead of being refused.
+ */
+export const withdrawnBy = 'withdrawn';
+
+/** Whether a request was withdrawn (see {@link withdrawApproval}) rather than decided or expired. */
+export function isWithdrawn(request: Pick<ApprovalRequest, 'status' | 'decided_by'>): boolean {
+  return request.status === 'expired' && request.decided_by === withdrawnBy;
+}
+
+/**
+ * Withdraws a tool call's request that no loop waits for any more (the loop stopped, the task timed out or its worker
+ * died): still pending under the note's lock, it is marked expired by {@link withdrawnBy}, with a human-log line
+ * saying why, so the owner is not left deciding a call nobody will run. Returns whether it did.
+ */
+export async function withdrawApproval(
+  options: { notes: NoteStore; humanLog?: Pick<HumanLog, 'write'> },
+  request: ApprovalRequest,
+  nowMs: number,
+  why: string,
+): Promise<boolean> {
+  let stillPending = false;
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+    change: (current) => {
+      stillPending = current.data.status === 'pending';
+      return stillPending
+        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: withdrawnBy } }
+        : {};
+    },
+  });
+  if (stillPending) {
+    await options.humanLog?.write({
+      source: 'approvals',
+      message: `withdrew ${describeApproval(request)} for ${request.title}: no loop waits for it any more`,
+      reason: why,
+      link: `${approvalsFolder}/${request.id}.md`,
+    });
+  }
+  return stillPending;
+}
+
+/**
+ * Withdraws every pending tool-call request of a task: its previous attempt's worker died while they waited, so no
+ * loop will run them. The task's next attempt asks again for what it still needs. Returns their ids.
+ */
+export async function withdrawTaskToolCalls(options: {
+  notes: NoteStore;
+  humanLog?: Pick<HumanLog, 'write'>;
+  taskId: string;
+  why: string;
+  nowMs?: number;
+}): Promise<string[]> {
+  const nowMs = options.nowMs ?? Date.now();
+  const withdrawn: string[] = [];
+  for (const request of await listApprovals(options.notes, { status: 'pending' })) {
+    if (request.kind !== 'tool_call' || request.tool_call?.task !== options.taskId) continue;
+    if (await withdrawApproval(options, request, nowMs, options.why)) withdrawn.push(request.id);
+  }
+  return withdrawn;
+}
+
 /** Marks every pending request past its expiry as expired, with a human-log line each. Returns their ids. */
 export async function expireApprovals(options: {
   notes: NoteStore;

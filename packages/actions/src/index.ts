@@ -14,6 +14,7 @@ export {
   listApprovals,
   readApproval,
   sortApprovals,
+  withdrawTaskToolCalls,
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {

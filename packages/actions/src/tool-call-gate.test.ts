@@ -4,7 +4,14 @@ import path from 'node:path';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decideApproval, describeApproval, expireApprovals, listApprovals, readApproval } from './approvals.ts';
+import {
+  decideApproval,
+  describeApproval,
+  expireApprovals,
+  listApprovals,
+  readApproval,
+  withdrawTaskToolCalls,
+} from './approvals.ts';
 import { type CreateToolCallGateOptions, createToolCallGate, type ToolCallGateRequest } from './tool-call-gate.ts';
 
 let dir: string;
@@ -124,13 +131,52 @@ describe('createToolCallGate', () => {
     expect(lines.at(-1)).toContain('dropped call fs__write');
   });
 
-  it('stops waiting when the signal is aborted', async () => {
-    const { gate, notes } = setup();
+  it('stops waiting when the signal is aborted, withdraws the request, and reopens it when the call is asked again', async () => {
+    const { gate, notes, lines } = setup();
     const controller = new AbortController();
     const decision = gate(call('fs__write', 'irreversible', { signal: controller.signal }));
-    await pendingRequest(notes);
+    const id = await pendingRequest(notes);
     controller.abort(new Error('stopped by the owner'));
     await expect(decision).rejects.toThrow('stopped by the owner');
+    // Nobody will run the call on it: it leaves the owner's list, saying why, rather than wait there for its expiry.
+    expect(await readApproval(notes, id)).toMatchObject({ status: 'expired', decided_by: 'withdrawn' });
+    expect(lines.at(-1)).toBe(
+      'withdrew call fs__write {"path":"/x"} for task task-1 (system.agent): no loop waits for it any more',
+    );
+    const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
+    await expect(decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' })).rejects.toThrow(
+      'was expired already',
+    );
+
+    // The same call asked again (a loop replayed with the same call id): the request is pending again, and runs once.
+    const again = gate(call('fs__write', 'irreversible'));
+    await expect.poll(async () => (await readApproval(notes, id))?.status).toBe('pending');
+    const reopened = await readApproval(notes, id);
+    expect(reopened?.decided_by).toBeUndefined();
+    expect(Date.parse(reopened?.expires_at ?? '')).toBeGreaterThan(Date.now());
+    expect(lines.at(-1)).toBe('waits for approval again to call fs__write (system.agent)');
+    await decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' });
+    expect(await again).toEqual({ run: true });
+    expect(await listApprovals(notes)).toHaveLength(1);
+  });
+
+  it("refuses a waiting call whose request another attempt of its task withdrew, and withdraws only that task's calls", async () => {
+    const { gate, notes } = setup();
+    const waiting = gate(call('fs__write', 'irreversible'));
+    const id = await pendingRequest(notes);
+    const other = setup({ task: { id: 'task-2' } });
+    const controller = new AbortController();
+    const otherDecision = other.gate(call('fs__write', 'irreversible', { signal: controller.signal }));
+    await expect.poll(async () => (await listApprovals(notes, { status: 'pending' })).length).toBe(2);
+
+    expect(await withdrawTaskToolCalls({ notes, taskId: 'task-1', why: 'its worker died' })).toEqual([id]);
+    expect(await waiting).toMatchObject({ run: false, reason: expect.stringContaining('was withdrawn') });
+    // task-2's request is untouched.
+    expect((await listApprovals(notes, { status: 'pending' })).map((request) => request.tool_call?.task)).toEqual([
+      'task-2',
+    ]);
+    controller.abort(new Error('done with the test'));
+    await expect(otherDecision).rejects.toThrow('done with the test');
   });
 
   it('gives different calls, loops and tasks different requests', async () => {
@@ -201,7 +247,8 @@ describe('createToolCallGate', () => {
     expect(await first).toEqual({ run: true });
     controller.abort(new Error('stopped'));
     await expect(other).rejects.toThrow('stopped');
+    // Never approved by the first's decision: undecided until its loop stopped, which withdrew it.
     const otherId = requests.find((request) => request.id !== id)?.id ?? '';
-    expect((await readApproval(notes, otherId))?.status).toBe('pending');
+    expect(await readApproval(notes, otherId)).toMatchObject({ status: 'expired', decided_by: 'withdrawn' });
   });
 });

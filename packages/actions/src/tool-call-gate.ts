@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import { formatDuration } from '@assistant/queue';
-import { type ApprovalRequest, approvalsFolder, describeApproval, expireApproval, readApproval } from './approvals.ts';
+import {
+  type ApprovalRequest,
+  approvalsFolder,
+  describeApproval,
+  expireApproval,
+  isWithdrawn,
+  readApproval,
+  withdrawApproval,
+  withdrawnBy,
+} from './approvals.ts';
 import { type ToolPolicy, type ToolTier, toolVerdict } from './tool-policy.ts';
 
 /** The longest arguments JSON an approval request keeps; the rest is cut with `…`. */
@@ -52,7 +61,8 @@ export type ToolCallGateDecision = { run: true } | { run: false; reason: string 
  * `approvals/` and waits, polling the note, until it is approved (the call runs, once), rejected, expired or the loop
  * is stopped. The request's id comes from the task, the loop and the call, so a loop replayed after a worker crash
  * finds its request instead of asking again, and an approved call records `tool_ran_at` under the note's lock
- * before it runs, so it never runs twice.
+ * before it runs, so it never runs twice. A loop stopped while it waits withdraws its request (nobody would run the
+ * call on it); the same call asked again reopens it.
  */
 export function createToolCallGate(
   options: CreateToolCallGateOptions,
@@ -79,41 +89,111 @@ export function createToolCallGate(
     });
     const loop = request.handle.lineage.join(' › ');
     const existing = await readApproval(options.notes, id);
-    if (existing === undefined) {
-      await createRequest(options, { id, loop, request, argumentsJson, because: verdict.because, nowMs: now() });
+    // A request withdrawn when the loop that asked stopped (a shutdown, a crashed worker) is asked again: reopened.
+    const reopened = existing !== undefined && isWithdrawn(existing) && (await reopenRequest(options, id, now()));
+    if (existing === undefined || reopened) {
+      if (existing === undefined) {
+        await createRequest(options, { id, loop, request, argumentsJson, because: verdict.because, nowMs: now() });
+      }
       await options.humanLog?.write({
         source,
-        message: `waits for approval to call ${tool.name} (${loop})`,
+        message: `waits for approval${reopened ? ' again' : ''} to call ${tool.name} (${loop})`,
         reason: verdict.because,
         link: `${approvalsFolder}/${id}.md`,
       });
     }
     request.waiting(id);
 
-    for (;;) {
-      request.signal.throwIfAborted();
-      const current = await readApproval(options.notes, id);
-      if (current === undefined) {
-        return { run: false, reason: `approval request ${id} was deleted before anyone decided it` };
-      }
-      if (current.status === 'approved') return claimRun(options.notes, current);
-      if (current.status === 'rejected') {
-        return {
-          run: false,
-          reason: `the owner rejected calling ${tool.name} (approval ${id}); do not call it again with these arguments`,
-        };
-      }
-      if (current.status === 'expired' || Date.parse(current.expires_at) <= now()) {
-        // Decided a moment before it could be expired (the deciding clock a little behind ours): read the decision.
-        if (current.status === 'pending' && !(await expireApproval(options, current, now()))) continue;
-        return {
-          run: false,
-          reason: `no decision within ${formatDuration(options.approvalTimeoutMs)} (approval ${id} expired)`,
-        };
-      }
-      await sleep(Math.min(pollIntervalMs, Math.max(0, Date.parse(current.expires_at) - now())), request.signal);
+    try {
+      return await waitForDecision(options, { id, tool: tool.name, signal: request.signal, now, pollIntervalMs });
+    } catch (error) {
+      // The loop stopped while its call waited (stopped, timed out, the worker shutting down): nobody will run the
+      // call on this request any more, so it leaves the owner's list rather than wait there for its expiry.
+      if (request.signal.aborted) await withdrawAfterStop(options, id, now(), request.signal.reason);
+      throw error;
     }
   };
+}
+
+/** Polls the request until it is decided or expires; throws when the signal is aborted. */
+async function waitForDecision(
+  options: CreateToolCallGateOptions,
+  wait: { id: string; tool: string; signal: AbortSignal; now: () => number; pollIntervalMs: number },
+): Promise<ToolCallGateDecision> {
+  const { id, tool, signal, now } = wait;
+  for (;;) {
+    signal.throwIfAborted();
+    const current = await readApproval(options.notes, id);
+    if (current === undefined) {
+      return { run: false, reason: `approval request ${id} was deleted before anyone decided it` };
+    }
+    if (current.status === 'approved') return claimRun(options.notes, current);
+    if (current.status === 'rejected') {
+      return {
+        run: false,
+        reason: `the owner rejected calling ${tool} (approval ${id}); do not call it again with these arguments`,
+      };
+    }
+    if (isWithdrawn(current)) {
+      // Another attempt of this task withdrew it (this worker had been taken for dead): that attempt runs now.
+      return { run: false, reason: `approval request ${id} was withdrawn: another attempt of this task runs now` };
+    }
+    if (current.status === 'expired' || Date.parse(current.expires_at) <= now()) {
+      // Decided a moment before it could be expired (the deciding clock a little behind ours): read the decision.
+      if (current.status === 'pending' && !(await expireApproval(options, current, now()))) continue;
+      return {
+        run: false,
+        reason: `no decision within ${formatDuration(options.approvalTimeoutMs)} (approval ${id} expired)`,
+      };
+    }
+    await sleep(Math.min(wait.pollIntervalMs, Math.max(0, Date.parse(current.expires_at) - now())), signal);
+  }
+}
+
+/**
+ * Sets a withdrawn request pending again, with a new expiry, under the note's lock. False when it is no longer
+ * withdrawn (someone reopened or deleted it meanwhile), and the caller reads it as it is.
+ */
+async function reopenRequest(options: CreateToolCallGateOptions, id: string, nowMs: number): Promise<boolean> {
+  let reopened = false;
+  try {
+    await options.notes.update(`${approvalsFolder}/${id}.md`, {
+      change: (current) => {
+        reopened = current.data.status === 'expired' && current.data.decided_by === withdrawnBy;
+        return reopened
+          ? {
+              set: {
+                status: 'pending',
+                expires_at: new Date(nowMs + options.approvalTimeoutMs).toISOString(),
+                decided_at: undefined,
+                decided_by: undefined,
+              },
+            }
+          : {};
+      },
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return false;
+  }
+  return reopened;
+}
+
+/** Withdraws the request of a call whose loop stopped; a failure only leaves it pending until it expires. */
+async function withdrawAfterStop(
+  options: CreateToolCallGateOptions,
+  id: string,
+  nowMs: number,
+  reason: unknown,
+): Promise<void> {
+  try {
+    const current = await readApproval(options.notes, id);
+    if (current?.status !== 'pending') return;
+    const why = reason instanceof Error ? reason.message : String(reason ?? 'stopped');
+    await withdrawApproval(options, current, nowMs, `the loop that asked stopped before a decision (${why})`);
+  } catch {
+    // Left pending: it expires at its time, and approving it runs nothing.
+  }
 }
 
 /**
