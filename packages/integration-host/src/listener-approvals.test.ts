@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createApprovalRequest } from '@assistant/actions';
+import { createApprovalRequest, createToolCallGate } from '@assistant/actions';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -60,7 +60,7 @@ describe('listenerApprovals', () => {
       },
     ]);
     const decided = await approvals.decide(id, 'approve', 'telegram:42');
-    expect(decided).toMatchObject({ status: 'approved', actions: 'send_card', title: 'Ada' });
+    expect(decided).toMatchObject({ status: 'approved', kind: 'action', actions: 'send_card', title: 'Ada' });
     expect(decided.tasks).toHaveLength(1);
     expect((await notes.read(`approvals/${id}.md`))?.data).toMatchObject({
       status: 'approved',
@@ -71,5 +71,30 @@ describe('listenerApprovals', () => {
     await expect(approvals.decide('ap-000000000000', 'approve', 'telegram:42')).rejects.toMatchObject({
       code: 'NOT_FOUND',
     });
+  });
+
+  it("says a tool call's request is one: approving it enqueues nothing, the waiting loop runs the call", async () => {
+    const gate = createToolCallGate({
+      notes,
+      policy: { allow: [], deny: [], approve: [] },
+      approvalTimeoutMs: 60_000,
+      task: { id: 'task-1' },
+      instance: { name: 'system', domain: 'system' },
+      item: 'transcripts/task-1.md',
+      pollIntervalMs: 10,
+    });
+    const waited: string[] = [];
+    const decision = gate({
+      tool: { name: 'fs__write', tier: 'irreversible' },
+      input: { path: '/x' },
+      call: { id: 'call_1' },
+      signal: new AbortController().signal,
+      handle: { lineage: ['system.agent'] },
+      waiting: (id) => void waited.push(id),
+    });
+    await expect.poll(() => waited.length).toBe(1);
+    const decided = await listenerApprovals({ notes, queue }).decide(waited[0] ?? '', 'approve', 'telegram:42');
+    expect(decided).toMatchObject({ status: 'approved', kind: 'tool_call', tasks: [] });
+    expect(await decision).toEqual({ run: true });
   });
 });

@@ -25,7 +25,14 @@ export interface ListenerApprovals {
     id: string,
     decision: 'approve' | 'reject',
     by: string,
-  ): Promise<{ status: string; tasks: string[]; actions: string; title: string }>;
+  ): Promise<{
+    status: string;
+    /** `tool_call`: an agent loop waits on it and runs the call itself (it enqueues nothing); `action`: rule actions. */
+    kind: 'action' | 'tool_call';
+    tasks: string[];
+    actions: string;
+    title: string;
+  }>;
 }
 
 export function listenerApprovals(options: {
@@ -56,6 +63,7 @@ export function listenerApprovals(options: {
       });
       return {
         status: result.request.status,
+        kind: result.request.kind === 'tool_call' ? 'tool_call' : 'action',
         tasks: (result.enqueued ?? []).map((entry) => entry.task),
         actions: describeApproval(result.request),
         title: result.request.title,

@@ -464,7 +464,21 @@ describe('the Telegram listener', () => {
             ],
       decide: async (id, decision, by) => {
         decided.push(`${decision} ${id} by ${by}`);
-        return { status: 'approved', tasks: ['t1'], actions: 'send_reply', title: 'Invoice from the dentist' };
+        return id === 'ap-0123456789ab'
+          ? {
+              status: 'approved',
+              kind: 'action',
+              tasks: ['t1'],
+              actions: 'send_reply',
+              title: 'Invoice from the dentist',
+            }
+          : {
+              status: 'approved',
+              kind: 'tool_call',
+              tasks: [],
+              actions: 'call fs__write {}',
+              title: 'task 01x (agent)',
+            };
       },
     };
     const first = startListener(chat, { approvals });
@@ -473,7 +487,15 @@ describe('the Telegram listener', () => {
     startListener(chat, { approvals });
     fake.send({ from: owner, text: '/approve ap-0123456789ab' });
     await until(() => textsTo(owner).some((text) => text.startsWith('Approved ap-0123456789ab')), 'the decision');
-    expect(decided).toEqual([`approve ap-0123456789ab by telegram:${owner}`]);
+    expect(textsTo(owner)).toContain('Approved ap-0123456789ab: send_reply for Invoice from the dentist.');
+    // A tool call's approval enqueues nothing: the loop that waits runs it, which is not "taken already".
+    fake.send({ from: owner, text: '/approve ap-00000000cafe' });
+    await until(() => textsTo(owner).some((text) => text.startsWith('Approved ap-00000000cafe')), 'the tool call');
+    expect(textsTo(owner)).toContain('Approved ap-00000000cafe: the waiting agent loop runs call fs__write {}.');
+    expect(decided).toEqual([
+      `approve ap-0123456789ab by telegram:${owner}`,
+      `approve ap-00000000cafe by telegram:${owner}`,
+    ]);
     expect(textsTo(owner).filter((text) => text.startsWith('Approval needed'))).toHaveLength(1);
   });
   it("forwards the notifier's questions and failures once, and not its other messages", async () => {

@@ -270,7 +270,9 @@ class TelegramBot {
         user,
         decision === 'reject'
           ? `Rejected ${id}: nothing will be done.`
-          : `Approved ${id}: ${result.actions} for ${result.title}${result.tasks.length === 0 ? ' (taken already)' : ''}.`,
+          : result.kind === 'tool_call'
+            ? `Approved ${id}: the waiting agent loop runs ${result.actions}.`
+            : `Approved ${id}: ${result.actions} for ${result.title}${result.tasks.length === 0 ? ' (taken already)' : ''}.`,
       );
     } catch (error) {
       if (errorCode(error) === undefined) throw error;
