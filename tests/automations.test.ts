@@ -308,7 +308,8 @@ describe('the worker gate for irreversible actions', () => {
       dir,
       config.replace(
         '            then: [send_card, hug]\n',
-        '            then: [send_card, hug, {service: {call: greeter.friendly.post_card, inputs: {name: "{{ name }}"}}}]\n',
+        // `greeter.post_card`: the domain's only instance, friendly (the full call is what the task checks cite).
+        '            then: [send_card, hug, {service: {call: greeter.post_card, inputs: {name: "{{ name }}"}}}]\n',
       ),
     );
     await cycle();

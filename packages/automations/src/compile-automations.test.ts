@@ -35,9 +35,9 @@ const catalog: ActionCatalog = {
   scripts: { notify: { reversible: true }, wipe: { reversible: false } },
   service: (call) =>
     call === 'research.web.search'
-      ? { reversible: true }
+      ? { reversible: true, call }
       : call === 'mail.work.forward'
-        ? { reversible: false }
+        ? { reversible: false, call }
         : { problem: `no service ${call}` },
 };
 

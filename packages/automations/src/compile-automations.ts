@@ -61,8 +61,11 @@ export interface ActionCatalog {
   >;
   /** `scripts:` from config: each is irreversible unless `reversible: true`. */
   scripts: Record<string, { reversible: boolean }>;
-  /** Resolves `domain.instance.service`: its reversibility, or why the call names nothing. */
-  service(call: string): { reversible: boolean } | { problem: string };
+  /**
+   * Resolves `domain.instance.service`, or `domain.service` for the domain's default instance: its reversibility and
+   * the call in full (`domain.instance.service`), or why the call names nothing.
+   */
+  service(call: string): { reversible: boolean; call: string } | { problem: string };
 }
 
 /** A problem in one automation, at a key path relative to it (`['when', 'humn']`, `['then', 1]`). */
@@ -206,13 +209,13 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
     if ('problem' in service) return { problem: service.problem };
     return {
       kind: 'service',
-      name: action.call,
+      name: service.call,
       inputs: action.inputs,
       ...(action.humanLog === undefined ? {} : { humanLog: action.humanLog }),
       ...(action.onResult === undefined ? {} : { onResult: action.onResult }),
       tier: service.reversible ? 'soft' : 'irreversible',
       yolo: action.yolo,
-      key: `service:${action.call}`,
+      key: `service:${service.call}`,
     };
   }
   const spec = catalog.platformActions[action.action];

@@ -62,7 +62,9 @@ function actionCatalog(
       Object.entries(config.scripts).map(([name, script]) => [name, { reversible: script.reversible }]),
     ),
     service: (call) => {
-      const [domain = '', instanceName = '', serviceName = ''] = call.split('.');
+      const parts = call.split('.');
+      const [domain = ''] = parts;
+      const serviceName = parts.at(-1) ?? '';
       const manifest = byDomain.get(domain);
       if (!manifest) return { problem: `\`${call}\`: no integration \`${domain}\` is installed` };
       const service = manifest.services[serviceName];
@@ -72,13 +74,32 @@ function actionCatalog(
           problem: `\`${call}\`: the ${domain} integration has no service \`${serviceName}\`${names.length > 0 ? ` (it has: ${names.join(', ')})` : ''}`,
         };
       }
-      const instance = config.integrations.find((candidate) => candidate.name === instanceName);
-      if (!instance || instance.type !== domain) {
+      // The instances that run the domain's tasks: config.yaml's, else the manifest's default instance (which runs
+      // them when config.yaml has none).
+      const configured = config.integrations.filter((candidate) => candidate.type === domain).map(({ name }) => name);
+      const fallback = manifest.default_instance?.name;
+      const instances = configured.length > 0 ? configured : fallback === undefined ? [] : [fallback];
+      if (parts.length === 2) {
+        // `domain.service`: the domain's default instance, the one named like the domain, else its only one.
+        const name =
+          instances.find((candidate) => candidate === domain) ?? (instances.length === 1 ? instances[0] : undefined);
+        if (name === undefined) {
+          return {
+            problem:
+              instances.length === 0
+                ? `\`${call}\`: there is no ${domain} instance under \`integrations:\``
+                : `\`${call}\`: there are several ${domain} instances and none is named \`${domain}\`; name one: ${instances.map((candidate) => `\`${domain}.${candidate}.${serviceName}\``).join(', ')}`,
+          };
+        }
+        return { reversible: service.reversible, call: `${domain}.${name}.${serviceName}` };
+      }
+      const instanceName = parts[1] ?? '';
+      if (!instances.includes(instanceName)) {
         return {
           problem: `\`${call}\`: there is no ${domain} instance named \`${instanceName}\` under \`integrations:\``,
         };
       }
-      return { reversible: service.reversible };
+      return { reversible: service.reversible, call };
     },
   };
 }

@@ -83,6 +83,22 @@ describe('normalisation', async () => {
     );
   });
 
+  it('reads `service: domain.service` and `domain.instance.service`, as a string or with inputs', () => {
+    const actionsOf = (then: string) =>
+      parse(
+        `integrations:\n  - type: email\n    name: mail\n    imap_server: imap.example.com\n    username: me\n    password: !secret email_password\n    platforms:\n      inbox:\n        automations:\n          - when: {is_noreply: true}\n            then: ${then}\n`,
+      ).config?.integrations[0]?.platforms.inbox?.automations[0]?.actions;
+    expect(actionsOf('{service: research.web}')).toEqual([
+      { kind: 'service', call: 'research.web', inputs: {}, yolo: false },
+    ]);
+    expect(actionsOf('[{service: {call: research.deep.web, inputs: {question: why}}}]')).toEqual([
+      { kind: 'service', call: 'research.deep.web', inputs: { question: 'why' }, yolo: false },
+    ]);
+    expect(actionsOf('{service: {call: research.web}}')).toEqual([
+      { kind: 'service', call: 'research.web', inputs: {}, yolo: false },
+    ]);
+  });
+
   it('keeps schedules as intervals or validated cron expressions', () => {
     expect(personal?.schedule).toEqual({ kind: 'every', everyMs: 1_800_000, catchUp: true });
     expect(work?.schedule).toEqual({

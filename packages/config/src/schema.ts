@@ -165,15 +165,20 @@ const scriptAction = z.strictObject({
   script: identifier,
   inputs: z.record(z.string(), inputValue).optional(),
 });
+/** `domain.instance.service`, or `domain.service` for the domain's default instance (named like the domain, or its only one). */
+const serviceCall = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_-]*)?\.[a-z][a-z0-9_]*$/, {
+  error: 'expected `domain.instance.service` or `domain.service`, e.g. research.research.web or research.web',
+});
 const serviceAction = z.strictObject({
-  service: z.strictObject({
-    call: z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_-]*\.[a-z][a-z0-9_]*$/, {
-      error: 'expected `domain.instance.service`, e.g. research.web.search',
+  service: z.union([
+    serviceCall,
+    z.strictObject({
+      call: serviceCall,
+      inputs: z.record(z.string(), inputValue).optional(),
+      human_log: z.string().optional(),
+      on_result: z.array(z.record(z.string(), jsonValue)).optional(),
     }),
-    inputs: z.record(z.string(), inputValue).optional(),
-    human_log: z.string().optional(),
-    on_result: z.array(z.record(z.string(), jsonValue)).optional(),
-  }),
+  ]),
 });
 const platformActionWithArgument = z.record(identifier, jsonValue).refine((value) => Object.keys(value).length === 1, {
   error: 'an action with an argument has exactly one key, e.g. `{move: Archive}`',
@@ -190,8 +195,14 @@ const actionBody = z
       const script = value as z.output<typeof scriptAction>;
       return { kind: 'script', script: script.script, inputs: script.inputs ?? {}, yolo: false };
     }
+    if ('service' in value && typeof value.service === 'string') {
+      return { kind: 'service', call: value.service, inputs: {}, yolo: false };
+    }
     if ('service' in value && typeof value.service === 'object') {
-      const { service } = value as z.output<typeof serviceAction>;
+      const service = (value as z.output<typeof serviceAction>).service as Exclude<
+        z.output<typeof serviceAction>['service'],
+        string
+      >;
       return {
         kind: 'service',
         call: service.call,
