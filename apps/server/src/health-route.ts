@@ -32,6 +32,8 @@ export interface HealthDetails extends HealthBody {
     consecutive_failures: number;
     retry_at?: string;
     last_error?: string;
+    /** The worker that keeps it, for a breaker in a worker's own data directory (one on another machine). */
+    worker?: string;
   }[];
   /**
    * Every LLM profile: its breaker (`unknown` while no live worker reports it), the live workers' figures summed, and
@@ -145,6 +147,7 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
         consecutive_failures: breaker.consecutiveFailures,
         ...(breaker.retryAt ? { retry_at: breaker.retryAt } : {}),
         ...(breaker.lastError ? { last_error: breaker.lastError } : {}),
+        ...(breaker.worker ? { worker: breaker.worker } : {}),
       })),
     models: models.models.map((model) => ({
       profile: model.profile,

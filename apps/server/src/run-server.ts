@@ -23,6 +23,7 @@ import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
+import { withWorkerBreakers } from './worker-breakers.ts';
 
 export interface RunServerOptions {
   config: LoadedConfig;
@@ -95,7 +96,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     catalog: catalogFromRegistry(registry),
     registry,
     status: {
-      breakers: () => breakers.list(),
+      breakers: async () => withWorkerBreakers(queue, await breakers.list()),
       schedules: () => scheduler.status(),
       listeners: () => listeners.status(),
     },

@@ -20,8 +20,16 @@ export interface ServerCatalog {
   llmStages?: () => LlmStage[];
 }
 
-/** The fields of a circuit breaker that /health shows. */
-type BreakerSummary = Pick<BreakerState, 'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'>;
+/**
+ * The fields of a circuit breaker that /health shows; `worker` for one that a worker keeps in its own data directory
+ * (on another machine) and published, rather than one of the server's notes.
+ */
+export type BreakerSummary = Pick<
+  BreakerState,
+  'taskType' | 'state' | 'consecutiveFailures' | 'retryAt' | 'lastError'
+> & {
+  worker?: string;
+};
 
 /** The fields of a scheduled job that /health shows. */
 type ScheduleSummary = Pick<ScheduledJobStatus, 'id' | 'description' | 'lastFiredAt' | 'nextRunAt' | 'paused'>;

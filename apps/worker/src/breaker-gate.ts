@@ -53,6 +53,11 @@ export class BreakerGate {
     }
   }
 
+  /** The breakers that are not closed, as this worker sees them now. */
+  states(): BreakerState[] {
+    return [...this.#states.values()];
+  }
+
   /** Takes a state this worker just read or wrote (an outcome, a trial). */
   update(taskType: string, state: BreakerState | undefined): void {
     const before = this.#states.get(taskType);

@@ -591,6 +591,53 @@ describe('runWorker', () => {
     expect(log).toMatch(/paused test\.broken for 5m after 3 consecutive failures/);
   });
 
+  it('publishes its open breakers with its metrics, for a server that does not share its data directory', async () => {
+    const { config, queue } = await setup(
+      'queue:\n  policies:\n    defaults:\n      max_attempts: 1\ncircuit_breaker:\n  failures: 3\n  pause: 5m\n',
+    );
+    for (let index = 0; index < 3; index += 1) await enqueued(queue, 'test.broken', index);
+    const observe = await queue.enqueue({ type: 'test.observe', source: 'cli', priority: 9 });
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.broken',
+        async () => {
+          throw new Error('the API is down');
+        },
+      ],
+      [
+        // Runs while the worker does: what it has published by then, as the server reads it.
+        'test.observe',
+        async () => {
+          // Bounded: a worker that never publishes it fails the task, and the test with it.
+          for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+            for (const snapshot of await queue.workers.readMetrics()) {
+              const breakers = (snapshot as { breakers?: JsonValue[] }).breakers ?? [];
+              if (breakers.length > 0) return { worker: (snapshot as { worker: string }).worker, breakers };
+            }
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          throw new Error('the worker did not publish its open breaker');
+        },
+      ],
+    ]);
+    const { logger } = capturingLogger();
+    await runWorker({ config, logger, signal: new AbortController().signal, exitWhenIdle: true, handlers });
+    const record = await queue.get(observe.status === 'enqueued' ? observe.task.id : '');
+    expect(record?.state).toBe('done');
+    expect(record?.task?.result).toEqual({
+      worker: expect.any(String),
+      breakers: [
+        {
+          taskType: 'test.broken',
+          state: 'open',
+          consecutiveFailures: 3,
+          retryAt: expect.any(String),
+          lastError: 'the API is down',
+        },
+      ],
+    });
+  });
+
   it('runs manifest handlers with their instance settings, platform config and stage enqueues', async () => {
     await writeFile(
       path.join(dir, 'config.yaml'),

@@ -400,7 +400,21 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     metricsWrittenAtMs = Date.now();
     // Our own JSON text read back: plain JSON data by construction, which the status types cannot say.
     const llmData = JSON.parse(llmViewText) as Record<string, JsonValue>;
-    const snapshot = { ...metrics.snapshot(), ...workerProcess(consumer.owner.id), ...llmData };
+    // Its open breakers too: a worker on another machine keeps them in its own data directory, where the server
+    // does not look; this is how /health, /metrics and the dashboard show them.
+    const breakerData = breakerGate.states().map((state) => ({
+      taskType: state.taskType,
+      state: state.state,
+      consecutiveFailures: state.consecutiveFailures,
+      ...(state.retryAt === undefined ? {} : { retryAt: state.retryAt }),
+      ...(state.lastError === undefined ? {} : { lastError: state.lastError }),
+    }));
+    const snapshot = {
+      ...metrics.snapshot(),
+      ...workerProcess(consumer.owner.id),
+      ...llmData,
+      breakers: breakerData,
+    };
     metricsWrite = metricsWrite
       .then(() => queue.workers.publishMetrics(consumer.owner.id, snapshot as JsonValue))
       .catch((error: unknown) => logger.warn({ err: error }, 'could not write the metrics file'));

@@ -6,6 +6,7 @@ export {
   parsePublishedModels,
   summarizeModels,
 } from './model-metrics.ts';
+export { type PublishedBreaker, parsePublishedBreakers } from './published-breakers.ts';
 export {
   durationBucketsSeconds,
   type MetricsSnapshot,

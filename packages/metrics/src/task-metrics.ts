@@ -164,7 +164,7 @@ export interface RenderPrometheusOptions {
   /** The LLM profiles across the live workers, with their backlog (`summarizeModels`). @default none */
   models?: readonly ModelSummary[];
   /** The task types' circuit breakers (the scheduler's), every state. @default none */
-  breakers?: readonly { taskType: string; state: string }[];
+  breakers?: readonly { taskType: string; state: string; worker?: string }[];
 }
 
 /** The Prometheus text exposition format (0.0.4) of the queue, the task counters and the workers. */
@@ -216,7 +216,7 @@ export function renderPrometheus(options: RenderPrometheusOptions): string {
   );
   for (const breaker of [...(options.breakers ?? [])].sort(byKey((breaker) => breaker.taskType))) {
     lines.push(
-      `assistant_circuit_breaker_open${labels({ task_type: breaker.taskType })} ${breaker.state === 'closed' ? 0 : 1}`,
+      `assistant_circuit_breaker_open${labels({ task_type: breaker.taskType, ...(breaker.worker === undefined ? {} : { worker: breaker.worker }) })} ${breaker.state === 'closed' ? 0 : 1}`,
     );
   }
   lines.push(...renderModelFamilies(options.models ?? []));

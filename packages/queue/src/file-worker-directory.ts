@@ -127,7 +127,12 @@ export class FileWorkerDirectory implements WorkerDirectory {
       const record = await this.read(name.slice(0, -'.yaml'.length)).catch(() => undefined);
       if (!record) continue;
       const heartbeatMs = Date.parse(record.heartbeatAt);
-      workers.push({ ...record, alive: !Number.isNaN(heartbeatMs) && nowMs - heartbeatMs <= this.leaseMs });
+      // As liveness() judges it: on this host a worker whose pid is gone is gone, whatever its last heartbeat.
+      const alive =
+        !Number.isNaN(heartbeatMs) &&
+        nowMs - heartbeatMs <= this.leaseMs &&
+        (record.host !== os.hostname() || pidAlive(record.pid));
+      workers.push({ ...record, alive });
     }
     return workers;
   }

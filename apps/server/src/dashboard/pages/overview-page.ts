@@ -250,7 +250,7 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
 <thead><tr><th scope="col">Task type</th><th scope="col">State</th><th scope="col">Failures</th><th scope="col">Retry at</th><th scope="col">Last error</th></tr></thead>
 <tbody>${details.circuit_breakers.map(
           (breaker) => html`<tr>
-<th scope="row"><a href="/tasks${queryString({ type: breaker.task_type })}">${breaker.task_type}</a></th>
+<th scope="row"><a href="/tasks${queryString({ type: breaker.task_type })}">${breaker.task_type}</a>${breaker.worker ? html` <span class="muted">(worker ${breaker.worker})</span>` : ''}</th>
 <td><span class="badge open">${breaker.state}</span></td>
 <td>${breaker.consecutive_failures}</td>
 <td>${timeTag(breaker.retry_at)}</td>
