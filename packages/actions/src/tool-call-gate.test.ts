@@ -154,6 +154,7 @@ describe('createToolCallGate', () => {
     const reopened = await readApproval(notes, id);
     expect(reopened?.decided_by).toBeUndefined();
     expect(Date.parse(reopened?.expires_at ?? '')).toBeGreaterThan(Date.now());
+    expect((await notes.read(`approvals/${id}.md`))?.body).toContain(`it expires at ${reopened?.expires_at}`);
     expect(lines.at(-1)).toBe('waits for approval again to call fs__write (system.agent)');
     await decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' });
     expect(await again).toEqual({ run: true });

@@ -160,16 +160,13 @@ async function reopenRequest(options: CreateToolCallGateOptions, id: string, now
     await options.notes.update(`${approvalsFolder}/${id}.md`, {
       change: (current) => {
         reopened = current.data.status === 'expired' && current.data.decided_by === withdrawnBy;
-        return reopened
-          ? {
-              set: {
-                status: 'pending',
-                expires_at: new Date(nowMs + options.approvalTimeoutMs).toISOString(),
-                decided_at: undefined,
-                decided_by: undefined,
-              },
-            }
-          : {};
+        if (!reopened) return {};
+        const expiresAt = new Date(nowMs + options.approvalTimeoutMs).toISOString();
+        return {
+          set: { status: 'pending', expires_at: expiresAt, decided_at: undefined, decided_by: undefined },
+          // The body says when it expires, too.
+          body: current.body.replace(`it expires at ${String(current.data.expires_at)}`, `it expires at ${expiresAt}`),
+        };
       },
     });
   } catch (error) {
