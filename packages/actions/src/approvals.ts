@@ -387,16 +387,22 @@ export async function expireApproval(
   request: ApprovalRequest,
   nowMs: number,
 ): Promise<boolean> {
+  const stillPending = await markExpiredIfPending(options.notes, request.id, nowMs, 'expiry');
+  if (stillPending) await logExpiry(options, request);
+  return stillPending;
+}
+
+/** Sets a request `expired` by `by` if it is still pending under the note's lock; whether it was. */
+async function markExpiredIfPending(notes: NoteStore, id: string, nowMs: number, by: string): Promise<boolean> {
   let stillPending = false;
-  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
+  await notes.update(`${approvalsFolder}/${id}.md`, {
     change: (current) => {
       stillPending = current.data.status === 'pending';
       return stillPending
-        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: 'expiry' } }
+        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: by } }
         : {};
     },
   });
-  if (stillPending) await logExpiry(options, request);
   return stillPending;
 }
 
@@ -422,15 +428,7 @@ export async function withdrawApproval(
   nowMs: number,
   why: string,
 ): Promise<boolean> {
-  let stillPending = false;
-  await options.notes.update(`${approvalsFolder}/${request.id}.md`, {
-    change: (current) => {
-      stillPending = current.data.status === 'pending';
-      return stillPending
-        ? { set: { status: 'expired', decided_at: new Date(nowMs).toISOString(), decided_by: withdrawnBy } }
-        : {};
-    },
-  });
+  const stillPending = await markExpiredIfPending(options.notes, request.id, nowMs, withdrawnBy);
   if (stillPending) {
     await options.humanLog?.write({
       source: 'approvals',
