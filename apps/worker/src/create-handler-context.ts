@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createToolCallGate, enqueueActions, runActionOnce } from '@assistant/actions';
-import { startAgent } from '@assistant/agent';
+import { startAgent, type ToolGate } from '@assistant/agent';
 import { evaluateRules } from '@assistant/automations';
 import { ChatEventLog, ChatInbox, ConversationStore, chatModes, TurnStates } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
@@ -64,6 +64,56 @@ export interface CreateHandlerContextOptions {
   task: Task;
   signal: AbortSignal;
   logger: Logger;
+  /** The task's worker slot, given back while its agent loops wait for the owner. @default kept throughout */
+  slot?: TaskSlot;
+}
+
+/**
+ * A running task's place among the worker's `concurrency`: given back while every one of its agent loops' tool calls
+ * waits for the owner's decision (for up to `tools.approval_timeout`), so the worker runs other tasks meanwhile,
+ * and taken again the moment one is decided, even if that briefly puts the worker one over its concurrency.
+ */
+export interface TaskSlot {
+  release(): void;
+  retake(): void;
+}
+
+/**
+ * Counts a task's tool calls that wait for the owner, across all its loops: the slot is given back when the first
+ * starts waiting, and taken again when the last one is decided (or stops waiting).
+ */
+function slotParking(slot: TaskSlot | undefined): { begin(): void; end(): void } {
+  let waits = 0;
+  return {
+    begin: () => {
+      waits += 1;
+      if (waits === 1) slot?.release();
+    },
+    end: () => {
+      waits -= 1;
+      if (waits === 0) slot?.retake();
+    },
+  };
+}
+
+/** Wraps a loop's tool gate so its calls that wait for the owner count in the task's parking. */
+function parkWhileWaiting(gate: ToolGate, parking: ReturnType<typeof slotParking>): ToolGate {
+  return async (request) => {
+    let waiting = false;
+    try {
+      return await gate({
+        ...request,
+        waiting: (approval) => {
+          request.waiting(approval);
+          if (waiting) return;
+          waiting = true;
+          parking.begin();
+        },
+      });
+    } finally {
+      if (waiting) parking.end();
+    }
+  };
 }
 
 /**
@@ -73,6 +123,8 @@ export interface CreateHandlerContextOptions {
  */
 export function createHandlerContext(options: CreateHandlerContextOptions): HandlerContext | { problem: string } {
   const { services, task, signal, logger } = options;
+  // One per task, shared by its loops (nested ones included): the slot is back only when none of them waits.
+  const parking = slotParking(options.slot);
   const info = services.registry?.taskType(task.type);
   let instance: RuntimeInstance;
   if (services.registry && info) {
@@ -190,7 +242,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
           .then(() => channel.event(event as never))
           .catch((error: unknown) => logger.warn({ err: error }, 'could not write an agent event'));
       };
-      const gate = createToolCallGate({
+      const ownGate = createToolCallGate({
         notes: services.notes,
         humanLog: services.humanLog,
         policy: services.config.tools,
@@ -199,6 +251,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         instance: { name: instance.name, domain: instance.domain },
         item: `${transcriptsFolder}/${transcriptName ?? task.id}.md`,
       });
+      const gate = parkWhileWaiting(ownGate, parking);
       const handle = startAgent({
         ...rest,
         label: rest.label ?? task.type,

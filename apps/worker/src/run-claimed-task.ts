@@ -14,7 +14,7 @@ import {
   UnrecoverableError,
 } from '@assistant/queue';
 import type { Logger } from 'pino';
-import { createHandlerContext, type WorkerServices } from './create-handler-context.ts';
+import { createHandlerContext, type TaskSlot, type WorkerServices } from './create-handler-context.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 /** Finds the handler of a task type; undefined when none handles it, a rejection when its module is broken. */
@@ -68,6 +68,8 @@ export interface RunClaimedTaskOptions {
    * handler while this one's outcome goes to disk.
    */
   onHandlerSettled?: () => void;
+  /** The task's worker slot, which its agent loops give back while they wait for the owner. */
+  slot?: TaskSlot;
 }
 
 /**
@@ -187,7 +189,13 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
       : new UnrecoverableError(message);
   }
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
-  const context = createHandlerContext({ services: options.services, task, signal, logger });
+  const context = createHandlerContext({
+    services: options.services,
+    task,
+    signal,
+    logger,
+    ...(options.slot ? { slot: options.slot } : {}),
+  });
   if ('problem' in context) throw new UnrecoverableError(context.problem);
   const { registry } = options.services;
   if (registry) {

@@ -27,7 +27,7 @@ import { CircuitBreakers } from '@assistant/scheduler';
 import { HttpSteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { BreakerGate } from './breaker-gate.ts';
-import type { WorkerServices } from './create-handler-context.ts';
+import type { TaskSlot, WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
 import { type LaneSnapshot, laneCapacity, llmStagesOf, profilesAvailability } from './lanes.ts';
 import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
@@ -327,14 +327,44 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     const lane = llmLanes.get(claimed.task.type) ?? ioLane;
     lane.handlers += 1;
     lane.claimed += 1;
-    let slotFreed = false;
-    const freeSlot = () => {
-      if (slotFreed) return;
-      slotFreed = true;
+    // What this task counts in its lane: its handler until it settles, its claim until its outcome is written. Both
+    // are given back while its agent loops wait for the owner (the slot), and taken again when a call is decided.
+    let holdsHandler = true;
+    let holdsClaim = true;
+    let settled = false;
+    const dropHandler = () => {
+      if (!holdsHandler) return;
+      holdsHandler = false;
       lane.handlers -= 1;
       wakeLoop();
     };
+    const dropClaim = () => {
+      if (!holdsClaim) return;
+      holdsClaim = false;
+      lane.claimed -= 1;
+      wakeLoop();
+    };
+    const freeSlot = () => {
+      settled = true;
+      dropHandler();
+    };
+    const slot: TaskSlot = {
+      release: () => {
+        if (settled) return;
+        logger.debug({ task: claimed.id }, `task ${claimed.id} waits for the owner; its slot is free meanwhile`);
+        dropHandler();
+        dropClaim();
+      },
+      retake: () => {
+        if (settled) return;
+        if (!holdsHandler) lane.handlers += 1;
+        if (!holdsClaim) lane.claimed += 1;
+        holdsHandler = true;
+        holdsClaim = true;
+      },
+    };
     const run = runClaimedTask({
+      slot,
       onHandlerSettled: freeSlot,
       claimed,
       consumer,
@@ -348,8 +378,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     running.add(run);
     void run.finally(() => {
       running.delete(run);
-      lane.claimed -= 1;
       freeSlot();
+      dropClaim();
       wakeLoop();
     });
   };
