@@ -69,9 +69,10 @@ export interface CreateHandlerContextOptions {
 }
 
 /**
- * A running task's place among the worker's `concurrency`: given back while every one of its agent loops' tool calls
- * waits for the owner's decision (for up to `tools.approval_timeout`), so the worker runs other tasks meanwhile,
- * and taken again the moment one is decided, even if that briefly puts the worker one over its concurrency.
+ * A running task's place among the worker's `concurrency`: given back while one of its agent loops waits for the owner
+ * (a tool call's approval, for up to `tools.approval_timeout`; a question's answer), so the worker runs other tasks
+ * meanwhile, and taken again the moment one is decided or answered, even if that briefly puts the worker one over
+ * its concurrency.
  */
 export interface TaskSlot {
   release(): void;
@@ -79,8 +80,9 @@ export interface TaskSlot {
 }
 
 /**
- * Counts a task's tool calls that wait for the owner, across all its loops: the slot is given back when the first
- * starts waiting, and taken again when the last one is decided (or stops waiting).
+ * Counts what of a task waits for the owner, across all its loops: tool calls waiting for approval and questions
+ * waiting for an answer. The slot is given back when the first starts waiting, and taken again when the last one is
+ * decided or answered (or stops waiting).
  */
 function slotParking(slot: TaskSlot | undefined): { begin(): void; end(): void } {
   let waits = 0;
@@ -260,6 +262,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         signal,
         // After `...rest`, so a gate smuggled past the type (a plain-JS handler) is replaced: config.yaml's, none other.
         gate,
+        // A question to the owner waits like an approval does: the task's slot is free meanwhile.
+        ownerWait: parking,
         onEvent: (event) => {
           const { type, lineage, handleId: _handle, ...details } = event;
           // Tokens (a line each) would flood events.jsonl and the debug log: they go to the caller's onEvent only.

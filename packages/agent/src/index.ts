@@ -7,7 +7,13 @@ export type {
   PausePoint,
   SteeringAction,
 } from './loop/agent-event.ts';
-export type { AgentOptions, AgentResult, AgentResultStatus, CompressionOptions } from './loop/agent-options.ts';
+export type {
+  AgentOptions,
+  AgentResult,
+  AgentResultStatus,
+  CompressionOptions,
+  OwnerWait,
+} from './loop/agent-options.ts';
 export { startAgent } from './loop/start-agent.ts';
 export type { Clarification, HandleStatus, Notification, SteerableHandle } from './steering/steerable-handle.ts';
 export { steeringMessages } from './steering/steering-messages.ts';

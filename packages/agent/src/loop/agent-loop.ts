@@ -394,14 +394,24 @@ export class AgentLoop implements SteerableHandle {
     if (signal.aborted) return Promise.reject(signal.reason);
     const root = this.#root;
     const id = randomUUID();
+    const ownerWait = root.#options.ownerWait;
     return new Promise<string>((resolve, reject) => {
+      let waiting = true;
+      const stopWaiting = (): void => {
+        if (!waiting) return;
+        waiting = false;
+        ownerWait?.end();
+      };
       const onAbort = (): void => {
         root.#awaitingAnswers.delete(id);
+        stopWaiting();
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
+      ownerWait?.begin();
       root.#awaitingAnswers.set(id, (answer) => {
         signal.removeEventListener('abort', onAbort);
+        stopWaiting();
         resolve(answer);
       });
       this.#emit({ type: 'clarification', id, question });

@@ -66,6 +66,18 @@ export interface AgentOptions {
    * @default every call runs (or the parent's gate, for a nested loop)
    */
   gate?: ToolGate;
+  /**
+   * Told when a question to the caller (`askCaller`, from this loop or one nested in it) starts waiting for its
+   * answer, and when it stops waiting (answered, or the loop stopped): a worker gives the task's slot back meanwhile.
+   * Only the top loop's is used. @default none
+   */
+  ownerWait?: OwnerWait;
+}
+
+/** See {@link AgentOptions.ownerWait}: `begin` and `end` come in pairs, one pair per question. */
+export interface OwnerWait {
+  begin(): void;
+  end(): void;
 }
 
 /** How a loop ended. `stopped` is a cancellation by the owner (or an aborted signal), never a failure. */

@@ -5,7 +5,7 @@ import type { Tool } from '../tools/define-tool.ts';
 import type { ToolGate } from '../tools/tool-gate.ts';
 import type { TranscriptStore } from '../transcript/transcript-store.ts';
 import type { AgentEvent } from './agent-event.ts';
-import type { AgentOptions } from './agent-options.ts';
+import type { AgentOptions, OwnerWait } from './agent-options.ts';
 
 /** {@link AgentOptions} with defaults filled in and numbers checked. */
 export interface ResolvedAgentOptions {
@@ -26,6 +26,7 @@ export interface ResolvedAgentOptions {
   estimateTokens: (messages: ChatMessage[]) => number;
   signal: AbortSignal | undefined;
   gate: ToolGate | undefined;
+  ownerWait: OwnerWait | undefined;
 }
 
 const limitsSchema = z.object({
@@ -85,5 +86,6 @@ export function resolveAgentOptions(options: AgentOptions): ResolvedAgentOptions
     estimateTokens: options.estimateTokens ?? estimateTokensByCharacters,
     signal: options.signal,
     gate: options.gate,
+    ownerWait: options.ownerWait,
   };
 }

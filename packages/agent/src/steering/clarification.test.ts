@@ -40,12 +40,15 @@ describe('clarifications and notifications', () => {
     const fetchModel = delegatingModel('login', 'fetch: ');
     const researchModel = delegatingModel('delegate_fetch', 'research: ');
     const topModel = delegatingModel('delegate_research', 'task: ');
+    // Told when the question starts waiting and when it is answered, at the top though it is asked at depth 2.
+    const waits: string[] = [];
     const top = startAgent({
       model: topModel,
       label: 'task',
       system: 'You run tasks.',
       input: 'Read my mail.',
       tools: [delegateTool('research', researchModel, [delegateTool('fetch', fetchModel, [login])])],
+      ownerWait: { begin: () => waits.push('begin'), end: () => waits.push('end') },
     });
 
     const notification = await top.nextNotification();
@@ -57,7 +60,9 @@ describe('clarifications and notifications', () => {
       lineage: ['task', 'research', 'fetch'],
     });
 
+    expect(waits).toEqual(['begin']);
     top.answerClarification(clarification.id, 'the work account');
+    expect(waits).toEqual(['begin', 'end']);
 
     const result = await top.result();
     expect(result.status).toBe('completed');
@@ -80,13 +85,22 @@ describe('clarifications and notifications', () => {
       },
     });
     const model = createScriptedModel({ replies: [{ toolCalls: [{ name: 'ask' }] }] });
-    const handle = startAgent({ model, system: 's', input: 'go', tools: [ask] });
+    const waits: string[] = [];
+    const handle = startAgent({
+      model,
+      system: 's',
+      input: 'go',
+      tools: [ask],
+      ownerWait: { begin: () => waits.push('begin'), end: () => waits.push('end') },
+    });
     const clarification = await handle.nextClarification();
 
     handle.stop('no longer needed');
 
     await expect(asked).rejects.toThrow('no longer needed');
     handle.answerClarification(clarification.id, 'yes');
+    // The wait ended once, when the loop stopped; the late answer changes nothing.
+    expect(waits).toEqual(['begin', 'end']);
     await expect(handle.result()).resolves.toMatchObject({ status: 'stopped', reason: 'no longer needed' });
   });
 });
