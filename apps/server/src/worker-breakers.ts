@@ -15,14 +15,8 @@ export async function withWorkerBreakers(
   const [published, workers] = await Promise.all([queue.workers.readMetrics(), queue.workers.list()]);
   const alive = new Set(workers.filter((worker) => worker.alive).map((worker) => worker.id));
   const heldHere = new Set(own.filter((breaker) => breaker.state !== 'closed').map((breaker) => breaker.taskType));
-  const theirs = parsePublishedBreakers(published)
-    .filter((breaker) => alive.has(breaker.worker) && !heldHere.has(breaker.taskType))
-    .map(
-      ({ retryAt, lastError, ...breaker }): BreakerSummary => ({
-        ...breaker,
-        ...(retryAt === undefined ? {} : { retryAt }),
-        ...(lastError === undefined ? {} : { lastError }),
-      }),
-    );
+  const theirs = parsePublishedBreakers(published).filter(
+    (breaker) => alive.has(breaker.worker) && !heldHere.has(breaker.taskType),
+  );
   return [...own, ...theirs];
 }

@@ -44,7 +44,7 @@ export interface PublishedModels {
 }
 
 /** The longest `lastError` kept: /health and the dashboard show it, and a worker may have caught a whole page. */
-const maxErrorLength = 500;
+export const maxErrorLength = 500;
 
 /**
  * The models and lanes of each published snapshot (`WorkerDirectory.readMetrics`). A worker's file is ours but may be

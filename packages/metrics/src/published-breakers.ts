@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { maxErrorLength } from './model-metrics.ts';
 
 /** One entry of a snapshot's `breakers`: a task type's breaker that holds the publishing worker's claims. */
 const publishedBreakerSchema = z.object({
@@ -10,10 +11,14 @@ const publishedBreakerSchema = z.object({
 });
 
 /** A task-type breaker a remote worker keeps in its own data directory, as it published it. */
-export type PublishedBreaker = z.infer<typeof publishedBreakerSchema> & { worker: string };
-
-/** The longest `lastError` kept: /health and the dashboard show it. */
-const maxErrorLength = 500;
+export interface PublishedBreaker {
+  worker: string;
+  taskType: string;
+  state: 'open' | 'half_open';
+  consecutiveFailures: number;
+  retryAt?: string;
+  lastError?: string;
+}
 
 /**
  * The open and half-open task-type breakers the workers published (`WorkerDirectory.readMetrics`). A worker on another
@@ -29,9 +34,10 @@ export function parsePublishedBreakers(values: readonly unknown[]): PublishedBre
     for (const entry of record.breakers) {
       const parsed = publishedBreakerSchema.safeParse(entry);
       if (!parsed.success) continue;
-      const { lastError, ...breaker } = parsed.data;
+      const { retryAt, lastError, ...breaker } = parsed.data;
       found.push({
         ...breaker,
+        ...(retryAt === undefined ? {} : { retryAt }),
         ...(lastError === undefined ? {} : { lastError: lastError.slice(0, maxErrorLength) }),
         worker: record.worker,
       });
