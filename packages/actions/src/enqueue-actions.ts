@@ -19,6 +19,11 @@ export const plannedActionSchema = z.strictObject({
   human_log: z.string().optional(),
   on_result: z.array(z.record(z.string(), z.unknown())).optional(),
   /**
+   * The full text the action sends or posts (a reply, a comment), written before the owner is asked, so the approval
+   * shows it and the act sends exactly it instead of writing new words at act time.
+   */
+  text: z.string().optional(),
+  /**
    * What the action is done to, as the item showed it when the request was made (approval requests only): the
    * manifest's `target` field of the item and its value, absent when the item has none.
    */
