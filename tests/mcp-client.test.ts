@@ -17,11 +17,16 @@ import { waitUntil } from './helpers/wait-until.ts';
 
 const everythingMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const filesystemMain = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
-const rules: Pick<McpServerConfig, 'allow' | 'deny' | 'readOnly' | 'timeoutMs'> = {
+const rules: Pick<
+  McpServerConfig,
+  'allow' | 'deny' | 'readOnly' | 'timeoutMs' | 'trustAnnotations' | 'maxResponseBytes'
+> = {
   allow: ['*'],
   deny: [],
   readOnly: [],
   timeoutMs: 20_000,
+  trustAnnotations: true,
+  maxResponseBytes: 8 * 1024 * 1024,
 };
 
 const everything: McpServerConfig = {

@@ -25,6 +25,8 @@ mcp_servers:
     headers: {Authorization: !secret github_token}
     deny: [delete_*]
     timeout: 5s
+    trust_annotations: false
+    max_response_bytes: 512 KiB
 `);
     expect(result.errors.map(formatProblem)).toEqual([]);
     const servers = result.config?.mcpServers ?? {};
@@ -37,6 +39,8 @@ mcp_servers:
       deny: [],
       readOnly: ['list_*'],
       timeoutMs: 60_000,
+      trustAnnotations: true,
+      maxResponseBytes: 8 * 1024 * 1024,
     });
     const files = servers.files;
     if (files?.transport !== 'stdio') throw new Error('expected a stdio server');
@@ -48,6 +52,8 @@ mcp_servers:
       url: 'http://127.0.0.1:3001/mcp',
       deny: ['delete_*'],
       timeoutMs: 5_000,
+      trustAnnotations: false,
+      maxResponseBytes: 512 * 1024,
     });
     // Plain env and header values are not secrets: no inline-secret warning for them.
     expect(result.warnings).toEqual([]);
@@ -74,11 +80,17 @@ mcp_servers:
       expect.stringContaining('expected an http(s) URL'),
     ]);
     expect(errors('mcp_servers:\n  local: {command: x, bogus: 1}\n')).toHaveLength(1);
+    expect(errors('mcp_servers:\n  local: {command: x, max_response_bytes: 8 MB}\n')).toEqual([
+      expect.stringContaining('such as `512 KiB`, `8 MiB` or `1 GiB`'),
+    ]);
+    expect(errors('mcp_servers:\n  local: {command: x, trust_annotations: no}\n')).toEqual([
+      expect.stringContaining('expected true or false'),
+    ]);
   });
 
   it('round-trips through serializeConfig, secrets as references', () => {
     const first = parse(
-      'mcp_servers:\n  files: {command: node, args: [server.js], env: {T: !secret github_token}, read_only: [read_*]}\n  web: {url: "http://127.0.0.1:9/mcp", timeout: 2m}\n',
+      'mcp_servers:\n  files: {command: node, args: [server.js], env: {T: !secret github_token}, read_only: [read_*]}\n  web: {url: "http://127.0.0.1:9/mcp", timeout: 2m, trust_annotations: false, max_response_bytes: 1 MiB}\n',
     );
     if (!first.config) throw new Error(first.errors.map(formatProblem).join('\n'));
     const text = serializeConfig(first.config);

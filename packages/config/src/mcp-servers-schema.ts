@@ -21,6 +21,32 @@ const toolPattern = z
   .max(200)
   .regex(/^[^\s]+$/, { error: 'a tool name pattern has no spaces' });
 
+/**
+ * The default largest message read from an MCP server: far above what a model is shown of a result (20,000
+ * characters), far below what hurts the worker. The SDK's own stdio limit (10 MiB) throws where nothing catches it.
+ */
+export const defaultMaxResponseBytes = 8 * 1024 * 1024;
+
+const byteUnits: Record<string, number> = { b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+
+const byteCountError = 'expected a number of bytes, or a size such as `512 KiB`, `8 MiB` or `1 GiB`';
+
+/** A number of bytes: an integer, or text such as `512 KiB`, `8 MiB`, `1 GiB`. */
+const byteCountSchema = z.union(
+  [
+    z.int().positive(),
+    z
+      .string()
+      .regex(/^\s*\d+(\.\d+)?\s*(B|KiB|MiB|GiB)\s*$/i, { error: byteCountError })
+      .transform((text) => {
+        const [, amount = '', unit = ''] = /^\s*(\d+(?:\.\d+)?)\s*(\w+)\s*$/.exec(text) ?? [];
+        return Math.floor(Number(amount) * (byteUnits[unit.toLowerCase()] ?? 1));
+      })
+      .pipe(z.int().positive()),
+  ],
+  { error: byteCountError },
+);
+
 const mcpServerObject = z.strictObject({
   /** stdio: the program to start (found on PATH, or a path). */
   command: z.string().min(1).optional(),
@@ -40,6 +66,13 @@ const mcpServerObject = z.strictObject({
   read_only: z.array(toolPattern).default([]),
   /** How long one tool call may take. */
   timeout: durationSchema.default(60_000),
+  /**
+   * Whether the server's own tool annotations (`readOnlyHint`) may make a tool read-only. False: only `read_only`
+   * does; every other tool is irreversible whatever the server says.
+   */
+  trust_annotations: z.boolean({ error: 'expected true or false' }).default(true),
+  /** The largest single message (a tool's answer) read from the server; a larger one fails its call. */
+  max_response_bytes: byteCountSchema.default(defaultMaxResponseBytes),
 });
 
 /** The parts of an MCP server's config both transports share. */
@@ -48,6 +81,10 @@ interface McpServerCommon {
   deny: string[];
   readOnly: string[];
   timeoutMs: number;
+  /** Whether `readOnlyHint` may make a tool read-only (config's `trust_annotations`). */
+  trustAnnotations: boolean;
+  /** The largest message read from the server, in bytes (config's `max_response_bytes`). */
+  maxResponseBytes: number;
 }
 
 /** A server started as a child process, spoken to over its stdin and stdout. */
@@ -94,7 +131,14 @@ export const mcpServerSchema = mcpServerObject
     }
   })
   .transform((value): McpServerConfig => {
-    const common = { allow: value.allow, deny: value.deny, readOnly: value.read_only, timeoutMs: value.timeout };
+    const common = {
+      allow: value.allow,
+      deny: value.deny,
+      readOnly: value.read_only,
+      timeoutMs: value.timeout,
+      trustAnnotations: value.trust_annotations,
+      maxResponseBytes: value.max_response_bytes,
+    };
     if (value.url !== undefined) return { transport: 'http', url: value.url, headers: value.headers ?? {}, ...common };
     return {
       transport: 'stdio',

@@ -148,6 +148,8 @@ function toPlain(config: Config): Plain {
           deny: server.deny,
           read_only: server.readOnly,
           timeout: formatDuration(server.timeoutMs),
+          trust_annotations: server.trustAnnotations,
+          max_response_bytes: server.maxResponseBytes,
         },
       ]),
     ),

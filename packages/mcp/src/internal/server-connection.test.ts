@@ -52,6 +52,8 @@ describe('ServerConnection', () => {
         deny: [],
         readOnly: [],
         timeoutMs: 5_000,
+        trustAnnotations: true,
+        maxResponseBytes: 1024 * 1024,
       },
       logger: { info: () => {}, warn: () => {} },
       backoff: { initialMs: 1_000, maxMs: 60_000 },
