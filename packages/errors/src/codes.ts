@@ -45,6 +45,8 @@ export const errorCodes = {
     'An MCP server could not be started or reached, or crashed and is waiting out its restart backoff; the message says which and when it is tried again.',
   MCP_CALL_FAILED:
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
+  MCP_RESPONSE_TOO_LARGE:
+    "An MCP server's answer was larger than its `max_response_bytes`; it was dropped unread and the call failed.",
   // The queue's Redis backend (packages/queue-redis).
   QUEUE_UNAVAILABLE:
     'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedLineReader, type OversizedLine } from './bounded-line-reader.ts';
+import { answeredIdOf, requestIdsOf, responseTooLargeMessage, sniffResponseId } from './response-too-large.ts';
 
 /** Options of {@link ProcessGroupStdioTransport}. */
 export interface ProcessGroupStdioTransportOptions {
@@ -12,6 +14,8 @@ export interface ProcessGroupStdioTransportOptions {
   cwd?: string;
   /** Each line the server writes to stderr (servers log there). */
   onStderrLine?: (line: string) => void;
+  /** The largest message (one line) read from the server; a larger one fails the request it answers. */
+  maxMessageBytes: number;
 }
 
 /** How long a server gets to exit after its stdin closes, and again after SIGTERM, before SIGKILL. */
@@ -20,9 +24,12 @@ const exitGraceMs = 2_000;
 const keptStderrLines = 20;
 
 /**
- * The MCP stdio transport, with one difference from the SDK's StdioClientTransport: the server runs in its own
- * process group, and closing it (or its crash) signals the whole group. A server started through `npx`, a shell
- * script or `uv run` is a tree of processes; killing only the direct child would orphan the one doing the work.
+ * The MCP stdio transport, with two differences from the SDK's StdioClientTransport. The server runs in its own
+ * process group, and closing it (or its crash) signals the whole group: a server started through `npx`, a shell
+ * script or `uv run` is a tree of processes; killing only the direct child would orphan the one doing the work. And
+ * its reading is bounded: a message past `maxMessageBytes` is dropped as it arrives (never held whole, never thrown
+ * out of the stream's listener) and the request it answers fails with an error the client reads as
+ * MCP_RESPONSE_TOO_LARGE; the server stays up and its next answers are read as usual.
  */
 export class ProcessGroupStdioTransport implements Transport {
   onclose?: () => void;
@@ -30,7 +37,9 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   readonly #options: ProcessGroupStdioTransportOptions;
-  readonly #readBuffer = new ReadBuffer();
+  readonly #lines: BoundedLineReader;
+  /** Requests sent and not yet answered, to fail when an answer is dropped. */
+  readonly #waiting = new Set<RequestId>();
   readonly #stderrLines: string[] = [];
   #child: ChildProcess | undefined;
   #exited: Promise<void> | undefined;
@@ -38,6 +47,7 @@ export class ProcessGroupStdioTransport implements Transport {
 
   constructor(options: ProcessGroupStdioTransportOptions) {
     this.#options = options;
+    this.#lines = new BoundedLineReader({ maxLineBytes: options.maxMessageBytes });
   }
 
   /** The server's process id (also its process group's id) once started. */
@@ -74,10 +84,7 @@ export class ProcessGroupStdioTransport implements Transport {
         this.onclose?.();
       });
       child.stdin?.on('error', (error) => this.onerror?.(error));
-      child.stdout?.on('data', (chunk: Buffer) => {
-        this.#readBuffer.append(chunk);
-        this.#readMessages();
-      });
+      child.stdout?.on('data', (chunk: Buffer) => this.#read(chunk));
       let partial = '';
       child.stderr?.setEncoding('utf8');
       child.stderr?.on('data', (text: string) => {
@@ -98,6 +105,7 @@ export class ProcessGroupStdioTransport implements Transport {
         reject(new Error('the MCP server is not running'));
         return;
       }
+      for (const id of requestIdsOf(message)) this.#waiting.add(id);
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', resolve);
     });
@@ -126,20 +134,53 @@ export class ProcessGroupStdioTransport implements Transport {
       }
     }
     this.#signalGroup('SIGKILL');
-    this.#readBuffer.clear();
+    this.#lines.clear();
   }
 
-  #readMessages(): void {
-    for (;;) {
-      let message: JSONRPCMessage | null;
+  /**
+   * The `data` listener: whatever a line holds, nothing is thrown from here (an exception in a stream listener is
+   * uncaught and ends the process). A line that is not a message is told to `onerror`, as the SDK does.
+   */
+  #read(chunk: Buffer): void {
+    for (const line of this.#lines.push(chunk)) {
+      if (line.type === 'oversized') {
+        this.#failWaitingFor(line);
+        continue;
+      }
+      if (line.text.trim() === '') continue;
+      let message: JSONRPCMessage;
       try {
-        message = this.#readBuffer.readMessage();
+        message = deserializeMessage(line.text);
       } catch (error) {
         this.onerror?.(error instanceof Error ? error : new Error(String(error)));
         continue;
       }
-      if (message === null) return;
+      const answered = answeredIdOf(message);
+      if (answered !== undefined) this.#waiting.delete(answered);
+      this.#deliver(message);
+    }
+  }
+
+  /**
+   * A dropped line answered the request named at one of its ends, or, when neither end names one, any of those
+   * waiting: each fails rather than waiting out its timeout. A line naming an id nothing waits for (a request of the
+   * server's own) fails nothing.
+   */
+  #failWaitingFor(line: OversizedLine): void {
+    const sniffed = sniffResponseId(line.head, line.tail);
+    const ids = sniffed === undefined ? [...this.#waiting] : this.#waiting.has(sniffed) ? [sniffed] : [];
+    for (const id of ids) {
+      this.#waiting.delete(id);
+      const details = { limitBytes: this.#options.maxMessageBytes, receivedBytes: line.bytes, cutShort: false };
+      this.#deliver(responseTooLargeMessage(id, details));
+    }
+  }
+
+  #deliver(message: JSONRPCMessage): void {
+    try {
       this.onmessage?.(message);
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
 

@@ -3,7 +3,9 @@ import { AssistantError } from '@assistant/errors';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult, McpError, Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
+import type { boundedFetch } from './bounded-fetch.ts';
 import type { ProcessGroupStdioTransport } from './process-group-stdio-transport.ts';
+import { responseTooLargeOf } from './response-too-large.ts';
 
 /** Where a server is in its life: never started, starting, up, down (failed or crashed) until `retryAtMs`, closed. */
 export type ServerState = 'idle' | 'starting' | 'ready' | 'down' | 'closed';
@@ -35,6 +37,7 @@ interface ClientSdk {
   StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
   McpError: typeof McpError;
   ProcessGroupStdioTransport: typeof ProcessGroupStdioTransport;
+  boundedFetch: typeof boundedFetch;
 }
 
 // The MCP SDK (the client, its transports and the protocol's schemas) loads when a server is first started, not with
@@ -43,12 +46,13 @@ interface ClientSdk {
 let clientSdk: ClientSdk | undefined;
 
 async function loadClientSdk(): Promise<ClientSdk> {
-  const [client, stdio, http, types, transport] = await Promise.all([
+  const [client, stdio, http, types, transport, fetching] = await Promise.all([
     import('@modelcontextprotocol/sdk/client/index.js'),
     import('@modelcontextprotocol/sdk/client/stdio.js'),
     import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
     import('./process-group-stdio-transport.ts'),
+    import('./bounded-fetch.ts'),
   ]);
   clientSdk = {
     Client: client.Client,
@@ -56,6 +60,7 @@ async function loadClientSdk(): Promise<ClientSdk> {
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
     McpError: types.McpError,
     ProcessGroupStdioTransport: transport.ProcessGroupStdioTransport,
+    boundedFetch: fetching.boundedFetch,
   };
   return clientSdk;
 }
@@ -63,6 +68,12 @@ async function loadClientSdk(): Promise<ClientSdk> {
 const clientInfo = { name: 'assistant', version: '0.1.0' };
 /** The most pages of `tools/list` read from one server. */
 const maxToolPages = 100;
+/**
+ * Answers too large to read, in a row, that open the server's breaker: it is stopped and calls fail at once with
+ * MCP_SERVER_UNAVAILABLE until its backoff has passed (the next call then starts it afresh). One such answer can be
+ * a file that happened to be big; several in a row is a server that keeps doing it.
+ */
+export const breakerFailures = 3;
 
 /**
  * One configured MCP server: started on first use, its tool list kept, restarted after a crash. A server that
@@ -84,6 +95,8 @@ export class ServerConnection {
   #readyAtMs = 0;
   #restartTimer: NodeJS.Timeout | undefined;
   #restarts = 0;
+  /** Failures of the server's making in a row (answers too large), toward {@link breakerFailures}. */
+  #failuresInARow = 0;
   readonly #logger: McpLogger;
   readonly #backoff: RestartBackoff;
 
@@ -164,8 +177,12 @@ export class ServerConnection {
 
   async #request<T>(run: () => Promise<T>, doing: string): Promise<T> {
     try {
-      return await run();
+      const result = await run();
+      this.#failuresInARow = 0;
+      return result;
     } catch (error) {
+      const tooLarge = responseTooLargeOf(error);
+      if (tooLarge !== undefined) throw await this.#tooLarge(tooLarge, doing, error);
       const message = error instanceof Error ? error.message : String(error);
       // A failure that is not the server's own answer (a refused connection, an unknown session after the server
       // restarted) ends an HTTP session: the next call starts a new one.
@@ -182,6 +199,41 @@ export class ServerConnection {
           : 'try again; `assistant mcp ls` shows whether the server is up',
       });
     }
+  }
+
+  /**
+   * The error for an answer too large to read, counted against the server's breaker: the model reads the message
+   * (so it says what to do instead), the owner the hint.
+   */
+  async #tooLarge(
+    details: { limitBytes: number; receivedBytes: number; cutShort: boolean },
+    doing: string,
+    cause: unknown,
+  ): Promise<AssistantError> {
+    this.#failuresInARow += 1;
+    const size = details.cutShort
+      ? `more than ${formatBytes(details.limitBytes)} (reading stopped there)`
+      : `${formatBytes(details.receivedBytes)}, more than the ${formatBytes(details.limitBytes)} allowed`;
+    const error = new AssistantError(
+      'MCP_RESPONSE_TOO_LARGE',
+      `MCP server ${this.name} answered ${doing} with ${size}; the answer was dropped unread ` +
+        '(MCP_RESPONSE_TOO_LARGE). Ask for less at once if the tool can (a part of a file, fewer results).',
+      {
+        cause,
+        hint: `raise \`max_response_bytes\` of mcp_servers.${this.name} in config.yaml (now ${formatBytes(this.config.maxResponseBytes)}) if answers this large are expected`,
+      },
+    );
+    this.#logger.warn(
+      { mcpServer: this.name, limitBytes: details.limitBytes, receivedBytes: details.receivedBytes },
+      error.message,
+    );
+    if (this.#failuresInARow >= breakerFailures && this.#state === 'ready') {
+      this.#failuresInARow = 0;
+      // Down before the stop, so no call starts it again meanwhile; the next call after the backoff does.
+      this.#down(`answered ${breakerFailures} times in a row with more than ${formatBytes(details.limitBytes)}`);
+      await this.#stop();
+    }
+    return error;
   }
 
   #markIdle(): void {
@@ -239,13 +291,14 @@ export class ServerConnection {
   }
 
   async #connect(): Promise<Client> {
-    const { Client, getDefaultEnvironment, ProcessGroupStdioTransport, StreamableHTTPClientTransport } =
+    const { Client, getDefaultEnvironment, ProcessGroupStdioTransport, StreamableHTTPClientTransport, boundedFetch } =
       clientSdk ?? (await loadClientSdk());
     const client = new Client(clientInfo, { capabilities: {} });
     const config = this.config;
     let transport: ProcessGroupStdioTransport | StreamableHTTPClientTransport;
     if (config.transport === 'stdio') {
       transport = new ProcessGroupStdioTransport({
+        maxMessageBytes: config.maxResponseBytes,
         command: config.command,
         args: config.args,
         // The SDK's short list of variables a server may inherit (HOME, PATH…), so secrets in Assistant's own
@@ -256,6 +309,7 @@ export class ServerConnection {
     } else {
       transport = new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers: revealAll(config.headers) },
+        fetch: boundedFetch({ maxMessageBytes: config.maxResponseBytes }),
       });
     }
     this.#transport = transport;
@@ -335,6 +389,12 @@ function revealAll(values: Record<string, string | { reveal(): string }>): Recor
   return Object.fromEntries(
     Object.entries(values).map(([key, value]) => [key, typeof value === 'string' ? value : value.reveal()]),
   );
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024) return `${Number((bytes / (1024 * 1024)).toFixed(1))} MiB`;
+  if (bytes >= 1024) return `${Number((bytes / 1024).toFixed(1))} KiB`;
+  return `${bytes} bytes`;
 }
 
 function formatSeconds(ms: number): string {
