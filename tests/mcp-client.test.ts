@@ -48,8 +48,15 @@ function files(root: string, overrides: Partial<typeof rules> = {}): McpServerCo
   };
 }
 
-/** What a tool's run needs here: only the signal is used by MCP tools. */
-const toolContext = { signal: AbortSignal.timeout(20_000) } as ToolContext;
+/**
+ * What a tool's run needs here: only the signal is used by MCP tools. A fresh 20 s deadline per call: one signal made
+ * when the file loads ran out before the last test's calls on a loaded machine.
+ */
+const toolContext = {
+  get signal() {
+    return AbortSignal.timeout(20_000);
+  },
+} as ToolContext;
 
 function byName(tools: readonly Tool[], name: string): Tool {
   const tool = tools.find((candidate) => candidate.name === name);
