@@ -102,6 +102,18 @@ describe('an MCP answer larger than max_response_bytes', () => {
     },
   );
 
+  it('reads only the first part of a 400 MB refusal (HTTP 500), and passes a short message on', slow, async () => {
+    await using remote = await startHugeAnswerServer({ answerBytes: 400 * mebibyte, format: 'refusal' });
+    const huge: McpServerConfig = { transport: 'http', url: remote.url, headers: {}, ...common };
+    await using servers = new McpServers({ servers: { huge } });
+    const tools = await servers.toolsFor(['huge']);
+    const error = await failure(byName(tools, 'huge__huge').run({}, toolContext()));
+    expect(isAssistantError(error, 'MCP_CALL_FAILED'), String(error)).toBe(true);
+    expect(error.message).toContain('Internal error: xxx');
+    expect(error.message.length).toBeLessThan(3_000);
+    expect(remote.answerBytesWritten()).toBeLessThan(100 * mebibyte);
+  });
+
   it("counts against the server's breaker: three in a row stop it, and calls fail at once until its backoff passes", async () => {
     await using remote = await startHugeAnswerServer({ answerBytes: 2 * mebibyte, format: 'json' });
     const huge: McpServerConfig = {

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** How the tool's answer is sent: one JSON body, or one server-sent event. */
-export type AnswerFormat = 'json' | 'sse';
+/** How the tool's answer is sent: one JSON body, one server-sent event, or the body of an HTTP 500 refusal. */
+export type AnswerFormat = 'json' | 'sse' | 'refusal';
 
 export interface HugeAnswerServer extends AsyncDisposable {
   url: string;
@@ -82,9 +82,14 @@ export async function startHugeAnswerServer(options: {
       return;
     }
     const sse = options.format === 'sse';
-    response.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
-    const before = `${sse ? 'event: message\ndata: ' : ''}{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"content":[{"type":"text","text":"`;
-    const after = `"}]}}${sse ? '\n\n' : ''}`;
+    const refusal = options.format === 'refusal';
+    response.writeHead(refusal ? 500 : 200, {
+      'content-type': sse ? 'text/event-stream' : refusal ? 'text/plain' : 'application/json',
+    });
+    const before = refusal
+      ? 'Internal error: '
+      : `${sse ? 'event: message\ndata: ' : ''}{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"content":[{"type":"text","text":"`;
+    const after = refusal ? '' : `"}]}}${sse ? '\n\n' : ''}`;
     let open = true;
     response.on('close', () => {
       open = false;

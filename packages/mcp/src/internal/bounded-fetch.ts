@@ -3,6 +3,8 @@ import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { type ResponseTooLarge, requestIdsOf, responseTooLargeMessage } from './response-too-large.ts';
 
 const encoder = new TextEncoder();
+/** The most of a refusal's body (an HTTP error status) read: it becomes an error message. */
+const maxRefusalBytes = 2_000;
 
 /**
  * A `fetch` for the SDK's streamable HTTP transport that reads at most `maxMessageBytes` of any one message. The SDK
@@ -18,13 +20,18 @@ export function boundedFetch(options: { maxMessageBytes: number; fetch?: FetchLi
   return async (url, init) => {
     const response = await fetchFunction(url, init);
     const body = response.body;
-    if (!response.ok || body === null) return response;
-    const ids = typeof init?.body === 'string' ? requestIdsOf(parseJson(init.body)) : [];
-    const type = (response.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase();
+    if (body === null) return response;
     const headers = new Headers(response.headers);
     headers.delete('content-length');
     const rebuilt = (stream: ReadableStream<Uint8Array>) =>
       new Response(stream, { status: response.status, statusText: response.statusText, headers });
+    // The SDK reads a refusal's body whole into its error message (`response.text()`), which reaches the model: the
+    // first part says enough. A redirect is passed on as it is: the SDK reads its `url` and `type`, which a rebuilt
+    // response would lose.
+    if (response.status >= 400) return rebuilt(truncated(body, Math.min(limitBytes, maxRefusalBytes)));
+    if (!response.ok) return response;
+    const ids = typeof init?.body === 'string' ? requestIdsOf(parseJson(init.body)) : [];
+    const type = (response.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase();
     if (type === 'text/event-stream') return rebuilt(boundedEvents(body, { limitBytes, ids }));
     if (type !== 'application/json') return response;
     const read = await readUpTo(body, limitBytes);
@@ -70,6 +77,33 @@ async function readUpTo(
   } finally {
     reader.releaseLock();
   }
+}
+
+/** The body's first `limitBytes`, then its end (the rest is cancelled, never read). */
+function truncated(source: ReadableStream<Uint8Array>, limitBytes: number): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  let passedBytes = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      const room = limitBytes - passedBytes;
+      passedBytes += value.byteLength;
+      if (value.byteLength <= room) {
+        controller.enqueue(value);
+        return;
+      }
+      controller.enqueue(value.subarray(0, room));
+      await reader.cancel().catch(() => {});
+      controller.close();
+    },
+    async cancel(reason) {
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
 }
 
 function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {

@@ -135,6 +135,7 @@ export class ProcessGroupStdioTransport implements Transport {
     }
     this.#signalGroup('SIGKILL');
     this.#lines.clear();
+    this.#waiting.clear();
   }
 
   /**

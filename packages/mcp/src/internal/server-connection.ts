@@ -73,7 +73,9 @@ const maxToolPages = 100;
  * MCP_SERVER_UNAVAILABLE until its backoff has passed (the next call then starts it afresh). One such answer can be
  * a file that happened to be big; several in a row is a server that keeps doing it.
  */
-export const breakerFailures = 3;
+const breakerFailures = 3;
+/** The most characters of a server's error text passed on in a call's error. */
+const maxErrorChars = 2_000;
 
 /**
  * One configured MCP server: started on first use, its tool list kept, restarted after a crash. A server that
@@ -183,7 +185,8 @@ export class ServerConnection {
     } catch (error) {
       const tooLarge = responseTooLargeOf(error);
       if (tooLarge !== undefined) throw await this.#tooLarge(tooLarge, doing, error);
-      const message = error instanceof Error ? error.message : String(error);
+      // The server's own text (an error it answered, the body of a refusal) is cut: the model reads this message.
+      const message = cut(error instanceof Error ? error.message : String(error), maxErrorChars);
       // A failure that is not the server's own answer (a refused connection, an unknown session after the server
       // restarted) ends an HTTP session: the next call starts a new one.
       const answered = clientSdk !== undefined && error instanceof clientSdk.McpError;
@@ -389,6 +392,12 @@ function revealAll(values: Record<string, string | { reveal(): string }>): Recor
   return Object.fromEntries(
     Object.entries(values).map(([key, value]) => [key, typeof value === 'string' ? value : value.reveal()]),
   );
+}
+
+function cut(text: string, maxChars: number): string {
+  return text.length <= maxChars
+    ? text
+    : `${text.slice(0, maxChars)} [… ${text.length - maxChars} more characters cut]`;
 }
 
 function formatBytes(bytes: number): string {
