@@ -25,7 +25,7 @@ const toolPattern = z
  * The default largest message read from an MCP server: far above what a model is shown of a result (20,000
  * characters), far below what hurts the worker. The SDK's own stdio limit (10 MiB) throws where nothing catches it.
  */
-export const defaultMaxResponseBytes = 8 * 1024 * 1024;
+const defaultMaxResponseBytes = 8 * 1024 * 1024;
 
 const byteUnits: Record<string, number> = { b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 

@@ -22,6 +22,8 @@ export interface ProcessGroupStdioTransportOptions {
 const exitGraceMs = 2_000;
 /** The stderr lines kept to explain a crash. */
 const keptStderrLines = 20;
+/** The most characters kept of one stderr line. */
+const maxStderrLineChars = 2_000;
 
 /**
  * The MCP stdio transport, with two differences from the SDK's StdioClientTransport. The server runs in its own
@@ -89,8 +91,9 @@ export class ProcessGroupStdioTransport implements Transport {
       child.stderr?.setEncoding('utf8');
       child.stderr?.on('data', (text: string) => {
         const lines = (partial + text).split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines) this.#keepStderr(line);
+        // A line without end would grow without bound (and be split again on every chunk): its start is enough.
+        partial = (lines.pop() ?? '').slice(0, maxStderrLineChars);
+        for (const line of lines) this.#keepStderr(line.slice(0, maxStderrLineChars));
       });
       child.stderr?.on('end', () => {
         if (partial !== '') this.#keepStderr(partial);
