@@ -220,7 +220,7 @@ export class ServerConnection {
     const error = new AssistantError(
       'MCP_RESPONSE_TOO_LARGE',
       `MCP server ${this.name} answered ${doing} with ${size}; the answer was dropped unread ` +
-        '(MCP_RESPONSE_TOO_LARGE). Ask for less at once if the tool can (a part of a file, fewer results).',
+        '(MCP_RESPONSE_TOO_LARGE). Ask for less if the tool allows it (a part of a file, fewer results).',
       {
         cause,
         hint: `raise \`max_response_bytes\` of mcp_servers.${this.name} in config.yaml (now ${formatBytes(this.config.maxResponseBytes)}) if answers this large are expected`,
