@@ -114,6 +114,21 @@ describe('an MCP answer larger than max_response_bytes', () => {
     expect(remote.answerBytesWritten()).toBeLessThan(100 * mebibyte);
   });
 
+  it("keeps only the start of a stdio server's endless stderr line to explain why it stopped", slow, async () => {
+    const noisy: McpServerConfig = {
+      transport: 'stdio',
+      command: process.execPath,
+      args: ['-e', `process.stderr.write('e'.repeat(${20 * mebibyte}), () => process.exit(1))`],
+      env: {},
+      ...common,
+    };
+    await using servers = new McpServers({ servers: { noisy } });
+    const error = await failure(servers.toolsFor(['noisy']));
+    expect(isAssistantError(error, 'MCP_SERVER_UNAVAILABLE'), String(error)).toBe(true);
+    expect(error.message).toContain('its last output:\neeee');
+    expect(error.message.length).toBeLessThan(5_000);
+  });
+
   it("counts against the server's breaker: three in a row stop it, and calls fail at once until its backoff passes", async () => {
     await using remote = await startHugeAnswerServer({ answerBytes: 2 * mebibyte, format: 'json' });
     const huge: McpServerConfig = {
