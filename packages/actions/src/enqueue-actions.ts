@@ -76,6 +76,15 @@ export interface EnqueueActionsOptions {
    * flag again), recorded each time; irreversible ones are still taken once per item. @default false
    */
   repeatReversible?: boolean;
+  /**
+   * Writes the full text of a platform action that sends or posts words (an email reply, a GitHub comment), or
+   * returns undefined for an action that sends none. It is called before an approval request is made (only when the
+   * request does not exist yet) and before an action that needs no approval (`!yolo`) is recorded and enqueued, so
+   * the request shows the text and the act task carries it; the act sends exactly it. Not called for approved
+   * actions: they carry the text the person saw. A throw (a model outage: `ModelUnavailableError`) leaves nothing
+   * made or recorded, and the calling task is retried later.
+   */
+  writeText?: (action: ResolvedAction) => Promise<string | undefined>;
   nowMs?: number;
 }
 
@@ -114,6 +123,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
         title,
         match,
         expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
+        ...(options.writeText ? { prepare: (actions) => withTexts(actions, options.writeText) } : {}),
         nowMs,
       });
       result.approvals.push(approval);
@@ -123,20 +133,26 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
     // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
     // only one finds an action untaken and takes it. An action listed twice counts once.
     const repeatable = (action: ResolvedAction) => options.repeatReversible === true && action.tier !== 'irreversible';
-    const fresh = await recordActionsTaken(
-      options.notes,
-      options.notePath,
-      uniqueByKey(match.actions),
-      repeatable,
-      (action) => ({
-        action: action.key,
-        rule: match.rule,
-        provenance: match.provenance,
-        at: new Date(nowMs).toISOString(),
-        ...(approval ? { approval } : {}),
-      }),
-    );
-    for (const action of uniqueByKey(match.actions)) {
+    // The texts are written before anything is recorded: a model outage here leaves the actions untaken, to be taken
+    // (with their texts) when the task runs again. Approved actions carry theirs from the request; actions on the
+    // note already are not written again (a race with another cycle only costs a text that is not used).
+    const alreadyTaken = new Set(takenKeys(data.actions_taken));
+    const actions =
+      approval === undefined && options.writeText
+        ? await withTexts(
+            uniqueByKey(match.actions),
+            options.writeText,
+            (action) => repeatable(action) || !alreadyTaken.has(action.key),
+          )
+        : uniqueByKey(match.actions);
+    const fresh = await recordActionsTaken(options.notes, options.notePath, actions, repeatable, (action) => ({
+      action: action.key,
+      rule: match.rule,
+      provenance: match.provenance,
+      at: new Date(nowMs).toISOString(),
+      ...(approval ? { approval } : {}),
+    }));
+    for (const action of actions) {
       if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
     }
     if (fresh.length === 0) continue;
@@ -230,7 +246,28 @@ function planned(action: ResolvedAction): PlannedAction {
     ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
     ...(action.humanLog === undefined ? {} : { human_log: action.humanLog }),
     ...(action.onResult === undefined ? {} : { on_result: action.onResult }),
+    ...(action.text === undefined ? {} : { text: action.text }),
   };
+}
+
+/**
+ * The platform actions with the texts `writeText` writes for them (the others as they are), one at a time: each may
+ * be an LLM call. `wanted` leaves out actions whose text would not be used.
+ */
+async function withTexts(
+  actions: readonly ResolvedAction[],
+  writeText: ((action: ResolvedAction) => Promise<string | undefined>) | undefined,
+  wanted: (action: ResolvedAction) => boolean = () => true,
+): Promise<ResolvedAction[]> {
+  const written: ResolvedAction[] = [];
+  for (const action of actions) {
+    const text =
+      writeText && action.kind === 'platform' && action.text === undefined && wanted(action)
+        ? await writeText(action)
+        : undefined;
+    written.push(text === undefined ? action : { ...action, text });
+  }
+  return written;
 }
 
 /**
