@@ -552,7 +552,7 @@ integrations:
     );
     expect(shown.find((note) => String(note.data.subject).startsWith('Lisbon'))?.data.reply_text).toBe(approvedText);
     expect((await cli(['log'])).stdout).toContain(`sent a reply (${JSON.stringify(approvedText)}): "Lisbon apartment`);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('a Maildir as the source', () => {
