@@ -7,7 +7,7 @@ import { itemPrompt } from './item-prompt.ts';
  * The comment a `comment` action posts: its template (`{comment: "…"}`) rendered over the note's facts, or one the
  * LLM writes over the item, everything people wrote in it fenced as untrusted text.
  */
-export async function writeComment(
+async function writeComment(
   context: Pick<GithubContext, 'instance' | 'llm' | 'signal' | 'task'>,
   data: Record<string, unknown>,
   template: string | undefined,
