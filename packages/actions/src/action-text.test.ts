@@ -117,25 +117,30 @@ describe('the text of an action that sends words', () => {
     expect(calls).toEqual(['send_card']);
   });
 
-  it('that cannot be written (a model outage) leaves no request, no record and no task: the caller tries again later', async () => {
+  it('that cannot be written (a model outage) holds back its rule only: no request, record or task for it', async () => {
     const { notes, queue } = await setup();
     const outage = async (action: ResolvedAction) => {
       if (action.name === 'send_card') throw new Error('the LLM profile `default` is unavailable');
       return undefined;
     };
+    const hugRule: AutomationMatch = { ...match([hug], false), rule: 'hugs', ruleIndex: 1, provenance: 'rule' };
     for (const approval of [true, false]) {
       await expect(
         enqueueActions({
           ...base,
           notes,
           queue,
-          matches: [match([{ ...sendCard, yolo: !approval }], approval)],
+          matches: [match([{ ...sendCard, yolo: !approval }], approval), hugRule],
           writeText: outage,
         }),
       ).rejects.toThrow(/unavailable/);
     }
     expect(await notes.list('approvals').catch(() => [])).toEqual([]);
-    expect((await notes.read('cards/ada.md'))?.data.actions_taken).toBeUndefined();
-    expect(await queue.list({ state: 'pending' })).toEqual([]);
+    // The other rule is not held back: its hug is taken, once.
+    const taken = (await notes.read('cards/ada.md'))?.data.actions_taken as { action: string }[];
+    expect(taken.map((entry) => entry.action)).toEqual(['hug']);
+    expect((await actPayloads(queue)).map((payload) => payload.actions.map((action) => action.name))).toEqual([
+      ['hug'],
+    ]);
   });
 });
