@@ -317,7 +317,7 @@ describe('irreversible email actions', () => {
     expect(smtp.mails).toHaveLength(2);
     const log = (await cli(['log'])).stdout;
     expect(log).toMatch(/unsubscribed \(mail to leave-alice@loopback\.example\): "Loopback Letters #1"/);
-    expect(log).toMatch(/sent a reply: "Lisbon apartment/);
+    expect(log).toMatch(/sent a reply \("Thank you, I will get back to you today\."\): "Lisbon apartment/);
   });
 
   it('hole 3: a one-click unsubscribe to a loopback address is refused and recorded, not followed', async () => {
@@ -462,6 +462,97 @@ describe('replies to a hostile sender', () => {
       expect(parsed.subject).toMatch(/^Re: Quick question Bcc: victim@elsewhere\.example X-Injected: yes$/);
     }
   });
+});
+
+describe('a reply sent after approval', () => {
+  it('issue 30: sends exactly the text the approval showed, written before asking; the model is not asked again', async () => {
+    const fixtures = (await readMailFixtures()).filter((fixture) => /^0[12]-/.test(fixture.file));
+    const table = await judgements();
+    // Every reply the model writes is another one: a text written again at act time would differ from the approved.
+    const replies: string[] = [];
+    const classify = fakeModel(table);
+    await using model = await FakeOpenAiServer.start({
+      respond: (request) => {
+        if (request.body.response_format) return classify(request);
+        replies.push(`Thanks, reply number ${replies.length + 1} from Alice.`);
+        return { text: replies.at(-1) ?? '' };
+      },
+    });
+    await using smtp = await startSmtpSink();
+    await using dir = await tempDir();
+    for (const [index, fixture] of fixtures.entries()) {
+      await dir.write(`Maildir/new/1795000000.${index}.test`, fixture.text);
+    }
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: local
+    maildir: ./Maildir
+    username: alice@example.test
+    window: 3650d
+    smtp: {host: 127.0.0.1, port: ${smtp.port}, from: alice@example.test}
+    platforms:
+      inbox:
+        automations:
+          - name: answer people
+            when: {human: ">= 0.8", requires_response: true}
+            then: send_reply
+            approval: required
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    expect((await cli(['trigger', 'local', 'inbox'])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    expect(smtp.mails).toEqual([]);
+    // Each request carries the reply, written when the message was evaluated: one model reply per message.
+    const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as {
+      id: string;
+      title: string;
+      actions: { name: string; text?: string }[];
+    }[];
+    expect(replies).toHaveLength(2);
+    const maria = pending.find((request) => request.title.includes('Lisbon apartment'));
+    const tom = pending.find((request) => request.title.includes('Lunch on Tuesday'));
+    const approvedText = maria?.actions[0]?.text ?? '';
+    expect(replies).toContain(approvedText);
+    expect(tom?.actions[0]?.text).toMatch(/^Thanks, reply number \d from Alice\.$/);
+    expect(tom?.actions[0]?.text).not.toBe(approvedText);
+
+    // Tom's request as one made before texts were written ahead: it carries none.
+    const tomFile = path.join(dir.path, 'data/notes/approvals', `${tom?.id}.md`);
+    const edited = (await readFile(tomFile, 'utf8')).replace(/^ +text: .*\n/m, '');
+    expect(edited).not.toMatch(/text: /);
+    await dir.write(`data/notes/approvals/${tom?.id}.md`, edited);
+
+    expect((await cli(['approve', maria?.id ?? ''])).code).toBe(0);
+    expect((await cli(['approve', tom?.id ?? ''])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    // Exactly the approved words went out, and the model was not asked for new ones.
+    expect(replies).toHaveLength(2);
+    expect(smtp.mails).toHaveLength(1);
+    expect(smtp.mails[0]?.to).toEqual(['maria.keller@keller-family.example']);
+    expect((await simpleParser(smtp.mails[0]?.text ?? '')).text?.trim()).toBe(approvedText);
+    // The request without a text sent nothing and says why.
+    const failed = JSON.parse((await cli(['queue', 'ls', '--state', 'failed', '--json'])).stdout) as { id: string }[];
+    expect(failed).toHaveLength(1);
+    expect((await cli(['task', 'show', failed[0]?.id ?? '', '--json'])).stdout).toMatch(
+      /send_reply: approval ap-[0-9a-f]{12} carries no reply text, so there is no text a person saw to send; nothing was sent/,
+    );
+    // What was sent is on the note and in the log.
+    const notes = JSON.parse((await cli(['notes', 'ls', 'email/local', '--json'])).stdout) as string[];
+    const shown = await Promise.all(
+      notes.map(
+        async (notePath) =>
+          JSON.parse((await cli(['notes', 'show', notePath, '--json'])).stdout) as { data: Record<string, unknown> },
+      ),
+    );
+    expect(shown.find((note) => String(note.data.subject).startsWith('Lisbon'))?.data.reply_text).toBe(approvedText);
+    expect((await cli(['log'])).stdout).toContain(`sent a reply (${JSON.stringify(approvedText)}): "Lisbon apartment`);
+  }, 240_000);
 });
 
 describe('a Maildir as the source', () => {

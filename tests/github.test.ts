@@ -241,7 +241,8 @@ describe('the GitHub integration against a fake GitHub', () => {
       ]),
     );
     expect(searches()).toHaveLength(2);
-    expect(model.requests).toHaveLength(5);
+    // Five classifications, and the comment #20's approval shows, written before asking.
+    expect(model.requests).toHaveLength(6);
     expect(github.item('acme', 'widgets', 8).labels).toEqual(['first-time']);
     expect(writes('POST', /\/labels$/)).toHaveLength(1);
     const followUps = () =>
@@ -262,7 +263,7 @@ describe('the GitHub integration against a fake GitHub', () => {
     // Cycle 2: the label changed #8's updated_at, so it is read again, but not classified (its text is the same)
     // and not labelled again.
     await cycle();
-    expect(model.requests).toHaveLength(5);
+    expect(model.requests).toHaveLength(6);
     expect(writes('POST', /\/labels$/)).toHaveLength(1);
     expect(followUps()).toHaveLength(1);
 
@@ -276,11 +277,12 @@ describe('the GitHub integration against a fake GitHub', () => {
     ]);
     expect(followUps()).toHaveLength(1);
 
-    // The owner approves the comment: the model writes it and it is posted once.
+    // The owner approves the comment: the one the request shows is posted, once, and the model is not asked again.
     const question = pending.find((request) => request.title.includes('#20'));
     expect((await cli(['approve', question?.id ?? ''])).code).toBe(0);
     expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
     expect(writes('POST', /\/issues\/20\/comments$/)).toHaveLength(1);
+    expect(model.requests).toHaveLength(6);
     expect(github.item('acme', 'widgets', 20).comments.at(-1)).toMatchObject({
       user: 'octo-owner',
       body: 'Thanks for the report: I will look at it this week.',
@@ -328,6 +330,68 @@ describe('the GitHub integration against a fake GitHub', () => {
     );
     expect(log).toMatch(/Opened .*\/octo-owner\/notes\/issues\/\d+: Follow up Release 2\.0/);
   }, 120_000);
+
+  it('issue 30: posts exactly the comment the approval showed, from the model or a template, written before asking', async () => {
+    await using github = await FakeGithub.start({ user: 'octo-owner' });
+    seed(github);
+    // Every comment the model writes is another one: a comment written again at act time would differ.
+    const written: string[] = [];
+    await using model = await FakeOpenAiServer.start({
+      respond: (request) => {
+        if (request.body.response_format) return classifier(request);
+        written.push(`Looking into it, take ${written.length + 1}.`);
+        return { text: written.at(-1) ?? '' };
+      },
+    });
+    await using dir = await tempDir();
+    await writeConfig(dir, {
+      github,
+      modelUrl: model.url,
+      instance: `    platforms:
+      issues:
+        automations:
+          - name: answer questions
+            when: {question_for_me: true}
+            then: comment
+            approval: required
+          - name: thank reporters
+            when: {bug_report: true}
+            then: {comment: "Thanks @{{ author }}, {{ title }} is noted."}
+            approval: required
+`,
+    });
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    expect((await cli(['trigger', 'work', 'issues'])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    const pending = JSON.parse((await cli(['approvals', '--json'])).stdout) as {
+      id: string;
+      rule: string;
+      actions: { name: string; text?: string }[];
+    }[];
+    expect(written).toEqual(['Looking into it, take 1.']);
+    const answer = pending.find((request) => request.rule === 'answer questions');
+    const thanks = pending.find((request) => request.rule === 'thank reporters');
+    expect(answer?.actions).toEqual([expect.objectContaining({ name: 'comment', text: 'Looking into it, take 1.' })]);
+    expect(thanks?.actions).toEqual([
+      expect.objectContaining({ name: 'comment', text: 'Thanks @bob, Crash on start is noted.' }),
+    ]);
+    // The thread changes after the request was made: the approved words are what is posted, not a new rendering.
+    github.update('acme', 'widgets', 20, { title: 'Crash on start (renamed)' });
+
+    for (const request of [answer, thanks]) expect((await cli(['approve', request?.id ?? ''])).code).toBe(0);
+    expect((await cli(['work', '--exit-when-idle'])).code).toBe(0);
+    const posted = github
+      .writes()
+      .filter((request) => request.method === 'POST' && request.path === '/repos/acme/widgets/issues/20/comments')
+      .map((request) => (request.body as { body: string }).body);
+    expect(posted.sort()).toEqual(['Looking into it, take 1.', 'Thanks @bob, Crash on start is noted.']);
+    expect(written).toHaveLength(1);
+    const note = JSON.parse(
+      (await cli(['notes', 'show', 'github/work/acme/widgets/issues/20.md', '--json'])).stdout,
+    ) as NoteJson;
+    expect(posted).toContain(note.data.comment_text);
+    expect((await cli(['log'])).stdout).toMatch(/commented \(.*: "Looking into it, take 1\."\): acme\/widgets#20/);
+  }, 240_000);
 
   it('waits for the reset of a rate limit instead of asking again, and marks items that no longer need the owner', async () => {
     await using github = await FakeGithub.start({ user: 'octo-owner' });

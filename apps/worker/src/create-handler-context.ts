@@ -295,7 +295,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       });
     },
     actOnce: (once, run) => runActionOnce({ notes: services.notes, ...once, task: task.id }, run),
-    enqueueActions: async ({ notePath, matches, title }) => {
+    enqueueActions: async ({ notePath, matches, title, writeText }) => {
       if (info?.platform === undefined) throw new Error(`enqueueActions needs a stage task; ${task.type} is not one`);
       return enqueueActions({
         notes: services.notes,
@@ -307,6 +307,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         notePath,
         matches,
         ...(title === undefined ? {} : { title }),
+        ...(writeText === undefined ? {} : { writeText }),
         approvalExpiresMs: services.config.approvals.expiresMs,
       });
     },

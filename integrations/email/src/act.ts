@@ -1,8 +1,9 @@
-import { type ActPayload, actPayloadSchema, Conversation, fenceUntrusted, UnrecoverableError } from '@assistant/sdk';
+import { type ActPayload, actPayloadSchema, UnrecoverableError } from '@assistant/sdk';
 import { composeReply, replyRecipient } from './compose-reply.ts';
 import type { EmailContext } from './email-settings.ts';
 import { withImap } from './imap-session.ts';
 import { deliver, findMessage, folderPath, moveMessage, resolveMaildir, setFlags } from './maildir.ts';
+import { writeReply } from './reply-text.ts';
 import { sendReply } from './send-reply.ts';
 import { smtpIdentity } from './smtp-transport.ts';
 import { planUnsubscribe, unsubscribe } from './unsubscribe.ts';
@@ -10,8 +11,9 @@ import { planUnsubscribe, unsubscribe } from './unsubscribe.ts';
 /**
  * `email.inbox.act`: performs the platform actions of one rule on one message, on the IMAP server, in one
  * connection: archive and move (the note follows the message to its new folder), flags, read state, and
- * `draft_reply` (the LLM writes a reply, saved to the drafts folder; nothing is sent). Each action done is a line in
- * the human log.
+ * `draft_reply` (the LLM writes a reply, saved to the drafts folder; nothing is sent). `send_reply` sends exactly the
+ * text the action carries (written when the message was evaluated and shown in the approval), never a new one. Each
+ * action done is a line in the human log.
  */
 export async function act(context: EmailContext<ActPayload>) {
   const payload = actPayloadSchema.parse(context.payload);
@@ -39,12 +41,13 @@ export async function act(context: EmailContext<ActPayload>) {
       // address) is refused, not taken for one that may have happened.
       smtpIdentity(settings);
       replyRecipient(note.data);
-      const text = await writeReply(context, note.data);
+      const text = replyToSend(payload, action);
       const sent = await context.actOnce({ ...once, key: action.key }, async () => {
         await sendReply(context, note.data, text);
-        await context.notes.update(payload.item, { set: { replied_at: new Date().toISOString() } });
+        // What was sent, on the note: the act task has it too, but tasks are pruned and notes are kept.
+        await context.notes.update(payload.item, { set: { replied_at: new Date().toISOString(), reply_text: text } });
       });
-      if (sent.ran) done.push('sent a reply');
+      if (sent.ran) done.push(`sent a reply (${quoted(text)})`);
     } else if (action.name === 'unsubscribe') {
       if (note.data.unsubscribed_at) continue;
       const plan = await planUnsubscribe(context, note.data);
@@ -118,15 +121,23 @@ export async function act(context: EmailContext<ActPayload>) {
   return { done };
 }
 
-async function writeReply(context: EmailContext<ActPayload>, data: Record<string, unknown>): Promise<string> {
-  const fenced = fenceUntrusted(
-    { from: String(data.from ?? ''), subject: String(data.subject ?? ''), body: String(data.body_excerpt ?? '') },
-    { maxCharsByField: { body: 6_000 } },
+/**
+ * The reply a `send_reply` sends: the text it carries, exactly. Without one (a request made before replies were
+ * written ahead, a person's `assistant act`, a chat's proposal) nothing is sent: writing it now would send words no
+ * person saw, which a sender could steer.
+ */
+function replyToSend(payload: ActPayload, action: ActPayload['actions'][number]): string {
+  if (action.text !== undefined && action.text.trim() !== '') return action.text;
+  const how = payload.approval ? `approval ${payload.approval}` : `rule "${payload.rule}"`;
+  throw new UnrecoverableError(
+    `send_reply: ${how} carries no reply text, so there is no text a person saw to send; nothing was sent. The reply is written when the message is evaluated and shown in its approval request: to be asked again, remove send_reply from the note's actions_taken and delete the old request under approvals/; the next evaluation of the message asks with the text`,
   );
-  const conversation = new Conversation(context.llm(), {
-    system: `You draft short, friendly email replies for the owner, in the language of the message. Write only the reply text, no subject line. ${fenced.instruction}`,
-  });
-  return conversation.ask(`Draft a reply to this message:\n\n${fenced.text}`, { signal: context.signal });
+}
+
+/** A text's start as the human log quotes it: one line, at most 80 characters. */
+function quoted(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return JSON.stringify(line.length > 80 ? `${line.slice(0, 79)}…` : line);
 }
 
 /** The same actions on a local Maildir: moves are renames into the folder, flags are letters in the file name. */

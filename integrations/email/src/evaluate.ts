@@ -1,5 +1,6 @@
 import { UnrecoverableError } from '@assistant/sdk';
 import type { EmailContext } from './email-settings.ts';
+import { sendReplyText } from './reply-text.ts';
 
 /** The note fields automations may test, as the manifest declares them. */
 const fieldNames = [
@@ -17,7 +18,10 @@ const fieldNames = [
   'size',
 ];
 
-/** `email.inbox.evaluate` (`{note}`): runs the automations over the message and takes their actions, once each. */
+/**
+ * `email.inbox.evaluate` (`{note}`): runs the automations over the message and takes their actions, once each; the
+ * text of a `send_reply` is written here (an LLM call), so a model outage makes this task wait, not the approval.
+ */
 export async function evaluate(context: EmailContext<{ note: string }>) {
   const notePath = context.payload.note;
   const note = await context.notes.read(notePath);
@@ -27,7 +31,13 @@ export async function evaluate(context: EmailContext<{ note: string }>) {
     classifications: (note.data.classifications ?? {}) as Record<string, unknown>,
     fields,
   });
-  const result = await context.enqueueActions({ notePath, matches, title: `"${String(note.data.subject ?? '')}"` });
+  // A reply to send is written now, before the owner is asked: the approval shows it and the act sends exactly it.
+  const result = await context.enqueueActions({
+    notePath,
+    matches,
+    title: `"${String(note.data.subject ?? '')}"`,
+    writeText: sendReplyText(context, note.data),
+  });
   return {
     matched: matches.map((match) => match.rule),
     enqueued: result.enqueued.map((entry) => entry.key),

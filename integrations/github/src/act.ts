@@ -1,4 +1,4 @@
-import { type ActPayload, actPayloadSchema, Conversation, renderTemplate, UnrecoverableError } from '@assistant/sdk';
+import { type ActPayload, actPayloadSchema, UnrecoverableError } from '@assistant/sdk';
 import {
   assertNotRateLimited,
   callGithubPatiently,
@@ -10,7 +10,6 @@ import {
 } from './client.ts';
 import type { GithubContext, ItemRef } from './github-settings.ts';
 import { parseItemNotePath } from './github-settings.ts';
-import { itemPrompt } from './item-prompt.ts';
 
 const mergeMethods = ['merge', 'squash', 'rebase'] as const;
 
@@ -19,32 +18,24 @@ function argumentText(action: ActPayload['actions'][number]): string | undefined
   return typeof action.argument === 'string' && action.argument.trim() !== '' ? action.argument : undefined;
 }
 
-/** The comment a `comment` action posts: its template rendered over the note's facts, or one the LLM writes. */
-async function commentText(
-  context: GithubContext<ActPayload>,
-  data: Record<string, unknown>,
-  template: string | undefined,
-): Promise<string> {
-  if (template !== undefined) {
-    let text: string;
-    try {
-      text = renderTemplate(template, data);
-    } catch (error) {
-      throw new UnrecoverableError(`the comment template does not render: ${(error as Error).message}`);
-    }
-    if (text.trim() === '') throw new UnrecoverableError('the comment template renders as nothing: nothing to post');
-    return text;
-  }
-  const login = await ownerLogin(context.instance, context.signal);
-  const { facts, fenced } = itemPrompt(data, login);
-  const conversation = new Conversation(context.llm(), {
-    system: `You write short, friendly, useful GitHub comments on behalf of @${login}, in the language of the thread. Write only the comment's markdown: no greeting line addressed to the owner, no signature, no @mentions of people who are not already in the thread. ${fenced.instruction}`,
-  });
-  const text = await conversation.ask(`Write @${login}'s comment on this item.\n\n${facts}\n\n${fenced.text}`, {
-    signal: context.signal,
-  });
-  if (text.trim() === '') throw new UnrecoverableError('the model wrote an empty comment: nothing to post');
-  return text.trim();
+/**
+ * The comment a `comment` action posts: the text it carries, exactly (written when the item was evaluated, from the
+ * template or by the LLM, and shown in the approval). Without one (a request made before comments were written
+ * ahead, a person's `assistant act`, a chat's proposal) nothing is posted: writing it now would post words no person
+ * saw, which anyone who can write in the thread could steer.
+ */
+function commentToPost(payload: ActPayload, action: ActPayload['actions'][number]): string {
+  if (action.text !== undefined && action.text.trim() !== '') return action.text;
+  const how = payload.approval ? `approval ${payload.approval}` : `rule "${payload.rule}"`;
+  throw new UnrecoverableError(
+    `comment: ${how} carries no comment text, so there is no text a person saw to post; nothing was posted. The comment is written when the item is evaluated and shown in its approval request: to be asked again, remove ${action.key} from the note's actions_taken and delete the old request under approvals/; the next evaluation of the item asks with the text`,
+  );
+}
+
+/** A text's start as the human log quotes it: one line, at most 80 characters. */
+function quoted(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return JSON.stringify(line.length > 80 ? `${line.slice(0, 79)}…` : line);
 }
 
 type PullReply = Awaited<ReturnType<GithubClient['rest']['pulls']['get']>>;
@@ -178,7 +169,7 @@ export async function act(context: GithubContext<ActPayload>) {
       case 'comment': {
         // Taken before (this task's earlier attempt, or another task): do not have the model write it again.
         if (started.has(action.key)) break;
-        const text = await commentText(context, note.data, argument);
+        const text = commentToPost(payload, action);
         const posted = await once(action.key, async (octokit) => {
           const comment = await octokit.rest.issues.createComment({
             ...base,
@@ -186,11 +177,12 @@ export async function act(context: GithubContext<ActPayload>) {
             request: { ...request, retries: 0 },
           });
           await context.notes.update(payload.item, {
-            set: { commented_at: new Date().toISOString(), comment_url: comment.data.html_url },
+            // What was posted, on the note: the act task has it too, but tasks are pruned and notes are kept.
+            set: { commented_at: new Date().toISOString(), comment_url: comment.data.html_url, comment_text: text },
           });
           return comment.data.html_url;
         });
-        if (posted.ran) done.push(`commented (${posted.value})`);
+        if (posted.ran) done.push(`commented (${posted.value}: ${quoted(text)})`);
         break;
       }
       case 'approve_review': {

@@ -1,11 +1,13 @@
 import { UnrecoverableError } from '@assistant/sdk';
+import { commentText } from './comment-text.ts';
 import { fieldNames } from './facts.ts';
 import type { GithubContext, GithubPlatform } from './github-settings.ts';
 
 /**
  * `github.{pull_requests,issues}.evaluate` (`{note}`): runs the instance's automations over the item's facts and
  * classifications and takes their actions, each once per item (recorded on the note); irreversible ones become
- * approval requests unless the rule may act alone.
+ * approval requests unless the rule may act alone. The text of a `comment` is written here (its template rendered, or
+ * an LLM call), so a model outage makes this task wait, not the approval.
  */
 export async function evaluate(context: GithubContext<{ note: string }>) {
   const notePath = context.payload?.note;
@@ -22,6 +24,8 @@ export async function evaluate(context: GithubContext<{ note: string }>) {
     notePath,
     matches,
     title: `${String(note.data.repo)}#${String(note.data.number)} "${String(note.data.title ?? '')}"`,
+    // A comment is written now, before the owner is asked: the approval shows it and the act posts exactly it.
+    writeText: commentText(context, note.data),
   });
   return {
     matched: matches.map((match) => match.rule),

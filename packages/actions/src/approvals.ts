@@ -114,6 +114,11 @@ export interface CreateApprovalRequestOptions {
   title: string;
   match: AutomationMatch;
   expiresMs: number;
+  /**
+   * Completes the actions before the request is made, and only when it is made (not for one that exists): writes the
+   * texts of actions that send words (`enqueueActions`' `writeText`), so the request shows them and carries them.
+   */
+  prepare?: (actions: AutomationMatch['actions']) => Promise<AutomationMatch['actions']>;
   nowMs: number;
 }
 
@@ -135,7 +140,8 @@ export async function createApprovalRequest(
   });
   const notePath = `${approvalsFolder}/${id}.md`;
   if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
-  const actions = match.actions.map((action) => plannedForApproval(action, options.item ?? {}));
+  const prepared = options.prepare ? await options.prepare(match.actions) : match.actions;
+  const actions = prepared.map((action) => plannedForApproval(action, options.item ?? {}));
   const request: ApprovalRequest = {
     id,
     status: 'pending',
@@ -345,6 +351,8 @@ export async function enqueueApproved(
       ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
       ...(action.human_log === undefined ? {} : { humanLog: action.human_log }),
       ...(action.on_result === undefined ? {} : { onResult: action.on_result as never }),
+      // The text the person saw: the act task sends exactly it.
+      ...(action.text === undefined ? {} : { text: action.text }),
     })),
   };
   const result = await enqueueActions({

@@ -22,7 +22,7 @@ import { renderInputs } from './render-template.ts';
  * after an outage is judged as it was enqueued, not a day later), and the action must be the rule's in every part: its
  * name, argument and, for scripts and services, its inputs as the rule renders them from the note. An approval binds
  * the item itself (under `{domain}/{instance}/` too); the action must still be the approved one, with the approved
- * inputs. An irreversible act whose key is in the item's `actions_started` is not checked again: it began before, and
+ * inputs and the approved text (what a reply or comment says). An irreversible act whose key is in the item's `actions_started` is not checked again: it began before, and
  * `actOnce` will not take it again.
  * Returns why the task must not run, or undefined. A note that cannot be read just now (EMFILE, EIO, a note a person
  * is half-way through saving) is not a reason to refuse: that throws a RetryableError, and the task is tried again.
@@ -88,6 +88,11 @@ export async function checkActTask(options: {
       approvalRead ??= { approval: await loadApproval(options.notes, payload.approval) };
       const approved = approvedAction(approvalRead.approval, { ...item, key: action.key });
       if (approved && same(approved.action)) {
+        // The words a reply or comment sends are part of what was approved: a task with other words (or none, for
+        // an approval that showed some) is not the approved action.
+        if (approved.action.text !== action.text) {
+          return `\`${action.name}\` cannot be undone, and approval ${payload.approval} approved ${approved.action.text === undefined ? 'no text' : 'another text'} for it, not the one the task carries`;
+        }
         const moved = targetMoved(itemRead.data, payload.item, approved.action.target);
         if (moved === undefined) continue;
         return `\`${action.name}\` cannot be undone, and approval ${payload.approval} ${moved}`;

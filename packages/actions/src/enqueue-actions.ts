@@ -76,6 +76,16 @@ export interface EnqueueActionsOptions {
    * flag again), recorded each time; irreversible ones are still taken once per item. @default false
    */
   repeatReversible?: boolean;
+  /**
+   * Writes the full text of a platform action that sends or posts words (an email reply, a GitHub comment), or
+   * returns undefined for an action that sends none. It is called before an approval request is made (only when the
+   * request does not exist yet) and before an action that needs no approval (`!yolo`) is recorded and enqueued, so
+   * the request shows the text and the act task carries it; the act sends exactly it. Not called for approved
+   * actions: they carry the text the person saw. A throw (a model outage: `ModelUnavailableError`) leaves that
+   * rule's actions unmade and unrecorded; the other rules' are taken, then the error is thrown, so the calling task
+   * waits (or fails) and, run again, takes what is left.
+   */
+  writeText?: (action: ResolvedAction) => Promise<string | undefined>;
   nowMs?: number;
 }
 
@@ -100,8 +110,33 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
   if (!note) throw new Error(`enqueueActions: no note ${options.notePath}`);
   const data = note.data as Record<string, unknown>;
   const title = options.title ?? options.notePath;
+  // A text that cannot be written (a model outage, a template that does not render) holds back only its own rule's
+  // actions: the other rules are taken, and the first such error is thrown at the end, so the task waits or fails
+  // and, run again, takes what is left (what was taken is on the note, requests made are found).
+  let notWritten: { error: unknown } | undefined;
+  const given = options.writeText;
+  const writeText =
+    given &&
+    (async (action: ResolvedAction) => {
+      try {
+        return await given(action);
+      } catch (error) {
+        throw new TextNotWritten(error);
+      }
+    });
 
   for (const match of options.matches) {
+    try {
+      await takeMatch(match);
+    } catch (error) {
+      if (!(error instanceof TextNotWritten)) throw error;
+      notWritten ??= { error: error.cause };
+    }
+  }
+  if (notWritten) throw notWritten.error;
+  return result;
+
+  async function takeMatch(match: AutomationMatch): Promise<void> {
     if (match.approval && !options.approvedBy) {
       const approval = await createApprovalRequest({
         notes: options.notes,
@@ -114,32 +149,39 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
         title,
         match,
         expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
+        ...(writeText ? { prepare: (actions) => withTexts(actions, writeText) } : {}),
         nowMs,
       });
       result.approvals.push(approval);
-      continue;
+      return;
     }
     const approval = options.approvedBy?.approval;
     // Record first (see above), atomically under the note's lock: of two cycles (or approvals) racing on one item,
     // only one finds an action untaken and takes it. An action listed twice counts once.
     const repeatable = (action: ResolvedAction) => options.repeatReversible === true && action.tier !== 'irreversible';
-    const fresh = await recordActionsTaken(
-      options.notes,
-      options.notePath,
-      uniqueByKey(match.actions),
-      repeatable,
-      (action) => ({
-        action: action.key,
-        rule: match.rule,
-        provenance: match.provenance,
-        at: new Date(nowMs).toISOString(),
-        ...(approval ? { approval } : {}),
-      }),
-    );
-    for (const action of uniqueByKey(match.actions)) {
+    // The texts are written before anything is recorded: a model outage here leaves the actions untaken, to be taken
+    // (with their texts) when the task runs again. Approved actions carry theirs from the request; actions on the
+    // note already are not written again (a race with another cycle only costs a text that is not used).
+    const alreadyTaken = new Set(takenKeys(data.actions_taken));
+    const actions =
+      approval === undefined && writeText
+        ? await withTexts(
+            uniqueByKey(match.actions),
+            writeText,
+            (action) => repeatable(action) || !alreadyTaken.has(action.key),
+          )
+        : uniqueByKey(match.actions);
+    const fresh = await recordActionsTaken(options.notes, options.notePath, actions, repeatable, (action) => ({
+      action: action.key,
+      rule: match.rule,
+      provenance: match.provenance,
+      at: new Date(nowMs).toISOString(),
+      ...(approval ? { approval } : {}),
+    }));
+    for (const action of actions) {
       if (!fresh.includes(action)) result.skipped.push({ key: action.key, reason: 'already taken' });
     }
-    if (fresh.length === 0) continue;
+    if (fresh.length === 0) return;
 
     const templateData = { ...data, item: options.notePath };
     const platformActions = fresh.filter((action) => action.kind === 'platform');
@@ -215,7 +257,13 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
       link: options.notePath,
     });
   }
-  return result;
+}
+
+/** `writeText` failed: the rule's actions are held back, the other rules' taken (see `enqueueActions`). */
+class TextNotWritten extends Error {
+  constructor(cause: unknown) {
+    super('the text of an action could not be written', { cause });
+  }
 }
 
 /** An action as task payloads and approval requests carry it: snake_case, absent fields left out. */
@@ -230,7 +278,28 @@ function planned(action: ResolvedAction): PlannedAction {
     ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
     ...(action.humanLog === undefined ? {} : { human_log: action.humanLog }),
     ...(action.onResult === undefined ? {} : { on_result: action.onResult }),
+    ...(action.text === undefined ? {} : { text: action.text }),
   };
+}
+
+/**
+ * The platform actions with the texts `writeText` writes for them (the others as they are), one at a time: each may
+ * be an LLM call. `wanted` leaves out actions whose text would not be used.
+ */
+async function withTexts(
+  actions: readonly ResolvedAction[],
+  writeText: ((action: ResolvedAction) => Promise<string | undefined>) | undefined,
+  wanted: (action: ResolvedAction) => boolean = () => true,
+): Promise<ResolvedAction[]> {
+  const written: ResolvedAction[] = [];
+  for (const action of actions) {
+    const text =
+      writeText && action.kind === 'platform' && action.text === undefined && wanted(action)
+        ? await writeText(action)
+        : undefined;
+    written.push(text === undefined ? action : { ...action, text });
+  }
+  return written;
 }
 
 /**

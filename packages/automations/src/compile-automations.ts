@@ -33,6 +33,11 @@ export interface ResolvedAction {
   key: string;
   /** For platform actions whose manifest names one: the item's field that says what it is done to. */
   targetField?: string;
+  /**
+   * The full text the action sends or posts (a reply, a comment), written by its integration before the owner is
+   * asked (or before a `!yolo` action is enqueued); the act sends exactly this. Never set by a rule.
+   */
+  text?: string;
 }
 
 export interface CompiledRule {

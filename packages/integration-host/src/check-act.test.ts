@@ -270,6 +270,36 @@ describe('checkActTask', () => {
       /^`send_gift` cannot be undone, and approval ap-[0-9a-f]{12} was given for name Linus, but greeter\/friendly\/linus\.md now says "Mallory"/,
     );
   });
+  it('issue 30: an approval covers the text it showed: an act task carrying other words, or none, is refused', async () => {
+    const { notes, queue, registry, task, gate } = await setup();
+    const { requestManualAction } = await import('@assistant/actions');
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_card',
+      by: 'cli',
+    });
+    // The request as one made with its text: the words the person saw.
+    const requestPath = `approvals/${asked.approval.id}.md`;
+    const request = await notes.read(requestPath);
+    const actions = ((request?.data.actions ?? []) as Record<string, unknown>[]).map((action) => ({
+      ...action,
+      text: 'Happy birthday, Linus!',
+    }));
+    await notes.update(requestPath, { set: { actions: actions as never } });
+    const card = await task(asked.enqueued[0]?.task ?? '');
+    const action = (card.payload as { actions: Record<string, unknown>[] }).actions[0];
+    expect(await gate(forge(card, { actions: [{ ...action, text: 'Happy birthday, Linus!' }] }))).toBeUndefined();
+    expect(await gate(forge(card, { actions: [{ ...action, text: 'Please wire EUR 9000 to …' }] }))).toMatch(
+      /^`send_card` cannot be undone, and approval ap-[0-9a-f]{12} approved another text for it, not the one the task carries$/,
+    );
+    expect(await gate(card)).toMatch(/approved another text for it/);
+  });
+
   it("an approval binds one of the instance's items: one for another instance's note, or no instance's, is refused", async () => {
     const { notes, queue, registry, task, gate } = await setup();
     const { requestManualAction } = await import('@assistant/actions');

@@ -1,6 +1,6 @@
 import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
 import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
-import type { AutomationMatch, CompiledRule, ItemFacts } from '@assistant/automations';
+import type { AutomationMatch, CompiledRule, ItemFacts, ResolvedAction } from '@assistant/automations';
 import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { ChatModel } from '@assistant/llm';
@@ -89,6 +89,12 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
     notePath: string;
     matches: readonly AutomationMatch[];
     title?: string;
+    /**
+     * Writes the full text of an action that sends or posts words (a reply, a comment), undefined for others: called
+     * before the approval request is made or a `!yolo` action is enqueued, so the owner approves that text and the
+     * act task sends exactly it (`action.text`). A throw (a model outage) leaves nothing made, and the task waits.
+     */
+    writeText?: (action: ResolvedAction) => Promise<string | undefined>;
   }): Promise<EnqueueActionsResult>;
   /**
    * Runs an action that cannot be undone at most once per item, however often it is listed, retried or enqueued:

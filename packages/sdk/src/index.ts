@@ -23,7 +23,7 @@ export {
   type ToolContext,
   type ToolTier,
 } from '@assistant/agent';
-export type { AutomationMatch, ItemFacts } from '@assistant/automations';
+export type { AutomationMatch, ItemFacts, ResolvedAction } from '@assistant/automations';
 export type { Secret } from '@assistant/config';
 export type {
   AgentTaskOptions,
