@@ -55,6 +55,7 @@ export {
   type QueuePolicy,
   queueSchema,
 } from './queue-config.ts';
+export { decideAfterWorkerDied, poisonWorkerDeaths, type WorkerDeathDecision } from './poison.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
