@@ -35,11 +35,11 @@ import type {
 } from './interfaces.ts';
 import { emptyQueueStats, taskStates } from './interfaces.ts';
 import { checkEnqueue, newTask } from './new-task.ts';
+import { decideAfterWorkerDied } from './poison.ts';
 import { defaultPolicy, defaultRetention, type QueueConfig, type QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
 import { attemptOf, workerDiedError } from './task-attempts.ts';
-import { decideAfterWorkerDied } from './poison.ts';
 import { checkTaskRecord, parseTaskFile, stringifyTask, type Task, TaskFileError } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';

@@ -47,6 +47,7 @@ export { repeatMaintenance } from './maintenance.ts';
 export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
 export { type CheckedEnqueue, checkEnqueue, newTask } from './new-task.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
+export { decideAfterWorkerDied, poisonWorkerDeaths, type WorkerDeathDecision } from './poison.ts';
 export {
   defaultPolicy,
   defaultRetention,
@@ -55,7 +56,6 @@ export {
   type QueuePolicy,
   queueSchema,
 } from './queue-config.ts';
-export { decideAfterWorkerDied, poisonWorkerDeaths, type WorkerDeathDecision } from './poison.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
 export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
