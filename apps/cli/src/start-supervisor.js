@@ -248,7 +248,7 @@ async function superviseProcesses(options) {
  */
 export function crashLine(line) {
   const trimmed = line.trim();
-  if (!/^(?:Uncaught )?(?:[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?:|FATAL ERROR:)/.test(trimmed)) return undefined;
+  if (!/^(?:Uncaught )?(?:(?:[A-Z]\w*)?(?:Error|Exception)(?: \[\w+\])?:|FATAL ERROR:)/.test(trimmed)) return undefined;
   return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed;
 }
 
