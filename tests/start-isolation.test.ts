@@ -59,7 +59,10 @@ worker: {shutdown_grace: 1s}
 queue: {lease: 2s, claim_grace: 200ms}
 `,
   );
-  await dir.write('my-integrations/hazard/manifest.yaml', 'domain: hazard\ntasks:\n  run: {handler: ./src/run.ts#run}\n');
+  await dir.write(
+    'my-integrations/hazard/manifest.yaml',
+    'domain: hazard\ntasks:\n  run: {handler: ./src/run.ts#run}\n',
+  );
   const runsFile = path.join(dir.path, 'runs.log');
   await dir.write(
     'my-integrations/hazard/src/run.ts',
@@ -99,9 +102,11 @@ queue: {lease: 2s, claim_grace: 200ms}
     await start.exited;
   };
   try {
-    const serverPid = Number((await start.waitForOutput(/^\[assistant\] server started \(pid (\d+)\)$/m))[1]);
+    const serverPid = Number(
+      (await start.waitForOutput(/^\[assistant\] server started \(pid (\d+)\)$/m, { timeoutMs: 60_000 }))[1],
+    );
     pids.add(serverPid);
-    await start.waitForOutput(/^\[server\] .*listening on http:\/\/127\.0\.0\.1:\d+/m, { timeoutMs: 30_000 });
+    await start.waitForOutput(/^\[server\] .*listening on http:\/\/127\.0\.0\.1:\d+/m, { timeoutMs: 60_000 });
     const api = `http://127.0.0.1:${port}`;
     const fetchWith = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
     poller = (async () => {
@@ -188,7 +193,7 @@ describe('assistant start isolation', () => {
     process.kill(installation.serverPid, 0);
     const third = await waitUntil(
       async () => (await processes(installation)).find((child) => child.name === 'worker' && child.pid !== null),
-      { what: 'the third worker to be running' },
+      { what: 'the third worker to be running', timeoutMs: 60_000 },
     );
     expect(third).toMatchObject({
       restarts: 2,
@@ -213,7 +218,7 @@ describe('assistant start isolation', () => {
         };
         return body.state === 'done';
       },
-      { what: 'the echo task to be done' },
+      { what: 'the echo task to be done', timeoutMs: 60_000 },
     );
     expect(await installation.runs()).toBe(2);
     await stop(installation);
@@ -252,7 +257,7 @@ describe('assistant start isolation', () => {
     );
     const worker = await waitUntil(
       async () => (await processes(installation)).find((child) => child.name === 'worker' && child.pid !== null),
-      { what: 'the third worker to be running' },
+      { what: 'the third worker to be running', timeoutMs: 60_000 },
     );
     expect(worker).toMatchObject({
       restarts: 2,
