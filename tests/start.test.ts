@@ -85,15 +85,50 @@ describe('assistant start', () => {
     expect(isRunning(pids.worker)).toBe(false);
   });
 
-  it('stops the server and exits non-zero naming the worker when the worker dies', async () => {
+  it('starts a worker that was killed again and keeps the server, and /health says so', {
+    timeout: 90_000,
+  }, async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant(dir);
-    const { start, pids } = assistant;
+    const { start, pids, port } = assistant;
     process.kill(pids.worker, 'SIGKILL');
+    await start.waitForOutput(
+      new RegExp(
+        `^\\[assistant\\] worker \\(pid ${pids.worker}\\) was killed by SIGKILL; starting it again in 1 s \\(restart 1\\)$`,
+        'm',
+      ),
+    );
+    const next = Number(
+      (
+        await start.waitForOutput(
+          /^\[assistant\] worker started \(pid \d+\)$[\s\S]*^\[assistant\] worker started \(pid (\d+)\)$/m,
+        )
+      )[1],
+    );
+    const restarted = await waitUntil(
+      async () => {
+        const body = z
+          .object({ processes: z.array(z.looseObject({ name: z.string(), pid: z.number().nullable() })) })
+          .parse(await (await assistant.fetch(`http://127.0.0.1:${port}/health`)).json());
+        const worker = body.processes.find((child) => child.name === 'worker');
+        return worker?.pid !== null && worker?.pid !== pids.worker ? body : undefined;
+      },
+      { what: '/health to show the new worker' },
+    );
+    expect(restarted.processes).toEqual([
+      expect.objectContaining({ name: 'server', pid: pids.server, restarts: 0 }),
+      expect.objectContaining({
+        name: 'worker',
+        restarts: 1,
+        last_restart: expect.objectContaining({ reason: 'was killed by SIGKILL', code: null, signal: 'SIGKILL' }),
+      }),
+    ]);
+    expect(isRunning(pids.server)).toBe(true);
+    start.child.kill('SIGTERM');
     const run = await start.exited;
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`assistant: the worker (pid ${pids.worker}) was killed by SIGKILL\n`);
-    expect(isRunning(pids.server)).toBe(false);
+    expect(run.code).toBe(0);
+    expect(run.stdout.match(/^\[assistant\] worker started/gm)).toHaveLength(2);
+    expect(isRunning(next)).toBe(false);
   });
 
   it('runs a task enqueued over REST and a trigger of an integration, and reports them in /health and /metrics', async () => {
