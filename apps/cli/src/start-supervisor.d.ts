@@ -129,6 +129,12 @@ export function createLinePrefixer(options: {
   swallow?: (line: string) => boolean;
 }): LinePrefixer;
 
+/**
+ * Runs processes side by side until `signal` aborts, starting one that exits on its own again with backoff; stops the
+ * rest only when one cannot be started at all.
+ */
+export function superviseProcesses(options: SuperviseProcessesOptions): Promise<SuperviseProcessesResult>;
+
 /** The line of a crashed Node process's stderr that says what went wrong, or undefined. */
 export function crashLine(line: string): string | undefined;
 

@@ -96,7 +96,7 @@ const defaultRestart = { firstDelayMs: 1_000, maxDelayMs: 60_000, stableMs: 60_0
  * @param {import('./start-supervisor.d.ts').SuperviseProcessesOptions} options
  * @returns {Promise<import('./start-supervisor.d.ts').SuperviseProcessesResult>}
  */
-async function superviseProcesses(options) {
+export async function superviseProcesses(options) {
   const restart = { ...defaultRestart, ...options.restart };
   let stopping = false;
   /** @type {import('./start-supervisor.d.ts').ProcessExit | undefined} */
