@@ -108,7 +108,7 @@ const healthSchema = z.object({
     .array(
       z.object({
         name: z.string(),
-        pid: z.int().nullable(),
+        running: z.boolean(),
         restarts: z.int(),
         last_restart: z
           .object({ at: z.string(), reason: z.string(), code: z.int().nullable(), signal: z.string().nullable() })

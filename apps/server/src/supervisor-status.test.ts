@@ -42,10 +42,10 @@ describe('readSupervisorStatus', () => {
     });
     const status = await readSupervisorStatus({ dataDir: dir, scrubPaths, supervisorPid: 4242 });
     expect(status).toEqual([
-      { name: 'server', pid: 12, restarts: 0 },
+      { name: 'server', running: true, restarts: 0 },
       {
         name: 'worker',
-        pid: null,
+        running: false,
         restarts: 1,
         last_restart: {
           at: '2026-11-27T10:00:00.000Z',

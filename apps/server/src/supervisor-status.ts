@@ -10,8 +10,8 @@ const supervisorStateFileName = 'supervisor.json';
 export interface SupervisedProcessStatus {
   /** `server` or `worker`. */
   name: string;
-  /** Null while it waits to be started again. */
-  pid: number | null;
+  /** False while it waits to be started again. No pid: responses never name one (hole 13); the file has it. */
+  running: boolean;
   restarts: number;
   last_restart?: { at: string; reason: string; code: number | null; signal: string | null };
   next_start_at?: string;
@@ -64,7 +64,7 @@ export async function readSupervisorStatus(options: SupervisorStatusOptions): Pr
   return Object.entries(parsed.processes)
     .map(([name, child]) => ({
       name,
-      pid: child.pid,
+      running: child.pid !== null,
       restarts: child.restarts,
       ...(child.last_restart === undefined
         ? {}

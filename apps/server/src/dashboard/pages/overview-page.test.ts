@@ -102,10 +102,10 @@ describe('the Overview page', () => {
       token,
       status: {
         processes: async () => [
-          { name: 'server', pid: 10, restarts: 0 },
+          { name: 'server', running: true, restarts: 0 },
           {
             name: 'worker',
-            pid: 11,
+            running: true,
             restarts: 2,
             last_restart: {
               at: '2026-11-27T10:00:00.000Z',

@@ -237,7 +237,7 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
       ? ''
       : html`${restarted.map(
           (child) =>
-            html`<p class="notice warn">The ${child.name} restarted ${child.restarts} time${child.restarts === 1 ? '' : 's'}${child.last_restart ? html`, last: ${child.last_restart.reason} at ${timeTag(child.last_restart.at)}` : ''}${child.pid === null && child.next_start_at ? html`; it starts again ${timeTag(child.next_start_at)}` : ''}.</p>`,
+            html`<p class="notice warn">The ${child.name} restarted ${child.restarts} time${child.restarts === 1 ? '' : 's'}${child.last_restart ? html`, last: ${child.last_restart.reason} at ${timeTag(child.last_restart.at)}` : ''}${!child.running && child.next_start_at ? html`; it starts again ${timeTag(child.next_start_at)}` : ''}.</p>`,
         )}`;
   const schedules =
     details.schedules.length === 0
