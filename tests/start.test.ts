@@ -85,12 +85,28 @@ describe('assistant start', () => {
     expect(isRunning(pids.worker)).toBe(false);
   });
 
-  it('starts a worker that was killed again and keeps the server, and /health says so', {
-    timeout: 90_000,
+  it('starts a worker or a server that was killed again, keeps the other running, and /health says so', {
+    timeout: 150_000,
   }, async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant(dir);
     const { start, pids, port } = assistant;
+    const health = async () =>
+      z
+        .object({
+          processes: z.array(z.looseObject({ name: z.string(), running: z.boolean(), restarts: z.number() })),
+        })
+        .parse(await (await assistant.fetch(`http://127.0.0.1:${port}/health`)).json());
+    // Children started after the first two are not in `pids`: a failed test kills them here.
+    await using _children = {
+      async [Symbol.asyncDispose]() {
+        if (start.child.exitCode !== null || start.child.signalCode !== null) return;
+        for (const match of start.stdout().matchAll(/^\[assistant\] (?:server|worker) started \(pid (\d+)\)$/gm)) {
+          const pid = Number(match[1]);
+          if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+        }
+      },
+    };
     process.kill(pids.worker, 'SIGKILL');
     await start.waitForOutput(
       new RegExp(
@@ -107,11 +123,7 @@ describe('assistant start', () => {
     );
     const restarted = await waitUntil(
       async () => {
-        const body = z
-          .object({
-            processes: z.array(z.looseObject({ name: z.string(), running: z.boolean(), restarts: z.number() })),
-          })
-          .parse(await (await assistant.fetch(`http://127.0.0.1:${port}/health`)).json());
+        const body = await health();
         const worker = body.processes.find((child) => child.name === 'worker');
         return worker?.running && worker.restarts === 1 ? body : undefined;
       },
@@ -127,10 +139,34 @@ describe('assistant start', () => {
       }),
     ]);
     expect(isRunning(pids.server)).toBe(true);
+
+    // The server too: started again while the worker keeps running, and answering again.
+    process.kill(pids.server, 'SIGKILL');
+    await start.waitForOutput(
+      new RegExp(
+        `^\\[assistant\\] server \\(pid ${pids.server}\\) was killed by SIGKILL; starting it again in 1 s \\(restart 1\\)$`,
+        'm',
+      ),
+    );
+    const serverAgain = await waitUntil(
+      async () => {
+        const body = await health().catch(() => undefined);
+        const server = body?.processes.find((child) => child.name === 'server');
+        return server?.running && server.restarts === 1 ? body : undefined;
+      },
+      { what: '/health to answer from the new server', timeoutMs: 60_000 },
+    );
+    expect(serverAgain?.processes.find((child) => child.name === 'worker')).toMatchObject({
+      running: true,
+      restarts: 1,
+    });
+    expect(isRunning(next)).toBe(true);
+
     start.child.kill('SIGTERM');
     const run = await start.exited;
     expect(run.code).toBe(0);
     expect(run.stdout.match(/^\[assistant\] worker started/gm)).toHaveLength(2);
+    expect(run.stdout.match(/^\[assistant\] server started/gm)).toHaveLength(2);
     expect(isRunning(next)).toBe(false);
   });
 
