@@ -1,9 +1,10 @@
 // `assistant start`'s supervisor: runs the server and the worker as child processes, prefixes their output, and
 // starts one that dies again (with backoff) while the other keeps running. Plain JavaScript on purpose, importing
-// only Node's own modules: `assistant start` replaces itself with this file (apps/cli/src/main.ts), so the process that stays up for the assistant's
-// lifetime does not hold commander, zod, the config loader, the runtime or Node's TypeScript stripper (about 40 MB
-// resident instead of 140). Types: start-supervisor.d.ts. The config is checked by `assistant start --preflight`,
-// run as a short-lived child first, which prints warnings and errors exactly as any command does.
+// only Node's own modules: `assistant start` replaces itself with this file (apps/cli/src/main.ts), so the process
+// that stays up for the assistant's lifetime does not hold commander, zod, the config loader, the runtime or Node's
+// TypeScript stripper (about 40 MB resident instead of 140). Types: start-supervisor.d.ts. The config is checked by
+// `assistant start --preflight`, run as a short-lived child first, which prints warnings and errors exactly as any
+// command does.
 import { spawn } from 'node:child_process';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
