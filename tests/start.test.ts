@@ -85,15 +85,89 @@ describe('assistant start', () => {
     expect(isRunning(pids.worker)).toBe(false);
   });
 
-  it('stops the server and exits non-zero naming the worker when the worker dies', async () => {
+  it('starts a worker or a server that was killed again, keeps the other running, and /health says so', {
+    timeout: 150_000,
+  }, async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant(dir);
-    const { start, pids } = assistant;
+    const { start, pids, port } = assistant;
+    const health = async () =>
+      z
+        .object({
+          processes: z.array(z.looseObject({ name: z.string(), running: z.boolean(), restarts: z.number() })),
+        })
+        .parse(await (await assistant.fetch(`http://127.0.0.1:${port}/health`)).json());
+    // Children started after the first two are not in `pids`: a failed test kills them here.
+    await using _children = {
+      async [Symbol.asyncDispose]() {
+        if (start.child.exitCode !== null || start.child.signalCode !== null) return;
+        for (const match of start.stdout().matchAll(/^\[assistant\] (?:server|worker) started \(pid (\d+)\)$/gm)) {
+          const pid = Number(match[1]);
+          if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+        }
+      },
+    };
     process.kill(pids.worker, 'SIGKILL');
+    await start.waitForOutput(
+      new RegExp(
+        `^\\[assistant\\] worker \\(pid ${pids.worker}\\) was killed by SIGKILL; starting it again in 1 s \\(restart 1\\)$`,
+        'm',
+      ),
+    );
+    const next = Number(
+      (
+        await start.waitForOutput(
+          /^\[assistant\] worker started \(pid \d+\)$[\s\S]*^\[assistant\] worker started \(pid (\d+)\)$/m,
+        )
+      )[1],
+    );
+    const restarted = await waitUntil(
+      async () => {
+        const body = await health();
+        const worker = body.processes.find((child) => child.name === 'worker');
+        return worker?.running && worker.restarts === 1 ? body : undefined;
+      },
+      { what: '/health to show the new worker running' },
+    );
+    expect(restarted.processes).toEqual([
+      expect.objectContaining({ name: 'server', running: true, restarts: 0 }),
+      expect.objectContaining({
+        name: 'worker',
+        running: true,
+        restarts: 1,
+        last_restart: expect.objectContaining({ reason: 'was killed by SIGKILL', code: null, signal: 'SIGKILL' }),
+      }),
+    ]);
+    expect(isRunning(pids.server)).toBe(true);
+
+    // The server too: started again while the worker keeps running, and answering again.
+    process.kill(pids.server, 'SIGKILL');
+    await start.waitForOutput(
+      new RegExp(
+        `^\\[assistant\\] server \\(pid ${pids.server}\\) was killed by SIGKILL; starting it again in 1 s \\(restart 1\\)$`,
+        'm',
+      ),
+    );
+    const serverAgain = await waitUntil(
+      async () => {
+        const body = await health().catch(() => undefined);
+        const server = body?.processes.find((child) => child.name === 'server');
+        return server?.running && server.restarts === 1 ? body : undefined;
+      },
+      { what: '/health to answer from the new server', timeoutMs: 60_000 },
+    );
+    expect(serverAgain?.processes.find((child) => child.name === 'worker')).toMatchObject({
+      running: true,
+      restarts: 1,
+    });
+    expect(isRunning(next)).toBe(true);
+
+    start.child.kill('SIGTERM');
     const run = await start.exited;
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`assistant: the worker (pid ${pids.worker}) was killed by SIGKILL\n`);
-    expect(isRunning(pids.server)).toBe(false);
+    expect(run.code).toBe(0);
+    expect(run.stdout.match(/^\[assistant\] worker started/gm)).toHaveLength(2);
+    expect(run.stdout.match(/^\[assistant\] server started/gm)).toHaveLength(2);
+    expect(isRunning(next)).toBe(false);
   });
 
   it('runs a task enqueued over REST and a trigger of an integration, and reports them in /health and /metrics', async () => {

@@ -37,7 +37,7 @@ export function createProgram(context: CliContext): CliProgram {
 
   program
     .command('start')
-    .description('run the server and the worker until Ctrl-C; stop both if either dies')
+    .description('run the server and the worker until Ctrl-C; start one that dies again')
     // How the lean supervisor checks the config in a child: warnings and errors as usual, then one JSON line.
     .addOption(new Option('--preflight').hideHelp())
     .action(async (options: { preflight?: boolean }, command: Command) =>

@@ -22,6 +22,45 @@ export interface ProcessExit {
   signal: NodeJS.Signals | null;
   /** Set when the process could not be started at all. */
   error?: Error;
+  /** Set when the watchdog killed it: how long its event loop had not answered. */
+  silentMs?: number;
+  /** The last error it printed (`Error: boom`, a fatal log line's message), cut to 500 characters. */
+  lastError?: string;
+}
+
+/** A process exited on its own and is started again after `delayMs`. */
+export interface RestartEvent {
+  exit: ProcessExit;
+  /** How many times it has been started again since `assistant start`, this one included. */
+  restarts: number;
+  delayMs: number;
+}
+
+/** How long to wait before starting a crashed process again. */
+export interface RestartBackoff {
+  /** After the first crash (and after a crash that ended a run longer than `stableMs`). @default 1000 */
+  firstDelayMs: number;
+  /** Doubling stops here. @default 60000 */
+  maxDelayMs: number;
+  /** A run at least this long was not a crash loop: the next delay is the first again. @default 60000 */
+  stableMs: number;
+}
+
+/** One child in data/supervisor.json. */
+export interface SupervisedProcessState {
+  /** Null while it waits to be started again. */
+  pid: number | null;
+  started_at?: string;
+  restarts: number;
+  last_restart?: { at: string; reason: string; code: number | null; signal: string | null };
+  next_start_at?: string;
+}
+
+/** data/supervisor.json, written by `assistant start`. */
+export interface SupervisorState {
+  supervisor_pid: number;
+  started_at: string;
+  processes: Record<string, SupervisedProcessState>;
 }
 
 export interface SuperviseProcessesOptions {
@@ -35,16 +74,20 @@ export interface SuperviseProcessesOptions {
   graceMs: number;
   /** Called once per process once it is running. */
   onSpawn?: (name: string, pid: number) => void;
-  /** Called when a process exits while no stop was asked for, before the others are stopped. */
+  /** Called when a process could not be started at all, before the others are stopped. */
   onUnexpectedExit?: (exit: ProcessExit) => void;
+  /** Called when a process exited while no stop was asked for, before it waits to be started again. */
+  onRestart?: (event: RestartEvent) => void;
+  /** @default 1 s doubling up to a minute, reset after a run of a minute */
+  restart?: Partial<RestartBackoff>;
   /** Called when a process's watchdog beats are overdue, just before it is killed with SIGKILL. */
   onSilent?: (name: string, pid: number | undefined, silentMs: number) => void;
 }
 
 export interface SuperviseProcessesResult {
-  /** The process that exited on its own first, which made the others stop; undefined after a requested stop. */
+  /** The process that could not be started, which made the others stop; undefined after a requested stop. */
   unexpected: ProcessExit | undefined;
-  /** How every process ended, in the order given. */
+  /** How every process that was running at the stop ended, in the order given (one waiting for a restart is not). */
   exits: ProcessExit[];
 }
 
@@ -86,5 +129,20 @@ export function createLinePrefixer(options: {
   swallow?: (line: string) => boolean;
 }): LinePrefixer;
 
-/** Runs server and worker until a signal or until one dies; resolves with an error to report, or undefined. */
+/**
+ * Runs processes side by side until `signal` aborts, starting one that exits on its own again with backoff; stops the
+ * rest only when one cannot be started at all.
+ */
+export function superviseProcesses(options: SuperviseProcessesOptions): Promise<SuperviseProcessesResult>;
+
+/** The line of a crashed Node process's stderr that says what went wrong, or undefined. */
+export function crashLine(line: string): string | undefined;
+
+/** `supervisor.json`: where in the data directory `assistant start` records its children and their restarts. */
+export const supervisorStateFileName: string;
+
+/**
+ * Runs server and worker until a signal, starting one that dies again with backoff; resolves with an error to report
+ * (one could not be started at all), or undefined.
+ */
 export function superviseStart(options: SuperviseStartOptions): Promise<{ message: string; hint: string } | undefined>;

@@ -1,10 +1,13 @@
 // `assistant start`'s supervisor: runs the server and the worker as child processes, prefixes their output, and
-// stops both when either dies. Plain JavaScript on purpose, importing only Node's own modules: `assistant start`
-// replaces itself with this file (apps/cli/src/main.ts), so the process that stays up for the assistant's
-// lifetime does not hold commander, zod, the config loader, the runtime or Node's TypeScript stripper (about 40 MB
-// resident instead of 140). Types: start-supervisor.d.ts. The config is checked by `assistant start --preflight`,
-// run as a short-lived child first, which prints warnings and errors exactly as any command does.
+// starts one that dies again (with backoff) while the other keeps running. Plain JavaScript on purpose, importing
+// only Node's own modules: `assistant start` replaces itself with this file (apps/cli/src/main.ts), so the process
+// that stays up for the assistant's lifetime does not hold commander, zod, the config loader, the runtime or Node's
+// TypeScript stripper (about 40 MB resident instead of 140). Types: start-supervisor.d.ts. The config is checked by
+// `assistant start --preflight`, run as a short-lived child first, which prints warnings and errors exactly as any
+// command does.
 import { spawn } from 'node:child_process';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -74,26 +77,40 @@ export function createLinePrefixer(options) {
   };
 }
 
+/** How long `assistant start` waits before it starts a crashed child again: doubling from the first, up to the most. */
+const defaultRestart = { firstDelayMs: 1_000, maxDelayMs: 60_000, stableMs: 60_000 };
+
 /**
- * Runs processes side by side with their output prefixed by name, until `signal` aborts or one of them exits on
- * its own; then stops the rest (the signal, then SIGKILL after `graceMs`) and resolves once all have exited.
+ * Runs processes side by side with their output prefixed by name, until `signal` aborts; then stops them (the
+ * signal, then SIGKILL after `graceMs`) and resolves once all have exited.
+ *
+ * A process that exits on its own is started again after a delay that doubles with each crash in a row (1 s, 2 s,
+ * 4 s … up to a minute; back to 1 s once a run lasted a minute), while the others keep running: one bad handler or
+ * integration must not take the whole assistant down (issue 30). Only a process that cannot be started at all
+ * (`spawn` failed: no such program) stops the rest, since starting it again would fail the same way.
  *
  * Each process is told (ASSISTANT_WATCHDOG=1) to write, while its event loop turns, a watchdog line on its stdout
  * saying how many milliseconds may pass before the next (@assistant/process's beatForSupervisor); those lines are not
  * printed. One that has beaten and then stays silent longer is stuck: a handler's endless synchronous loop, or Node
  * hanging while it exits. Its tasks would wait for a restart that never comes, since it has not exited; it is killed
- * with SIGKILL, which counts as exiting on its own.
+ * with SIGKILL and started again like any crashed process.
  * @param {import('./start-supervisor.d.ts').SuperviseProcessesOptions} options
  * @returns {Promise<import('./start-supervisor.d.ts').SuperviseProcessesResult>}
  */
-async function superviseProcesses(options) {
+export async function superviseProcesses(options) {
+  const restart = { ...defaultRestart, ...options.restart };
   let stopping = false;
   /** @type {import('./start-supervisor.d.ts').ProcessExit | undefined} */
   let unexpected;
   /** @type {NodeJS.Timeout | undefined} */
   let killTimer;
-  /** @type {import('node:child_process').ChildProcess[]} */
-  const children = [];
+  /** The child each process runs now (or ran last). @type {Map<string, import('node:child_process').ChildProcess>} */
+  const current = new Map();
+  /** @type {() => void} */
+  let wakeWaiting = () => {};
+  const stopped = new Promise((resolve) => {
+    wakeWaiting = () => resolve(undefined);
+  });
 
   /** @param {import('node:child_process').ChildProcess} child */
   const running = (child) => child.exitCode === null && child.signalCode === null;
@@ -101,28 +118,54 @@ async function superviseProcesses(options) {
   const stopAll = (signal) => {
     if (stopping) return;
     stopping = true;
-    for (const child of children) if (running(child)) child.kill(signal);
+    wakeWaiting();
+    for (const child of current.values()) if (running(child)) child.kill(signal);
     killTimer = setTimeout(() => {
-      for (const child of children) if (running(child)) child.kill('SIGKILL');
+      for (const child of current.values()) if (running(child)) child.kill('SIGKILL');
     }, options.graceMs);
   };
 
-  const exits = options.processes.map((spec) => {
+  /**
+   * One run of a process, until it exits.
+   * @param {import('./start-supervisor.d.ts').SupervisedProcess} spec
+   * @returns {Promise<import('./start-supervisor.d.ts').ProcessExit>}
+   */
+  const runOnce = (spec) => {
     const child = spawn(spec.command, [...spec.args], {
       env: { ...options.env, ASSISTANT_WATCHDOG: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    children.push(child);
+    current.set(spec.name, child);
+    /** @type {number | undefined} */
+    let silentForMs;
+    /** @type {string | undefined} */
+    let lastError;
     const watchdog = createWatchdog({
       watching: () => !stopping && running(child),
       onSilent: (silentMs) => {
+        silentForMs = silentMs;
         options.onSilent?.(spec.name, child.pid, silentMs);
         child.kill('SIGKILL');
       },
     });
     const prefix = `[${spec.name}] `;
-    const out = createLinePrefixer({ prefix, write: (text) => options.stdout.write(text), swallow: watchdog.take });
-    const err = createLinePrefixer({ prefix, write: (text) => options.stderr.write(text) });
+    const out = createLinePrefixer({
+      prefix,
+      write: (text) => options.stdout.write(text),
+      swallow: (line) => {
+        if (watchdog.take(line)) return true;
+        lastError = fatalLogMessage(line) ?? lastError;
+        return false;
+      },
+    });
+    const err = createLinePrefixer({
+      prefix,
+      write: (text) => options.stderr.write(text),
+      swallow: (line) => {
+        lastError = crashLine(line) ?? lastError;
+        return false;
+      },
+    });
     child.stdout?.on('data', (chunk) => out.push(chunk));
     child.stdout?.on('end', () => out.end());
     child.stderr?.on('data', (chunk) => err.push(chunk));
@@ -135,14 +178,15 @@ async function superviseProcesses(options) {
       /** @param {number | null} code @param {NodeJS.Signals | null} signal */
       const finish = (code, signal) => {
         watchdog.stop();
-        /** @type {import('./start-supervisor.d.ts').ProcessExit} */
-        const exit = { name: spec.name, pid: child.pid, code, signal, ...(spawnError ? { error: spawnError } : {}) };
-        if (!stopping) {
-          unexpected = exit;
-          options.onUnexpectedExit?.(exit);
-          stopAll('SIGTERM');
-        }
-        resolve(exit);
+        resolve({
+          name: spec.name,
+          pid: child.pid,
+          code,
+          signal,
+          ...(spawnError ? { error: spawnError } : {}),
+          ...(silentForMs === undefined ? {} : { silentMs: silentForMs }),
+          ...(lastError === undefined ? {} : { lastError }),
+        });
       };
       child.once('error', (error) => {
         spawnError = error;
@@ -151,17 +195,78 @@ async function superviseProcesses(options) {
       });
       child.once('close', finish);
     });
-  });
+  };
+
+  /**
+   * Runs a process again and again until the stop; resolves with how its last run ended, or undefined when the stop
+   * came while it waited to be started again (nothing was running to stop).
+   * @param {import('./start-supervisor.d.ts').SupervisedProcess} spec
+   * @returns {Promise<import('./start-supervisor.d.ts').ProcessExit | undefined>}
+   */
+  const supervise = async (spec) => {
+    let restarts = 0;
+    let crashesInARow = 0;
+    for (;;) {
+      const startedMs = performance.now();
+      const exit = await runOnce(spec);
+      if (stopping) return exit;
+      if (exit.error !== undefined && exit.pid === undefined) {
+        unexpected = exit;
+        options.onUnexpectedExit?.(exit);
+        stopAll('SIGTERM');
+        return exit;
+      }
+      if (performance.now() - startedMs >= restart.stableMs) crashesInARow = 0;
+      const delayMs = Math.min(restart.maxDelayMs, restart.firstDelayMs * 2 ** crashesInARow);
+      crashesInARow += 1;
+      restarts += 1;
+      options.onRestart?.({ exit, restarts, delayMs });
+      /** @type {NodeJS.Timeout | undefined} */
+      let timer;
+      await Promise.race([stopped, new Promise((resolve) => (timer = setTimeout(resolve, delayMs)))]);
+      clearTimeout(timer);
+      if (stopping) return undefined;
+    }
+  };
 
   const onAbort = () => stopAll(options.signal.reason === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
   if (options.signal.aborted) onAbort();
   else options.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const settled = await Promise.all(exits);
-    return { unexpected, exits: settled };
+    const settled = await Promise.all(options.processes.map((spec) => supervise(spec)));
+    return { unexpected, exits: settled.filter((exit) => exit !== undefined) };
   } finally {
     options.signal.removeEventListener('abort', onAbort);
     clearTimeout(killTimer);
+  }
+}
+
+/**
+ * The line of a crashed Node process's stderr that says what went wrong: `Error: boom`, `TypeError [ERR_X]: …`,
+ * `FATAL ERROR: … JavaScript heap out of memory`; undefined for any other line. Cut to 500 characters.
+ * @param {string} line
+ * @returns {string | undefined}
+ */
+export function crashLine(line) {
+  const trimmed = line.trim();
+  if (!/^(?:Uncaught )?(?:(?:[A-Z]\w*)?(?:Error|Exception)(?: \[\w+\])?:|FATAL ERROR:)/.test(trimmed)) return undefined;
+  return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed;
+}
+
+/**
+ * The message of a fatal log line (pino's JSON, level 60): what `runProcessMain` logs when the run failed. Cut to 500.
+ * @param {string} line
+ * @returns {string | undefined}
+ */
+function fatalLogMessage(line) {
+  if (!line.startsWith('{') || !line.includes('"level":60')) return undefined;
+  try {
+    const message = JSON.parse(line).msg;
+    if (typeof message !== 'string' || message === '') return undefined;
+    const first = message.split('\n')[0] ?? message;
+    return first.length > 500 ? `${first.slice(0, 500)}…` : first;
+  } catch {
+    return undefined;
   }
 }
 
@@ -197,13 +302,89 @@ function createWatchdog(options) {
 }
 
 /**
- * `exited with code 1`, `was killed by SIGKILL`, `could not start: spawn ENOENT`.
+ * `exited with code 1`, `was killed by SIGKILL`, `could not start: spawn ENOENT`; for a child the watchdog killed,
+ * `was killed by SIGKILL after its event loop stopped answering for 12 s`.
  * @param {import('./start-supervisor.d.ts').ProcessExit} exit
  */
 function describeExit(exit) {
   if (exit.error && exit.code === null && exit.signal === null) return `could not start: ${exit.error.message}`;
+  if (exit.silentMs !== undefined) {
+    return `was killed by ${exit.signal ?? 'SIGKILL'} after its event loop stopped answering for ${Math.round(exit.silentMs / 1_000)} s`;
+  }
   if (exit.signal !== null) return `was killed by ${exit.signal}`;
   return `exited with code ${exit.code}`;
+}
+
+/** What a person reads on why a child stopped: how it exited, and the error it printed last if any. */
+function exitReason(/** @type {import('./start-supervisor.d.ts').ProcessExit} */ exit) {
+  return `${describeExit(exit)}${exit.lastError === undefined ? '' : `: ${exit.lastError}`}`;
+}
+
+/** The file in the data directory where `assistant start` says how its children run and why they restarted. */
+export const supervisorStateFileName = 'supervisor.json';
+
+/**
+ * Keeps `data/supervisor.json` current: this supervisor's pid, and per child its pid, how many times it was started
+ * again, and the last restart's time, exit and reason. The server reads it for /health and the dashboard (and only
+ * when it is the child of the pid inside, so a file left by an earlier `start` is not shown as news). Each write
+ * replaces the file whole (a temporary file renamed over it), one at a time in order. A write that fails is said once
+ * and does not stop anything: the restarts are in the output too.
+ * @param {{ dataDir: string; say: (line: string) => void }} options
+ */
+function createSupervisorState(options) {
+  const file = path.join(options.dataDir, supervisorStateFileName);
+  /** @type {import('./start-supervisor.d.ts').SupervisorState} */
+  const state = { supervisor_pid: process.pid, started_at: new Date().toISOString(), processes: {} };
+  let writing = Promise.resolve();
+  let warned = false;
+  const save = () => {
+    const text = `${JSON.stringify(state, null, 2)}\n`;
+    writing = writing.then(async () => {
+      try {
+        await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+        const temporary = `${file}.${process.pid}.tmp`;
+        await writeFile(temporary, text, { mode: 0o600 });
+        await rename(temporary, file);
+      } catch (error) {
+        if (!warned)
+          options.say(
+            `cannot write ${file}: ${/** @type {Error} */ (error).message}; restarts are not shown in /health`,
+          );
+        warned = true;
+      }
+    });
+  };
+  /** @param {string} name */
+  const processOf = (name) => {
+    state.processes[name] ??= { pid: null, restarts: 0 };
+    return state.processes[name];
+  };
+  return {
+    /** @param {string} name @param {number} pid */
+    spawned(name, pid) {
+      const child = processOf(name);
+      child.pid = pid;
+      child.started_at = new Date().toISOString();
+      delete child.next_start_at;
+      save();
+    },
+    /** @param {import('./start-supervisor.d.ts').RestartEvent} event */
+    restarting(event) {
+      const child = processOf(event.exit.name);
+      const nowMs = Date.now();
+      child.pid = null;
+      child.restarts = event.restarts;
+      child.last_restart = {
+        at: new Date(nowMs).toISOString(),
+        reason: exitReason(event.exit),
+        code: event.exit.code,
+        signal: event.exit.signal,
+      };
+      child.next_start_at = new Date(nowMs + event.delayMs).toISOString();
+      save();
+    },
+    flush: () => writing,
+  };
 }
 
 /**
@@ -231,7 +412,8 @@ function listenForShutdown(onRepeat) {
 
 /**
  * Runs the server and the worker as two child processes, which is how they run in production: separate
- * processes that share only files. Stops both when either dies, so a half-running assistant never goes unnoticed.
+ * processes that share only files. One that dies is started again (with backoff) while the other keeps running, and
+ * data/supervisor.json says so, for /health and the dashboard.
  * Resolves with an error to report (`assistant: …`, exit 1) or undefined after a clean stop.
  * @param {import('./start-supervisor.d.ts').SuperviseStartOptions} options
  * @returns {Promise<{ message: string; hint: string } | undefined>}
@@ -256,6 +438,7 @@ export async function superviseStart(options) {
   shutdown.signal.addEventListener('abort', () => say(`${String(shutdown.signal.reason)} received; stopping`), {
     once: true,
   });
+  const state = createSupervisorState({ dataDir: options.dataDir, say });
   /** @type {import('./start-supervisor.d.ts').SuperviseProcessesResult} */
   let result;
   try {
@@ -278,13 +461,24 @@ export async function superviseStart(options) {
       signal: shutdown.signal,
       graceMs: options.shutdownGraceMs + stopMarginMs,
       // The pids let a person (or a test) find each process: `kill`, `ps`, a debugger.
-      onSpawn: (name, pid) => say(`${name} started (pid ${pid})`),
-      onUnexpectedExit: (exit) => say(`${exit.name} (pid ${exit.pid ?? '?'}) ${describeExit(exit)}; stopping the rest`),
+      onSpawn: (name, pid) => {
+        say(`${name} started (pid ${pid})`);
+        state.spawned(name, pid);
+      },
+      onRestart: (event) => {
+        const { exit } = event;
+        say(
+          `${exit.name} (pid ${exit.pid ?? '?'}) ${exitReason(exit)}; starting it again in ${formatDelay(event.delayMs)} (restart ${event.restarts})`,
+        );
+        state.restarting(event);
+      },
+      onUnexpectedExit: (exit) => say(`${exit.name} ${describeExit(exit)}; stopping the rest`),
       onSilent: (name, pid, silentMs) =>
         say(
           `${name} (pid ${pid ?? '?'}) has not answered for ${Math.round(silentMs / 1_000)} s: its event loop is blocked or it hangs while exiting; killing it`,
         ),
     });
+    await state.flush();
   } finally {
     shutdown.dispose();
   }
@@ -292,8 +486,8 @@ export async function superviseStart(options) {
   if (result.unexpected) {
     const exit = result.unexpected;
     return {
-      message: `the ${exit.name} (pid ${exit.pid ?? '?'}) ${describeExit(exit)}`,
-      hint: `the [${exit.name}] lines above say why; the other process was stopped`,
+      message: `the ${exit.name} ${describeExit(exit)}`,
+      hint: 'check that Node can be run from this directory; the other process was stopped',
     };
   }
   const forwarded = String(shutdown.signal.reason);
@@ -307,6 +501,11 @@ export async function superviseStart(options) {
   }
   say('stopped');
   return undefined;
+}
+
+/** `1 s`, `2 min`. @param {number} delayMs */
+function formatDelay(delayMs) {
+  return delayMs >= 60_000 && delayMs % 60_000 === 0 ? `${delayMs / 60_000} min` : `${Math.round(delayMs / 1_000)} s`;
 }
 
 /** @param {string} specifier */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLinePrefixer, plainStartArguments } from './start-supervisor.js';
+import { crashLine, createLinePrefixer, plainStartArguments } from './start-supervisor.js';
 
 function collect(options: { maxLineChars?: number } = {}) {
   const writes: string[] = [];
@@ -80,5 +80,25 @@ describe('plainStartArguments', () => {
     ]) {
       expect(plainStartArguments(argv), argv.join(' ')).toBeUndefined();
     }
+  });
+});
+
+describe('crashLine', () => {
+  it('picks the line of a crashed Node process that says what went wrong, and nothing else', () => {
+    expect(crashLine('Error: boom')).toBe('Error: boom');
+    expect(crashLine('TypeError [ERR_INVALID_ARG_TYPE]: bad')).toBe('TypeError [ERR_INVALID_ARG_TYPE]: bad');
+    expect(crashLine('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory')).toMatch(
+      /^FATAL ERROR: /,
+    );
+    for (const line of [
+      "  throw new Error('boom');",
+      '    at run (file:///x.ts:1:2)',
+      'Node.js v24.1.0',
+      'Errors: 3',
+      '',
+    ]) {
+      expect(crashLine(line)).toBeUndefined();
+    }
+    expect(crashLine(`Error: ${'x'.repeat(1_000)}`)).toHaveLength(501);
   });
 });

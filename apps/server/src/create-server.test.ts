@@ -68,6 +68,7 @@ describe('GET /health', () => {
       held: [],
       schedules: [],
       listeners: [],
+      processes: [],
     });
   });
 

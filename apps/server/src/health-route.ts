@@ -6,6 +6,7 @@ import type { AssistantServer } from './create-server.ts';
 import { modelStatus } from './model-status.ts';
 import { errorBodySchema, type RouteTable } from './route-table.ts';
 import type { ServerCatalog, ServerStatusSources } from './server-catalog.ts';
+import type { SupervisedProcessStatus } from './supervisor-status.ts';
 
 export interface WorkerLiveness {
   /** Some worker's heartbeat is within the lease: tasks are being run. */
@@ -66,6 +67,11 @@ export interface HealthDetails extends HealthBody {
     last_error_at?: string;
     restart_at?: string;
   }[];
+  /**
+   * Under `assistant start`: its children and how many times each was started again after it crashed or stopped
+   * answering, with the last time and why. Empty when the server runs on its own (`assistant serve`).
+   */
+  processes: SupervisedProcessStatus[];
 }
 
 const healthSchema = z.object({
@@ -98,6 +104,19 @@ const healthSchema = z.object({
   listeners: z
     .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
     .optional(),
+  processes: z
+    .array(
+      z.object({
+        name: z.string(),
+        running: z.boolean(),
+        restarts: z.int(),
+        last_restart: z
+          .object({ at: z.string(), reason: z.string(), code: z.int().nullable(), signal: z.string().nullable() })
+          .optional(),
+        next_start_at: z.string().optional(),
+      }),
+    )
+    .optional(),
 });
 
 /** The queue's worker directory: a worker is alive while its heartbeat is within the lease. */
@@ -126,7 +145,7 @@ export interface HealthDetailsOptions {
 
 /**
  * What /health adds for a request with the token: worker liveness, breakers that are not closed, the LLM profiles
- * with their backlog, held task types, schedules and listeners. The dashboard's overview shows the same figures.
+ * with their backlog, held task types, schedules, listeners, and `assistant start`'s restarts of its children. The dashboard's overview shows the same figures.
  */
 export async function healthDetails(options: HealthDetailsOptions): Promise<Omit<HealthDetails, keyof HealthBody>> {
   const { queue, status } = options;
@@ -180,6 +199,7 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
       ...(listener.lastErrorAt === undefined ? {} : { last_error_at: listener.lastErrorAt }),
       ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
     })),
+    processes: (await status.processes?.()) ?? [],
   };
 }
 

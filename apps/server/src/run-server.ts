@@ -23,6 +23,7 @@ import { ListenerSupervisor } from './listener-supervisor.ts';
 import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
+import { readSupervisorStatus } from './supervisor-status.ts';
 import { withWorkerBreakers } from './worker-breakers.ts';
 
 export interface RunServerOptions {
@@ -79,6 +80,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   });
   const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
   const notifier = new ChatNotifier({ chat, notes, queue, controlRoot: config.paths.control, logger });
+  const scrubPaths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub;
   const listeners = new ListenerSupervisor({
     registry,
     enqueue: (request) => queueEnqueue(queue, request),
@@ -87,7 +89,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     dataDir: config.paths.dataDir,
     chat,
     approvals: listenerApprovals({ notes, queue, humanLog }),
-    scrubPaths: dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub,
+    scrubPaths,
   });
   const app = createServer({
     config,
@@ -99,6 +101,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
       breakers: async () => withWorkerBreakers(queue, await breakers.list()),
       schedules: () => scheduler.status(),
       listeners: () => listeners.status(),
+      processes: () => readSupervisorStatus({ dataDir: config.paths.dataDir, scrubPaths }),
     },
     metrics,
     chat,

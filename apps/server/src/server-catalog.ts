@@ -3,6 +3,7 @@ import type { LlmStage, TaskMetrics } from '@assistant/metrics';
 import type { JsonValue } from '@assistant/queue';
 import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
 import type { ListenerStatus } from './listener-supervisor.ts';
+import type { SupervisedProcessStatus } from './supervisor-status.ts';
 
 /** What the server needs to know about integrations: which task types exist and what a trigger enqueues. */
 export interface ServerCatalog {
@@ -42,6 +43,8 @@ export interface ServerStatusSources {
   schedules?: () => ScheduleSummary[];
   /** The manifests' listeners the server runs, with their state. @default none */
   listeners?: () => ListenerStatus[];
+  /** `assistant start`'s children (server, worker) and their restarts; none outside `start`. @default none */
+  processes?: () => Promise<SupervisedProcessStatus[]>;
 }
 
 /**

@@ -75,4 +75,19 @@ describe('composeReply', () => {
     ]);
     expect(parsed.text?.trim()).toBe('Danke, ich schaue es mir an.');
   });
+
+  it('judges a hostile Message-ID at once: an @ in its right part still threads, a huge run of @ is not used', async () => {
+    const reply = async (messageId: string) =>
+      simpleParser(
+        await composeReply({
+          from: 'alice@example.test',
+          original: { from_address: 'bob@example.test', subject: 'x', message_id: messageId },
+          text: 'ok',
+        }),
+      );
+    expect((await reply('<a@b@c.example>')).inReplyTo).toBe('<a@b@c.example>');
+    // Quadratic backtracking before the fix: 40,000 characters took seconds, these would take hours.
+    expect((await reply(`<${'@'.repeat(200_000)}`)).inReplyTo).toBeUndefined();
+    expect((await reply(`<a${'@'.repeat(900)}>`)).inReplyTo).toBe(`<a${'@'.repeat(900)}>`);
+  });
 });

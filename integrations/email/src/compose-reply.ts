@@ -11,8 +11,14 @@ export interface ComposeReplyOptions {
   text: string;
 }
 
-/** A well-formed Message-ID: `<left@right>` of printable characters, no spaces, line breaks or angle brackets. */
-const messageIdPattern = /^<[\x21-\x3b\x3d\x3f-\x7e]+@[\x21-\x3b\x3d\x3f-\x7e]+>$/;
+/**
+ * A well-formed Message-ID: `<left@right>` of printable characters, no spaces, line breaks or angle brackets. The left
+ * part has no `@`, so there is one way to split a value and matching takes linear time: with `@` on both sides, a
+ * stranger's `<@@@@…` of 40,000 characters took seconds (quadratic backtracking) and blocked the worker (issue 30).
+ * Values longer than a header line may be (998 characters, RFC 5322) are not looked at.
+ */
+const messageIdPattern = /^<[\x21-\x3b\x3d\x3f\x41-\x7e]+@[\x21-\x3b\x3d\x3f-\x7e]+>$/;
+const maxMessageIdChars = 998;
 
 /**
  * A plain-text reply as RFC 5322, threaded under the original (In-Reply-To, References), for the draft saved over
@@ -27,7 +33,7 @@ export async function composeReply(options: ComposeReplyOptions): Promise<Buffer
   const to = replyRecipient(original);
   const subject = singleLine(String(original.subject ?? ''));
   const messageId = String(original.message_id ?? '').trim();
-  const threaded = messageIdPattern.test(messageId);
+  const threaded = messageId.length <= maxMessageIdChars && messageIdPattern.test(messageId);
   const composer = new MailComposer({
     from: options.from,
     to,

@@ -11,7 +11,7 @@ export const errorCodes = {
     'An integration manifest (manifest.yaml) failed validation, or names a handler that cannot be loaded; the message names the manifest, line and key.',
   USAGE: 'The command line or an ASSISTANT_* environment variable was not understood.',
   // Processes.
-  CHILD_EXITED: '`assistant start` stopped because the server or the worker exited.',
+  CHILD_EXITED: '`assistant start` stopped because the server or the worker could not be started.',
   PORT_IN_USE: 'The server cannot listen: another process (often a second Assistant) holds `server.host:server.port`.',
   // The LLM layer.
   LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',

@@ -9,8 +9,8 @@ const beatPrefix = '\u001eassistant-watchdog ';
  * Tells `assistant start`'s supervisor that this process's event loop still turns: a line on stdout every quarter of
  * `silenceLimitMs` saying how long the supervisor may wait for the next one (the supervisor takes these lines out of
  * what it prints). A process that stays silent longer is stuck (a handler's endless synchronous loop, or Node hanging
- * while it exits) and the supervisor kills it, so that `assistant start` ends and whoever runs it (systemd) starts it
- * again; the next worker returns the stuck one's tasks to pending. Does nothing in a process not started that way.
+ * while it exits) and the supervisor kills it and starts it again; the next worker returns the stuck one's tasks to
+ * pending. Does nothing in a process not started that way.
  *
  * Stdout rather than a pipe of its own: the worker's lean restart (`process.execve`) keeps only stdin, stdout and
  * stderr. Each line is one small synchronous write, as the logger's are, so the two never interleave mid-line.

@@ -4,6 +4,7 @@ import {
   attemptOf,
   checkEnqueue,
   checkTaskRecord,
+  decideAfterWorkerDied,
   defaultPolicy,
   defaultRetention,
   type EnqueueOptions,
@@ -805,10 +806,14 @@ export class RedisTaskQueue implements TaskQueue {
     delete counted.startedAt;
     delete counted.worker;
     await this.client.hdel(this.key('claims'), id);
-    if (stored.startedAt !== undefined && counted.attempts >= counted.maxAttempts) {
-      await this.finishFailed(type, id, token, { ...counted, finishedAt, error }, error.message);
+    const death = decideAfterWorkerDied(counted.history);
+    if (stored.startedAt !== undefined && (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned')) {
+      const failedWith = death.outcome === 'poisoned' ? death.error : error;
+      await this.finishFailed(type, id, token, { ...counted, finishedAt, error: failedWith }, failedWith.message);
       report.failed.push(id);
-      this.logger.warn(`task ${id} (${type}) failed: ${error.message}; no attempts left`);
+      this.logger.warn(
+        `task ${id} (${type}) failed: ${failedWith.message}${death.outcome === 'poisoned' ? '' : '; no attempts left'}`,
+      );
       return;
     }
     await this.requeue(type, id, token, counted, Date.parse(stored.readyAt) || nowMs);

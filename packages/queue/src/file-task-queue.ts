@@ -35,6 +35,7 @@ import type {
 } from './interfaces.ts';
 import { emptyQueueStats, taskStates } from './interfaces.ts';
 import { checkEnqueue, newTask } from './new-task.ts';
+import { decideAfterWorkerDied } from './poison.ts';
 import { defaultPolicy, defaultRetention, type QueueConfig, type QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
@@ -807,7 +808,10 @@ export class FileTaskQueue implements TaskQueue {
       if (await this.removeFile(file)) report.removedDuplicates.push(name.id);
       return;
     }
-    if (task.attempts >= task.maxAttempts) {
+    const diedAt = new Date(nowMs).toISOString();
+    const deathHistory = [...task.history, ...attemptOf(task, diedAt, workerDiedError(task))];
+    const death = decideAfterWorkerDied(deathHistory);
+    if (task.attempts >= task.maxAttempts || death.outcome === 'poisoned') {
       const target = path.join(this.paths.failed, fileName);
       try {
         await this.move(file, target);
@@ -815,16 +819,12 @@ export class FileTaskQueue implements TaskQueue {
         if (isMissing(error)) return;
         throw error;
       }
-      const finishedAt = new Date(nowMs).toISOString();
-      const error = workerDiedError(task);
-      await this.rewrite(target, {
-        ...task,
-        finishedAt,
-        error,
-        history: [...task.history, ...attemptOf(task, finishedAt, error)],
-      });
+      const error = death.outcome === 'poisoned' ? death.error : workerDiedError(task);
+      await this.rewrite(target, { ...task, finishedAt: diedAt, error, history: deathHistory });
       report.failed.push(task.id);
-      this.logger.warn(`task ${task.id} (${task.type}) failed: ${error.message}; no attempts left`);
+      this.logger.warn(
+        `task ${task.id} (${task.type}) failed: ${error.message}${death.outcome === 'poisoned' ? '' : '; no attempts left'}`,
+      );
     } else {
       // Under a new name (ready now): a recoverer that read active/x a moment ago cannot touch the next claim.
       const requeued = requeuedTaskName(name, nowMs);
@@ -904,11 +904,15 @@ export class FileTaskQueue implements TaskQueue {
     const counted: Task = { ...stored, attempts: died.attempts, history };
     delete counted.startedAt;
     delete counted.worker;
-    if (counted.attempts >= counted.maxAttempts) {
-      await this.writeTo('failed', active.taskFileName, { ...counted, finishedAt, error });
+    const death = decideAfterWorkerDied(history);
+    if (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned') {
+      const failedWith = death.outcome === 'poisoned' ? death.error : error;
+      await this.writeTo('failed', active.taskFileName, { ...counted, finishedAt, error: failedWith });
       await this.removeFile(mine);
       report.failed.push(name.id);
-      this.logger.warn(`task ${name.id} (${name.type}) failed: ${error.message}; no attempts left`);
+      this.logger.warn(
+        `task ${name.id} (${name.type}) failed: ${failedWith.message}${death.outcome === 'poisoned' ? '' : '; no attempts left'}`,
+      );
       return;
     }
     // The next name after the claimed one (keeping its place in line, ready now): a pass that took this over from

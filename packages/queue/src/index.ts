@@ -47,6 +47,7 @@ export { repeatMaintenance } from './maintenance.ts';
 export { type MigrateReport, type MigrateTasksOptions, migrateTasks } from './migrate-tasks.ts';
 export { type CheckedEnqueue, checkEnqueue, newTask } from './new-task.ts';
 export { type FileTaskQueueOptions, openFileTaskQueue } from './open-file-task-queue.ts';
+export { decideAfterWorkerDied, poisonWorkerDeaths, type WorkerDeathDecision } from './poison.ts';
 export {
   defaultPolicy,
   defaultRetention,

@@ -449,6 +449,34 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       await survivor.complete(again, 'ok');
     });
 
+    it('fails as poison a task whose worker died while running it twice, and never runs it a third time', async () => {
+      const queue = await open();
+      const id = enqueuedId(await queue.enqueue({ type: 'contract.poison' }));
+      for (const death of [1, 2]) {
+        const dying = consumerOf(await open());
+        await dying.start();
+        expect((await claimNext(dying, `the task, run ${death}`)).id).toBe(id);
+        // The owner goes without releasing what it held, as a crashed worker does.
+        await dying.close();
+        const report = await queue.recover();
+        expect(death === 1 ? report.requeued : report.failed).toEqual([id]);
+      }
+      // Three attempts are allowed; the two deaths alone decide.
+      const record = await queue.get(id);
+      expect(record).toMatchObject({
+        state: 'failed',
+        task: {
+          attempts: 2,
+          maxAttempts: 3,
+          error: { type: 'PoisonTask', message: 'poison: its worker died while running it 2 times' },
+        },
+      });
+      expect(taskOf(record as TaskRecord).history.map((attempt) => attempt.error.type)).toEqual([
+        'WorkerDied',
+        'WorkerDied',
+      ]);
+    });
+
     it('imports task records as they are, in every state, once; removes any but an active one', async () => {
       const source = await open();
       const consumer = consumerOf(source);

@@ -94,6 +94,48 @@ describe('the Overview page', () => {
     }
   });
 
+  it('says which child of `assistant start` restarted, how many times, and the last time why (escaped)', async () => {
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\nserver:\n  port: 0\n');
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    const app = createServer({
+      config,
+      token,
+      status: {
+        processes: async () => [
+          { name: 'server', running: true, restarts: 0 },
+          {
+            name: 'worker',
+            running: true,
+            restarts: 2,
+            last_restart: {
+              at: '2026-11-27T10:00:00.000Z',
+              reason: 'exited with code 1: Error: <b>boom</b>',
+              code: 1,
+              signal: null,
+            },
+          },
+        ],
+      },
+    });
+    await app.ready();
+    try {
+      const page = await app.inject({ method: 'GET', url: '/', headers: { authorization } });
+      expect(page.body).toContain(
+        'The worker restarted 2 times, last: exited with code 1: Error: &lt;b&gt;boom&lt;/b&gt; at',
+      );
+      expect(page.body).not.toContain('The server restarted');
+      const health = await app.inject({ method: 'GET', url: '/health', headers: { authorization } });
+      expect(health.json()).toMatchObject({
+        processes: [
+          { name: 'server', restarts: 0 },
+          { name: 'worker', restarts: 2, last_restart: { reason: 'exited with code 1: Error: <b>boom</b>', code: 1 } },
+        ],
+      });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('shows each LLM profile: state, until when and why, in flight, waiting, backlog, latency, tokens, time to drain', async () => {
     await writeFile(
       path.join(dir, 'config.yaml'),

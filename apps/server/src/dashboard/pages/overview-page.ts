@@ -230,6 +230,15 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
   const health = details.worker.alive
     ? html`<p class="notice ok">Server ${assistantVersion} is up; ${details.worker.workers} worker${details.worker.workers === 1 ? '' : 's'} alive (last heartbeat ${timeTag(details.worker.last_heartbeat_at ?? undefined)}).</p>`
     : html`<p class="notice warn">Server ${assistantVersion} is up, but no worker is alive${details.worker.last_heartbeat_at ? html` (last heartbeat ${timeTag(details.worker.last_heartbeat_at)})` : ''}: nothing runs.</p>`;
+  // Only news: a child of `assistant start` that was started again after it crashed or stopped answering.
+  const restarted = details.processes.filter((child) => child.restarts > 0);
+  const restarts =
+    restarted.length === 0
+      ? ''
+      : html`${restarted.map(
+          (child) =>
+            html`<p class="notice warn">The ${child.name} restarted ${child.restarts} time${child.restarts === 1 ? '' : 's'}${child.last_restart ? html`, last: ${child.last_restart.reason} at ${timeTag(child.last_restart.at)}` : ''}${!child.running && child.next_start_at ? html`; it starts again ${timeTag(child.next_start_at)}` : ''}.</p>`,
+        )}`;
   const schedules =
     details.schedules.length === 0
       ? html`<p class="muted">No schedules.</p>`
@@ -275,6 +284,7 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
   return html`<section class="card overview-health" aria-labelledby="overview-health-title">
 <h2 id="overview-health-title">Health</h2>
 ${health}
+${restarts}
 <h3>Schedules</h3>
 ${schedules}
 <h3>Open circuit breakers</h3>
