@@ -1,4 +1,4 @@
-import { type ChatService, chatDeliveries, chatModes } from '@assistant/chat';
+import { type ChatService, chatDeliveries, chatModes, maxConversationPageLimit } from '@assistant/chat';
 import { AssistantError, isAssistantError } from '@assistant/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
@@ -107,17 +107,32 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
     tag: 'chat',
     summary: 'List conversations',
     description:
-      'Every conversation, newest first (by `updated`), of every channel. Notes that cannot be read are listed under `broken`.',
+      'Conversations of every channel, newest first (by `updated`), `limit` at a time (default 50, at most 500); `next_cursor` is the `cursor` of the next page, null on the last. Served from an index under `data/chat/index/`, not by reading every conversation. Notes that cannot be read are listed under `broken`.',
+    query: z.strictObject({
+      limit: z
+        .string()
+        .regex(/^\d{1,3}$/, { error: `expected a whole number 1–${maxConversationPageLimit}` })
+        .optional(),
+      cursor: z.string().min(1).max(1_000).optional(),
+    }),
+    inputErrorCode: 'CHAT_INPUT_INVALID',
     responses: {
       200: {
-        description: 'the conversations',
-        schema: z.object({ chats: z.array(summarySchema), broken: z.array(z.string()) }),
+        description: 'a page of conversations',
+        schema: z.object({
+          chats: z.array(summarySchema),
+          broken: z.array(z.string()),
+          next_cursor: z.string().nullable(),
+        }),
       },
+      400: inputRefused('CHAT_INPUT_INVALID: a limit out of range, or a cursor no page gave'),
     },
-    handler: async () => {
-      const broken: string[] = [];
-      const chats = await options.chat().conversations.list({ onBroken: (error) => broken.push(error.message) });
-      return { chats, broken };
+    handler: async ({ query }) => {
+      const page = await options.chat().page({
+        ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
+        ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+      });
+      return { chats: page.chats, broken: page.broken, next_cursor: page.nextCursor };
     },
   });
 
