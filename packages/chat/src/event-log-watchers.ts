@@ -52,6 +52,7 @@ export class EventLogWatchers<Entry> {
   readonly #followed = new Map<string, Followed<Entry>>();
   #watcher: FSWatcher | undefined;
   #poll: NodeJS.Timeout | undefined;
+  #looking = false;
 
   constructor(options: EventLogWatchersOptions<Entry>) {
     this.#options = options;
@@ -122,13 +123,20 @@ export class EventLogWatchers<Entry> {
 
   /** The poll: one stat per followed conversation, and a read only where the size moved. */
   async #look(): Promise<void> {
-    for (const [conversationId, followed] of this.#followed) {
-      if (followed.offset === undefined || followed.reading) continue;
-      const size = await stat(this.#options.file(conversationId)).then(
-        (stats) => stats.size,
-        () => 0,
-      );
-      if (size !== followed.offset) this.#wake(conversationId);
+    // A look that outlasts the interval (thousands of conversations on a slow disk) is not started twice.
+    if (this.#looking) return;
+    this.#looking = true;
+    try {
+      for (const [conversationId, followed] of this.#followed) {
+        if (followed.offset === undefined || followed.reading) continue;
+        const size = await stat(this.#options.file(conversationId)).then(
+          (stats) => stats.size,
+          () => 0,
+        );
+        if (size !== followed.offset) this.#wake(conversationId);
+      }
+    } finally {
+      this.#looking = false;
     }
   }
 
