@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { FileNoteStore } from '@assistant/notes';
@@ -147,5 +147,17 @@ describe('the conversation list index', () => {
     const third = countedIndex(store);
     expect((await third.index.all()).chats).toEqual(changed.chats);
     expect(third.reads).toHaveLength(300);
+  });
+
+  it('lists asked for at once refresh one after another: the same answer, one snapshot that reads back', async () => {
+    await writeConversations(120);
+    const store = new ConversationStore({ notes });
+    const { index, reads } = countedIndex(store);
+    const pages = await Promise.all(Array.from({ length: 20 }, () => index.page({ limit: 120 })));
+    for (const page of pages) expect(page.chats).toEqual(pages[0]?.chats);
+    // Built once, not once per caller.
+    expect(reads).toHaveLength(120);
+    const snapshot = JSON.parse(await readFile(index.file, 'utf8')) as { entries: unknown[] };
+    expect(snapshot.entries).toHaveLength(120);
   });
 });

@@ -128,7 +128,7 @@ export interface ConversationIndexOptions extends ConversationIndexPaths {
 export class ConversationIndex {
   readonly #options: ConversationIndexOptions;
   #memory: { snapshot: Snapshot; sorted: ConversationSummary[]; broken: string[] } | undefined;
-  #refreshing: Promise<void> | undefined;
+  #chain: Promise<void> = Promise.resolve();
 
   constructor(options: ConversationIndexOptions) {
     this.#options = options;
@@ -159,15 +159,19 @@ export class ConversationIndex {
     return { chats: [...(this.#memory?.sorted ?? [])], broken: this.#memory?.broken ?? [], nextCursor: null };
   }
 
-  /** Brings the index up to date; one refresh at a time in this process. */
-  async #current(): Promise<void> {
-    while (this.#refreshing) await this.#refreshing;
-    const folderMtime = await folderMtimeMs(this.#options.folder);
-    if (this.#memory && this.#memory.snapshot.folderMtimeMs === folderMtime) return;
-    this.#refreshing = this.#refresh(folderMtime).finally(() => {
-      this.#refreshing = undefined;
+  /**
+   * Brings the index up to date. Calls run one after another in this process (a chain, not a flag checked across an
+   * await), so two lists at once never refresh, or write the snapshot, at the same time.
+   */
+  #current(): Promise<void> {
+    const run = this.#chain.then(async () => {
+      const folderMtime = await folderMtimeMs(this.#options.folder);
+      if (this.#memory && this.#memory.snapshot.folderMtimeMs === folderMtime) return;
+      await this.#refresh(folderMtime);
     });
-    await this.#refreshing;
+    // A refresh that failed fails its own caller; the next one starts afresh.
+    this.#chain = run.catch(() => {});
+    return run;
   }
 
   async #refresh(folderMtime: number): Promise<void> {
