@@ -35,6 +35,7 @@ import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
 import { registerChatRoutes } from './routes/chat-routes.ts';
+import { EventStreamLimiter } from './routes/event-stream.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
@@ -217,7 +218,13 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       registry: options.registry,
       warn: (message) => app.log.warn(message),
     });
-  registerChatRoutes(app, routes, { chat: () => chat, signal: options.signal ?? new AbortController().signal });
+  // One count for both kinds of event stream: a client's chat streams and dashboard tabs share its limit.
+  const streams = new EventStreamLimiter({ perClient: config.server.eventStreamsPerClient });
+  registerChatRoutes(app, routes, {
+    chat: () => chat,
+    signal: options.signal ?? new AbortController().signal,
+    streams,
+  });
   const metrics = options.metrics ?? new TaskMetrics();
   registerMetricsRoute(app, routes, { queue, metrics, status: options.status ?? {}, catalog, llms: config.llms });
   registerWebhookRoutes(app, routes, {
@@ -268,7 +275,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       controlRoot: config.paths.control,
       signal: options.signal ?? new AbortController().signal,
     },
-    { apiToken: token.value },
+    { apiToken: token.value, streams },
   );
   return app;
 }

@@ -185,6 +185,7 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
+  EVENT_STREAMS_FULL: 429,
   UNAVAILABLE: 503,
   // Redis is down: the route that needed it answers at once (/health, /metrics), and again once Redis is back.
   QUEUE_UNAVAILABLE: 503,

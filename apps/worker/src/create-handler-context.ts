@@ -2,7 +2,15 @@ import path from 'node:path';
 import { createToolCallGate, enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent, type ToolGate } from '@assistant/agent';
 import { evaluateRules } from '@assistant/automations';
-import { ChatEventLog, ChatInbox, ConversationStore, chatModes, TurnStates } from '@assistant/chat';
+import {
+  ChatEventLog,
+  ChatInbox,
+  ConversationChanges,
+  ConversationStore,
+  chatModes,
+  conversationIndexPaths,
+  TurnStates,
+} from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError, isAssistantError } from '@assistant/errors';
 import {
@@ -16,7 +24,7 @@ import {
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp/client';
-import type { HumanLog, NoteStore } from '@assistant/notes';
+import { FileNoteStore, type HumanLog, type NoteStore } from '@assistant/notes';
 import { type EnqueueOutcome, outageDelay, type Task, type TaskConsumer, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
@@ -343,7 +351,19 @@ function chatContext(services: WorkerServices, settings: Record<string, unknown>
   const mode = chatModes.find((known) => known === settings.mode);
   return {
     inbox,
-    conversations: new ConversationStore({ notes: services.notes, inbox, ...(mode ? { defaultMode: mode } : {}) }),
+    conversations: new ConversationStore({
+      notes: services.notes,
+      inbox,
+      ...(mode ? { defaultMode: mode } : {}),
+      // Journaled for the server's conversation list index when the notes are on disk here (not a remote worker's).
+      ...(services.notes instanceof FileNoteStore
+        ? {
+            changes: new ConversationChanges(
+              conversationIndexPaths(services.config.paths.dataDir, services.notes.root),
+            ),
+          }
+        : {}),
+    }),
     events: new ChatEventLog({ directory: path.join(folder, 'events') }),
     turns: new TurnStates({ directory: path.join(folder, 'turns') }),
     discardSteering: async (reason) => {

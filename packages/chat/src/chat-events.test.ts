@@ -16,6 +16,15 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+/** A bounded wait for a condition another async path makes true. */
+async function waitFor(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`waited 10 s for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 describe('ChatEventLog', () => {
   it('appends events as lines and reads them back from any offset it returned', async () => {
     expect(await log.read('c1')).toEqual({ entries: [], next: 0 });
@@ -82,7 +91,7 @@ describe('ChatEventLog', () => {
     const controller = new AbortController();
     const seen: ChatEventEntry[] = [];
     const following = (async () => {
-      for await (const entry of log.follow('c1', { fromOffset: first, signal: controller.signal, pollMs: 50 })) {
+      for await (const entry of log.follow('c1', { fromOffset: first, signal: controller.signal })) {
         seen.push(entry);
         if (entry.event.n === 2) await log.append('c1', { type: 'message', n: 3 });
         if (entry.event.n === 3) controller.abort();
@@ -90,6 +99,53 @@ describe('ChatEventLog', () => {
     })();
     await following;
     expect(seen.map((entry) => entry.event.n)).toEqual([2, 3]);
+  });
+
+  it('fans one watcher per conversation out to many followers: each sees every event once, in order', async () => {
+    const start = await log.append('c1', { type: 'message', n: 0 });
+    const controller = new AbortController();
+    const total = 60;
+    const follow = async (fromOffset: number, stopAt: number) => {
+      const seen: number[] = [];
+      for await (const entry of log.follow('c1', { fromOffset, signal: controller.signal })) {
+        seen.push(Number(entry.event.n));
+        if (entry.event.n === stopAt) break;
+      }
+      return seen;
+    };
+    // Followers from the start and from after the first event, one that never reads (until the end), and one
+    // that joins halfway, while the reader is ahead of where it starts.
+    const early = Array.from({ length: 40 }, (_, index) => follow(index % 2 === 0 ? 0 : start, total));
+    await waitFor(() => log.followedConversations === 1, 'the followers to join');
+    for (let n = 1; n <= total / 2; n += 1) await log.append('c1', { type: 'token', n });
+    const late = follow(start, total);
+    for (let n = total / 2 + 1; n <= total; n += 1) await log.append('c1', { type: 'token', n });
+    const results = await Promise.all([...early, late]);
+    const all = Array.from({ length: total + 1 }, (_, n) => n);
+    results.forEach((seen, index) => {
+      expect(seen).toEqual(index % 2 === 0 && index < early.length ? all : all.slice(1));
+    });
+    controller.abort();
+    // The last follower gone, nothing watches the conversation any more.
+    expect(log.followedConversations).toBe(0);
+  });
+
+  it('a log removed while followed is read again from its start', async () => {
+    await log.append('c1', { type: 'message', n: 1 });
+    await log.append('c1', { type: 'message', n: 2 });
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const following = (async () => {
+      for await (const entry of log.follow('c1', { fromOffset: await log.end('c1'), signal: controller.signal })) {
+        seen.push(Number(entry.event.n));
+        if (seen.length === 2) break;
+      }
+    })();
+    await rm(log.file('c1'));
+    await log.append('c1', { type: 'message', n: 3 });
+    await log.append('c1', { type: 'message', n: 4 });
+    await following;
+    expect(seen).toEqual([3, 4]);
   });
 
   it('refuses a conversation id that is not a safe file name', async () => {

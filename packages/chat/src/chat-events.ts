@@ -1,6 +1,6 @@
-import { watch } from 'node:fs';
 import { mkdir, open, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { conversationOfLogFile, EventLogWatchers, type LogBatch } from './event-log-watchers.ts';
 import { assertConversationId } from './message-id.ts';
 
 /**
@@ -44,10 +44,22 @@ export interface ChatEventEntry {
 export interface ChatEventLogOptions {
   /** `data/chat/events`. */
   directory: string;
+  /**
+   * How often each followed conversation's log size is looked at: while the folder watcher works (a safety net for
+   * a change it missed), and when it could not be started. Once per conversation, however many follow it.
+   * @default {watching: 2_000, unwatched: 250}
+   */
+  pollMs?: { watching: number; unwatched: number };
 }
 
 /** Longest line read back; a longer one (written by hand) is skipped. */
 const maxLineBytes = 1024 * 1024;
+
+/**
+ * Batches a follower may have waiting before it stops keeping them and reads the log itself once it catches up: a
+ * slow client costs a read, never memory without bound.
+ */
+const maxWaitingBatches = 256;
 
 /**
  * The append-only event log of each conversation, `directory/<conversation id>.jsonl`: one JSON object per line,
@@ -57,9 +69,22 @@ const maxLineBytes = 1024 * 1024;
  */
 export class ChatEventLog {
   readonly directory: string;
+  readonly #watchers: EventLogWatchers<ChatEventEntry>;
 
   constructor(options: ChatEventLogOptions) {
     this.directory = path.resolve(options.directory);
+    this.#watchers = new EventLogWatchers({
+      directory: this.directory,
+      file: (conversationId) => this.file(conversationId),
+      conversationOf: conversationOfLogFile,
+      read: (conversationId, fromOffset) => this.#read(conversationId, fromOffset),
+      ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    });
+  }
+
+  /** How many conversations have followers now: each has one watcher and one reader, whatever their number. */
+  get followedConversations(): number {
+    return this.#watchers.conversations;
   }
 
   file(conversationId: string): string {
@@ -95,18 +120,27 @@ export class ChatEventLog {
    * is left for the next read). An offset past the end (a log removed by hand) starts again from 0.
    */
   async read(conversationId: string, fromOffset = 0): Promise<{ entries: ChatEventEntry[]; next: number }> {
+    const { entries, next } = await this.#read(conversationId, fromOffset);
+    return { entries, next };
+  }
+
+  /** `read`, saying where it started: 0 rather than `fromOffset` when the log is shorter than that. */
+  async #read(
+    conversationId: string,
+    fromOffset: number,
+  ): Promise<{ start: number; entries: ChatEventEntry[]; next: number }> {
     const file = this.file(conversationId);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
       handle = await open(file, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], next: 0 };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { start: 0, entries: [], next: 0 };
       throw error;
     }
     try {
       const size = (await handle.stat()).size;
       const start = fromOffset > size ? 0 : Math.max(0, fromOffset);
-      if (size === start) return { entries: [], next: start };
+      if (size === start) return { start, entries: [], next: start };
       const buffer = Buffer.alloc(size - start);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
       const entries: ChatEventEntry[] = [];
@@ -120,61 +154,94 @@ export class ChatEventLog {
         const event = parseEvent(line.toString('utf8'));
         if (event) entries.push({ offset: start + lineStart, event });
       }
-      return { entries, next: start + lineStart };
+      return { start, entries, next: start + lineStart };
     } finally {
       await handle.close();
     }
   }
 
   /**
-   * Yields events after `fromOffset` as they are appended, until `signal` aborts: a watcher on the folder wakes it
-   * at once, a poll every `pollMs` covers file systems where watching does not work.
+   * Yields events after `fromOffset` as they are appended, until `signal` aborts. The follower reads what is already
+   * there on its own, then joins the conversation's one watcher (EventLogWatchers), which reads each new line once
+   * for all its followers: a thousand streams of one conversation cost one read per change, not a thousand polls.
    */
   async *follow(
     conversationId: string,
-    options: { fromOffset?: number; signal: AbortSignal; pollMs?: number },
+    options: { fromOffset?: number; signal: AbortSignal },
   ): AsyncGenerator<ChatEventEntry> {
-    const file = this.file(conversationId);
+    this.file(conversationId);
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
-    let offset = options.fromOffset ?? 0;
-    // Set by the watcher; checked before sleeping, so a line appended while the last read ran is not slept over.
-    let changed = false;
+    const { signal } = options;
+    const waiting: LogBatch<ChatEventEntry>[] = [];
+    // Set when batches were dropped for a slow follower: it reads the log itself from where it is.
+    let overflowed = false;
     let wake: (() => void) | undefined;
-    let watcher: ReturnType<typeof watch> | undefined;
-    try {
-      watcher = watch(this.directory, (_event, name) => {
-        if (name !== null && name !== path.basename(file)) return;
-        changed = true;
+    // Joined before the first read, so nothing written between that read and joining is missed.
+    const unsubscribe = this.#watchers.subscribe(conversationId, {
+      deliver: (batch) => {
+        if (waiting.length >= maxWaitingBatches) {
+          waiting.length = 0;
+          overflowed = true;
+        } else waiting.push(batch);
         wake?.();
-      });
-      watcher.on('error', () => {});
-    } catch {
-      // The poll below still finds new lines.
-    }
+      },
+    });
     try {
-      while (!options.signal.aborted) {
-        changed = false;
-        const { entries, next } = await this.read(conversationId, offset);
-        offset = next;
-        for (const entry of entries) {
-          if (options.signal.aborted) return;
+      // The byte offset just after the last event yielded (or skipped): every later event is yielded once.
+      let position = options.fromOffset ?? 0;
+      let own: { start: number; entries: ChatEventEntry[]; next: number } | undefined = await this.#read(
+        conversationId,
+        position,
+      );
+      this.#watchers.caughtUp(conversationId, own.next);
+      while (!signal.aborted) {
+        if (own) {
+          position = own.start;
+          for (const entry of own.entries) {
+            if (signal.aborted) return;
+            position = entry.offset;
+            yield entry;
+          }
+          position = Math.max(position, own.next);
+          own = undefined;
+          continue;
+        }
+        if (overflowed) {
+          overflowed = false;
+          own = await this.#read(conversationId, position);
+          continue;
+        }
+        const batch = waiting.shift();
+        if (!batch) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              signal.removeEventListener('abort', done);
+              wake = undefined;
+              resolve();
+            };
+            wake = done;
+            signal.addEventListener('abort', done, { once: true });
+            if (signal.aborted || waiting.length > 0 || overflowed) done();
+          });
+          continue;
+        }
+        // A log cut shorter (removed by hand) is read again from its start, as `read` does.
+        if (batch.restarted) position = batch.from;
+        // The reader was ahead of this follower when it joined: read the lines in between on its own.
+        if (batch.from > position) {
+          own = await this.#read(conversationId, position);
+          continue;
+        }
+        for (const entry of batch.entries) {
+          if (entry.offset <= position) continue;
+          if (signal.aborted) return;
+          position = entry.offset;
           yield entry;
         }
-        if (entries.length > 0 || changed) continue;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            options.signal.removeEventListener('abort', done);
-            wake = undefined;
-            resolve();
-          };
-          const timer = setTimeout(done, options.pollMs ?? 250);
-          wake = done;
-          options.signal.addEventListener('abort', done, { once: true });
-        });
+        position = Math.max(position, batch.next);
       }
     } finally {
-      watcher?.close();
+      unsubscribe();
     }
   }
 }

@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
-import type { NoteStore } from '@assistant/notes';
+import { FileNoteStore, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { type ChatEventEntry, ChatEventLog } from './chat-events.ts';
+import { ConversationChanges, ConversationIndex, type ConversationPage, pageOf } from './conversation-index.ts';
 import {
   type Conversation,
   ConversationStore,
@@ -76,6 +77,7 @@ export class ChatService {
   readonly #instance: string;
   readonly #controlRoot: string;
   readonly #defaultMode: ChatMode;
+  readonly #index: ConversationIndex | undefined;
 
   constructor(options: ChatServiceOptions) {
     const root = path.join(options.dataDir, 'chat');
@@ -85,11 +87,19 @@ export class ChatService {
       ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }),
     });
     this.#defaultMode = options.defaultMode ?? 'followup';
+    // The list's index needs the notes on disk here (the server's); without them the list reads every note.
+    const indexPaths =
+      options.notes instanceof FileNoteStore ? conversationIndexPaths(options.dataDir, options.notes.root) : undefined;
     this.conversations = new ConversationStore({
       notes: options.notes,
       inbox: this.inbox,
       defaultMode: this.#defaultMode,
+      ...(indexPaths ? { changes: new ConversationChanges(indexPaths) } : {}),
     });
+    const conversations = this.conversations;
+    this.#index = indexPaths
+      ? new ConversationIndex({ ...indexPaths, readSummary: (notePath) => conversations.summaryOf(notePath) })
+      : undefined;
     this.events = new ChatEventLog({ directory: path.join(root, 'events') });
     this.turns = new TurnStates({ directory: path.join(root, 'turns') });
     this.#queue = options.queue;
@@ -106,6 +116,17 @@ export class ChatService {
 
   list(): Promise<ConversationSummary[]> {
     return this.conversations.list();
+  }
+
+  /**
+   * Conversations newest first, `limit` (default 50, at most 500) from `cursor` (a page's `nextCursor`), from the
+   * index under `data/chat/index/` rather than by reading every note (when the notes are on disk here).
+   */
+  async page(options: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
+    if (this.#index) return this.#index.page(options);
+    const broken: string[] = [];
+    const all = await this.conversations.list({ onBroken: (error) => broken.push(error.message) });
+    return pageOf(all, broken, options);
   }
 
   /** The conversation with its messages, those still only in the inbox as `pending`; CHAT_NOT_FOUND when none. */
@@ -240,4 +261,16 @@ export class ChatService {
       });
     }
   }
+}
+
+/** The conversation list's index files, over the notes root's `chats/` folder. */
+export function conversationIndexPaths(
+  dataDir: string,
+  notesRoot: string,
+): { directory: string; folder: string; notesFolder: string } {
+  return {
+    directory: path.join(dataDir, 'chat', 'index'),
+    folder: path.join(notesRoot, 'chats'),
+    notesFolder: 'chats',
+  };
 }

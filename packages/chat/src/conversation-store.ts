@@ -8,6 +8,7 @@ import {
   splitNote,
 } from '@assistant/notes';
 import * as z from 'zod';
+import type { ConversationChanges } from './conversation-index.ts';
 import type { ChatInbox, InboxMessage } from './inbox.ts';
 import { assertConversationId, idPattern, newMessageId } from './message-id.ts';
 import { type ChatMode, chatModeSchema, chatModes, parseChatMode } from './modes.ts';
@@ -64,6 +65,8 @@ export interface ConversationStoreOptions {
   inbox?: ChatInbox;
   /** @default () => new Date() */
   now?: () => Date;
+  /** Journals each write for the conversation list's index (conversation-index.ts), when the notes are on disk here. */
+  changes?: ConversationChanges;
 }
 
 export interface CreateConversationOptions {
@@ -112,8 +115,10 @@ export class ConversationStore {
   readonly #defaultMode: ChatMode;
   readonly #inbox: ChatInbox | undefined;
   readonly #now: () => Date;
+  readonly #changes: ConversationChanges | undefined;
 
   constructor(options: ConversationStoreOptions) {
+    this.#changes = options.changes;
     this.#notes = options.notes;
     this.#folder = options.folder ?? 'chats';
     this.#defaultMode = options.defaultMode ?? 'followup';
@@ -139,8 +144,24 @@ export class ConversationStore {
       created: now,
       updated: now,
     };
-    await this.#notes.create(notePath, { data, body: '' });
+    await this.#journaled(id, () => this.#notes.create(notePath, { data, body: '' }));
     return { ...data, path: notePath };
+  }
+
+  /** The summary of one conversation note by its path (`chats/<id>.md`); undefined when it is gone. */
+  async summaryOf(notePath: string): Promise<ConversationSummary | undefined> {
+    let note: Note | undefined;
+    try {
+      note = await this.#notes.read(notePath);
+    } catch (error) {
+      if (error instanceof BrokenNoteError) throw brokenNote(error.path, error.line, error.message, error);
+      throw error;
+    }
+    return note ? this.#summary(note.path, note.data, []) : undefined;
+  }
+
+  #journaled<T>(id: string, write: () => Promise<T>): Promise<T> {
+    return this.#changes ? this.#changes.around(id, write) : write();
   }
 
   /** Every conversation, newest first (by `updated`, then `created`). Broken notes go to `onBroken`. */
@@ -249,17 +270,19 @@ export class ConversationStore {
     });
     let appended = true;
     try {
-      await this.#notes.update(notePath, {
-        change: (current: Note) => {
-          // Looked up in the note as it is under the lock: the check and the append cannot interleave.
-          const headings = current.body.split('\n').filter((line) => line.startsWith('### '));
-          if (headings.some((line) => line.endsWith(` · ${id}`))) {
-            appended = false;
-            return {};
-          }
-          return { set: { updated: now }, body: appendSection(current.body, section) };
-        },
-      });
+      await this.#journaled(conversationId, () =>
+        this.#notes.update(notePath, {
+          change: (current: Note) => {
+            // Looked up in the note as it is under the lock: the check and the append cannot interleave.
+            const headings = current.body.split('\n').filter((line) => line.startsWith('### '));
+            if (headings.some((line) => line.endsWith(` · ${id}`))) {
+              appended = false;
+              return {};
+            }
+            return { set: { updated: now }, body: appendSection(current.body, section) };
+          },
+        }),
+      );
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AssistantError(

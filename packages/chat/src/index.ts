@@ -13,9 +13,15 @@ export {
   chatDeliveries,
   chatTurnPriority,
   chatTurnTaskType,
+  conversationIndexPaths,
   type PostMessageOptions,
   type PostMessageResult,
 } from './chat-service.ts';
+export {
+  ConversationChanges,
+  type ConversationPage,
+  maxConversationPageLimit,
+} from './conversation-index.ts';
 export {
   type AppendMessageOptions,
   type ChatMessage,

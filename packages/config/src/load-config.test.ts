@@ -149,7 +149,12 @@ describe('normalisation', async () => {
 
   it('fills every default for an empty file', () => {
     const empty = parse('');
-    expect(empty.config?.server).toEqual({ host: '127.0.0.1', port: 6767, allowedHosts: [] });
+    expect(empty.config?.server).toEqual({
+      host: '127.0.0.1',
+      port: 6767,
+      allowedHosts: [],
+      eventStreamsPerClient: 32,
+    });
     expect(empty.config?.worker).toEqual({
       concurrency: 2,
       pollIntervalMs: 1000,

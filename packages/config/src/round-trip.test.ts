@@ -182,6 +182,7 @@ const config = fc
       server: optional({
         host: fc.constantFrom('127.0.0.1', 'localhost', '::1'),
         port: fc.integer({ min: 0, max: 65_535 }),
+        event_streams_per_client: fc.integer({ min: 1, max: 100_000 }),
       }),
       worker: optional({
         concurrency: fc.integer({ min: 1, max: 256 }),

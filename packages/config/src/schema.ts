@@ -488,11 +488,17 @@ const serverSchema = z
           .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)$/, { error: 'expected a host name or address, without a port' }),
       )
       .default([]),
+    /**
+     * Event streams (`/api/chats/:id/events`, `/live`) one client (a remote address) may hold open at once. One more
+     * is refused with 429, so one client cannot tie the server up with thousands.
+     */
+    event_streams_per_client: z.int().min(1).max(100_000).default(32),
   })
   .transform((value) => ({
     host: value.host,
     port: value.port,
     allowedHosts: value.allowed_hosts,
+    eventStreamsPerClient: value.event_streams_per_client,
     ...(value.token ? { token: value.token } : {}),
   }));
 

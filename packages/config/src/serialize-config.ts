@@ -173,6 +173,7 @@ function toPlain(config: Config): Plain {
       port: config.server.port,
       token: config.server.token,
       allowed_hosts: config.server.allowedHosts,
+      event_streams_per_client: config.server.eventStreamsPerClient,
     }),
     worker: {
       concurrency: config.worker.concurrency,

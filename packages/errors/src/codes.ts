@@ -66,6 +66,8 @@ export const errorCodes = {
   PAYLOAD_TOO_LARGE: 'The request body is larger than the server accepts.',
   UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
+  EVENT_STREAMS_FULL:
+    'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
   UNAVAILABLE:
     'The server is starting or stopping and cannot serve the request now, or a remote worker cannot reach the server.',
   INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',

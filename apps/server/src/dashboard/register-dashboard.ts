@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import { isAuthenticated } from '../bearer-auth.ts';
 import type { AssistantServer } from '../create-server.ts';
+import type { EventStreamLimiter } from '../routes/event-stream.ts';
 import type { DashboardRouteConfig } from './dashboard-auth.ts';
 import { isDashboardRoute, registerDashboardGuards, sessionOf } from './dashboard-auth.ts';
 import type { DashboardContext } from './dashboard-context.ts';
@@ -31,7 +32,7 @@ const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/htmx.min.js', '
 export function registerDashboard(
   app: AssistantServer,
   context: DashboardContext,
-  options: { apiToken: string },
+  options: { apiToken: string; streams: EventStreamLimiter },
 ): void {
   registerDashboardGuards(app, { sessions: context.sessions });
   // A form post is a flat map of strings; it is accepted on dashboard routes only (the request guard refuses it
@@ -67,7 +68,14 @@ export function registerDashboard(
   dashboardRoute(app, {
     method: 'GET',
     url: '/live',
-    handler: (request, reply) => context.live.serve(request, reply, context.signal),
+    handler: async (request, reply) => {
+      const release = options.streams.acquire(request, reply);
+      try {
+        await context.live.serve(request, reply, context.signal);
+      } finally {
+        release();
+      }
+    },
   });
   registerLoginPage(app, context, options.apiToken);
   registerOverviewPage(app, context);

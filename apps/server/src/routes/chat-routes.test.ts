@@ -348,4 +348,55 @@ describe('GET /api/chats/:id/events', () => {
       if (!closed) await app.close();
     }
   });
+
+  it('refuses a client its stream beyond server.event_streams_per_client with 429 and retry-after', async () => {
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      'data_dir: ./data\nserver:\n  port: 0\n  event_streams_per_client: 3\n',
+    );
+    config = (await loadConfig({ configPath: path.join(dir, 'config.yaml') })).config;
+    const app = await server({ chat });
+    try {
+      const address = await app.listen({ host: '127.0.0.1', port: 0 });
+      const { id } = await chat.create({ channel: 'api' });
+      const open = () => fetch(`${address}/api/chats/${id}/events`, { headers: { authorization } });
+      // Chat streams and dashboard streams count together: two of one, one of the other.
+      const held = [await open(), await open(), await fetch(`${address}/live`, { headers: { authorization } })];
+      expect(held.map((response) => response.status)).toEqual([200, 200, 200]);
+
+      const refused = await open();
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('10');
+      const body = (await refused.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('EVENT_STREAMS_FULL');
+      expect(body.error.message).toMatch(/already has 3 event streams open.*event_streams_per_client allows \(3\)/);
+      const liveRefused = await fetch(`${address}/live`, { headers: { authorization } });
+      expect(liveRefused.status).toBe(429);
+      await liveRefused.body?.cancel();
+
+      // A stream that ends gives its place back; events still reach the streams held.
+      await held[0]?.body?.cancel();
+      const again = await waitForStatus(open, 200);
+      const events = sseReader(again);
+      await chat.events.append(id, { type: 'token', step: 1, text: 'hi' });
+      expect((await events.take(1)).map((event) => event.data.text)).toEqual(['hi']);
+      await events.cancel();
+      await held[1]?.body?.cancel();
+      await held[2]?.body?.cancel();
+    } finally {
+      await app.close();
+    }
+  });
 });
+
+/** Opens until the answer has `status` (a freed stream is uncounted once the server saw the client go), bounded. */
+async function waitForStatus(open: () => Promise<Response>, status: number): Promise<Response> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const response = await open();
+    if (response.status === status) return response;
+    await response.body?.cancel();
+    if (Date.now() > deadline) throw new Error(`waited 10 s for an answer ${status}, last ${response.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,9 +1,10 @@
-import { type ChatService, chatDeliveries, chatModes } from '@assistant/chat';
+import { type ChatService, chatDeliveries, chatModes, maxConversationPageLimit } from '@assistant/chat';
 import { AssistantError, isAssistantError } from '@assistant/errors';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
-import { openEventStream } from './event-stream.ts';
+import { type EventStreamLimiter, openEventStream } from './event-stream.ts';
 
 /** A comment line on an idle event stream this often keeps proxies and clients from closing it. */
 const defaultHeartbeatMs = 15_000;
@@ -15,6 +16,8 @@ export interface ChatRoutesOptions {
   signal: AbortSignal;
   /** @default 15 s */
   heartbeatMs?: number;
+  /** Counts each client's open event streams (shared with the dashboard's `/live`). */
+  streams: EventStreamLimiter;
 }
 
 /** Conversations made over the API are the owner's: the API answers only to its token (or on loopback). */
@@ -104,17 +107,32 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
     tag: 'chat',
     summary: 'List conversations',
     description:
-      'Every conversation, newest first (by `updated`), of every channel. Notes that cannot be read are listed under `broken`.',
+      'Conversations of every channel, newest first (by `updated`), `limit` at a time (default 50, at most 500); `next_cursor` is the `cursor` of the next page, null on the last. Served from an index under `data/chat/index/`, not by reading every conversation. Notes that cannot be read are listed under `broken`.',
+    query: z.strictObject({
+      limit: z
+        .string()
+        .regex(/^\d{1,3}$/, { error: `expected a whole number 1–${maxConversationPageLimit}` })
+        .optional(),
+      cursor: z.string().min(1).max(1_000).optional(),
+    }),
+    inputErrorCode: 'CHAT_INPUT_INVALID',
     responses: {
       200: {
-        description: 'the conversations',
-        schema: z.object({ chats: z.array(summarySchema), broken: z.array(z.string()) }),
+        description: 'a page of conversations',
+        schema: z.object({
+          chats: z.array(summarySchema),
+          broken: z.array(z.string()),
+          next_cursor: z.string().nullable(),
+        }),
       },
+      400: inputRefused('CHAT_INPUT_INVALID: a limit out of range, or a cursor no page gave'),
     },
-    handler: async () => {
-      const broken: string[] = [];
-      const chats = await options.chat().conversations.list({ onBroken: (error) => broken.push(error.message) });
-      return { chats, broken };
+    handler: async ({ query }) => {
+      const page = await options.chat().page({
+        ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
+        ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+      });
+      return { chats: page.chats, broken: page.broken, next_cursor: page.nextCursor };
     },
   });
 
@@ -223,51 +241,73 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
       },
       400: inputRefused('CHAT_INPUT_INVALID: not a conversation id, or `from` / Last-Event-ID not an offset'),
       404: inputRefused('CHAT_NOT_FOUND'),
+      429: inputRefused(
+        'EVENT_STREAMS_FULL: this client already holds `server.event_streams_per_client` streams (32 by default); `retry-after` says when to try again',
+      ),
     },
     handler: async ({ params, query, request, reply }) => {
-      const chat = options.chat();
-      await chat.get(params.id);
-      const lastEventId = request.headers['last-event-id'];
-      const resumeFrom = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : query.from;
-      if (resumeFrom !== undefined && !/^\d{1,15}$/.test(resumeFrom)) {
-        throw new AssistantError('CHAT_INPUT_INVALID', `Last-Event-ID: expected a byte offset, got ${resumeFrom}`);
-      }
-      const fromOffset = resumeFrom === undefined ? await chat.end(params.id) : Number(resumeFrom);
-      const stream = new AbortController();
-      const signal = AbortSignal.any([stream.signal, shutdown]);
-      const raw = openEventStream(reply);
-      raw.on('close', () => stream.abort());
-      // A client gone while the stream was being set up: its `close` fired before the listener above.
-      if (raw.destroyed) stream.abort();
-      const write = async (text: string) => {
-        if (signal.aborted || raw.destroyed) return;
-        // A slow client: wait for its buffer to drain rather than hold the whole log in memory.
-        if (!raw.write(text)) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              raw.off('drain', done);
-              signal.removeEventListener('abort', done);
-              resolve();
-            };
-            raw.on('drain', done);
-            signal.addEventListener('abort', done, { once: true });
-          });
-        }
-      };
-      await write(`: events of conversation ${params.id} from ${fromOffset}\n\n`);
-      const heartbeat = setInterval(() => {
-        if (!signal.aborted) raw.write(': heartbeat\n\n');
-      }, heartbeatMs);
+      const release = options.streams.acquire(request, reply);
       try {
-        for await (const entry of chat.follow(params.id, { fromOffset, signal })) {
-          await write(`event: ${entry.event.type}\nid: ${entry.offset}\ndata: ${JSON.stringify(entry.event)}\n\n`);
-        }
-      } catch (error) {
-        request.log.warn({ err: error }, `the event stream of conversation ${params.id} broke off`);
+        await followConversation({ params, query, request, reply });
       } finally {
-        clearInterval(heartbeat);
-        raw.end();
+        release();
       }
     },
   });
+
+  async function followConversation({
+    params,
+    query,
+    request,
+    reply,
+  }: {
+    params: { id: string };
+    query: { from?: string | undefined };
+    request: FastifyRequest;
+    reply: FastifyReply;
+  }): Promise<void> {
+    const chat = options.chat();
+    await chat.get(params.id);
+    const lastEventId = request.headers['last-event-id'];
+    const resumeFrom = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : query.from;
+    if (resumeFrom !== undefined && !/^\d{1,15}$/.test(resumeFrom)) {
+      throw new AssistantError('CHAT_INPUT_INVALID', `Last-Event-ID: expected a byte offset, got ${resumeFrom}`);
+    }
+    const fromOffset = resumeFrom === undefined ? await chat.end(params.id) : Number(resumeFrom);
+    const stream = new AbortController();
+    const signal = AbortSignal.any([stream.signal, shutdown]);
+    const raw = openEventStream(reply);
+    raw.on('close', () => stream.abort());
+    // A client gone while the stream was being set up: its `close` fired before the listener above.
+    if (raw.destroyed) stream.abort();
+    const write = async (text: string) => {
+      if (signal.aborted || raw.destroyed) return;
+      // A slow client: wait for its buffer to drain rather than hold the whole log in memory.
+      if (!raw.write(text)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            raw.off('drain', done);
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          raw.on('drain', done);
+          signal.addEventListener('abort', done, { once: true });
+        });
+      }
+    };
+    await write(`: events of conversation ${params.id} from ${fromOffset}\n\n`);
+    const heartbeat = setInterval(() => {
+      if (!signal.aborted) raw.write(': heartbeat\n\n');
+    }, heartbeatMs);
+    try {
+      for await (const entry of chat.follow(params.id, { fromOffset, signal })) {
+        await write(`event: ${entry.event.type}\nid: ${entry.offset}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+      }
+    } catch (error) {
+      request.log.warn({ err: error }, `the event stream of conversation ${params.id} broke off`);
+    } finally {
+      clearInterval(heartbeat);
+      raw.end();
+    }
+  }
 }

@@ -112,16 +112,21 @@ export function registerChatPage(app: AssistantServer, context: DashboardContext
     method: 'GET',
     url: '/chat',
     handler: async (request, reply) => {
-      const broken: string[] = [];
-      const all = await context.chat().conversations.list({ onBroken: (error) => broken.push(error.message) });
-      const page = Math.max(1, Number.parseInt(queryField(request, 'page') ?? '1', 10) || 1);
-      const shown = all.slice((page - 1) * conversationsPerPage, page * conversationsPerPage);
+      // A page from the conversation index (never every note), from `cursor` (the "More" link of the page before).
+      const cursor = queryField(request, 'cursor');
+      const {
+        chats: shown,
+        broken,
+        nextCursor,
+      } = await context.chat().page({
+        limit: conversationsPerPage,
+        ...(cursor === undefined || cursor === '' ? {} : { cursor }),
+      });
       const rows = shown.map(
         (conversation) => html`<tr>
 <th scope="row"><a href="/chat/${conversation.id}">${conversation.title || conversation.id}</a></th>
 <td>${conversation.channel}</td><td>${conversation.mode}</td><td>${timeTag(conversation.updated)}</td></tr>`,
       );
-      const pages = Math.max(1, Math.ceil(all.length / conversationsPerPage));
       const body = html`<section aria-labelledby="new-conversation" class="card">
 <h2 id="new-conversation">New conversation</h2>
 <form method="post" action="/chat" class="toolbar">${csrfField(request)}
@@ -138,8 +143,8 @@ ${
 <tbody>${rows}</tbody></table></div>`
 }
 ${
-  pages > 1
-    ? html`<nav class="pager" aria-label="Pages of conversations">${page > 1 ? html`<a href="/chat?page=${page - 1}">Newer</a>` : ''}<span>Page ${page} of ${pages}</span>${page < pages ? html`<a href="/chat?page=${page + 1}">Older</a>` : ''}</nav>`
+  cursor || nextCursor
+    ? html`<nav class="pager" aria-label="Pages of conversations">${cursor ? html`<a href="/chat">Newest</a>` : ''}${nextCursor ? html`<a href="/chat?cursor=${encodeURIComponent(nextCursor)}">More (older)</a>` : ''}</nav>`
     : ''
 }
 ${broken.length > 0 ? html`<p class="notice warn">${broken.length} conversation note(s) cannot be read: ${broken.slice(0, 5).join('; ')}</p>` : ''}
