@@ -256,6 +256,10 @@ export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProble
       add(path, issue.message, hint);
       return;
     }
+    if (issue.code === 'custom' && typeof issue.params?.hint === 'string') {
+      add(path, issue.message, issue.params.hint);
+      return;
+    }
     add(path, issue.message);
   };
 
