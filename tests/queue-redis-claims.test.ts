@@ -94,6 +94,33 @@ describe('Redis claims', () => {
     }
   });
 
+  it('moves a task on, and removes its claim, after Redis lost its scripts (SCRIPT FLUSH) on a live connection', async () => {
+    const queue = await openRedisTaskQueue({ url: redis.url, prefix: prefix() });
+    try {
+      const consumer = queue.consumer({ heartbeatMs: 3_600_000, sweepIntervalMs: 3_600_000, pollIntervalMs: 20 });
+      await consumer.start();
+      // Each move runs twice: the first on a connection sends the whole script, later ones only its hash.
+      for (const outcome of ['done', 'done', 'pending', 'pending'] as const) {
+        const enqueued = await queue.enqueue({ type: 'redis.flushed', payload: randomBytes(4).toString('hex') });
+        if (enqueued.status !== 'enqueued') throw new Error(`enqueue refused: ${enqueued.status}`);
+        const claimed = await consumer.claim();
+        expect(claimed?.id).toBe(enqueued.task.id);
+        await queue.client.script('FLUSH');
+        if (outcome === 'done') {
+          expect(await consumer.complete(claimed as NonNullable<typeof claimed>, 'ok')).toMatchObject({
+            recorded: true,
+          });
+        } else {
+          expect(await consumer.fail(claimed as NonNullable<typeof claimed>, new Error('again'))).toBe('retrying');
+        }
+        expect((await queue.get(enqueued.task.id))?.state).toBe(outcome);
+        expect(await queue.client.hgetall(queue.key('claims'))).toEqual({});
+      }
+    } finally {
+      await queue.close();
+    }
+  });
+
   it("a move refused because the task was taken over keeps the new holder's claim", async () => {
     const leaseMs = 60_000;
     const shared = prefix();

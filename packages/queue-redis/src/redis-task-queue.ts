@@ -77,10 +77,16 @@ interface JobTransaction {
   exec(): Promise<[Error | null, unknown][] | null>;
 }
 
+/** BullMQ's client: the shared ioredis connection, wrapped. */
+interface JobClient {
+  multi(): JobTransaction;
+}
+
 /** BullMQ's backend methods this backend calls directly, with the shapes it passes (see the class comment). */
 interface JobBackend {
-  readonly client: Promise<{ multi(): JobTransaction }>;
-  execCommand(transaction: JobTransaction, commandName: string, args: unknown[]): unknown;
+  readonly client: Promise<JobClient>;
+  /** Queues the script in a transaction (returning it), or runs it on the client (returning its answer). */
+  execCommand(target: JobTransaction | JobClient, commandName: string, args: unknown[]): unknown;
   finishedErrors(options: { code: number; jobId: string; command: string; state: string }): Error;
   moveToActive(token: string, name?: string): Promise<unknown[]>;
   moveToFinishedArgs(
@@ -940,17 +946,30 @@ export class RedisTaskQueue implements TaskQueue {
   }): Promise<void> {
     const { type, id, token, command, args } = options;
     const backend = this.backendOf(type);
-    const transaction = (await backend.client).multi();
+    const client = await backend.client;
+    const releaseKeys = [this.key('claims'), this.keysOf(type).active];
+    const transaction = client.multi();
     backend.execCommand(transaction, command, args);
-    transaction.eval(releaseClaimScript, 2, this.key('claims'), this.keysOf(type).active, id, token);
+    transaction.eval(releaseClaimScript, 2, ...releaseKeys, id, token);
     const answers = await transaction.exec();
-    const [moveError, code] = answers?.[0] ?? [new Error(`${command} of job ${id} got no answer from Redis`), 0];
+    let [moveError, code] = answers?.[0] ?? [new Error(`${command} of job ${id} got no answer from Redis`), 0];
+    let releaseError = answers?.[1]?.[0];
+    if (moveError && /NOSCRIPT/.test(moveError.message)) {
+      // Redis lost its scripts (SCRIPT FLUSH) while this connection stayed up: the move did not run, and ioredis
+      // loads a script again only for a command sent on its own, not inside a MULTI. So the move on its own, then the
+      // claim's removal: a worker killed between the two leaves a claim, which the next sweep removes.
+      moveError = null;
+      code = await backend.execCommand(client, command, args);
+      releaseError = await this.client.eval(releaseClaimScript, 2, ...releaseKeys, id, token).then(
+        () => null,
+        (error: unknown) => error as Error,
+      );
+    }
     if (moveError) throw moveError;
     if (typeof code === 'number' && code < 0) {
       throw backend.finishedErrors({ code, jobId: id, command, state: 'active' });
     }
     // The move is done: a claim that could not be removed is only a leftover, which the next sweep removes.
-    const releaseError = answers?.[1]?.[0];
     if (releaseError) this.logger.warn(`removing the claim of task ${id} (${type}) failed: ${releaseError.message}`);
   }
 
