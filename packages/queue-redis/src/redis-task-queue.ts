@@ -154,8 +154,8 @@ export interface RedisTaskQueueOptions {
  *   of owners the worker directory reports gone, counting the attempt they spent, at once rather than when the lock
  *   runs out: BullMQ's stalled-job check goes by lock expiry alone and would not record the attempt in the Task.
  *   A claim whose owner was never recorded (a crash between moveToActive and the claim's write) is recovered when
- *   its lock expires. A claim goes in the same MULTI as the move that ends it (done, failed, back to pending), and
- *   `recover` also removes claims whose job is no longer active (left by older versions).
+ *   its lock expires. A claim is removed in the same MULTI as the move that ends it (done, failed, back to pending),
+ *   and `recover` also removes claims whose job is no longer active (left by older versions).
  * - Dedup: BullMQ `deduplication` keyed by the fingerprint, for policed enqueues; BullMQ drops the key when the job
  *   finishes, so a finished task no longer counts.
  * - Rate limits: a sliding window per type in a sorted set. BullMQ's limiter throttles how fast jobs are processed;
