@@ -219,6 +219,9 @@ describe('credentials in URLs', () => {
       ),
     ]);
     expect(JSON.stringify([withPassword.errors, withPassword.warnings])).not.toContain('sk-live-1234');
+    // Nor does a URL too broken to parse repeat them.
+    const broken = errorLines('llms:\n  cloud: {base_url: "https://me:sk-live-1234@", model: m}\n');
+    expect(broken).toEqual([expect.stringContaining('got `"https://***@"` (string)')]);
   });
 });
 
