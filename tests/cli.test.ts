@@ -61,6 +61,21 @@ describe('assistant config check', () => {
     expect(run.code).toBe(0);
   });
 
+  it('refuses a user name or password in an llms base_url: exits 2 naming file, line and key, never printing them', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', goodConfig('https://me:sk-live-1234@api.example.com/v1'));
+    const run = await runCli(['config', 'check'], { cwd: dir.path });
+    expect(run.stderr).toMatch(/^assistant: invalid configuration \(1 problem\)/);
+    expect(run.stderr).toContain(
+      'config.yaml:6:15: llms.default.base_url: the URL holds a user name or password (https://***:***@api.example.com/v1)',
+    );
+    expect(run.stderr).toContain(
+      'hint: remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`',
+    );
+    expect(`${run.stdout}${run.stderr}`).not.toContain('sk-live-1234');
+    expect(run.code).toBe(2);
+  });
+
   it('prints every problem with file:line:col and exits 2 for an invalid config', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', 'server:\n  port: nope\nworker:\n  concurrency: 0\n');

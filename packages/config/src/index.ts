@@ -52,5 +52,6 @@ export {
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';
+export { refuseUrlCredentials } from './url-credentials.ts';
 export { yamlLimitProblem } from './yaml-source.ts';
 export { Yolo } from './yolo.ts';

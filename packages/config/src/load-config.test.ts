@@ -209,6 +209,27 @@ describe('llms', () => {
   });
 });
 
+describe('credentials in URLs', () => {
+  it('refuses a user name or password in an llms base_url, naming file, line and key, and where the key goes', () => {
+    const withPassword = parse('llms:\n  cloud: {base_url: "https://me:sk-live-1234@api.example.com/v1", model: m}\n');
+    expect(withPassword.config).toBeUndefined();
+    expect(withPassword.errors.map(formatProblem)).toEqual([
+      'config.yaml:2:21: llms.cloud.base_url: the URL holds a user name or password (https://***:***@api.example.com/v1); config.yaml is shown by `assistant config check`, /config and /health, and its URLs are logged\n' +
+        '  hint: remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`, with `llm_token: …` in secrets.yaml',
+    ]);
+    // A key written as the user name alone (`https://KEY@host`) is a credential too.
+    expect(errorLines('llms:\n  cloud: {base_url: "https://sk-live-1234@api.example.com/v1", model: m}\n')).toEqual([
+      expect.stringContaining(
+        'llms.cloud.base_url: the URL holds a user name or password (https://***@api.example.com/v1)',
+      ),
+    ]);
+    expect(JSON.stringify([withPassword.errors, withPassword.warnings])).not.toContain('sk-live-1234');
+    // Nor does a URL too broken to parse repeat them.
+    const broken = errorLines('llms:\n  cloud: {base_url: "https://me:sk-live-1234@", model: m}\n');
+    expect(broken).toEqual([expect.stringContaining('got `"https://***@"` (string)')]);
+  });
+});
+
 describe('problems', () => {
   it('reports several problems at once, in file order', () => {
     const lines = errorLines('worker:\n  concurency: 2\nqueue:\n  durability: fast\nservr: {}\n');

@@ -76,6 +76,12 @@ mcp_servers:
       expect.stringContaining('`headers:` is for servers reached by `url:`'),
     ]);
     expect(errors('mcp_servers:\n  Files: {command: x}\n')).toEqual([expect.stringContaining('not a valid name')]);
+    expect(
+      parse('mcp_servers:\n  web: {url: "https://me:s3cret-key@mcp.example.com/mcp"}\n').errors.map(formatProblem),
+    ).toEqual([
+      'config.yaml:2:14: mcp_servers.web.url: the URL holds a user name or password (https://***:***@mcp.example.com/mcp); config.yaml is shown by `assistant config check`, /config and /health, and its URLs are logged\n' +
+        '  hint: remove `user:password@` from the URL; send the credential in `headers:`, e.g. `Authorization: !secret mcp_auth`',
+    ]);
     expect(errors('mcp_servers:\n  web: {url: "ftp://example.com/"}\n')).toEqual([
       expect.stringContaining('expected an http(s) URL'),
     ]);

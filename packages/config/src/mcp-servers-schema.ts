@@ -1,6 +1,7 @@
 import { durationSchema } from '@assistant/queue';
 import * as z from 'zod';
 import { Secret } from './secret.ts';
+import { refuseUrlCredentials } from './url-credentials.ts';
 
 // `mcp_servers:` — Model Context Protocol servers whose tools agent loops may use (docs/mcp.md). One object per
 // server rather than a union of a stdio and an HTTP shape: a union's errors name neither branch well, and a key of
@@ -56,7 +57,14 @@ const mcpServerObject = z.strictObject({
   /** stdio: the folder the server starts in; relative to config.yaml's folder. */
   cwd: z.string().min(1).optional(),
   /** Streamable HTTP: the server's endpoint. */
-  url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:3001/mcp' }).optional(),
+  url: z
+    .url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:3001/mcp' })
+    .superRefine(
+      refuseUrlCredentials(
+        'remove `user:password@` from the URL; send the credential in `headers:`, e.g. `Authorization: !secret mcp_auth`',
+      ),
+    )
+    .optional(),
   headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), valueOrSecret).optional(),
   /** Which of the server's tools are offered at all. */
   allow: z.array(toolPattern).default(['*']),

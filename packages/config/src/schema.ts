@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { mcpServerSchema } from './mcp-servers-schema.ts';
 import { type Schedule, validateCron } from './schedule.ts';
 import { Secret } from './secret.ts';
+import { refuseUrlCredentials } from './url-credentials.ts';
 import { Yolo } from './yolo.ts';
 import { recordSchemas } from './zod-problems.ts';
 
@@ -49,7 +50,13 @@ function orEmpty<T extends z.ZodType>(schema: T, empty: () => z.input<T>) {
 
 const llmProfileSchema = z
   .strictObject({
-    base_url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' }),
+    base_url: z
+      .url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' })
+      .superRefine(
+        refuseUrlCredentials(
+          'remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`, with `llm_token: …` in secrets.yaml',
+        ),
+      ),
     model: z.string().min(1),
     token: secretField.optional(),
     parameters: z.record(z.string(), jsonValue).optional(),

@@ -82,7 +82,10 @@ function describe(value: unknown): string {
   if (value instanceof Secret) return 'a `!secret`';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  const text = JSON.stringify(value);
+  // A URL's user name and password are masked even in a value too broken to be a URL: they are credentials.
+  const text = JSON.stringify(
+    typeof value === 'string' ? value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@') : value,
+  );
   return `\`${text.length > 40 ? `${text.slice(0, 37)}...` : text}\` (${typeof value})`;
 }
 
@@ -254,6 +257,10 @@ export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProble
           ? `known: ${choices.join(', ')}`
           : 'none is installed yet';
       add(path, issue.message, hint);
+      return;
+    }
+    if (issue.code === 'custom' && typeof issue.params?.hint === 'string') {
+      add(path, issue.message, issue.params.hint);
       return;
     }
     add(path, issue.message);

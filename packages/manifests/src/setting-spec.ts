@@ -1,4 +1,4 @@
-import { durationSchema, secretField } from '@assistant/config';
+import { durationSchema, refuseUrlCredentials, secretField } from '@assistant/config';
 import * as z from 'zod';
 
 /**
@@ -83,7 +83,13 @@ function settingValueSchema(spec: SettingSpec): z.ZodType {
       schema = z.string().min(1);
       break;
     case 'url':
-      schema = z.url({ error: 'expected a URL such as https://example.com' });
+      schema = z
+        .url({ error: 'expected a URL such as https://example.com' })
+        .superRefine(
+          refuseUrlCredentials(
+            "remove `user:password@` from the URL; a credential goes in the integration's secret setting (`!secret name`) where it has one",
+          ),
+        );
       break;
     case 'integer':
     case 'number': {

@@ -268,7 +268,8 @@ export class RedisTaskConsumer implements TaskConsumer {
    * A lock that merely ran out (Redis was down for longer than the lease, and this move waited for it) is set again
    * and the move tried once more, so the task's outcome is kept rather than the task run again. A move that fails
    * for another reason throws with the job forgotten here but its claim left in Redis: this consumer's sweep then
-   * returns it to pending like a dead worker's, so it is not stranded in active.
+   * returns it to pending like a dead worker's, so it is not stranded in active. A move that went through removed
+   * the claim with it.
    */
   async #move(claimed: ClaimedTask, move: () => Promise<void>): Promise<boolean> {
     const held = this.#heldOf(claimed);
@@ -279,7 +280,7 @@ export class RedisTaskConsumer implements TaskConsumer {
         if (!isLockLost(error) || !(await this.queue.retakeLock(held.type, claimed.id, held.token))) throw error;
         await move();
       }
-      await this.queue.client.hdel(this.queue.key('claims'), claimed.id);
+      // The move removed the claim in the same MULTI (RedisTaskQueue's #moveHeld).
       return true;
     } catch (error) {
       if (!isLockLost(error)) throw error;

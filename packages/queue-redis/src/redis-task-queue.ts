@@ -45,6 +45,8 @@ import {
   headsScript,
   holdDedupKeyScript,
   rateWindowScript,
+  releaseClaimScript,
+  sweepClaimScript,
   takeOverScript,
 } from './internal/scripts.ts';
 import { parseStoredTask } from './internal/stored-task.ts';
@@ -70,8 +72,23 @@ export interface RecoverOptions {
   holds?: (id: string) => boolean;
 }
 
+/** A MULTI on BullMQ's client: its scripts queue through `execCommand`, and ioredis' own commands beside them. */
+interface JobTransaction {
+  eval(script: string, numberOfKeys: number, ...args: (string | number)[]): unknown;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
+
+/** BullMQ's client: the shared ioredis connection, wrapped. */
+interface JobClient {
+  multi(): JobTransaction;
+}
+
 /** BullMQ's backend methods this backend calls directly, with the shapes it passes (see the class comment). */
 interface JobBackend {
+  readonly client: Promise<JobClient>;
+  /** Queues the script in a transaction (returning it), or runs it on the client (returning its answer). */
+  execCommand(target: JobTransaction | JobClient, commandName: string, args: unknown[]): unknown;
+  finishedErrors(options: { code: number; jobId: string; command: string; state: string }): Error;
   moveToActive(token: string, name?: string): Promise<unknown[]>;
   moveToFinishedArgs(
     job: { id: string; opts: { attempts: number } },
@@ -84,14 +101,13 @@ interface JobBackend {
     fetchNext: boolean,
     fieldsToUpdate: Record<string, string>,
   ): unknown[];
-  moveToFinished(jobId: string, args: unknown[]): Promise<unknown>;
-  moveToDelayed(
+  moveToDelayedArgs(
     jobId: string,
     timestamp: number,
-    delay: number,
     token: string,
+    delay: number,
     opts: { skipAttempt: boolean; fieldsToUpdate: Record<string, string> },
-  ): Promise<unknown>;
+  ): unknown[];
   extendLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]>;
 }
 
@@ -139,7 +155,8 @@ export interface RedisTaskQueueOptions {
  *   of owners the worker directory reports gone, counting the attempt they spent, at once rather than when the lock
  *   runs out: BullMQ's stalled-job check goes by lock expiry alone and would not record the attempt in the Task.
  *   A claim whose owner was never recorded (a crash between moveToActive and the claim's write) is recovered when
- *   its lock expires.
+ *   its lock expires. A claim is removed in the same MULTI as the move that ends it (done, failed, back to pending),
+ *   and `recover` also removes claims whose job is no longer active (left by older versions).
  * - Dedup: BullMQ `deduplication` keyed by the fingerprint, for policed enqueues; BullMQ drops the key when the job
  *   finishes, so a finished task no longer counts.
  * - Rate limits: a sliding window per type in a sorted set. BullMQ's limiter throttles how fast jobs are processed;
@@ -758,8 +775,10 @@ export class RedisTaskQueue implements TaskQueue {
    */
   async recover(options: RecoverOptions = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
+    const active = new Set<string>();
     for (const type of await this.types()) {
       for (const id of await this.client.lrange(this.keysOf(type).active, 0, -1)) {
+        active.add(id);
         try {
           await this.#recoverJob(type, id, report, options);
         } catch (error) {
@@ -767,8 +786,32 @@ export class RedisTaskQueue implements TaskQueue {
         }
       }
     }
+    await this.#sweepClaims(active);
     await this.workers.pruneGone();
     return report;
+  }
+
+  /**
+   * Removes the claims of jobs that are no longer active (`activeIds`: those the walk above saw active), which
+   * recovery, walking the active lists, would otherwise never look at: before a move and its claim's removal were one
+   * MULTI, a worker killed between the two left such a claim. Each is checked again in Redis before it goes (see
+   * `sweepClaimScript`), so a job claimed since the walk keeps its claim.
+   */
+  async #sweepClaims(activeIds: ReadonlySet<string>): Promise<void> {
+    const claims = await this.client.hgetall(this.key('claims'));
+    const candidates = Object.keys(claims).filter((id) => !activeIds.has(id));
+    if (candidates.length === 0) return;
+    const types = await this.client.hmget(this.key('ids'), ...candidates);
+    let removed = 0;
+    for (const [index, id] of candidates.entries()) {
+      const type = types[index];
+      const keys = type ? [this.key('claims'), this.keysOf(type).active] : [this.key('claims')];
+      const text = claims[id] ?? '';
+      if ((await this.client.eval(sweepClaimScript, keys.length, ...keys, id, text)) === 1) removed += 1;
+    }
+    if (removed > 0) {
+      this.logger.info(`removed ${removed} claims of tasks no longer running (left by workers stopped mid-move)`);
+    }
   }
 
   async #recoverJob(type: string, id: string, report: RecoveryReport, options: RecoverOptions): Promise<void> {
@@ -847,10 +890,11 @@ export class RedisTaskQueue implements TaskQueue {
   /** Active → pending (BullMQ's delayed set) at `readyAtMs`, with `task` as its data. */
   async requeue(type: string, id: string, token: string, task: Task, readyAtMs: number): Promise<void> {
     const next: Task = { ...task, readyAt: new Date(readyAtMs).toISOString() };
-    await this.backendOf(type).moveToDelayed(id, readyAtMs, 0, token, {
+    const args = this.backendOf(type).moveToDelayedArgs(id, readyAtMs, token, 0, {
       skipAttempt: true,
       fieldsToUpdate: { data: JSON.stringify(next) },
     });
+    await this.#moveHeld({ type, id, token, command: 'moveToDelayed', args });
     await this.publish('requeued', id, type, 'pending');
   }
 
@@ -868,7 +912,7 @@ export class RedisTaskQueue implements TaskQueue {
       false,
       { data: JSON.stringify(task) },
     );
-    await backend.moveToFinished(id, args);
+    await this.#moveHeld({ type, id, token, command: 'moveToFinished', args });
     await this.#handOverDedupKey(task);
     await this.publish('completed', id, type, 'done');
   }
@@ -887,9 +931,51 @@ export class RedisTaskQueue implements TaskQueue {
       false,
       task ? { data: JSON.stringify(task) } : {},
     );
-    await backend.moveToFinished(id, args);
+    await this.#moveHeld({ type, id, token, command: 'moveToFinished', args });
     if (task) await this.#handOverDedupKey(task);
     await this.publish('failed', id, type, 'failed');
+  }
+
+  /**
+   * Runs BullMQ's move of a held job (`args` built by its `…Args` method) and removes the job's claim in the same MULTI
+   * (see `releaseClaimScript`): a worker killed between a move and a separate HDEL left the claim for good, since
+   * recovery reads the claims of active jobs only. A refused move throws BullMQ's own error (lock lost, not active),
+   * the claim kept.
+   */
+  async #moveHeld(options: {
+    type: string;
+    id: string;
+    token: string;
+    command: 'moveToFinished' | 'moveToDelayed';
+    args: unknown[];
+  }): Promise<void> {
+    const { type, id, token, command, args } = options;
+    const backend = this.backendOf(type);
+    const client = await backend.client;
+    const releaseKeys = [this.key('claims'), this.keysOf(type).active];
+    const transaction = client.multi();
+    backend.execCommand(transaction, command, args);
+    transaction.eval(releaseClaimScript, 2, ...releaseKeys, id, token);
+    const answers = await transaction.exec();
+    let [moveError, code] = answers?.[0] ?? [new Error(`${command} of job ${id} got no answer from Redis`), 0];
+    let releaseError = answers?.[1]?.[0];
+    if (moveError && /NOSCRIPT/.test(moveError.message)) {
+      // Redis lost its scripts (SCRIPT FLUSH) while this connection stayed up: the move did not run, and ioredis
+      // loads a script again only for a command sent on its own, not inside a MULTI. So the move on its own, then the
+      // claim's removal: a worker killed between the two leaves a claim, which the next sweep removes.
+      moveError = null;
+      code = await backend.execCommand(client, command, args);
+      releaseError = await this.client.eval(releaseClaimScript, 2, ...releaseKeys, id, token).then(
+        () => null,
+        (error: unknown) => error as Error,
+      );
+    }
+    if (moveError) throw moveError;
+    if (typeof code === 'number' && code < 0) {
+      throw backend.finishedErrors({ code, jobId: id, command, state: 'active' });
+    }
+    // The move is done: a claim that could not be removed is only a leftover, which the next sweep removes.
+    if (releaseError) this.logger.warn(`removing the claim of task ${id} (${type}) failed: ${releaseError.message}`);
   }
 
   /** Closes the BullMQ queues, consumers and event readers made through this queue (not the shared client). */

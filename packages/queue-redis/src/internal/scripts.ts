@@ -101,3 +101,34 @@ while true do
   end
 end
 `;
+
+/**
+ * Removes the claim of a job its holder has just moved on (done, failed or back to pending), run in the same MULTI as
+ * BullMQ's move so that no process killed between the two leaves a claim behind. Only while the claim is still the
+ * holder's (its lock token) and the job is no longer active: when the move was refused (the lock was lost, or Redis
+ * refused it), the claim stays, for the holder's retry or for recovery. KEYS: the claims hash, the type's active list.
+ * ARGV: the job id, the holder's lock token. Returns 1 when removed.
+ */
+export const releaseClaimScript = `
+if redis.call('LPOS', KEYS[2], ARGV[1]) then return 0 end
+local text = redis.call('HGET', KEYS[1], ARGV[1])
+if not text then return 0 end
+local ok, claim = pcall(cjson.decode, text)
+if not ok or type(claim) ~= 'table' or claim.token ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+`;
+
+/**
+ * Removes a claim whose job is no longer active (finished, back to pending, or gone): left by a worker of an older
+ * version killed between finishing a job and removing its claim. Only while the claim is still the text the sweep
+ * read (a fresh claim of the same job carries a new lock token) and the job is not in its type's active list, so a
+ * live claim is never removed. KEYS: the claims hash, then the type's active list unless the job's type is unknown
+ * (the job was removed). ARGV: the job id, the claim's text as read. Returns 1 when removed.
+ */
+export const sweepClaimScript = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if KEYS[2] and redis.call('LPOS', KEYS[2], ARGV[1]) then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+`;
