@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -77,21 +77,33 @@ export class DirectorySyncs {
 }
 
 /**
- * The name in tmp/ of a task file being written for a state's directory: `{state}.{hex}.{file name}.tmp`. It says
- * where the file belongs, so recovery can put a complete task that a crash left in tmp/ there. At most 186 bytes
- * for the longest task name, within the 255 a file name may have.
+ * The name in tmp/ of a task file being written for a state's directory: `{state}.{digest}.{random}.{file name}.tmp`,
+ * the digest being the first 16 hex digits of the text's SHA-256. It says where the file belongs and what it must
+ * hold, so recovery can tell a complete write that a crash stopped before its rename from a torn one, and put the
+ * complete one in place. At most 211 bytes with the longest task name, within the 255 a file name may have.
  */
-export function taskTmpName(state: string, fileName: string): string {
-  return `${state}.${randomBytes(8).toString('hex')}.${fileName}.tmp`;
+export function taskTmpName(state: 'pending' | 'done' | 'failed', fileName: string, text: string): string {
+  return `${state}.${textDigest(text)}.${randomBytes(4).toString('hex')}.${fileName}.tmp`;
 }
 
-const taskTmpPattern = /^(pending|done|failed)\.[0-9a-f]{16}\.(.+\.yaml)\.tmp$/;
+function textDigest(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
 
-/** Where a tmp/ file written by {@link taskTmpName} belongs; undefined for any other name (heartbeats, reasons). */
-export function parseTaskTmpName(tmpName: string): { state: 'pending' | 'done' | 'failed'; fileName: string } | undefined {
+const taskTmpPattern = /^(pending|done|failed)\.([0-9a-f]{16})\.[0-9a-f]{8}\.(.+\.yaml)\.tmp$/;
+
+/** Where a tmp/ file named by {@link taskTmpName} belongs; undefined for any other name (heartbeats, reasons). */
+export function parseTaskTmpName(
+  tmpName: string,
+): { state: 'pending' | 'done' | 'failed'; fileName: string; digest: string } | undefined {
   const match = taskTmpPattern.exec(tmpName);
   if (!match) return undefined;
-  return { state: match[1] as 'pending' | 'done' | 'failed', fileName: match[2] as string };
+  return { state: match[1] as 'pending' | 'done' | 'failed', digest: match[2] as string, fileName: match[3] as string };
+}
+
+/** Whether `text` is what a file named by {@link taskTmpName} was to hold, in full. */
+export function isCompleteTmpText(digest: string, text: string): boolean {
+  return textDigest(text) === digest;
 }
 
 export interface WriteFileDurablyOptions {

@@ -5,6 +5,7 @@ import { AssistantError } from '@assistant/errors';
 import {
   DirectorySyncs,
   type Durability,
+  isCompleteTmpText,
   parseTaskTmpName,
   taskTmpName,
   writeFileDurably,
@@ -221,7 +222,7 @@ export class FileTaskQueue implements TaskQueue {
       target,
       text,
       directorySyncs: this.directorySyncs,
-      tmpName: taskTmpName('pending', fileName),
+      tmpName: taskTmpName('pending', fileName, text),
     });
     this.#cameIntoPending(target);
     return { status: 'enqueued', task, location: this.locationOf(target) };
@@ -655,12 +656,13 @@ export class FileTaskQueue implements TaskQueue {
   async rewrite(target: string, task: Task): Promise<void> {
     const directory = path.dirname(target);
     const state = (['pending', 'done', 'failed'] as const).find((candidate) => this.paths[candidate] === directory);
+    const text = stringifyTask(task);
     await writeFileDurably({
       tmpDir: this.paths.tmp,
       target,
-      text: stringifyTask(task),
+      text,
       directorySyncs: this.directorySyncs,
-      ...(state === undefined ? {} : { tmpName: taskTmpName(state, path.basename(target)) }),
+      ...(state === undefined ? {} : { tmpName: taskTmpName(state, path.basename(target), text) }),
     });
     this.#cameIntoPending(target);
   }
@@ -806,7 +808,7 @@ export class FileTaskQueue implements TaskQueue {
 
   /**
    * Puts back each complete task file a crash left in tmp/ before its rename: its name there says where it was
-   * going (see taskTmpName). Only once it is older than the lease: a writer renames its file moments after writing
+   * going and the digest of what it holds in full (see taskTmpName), so a torn write is never taken for a task. Only once it is older than the lease: a writer renames its file moments after writing
    * it, so one that has not by then is gone, or stalled like a gone worker. A file whose task is already there or
    * further on (done/ or failed/, or a later version in pending/ or active/) is removed instead; one that cannot be
    * read as a task is left for the tmp sweep.
@@ -821,7 +823,9 @@ export class FileTaskQueue implements TaskQueue {
         const info = await lstat(file).catch(() => undefined);
         if (!info?.isFile() || nowMs - info.mtimeMs <= this.workers.leaseMs) continue;
         try {
-          this.parseTask(await readTaskText(file, this.maxTaskBytes), name);
+          const text = await readTaskText(file, this.maxTaskBytes);
+          if (!isCompleteTmpText(destination.digest, text)) continue;
+          this.parseTask(text, name);
         } catch (error) {
           if (isMissing(error) || error instanceof TaskFileError) continue;
           throw error;
