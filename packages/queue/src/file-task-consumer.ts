@@ -313,9 +313,9 @@ export class FileTaskConsumer implements TaskConsumer {
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
-    // Written in full (and durably) to pending/ before active/x goes, as #finish does with done/x: a crash in between leaves both,
-    // and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted here is
-    // never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
+    // Written in full, and durably, to pending/ before active/x goes, as #finish does with done/x: a crash in between
+    // leaves both, and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted
+    // here is never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
     await this.queue.writeTo('pending', fileName, next);
     await this.queue.removeFile(held.path);
     this.#release(held);

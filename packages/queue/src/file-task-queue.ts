@@ -808,10 +808,10 @@ export class FileTaskQueue implements TaskQueue {
 
   /**
    * Puts back each complete task file a crash left in tmp/ before its rename: its name there says where it was
-   * going and the digest of what it holds in full (see taskTmpName), so a torn write is never taken for a task. Only once it is older than the lease: a writer renames its file moments after writing
-   * it, so one that has not by then is gone, or stalled like a gone worker. A file whose task is already there or
-   * further on (done/ or failed/, or a later version in pending/ or active/) is removed instead; one that cannot be
-   * read as a task is left for the tmp sweep.
+   * going and the digest of what it holds in full (see taskTmpName), so a torn write is never taken for a task.
+   * Only once it is older than the lease: a writer renames its file moments after writing it, so one that has not
+   * by then is gone, or stalled like a gone worker. A file whose task is already there or further on (done/ or
+   * failed/, or a later version in pending/ or active/) is removed instead; a torn one is left for the tmp sweep.
    */
   async #restoreTmp(nowMs: number): Promise<void> {
     for (const tmpName of await readdir(this.paths.tmp).catch(() => [])) {
@@ -868,6 +868,8 @@ export class FileTaskQueue implements TaskQueue {
    * #recoverActive.
    */
   async #resolveDuplicates(report: RecoveryReport, options: { withFinished: boolean }): Promise<void> {
+    // pending/ first: a retry (failed/x → pending/y) made during the listings then shows in one of them or in
+    // neither, never as a stale failed/x beside the fresh pending/y, which would remove the retried task.
     const pending = await this.#listing('pending');
     const active = await this.#listing('active');
     const ids = new Set<string>();
