@@ -461,7 +461,7 @@ async function problemsOf(
         problems.push({ kind: 'worker does not drain', detail: `${id} is in ${files.join(' and ')}` });
       }
     }
-    for (const id of expected) {
+    for (const id of recovered.keys()) {
       if (!finished.has(id)) problems.push({ kind: 'worker does not drain', detail: `${id} is lost` });
     }
     return problems;
