@@ -43,8 +43,13 @@ export class FileTaskConsumer implements TaskConsumer {
   readonly queue: FileTaskQueue;
   readonly owner: TaskOwner;
   readonly #options: Required<Omit<TaskConsumerOptions, 'owner'>>;
-  /** The files of the tasks this consumer holds, by task id. */
+  /**
+   * The files of the tasks this consumer holds, by their name in active/: two files of one id (a power cut's or a
+   * hand copy's leftover) are two claims, and each outcome must reach its own file.
+   */
   readonly #held = new Map<string, HeldFile>();
+  /** Which held file each handed-out claim is. */
+  readonly #claims = new WeakMap<ClaimedTask, string>();
   readonly #index = new PendingIndex();
   /**
    * Names this consumer renamed out of pending/ since the last full listing. Our own rename fires a watch event
@@ -93,7 +98,7 @@ export class FileTaskConsumer implements TaskConsumer {
     }
     const report = await this.queue.recover({ skipOwner: this.owner.id });
     await this.rescan();
-    this.#every(this.#options.sweepIntervalMs, () => this.recover());
+    this.#every(this.#options.sweepIntervalMs, () => this.#recover({ periodic: true }));
     this.#every(this.#options.rescanIntervalMs, () => this.rescan());
     this.#every(this.#options.pruneIntervalMs, () => this.queue.prune());
     await this.queue.prune();
@@ -154,6 +159,7 @@ export class FileTaskConsumer implements TaskConsumer {
   async claim(options: ClaimOptions = {}): Promise<ClaimedTask | undefined> {
     for (;;) {
       if (this.#closing) return undefined;
+      await this.#removeSuperseded();
       const nowMs = this.queue.now();
       const fileName = this.#index.takeReady(nowMs, options.accept);
       if (fileName === undefined) return undefined;
@@ -194,8 +200,30 @@ export class FileTaskConsumer implements TaskConsumer {
       delete claimed.finishedAt;
       delete claimed.error;
       delete claimed.result;
-      this.#held.set(claimed.id, { name, fileName, path: activePath });
-      return { id: claimed.id, task: claimed };
+      const handedOut: ClaimedTask = { id: claimed.id, task: claimed };
+      const activeFile = path.basename(activePath);
+      this.#held.set(activeFile, { name, fileName, path: activePath });
+      this.#claims.set(handedOut, activeFile);
+      return handedOut;
+    }
+  }
+
+  /**
+   * Removes the files of pending/ that the index set aside for a later version of the same task (see PendingIndex):
+   * left where they are, a rescan would offer them again once the later one is claimed, and the task would run twice.
+   */
+  async #removeSuperseded(): Promise<void> {
+    for (const fileName of this.#index.takeSuperseded()) {
+      this.#movedOut.add(fileName);
+      const name = decodeTaskName(fileName);
+      await this.queue
+        .removeStaleCopy(
+          path.join(this.queue.paths.pending, fileName),
+          `a later version of task ${name?.id} (${name?.type}) is in pending/; a power cut or a copy left this one`,
+        )
+        .catch((error: unknown) =>
+          this.queue.logger.warn(`cannot remove pending/${fileName}: ${(error as Error).message}`),
+        );
     }
   }
 
@@ -210,17 +238,31 @@ export class FileTaskConsumer implements TaskConsumer {
   }
 
   /** Returns gone workers' tasks to pending/, leaving this consumer's own alone, and lists pending/ again if any. */
-  async recover(): Promise<RecoveryReport> {
-    const report = await this.queue.recover({ skipOwner: this.owner.id });
+  recover(): Promise<RecoveryReport> {
+    return this.#recover({ periodic: false });
+  }
+
+  async #recover(options: { periodic: boolean }): Promise<RecoveryReport> {
+    const report = await this.queue.recover({ skipOwner: this.owner.id, periodic: options.periodic });
     if (report.requeued.length > 0) await this.rescan();
     return report;
   }
 
   /** Where a held task's file is (package-internal: recovery tests look at it). */
   fileOf(claimed: ClaimedTask): HeldFile {
-    const held = this.#held.get(claimed.id);
+    const key = this.#claims.get(claimed);
+    let held = key === undefined ? undefined : this.#held.get(key);
+    if (!held) {
+      // A copy of the object handed out: found by its id, as long as that names one claim.
+      const matches = [...this.#held.values()].filter((file) => file.name.id === claimed.id);
+      if (matches.length === 1) held = matches[0];
+    }
     if (!held) throw new Error(`task ${claimed.id} is not held by this consumer (${this.owner.id})`);
     return held;
+  }
+
+  #release(held: HeldFile): void {
+    this.#held.delete(path.basename(held.path));
   }
 
   /**
@@ -271,21 +313,22 @@ export class FileTaskConsumer implements TaskConsumer {
     delete next.startedAt;
     delete next.worker;
     delete next.finishedAt;
-    // Written in full to pending/ before active/x goes, as #finish does with done/x: a crash in between leaves both,
-    // and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted here is
-    // never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
+    // Written in full, and durably, to pending/ before active/x goes, as #finish does with done/x: a crash in between
+    // leaves both, and recovery drops the active/ copy because the task is already elsewhere, so the attempt counted
+    // here is never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
     await this.queue.writeTo('pending', fileName, next);
     await this.queue.removeFile(held.path);
-    this.#held.delete(claimed.id);
+    this.#release(held);
     this.#index.add(fileName);
   }
 
   async #finish(claimed: ClaimedTask, state: 'done' | 'failed', task: Task): Promise<boolean> {
-    // done/x is written in full before active/x goes. A crash in between leaves both; recovery keeps done/x.
+    // done/x is written in full, and durably (file and name), before active/x goes: a power cut leaves one or both,
+    // never neither, and recovery keeps done/x.
     const held = this.fileOf(claimed);
     await this.queue.writeTo(state, held.fileName, task);
     const removed = await this.queue.removeFile(held.path);
-    this.#held.delete(claimed.id);
+    this.#release(held);
     if (!removed) {
       this.queue.logger.warn(
         `task ${task.id} (${task.type}) finished, but its active/ file had gone: this worker lost its lease (a stalled process?); the task may run twice`,

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
-import { type Durability, syncDirectory, writeFileDurably } from './durable-write.ts';
+import {
+  DirectorySyncs,
+  type Durability,
+  isCompleteTmpText,
+  parseTaskTmpName,
+  taskTmpName,
+  writeFileDurably,
+} from './durable-write.ts';
 import {
   type ActiveName,
   activeFileName,
@@ -42,7 +49,7 @@ import { resolvePolicy } from './resolve-policy.ts';
 import { attemptOf, workerDiedError } from './task-attempts.ts';
 import { checkTaskRecord, parseTaskFile, stringifyTask, type Task, TaskFileError } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
-import { decodeTaskName, encodeTaskName, requeuedTaskName, type TaskName } from './task-name.ts';
+import { decodeTaskName, encodeTaskName, isLaterVersion, requeuedTaskName, type TaskName } from './task-name.ts';
 
 const silentLogger: QueueLogger = { info() {}, warn() {} };
 
@@ -103,6 +110,8 @@ export class FileTaskQueue implements TaskQueue {
   readonly paths: QueuePaths;
   readonly dataDirectory: string;
   readonly durability: Durability;
+  /** Group commit: one fsync of a directory serves every write into it that is waiting for one. */
+  readonly directorySyncs = new DirectorySyncs();
   readonly maxTaskBytes: number;
   readonly retention: QueueConfig['retention'];
   readonly policies: QueueConfig['policies'];
@@ -207,7 +216,15 @@ export class FileTaskQueue implements TaskQueue {
     const text = stringifyTask(task);
     this.#assertSize(text, type);
     const target = path.join(this.paths.pending, fileName);
-    await writeFileDurably({ tmpDir: this.paths.tmp, target, text, durability: this.durability });
+    // Acknowledged means durable, whatever the durability setting: the caller is told `enqueued` only once the
+    // name is on disk in pending/. Concurrent enqueues share the directory's fsync (group commit).
+    await writeFileDurably({
+      tmpDir: this.paths.tmp,
+      target,
+      text,
+      directorySyncs: this.directorySyncs,
+      tmpName: taskTmpName('pending', fileName, text),
+    });
     this.#cameIntoPending(target);
     return { status: 'enqueued', task, location: this.locationOf(target) };
   }
@@ -582,9 +599,10 @@ export class FileTaskQueue implements TaskQueue {
     delete task.worker;
     delete task.error;
     delete task.result;
-    // Rewrite in place, then one rename: the task is in exactly one directory at every instant.
+    // Rewrite in place, then one rename: the task is in exactly one directory at every instant. The rename is made
+    // durable before the call returns: a retry is acknowledged like an enqueue.
     await this.rewrite(record.path, task);
-    await this.move(record.path, path.join(this.paths.pending, fileName));
+    await this.move(record.path, path.join(this.paths.pending, fileName), { durable: true });
     await unlink(record.path + reasonSuffix).catch(ignoreMissing);
     this.logger.info(`task ${id} (${task.type}) retried by hand`);
     return { state: 'pending', location: this.locationOf(path.join(this.paths.pending, fileName)), name, task };
@@ -630,26 +648,43 @@ export class FileTaskQueue implements TaskQueue {
     return removed;
   }
 
-  /** Replaces a task file's content atomically. */
+  /**
+   * Replaces a task file's content atomically and durably: file and name are on disk when it returns, whatever the
+   * durability setting, so the file a task leaves may be removed after it (a finished task never vanishes: either
+   * the next state's file or the one it left is there after a power cut, and recovery removes a leftover copy).
+   * In tmp/ it is named after where it goes, so recovery can put it there if a crash stops it before the rename.
+   */
   async rewrite(target: string, task: Task): Promise<void> {
-    await writeFileDurably({ tmpDir: this.paths.tmp, target, text: stringifyTask(task), durability: this.durability });
+    const directory = path.dirname(target);
+    const state = (['pending', 'done', 'failed'] as const).find((candidate) => this.paths[candidate] === directory);
+    const text = stringifyTask(task);
+    await writeFileDurably({
+      tmpDir: this.paths.tmp,
+      target,
+      text,
+      directorySyncs: this.directorySyncs,
+      ...(state === undefined ? {} : { tmpName: taskTmpName(state, path.basename(target), text) }),
+    });
     this.#cameIntoPending(target);
   }
 
-  /** Writes a task's new content straight into another state's directory (used for done/ and failed/). */
+  /** Writes a task's new content straight into another state's directory (done/, failed/, pending/), durably. */
   async writeTo(state: TaskState, fileName: string, task: Task): Promise<string> {
     const target = path.join(this.paths[state], fileName);
     await this.rewrite(target, task);
     return target;
   }
 
-  /** Renames a task file between state directories; under strict durability both directories are synced. */
-  async move(from: string, to: string): Promise<void> {
+  /**
+   * Renames a task file between state directories; under strict durability both directories are synced, and with
+   * `durable` the target's is whatever the setting (the move is acknowledged to someone: a retry).
+   */
+  async move(from: string, to: string, options: { durable?: boolean } = {}): Promise<void> {
     await rename(from, to);
     this.#cameIntoPending(to);
-    if (this.durability === 'strict') {
-      await syncDirectory(path.dirname(to));
-      await syncDirectory(path.dirname(from));
+    if (this.durability === 'strict' || options.durable) await this.directorySyncs.sync(path.dirname(to));
+    if (this.durability === 'strict' && path.dirname(from) !== path.dirname(to)) {
+      await this.directorySyncs.sync(path.dirname(from));
     }
   }
 
@@ -660,7 +695,23 @@ export class FileTaskQueue implements TaskQueue {
       if (isMissing(error)) return false;
       throw error;
     }
-    if (this.durability === 'strict') await syncDirectory(path.dirname(file));
+    if (this.durability === 'strict') await this.directorySyncs.sync(path.dirname(file));
+    return true;
+  }
+
+  /**
+   * Removes a stale copy of a task (another file of its id is the current one), durably, and says so: a power cut
+   * or a hand copy left it, and running it would run the task twice.
+   */
+  async removeStaleCopy(file: string, reason: string): Promise<boolean> {
+    try {
+      await unlink(file);
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    await this.directorySyncs.sync(path.dirname(file));
+    this.logger.warn(`${path.relative(this.paths.root, file)} removed: ${reason}`);
     return true;
   }
 
@@ -694,7 +745,7 @@ export class FileTaskQueue implements TaskQueue {
       tmpDir: this.paths.tmp,
       target: target + reasonSuffix,
       text: `${reason}\n`,
-      durability: this.durability,
+      directorySyncs: this.durability === 'strict' ? this.directorySyncs : undefined,
     });
     const where = path.relative(this.paths.root, target);
     this.logger.warn(
@@ -709,7 +760,7 @@ export class FileTaskQueue implements TaskQueue {
     if (!info) return false;
     if (!info.isDirectory()) return this.removeFile(file);
     await rm(file, { recursive: true, force: true });
-    if (this.durability === 'strict') await syncDirectory(path.dirname(file));
+    if (this.durability === 'strict') await this.directorySyncs.sync(path.dirname(file));
     return true;
   }
 
@@ -720,8 +771,11 @@ export class FileTaskQueue implements TaskQueue {
    * the file holds the attempts before it), or to failed/ with `worker died` once their attempts are spent; removes
    * active/ copies of tasks whose next state was already written (done/, failed/, or pending/ for a retry); quarantines unreadable files; sweeps stale tmp/ files. Safe to run from several processes at once:
    * every move is a rename, and a rename that loses the race is skipped.
+   * Before that it puts back complete tasks a crash left in tmp/; after it, it leaves one file per task where a power
+   * cut or a hand copy left two (pending/ against the others; against done/ and failed/ too unless `periodic`, a
+   * worker's sweep every 15 s, which would otherwise list those big directories each time).
    */
-  async recover(options: { skipOwner?: string } = {}): Promise<RecoveryReport> {
+  async recover(options: { skipOwner?: string; periodic?: boolean } = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { requeued: [], failed: [], removedDuplicates: [], quarantined: [], removedTmp: 0 };
     const nowMs = this.now();
     // Only a claim of the old layout (no owner in its name) needs the finished ids: listing done/ and failed/ (tens of
@@ -737,6 +791,7 @@ export class FileTaskQueue implements TaskQueue {
       })();
       return finished;
     };
+    await this.#restoreTmp(nowMs);
     for (const fileName of await this.#names('active')) {
       try {
         await this.#recoverActive(fileName, nowMs, finishedIds, report, options);
@@ -746,9 +801,135 @@ export class FileTaskQueue implements TaskQueue {
         this.logger.warn(`recovery skipped active/${fileName}: ${(error as Error).message}`);
       }
     }
+    await this.#resolveDuplicates(report, { withFinished: options.periodic !== true });
     report.removedTmp = await this.sweepTmp(nowMs);
     await this.workers.pruneGone(nowMs);
     return report;
+  }
+
+  /**
+   * Puts back each complete task file a crash left in tmp/ before its rename: its name there says where it was
+   * going and the digest of what it holds in full (see taskTmpName), so a torn write is never taken for a task.
+   * Only once it is older than the lease: a writer renames its file moments after writing it, so one that has not
+   * by then is gone, or stalled like a gone worker. A file whose task is already there or further on (done/ or
+   * failed/, or a later version in pending/ or active/) is removed instead; a torn one is left for the tmp sweep.
+   */
+  async #restoreTmp(nowMs: number): Promise<void> {
+    for (const tmpName of await readdir(this.paths.tmp).catch(() => [])) {
+      const destination = parseTaskTmpName(tmpName);
+      const name = destination && decodeTaskName(destination.fileName);
+      if (!destination || !name) continue;
+      const file = path.join(this.paths.tmp, tmpName);
+      try {
+        const info = await lstat(file).catch(() => undefined);
+        if (!info?.isFile() || nowMs - info.mtimeMs <= this.workers.leaseMs) continue;
+        try {
+          const text = await readTaskText(file, this.maxTaskBytes);
+          if (!isCompleteTmpText(destination.digest, text)) continue;
+          this.parseTask(text, name);
+        } catch (error) {
+          if (isMissing(error) || error instanceof TaskFileError) continue;
+          throw error;
+        }
+        if (await this.#isBehind(name, destination.state)) {
+          await unlink(file).catch(ignoreMissing);
+          continue;
+        }
+        const target = path.join(this.paths[destination.state], destination.fileName);
+        await this.move(file, target, { durable: true });
+        this.logger.warn(
+          `task ${name.id} (${name.type}) put back into ${destination.state}/ from tmp/: a crash stopped its write before the rename`,
+        );
+      } catch (error) {
+        this.logger.warn(`recovery skipped tmp/${tmpName}: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** True when the task of `name`, going to `state`, is already there or further on in another file. */
+  async #isBehind(name: TaskName, state: 'pending' | 'done' | 'failed'): Promise<boolean> {
+    for (const finished of ['done', 'failed'] as const) {
+      if ((await this.#listing(finished)).byId.has(name.id)) return true;
+    }
+    if (state !== 'pending') return false;
+    for (const other of ['pending', 'active'] as const) {
+      const listing = await this.#listing(other);
+      const current = listing.decoded.get(listing.byId.get(name.id) ?? '');
+      if (current && current.readyAtMs >= name.readyAtMs) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Leaves one file per task in pending/. A power cut can keep a move and lose the claim's rename before it (a task
+   * then in pending/ and in done/, or in pending/ twice after a retry), and a hand copy does the same; each copy
+   * would run. A file in pending/ goes when its task is in done/ or failed/ (looked up only `withFinished`), or when
+   * another file of it in pending/ or active/ is a later version: a later ready time (every return to pending/ takes
+   * one), a claim of the same name, or else the greater name. Files in active/ are left to their owners and to
+   * #recoverActive.
+   */
+  async #resolveDuplicates(report: RecoveryReport, options: { withFinished: boolean }): Promise<void> {
+    // pending/ first: a retry (failed/x → pending/y) made during the listings then shows in one of them or in
+    // neither, never as a stale failed/x beside the fresh pending/y, which would remove the retried task.
+    const pending = await this.#listing('pending');
+    const active = await this.#listing('active');
+    const ids = new Set<string>();
+    let finished: Set<string> | undefined;
+    if (options.withFinished) {
+      finished = new Set();
+      for (const state of ['done', 'failed'] as const) {
+        for (const id of (await this.#listing(state)).byId.keys()) finished.add(id);
+      }
+    }
+    if (pending.duplicates || finished !== undefined) {
+      const seen = new Set<string>();
+      for (const name of pending.decoded.values()) {
+        if (seen.has(name.id) || finished?.has(name.id)) ids.add(name.id);
+        seen.add(name.id);
+      }
+    }
+    for (const name of active.decoded.values()) if (pending.byId.has(name.id)) ids.add(name.id);
+    if (ids.size === 0) return;
+    interface Copy {
+      fileName: string;
+      name: TaskName;
+      active: boolean;
+    }
+    const later = (left: Copy, right: Copy) =>
+      left.name.readyAtMs !== right.name.readyAtMs
+        ? left.name.readyAtMs > right.name.readyAtMs
+        : left.active !== right.active
+          ? left.active
+          : left.fileName > right.fileName;
+    const latest = new Map<string, Copy>();
+    const copies: Copy[] = [];
+    const offer = (copy: Copy) => {
+      const current = latest.get(copy.name.id);
+      if (!current || later(copy, current)) latest.set(copy.name.id, copy);
+    };
+    for (const [fileName, name] of active.decoded) if (ids.has(name.id)) offer({ fileName, name, active: true });
+    for (const [fileName, name] of pending.decoded) {
+      if (!ids.has(name.id)) continue;
+      const copy = { fileName, name, active: false };
+      copies.push(copy);
+      offer(copy);
+    }
+    for (const copy of copies) {
+      const current = latest.get(copy.name.id);
+      const reason = finished?.has(copy.name.id)
+        ? `task ${copy.name.id} (${copy.name.type}) is finished already (in done/ or failed/); a power cut or a copy left this one`
+        : current !== undefined && current !== copy
+          ? `a later version of task ${copy.name.id} (${copy.name.type}) is ${current.active ? 'active' : 'pending'}/${current.fileName}; a power cut or a copy left this one`
+          : undefined;
+      if (reason === undefined) continue;
+      try {
+        if (await this.removeStaleCopy(path.join(this.paths.pending, copy.fileName), reason)) {
+          report.removedDuplicates.push(copy.name.id);
+        }
+      } catch (error) {
+        this.logger.warn(`recovery skipped pending/${copy.fileName}: ${(error as Error).message}`);
+      }
+    }
   }
 
   /** One entry of active/ in a recovery pass. */
@@ -1058,8 +1239,13 @@ function addName(listing: StateListing, state: TaskState, fileName: string, know
     return;
   }
   listing.decoded.set(fileName, name);
-  if (listing.byId.has(name.id) || listing.byFingerprint.has(name.fingerprint)) listing.duplicates = true;
-  listing.byId.set(name.id, fileName);
+  const other = listing.byId.get(name.id);
+  if (other !== undefined || listing.byFingerprint.has(name.fingerprint)) listing.duplicates = true;
+  // Two files of one id (a power cut's leftover until recovery removes one): the index names the later version.
+  const otherName = other === undefined ? undefined : listing.decoded.get(other);
+  if (other === undefined || otherName === undefined || isLaterVersion(fileName, name, other, otherName)) {
+    listing.byId.set(name.id, fileName);
+  }
   listing.byFingerprint.set(name.fingerprint, name.id);
 }
 

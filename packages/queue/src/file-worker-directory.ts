@@ -68,7 +68,6 @@ export class FileWorkerDirectory implements WorkerDirectory {
     await writeFileDurably({
       tmpDir: this.#options.tmpDir,
       target: this.#file(owner.id),
-      durability: 'os',
       text: stringify({
         id: owner.id,
         pid: owner.pid,
@@ -142,7 +141,6 @@ export class FileWorkerDirectory implements WorkerDirectory {
     await writeFileDurably({
       tmpDir: this.#options.tmpDir,
       target: path.join(this.#options.directory, `${ownerId}${metricsSuffix}`),
-      durability: 'os',
       text: `${JSON.stringify(snapshot)}\n`,
     });
   }

@@ -124,7 +124,11 @@ export function emptyQueueStats(): QueueStats {
 export interface RecoveryReport {
   requeued: string[];
   failed: string[];
-  /** Active copies of tasks that had already finished (a crash between the two steps of completing). */
+  /**
+   * Stale copies of tasks that another file holds at a later step: active/ copies of tasks already finished or back
+   * in pending/ (a crash between the two steps of leaving active/), and pending/ copies that a power cut or a hand
+   * copy left beside the task's current file.
+   */
   removedDuplicates: string[];
   quarantined: string[];
   removedTmp: number;

@@ -1,13 +1,14 @@
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { taskTmpName } from './durable-write.ts';
 import { maxWorkerIdLength, reasonSuffix } from './file-layout.ts';
 import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskQueue, type FileTaskQueueOptions } from './file-task-queue.ts';
 import { newWorkerOwner } from './file-worker-directory.ts';
 import { newTaskId } from './task-id.ts';
-import { encodeTaskName, maxTaskTypeLength } from './task-name.ts';
+import { decodeTaskName, encodeTaskName, maxTaskTypeLength } from './task-name.ts';
 
 let directory: string;
 const consumers: FileTaskConsumer[] = [];
@@ -533,5 +534,103 @@ describe('retention', () => {
     expect(await queue.prune()).toEqual({ done: 1, failed: 1 });
     expect(await names('done')).toEqual([]);
     expect(await names('failed')).toEqual([failedOld]);
+  });
+});
+
+describe('two files of one task', () => {
+  it('claims a task copied to a name 1 ms later once, removes the older copy, and records its outcome', async () => {
+    const { queue, consumer, logs } = await setup();
+    const enqueued = await queue.enqueue({ type: 'a.b', payload: { n: 1 }, readyAtMs: Date.now() - 1_000 });
+    if (enqueued.status !== 'enqueued') throw new Error('not enqueued');
+    const [original = ''] = await names('pending');
+    const name = decodeTaskName(original);
+    if (!name) throw new Error(`not a task name: ${original}`);
+    const copy = encodeTaskName({ ...name, readyAtMs: name.readyAtMs + 1 });
+    await copyFile(path.join(directory, 'pending', original), path.join(directory, 'pending', copy));
+
+    await consumer.rescan();
+    const claims = [];
+    for (let claimed = await consumer.claim(); claimed; claimed = await consumer.claim()) claims.push(claimed);
+    expect(claims.map((claimed) => claimed.id)).toEqual([enqueued.task.id]);
+    for (const claimed of claims) await consumer.complete(claimed, 'ok');
+
+    expect(await names('pending')).toEqual([]);
+    // Nothing left in active/: `work --exit-when-idle` can exit.
+    expect(await names('active')).toEqual([]);
+    expect(await names('done')).toEqual([copy]);
+    expect(await queue.isIdle()).toBe(true);
+    expect(logs.some((line) => line.startsWith('warn: pending/') && line.includes('a later version'))).toBe(true);
+  });
+
+  it('records each outcome when one consumer holds two claims of one task', async () => {
+    const { queue, consumer } = await setup();
+    await queue.enqueue({ type: 'a.b', readyAtMs: Date.now() - 1_000 });
+    await consumer.rescan();
+    const first = await consumer.claim();
+    if (!first) throw new Error('nothing claimed');
+    // A copy of the task's file comes into pending/ under a later name while the first claim runs.
+    const name = decodeTaskName(consumer.fileOf(first).fileName);
+    if (!name) throw new Error('not a task name');
+    const copy = encodeTaskName({ ...name, readyAtMs: name.readyAtMs + 1 });
+    await copyFile(consumer.fileOf(first).path, path.join(directory, 'pending', copy));
+    await consumer.rescan();
+    const second = await consumer.claim();
+    expect(second?.id).toBe(first.id);
+    if (!second) throw new Error('nothing claimed');
+    await consumer.complete(first, 'one');
+    await consumer.complete(second, 'two');
+    expect(await names('active')).toEqual([]);
+  });
+
+  it('resolves a task in pending/ twice, or in pending/ and done/, to one file at recovery', async () => {
+    const { queue, logs } = await setup();
+    await queue.enqueue({ type: 'a.b', payload: { n: 1 }, readyAtMs: Date.now() - 1_000 });
+    await queue.enqueue({ type: 'a.b', payload: { n: 2 }, readyAtMs: Date.now() - 1_000 });
+    const [twice = '', finished = ''] = (await names('pending')).sort();
+    const name = decodeTaskName(twice);
+    if (!name) throw new Error('not a task name');
+    // A lost claim rename and a requeue that persisted: the requeued version is the later name.
+    const requeued = encodeTaskName({ ...name, readyAtMs: name.readyAtMs + 30_000 });
+    await copyFile(path.join(directory, 'pending', twice), path.join(directory, 'pending', requeued));
+    // A lost claim rename and a completion that persisted.
+    await copyFile(path.join(directory, 'pending', finished), path.join(directory, 'done', finished));
+
+    const report = await queue.recover();
+    expect(report.removedDuplicates.sort()).toEqual([name.id, decodeTaskName(finished)?.id].sort());
+    expect(await names('pending')).toEqual([requeued]);
+    expect(await names('done')).toEqual([finished]);
+    expect(logs.filter((line) => line.startsWith('warn: pending/')).length).toBe(2);
+    // The index of pending/ offers the later version.
+    expect((await queue.get(name.id))?.location.endsWith(`/pending/${requeued}`)).toBe(true);
+  });
+});
+
+describe('tmp/ after a crash', () => {
+  it('puts a complete task a crash left in tmp/ back into pending/ once its writer is gone, and sweeps torn ones', async () => {
+    let nowMs = Date.now();
+    const { queue, consumer, logs } = await setup({ now: () => nowMs });
+    const fileName = nameFor('a.b');
+    const name = decodeTaskName(fileName);
+    if (!name) throw new Error('not a task name');
+    const text = `id: ${name.id}\ntype: a.b\npayload: {n: 1}\n`;
+    await writeFile(path.join(directory, 'tmp', taskTmpName('pending', fileName, text)), text);
+    // A write the crash cut short: empty, or part of it (which may parse, and is still not the task).
+    const torn = [taskTmpName('pending', nameFor('a.b'), text), taskTmpName('pending', nameFor('a.b'), text)];
+    await writeFile(path.join(directory, 'tmp', torn[0] ?? ''), '');
+    await writeFile(path.join(directory, 'tmp', torn[1] ?? ''), text.slice(0, text.indexOf('payload')));
+    // Its writer may still be about to rename it.
+    await queue.recover();
+    expect(await names('pending')).toEqual([]);
+    nowMs += 61_000;
+    await queue.recover();
+    expect(await names('pending')).toEqual([fileName]);
+    expect(await readFile(path.join(directory, 'pending', fileName), 'utf8')).toBe(text);
+    expect((await names('tmp')).sort()).toEqual([...torn].sort());
+    expect(logs.some((line) => line.includes('put back into pending/ from tmp/'))).toBe(true);
+    await consumer.rescan();
+    expect((await consumer.claim())?.id).toBe(name.id);
+    nowMs += 3_600_000;
+    await queue.recover();
+    expect(await names('tmp')).toEqual([]);
   });
 });

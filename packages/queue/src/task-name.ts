@@ -80,3 +80,13 @@ export function requeuedTaskName(name: TaskName, readyAtMs: number): { name: Tas
 export function idMarker(id: string): string {
   return `_${id}--`;
 }
+
+/**
+ * Whether `fileName` holds a later version of its task than `otherFileName` (two files of one id, which only a power
+ * cut or a hand copy leaves): every return to pending/ takes a strictly later ready time, so the later ready time is
+ * the later version; equal ones are told apart by name, so every process picks the same file.
+ */
+export function isLaterVersion(fileName: string, name: TaskName, otherFileName: string, other: TaskName): boolean {
+  if (name.readyAtMs !== other.readyAtMs) return name.readyAtMs > other.readyAtMs;
+  return fileName > otherFileName;
+}

@@ -108,7 +108,7 @@ export async function queueRecoverCommand(options: QueueCommandOptions): Promise
   const lines = [
     `returned to pending: ${report.requeued.length}`,
     `failed (attempts spent): ${report.failed.length}`,
-    `duplicates removed from active/: ${report.removedDuplicates.length}`,
+    `stale copies removed (a task in two files): ${report.removedDuplicates.length}`,
     `unreadable files moved to failed/: ${report.quarantined.length}`,
     `stale tmp/ files removed: ${report.removedTmp}`,
   ];

@@ -46,6 +46,17 @@ export class NameHeap {
     return top;
   }
 
+  /** Removes one item wherever it is (O(n): only for the rare file superseded by another of its task). */
+  delete(item: string): boolean {
+    const items = this.#items;
+    const index = items.indexOf(item);
+    if (index < 0) return false;
+    const rest = items.filter((_, position) => position !== index);
+    items.length = 0;
+    for (const kept of rest) this.push(kept);
+    return true;
+  }
+
   clear(): void {
     this.#items.length = 0;
   }

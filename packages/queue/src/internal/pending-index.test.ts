@@ -52,4 +52,25 @@ describe('PendingIndex', () => {
       ),
     );
   });
+
+  it('holds one name per task id, the later version, and hands the other over to be removed', () => {
+    const id = '01m81zbz7e0rvw1d46qzvhsksj';
+    const name = { priority: 5, readyAtMs: baseMs, id, fingerprint: '0000000000000000', type: 'email.inbox.check' };
+    const first = encodeTaskName(name);
+    const copy = encodeTaskName({ ...name, readyAtMs: baseMs + 1 });
+    const other = encodeTaskName({ ...name, id: '01m81zbz7e0rvw1d46qzvhsksk' });
+    const index = new PendingIndex();
+    index.reset([first, other]);
+    expect(index.add(copy)).toBe(true);
+    expect(index.add(first)).toBe(false);
+    expect(index.takeSuperseded()).toEqual([first, first]);
+    expect(index.count('email.inbox.check')).toBe(2);
+    const taken = [index.takeReady(baseMs + 10), index.takeReady(baseMs + 10), index.takeReady(baseMs + 10)];
+    expect(taken).toEqual([other, copy, undefined]);
+    // A listing that holds both keeps the later one too, whatever the order.
+    index.reset([copy, first]);
+    expect(index.takeSuperseded()).toEqual([first]);
+    expect(index.takeReady(baseMs + 10)).toBe(copy);
+    expect(index.takeReady(baseMs + 10)).toBeUndefined();
+  });
 });

@@ -1,4 +1,4 @@
-import { decodeTaskName } from '../task-name.ts';
+import { decodeTaskName, isLaterVersion } from '../task-name.ts';
 import { NameHeap } from './name-heap.ts';
 
 /**
@@ -7,13 +7,18 @@ import { NameHeap } from './name-heap.ts';
  * pass over types the worker is not taking now (a full lane, an open breaker) without popping their names. It may
  * hold names that another worker has since claimed (the claim's rename then fails with ENOENT and the name is
  * dropped) and may miss names until the watcher reports them or the next rescan; it never decides anything on its
- * own.
+ * own. It holds one name per task id: of two files of one task (a power cut's or a hand copy's leftover) it keeps the
+ * later version and hands the other to the consumer to remove, so one task is never claimed twice.
  */
 export class PendingIndex {
   /** By priority digit, then by task type. A type's heap is removed once it is empty, so scans stay short. */
   readonly #heaps = Array.from({ length: 10 }, () => new Map<string, NameHeap>());
   readonly #known = new Set<string>();
   readonly #counts = new Map<string, number>();
+  /** The indexed name of each task id. */
+  readonly #byId = new Map<string, string>();
+  /** Names set aside for a later version of their task, until the consumer takes them to remove them. */
+  #superseded: string[] = [];
 
   get size(): number {
     return this.#known.size;
@@ -29,9 +34,20 @@ export class PendingIndex {
     if (this.#known.has(fileName)) return false;
     const name = decodeTaskName(fileName);
     if (!name) return false;
-    this.#known.add(fileName);
     const byType = this.#heaps[name.priority];
     if (!byType) return false;
+    const other = this.#byId.get(name.id);
+    const otherName = other === undefined ? undefined : decodeTaskName(other);
+    if (other !== undefined && otherName !== undefined) {
+      if (!isLaterVersion(fileName, name, other, otherName)) {
+        this.#superseded.push(fileName);
+        return false;
+      }
+      this.#remove(other, otherName.priority, otherName.type);
+      this.#superseded.push(other);
+    }
+    this.#known.add(fileName);
+    this.#byId.set(name.id, fileName);
     let heap = byType.get(name.type);
     if (!heap) {
       heap = new NameHeap();
@@ -42,11 +58,34 @@ export class PendingIndex {
     return true;
   }
 
+  /** Names set aside since the last call because a later version of their task is indexed: stale copies. */
+  takeSuperseded(): string[] {
+    const taken = this.#superseded;
+    this.#superseded = [];
+    return taken;
+  }
+
+  #remove(fileName: string, priority: number, type: string): void {
+    const byType = this.#heaps[priority];
+    const heap = byType?.get(type);
+    if (!byType || !heap?.delete(fileName)) return;
+    if (heap.size === 0) byType.delete(type);
+    this.#known.delete(fileName);
+    this.#uncount(type);
+  }
+
+  #uncount(type: string): void {
+    const left = (this.#counts.get(type) ?? 1) - 1;
+    if (left > 0) this.#counts.set(type, left);
+    else this.#counts.delete(type);
+  }
+
   /** Replaces the whole view with a fresh directory listing. */
   reset(fileNames: Iterable<string>): void {
     for (const byType of this.#heaps) byType.clear();
     this.#known.clear();
     this.#counts.clear();
+    this.#byId.clear();
     for (const fileName of fileNames) this.add(fileName);
   }
 
@@ -76,9 +115,8 @@ export class PendingIndex {
       bestHeap.pop();
       if (bestHeap.size === 0) byType.delete(bestType);
       this.#known.delete(best);
-      const left = (this.#counts.get(bestType) ?? 1) - 1;
-      if (left > 0) this.#counts.set(bestType, left);
-      else this.#counts.delete(bestType);
+      if (name && this.#byId.get(name.id) === best) this.#byId.delete(name.id);
+      this.#uncount(bestType);
       return best;
     }
     return undefined;
