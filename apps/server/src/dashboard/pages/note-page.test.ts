@@ -111,4 +111,30 @@ describe('note page', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('This folder is empty.');
   });
+
+  it('answers a name over 255 bytes with 400 naming the limit, on the page, the save, the folder view and the API', async () => {
+    const { app } = await server();
+    await using _app = app;
+    const authorization = `Bearer ${token}`;
+    // 128 two-byte letters: 256 bytes.
+    const long = encodeURIComponent('é'.repeat(128));
+    const answers = [
+      await app.inject({ method: 'GET', url: `/notes/mail/${long}.md`, headers: { authorization } }),
+      await app.inject({ method: 'GET', url: `/notes/${long}/a.md?edit`, headers: { authorization } }),
+      await app.inject({ method: 'GET', url: `/notes?folder=${long}`, headers: { authorization } }),
+      await app.inject({ method: 'GET', url: `/notes?folder=${long}&q=x`, headers: { authorization } }),
+      await app.inject({
+        method: 'POST',
+        url: `/notes/mail/${long}.md`,
+        headers: { ...form, authorization },
+        payload: new URLSearchParams({ frontmatter: 'a: 1\n', body: '', version: '0'.repeat(64) }).toString(),
+      }),
+      await app.inject({ method: 'GET', url: `/api/notes/mail/${long}.md`, headers: { authorization } }),
+      await app.inject({ method: 'GET', url: `/api/notes?path=${long}`, headers: { authorization } }),
+    ];
+    for (const answer of answers) {
+      expect(answer.statusCode, answer.body).toBe(400);
+      expect(answer.body).toContain('at most 255 bytes');
+    }
+  });
 });
