@@ -48,16 +48,23 @@ export function csrfField(request: FastifyRequest): SafeHtml {
  */
 export function renderPage(options: PageOptions): string {
   const { request } = options;
+  const session = sessionOf(request);
   const csrf = csrfTokenOf(request);
   const headers = csrf === '' ? undefined : JSON.stringify({ 'x-csrf-token': csrf });
   const nav = dashboardSections.map(
     (section) =>
       html`<li><a href="${section.href}"${section.id === options.section ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
   );
-  const logout = sessionOf(request)
+  const logout = session
     ? html`<form method="post" action="/logout" class="logout">${csrfField(request)}<button type="submit" class="link">Log out</button></form>`
     : '';
-  const liveAttributes = options.live ? html` hx-ext="sse" sse-connect="${options.live}"` : '';
+  // An EventSource cannot send the origin key's header: the stream takes the session's stream token in its query,
+  // which this page (served only to a request with the key) is the one place to find (decision 0023).
+  const live =
+    options.live && session
+      ? `${options.live}${options.live.includes('?') ? '&' : '?'}stream_token=${session.streamToken}`
+      : options.live;
+  const liveAttributes = live ? html` hx-ext="sse" sse-connect="${live}"` : '';
   return `<!doctype html>\n${html`<html lang="en">
 <head>
 <meta charset="utf-8">
@@ -67,6 +74,7 @@ export function renderPage(options: PageOptions): string {
 <title>${options.title} · Assistant</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">
+<script src="${assetUrl('session.js')}" defer></script>
 <script src="${assetUrl('htmx.min.js')}" defer></script>
 <script src="${assetUrl('sse.min.js')}" defer></script>
 <script src="${assetUrl('dashboard.js')}" defer></script>

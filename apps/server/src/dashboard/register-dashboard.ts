@@ -21,7 +21,7 @@ import { registerTasksPage } from './pages/tasks-page.ts';
 const require = createRequire(import.meta.url);
 
 /** The files `/assets/` serves, and nothing else: ours, htmx and its SSE extension. */
-const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/htmx.min.js', '/sse.min.js']);
+const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/session.js', '/htmx.min.js', '/sse.min.js']);
 
 /**
  * The web dashboard at `/`: server-rendered pages (readable without JavaScript), htmx for actions and for the live
@@ -67,6 +67,7 @@ export function registerDashboard(
   dashboardRoute(app, {
     method: 'GET',
     url: '/live',
+    eventStream: true,
     handler: (request, reply) => context.live.serve(request, reply, context.signal),
   });
   registerLoginPage(app, context, options.apiToken);
