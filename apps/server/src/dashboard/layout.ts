@@ -2,6 +2,7 @@ import { assistantVersion } from '@assistant/process';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { csrfTokenOf, sessionOf } from './dashboard-auth.ts';
 import { html, type SafeHtml } from './html.ts';
+import { pageHead } from './page-head.ts';
 
 const dashboardSections = [
   { id: 'overview', href: '/', label: 'Overview' },
@@ -29,11 +30,6 @@ export interface PageOptions {
    * `throttle:` drops it). @default no live parts
    */
   live?: string;
-}
-
-/** Versioned asset URLs, cached for a long time by the browser: a new release changes the URL. */
-function assetUrl(name: string): string {
-  return `/assets/${name}?v=${encodeURIComponent(assistantVersion)}`;
 }
 
 /** The hidden CSRF field every form of a page carries. */
@@ -66,19 +62,7 @@ export function renderPage(options: PageOptions): string {
       : options.live;
   const liveAttributes = live ? html` hx-ext="sse" sse-connect="${live}"` : '';
   return `<!doctype html>\n${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>
-<title>${options.title} · Assistant</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="${assetUrl('dashboard.css')}">
-<script src="${assetUrl('session.js')}" defer></script>
-<script src="${assetUrl('htmx.min.js')}" defer></script>
-<script src="${assetUrl('sse.min.js')}" defer></script>
-<script src="${assetUrl('dashboard.js')}" defer></script>
-</head>
+${pageHead({ title: `${options.title} · Assistant` })}
 <body${headers ? html` hx-headers="${headers}"` : ''}${liveAttributes}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">

@@ -1,18 +1,13 @@
-import { assistantVersion } from '@assistant/process';
 import { html, type SafeHtml } from './html.ts';
-
-/** The versioned URL of an asset (as layout.ts makes them: a release changes the URL). */
-function assetUrl(name: string): string {
-  return `/assets/${name}?v=${encodeURIComponent(assistantVersion)}`;
-}
+import { assetUrl, pageHead } from './page-head.ts';
 
 /**
  * A page of its own for the login's two steps (decision 0023): what `<html>` carries tells session.js what to do. Not
  * the layout's page: these carry no navigation, no data and no CSRF token.
  */
-function sessionPage(options: { attributes: SafeHtml; body: SafeHtml }): string {
+function sessionPage(options: { attributes: SafeHtml; body: SafeHtml; head?: SafeHtml }): string {
   return `<!doctype html>\n${html`<html lang="en"${options.attributes}>
-<head>
+${options.head ?? html`<head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
@@ -20,7 +15,7 @@ function sessionPage(options: { attributes: SafeHtml; body: SafeHtml }): string 
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">
 <script src="${assetUrl('session.js')}" defer></script>
-</head>
+</head>`}
 <body>
 <main id="main">
 ${options.body}
@@ -41,6 +36,8 @@ every port of this host receives, opens nothing.</p></noscript>`;
 export function bootstrapPage(): string {
   return sessionPage({
     attributes: html` data-assistant-session="load"`,
+    // The page's own head: session.js swaps the page's body in and has htmx process it, with the page's scripts.
+    head: pageHead({ title: 'Assistant' }),
     body: html`<p id="session-status" class="muted" role="status">Loading…</p>
 ${withoutScript}`,
   });

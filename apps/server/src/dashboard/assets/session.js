@@ -42,38 +42,8 @@
     return;
   }
 
-  if (step === 'load') {
-    const key = readKey();
-    if (!key) {
-      toLogin();
-      return;
-    }
-    const status = (text) => {
-      const element = document.getElementById('session-status');
-      if (element) element.textContent = text;
-    };
-    fetch(location.href, { headers: { [header]: key }, credentials: 'same-origin', cache: 'no-store' })
-      .then(async (response) => {
-        if (response.status === 401) {
-          // The key is not this login's (logged in again elsewhere, or logged out): the login page gives a new one.
-          forgetKey();
-          toLogin();
-          return;
-        }
-        const text = await response.text();
-        const hash = location.hash;
-        // A redirect the fetch followed (a folder to its listing, a lost login to /login) is where the tab now is.
-        if (response.redirected) history.replaceState(null, '', `${response.url}${hash}`);
-        document.open();
-        document.write(text);
-        document.close();
-        if (hash.length > 1) document.getElementById(decodeURIComponent(hash.slice(1)))?.scrollIntoView();
-      })
-      .catch(() => status('The server did not answer; is it running? Reload to try again.'));
-    return;
-  }
-
-  // A page of the dashboard: every htmx request carries the key, the history restores htmx makes too.
+  // A page of the dashboard, or the bootstrap page that loads one: every htmx request carries the key, the history
+  // restores htmx makes too.
   document.addEventListener('htmx:configRequest', (event) => {
     const key = readKey();
     if (key) event.detail.headers[header] = key;
@@ -86,4 +56,43 @@
   document.addEventListener('submit', (event) => {
     if (event.target instanceof HTMLFormElement && event.target.getAttribute('action') === '/logout') forgetKey();
   });
+
+  if (step === 'load') {
+    // The bootstrap page: the same URL again, with the key, and its body swapped in for this one. Not document.write:
+    // the page's scripts are this page's already (same head), and htmx processes the new body once it is in.
+    const key = readKey();
+    if (!key) {
+      toLogin();
+      return;
+    }
+    const status = (text) => {
+      const element = document.getElementById('session-status');
+      if (element) element.textContent = text;
+    };
+    const ready = new Promise((resolve) => {
+      if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', resolve, { once: true });
+      else resolve();
+    });
+    fetch(location.href, { headers: { [header]: key }, credentials: 'same-origin', cache: 'no-store' })
+      .then(async (response) => {
+        if (response.status === 401) {
+          // The key is not this login's (logged in again elsewhere, or logged out): the login page gives a new one.
+          forgetKey();
+          toLogin();
+          return;
+        }
+        const text = await response.text();
+        await ready;
+        const hash = location.hash;
+        // A redirect the fetch followed (a folder to its listing, a lost login to /login) is where the tab now is.
+        if (response.redirected) history.replaceState(null, '', `${response.url}${hash}`);
+        const parsed = new DOMParser().parseFromString(text, 'text/html');
+        document.title = parsed.title;
+        delete root.dataset.assistantSession;
+        document.body.replaceWith(document.adoptNode(parsed.body));
+        if (window.htmx) window.htmx.process(document.body);
+        if (hash.length > 1) document.getElementById(decodeURIComponent(hash.slice(1)))?.scrollIntoView();
+      })
+      .catch(() => status('The server did not answer; is it running? Reload to try again.'));
+  }
 })();

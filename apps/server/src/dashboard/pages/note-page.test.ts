@@ -57,7 +57,12 @@ describe('note page', () => {
       frontmatter: '# mine\r\nstatus: done\r\n',
       body: '\r\n# Title\r\n',
     }).toString();
-    const saved = await app.inject({ method: 'POST', url: '/notes/mail/a.md', headers: { ...form, ...cookie }, payload });
+    const saved = await app.inject({
+      method: 'POST',
+      url: '/notes/mail/a.md',
+      headers: { ...form, ...cookie },
+      payload,
+    });
     expect(saved.statusCode).toBe(303);
     expect(saved.headers.location).toBe('/notes/mail/a.md?saved');
     expect(await readFile(file, 'utf8')).toBe('---\n# mine\nstatus: done\n---\n\n# Title\n');
