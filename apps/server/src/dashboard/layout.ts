@@ -39,8 +39,8 @@ export function csrfField(request: FastifyRequest): SafeHtml {
 
 /**
  * A whole page: semantic landmarks, a skip link, the navigation, and the scripts (htmx, its SSE extension and ours,
- * all from /assets: the CSP allows no inline script or style). Without JavaScript every page still reads and every
- * form still posts.
+ * all from /assets: the CSP allows no inline script or style). A browser gets it through the bootstrap page, with the
+ * login's origin key (decision 0023); its forms still post as plain forms.
  */
 export function renderPage(options: PageOptions): string {
   const { request } = options;
