@@ -167,7 +167,7 @@ export function followBootstrap(page: Page): void {
 }
 
 /** Resolves once the page is not the bootstrap page (nor the login's own answer, which moves on by itself). */
-export async function waitForDashboardPage(page: Page): Promise<void> {
+async function waitForDashboardPage(page: Page): Promise<void> {
   await page.waitForFunction(() => document.documentElement.dataset.assistantSession === undefined, undefined, {
     timeout: 20_000,
   });

@@ -7,7 +7,7 @@ export class NotePathError extends Error {
 }
 
 /** The most bytes (UTF-8) one name in a note path may have: what Linux, macOS and Windows file systems take. */
-export const maxNoteNameBytes = 255;
+const maxNoteNameBytes = 255;
 /** The most bytes a whole resolved path may have (Linux's PATH_MAX, with its NUL). */
 const maxResolvedPathBytes = 4095;
 

@@ -7,7 +7,9 @@ import { assetUrl, pageHead } from './page-head.ts';
  */
 function sessionPage(options: { attributes: SafeHtml; body: SafeHtml; head?: SafeHtml }): string {
   return `<!doctype html>\n${html`<html lang="en"${options.attributes}>
-${options.head ?? html`<head>
+${
+  options.head ??
+  html`<head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
@@ -15,7 +17,8 @@ ${options.head ?? html`<head>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl('dashboard.css')}">
 <script src="${assetUrl('session.js')}" defer></script>
-</head>`}
+</head>`
+}
 <body>
 <main id="main">
 ${options.body}
