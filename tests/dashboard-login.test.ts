@@ -82,7 +82,7 @@ describe('dashboard login', () => {
         response.end('ok');
         return;
       }
-      seen.cookie = request.headers.cookie;
+      if (request.headers.cookie !== undefined) seen.cookie = request.headers.cookie;
       response.setHeader('set-cookie', 'assistant_session=junk; Path=/approvals; HttpOnly');
       response.setHeader('content-type', 'text/html');
       response.end(

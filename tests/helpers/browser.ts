@@ -168,9 +168,13 @@ export function followBootstrap(page: Page): void {
 
 /** Resolves once the page is not the bootstrap page (nor the login's own answer, which moves on by itself). */
 async function waitForDashboardPage(page: Page): Promise<void> {
-  await page.waitForFunction(() => document.documentElement.dataset.assistantSession === undefined, undefined, {
-    timeout: 20_000,
-  });
+  await page.waitForFunction(
+    () =>
+      (globalThis as unknown as { document: { documentElement: { dataset: Record<string, string | undefined> } } })
+        .document.documentElement.dataset.assistantSession === undefined,
+    undefined,
+    { timeout: 20_000 },
+  );
 }
 
 /** How far the page scrolls sideways (0 when it fits its window): a page must fit 360 px without it. */
