@@ -69,9 +69,11 @@
       const element = document.getElementById('session-status');
       if (element) element.textContent = text;
     };
+    // After the load event, so htmx has set itself up on this page (on DOMContentLoaded) before the swap: it then
+    // processes the new body once, from here, and opens its live stream once.
     const ready = new Promise((resolve) => {
-      if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', resolve, { once: true });
-      else resolve();
+      if (document.readyState === 'complete') resolve();
+      else window.addEventListener('load', resolve, { once: true });
     });
     fetch(location.href, { headers: { [header]: key }, credentials: 'same-origin', cache: 'no-store' })
       .then(async (response) => {
