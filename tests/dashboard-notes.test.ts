@@ -119,7 +119,8 @@ describe('dashboard notes', () => {
     await expectAccessible(page, 'the notes root');
     await page.getByRole('link', { name: 'mail/' }).click();
     await page.getByRole('link', { name: 'inbox/' }).click();
-    expect(new URL(page.url()).searchParams.get('folder')).toBe('mail/inbox');
+    // Waits for the page itself, not the bootstrap page that loads it (decision 0023; the helper's waitForURL).
+    await page.waitForURL((url) => url.searchParams.get('folder') === 'mail/inbox');
     const rows = page.locator('table.notes-list tbody tr');
     expect(await rows.count()).toBe(3);
     expect(await rows.first().textContent()).toContain('mail/inbox/hello.md');
@@ -311,13 +312,16 @@ describe('dashboard notes', () => {
     expect(await page.locator('table.notes-list tbody tr').count()).toBe(50);
     expect(await page.getByText('Page 1 of 3').count()).toBe(1);
     await page.getByRole('link', { name: 'Next page' }).click();
+    await page.waitForURL((url) => url.searchParams.get('page') === '2');
     await page.getByRole('link', { name: 'Next page' }).click();
+    await page.waitForURL((url) => url.searchParams.get('page') === '3');
     expect(await page.locator('table.notes-list tbody tr').count()).toBe(20);
     expect(await page.locator('table.notes-list tbody tr').first().textContent()).toContain('bulk/100.md');
     // Field search: 60 match, in two pages; the pager keeps the conditions.
     await page.goto('/notes?folder=bulk&field=status=new');
     await expect.poll(() => page.locator('.match-count').textContent()).toContain('60 notes match');
     await page.getByRole('link', { name: 'Next page' }).click();
+    await page.waitForURL((url) => url.searchParams.get('page') === '2');
     expect(new URL(page.url()).searchParams.getAll('field')).toEqual(['status=new']);
     expect(await page.locator('table.notes-list tbody tr').count()).toBe(10);
     for (const url of ['/notes?folder=bulk', '/notes/mail/inbox/hello.md', '/notes/mail/inbox/hello.md?edit']) {

@@ -125,6 +125,7 @@ export async function openDashboard(
     viewport: options.narrow ? { width: 360, height: 740 } : { width: 1280, height: 800 },
   });
   const page = await context.newPage();
+  followBootstrap(page);
   const consoleErrors: string[] = [];
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push(message.text());
@@ -142,6 +143,38 @@ export async function openDashboard(
       await context.close();
     },
   };
+}
+
+/**
+ * Makes the page's navigations end where the dashboard's do (decision 0023): a page loaded in full is first the
+ * bootstrap page, whose script fetches the page again with the tab's origin key and swaps its body in. Playwright's
+ * `goto`, `reload`, `goBack`, `goForward` and `waitForURL` resolve at the bootstrap page's load; patched here, they
+ * also wait for the swap, so what a test reads next is the page and not the bootstrap.
+ */
+export function followBootstrap(page: Page): void {
+  const afterwards =
+    <Arguments extends unknown[], Result>(original: (...args: Arguments) => Promise<Result>) =>
+    async (...args: Arguments): Promise<Result> => {
+      const result = await original(...args);
+      await waitForDashboardPage(page);
+      return result;
+    };
+  page.goto = afterwards(page.goto.bind(page));
+  page.reload = afterwards(page.reload.bind(page));
+  page.goBack = afterwards(page.goBack.bind(page));
+  page.goForward = afterwards(page.goForward.bind(page));
+  page.waitForURL = afterwards(page.waitForURL.bind(page));
+}
+
+/** Resolves once the page is not the bootstrap page (nor the login's own answer, which moves on by itself). */
+async function waitForDashboardPage(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () =>
+      (globalThis as unknown as { document: { documentElement: { dataset: Record<string, string | undefined> } } })
+        .document.documentElement.dataset.assistantSession === undefined,
+    undefined,
+    { timeout: 20_000 },
+  );
 }
 
 /** How far the page scrolls sideways (0 when it fits its window): a page must fit 360 px without it. */

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { type FileHandle, link, open, rename, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A lock this old was left by a crashed writer, or by one stalled so long that it no longer counts as holding it. */
@@ -27,13 +28,27 @@ const releaseAttempts = 50;
  * `.release` file, which nothing reads.
  */
 export async function withFileLock<T>(file: string, action: () => Promise<T>): Promise<T> {
-  const lock = `${file}.lock`;
+  const lock = lockPathOf(file);
   const handle = await acquire(lock);
   try {
     return await action();
   } finally {
     await release(lock, handle);
   }
+}
+
+/** The longest name a file system takes, in bytes, and what the lock adds to it (`.lock.<12 hex>.release`). */
+const maxNameBytes = 255;
+const lockSuffixBytes = '.lock.000000000000.release'.length;
+
+/**
+ * `{file}.lock`; for a file whose name leaves no room for the lock's own suffixes (a name of more than 229 bytes),
+ * `.{hash of the name}.lock` beside it instead, so every name the file system takes can be locked.
+ */
+function lockPathOf(file: string): string {
+  const name = path.basename(file);
+  if (Buffer.byteLength(name, 'utf8') + lockSuffixBytes <= maxNameBytes) return `${file}.lock`;
+  return path.join(path.dirname(file), `.${createHash('sha256').update(name).digest('hex').slice(0, 32)}.lock`);
 }
 
 async function acquire(lock: string): Promise<FileHandle> {

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NotePathError } from './note-path.ts';
+import { NoteNameTooLongError, NotePathError } from './note-path.ts';
 import { BrokenNoteError, FileNoteStore, NoteConflictError } from './note-store.ts';
 import { describeNoteStoreContract } from './testing/index.ts';
 
@@ -118,6 +118,26 @@ describe('FileNoteStore', () => {
     expect(found.map((note) => note.path)).toEqual(['good.md']);
     expect(reported).toEqual(['broken.md']);
     expect(await readFile(path.join(root, 'broken.md'), 'utf8')).toBe(broken);
+  });
+
+  it('refuses a name over 255 bytes as a bad path naming the limit, on every operation, before the file system does', async () => {
+    // 128 two-byte letters: 128 characters, 256 bytes.
+    const long = 'é'.repeat(128);
+    for (const notePath of [`${long}.md`, `${long}/a.md`, `a/${'x'.repeat(256)}`]) {
+      await expect(store.read(notePath), notePath).rejects.toThrow(NoteNameTooLongError);
+      await expect(store.read(notePath), notePath).rejects.toThrow(/at most 255 bytes/);
+    }
+    await expect(store.create(`${long}.md`, { data: { a: 1 } })).rejects.toBeInstanceOf(NotePathError);
+    await expect(store.listFolder(long)).rejects.toBeInstanceOf(NotePathError);
+    await expect(store.list(long)).rejects.toBeInstanceOf(NotePathError);
+    // 255 bytes is a name the file system takes: it is written (its temporary file and lock have names that fit).
+    const longest = `${'x'.repeat(252)}.md`;
+    await store.create(longest, { data: { a: 1 } });
+    await store.update(longest, { set: { a: 2 } });
+    expect((await store.read(longest))?.data.a).toBe(2);
+    // A path whose names are each short enough but whose whole is over PATH_MAX is a bad path too.
+    const deep = Array.from({ length: 20 }, () => 'y'.repeat(250)).join('/');
+    await expect(store.read(`${deep}.md`)).rejects.toBeInstanceOf(NotePathError);
   });
 
   it('refuses paths that leave the notes folder, including through a symlink', async () => {

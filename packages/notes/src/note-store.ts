@@ -364,10 +364,24 @@ function changedKeys(before: Note, after: Note): string[] {
   return changed;
 }
 
+/**
+ * The note's name as its temporary file carries it: whole when the result fits the file system's 255 bytes, else cut
+ * to 200 bytes (on a character boundary), so a note of any name the file system takes can be written.
+ */
+function temporaryNameOf(name: string): string {
+  if (Buffer.byteLength(name, 'utf8') <= 200) return name;
+  let cut = '';
+  for (const character of name) {
+    if (Buffer.byteLength(cut + character, 'utf8') > 200) break;
+    cut += character;
+  }
+  return cut;
+}
+
 async function writeAtomically(file: string, text: string, options: { exclusive: boolean }): Promise<void> {
   const tmp = path.join(
     path.dirname(file),
-    `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
+    `.${temporaryNameOf(path.basename(file))}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
   );
   const handle = await open(tmp, 'wx', 0o600);
   try {

@@ -27,21 +27,33 @@ async function server() {
 
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
 
-async function login(app: Awaited<ReturnType<typeof server>>): Promise<string> {
+/** Logs in through the form: the login cookie, and the origin key the answer hands to the page's storage. */
+async function loginSession(
+  app: Awaited<ReturnType<typeof server>>,
+  next = '/tasks',
+): Promise<{ cookie: string; key: string; headers: Record<string, string> }> {
   const response = await app.inject({
     method: 'POST',
     url: '/login',
     headers: form,
-    payload: `token=${token}&next=%2Ftasks`,
+    payload: `token=${token}&next=${encodeURIComponent(next)}`,
   });
-  expect(response.statusCode).toBe(303);
-  expect(response.headers.location).toBe('/tasks');
+  expect(response.statusCode).toBe(200);
+  expect(nextOf(response.body)).toBe(next);
   const setCookie = String(response.headers['set-cookie']);
   expect(setCookie).toContain('HttpOnly');
   expect(setCookie).toContain('SameSite=Strict');
   const value = new RegExp(`${sessionCookieName}=([^;]+)`).exec(setCookie)?.[1];
   expect(value).toBeDefined();
-  return `${sessionCookieName}=${value}`;
+  const key = /data-key="([^"]+)"/.exec(response.body)?.[1] ?? '';
+  expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  const cookie = `${sessionCookieName}=${value}`;
+  return { cookie, key, headers: { cookie, 'x-assistant-key': key } };
+}
+
+/** Where a login's answer sends the browser next (session.js reads `data-next`). */
+function nextOf(body: string): string | undefined {
+  return /data-next="([^"]*)"/.exec(body)?.[1]?.replaceAll('&amp;', '&');
 }
 
 describe('dashboard auth', () => {
@@ -50,8 +62,8 @@ describe('dashboard auth', () => {
     const anonymous = await app.inject({ method: 'GET', url: '/tasks?state=failed' });
     expect(anonymous.statusCode).toBe(303);
     expect(anonymous.headers.location).toBe('/login?next=%2Ftasks%3Fstate%3Dfailed');
-    const cookie = await login(app);
-    const page = await app.inject({ method: 'GET', url: '/', headers: { cookie } });
+    const { headers } = await loginSession(app);
+    const page = await app.inject({ method: 'GET', url: '/', headers });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.headers['content-security-policy']).toBe(contentSecurityPolicy);
@@ -71,15 +83,15 @@ describe('dashboard auth', () => {
       headers: { cookie: `${sessionCookieName}=v1.AAAAAAAAAAAAAAAAAAAAAAAA.99999999999999.${'A'.repeat(43)}` },
     });
     expect(forged.statusCode).toBe(303);
-    const cookie = await login(app);
-    const api = await app.inject({ method: 'GET', url: '/api/tasks', headers: { cookie } });
+    const { headers } = await loginSession(app);
+    const api = await app.inject({ method: 'GET', url: '/api/tasks', headers });
     expect(api.statusCode).toBe(401);
   });
 
   it('requires the CSRF token on a form post made with the cookie, and ends the session at logout', async () => {
     await using app = await server();
-    const cookie = await login(app);
-    const page = await app.inject({ method: 'GET', url: '/', headers: { cookie } });
+    const { cookie, headers } = await loginSession(app);
+    const page = await app.inject({ method: 'GET', url: '/', headers });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
     expect(csrf).toBeDefined();
     const without = await app.inject({ method: 'POST', url: '/logout', headers: { ...form, cookie }, payload: '' });
@@ -91,20 +103,58 @@ describe('dashboard auth', () => {
       payload: `_csrf=${csrf}`,
     });
     expect(out.statusCode).toBe(303);
-    const after = await app.inject({ method: 'GET', url: '/', headers: { cookie } });
+    const after = await app.inject({ method: 'GET', url: '/', headers });
     expect(after.statusCode).toBe(303);
   });
 
   it('never redirects a login to another site', async () => {
     await using app = await server();
-    for (const next of ['https://evil.test/', '//evil.test/x', '/\\evil.test']) {
+    const tricks = [
+      'https://evil.test/',
+      '//evil.test/x',
+      '/\\evil.test',
+      // A tab or newline is dropped by URL parsers: `/\t/evil.test` is `//evil.test` to the browser.
+      '/\t/evil.test',
+      '/\n/evil.test',
+      '/\r/evil.test',
+      ' //evil.test',
+      '/ /evil.test',
+      '/\u0000/evil.test',
+      'evil.test',
+      '',
+    ];
+    for (const next of tricks) {
       const response = await app.inject({
         method: 'POST',
         url: '/login',
         headers: form,
         payload: `token=${token}&next=${encodeURIComponent(next)}`,
       });
-      expect(response.headers.location).toBe('/');
+      expect(response.statusCode, JSON.stringify(next)).toBe(200);
+      expect(nextOf(response.body), JSON.stringify(next)).toBe('/');
+    }
+    // The same through the login page's form: the `next` it carries is already the safe one.
+    const page = await app.inject({ method: 'GET', url: '/login?next=/%09/evil.test' });
+    expect(page.body).toContain('name="next" value="/"');
+  });
+
+  it('keeps a next beyond Latin-1 or with a query, percent-encoded, instead of failing the login', async () => {
+    await using app = await server();
+    const cases: [string, string][] = [
+      ['/notes/日本/ノート.md', '/notes/%E6%97%A5%E6%9C%AC/%E3%83%8E%E3%83%BC%E3%83%88.md'],
+      ['/notes/café.md?edit', '/notes/caf%C3%A9.md?edit'],
+      ['/tasks?state=failed&type=a', '/tasks?state=failed&type=a'],
+      ['/notes/%2F%2Fx.md', '/notes/%2F%2Fx.md'],
+    ];
+    for (const [next, location] of cases) {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/login',
+        headers: form,
+        payload: `token=${token}&next=${encodeURIComponent(next)}`,
+      });
+      expect(response.statusCode, next).toBe(200);
+      expect(nextOf(response.body), next).toBe(location);
     }
   });
 

@@ -8,6 +8,8 @@ export interface DashboardRouteSpec {
   url: string;
   /** Reached without a login (only the login page). @default false */
   public?: boolean;
+  /** The live stream: takes the session's stream token in its query (see dashboard-auth.ts). @default false */
+  eventStream?: boolean;
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
@@ -16,7 +18,11 @@ export interface DashboardRouteSpec {
  * login cookie as well as the Bearer token, the request guard takes form posts, and the CSRF check applies.
  */
 export function dashboardRoute(app: AssistantServer, spec: DashboardRouteSpec): void {
-  const config: DashboardRouteConfig = { dashboard: true, public: spec.public === true };
+  const config: DashboardRouteConfig = {
+    dashboard: true,
+    public: spec.public === true,
+    ...(spec.eventStream === true ? { eventStream: true } : {}),
+  };
   app.route({ method: spec.method, url: spec.url, config, handler: spec.handler });
 }
 

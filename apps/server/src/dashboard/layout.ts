@@ -2,6 +2,7 @@ import { assistantVersion } from '@assistant/process';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { csrfTokenOf, sessionOf } from './dashboard-auth.ts';
 import { html, type SafeHtml } from './html.ts';
+import { pageHead } from './page-head.ts';
 
 const dashboardSections = [
   { id: 'overview', href: '/', label: 'Overview' },
@@ -31,11 +32,6 @@ export interface PageOptions {
   live?: string;
 }
 
-/** Versioned asset URLs, cached for a long time by the browser: a new release changes the URL. */
-function assetUrl(name: string): string {
-  return `/assets/${name}?v=${encodeURIComponent(assistantVersion)}`;
-}
-
 /** The hidden CSRF field every form of a page carries. */
 export function csrfField(request: FastifyRequest): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrfTokenOf(request)}">`;
@@ -43,34 +39,30 @@ export function csrfField(request: FastifyRequest): SafeHtml {
 
 /**
  * A whole page: semantic landmarks, a skip link, the navigation, and the scripts (htmx, its SSE extension and ours,
- * all from /assets: the CSP allows no inline script or style). Without JavaScript every page still reads and every
- * form still posts.
+ * all from /assets: the CSP allows no inline script or style). A browser gets it through the bootstrap page, with the
+ * login's origin key (decision 0023); its forms still post as plain forms.
  */
 export function renderPage(options: PageOptions): string {
   const { request } = options;
+  const session = sessionOf(request);
   const csrf = csrfTokenOf(request);
   const headers = csrf === '' ? undefined : JSON.stringify({ 'x-csrf-token': csrf });
   const nav = dashboardSections.map(
     (section) =>
       html`<li><a href="${section.href}"${section.id === options.section ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
   );
-  const logout = sessionOf(request)
+  const logout = session
     ? html`<form method="post" action="/logout" class="logout">${csrfField(request)}<button type="submit" class="link">Log out</button></form>`
     : '';
-  const liveAttributes = options.live ? html` hx-ext="sse" sse-connect="${options.live}"` : '';
+  // An EventSource cannot send the origin key's header: the stream takes the session's stream token in its query,
+  // which this page (served only to a request with the key) is the one place to find (decision 0023).
+  const live =
+    options.live && session
+      ? `${options.live}${options.live.includes('?') ? '&' : '?'}stream_token=${session.streamToken}`
+      : options.live;
+  const liveAttributes = live ? html` hx-ext="sse" sse-connect="${live}"` : '';
   return `<!doctype html>\n${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>
-<title>${options.title} · Assistant</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="${assetUrl('dashboard.css')}">
-<script src="${assetUrl('htmx.min.js')}" defer></script>
-<script src="${assetUrl('sse.min.js')}" defer></script>
-<script src="${assetUrl('dashboard.js')}" defer></script>
-</head>
+${pageHead({ title: `${options.title} · Assistant` })}
 <body${headers ? html` hx-headers="${headers}"` : ''}${liveAttributes}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">

@@ -22,12 +22,12 @@ import { registerTasksPage } from './pages/tasks-page.ts';
 const require = createRequire(import.meta.url);
 
 /** The files `/assets/` serves, and nothing else: ours, htmx and its SSE extension. */
-const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/htmx.min.js', '/sse.min.js']);
+const assetFiles = new Set(['/dashboard.css', '/dashboard.js', '/session.js', '/htmx.min.js', '/sse.min.js']);
 
 /**
- * The web dashboard at `/`: server-rendered pages (readable without JavaScript), htmx for actions and for the live
- * parts, which listen to one server-sent event stream per page (`/live`). Same auth as the API: the login cookie or
- * the Bearer token.
+ * The web dashboard at `/`: server-rendered pages, htmx for actions and for the live parts, which listen to one
+ * server-sent event stream per page (`/live`). Same auth as the API: the Bearer token, or the login cookie with the
+ * login's origin key (decision 0023).
  */
 export function registerDashboard(
   app: AssistantServer,
@@ -68,6 +68,7 @@ export function registerDashboard(
   dashboardRoute(app, {
     method: 'GET',
     url: '/live',
+    eventStream: true,
     handler: async (request, reply) => {
       const release = options.streams.acquire(request, reply);
       try {

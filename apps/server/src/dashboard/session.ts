@@ -11,7 +11,17 @@ export interface DashboardSession {
   expiresAtMs: number;
   /** The token forms and htmx requests send back (`_csrf` field, `x-csrf-token` header). */
   csrfToken: string;
+  /**
+   * The secret the browser keeps in the dashboard origin's own storage and sends as `x-assistant-key` on every
+   * request (decision 0023): cookies are shared by every port of a host, origin storage is not.
+   */
+  originKey: string;
+  /** What `GET /live` takes in its query instead (an EventSource cannot send a header): the stream only. */
+  streamToken: string;
 }
+
+/** The header that carries the session's origin key. */
+export const originKeyHeader = 'x-assistant-key';
 
 /**
  * Signed, stateless sessions: the cookie is `v1.<id>.<expires>.<mac>`, with a MAC keyed by the API token, so a
@@ -58,8 +68,24 @@ export class DashboardSessions {
     return submitted !== undefined && safeEqual(submitted, session.csrfToken);
   }
 
+  /** Whether a submitted origin key (the `x-assistant-key` header) is the session's. */
+  checkOriginKey(session: DashboardSession, submitted: string | undefined): boolean {
+    return submitted !== undefined && safeEqual(submitted, session.originKey);
+  }
+
+  /** Whether a submitted stream token (`GET /live?stream_token=`) is the session's. */
+  checkStreamToken(session: DashboardSession, submitted: string | undefined): boolean {
+    return submitted !== undefined && safeEqual(submitted, session.streamToken);
+  }
+
   #session(id: string, expiresAtMs: number): DashboardSession {
-    return { id, expiresAtMs, csrfToken: this.#mac(`csrf.${id}`) };
+    return {
+      id,
+      expiresAtMs,
+      csrfToken: this.#mac(`csrf.${id}`),
+      originKey: this.#mac(`origin.${id}`),
+      streamToken: this.#mac(`stream.${id}`),
+    };
   }
 
   #mac(text: string): string {
@@ -73,13 +99,18 @@ function safeEqual(left: string, right: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** A cookie's value from a `Cookie` header. */
-export function readCookie(header: string | undefined, name: string): string | undefined {
-  if (header === undefined) return undefined;
+/**
+ * Every value a `Cookie` header gives a name, in its order. A page on another port of the same host can set a cookie
+ * of our name with a longer path (`assistant_session=junk; path=/approvals`), which the browser sends before ours:
+ * reading only the first would let it lock the owner out of that page.
+ */
+export function readCookies(header: string | undefined, name: string): string[] {
+  if (header === undefined) return [];
+  const values: string[] = [];
   for (const part of header.split(';')) {
     const index = part.indexOf('=');
     if (index === -1) continue;
-    if (part.slice(0, index).trim() === name) return part.slice(index + 1).trim();
+    if (part.slice(0, index).trim() === name) values.push(part.slice(index + 1).trim());
   }
-  return undefined;
+  return values;
 }

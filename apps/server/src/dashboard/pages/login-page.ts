@@ -7,11 +7,26 @@ import { dashboardRoute, formField, queryField } from '../dashboard-route.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { sessionCookieName, sessionLifetimeMs } from '../session.ts';
+import { loginDonePage } from '../session-pages.ts';
 
-/** Only a path on this server: `next=https://elsewhere` or `//elsewhere` would make the login an open redirect. */
+/**
+ * Where a login may go next: a path on this server, as an ASCII URL (percent-encoded) a `Location` header or an
+ * attribute can carry. Anything else is `/`: `https://elsewhere`, `//elsewhere`, and what a browser turns into those
+ * (a backslash, a tab or newline, which URL parsers drop: `/%09/elsewhere` once decoded). The WHATWG parser, the
+ * browser's own, has the last word: the result must stay on the same origin.
+ */
 function safeNext(next: string | undefined): string {
-  if (next === undefined || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return '/';
-  return next;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+  if (next === undefined || !/^\/(?![/\\])/.test(next) || /[\u0000-\u0020\u007f\\]/.test(next)) return '/';
+  const base = 'http://login.invalid';
+  let url: URL;
+  try {
+    url = new URL(next, base);
+  } catch {
+    return '/';
+  }
+  if (url.origin !== base) return '/';
+  return `${url.pathname}${url.search}${url.hash}`;
 }
 
 function cookieAttributes(request: FastifyRequest, maxAgeSeconds: number): string {
@@ -56,12 +71,17 @@ ${problem ? html`<p class="notice bad" role="alert">${problem}</p>` : ''}
           body: form(request, 'That is not this install’s token.'),
         });
       }
-      const { cookie } = context.sessions.create();
+      const { session, cookie } = context.sessions.create();
       reply.header(
         'set-cookie',
         `${sessionCookieName}=${cookie}; ${cookieAttributes(request, sessionLifetimeMs / 1000)}`,
       );
-      return reply.redirect(safeNext(formField(request, 'next')), 303);
+      // Not a redirect: the answer hands the session's origin key to this origin's storage (session.js), which then
+      // goes to `next`. The cookie alone opens nothing (decision 0023).
+      return reply
+        .type('text/html; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .send(loginDonePage({ originKey: session.originKey, next: safeNext(formField(request, 'next')) }));
     },
   });
 
