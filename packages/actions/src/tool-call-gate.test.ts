@@ -205,7 +205,7 @@ describe('createToolCallGate', () => {
     expect(await decision).toMatchObject({ run: false, reason: expect.stringContaining('no decision within 1s') });
   });
 
-  it('shows the whole of long arguments in the request note, not only the start lists show', async () => {
+  it('keeps the whole of long arguments on the request and in its note, never cut', async () => {
     const { gate, notes } = setup();
     const tail = 'and finally rm -rf the backups';
     const content = `${'x'.repeat(5_000)} ${tail}`;
@@ -213,10 +213,10 @@ describe('createToolCallGate', () => {
     const decision = gate(call('fs__write', 'irreversible', { input: { content }, signal: controller.signal }));
     const id = await pendingRequest(notes);
     const saved = await readApproval(notes, id);
-    expect(saved?.tool_call?.arguments).toMatch(/… \(cut\)$/);
-    expect(saved?.tool_call?.arguments).not.toContain(tail);
+    expect(saved?.tool_call?.arguments).toBe(JSON.stringify({ content }));
+    expect(saved?.rendering).toContain(`${tail}"\n}`);
     const note = await notes.read(`approvals/${id}.md`);
-    expect(note?.body).toContain(`${tail}"}`);
+    expect(note?.body).toContain(`${tail}"\n}`);
     controller.abort();
     await decision.catch(() => undefined);
   });
