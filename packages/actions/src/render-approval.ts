@@ -98,7 +98,7 @@ export function renderAction(action: ShownAction): string {
   } else if (action.kind !== 'platform') {
     const names = Object.keys(action.inputs ?? {}).sort();
     if (names.length === 0) lines.push('inputs: none');
-    for (const name of names) lines.push(shownValue(name, (action.inputs ?? {})[name] ?? ''));
+    for (const name of names) lines.push(shownValue(name, action.inputs?.[name] ?? ''));
   }
   if (action.routes !== undefined) lines.push(`result goes to: ${canonicalJson(action.routes)}`);
   if (action.humanLog !== undefined) lines.push(`human log line: ${JSON.stringify(action.humanLog)}`);
