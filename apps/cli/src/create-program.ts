@@ -197,7 +197,7 @@ export function createProgram(context: CliContext): CliProgram {
         }),
     );
 
-  program
+  const approvals = program
     .command('approvals')
     .description('list approval requests: actions that wait for a person (pending ones by default)')
     .option('--status <status>', 'pending, approved, rejected or expired')
@@ -207,6 +207,19 @@ export function createProgram(context: CliContext): CliProgram {
       (await import('./commands/approval-commands.ts')).approvalsListCommand({
         globals: globalOptions(command, context),
         context,
+        ...options,
+      }),
+    );
+  approvals
+    .command('show')
+    .description('one approval request, with what it will do in full: every input, the whole text, all arguments')
+    .argument('<id>', 'the request id, e.g. ap-3f2c9d1e0a4b')
+    .option('--json', 'print it as JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/approval-commands.ts')).approvalShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
         ...options,
       }),
     );

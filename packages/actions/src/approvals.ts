@@ -215,6 +215,15 @@ export function renderingSection(request: ApprovalRequest): string[] {
   ];
 }
 
+/**
+ * A request as the REST API, MCP and `--json` give it: with its `rendering` (the bound one, or one made from its note
+ * for a request made before approvals were bound) and whether it is `bound`, so no reader has to rebuild it.
+ */
+export function withRendering(request: ApprovalRequest): ApprovalRequest & { rendering: string; bound: boolean } {
+  const { rendering, bound } = approvalRendering(request);
+  return { ...request, rendering, bound };
+}
+
 /** Why a request made before approvals were bound to what they show cannot be approved. */
 function unboundProblem(request: ApprovalRequest): string | undefined {
   if (request.digest !== undefined && request.rendering !== undefined) return undefined;

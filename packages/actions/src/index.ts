@@ -17,6 +17,7 @@ export {
   readApproval,
   sortApprovals,
   withdrawTaskToolCalls,
+  withRendering,
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
