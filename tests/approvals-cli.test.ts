@@ -43,10 +43,12 @@ integrations:
 `;
 
 const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
+// For a test that runs several commands one after the other on a loaded machine: each may take its time to start.
+const slowCli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path, timeoutMs: 120_000 });
 const requests = z.array(z.looseObject({ id: z.string(), status: z.string(), title: z.string() }));
 
 describe('approvals', () => {
-  it('show what will happen in full on the CLI and over REST: a 5,000-character argument to its last line, a service\'s inputs (issue 30)', async () => {
+  it('show what will happen in full on the CLI and over REST: a 5,000-character argument to its last line, a service\'s inputs (issue 30)', { timeout: 300_000 }, async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config);
     const { config: loaded } = await loadRuntime({
@@ -57,22 +59,22 @@ describe('approvals', () => {
     await writeSurfaceApprovals(new FileNoteStore({ root: loaded.paths.notes }));
 
     // The list shows the service's inputs in full, and of the long call as much as it shows, then says how much more.
-    const listed = await cli(dir, ['approvals']);
+    const listed = await slowCli(dir, ['approvals']);
     expect(listed.code).toBe(0);
     for (const line of mustShow.slice(1)) expect(listed.stdout).toContain(line);
     expect(listed.stdout).toMatch(
       new RegExp(`\\d+ more characters: open the request \\(\`assistant approvals show ${toolCallApprovalId}\``),
     );
     // `approvals show` shows the call in full, down to the last line of its argument.
-    const shown = await cli(dir, ['approvals', 'show', toolCallApprovalId]);
+    const shown = await slowCli(dir, ['approvals', 'show', toolCallApprovalId]);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain(JSON.stringify(memo));
     expect(shown.stdout).toContain(memoTail);
     expect(shown.stdout).not.toMatch(/more characters/);
-    const service = await cli(dir, ['approvals', 'show', serviceApprovalId]);
+    const service = await slowCli(dir, ['approvals', 'show', serviceApprovalId]);
     expect(service.stdout).toContain('input body (42 characters):\nHere they are:\nuser admin\npassword hunter2');
     for (const line of mustShow.slice(1)) expect(service.stdout).toContain(line);
-    const json = JSON.parse((await cli(dir, ['approvals', 'show', toolCallApprovalId, '--json'])).stdout);
+    const json = JSON.parse((await slowCli(dir, ['approvals', 'show', toolCallApprovalId, '--json'])).stdout);
     expect(json.rendering).toContain(memoTail);
     expect(JSON.parse(json.tool_call.arguments).memo).toBe(memo);
 

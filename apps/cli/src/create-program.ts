@@ -220,7 +220,8 @@ export function createProgram(context: CliContext): CliProgram {
         globals: globalOptions(command, context),
         context,
         id,
-        ...options,
+        // `approvals` has a --json of its own, which commander gives the parent when written after `show ID`.
+        json: options.json === true || command.parent?.opts().json === true,
       }),
     );
   for (const decision of ['approve', 'reject'] as const) {
