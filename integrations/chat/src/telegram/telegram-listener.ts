@@ -536,6 +536,10 @@ class ReplyStream {
           [
             `Approval ${id}: ${String(event.title ?? '')}`,
             ...(event.summary ? [String(event.summary)] : []),
+            // One message: what will happen as much as fits, and plainly how much more and where to read it.
+            typeof event.rendering === 'string' && event.rendering !== ''
+              ? fitRendering({ rendering: event.rendering, maxChars: 3_500, id })
+              : `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
             `/approve ${id} or /reject ${id}`,
           ].join('\n'),
           `approval:${id}`,
