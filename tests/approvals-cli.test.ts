@@ -48,7 +48,9 @@ const slowCli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: d
 const requests = z.array(z.looseObject({ id: z.string(), status: z.string(), title: z.string() }));
 
 describe('approvals', () => {
-  it('show what will happen in full on the CLI and over REST: a 5,000-character argument to its last line, a service\'s inputs (issue 30)', { timeout: 300_000 }, async () => {
+  it("show what will happen in full on the CLI and over REST: a 5,000-character argument to its last line, a service's inputs (issue 30)", {
+    timeout: 300_000,
+  }, async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config);
     const { config: loaded } = await loadRuntime({

@@ -12,7 +12,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { readApiToken } from './helpers/api-token.ts';
-import { memo, mustShow, serviceApprovalId, toolCallApprovalId, writeSurfaceApprovals } from './helpers/approval-fixtures.ts';
+import {
+  memo,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from './helpers/approval-fixtures.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
@@ -171,7 +177,7 @@ describe('assistant mcp serve (stdio)', () => {
     }
   });
 
-  it('list_approvals shows what each request will do in full: a 5,000-character argument, a service\'s inputs (issue 30)', async () => {
+  it("list_approvals shows what each request will do in full: a 5,000-character argument, a service's inputs (issue 30)", async () => {
     await using dir = await tempDir();
     const configPath = await writeConfig(dir);
     await writeSurfaceApprovals(new FileNoteStore({ root: path.join(dir.path, 'data/notes') }));

@@ -43,7 +43,7 @@ const told = async () =>
   (await chat.get(notificationsConversationId)).messages.map((message) => message.text.split(':')[0]);
 
 describe('ChatNotifier', () => {
-  it('tells what an approval will do: a service\'s inputs in full, a 5,000-character argument to the end or plainly how much more (issue 30)', async () => {
+  it("tells what an approval will do: a service's inputs in full, a 5,000-character argument to the end or plainly how much more (issue 30)", async () => {
     const { toolCall } = await writeSurfaceApprovals(notes);
     await notifier().scan();
     const texts = (await chat.get(notificationsConversationId)).messages.map((message) => message.text);
@@ -52,9 +52,10 @@ describe('ChatNotifier', () => {
     expect(service).toContain(`/approve ${serviceApprovalId}`);
     // The call's rendering is longer than a forwarded Telegram message holds: its start, then how much more and where.
     const call = texts.find((text) => text.includes(`(${toolCallApprovalId})`)) ?? '';
-    const more = /\n…\n(\d+) more characters: open the request \(`assistant approvals show ap-0000000000a1` or \/approvals\/ap-0000000000a1 on the dashboard\)$/.exec(
-      call,
-    );
+    const more =
+      /\n…\n(\d+) more characters: open the request \(`assistant approvals show ap-0000000000a1` or \/approvals\/ap-0000000000a1 on the dashboard\)$/.exec(
+        call,
+      );
     expect(more).not.toBeNull();
     const rendering = toolCall.rendering ?? '';
     const shownPart = call.slice(call.indexOf('What will happen:\n') + 'What will happen:\n'.length, more?.index);

@@ -1,8 +1,8 @@
 import { AssistantError } from '@assistant/errors';
 import {
+  approvalRendering,
   type ChatConsole,
   defineTool,
-  approvalRendering,
   describeAction,
   describeApproval,
   fitRendering,

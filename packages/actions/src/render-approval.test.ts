@@ -3,7 +3,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { digestOf, fitRendering, renderAction, renderToolCall, type ShownAction } from './render-approval.ts';
 
-const value = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.string().map((text) => `${text}\n${text}`));
+const value = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.boolean(),
+  fc.string().map((text) => `${text}\n${text}`),
+);
 const action: fc.Arbitrary<ShownAction> = fc.record(
   {
     kind: fc.constantFrom('platform', 'script', 'service'),
@@ -26,7 +31,8 @@ describe('renderAction', () => {
         // Platform actions show no inputs; an absent and an empty list of inputs read the same ("inputs: none").
         const runs = (shown: ShownAction) => ({
           ...shown,
-          inputs: shown.kind === 'platform' ? undefined : Object.keys(shown.inputs ?? {}).length === 0 ? {} : shown.inputs,
+          inputs:
+            shown.kind === 'platform' ? undefined : Object.keys(shown.inputs ?? {}).length === 0 ? {} : shown.inputs,
           argument: shown.argument === null ? null : shown.argument,
         });
         fc.pre(!isDeepStrictEqual(JSON.parse(JSON.stringify(runs(left))), JSON.parse(JSON.stringify(runs(right)))));
@@ -85,9 +91,10 @@ describe('fitRendering', () => {
     const long = 'x'.repeat(5_000);
     const fitted = fitRendering({ rendering: long, maxChars: 4_096, id: 'ap-000000000000' });
     expect(Array.from(fitted).length).toBeLessThanOrEqual(4_096);
-    const match = /\n…\n(\d+) more characters: open the request \(`assistant approvals show ap-000000000000` or \/approvals\/ap-000000000000 on the dashboard\)$/.exec(
-      fitted,
-    );
+    const match =
+      /\n…\n(\d+) more characters: open the request \(`assistant approvals show ap-000000000000` or \/approvals\/ap-000000000000 on the dashboard\)$/.exec(
+        fitted,
+      );
     expect(match).not.toBeNull();
     const kept = fitted.length - (match?.[0].length ?? 0);
     expect(kept + Number(match?.[1])).toBe(5_000);

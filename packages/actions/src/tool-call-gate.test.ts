@@ -12,6 +12,7 @@ import {
   readApproval,
   withdrawTaskToolCalls,
 } from './approvals.ts';
+import { renderToolCall } from './render-approval.ts';
 import { type CreateToolCallGateOptions, createToolCallGate, type ToolCallGateRequest } from './tool-call-gate.ts';
 
 let dir: string;
@@ -109,6 +110,33 @@ describe('createToolCallGate', () => {
     expect(await gate(replayed)).toMatchObject({ run: false, reason: expect.stringContaining('already ran') });
     expect(replayed.waited).toEqual([id]);
     expect(await listApprovals(notes)).toHaveLength(1);
+  });
+
+  it('refuses an approved call that does not render to the digest the owner approved, and records why (issue 30)', async () => {
+    const { gate, notes, lines } = setup();
+    const decision = gate(call('fs__write', 'irreversible', { input: { path: '/etc/passwd' } }));
+    const id = await pendingRequest(notes);
+    // The note rewritten to show the owner a harmless call, with a digest to match what it shows.
+    const shown = renderToolCall({
+      tool: 'fs__write',
+      tier: 'irreversible',
+      loop: 'system.agent',
+      task: 'task-1',
+      input: { path: '/tmp/harmless' },
+    });
+    await notes.update(`approvals/${id}.md`, { set: { rendering: shown.rendering, digest: shown.digest } });
+    const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
+    await decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' });
+    expect(await decision).toMatchObject({
+      run: false,
+      reason: expect.stringMatching(/^refused: the call is not the one approval ap-[0-9a-f]{12} showed the owner/),
+    });
+    const saved = await readApproval(notes, id);
+    expect(saved?.tool_ran_at).toBeUndefined();
+    expect(saved?.refusals).toEqual([
+      expect.objectContaining({ task: 'task-1', reason: expect.stringContaining('showed the owner') }),
+    ]);
+    expect(lines).toContain(`refused to call fs__write on approval ${id}`);
   });
 
   it('asks for a tools.approve pattern even for a read-only tool, and refuses when rejected', async () => {

@@ -463,7 +463,9 @@ describe('checkActTask: what the owner approves is what runs (issue 30)', () => 
           fc.pre(!isDeepStrictEqual(inputs, { who: 'Anne' }));
           const refused = await gate(forge(script, { inputs }));
           expect(refused).toMatch(
-            new RegExp(`^script \`notify\`: what the task would run is not what approval ${request?.id} showed the owner`),
+            new RegExp(
+              `^script \`notify\`: what the task would run is not what approval ${request?.id} showed the owner`,
+            ),
           );
         },
       ),
@@ -471,7 +473,10 @@ describe('checkActTask: what the owner approves is what runs (issue 30)', () => 
     );
     const recorded = await readApproval(notes, request?.id ?? '');
     expect(recorded?.refusals?.length).toBeGreaterThan(0);
-    expect(recorded?.refusals?.[0]).toMatchObject({ task: script.id, reason: expect.stringContaining('showed the owner') });
+    expect(recorded?.refusals?.[0]).toMatchObject({
+      task: script.id,
+      reason: expect.stringContaining('showed the owner'),
+    });
   });
 
   it('refuses an act task whose text is not the full text the owner approved, down to its last line', async () => {

@@ -84,8 +84,12 @@ export async function approvalShowCommand(options: ApprovalCommandOptions & { id
       `item: ${request.item}`,
       `expires: ${request.expires_at}`,
       ...(request.digest ? [`digest: ${request.digest}`] : []),
-      ...(bound ? [] : ['made before approvals were bound to what they show: it cannot be approved; reject it to be asked again']),
-      ...(request.refusals ?? []).map((refusal) => `refused ${refusal.task ? `task ${refusal.task} ` : ''}at ${refusal.at}: ${refusal.reason}`),
+      ...(bound
+        ? []
+        : ['made before approvals were bound to what they show: it cannot be approved; reject it to be asked again']),
+      ...(request.refusals ?? []).map(
+        (refusal) => `refused ${refusal.task ? `task ${refusal.task} ` : ''}at ${refusal.at}: ${refusal.reason}`,
+      ),
       '',
       'what will happen, in full:',
       rendering,

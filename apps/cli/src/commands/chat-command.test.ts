@@ -2,12 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { fitRendering } from '@assistant/actions';
 import { ChatService, type InboxMessage } from '@assistant/chat';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fitRendering } from '@assistant/actions';
 import {
   memo,
   mustShow,
@@ -177,7 +177,9 @@ describe('assistant chat --once', () => {
 });
 
 describe('assistant chat (interactive)', () => {
-  it('shows what a proposed approval will do in full on its card: a 5,000-character argument, a service\'s inputs (issue 30)', { timeout: 120_000 }, async () => {
+  it("shows what a proposed approval will do in full on its card: a 5,000-character argument, a service's inputs (issue 30)", {
+    timeout: 120_000,
+  }, async () => {
     const written = await writeSurfaceApprovals(new FileNoteStore({ root: config.paths.notes }));
     /** What the session prints for one `approval` event of a turn (it waits for the owner then: /quit follows). */
     const card = async (event: Record<string, unknown>) => {

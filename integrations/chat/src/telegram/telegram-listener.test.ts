@@ -12,7 +12,6 @@ import {
   type Secret,
 } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChatSettings } from '../settings.generated.ts';
 import {
   memo,
   memoTail,
@@ -20,6 +19,7 @@ import {
   toolCallApprovalId,
   writeSurfaceApprovals,
 } from '../../../../tests/helpers/approval-fixtures.ts';
+import type { ChatSettings } from '../settings.generated.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';
 
@@ -513,7 +513,7 @@ describe('the Telegram listener', () => {
     ]);
     expect(textsTo(owner).filter((text) => text.startsWith('Approval needed'))).toHaveLength(1);
   });
-  it('pushes what an approval will do in full: a 5,000-character argument to its last line, a service\'s inputs (issue 30)', async () => {
+  it("pushes what an approval will do in full: a 5,000-character argument to its last line, a service's inputs (issue 30)", async () => {
     const chat = chatService();
     const notes = new FileNoteStore({ root: path.join(root, 'data', 'notes') });
     const written = await writeSurfaceApprovals(notes);

@@ -1,7 +1,12 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatEvent, ChatEventEntry, ChatService } from '@assistant/chat';
-import { fitRendering, type ListenerApprovalSummary, type ListenerApprovals, type ListenerContext } from '@assistant/sdk';
+import {
+  fitRendering,
+  type ListenerApprovalSummary,
+  type ListenerApprovals,
+  type ListenerContext,
+} from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { TelegramApiError, TelegramBotApi, type TelegramMessage } from './bot-api.ts';
 import { type TelegramConversationState, TelegramState } from './telegram-state.ts';

@@ -8,8 +8,6 @@ import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createServer } from '../../create-server.ts';
-import type { DashboardContext } from '../dashboard-context.ts';
 import {
   memo,
   mustShow,
@@ -17,6 +15,8 @@ import {
   toolCallApprovalId,
   writeSurfaceApprovals,
 } from '../../../../../tests/helpers/approval-fixtures.ts';
+import { createServer } from '../../create-server.ts';
+import type { DashboardContext } from '../dashboard-context.ts';
 import { renderWhy } from '../why.ts';
 
 const token = 'dashboard-approvals-token-0123456789abcdef';
@@ -79,7 +79,7 @@ integrations:
 }
 
 describe('the Approvals page', () => {
-  it('shows what each request will do in full: a 5,000-character argument to its last line, a service\'s inputs (issue 30)', async () => {
+  it("shows what each request will do in full: a 5,000-character argument to its last line, a service's inputs (issue 30)", async () => {
     const { app, notes } = await setup();
     await using _app = app;
     const { toolCall, service } = await writeSurfaceApprovals(notes);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ChatEvent, ChatMessage } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
+import { memo, mustShow, writeSurfaceApprovals } from '../../../../../tests/helpers/approval-fixtures.ts';
 import { html } from '../html.ts';
 import {
   approvalIdsIn,
@@ -16,14 +17,13 @@ import {
   renderMessage,
   transcriptWindow,
 } from './chat-view.ts';
-import { memo, mustShow, writeSurfaceApprovals } from '../../../../../tests/helpers/approval-fixtures.ts';
 
 const at = '2026-11-23T18:00:00.000Z';
 const event = (type: ChatEvent['type'], fields: Record<string, unknown> = {}): ChatEvent => ({ type, at, ...fields });
 const csrf = html`<input type="hidden" name="_csrf" value="t">`;
 
 describe('chat view', () => {
-  it('shows what an approval will do in full on its card: a 5,000-character argument, a service\'s inputs (issue 30)', async () => {
+  it("shows what an approval will do in full on its card: a 5,000-character argument, a service's inputs (issue 30)", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-card-'));
     try {
       const { toolCall, service } = await writeSurfaceApprovals(new FileNoteStore({ root: dir }));
