@@ -118,7 +118,7 @@ export function describeApproval(request: ApprovalRequest): string {
  * The actions of a request as they will run: a script's or service's inputs filled from the item's note as
  * `enqueueActions` fills them (when `item` is given; else as written), a service's result routes as its task gets them.
  */
-export function shownActions(
+function shownActions(
   actions: readonly PlannedAction[],
   item?: { path: string; data: Record<string, unknown> },
 ): ShownAction[] {
