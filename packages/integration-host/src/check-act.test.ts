@@ -514,6 +514,70 @@ describe('checkActTask: what the owner approves is what runs (issue 30)', () => 
     expect(await gate(sent(text.replace(/org$/, 'net')))).toMatch(/showed the owner/);
   });
 
+  it("binds a service's inputs, result routes and log line, reversible or not", async () => {
+    const { notes, evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const posted = await task(
+      ada.enqueued.find((entry) => entry.key === 'service:greeter.friendly.post_card')?.task ?? '',
+    );
+    const approve = async (id: string, service: string) => {
+      const request = bindApproval(
+        {
+          id,
+          status: 'approved',
+          created_at: new Date().toISOString(),
+          expires_at: new Date().toISOString(),
+          instance: 'friendly',
+          domain: 'greeter',
+          platform: 'cards',
+          rule: 'chat c1',
+          provenance: 'llm',
+          reason: 'asked in a chat',
+          item: 'greeter/friendly/ada.md',
+          title: 'Ada',
+          actions: [
+            {
+              kind: 'service',
+              name: `greeter.friendly.${service}`,
+              key: `service:greeter.friendly.${service}`,
+              tier: service === 'compose' ? 'soft' : 'irreversible',
+              yolo: false,
+              inputs: { name: '{{ name }}' },
+            },
+          ],
+        },
+        { path: 'greeter/friendly/ada.md', data: { name: 'Ada', is_friend: true } },
+      );
+      expect(request.rendering).toContain('input name = "Ada"');
+      await notes.create(`approvals/${id}.md`, { data: request as never });
+    };
+    await approve('ap-0000000000c3', 'post_card');
+    await approve('ap-0000000000d4', 'compose');
+    const requestedBy = (posted.onResult as { requested_by: Record<string, JsonValue> }).requested_by;
+    const citing = (
+      type: string,
+      id: string,
+      payload: Record<string, unknown>,
+      onResult: Record<string, unknown> = {},
+    ) => forge({ ...posted, type }, payload, { requested_by: { ...requestedBy, approval: id }, ...onResult });
+    const post = 'service.greeter.post_card';
+    expect(await gate(citing(post, 'ap-0000000000c3', {}))).toBeUndefined();
+    expect(await gate(citing(post, 'ap-0000000000c3', { inputs: { name: 'Mallory' } }))).toMatch(
+      /^service `greeter\.friendly\.post_card`: what the task would run is not what approval ap-0000000000c3 showed the owner .*`input name = "Mallory"`/,
+    );
+    expect(
+      await gate(
+        citing(post, 'ap-0000000000c3', {}, { routes: [{ enqueue: 'script.run', payload: { script: 'notify' } }] }),
+      ),
+    ).toMatch(/showed the owner .*`result goes to: /);
+    // A service that can be undone is bound all the same: the owner approved what they read.
+    const compose = 'service.greeter.compose';
+    expect(await gate(citing(compose, 'ap-0000000000d4', {}))).toBeUndefined();
+    expect(await gate(citing(compose, 'ap-0000000000d4', { inputs: { name: 'Mallory' } }))).toMatch(
+      /^service `greeter\.friendly\.compose`: what the task would run is not what approval ap-0000000000d4 showed the owner/,
+    );
+  });
+
   it('refuses a task citing an approval made before approvals were bound (no digest): ask again', async () => {
     const { notes, queue, task, gate, registry } = await setup();
     const asked = await requestManualAction({
