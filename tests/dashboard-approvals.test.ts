@@ -95,6 +95,8 @@ describe('dashboard approvals', () => {
           .getByRole('status')
           .filter({ hasText: `${anneId} approved by dashboard` })
           .count(),
+        // Bounded, not the 5 s default: on a loaded machine the post and the list it swaps in can take longer.
+        { timeout: 20_000 },
       )
       .toBe(1);
     expect(await page.locator(`#${anneId}`).count()).toBe(0);
