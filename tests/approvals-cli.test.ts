@@ -10,6 +10,15 @@ import { openFileTaskQueue } from '@assistant/queue';
 import { createServer } from '@assistant/server';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import {
+  issueInputs,
+  memo,
+  memoTail,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from './helpers/approval-fixtures.ts';
 import { repoRoot, runCli } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 
@@ -34,9 +43,62 @@ integrations:
 `;
 
 const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
+// For a test that runs several commands one after the other on a loaded machine: each may take its time to start.
+const slowCli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path, timeoutMs: 120_000 });
 const requests = z.array(z.looseObject({ id: z.string(), status: z.string(), title: z.string() }));
 
 describe('approvals', () => {
+  it("show what will happen in full on the CLI and over REST: a 5,000-character argument to its last line, a service's inputs (issue 30)", {
+    timeout: 300_000,
+  }, async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    const { config: loaded } = await loadRuntime({
+      installation,
+      configPath: path.join(dir.path, 'config.yaml'),
+      cwd: dir.path,
+    });
+    await writeSurfaceApprovals(new FileNoteStore({ root: loaded.paths.notes }));
+
+    // The list shows the service's inputs in full, and of the long call as much as it shows, then says how much more.
+    const listed = await slowCli(dir, ['approvals']);
+    expect(listed.code).toBe(0);
+    for (const line of mustShow.slice(1)) expect(listed.stdout).toContain(line);
+    expect(listed.stdout).toMatch(
+      new RegExp(`\\d+ more characters: open the request \\(\`assistant approvals show ${toolCallApprovalId}\``),
+    );
+    // `approvals show` shows the call in full, down to the last line of its argument.
+    const shown = await slowCli(dir, ['approvals', 'show', toolCallApprovalId]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(JSON.stringify(memo));
+    expect(shown.stdout).toContain(memoTail);
+    expect(shown.stdout).not.toMatch(/more characters/);
+    const service = await slowCli(dir, ['approvals', 'show', serviceApprovalId]);
+    expect(service.stdout).toContain('input body (42 characters):\nHere they are:\nuser admin\npassword hunter2');
+    for (const line of mustShow.slice(1)) expect(service.stdout).toContain(line);
+    const json = JSON.parse((await slowCli(dir, ['approvals', 'show', toolCallApprovalId, '--json'])).stdout);
+    expect(json.rendering).toContain(memoTail);
+    expect(JSON.parse(json.tool_call.arguments).memo).toBe(memo);
+
+    const token = 'test-token-for-approvals-0123456789abcd';
+    const headers = { authorization: `Bearer ${token}` };
+    await using app = createServer({ config: loaded, token });
+    await app.ready();
+    const list = (await app.inject({ method: 'GET', url: '/api/approvals', headers })).json();
+    const byId = new Map(
+      (list.approvals as { id: string; rendering: string; bound: boolean }[]).map((entry) => [entry.id, entry]),
+    );
+    expect(byId.get(toolCallApprovalId)?.rendering).toContain(JSON.stringify(memo));
+    expect(byId.get(serviceApprovalId)?.bound).toBe(true);
+    for (const [name, value] of Object.entries(issueInputs)) {
+      expect(byId.get(serviceApprovalId)?.rendering).toContain(name === 'body' ? value : `input ${name} = "${value}"`);
+    }
+    const one = await app.inject({ method: 'GET', url: `/api/approvals/${toolCallApprovalId}`, headers });
+    expect(one.statusCode).toBe(200);
+    expect(one.json().rendering).toContain(memoTail);
+    expect((await app.inject({ method: 'GET', url: '/api/approvals/ap-000000000000', headers })).statusCode).toBe(404);
+  });
+
   it('are listed, approved and rejected from the CLI and over REST, each decided once', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config);

@@ -90,11 +90,14 @@ describe('dashboard approvals', () => {
     // Approve Anne's: one click, the worker sends the card once.
     await anne.getByRole('button', { name: 'Approve send_card for Anne' }).click();
     await expect
-      .poll(() =>
-        page
-          .getByRole('status')
-          .filter({ hasText: `${anneId} approved by dashboard` })
-          .count(),
+      .poll(
+        () =>
+          page
+            .getByRole('status')
+            .filter({ hasText: `${anneId} approved by dashboard` })
+            .count(),
+        // Bounded, not the 5 s default: on a loaded machine the post and the list it swaps in can take longer.
+        { timeout: 20_000 },
       )
       .toBe(1);
     expect(await page.locator(`#${anneId}`).count()).toBe(0);

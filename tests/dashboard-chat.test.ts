@@ -4,6 +4,7 @@
 // markup rendered as text, and an approval request in the notifications conversation shown with approve/reject
 // buttons that post to the Approvals page's action.
 import path from 'node:path';
+import { bindApproval } from '@assistant/actions';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { FileNoteStore } from '@assistant/notes';
 import type { Browser } from 'playwright-core';
@@ -87,7 +88,8 @@ describe('dashboard chat pages', () => {
     // The item it is about: approving enqueues the action for it.
     await notes.create('email/personal/inbox/1.md', { data: { subject: 'Weekly digest' }, body: '' });
     await notes.create(`approvals/${approvalId}.md`, {
-      data: {
+      // Bound to its rendering, as every request is made: one without a digest cannot be approved.
+      data: bindApproval({
         id: approvalId,
         status: 'pending',
         created_at: new Date().toISOString(),
@@ -101,7 +103,7 @@ describe('dashboard chat pages', () => {
         item: 'email/personal/inbox/1.md',
         title: 'Archive "<img src=x onerror=alert(3)>"',
         actions: [{ kind: 'platform', name: 'archive', key: 'archive', tier: 'soft', yolo: false }],
-      },
+      }) as never,
       body: '',
     });
     await expect

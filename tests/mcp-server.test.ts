@@ -12,6 +12,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { readApiToken } from './helpers/api-token.ts';
+import {
+  memo,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from './helpers/approval-fixtures.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
@@ -168,6 +175,21 @@ describe('assistant mcp serve (stdio)', () => {
       worker.child.kill('SIGTERM');
       await worker.exited;
     }
+  });
+
+  it("list_approvals shows what each request will do in full: a 5,000-character argument, a service's inputs (issue 30)", async () => {
+    await using dir = await tempDir();
+    const configPath = await writeConfig(dir);
+    await writeSurfaceApprovals(new FileNoteStore({ root: path.join(dir.path, 'data/notes') }));
+    await using client = await stdioClient(configPath, dir.path);
+    const listed = parsed(await client.callTool({ name: 'list_approvals', arguments: {} }));
+    const approvals = listed.approvals as { id: string; rendering: string; bound: boolean }[];
+    const byId = new Map(approvals.map((approval) => [approval.id, approval]));
+    expect(byId.get(toolCallApprovalId)?.rendering).toContain(JSON.stringify(memo));
+    expect(byId.get(toolCallApprovalId)?.bound).toBe(true);
+    const both = approvals.map((approval) => approval.rendering).join('\n');
+    for (const line of mustShow) expect(both).toContain(line);
+    expect(byId.get(serviceApprovalId)?.rendering).not.toMatch(/more characters/);
   });
 
   it('says no worker answered when none runs, within the wait', async () => {

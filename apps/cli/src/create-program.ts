@@ -197,7 +197,7 @@ export function createProgram(context: CliContext): CliProgram {
         }),
     );
 
-  program
+  const approvals = program
     .command('approvals')
     .description('list approval requests: actions that wait for a person (pending ones by default)')
     .option('--status <status>', 'pending, approved, rejected or expired')
@@ -208,6 +208,20 @@ export function createProgram(context: CliContext): CliProgram {
         globals: globalOptions(command, context),
         context,
         ...options,
+      }),
+    );
+  approvals
+    .command('show')
+    .description('one approval request, with what it will do in full: every input, the whole text, all arguments')
+    .argument('<id>', 'the request id, e.g. ap-3f2c9d1e0a4b')
+    .option('--json', 'print it as JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/approval-commands.ts')).approvalShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        // `approvals` has a --json of its own, which commander gives the parent when written after `show ID`.
+        json: options.json === true || command.parent?.opts().json === true,
       }),
     );
   for (const decision of ['approve', 'reject'] as const) {

@@ -5,6 +5,14 @@ import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  memo,
+  memoTail,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from '../../../tests/helpers/approval-fixtures.ts';
 import { ChatNotifier, notificationsConversationId } from './chat-notifier.ts';
 
 let root: string;
@@ -35,6 +43,29 @@ const told = async () =>
   (await chat.get(notificationsConversationId)).messages.map((message) => message.text.split(':')[0]);
 
 describe('ChatNotifier', () => {
+  it("tells what an approval will do: a service's inputs in full, a 5,000-character argument to the end or plainly how much more (issue 30)", async () => {
+    const { toolCall } = await writeSurfaceApprovals(notes);
+    await notifier().scan();
+    const texts = (await chat.get(notificationsConversationId)).messages.map((message) => message.text);
+    const service = texts.find((text) => text.includes(`(${serviceApprovalId})`)) ?? '';
+    for (const line of mustShow.slice(1)) expect(service).toContain(line);
+    expect(service).toContain(`/approve ${serviceApprovalId}`);
+    // The call's rendering is longer than a forwarded Telegram message holds: its start, then how much more and where.
+    const call = texts.find((text) => text.includes(`(${toolCallApprovalId})`)) ?? '';
+    const more =
+      /\n…\n(\d+) more characters: open the request \(`assistant approvals show ap-0000000000a1` or \/approvals\/ap-0000000000a1 on the dashboard\)$/.exec(
+        call,
+      );
+    expect(more).not.toBeNull();
+    const rendering = toolCall.rendering ?? '';
+    const shownPart = call.slice(call.indexOf('What will happen:\n') + 'What will happen:\n'.length, more?.index);
+    expect(rendering.startsWith(shownPart)).toBe(true);
+    expect(shownPart.length + Number(more?.[1])).toBe(rendering.length);
+    expect(rendering).toContain(JSON.stringify(memo));
+    expect(call).not.toContain(memoTail);
+    expect(call.length).toBeLessThan(4_096);
+  });
+
   it('tells the owner of a pending approval, a question of a running agent task and a failure, each once', async () => {
     const now = new Date().toISOString();
     await notes.create('approvals/ap-0123456789ab.md', {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { describeApproval, listApprovals } from '@assistant/actions';
+import { approvalRendering, describeApproval, fitRendering, listApprovals } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
@@ -10,6 +10,12 @@ import type { Logger } from 'pino';
 
 /** The conversation notifications go to: the owner's, shown by `assistant chat notifications`, REST and Telegram. */
 export const notificationsConversationId = 'notifications';
+
+/**
+ * The most characters of a request's rendering a notification carries: the notifications conversation is forwarded
+ * to Telegram message by message, and a message holds 4,096 characters with the line above it.
+ */
+const notificationRenderingMaxChars = 3_500;
 
 export type NotificationKind = 'approval' | 'clarification' | 'failure';
 
@@ -87,7 +93,9 @@ export class ChatNotifier {
       await this.#notify(`approval:${approval.id}`, {
         kind: 'approval',
         // A tool call's title names only its task: say what the call would do, too.
-        text: `Approval needed: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title} (${approval.id}): ${approval.reason}. It expires ${approval.expires_at}. Answer with /approve ${approval.id} or /reject ${approval.id} (or \`assistant approvals approve ${approval.id}\`).`,
+        // What will happen goes with it, in full up to what a Telegram forward holds; past that, plainly how much more
+        // and where to read it.
+        text: `Approval needed: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title} (${approval.id}): ${approval.reason}. It expires ${approval.expires_at}. Answer with /approve ${approval.id} or /reject ${approval.id} (or \`assistant approve ${approval.id}\`).\n\nWhat will happen:\n${fitRendering({ rendering: approvalRendering(approval).rendering, maxChars: notificationRenderingMaxChars, id: approval.id })}`,
         details: { approval: approval.id },
       });
     }

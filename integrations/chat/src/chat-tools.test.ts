@@ -272,7 +272,12 @@ describe('the chat tools', () => {
       origin: { chat: conversation, task: context.task.id },
     });
     expect(t.shown).toEqual([
-      { id: proposed.approval, title: 'send_card for Ada', summary: expect.stringContaining(item) },
+      {
+        id: proposed.approval,
+        title: 'send_card for Ada',
+        summary: expect.stringContaining(item),
+        rendering: expect.stringContaining('action: send_card'),
+      },
     ]);
     // The same turn proposing it again (a rerun) finds its request.
     expect(await call(t, 'propose', proposal(item))).toEqual({

@@ -1,9 +1,11 @@
 import { AssistantError } from '@assistant/errors';
 import {
+  approvalRendering,
   type ChatConsole,
   defineTool,
   describeAction,
   describeApproval,
+  fitRendering,
   type HandlerContext,
   noteTools,
   type Tool,
@@ -22,8 +24,14 @@ export interface ChatToolsOptions {
   /** The owner's messages of this turn so far (its batch, steered messages, answers): the texts the owner wrote. */
   ownerTexts: () => readonly string[];
   /** Shows an approval request in the chat (an `approval` event on the conversation's event log). */
-  showApproval: (approval: { id: string; title: string; summary: string }) => Promise<void>;
+  showApproval: (approval: { id: string; title: string; summary: string; rendering?: string }) => Promise<void>;
 }
+
+/**
+ * The most characters of a request's rendering a chat card (and `list_approvals` here) carries: past it, its start and
+ * `N more characters: open the request`.
+ */
+const chatCardMaxChars = 16_000;
 
 /** The most characters of a task's payload, result or error a tool shows; the rest is cut with a note. */
 const maxShownChars = 4_000;
@@ -133,6 +141,11 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
           status: approval.status,
           title: approval.title,
           actions: approval.tool_call ? [describeApproval(approval)] : approval.actions.map(describeAction),
+          rendering: fitRendering({
+            rendering: approvalRendering(approval).rendering,
+            maxChars: chatCardMaxChars,
+            id: approval.id,
+          }),
           item: approval.item,
           rule: approval.rule,
           reason: approval.reason,
@@ -206,6 +219,12 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
             id: approval.id,
             title: `${approval.actions.map(describeAction).join(', ')} for ${approval.title}`,
             summary: `${reason} (item ${approval.item}; expires ${approval.expires_at})`,
+            // What the owner approves, in full, on the chat card; long ones say how much more and where to read it.
+            rendering: fitRendering({
+              rendering: approvalRendering(approval).rendering,
+              maxChars: chatCardMaxChars,
+              id: approval.id,
+            }),
           });
         }
         return { approval: approval.id, status: approval.status, created };

@@ -8,9 +8,12 @@ import {
   describe,
   type EnqueueActionsResult,
   enqueueActions,
+  type PlannedAction,
   plannedActionSchema,
   plannedForApproval,
 } from './enqueue-actions.ts';
+import { moreCharacters, renderActions, renderToolCall, type ShownAction } from './render-approval.ts';
+import { renderInputs } from './render-template.ts';
 import { toolTiers } from './tool-policy.ts';
 
 /** Approval requests live here, one note each, named by their id. */
@@ -21,7 +24,7 @@ const toolCallSchema = z.looseObject({
   /** The tool's name as the model called it (`server__tool` for MCP tools). */
   tool: z.string(),
   tier: z.enum(toolTiers),
-  /** The arguments as JSON, cut to a few KB (see `toolCallArgumentsMaxChars`). */
+  /** The arguments as JSON, in full: what the owner reads is what runs. */
   arguments: z.string(),
   /** The task whose loop asks, and the loop's lineage (`system.agent › research`). */
   task: z.string(),
@@ -58,6 +61,16 @@ const approvalSchema = z
     decided_at: z.string().optional(),
     decided_by: z.string().optional(),
     tasks: z.array(z.string()).optional(),
+    /**
+     * What will happen, as every surface shows it (see `render-approval.ts`): the action, its target, every input and
+     * the full text to be sent, or the tool call with its arguments. Absent on requests made before approvals were
+     * bound to what they show; such a request cannot be approved.
+     */
+    rendering: z.string().optional(),
+    /** The SHA-256 of `rendering`: what the approval binds to. Each action carries the digest of its own part. */
+    digest: z.string().optional(),
+    /** Tasks refused because what they would run no longer matched what was approved. */
+    refusals: z.array(z.looseObject({ at: z.string(), task: z.string().optional(), reason: z.string() })).optional(),
   })
   .check((context) => {
     const request = context.value;
@@ -82,16 +95,172 @@ export type ApprovalRequest = z.infer<typeof approvalSchema>;
 
 const idPattern = /^ap-[0-9a-f]{12}$/;
 
+/** How much of a tool call's arguments a one-line description shows; the rest is named, and in the rendering. */
+const describedArgumentsMaxChars = 200;
+
 /**
- * What a request would do, in a few words for lists, logs and titles: `call fs__write {"path":"/x"}` for a tool call,
- * the actions (`archive, label → urgent`) otherwise.
+ * What a request would do, in a few words for log lines and titles: `call fs__write {"path":"/x"}` for a tool call,
+ * the actions (`archive, label → urgent`) otherwise. Long arguments end in `… (N more characters: open the request)`:
+ * never cut without saying so. What the owner approves is the full rendering ({@link approvalRendering}), which
+ * every surface shows next to it.
  */
 export function describeApproval(request: ApprovalRequest): string {
   if (request.tool_call !== undefined) {
     const shown = request.tool_call.arguments;
-    return `call ${request.tool_call.tool} ${shown.length > 200 ? `${shown.slice(0, 200)}…` : shown}`;
+    if (shown.length <= describedArgumentsMaxChars) return `call ${request.tool_call.tool} ${shown}`;
+    const more = moreCharacters(shown.length - describedArgumentsMaxChars);
+    return `call ${request.tool_call.tool} ${shown.slice(0, describedArgumentsMaxChars)}… (${more})`;
   }
   return request.actions.map((action) => describe(action)).join(', ');
+}
+
+/**
+ * The actions of a request as they will run: a script's or service's inputs filled from the item's note as
+ * `enqueueActions` fills them (when `item` is given; else as written), a service's result routes as its task gets them.
+ */
+function shownActions(
+  actions: readonly PlannedAction[],
+  item?: { path: string; data: Record<string, unknown> },
+): ShownAction[] {
+  return actions.map((action) => {
+    let inputs = action.inputs;
+    let inputsProblem: string | undefined;
+    if (item && action.kind !== 'platform') {
+      try {
+        inputs = renderInputs(action.inputs, { ...item.data, item: item.path });
+      } catch (error) {
+        inputsProblem = error instanceof Error ? error.message : String(error);
+      }
+    }
+    return {
+      kind: action.kind,
+      name: action.name,
+      tier: action.tier,
+      ...(action.target === undefined ? {} : { target: action.target }),
+      ...(action.argument === undefined ? {} : { argument: action.argument }),
+      ...(action.kind === 'platform' ? {} : inputsProblem === undefined ? { inputs: inputs ?? {} } : { inputsProblem }),
+      ...(action.kind === 'service'
+        ? {
+            routes: action.on_result ?? [{ note: true }],
+            ...(action.human_log === undefined ? {} : { humanLog: action.human_log }),
+          }
+        : {}),
+      ...(action.text === undefined ? {} : { text: action.text }),
+    };
+  });
+}
+
+/**
+ * A request of actions with its canonical rendering and digests filled in (`rendering`, `digest`, and each action's
+ * `digest`), from the actions as they will run for the item as `item` shows it now. Call it last, on the request as
+ * it will be written: whatever is added to an action after it (a `text`) is not bound.
+ */
+export function bindApproval(
+  request: ApprovalRequest,
+  item?: { path: string; data: Record<string, unknown> },
+): ApprovalRequest {
+  if (request.tool_call !== undefined) return request;
+  const rendered = renderActions({
+    instance: request.instance,
+    platform: request.platform,
+    item: request.item,
+    title: request.title,
+    actions: shownActions(request.actions, item),
+  });
+  return {
+    ...request,
+    actions: request.actions.map((action, index) => ({ ...action, digest: rendered.actionDigests[index] ?? '' })),
+    rendering: rendered.rendering,
+    digest: rendered.digest,
+  };
+}
+
+/**
+ * What a request will do, as every surface shows it: the rendering it was bound to, or for a request made before
+ * approvals were bound (`bound: false`) one made from what its note holds (a rule's inputs as written), which cannot
+ * be approved.
+ */
+export function approvalRendering(request: ApprovalRequest): { rendering: string; bound: boolean } {
+  if (request.rendering !== undefined && request.digest !== undefined) {
+    return { rendering: request.rendering, bound: true };
+  }
+  if (request.tool_call !== undefined) {
+    let input: unknown = request.tool_call.arguments;
+    try {
+      input = JSON.parse(request.tool_call.arguments);
+    } catch {
+      // Shown as the text it is.
+    }
+    const { rendering } = renderToolCall({ ...request.tool_call, input });
+    return { rendering, bound: false };
+  }
+  return { rendering: bindApproval(request).rendering ?? '', bound: false };
+}
+
+/**
+ * The rendering as a section of the request note's body, in a fence longer than any run of backticks in it, so no
+ * text it quotes can close the fence early.
+ */
+export function renderingSection(request: ApprovalRequest): string[] {
+  const { rendering } = approvalRendering(request);
+  const longest = Math.max(0, ...Array.from(rendering.matchAll(/`+/g), (run) => run[0].length));
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return [
+    `What will happen, in full (the approval binds to it${request.digest ? `: ${request.digest}` : ''}):`,
+    '',
+    `${fence}text`,
+    rendering,
+    fence,
+    '',
+  ];
+}
+
+/**
+ * A request as the REST API, MCP and `--json` give it: with its `rendering` (the bound one, or one made from its note
+ * for a request made before approvals were bound) and whether it is `bound`, so no reader has to rebuild it.
+ */
+export function withRendering(request: ApprovalRequest): ApprovalRequest & { rendering: string; bound: boolean } {
+  const { rendering, bound } = approvalRendering(request);
+  return { ...request, rendering, bound };
+}
+
+/** Why a request made before approvals were bound to what they show cannot be approved. */
+function unboundProblem(request: ApprovalRequest): string | undefined {
+  if (request.digest !== undefined && request.rendering !== undefined) return undefined;
+  return `approval ${request.id} was made before approvals were bound to what they show (its note has no digest), so it cannot be approved: reject it and let it be asked again`;
+}
+
+/**
+ * Records on the request that a task was refused because what it would run is not what was approved. A failure to
+ * write only loses the record; the task is refused all the same.
+ */
+export async function recordRefusal(
+  notes: NoteStore,
+  refusal: { id: string; task?: string; reason: string; nowMs?: number },
+): Promise<void> {
+  try {
+    await notes.update(`${approvalsFolder}/${refusal.id}.md`, {
+      change: (current) => {
+        const list = Array.isArray(current.data.refusals) ? current.data.refusals : [];
+        const entry = {
+          at: new Date(refusal.nowMs ?? Date.now()).toISOString(),
+          ...(refusal.task === undefined ? {} : { task: refusal.task }),
+          reason: refusal.reason,
+        };
+        // A retried check of the same task says the same thing once.
+        if (list.some((old) => isSameRefusal(old, entry))) return {};
+        return { set: { refusals: [...list, entry] as never } };
+      },
+    });
+  } catch {
+    // The refusal stands; only its note on the request is missing.
+  }
+}
+
+function isSameRefusal(old: unknown, entry: { task?: string; reason: string }): boolean {
+  if (old === null || typeof old !== 'object') return false;
+  const record = old as { task?: unknown; reason?: unknown };
+  return record.task === entry.task && record.reason === entry.reason;
 }
 
 /** Whether `id` has the form of an approval id (`ap-` and 12 hex digits). */
@@ -140,9 +309,10 @@ export async function createApprovalRequest(
   });
   const notePath = `${approvalsFolder}/${id}.md`;
   if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
+  // The texts are written before the request is bound: the digest covers the words the owner will read.
   const prepared = options.prepare ? await options.prepare(match.actions) : match.actions;
   const actions = prepared.map((action) => plannedForApproval(action, options.item ?? {}));
-  const request: ApprovalRequest = {
+  const unbound: ApprovalRequest = {
     id,
     status: 'pending',
     created_at: new Date(options.nowMs).toISOString(),
@@ -158,6 +328,7 @@ export async function createApprovalRequest(
     title: options.title,
     actions,
   };
+  const request = bindApproval(unbound, { path: options.notePath, data: options.item ?? {} });
   const list = actions.map((action) => `- ${describe(action)} (${action.tier.replace('_', ' ')})`).join('\n');
   const targets = actions.flatMap((action) => (action.target ? [`\`${action.target.field}\``] : []));
   const body = [
@@ -173,6 +344,7 @@ export async function createApprovalRequest(
       : []),
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
+    ...renderingSection(request),
     `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
     `${request.expires_at} and nothing happens.`,
     '',
@@ -294,6 +466,10 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
           `approval ${options.id} was ${request.status} already${request.decided_at ? ` at ${request.decided_at}` : ''}`,
         );
       }
+      if (options.decision === 'approve') {
+        const unbound = unboundProblem(request);
+        if (unbound !== undefined) throw new AssistantError('CONFLICT', unbound);
+      }
       if (Date.parse(request.expires_at) <= nowMs) {
         expired = true;
         return { set: { status: 'expired', decided_at: decided.decided_at, decided_by: 'expiry' } };
@@ -351,7 +527,7 @@ export async function enqueueApproved(
       ...(action.inputs === undefined ? {} : { inputs: action.inputs }),
       ...(action.human_log === undefined ? {} : { humanLog: action.human_log }),
       ...(action.on_result === undefined ? {} : { onResult: action.on_result as never }),
-      // The text the person saw: the act task sends exactly it.
+      // The text the owner read goes to the act task as it is: the act sends it, not new words.
       ...(action.text === undefined ? {} : { text: action.text }),
     })),
   };

@@ -4,8 +4,9 @@ import { NotePathError, type NoteStore } from '@assistant/notes';
 import { RetryableError, type Task } from '@assistant/queue';
 import * as z from 'zod';
 import type { ActionRegistry, ActionTaskType } from './action-registry.ts';
-import { type ApprovalRequest, isApprovalId, readApproval } from './approvals.ts';
-import { actPayloadSchema } from './enqueue-actions.ts';
+import { type ApprovalRequest, isApprovalId, readApproval, recordRefusal } from './approvals.ts';
+import { actPayloadSchema, type PlannedAction } from './enqueue-actions.ts';
+import { digestOf, renderAction, type ShownAction } from './render-approval.ts';
 import { renderInputs } from './render-template.ts';
 
 /**
@@ -61,6 +62,24 @@ export async function checkActTask(options: {
     // could borrow another's authority (and its once-per-item record).
     if (action.key !== actionKey(action.name, action.argument)) {
       return `\`${action.name}\`: its key \`${action.key}\` is not its name and argument (${action.argument === undefined ? 'none' : JSON.stringify(action.argument)})`;
+    }
+    if (payload.approval !== undefined) {
+      approvalRead ??= { approval: await loadApproval(options.notes, payload.approval) };
+      const unlike = await bindingProblem(options.notes, {
+        what: `\`${action.name}\``,
+        approval: approvalRead.approval,
+        wanted: { ...item, key: action.key },
+        task: task.id,
+        carried: (approved) => ({
+          kind: 'platform',
+          name: action.name,
+          tier: approved.tier,
+          target: approved.target,
+          argument: action.argument,
+          text: action.text,
+        }),
+      });
+      if (unlike !== undefined) return unlike;
     }
     if (declared.tier !== 'irreversible') continue;
     if (!ruleAuthorises(rule, action.key) && payload.approval === undefined) {
@@ -140,6 +159,22 @@ async function checkScriptTask(options: {
     return `script \`${named.data.script}\` cannot be undone, and its payload does not say who asked: ${issue?.path.join('.')}: ${issue?.message}`;
   }
   const payload = parsed.data;
+  const requested = payload.requested_by;
+  if (payload.approval !== undefined && requested) {
+    const unlike = await bindingProblem(options.notes, {
+      what: `script \`${payload.script}\``,
+      approval: await loadApproval(options.notes, payload.approval),
+      wanted: { ...requestedItem(options.registry, requested), key: `script:${payload.script}` },
+      task: options.task.id,
+      carried: (approved) => ({
+        kind: 'script',
+        name: payload.script,
+        tier: approved.tier,
+        ...carriedInputs(payload.inputs),
+      }),
+    });
+    if (unlike !== undefined) return unlike;
+  }
   if (options.scripts?.[payload.script]?.reversible) return undefined;
   const problem = await checkRequested(options, {
     what: `script \`${payload.script}\``,
@@ -161,6 +196,8 @@ async function checkServiceTask(
   info: ActionTaskType,
 ): Promise<string | undefined> {
   const service = info.integration.manifest.services[info.service ?? ''];
+  const bound = await serviceBinding(options, info);
+  if (bound !== undefined) return bound;
   if (service?.reversible) return undefined;
   const instance = options.registry.instanceForTask(options.task);
   const instanceName = instance.ok ? instance.instance.name : (options.task.integration ?? info.domain);
@@ -188,6 +225,104 @@ async function checkServiceTask(
       humanLog: onResult.data.human_log,
     },
   });
+}
+
+/**
+ * The binding check of a service task that cites an approval (reversible or not: the owner approved what they read):
+ * its inputs, result routes and log line must render as the approval showed them.
+ */
+async function serviceBinding(
+  options: { registry: ActionRegistry; notes: NoteStore; task: Task },
+  info: ActionTaskType,
+): Promise<string | undefined> {
+  const onResult = z
+    .looseObject({ requested_by: requestedBySchema, routes: z.unknown().optional(), human_log: z.unknown().optional() })
+    .safeParse(options.task.onResult ?? {});
+  // Without a readable `requested_by` there is no approval to bind to; the gate below says what is missing.
+  if (!onResult.success || onResult.data.requested_by.approval === undefined) return undefined;
+  const requested = onResult.data.requested_by;
+  const instance = options.registry.instanceForTask(options.task);
+  const instanceName = instance.ok ? instance.instance.name : (options.task.integration ?? info.domain);
+  const call = `${info.domain}.${instanceName}.${info.service}`;
+  const inputs = z.looseObject({ inputs: z.unknown().optional() }).safeParse(options.task.payload).data?.inputs;
+  const humanLog = onResult.data.human_log;
+  return bindingProblem(options.notes, {
+    what: `service \`${call}\``,
+    approval: await loadApproval(options.notes, requested.approval ?? ''),
+    wanted: { ...requestedItem(options.registry, requested), key: `service:${call}` },
+    task: options.task.id,
+    carried: (approved) => ({
+      kind: 'service',
+      name: approved.name,
+      tier: approved.tier,
+      ...carriedInputs(inputs),
+      routes: onResult.data.routes,
+      ...(humanLog === undefined
+        ? {}
+        : { humanLog: typeof humanLog === 'string' ? humanLog : JSON.stringify(humanLog) }),
+    }),
+  });
+}
+
+/** The item a script or service task names, for finding its action on an approval. */
+function requestedItem(registry: ActionRegistry, requested: RequestedBy): ItemRef {
+  return {
+    domain: registry.instance(requested.instance)?.domain ?? '',
+    instance: requested.instance,
+    platform: requested.platform,
+    item: requested.item,
+  };
+}
+
+/** A task's inputs as a rendering shows them: plain values, or why they are not. */
+function carriedInputs(inputs: unknown): Pick<ShownAction, 'inputs' | 'inputsProblem'> {
+  const plain = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).safeParse(inputs ?? {});
+  return plain.success
+    ? { inputs: plain.data }
+    : { inputsProblem: 'the task carries inputs that are not plain values' };
+}
+
+/**
+ * Why an action a task carries is not the one its approval showed the owner, or undefined. The approval binds to the
+ * digest of its rendering, and each action to the digest of its part: the task's action is rendered again from what
+ * the task carries (name, argument, inputs, text, routes) and must hash to the same. An approval of the action made
+ * before approvals were bound (no digest) binds to nothing and is refused: the owner asks again. An approval that does
+ * not name this action for this item is left to the checks after this one. A refusal is recorded on the approval.
+ */
+async function bindingProblem(
+  notes: NoteStore,
+  check: {
+    what: string;
+    approval: ApprovalRequest | undefined;
+    wanted: ItemRef & { key: string };
+    task: string;
+    carried: (approved: PlannedAction) => ShownAction;
+  },
+): Promise<string | undefined> {
+  const found = approvedAction(check.approval, check.wanted);
+  if (!found) return undefined;
+  const { approval, action } = found;
+  let problem: string | undefined;
+  if (action.digest === undefined || approval.digest === undefined) {
+    problem = `approval ${approval.id} was given before approvals were bound to what they show (it has no digest), so it authorises nothing; ask again`;
+  } else {
+    const rendered = renderAction(check.carried(action));
+    const digest = digestOf(rendered);
+    if (digest !== action.digest) {
+      problem = `what the task would run is not what approval ${approval.id} showed the owner (approved ${action.digest}, the task ${digest}); ${firstUnseen(rendered, approval.rendering ?? '')}`;
+    }
+  }
+  if (problem === undefined) return undefined;
+  await recordRefusal(notes, { id: approval.id, task: check.task, reason: problem });
+  return `${check.what}: ${problem}`;
+}
+
+/** The first line of what would run that the owner was not shown, cut short for a log line. */
+function firstUnseen(rendered: string, shown: string): string {
+  const seen = new Set(shown.split('\n'));
+  const line = rendered.split('\n').find((candidate) => !seen.has(candidate));
+  if (line === undefined) return 'the same lines in another order or number';
+  return `it would run \`${line.length > 160 ? `${line.slice(0, 160)}…` : line}\`, which the owner was not shown`;
 }
 
 /** What a script or service task carries that its rule or approval decides: inputs, and a service's routes. */

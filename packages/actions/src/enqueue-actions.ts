@@ -28,6 +28,11 @@ export const plannedActionSchema = z.strictObject({
    * manifest's `target` field of the item and its value, absent when the item has none.
    */
   target: z.strictObject({ field: z.string(), value: z.string().optional() }).optional(),
+  /**
+   * The digest of this action's part of the approval's rendering (approval requests only): the task that runs the
+   * action must render to the same, or it is refused (see `check-act.ts`).
+   */
+  digest: z.string().optional(),
 });
 export type PlannedAction = z.infer<typeof plannedActionSchema>;
 
@@ -266,8 +271,11 @@ class TextNotWritten extends Error {
   }
 }
 
-/** An action as task payloads and approval requests carry it: snake_case, absent fields left out. */
-function planned(action: ResolvedAction): PlannedAction {
+/**
+ * An action as task payloads and approval requests carry it: snake_case, absent fields left out. An approved action
+ * brings the text its approval showed (`text`), which the act sends as it is.
+ */
+function planned(action: ResolvedAction & { text?: string }): PlannedAction {
   return {
     kind: action.kind,
     name: action.name,

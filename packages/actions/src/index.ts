@@ -2,7 +2,9 @@ export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-re
 export {
   type ApprovalRequest,
   approvalOfNote,
+  approvalRendering,
   approvalsFolder,
+  bindApproval,
   type CreateApprovalRequestOptions,
   createApprovalRequest,
   type DecideApprovalOptions,
@@ -15,6 +17,7 @@ export {
   readApproval,
   sortApprovals,
   withdrawTaskToolCalls,
+  withRendering,
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
@@ -55,6 +58,18 @@ export {
   type ProposedAction,
   proposeAction,
 } from './propose-action.ts';
+export {
+  type ApprovalRendering,
+  digestOf,
+  fitRendering,
+  moreCharacters,
+  renderAction,
+  renderActions,
+  renderToolCall,
+  type ShownAction,
+  type ShownToolCall,
+  whereToOpen,
+} from './render-approval.ts';
 export { renderInputs, renderTemplate } from './render-template.ts';
 export {
   auditKeys,

@@ -5,7 +5,7 @@ import type { ManifestPlatform } from '@assistant/manifests';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { ActionInstance, ActionRegistry } from './action-registry.ts';
-import { type ApprovalRequest, approvalsFolder, enqueueApproved } from './approvals.ts';
+import { type ApprovalRequest, approvalsFolder, bindApproval, enqueueApproved, renderingSection } from './approvals.ts';
 import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
 
 export interface RequestManualActionOptions {
@@ -74,7 +74,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     keys: [action.key],
     nonce: randomBytes(8).toString('hex'),
   });
-  const approval: ApprovalRequest = {
+  const unbound: ApprovalRequest = {
     id,
     status: 'approved',
     created_at: at,
@@ -91,6 +91,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     decided_at: at,
     decided_by: options.by,
   };
+  const approval = bindApproval(unbound, { path: options.notePath, data: note.data });
   const body = [
     `# ${describe(plannedForApproval(action, note.data))} for ${title}, by hand`,
     '',
@@ -99,6 +100,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     '',
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
+    ...renderingSection(approval),
   ].join('\n');
   await options.notes.create(`${approvalsFolder}/${id}.md`, { data: approval as never, body });
   const result = await enqueueApproved(options, approval, nowMs);

@@ -2,7 +2,7 @@ import { actionKey, type ResolvedAction } from '@assistant/automations';
 import { AssistantError } from '@assistant/errors';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { ActionRegistry } from './action-registry.ts';
-import { type ApprovalRequest, approvalsFolder, readApproval } from './approvals.ts';
+import { type ApprovalRequest, approvalsFolder, bindApproval, readApproval, renderingSection } from './approvals.ts';
 import { approvalId, describe, plannedForApproval } from './enqueue-actions.ts';
 import { findItem, itemTitle, readArgument } from './manual-action.ts';
 
@@ -84,7 +84,7 @@ export async function proposeAction(
   const title = itemTitle(note.data, options.notePath);
   const at = new Date(nowMs).toISOString();
   const origin: ChatOrigin = { chat: options.origin.conversation, task: options.origin.task };
-  const approval: ApprovalRequest = {
+  const unbound: ApprovalRequest = {
     id,
     status: 'pending',
     created_at: at,
@@ -100,6 +100,7 @@ export async function proposeAction(
     actions: [planned],
     origin,
   };
+  const approval = bindApproval(unbound, { path: options.notePath, data: note.data });
   const chatNote = `chats/${options.origin.conversation}.md`;
   const body = [
     `# Approve ${describe(planned)} for ${title}?`,
@@ -108,10 +109,10 @@ export async function proposeAction(
     `model's reason: ${options.reason}`,
     '',
     `- ${describe(planned)} (${planned.tier.replace('_', ' ')})`,
-    ...(planned.inputs ? ['', `Inputs: \`${JSON.stringify(planned.inputs)}\``] : []),
     '',
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
+    ...renderingSection(approval),
     `Approve in that chat (write its id), with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`.`,
     `Unless decided, it expires at ${approval.expires_at} and nothing happens.`,
     '',

@@ -12,6 +12,7 @@ import {
   readApproval,
   withdrawTaskToolCalls,
 } from './approvals.ts';
+import { renderToolCall } from './render-approval.ts';
 import { type CreateToolCallGateOptions, createToolCallGate, type ToolCallGateRequest } from './tool-call-gate.ts';
 
 let dir: string;
@@ -111,6 +112,33 @@ describe('createToolCallGate', () => {
     expect(await listApprovals(notes)).toHaveLength(1);
   });
 
+  it('refuses an approved call that does not render to the digest the owner approved, and records why (issue 30)', async () => {
+    const { gate, notes, lines } = setup();
+    const decision = gate(call('fs__write', 'irreversible', { input: { path: '/etc/passwd' } }));
+    const id = await pendingRequest(notes);
+    // The note rewritten to show the owner a harmless call, with a digest to match what it shows.
+    const shown = renderToolCall({
+      tool: 'fs__write',
+      tier: 'irreversible',
+      loop: 'system.agent',
+      task: 'task-1',
+      input: { path: '/tmp/harmless' },
+    });
+    await notes.update(`approvals/${id}.md`, { set: { rendering: shown.rendering, digest: shown.digest } });
+    const queue = await openFileTaskQueue({ directory: path.join(dir, 'queue') });
+    await decideApproval({ notes, queue, id, decision: 'approve', by: 'cli' });
+    expect(await decision).toMatchObject({
+      run: false,
+      reason: expect.stringMatching(/^refused: the call is not the one approval ap-[0-9a-f]{12} showed the owner/),
+    });
+    const saved = await readApproval(notes, id);
+    expect(saved?.tool_ran_at).toBeUndefined();
+    expect(saved?.refusals).toEqual([
+      expect.objectContaining({ task: 'task-1', reason: expect.stringContaining('showed the owner') }),
+    ]);
+    expect(lines).toContain(`refused to call fs__write on approval ${id}`);
+  });
+
   it('asks for a tools.approve pattern even for a read-only tool, and refuses when rejected', async () => {
     const { gate, notes } = setup();
     const decision = gate(call('trigger', 'read_only'));
@@ -205,7 +233,7 @@ describe('createToolCallGate', () => {
     expect(await decision).toMatchObject({ run: false, reason: expect.stringContaining('no decision within 1s') });
   });
 
-  it('shows the whole of long arguments in the request note, not only the start lists show', async () => {
+  it('keeps the whole of long arguments on the request and in its note, never cut', async () => {
     const { gate, notes } = setup();
     const tail = 'and finally rm -rf the backups';
     const content = `${'x'.repeat(5_000)} ${tail}`;
@@ -213,10 +241,10 @@ describe('createToolCallGate', () => {
     const decision = gate(call('fs__write', 'irreversible', { input: { content }, signal: controller.signal }));
     const id = await pendingRequest(notes);
     const saved = await readApproval(notes, id);
-    expect(saved?.tool_call?.arguments).toMatch(/… \(cut\)$/);
-    expect(saved?.tool_call?.arguments).not.toContain(tail);
+    expect(saved?.tool_call?.arguments).toBe(JSON.stringify({ content }));
+    expect(saved?.rendering).toContain(`${tail}"\n}`);
     const note = await notes.read(`approvals/${id}.md`);
-    expect(note?.body).toContain(`${tail}"}`);
+    expect(note?.body).toContain(`${tail}"\n}`);
     controller.abort();
     await decision.catch(() => undefined);
   });

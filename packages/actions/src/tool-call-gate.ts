@@ -8,13 +8,13 @@ import {
   expireApproval,
   isWithdrawn,
   readApproval,
+  recordRefusal,
+  renderingSection,
   withdrawApproval,
   withdrawnBy,
 } from './approvals.ts';
+import { type ApprovalRendering, renderToolCall } from './render-approval.ts';
 import { type ToolPolicy, type ToolTier, toolVerdict } from './tool-policy.ts';
-
-/** The longest arguments JSON an approval request keeps; the rest is cut with `…`. */
-const toolCallArgumentsMaxChars = 4_000;
 
 /**
  * One tool call as the gate reads it: the part of `@assistant/agent`'s ToolGateRequest it needs, spelled out here
@@ -88,12 +88,28 @@ export function createToolCallGate(
       argumentsJson,
     });
     const loop = request.handle.lineage.join(' › ');
+    // What the owner is shown and what this call will run with: the approval binds to its digest.
+    const rendered = renderToolCall({
+      tool: tool.name,
+      tier: tool.tier,
+      loop,
+      task: options.task.id,
+      input: request.input,
+    });
     const existing = await readApproval(options.notes, id);
     // A request withdrawn when the loop that asked stopped (a shutdown, a crashed worker) is asked again: reopened.
     const reopened = existing !== undefined && isWithdrawn(existing) && (await reopenRequest(options, id, now()));
     if (existing === undefined || reopened) {
       if (existing === undefined) {
-        await createRequest(options, { id, loop, request, argumentsJson, because: verdict.because, nowMs: now() });
+        await createRequest(options, {
+          id,
+          loop,
+          request,
+          argumentsJson,
+          rendered,
+          because: verdict.because,
+          nowMs: now(),
+        });
       }
       await options.humanLog?.write({
         source,
@@ -105,7 +121,14 @@ export function createToolCallGate(
     request.waiting(id);
 
     try {
-      return await waitForDecision(options, { id, tool: tool.name, signal: request.signal, now, pollIntervalMs });
+      return await waitForDecision(options, {
+        id,
+        tool: tool.name,
+        digest: rendered.digest,
+        signal: request.signal,
+        now,
+        pollIntervalMs,
+      });
     } catch (error) {
       // The loop stopped while its call waited (stopped, timed out, the worker shutting down): nobody will run the
       // call on this request any more, so it leaves the owner's list rather than wait there for its expiry.
@@ -118,7 +141,15 @@ export function createToolCallGate(
 /** Polls the request until it is decided or expires; throws when the signal is aborted. */
 async function waitForDecision(
   options: CreateToolCallGateOptions,
-  wait: { id: string; tool: string; signal: AbortSignal; now: () => number; pollIntervalMs: number },
+  wait: {
+    id: string;
+    tool: string;
+    /** The digest of the call as it will run. */
+    digest: string;
+    signal: AbortSignal;
+    now: () => number;
+    pollIntervalMs: number;
+  },
 ): Promise<ToolCallGateDecision> {
   const { id, tool, signal, now } = wait;
   for (;;) {
@@ -127,7 +158,18 @@ async function waitForDecision(
     if (current === undefined) {
       return { run: false, reason: `approval request ${id} was deleted before anyone decided it` };
     }
-    if (current.status === 'approved') return claimRun(options.notes, current);
+    if (current.status === 'approved') {
+      const refused = bindingProblem(current, wait.digest);
+      if (refused === undefined) return claimRun(options.notes, current);
+      await recordRefusal(options.notes, { id, task: options.task.id, reason: refused, nowMs: now() });
+      await options.humanLog?.write({
+        source: `task ${options.task.id}`,
+        message: `refused to call ${tool} on approval ${id}`,
+        reason: refused,
+        link: `${approvalsFolder}/${id}.md`,
+      });
+      return { run: false, reason: `refused: ${refused}` };
+    }
     if (current.status === 'rejected') {
       return {
         run: false,
@@ -148,6 +190,18 @@ async function waitForDecision(
     }
     await sleep(Math.min(wait.pollIntervalMs, Math.max(0, Date.parse(current.expires_at) - now())), signal);
   }
+}
+
+/**
+ * Why an approved call must not run: the approval binds to the digest of the rendering the owner read, and the call
+ * about to run renders to another (the note was edited, or it holds no digest: made before approvals were bound).
+ */
+function bindingProblem(request: ApprovalRequest, digest: string): string | undefined {
+  if (request.digest === undefined) {
+    return `approval ${request.id} was made before approvals were bound to what they show (its note has no digest); ask again`;
+  }
+  if (request.digest === digest) return undefined;
+  return `the call is not the one approval ${request.id} showed the owner (approved ${request.digest}, this call ${digest}); nothing was run`;
 }
 
 /**
@@ -219,13 +273,13 @@ async function createRequest(
     loop: string;
     request: ToolCallGateRequest;
     argumentsJson: string;
+    rendered: ApprovalRendering;
     because: string;
     nowMs: number;
   },
 ): Promise<void> {
   const { id, loop, request, nowMs } = parts;
   const json = parts.argumentsJson;
-  const shown = json.length > toolCallArgumentsMaxChars ? `${json.slice(0, toolCallArgumentsMaxChars)}… (cut)` : json;
   const approval: ApprovalRequest = {
     id,
     kind: 'tool_call',
@@ -245,24 +299,23 @@ async function createRequest(
     tool_call: {
       tool: request.tool.name,
       tier: request.tool.tier,
-      arguments: shown,
+      // In full: what the owner reads is what runs, however long (a memo's tail can name where it goes).
+      arguments: json,
       task: options.task.id,
       loop,
       call_id: request.call.id,
     },
+    rendering: parts.rendered.rendering,
+    digest: parts.rendered.digest,
   };
   const body = [
     `# Approve ${describeApproval(approval)} for ${approval.title}?`,
     '',
     `The agent loop ${loop} of task ${options.task.id} wants to call \`${request.tool.name}\` (${request.tool.tier.replace('_', ' ')}),`,
-    `and it waits for a person because ${parts.because}. The arguments, as the model wrote them${json === shown ? '' : ` (all ${json.length} characters: lists show the first ${toolCallArgumentsMaxChars})`}:`,
+    `and it waits for a person because ${parts.because}.`,
     '',
-    '```json',
-    // In full: what runs is what the owner can read here, tail included. JSON keeps it on one line, so nothing in it
-    // can close the fence.
-    json,
-    '```',
-    '',
+    // In full: what runs is what the owner can read here, tail included.
+    ...renderingSection(approval),
     `What led to it: [${options.item}](../${options.item})`,
     '',
     `Approve with \`assistant approve ${id}\` (the call runs once) or reject with \`assistant reject ${id}\` (the model`,

@@ -2,10 +2,21 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkActTask, decideApproval, enqueueActions, listApprovals } from '@assistant/actions';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  type ApprovalRequest,
+  bindApproval,
+  checkActTask,
+  decideApproval,
+  enqueueActions,
+  listApprovals,
+  readApproval,
+  requestManualAction,
+} from '@assistant/actions';
 import { evaluateRules } from '@assistant/automations';
 import { FileNoteStore } from '@assistant/notes';
 import { type JsonValue, openFileTaskQueue, RetryableError, type Task } from '@assistant/queue';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadRuntime } from './load-runtime.ts';
 import { installation } from './testing/installation.ts';
@@ -221,8 +232,9 @@ describe('checkActTask', () => {
     const script = await task(decided.enqueued?.[0]?.task ?? '');
     expect(script.payload).toMatchObject({ approval: request?.id, inputs: { who: 'Anne' } });
     expect(await gate(script)).toBeUndefined();
+    // Refused by the binding first: the inputs do not render to what the owner was shown.
     expect(await gate(forge(script, { inputs: { who: 'Mallory' } }))).toMatch(
-      /^script `notify`: its inputs are not the ones approval ap-[0-9a-f]{12} gives greeter\/friendly\/anne\.md/,
+      /^script `notify`: what the task would run is not what approval ap-[0-9a-f]{12} showed the owner .*`input who = "Mallory"`, which the owner was not shown/,
     );
   });
 
@@ -450,5 +462,173 @@ describe('checkActTask', () => {
     expect(await gate(gift)).toMatch(
       /^`send_gift` cannot be undone, and approval ap-[0-9a-f]{12} was given when greeter\/friendly\/nameless\.md had no name, but it now says "Mallory"/,
     );
+  });
+});
+
+describe('checkActTask: what the owner approves is what runs (issue 30)', () => {
+  const inputValue = fc.oneof(
+    fc.string(),
+    fc.integer(),
+    fc.boolean(),
+    // Long, many-lined values whose last line alone differs from another's.
+    fc.tuple(fc.string(), fc.string()).map(([head, tail]) => `${'memo line\n'.repeat(500)}${head}\n${tail}`),
+  );
+
+  it('refuses a task citing an approval for any inputs other than the approved ones, and records it on the approval', async () => {
+    const { notes, queue, evaluate, task, gate } = await setup();
+    await evaluate('greeter/friendly/anne.md');
+    const [request] = await listApprovals(notes, { status: 'pending' });
+    const decided = await decideApproval({ notes, queue, id: request?.id ?? '', decision: 'approve', by: 'test' });
+    const script = await task(decided.enqueued?.[0]?.task ?? '');
+    expect(await gate(script)).toBeUndefined();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          // Another value for the approved input, another input beside it, or other inputs altogether.
+          inputValue.map((who) => ({ who })),
+          fc.tuple(fc.string({ minLength: 1 }), inputValue).map(([name, value]) => ({ who: 'Anne', [name]: value })),
+          fc.dictionary(fc.string(), inputValue),
+        ),
+        async (inputs) => {
+          fc.pre(!isDeepStrictEqual(inputs, { who: 'Anne' }));
+          const refused = await gate(forge(script, { inputs }));
+          expect(refused).toMatch(
+            new RegExp(
+              `^script \`notify\`: what the task would run is not what approval ${request?.id} showed the owner`,
+            ),
+          );
+        },
+      ),
+      { numRuns: 40 },
+    );
+    const recorded = await readApproval(notes, request?.id ?? '');
+    expect(recorded?.refusals?.length).toBeGreaterThan(0);
+    expect(recorded?.refusals?.[0]).toMatchObject({
+      task: script.id,
+      reason: expect.stringContaining('showed the owner'),
+    });
+  });
+
+  it('refuses an act task whose text is not the full text the owner approved, down to its last line', async () => {
+    const { notes, queue, task, gate, registry } = await setup();
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_card',
+      by: 'cli',
+    });
+    const card = await task(asked.enqueued[0]?.task ?? '');
+    const text = `${'Dear Linus,\n'.repeat(400)}${'x'.repeat(200)}\nSend it to linus@example.org`;
+    const id = 'ap-00000000abcd';
+    const withText: ApprovalRequest = {
+      ...asked.approval,
+      id,
+      tasks: [],
+      actions: asked.approval.actions.map(({ digest: _digest, ...action }) => ({ ...action, text })),
+    };
+    const bound = bindApproval(withText, { path: 'greeter/friendly/linus.md', data: {} });
+    expect(bound.rendering).toContain(`text (${text.length} characters):\n${text}`);
+    await notes.create(`approvals/${id}.md`, { data: bound as never });
+    const action = (card.payload as { actions: Record<string, unknown>[] }).actions[0];
+    const sent = (body: string) => forge(card, { approval: id, actions: [{ ...action, text: body }] as JsonValue });
+    expect(await gate(sent(text))).toBeUndefined();
+    const changed = text.replace(/linus@example\.org$/, 'attacker@example.com');
+    expect(await gate(sent(changed))).toMatch(
+      /^`send_card`: what the task would run is not what approval ap-00000000abcd showed the owner/,
+    );
+    // The same length, a different last line.
+    expect(await gate(sent(text.replace(/org$/, 'net')))).toMatch(/showed the owner/);
+  });
+
+  it("binds a service's inputs, result routes and log line, reversible or not", async () => {
+    const { notes, evaluate, task, gate } = await setup();
+    const ada = await evaluate('greeter/friendly/ada.md');
+    const posted = await task(
+      ada.enqueued.find((entry) => entry.key === 'service:greeter.friendly.post_card')?.task ?? '',
+    );
+    const approve = async (id: string, service: string) => {
+      const request = bindApproval(
+        {
+          id,
+          status: 'approved',
+          created_at: new Date().toISOString(),
+          expires_at: new Date().toISOString(),
+          instance: 'friendly',
+          domain: 'greeter',
+          platform: 'cards',
+          rule: 'chat c1',
+          provenance: 'llm',
+          reason: 'asked in a chat',
+          item: 'greeter/friendly/ada.md',
+          title: 'Ada',
+          actions: [
+            {
+              kind: 'service',
+              name: `greeter.friendly.${service}`,
+              key: `service:greeter.friendly.${service}`,
+              tier: service === 'compose' ? 'soft' : 'irreversible',
+              yolo: false,
+              inputs: { name: '{{ name }}' },
+            },
+          ],
+        },
+        { path: 'greeter/friendly/ada.md', data: { name: 'Ada', is_friend: true } },
+      );
+      expect(request.rendering).toContain('input name = "Ada"');
+      await notes.create(`approvals/${id}.md`, { data: request as never });
+    };
+    await approve('ap-0000000000c3', 'post_card');
+    await approve('ap-0000000000d4', 'compose');
+    const requestedBy = (posted.onResult as { requested_by: Record<string, JsonValue> }).requested_by;
+    const citing = (
+      type: string,
+      id: string,
+      payload: Record<string, unknown>,
+      onResult: Record<string, unknown> = {},
+    ) => forge({ ...posted, type }, payload, { requested_by: { ...requestedBy, approval: id }, ...onResult });
+    const post = 'service.greeter.post_card';
+    expect(await gate(citing(post, 'ap-0000000000c3', {}))).toBeUndefined();
+    expect(await gate(citing(post, 'ap-0000000000c3', { inputs: { name: 'Mallory' } }))).toMatch(
+      /^service `greeter\.friendly\.post_card`: what the task would run is not what approval ap-0000000000c3 showed the owner .*`input name = "Mallory"`/,
+    );
+    expect(
+      await gate(
+        citing(post, 'ap-0000000000c3', {}, { routes: [{ enqueue: 'script.run', payload: { script: 'notify' } }] }),
+      ),
+    ).toMatch(/showed the owner .*`result goes to: /);
+    // A service that can be undone is bound all the same: the owner approved what they read.
+    const compose = 'service.greeter.compose';
+    expect(await gate(citing(compose, 'ap-0000000000d4', {}))).toBeUndefined();
+    expect(await gate(citing(compose, 'ap-0000000000d4', { inputs: { name: 'Mallory' } }))).toMatch(
+      /^service `greeter\.friendly\.compose`: what the task would run is not what approval ap-0000000000d4 showed the owner/,
+    );
+  });
+
+  it('refuses a task citing an approval made before approvals were bound (no digest): ask again', async () => {
+    const { notes, queue, task, gate, registry } = await setup();
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_card',
+      by: 'cli',
+    });
+    const card = await task(asked.enqueued[0]?.task ?? '');
+    const { rendering: _rendering, digest: _digest, ...old } = asked.approval;
+    await notes.update(`approvals/${asked.approval.id}.md`, {
+      set: {
+        rendering: undefined,
+        digest: undefined,
+        actions: old.actions.map(({ digest: _action, ...action }) => action) as never,
+      },
+    });
+    expect(await gate(card)).toMatch(/was given before approvals were bound to what they show .*ask again/);
   });
 });

@@ -57,6 +57,9 @@ describe('listenerApprovals', () => {
         rule: 'cards',
         reason: 'close >= 0.8',
         expiresAt: expect.any(String),
+        // What will happen, in full: what the owner approves.
+        rendering: expect.stringContaining('action: send_card\nkind: platform\ntier: irreversible'),
+        bound: true,
       },
     ]);
     const decided = await approvals.decide(id, 'approve', 'telegram:42');

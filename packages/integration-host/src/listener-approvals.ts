@@ -1,4 +1,4 @@
-import { decideApproval, describeApproval, listApprovals } from '@assistant/actions';
+import { approvalRendering, decideApproval, describeApproval, listApprovals } from '@assistant/actions';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 
@@ -9,6 +9,13 @@ export interface ListenerApprovalSummary {
   title: string;
   /** What would be done, described: `archive, send_reply "…"`. */
   actions: string;
+  /**
+   * What will happen, in full (every input, the whole text, all arguments): what the owner approves. A chat with a
+   * message limit fits it with `fitRendering`, which says how much more there is; it never cuts it silently.
+   */
+  rendering: string;
+  /** False for a request made before approvals were bound: it cannot be approved. */
+  bound: boolean;
   rule: string;
   reason: string;
   expiresAt: string;
@@ -47,6 +54,7 @@ export function listenerApprovals(options: {
         id: request.id,
         title: request.title,
         actions: describeApproval(request),
+        ...approvalRendering(request),
         rule: request.rule,
         reason: request.reason,
         expiresAt: request.expires_at,

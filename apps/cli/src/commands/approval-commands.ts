@@ -1,11 +1,16 @@
 import {
   type ApprovalRequest,
+  approvalRendering,
   decideApproval,
   describeAction,
   describeApproval,
+  fitRendering,
   listApprovals,
+  readApproval,
   requestManualAction,
+  withRendering,
 } from '@assistant/actions';
+import { AssistantError } from '@assistant/errors';
 import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -29,7 +34,7 @@ export async function approvalsListCommand(
     ...(status ? { status } : {}),
     onBroken: (message) => options.context.stderr.write(`warning: skipped ${message}\n`),
   });
-  if (options.json) return writeJson(options.context, requests);
+  if (options.json) return writeJson(options.context, requests.map(withRendering));
   if (requests.length === 0) {
     options.context.stdout.write(`no ${status ?? ''} approval requests\n`.replace('  ', ' '));
     return;
@@ -39,9 +44,60 @@ export async function approvalsListCommand(
       `${request.id}  ${request.status.padEnd(8)}  ${describeApproval(request)} for ${request.title}\n` +
         (request.kind === 'tool_call'
           ? `    agent tool call of ${request.instance}: ${request.reason}; expires ${request.expires_at}\n`
-          : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`),
+          : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`) +
+        renderingLines(request, listedRenderingMaxChars),
     );
   }
+}
+
+/** How much of each request's rendering the list prints; `assistant approvals show ID` prints all of it. */
+const listedRenderingMaxChars = 4_000;
+
+/**
+ * What the request will do, indented under it: the whole rendering, or its beginning and how many characters more
+ * (never cut without saying so). A request made before approvals were bound says it cannot be approved.
+ */
+function renderingLines(request: ApprovalRequest, maxChars: number): string {
+  const { rendering, bound } = approvalRendering(request);
+  const shown = fitRendering({ rendering, maxChars, id: request.id });
+  const lines = shown.split('\n').map((line) => `      ${line}`);
+  const unbound = bound
+    ? []
+    : ['    (made before approvals were bound to what they show: it cannot be approved; reject it to be asked again)'];
+  return `${['    what will happen:', ...lines, ...unbound].join('\n')}\n`;
+}
+
+/** `assistant approvals show ID`: one request, with what it will do in full. */
+export async function approvalShowCommand(options: ApprovalCommandOptions & { id: string }): Promise<void> {
+  const { config } = await loadCliConfig(options);
+  const notes = new FileNoteStore({ root: config.paths.notes });
+  const request = await readApproval(notes, options.id);
+  if (!request) throw new AssistantError('NOT_FOUND', `no approval request ${options.id}`);
+  if (options.json) return writeJson(options.context, withRendering(request));
+  const { rendering, bound } = approvalRendering(request);
+  options.context.stdout.write(
+    [
+      `${request.id}  ${request.status}${request.decided_by ? ` by ${request.decided_by} at ${request.decided_at ?? '?'}` : ''}`,
+      request.kind === 'tool_call'
+        ? `agent tool call of ${request.instance}: ${request.reason}`
+        : `rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}`,
+      `item: ${request.item}`,
+      `expires: ${request.expires_at}`,
+      ...(request.digest ? [`digest: ${request.digest}`] : []),
+      ...(bound
+        ? []
+        : ['made before approvals were bound to what they show: it cannot be approved; reject it to be asked again']),
+      ...(request.refusals ?? []).map(
+        (refusal) => `refused ${refusal.task ? `task ${refusal.task} ` : ''}at ${refusal.at}: ${refusal.reason}`,
+      ),
+      '',
+      'what will happen, in full:',
+      rendering,
+      '',
+      `approve with \`assistant approve ${request.id}\`, reject with \`assistant reject ${request.id}\``,
+      '',
+    ].join('\n'),
+  );
 }
 
 /** `assistant approve ID` / `assistant reject ID`. */

@@ -2,11 +2,19 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { fitRendering } from '@assistant/actions';
 import { ChatService, type InboxMessage } from '@assistant/chat';
 import { type LoadedConfig, loadConfig } from '@assistant/config';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  memo,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from '../../../../tests/helpers/approval-fixtures.ts';
 import type { CliContext } from '../cli-context.ts';
 import { runCli } from '../run-cli.ts';
 
@@ -169,6 +177,56 @@ describe('assistant chat --once', () => {
 });
 
 describe('assistant chat (interactive)', () => {
+  it("shows what a proposed approval will do in full on its card: a 5,000-character argument, a service's inputs (issue 30)", {
+    timeout: 120_000,
+  }, async () => {
+    const written = await writeSurfaceApprovals(new FileNoteStore({ root: config.paths.notes }));
+    /** What the session prints for one `approval` event of a turn (it waits for the owner then: /quit follows). */
+    const card = async (event: Record<string, unknown>) => {
+      const session = context(['file it\n', '/quit\n']);
+      const worked = (async () => {
+        const { conversation, message } = await nextPending();
+        await worker.events.append(conversation, { type: 'turn_started', turn: 't-1', reply_to: [message.id] });
+        await worker.events.append(conversation, { type: 'approval', ...event });
+        await worker.conversations.appendMessage(conversation, { id: message.id, role: 'user', text: message.text });
+        const reply = await worker.conversations.appendMessage(conversation, {
+          role: 'assistant',
+          text: 'Asked.',
+          reply_to: [message.id],
+          status: 'complete',
+        });
+        await worker.inbox.markAnswered(conversation, { ids: [message.id], replyId: reply.id });
+        await worker.events.append(conversation, {
+          type: 'turn_done',
+          reply: reply.id,
+          reply_to: [message.id],
+          status: 'complete',
+        });
+      })();
+      const [code] = await Promise.all([runCli({ argv: ['chat', '--config', configPath], context: session }), worked]);
+      expect(code).toBe(0);
+      return session.out();
+    };
+    // As the chat's `propose` tool shows a request: its rendering, fitted to a chat card.
+    const shown = async (request: typeof written.service) =>
+      card({
+        id: request.id,
+        title: request.title,
+        summary: request.reason,
+        rendering: fitRendering({ rendering: request.rendering ?? '', maxChars: 16_000, id: request.id }),
+      });
+    const call = await shown(written.toolCall);
+    expect(call).toContain(`approval ${toolCallApprovalId}`);
+    expect(call).toContain(JSON.stringify(memo));
+    expect(call).toContain(mustShow[0]);
+    const service = await shown(written.service);
+    expect(service).toContain(`approval ${serviceApprovalId}`);
+    for (const line of mustShow.slice(1)) expect(service).toContain(line);
+    // One announced without it (a tool call waiting in the chat's own loop): the card says where to read it.
+    const bare = await card({ id: 'ap-00000000cafe', title: 'call x', summary: '' });
+    expect(bare).toContain('what it will do, in full: assistant approvals show ap-00000000cafe');
+  });
+
   it('runs the typed commands and messages in order, streaming each reply before the next line', async () => {
     const first = await worker.create({ channel: 'cli', peer: 'owner', title: 'Earlier' });
     await worker.conversations.appendMessage(first.id, { role: 'user', text: 'an old question' });

@@ -107,6 +107,12 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         const id = String(event.id ?? '');
         const summary = typeof event.summary === 'string' && event.summary !== '' ? ` — ${event.summary}` : '';
         line(`approval ${id}: ${String(event.title ?? 'an action waits for you')}${summary}`);
+        // What will happen, as the chat's event carries it (whole, or saying how much more); else where to read it.
+        if (typeof event.rendering === 'string' && event.rendering !== '') {
+          for (const text of event.rendering.split('\n')) line(`  ${text}`);
+        } else {
+          line(dim(`  what it will do, in full: assistant approvals show ${id}`));
+        }
         line(dim(`  /approve ${id} or /reject ${id}`));
         stopWaiting();
         return;

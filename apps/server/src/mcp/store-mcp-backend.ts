@@ -1,4 +1,4 @@
-import { listApprovals } from '@assistant/actions';
+import { listApprovals, withRendering } from '@assistant/actions';
 import type { ChatMessage, ChatService } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
 import type { AssistantBackend, ChatReplyResult, NoteView } from '@assistant/mcp';
@@ -128,7 +128,8 @@ export function storeMcpBackend(options: StoreMcpBackendOptions): AssistantBacke
           warn(`skipped ${message}`);
         },
       });
-      return { approvals, broken };
+      // Each with what it will do in full: an MCP client reads what the owner would approve, not a summary.
+      return { approvals: approvals.map(withRendering), broken };
     },
 
     async sendChatMessage({ text, conversation }) {

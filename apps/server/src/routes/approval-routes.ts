@@ -1,4 +1,5 @@
-import { decideApproval, listApprovals } from '@assistant/actions';
+import { decideApproval, listApprovals, readApproval, withRendering } from '@assistant/actions';
+import { AssistantError } from '@assistant/errors';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
@@ -11,7 +12,20 @@ export interface ApprovalRoutesOptions {
   humanLog: HumanLog;
 }
 
-const approvalView = z.looseObject({ id: z.string(), status: z.string(), rule: z.string(), item: z.string() });
+const approvalView = z.looseObject({
+  id: z.string(),
+  status: z.string(),
+  rule: z.string(),
+  item: z.string(),
+  /** What will happen, in full: every input, the whole text, all arguments. */
+  rendering: z.string(),
+  /** False for a request made before approvals were bound to what they show: it cannot be approved. */
+  bound: z.boolean(),
+  digest: z.string().optional(),
+});
+const approvalIdParams = z.strictObject({
+  id: z.string().regex(/^ap-[0-9a-f]{12}$/, { error: 'expected an approval id: ap- and 12 hex digits' }),
+});
 
 /** `/api/approvals`: the actions waiting for a person, and the person's decision. */
 export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable, options: ApprovalRoutesOptions): void {
@@ -20,7 +34,8 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
     url: '/api/approvals',
     tag: 'approvals',
     summary: 'List approval requests',
-    description: 'Newest first; pending ones by default. Broken request notes are listed under `broken`.',
+    description:
+      'Newest first; pending ones by default. Each carries `rendering`, what it will do in full (every input, the whole text, all arguments), and `digest`, what an approval binds to. Broken request notes are listed under `broken`.',
     query: z.strictObject({ status: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending') }),
     responses: {
       200: {
@@ -35,7 +50,26 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
         ...(query.status === 'all' ? {} : { status: query.status }),
         onBroken: (message) => broken.push(message),
       });
-      return { approvals, broken };
+      return { approvals: approvals.map(withRendering), broken };
+    },
+  });
+
+  routes.add(app, {
+    method: 'GET',
+    url: '/api/approvals/:id',
+    tag: 'approvals',
+    summary: 'One approval request',
+    description: 'The request with `rendering`: what it will do, in full.',
+    params: approvalIdParams,
+    responses: {
+      200: { description: 'the request', schema: approvalView },
+      400: { description: 'not an approval id', schema: errorBodySchema },
+      404: { description: 'no such request', schema: errorBodySchema },
+    },
+    handler: async ({ params }) => {
+      const request = await readApproval(options.notes, params.id);
+      if (!request) throw new AssistantError('NOT_FOUND', `no approval request ${params.id}`);
+      return withRendering(request);
     },
   });
 
@@ -46,9 +80,7 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
     summary: 'Approve or reject a request',
     description:
       'Approving enqueues the actions at once (each still taken only once per item); rejecting drops them. A request that was decided already or has expired answers 409.',
-    params: z.strictObject({
-      id: z.string().regex(/^ap-[0-9a-f]{12}$/, { error: 'expected an approval id: ap- and 12 hex digits' }),
-    }),
+    params: approvalIdParams,
     body: z.strictObject({ decision: z.enum(['approve', 'reject']) }),
     responses: {
       200: { description: 'the request as decided, with the tasks it enqueued', schema: approvalView },
@@ -65,7 +97,7 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
         decision: body.decision,
         by: 'api',
       });
-      return { ...result.request, enqueued: result.enqueued ?? [] };
+      return { ...withRendering(result.request), enqueued: result.enqueued ?? [] };
     },
   });
 }

@@ -4,8 +4,21 @@ import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
+import {
+  approvalRendering,
+  describeApproval,
+  type ListenerApprovals,
+  type ListenerContext,
+  type Secret,
+} from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  memo,
+  memoTail,
+  mustShow,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from '../../../../tests/helpers/approval-fixtures.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';
@@ -460,6 +473,8 @@ describe('the Telegram listener', () => {
                 rule: 'answer invoices',
                 reason: 'an invoice',
                 expiresAt: '2026-12-01T00:00:00.000Z',
+                rendering: 'action: send_reply',
+                bound: true,
               },
             ],
       decide: async (id, decision, by) => {
@@ -498,6 +513,65 @@ describe('the Telegram listener', () => {
     ]);
     expect(textsTo(owner).filter((text) => text.startsWith('Approval needed'))).toHaveLength(1);
   });
+  it("pushes what an approval will do in full: a 5,000-character argument to its last line, a service's inputs (issue 30)", async () => {
+    const chat = chatService();
+    const notes = new FileNoteStore({ root: path.join(root, 'data', 'notes') });
+    const written = await writeSurfaceApprovals(notes);
+    // As `listenerApprovals` summarises them.
+    const approvals: ListenerApprovals = {
+      pending: async () =>
+        [written.toolCall, written.service].map((request) => ({
+          id: request.id,
+          title: request.title,
+          actions: describeApproval(request),
+          ...approvalRendering(request),
+          rule: request.rule,
+          reason: request.reason,
+          expiresAt: request.expires_at,
+        })),
+      decide: async () => ({ status: 'expired' }) as never,
+    };
+    startListener(chat, { approvals });
+    await until(() => textsTo(owner).some((text) => text.includes('/approve ap-0000000000b2')), 'both pushed');
+    await until(() => textsTo(owner).some((text) => text.includes(`/approve ${toolCallApprovalId}`)), 'the call');
+    const all = textsTo(owner).join('');
+    for (const line of mustShow) expect(all).toContain(line);
+    // The long call goes over more than one message, whole: its argument to the last line, nothing left out.
+    expect(all).toContain(JSON.stringify(memo));
+    expect(all).toContain(memoTail);
+    // Only the one-line heading says how much of the arguments it leaves out; what will happen is whole.
+    expect(all).not.toMatch(/\n…\n\d+ more characters: open the request/);
+    for (const text of textsTo(owner)) expect(Array.from(text).length).toBeLessThanOrEqual(4_096);
+  });
+
+  it('pushes the start of an approval too long for its messages and says plainly how much more, with where to read it', async () => {
+    const chat = chatService();
+    const rendering = `${'x'.repeat(30_000)}\nthe last line`;
+    const approvals: ListenerApprovals = {
+      pending: async () => [
+        {
+          id: 'ap-0123456789ab',
+          title: 'A long one',
+          actions: 'call fs__write',
+          rendering,
+          bound: true,
+          rule: 'tool gate',
+          reason: 'irreversible',
+          expiresAt: '2026-12-01T00:00:00.000Z',
+        },
+      ],
+      decide: async () => ({ status: 'expired' }) as never,
+    };
+    startListener(chat, { approvals });
+    await until(() => textsTo(owner).some((text) => text.includes('/approve ap-0123456789ab')), 'the push');
+    const all = textsTo(owner).join('');
+    expect(all).toMatch(
+      /\n…\n\d+ more characters: open the request \(`assistant approvals show ap-0123456789ab` or \/approvals\/ap-0123456789ab on the dashboard\)/,
+    );
+    expect(all).not.toContain('the last line');
+    for (const text of textsTo(owner)) expect(Array.from(text).length).toBeLessThanOrEqual(4_096);
+  });
+
   it("forwards the notifier's questions and failures once, and not its other messages", async () => {
     const chat = chatService();
     const approvals: ListenerApprovals = {

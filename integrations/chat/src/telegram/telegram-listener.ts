@@ -1,7 +1,12 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatEvent, ChatEventEntry, ChatService } from '@assistant/chat';
-import type { ListenerApprovalSummary, ListenerApprovals, ListenerContext } from '@assistant/sdk';
+import {
+  fitRendering,
+  type ListenerApprovalSummary,
+  type ListenerApprovals,
+  type ListenerContext,
+} from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { TelegramApiError, TelegramBotApi, type TelegramMessage } from './bot-api.ts';
 import { type TelegramConversationState, TelegramState } from './telegram-state.ts';
@@ -258,7 +263,7 @@ class TelegramBot {
     if (!this.#approvals) return this.#send(user, 'Approvals cannot be decided from this chat.');
     const pending = await this.#approvals.pending();
     if (pending.length === 0) return this.#send(user, 'No approval request is waiting.');
-    await this.#send(user, pending.map((approval) => approvalText(approval)).join('\n\n'));
+    for (const approval of pending) for (const message of approvalMessages(approval)) await this.#send(user, message);
   }
 
   async #decide(user: number, decision: 'approve' | 'reject', id: string): Promise<void> {
@@ -339,7 +344,9 @@ class TelegramBot {
           // Recorded before it is sent: a restart does not push it again.
           if (!this.#state.remember('notified', `approval:${approval.id}`)) continue;
           await this.#state.save();
-          for (const user of this.#allowed) await this.#send(user, approvalText(approval));
+          for (const user of this.#allowed) {
+            for (const message of approvalMessages(approval)) await this.#send(user, message);
+          }
         }
         await this.#forwardNotifications();
       } catch (error) {
@@ -534,6 +541,10 @@ class ReplyStream {
           [
             `Approval ${id}: ${String(event.title ?? '')}`,
             ...(event.summary ? [String(event.summary)] : []),
+            // One message: what will happen as much as fits, and plainly how much more and where to read it.
+            typeof event.rendering === 'string' && event.rendering !== ''
+              ? fitRendering({ rendering: event.rendering, maxChars: 3_500, id })
+              : `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
             `/approve ${id} or /reject ${id}`,
           ].join('\n'),
           `approval:${id}`,
@@ -659,13 +670,23 @@ function finalText(text: string, status: string): string {
   return note ? `${text.trim()}\n\n${note}` : text.trim();
 }
 
-function approvalText(approval: ListenerApprovalSummary): string {
-  return [
-    `Approval needed (${approval.id}): ${approval.actions} for ${approval.title}`,
-    `Rule "${approval.rule}": ${approval.reason}. Expires ${approval.expiresAt}.`,
-    `/approve ${approval.id} or /reject ${approval.id}`,
-  ].join('\n');
+/**
+ * An approval request as Telegram messages: who asks and why, what will happen in full, and how to answer. What will
+ * happen is sent whole, over as many messages as it takes up to {@link approvalMaxMessages}; beyond that its start,
+ * and plainly how many characters more and where to read them (never cut without saying so).
+ */
+function approvalMessages(approval: ListenerApprovalSummary): string[] {
+  const head = `Approval needed (${approval.id}): ${approval.actions} for ${approval.title}\nRule "${approval.rule}": ${approval.reason}. Expires ${approval.expiresAt}.`;
+  const foot = approval.bound
+    ? `/approve ${approval.id} or /reject ${approval.id}`
+    : `Made before approvals were bound to what they show: it cannot be approved. /reject ${approval.id}`;
+  const room = approvalMaxMessages * maxMessageLength - Array.from(head).length - Array.from(foot).length - 40;
+  const what = fitRendering({ rendering: approval.rendering, maxChars: room, id: approval.id });
+  return split(`${head}\n\nWhat will happen:\n${what}\n\n${foot}`);
 }
+
+/** The most messages one approval request is pushed in; past that the owner opens the request. */
+const approvalMaxMessages = 4;
 
 /** Text cut to one Telegram message (a streamed preview shows its start). */
 function clip(text: string): string {

@@ -8,6 +8,13 @@ import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  memo,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from '../../../../../tests/helpers/approval-fixtures.ts';
 import { createServer } from '../../create-server.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { renderWhy } from '../why.ts';
@@ -72,6 +79,49 @@ integrations:
 }
 
 describe('the Approvals page', () => {
+  it("shows what each request will do in full: a 5,000-character argument to its last line, a service's inputs (issue 30)", async () => {
+    const { app, notes } = await setup();
+    await using _app = app;
+    const { toolCall, service } = await writeSurfaceApprovals(notes);
+    const escaped = (text: string) =>
+      text
+        .replaceAll('&', '&amp;')
+        .replaceAll('<', '&lt;')
+        .replaceAll('>', '&gt;')
+        .replaceAll('"', '&quot;')
+        .replaceAll("'", '&#39;');
+    const page = await app.inject({ method: 'GET', url: '/approvals', headers });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(escaped(JSON.stringify(memo)));
+    for (const line of mustShow) expect(page.body).toContain(escaped(line));
+    // Each rendering whole, in one block; only the one-line heading of the long call says how much it leaves out.
+    for (const request of [toolCall, service]) {
+      expect(page.body).toContain(`<pre class="approval-rendering">${escaped(request.rendering ?? '')}</pre>`);
+    }
+    expect(page.body).toMatch(/call mail__send \{[^<]*… \(\d+ more characters: open the request\)/);
+    // Each request on a page of its own, where the surfaces that cannot show it all link to.
+    for (const id of [toolCallApprovalId, serviceApprovalId]) {
+      const one = await app.inject({ method: 'GET', url: `/approvals/${id}`, headers });
+      expect(one.statusCode).toBe(200);
+      expect(one.body).toContain(`id="${id}"`);
+    }
+    const call = await app.inject({ method: 'GET', url: `/approvals/${toolCallApprovalId}`, headers });
+    expect(call.body).toContain(escaped(JSON.stringify(memo)));
+    expect((await app.inject({ method: 'GET', url: '/approvals/ap-000000000000', headers })).statusCode).toBe(404);
+  });
+
+  it('refuses to approve a request made before approvals were bound to what they show, and says why', async () => {
+    const { app, notes, id } = await setup();
+    await using _app = app;
+    await notes.update(`approvals/${id}.md`, { set: { rendering: undefined, digest: undefined } });
+    const page = await app.inject({ method: 'GET', url: `/approvals/${id}`, headers });
+    expect(page.body).toContain('Made before approvals were bound to what they show: it cannot be approved.');
+    const approved = await app.inject({ method: 'POST', url: `/approvals/${id}/approve`, headers: form, payload: '' });
+    expect(approved.statusCode).toBe(409);
+    expect(approved.body).toContain('was made before approvals were bound to what they show');
+    expect(await readApproval(notes, id)).toMatchObject({ status: 'pending' });
+  });
+
   it('lists a pending request with what, which item and why, escaping its text, and decides it once', async () => {
     const { app, notes, queue, id } = await setup();
     await using _app = app;

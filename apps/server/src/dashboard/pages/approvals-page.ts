@@ -1,5 +1,6 @@
 import {
   type ApprovalRequest,
+  approvalRendering,
   decideApproval,
   describeAction,
   describeApproval,
@@ -77,6 +78,29 @@ export function registerApprovalsPage(app: AssistantServer, context: DashboardCo
         body: html`<p class="muted">Actions that wait for a person. Approving enqueues them at once (each is still taken only once per item); rejecting drops them. The same as <code>assistant approve ID</code> and <code>assistant reject ID</code>.</p>
 ${filters}
 ${list}`,
+        live: '/live?topics=approvals',
+      });
+    },
+  });
+
+  // One request on its own page: where every surface that cannot show a request in full links to.
+  dashboardRoute(app, {
+    method: 'GET',
+    url: '/approvals/:id',
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      if (!idPattern.test(id)) throw new AssistantError('BAD_REQUEST', `\`${id}\` is not an approval id`);
+      const found = await readApproval(context.notes, id);
+      if (!found) throw new AssistantError('NOT_FOUND', `no approval request ${id}`);
+      const [classifications] = await Promise.all([itemClassifications(context, found.item)]);
+      return sendPage(reply, {
+        request,
+        title: `Approval ${id}`,
+        section: 'approvals',
+        body: html`<p><a href="/approvals">All approvals</a></p>
+<div id="approvals-list" hx-get="/approvals/${id}" hx-trigger="live-refresh" data-live-events="approvals" hx-select="#approvals-list" hx-swap="outerHTML">
+<ul class="approvals plain">${renderApproval(request, found, classifications, Date.now(), { status: 'all', page: 1 })}</ul>
+</div>`,
         live: '/live?topics=approvals',
       });
     },
@@ -248,13 +272,14 @@ function renderApproval(
 <tr><th scope="row">Item</th><td><a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
 ${
   approval.tool_call
-    ? html`<tr><th scope="row">Would call</th><td><code>${approval.tool_call.tool}</code> <span class="badge">${approval.tool_call.tier.replace('_', ' ')}</span><pre>${approval.tool_call.arguments}</pre></td></tr>
+    ? html`<tr><th scope="row">Would call</th><td><code>${approval.tool_call.tool}</code> <span class="badge">${approval.tool_call.tier.replace('_', ' ')}</span></td></tr>
 <tr><th scope="row">Loop</th><td>${approval.tool_call.loop} <span class="muted">of</span> <a href="/tasks/${encodeURIComponent(approval.tool_call.task)}">task ${approval.tool_call.task}</a>${approval.tool_ran_at ? html` <span class="muted">(ran at ${timeTag(approval.tool_ran_at)})</span>` : ''}</td></tr>`
     : html`<tr><th scope="row">Would do</th><td><ul class="plain">${approval.actions.map(
         (action) =>
           html`<li>${describeAction(action)} <span class="badge">${action.tier.replace('_', ' ')}</span>${action.yolo ? html` <span class="badge">!yolo</span>` : ''}</li>`,
       )}</ul></td></tr>`
 }
+${renderingRow(approval)}
 <tr><th scope="row">Rule</th><td>${approval.kind === 'tool_call' ? 'the tool gate' : approval.provenance === 'manual' ? 'asked for by hand' : html`“${approval.rule}”${approval.rule_index === undefined ? '' : html` <span class="muted">(automation ${approval.rule_index + 1})</span>`}`}</td></tr>
 <tr><th scope="row">Provenance</th><td>${approval.provenance}</td></tr>
 <tr><th scope="row">Why</th><td>${approval.reason}</td></tr>
@@ -265,8 +290,21 @@ ${approval.tasks && approval.tasks.length > 0 ? html`<tr><th scope="row">Tasks</
 </tbody>
 </table>
 ${buttons}
-<p class="muted small"><a href="${noteHref(`approvals/${approval.id}.md`)}">The request note</a> · <a href="${back}#${approval.id}">Link to this request</a></p>
+<p class="muted small"><a href="${noteHref(`approvals/${approval.id}.md`)}">The request note</a> · <a href="/approvals/${approval.id}">Link to this request</a> · <a href="${back}#${approval.id}">In the list</a></p>
 </article></li>`;
+}
+
+/**
+ * What the request will do, in full: every input, the whole text to be sent, all of a tool call's arguments. The
+ * approval binds to it; nothing in it is cut. A request made before approvals were bound says it cannot be approved.
+ */
+function renderingRow(approval: ApprovalRequest): SafeHtml {
+  const { rendering, bound } = approvalRendering(approval);
+  return html`<tr><th scope="row">What will happen</th><td><pre class="approval-rendering">${rendering}</pre>${
+    bound
+      ? html`<span class="muted small">Approving binds to exactly this (${approval.digest ?? ''}): if what would run differs, it is refused.</span>`
+      : html`<span class="notice warn">Made before approvals were bound to what they show: it cannot be approved. Reject it to be asked again.</span>`
+  }</td></tr>`;
 }
 
 /** The path of the page a form was posted from, when the browser says and it is this server's; never elsewhere. */

@@ -1,5 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { ChatEvent, ChatMessage } from '@assistant/chat';
+import { FileNoteStore } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
+import { memo, mustShow, writeSurfaceApprovals } from '../../../../../tests/helpers/approval-fixtures.ts';
 import { html } from '../html.ts';
 import {
   approvalIdsIn,
@@ -18,6 +23,34 @@ const event = (type: ChatEvent['type'], fields: Record<string, unknown> = {}): C
 const csrf = html`<input type="hidden" name="_csrf" value="t">`;
 
 describe('chat view', () => {
+  it("shows what an approval will do in full on its card: a 5,000-character argument, a service's inputs (issue 30)", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-card-'));
+    try {
+      const { toolCall, service } = await writeSurfaceApprovals(new FileNoteStore({ root: dir }));
+      const escaped = (text: string) =>
+        text
+          .replaceAll('&', '&amp;')
+          .replaceAll('<', '&lt;')
+          .replaceAll('>', '&gt;')
+          .replaceAll('"', '&quot;')
+          .replaceAll("'", '&#39;');
+      const cards = [toolCall, service]
+        .map((approval) => renderApproval({ id: approval.id, state: 'found', approval }, csrf).toString())
+        .join('\n');
+      expect(cards).toContain(escaped(JSON.stringify(memo)));
+      for (const line of mustShow) expect(cards).toContain(escaped(line));
+      expect(cards).toContain(`<pre>${escaped(toolCall.rendering ?? '')}</pre>`);
+      // Announced by an event (pushed live): its rendering as the event carries it.
+      const pushed = renderApproval(
+        { id: service.id, state: 'announced', title: 't', summary: 's', rendering: service.rendering ?? '' },
+        undefined,
+      ).toString();
+      for (const line of mustShow.slice(1)) expect(pushed).toContain(escaped(line));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('renders message text, tool steps and approval titles as text', () => {
     const message: ChatMessage = {
       id: 'm1',

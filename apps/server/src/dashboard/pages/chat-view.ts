@@ -1,4 +1,4 @@
-import { type ApprovalRequest, describeApproval } from '@assistant/actions';
+import { type ApprovalRequest, approvalRendering, describeApproval } from '@assistant/actions';
 import type { ChatEvent, ChatMessage, ConversationSummary } from '@assistant/chat';
 import { html, type SafeHtml } from '../html.ts';
 import { timeTag } from '../layout.ts';
@@ -41,7 +41,7 @@ export function mentionedApprovals(messages: readonly ChatMessage[], limit = 30)
 /** An approval as the chat shows it: what we know of it, read from its note or from an `approval` event. */
 export type ApprovalView =
   | { id: string; state: 'found'; approval: ApprovalRequest }
-  | { id: string; state: 'announced'; title: string; summary: string }
+  | { id: string; state: 'announced'; title: string; summary: string; rendering?: string }
   | { id: string; state: 'missing' | 'broken'; problem?: string };
 
 /**
@@ -56,7 +56,11 @@ export function renderApproval(view: ApprovalView, csrf: SafeHtml | undefined): 
 <button type="submit" name="decision" value="reject" class="secondary" aria-label="Reject ${view.id}">Reject</button>
 </form>`;
   if (view.state === 'announced') {
-    return html`<div class="chat-approval" data-approval="${view.id}"><p><strong>Approval ${view.id}</strong>: ${view.title}${view.summary ? html` — ${view.summary}` : ''}</p>${buttons}</div>`;
+    // Pushed from the chat's event: what it will do as the event carries it, else where to read it in full.
+    const what = view.rendering
+      ? html`<details class="approval-rendering" open><summary>What will happen</summary><pre>${view.rendering}</pre></details>`
+      : html`<p class="muted"><a href="/approvals/${view.id}">Open the request</a> to read what it will do in full.</p>`;
+    return html`<div class="chat-approval" data-approval="${view.id}"><p><strong>Approval <a href="/approvals/${view.id}">${view.id}</a></strong>: ${view.title}${view.summary ? html` — ${view.summary}` : ''}</p>${what}${buttons}</div>`;
   }
   if (view.state !== 'found') {
     const why =
@@ -69,8 +73,9 @@ export function renderApproval(view: ApprovalView, csrf: SafeHtml | undefined): 
       ? buttons
       : html`<p class="muted">${approval.status}${approval.decided_by ? ` by ${approval.decided_by}` : ''}${approval.decided_at ? html` ${timeTag(approval.decided_at)}` : ''}</p>`;
   return html`<div class="chat-approval" data-approval="${view.id}">
-<p><strong>Approval <a href="/approvals#${view.id}">${view.id}</a></strong> <span class="badge ${approval.status}">${approval.status}</span>: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title}</p>
+<p><strong>Approval <a href="/approvals/${view.id}">${view.id}</a></strong> <span class="badge ${approval.status}">${approval.status}</span>: ${approval.kind === 'tool_call' ? `${describeApproval(approval)} for ` : ''}${approval.title}</p>
 <p class="muted">${approval.reason}${approval.status === 'pending' ? html` · expires ${timeTag(approval.expires_at)}` : ''}</p>
+<details class="approval-rendering"${approval.status === 'pending' ? html` open` : ''}><summary>What will happen, in full</summary><pre>${approvalRendering(approval).rendering}</pre></details>
 ${decided}
 </div>`;
 }
@@ -151,7 +156,7 @@ export interface LiveTurn {
   text: string;
   steps: { tool: string; status: string; succeeded?: boolean }[];
   clarification?: { id: string; question: string };
-  approvals: { id: string; title: string; summary: string }[];
+  approvals: { id: string; title: string; summary: string; rendering?: string }[];
   /** The last `error` event's message (kept until the next turn starts). */
   error?: string;
 }
@@ -195,7 +200,13 @@ export function foldChatEvent(state: LiveTurn, event: ChatEvent): { state: LiveT
     case 'approval': {
       const id = text(event.id);
       if (state.approvals.some((approval) => approval.id === id)) return { state, refresh: false };
-      const approval = { id, title: text(event.title), summary: text(event.summary) };
+      const rendering = text(event.rendering);
+      const approval = {
+        id,
+        title: text(event.title),
+        summary: text(event.summary),
+        ...(rendering === '' ? {} : { rendering }),
+      };
       return { state: { ...state, approvals: [...state.approvals, approval].slice(-10) }, refresh: false };
     }
     case 'error':
