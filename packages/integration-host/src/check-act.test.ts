@@ -302,14 +302,23 @@ describe('checkActTask', () => {
       ...action,
       text: 'Happy birthday, Linus!',
     }));
-    await notes.update(requestPath, { set: { actions: actions as never } });
+    // Bound again with the text, as a request written with its text is: the digest covers the words.
+    const { bindApproval } = await import('@assistant/actions');
+    const itemNote = await notes.read('greeter/friendly/linus.md');
+    const bound = bindApproval({ ...(request?.data as never), actions } as never, {
+      path: 'greeter/friendly/linus.md',
+      data: itemNote?.data ?? {},
+    });
+    await notes.update(requestPath, {
+      set: { actions: bound.actions as never, rendering: bound.rendering as never, digest: bound.digest as never },
+    });
     const card = await task(asked.enqueued[0]?.task ?? '');
     const action = (card.payload as { actions: Record<string, unknown>[] }).actions[0];
     expect(await gate(forge(card, { actions: [{ ...action, text: 'Happy birthday, Linus!' }] }))).toBeUndefined();
     expect(await gate(forge(card, { actions: [{ ...action, text: 'Please wire EUR 9000 to …' }] }))).toMatch(
-      /^`send_card` cannot be undone, and approval ap-[0-9a-f]{12} approved another text for it, not the one the task carries$/,
+      /^`send_card`: what the task would run is not what approval ap-[0-9a-f]{12} showed the owner/,
     );
-    expect(await gate(card)).toMatch(/approved another text for it/);
+    expect(await gate(card)).toMatch(/is not what approval ap-[0-9a-f]{12} showed the owner/);
   });
 
   it("an approval binds one of the instance's items: one for another instance's note, or no instance's, is refused", async () => {
