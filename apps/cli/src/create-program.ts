@@ -283,6 +283,8 @@ export function createProgram(context: CliContext): CliProgram {
     .argument('<note>', "the item's note, relative to the notes folder (see `assistant notes ls`)")
     .argument('<action>', 'an action the platform declares, e.g. archive or unsubscribe')
     .argument('[argument]', "the action's argument when it takes one, e.g. a folder for move")
+    .option('--text <text>', 'the full words a reply or comment sends (send_reply, comment): sent exactly')
+    .option('--text-file <file>', 'the same, read from a file')
     .option('--json', 'print the approval and the task as JSON')
     .action(
       async (
@@ -291,7 +293,7 @@ export function createProgram(context: CliContext): CliProgram {
         note: string,
         action: string,
         argument: string | undefined,
-        options: { json?: boolean },
+        options: { json?: boolean; text?: string; textFile?: string },
         command: Command,
       ) =>
         (await import('./commands/approval-commands.ts')).actCommand({

@@ -130,7 +130,7 @@ function replyToSend(payload: ActPayload, action: ActPayload['actions'][number])
   if (action.text !== undefined && action.text.trim() !== '') return action.text;
   const how = payload.approval ? `approval ${payload.approval}` : `rule "${payload.rule}"`;
   throw new UnrecoverableError(
-    `send_reply: ${how} carries no reply text, so there is no text a person saw to send; nothing was sent. The reply is written when the message is evaluated and shown in its approval request: to be asked again, remove send_reply from the note's actions_taken and delete the old request under approvals/; the next evaluation of the message asks with the text`,
+    `send_reply: ${how} carries no reply text, so there is no text a person saw to send; nothing was sent. The reply is written when the message is evaluated and shown in its approval request: to be asked again, remove send_reply from the note's actions_taken and delete the old request under approvals/; the next evaluation of the message asks with the text. By hand, give the words: assistant act … send_reply --text "…"`,
   );
 }
 

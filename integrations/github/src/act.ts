@@ -28,7 +28,7 @@ function commentToPost(payload: ActPayload, action: ActPayload['actions'][number
   if (action.text !== undefined && action.text.trim() !== '') return action.text;
   const how = payload.approval ? `approval ${payload.approval}` : `rule "${payload.rule}"`;
   throw new UnrecoverableError(
-    `comment: ${how} carries no comment text, so there is no text a person saw to post; nothing was posted. The comment is written when the item is evaluated and shown in its approval request: to be asked again, remove ${action.key} from the note's actions_taken and delete the old request under approvals/; the next evaluation of the item asks with the text`,
+    `comment: ${how} carries no comment text, so there is no text a person saw to post; nothing was posted. The comment is written when the item is evaluated and shown in its approval request: to be asked again, remove ${action.key} from the note's actions_taken and delete the old request under approvals/; the next evaluation of the item asks with the text. By hand, give the words: assistant act … comment --text "…"`,
   );
 }
 

@@ -21,6 +21,12 @@ export interface RequestManualActionOptions {
   action: string;
   /** As typed on a command line (a string) or sent as JSON; a string is read as a number or boolean where needed. */
   argument?: string | number | boolean | undefined;
+  /**
+   * The full text the action sends or posts (a reply's words, a comment), written by the person who asks. An action
+   * that sends text (`send_reply`, GitHub `comment`) sends exactly this and nothing else; without it such an act is
+   * refused, since no model writes words a person did not see.
+   */
+  text?: string | undefined;
   /** Who asked, for the record: `cli`, `api`. */
   by: string;
   nowMs?: number;
@@ -63,6 +69,7 @@ export async function requestManualAction(options: RequestManualActionOptions): 
     yolo: false,
     key: actionKey(options.action, argument),
     ...(spec.target === undefined ? {} : { targetField: spec.target }),
+    ...(options.text === undefined ? {} : { text: options.text }),
   };
   const title = itemTitle(note.data, options.notePath);
   const at = new Date(nowMs).toISOString();

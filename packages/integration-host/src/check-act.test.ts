@@ -305,7 +305,7 @@ describe('checkActTask', () => {
     // Bound again with the text, as a request written with its text is: the digest covers the words.
     const { bindApproval } = await import('@assistant/actions');
     const itemNote = await notes.read('greeter/friendly/linus.md');
-    const bound = bindApproval({ ...(request?.data as never), actions } as never, {
+    const bound = bindApproval({ ...(request?.data as Record<string, unknown>), actions } as never, {
       path: 'greeter/friendly/linus.md',
       data: itemNote?.data ?? {},
     });
@@ -319,6 +319,32 @@ describe('checkActTask', () => {
       /^`send_card`: what the task would run is not what approval ap-[0-9a-f]{12} showed the owner/,
     );
     expect(await gate(card)).toMatch(/is not what approval ap-[0-9a-f]{12} showed the owner/);
+  });
+
+  it('a text written by the person who asks by hand is shown, bound and carried to the act exactly', async () => {
+    const { notes, queue, registry, task, gate } = await setup();
+    const { requestManualAction } = await import('@assistant/actions');
+    const words = `Happy birthday, Linus!\n${'x'.repeat(5_000)}\nFrom all of us`;
+    const asked = await requestManualAction({
+      registry,
+      notes,
+      queue,
+      instance: 'friendly',
+      platform: 'cards',
+      notePath: 'greeter/friendly/linus.md',
+      action: 'send_card',
+      text: words,
+      by: 'cli',
+    });
+    expect(asked.approval.actions[0]?.text).toBe(words);
+    expect(asked.approval.rendering).toContain(words);
+    const card = await task(asked.enqueued[0]?.task ?? '');
+    const action = (card.payload as { actions: Record<string, unknown>[] }).actions[0];
+    expect(action?.text).toBe(words);
+    expect(await gate(card)).toBeUndefined();
+    expect(
+      await gate(forge(card, { actions: [{ ...action, text: words.replace('From all', 'Wire EUR 9000, all') }] })),
+    ).toMatch(/is not what approval ap-[0-9a-f]{12} showed the owner/);
   });
 
   it("an approval binds one of the instance's items: one for another instance's note, or no instance's, is refused", async () => {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import {
   type ApprovalRequest,
   approvalRendering,
@@ -144,8 +145,12 @@ export async function actCommand(
     note: string;
     action: string;
     argument?: string | undefined;
+    /** The words a reply or comment sends (`--text`, or `--text-file`'s contents). */
+    text?: string | undefined;
+    textFile?: string | undefined;
   },
 ): Promise<void> {
+  const text = await actText(options);
   const { config, registry } = await loadCliConfig(options);
   const notes = new FileNoteStore({ root: config.paths.notes });
   const queue = await openCommandQueue({ config, context: options.context });
@@ -159,6 +164,7 @@ export async function actCommand(
     notePath: options.note,
     action: options.action,
     ...(options.argument === undefined ? {} : { argument: options.argument }),
+    ...(text === undefined ? {} : { text }),
     by: 'cli',
   });
   if (options.json)
@@ -169,4 +175,20 @@ export async function actCommand(
       ? `${what} was taken on ${options.note} already: nothing to do (approval ${result.approval.id})\n`
       : `${what} for ${options.note}: task ${result.enqueued[0]?.task} (approval ${result.approval.id})\n`,
   );
+}
+
+/** `--text` or `--text-file`: the words a person writes for a reply or comment they ask for by hand. */
+async function actText(options: {
+  text?: string | undefined;
+  textFile?: string | undefined;
+}): Promise<string | undefined> {
+  if (options.text !== undefined && options.textFile !== undefined) {
+    throw new AssistantError('USAGE', 'give the text once: --text or --text-file, not both');
+  }
+  if (options.textFile === undefined) return options.text;
+  try {
+    return await readFile(options.textFile, 'utf8');
+  } catch (error) {
+    throw new AssistantError('USAGE', `cannot read --text-file ${options.textFile}: ${(error as Error).message}`);
+  }
 }

@@ -24,6 +24,8 @@ const actionBody = z.strictObject({
   note: z.string().min(1).max(1_000),
   action: z.string().regex(/^[a-z][a-z0-9_]*$/, { error: 'expected an action name such as archive' }),
   argument: z.union([z.string(), z.number(), z.boolean()]).optional(),
+  /** The full text a reply or comment sends, written by the person who asks: it is sent exactly. */
+  text: z.string().min(1).max(100_000).optional(),
 });
 
 const actionView = z.looseObject({
@@ -66,6 +68,7 @@ export function registerActionRoutes(app: AssistantServer, routes: RouteTable, o
         notePath: body.note,
         action: body.action,
         ...(body.argument === undefined ? {} : { argument: body.argument }),
+        ...(body.text === undefined ? {} : { text: body.text }),
         by: 'api',
       });
       return reply.code(201).send({ ...result.approval, enqueued: result.enqueued, skipped: result.skipped });
