@@ -256,6 +256,29 @@ describe('the chat tools', () => {
     expect(await readApproval(notes, approval)).toMatchObject({ status: 'rejected', decided_by: 'chat' });
   });
 
+  it('propose carries the words a reply sends: shown on the card, bound, and handed to the act exactly', async () => {
+    const { contextFor, notes, queue } = await setup();
+    const item = await createAda(notes);
+    const context = contextFor('chat.turn');
+    const t = turn(context);
+    const words = `Dear Ada,\n${'la '.repeat(2_000)}\nsee you Friday`;
+    const base = proposal(item);
+    const proposed = (await call(t, 'propose', { ...base, action: { ...base.action, text: words } })) as {
+      approval: string;
+    };
+    const request = await readApproval(notes, proposed.approval);
+    expect(request?.actions[0]?.text).toBe(words);
+    expect(request?.rendering).toContain(words);
+    t.owner.push(`approve ${proposed.approval}`);
+    const decided = (await call(t, 'decide_approval', { id: proposed.approval, decision: 'approve' })) as {
+      tasks: string[];
+    };
+    expect(decided.tasks).toHaveLength(1);
+    const act = await queue.get(decided.tasks[0] ?? '');
+    const payload = act && 'task' in act ? (act.task?.payload as { actions: { text?: string }[] }) : undefined;
+    expect(payload?.actions[0]?.text).toBe(words);
+  });
+
   it('propose makes an approval shown in the chat; approved, the action runs once', async () => {
     const { contextFor, notes, queue, config, registry } = await setup();
     const item = await createAda(notes);

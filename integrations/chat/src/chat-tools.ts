@@ -190,7 +190,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
     defineTool({
       name: 'propose',
       description:
-        'Proposes an action the owner must approve before it runs: a platform action on an item note (kind platform, name and argument), a script of config.yaml or a service domain.instance.service (kind script or service, with inputs). The request is shown in the chat; returns its id. Nothing runs until the owner approves.',
+        'Proposes an action the owner must approve before it runs: a platform action on an item note (kind platform, name and argument; for a reply or comment, its full words as text, which are sent exactly as the owner reads them), a script of config.yaml or a service domain.instance.service (kind script or service, with inputs). The request is shown in the chat; returns its id. Nothing runs until the owner approves.',
       // It only writes a request for the owner to decide.
       tier: 'soft',
       input: z.object({
@@ -202,6 +202,8 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
           name: z.string().min(1).max(200),
           argument: plainValue.optional(),
           inputs: z.record(z.string(), plainValue).optional(),
+          // The words a reply or comment sends, written now so the owner reads exactly what goes out.
+          text: z.string().min(1).max(20_000).optional(),
         }),
         reason: z.string().min(1).max(1_000),
       }),

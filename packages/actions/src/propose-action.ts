@@ -15,6 +15,11 @@ export interface ProposedAction {
   argument?: string | number | boolean | undefined;
   /** A script's or a service's inputs: plain values (templates are refused: the owner approves what runs). */
   inputs?: Record<string, string | number | boolean> | undefined;
+  /**
+   * The full words a platform action sends or posts (a `send_reply`, a GitHub `comment`), written by the model now:
+   * the owner reads them in the request and exactly they are sent once approved.
+   */
+  text?: string | undefined;
 }
 
 export interface ProposeActionOptions {
@@ -153,6 +158,9 @@ function resolveProposed(
   if (action.kind !== 'platform' && action.argument !== undefined) {
     throw new AssistantError('BAD_REQUEST', `a ${action.kind} takes inputs, not an argument`);
   }
+  if (action.kind !== 'platform' && action.text !== undefined) {
+    throw new AssistantError('BAD_REQUEST', `a ${action.kind} takes inputs, not a text`);
+  }
   if (action.kind === 'platform') {
     if (action.inputs !== undefined) throw new AssistantError('BAD_REQUEST', 'a platform action takes no inputs');
     const spec = platformActions[action.name];
@@ -172,6 +180,7 @@ function resolveProposed(
       yolo: false,
       key: actionKey(action.name, argument),
       ...(spec.target === undefined ? {} : { targetField: spec.target }),
+      ...(action.text === undefined ? {} : { text: action.text }),
     };
   }
   const inputs = plainInputs(action.inputs ?? {});
