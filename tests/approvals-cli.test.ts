@@ -2,14 +2,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { enqueueActions, readApproval } from '@assistant/actions';
-import { evaluateRules } from '@assistant/automations';
-import { loadRuntime } from '@assistant/integration-host';
-import { FileNoteStore } from '@assistant/notes';
-import { installation } from '@assistant/process';
-import { openFileTaskQueue } from '@assistant/queue';
-import { createServer } from '@assistant/server';
-import { describe, expect, it } from 'vitest';
-import * as z from 'zod';
 import {
   issueInputs,
   memo,
@@ -18,7 +10,15 @@ import {
   serviceApprovalId,
   toolCallApprovalId,
   writeSurfaceApprovals,
-} from './helpers/approval-fixtures.ts';
+} from '@assistant/actions/testing';
+import { evaluateRules } from '@assistant/automations';
+import { loadRuntime } from '@assistant/integration-host';
+import { FileNoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
+import { openFileTaskQueue } from '@assistant/queue';
+import { createServer } from '@assistant/server';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { repoRoot, runCli } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 

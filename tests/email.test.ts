@@ -522,7 +522,7 @@ integrations:
     expect(tom?.actions[0]?.text).toMatch(/^Thanks, reply number \d from Alice\.$/);
     expect(tom?.actions[0]?.text).not.toBe(approvedText);
 
-    // Tom's request as one made before texts were written ahead: it carries none.
+    // Tom's request with its text taken out by hand after it was made: what would run is no longer what it showed.
     const tomFile = path.join(dir.path, 'data/notes/approvals', `${tom?.id}.md`);
     const edited = (await readFile(tomFile, 'utf8')).replace(/^ +text: .*\n/m, '');
     expect(edited).not.toMatch(/text: /);
@@ -536,11 +536,11 @@ integrations:
     expect(smtp.mails).toHaveLength(1);
     expect(smtp.mails[0]?.to).toEqual(['maria.keller@keller-family.example']);
     expect((await simpleParser(smtp.mails[0]?.text ?? '')).text?.trim()).toBe(approvedText);
-    // The request without a text sent nothing and says why.
+    // The request whose text was taken out sent nothing and says why: the act no longer renders to its digest.
     const failed = JSON.parse((await cli(['queue', 'ls', '--state', 'failed', '--json'])).stdout) as { id: string }[];
     expect(failed).toHaveLength(1);
     expect((await cli(['task', 'show', failed[0]?.id ?? '', '--json'])).stdout).toMatch(
-      /send_reply: approval ap-[0-9a-f]{12} carries no reply text, so there is no text a person saw to send; nothing was sent/,
+      /send_reply`: what the task would run is not what approval ap-[0-9a-f]{12} showed the owner/,
     );
     // What was sent is on the note and in the log.
     const notes = JSON.parse((await cli(['notes', 'ls', 'email/local', '--json'])).stdout) as string[];

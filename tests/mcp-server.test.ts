@@ -3,6 +3,13 @@
 // streamable HTTP, behind the API token.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  memo,
+  mustShow,
+  serviceApprovalId,
+  toolCallApprovalId,
+  writeSurfaceApprovals,
+} from '@assistant/actions/testing';
 import { ConversationStore } from '@assistant/chat';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { FileNoteStore } from '@assistant/notes';
@@ -12,13 +19,6 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { readApiToken } from './helpers/api-token.ts';
-import {
-  memo,
-  mustShow,
-  serviceApprovalId,
-  toolCallApprovalId,
-  writeSurfaceApprovals,
-} from './helpers/approval-fixtures.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';

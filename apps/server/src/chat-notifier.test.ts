@@ -1,10 +1,6 @@
 import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ChatService } from '@assistant/chat';
-import { FileNoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   memo,
   memoTail,
@@ -12,7 +8,11 @@ import {
   serviceApprovalId,
   toolCallApprovalId,
   writeSurfaceApprovals,
-} from '../../../tests/helpers/approval-fixtures.ts';
+} from '@assistant/actions/testing';
+import { ChatService } from '@assistant/chat';
+import { FileNoteStore } from '@assistant/notes';
+import { openFileTaskQueue, type TaskQueue, UnrecoverableError } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChatNotifier, notificationsConversationId } from './chat-notifier.ts';
 
 let root: string;

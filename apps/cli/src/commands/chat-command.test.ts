@@ -3,18 +3,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fitRendering } from '@assistant/actions';
-import { ChatService, type InboxMessage } from '@assistant/chat';
-import { type LoadedConfig, loadConfig } from '@assistant/config';
-import { FileNoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   memo,
   mustShow,
   serviceApprovalId,
   toolCallApprovalId,
   writeSurfaceApprovals,
-} from '../../../../tests/helpers/approval-fixtures.ts';
+} from '@assistant/actions/testing';
+import { ChatService, type InboxMessage } from '@assistant/chat';
+import { type LoadedConfig, loadConfig } from '@assistant/config';
+import { FileNoteStore } from '@assistant/notes';
+import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CliContext } from '../cli-context.ts';
 import { runCli } from '../run-cli.ts';
 

@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { memo, memoTail, mustShow, toolCallApprovalId, writeSurfaceApprovals } from '@assistant/actions/testing';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
@@ -12,13 +13,6 @@ import {
   type Secret,
 } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  memo,
-  memoTail,
-  mustShow,
-  toolCallApprovalId,
-  writeSurfaceApprovals,
-} from '../../../../tests/helpers/approval-fixtures.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';

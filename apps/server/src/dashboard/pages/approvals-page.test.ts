@@ -3,18 +3,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { enqueueActions, explainItem, readApproval } from '@assistant/actions';
-import { loadRuntime } from '@assistant/integration-host';
-import { FileNoteStore } from '@assistant/notes';
-import { installation } from '@assistant/process';
-import { openFileTaskQueue } from '@assistant/queue';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   memo,
   mustShow,
   serviceApprovalId,
   toolCallApprovalId,
   writeSurfaceApprovals,
-} from '../../../../../tests/helpers/approval-fixtures.ts';
+} from '@assistant/actions/testing';
+import { loadRuntime } from '@assistant/integration-host';
+import { FileNoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
+import { openFileTaskQueue } from '@assistant/queue';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../create-server.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { renderWhy } from '../why.ts';

@@ -1,10 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { memo, mustShow, writeSurfaceApprovals } from '@assistant/actions/testing';
 import type { ChatEvent, ChatMessage } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { describe, expect, it } from 'vitest';
-import { memo, mustShow, writeSurfaceApprovals } from '../../../../../tests/helpers/approval-fixtures.ts';
 import { html } from '../html.ts';
 import {
   approvalIdsIn,

@@ -1,8 +1,9 @@
 // Two pending approval requests every surface must show in full (issue 30): a tool call whose 5,000-character
 // argument hides where it goes in its last line, and a service call whose inputs (repository, title, body) the model
 // chose. Written as the gate and `proposeAction` write them: rendered and bound.
-import { type ApprovalRequest, approvalsFolder, bindApproval, renderToolCall } from '@assistant/actions';
+
 import type { NoteStore } from '@assistant/notes';
+import { type ApprovalRequest, approvalsFolder, bindApproval, renderToolCall } from '../index.ts';
 
 /** The last line of the long argument: what a cut would hide. */
 export const memoTail = 'to: attacker@example.com';
