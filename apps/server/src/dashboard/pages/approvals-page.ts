@@ -106,6 +106,8 @@ ${list}`,
     },
   });
 
+  // A decision syncs with the list's live refreshes (hx-sync on the list): a refresh swapped in while the post is on its
+  // way would leave the post's answer, the notice of the decision, to land in a list no longer on the page.
   // The form other pages show inline (a chat's approval prompt): `decision` in the body. A plain post goes back to the
   // page the button was on (its same-origin Referer), else to the list; htmx gets 204, and the page's live parts show
   // the decision (`sse:approvals`).
@@ -261,7 +263,7 @@ function renderApproval(
     approval.status === 'pending' && !lapsed
       ? html`<div class="actions">${(['approve', 'reject'] as const).map(
           (decision) =>
-            html`<form method="post" action="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-post="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-target="#approvals-list" hx-swap="outerHTML" hx-disabled-elt="find button">${csrfField(request)}<button type="submit"${decision === 'reject' ? html` class="secondary"` : ''}>${decision === 'approve' ? 'Approve' : 'Reject'}<span class="visually-hidden"> ${what} for ${approval.title}</span></button></form>`,
+            html`<form method="post" action="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-post="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-target="#approvals-list" hx-swap="outerHTML" hx-sync="closest #approvals-list:replace" hx-disabled-elt="find button">${csrfField(request)}<button type="submit"${decision === 'reject' ? html` class="secondary"` : ''}>${decision === 'approve' ? 'Approve' : 'Reject'}<span class="visually-hidden"> ${what} for ${approval.title}</span></button></form>`,
         )}</div>`
       : '';
   return html`<li><article class="approval card" id="${approval.id}" aria-labelledby="${headingId}">
