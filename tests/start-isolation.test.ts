@@ -4,6 +4,7 @@
 // task that took its worker down twice is failed as poison instead of being run a third time.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
@@ -11,6 +12,9 @@ import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, runCli, startNode } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+
+/** How often the /health probe asks while a test runs. */
+const healthProbeIntervalMs = 100;
 
 const processesSchema = z.object({
   processes: z.array(
@@ -122,7 +126,8 @@ queue: {lease: 2s, claim_grace: 200ms}
         } catch (error) {
           healthFailures.push((error as Error).message);
         }
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // A probe that runs for the whole test (it proves /health never failed), not a wait for a condition.
+        await delay(healthProbeIntervalMs);
       }
     })();
     return {
