@@ -63,7 +63,7 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
     if (options.once) {
       const text = await readAll(stdin);
       if (text.trim() === '') {
-        throw new AssistantError('USAGE', 'assistant chat --once reads the message from stdin, and it was empty', {
+        throw new AssistantError('USAGE', '`assistant chat --once` reads the message from stdin, and it was empty', {
           hint: 'echo "what is urgent?" | assistant chat --once',
         });
       }

@@ -131,7 +131,7 @@ async function renderWorkersPart(context: DashboardContext): Promise<SafeHtml> {
   );
   const summary =
     workers.length === 0
-      ? html`<p class="notice warn">No worker has started: tasks wait in pending until one runs (<code>assistant start</code> or <code>assistant worker</code>).</p>`
+      ? html`<p class="notice warn">No worker has started: tasks wait in pending until one runs (<code>assistant start</code> or <code>assistant work</code>).</p>`
       : html`<p>${alive} of ${workers.length} alive; ${active.length} tasks running.</p>`;
   return html`<section class="card overview-workers" aria-labelledby="overview-workers-title"${liveAttributes('workers', 'queue')}>
 <h2 id="overview-workers-title">Workers</h2>
