@@ -2,9 +2,11 @@ import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import { isLoopbackHost } from './loopback.ts';
-import { type ConfigPath, type ConfigProblem, formatProblem, sortProblems } from './problems.ts';
+import { placeMisplacedKeys } from './misplaced-key.ts';
+import { type ConfigPath, type ConfigProblem, formatProblem, nearest, sortProblems } from './problems.ts';
 import { buildConfigSchema, type Config, type ConfigSchemaOptions } from './schema.ts';
 import { Secret } from './secret.ts';
+import { isUnder, validPart } from './valid-part.ts';
 import { configLimits, fileSizeProblem, readYaml, type YamlSource } from './yaml-source.ts';
 import { issuesToProblems, recordSchemas } from './zod-problems.ts';
 
@@ -92,9 +94,12 @@ export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
       }
       const value = secrets.get(name);
       if (value === undefined) {
+        const closest = nearest(name, secrets.keys());
         return {
           message: `secret \`${name}\` is not defined in ${secretsFile}`,
-          hint: `add \`${name}: …\` to ${secretsFile}`,
+          hint: closest
+            ? `did you mean \`${closest}\`? (defined in ${secretsFile}) Otherwise add \`${name}: …\` to it`
+            : `add \`${name}: …\` to ${secretsFile}`,
         };
       }
       return { value };
@@ -120,22 +125,39 @@ export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
       message: 'expected a mapping of settings (llms:, integrations:, …) at the top of the file',
     });
   } else if (!result.success) {
-    problems.push(...issuesToProblems({ issues: result.error.issues, source, file, data }));
+    problems.push(
+      ...placeMisplacedKeys(
+        issuesToProblems({ issues: result.error.issues, source, file, data }),
+        data,
+        options.integrationTypes,
+      ),
+    );
+    // Every problem at once: the rules and the other parts the schema accepted are checked now, not on the next run.
+    if (options.check) {
+      const part = validPart({
+        data,
+        issues: result.error.issues,
+        parse: (pruned) => {
+          const parsed = schema.safeParse(pruned);
+          return parsed.success
+            ? { success: true, data: parsed.data }
+            : { success: false, issues: parsed.error.issues };
+        },
+      });
+      if (part) {
+        for (const problem of options.check(part.config)) {
+          const path = part.originalPath(problem.path);
+          // A problem next to a part that was cut away may only be its consequence: the schema's problem says it.
+          if (part.removed.some((cut) => isUnder(path, cut) || isUnder(cut, path))) continue;
+          problems.push(checkProblem(source, file, { ...problem, path }));
+        }
+      }
+    }
   }
   const warnings = result?.success ? collectWarnings(result.data, source, file, options) : [];
   if (result?.success) {
     problems.push(...crossCheck(result.data, source, file));
-    for (const problem of options.check?.(result.data) ?? []) {
-      const keyPosition = problem.at === 'key' ? source.keyAt(problem.path) : undefined;
-      problems.push(
-        located(source, file, problem.path, {
-          ...(keyPosition ? { position: keyPosition } : {}),
-          severity: problem.severity ?? 'error',
-          message: problem.message,
-          ...(problem.hint ? { hint: problem.hint } : {}),
-        }),
-      );
-    }
+    for (const problem of options.check?.(result.data) ?? []) problems.push(checkProblem(source, file, problem));
   }
   const errors = sortProblems(problems.filter((problem) => problem.severity === 'error'));
   warnings.push(...problems.filter((problem) => problem.severity === 'warning'));
@@ -144,6 +166,17 @@ export function parseConfig(options: ParseConfigOptions): ParseConfigResult {
     errors,
     warnings: sortProblems(warnings),
   };
+}
+
+/** A problem of the caller's own checks, located in the file. */
+function checkProblem(source: YamlSource, file: string, problem: ConfigCheckProblem): ConfigProblem {
+  const keyPosition = problem.at === 'key' ? source.keyAt(problem.path) : undefined;
+  return located(source, file, problem.path, {
+    ...(keyPosition ? { position: keyPosition } : {}),
+    severity: problem.severity ?? 'error',
+    message: problem.message,
+    ...(problem.hint ? { hint: problem.hint } : {}),
+  });
 }
 
 function readSecrets(

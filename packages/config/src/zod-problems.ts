@@ -111,13 +111,25 @@ function findHome(key: string, value: unknown, schema: AnySchema, depth: number)
   return undefined;
 }
 
-/** The valid key an unknown key is a typo of, or where it belongs if it is at the wrong depth. */
-function unknownKeyHint(key: string, value: unknown, schema: AnySchema | undefined): string | undefined {
+/**
+ * Where an unknown key belongs if it is at the wrong depth, or the valid key it is a typo of. A key that is valid,
+ * exactly, one level down is taken to be mis-indented before it is taken for a typo of a neighbour (`imap_server:`
+ * is not `mcp_servers:`). At the top of the file the hint names the whole key path: `did you mean server.port?`.
+ */
+function unknownKeyHint(
+  key: string,
+  value: unknown,
+  schema: AnySchema | undefined,
+  atTop: boolean,
+): string | undefined {
   const shape = schema ? shapeOf(schema) : undefined;
   if (!schema || !shape) return undefined;
-  const typo = nearest(key, Object.keys(shape));
-  if (typo) return `did you mean \`${typo}\`?`;
   const home = findHome(key, value, schema, 2);
+  const typo = nearest(key, Object.keys(shape));
+  if (home && !home.includes('<name>') && atTop) {
+    return `check its indentation: it belongs under \`${home}\` (did you mean \`${home}.${key}\`?)`;
+  }
+  if (typo) return `did you mean \`${typo}\`?`;
   if (home) return `check its indentation: it belongs under \`${home}\``;
   return `valid keys here: ${Object.keys(shape).join(', ')}`;
 }
@@ -126,7 +138,7 @@ function unknownKeyHint(key: string, value: unknown, schema: AnySchema | undefin
  * Picks the union branch the user most plausibly meant: one that got past the shape check, with fewest issues.
  * A branch that is itself a failed union is judged by its own best branch.
  */
-function bestBranch(branches: z.core.$ZodIssue[][]): z.core.$ZodIssue[] | undefined {
+export function bestBranch(branches: z.core.$ZodIssue[][]): z.core.$ZodIssue[] | undefined {
   let best: z.core.$ZodIssue[] | undefined;
   for (const branch of branches) {
     let candidate: z.core.$ZodIssue[] | undefined = branch;
@@ -181,7 +193,12 @@ export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProble
       const schema = typeof value === 'object' && value !== null ? closestSchema(value, issue.keys) : undefined;
       for (const key of issue.keys) {
         const keyPath = [...path, key];
-        add(keyPath, `unknown key \`${key}\``, unknownKeyHint(key, valueAtPath(data, keyPath), schema), true);
+        add(
+          keyPath,
+          `unknown key \`${key}\``,
+          unknownKeyHint(key, valueAtPath(data, keyPath), schema, path.length === 0),
+          true,
+        );
       }
       return;
     }
@@ -267,7 +284,28 @@ export function issuesToProblems(options: IssuesToProblemsOptions): ConfigProble
   };
 
   for (const issue of options.issues) visit(issue, []);
-  return problems;
+  return mergeRenamedKeys(problems);
+}
+
+/**
+ * One typo is one problem: `modle:` under a profile is an unknown key whose hint is `model`, and the missing
+ * required `model` it causes is said in that hint rather than as a second problem.
+ */
+function mergeRenamedKeys(problems: ConfigProblem[]): ConfigProblem[] {
+  const parentKey = (path: ConfigPath) => JSON.stringify(path.slice(0, -1));
+  const merged = new Set<ConfigProblem>();
+  const result = problems.map((problem) => {
+    const typo = /^did you mean `([^`]+)`\?$/.exec(problem.hint ?? '')?.[1];
+    if (typo === undefined || !problem.message.startsWith('unknown key')) return problem;
+    const missing = problems.find(
+      (other) =>
+        other.message === `missing required key \`${typo}\`` && parentKey(other.path) === parentKey(problem.path),
+    );
+    if (!missing) return problem;
+    merged.add(missing);
+    return { ...problem, hint: `did you mean \`${typo}\`? (it is required, and missing)` };
+  });
+  return result.filter((problem) => !merged.has(problem));
 }
 
 /** Of the schemas an object was checked against, the one that knows most of the keys it does have. */

@@ -77,4 +77,121 @@ integration_dirs: [${JSON.stringify(path.join(inbound, 'miswired'))}, ${JSON.str
     );
     expect(lines).toHaveLength(3);
   });
+
+  /** The error `config check` throws for this config.yaml (and secrets.yaml), its problem lines relative to `dir`. */
+  async function problemsOf(config: string, secrets?: string): Promise<string[]> {
+    if (secrets !== undefined) await writeFile(path.join(dir, 'secrets.yaml'), secrets, { mode: 0o600 });
+    const error = await check(config).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    if (!isAssistantError(error)) throw new Error(`expected a CONFIG_INVALID error, got ${String(error)}`);
+    expect(error.code).toBe('CONFIG_INVALID');
+    return error.message
+      .split('\n')
+      .slice(1)
+      .map((line) => line.replaceAll(`${dir}${path.sep}`, ''));
+  }
+
+  it('reports three key typos and a rule with an unknown action in one run (issue 31: the action came a run later)', async () => {
+    const lines = await problemsOf(`data_dir: ./data
+integrations:
+  - type: email
+    name: personal
+    enabled: false
+    imap_sever: imap.example.com
+    platforms:
+      inbox:
+        automations:
+          - name: archive newsletters
+            when: {newsletter: true}
+            then: archve
+server:
+  prot: 6767
+worker:
+  concurency: 2
+`);
+    expect(lines).toEqual([
+      'config.yaml:6:5: integrations[0].imap_sever: unknown key `imap_sever`',
+      '  hint: did you mean `imap_server`?',
+      'config.yaml:12:19: integrations[0].platforms.inbox.automations[0].then: `archve` is not an action of this platform',
+      '  hint: its actions: archive, move, flag, unflag, mark_read, mark_unread, draft_reply, send_reply, unsubscribe',
+      'config.yaml:14:3: server.prot: unknown key `prot`',
+      '  hint: did you mean `port`?',
+      'config.yaml:16:3: worker.concurency: unknown key `concurency`',
+      '  hint: did you mean `concurrency`?',
+    ]);
+  });
+
+  it('checks the rules of every instance the schema accepted, and not the parts it cut away', async () => {
+    const lines = await problemsOf(`data_dir: ./data
+integrations:
+  - type: email
+    name: broken
+    enabled: false
+    schedule: {every: soon}
+    platforms:
+      inbox:
+        automations:
+          - {name: one, when: {newsletter: true}, then: flag}
+          - {name: two, when: {newsletter: true}, thne: flag}
+          - {name: three, when: {newsletter: true}, then: flga}
+  - type: email
+    name: personal
+    enabled: false
+    platforms:
+      inbox:
+        automations:
+          - {name: four, when: {newsletter: true}, then: archve}
+`);
+    const located = lines.filter((line) => !line.startsWith('  '));
+    // The third rule keeps its place (the second was cut away before the check), and the second instance is checked.
+    expect(located.some((line) => line.startsWith('config.yaml:12:') && line.includes('`flga` is not an action'))).toBe(
+      true,
+    );
+    expect(
+      located.some((line) => line.startsWith('config.yaml:19:') && line.includes('`archve` is not an action')),
+    ).toBe(true);
+    expect(located.some((line) => line.startsWith('config.yaml:6:'))).toBe(true);
+    expect(located.some((line) => line.startsWith('config.yaml:11:') && line.includes('thne'))).toBe(true);
+  });
+
+  it('suggests the closest secret name for a `!secret` that secrets.yaml does not define', async () => {
+    const lines = await problemsOf(
+      `data_dir: ./data
+integrations:
+  - type: email
+    name: personal
+    enabled: false
+    imap_server: imap.example.com
+    password: !secret personal_imap_pasword
+`,
+      'personal_imap_password: hunter2\ngithub_token: x\n',
+    );
+    expect(lines).toEqual([
+      'config.yaml:7:23: integrations[0].password: secret `personal_imap_pasword` is not defined in secrets.yaml',
+      '  hint: did you mean `personal_imap_password`? (defined in secrets.yaml) Otherwise add `personal_imap_pasword: …` to it',
+    ]);
+  });
+
+  it('says where a mis-indented top-level key belongs: a section, an instance, a platform', async () => {
+    const lines = await problemsOf(`data_dir: ./data
+integrations:
+  - type: email
+    name: personal
+    enabled: false
+    imap_server: imap.example.com
+port: 7000
+smtp: {host: smtp.example.com}
+automations: []
+`);
+    expect(lines).toEqual([
+      'config.yaml:7:1: port: unknown key `port`',
+      '  hint: check its indentation: it belongs under `server` (did you mean `server.port`?)',
+      'config.yaml:8:1: smtp: unknown key `smtp`',
+      '  hint: check its indentation: it is a key of an integration instance of type `email` (did you mean `integrations[0].smtp`?)',
+      'config.yaml:9:1: automations: unknown key `automations`',
+      '  hint: check its indentation: it belongs under a platform of an integration instance (did you mean `integrations[0].platforms.inbox.automations`?)',
+    ]);
+  });
 });
