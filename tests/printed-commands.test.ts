@@ -287,6 +287,12 @@ async function refusedCommands(printed: readonly PrintedCommand[]): Promise<stri
   return refused;
 }
 
+/**
+ * A bare `node` running the TypeScript sources: the machine's own Node, which fails on Node 20. The pinned Node
+ * named by its path (`node_modules/.bin/node apps/cli/src/main.ts`) is fine, as are `npx assistant` and npm scripts.
+ */
+const bareNode = /(?<![\w./-])node\s+\S*apps\/cli\/src\/main\.ts|"command":\s*"node"/;
+
 describe('the commands the product prints', () => {
   it('finds commands in messages, usage lines and code blocks, and the parser refuses a wrong one', async () => {
     const commands = topLevelCommands();
@@ -333,5 +339,43 @@ describe('the commands the product prints', () => {
     const printed = await docCommands(topLevelCommands());
     expect(printed.length).toBeGreaterThan(50);
     expect(await refusedCommands(printed)).toEqual([]);
+  });
+
+  it('never tells anyone to run the sources with a bare `node`, which is Node 20 on many machines (issue 31)', async () => {
+    expect(bareNode.test('run `node apps/cli/src/main.ts start`')).toBe(true);
+    expect(bareNode.test('ExecStart=/opt/assistant/node_modules/.bin/node /opt/assistant/apps/cli/src/main.ts')).toBe(
+      false,
+    );
+    const pages = [
+      'README.md',
+      ...(await readdir(path.join(repoRoot, 'docs')))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+      ...(await readdir(path.join(repoRoot, 'integrations'))).map((name) => `integrations/${name}/README.md`),
+    ];
+    const found: string[] = [];
+    for (const page of pages) {
+      const text = await readFile(path.join(repoRoot, page), 'utf8').catch(() => '');
+      text.split('\n').forEach((line, index) => {
+        // A page that warns against it says "a bare `node`".
+        if (bareNode.test(line) && !/a bare `node/i.test(line)) found.push(`${page}:${index + 1}: ${line}`);
+      });
+    }
+    for (const root of sourceRoots) {
+      for (const file of await filesUnder(path.join(repoRoot, root), isProductSource)) {
+        const text = await readFile(file, 'utf8');
+        if (!text.includes('main.ts')) continue;
+        for (const literal of literalsOf(file, text)) {
+          if (bareNode.test(literal.text))
+            found.push(`${path.relative(repoRoot, file)}:${literal.line}: ${literal.text}`);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('README.md explains the EBADENGINE warnings `npm install` prints on Node 20', async () => {
+    const readme = await readFile(path.join(repoRoot, 'README.md'), 'utf8');
+    expect(readme).toMatch(/EBADENGINE[\s\S]{0,400}expected/);
   });
 });

@@ -510,7 +510,8 @@ export function createProgram(context: CliContext): CliProgram {
       [
         '',
         'A client config (Claude Desktop, an editor):',
-        '  {"command": "node", "args": ["/path/to/assistant/apps/cli/src/main.ts", "mcp", "serve", "--config", "/path/to/config.yaml"]}',
+        // The pinned Node 24 by its path: a client's own `node` may be 20, which cannot run the TypeScript sources.
+        '  {"command": "/path/to/assistant/node_modules/.bin/node", "args": ["/path/to/assistant/apps/cli/src/main.ts", "mcp", "serve", "--config", "/path/to/config.yaml"]}',
         'No tool approves, steers or writes notes. docs/mcp.md has the tools.',
       ].join('\n'),
     )
