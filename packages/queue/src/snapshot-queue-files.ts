@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { holdClaims } from './claims-hold.ts';
@@ -59,6 +59,8 @@ export async function snapshotQueueFiles(options: SnapshotQueueFilesOptions): Pr
   const paths = queuePaths(options.queueRoot);
   const contents = new Map<string, Buffer>();
   const startedMs = Date.now();
+  // A data directory no worker has started in yet: nothing to hold, but the hold's file needs its directory.
+  await mkdir(options.queueRoot, { recursive: true, mode: 0o700 });
   const held = await holdClaims({ queueRoot: options.queueRoot, holder: options.holder, durationMs: holdMs });
   try {
     let before = await listStates(paths);
