@@ -6,7 +6,7 @@ import path from 'node:path';
 import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { cliMain, runCli, startNode } from './helpers/node-process.ts';
+import { cliMain, runCli as runCliProcess, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -18,6 +18,10 @@ const backupSummarySchema = z.object({
   excluded: z.array(z.string()),
   queue: z.object({ included: z.literal(true), counts: countsSchema, claims_held_ms: z.int() }),
 });
+
+/** The CLI as a process, with room for a loaded machine (each start of it loads the config and every manifest). */
+const runCli = (args: readonly string[], options: Parameters<typeof runCliProcess>[1] = {}) =>
+  runCliProcess(args, { timeoutMs: 50_000, ...options });
 
 describe('assistant backup and restore', () => {
   it('backs up while tasks flow, restores elsewhere, and queue stats there equals the counts at the backup moment', async () => {
@@ -133,7 +137,7 @@ describe('assistant backup and restore', () => {
       await queue.close();
     }
     // Four CLI processes and a worker: several seconds each on a loaded machine.
-  }, 90_000);
+  }, 150_000);
 
   it('refuses a path-traversal archive through the CLI, exit 1, writing nothing', async () => {
     await using dir = await tempDir();
@@ -152,5 +156,5 @@ describe('assistant backup and restore', () => {
     expect(run.stderr).toMatch(/^assistant: the archive was not restored: entry `\.\.\/escaped\.txt` climbs out/);
     expect(await readFile(path.join(dir.path, 'escaped.txt'), 'utf8')).toBe('original');
     await expect(readdir(into)).rejects.toThrow(/ENOENT/);
-  });
+  }, 60_000);
 });
