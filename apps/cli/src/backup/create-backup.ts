@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import { assistantVersion } from '@assistant/process';
-import { claimsHoldFileName, QueueSnapshotBusyError, snapshotQueueFiles } from '@assistant/queue';
+import { QueueSnapshotBusyError, snapshotQueueFiles } from '@assistant/queue';
 import { type BackupManifest, backupFormatVersion, dataFormatVersions, type QueueCounts } from './backup-manifest.ts';
 import { TarGzWriter } from './tar-gzip.ts';
 
@@ -106,13 +106,9 @@ export async function createBackup(options: CreateBackupOptions): Promise<Create
     }
 
     // The rest of the data directory, and the configured directories that lie outside it, under their usual names.
-    const skip = new Set([
-      paths.queue,
-      path.join(paths.queue, 'tmp'),
-      path.join(paths.queue, 'workers'),
-      path.join(paths.queue, claimsHoldFileName),
-      path.resolve(partFile),
-    ]);
+    // The queue is the snapshot above, whole: its tmp/ (writes in progress), workers/ (this machine's heartbeats) and
+    // the claims hold are not copied at all.
+    const skip = new Set([paths.queue, path.resolve(partFile)]);
     const walk = async (directory: string, archiveDirectory: string): Promise<void> => {
       let entries: import('node:fs').Dirent[];
       try {
