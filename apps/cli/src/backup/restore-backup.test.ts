@@ -111,6 +111,22 @@ describe('restoreBackup', () => {
       ],
       ['hard link', [{ name: 'data/hard', type: '1', link: '/etc/passwd' }], /is a hard link/],
       ['fifo', [{ name: 'data/pipe', type: '6' }], /is a FIFO/],
+      [
+        'a file, then entries under it',
+        [
+          { name: 'data/x', content: 'x' },
+          { name: 'data/x/y', content: 'y' },
+        ],
+        /two of its entries collide \((ENOTDIR|EEXIST)\)/,
+      ],
+      [
+        'a directory, then a file of its name',
+        [
+          { name: 'data/d/', type: '5' },
+          { name: 'data/d', content: 'y' },
+        ],
+        /two of its entries collide \((EISDIR|EEXIST)\)/,
+      ],
     ];
     for (const [label, entries, message] of cases) {
       const archive = path.join(directory, `${label}.tar.gz`);

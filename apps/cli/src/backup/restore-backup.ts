@@ -61,6 +61,11 @@ export async function restoreBackup(options: RestoreBackupOptions): Promise<Rest
       }
     } catch (error) {
       if (error instanceof TarFormatError) throw refused(error.message);
+      // Two entries at one path, or a file where a directory's entries go: never what a backup writes.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') {
+        throw refused(`two of its entries collide (${code}): a file and a directory, or one name twice`);
+      }
       if ((error as NodeJS.ErrnoException).code === 'Z_DATA_ERROR') throw refused('it is not gzip-compressed data');
       throw error;
     }
