@@ -175,6 +175,19 @@ describe('restoreBackup', () => {
 
     const restored = await restoreBackup({ archive: good, into: path.join(directory, 'ok') });
     expect(restored.files).toBe(1);
+    expect(restored.formatWarnings).toEqual([]);
+
+    // A format of another version is restored as it is, and said.
+    const newer = JSON.parse(manifestFor({ 'config.yaml': config }));
+    newer.data_formats.queue_task = 2;
+    const later = await writeArchive('later.tar.gz', [
+      { type: 'file', path: 'config.yaml', content: Buffer.from(config) },
+      { type: 'file', path: 'manifest.json', content: Buffer.from(JSON.stringify(newer)) },
+    ]);
+    const warned = await restoreBackup({ archive: later, into: path.join(directory, 'later') });
+    expect(warned.formatWarnings).toEqual([
+      expect.stringMatching(/^the archive's `queue_task` is version 2, this Assistant's is 1/),
+    ]);
     expect((await readdir(path.join(directory, 'ok'))).sort()).toEqual(['config.yaml', 'data', 'manifest.json']);
   });
 

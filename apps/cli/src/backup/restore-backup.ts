@@ -3,7 +3,12 @@ import { lstat, mkdir, readdir, rename, rm, rmdir, writeFile } from 'node:fs/pro
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import { openFileTaskQueue } from '@assistant/queue';
-import { type BackupManifest, backupFormatVersion, backupManifestSchema } from './backup-manifest.ts';
+import {
+  type BackupManifest,
+  backupFormatVersion,
+  backupManifestSchema,
+  dataFormatVersions,
+} from './backup-manifest.ts';
 import { readTarGz, TarFormatError } from './tar-gzip.ts';
 
 export interface RestoreBackupOptions {
@@ -16,6 +21,8 @@ export interface RestoreBackupOptions {
 export interface RestoreBackupResult {
   manifest: BackupManifest;
   files: number;
+  /** Data formats the archive has in versions this release does not write: what a person must know before starting. */
+  formatWarnings: string[];
 }
 
 /** The only names an archive's top level may hold. */
@@ -92,12 +99,31 @@ export async function restoreBackup(options: RestoreBackupOptions): Promise<Rest
     await writeFile(path.join(staging, 'manifest.json'), manifestText ?? '', { flag: 'wx', mode: 0o600 });
     for (const name of await readdir(staging)) await rename(path.join(staging, name), path.join(into, name));
     await rmdir(staging);
-    return { manifest, files: written.size };
+    return { manifest, files: written.size, formatWarnings: formatWarnings(manifest) };
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
     if (created) await rmdir(into).catch(() => {});
     throw error;
   }
+}
+
+/** A format the archive has in another version than this release's: restored as it is, but said. */
+function formatWarnings(manifest: BackupManifest): string[] {
+  const known: Record<string, number> = dataFormatVersions;
+  const warnings: string[] = [];
+  for (const [format, version] of Object.entries(manifest.data_formats)) {
+    const ours = known[format];
+    if (ours === undefined) {
+      warnings.push(
+        `the archive has data format \`${format}\` (version ${version}), which this Assistant does not know`,
+      );
+    } else if (ours !== version) {
+      warnings.push(
+        `the archive's \`${format}\` is version ${version}, this Assistant's is ${ours}: see the release notes (docs/operations.md, "Data formats") before starting it`,
+      );
+    }
+  }
+  return warnings;
 }
 
 /** Creates `into` if missing (true), accepts it empty (false), refuses anything else. */

@@ -62,7 +62,8 @@ export async function restoreCommand(options: RestoreCommandOptions): Promise<vo
   }
   const archive = path.resolve(context.cwd, options.archive);
   const into = path.resolve(context.cwd, options.into);
-  const { manifest, files: count } = await restoreBackup({ archive, into });
+  const { manifest, files: count, formatWarnings } = await restoreBackup({ archive, into });
+  for (const warning of formatWarnings) context.stderr.write(`warning: ${warning}\n`);
   if (options.json) {
     const { files: _files, ...summary } = manifest;
     context.stdout.write(`${JSON.stringify({ into, files: count, ...summary }, null, 2)}\n`);
