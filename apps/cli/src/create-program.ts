@@ -560,6 +560,78 @@ export function createProgram(context: CliContext): CliProgram {
       });
     });
   program
+    .command('backup')
+    .description(
+      'write a consistent archive of config.yaml, data/ and (with --with-secrets) secrets.yaml while Assistant runs',
+    )
+    .option('--out <file>', 'the archive to write (default: assistant-backup-YYYYMMDD-HHMMSS.tar.gz here)')
+    .option('--with-secrets', 'put secrets.yaml and data/api-token in the archive too')
+    .option('--json', 'print the manifest summary as JSON')
+    .addHelpText(
+      'after',
+      ['', 'Examples:', '  assistant backup', '  assistant backup --out /backups/assistant.tar.gz --with-secrets'].join(
+        '\n',
+      ),
+    )
+    .action(async (options: { out?: string; withSecrets?: boolean; json?: boolean }, command: Command) =>
+      (await import('./commands/backup-commands.ts')).backupCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+  program
+    .command('restore')
+    .description('check a backup archive and restore it into an empty directory')
+    .argument('<archive>', 'the .tar.gz `assistant backup` wrote')
+    .option('--into <dir>', 'an empty directory, or one that does not exist yet')
+    .option('--json', 'print the manifest summary as JSON')
+    .addHelpText(
+      'after',
+      ['', 'Examples:', '  assistant restore assistant-backup-20261128-010000.tar.gz --into ~/assistant-restored'].join(
+        '\n',
+      ),
+    )
+    .action(async (archive: string, options: { into?: string; json?: boolean }) =>
+      (await import('./commands/backup-commands.ts')).restoreCommand({ context, archive, ...options }),
+    );
+
+  const service = program
+    .command('service')
+    .description('run `assistant start` as a systemd user service: install, uninstall, status');
+  service
+    .command('install')
+    .description(
+      'write ~/.config/systemd/user/assistant.service for this config and enable it (systemctl --user enable --now)',
+    )
+    .option('--print', 'print the unit instead of writing and enabling it')
+    .action(async (options: { print?: boolean }, command: Command) =>
+      (await import('./commands/service-commands.ts')).serviceInstallCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+  service
+    .command('uninstall')
+    .description('stop and disable the service and remove its unit file')
+    .action(async (_options, command: Command) =>
+      (await import('./commands/service-commands.ts')).serviceUninstallCommand({
+        globals: globalOptions(command, context),
+        context,
+      }),
+    );
+  service
+    .command('status')
+    .description('systemctl --user status assistant')
+    .action(async (_options, command: Command) => {
+      exitCode = await (await import('./commands/service-commands.ts')).serviceStatusCommand({
+        globals: globalOptions(command, context),
+        context,
+      });
+    });
+
+  program
     .command('version')
     .description('print the version')
     .action(async () => (await import('./commands/version-command.ts')).versionCommand(context));

@@ -50,6 +50,13 @@ export const errorCodes = {
   // The queue's Redis backend (packages/queue-redis).
   QUEUE_UNAVAILABLE:
     'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',
+  // Operations: backup, restore, service (apps/cli).
+  BACKUP_FAILED:
+    '`assistant backup` wrote no archive: the queue kept changing for the whole claims hold; the message says how long.',
+  BACKUP_REFUSED:
+    '`assistant restore` refused an archive and wrote nothing: a path outside the target, a link, a damaged or altered file, or a manifest that does not match; the message names the entry.',
+  SERVICE_NOT_ENABLED:
+    '`assistant service` could not reach systemd (no systemctl, no user manager) or systemctl failed; the hint lists the manual steps.',
   // HTTP API error bodies.
   BAD_REQUEST: 'The request body, query or parameters were not valid; the message says which field and why.',
   UNAUTHORIZED:

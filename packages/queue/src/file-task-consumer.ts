@@ -2,6 +2,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecretsDeep } from '@assistant/errors';
+import { readClaimsHold } from './claims-hold.ts';
 import { activeFileName, assertWorkerId, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
@@ -63,6 +64,8 @@ export class FileTaskConsumer implements TaskConsumer {
   #startedAt = new Date().toISOString();
   #closing: Promise<void> | undefined;
   #lastRescanMs = 0;
+  /** Until when a claims hold (claims-hold.ts) stops this consumer's claims, as last read; 0 when none. */
+  #heldUntilMs = 0;
 
   constructor(queue: FileTaskQueue, options: TaskConsumerOptions = {}) {
     this.queue = queue;
@@ -159,6 +162,9 @@ export class FileTaskConsumer implements TaskConsumer {
   async claim(options: ClaimOptions = {}): Promise<ClaimedTask | undefined> {
     for (;;) {
       if (this.#closing) return undefined;
+      // Read before every claim while there is anything to claim: a backup holds the claims for a moment, and a
+      // claim that began before the hold is taken is one its stable listing sees move (a syscall per claim).
+      if (this.#index.size > 0 && (await this.#claimsHeld())) return undefined;
       await this.#removeSuperseded();
       const nowMs = this.queue.now();
       const fileName = this.#index.takeReady(nowMs, options.accept);
@@ -206,6 +212,13 @@ export class FileTaskConsumer implements TaskConsumer {
       this.#claims.set(handedOut, activeFile);
       return handedOut;
     }
+  }
+
+  /** Whether a live claims hold is in force; remembers until when, so waitForWork sleeps instead of spinning. */
+  async #claimsHeld(): Promise<boolean> {
+    const hold = await readClaimsHold({ queueRoot: this.queue.paths.root, nowMs: this.queue.now() });
+    this.#heldUntilMs = hold === undefined ? 0 : Date.parse(hold.until);
+    return hold !== undefined;
   }
 
   /**
@@ -347,7 +360,10 @@ export class FileTaskConsumer implements TaskConsumer {
     let timeoutMs = options.timeoutMs ?? this.#options.pollIntervalMs;
     // Only accepted types: a ready task of a type the caller holds back would otherwise wake it at once, forever.
     const nextReady = this.#index.nextReadyAtMs(options.accept);
-    if (nextReady !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(0, nextReady - nowMs));
+    if (this.#heldUntilMs > nowMs) {
+      // Claims are held: ready tasks must not end the wait at once (a busy loop); look again at the next poll.
+      timeoutMs = Math.min(timeoutMs, this.#heldUntilMs - nowMs);
+    } else if (nextReady !== undefined) timeoutMs = Math.min(timeoutMs, Math.max(0, nextReady - nowMs));
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -3,6 +3,15 @@
 // fails when code outside it reaches for it.
 
 export { backoffDelayMs } from './backoff.ts';
+export {
+  type ClaimsHold,
+  claimsHoldFileName,
+  type HeldClaims,
+  type HoldClaimsOptions,
+  holdClaims,
+  maxClaimsHoldMs,
+  readClaimsHold,
+} from './claims-hold.ts';
 export { durationExamples, formatDuration, parseDuration } from './duration.ts';
 export { resultProblem } from './file-task-consumer.ts';
 export { newWorkerOwner } from './file-worker-directory.ts';
@@ -57,6 +66,13 @@ export {
   queueSchema,
 } from './queue-config.ts';
 export { patternMatches, resolvePolicy } from './resolve-policy.ts';
+export {
+  type QueueSnapshot,
+  QueueSnapshotBusyError,
+  type QueueSnapshotFile,
+  type SnapshotQueueFilesOptions,
+  snapshotQueueFiles,
+} from './snapshot-queue-files.ts';
 export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
