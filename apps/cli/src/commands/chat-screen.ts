@@ -59,6 +59,14 @@ export class TerminalScreen implements ChatScreen {
     this.#prompt = undefined;
   }
 
+  /**
+   * Enter was pressed: readline left the typed line on screen and went to the next row, so the unfinished streamed
+   * line is no longer right above the cursor. What streams next goes on below the typed line.
+   */
+  entered(): void {
+    this.#partial = '';
+  }
+
   stream(text: string): void {
     const clean = terminalSafe(text);
     if (clean !== '') this.#write(clean);
@@ -76,17 +84,16 @@ export class TerminalScreen implements ChatScreen {
     const rl = this.#prompt;
     const out = this.#out;
     const shown = this.#partial + text;
-    const lastBreak = shown.lastIndexOf('\n');
-    const partial = shown.slice(lastBreak + 1);
+    // Only the last row of the unfinished line is kept to rewrite: the rows above it are finished whatever comes, and
+    // moving up over one row stays right however long the line grows (even past the height of the screen).
+    const partial = lastRow(shown.slice(shown.lastIndexOf('\n') + 1), this.#columns());
     if (!rl) {
       out.write(text);
       this.#partial = partial;
       return;
     }
     const cursorRow = rl.getCursorPos().rows;
-    // Up to where the unfinished line starts (it is rewritten whole: its end may have wrapped), or the prompt's start.
-    const above = this.#partial === '' ? 0 : rowsOf(this.#partial, this.#columns());
-    readline.moveCursor(out, 0, -(cursorRow + above));
+    readline.moveCursor(out, 0, -(cursorRow + (this.#partial === '' ? 0 : 1)));
     readline.cursorTo(out, 0);
     readline.clearScreenDown(out);
     out.write(shown);
@@ -117,9 +124,21 @@ export function terminalSafe(text: string): string {
   );
 }
 
-/** The rows a line of text takes on a terminal `columns` wide (at least one, even when empty). */
-export function rowsOf(text: string, columns: number): number {
-  return Math.max(1, Math.ceil(displayWidth(text) / columns));
+/** The last row `text` (one line, no line break) takes on a terminal `columns` wide: all of it when it fits. */
+export function lastRow(text: string, columns: number): string {
+  let row = '';
+  let width = 0;
+  for (const character of text) {
+    const characterWidth = displayWidth(character);
+    // A character that does not fit on the row starts the next one, as the terminal wraps it.
+    if (width + characterWidth > columns && width > 0) {
+      row = '';
+      width = 0;
+    }
+    row += character;
+    width += characterWidth;
+  }
+  return row;
 }
 
 /** Columns `text` takes: escape sequences none, combining marks none, wide (East Asian, emoji) characters two. */

@@ -342,6 +342,8 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
   }
   if (terminalScreen) {
     terminalScreen.attach(rl);
+    // Registered before the loop's own reading: the screen learns of the Enter before anything is written.
+    rl.on('line', () => terminalScreen.entered());
     rl.on('close', () => terminalScreen.detach());
     // Ctrl-C: clears what is typed; on an empty line it stops the running turn, and leaves when none runs.
     rl.on('SIGINT', () => {
