@@ -99,8 +99,8 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
 
     const assistant = startNode({ args: [cliMain, 'start', '--config', configPath], cwd: dir.path });
     try {
-      await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
-      await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
+      await assistant.waitForOutput(/listening on/, { timeoutMs: 90_000 });
+      await assistant.waitForOutput(/worker ready/, { timeoutMs: 90_000 });
       await screenShows(terminal, /a worker runs now/);
       const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
       const read = async (id: string) =>
@@ -158,8 +158,11 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
       await terminal.type('ALSO-BANANA');
       await terminal.press('Enter');
       await screenShows(terminal, /\(sent into the running turn\)/);
-      // The turn's second model call, after it read the interjection (its tokens go on from the first call's text).
-      await screenShows(terminal, /Counted, and noted the banana\.$/);
+      // The turn's second model call, after it read the interjection (its tokens go on from the first call's text,
+      // wrapped over rows: read as one).
+      await waitUntil(async () => (await terminal.screen()).join('').includes('Counted, and noted the banana.'), {
+        what: 'the reply to the interjection on screen',
+      });
       const steer = await waitUntil(
         async () => {
           const body = await read(steered as string);
