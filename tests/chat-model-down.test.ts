@@ -7,7 +7,9 @@ import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 
 describe('assistant chat --once with the model down', () => {
-  it('says the model is down, well before its own timeout, and that the message is kept', { timeout: 120_000 }, async () => {
+  it('says the model is down, well before its own timeout, and that the message is kept', {
+    timeout: 120_000,
+  }, async () => {
     await using dir = await tempDir();
     // Nothing listens there: every connection is refused, as when the model server is stopped.
     const modelPort = await freePort();

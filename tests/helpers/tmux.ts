@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /** The one command that makes the terminal tests runnable; CI's `.ci/run` installs the same package. */
-export const tmuxInstallCommand = 'apt-get install -y --no-install-recommends tmux';
+const tmuxInstallCommand = 'apt-get install -y --no-install-recommends tmux';
 
 export interface TerminalSessionOptions {
   /** The program and its arguments, run in the terminal (no shell between). */
@@ -46,8 +46,9 @@ export async function startTerminal(options: TerminalSessionOptions): Promise<Te
   const directory = await mkdtemp(path.join(os.tmpdir(), 'assistant-tmux-'));
   const socket = path.join(directory, 'socket');
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ASSISTANT_')));
-  const tmuxEnv = { ...env, ...options.env, TERM: 'xterm-256color' };
-  delete tmuxEnv.TMUX;
+  // Not inside the caller's own tmux (TMUX set) even when the tests run in one.
+  const { TMUX: _outer, ...outside } = env;
+  const tmuxEnv: NodeJS.ProcessEnv = { ...outside, ...options.env, TERM: 'xterm-256color' };
   const call = async (...args: string[]) =>
     (await run(tmux, ['-S', socket, '-f', '/dev/null', ...args], { env: tmuxEnv, cwd: options.cwd })).stdout;
   await call(
