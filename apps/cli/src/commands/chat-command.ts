@@ -113,18 +113,19 @@ async function askOnce(
       if (event.type === 'token' && typeof event.text === 'string') {
         streamed = event.restart === true ? '' : streamed + event.text;
       }
+      // The worker could not reach the model and put the turn back to try again later (whichever message of the
+      // conversation the turn started with: ours waits behind it). No reply comes in any useful time, and "no
+      // reply" would blame the worker: say what is down, now.
+      if (event.type === 'error' && modelOutageCodes.has(String(event.code))) {
+        throw new AssistantError(
+          'CHAT_NO_REPLY',
+          `the model is down: ${String(event.message ?? 'it cannot be reached')}`,
+          {
+            hint: `the message ${message.id} is stored and answered once the model is back (\`assistant chat\` shows it); \`assistant doctor\` checks the model`,
+          },
+        );
+      }
       if (event.type === 'error' && (event.message_id === undefined || event.message_id === message.id)) {
-        if (modelOutageCodes.has(String(event.code))) {
-          // The worker could not reach the model and put the turn back to try again later: no reply comes within
-          // the timeout's wait in any useful sense, and "no reply" would blame the worker. Say what is down now.
-          throw new AssistantError(
-            'CHAT_NO_REPLY',
-            `the model is down: ${String(event.message ?? 'it cannot be reached')}`,
-            {
-              hint: `the message ${message.id} is stored and answered once the model is back (\`assistant chat\` shows it); \`assistant doctor\` checks the model`,
-            },
-          );
-        }
         errors.push(`${String(event.message ?? 'the turn failed')}${event.code ? ` (${String(event.code)})` : ''}`);
       }
       if (event.type !== 'turn_done' || !asIds(event.reply_to).includes(message.id)) continue;

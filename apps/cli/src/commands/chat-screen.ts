@@ -53,11 +53,18 @@ export class TerminalScreen implements ChatScreen {
   /** From now on the prompt of `rl` is on screen (until `detach`): output goes above it. */
   attach(rl: readline.Interface): void {
     this.#prompt = rl;
+    this.#out.on?.('resize', this.#resized);
   }
 
   detach(): void {
     this.#prompt = undefined;
+    this.#out.off?.('resize', this.#resized);
   }
+
+  /** The terminal reflowed the unfinished row: what streams next starts a row of its own, below it. */
+  readonly #resized = () => {
+    this.#partial = '';
+  };
 
   /**
    * Enter was pressed: readline left the typed line on screen and went to the next row, so the unfinished streamed
