@@ -15,11 +15,12 @@ import { waitUntil } from './helpers/wait-until.ts';
 const words = (prefix: string, count: number, end: string) =>
   `${Array.from({ length: count }, (_, index) => `${prefix}${index + 1}`).join(' ')} ${end}`;
 
-// Each reply a word every 100 ms: the story and the essay take 30 s to stream, so a test that sees them cut short
-// sees a stop, never a stream that ended. The count gives the steer time to land while it streams.
-const story = words('w', 300, 'STORY-END');
-const counting = words('c', 100, 'COUNT-END');
-const essay = words('e', 300, 'ESSAY-END');
+// Each reply a word every 100 ms: the story and the essay take 60 s to stream, so a test that sees them cut short
+// sees a stop, never a stream that ended. The count (20 s) gives the steer time to land while it streams, on a
+// loaded machine too; a steer that came after it would be told `started`, not `sent into the running turn`.
+const story = words('w', 600, 'STORY-END');
+const counting = words('c', 200, 'COUNT-END');
+const essay = words('e', 600, 'ESSAY-END');
 const slowMs = 100;
 
 interface WireMessage {
@@ -128,7 +129,7 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
       expect(screen.filter((line) => line.includes('zzq'))).toEqual(['you> zzq typed']);
       expect(await terminal.cursorLine()).toBe('you> zzq typed');
 
-      // 2. `/stop` mid-reply stops the turn now: its reply is kept partial, and the 30 s stream never finished.
+      // 2. `/stop` mid-reply stops the turn now: its reply is kept partial, and the 60 s stream never finished.
       await terminal.press('C-e', 'C-u');
       await terminal.type('/stop');
       await terminal.press('Enter');
