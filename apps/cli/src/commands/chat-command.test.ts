@@ -298,6 +298,18 @@ describe('assistant chat (interactive)', () => {
     expect(bare).toContain('what it will do, in full: assistant approvals show ap-00000000cafe');
   });
 
+  it('shows a reply on a terminal without its control characters (issue 31)', async () => {
+    const session = context(['hi\n', '/quit\n']);
+    session.stdout = { ...session.stdout, isTTY: true };
+    const [code] = await Promise.all([
+      runCli({ argv: ['chat', '--config', configPath], context: session }),
+      answerAsWorker(['Hello\x1b]0;owned\x07', '\x1b[2J there.']),
+    ]);
+    expect(code).toBe(0);
+    expect(session.out()).toContain('assistant> Hello there.\n');
+    expect(session.out()).not.toMatch(/\x1b\]0;|\x1b\[2J/);
+  });
+
   it('runs the typed commands and messages in order, streaming each reply before the next line', async () => {
     const first = await worker.create({ channel: 'cli', peer: 'owner', title: 'Earlier' });
     await worker.conversations.appendMessage(first.id, { role: 'user', text: 'an old question' });

@@ -19,9 +19,11 @@ export function plainScreen(out: TextOutput): ChatScreen {
   let midLine = false;
   return {
     stream(text) {
-      if (text === '') return;
-      out.write(text);
-      midLine = !text.endsWith('\n');
+      // Piped in, but shown on a terminal: a reply still gets no control characters through.
+      const shown = out.isTTY ? terminalSafe(text) : text;
+      if (shown === '') return;
+      out.write(shown);
+      midLine = !shown.endsWith('\n');
     },
     line(text) {
       out.write(`${midLine ? '\n' : ''}${text}\n`);

@@ -4,7 +4,7 @@ import { type ChatDelivery, type ChatEvent, type ChatService, parseChatMode } fr
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
-import { type ChatScreen, plainScreen, TerminalScreen } from './chat-screen.ts';
+import { type ChatScreen, plainScreen, TerminalScreen, terminalSafe } from './chat-screen.ts';
 
 /** How many messages of the conversation the session shows when it opens. */
 const recentMessages = 10;
@@ -59,6 +59,9 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
   const out = context.stdout;
   const terminal = options.stdin.isTTY === true && out.isTTY === true;
   const dim = (text: string) => (out.isTTY ? `\x1b[2m${text}\x1b[22m` : text);
+  // Text from the conversation (a reply, a question, an approval's rendering of a mail) reaches a terminal without
+  // control characters: it cannot move the cursor, clear the screen or retitle the window.
+  const safe = (value: unknown) => (out.isTTY ? terminalSafe(String(value)) : String(value));
   const terminalScreen = terminal ? new TerminalScreen(out) : undefined;
   const screen: ChatScreen = terminalScreen ?? plainScreen(out);
   const line = (text: string) => screen.line(text);
@@ -117,8 +120,8 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         return;
       }
       case 'step': {
-        const tool = String(event.tool ?? 'a tool');
-        const summary = typeof event.summary === 'string' && event.summary !== '' ? `: ${event.summary}` : '';
+        const tool = safe(event.tool ?? 'a tool');
+        const summary = typeof event.summary === 'string' && event.summary !== '' ? `: ${safe(event.summary)}` : '';
         const state =
           event.status === 'started'
             ? '…'
@@ -131,17 +134,17 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         return;
       }
       case 'clarification':
-        line(`? ${String(event.question ?? '')}`);
+        line(`? ${safe(event.question ?? '')}`);
         line(dim('  (your next message answers it)'));
         stopWaiting();
         return;
       case 'approval': {
-        const id = String(event.id ?? '');
-        const summary = typeof event.summary === 'string' && event.summary !== '' ? ` — ${event.summary}` : '';
-        line(`approval ${id}: ${String(event.title ?? 'an action waits for you')}${summary}`);
+        const id = safe(event.id ?? '');
+        const summary = typeof event.summary === 'string' && event.summary !== '' ? ` — ${safe(event.summary)}` : '';
+        line(`approval ${id}: ${safe(event.title ?? 'an action waits for you')}${summary}`);
         // What will happen, as the chat's event carries it (whole, or saying how much more); else where to read it.
         if (typeof event.rendering === 'string' && event.rendering !== '') {
-          for (const text of event.rendering.split('\n')) line(`  ${text}`);
+          for (const text of safe(event.rendering).split('\n')) line(`  ${text}`);
         } else {
           line(dim(`  what it will do, in full: assistant approvals show ${id}`));
         }
@@ -151,7 +154,7 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
       }
       case 'error': {
         const code = typeof event.code === 'string' ? ` (${event.code})` : '';
-        errorLine(`error: ${String(event.message ?? 'the turn failed')}${code}`);
+        errorLine(`error: ${safe(event.message ?? 'the turn failed')}${code}`);
         if (typeof event.message_id !== 'string' || waiting?.ids.has(event.message_id)) stopWaiting();
         return;
       }
@@ -164,9 +167,9 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         }
         if (message.role === 'assistant') {
           // Streamed already, token by token; a reply without tokens (or from a model that does not stream) is shown.
-          if (!replyStarted) line(`assistant> ${message.text ?? ''}`);
+          if (!replyStarted) line(`assistant> ${safe(message.text ?? '')}`);
           if (message.status === 'partial') line(dim('  (stopped: the reply above is what it had said)'));
-        } else line(dim(`you (elsewhere): ${message.text ?? ''}`));
+        } else line(dim(`you (elsewhere): ${safe(message.text ?? '')}`));
         return;
       }
       case 'turn_done': {
@@ -213,7 +216,7 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
     line(`conversation ${current.id} · ${current.title} · mode ${current.mode}`);
     for (const message of current.messages.slice(-recentMessages)) {
       line(
-        `${dim(message.at.slice(0, 16).replace('T', ' '))} ${message.role === 'user' ? 'you' : 'assistant'}> ${message.text}`,
+        `${dim(message.at.slice(0, 16).replace('T', ' '))} ${message.role === 'user' ? 'you' : 'assistant'}> ${safe(message.text)}`,
       );
     }
     line(dim('/help lists the commands'));
