@@ -71,7 +71,7 @@ async function screenShows(terminal: TerminalSession, what: RegExp, timeoutMs = 
 }
 
 describe('assistant chat in a terminal', () => {
-  it('reads input while a reply streams: the prompt stays apart, /stop stops at once, steer and interrupt act mid-reply', {
+  it('reads input while a reply streams: the prompt stays apart, /stop and Ctrl-C stop at once, steer and interrupt act mid-reply', {
     timeout: 180_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({ respond });
@@ -162,7 +162,8 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
       // The turn's second model call, after it read the interjection (its tokens go on from the first call's text,
       // wrapped over rows: read as one).
       await waitUntil(async () => (await terminal.screen()).join('').includes('Counted, and noted the banana.'), {
-        what: 'the reply to the interjection on screen',
+        what: 'the reply to the interjection on screen (after the 20 s count)',
+        timeoutMs: 60_000,
       });
       const steer = await waitUntil(
         async () => {
@@ -220,6 +221,30 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
       for (const line of (await terminal.screen()).filter((entry) => entry.startsWith('assistant> '))) {
         expect(line).not.toMatch(/zzq|ALSO-BANANA|never mind|\/stop|\/mode|\/new/);
       }
+
+      // 5. Ctrl-C: with text typed it clears the line; on an empty line it stops the running turn.
+      await terminal.type('/new');
+      await terminal.press('Enter');
+      await waitUntil(
+        async () => (await terminal.screen()).filter((line) => line.startsWith('new conversation')).length === 3,
+        { what: 'the third new conversation' },
+      );
+      await terminal.type('tell me a long story');
+      await terminal.press('Enter');
+      await waitUntil(
+        async () => (await terminal.screen()).filter((line) => line.startsWith('assistant> w1 w2')).length === 2,
+        { what: 'the second story to stream' },
+      );
+      await terminal.type('half a thought');
+      await waitUntil(async () => (await terminal.cursorLine()) === 'you> half a thought', { what: 'the typed text' });
+      await terminal.press('C-c');
+      await waitUntil(async () => (await terminal.cursorLine()) === 'you>', { what: 'Ctrl-C to clear the line' });
+      await terminal.press('C-c');
+      await waitUntil(
+        async () => (await terminal.screen()).filter((line) => /^asked turn \S+ to stop$/.test(line)).length === 2,
+        { what: 'Ctrl-C on an empty line to stop the turn' },
+      );
+      expect(await terminal.exited()).toBe(false);
 
       await terminal.type('/quit');
       await terminal.press('Enter');

@@ -353,8 +353,9 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
       if (rl.line !== '') {
         rl.write(null, { ctrl: true, name: 'e' });
         rl.write(null, { ctrl: true, name: 'u' });
-      } else if (turnRunning) stopTurn().catch(report);
-      else rl.close();
+      } else if (turnRunning) {
+        stopTurn().catch((error: unknown) => errorLine(`error: could not stop the turn: ${(error as Error).message}`));
+      } else rl.close();
     });
   }
   try {
