@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { fitRendering } from '@assistant/actions';
 import {
   memo,
@@ -24,6 +24,7 @@ let config: LoadedConfig;
 let queue: TaskQueue;
 /** The test's own view of the data directory: it answers as the worker's turn would. */
 let worker: ChatService;
+const testWorker = { id: `${os.hostname()}-${process.pid}-chattest`, pid: process.pid, host: os.hostname() };
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-cli-'));
@@ -37,6 +38,8 @@ beforeEach(async () => {
     controlRoot: config.paths.control,
     queue,
   });
+  // The test answers as the worker would, so it says a worker runs: as one does, with a heartbeat of this process.
+  await queue.workers.heartbeat(testWorker, new Date().toISOString());
 });
 afterEach(async () => {
   await queue.close();
@@ -174,9 +177,77 @@ describe('assistant chat --once', () => {
     expect(await runCli({ argv: ['chat', 'c-nothing', '--once', '--config', configPath], context: missing })).toBe(1);
     expect(missing.err()).toContain('No conversation c-nothing');
   });
+
+  it('says the model is down as soon as the turn reports it could not reach it, not after the timeout (issue 31)', async () => {
+    const piped = context(['are you there?']);
+    const outage = (async () => {
+      const { conversation, message } = await nextPending();
+      await worker.events.append(conversation, { type: 'turn_started', turn: 't-1', reply_to: [message.id] });
+      // What the turn writes before it puts itself back to wait for the model (integrations/chat turn-runner).
+      await worker.events.append(conversation, {
+        type: 'error',
+        code: 'LLM_REQUEST_FAILED',
+        message_id: message.id,
+        message: 'The model cannot be reached (connect ECONNREFUSED); trying again in 15 s. Your messages are kept.',
+      });
+    })();
+    // A timeout far beyond the test's own: only the outage event can end the command in time.
+    const [code] = await Promise.all([
+      runCli({ argv: ['chat', '--once', '--timeout', '1h', '--config', configPath], context: piped }),
+      outage,
+    ]);
+    expect(code).toBe(1);
+    expect(piped.out()).toBe('');
+    expect(piped.err()).toContain('the model is down: The model cannot be reached (connect ECONNREFUSED)');
+    expect(piped.err()).not.toContain('is the worker running');
+    // The message stays, for the turn that answers it once the model is back.
+    expect((await nextPending()).message.text).toBe('are you there?');
+  });
+
+  it('says at once that no worker runs, and still sends the message (issue 31)', async () => {
+    await queue.workers.remove(testWorker.id);
+    const piped = context(['anyone?']);
+    const answered = (async () => {
+      await nextPending();
+      // Only once the warning is out does the "worker" answer: the warning came before any reply.
+      await waitUntil(async () => (piped.err().includes('no worker is running') ? true : undefined), 'the warning');
+      return answerAsWorker(['Here.']);
+    })();
+    const [code] = await Promise.all([
+      runCli({ argv: ['chat', '--once', '--config', configPath], context: piped }),
+      answered,
+    ]);
+    expect(code).toBe(0);
+    expect(piped.out()).toBe('Here.\n');
+  });
 });
 
 describe('assistant chat (interactive)', () => {
+  it('says when it opens that no worker runs, before any reply could come, and when one starts (issue 31)', async () => {
+    await queue.workers.remove(testWorker.id);
+    const input = new PassThrough();
+    const session = { ...context([]), stdin: input };
+    let out = '';
+    session.stdout = { write: (text: string) => (out += text) };
+    const running = runCli({ argv: ['chat', '--config', configPath], context: session });
+    input.write('hello\n');
+    // The message is stored and nothing answers it (no worker), yet the session says why: no wait for a reply.
+    await nextPending();
+    await waitUntil(async () => (out.includes('warning: no worker is running') ? true : undefined), 'the warning');
+    await waitUntil(
+      async () => (out.includes('(stored: no worker is running to answer it yet)') ? true : undefined),
+      'the note',
+    );
+    // A worker starts: the session says so (it looks every 1.5 s), and its answer comes.
+    await queue.workers.heartbeat(testWorker, new Date().toISOString());
+    await waitUntil(async () => (out.includes('a worker runs now') ? true : undefined), 'the worker to be noticed');
+    await answerAsWorker(['Hello.']);
+    await waitUntil(async () => (out.includes('assistant> Hello.') ? true : undefined), 'the reply');
+    input.end('/quit\n');
+    expect(await running).toBe(0);
+    expect(out.match(/warning: no worker is running/g)).toHaveLength(1);
+  });
+
   it("shows what a proposed approval will do in full on its card: a 5,000-character argument, a service's inputs (issue 30)", {
     timeout: 120_000,
   }, async () => {
@@ -225,6 +296,19 @@ describe('assistant chat (interactive)', () => {
     // One announced without it (a tool call waiting in the chat's own loop): the card says where to read it.
     const bare = await card({ id: 'ap-00000000cafe', title: 'call x', summary: '' });
     expect(bare).toContain('what it will do, in full: assistant approvals show ap-00000000cafe');
+  });
+
+  it('shows a reply on a terminal without its control characters (issue 31)', async () => {
+    const session = context(['hi\n', '/quit\n']);
+    session.stdout = { ...session.stdout, isTTY: true };
+    const [code] = await Promise.all([
+      runCli({ argv: ['chat', '--config', configPath], context: session }),
+      answerAsWorker(['Hello\x1b]0;owned\x07', '\x1b[2J there.']),
+    ]);
+    expect(code).toBe(0);
+    expect(session.out()).toContain('assistant> Hello there.\n');
+    expect(session.out()).not.toContain('\x1b]0;');
+    expect(session.out()).not.toContain('\x1b[2J');
   });
 
   it('runs the typed commands and messages in order, streaming each reply before the next line', async () => {

@@ -9,7 +9,7 @@ import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { openCliRuntime, writeJson } from '../open-cli-queue.ts';
 import { approvalDecideCommand } from './approval-commands.ts';
-import { runChatSession } from './chat-session.ts';
+import { noWorkerNotice, runChatSession } from './chat-session.ts';
 
 /** Conversations `assistant chat` starts are the owner's, on the terminal. */
 const cliChannel = 'cli';
@@ -67,6 +67,12 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
           hint: 'echo "what is urgent?" | assistant chat --once',
         });
       }
+      if (!(await workerRunning(queue))) {
+        // Said at once rather than after the timeout; the message is still sent, for a worker that is starting.
+        options.context.stderr.write(
+          `warning: ${noWorkerNotice}; waiting up to ${timeoutMs / 1000} s for one to answer\n`,
+        );
+      }
       const { message, reply } = await askOnce(chat, conversation, text, timeoutMs);
       if (options.json) return writeJson(options.context, { conversation, message, reply });
       options.context.stdout.write(reply.text.endsWith('\n') ? reply.text : `${reply.text}\n`);
@@ -79,8 +85,9 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
       context: options.context,
       stdin,
       // The same code path as `assistant approve|reject ID`.
-      decide: (id, decision) =>
-        approvalDecideCommand({ globals: options.globals, context: options.context, id, decision }),
+      decide: (id, decision, output) =>
+        approvalDecideCommand({ globals: options.globals, context: output, id, decision }),
+      workerRunning: () => workerRunning(queue),
     });
   } finally {
     await (queue as TaskQueue).close();
@@ -105,6 +112,18 @@ async function askOnce(
     for await (const { event } of chat.follow(conversation, { fromOffset, signal: controller.signal })) {
       if (event.type === 'token' && typeof event.text === 'string') {
         streamed = event.restart === true ? '' : streamed + event.text;
+      }
+      // The worker could not reach the model and put the turn back to try again later (whichever message of the
+      // conversation the turn started with: ours waits behind it). No reply comes in any useful time, and "no
+      // reply" would blame the worker: say what is down, now.
+      if (event.type === 'error' && modelOutageCodes.has(String(event.code))) {
+        throw new AssistantError(
+          'CHAT_NO_REPLY',
+          `the model is down: ${String(event.message ?? 'it cannot be reached')}`,
+          {
+            hint: `the message ${message.id} is stored and answered once the model is back (\`assistant chat\` shows it); \`assistant doctor\` checks the model`,
+          },
+        );
       }
       if (event.type === 'error' && (event.message_id === undefined || event.message_id === message.id)) {
         errors.push(`${String(event.message ?? 'the turn failed')}${event.code ? ` (${String(event.code)})` : ''}`);
@@ -138,6 +157,20 @@ async function askOnce(
       hint: 'is the worker running (`assistant start` or `assistant work`)? The message is stored and will be answered; `assistant chat` shows it',
     },
   );
+}
+
+/** The codes of the `error` event a chat turn writes when it cannot reach the model and will try again. */
+const modelOutageCodes = new Set(['LLM_REQUEST_FAILED', 'LLM_UNAVAILABLE']);
+
+/**
+ * Whether some worker runs: a heartbeat within its lease whose process is still there (a worker on this machine that
+ * crashed is gone at once, not when its lease runs out), as /health's `worker.alive` counts them.
+ */
+async function workerRunning(queue: TaskQueue): Promise<boolean> {
+  for (const worker of await queue.workers.list()) {
+    if (worker.alive && (await queue.workers.liveness(worker)) === 'alive') return true;
+  }
+  return false;
 }
 
 function asIds(value: unknown): string[] {

@@ -4,9 +4,13 @@ import { type ChatDelivery, type ChatEvent, type ChatService, parseChatMode } fr
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
+import { type ChatScreen, plainScreen, TerminalScreen, terminalSafe } from './chat-screen.ts';
 
 /** How many messages of the conversation the session shows when it opens. */
 const recentMessages = 10;
+
+/** How often the session looks whether a worker runs, to say so when that changes (issue 31: within 2 s). */
+const workerCheckMs = 1_500;
 
 export interface ChatSessionOptions {
   chat: ChatService;
@@ -15,47 +19,77 @@ export interface ChatSessionOptions {
   conversation: string;
   context: CliContext;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  /** Approves or rejects an approval request, printing the outcome (`assistant approve|reject`'s code path). */
-  decide: (id: string, decision: 'approve' | 'reject') => Promise<void>;
+  /**
+   * Approves or rejects an approval request, printing the outcome to `output` (`assistant approve|reject`'s code
+   * path): in a terminal, above the prompt.
+   */
+  decide: (id: string, decision: 'approve' | 'reject', output: CliContext) => Promise<void>;
+  /** Whether some worker runs now (a heartbeat within its lease, its process alive); unset: not looked at. */
+  workerRunning?: () => Promise<boolean>;
 }
 
 const help = [
-  'Type a message and press Enter; the reply streams below it. Commands:',
+  'Type a message and press Enter; the reply streams above the prompt, and you can type while it does. Commands:',
   '  /new             start a new conversation',
-  '  /mode [MODE]     show or set the mode: steer, followup, collect or interrupt',
-  '  /stop            stop the running turn (its partial reply is kept)',
+  '  /mode [MODE]     show or set what a message sent while a reply streams does:',
+  '                   steer (goes into the running turn), interrupt (stops it, answered next),',
+  '                   followup (answered after it) or collect (answered with the others once you pause)',
+  '  /stop            stop the running turn now (its partial reply is kept); Ctrl-C on an empty line too',
   '  /approve ID      approve an approval request (as `assistant approve ID`)',
   '  /reject ID       reject one',
   '  /help            this list',
   '  /quit            leave (Ctrl-D too); start a line with // to send one that begins with /',
 ].join('\n');
 
+export const noWorkerNotice =
+  'no worker is running: messages are stored and answered once one runs (`assistant start` or `assistant work`)';
+
 /**
  * The interactive `assistant chat`: shows the conversation's recent messages, then posts each line typed and
  * prints the conversation's events as the worker writes them (reply tokens as they come, tool steps dimmed,
- * questions, approvals, errors on stderr) until the turn that answers it is done, or it asks something.
+ * questions, approvals, errors on stderr).
+ *
+ * In a terminal, input is read all the time: the prompt stays on the last line and everything that arrives is
+ * written above it, so a `/stop` or a message typed while a reply streams acts at once (the message as the
+ * conversation's mode says) and what is typed never lands in the reply. Piped, each line waits for the turn that
+ * answers it, so a script's lines run in order after each reply.
  */
 export async function runChatSession(options: ChatSessionOptions): Promise<void> {
   const { chat, context } = options;
   const out = context.stdout;
   const terminal = options.stdin.isTTY === true && out.isTTY === true;
   const dim = (text: string) => (out.isTTY ? `\x1b[2m${text}\x1b[22m` : text);
-  let conversation = options.conversation;
-
-  // Where the output is: a reply's text may be mid-line when a step or a question must start on its own.
-  let midLine = false;
-  const line = (text: string) => {
-    out.write(`${midLine ? '\n' : ''}${text}\n`);
-    midLine = false;
+  // Text from the conversation (a reply, a question, an approval's rendering of a mail) reaches a terminal without
+  // control characters: it cannot move the cursor, clear the screen or retitle the window.
+  const safe = (value: unknown) => (out.isTTY ? terminalSafe(String(value)) : String(value));
+  const terminalScreen = terminal ? new TerminalScreen(out) : undefined;
+  const screen: ChatScreen = terminalScreen ?? plainScreen(out);
+  const line = (text: string) => screen.line(text);
+  const errorLine = (text: string) => {
+    // On a terminal stderr is the same screen: it goes above the prompt too.
+    if (terminalScreen) screen.line(text);
+    else {
+      screen.endLine();
+      context.stderr.write(`${text}\n`);
+    }
   };
+  let conversation = options.conversation;
+  // What `/approve` prints goes where the session's own lines go (above the prompt, in a terminal).
+  const screenOutput = { isTTY: out.isTTY === true, write: (text: string) => screen.stream(text) };
+  const decideOutput: CliContext = terminalScreen
+    ? { ...context, stdout: screenOutput, stderr: screenOutput }
+    : context;
+
   let replyStarted = false;
+  /** A turn of this conversation runs (from its `turn_started` to its `turn_done`). */
+  let turnRunning = false;
   /**
    * What this session posted, so that its `message` events are not echoed: by id once `post` returned, and by text
    * while it runs (the event is written before `post` returns the id).
    */
   const posted = new Set<string>();
   const posting: string[] = [];
-  /** What the prompt waits for: the turn answering these ids, or one that asks the owner something. */
+  /** Piped: what the next line waits for, the turn answering these ids, or one that asks the owner something. */
   let waiting: { ids: Set<string>; anyTurn: boolean; resolve: () => void } | undefined;
   const stopWaiting = () => {
     const current = waiting;
@@ -67,6 +101,7 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
     switch (event.type) {
       case 'turn_started':
         replyStarted = false;
+        turnRunning = true;
         return;
       case 'token': {
         if (event.restart === true) {
@@ -77,16 +112,16 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         const text = typeof event.text === 'string' ? event.text : '';
         if (text === '') return;
         if (!replyStarted) {
-          out.write(`${midLine ? '\n' : ''}assistant> `);
+          screen.endLine();
+          screen.stream('assistant> ');
           replyStarted = true;
         }
-        out.write(text);
-        midLine = !text.endsWith('\n');
+        screen.stream(text);
         return;
       }
       case 'step': {
-        const tool = String(event.tool ?? 'a tool');
-        const summary = typeof event.summary === 'string' && event.summary !== '' ? `: ${event.summary}` : '';
+        const tool = safe(event.tool ?? 'a tool');
+        const summary = typeof event.summary === 'string' && event.summary !== '' ? `: ${safe(event.summary)}` : '';
         const state =
           event.status === 'started'
             ? '…'
@@ -99,17 +134,17 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         return;
       }
       case 'clarification':
-        line(`? ${String(event.question ?? '')}`);
+        line(`? ${safe(event.question ?? '')}`);
         line(dim('  (your next message answers it)'));
         stopWaiting();
         return;
       case 'approval': {
-        const id = String(event.id ?? '');
-        const summary = typeof event.summary === 'string' && event.summary !== '' ? ` — ${event.summary}` : '';
-        line(`approval ${id}: ${String(event.title ?? 'an action waits for you')}${summary}`);
+        const id = safe(event.id ?? '');
+        const summary = typeof event.summary === 'string' && event.summary !== '' ? ` — ${safe(event.summary)}` : '';
+        line(`approval ${id}: ${safe(event.title ?? 'an action waits for you')}${summary}`);
         // What will happen, as the chat's event carries it (whole, or saying how much more); else where to read it.
         if (typeof event.rendering === 'string' && event.rendering !== '') {
-          for (const text of event.rendering.split('\n')) line(`  ${text}`);
+          for (const text of safe(event.rendering).split('\n')) line(`  ${text}`);
         } else {
           line(dim(`  what it will do, in full: assistant approvals show ${id}`));
         }
@@ -118,15 +153,13 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         return;
       }
       case 'error': {
-        if (midLine) out.write('\n');
-        midLine = false;
         const code = typeof event.code === 'string' ? ` (${event.code})` : '';
-        context.stderr.write(`error: ${String(event.message ?? 'the turn failed')}${code}\n`);
+        errorLine(`error: ${safe(event.message ?? 'the turn failed')}${code}`);
         if (typeof event.message_id !== 'string' || waiting?.ids.has(event.message_id)) stopWaiting();
         return;
       }
       case 'message': {
-        const message = event.message as { id?: string; role?: string; text?: string } | undefined;
+        const message = event.message as { id?: string; role?: string; text?: string; status?: string } | undefined;
         if (!message || posted.has(message.id ?? '')) return;
         if (message.role === 'user' && posting.includes(message.text ?? '')) {
           posting.splice(posting.indexOf(message.text ?? ''), 1);
@@ -134,14 +167,15 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         }
         if (message.role === 'assistant') {
           // Streamed already, token by token; a reply without tokens (or from a model that does not stream) is shown.
-          if (!replyStarted) line(`assistant> ${message.text ?? ''}`);
-        } else line(dim(`you (elsewhere): ${message.text ?? ''}`));
+          if (!replyStarted) line(`assistant> ${safe(message.text ?? '')}`);
+          if (message.status === 'partial') line(dim('  (stopped: the reply above is what it had said)'));
+        } else line(dim(`you (elsewhere): ${safe(message.text ?? '')}`));
         return;
       }
       case 'turn_done': {
-        if (midLine) out.write('\n');
-        midLine = false;
+        screen.endLine();
         replyStarted = false;
+        turnRunning = false;
         const answered = Array.isArray(event.reply_to) ? (event.reply_to as unknown[]) : [];
         if (waiting) {
           for (const id of answered) if (typeof id === 'string') waiting.ids.delete(id);
@@ -158,12 +192,13 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
     const controller = new AbortController();
     const fromOffset = await chat.end(conversation);
     const id = conversation;
+    turnRunning = (await chat.turns.running(id)) !== undefined;
     const done = (async () => {
       try {
         for await (const { event } of chat.follow(id, { fromOffset, signal: controller.signal })) onEvent(event);
       } catch (error) {
         if (!controller.signal.aborted) {
-          context.stderr.write(`error: the conversation's events broke off: ${(error as Error).message}\n`);
+          errorLine(`error: the conversation's events broke off: ${(error as Error).message}`);
           stopWaiting();
         }
       }
@@ -181,22 +216,46 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
     line(`conversation ${current.id} · ${current.title} · mode ${current.mode}`);
     for (const message of current.messages.slice(-recentMessages)) {
       line(
-        `${dim(message.at.slice(0, 16).replace('T', ' '))} ${message.role === 'user' ? 'you' : 'assistant'}> ${message.text}`,
+        `${dim(message.at.slice(0, 16).replace('T', ' '))} ${message.role === 'user' ? 'you' : 'assistant'}> ${safe(message.text)}`,
       );
     }
     line(dim('/help lists the commands'));
   };
 
+  // Whether a worker answers: said when the session opens and whenever it changes, so nobody waits on nothing.
+  let workerKnown: boolean | undefined;
+  const lookForWorker = async () => {
+    if (!options.workerRunning) return;
+    const running = await options.workerRunning().catch(() => undefined);
+    if (running === undefined || running === workerKnown) return;
+    if (!running) line(`warning: ${noWorkerNotice}`);
+    else if (workerKnown === false) line(dim('  (a worker runs now: waiting messages get their answers)'));
+    workerKnown = running;
+  };
+  let workerTimer: NodeJS.Timeout | undefined;
+  let looking: Promise<void> = Promise.resolve();
+
   const report = (error: unknown) => {
     if (!isAssistantError(error)) throw error;
-    context.stderr.write(`error: ${error.message}\n${error.hint ? `hint: ${error.hint}\n` : ''}`);
+    errorLine(`error: ${error.message}`);
+    if (error.hint) errorLine(`hint: ${error.hint}`);
+  };
+
+  const stopTurn = async () => {
+    const stopped = await chat.stop(conversation, 'stopped from the terminal');
+    line(stopped.task ? `asked turn ${stopped.task} to stop` : 'no turn is running');
+    stopWaiting();
   };
 
   const send = async (text: string) => {
     // The inbox stores the text trimmed, as its event carries it.
     const stored = text.trim();
+    // The conversation's mode as it is now, on the message itself: a turn that is running already goes by the
+    // message's mode, so a `/mode` (or an edit of the note) made during the turn counts for what is sent next.
+    const { mode } = await chat.get(conversation);
+    const wasRunning = turnRunning || (await chat.turns.running(conversation)) !== undefined;
     posting.push(stored);
-    const message = await chat.post(conversation, { text, clientId: `cli-${randomUUID()}` }).finally(() => {
+    const message = await chat.post(conversation, { text, mode, clientId: `cli-${randomUUID()}` }).finally(() => {
       // Left there when no event came (a duplicate): the id below covers any later one.
       if (posting.includes(stored)) posting.splice(posting.indexOf(stored), 1);
     });
@@ -207,8 +266,14 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
       collected: 'collected: answered with the others once you pause',
       answered_question: 'answers the question',
     };
-    const note = said[message.delivery];
+    const note =
+      message.delivery === 'started' && mode === 'interrupt' && wasRunning
+        ? 'interrupts the running turn: it stops, and the next one answers this'
+        : said[message.delivery];
     if (note) line(dim(`  (${note})`));
+    if (workerKnown === false) line(dim('  (stored: no worker is running to answer it yet)'));
+    // In a terminal the prompt is back at once; piped, the next line waits for this one's answer.
+    if (terminal) return;
     await new Promise<void>((resolve) => {
       waiting = {
         ids: new Set([message.id]),
@@ -246,27 +311,25 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
         line(`mode ${mode}`);
         return;
       }
-      case 'stop': {
-        const stopped = await chat.stop(conversation, 'stopped from the terminal');
-        line(stopped.task ? `asked turn ${stopped.task} to stop` : 'no turn is running');
-        stopWaiting();
+      case 'stop':
+        await stopTurn();
         return;
-      }
       case 'approve':
       case 'reject':
         if (argument === '') {
-          context.stderr.write(`error: /${name} needs the approval id, e.g. /${name} ap-3f2c9d1e0a4b\n`);
+          errorLine(`error: /${name} needs the approval id, e.g. /${name} ap-3f2c9d1e0a4b`);
           return;
         }
-        await options.decide(argument, name);
+        await options.decide(argument, name, decideOutput);
         return;
       default:
-        context.stderr.write(`error: unknown command /${name}; /help lists them\n`);
+        errorLine(`error: unknown command /${name}; /help lists them`);
         return;
     }
   };
 
   await show();
+  await lookForWorker();
   await follow();
   const rl = readline.createInterface({
     input: options.stdin,
@@ -274,16 +337,32 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
     terminal,
     prompt: 'you> ',
   });
-  // Ctrl-C: stop waiting for a reply (the turn goes on; /stop stops it), or leave when not waiting.
-  rl.on('SIGINT', () => {
-    if (waiting) {
-      line(dim('  (stopped waiting; the turn goes on: /stop stops it)'));
-      stopWaiting();
-    } else rl.close();
-  });
+  if (options.workerRunning) {
+    workerTimer = setInterval(() => {
+      looking = looking.then(lookForWorker);
+    }, workerCheckMs);
+    workerTimer.unref();
+  }
+  if (terminalScreen) {
+    terminalScreen.attach(rl);
+    // Registered before the loop's own reading: the screen learns of the Enter before anything is written.
+    rl.on('line', () => terminalScreen.entered());
+    rl.on('close', () => terminalScreen.detach());
+    // Ctrl-C: clears what is typed; on an empty line it stops the running turn, and leaves when none runs.
+    rl.on('SIGINT', () => {
+      if (rl.line !== '') {
+        rl.write(null, { ctrl: true, name: 'e' });
+        rl.write(null, { ctrl: true, name: 'u' });
+      } else if (turnRunning) {
+        stopTurn().catch((error: unknown) => errorLine(`error: could not stop the turn: ${(error as Error).message}`));
+      } else rl.close();
+    });
+  }
   try {
     if (terminal) rl.prompt();
     for await (const raw of rl) {
+      // The prompt comes back before the line is acted on: what arrives meanwhile is written above it.
+      if (terminal) rl.prompt();
       const input = raw.trim();
       try {
         if (input.startsWith('/') && !input.startsWith('//')) {
@@ -294,11 +373,14 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
       } catch (error) {
         report(error);
       }
-      if (terminal) rl.prompt();
     }
   } finally {
+    clearInterval(workerTimer);
+    terminalScreen?.detach();
+    screen.endLine();
     rl.close();
     stopWaiting();
+    await looking;
     await unfollow();
   }
 }
