@@ -207,7 +207,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerRemoteStoreRoutes(app, routes, { notes, humanLog });
-  registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog });
+  const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
+  registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });
   registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });
   const chat =
     options.chat ??

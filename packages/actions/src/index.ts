@@ -92,3 +92,4 @@ export {
   type ToolCallGateRequest,
 } from './tool-call-gate.ts';
 export { matchesToolPattern, type ToolPolicy, type ToolVerdict, toolVerdict } from './tool-policy.ts';
+export { type ShadowEntry, type ShadowReport, shadowReport } from './shadow-report.ts';

@@ -348,6 +348,12 @@ const integrationBase = {
   type: identifier,
   name: instanceName,
   enabled: z.boolean().default(true),
+  /**
+   * Shadow mode: every action the instance's rules would take becomes a proposal (an approval request marked
+   * `shadow`), and nothing is done to the mailbox or account (docs/decisions/0031). `assistant shadow off NAME` ends it.
+   * @default false
+   */
+  shadow: z.boolean().default(false),
   schedule: scheduleSchema.optional(),
   llm: identifier.optional(),
 };
@@ -357,18 +363,20 @@ function splitIntegration(
     type: string;
     name: string;
     enabled: boolean;
+    shadow: boolean;
     schedule?: Schedule | undefined;
     llm?: string | undefined;
     platforms?: Record<string, PlatformConfig | undefined> | undefined;
   } & Record<string, unknown>,
 ) {
-  const { type, name, enabled, schedule, llm, platforms, ...settings } = value;
+  const { type, name, enabled, shadow, schedule, llm, platforms, ...settings } = value;
   const present: Record<string, PlatformConfig> = {};
   for (const [platform, config] of Object.entries(platforms ?? {})) if (config) present[platform] = config;
   return {
     type,
     name,
     enabled,
+    shadow,
     ...(schedule ? { schedule } : {}),
     ...(llm ? { llm } : {}),
     platforms: present,

@@ -128,6 +128,7 @@ ${list}`,
         id,
         decision,
         by: 'dashboard',
+        inShadow: (name) => context.config.integrations.some((entry) => entry.name === name && entry.shadow),
       });
       if (request.headers['hx-request'] === 'true') return reply.code(204).send();
       return reply.redirect(sameOriginPath(request) ?? listUrl({ status: 'pending', page: 1 }, { decided: id }), 303);
@@ -148,6 +149,7 @@ ${list}`,
           id,
           decision,
           by: 'dashboard',
+          inShadow: (name) => context.config.integrations.some((entry) => entry.name === name && entry.shadow),
         });
         const state = { ...listState(request), decided: id };
         // htmx swaps the list in place, with the decision above it; a plain form post gets the page again (303).
