@@ -258,26 +258,28 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   app.addHook('onClose', async () => live.close());
   app.addHook('onClose', async () => opened?.close());
-  registerDashboard(
-    app,
-    {
-      config,
-      queue: requestQueue,
-      notes,
-      humanLog,
-      paths,
-      catalog,
-      registry: options.registry,
-      status: options.status ?? {},
-      metrics,
-      chat: () => chat,
-      sessions,
-      live,
-      controlRoot: config.paths.control,
-      signal: options.signal ?? new AbortController().signal,
-    },
-    { apiToken: token.value, streams },
-  );
+  // `server.dashboard: false` (chosen at `assistant init`): the REST API only.
+  if (config.server.dashboard)
+    registerDashboard(
+      app,
+      {
+        config,
+        queue: requestQueue,
+        notes,
+        humanLog,
+        paths,
+        catalog,
+        registry: options.registry,
+        status: options.status ?? {},
+        metrics,
+        chat: () => chat,
+        sessions,
+        live,
+        controlRoot: config.paths.control,
+        signal: options.signal ?? new AbortController().signal,
+      },
+      { apiToken: token.value, streams },
+    );
   return app;
 }
 

@@ -139,8 +139,7 @@ function shadowProblem(registry: ActionRegistry, task: Task): string | undefined
     // A task that names no instance runs for its domain's only one.
     const found = registry.instanceForTask(task);
     instance = found.ok ? found.instance.name : task.integration;
-  }
-  else if (task.type === 'script.run' || info?.kind === 'service') {
+  } else if (task.type === 'script.run' || info?.kind === 'service') {
     const from = task.type === 'script.run' ? task.payload : task.onResult;
     instance = z.looseObject({ requested_by: z.looseObject({ instance: z.string() }) }).safeParse(from).data
       ?.requested_by.instance;

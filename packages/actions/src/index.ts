@@ -85,6 +85,7 @@ export {
   type RunActionOnceResult,
   runActionOnce,
 } from './run-action-once.ts';
+export { type ShadowEntry, type ShadowReport, shadowReport } from './shadow-report.ts';
 export {
   type CreateToolCallGateOptions,
   createToolCallGate,
@@ -92,4 +93,3 @@ export {
   type ToolCallGateRequest,
 } from './tool-call-gate.ts';
 export { matchesToolPattern, type ToolPolicy, type ToolVerdict, toolVerdict } from './tool-policy.ts';
-export { type ShadowEntry, type ShadowReport, shadowReport } from './shadow-report.ts';

@@ -508,12 +508,15 @@ const serverSchema = z
      * is refused with 429, so one client cannot tie the server up with thousands.
      */
     event_streams_per_client: z.int().min(1).max(100_000).default(32),
+    /** Whether the server serves the dashboard (`/` and its pages); the REST API is served either way. */
+    dashboard: z.boolean().default(true),
   })
   .transform((value) => ({
     host: value.host,
     port: value.port,
     allowedHosts: value.allowed_hosts,
     eventStreamsPerClient: value.event_streams_per_client,
+    dashboard: value.dashboard,
     ...(value.token ? { token: value.token } : {}),
   }));
 

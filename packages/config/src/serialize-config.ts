@@ -176,6 +176,7 @@ function toPlain(config: Config): Plain {
       token: config.server.token,
       allowed_hosts: config.server.allowedHosts,
       event_streams_per_client: config.server.eventStreamsPerClient,
+      dashboard: config.server.dashboard,
     }),
     worker: {
       concurrency: config.worker.concurrency,

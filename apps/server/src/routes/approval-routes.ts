@@ -62,7 +62,7 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
     tag: 'approvals',
     summary: 'What instances in shadow mode would have done',
     description:
-      'Every shadow-mode proposal (an approval request marked `shadow`), oldest first: per item, the rule and the actions it would have taken, and the proposal\'s status. `instance` keeps one instance\'s. Nothing in it was done.',
+      "Every shadow-mode proposal (an approval request marked `shadow`), oldest first: per item, the rule and the actions it would have taken, and the proposal's status. `instance` keeps one instance's. Nothing in it was done.",
     query: z.strictObject({ instance: z.string().min(1).optional() }),
     responses: {
       200: {
