@@ -4,7 +4,7 @@ import path from 'node:path';
 import { shadowReport } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import { FileNoteStore } from '@assistant/notes';
-import { isMap, isSeq, parseDocument } from 'yaml';
+import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -65,7 +65,7 @@ export async function shadowReportCommand(
 
 /**
  * `assistant shadow off INSTANCE`: sets `shadow: false` on the instance in config.yaml, keeping every comment and the
- * order of keys (the `yaml` Document API edits the parsed file in place), written to a temporary file and renamed
+ * order of keys (the `yaml` Document API finds the value's place in the file, and only those characters change), written to a temporary file and renamed
  * over config.yaml so a crash never leaves half a file. Running processes keep the config they loaded: the change
  * takes effect when they restart, and until then their gate still refuses every action of the instance.
  */
@@ -84,7 +84,7 @@ export async function shadowOffCommand(options: ShadowCommandOptions & { instanc
     return;
   }
   const source = await readFile(file, 'utf8');
-  const document = parseDocument(source, { keepSourceTokens: true });
+  const document = parseDocument(source);
   const list = document.get('integrations', true);
   const node = isSeq(list)
     ? list.items.find((item) => isMap(item) && item.get('name') === instance && item.get('shadow') === true)
@@ -96,11 +96,22 @@ export async function shadowOffCommand(options: ShadowCommandOptions & { instanc
       hint: 'set `shadow: false` on the instance by hand',
     });
   }
-  node.set('shadow', false);
+  // Only the value's own characters change: the rest of the file (comments, spacing, flow style) stays byte for byte.
+  const value = node.get('shadow', true);
+  const range = isScalar(value) ? value.range : undefined;
+  if (!range) throw new AssistantError('CONFLICT', `cannot locate \`shadow: true\` of \`${instance}\` in ${file}`);
+  const edited = `${source.slice(0, range[0])}false${source.slice(range[1])}`;
+  const check = parseDocument(edited).get('integrations', true);
+  const changed = isSeq(check) ? check.items.find((item) => isMap(item) && item.get('name') === instance) : undefined;
+  if (!isMap(changed) || changed.get('shadow') !== false) {
+    throw new AssistantError('CONFLICT', `editing ${file} did not set \`shadow: false\` on \`${instance}\``, {
+      hint: 'set it by hand',
+    });
+  }
   const mode = (await stat(file)).mode & 0o777;
   const temporary = `${file}.${randomUUID()}.tmp`;
   try {
-    await writeFile(temporary, document.toString(), { mode });
+    await writeFile(temporary, edited, { mode });
     await rename(temporary, file);
   } finally {
     await rm(temporary, { force: true });
