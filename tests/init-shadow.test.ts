@@ -170,3 +170,50 @@ describe('assistant init, then shadow mode on a Maildir', () => {
     expect((await cli(['config', 'check'])).code).toBe(0);
   }, 240_000);
 });
+
+describe('assistant init, asking', () => {
+  it('asks each question in turn, tests the model and the Maildir, keeps the typed bot token out of the output and config.yaml', async () => {
+    await using model = await FakeOpenAiServer.start({ replies: [] });
+    await using dir = await tempDir();
+    await dir.write('Mail/new/1795000000.0.test', mail(0));
+    const config = path.join(dir.path, 'config.yaml');
+    const init = startNode({ args: [cliMain, 'init', '--config', config], cwd: dir.path, stdin: 'pipe' });
+    const botToken = '123456:secret-bot-token-typed-at-the-prompt';
+    try {
+      const answers: [RegExp, string][] = [
+        [/Model endpoint \(OpenAI-compatible base URL\) \[http:\/\/127\.0\.0\.1:11434\/v1\]: $/, model.url],
+        [/Model name \[llama3\.2\]: $/, 'fake-model'],
+        [/Your first mailbox: imap or maildir\? \[imap\]: $/, 'maildir'],
+        [/Maildir path \(relative to config\.yaml\) \[\.\/Maildir\]: $/, './Mail'],
+        [/Your address \(optional\): $/, 'owner@example.test'],
+        [/Chat with Assistant over Telegram\? \(y\/n\) \[n\]: $/, 'y'],
+        [/Bot token from @BotFather: $/, botToken],
+        [/Your Telegram user id \(digits; others are ignored\): $/, '42'],
+        [/Serve the dashboard\? \(y\/n\) \[y\]: $/, 'n'],
+      ];
+      for (const [prompt, answer] of answers) {
+        // Each answer is written once its question is on screen: the last thing printed so far.
+        await init.waitForOutput(new RegExp(prompt.source.replace(/\$$/, ''), 'm'));
+        expect(init.stdout()).toMatch(prompt);
+        init.child.stdin?.write(`${answer}\n`);
+      }
+      const run = await init.exited;
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^ok .*model fake-model available$/m);
+      expect(run.stdout).toMatch(/^ok .*Maildir .*Mail has 1 messages in INBOX$/m);
+      expect(run.stdout).toMatch(/config\.yaml: OK$/m);
+      expect(run.stdout).not.toContain(botToken);
+    } finally {
+      init.child.kill('SIGKILL');
+      await init.exited;
+    }
+    const written = await readFile(config, 'utf8');
+    expect(written).not.toContain(botToken);
+    expect(written).toMatch(/^ {6}token: !secret telegram_bot_token$/m);
+    expect(written).toMatch(/^ {6}allowed_users: \[42\]$/m);
+    expect(written).toMatch(/^ {2}dashboard: false$/m);
+    expect(written).toMatch(/^ {4}shadow: true$/m);
+    expect(await readFile(path.join(dir.path, 'secrets.yaml'), 'utf8')).toContain(`telegram_bot_token: "${botToken}"`);
+  }, 120_000);
+});

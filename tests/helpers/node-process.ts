@@ -31,6 +31,8 @@ export interface StartNodeOptions {
   /** Added to an environment cleared of ASSISTANT_* variables, so the caller's shell cannot leak in. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** `pipe` to write to the child's `child.stdin` (answers to a command's questions). @default 'ignore' */
+  stdin?: 'ignore' | 'pipe';
 }
 
 export interface RunNodeOptions extends StartNodeOptions {
@@ -48,7 +50,7 @@ export function startNode(options: StartNodeOptions): NodeProcess {
   const child = spawn(process.execPath, [...options.args], {
     cwd: options.cwd ?? repoRoot,
     env: { ...env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';

@@ -399,7 +399,7 @@ function openPrompter(context: CliContext): Prompter {
   const prompter: Prompter = {
     async ask(text, fallback, options = {}) {
       for (;;) {
-        const shown = `${text}${fallback === undefined || options.secret ? '' : ` [${fallback}]`}: `;
+        const shown = `${text}${fallback === undefined || fallback === '' || options.secret ? '' : ` [${fallback}]`}: `;
         let answer: string;
         if (options.secret) {
           context.stdout.write(shown);
@@ -410,7 +410,11 @@ function openPrompter(context: CliContext): Prompter {
             muted = false;
             context.stdout.write('\n');
           }
-        } else answer = await question(shown);
+        } else {
+          answer = await question(shown);
+          // A terminal echoes the typed line and its newline; piped answers are not echoed, so end the line here.
+          if (input.isTTY !== true) context.stdout.write('\n');
+        }
         const value = answer.trim() || fallback;
         if (value !== undefined) return value;
         context.stdout.write('an answer is needed\n');
