@@ -5,6 +5,7 @@ import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
+import { startDovecot } from './helpers/dovecot.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -215,5 +216,54 @@ describe('assistant init, asking', () => {
     expect(written).toMatch(/^ {2}dashboard: false$/m);
     expect(written).toMatch(/^ {4}shadow: true$/m);
     expect(await readFile(path.join(dir.path, 'secrets.yaml'), 'utf8')).toContain(`telegram_bot_token: "${botToken}"`);
+  }, 120_000);
+});
+
+describe('assistant init with IMAP', () => {
+  it('logs in to test the mailbox: a wrong password fails with what is wrong, the right one passes', async () => {
+    await using dovecot = await startDovecot();
+    await using model = await FakeOpenAiServer.start({ replies: [] });
+    await using dir = await tempDir();
+    const config = path.join(dir.path, 'config.yaml');
+    const wrong = await dir.write('wrong-password', 'not the password\n', 0o600);
+    const right = await dir.write('password', `${dovecot.password}\n`, 0o600);
+    const init = (passwordFile: string, extra: string[] = []) =>
+      runCli(
+        [
+          'init',
+          '--yes',
+          '--config',
+          config,
+          '--model-url',
+          model.url,
+          '--model',
+          'fake-model',
+          '--imap-host',
+          dovecot.host,
+          '--imap-port',
+          String(dovecot.port),
+          '--no-imap-tls',
+          '--imap-user',
+          dovecot.user,
+          '--imap-password-file',
+          passwordFile,
+          ...extra,
+        ],
+        { cwd: dir.path, timeoutMs: 60_000 },
+      );
+    const failed = await init(wrong);
+    expect(failed.code).toBe(2);
+    expect(failed.stdout).toMatch(/^FAIL/m);
+    expect(failed.stderr).toMatch(/^assistant: the mailbox does not work: /m);
+    const passed = await init(right, ['--force']);
+    expect(passed.stderr).toBe('');
+    expect(passed.code).toBe(0);
+    expect(passed.stdout).toMatch(/config\.yaml: OK$/m);
+    const written = await readFile(config, 'utf8');
+    expect(written).toMatch(/^ {4}password: !secret imap_password$/m);
+    expect(written).not.toContain(dovecot.password);
+    const secrets = path.join(dir.path, 'secrets.yaml');
+    expect(await readFile(secrets, 'utf8')).toContain(`imap_password: ${JSON.stringify(dovecot.password)}`);
+    expect((await stat(secrets)).mode & 0o777).toBe(0o600);
   }, 120_000);
 });
