@@ -59,11 +59,14 @@ export function startNode(options: StartNodeOptions): NodeProcess {
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+  // Both are pipes (stdio above); the type cannot tell once stdin is chosen at run time.
+  const { stdout: outStream, stderr: errStream } = child;
+  if (!outStream || !errStream) throw new Error('the child was spawned without stdout and stderr pipes');
+  outStream.setEncoding('utf8').on('data', (text: string) => {
     stdout += text;
     notify();
   });
-  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+  errStream.setEncoding('utf8').on('data', (text: string) => {
     stderr += text;
     notify();
   });
