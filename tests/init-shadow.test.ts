@@ -91,6 +91,9 @@ describe('assistant init, then shadow mode on a Maildir', () => {
     expect(init.stdout).toMatch(/^ok .*GET .*\/models answered HTTP 200, model fake-model available$/m);
     expect(init.stdout).toMatch(/^ok .*Maildir .* has 4 messages in INBOX$/m);
     expect(init.stdout).toMatch(/config\.yaml: OK$/m);
+    expect(init.stdout).toMatch(
+      /^ {4}personal \(email\), shadow mode \(proposes only\), platforms: inbox, every 15m$/m,
+    );
     const written = await readFile(config, 'utf8');
     expect(written).toMatch(/^ {4}shadow: true$/m);
     expect(written).toMatch(/^# Assistant configuration, written by `assistant init`/m);
@@ -194,7 +197,7 @@ describe('assistant init, asking', () => {
       ];
       for (const [prompt, answer] of answers) {
         // Each answer is written once its question is on screen: the last thing printed so far.
-        await init.waitForOutput(new RegExp(prompt.source.replace(/\$$/, ''), 'm'));
+        await init.waitForOutput(new RegExp(prompt.source.replace(/\$$/, ''), 'm'), { timeoutMs: 60_000 });
         expect(init.stdout()).toMatch(prompt);
         init.child.stdin?.write(`${answer}\n`);
       }
