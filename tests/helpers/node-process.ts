@@ -31,6 +31,8 @@ export interface StartNodeOptions {
   /** Added to an environment cleared of ASSISTANT_* variables, so the caller's shell cannot leak in. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** `pipe` to write to the child's `child.stdin` (answers to a command's questions). @default 'ignore' */
+  stdin?: 'ignore' | 'pipe';
 }
 
 export interface RunNodeOptions extends StartNodeOptions {
@@ -48,7 +50,7 @@ export function startNode(options: StartNodeOptions): NodeProcess {
   const child = spawn(process.execPath, [...options.args], {
     cwd: options.cwd ?? repoRoot,
     env: { ...env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -57,11 +59,14 @@ export function startNode(options: StartNodeOptions): NodeProcess {
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+  // Both are pipes (stdio above); the type cannot tell once stdin is chosen at run time.
+  const { stdout: outStream, stderr: errStream } = child;
+  if (!outStream || !errStream) throw new Error('the child was spawned without stdout and stderr pipes');
+  outStream.setEncoding('utf8').on('data', (text: string) => {
     stdout += text;
     notify();
   });
-  child.stderr.setEncoding('utf8').on('data', (text: string) => {
+  errStream.setEncoding('utf8').on('data', (text: string) => {
     stderr += text;
     notify();
   });

@@ -1,9 +1,17 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
 import { globalOptions } from './global-options.ts';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+function integerOption(flag: string, value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) {
+    throw new InvalidArgumentError(`${flag} expects a whole number, got \`${value}\``);
+  }
+  return parsed;
 }
 
 export interface CliProgram {
@@ -244,6 +252,97 @@ export function createProgram(context: CliContext): CliProgram {
         }),
       );
   }
+
+  const shadow = program
+    .command('shadow')
+    .description('shadow mode: what an instance whose rules only propose would have done, and leaving it');
+  shadow
+    .command('report')
+    .description('what the instances in shadow mode would have done, item by item (nothing of it was done)')
+    .argument('[instance]', 'only this integration instance')
+    .option('--json', 'print it as JSON')
+    .action(async (instance: string | undefined, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/shadow-commands.ts')).shadowReportCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...(instance === undefined ? {} : { instance }),
+        ...options,
+      }),
+    );
+  shadow
+    .command('off')
+    .description('leave shadow mode: sets `shadow: false` on the instance in config.yaml, keeping its comments')
+    .argument('<instance>', 'the integration instance, e.g. personal')
+    .action(async (instance: string, _options, command: Command) =>
+      (await import('./commands/shadow-commands.ts')).shadowOffCommand({
+        globals: globalOptions(command, context),
+        context,
+        instance,
+      }),
+    );
+
+  program
+    .command('init')
+    .description(
+      'write config.yaml and secrets.yaml: asks for the model (tested), the first mailbox (tested), Telegram and the dashboard; the mailbox starts in shadow mode',
+    )
+    .option('--model-url <url>', 'the OpenAI-compatible endpoint (default http://127.0.0.1:11434/v1, Ollama)')
+    .option('--model <name>', 'the model (default llama3.2)')
+    .option('--model-token-file <file>', "a file holding the endpoint's API key")
+    .option('--name <instance>', "the mailbox instance's name (default personal)")
+    .option('--maildir <dir>', 'a local Maildir as the first mailbox (relative to config.yaml)')
+    .option('--address <address>', 'your address, for a Maildir')
+    .option('--imap-host <host>', 'an IMAP server as the first mailbox')
+    .option('--imap-port <port>', 'its port (default 993 with TLS, 143 without)', (value) =>
+      integerOption('--imap-port', value),
+    )
+    .option('--no-imap-tls', 'connect to IMAP without TLS')
+    .option('--imap-user <login>', 'the IMAP login')
+    .option('--imap-password-file <file>', 'a file holding the IMAP password')
+    .option('--telegram-token-file <file>', 'a file holding a Telegram bot token: enables the Telegram chat')
+    .option('--telegram-user <id>', 'a Telegram user id the bot answers (repeatable)', collect, [])
+    .option('--dashboard', 'serve the dashboard (the default)')
+    .option('--no-dashboard', 'do not serve the dashboard')
+    .option('--port <port>', "the server's port (default 6767)", (value) => integerOption('--port', value))
+    .option('-y, --yes', 'ask nothing: take every answer from the flags or its default')
+    .option('--non-interactive', 'the same as --yes')
+    .option('--force', 'overwrite an existing config.yaml and secrets.yaml')
+    .action(
+      async (
+        options: {
+          modelUrl?: string;
+          model?: string;
+          modelTokenFile?: string;
+          name?: string;
+          maildir?: string;
+          address?: string;
+          imapHost?: string;
+          imapPort?: number;
+          imapTls?: boolean;
+          imapUser?: string;
+          imapPasswordFile?: string;
+          telegramTokenFile?: string;
+          telegramUser: string[];
+          dashboard?: boolean;
+          port?: number;
+          yes?: boolean;
+          nonInteractive?: boolean;
+          force?: boolean;
+        },
+        command: Command,
+      ) => {
+        const { yes, nonInteractive, telegramUser, imapTls, ...answers } = options;
+        await (await import('./commands/init-command.ts')).initCommand({
+          globals: globalOptions(command, context),
+          context,
+          ...answers,
+          // commander sets `imapTls: true` by default for --no-imap-tls; only its `false` is an answer.
+          ...(imapTls === false ? { imapTls: false } : {}),
+          telegramUsers: telegramUser.map((value) => integerOption('--telegram-user', value)),
+          nonInteractive: yes === true || nonInteractive === true,
+        });
+      },
+    );
 
   const automations = program.command('automations').description("explain what an item's automations decided");
   automations

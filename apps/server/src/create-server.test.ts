@@ -234,3 +234,20 @@ describe('listening', () => {
     expect(await response.json()).toMatchObject({ status: 'ok' });
   });
 });
+
+describe('server.dashboard', () => {
+  it('serves the dashboard by default and only the REST API with `dashboard: false`', async () => {
+    const served = await configWith();
+    {
+      await using app = createServer({ config: served, token });
+      expect((await app.inject({ method: 'GET', url: '/login' })).statusCode).toBe(200);
+    }
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\nserver:\n  port: 0\n  dashboard: false\n');
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    await using app = createServer({ config, token });
+    // With the token, so the answer is about the route, not the login.
+    expect((await app.inject({ method: 'GET', url: '/login', headers })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/', headers })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/api/tasks', headers })).statusCode).toBe(200);
+  });
+});

@@ -207,7 +207,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
   registerRemoteStoreRoutes(app, routes, { notes, humanLog });
-  registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog });
+  const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
+  registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });
   registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });
   const chat =
     options.chat ??
@@ -257,26 +258,28 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   });
   app.addHook('onClose', async () => live.close());
   app.addHook('onClose', async () => opened?.close());
-  registerDashboard(
-    app,
-    {
-      config,
-      queue: requestQueue,
-      notes,
-      humanLog,
-      paths,
-      catalog,
-      registry: options.registry,
-      status: options.status ?? {},
-      metrics,
-      chat: () => chat,
-      sessions,
-      live,
-      controlRoot: config.paths.control,
-      signal: options.signal ?? new AbortController().signal,
-    },
-    { apiToken: token.value, streams },
-  );
+  // `server.dashboard: false` (chosen at `assistant init`): the REST API only.
+  if (config.server.dashboard)
+    registerDashboard(
+      app,
+      {
+        config,
+        queue: requestQueue,
+        notes,
+        humanLog,
+        paths,
+        catalog,
+        registry: options.registry,
+        status: options.status ?? {},
+        metrics,
+        chat: () => chat,
+        sessions,
+        live,
+        controlRoot: config.paths.control,
+        signal: options.signal ?? new AbortController().signal,
+      },
+      { apiToken: token.value, streams },
+    );
   return app;
 }
 

@@ -88,7 +88,12 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     configDir: path.dirname(config.paths.configFile),
     dataDir: config.paths.dataDir,
     chat,
-    approvals: listenerApprovals({ notes, queue, humanLog }),
+    approvals: listenerApprovals({
+      notes,
+      queue,
+      humanLog,
+      inShadow: (name) => registry.instance(name)?.shadow === true,
+    }),
     scrubPaths,
   });
   const app = createServer({

@@ -30,7 +30,16 @@ export function createChatConsole(
     approvals: {
       list: (options = {}) => listApprovals(notes, options),
       read: (id) => readApproval(notes, id),
-      decide: ({ id, decision }) => decideApproval({ notes, queue, humanLog, id, decision, by: 'chat' }),
+      decide: ({ id, decision }) =>
+        decideApproval({
+          notes,
+          queue,
+          humanLog,
+          id,
+          decision,
+          by: 'chat',
+          inShadow: (name) => registry.instance(name)?.shadow === true,
+        }),
       propose: ({ conversation, instance, platform, item, action, reason }) =>
         proposeAction({
           registry,

@@ -147,6 +147,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       name: task.integration ?? domain,
       domain,
       enabled: true,
+      shadow: false,
       llm: 'default',
       settings: {},
       platforms: {},
@@ -316,6 +317,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         matches,
         ...(title === undefined ? {} : { title }),
         ...(writeText === undefined ? {} : { writeText }),
+        ...(instance.shadow ? { shadow: true } : {}),
         approvalExpiresMs: services.config.approvals.expiresMs,
       });
     },

@@ -39,4 +39,6 @@ export interface ActionInstance {
   domain: string;
   /** The platforms config.yaml configures for the instance, by name. */
   platforms: Record<string, unknown>;
+  /** Shadow mode: the gate refuses every action on the instance (decision 0031). @default false */
+  shadow?: boolean;
 }

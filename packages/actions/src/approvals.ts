@@ -56,6 +56,11 @@ const approvalSchema = z
     /** Empty for a tool call. */
     actions: z.array(plannedActionSchema),
     tool_call: toolCallSchema.optional(),
+    /**
+     * A proposal of an instance in shadow mode (decision 0031): what its rules would have done. It cannot be approved
+     * while the instance is still in shadow mode; once it is not, approving it runs it like any request.
+     */
+    shadow: z.literal(true).optional(),
     /** When the waiting loop ran the approved tool call: set before it runs, so a resumed loop never runs it twice. */
     tool_ran_at: z.string().optional(),
     decided_at: z.string().optional(),
@@ -288,6 +293,8 @@ export interface CreateApprovalRequestOptions {
    * texts of actions that send words (`enqueueActions`' `writeText`), so the request shows them and carries them.
    */
   prepare?: (actions: AutomationMatch['actions']) => Promise<AutomationMatch['actions']>;
+  /** A shadow-mode proposal: what the rule would have done (every action, reversible or not). @default false */
+  shadow?: boolean;
   nowMs: number;
 }
 
@@ -327,15 +334,21 @@ export async function createApprovalRequest(
     item: options.notePath,
     title: options.title,
     actions,
+    ...(options.shadow === true ? { shadow: true as const } : {}),
   };
   const request = bindApproval(unbound, { path: options.notePath, data: options.item ?? {} });
   const list = actions.map((action) => `- ${describe(action)} (${action.tier.replace('_', ' ')})`).join('\n');
   const targets = actions.flatMap((action) => (action.target ? [`\`${action.target.field}\``] : []));
+  const shadow = options.shadow === true;
   const body = [
-    `# Approve ${actions.map((action) => describe(action)).join(', ')} for ${options.title}?`,
+    shadow
+      ? `# Would have: ${actions.map((action) => describe(action)).join(', ')} for ${options.title}`
+      : `# Approve ${actions.map((action) => describe(action)).join(', ')} for ${options.title}?`,
     '',
     `Rule "${match.rule}" of ${options.instance}/${options.platform} matched because ${match.reason}`,
-    `(${match.provenance} provenance), and it needs a person's approval before it acts:`,
+    shadow
+      ? `(${match.provenance} provenance). ${options.instance} is in shadow mode, so nothing was done; it would have taken:`
+      : `(${match.provenance} provenance), and it needs a person's approval before it acts:`,
     '',
     list,
     '',
@@ -345,8 +358,16 @@ export async function createApprovalRequest(
     `The item: [${options.notePath}](../${options.notePath})`,
     '',
     ...renderingSection(request),
-    `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
-    `${request.expires_at} and nothing happens.`,
+    ...(shadow
+      ? [
+          `See every proposal with \`assistant shadow report ${options.instance}\`. After \`assistant shadow off ${options.instance}\``,
+          `you may approve it with \`assistant approve ${id}\` (it then runs); reject it with \`assistant reject ${id}\`.`,
+          `Unless decided, it expires at ${request.expires_at} and nothing happens.`,
+        ]
+      : [
+          `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
+          `${request.expires_at} and nothing happens.`,
+        ]),
     '',
   ].join('\n');
   try {
@@ -358,8 +379,12 @@ export async function createApprovalRequest(
   }
   await options.humanLog?.write({
     source: `${options.instance}/${options.platform}`,
-    message: `asked for approval to ${actions.map((action) => describe(action)).join(', ')} for ${options.title}`,
-    reason: `rule "${match.rule}" (${match.provenance}) needs approval: ${match.reason}`,
+    message: shadow
+      ? `would have: ${actions.map((action) => describe(action)).join(', ')} for ${options.title} (shadow mode, nothing done)`
+      : `asked for approval to ${actions.map((action) => describe(action)).join(', ')} for ${options.title}`,
+    reason: shadow
+      ? `rule "${match.rule}" (${match.provenance}) matched: ${match.reason}`
+      : `rule "${match.rule}" (${match.provenance}) needs approval: ${match.reason}`,
     link: notePath,
   });
   return { id, path: notePath, created: true };
@@ -433,6 +458,12 @@ export interface DecideApprovalOptions {
   decision: 'approve' | 'reject';
   /** Who decided, for the record: `cli`, `api`. */
   by: string;
+  /**
+   * Whether an instance is in shadow mode now (config.yaml's `shadow:`): a shadow proposal of such an instance cannot
+   * be approved (decision 0031). Absent, every shadow proposal is refused approval: nothing may reach a mailbox
+   * unless the caller knows the instance left shadow mode.
+   */
+  inShadow?: (instance: string) => boolean;
   nowMs?: number;
 }
 
@@ -469,6 +500,13 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
       if (options.decision === 'approve') {
         const unbound = unboundProblem(request);
         if (unbound !== undefined) throw new AssistantError('CONFLICT', unbound);
+        if (request.shadow === true && (options.inShadow?.(request.instance) ?? true)) {
+          throw new AssistantError(
+            'CONFLICT',
+            `approval ${options.id} is a shadow-mode proposal of ${request.instance}, which is still in shadow mode: nothing is done to it while it is`,
+            { hint: `leave shadow mode first with \`assistant shadow off ${request.instance}\`, then approve it` },
+          );
+        }
       }
       if (Date.parse(request.expires_at) <= nowMs) {
         expired = true;

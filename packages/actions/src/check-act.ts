@@ -36,6 +36,8 @@ export async function checkActTask(options: {
   scripts?: Record<string, { reversible: boolean }>;
 }): Promise<string | undefined> {
   const { registry, task } = options;
+  const shadow = shadowProblem(registry, task);
+  if (shadow !== undefined) return shadow;
   if (task.type === 'script.run') return checkScriptTask(options);
   const info = registry.taskType(task.type);
   if (info?.kind === 'service') return checkServiceTask(options, info);
@@ -122,6 +124,28 @@ export async function checkActTask(options: {
     return `\`${action.name}\` cannot be undone, and nothing authorises it: ${describeRule(payload.rule_index, payload.rule, rule)}, the action is not !yolo, and no approval is cited`;
   }
   return undefined;
+}
+
+/**
+ * Why a task must not run because the instance it acts for is in shadow mode (decision 0031), or undefined: a
+ * platform's act task of that instance, or a script or service a rule or approval of that instance asked for. In
+ * shadow mode rules only propose, so such a task was written by hand or by an approval given before the owner left
+ * shadow mode in the running processes; either way nothing reaches the mailbox or account.
+ */
+function shadowProblem(registry: ActionRegistry, task: Task): string | undefined {
+  const info = registry.taskType(task.type);
+  let instance: string | undefined;
+  if (info?.kind === 'stage' && info.stage === 'act') {
+    // A task that names no instance runs for its domain's only one.
+    const found = registry.instanceForTask(task);
+    instance = found.ok ? found.instance.name : task.integration;
+  } else if (task.type === 'script.run' || info?.kind === 'service') {
+    const from = task.type === 'script.run' ? task.payload : task.onResult;
+    instance = z.looseObject({ requested_by: z.looseObject({ instance: z.string() }) }).safeParse(from).data
+      ?.requested_by.instance;
+  }
+  if (instance === undefined || registry.instance(instance)?.shadow !== true) return undefined;
+  return `${instance} is in shadow mode: its rules only propose, and nothing is done to its mailbox or account (\`assistant shadow off ${instance}\` ends it)`;
 }
 
 /** Who asked for a script or a service: the item, and the rule by its index (names need not be unique). */

@@ -91,6 +91,11 @@ export interface EnqueueActionsOptions {
    * waits (or fails) and, run again, takes what is left.
    */
   writeText?: (action: ResolvedAction) => Promise<string | undefined>;
+  /**
+   * The instance is in shadow mode: every matched rule becomes a proposal (an approval request marked `shadow`), its
+   * actions reversible or not, and nothing is recorded as taken or enqueued (decision 0031). @default false
+   */
+  shadow?: boolean;
   nowMs?: number;
 }
 
@@ -142,7 +147,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
   return result;
 
   async function takeMatch(match: AutomationMatch): Promise<void> {
-    if (match.approval && !options.approvedBy) {
+    if ((match.approval || options.shadow === true) && !options.approvedBy) {
       const approval = await createApprovalRequest({
         notes: options.notes,
         ...(options.humanLog ? { humanLog: options.humanLog } : {}),
@@ -154,6 +159,7 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
         title,
         match,
         expiresMs: match.approvalExpiresMs ?? options.approvalExpiresMs,
+        ...(options.shadow === true ? { shadow: true } : {}),
         ...(writeText ? { prepare: (actions) => withTexts(actions, writeText) } : {}),
         nowMs,
       });

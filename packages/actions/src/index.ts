@@ -85,6 +85,7 @@ export {
   type RunActionOnceResult,
   runActionOnce,
 } from './run-action-once.ts';
+export { type ShadowEntry, type ShadowReport, shadowReport } from './shadow-report.ts';
 export {
   type CreateToolCallGateOptions,
   createToolCallGate,

@@ -154,6 +154,7 @@ describe('normalisation', async () => {
       port: 6767,
       allowedHosts: [],
       eventStreamsPerClient: 32,
+      dashboard: true,
     });
     expect(empty.config?.worker).toEqual({
       concurrency: 2,

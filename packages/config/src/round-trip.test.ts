@@ -98,6 +98,7 @@ const config = fc
         port: fc.integer({ min: 1, max: 65_535 }),
         password: fc.oneof(secret, text),
         enabled: fc.boolean(),
+        shadow: fc.boolean(),
         schedule,
         llm: llmName,
         platforms: optional({ inbox: platform }),
@@ -183,6 +184,7 @@ const config = fc
         host: fc.constantFrom('127.0.0.1', 'localhost', '::1'),
         port: fc.integer({ min: 0, max: 65_535 }),
         event_streams_per_client: fc.integer({ min: 1, max: 100_000 }),
+        dashboard: fc.boolean(),
       }),
       worker: optional({
         concurrency: fc.integer({ min: 1, max: 256 }),

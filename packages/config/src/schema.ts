@@ -348,6 +348,12 @@ const integrationBase = {
   type: identifier,
   name: instanceName,
   enabled: z.boolean().default(true),
+  /**
+   * Shadow mode: every action the instance's rules would take becomes a proposal (an approval request marked
+   * `shadow`), and nothing is done to the mailbox or account (docs/decisions/0031). `assistant shadow off NAME` ends it.
+   * @default false
+   */
+  shadow: z.boolean().default(false),
   schedule: scheduleSchema.optional(),
   llm: identifier.optional(),
 };
@@ -357,18 +363,20 @@ function splitIntegration(
     type: string;
     name: string;
     enabled: boolean;
+    shadow: boolean;
     schedule?: Schedule | undefined;
     llm?: string | undefined;
     platforms?: Record<string, PlatformConfig | undefined> | undefined;
   } & Record<string, unknown>,
 ) {
-  const { type, name, enabled, schedule, llm, platforms, ...settings } = value;
+  const { type, name, enabled, shadow, schedule, llm, platforms, ...settings } = value;
   const present: Record<string, PlatformConfig> = {};
   for (const [platform, config] of Object.entries(platforms ?? {})) if (config) present[platform] = config;
   return {
     type,
     name,
     enabled,
+    shadow,
     ...(schedule ? { schedule } : {}),
     ...(llm ? { llm } : {}),
     platforms: present,
@@ -500,12 +508,15 @@ const serverSchema = z
      * is refused with 429, so one client cannot tie the server up with thousands.
      */
     event_streams_per_client: z.int().min(1).max(100_000).default(32),
+    /** Whether the server serves the dashboard (`/` and its pages); the REST API is served either way. */
+    dashboard: z.boolean().default(true),
   })
   .transform((value) => ({
     host: value.host,
     port: value.port,
     allowedHosts: value.allowed_hosts,
     eventStreamsPerClient: value.event_streams_per_client,
+    dashboard: value.dashboard,
     ...(value.token ? { token: value.token } : {}),
   }));
 

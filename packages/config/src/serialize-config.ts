@@ -65,6 +65,8 @@ function integration(value: IntegrationInstance): Plain {
     type: value.type,
     name: value.name,
     enabled: value.enabled,
+    // Only when on: a config without shadow mode serialises as it did before the key existed.
+    shadow: value.shadow ? true : undefined,
     schedule,
     llm: value.llm,
     platforms: Object.fromEntries(Object.entries(value.platforms).map(([name, config]) => [name, platform(config)])),
@@ -174,6 +176,7 @@ function toPlain(config: Config): Plain {
       token: config.server.token,
       allowed_hosts: config.server.allowedHosts,
       event_streams_per_client: config.server.eventStreamsPerClient,
+      dashboard: config.server.dashboard,
     }),
     worker: {
       concurrency: config.worker.concurrency,

@@ -90,6 +90,8 @@ export interface RuntimeInstance {
   name: string;
   domain: string;
   enabled: boolean;
+  /** Shadow mode (`shadow: true`): the rules' actions become proposals, nothing is done (decision 0031). */
+  shadow: boolean;
   schedule?: Schedule;
   llm: string;
   settings: Record<string, unknown>;
@@ -273,6 +275,7 @@ export class IntegrationRegistry implements ActionRegistry {
         name: instance.name,
         domain: instance.type,
         enabled: instance.enabled,
+        shadow: instance.shadow,
         ...(instance.schedule ? { schedule: instance.schedule } : {}),
         llm: instance.llm ?? 'default',
         settings: instance.settings,
@@ -295,6 +298,7 @@ export class IntegrationRegistry implements ActionRegistry {
         name: fallback.name,
         domain: manifest.domain,
         enabled: settings.success,
+        shadow: false,
         ...(fallback.schedule ? { schedule: fallback.schedule } : {}),
         llm: 'default',
         settings: settings.success ? (settings.data as Record<string, unknown>) : {},
@@ -385,6 +389,7 @@ export class IntegrationRegistry implements ActionRegistry {
           name: info.domain,
           domain: info.domain,
           enabled: true,
+          shadow: false,
           llm: 'default',
           settings: {},
           platforms: {},

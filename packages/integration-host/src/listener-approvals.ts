@@ -46,6 +46,8 @@ export function listenerApprovals(options: {
   notes: NoteStore;
   queue: TaskQueue;
   humanLog?: Pick<HumanLog, 'write'>;
+  /** Whether an instance is in shadow mode: its proposals cannot be approved (decision 0031). @default every one is */
+  inShadow?: (instance: string) => boolean;
 }): ListenerApprovals {
   return {
     async pending() {
@@ -68,6 +70,7 @@ export function listenerApprovals(options: {
         id,
         decision,
         by,
+        ...(options.inShadow ? { inShadow: options.inShadow } : {}),
       });
       return {
         status: result.request.status,

@@ -115,6 +115,7 @@ export async function approvalDecideCommand(
     id: options.id,
     decision: options.decision,
     by: 'cli',
+    inShadow: (name) => config.integrations.some((entry) => entry.name === name && entry.shadow),
   });
   if (options.json) return writeJson(options.context, { ...result.request, enqueued: result.enqueued ?? [] });
   if (options.decision === 'reject') {

@@ -56,6 +56,7 @@ function describeIntegration(integration: RuntimeInstance, scheduled: boolean, n
   const head =
     `    ${integration.name} (${integration.domain}${integration.configured ? '' : ', built in'})` +
     `${integration.enabled ? '' : ', disabled'}` +
+    `${integration.shadow ? ', shadow mode (proposes only)' : ''}` +
     `${platforms.length > 0 ? `, platforms: ${platforms.join(', ')}` : ''}`;
   const { schedule } = integration;
   if (schedule === undefined) return [`${head}, no schedule`];

@@ -4,7 +4,8 @@ import type { DoctorCheck } from './doctor-check.ts';
 
 export interface CheckLlmProfileOptions {
   name: string;
-  profile: LlmProfile;
+  /** What the probe uses of a profile: `assistant init` probes one before any config.yaml holds it. */
+  profile: Pick<LlmProfile, 'baseUrl' | 'model' | 'token'>;
   /** @default 5000 */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -74,7 +75,7 @@ function describeFetchError(error: unknown, timeoutMs: number): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function unreachableHint(profile: LlmProfile): string {
+function unreachableHint(profile: Pick<LlmProfile, 'baseUrl'>): string {
   const host = new URL(profile.baseUrl).hostname;
   return isLoopbackHost(host)
     ? 'is the LLM server running on this machine? For Ollama: `ollama serve`'

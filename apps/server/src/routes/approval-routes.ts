@@ -1,4 +1,4 @@
-import { decideApproval, listApprovals, readApproval, withRendering } from '@assistant/actions';
+import { decideApproval, listApprovals, readApproval, shadowReport, withRendering } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
@@ -10,6 +10,8 @@ export interface ApprovalRoutesOptions {
   queue: () => TaskQueue;
   notes: NoteStore;
   humanLog: HumanLog;
+  /** Whether an instance is in shadow mode (config.yaml as the server loaded it): its proposals cannot be approved. */
+  inShadow?: (instance: string) => boolean;
 }
 
 const approvalView = z.looseObject({
@@ -56,6 +58,38 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
 
   routes.add(app, {
     method: 'GET',
+    url: '/api/shadow',
+    tag: 'approvals',
+    summary: 'What instances in shadow mode would have done',
+    description:
+      "Every shadow-mode proposal (an approval request marked `shadow`), oldest first: per item, the rule and the actions it would have taken, and the proposal's status. `instance` keeps one instance's. Nothing in it was done.",
+    query: z.strictObject({ instance: z.string().min(1).optional() }),
+    responses: {
+      200: {
+        description: 'the proposals',
+        schema: z.object({
+          entries: z.array(
+            z.looseObject({
+              id: z.string(),
+              instance: z.string(),
+              item: z.string(),
+              title: z.string(),
+              rule: z.string(),
+              wouldHave: z.string(),
+              status: z.string(),
+            }),
+          ),
+          broken: z.array(z.string()),
+        }),
+      },
+      400: { description: 'a bad query', schema: errorBodySchema },
+    },
+    handler: async ({ query }) =>
+      shadowReport({ notes: options.notes, ...(query.instance === undefined ? {} : { instance: query.instance }) }),
+  });
+
+  routes.add(app, {
+    method: 'GET',
     url: '/api/approvals/:id',
     tag: 'approvals',
     summary: 'One approval request',
@@ -96,6 +130,7 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
         id: params.id,
         decision: body.decision,
         by: 'api',
+        ...(options.inShadow ? { inShadow: options.inShadow } : {}),
       });
       return { ...withRendering(result.request), enqueued: result.enqueued ?? [] };
     },

@@ -445,6 +445,7 @@ describe('/docs/openapi.json', () => {
         'GET /metrics',
         'GET /docs/openapi.json',
         'GET /api/approvals',
+        'GET /api/shadow',
         'GET /api/approvals/{id}',
         'POST /api/approvals/{id}',
         'POST /api/actions',

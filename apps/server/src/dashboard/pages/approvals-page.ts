@@ -128,6 +128,7 @@ ${list}`,
         id,
         decision,
         by: 'dashboard',
+        inShadow: (name) => context.config.integrations.some((entry) => entry.name === name && entry.shadow),
       });
       if (request.headers['hx-request'] === 'true') return reply.code(204).send();
       return reply.redirect(sameOriginPath(request) ?? listUrl({ status: 'pending', page: 1 }, { decided: id }), 303);
@@ -148,6 +149,7 @@ ${list}`,
           id,
           decision,
           by: 'dashboard',
+          inShadow: (name) => context.config.integrations.some((entry) => entry.name === name && entry.shadow),
         });
         const state = { ...listState(request), decided: id };
         // htmx swaps the list in place, with the decision above it; a plain form post gets the page again (303).
@@ -268,7 +270,7 @@ function renderApproval(
       : '';
   return html`<li><article class="approval card" id="${approval.id}" aria-labelledby="${headingId}">
 <h2 id="${headingId}">${what} <span class="muted">for</span> ${approval.title}</h2>
-<p><span class="badge ${status}">${status}</span>${lapsed ? html` <span class="muted">(past its expiry; nobody can approve it now)</span>` : ''}${approval.decided_at ? html` <span class="muted">by ${approval.decided_by ?? 'someone'} at ${timeTag(approval.decided_at)}</span>` : ''}</p>
+<p><span class="badge ${status}">${status}</span>${approval.shadow ? html` <span class="badge">shadow mode</span> <span class="muted">what ${approval.instance}'s rules would have done; nothing was done (<code>assistant shadow report</code>)</span>` : ''}${lapsed ? html` <span class="muted">(past its expiry; nobody can approve it now)</span>` : ''}${approval.decided_at ? html` <span class="muted">by ${approval.decided_by ?? 'someone'} at ${timeTag(approval.decided_at)}</span>` : ''}</p>
 <table class="kv">
 <tbody>
 <tr><th scope="row">Item</th><td><a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
