@@ -47,6 +47,7 @@ export {
   type QueueConfig,
   type QueuePolicy,
   type ScriptConfig,
+  type WhenConditions,
   scheduleSchema,
   secretField,
 } from './schema.ts';
