@@ -60,6 +60,8 @@ export interface WorkerServices {
    * (HttpSteeringChannel). @default ControlFiles in `config.paths.control`
    */
   steering?: (taskId: string) => SteeringChannel;
+  /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
+  pausedRecheckMs?: number;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */

@@ -216,7 +216,7 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   if (pausedInstance) {
     // The task waits (not failed, no attempt spent) and is looked at again until the instance is resumed.
     throw new DelayedError(
-      Date.now() + pausedRecheckMs,
+      Date.now() + (options.services.pausedRecheckMs ?? pausedRecheckMs),
       `integration instance ${context.instance.name} is ${describePause(pausedInstance)}; the task waits until it is resumed`,
     );
   }
