@@ -158,7 +158,7 @@ integrations:
     expect(await unknown.text()).toContain('there is no schedule `nope`');
     const resumed = await assistant.api('/api/pauses?kind=schedule&name=held', { method: 'DELETE' });
     expect(resumed.status, await resumed.clone().text()).toBe(200);
-    await waitUntil(async () => (await pending('held')) > 0, {
+    await waitUntil(async () => (await pending()) > 0, {
       what: 'the resumed schedule to enqueue its entry task',
     });
 
