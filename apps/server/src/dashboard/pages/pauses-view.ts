@@ -49,8 +49,8 @@ export async function pausesSection(request: FastifyRequest, context: DashboardC
   const form =
     choices.length === 0
       ? ''
-      : html`<form method="post" action="/pauses" class="toolbar" aria-label="Pause">${csrf}
-<label for="pause-target">Pause<select id="pause-target" name="target" required>${choices.map((choice) => html`<option value="${choice.kind}:${choice.name}">${choice.kind}: ${choice.name}</option>`)}</select></label>
+      : html`<form method="post" action="/pauses" class="toolbar" aria-label="Pause an instance, a rule or a schedule">${csrf}
+<label for="pause-target">What to pause<select id="pause-target" name="target" required>${choices.map((choice) => html`<option value="${choice.kind}:${choice.name}">${choice.kind}: ${choice.name}</option>`)}</select></label>
 <label for="pause-reason">Reason (optional)<input id="pause-reason" name="reason" type="text" maxlength="500"></label>
 <button type="submit">Pause</button></form>`;
   return html`<section aria-labelledby="paused"><h2 id="paused">Paused</h2>
