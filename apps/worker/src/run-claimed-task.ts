@@ -27,7 +27,7 @@ export interface HandlerLookup {
  * How long a task of a paused integration instance waits in pending/ before it is looked at again: it runs within
  * this long of the instance being resumed. Not an attempt: a pause can last days without failing anything.
  */
-export const pausedRecheckMs = 30_000;
+const pausedRecheckMs = 30_000;
 
 /** The shortest wait for an unavailable model: a retry time already past must not spin the task. */
 const minimumModelWaitMs = 1_000;

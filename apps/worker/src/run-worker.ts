@@ -70,7 +70,7 @@ export interface RunWorkerOptions {
    * @default the control files in `config.paths.control`
    */
   steering?: WorkerServices['steering'];
-  /** How long a task of a paused instance waits before it is looked at again. @default pausedRecheckMs (30 s) */
+  /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
   pausedRecheckMs?: number;
 }
 

@@ -255,7 +255,7 @@ export type Action =
 const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
 
 /** A value a `when:` key tests. */
-export type ConditionValue = z.output<typeof conditionValue>;
+type ConditionValue = z.output<typeof conditionValue>;
 
 /**
  * `when:` as written: every key must hold. Two keys group instead of testing: `any:` (a list of condition maps, one

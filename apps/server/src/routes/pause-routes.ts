@@ -120,7 +120,7 @@ export function registerPauseRoutes(app: AssistantServer, routes: RouteTable, op
 }
 
 /** A pause note that does not parse is the owner's to fix: 409 with its file and line, never overwritten. */
-export async function brokenAsConflict<T>(run: () => Promise<T>): Promise<T> {
+async function brokenAsConflict<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
