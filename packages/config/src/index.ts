@@ -47,9 +47,9 @@ export {
   type QueueConfig,
   type QueuePolicy,
   type ScriptConfig,
-  type WhenConditions,
   scheduleSchema,
   secretField,
+  type WhenConditions,
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';
