@@ -84,10 +84,16 @@ describe('pause and resume', () => {
 
   it("a paused instance's queued tasks wait in pending/, not failed, and run once it is resumed", async () => {
     await using dir = await tempDir();
-    const { queue, work, cli } = await inProcess(dir);
+    const { queue, work, cli, config } = await inProcess(dir);
     await cli('pause', 'instance', 'friendly');
-    const enqueued = await queue.enqueue({ type: 'greeter.cards.check', integration: 'friendly', source: 'api' });
-    if (enqueued.status !== 'enqueued') throw new Error(`not enqueued: ${enqueued.status}`);
+    // A trigger by hand is enqueued all the same, and says that the task waits.
+    const triggered = await runCli(['trigger', 'friendly', 'cards', '--config', config.paths.configFile]);
+    expect(triggered.code, triggered.stderr).toBe(0);
+    expect(triggered.stderr).toMatch(
+      /note: instance friendly is paused by cli at .*; the task waits in pending\/ until `assistant resume instance friendly`/,
+    );
+    const id = triggered.stdout.trim();
+    const enqueued = { task: { id } };
     await work();
     const waiting = await queue.get(enqueued.task.id);
     expect(waiting).toMatchObject({ state: 'pending', task: { attempts: 0 } });
@@ -175,7 +181,7 @@ integrations:
 
   it('a broken pause note is reported, pauses nothing, and is never overwritten', async () => {
     await using dir = await tempDir();
-    const { cli, config } = await inProcess(dir);
+    const { config } = await inProcess(dir);
     const file = path.join(config.paths.notes, 'system/paused.md');
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, '---\ninstances: {friendly\n---\n');
@@ -186,6 +192,5 @@ integrations:
     const listed = await runCli(['paused', '--config', config.paths.configFile]);
     expect(listed.stdout).toBe('nothing is paused\n');
     expect(listed.stderr).toMatch(/warning: notes\/system\/paused\.md:\d+:\d+: .*nothing is known to be paused/);
-    void cli;
   }, 120_000);
 });
