@@ -192,5 +192,12 @@ integrations:
     const listed = await runCli(['paused', '--config', config.paths.configFile]);
     expect(listed.stdout).toBe('nothing is paused\n');
     expect(listed.stderr).toMatch(/warning: notes\/system\/paused\.md:\d+:\d+: .*nothing is known to be paused/);
+
+    // Fixed by hand, naming an instance config.yaml does not have: listed, and said to pause nothing.
+    await writeFile(file, '---\ninstances:\n  gone: renamed\n---\n');
+    const stale = await runCli(['paused', '--config', config.paths.configFile]);
+    expect(stale.stdout).toMatch(
+      /^instance {2}gone {2}paused: renamed \(config\.yaml has no such thing: it pauses nothing\)$/m,
+    );
   }, 120_000);
 });

@@ -78,7 +78,7 @@ export async function resumeCommand(options: PauseCommandOptions): Promise<void>
 
 /** `assistant paused`: every paused instance, rule and schedule, with who, when and why. */
 export async function pausedCommand(options: Omit<PauseCommandOptions, 'kind' | 'name'>): Promise<void> {
-  const { config } = await loadCliConfig(options);
+  const { config, registry } = await loadCliConfig(options);
   const state = await new PauseStore({ notes: new FileNoteStore({ root: config.paths.notes }) }).read();
   if (options.json) return writeJson(options.context, state);
   if (state.broken) options.context.stderr.write(`warning: notes/${state.broken}: nothing is known to be paused\n`);
@@ -88,7 +88,10 @@ export async function pausedCommand(options: Omit<PauseCommandOptions, 'kind' | 
     return;
   }
   for (const entry of state.entries) {
-    options.context.stdout.write(`${entry.kind.padEnd(8)}  ${entry.name}  ${describePause(entry)}\n`);
+    // An entry the config no longer has (a renamed rule, a removed instance) pauses nothing: say so.
+    const known = resolvePauseTarget({ registry, kind: entry.kind, name: entry.name });
+    const stale = known.ok ? '' : ' (config.yaml has no such thing: it pauses nothing)';
+    options.context.stdout.write(`${entry.kind.padEnd(8)}  ${entry.name}  ${describePause(entry)}${stale}\n`);
   }
   options.context.stdout.write(`(kept in notes/${pauseNotePath}; \`assistant resume KIND NAME\` resumes one)\n`);
 }
