@@ -344,6 +344,51 @@ export function createProgram(context: CliContext): CliProgram {
       },
     );
 
+  program
+    .command('pause')
+    .description(
+      'pause an integration instance (its schedule stops, its tasks wait), an automation rule or a schedule, until resumed',
+    )
+    .argument('<what>', 'instance, rule or schedule')
+    .argument('<name>', 'the instance or schedule name, or a rule as INSTANCE/PLATFORM/RULE (its name or number)')
+    .option('--reason <text>', 'why, recorded in the pause note and the human log')
+    .option('--json', 'print the entry as JSON')
+    .action(async (kind: string, name: string, options: { reason?: string; json?: boolean }, command: Command) =>
+      (await import('./commands/pause-commands.ts')).pauseCommand({
+        globals: globalOptions(command, context),
+        context,
+        kind,
+        name,
+        ...options,
+      }),
+    );
+  program
+    .command('resume')
+    .description('resume a paused integration instance, automation rule or schedule')
+    .argument('<what>', 'instance, rule or schedule')
+    .argument('<name>', 'as given to `assistant pause`')
+    .option('--json', 'print the entry removed as JSON')
+    .action(async (kind: string, name: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/pause-commands.ts')).resumeCommand({
+        globals: globalOptions(command, context),
+        context,
+        kind,
+        name,
+        ...options,
+      }),
+    );
+  program
+    .command('paused')
+    .description('list what is paused, by whom, when and why')
+    .option('--json', 'print the pause note as JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/pause-commands.ts')).pausedCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+
   const automations = program.command('automations').description("explain what an item's automations decided");
   automations
     .command('explain')

@@ -67,6 +67,7 @@ describe('GET /health', () => {
       models: [],
       held: [],
       schedules: [],
+      pauses: [],
       listeners: [],
       processes: [],
     });

@@ -7,7 +7,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { TaskMetrics } from '@assistant/metrics';
-import { FileHumanLog, FileNoteStore } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
 import { openQueue } from '@assistant/process';
 import type { TaskQueue } from '@assistant/queue';
 import Fastify, {
@@ -41,6 +41,7 @@ import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
+import { registerPauseRoutes } from './routes/pause-routes.ts';
 import { registerRemoteSteeringRoutes } from './routes/remote-steering-routes.ts';
 import { registerRemoteStoreRoutes } from './routes/remote-store-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
@@ -188,8 +189,10 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   };
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
-  registerHealthRoute(app, routes, { queue, status: options.status ?? {}, catalog, llms: config.llms });
   const notes = new FileNoteStore({ root: config.paths.notes });
+  const pauses = new PauseStore({ notes });
+  const status: ServerStatusSources = { pauses: () => pauses.read(), ...options.status };
+  registerHealthRoute(app, routes, { queue, status, catalog, llms: config.llms });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
     queue: requestQueue,
@@ -210,6 +213,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
   registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });
   registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });
+  registerPauseRoutes(app, routes, { notes, humanLog, registry: options.registry });
   const chat =
     options.chat ??
     configuredChatService({
@@ -227,7 +231,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     streams,
   });
   const metrics = options.metrics ?? new TaskMetrics();
-  registerMetricsRoute(app, routes, { queue, metrics, status: options.status ?? {}, catalog, llms: config.llms });
+  registerMetricsRoute(app, routes, { queue, metrics, status, catalog, llms: config.llms });
   registerWebhookRoutes(app, routes, {
     logger: app.log,
     registry: options.registry,
@@ -270,7 +274,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
         paths,
         catalog,
         registry: options.registry,
-        status: options.status ?? {},
+        status,
         metrics,
         chat: () => chat,
         sessions,

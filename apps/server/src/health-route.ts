@@ -58,6 +58,12 @@ export interface HealthDetails extends HealthBody {
   /** Task types a live worker does not claim for now (a profile's breaker is open, the next stage's backlog is full). */
   held: { task_type: string; reason: string }[];
   schedules: { id: string; description: string; last_fired_at?: string; next_run_at?: string; paused?: string }[];
+  /**
+   * What the owner paused (`notes/system/paused.md`): instances, rules and schedules, with who, when and why. A pause
+   * note that does not parse is named under `paused_note_broken` (and nothing is known to be paused).
+   */
+  pauses: { kind: string; name: string; by?: string; at?: string; reason?: string }[];
+  paused_note_broken?: string;
   /** The manifests' listeners: running, restarting after a crash (with its error), or stopped. */
   listeners: {
     id: string;
@@ -101,6 +107,8 @@ const healthSchema = z.object({
     .optional(),
   held: z.array(z.object({ task_type: z.string(), reason: z.string() })).optional(),
   schedules: z.array(z.looseObject({ id: z.string(), description: z.string() })).optional(),
+  pauses: z.array(z.looseObject({ kind: z.string(), name: z.string() })).optional(),
+  paused_note_broken: z.string().optional(),
   listeners: z
     .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
     .optional(),
@@ -150,6 +158,7 @@ export interface HealthDetailsOptions {
 export async function healthDetails(options: HealthDetailsOptions): Promise<Omit<HealthDetails, keyof HealthBody>> {
   const { queue, status } = options;
   const breakers = (await status.breakers?.()) ?? [];
+  const pauses = (await status.pauses?.().catch(() => undefined)) ?? { entries: [], problems: [] };
   const models = await modelStatus({
     queue,
     catalog: options.catalog,
@@ -191,6 +200,8 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
       ...(job.nextRunAt ? { next_run_at: job.nextRunAt } : {}),
       ...(job.paused ? { paused: job.paused } : {}),
     })),
+    pauses: pauses.entries.map((entry) => ({ ...entry })),
+    ...(pauses.broken === undefined ? {} : { paused_note_broken: `notes/${pauses.broken}` }),
     listeners: (status.listeners?.() ?? []).map((listener) => ({
       id: listener.id,
       state: listener.state,

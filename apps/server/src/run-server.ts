@@ -3,7 +3,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
-import { FileHumanLog, FileNoteStore } from '@assistant/notes';
+import { describePause, FileHumanLog, FileNoteStore, findPause, PauseStore } from '@assistant/notes';
 import {
   dataDirectories,
   explainListenError,
@@ -66,6 +66,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     config,
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });
+  const pauses = new PauseStore({ notes });
   const scheduler = new Scheduler({
     jobs: scheduledJobs({
       registry,
@@ -77,6 +78,12 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     humanLog,
     logger,
     breakers,
+    // Read before each run, so `assistant pause`, the API, the dashboard or a hand edit take effect without a restart.
+    paused: async (jobId) => {
+      const state = await pauses.read();
+      const entry = findPause(state, 'schedule', jobId) ?? findPause(state, 'instance', jobId);
+      return entry ? `${entry.kind} ${describePause(entry)}` : undefined;
+    },
   });
   const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
   const notifier = new ChatNotifier({ chat, notes, queue, controlRoot: config.paths.control, logger });

@@ -1,5 +1,6 @@
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { LlmStage, TaskMetrics } from '@assistant/metrics';
+import type { PauseState } from '@assistant/notes';
 import type { JsonValue } from '@assistant/queue';
 import type { BreakerState, ScheduledJobStatus } from '@assistant/scheduler';
 import type { ListenerStatus } from './listener-supervisor.ts';
@@ -45,6 +46,8 @@ export interface ServerStatusSources {
   listeners?: () => ListenerStatus[];
   /** `assistant start`'s children (server, worker) and their restarts; none outside `start`. @default none */
   processes?: () => Promise<SupervisedProcessStatus[]>;
+  /** What the owner paused (`system/paused.md`). @default read from the server's notes */
+  pauses?: () => Promise<PauseState>;
 }
 
 /**

@@ -24,7 +24,7 @@ import {
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp/client';
-import { FileNoteStore, type HumanLog, type NoteStore } from '@assistant/notes';
+import { FileNoteStore, type HumanLog, type NoteStore, type PauseState, pausedRules } from '@assistant/notes';
 import { type EnqueueOutcome, outageDelay, type Task, type TaskConsumer, type TaskQueue } from '@assistant/queue';
 import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
@@ -60,6 +60,8 @@ export interface WorkerServices {
    * (HttpSteeringChannel). @default ControlFiles in `config.paths.control`
    */
   steering?: (taskId: string) => SteeringChannel;
+  /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
+  pausedRecheckMs?: number;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */
@@ -74,6 +76,8 @@ export interface CreateHandlerContextOptions {
   logger: Logger;
   /** The task's worker slot, given back while its agent loops wait for the owner. @default kept throughout */
   slot?: TaskSlot;
+  /** What the owner paused, read for this task: a paused rule of the task's platform does not match. @default none */
+  pauses?: PauseState;
 }
 
 /**
@@ -226,7 +230,15 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       info: (message, fields = {}) => logger.info(fields, message),
       warn: (message, fields = {}) => logger.warn(fields, message),
     },
-    automations: { rules, evaluate: (facts, nowMs) => evaluateRules(rules, facts, nowMs) },
+    automations: {
+      rules,
+      evaluate: (facts, nowMs) =>
+        evaluateRules(rules, facts, nowMs, {
+          ...(options.pauses && info?.platform !== undefined
+            ? { paused: pausedRules(options.pauses, { instance: instance.name, platform: info.platform }) }
+            : {}),
+        }),
+    },
     llm: (profile) => model(profile),
     // A server that is down (not started, crashed and waiting out its backoff) holds the task back a minute at a time
     // without spending its attempts, for up to a day: an MCP outage must not fail a loop's task for good.

@@ -1,9 +1,10 @@
 import { checkActTask, withdrawTaskToolCalls } from '@assistant/actions';
 import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
 import { findModelUnavailable } from '@assistant/llm';
+import { describePause, findPause, type PauseState, PauseStore } from '@assistant/notes';
 import {
   type ClaimedTask,
-  type DelayedError,
+  DelayedError,
   type FailOutcome,
   type JsonValue,
   outageDelay,
@@ -21,6 +22,12 @@ import { timerDelayMs } from './timer-delay.ts';
 export interface HandlerLookup {
   get(type: string): TaskHandler | undefined | Promise<TaskHandler | undefined>;
 }
+
+/**
+ * How long a task of a paused integration instance waits in pending/ before it is looked at again: it runs within
+ * this long of the instance being resumed. Not an attempt: a pause can last days without failing anything.
+ */
+const pausedRecheckMs = 30_000;
 
 /** The shortest wait for an unavailable model: a retry time already past must not spin the task. */
 const minimumModelWaitMs = 1_000;
@@ -189,14 +196,30 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
       : new UnrecoverableError(message);
   }
   if (!handler) throw new UnrecoverableError(`no handler for task type ${task.type}`);
+  // Read for every task (one small file), so a pause or resume from the CLI, the API, the dashboard or a hand edit
+  // applies to the next task without a restart. A note that cannot be read pauses nothing: it is reported where it
+  // is shown (health, dashboard, `assistant paused`), and work goes on as configured.
+  const pauses: PauseState = await new PauseStore({ notes: options.services.notes }).read().catch((error: unknown) => {
+    logger.warn({ err: error }, 'could not read the pause note; nothing is treated as paused');
+    return { entries: [], problems: [] };
+  });
   const context = createHandlerContext({
     services: options.services,
     task,
     signal,
     logger,
+    pauses,
     ...(options.slot ? { slot: options.slot } : {}),
   });
   if ('problem' in context) throw new UnrecoverableError(context.problem);
+  const pausedInstance = findPause(pauses, 'instance', context.instance.name);
+  if (pausedInstance) {
+    // The task waits (not failed, no attempt spent) and is looked at again until the instance is resumed.
+    throw new DelayedError(
+      Date.now() + (options.services.pausedRecheckMs ?? pausedRecheckMs),
+      `integration instance ${context.instance.name} is ${describePause(pausedInstance)}; the task waits until it is resumed`,
+    );
+  }
   const { registry } = options.services;
   if (registry) {
     const refused = await checkActTask({

@@ -70,6 +70,8 @@ export interface RunWorkerOptions {
    * @default the control files in `config.paths.control`
    */
   steering?: WorkerServices['steering'];
+  /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
+  pausedRecheckMs?: number;
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
@@ -180,6 +182,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
     });
   const services: WorkerServices = {
+    ...(options.pausedRecheckMs === undefined ? {} : { pausedRecheckMs: options.pausedRecheckMs }),
     config,
     queue,
     consumer,

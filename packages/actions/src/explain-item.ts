@@ -11,7 +11,7 @@ import {
 } from '@assistant/automations';
 import type { Automation, Config } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { NotePathError, type NoteStore } from '@assistant/notes';
+import { NotePathError, type NoteStore, PauseStore, pausedRules } from '@assistant/notes';
 import type { ActionRegistry } from './action-registry.ts';
 import { type ApprovalRequest, readApproval } from './approvals.ts';
 import { approvalId } from './enqueue-actions.ts';
@@ -194,7 +194,12 @@ export async function explainItem(options: ExplainItemOptions): Promise<ItemExpl
         ? `platform ${ref.instance}/${ref.platform} is disabled (enabled: false)`
         : undefined;
   const facts = itemFacts(manifestPlatform, data);
-  const explained = explainRules(rules, facts, nowMs);
+  // The rules the owner paused are shown as paused, as the worker's evaluate stage skips them; a pause note that
+  // cannot be read pauses nothing there either.
+  const pauses = await new PauseStore({ notes: options.notes }).read().catch(() => ({ entries: [], problems: [] }));
+  const explained = explainRules(rules, facts, nowMs, {
+    paused: pausedRules(pauses, { instance: ref.instance, platform: ref.platform }),
+  });
   const taken = recorded(data.actions_taken);
   const started = recorded(data.actions_started);
 

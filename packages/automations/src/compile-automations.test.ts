@@ -1,4 +1,4 @@
-import type { Action, Automation, Classification } from '@assistant/config';
+import type { Action, Automation, Classification, WhenConditions } from '@assistant/config';
 import type { ReversibilityTier } from '@assistant/manifests';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -206,6 +206,105 @@ describe('evaluateRules', () => {
   });
 });
 
+describe('control flow: stop, any, not', () => {
+  const { rules, problems } = compile([
+    rule({ any: [{ from_domain: 'bank.example' }, { topic: 'bills' }] }, [platform('move', 'Bills')], {
+      name: 'bills',
+      stop: true,
+    }),
+    rule({ is_noreply: true, not: { labels: 'keep' } }, [platform('archive')], { name: 'robots' }),
+    rule({ size: '> 0' }, [platform('flag')], { name: 'everything' }),
+  ]);
+
+  it('compiles `any:` and `not:` into a tree over the flat list of tests', () => {
+    expect(problems).toEqual([]);
+    expect(rules[0]?.when).toEqual({
+      kind: 'all',
+      children: [
+        {
+          kind: 'any',
+          children: [
+            { kind: 'all', children: [{ kind: 'test', condition: 0 }] },
+            { kind: 'all', children: [{ kind: 'test', condition: 1 }] },
+          ],
+        },
+      ],
+    });
+    expect(rules[0]?.provenance).toBe('hybrid');
+    expect(rules.map((compiled) => compiled.stop)).toEqual([true, false, false]);
+  });
+
+  it('a rule with `stop: true` that holds keeps every later rule from the item, and explain says which stopped it', () => {
+    const facts = {
+      classifications: { topic: 'other' },
+      fields: { from_domain: 'bank.example', is_noreply: true, size: 5 },
+    };
+    expect(evaluateRules(rules, facts, now).map((match) => [match.rule, match.reason])).toEqual([
+      ['bills', 'any of (from_domain = bank.example; topic = bills)'],
+    ]);
+    const explained = explainRules(rules, facts, now);
+    expect(explained.map((entry) => [entry.name, entry.conditionsHold, entry.stoppedBy])).toEqual([
+      ['bills', true, undefined],
+      ['robots', true, 'bills'],
+      ['everything', true, 'bills'],
+    ]);
+    expect(explained[0]?.conditions.map((condition) => [condition.group, condition.text, condition.holds])).toEqual([
+      ['any 1 of 2', 'from_domain = bank.example', true],
+      ['any 2 of 2', 'topic = bills', false],
+    ]);
+    // Without the stop, the later rules run.
+    const other = {
+      classifications: { topic: 'other' },
+      fields: { from_domain: 'x.example', is_noreply: true, size: 5 },
+    };
+    expect(evaluateRules(rules, other, now).map((match) => [match.rule, match.reason])).toEqual([
+      ['robots', 'is_noreply = true, not (labels has keep)'],
+      ['everything', 'size > 0'],
+    ]);
+  });
+
+  it('`not:` fails when its conditions hold', () => {
+    const facts = { classifications: {}, fields: { is_noreply: true, labels: ['Keep'], size: 1 } };
+    expect(evaluateRules(rules, facts, now).map((match) => match.rule)).toEqual(['everything']);
+  });
+
+  it('a missing classification is unknown: `not:` of it does not hold, `any:` holds only through another entry', () => {
+    const { rules: negated } = compile([
+      rule({ not: { human: '> 0.5' } }, [platform('archive')], { name: 'not personal' }),
+      rule({ any: [{ human: '> 0.5' }, { is_noreply: true }] }, [platform('flag')], { name: 'either' }),
+    ]);
+    expect(evaluateRules(negated, { classifications: {}, fields: { is_noreply: false } }, now)).toEqual([]);
+    expect(
+      evaluateRules(negated, { classifications: {}, fields: { is_noreply: true } }, now).map((match) => match.rule),
+    ).toEqual(['either']);
+    expect(
+      evaluateRules(negated, { classifications: { human: 0.1 }, fields: {} }, now).map((match) => match.rule),
+    ).toEqual(['not personal']);
+  });
+
+  it('a paused rule is explained as paused, never matches, and its stop does not apply', () => {
+    const facts = { classifications: {}, fields: { from_domain: 'bank.example', is_noreply: true, size: 5 } };
+    const paused = (candidate: { name: string }) => (candidate.name === 'bills' ? 'paused by owner' : undefined);
+    expect(evaluateRules(rules, facts, now, { paused }).map((match) => match.rule)).toEqual(['robots', 'everything']);
+    expect(explainRules(rules, facts, now, { paused })[0]).toMatchObject({
+      conditionsHold: true,
+      paused: 'paused by owner',
+    });
+  });
+
+  it('reports a problem inside `any:` or `not:` at its path', () => {
+    const { rules: none, problems: found } = compile([
+      rule({ any: [{ humn: 0.5 }, { topic: 'sport' }], not: { size: 'big' } }, [platform('archive')]),
+    ]);
+    expect(none).toEqual([]);
+    expect(found.map((problem) => problem.path.join('.'))).toEqual([
+      'when.any.0.humn',
+      'when.any.1.topic',
+      'when.not.size',
+    ]);
+  });
+});
+
 // -------------------------------------------------------------------------------- property: the safety gate
 
 const tiers: ReversibilityTier[] = ['read_only', 'soft', 'hard', 'irreversible'];
@@ -289,18 +388,39 @@ const scenario = fc
                 : fc.constantFrom('x', 'y');
       return fc.oneof({ weight: 6, arbitrary: suited }, { weight: 1, arbitrary: value });
     };
-    const when = fc
+    const flatWhen = fc
       .uniqueArray(key, { minLength: 1, maxLength: 3 })
       .chain((keys) =>
         fc
           .tuple(...keys.map(valueFor))
           .map((values) => Object.fromEntries(keys.map((name, index) => [name, values[index] ?? null]))),
       );
-    const automation: fc.Arbitrary<Automation> = fc.record({
-      when,
-      actions: fc.array(action, { minLength: 1, maxLength: 3 }),
-      approval: fc.boolean(),
-    });
+    const sometimes = <T>(arbitrary: fc.Arbitrary<T>) =>
+      fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary });
+    // Control flow: `any:` and `not:` nest up to two levels below the rule's own map.
+    const whenAt = (depth: number): fc.Arbitrary<WhenConditions> =>
+      depth === 0
+        ? flatWhen
+        : fc
+            .tuple(
+              flatWhen,
+              sometimes(fc.array(whenAt(depth - 1), { minLength: 1, maxLength: 2 })),
+              sometimes(whenAt(depth - 1)),
+            )
+            .map(([base, any, not]) => ({
+              ...base,
+              ...(any === null ? {} : { any }),
+              ...(not === null ? {} : { not }),
+            }));
+    const when = whenAt(2);
+    const automation: fc.Arbitrary<Automation> = fc
+      .record({
+        when,
+        actions: fc.array(action, { minLength: 1, maxLength: 3 }),
+        approval: fc.boolean(),
+        stop: fc.boolean(),
+      })
+      .map(({ stop, ...rest }) => (stop ? { ...rest, stop: true } : rest));
     // Each classification present (with a value of its own type, or of another) or missing.
     const answer = (type: string) =>
       fc.oneof(
@@ -335,6 +455,7 @@ const scenario = fc
       actionTiers: fc.constant(actionTiers),
       scriptReversible: fc.constant(scriptReversible),
       automations: fc.array(automation, { maxLength: 6 }),
+      paused: fc.uniqueArray(fc.nat({ max: 5 }), { maxLength: 2 }),
       facts,
     });
   });
@@ -435,8 +556,9 @@ describe('explainRules', () => {
   });
 
   it('agrees with evaluateRules and with its own conditions on random rules and items (property)', () => {
+    const seen = { grouped: 0, groupedMatches: 0, stopped: 0, paused: 0 };
     fc.assert(
-      fc.property(scenario, ({ defined, actionTiers, scriptReversible, automations, facts }) => {
+      fc.property(scenario, ({ defined, actionTiers, scriptReversible, automations, paused, facts }) => {
         const { rules: compiled } = compileAutomations({
           automations,
           classifications: defined,
@@ -447,14 +569,50 @@ describe('explainRules', () => {
             service: () => ({ problem: 'no services' }),
           },
         });
-        const explained = explainRules(compiled, facts, now);
+        const options = { paused: (rule: { index: number }) => (paused.includes(rule.index) ? 'paused' : undefined) };
+        const explained = explainRules(compiled, facts, now, options);
         expect(explained.flatMap((entry) => (entry.match ? [entry.match] : []))).toEqual(
-          evaluateRules(compiled, facts, now),
+          evaluateRules(compiled, facts, now, options),
         );
+        let stopper: string | undefined;
         for (const entry of explained) {
-          expect(entry.conditionsHold).toBe(entry.conditions.every((condition) => condition.holds));
+          // The reference: walk `when:` as written, reading its tests in order from the explanation, in Kleene's
+          // three values (a missing classification is unknown; only true holds).
+          const source = automations[entry.index];
+          let next = 0;
+          const truth = (when: WhenConditions): 'true' | 'false' | 'unknown' => {
+            const values = Object.entries(when).map(([key, value]): 'true' | 'false' | 'unknown' => {
+              if (key === 'any' && Array.isArray(value)) {
+                const any = (value as WhenConditions[]).map(truth);
+                return any.includes('true') ? 'true' : any.includes('unknown') ? 'unknown' : 'false';
+              }
+              if (key === 'not' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+                const inner = truth(value);
+                return inner === 'unknown' ? 'unknown' : inner === 'true' ? 'false' : 'true';
+              }
+              const condition = entry.conditions[next++];
+              return condition?.missing ? 'unknown' : condition?.holds ? 'true' : 'false';
+            });
+            return values.includes('false') ? 'false' : values.includes('unknown') ? 'unknown' : 'true';
+          };
+          expect(source).toBeDefined();
+          expect(entry.conditionsHold).toBe(truth(source?.when ?? {}) === 'true');
+          expect(next).toBe(entry.conditions.length);
+          if (Object.keys(source?.when ?? {}).every((key) => key !== 'any' && key !== 'not')) {
+            expect(entry.conditionsHold).toBe(entry.conditions.every((condition) => condition.holds));
+          } else {
+            seen.grouped += 1;
+            if (entry.match) seen.groupedMatches += 1;
+          }
+          // `stop: true` on a rule that runs and holds: no later rule matches.
+          expect(entry.stoppedBy).toBe(stopper);
+          if (entry.stoppedBy !== undefined) seen.stopped += 1;
+          expect(entry.paused !== undefined).toBe(paused.includes(entry.index));
+          if (entry.paused !== undefined) seen.paused += 1;
+          const runs = entry.paused === undefined && entry.stoppedBy === undefined;
+          if (runs && entry.stop && entry.conditionsHold) stopper ??= entry.name;
           expect(entry.match !== undefined).toBe(
-            entry.conditionsHold && entry.actions.some((action) => action.allowed),
+            runs && entry.conditionsHold && entry.actions.some((action) => action.allowed),
           );
           for (const condition of entry.conditions) {
             if (condition.missing) expect(condition.holds).toBe(false);
@@ -467,7 +625,12 @@ describe('explainRules', () => {
           }
         }
       }),
-      { numRuns: 300 },
+      { numRuns: 1_000 },
     );
+    // The property means something only if the generator reaches control flow that matters.
+    expect(seen.grouped).toBeGreaterThan(50);
+    expect(seen.groupedMatches).toBeGreaterThan(5);
+    expect(seen.stopped).toBeGreaterThan(5);
+    expect(seen.paused).toBeGreaterThan(5);
   });
 });

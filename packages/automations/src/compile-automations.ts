@@ -1,6 +1,6 @@
-import type { Action, Automation, Classification, JsonValue } from '@assistant/config';
+import type { Action, Automation, Classification, JsonValue, WhenConditions } from '@assistant/config';
 import type { ReversibilityTier } from '@assistant/manifests';
-import { type Condition, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
+import { type Condition, type ConditionValue, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
 
 /**
  * Where a rule's decision comes from: `rule` tests only fields (and, when it holds an irreversible action, only
@@ -40,11 +40,26 @@ export interface ResolvedAction {
   text?: string;
 }
 
+/**
+ * A rule's `when:` compiled: every entry of a map must hold (`all`), one entry of `any:` must, `not:`'s map must not.
+ * Leaves point into the rule's flat `conditions` list by position.
+ */
+export type ConditionNode =
+  | { kind: 'all'; children: ConditionNode[] }
+  | { kind: 'any'; children: ConditionNode[] }
+  | { kind: 'not'; child: ConditionNode }
+  | { kind: 'test'; condition: number };
+
 export interface CompiledRule {
   index: number;
   /** The rule's `name`, or `automation N` (1-based) for people. */
   name: string;
+  /** Every test of `when:`, at any depth, in the order written: provenance and the trusted-field check read these. */
   conditions: Condition[];
+  /** How the tests combine: a top-level `when:` without `any:`/`not:` is an `all` of tests. */
+  when: ConditionNode;
+  /** `stop: true`: when the conditions hold, later rules are not evaluated for the item. */
+  stop: boolean;
   provenance: Provenance;
   actions: ResolvedAction[];
   approval: boolean;
@@ -113,22 +128,13 @@ export function compileAutomations(options: CompileAutomationsOptions): {
   options.automations.forEach((automation, index) => {
     const found: RuleProblem[] = [];
     const conditions: Condition[] = [];
-    for (const [key, value] of Object.entries(automation.when)) {
-      const subject = resolveSubject(key, options.classifications, options.fields);
-      if (!subject) {
-        found.push({
-          index,
-          path: ['when', key],
-          at: 'key',
-          message: `\`${key}\` is neither a classification of this platform nor one of its fields`,
-          hint: describeChoices(options.classifications, options.fields),
-        });
-        continue;
-      }
-      const condition = compileCondition(key, subject, value);
-      if ('problem' in condition) found.push({ index, path: ['when', key], message: condition.problem });
-      else conditions.push(condition);
-    }
+    const when = compileWhen({
+      when: automation.when,
+      path: ['when'],
+      conditions,
+      problem: (problem) => found.push({ index, ...problem }),
+      options,
+    });
     if (Object.keys(automation.when).length === 0) {
       found.push({ index, path: ['when'], message: 'a rule needs at least one condition' });
     }
@@ -186,6 +192,8 @@ export function compileAutomations(options: CompileAutomationsOptions): {
         index,
         name: automation.name ?? `automation ${index + 1}`,
         conditions,
+        when,
+        stop: automation.stop === true,
         provenance,
         actions,
         approval: automation.approval,
@@ -194,6 +202,59 @@ export function compileAutomations(options: CompileAutomationsOptions): {
     }
   });
   return { rules, problems };
+}
+
+/**
+ * Compiles one condition map (the rule's `when:`, an entry of `any:`, or `not:`'s map), appending its tests to
+ * `conditions` and reporting each problem at its path (`['when', 'any', 1, 'humn']`).
+ */
+function compileWhen(context: {
+  when: WhenConditions;
+  path: (string | number)[];
+  conditions: Condition[];
+  problem: (problem: Omit<RuleProblem, 'index'>) => void;
+  options: CompileAutomationsOptions;
+}): ConditionNode {
+  const { options } = context;
+  const children: ConditionNode[] = [];
+  const nested = (when: WhenConditions, path: (string | number)[]) => compileWhen({ ...context, when, path });
+  for (const [key, value] of Object.entries(context.when)) {
+    const path = [...context.path, key];
+    // The schema has already refused any other shape under `any:` and `not:`; these guards keep the types honest.
+    if (key === 'any' && Array.isArray(value) && value.every(isConditionMap)) {
+      children.push({ kind: 'any', children: value.map((entry, entryIndex) => nested(entry, [...path, entryIndex])) });
+      continue;
+    }
+    if (key === 'not' && isConditionMap(value)) {
+      children.push({ kind: 'not', child: nested(value, path) });
+      continue;
+    }
+    if (isConditionMap(value) || (Array.isArray(value) && value.some(isConditionMap))) {
+      context.problem({ path, message: `\`${key}\` is tested against a value, not a condition map` });
+      continue;
+    }
+    const subject = resolveSubject(key, options.classifications, options.fields);
+    if (!subject) {
+      context.problem({
+        path,
+        at: 'key',
+        message: `\`${key}\` is neither a classification of this platform nor one of its fields`,
+        hint: describeChoices(options.classifications, options.fields),
+      });
+      continue;
+    }
+    const condition = compileCondition(key, subject, value as ConditionValue);
+    if ('problem' in condition) context.problem({ path, message: condition.problem });
+    else {
+      children.push({ kind: 'test', condition: context.conditions.length });
+      context.conditions.push(condition);
+    }
+  }
+  return { kind: 'all', children };
+}
+
+function isConditionMap(value: unknown): value is WhenConditions {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction | { problem: string; hint?: string } {
@@ -287,21 +348,33 @@ export interface AutomationMatch {
   reason: string;
 }
 
+/** What evaluation needs beyond the rules and the item. */
+export interface EvaluateRulesOptions {
+  /**
+   * Why a rule is paused (`paused by owner at …: reason`), or undefined when it runs. A paused rule is explained but
+   * never matches, and its `stop:` does not apply. @default nothing is paused
+   */
+  paused?: (rule: Pick<CompiledRule, 'index' | 'name'>) => string | undefined;
+}
+
 /**
- * The pure half of automations: which rules match an item, in rule order. A rule matches when every condition holds;
- * a condition on a classification the item lacks fails. Defence in depth: an action that is irreversible and not
- * authorised (rule provenance, `!yolo` or approval) is never returned, even if a rule somehow holds one. Built on
- * `explainRules`, so the explanation people read (`assistant automations explain`) is this very evaluation.
+ * The pure half of automations: which rules match an item, in rule order. A rule matches when its `when:` holds; a
+ * condition on a classification the item lacks is unknown, never true, and so is `not:` of it; a rule with
+ * `stop: true` whose conditions hold ends the evaluation for that item. Defence in depth: an action that is
+ * irreversible and not authorised (rule provenance, `!yolo` or approval) is never returned, even if a rule somehow
+ * holds one. Built on `explainRules`, so the explanation people read (`assistant automations explain`) is this very
+ * evaluation.
  */
 export function evaluateRules(
   rules: readonly CompiledRule[],
   facts: ItemFacts,
   nowMs: number = Date.now(),
+  options: EvaluateRulesOptions = {},
 ): AutomationMatch[] {
-  return explainRules(rules, facts, nowMs).flatMap((explained) => (explained.match ? [explained.match] : []));
+  return explainRules(rules, facts, nowMs, options).flatMap((explained) => (explained.match ? [explained.match] : []));
 }
 
-/** One `when:` entry as it was tested against one item. */
+/** One test of `when:` as it was tested against one item. */
 export interface ConditionExplanation {
   key: string;
   /** `human < 0.2`, `is_noreply = true`. */
@@ -312,8 +385,10 @@ export interface ConditionExplanation {
   /** The value it saw; undefined when the item has none. */
   value: unknown;
   holds: boolean;
-  /** Set when the item has no such classification: the condition fails whatever it says. */
+  /** Set when the item has no such classification: the condition is unknown, which never makes a rule match. */
   missing?: true;
+  /** Where the test sits when it is inside `any:` or `not:`: `any 2 of 3`, `not`, `any 1 of 2 › not`. */
+  group?: string;
 }
 
 /** One action of a rule, with the gate's answer. */
@@ -331,24 +406,35 @@ export interface RuleExplanation {
   name: string;
   provenance: Provenance;
   approval: boolean;
+  /** The rule has `stop: true`. */
+  stop: boolean;
   conditions: ConditionExplanation[];
-  /** Every condition holds. */
+  /** `when:` holds: every entry, one of each `any:`, none of each `not:`; unknown (a missing classification) is not. */
   conditionsHold: boolean;
   actions: ActionExplanation[];
-  /** What `evaluateRules` returns for this rule: set when the conditions hold and some action is allowed. */
+  /** Set when an earlier rule with `stop: true` held: this rule was not evaluated for the item. Its name. */
+  stoppedBy?: string;
+  /** Set when the rule is paused: why, and since when. It does not match. */
+  paused?: string;
+  /** What `evaluateRules` returns for this rule: set when it runs, its conditions hold and some action is allowed. */
   match?: AutomationMatch;
 }
 
+type Truth = 'true' | 'false' | 'unknown';
+
 /**
  * Every rule against one item, in rule order, with each condition's value and outcome and each action's gate. A
- * condition on a classification the item lacks (or holds as null) fails; every condition is tested, so a rule that
- * fails shows all the reasons, not just the first.
+ * condition on a classification the item lacks (or holds as null) fails and is unknown; every condition is tested,
+ * so a rule that fails shows all the reasons, not just the first. Rules after one with `stop: true` that held, and
+ * paused rules, are still explained (with `stoppedBy` or `paused`) but never match.
  */
 export function explainRules(
   rules: readonly CompiledRule[],
   facts: ItemFacts,
   nowMs: number = Date.now(),
+  options: EvaluateRulesOptions = {},
 ): RuleExplanation[] {
+  let stoppedBy: string | undefined;
   return rules.map((rule) => {
     const conditions = rule.conditions.map((condition): ConditionExplanation => {
       const isClassification = condition.subject.kind === 'classification';
@@ -365,7 +451,30 @@ export function explainRules(
         ...(missing ? { missing: true as const } : {}),
       };
     });
-    const conditionsHold = conditions.every((condition) => condition.holds);
+    labelGroups(rule.when, conditions, []);
+    // Kleene's three values: a missing classification is unknown, `not` of unknown is unknown, and only true matches.
+    // So `not: {spam: "> 0.5"}` never acts on an item the model has not classified.
+    const truth = (node: ConditionNode): Truth => {
+      switch (node.kind) {
+        case 'test': {
+          const condition = conditions[node.condition];
+          return condition?.missing ? 'unknown' : condition?.holds ? 'true' : 'false';
+        }
+        case 'all': {
+          const values = node.children.map(truth);
+          return values.includes('false') ? 'false' : values.includes('unknown') ? 'unknown' : 'true';
+        }
+        case 'any': {
+          const values = node.children.map(truth);
+          return values.includes('true') ? 'true' : values.includes('unknown') ? 'unknown' : 'false';
+        }
+        case 'not': {
+          const value = truth(node.child);
+          return value === 'unknown' ? 'unknown' : value === 'true' ? 'false' : 'true';
+        }
+      }
+    };
+    const conditionsHold = truth(rule.when) === 'true';
     const actions = rule.actions.map(
       (action): ActionExplanation => ({
         action,
@@ -373,9 +482,13 @@ export function explainRules(
         gate: gateReason(action, rule.provenance, rule.approval),
       }),
     );
+    const paused = options.paused?.(rule);
+    const skippedBy = stoppedBy;
+    const runs = paused === undefined && skippedBy === undefined;
+    if (runs && rule.stop && conditionsHold) stoppedBy = rule.name;
     const allowed = actions.filter((explained) => explained.allowed).map((explained) => explained.action);
     const match: AutomationMatch | undefined =
-      conditionsHold && allowed.length > 0
+      runs && conditionsHold && allowed.length > 0
         ? {
             rule: rule.name,
             ruleIndex: rule.index,
@@ -383,7 +496,7 @@ export function explainRules(
             actions: allowed,
             approval: rule.approval,
             ...(rule.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: rule.approvalExpiresMs }),
-            reason: rule.conditions.map((condition) => condition.text).join(', '),
+            reason: describeWhen(rule.when, rule.conditions),
           }
         : undefined;
     return {
@@ -391,12 +504,50 @@ export function explainRules(
       name: rule.name,
       provenance: rule.provenance,
       approval: rule.approval,
+      stop: rule.stop,
       conditions,
       conditionsHold,
       actions,
+      ...(skippedBy === undefined ? {} : { stoppedBy: skippedBy }),
+      ...(paused === undefined ? {} : { paused }),
       ...(match ? { match } : {}),
     };
   });
+}
+
+/** Marks each test inside `any:` or `not:` with where it sits, for people reading the explanation. */
+function labelGroups(node: ConditionNode, conditions: ConditionExplanation[], where: string[]): void {
+  switch (node.kind) {
+    case 'test': {
+      const condition = conditions[node.condition];
+      if (condition && where.length > 0) condition.group = where.join(' › ');
+      return;
+    }
+    case 'all':
+      for (const child of node.children) labelGroups(child, conditions, where);
+      return;
+    case 'any':
+      for (const [index, child] of node.children.entries()) {
+        labelGroups(child, conditions, [...where, `any ${index + 1} of ${node.children.length}`]);
+      }
+      return;
+    case 'not':
+      labelGroups(node.child, conditions, [...where, 'not']);
+  }
+}
+
+/** `when:` in words, for the human log: `human < 0.2, is_noreply = true`, `any of (a = 1; b = 2)`, `not (c = 3)`. */
+function describeWhen(node: ConditionNode, conditions: readonly Condition[]): string {
+  switch (node.kind) {
+    case 'test':
+      return conditions[node.condition]?.text ?? '';
+    case 'all':
+      return node.children.map((child) => describeWhen(child, conditions)).join(', ');
+    case 'any':
+      return `any of (${node.children.map((child) => describeWhen(child, conditions)).join('; ')})`;
+    case 'not':
+      return `not (${describeWhen(node.child, conditions)})`;
+  }
 }
 
 /** Why `actionAllowed` answers as it does, in words. */

@@ -49,6 +49,7 @@ export {
   type ScriptConfig,
   scheduleSchema,
   secretField,
+  type WhenConditions,
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { serializeConfig } from './serialize-config.ts';

@@ -56,4 +56,32 @@ describe('parseAutomations', () => {
       ),
     ).toMatch(/^x\.yaml:\d+:\d+: YAML syntax/);
   });
+
+  it('reads `stop:`, `any:` and `not:`, and names the file, line and key of each one written wrong', () => {
+    const good = parseAutomations({
+      file: 'rule.yaml',
+      text: 'when:\n  any:\n    - {human: "> 0.5"}\n    - not: {is_noreply: true}\nthen: archive\nstop: true\n',
+    });
+    expect(good.errors).toEqual([]);
+    expect(good.automations?.[0]).toMatchObject({
+      when: { any: [{ human: '> 0.5' }, { not: { is_noreply: true } }] },
+      stop: true,
+    });
+    const problems = (text: string) => parseAutomations({ file: 'rule.yaml', text }).errors.map(formatProblem);
+    expect(problems('when:\n  any: {human: 1}\nthen: archive\n')).toEqual([
+      expect.stringMatching(/^rule\.yaml:2:8: when\.any: `any:` needs a list of condition maps/),
+    ]);
+    expect(problems('when:\n  not: [1]\nthen: archive\n')).toEqual([
+      expect.stringMatching(/^rule\.yaml:2:8: when\.not: `not:` needs one condition map/),
+    ]);
+    expect(problems('when:\n  human: {a: 1}\nthen: archive\n')).toEqual([
+      expect.stringMatching(/^rule\.yaml:2:10: when\.human: `human` is tested against a value .*not a condition map/),
+    ]);
+    expect(problems('when:\n  any:\n    - {}\nthen: archive\n')).toEqual([
+      expect.stringMatching(/^rule\.yaml:3:7: when\.any\[0\]: an `any:` entry needs at least one condition/),
+    ]);
+    expect(problems('when: {a: 1}\nthen: archive\nstop: yes\n')).toEqual([
+      expect.stringMatching(/^rule\.yaml:3:7: stop: `stop` is true or false, got `"yes"`/),
+    ]);
+  });
 });

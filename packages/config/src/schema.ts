@@ -254,10 +254,73 @@ export type Action =
 
 const conditionValue = z.union([inputValue, z.null(), z.array(inputValue)]);
 
+/** A value a `when:` key tests. */
+type ConditionValue = z.output<typeof conditionValue>;
+
+/**
+ * `when:` as written: every key must hold. Two keys group instead of testing: `any:` (a list of condition maps, one
+ * of which must hold) and `not:` (a condition map that must not hold). They nest.
+ */
+export interface WhenConditions {
+  [key: string]: ConditionValue | WhenConditions | WhenConditions[];
+}
+
+const groupHint =
+  '`any:` takes a list of condition maps (`any: [{human: "> 0.8"}, {is_friend: true}]`) and `not:` one map (`not: {is_noreply: true}`)';
+
+// The union accepts every shape; which shape suits which key (a map only under `not:`, maps only under `any:`) is
+// checked in `superRefine`, so the message names the key and says what it takes instead of zod's "invalid input".
+const whenSchema: z.ZodType<WhenConditions> = z.lazy(() =>
+  z
+    .record(z.string().min(1), z.union([conditionValue, z.array(whenSchema), whenSchema]))
+    .superRefine((value, context) => {
+      const isMap = (entry: unknown): entry is WhenConditions =>
+        entry !== null && typeof entry === 'object' && !Array.isArray(entry);
+      for (const [key, entry] of Object.entries(value)) {
+        if (key === 'any') {
+          if (!Array.isArray(entry) || entry.length === 0 || !entry.every(isMap)) {
+            context.addIssue({
+              code: 'custom',
+              path: [key],
+              message: `\`any:\` needs a list of condition maps; ${groupHint}`,
+            });
+          } else {
+            entry.forEach((item, index) => {
+              if (Object.keys(item).length === 0)
+                context.addIssue({
+                  code: 'custom',
+                  path: [key, index],
+                  message: 'an `any:` entry needs at least one condition',
+                });
+            });
+          }
+        } else if (key === 'not') {
+          if (!isMap(entry)) {
+            context.addIssue({
+              code: 'custom',
+              path: [key],
+              message: `\`not:\` needs one condition map; ${groupHint}`,
+            });
+          } else if (Object.keys(entry).length === 0) {
+            context.addIssue({ code: 'custom', path: [key], message: '`not:` needs at least one condition' });
+          }
+        } else if (isMap(entry) || (Array.isArray(entry) && entry.some(isMap))) {
+          context.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `\`${key}\` is tested against a value (a string, number, true/false, null or a list of them), not a condition map; only \`any:\` and \`not:\` group conditions: ${groupHint}`,
+          });
+        }
+      }
+    }),
+);
+
 export const automationSchema = z
   .strictObject({
     name: z.string().min(1).optional(),
-    when: z.record(z.string().min(1), conditionValue),
+    when: whenSchema,
+    /** `true`: when this rule's conditions hold, no later rule of the platform is evaluated for the item. */
+    stop: z.boolean({ error: '`stop` is true or false' }).optional(),
     // biome-ignore lint/suspicious/noThenProperty: `then:` is the config key people write; the output calls it `actions`.
     then: thenSchema,
     /** `required`: the rule's actions wait for a person to approve them (an approval note), then run. */
@@ -269,6 +332,7 @@ export const automationSchema = z
     ...(value.name === undefined ? {} : { name: value.name }),
     when: value.when,
     actions: value.then,
+    ...(value.stop === true ? { stop: true } : {}),
     approval: value.approval === 'required',
     ...(value.approval_expires === undefined ? {} : { approvalExpiresMs: value.approval_expires }),
   }));

@@ -58,3 +58,4 @@ export {
 } from './load-runtime.ts';
 export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';
+export { resolvePauseTarget } from './pause-targets.ts';

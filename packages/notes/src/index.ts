@@ -32,6 +32,19 @@ export {
   type NoteText,
   type UpdateNoteOptions,
 } from './note-store.ts';
+export {
+  describePause,
+  findPause,
+  type PauseEntry,
+  type PauseKind,
+  type PauseState,
+  PauseStore,
+  parsePauses,
+  pausedRules,
+  pauseKinds,
+  pauseNotePath,
+  rulePauseName,
+} from './pauses.ts';
 export { HttpHumanLog } from './remote/http-human-log.ts';
 export { HttpNoteStore, type HttpNoteStoreOptions } from './remote/http-note-store.ts';
 export {

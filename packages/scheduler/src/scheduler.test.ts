@@ -52,7 +52,11 @@ function setup() {
     };
   }
 
-  async function start(jobs: ScheduledJob[], breakers?: CircuitBreakers): Promise<Scheduler> {
+  async function start(
+    jobs: ScheduledJob[],
+    breakers?: CircuitBreakers,
+    paused?: (jobId: string) => Promise<string | undefined>,
+  ): Promise<Scheduler> {
     const scheduler = new Scheduler({
       jobs,
       notes,
@@ -60,6 +64,7 @@ function setup() {
       logger,
       clock,
       ...(breakers ? { breakers } : {}),
+      ...(paused ? { paused } : {}),
     });
     schedulers.push(scheduler);
     await scheduler.start();
@@ -106,6 +111,20 @@ async function humanLines(): Promise<string[]> {
 const at = (minutes: number) => new Date(startMs + minutes * minute).toISOString();
 
 describe('Scheduler', () => {
+  it('skips the runs of a job the owner paused, tells the human log once, and fires again at the next slot after resume', async () => {
+    const { fireTimes, job, start, runUntil } = setup();
+    let pause: string | undefined = 'paused by cli at 2026-03-02T08:00:00.000Z: on holiday';
+    const scheduler = await start([job()], undefined, async (jobId) => (jobId === 'personal-mail' ? pause : undefined));
+    await runUntil(100);
+    expect(fireTimes()).toEqual([]);
+    expect(scheduler.status()[0]?.paused).toBe(pause);
+    expect((await humanLines()).filter((line) => line.includes('skipping the scheduled runs'))).toHaveLength(1);
+    pause = undefined;
+    await runUntil(200);
+    // Skipped runs are not fires: the resumed job keeps its 45-minute grid from the start and catches nothing up.
+    expect(fireTimes()).toEqual([135, 180]);
+  });
+
   it('fires an `every` job at once when it never fired, then at true 45-minute intervals', async () => {
     const { clock, fires, fireTimes, job, start, runUntil, notes } = setup();
     // Not on a 45-minute boundary of the clock: the interval counts from the first fire.

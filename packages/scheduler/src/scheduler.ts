@@ -45,6 +45,12 @@ export interface SchedulerOptions {
   clock?: Clock;
   /** Asked before each run which task types may be enqueued. @default every type may */
   breakers?: CircuitBreakers;
+  /**
+   * Asked before each run whether the owner paused the job (`assistant pause schedule|instance`): why, or undefined.
+   * A paused run is skipped like one whose breakers are all open: not a fire, so nothing is caught up on resume.
+   * A paused job that cannot be asked about runs. @default nothing is paused
+   */
+  paused?: (jobId: string) => Promise<string | undefined>;
 }
 
 /** One job as `Scheduler.status()` reports it; times are ISO strings. */
@@ -83,6 +89,8 @@ interface JobRuntime {
   /** For a catch-up run: the run time that was missed. */
   missedAtMs?: number;
   paused?: string;
+  /** The owner's pause last seen for this job, so the human log is told once when it starts, not at every run. */
+  ownerPause?: string;
 }
 
 /**
@@ -96,6 +104,7 @@ export class Scheduler {
   readonly #logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   readonly #clock: Clock;
   readonly #breakers: CircuitBreakers | undefined;
+  readonly #paused: ((jobId: string) => Promise<string | undefined>) | undefined;
   readonly #stopping = new AbortController();
   #starting: Promise<void> | undefined;
   #loop: Promise<void> | undefined;
@@ -119,6 +128,7 @@ export class Scheduler {
     this.#logger = options.logger;
     this.#clock = options.clock ?? systemClock;
     this.#breakers = options.breakers;
+    this.#paused = options.paused;
   }
 
   /**
@@ -253,6 +263,26 @@ export class Scheduler {
     const reason = runtime.nextReason;
     const nowMs = this.#clock.now();
     try {
+      const ownerPause = await this.#ownerPause(job);
+      if (ownerPause !== undefined) {
+        // A skipped run is not a fire: last_fired_at stays, and the job waits for its next slot.
+        this.#setNext(runtime, runAfter(job.schedule, nowMs, runtime.lastFiredAtMs ?? scheduledAtMs), 'due');
+        runtime.paused = ownerPause;
+        this.#logger.info(
+          { job: job.id, reason, nextRunAt: optionalIso(runtime.nextRunAtMs) },
+          `${job.description}: skipped the scheduled run; ${ownerPause}`,
+        );
+        if (runtime.ownerPause !== ownerPause) {
+          await this.#tellOwner(
+            { message: `skipping the scheduled runs of ${job.description}`, reason: ownerPause },
+            nowMs,
+          );
+        }
+        runtime.ownerPause = ownerPause;
+        await this.#saveState(runtime, { fired: false });
+        return;
+      }
+      delete runtime.ownerPause;
       const { allowed, refused } = await this.#allowedTaskTypes(job, nowMs);
       const pausedText = refused.map((entry) => `${entry.taskType}: ${entry.reason}`).join('; ');
       if (allowed.length === 0) {
@@ -321,6 +351,17 @@ export class Scheduler {
       if (runtime.nextRunAtMs !== undefined && runtime.nextRunAtMs <= nowMs) {
         this.#setNext(runtime, runAfter(job.schedule, nowMs, runtime.lastFiredAtMs ?? scheduledAtMs), 'due');
       }
+    }
+  }
+
+  /** Why the owner paused the job, or undefined; a pause state that cannot be read lets the job run, as a breaker's. */
+  async #ownerPause(job: ScheduledJob): Promise<string | undefined> {
+    if (!this.#paused) return undefined;
+    try {
+      return await this.#paused(job.id);
+    } catch (error) {
+      this.#logger.error({ err: error, job: job.id }, `could not read whether ${job.id} is paused; running it`);
+      return undefined;
     }
   }
 

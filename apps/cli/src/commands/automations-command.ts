@@ -123,17 +123,21 @@ function formatExplanation(explained: ItemExplanation): string {
 }
 
 function formatRule(rule: ExplainedRule): string[] {
-  const verdict = rule.match
-    ? 'MATCHED'
-    : rule.conditionsHold
-      ? 'conditions hold, but the gate allows none of its actions'
-      : 'not matched';
+  const verdict = rule.paused
+    ? `PAUSED (${rule.paused}): not applied`
+    : rule.stoppedBy !== undefined
+      ? `not evaluated: rule "${rule.stoppedBy}" held and has stop: true`
+      : rule.match
+        ? 'MATCHED'
+        : rule.conditionsHold
+          ? 'conditions hold, but the gate allows none of its actions'
+          : 'not matched';
   const lines = [
-    `${rule.index + 1}. "${rule.name}": ${verdict} (${rule.provenance} provenance${rule.approval ? ', approval required' : ''})`,
+    `${rule.index + 1}. "${rule.name}": ${verdict} (${rule.provenance} provenance${rule.approval ? ', approval required' : ''}${rule.stop ? ', stop: true' : ''})`,
   ];
   for (const condition of rule.conditions) {
     lines.push(
-      `   ${condition.holds ? 'holds' : 'fails'}: ${condition.text} (${condition.subject}; ${describeSeen(condition)})`,
+      `   ${condition.holds ? 'holds' : 'fails'}: ${condition.group ? `[${condition.group}] ` : ''}${condition.text} (${condition.subject}; ${describeSeen(condition)})`,
     );
   }
   for (const action of rule.actions) {

@@ -1,4 +1,5 @@
 import { AssistantError } from '@assistant/errors';
+import { describePause, FileNoteStore, findPause, PauseStore } from '@assistant/notes';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { openCliRuntime, writeJson } from '../open-cli-queue.ts';
@@ -18,7 +19,7 @@ export interface TriggerCommandOptions {
  */
 export async function triggerCommand(options: TriggerCommandOptions): Promise<void> {
   const { context } = options;
-  const { queue, registry } = await openCliRuntime(options);
+  const { queue, registry, config } = await openCliRuntime(options);
   const entry = registry.entryTask(options.integration, options.platform);
   if (!entry.ok) {
     throw new AssistantError('USAGE', entry.message, {
@@ -36,6 +37,16 @@ export async function triggerCommand(options: TriggerCommandOptions): Promise<vo
     source: 'cli',
   });
   if (outcome.status !== 'enqueued') throw new Error(`unexpected ${outcome.status}: manual triggers bypass policies`);
+  // The task is enqueued all the same (it runs once the instance is resumed); stdout stays the id alone, for scripts.
+  const pauses = await new PauseStore({ notes: new FileNoteStore({ root: config.paths.notes }) })
+    .read()
+    .catch(() => undefined);
+  const paused = pauses && findPause(pauses, 'instance', entry.integration ?? options.integration);
+  if (paused) {
+    context.stderr.write(
+      `note: instance ${paused.name} is ${describePause(paused)}; the task waits in pending/ until \`assistant resume instance ${paused.name}\`\n`,
+    );
+  }
   if (options.json) {
     writeJson(context, { id: outcome.task.id, type: entry.type, state: 'pending', path: outcome.location });
   } else {

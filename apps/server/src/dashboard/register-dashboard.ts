@@ -17,6 +17,7 @@ import { registerLoginPage } from './pages/login-page.ts';
 import { noteSearchIndex } from './pages/note-views.ts';
 import { registerNotesPage } from './pages/notes-page.ts';
 import { registerOverviewPage } from './pages/overview-page.ts';
+import { registerPauseActions } from './pages/pauses-view.ts';
 import { registerTasksPage } from './pages/tasks-page.ts';
 
 const require = createRequire(import.meta.url);
@@ -86,6 +87,7 @@ export function registerDashboard(
   registerChatPage(app, context);
   registerLogPage(app, context);
   registerConfigPage(app, context);
+  registerPauseActions(app, context);
   // The Notes search index and the Approvals index read every note once. They start with the first page someone
   // logged in opens, in the background, so the first search or approvals view does not wait for that read; a server
   // nobody opens the dashboard of never holds them.

@@ -89,17 +89,21 @@ function approvalLink(id: string): SafeHtml {
 }
 
 function renderRule(rule: ExplainedRule): SafeHtml {
-  const verdict = rule.match
-    ? html`<strong class="ok">matched</strong>`
-    : rule.conditionsHold
-      ? html`<strong class="warn">conditions hold, but the gate allows none of its actions</strong>`
-      : html`<strong>not matched</strong>`;
+  const verdict = rule.paused
+    ? html`<strong class="warn">paused</strong> <span class="muted">(${rule.paused}): not applied</span>`
+    : rule.stoppedBy !== undefined
+      ? html`<strong>not evaluated</strong>: rule “${rule.stoppedBy}” held and has <code>stop: true</code>`
+      : rule.match
+        ? html`<strong class="ok">matched</strong>`
+        : rule.conditionsHold
+          ? html`<strong class="warn">conditions hold, but the gate allows none of its actions</strong>`
+          : html`<strong>not matched</strong>`;
   const conditions = html`<table class="why-conditions">
 <caption class="visually-hidden">Conditions of “${rule.name}”</caption>
 <thead><tr><th scope="col">Condition</th><th scope="col">Value seen</th><th scope="col">Holds</th></tr></thead>
 <tbody>${rule.conditions.map(
     (condition) =>
-      html`<tr><th scope="row"><code>${condition.text}</code> <span class="muted">(${condition.subject})</span></th><td>${describeSeen(condition)}</td><td>${condition.holds ? html`<span class="ok">yes</span>` : html`<span class="bad">no</span>`}</td></tr>`,
+      html`<tr><th scope="row">${condition.group ? html`<span class="muted">${condition.group}:</span> ` : ''}<code>${condition.text}</code> <span class="muted">(${condition.subject})</span></th><td>${describeSeen(condition)}</td><td>${condition.holds ? html`<span class="ok">yes</span>` : html`<span class="bad">no</span>`}</td></tr>`,
   )}</tbody>
 </table>`;
   const actions = html`<ul class="why-actions">${rule.actions.map(
@@ -107,7 +111,7 @@ function renderRule(rule: ExplainedRule): SafeHtml {
       html`<li><code>${action.action.key}</code> <span class="tier tier-${action.action.tier}">${action.action.tier.replace('_', ' ')}</span>${action.action.yolo ? html` <span class="tier">!yolo</span>` : ''}: ${action.gate}; <em>${describeOutcome(action.outcome, rule.name)}</em></li>`,
   )}</ul>`;
   return html`<li class="why-rule${rule.match ? ' matched' : ''}">
-<h4>“${rule.name}”: ${verdict} <span class="muted">(${rule.provenance} provenance${rule.approval ? ', approval required' : ''})</span></h4>
+<h4>“${rule.name}”: ${verdict} <span class="muted">(${rule.provenance} provenance${rule.approval ? ', approval required' : ''}${rule.stop ? ', stop: true' : ''})</span></h4>
 ${conditions}
 ${actions}
 </li>`;

@@ -9,6 +9,7 @@ import { dashboardRoute } from '../dashboard-route.ts';
 import { html } from '../html.ts';
 import { sendPage, timeTag } from '../layout.ts';
 import { configSections, problemsTable } from './config-view.ts';
+import { pausesSection } from './pauses-view.ts';
 
 /** What config.yaml and secrets.yaml hold now, as one hash (a missing file hashes as missing). */
 async function fingerprint(files: readonly string[]): Promise<string> {
@@ -75,6 +76,7 @@ ${
 ${verdict}
 ${problems.length > 0 ? problemsTable(problems) : ''}
 </section>
+${await pausesSection(request, context)}
 ${configSections(config, context.registry, new Date())}`;
       return sendPage(reply, { request, title: 'Config', section: 'config', body });
     },
