@@ -9,6 +9,7 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { readLogBefore, renderLogLine } from '../human-log-view.ts';
+import { logLinkSubjects } from '../item-subjects.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { countThroughput, describeThroughput, renderSparkline } from '../sparkline.ts';
 
@@ -297,12 +298,13 @@ ${listeners}
 async function renderLogPart(context: DashboardContext): Promise<SafeHtml> {
   const file = context.humanLog.fileFor(new Date());
   const chunk = await readLogBefore(file, { maxLines: overviewLogLines, maxBytes: 64 * 1024 });
+  const subjects = await logLinkSubjects(context, chunk.lines);
   return html`<section class="card overview-log" aria-labelledby="overview-log-title"${liveAttributes('log', 'log')}>
 <h2 id="overview-log-title">Today’s log</h2>
 ${
   chunk.lines.length === 0
     ? html`<p class="muted">Nothing logged today yet.</p>`
-    : html`<ul class="log">${chunk.lines.map((line) => renderLogLine(line))}</ul>`
+    : html`<ul class="log">${chunk.lines.map((line) => renderLogLine(line, subjects))}</ul>`
 }
 <p><a href="/log">The whole log${chunk.startOffset > 0 ? ' (earlier lines and other days)' : ' and other days'}</a></p>
 </section>`;
