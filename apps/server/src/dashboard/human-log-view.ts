@@ -90,7 +90,8 @@ export function linkedNotePaths(lines: readonly LogLine[]): string[] {
   const found = new Set<string>();
   for (const line of lines) {
     const href = dashboardHrefOf(line.link);
-    if (href?.startsWith('/notes/')) found.add(href.slice('/notes/'.length).split('/').map(decodeURIComponent).join('/'));
+    if (href?.startsWith('/notes/'))
+      found.add(href.slice('/notes/'.length).split('/').map(decodeURIComponent).join('/'));
   }
   return [...found];
 }

@@ -53,13 +53,7 @@ export function itemNoteOfTask(task: Pick<Task, 'payload' | 'onResult' | 'result
   const result = isRecord(task.result) ? task.result : undefined;
   const requestedBy = (holder: Record<string, JsonValue> | undefined) =>
     holder && isRecord(holder.requested_by) ? holder.requested_by.item : undefined;
-  for (const candidate of [
-    payload?.item,
-    payload?.note,
-    requestedBy(payload),
-    requestedBy(onResult),
-    result?.note,
-  ]) {
+  for (const candidate of [payload?.item, payload?.note, requestedBy(payload), requestedBy(onResult), result?.note]) {
     const notePath = asNotePath(candidate);
     if (notePath) return notePath;
   }

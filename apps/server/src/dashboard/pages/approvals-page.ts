@@ -9,7 +9,7 @@ import {
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
-import { ApprovalsIndex } from '../approvals-index.ts';
+import { type ApprovalsIndex, approvalsIndexFor } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
@@ -59,7 +59,7 @@ function listUrl(state: ListState, extra: { decided?: string } = {}): string {
  * The list refreshes when the approvals folder changes (`sse:approvals`).
  */
 export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): { warm: () => void } {
-  const index = new ApprovalsIndex(context.notes);
+  const index = approvalsIndexFor(context);
   dashboardRoute(app, {
     method: 'GET',
     url: '/approvals',

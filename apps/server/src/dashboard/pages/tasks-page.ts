@@ -263,7 +263,10 @@ function errorExcerpt(record: TaskRecord | undefined, paths: DataPaths): string 
 }
 
 /** What a row is about: the item by its subject (a link to its note), else a preview of the task's data. */
-function subjectCell(record: TaskRecord | undefined, subjects: Map<string, ItemSubject | undefined>): SafeHtml | string {
+function subjectCell(
+  record: TaskRecord | undefined,
+  subjects: Map<string, ItemSubject | undefined>,
+): SafeHtml | string {
   const task = record?.task;
   if (!task) return '';
   const notePath = itemNoteOfTask(task);
