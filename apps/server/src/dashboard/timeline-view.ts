@@ -101,14 +101,15 @@ async function logEntries(
   context: DashboardContext,
   notePath: string,
   tasks: readonly IndexedTask[],
-  approvals: readonly { created_at: string; decided_at?: string | undefined }[],
+  approvals: readonly { id: string; created_at: string; decided_at?: string | undefined }[],
 ): Promise<Entry[]> {
   const days = new Set<string>();
   for (const task of tasks) for (const at of [task.createdAt, task.finishedAt]) days.add(localDay(at) ?? '');
   for (const request of approvals)
     for (const at of [request.created_at, request.decided_at]) days.add(localDay(at) ?? '');
   days.delete('');
-  const href = notePageUrl(notePath);
+  // Lines about the item, and about its approval requests (asked, approved, rejected, expired).
+  const hrefs = new Set([notePath, ...approvals.map((request) => `approvals/${request.id}.md`)].map(notePageUrl));
   const chosen = [...days].sort().slice(-maxLogDays);
   const perDay = await Promise.all(
     chosen.map(async (day) => {
@@ -117,7 +118,8 @@ async function logEntries(
       const chunk = await readLogBefore(file, { maxLines: 100_000, maxBytes: logBytesPerDay }).catch(() => undefined);
       const found: Entry[] = [];
       for (const line of chunk?.lines ?? []) {
-        if (line.time === undefined || dashboardHrefOf(line.link) !== href) continue;
+        const lineHref = dashboardHrefOf(line.link);
+        if (line.time === undefined || lineHref === undefined || !hrefs.has(lineHref)) continue;
         const [hours, minutes, seconds] = line.time.split(':').map(Number) as [number, number, number];
         const at = new Date(year, month - 1, date, hours, minutes, seconds);
         found.push({

@@ -12,6 +12,7 @@ import { readLogBefore, renderLogLine } from '../human-log-view.ts';
 import { logLinkSubjects } from '../item-subjects.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { countThroughput, describeThroughput, renderSparkline } from '../sparkline.ts';
+import { registerNeedsRoutes, renderNeedsPart } from './needs-you.ts';
 
 /** Lines of today's human log on the overview; the Log page has the rest. */
 const overviewLogLines = 50;
@@ -27,7 +28,8 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
     method: 'GET',
     url: '/',
     handler: async (request, reply) => {
-      const [queuePart, workersPart, modelsPart, statusPart, logPart] = await Promise.all([
+      const [needsPart, queuePart, workersPart, modelsPart, statusPart, logPart] = await Promise.all([
+        renderNeedsPart(context, request),
         renderQueuePart(context),
         renderWorkersPart(context),
         renderModelsPart(context),
@@ -38,22 +40,24 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
         request,
         title: 'Overview',
         section: 'overview',
-        body: html`<div class="overview">${queuePart}${workersPart}${modelsPart}${statusPart}${logPart}</div>`,
-        live: '/live?topics=queue,log,models',
+        body: html`<div class="overview">${needsPart}${queuePart}${workersPart}${modelsPart}${statusPart}${logPart}</div>`,
+        live: '/live?topics=queue,log,models,approvals',
       });
     },
   });
 
-  const fragment = (part: string, render: () => Promise<SafeHtml>) =>
+  registerNeedsRoutes(app, context);
+  const fragment = (part: string, render: (request: FastifyRequest) => Promise<SafeHtml>) =>
     dashboardRoute(app, {
       method: 'GET',
       url: `/overview/${part}`,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         // A fragment is for htmx; a person who opens its address gets the page, at the part.
         if (!wantsFragment(request)) return reply.redirect(`/#overview-${part}`, 303);
-        return sendFragment(reply, await render());
+        return sendFragment(reply, await render(request));
       },
     });
+  fragment('needs', (request) => renderNeedsPart(context, request));
   fragment('queue', () => renderQueuePart(context));
   fragment('workers', () => renderWorkersPart(context));
   fragment('models', () => renderModelsPart(context));
