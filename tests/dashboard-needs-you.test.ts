@@ -75,7 +75,10 @@ async function tasksOfType(assistant: RunningAssistant, type: string): Promise<{
 }
 
 describe('dashboard: what needs you, names by subject, an item timeline', () => {
-  it('shows what needs the owner first, names items by subject, and an item its timeline', async () => {
+  // A bound, not a wait: one walk through five pages in three browser contexts, each page checked with axe.
+  it('shows what needs the owner first, names items by subject, and an item its timeline', {
+    timeout: 240_000,
+  }, async () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant({ dir, extraConfig });
     // Ada's note is a mail-like item: a subject a stranger wrote (markup in it), a sender, a body, many fields.
@@ -109,11 +112,13 @@ describe('dashboard: what needs you, names by subject, an item timeline', () => 
 
     await using dashboard = await openDashboard(browser, assistant);
     const { page } = dashboard;
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => page.locator('#live-status').textContent(), { timeout: 20_000 }).toBe('live');
     const needs = page.locator('#overview-needs');
     // First on the page, before the queue.
     expect(await page.locator('.overview > section').first().getAttribute('id')).toBe('overview-needs');
-    await expect.poll(() => needs.getByRole('heading', { name: '2 approvals waiting' }).count()).toBe(1);
+    await expect
+      .poll(() => needs.getByRole('heading', { name: '2 approvals waiting' }).count(), { timeout: 20_000 })
+      .toBe(1);
     expect(await needs.getByRole('link', { name: 'send_card for Anne' }).getAttribute('href')).toBe(
       `/approvals/${anneId}`,
     );
@@ -136,14 +141,21 @@ describe('dashboard: what needs you, names by subject, an item timeline', () => 
     // Marking failures as seen clears them from the list (a new failure would show again).
     await needs.getByRole('button', { name: 'Mark as seen' }).click();
     await expect
-      .poll(() => page.locator('#overview-needs').getByRole('heading', { name: /failed since/ }).count(), {
-        timeout: 20_000,
-      })
+      .poll(
+        () =>
+          page
+            .locator('#overview-needs')
+            .getByRole('heading', { name: /failed since/ })
+            .count(),
+        {
+          timeout: 20_000,
+        },
+      )
       .toBe(0);
 
     // A decision elsewhere (the CLI) lowers the count live, on a page that is not the Approvals page.
     await page.goto('/tasks?type=greeter.cards.evaluate');
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => page.locator('#live-status').textContent(), { timeout: 20_000 }).toBe('live');
     expect((await page.locator('#nav-approvals-count').textContent())?.trim()).toBe('2 waiting');
     expect((await runCli(['approve', anneId], { cwd: dir.path })).code).toBe(0);
     await expect

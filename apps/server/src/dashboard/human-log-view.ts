@@ -105,7 +105,9 @@ export function renderLogLine(line: LogLine, subjects?: LinkSubjects): SafeHtml 
       ? ''
       : href === undefined
         ? html` <span class="log-link muted">${shorten(line.link)}</span>`
-        : html` <a class="log-link" href="${href}">${subject === undefined ? linkLabel(href) : html`<span class="visually-hidden">note: </span>“${shorten(subject)}”`}</a>`;
+        : subject === undefined
+          ? html` <a class="log-link" href="${href}">${linkLabel(href)}</a>`
+          : html` <a class="log-link log-subject" href="${href}"><span class="visually-hidden">note: </span>“${shorten(subject)}”</a>`;
   return html`<li>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
     line.source === undefined ? '' : html`<span class="log-source">${line.source}</span> `
   }<span class="log-message">${shorten(line.message)}</span>${
