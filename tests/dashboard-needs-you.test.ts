@@ -186,6 +186,12 @@ describe('dashboard: what needs you, names by subject, an item timeline', () => 
     );
     expect(await itemRow.textContent()).toContain('from Ada Lovelace <ada@example.com>');
 
+    // An approval names its item by subject and sender too.
+    await page.goto('/approvals');
+    const adaRequest = page.locator('article.approval', { hasText: 'send_card for Ada' });
+    const adaItem = adaRequest.locator('tr', { has: page.locator('th', { hasText: /^Item$/ }) });
+    expect(await adaItem.textContent()).toContain(`“${evilSubject}” from Ada Lovelace <ada@example.com>`);
+
     // The log links a line about the item by the item's subject.
     await page.goto('/log');
     expect(await page.locator('#log-lines a.log-link', { hasText: evilSubject }).count()).toBeGreaterThan(0);

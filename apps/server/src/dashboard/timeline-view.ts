@@ -109,7 +109,9 @@ async function logEntries(
     for (const at of [request.created_at, request.decided_at]) days.add(localDay(at) ?? '');
   days.delete('');
   // Lines about the item, and about its approval requests (asked, approved, rejected, expired).
-  const hrefs = new Set([notePath, ...approvals.map((request) => `approvals/${request.id}.md`)].map(notePageUrl));
+  const hrefs = new Set(
+    [notePath, ...approvals.map((request) => `approvals/${request.id}.md`)].map((linked) => notePageUrl(linked)),
+  );
   const chosen = [...days].sort().slice(-maxLogDays);
   const perDay = await Promise.all(
     chosen.map(async (day) => {
