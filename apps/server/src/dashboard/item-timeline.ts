@@ -26,7 +26,7 @@ export interface IndexedTask {
 }
 
 /** The most tasks held; a queue larger than this (retention set very long) indexes its newest. */
-export const maxIndexedTasks = 200_000;
+const maxIndexedTasks = 200_000;
 /** Task files read at once. */
 const readConcurrency = 16;
 /** The longest error excerpt kept. */

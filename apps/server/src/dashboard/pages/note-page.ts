@@ -72,7 +72,7 @@ function valueCell(value: unknown): SafeHtml {
 }
 
 /** A frontmatter with more fields than this, or more text, is folded under its heading (the Why and body come first). */
-export const foldedFrontmatterFields = 8;
+const foldedFrontmatterFields = 8;
 const foldedFrontmatterCharacters = 600;
 
 function frontmatterTable(data: FrontmatterData): SafeHtml {
