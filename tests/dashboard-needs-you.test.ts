@@ -220,6 +220,7 @@ describe('dashboard: what needs you, names by subject, an item timeline', () => 
     expect(seconds).toEqual([...seconds].sort((left, right) => left - right));
     expect(await page.locator('img[src="x"]').count()).toBe(0);
     await expectAccessible(page, 'an item note with its timeline');
+    await page.locator('#timeline-heading').scrollIntoViewIfNeeded();
     await screenshot(page, 'note-timeline', 'light', dir.path);
     expect(dashboard.consoleErrors).toEqual([]);
 
@@ -228,6 +229,7 @@ describe('dashboard: what needs you, names by subject, an item timeline', () => 
     await screenshot(dark.page, 'overview-needs', 'dark', dir.path);
     await dark.page.goto('/notes/greeter/friendly/ada.md');
     await expectAccessible(dark.page, 'an item note with its timeline, dark');
+    await dark.page.locator('#timeline-heading').scrollIntoViewIfNeeded();
     await screenshot(dark.page, 'note-timeline', 'dark', dir.path);
 
     await using narrow = await openDashboard(browser, assistant, { narrow: true });

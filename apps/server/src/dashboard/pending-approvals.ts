@@ -32,3 +32,18 @@ export async function pendingApprovals(context: DashboardContext): Promise<Appro
   // A request past its expiry waits for housekeeping to mark it; nobody can approve it any more.
   return entry.pending.filter((request) => Date.parse(request.expires_at) > nowMs);
 }
+
+const allKnown = new WeakMap<DashboardContext, { version: string; requests: ApprovalRequest[] }>();
+
+/** Every approval request (any status), read again only when the approvals folder changed (as above). */
+export async function allApprovals(context: DashboardContext): Promise<ApprovalRequest[]> {
+  const folder = path.join(context.notes.root, approvalsFolder);
+  const info = await stat(folder).catch(() => undefined);
+  const version = info ? String(info.mtimeMs) : 'none';
+  let entry = allKnown.get(context);
+  if (entry?.version !== version) {
+    entry = { version, requests: info ? (await approvalsIndexFor(context).list(undefined)).requests : [] };
+    allKnown.set(context, entry);
+  }
+  return entry.requests;
+}

@@ -1,10 +1,10 @@
-import { approvalsIndexFor } from './approvals-index.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 import { html, type SafeHtml } from './html.ts';
 import { dashboardHrefOf, formatLogDate, readLogBefore } from './human-log-view.ts';
 import { type IndexedTask, itemTimelineIndex } from './item-timeline.ts';
 import { timeTag } from './layout.ts';
 import { notePageUrl } from './markdown.ts';
+import { allApprovals } from './pending-approvals.ts';
 
 /** How long a note page waits for the task index before it shows what it has (the first build reads every task). */
 const indexWaitMs = 1_500;
@@ -50,8 +50,7 @@ export async function renderTimeline(context: DashboardContext, notePath: string
   const index = itemTimelineIndex(context);
   await index.refreshWithin(indexWaitMs);
   const tasks = index.tasksOf(notePath);
-  const { requests } = await approvalsIndexFor(context).list(undefined);
-  const approvals = requests.filter((request) => request.item === notePath);
+  const approvals = (await allApprovals(context)).filter((request) => request.item === notePath);
   if (tasks.length === 0 && approvals.length === 0) {
     return index.ready
       ? undefined
