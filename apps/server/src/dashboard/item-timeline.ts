@@ -27,6 +27,8 @@ export interface IndexedTask {
 
 /** The most tasks held; a queue larger than this (retention set very long) indexes its newest. */
 const maxIndexedTasks = 200_000;
+/** How long a pass may be skipped while the queue's counts per state stay the same. */
+const unchangedPassMs = 10_000;
 /** Task files read at once. */
 const readConcurrency = 16;
 /** The longest error excerpt kept. */
@@ -41,6 +43,8 @@ export class ItemTimelineIndex {
   #built = false;
   #toRead = 0;
   #read = 0;
+  #lastCounts = '';
+  #lastPassMs = 0;
 
   constructor(queue: () => TaskQueue) {
     this.#queue = queue;
@@ -117,6 +121,18 @@ export class ItemTimelineIndex {
 
   async #pass(): Promise<void> {
     const queue = this.#queue();
+    // Listing every task costs about 0.1 s at 10,000: while the counts per state are what they were at the last pass,
+    // and it was recent, nothing moved (a move changes two counts; an enqueue and a removal in between are caught by
+    // the next full pass, at most `unchangedPassMs` later).
+    const stats = await queue.stats();
+    const counts = `${stats.pending}:${stats.active}:${stats.done}:${stats.failed}`;
+    if (this.#built && counts === this.#lastCounts && Date.now() - this.#lastPassMs < unchangedPassMs) {
+      this.#toRead = 0;
+      this.#read = 0;
+      return;
+    }
+    this.#lastCounts = counts;
+    this.#lastPassMs = Date.now();
     // Pending and active first, then finished newest first: a queue past the bound keeps its newest tasks.
     const entries = (await queue.list()).slice(0, maxIndexedTasks);
     const present = new Map<string, TaskState>();
