@@ -78,3 +78,18 @@ async function eachLimited<T>(items: readonly T[], work: (item: T) => Promise<vo
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
+
+const indexes = new WeakMap<object, ApprovalsIndex>();
+
+/**
+ * The server's one approvals index (the Approvals page, the Overview's pending approvals and the nav's count, an
+ * item's timeline), made the first time a page needs it. Keyed by the dashboard's context.
+ */
+export function approvalsIndexFor(context: { notes: FileNoteStore }): ApprovalsIndex {
+  let index = indexes.get(context);
+  if (!index) {
+    index = new ApprovalsIndex(context.notes);
+    indexes.set(context, index);
+  }
+  return index;
+}

@@ -79,15 +79,35 @@ function shorten(text: string): string {
   return text.length > maxShownCharacters ? `${text.slice(0, maxShownCharacters)}…` : text;
 }
 
+/**
+ * The subject of the item a line links to, by the note's dashboard address (`/notes/…`): the link then reads as the
+ * item's subject instead of "note".
+ */
+export type LinkSubjects = ReadonlyMap<string, string | undefined>;
+
+/** The note paths the lines link to (what to look up for their subjects). */
+export function linkedNotePaths(lines: readonly LogLine[]): string[] {
+  const found = new Set<string>();
+  for (const line of lines) {
+    const href = dashboardHrefOf(line.link);
+    if (href?.startsWith('/notes/'))
+      found.add(href.slice('/notes/'.length).split('/').map(decodeURIComponent).join('/'));
+  }
+  return [...found];
+}
+
 /** One line as a list item: time, source, message, reason, link; all text escaped. */
-export function renderLogLine(line: LogLine): SafeHtml {
+export function renderLogLine(line: LogLine, subjects?: LinkSubjects): SafeHtml {
   const href = dashboardHrefOf(line.link);
+  const subject = href === undefined ? undefined : subjects?.get(href);
   const link =
     line.link === undefined
       ? ''
       : href === undefined
         ? html` <span class="log-link muted">${shorten(line.link)}</span>`
-        : html` <a class="log-link" href="${href}">${linkLabel(href)}</a>`;
+        : subject === undefined
+          ? html` <a class="log-link" href="${href}">${linkLabel(href)}</a>`
+          : html` <a class="log-link log-subject" href="${href}"><span class="visually-hidden">note: </span>“${shorten(subject)}”</a>`;
   return html`<li>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
     line.source === undefined ? '' : html`<span class="log-source">${line.source}</span> `
   }<span class="log-message">${shorten(line.message)}</span>${
@@ -102,6 +122,7 @@ export function renderLogLine(line: LogLine): SafeHtml {
 export function renderLinesWithin(
   chunk: Pick<LogChunk, 'lines' | 'offsets' | 'startOffset'>,
   maxBytes: number,
+  subjects?: LinkSubjects,
 ): { items: SafeHtml[]; startOffset: number } {
   const items: SafeHtml[] = [];
   let bytes = 0;
@@ -109,7 +130,7 @@ export function renderLinesWithin(
   for (let index = chunk.lines.length - 1; index >= 0; index -= 1) {
     const line = chunk.lines[index];
     if (!line) continue;
-    const item = renderLogLine(line);
+    const item = renderLogLine(line, subjects);
     bytes += Buffer.byteLength(item.toString());
     if (bytes > maxBytes && items.length > 0) break;
     items.push(item);

@@ -32,6 +32,27 @@ export interface PageOptions {
   live?: string;
 }
 
+/** Counts the navigation shows beside a section, per request (set by a hook before the page renders). */
+export interface NavCounts {
+  /** Approval requests waiting for the owner. */
+  approvals: number;
+}
+
+const navCounts = new WeakMap<FastifyRequest, NavCounts>();
+
+/** Gives the page this request renders its navigation counts (register-dashboard.ts, for logged-in requests). */
+export function setNavCounts(request: FastifyRequest, counts: NavCounts): void {
+  navCounts.set(request, counts);
+}
+
+/**
+ * The count of pending approvals beside "Approvals", on every page: refreshed from `/nav/approvals` when the page's
+ * live stream tells of a change in the approvals folder. Hidden (but present, for the refresh) at zero.
+ */
+export function approvalsBadge(count: number): SafeHtml {
+  return html`<span id="nav-approvals-count" class="nav-count" hx-get="/nav/approvals" hx-trigger="live-refresh" data-live-events="approvals" hx-swap="outerHTML"${count === 0 ? html` hidden` : ''}> ${count}<span class="visually-hidden"> waiting</span></span>`;
+}
+
 /** The hidden CSRF field every form of a page carries. */
 export function csrfField(request: FastifyRequest): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrfTokenOf(request)}">`;
@@ -47,19 +68,20 @@ export function renderPage(options: PageOptions): string {
   const session = sessionOf(request);
   const csrf = csrfTokenOf(request);
   const headers = csrf === '' ? undefined : JSON.stringify({ 'x-csrf-token': csrf });
+  const counts = navCounts.get(request);
   const nav = dashboardSections.map(
     (section) =>
-      html`<li><a href="${section.href}"${section.id === options.section ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
+      html`<li><a href="${section.href}"${section.id === options.section ? html` aria-current="page"` : ''}>${section.label}${section.id === 'approvals' && counts ? approvalsBadge(counts.approvals) : ''}</a></li>`,
   );
   const logout = session
     ? html`<form method="post" action="/logout" class="logout">${csrfField(request)}<button type="submit" class="link">Log out</button></form>`
     : '';
   // An EventSource cannot send the origin key's header: the stream takes the session's stream token in its query,
   // which this page (served only to a request with the key) is the one place to find (decision 0023).
+  // The nav's approvals count follows the approvals folder on every page that has a live stream.
+  const topics = options.live && counts ? withApprovalsTopic(options.live) : options.live;
   const live =
-    options.live && session
-      ? `${options.live}${options.live.includes('?') ? '&' : '?'}stream_token=${session.streamToken}`
-      : options.live;
+    topics && session ? `${topics}${topics.includes('?') ? '&' : '?'}stream_token=${session.streamToken}` : topics;
   const liveAttributes = live ? html` hx-ext="sse" sse-connect="${live}"` : '';
   return `<!doctype html>\n${html`<html lang="en">
 ${pageHead({ title: `${options.title} · Assistant` })}
@@ -79,6 +101,15 @@ ${options.body}
 <footer class="bottom"><small>Assistant ${assistantVersion}</small></footer>
 </body>
 </html>`}\n`;
+}
+
+/** `/live?topics=queue` → `/live?topics=queue,approvals` (unchanged when it has them, or names no topics: all). */
+function withApprovalsTopic(live: string): string {
+  const match = /([?&]topics=)([^&]*)/.exec(live);
+  if (!match) return live;
+  const names = (match[2] ?? '').split(',');
+  if (names.includes('approvals')) return live;
+  return live.replace(match[0], `${match[1]}${[...names, 'approvals'].join(',')}`);
 }
 
 /** Sends a whole page as HTML. */

@@ -9,6 +9,8 @@ import type { DashboardRouteConfig } from './dashboard-auth.ts';
 import { isDashboardRoute, registerDashboardGuards, sessionOf } from './dashboard-auth.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 import { dashboardRoute } from './dashboard-route.ts';
+import { itemTimelineIndex } from './item-timeline.ts';
+import { approvalsBadge, sendFragment, setNavCounts, wantsFragment } from './layout.ts';
 import { registerApprovalsPage } from './pages/approvals-page.ts';
 import { registerChatPage } from './pages/chat-page.ts';
 import { registerConfigPage } from './pages/config-page.ts';
@@ -19,6 +21,7 @@ import { registerNotesPage } from './pages/notes-page.ts';
 import { registerOverviewPage } from './pages/overview-page.ts';
 import { registerPauseActions } from './pages/pauses-view.ts';
 import { registerTasksPage } from './pages/tasks-page.ts';
+import { pendingApprovals } from './pending-approvals.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -79,6 +82,18 @@ export function registerDashboard(
       }
     },
   });
+  // Every page's nav shows how many approvals wait (one stat of the approvals folder while nothing changed there).
+  app.addHook('preHandler', async (request) => {
+    if (request.method !== 'GET' || !isDashboardRoute(request) || wantsFragment(request)) return;
+    if (request.url.startsWith('/assets/') || request.url.startsWith('/live')) return;
+    if (sessionOf(request) === undefined && !isAuthenticated(request)) return;
+    setNavCounts(request, { approvals: (await pendingApprovals(context)).length });
+  });
+  dashboardRoute(app, {
+    method: 'GET',
+    url: '/nav/approvals',
+    handler: async (_request, reply) => sendFragment(reply, approvalsBadge((await pendingApprovals(context)).length)),
+  });
   registerLoginPage(app, context, options.apiToken);
   registerOverviewPage(app, context);
   registerTasksPage(app, context);
@@ -98,5 +113,9 @@ export function registerDashboard(
     warmed = true;
     noteSearchIndex(context);
     approvals.warm();
+    // Items' timelines read every task once; in the background, so the first item page does not wait for it.
+    itemTimelineIndex(context)
+      .refresh()
+      .catch(() => {});
   });
 }

@@ -9,10 +9,11 @@ import {
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
-import { ApprovalsIndex } from '../approvals-index.ts';
+import { type ApprovalsIndex, approvalsIndexFor } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
+import { type ItemSubject, itemSubjects } from '../item-subjects.ts';
 import { csrfField, sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 
 const statuses = ['pending', 'approved', 'rejected', 'expired', 'all'] as const;
@@ -59,7 +60,7 @@ function listUrl(state: ListState, extra: { decided?: string } = {}): string {
  * The list refreshes when the approvals folder changes (`sse:approvals`).
  */
 export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): { warm: () => void } {
-  const index = new ApprovalsIndex(context.notes);
+  const index = approvalsIndexFor(context);
   dashboardRoute(app, {
     method: 'GET',
     url: '/approvals',
@@ -99,7 +100,7 @@ ${list}`,
         section: 'approvals',
         body: html`<p><a href="/approvals">All approvals</a></p>
 <div id="approvals-list" hx-get="/approvals/${id}" hx-trigger="live-refresh" data-live-events="approvals" hx-select="#approvals-list" hx-swap="outerHTML">
-<ul class="approvals plain">${renderApproval(request, found, classifications, Date.now(), { status: 'all', page: 1 })}</ul>
+<ul class="approvals plain">${renderApproval(request, found, classifications, Date.now(), { status: 'all', page: 1 }, (await itemSubjects(context).lookup([found.item])).get(found.item))}</ul>
 </div>`,
         live: '/live?topics=approvals',
       });
@@ -177,6 +178,8 @@ async function renderList(
   const page = Math.min(state.page, pages);
   const shown = all.slice((page - 1) * pageSize, page * pageSize);
   const classifications = await Promise.all(shown.map((approval) => itemClassifications(context, approval.item)));
+  // The item by its subject and sender (a mail's, a pull request's title and author), beside its note's path.
+  const subjects = await itemSubjects(context).lookup(shown.map((approval) => approval.item));
   const nowMs = Date.now();
   const decided = state.decided ? await decidedNotice(context, state.decided) : '';
   // The live refresh keeps the notice of a decision just made (a refresh follows every decision: the folder changed).
@@ -196,7 +199,7 @@ ${
   shown.length === 0
     ? html`<p>No ${state.status === 'all' ? '' : `${state.status} `}approval requests.</p>`
     : html`<p class="muted">${all.length} ${state.status === 'all' ? '' : `${state.status} `}request${all.length === 1 ? '' : 's'}, newest first.</p>
-<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state))}</ul>`
+<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state, subjects.get(approval.item)))}</ul>`
 }
 ${pager}
 </div>`;
@@ -245,6 +248,7 @@ function renderApproval(
   classifications: Record<string, unknown> | { missing: string } | undefined,
   nowMs: number,
   state: ListState,
+  subject?: ItemSubject,
 ): SafeHtml {
   const what = describeApproval(approval);
   const lapsed = approval.status === 'pending' && Date.parse(approval.expires_at) <= nowMs;
@@ -273,7 +277,7 @@ function renderApproval(
 <p><span class="badge ${status}">${status}</span>${approval.shadow ? html` <span class="badge">shadow mode</span> <span class="muted">what ${approval.instance}'s rules would have done; nothing was done (<code>assistant shadow report</code>)</span>` : ''}${lapsed ? html` <span class="muted">(past its expiry; nobody can approve it now)</span>` : ''}${approval.decided_at ? html` <span class="muted">by ${approval.decided_by ?? 'someone'} at ${timeTag(approval.decided_at)}</span>` : ''}</p>
 <table class="kv">
 <tbody>
-<tr><th scope="row">Item</th><td><a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
+<tr><th scope="row">Item</th><td>${subject?.subject ? html`${subject.where ? html`<span class="muted">${subject.where}</span> ` : ''}“${subject.subject}”${subject.sender ? html` <span class="muted">from</span> <span class="item-sender">${subject.sender}</span>` : ''}<br>` : ''}<a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
 ${
   approval.tool_call
     ? html`<tr><th scope="row">Would call</th><td><code>${approval.tool_call.tool}</code> <span class="badge">${approval.tool_call.tier.replace('_', ' ')}</span></td></tr>

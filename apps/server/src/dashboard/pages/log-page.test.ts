@@ -44,7 +44,7 @@ describe('the Log page', () => {
     expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page.body).toContain('href="/notes/email/inbox/a%20b.md"');
     expect(page.body).toContain('href="/tasks/01jabcdefghjkmnpqrstvwxyz0"');
-    expect(page.body).toContain('sse-connect="/live?topics=log"');
+    expect(page.body).toContain('sse-connect="/live?topics=log,approvals"');
     const offset = /hx-get="\/log\/[\d-]+\/after\?offset=(\d+)"/.exec(page.body)?.[1];
     expect(Number(offset)).toBeGreaterThan(0);
 

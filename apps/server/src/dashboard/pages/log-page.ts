@@ -12,6 +12,7 @@ import {
   readLogBefore,
   renderLinesWithin,
 } from '../human-log-view.ts';
+import { logLinkSubjects } from '../item-subjects.ts';
 import { sendFragment, sendPage } from '../layout.ts';
 
 /** Lines per page of the Log page, at most, and the HTML they may take: the page stays under 100 KB. */
@@ -58,7 +59,7 @@ export function registerLogPage(app: AssistantServer, context: DashboardContext)
       const gap = chunk.skipped
         ? html`<li class="muted">… more lines were written than a live update shows; <a href="/log/${formatLogDate(day)}">reload</a> to page through them.</li>`
         : '';
-      const shown = renderLinesWithin(chunk, linesMaxBytes);
+      const shown = renderLinesWithin(chunk, linesMaxBytes, await logLinkSubjects(context, chunk.lines));
       const cut =
         shown.startOffset > chunk.startOffset
           ? html`<li class="muted">… more lines were written than a live update shows; <a href="/log/${formatLogDate(day)}">reload</a> to page through them.</li>`
@@ -112,7 +113,8 @@ async function sendLogPage(
     logDates(context.humanLog.directory),
   ]);
   const atEnd = chunk.endOffset >= chunk.fileSize;
-  const shown = renderLinesWithin(chunk, linesMaxBytes);
+  // A line about an item links to its note by the item's subject (the mail's subject, the pull request's title).
+  const shown = renderLinesWithin(chunk, linesMaxBytes, await logLinkSubjects(context, chunk.lines));
   const following = date === today && before === undefined;
   const body = html`${renderDateNavigation(date, today, dates)}
 <section aria-labelledby="log-lines-title">

@@ -16,6 +16,7 @@ import { dashboardRoute, formField, redirectAfterPost } from '../dashboard-route
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { notePageUrl, renderNoteMarkdown } from '../markdown.ts';
+import { renderTimeline } from '../timeline-view.ts';
 import { renderWhy } from '../why.ts';
 import { breadcrumbs, folderOf, folderUrl, noteSearchIndex, noteTitle, pathProblem } from './note-views.ts';
 
@@ -70,13 +71,20 @@ function valueCell(value: unknown): SafeHtml {
   return html`${String(value)}`;
 }
 
+/** A frontmatter with more fields than this, or more text, is folded under its heading (the Why and body come first). */
+const foldedFrontmatterFields = 8;
+const foldedFrontmatterCharacters = 600;
+
 function frontmatterTable(data: FrontmatterData): SafeHtml {
   const entries = Object.entries(data);
   if (entries.length === 0) return html`<p class="muted">No frontmatter.</p>`;
-  return html`<div class="table-wrap"><table class="kv">
+  const table = html`<div class="table-wrap"><table class="kv">
 <caption class="visually-hidden">Frontmatter: each key with its value</caption>
 <tbody>${entries.map(([key, value]) => html`<tr><th scope="row">${key}</th><td>${valueCell(value)}</td></tr>`)}</tbody>
 </table></div>`;
+  const long = entries.length > foldedFrontmatterFields || JSON.stringify(data).length > foldedFrontmatterCharacters;
+  if (!long) return table;
+  return html`<details class="frontmatter"><summary>All ${entries.length} fields</summary>${table}</details>`;
 }
 
 function fileLine(context: DashboardContext, notePath: string): SafeHtml {
@@ -96,16 +104,18 @@ ${actions}
 <h2>Text on disk</h2>
 <pre class="note-raw">${note.text.text}</pre>`;
   }
-  const why = await renderWhy(context, notePath);
+  const [why, timeline] = await Promise.all([renderWhy(context, notePath), renderTimeline(context, notePath)]);
+  // What a person opens an item for comes first: why it was handled so, its text, what happened to it; the fields last.
   return html`${breadcrumbs(notePath, { isNote: true })}
 ${saved ? html`<p class="notice ok" role="status">Saved.</p>` : ''}
 ${fileLine(context, notePath)}
 ${actions}
-<h2>Frontmatter</h2>
-${frontmatterTable(note.data)}
+${why ?? ''}
 <h2>Body</h2>
 <div class="markdown">${note.body.trim() === '' ? html`<p class="muted">Empty.</p>` : renderNoteMarkdown(note.body, notePath)}</div>
-${why ?? ''}`;
+${timeline ?? ''}
+<h2>Frontmatter</h2>
+${frontmatterTable(note.data)}`;
 }
 
 /**

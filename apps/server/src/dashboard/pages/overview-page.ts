@@ -9,8 +9,10 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { readLogBefore, renderLogLine } from '../human-log-view.ts';
+import { logLinkSubjects } from '../item-subjects.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { countThroughput, describeThroughput, renderSparkline } from '../sparkline.ts';
+import { registerNeedsRoutes, renderNeedsPart } from './needs-you.ts';
 
 /** Lines of today's human log on the overview; the Log page has the rest. */
 const overviewLogLines = 50;
@@ -26,7 +28,8 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
     method: 'GET',
     url: '/',
     handler: async (request, reply) => {
-      const [queuePart, workersPart, modelsPart, statusPart, logPart] = await Promise.all([
+      const [needsPart, queuePart, workersPart, modelsPart, statusPart, logPart] = await Promise.all([
+        renderNeedsPart(context, request),
         renderQueuePart(context),
         renderWorkersPart(context),
         renderModelsPart(context),
@@ -37,22 +40,24 @@ export function registerOverviewPage(app: AssistantServer, context: DashboardCon
         request,
         title: 'Overview',
         section: 'overview',
-        body: html`<div class="overview">${queuePart}${workersPart}${modelsPart}${statusPart}${logPart}</div>`,
-        live: '/live?topics=queue,log,models',
+        body: html`<div class="overview">${needsPart}${queuePart}${workersPart}${modelsPart}${statusPart}${logPart}</div>`,
+        live: '/live?topics=queue,log,models,approvals',
       });
     },
   });
 
-  const fragment = (part: string, render: () => Promise<SafeHtml>) =>
+  registerNeedsRoutes(app, context);
+  const fragment = (part: string, render: (request: FastifyRequest) => Promise<SafeHtml>) =>
     dashboardRoute(app, {
       method: 'GET',
       url: `/overview/${part}`,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         // A fragment is for htmx; a person who opens its address gets the page, at the part.
         if (!wantsFragment(request)) return reply.redirect(`/#overview-${part}`, 303);
-        return sendFragment(reply, await render());
+        return sendFragment(reply, await render(request));
       },
     });
+  fragment('needs', (request) => renderNeedsPart(context, request));
   fragment('queue', () => renderQueuePart(context));
   fragment('workers', () => renderWorkersPart(context));
   fragment('models', () => renderModelsPart(context));
@@ -297,12 +302,13 @@ ${listeners}
 async function renderLogPart(context: DashboardContext): Promise<SafeHtml> {
   const file = context.humanLog.fileFor(new Date());
   const chunk = await readLogBefore(file, { maxLines: overviewLogLines, maxBytes: 64 * 1024 });
+  const subjects = await logLinkSubjects(context, chunk.lines);
   return html`<section class="card overview-log" aria-labelledby="overview-log-title"${liveAttributes('log', 'log')}>
 <h2 id="overview-log-title">Today’s log</h2>
 ${
   chunk.lines.length === 0
     ? html`<p class="muted">Nothing logged today yet.</p>`
-    : html`<ul class="log">${chunk.lines.map((line) => renderLogLine(line))}</ul>`
+    : html`<ul class="log">${chunk.lines.map((line) => renderLogLine(line, subjects))}</ul>`
 }
 <p><a href="/log">The whole log${chunk.startOffset > 0 ? ' (earlier lines and other days)' : ' and other days'}</a></p>
 </section>`;

@@ -8,6 +8,7 @@ import { type SteerInput, steerTask } from '../../routes/steering-routes.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
+import { type ItemSubject, itemNoteOfTask, itemSubjects, renderItemSubject } from '../item-subjects.ts';
 import { csrfField, sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import {
   clarificationsOf,
@@ -85,6 +86,24 @@ interface SummaryInput {
   record: TaskRecord;
   events: TaskEventLine[];
   full: boolean;
+  /** The item the task is about (its note path), and its subject when the note names one. */
+  item?: { notePath: string; subject: ItemSubject | undefined } | undefined;
+}
+
+/** The item a task is about, by its subject, a link to its note; the note's path when the note is gone. */
+async function itemOf(context: DashboardContext, record: TaskRecord): Promise<SummaryInput['item']> {
+  const notePath = record.task ? itemNoteOfTask(record.task) : undefined;
+  if (notePath === undefined) return undefined;
+  const subject = (await itemSubjects(context).lookup([notePath])).get(notePath);
+  return { notePath, subject };
+}
+
+function itemCell(item: SummaryInput['item']): SafeHtml | undefined {
+  if (!item) return undefined;
+  if (item.subject) {
+    return html`${renderItemSubject(item.subject)}<br><small class="muted"><code>${item.notePath}</code></small>`;
+  }
+  return html`<code>${item.notePath}</code> <span class="muted">(the note is not there)</span>`;
 }
 
 /** Everything but the event list: fields, buttons, steering, clarifications, payload, result, error, history. */
@@ -150,6 +169,7 @@ function renderSummary(request: FastifyRequest, context: DashboardContext, input
 <tbody>
 ${row('State', stateWithOutcome(record.state, record.task?.result))}
 ${row('Type', task ? html`<code>${task.type}</code>` : (record.name?.type ?? ''))}
+${row('Item', itemCell(input.item))}
 ${row('Id', html`<code>${id}</code>`)}
 ${row('Integration', task?.integration)}
 ${row('Source', task?.source)}
@@ -208,6 +228,7 @@ async function sendTaskPage(
 ): Promise<FastifyReply> {
   const id = taskIdOf(request);
   const { record, events, offset } = await loadTask(context, id);
+  const item = await itemOf(context, record);
   const full = queryField(request, 'full') === '1';
   const running = record.state === 'pending' || record.state === 'active';
   const shown = events.slice(-shownEventLimit);
@@ -223,12 +244,12 @@ ${events.length === 0 ? html`<p class="muted">No agent events yet.</p>` : ''}
 </section>`;
   return sendPage(reply, {
     request,
-    title: `Task ${record.task?.type ?? record.name?.type ?? id}`,
+    title: `Task ${record.task?.type ?? record.name?.type ?? id}${item?.subject?.subject ? `: ${item.subject.subject}` : ''}`,
     section: 'tasks',
     body: html`<p><a href="/tasks">← All tasks</a></p>
 ${notice ? html`<p class="notice ${notice.tone}" role="status">${notice.text}</p>` : ''}
 ${extra.answer ?? ''}
-${renderSummary(request, context, { id, record, events, full })}
+${renderSummary(request, context, { id, record, events, full, item })}
 ${eventsSection}`,
     ...(running ? { live: `/live${queryString({ topics: 'queue', task: `${id}@${offset}` })}` } : {}),
   });
@@ -291,7 +312,8 @@ export function registerTaskPage(app: AssistantServer, context: DashboardContext
       const id = taskIdOf(request);
       if (!wantsFragment(request)) return reply.redirect(`/tasks/${id}`, 303);
       const { record, events } = await loadTask(context, id);
-      return sendFragment(reply, renderSummary(request, context, { id, record, events, full: false }));
+      const item = await itemOf(context, record);
+      return sendFragment(reply, renderSummary(request, context, { id, record, events, full: false, item }));
     },
   });
 

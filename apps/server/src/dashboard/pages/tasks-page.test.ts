@@ -64,7 +64,7 @@ describe('the Tasks page', () => {
     expect(page.body).toContain('pending <strong>56</strong>');
     expect(page.body).toContain('Tasks 1–50 of 56.');
     expect(page.body).toContain('href="/tasks?start=50"');
-    expect(page.body).toContain('sse-connect="/live?topics=queue"');
+    expect(page.body).toContain('sse-connect="/live?topics=queue,approvals"');
     const second = await app.get('/tasks?start=50');
     expect(second.body).toContain('Tasks 51–56 of 56.');
     expect(second.body).toContain('href="/tasks" rel="prev"');
@@ -132,7 +132,7 @@ describe('the Tasks page', () => {
     expect(page.body).toContain('name="clarification_id" value="c1"');
     expect(page.body).not.toContain('value="c2"');
     expect(page.body).toContain('>Pause</button>');
-    expect(page.body).toMatch(new RegExp(`sse-connect="/live\\?topics=queue&amp;task=${id}%40\\d+"`));
+    expect(page.body).toMatch(new RegExp(`sse-connect="/live\\?topics=queue,approvals&amp;task=${id}%40\\d+"`));
     expect(page.body).not.toContain('<img src=x');
     const bad = await app.inject({
       method: 'POST',

@@ -5,6 +5,7 @@ import type { DataPaths } from '../../data-paths.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
+import { type ItemSubject, itemNoteOfTask, itemSubjects, payloadPreview, renderItemSubject } from '../item-subjects.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { resultOutcome, stateWithOutcome } from '../task-steps.ts';
 import { registerTaskPage } from './task-page.ts';
@@ -261,7 +262,22 @@ function errorExcerpt(record: TaskRecord | undefined, paths: DataPaths): string 
   return scrubbed.length > errorExcerptLength ? `${scrubbed.slice(0, errorExcerptLength)}…` : scrubbed;
 }
 
-function renderRow(row: Row, paths: DataPaths): SafeHtml {
+/** What a row is about: the item by its subject (a link to its note), else a preview of the task's data. */
+function subjectCell(
+  record: TaskRecord | undefined,
+  subjects: Map<string, ItemSubject | undefined>,
+): SafeHtml | string {
+  const task = record?.task;
+  if (!task) return '';
+  const notePath = itemNoteOfTask(task);
+  const subject = notePath === undefined ? undefined : subjects.get(notePath);
+  if (subject) return renderItemSubject(subject);
+  if (notePath !== undefined) return html`<span class="muted">${notePath}</span>`;
+  const preview = payloadPreview(task.payload);
+  return preview === '' ? '' : html`<code class="data-preview">${preview}</code>`;
+}
+
+function renderRow(row: Row, paths: DataPaths, subjects: Map<string, ItemSubject | undefined>): SafeHtml {
   const { entry, record } = row;
   const task = record?.task;
   const id = entry.name?.id;
@@ -270,6 +286,7 @@ function renderRow(row: Row, paths: DataPaths): SafeHtml {
 <td>${stateWithOutcome(record?.state ?? entry.state, task?.result)}</td>
 <td>${id ? html`<a href="/tasks/${id}"><code>${entry.name?.type ?? '?'}</code></a>` : html`<code>${entry.name?.type ?? '?'}</code>`}</td>
 <th scope="row">${id ? html`<a href="/tasks/${id}">${id}</a>` : html`<span class="muted">${entry.location}</span>`}</th>
+<td class="task-subject">${subjectCell(record, subjects)}</td>
 <td>${task?.integration ?? ''}</td>
 <td class="hide-narrow">${entry.name?.priority ?? ''}</td>
 <td class="hide-narrow">${timeTag(task?.createdAt)}</td>
@@ -286,6 +303,7 @@ function renderResults(
   page: TaskPage,
   counts: Record<TaskState, number>,
   paths: DataPaths,
+  subjects: Map<string, ItemSubject | undefined>,
   problems: readonly string[] = [],
 ): SafeHtml {
   const problemNotice =
@@ -323,8 +341,8 @@ ${
     ? html`<p>No task matches.</p>`
     : html`<div class="table-wrap"><table class="tasks">
 <caption class="visually-hidden">Tasks</caption>
-<thead><tr><th scope="col">State</th><th scope="col">Type</th><th scope="col">Id</th><th scope="col">Integration</th><th scope="col" class="hide-narrow">Priority</th><th scope="col" class="hide-narrow">Created</th><th scope="col" class="hide-narrow">Ready</th><th scope="col" class="hide-narrow">Finished</th><th scope="col">Attempts</th><th scope="col">Error</th></tr></thead>
-<tbody>${page.rows.map((row) => renderRow(row, paths))}</tbody>
+<thead><tr><th scope="col">State</th><th scope="col">Type</th><th scope="col">Id</th><th scope="col">Subject</th><th scope="col">Integration</th><th scope="col" class="hide-narrow">Priority</th><th scope="col" class="hide-narrow">Created</th><th scope="col" class="hide-narrow">Ready</th><th scope="col" class="hide-narrow">Finished</th><th scope="col">Attempts</th><th scope="col">Error</th></tr></thead>
+<tbody>${page.rows.map((row) => renderRow(row, paths, subjects))}</tbody>
 </table></div>`
 }
 <nav class="pager" aria-label="Pages">${previous}${next}</nav>
@@ -354,7 +372,14 @@ export function registerTasksPage(app: AssistantServer, context: DashboardContex
       const queue = context.queue();
       const counts = await countsByState(queue, filters.type);
       const page = await findTasks(queue, filters, counts);
-      const results = renderResults(filters, page, counts, context.paths, problems);
+      // The items' subjects, from their notes: one stat per row, a read only for a note that changed.
+      const subjects = await itemSubjects(context).lookup(
+        page.rows.flatMap((row) => {
+          const notePath = row.record?.task ? itemNoteOfTask(row.record.task) : undefined;
+          return notePath === undefined ? [] : [notePath];
+        }),
+      );
+      const results = renderResults(filters, page, counts, context.paths, subjects, problems);
       if (wantsFragment(request)) return sendFragment(reply, results);
       return sendPage(reply, {
         request,
