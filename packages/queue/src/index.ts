@@ -3,6 +3,13 @@
 // fails when code outside it reaches for it.
 
 export { backoffDelayMs } from './backoff.ts';
+export {
+  type BulkTaskAction,
+  type BulkTaskActionOptions,
+  type BulkTaskActionResult,
+  bulkTaskActions,
+  runBulkTaskAction,
+} from './bulk-task-action.ts';
 export { durationExamples, formatDuration, parseDuration } from './duration.ts';
 export { resultProblem } from './file-task-consumer.ts';
 export { newWorkerOwner } from './file-worker-directory.ts';

@@ -14,6 +14,7 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { csrfField, sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
+import { registerApprovalsBulk, renderApprovalPick, renderBulkApprovalsForm } from './approvals-bulk.ts';
 
 const statuses = ['pending', 'approved', 'rejected', 'expired', 'all'] as const;
 type StatusFilter = (typeof statuses)[number];
@@ -77,6 +78,7 @@ export function registerApprovalsPage(app: AssistantServer, context: DashboardCo
         section: 'approvals',
         body: html`<p class="muted">Actions that wait for a person. Approving enqueues them at once (each is still taken only once per item); rejecting drops them. The same as <code>assistant approve ID</code> and <code>assistant reject ID</code>.</p>
 ${filters}
+${renderBulkApprovalsForm(request)}
 ${list}`,
         live: '/live?topics=approvals',
       });
@@ -134,6 +136,7 @@ ${list}`,
     },
   });
 
+  registerApprovalsBulk(app, context);
   for (const decision of ['approve', 'reject'] as const) {
     dashboardRoute(app, {
       method: 'POST',
@@ -194,7 +197,7 @@ ${
   shown.length === 0
     ? html`<p>No ${state.status === 'all' ? '' : `${state.status} `}approval requests.</p>`
     : html`<p class="muted">${all.length} ${state.status === 'all' ? '' : `${state.status} `}request${all.length === 1 ? '' : 's'}, newest first.</p>
-<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state))}</ul>`
+<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state, true))}</ul>`
 }
 ${pager}
 </div>`;
@@ -243,6 +246,8 @@ function renderApproval(
   classifications: Record<string, unknown> | { missing: string } | undefined,
   nowMs: number,
   state: ListState,
+  /** In the list: a checkbox for the bulk form. */
+  selectable = false,
 ): SafeHtml {
   const what = describeApproval(approval);
   const lapsed = approval.status === 'pending' && Date.parse(approval.expires_at) <= nowMs;
@@ -261,7 +266,9 @@ function renderApproval(
   const back = listUrl(state);
   const buttons =
     approval.status === 'pending' && !lapsed
-      ? html`<div class="actions">${(['approve', 'reject'] as const).map(
+      ? html`<div class="actions">${selectable ? renderApprovalPick(approval, `${what} for ${approval.title}`) : ''}${(
+          ['approve', 'reject'] as const
+        ).map(
           (decision) =>
             html`<form method="post" action="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-post="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-target="#approvals-list" hx-swap="outerHTML" hx-sync="closest #approvals-list:replace" hx-disabled-elt="find button">${csrfField(request)}<button type="submit"${decision === 'reject' ? html` class="secondary"` : ''}>${decision === 'approve' ? 'Approve' : 'Reject'}<span class="visually-hidden"> ${what} for ${approval.title}</span></button></form>`,
         )}</div>`

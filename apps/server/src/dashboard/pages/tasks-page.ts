@@ -8,6 +8,7 @@ import { html, queryString, type SafeHtml } from '../html.ts';
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { resultOutcome, stateWithOutcome } from '../task-steps.ts';
 import { registerTaskPage } from './task-page.ts';
+import { bulkNoticeId, registerTasksBulk, renderBulkTaskForms } from './tasks-bulk.ts';
 
 /** Rows per page. */
 export const tasksPerPage = 50;
@@ -286,7 +287,8 @@ function renderResults(
   page: TaskPage,
   counts: Record<TaskState, number>,
   paths: DataPaths,
-  problems: readonly string[] = [],
+  problems: readonly string[],
+  request: FastifyRequest,
 ): SafeHtml {
   const problemNotice =
     problems.length === 0
@@ -327,6 +329,10 @@ ${
 <tbody>${page.rows.map((row) => renderRow(row, paths))}</tbody>
 </table></div>`
 }
+${renderBulkTaskForms(request, {
+  query: filterQuery(filters),
+  failedIds: page.rows.flatMap((row) => (row.entry.state === 'failed' && row.entry.name ? [row.entry.name.id] : [])),
+})}
 <nav class="pager" aria-label="Pages">${previous}${next}</nav>
 </div>`;
 }
@@ -354,16 +360,17 @@ export function registerTasksPage(app: AssistantServer, context: DashboardContex
       const queue = context.queue();
       const counts = await countsByState(queue, filters.type);
       const page = await findTasks(queue, filters, counts);
-      const results = renderResults(filters, page, counts, context.paths, problems);
+      const results = renderResults(filters, page, counts, context.paths, problems, request);
       if (wantsFragment(request)) return sendFragment(reply, results);
       return sendPage(reply, {
         request,
         title: 'Tasks',
         section: 'tasks',
-        body: html`${renderFilterForm(filters)}${results}`,
+        body: html`${renderFilterForm(filters)}<div id="${bulkNoticeId}"></div>${results}`,
         live: '/live?topics=queue',
       });
     },
   });
   registerTaskPage(app, context);
+  registerTasksBulk(app, context);
 }
