@@ -160,8 +160,8 @@ describe('dashboard bulk actions', () => {
     await page
       .locator(`#${ada}`)
       .getByRole('checkbox')
-      .evaluate((box: HTMLInputElement) => {
-        box.value = `sha256:${'0'.repeat(64)}`;
+      .evaluate((box) => {
+        (box as unknown as { value: string }).value = `sha256:${'0'.repeat(64)}`;
       });
     await page.getByRole('button', { name: 'Approve selected' }).click();
     const notice = page.locator('#approvals-bulk-notice');
