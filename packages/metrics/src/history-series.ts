@@ -129,10 +129,11 @@ const staleLockMs = 30_000;
 export async function appendHistory(options: { file: string; events: readonly HistoryEvent[] }): Promise<boolean> {
   if (options.events.length === 0) return true;
   const directory = path.dirname(options.file);
-  await mkdir(directory, { recursive: true });
+  // Private like every file under data/ (0600 files, 0700 directories): it names task types and model profiles.
+  await mkdir(directory, { recursive: true, mode: 0o700 });
   const lock = `${options.file}.lock`;
   try {
-    await mkdir(lock);
+    await mkdir(lock, { mode: 0o700 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     const held = await stat(lock).catch(() => undefined);
@@ -142,7 +143,7 @@ export async function appendHistory(options: { file: string; events: readonly Hi
     try {
       await rename(lock, away);
       await rmdir(away);
-      await mkdir(lock);
+      await mkdir(lock, { mode: 0o700 });
     } catch {
       return false;
     }
@@ -150,7 +151,7 @@ export async function appendHistory(options: { file: string; events: readonly Hi
   try {
     const history = addToHistory(await readHistory(options.file), options.events);
     const temporary = `${options.file}.${randomBytes(4).toString('hex')}.tmp`;
-    const handle = await open(temporary, 'w', 0o644);
+    const handle = await open(temporary, 'w', 0o600);
     try {
       await handle.writeFile(`${JSON.stringify(history)}\n`);
       await handle.sync();
