@@ -41,7 +41,7 @@ const createBody = z.strictObject({
 });
 
 /** At most this many tasks per bulk request: a page of failed tasks is 50; the CLI sends batches of this size. */
-export const bulkTaskLimit = 1_000;
+const bulkTaskLimit = 1_000;
 const bulkBody = z.strictObject({
   action: z.enum(bulkTaskActions),
   ids: z.array(z.string().max(100)).min(1).max(bulkTaskLimit),

@@ -33,7 +33,7 @@ export function renderApprovalPick(approval: { id: string; digest?: string | und
 }
 
 /** The decision and the requests a bulk post names, each with the digest it was shown with; BAD_REQUEST otherwise. */
-export function parseBulkApprovalsForm(body: unknown): { decision: 'approve' | 'reject'; approvals: ShownApproval[] } {
+function parseBulkApprovalsForm(body: unknown): { decision: 'approve' | 'reject'; approvals: ShownApproval[] } {
   const fields = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   const decision = fields.decision;
   if (decision !== 'approve' && decision !== 'reject') {

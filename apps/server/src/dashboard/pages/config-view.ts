@@ -93,7 +93,7 @@ export interface ConfigSource {
 }
 
 /** A value as YAML, as the owner would write it: `!secret name` for a secret (never its value), `!yolo` kept. */
-export function yamlSnippet(value: unknown): string {
+function yamlSnippet(value: unknown): string {
   return scrubSecrets(toYamlText(value).trimEnd());
 }
 

@@ -33,7 +33,7 @@ ${form('delete', `Delete the ${what}`, html` hx-confirm="Delete the ${what} for 
 }
 
 /** What a bulk post asks for, or a BAD_REQUEST naming what was received. */
-export function parseBulkTaskForm(field: (name: string) => string | undefined): {
+function parseBulkTaskForm(field: (name: string) => string | undefined): {
   action: BulkTaskAction;
   ids: string[];
 } {
