@@ -12,6 +12,7 @@ import {
   launchBrowser,
   openDashboard,
   type RunningAssistant,
+  screenshot,
   startAssistant,
 } from './helpers/browser.ts';
 import { tempDir } from './helpers/temp-dir.ts';
@@ -75,6 +76,11 @@ describe('dashboard history', () => {
     expect(Number((await profile.locator('td').nth(2).textContent())?.replace(/,/g, ''))).toBeGreaterThan(0);
     expect(await profile.getByRole('img').count()).toBe(2);
     await expectAccessible(page, 'the history page');
+    await screenshot(page, 'history', 'light', dir.path);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await expectAccessible(page, 'the history page, dark');
+    await screenshot(page, 'history', 'dark', dir.path);
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // The week: hourly bars, the same counts.
     await page.getByRole('link', { name: '7 d' }).click();
