@@ -105,5 +105,5 @@ integrations:
     await expectAccessible(dark.page, 'the config page, dark');
     await screenshot(dark.page, 'config', 'dark', dir.path);
     expect(dark.consoleErrors).toEqual([]);
-  });
+  }, 90_000);
 });
