@@ -23,6 +23,7 @@ describe('dashboard config page', () => {
   it('shows every section, secrets by name only, and a problem of the edited file with its line', async () => {
     await using dir = await tempDir();
     const secrets = await dir.write('secrets.yaml', `llm_key: ${secretValue}\n`);
+    for (const folder of ['cur', 'new', 'tmp']) await dir.write(`Mail/${folder}/.keep`, '');
     await chmod(secrets, 0o600);
     await using assistant = await startAssistant({
       dir,
@@ -32,6 +33,17 @@ describe('dashboard config page', () => {
     base_url: http://127.0.0.1:9/v1
     model: '${hostileModel}'
     token: !secret llm_key
+integrations:
+  - type: email
+    name: personal
+    maildir: ./Mail
+    window: 14d
+    platforms:
+      inbox:
+        automations:
+          - name: file newsletters
+            when: {newsletter: true}
+            then: archive
 `,
     });
     await using dashboard = await openDashboard(browser, assistant);
@@ -43,6 +55,20 @@ describe('dashboard config page', () => {
     await expect.poll(() => page.getByRole('heading', { name: 'Automations per platform' }).count()).toBe(1);
     expect(await page.getByText('(secret: llm_key)').count()).toBe(1);
     expect(await page.getByText('passes the checks').count()).toBe(1);
+    // config.yaml's own keys and units (issue 31, item 6): no internal names, no milliseconds, no settings that do
+    // not apply (Redis with the file backend, an IMAP port for a Maildir), and a rule as the owner wrote it.
+    const main = (await page.locator('main').textContent()) ?? '';
+    for (const internal of ['pollIntervalMs', 'everyMs', 'shutdownGraceMs', 'allowedHosts', '1209600000', 'redis']) {
+      expect(main).not.toContain(internal);
+    }
+    const worker = page.locator('#config-worker + table');
+    expect(await worker.getByRole('row', { name: 'poll_interval' }).textContent()).toBe('poll_interval100ms');
+    const instance = page.locator('section[aria-labelledby="config-integrations"]');
+    expect(await instance.getByRole('row', { name: 'window' }).first().textContent()).toBe('window14d');
+    expect(await instance.getByRole('row', { name: 'port', exact: true }).count()).toBe(0);
+    expect(await page.locator('pre.config-rule').textContent()).toBe(
+      'name: file newsletters\nwhen:\n  newsletter: true\nthen: archive',
+    );
     expect(await page.locator('#config-changed').count()).toBe(0);
     // The hostile model name is text: no element came out of it.
     expect(await page.locator('main img').count()).toBe(0);
@@ -79,5 +105,5 @@ describe('dashboard config page', () => {
     await expectAccessible(dark.page, 'the config page, dark');
     await screenshot(dark.page, 'config', 'dark', dir.path);
     expect(dark.consoleErrors).toEqual([]);
-  });
+  }, 90_000);
 });

@@ -6,7 +6,7 @@ import { chmod, lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { createRecordReplayFetch } from '@assistant/llm';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { TaskMetrics } from '@assistant/metrics';
+import { appendHistory, historyFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { makeDirectoriesPrivate } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
@@ -107,6 +107,12 @@ describe('file modes of data/', () => {
     await response.text();
     await consumer.close();
 
+    // The History page's series (its directory and lock are made here too).
+    await appendHistory({
+      file: historyFile(data),
+      events: [{ kind: 'task', type: 'system.echo', outcome: 'done', durationMs: 5, atMs: Date.now() }],
+    });
+
     const files = await filesUnder(data);
     for (const expected of [
       /^queue\/done\/.*system\.echo\.yaml$/,
@@ -116,6 +122,7 @@ describe('file modes of data/', () => {
       /^control\/[0-9a-z]{26}\/outcomes\/.*\.json$/,
       /^control\/[0-9a-z]{26}\/events\.jsonl$/,
       /^llm-cache\/.*\.json$/,
+      /^metrics\/history\.json$/,
     ]) {
       expect(
         files.some((file) => expected.test(file)),

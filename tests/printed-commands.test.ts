@@ -69,10 +69,12 @@ function isPlaceholder(token: string): boolean {
 
 /** Splits a command into words as a shell would, keeping quoted strings whole. */
 function shellWords(text: string): string[] {
-  const words: string[] = [];
-  const pattern = /'([^']*)'|"((?:[^"\\]|\\.)*)"|(\S+)/g;
-  for (const match of text.matchAll(pattern)) words.push(match[1] ?? match[2] ?? match[3] ?? '');
-  return words;
+  // A word is a run of unquoted text and quoted parts (`personal/inbox/"archive robots"` is one word).
+  const word = /(?:[^\s'"]+|'[^']*'|"(?:[^"\\]|\\.)*")+/g;
+  const part = /'([^']*)'|"((?:[^"\\]|\\.)*)"|([^'"]+)/g;
+  return [...text.matchAll(word)].map((match) =>
+    [...match[0].matchAll(part)].map((piece) => piece[1] ?? piece[2]?.replace(/\\(.)/g, '$1') ?? piece[3]).join(''),
+  );
 }
 
 /**
@@ -245,7 +247,16 @@ async function sourceCommands(commands: ReadonlySet<string>): Promise<PrintedCom
 function markdownCommands(file: string, text: string, names: ReadonlySet<string>): PrintedCommand[] {
   const printed: PrintedCommand[] = [];
   let fenced = false;
-  text.split('\n').forEach((line, index) => {
+  // A fenced line ending in `\` continues on the next, as in a shell: the command is read whole, at its first line.
+  const lines = text.split('\n');
+  for (let index = lines.length - 2; index >= 0; index -= 1) {
+    const line = lines[index] ?? '';
+    if (/\\$/.test(line) && !/^\s*(```|~~~)/.test(lines[index + 1] ?? '')) {
+      lines[index] = `${line.slice(0, -1)} ${(lines[index + 1] ?? '').trim()}`;
+      lines[index + 1] = '';
+    }
+  }
+  lines.forEach((line, index) => {
     if (/^\s*(```|~~~)/.test(line)) {
       fenced = !fenced;
       return;

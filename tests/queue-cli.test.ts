@@ -175,6 +175,38 @@ describe('assistant enqueue, work, queue and task', () => {
     expect(await show(dir, done)).toMatchObject({ state: 'done' });
   });
 
+  it('deletes failed tasks, one or in bulk, and refuses to delete a task that is not failed', async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config());
+    const sleeps = [
+      await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 1}']),
+      await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 2}']),
+      await enqueue(dir, ['system.sleep', '--payload', '{"seconds": 3}']),
+    ];
+    const done = await enqueue(dir, ['system.echo', '--payload', '{"ok": true}']);
+    expect((await cli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+
+    const notFailed = await cli(dir, ['task', 'delete', done]);
+    expect(notFailed.stderr).toBe(`assistant: task ${done} is done, not failed: only failed tasks are deleted\n`);
+    expect(notFailed.code).toBe(1);
+    const one = await cli(dir, ['task', 'delete', sleeps[0] ?? '']);
+    expect(one.stdout).toBe(`${sleeps[0]} is deleted\n`);
+
+    const dry = await cli(dir, ['task', 'delete', '--state', 'failed', '--type', 'system.*', '--dry-run']);
+    expect(dry.stdout).toContain('2 failed tasks would be deleted');
+    const bulk = await cli(dir, ['task', 'delete', '--state', 'failed', '--type', 'system.*', '--json']);
+    expect(bulk.code).toBe(0);
+    const deleted = z
+      .object({ deleted: z.array(z.object({ id: z.string() })), problems: z.array(z.unknown()) })
+      .parse(JSON.parse(bulk.stdout));
+    expect(deleted.deleted.map((task) => task.id).sort()).toEqual(sleeps.slice(1).sort());
+    // What is left: the done task, nothing failed.
+    const left = await cli(dir, ['queue', 'ls', '--json']);
+    expect(JSON.parse(left.stdout).map((task: { id: string; state: string }) => [task.id, task.state])).toEqual([
+      [done, 'done'],
+    ]);
+  }, 90_000);
+
   it('refuses bad arguments with exit 2 and a hint, writing nothing', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config());

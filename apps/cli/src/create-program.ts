@@ -515,7 +515,7 @@ export function createProgram(context: CliContext): CliProgram {
       }),
     );
 
-  const task = program.command('task').description('look at or retry one task');
+  const task = program.command('task').description('look at, retry or delete tasks');
   task
     .command('show')
     .description("print a task's fields, payload, result or error, and the history of its attempts")
@@ -545,6 +545,29 @@ export function createProgram(context: CliContext): CliProgram {
         command: Command,
       ) => {
         exitCode = await (await import('./commands/task-commands.ts')).taskRetryCommand({
+          globals: globalOptions(command, context),
+          context,
+          id,
+          ...options,
+        });
+      },
+    );
+  task
+    .command('delete')
+    .description('delete a failed task for good; or every failed task that matches')
+    .argument('[id]', 'the task id; leave it out to delete in bulk with --state failed')
+    .option('--state <state>', 'bulk: the state to delete from (only `failed`)')
+    .option('--type <pattern>', "bulk: an exact type or a pattern with * ('email.*')")
+    .option('--since <when>', 'bulk: failed within this long (2h) or since this time (2026-11-26T06:00:00Z)')
+    .option('--dry-run', 'bulk: list what would be deleted, delete nothing')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        id: string | undefined,
+        options: { json?: boolean; state?: string; type?: string; since?: string; dryRun?: boolean },
+        command: Command,
+      ) => {
+        exitCode = await (await import('./commands/task-commands.ts')).taskDeleteCommand({
           globals: globalOptions(command, context),
           context,
           id,

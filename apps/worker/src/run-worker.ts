@@ -4,7 +4,7 @@ import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-ho
 import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp/client';
-import { TaskMetrics, workerProcess } from '@assistant/metrics';
+import { HistoryRecorder, historyFile, TaskMetrics, workerProcess } from '@assistant/metrics';
 import {
   FileHumanLog,
   FileNoteStore,
@@ -166,6 +166,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const notes: NoteStore = remote ? new HttpNoteStore(remote) : localNotes;
   const metrics = new TaskMetrics();
   let metricsChanged = false;
+  // The History page's series (data/metrics/history.json): each finished run and each model call, added now and then.
+  const history = new HistoryRecorder({ file: historyFile(config.paths.dataDir) });
   // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.
   const mcp = new McpServers({
     servers: config.mcpServers,
@@ -180,6 +182,14 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       config,
       ...cacheModeFromEnvironment(),
       onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
+      onCall: (profile, call) =>
+        history.record({
+          kind: 'model',
+          profile,
+          latencyMs: call.latencyMs,
+          tokens: call.usage?.totalTokens ?? 0,
+          atMs: Date.now(),
+        }),
     });
   const services: WorkerServices = {
     ...(options.pausedRecheckMs === undefined ? {} : { pausedRecheckMs: options.pausedRecheckMs }),
@@ -246,6 +256,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const onOutcome = async (report: TaskOutcomeReport) => {
     metrics.recordOutcome(report.type, report.outcome, report.durationMs);
     metricsChanged = true;
+    // A retried attempt failed as much as a final one: both count as failures; delays and releases say nothing.
+    if (report.outcome === 'done' || report.outcome === 'failed' || report.outcome === 'retrying') {
+      history.record({
+        kind: 'task',
+        type: report.type,
+        outcome: report.outcome === 'done' ? 'done' : 'failed',
+        durationMs: report.durationMs,
+        atMs: Date.now(),
+      });
+    }
     if (report.outcome === 'done') breakerGate.update(report.type, await breakers.recordSuccess(report.type));
     else if ((report.outcome === 'failed' || report.outcome === 'retrying') && !report.unrecoverable) {
       breakerGate.update(report.type, await breakers.recordFailure(report.type, report.error ?? 'failed'));
@@ -422,6 +442,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   let metricsWrittenAtMs = 0;
   let lastLlmView = '';
   const writeMetrics = () => {
+    void history.flush();
     const llmView = { models: llm.status(), lanes: planClaims(Date.now()).lanes() };
     const llmViewText = JSON.stringify(llmView);
     if (llmViewText !== lastLlmView) {
@@ -511,6 +532,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     clearInterval(metricsTimer);
     // A write still in flight would bring the file back after close() removes it.
     await metricsWrite;
+    await history.flush();
     // After the drain: no task is left to call a server. Before the consumer's close, so a server that will not stop
     // delays the worker's exit rather than outliving it.
     await mcp.close();

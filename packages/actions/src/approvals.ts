@@ -464,6 +464,12 @@ export interface DecideApprovalOptions {
    * unless the caller knows the instance left shadow mode.
    */
   inShadow?: (instance: string) => boolean;
+  /**
+   * The digest the deciding person was shown (`''` for a request shown without one). When given, a request whose
+   * digest is another is refused with CONFLICT and left pending: the person decided on something else (decision
+   * 0017). @default not checked (the request is decided as it is now)
+   */
+  shownDigest?: string;
   nowMs?: number;
 }
 
@@ -495,6 +501,12 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
         throw new AssistantError(
           'CONFLICT',
           `approval ${options.id} was ${request.status} already${request.decided_at ? ` at ${request.decided_at}` : ''}`,
+        );
+      }
+      if (options.shownDigest !== undefined && (request.digest ?? '') !== options.shownDigest) {
+        throw new AssistantError(
+          'CONFLICT',
+          `approval ${options.id} is not what was shown: it was shown as ${options.shownDigest || '(no digest)'}, it is now ${request.digest ?? '(no digest)'}; nothing was decided, look at it again`,
         );
       }
       if (options.decision === 'approve') {

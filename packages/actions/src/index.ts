@@ -21,6 +21,12 @@ export {
 } from './approvals.ts';
 export { checkActTask } from './check-act.ts';
 export {
+  type DecideApprovalsOptions,
+  type DecideApprovalsResult,
+  decideApprovals,
+  type ShownApproval,
+} from './decide-approvals.ts';
+export {
   type ActionTaken,
   type ActPayload,
   actPayloadSchema,

@@ -52,7 +52,7 @@ export {
   type WhenConditions,
 } from './schema.ts';
 export { Secret } from './secret.ts';
-export { serializeConfig } from './serialize-config.ts';
+export { configData, serializeConfig, toYamlText } from './serialize-config.ts';
 export { refuseUrlCredentials } from './url-credentials.ts';
-export { yamlLimitProblem } from './yaml-source.ts';
+export { readYaml, type YamlSource, yamlLimitProblem } from './yaml-source.ts';
 export { Yolo } from './yolo.ts';

@@ -233,6 +233,14 @@ export function toYamlText(value: unknown): string {
 }
 
 /**
+ * The config as config.yaml's own keys and units (`poll_interval: 5m`, not `pollIntervalMs: 300000`), every default
+ * written out, secrets still `Secret`s: what the dashboard's Config page shows.
+ */
+export function configData(config: Config): Record<string, unknown> {
+  return toPlain(config) as Record<string, unknown>;
+}
+
+/**
  * Writes a normalised config back as config.yaml text in canonical form (no shorthands, defaults explicit).
  * Loading the result gives the same config: the round-trip property the tests check.
  */

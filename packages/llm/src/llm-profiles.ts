@@ -11,6 +11,8 @@ export interface LlmProfilesOptions {
   /** Overrides `llm_cache.mode`, e.g. from ASSISTANT_LLM_CACHE in tests. */
   cacheMode?: CacheMode;
   onUsage?: (profile: string, usage: TokenUsage, model: string) => void;
+  /** Every successful request of a profile, with its latency (see the chat model's `onCall`). */
+  onCall?: (profile: string, call: { model: string; latencyMs: number; usage?: TokenUsage }) => void;
   /** For tests: the fetch under the cache. */
   fetch?: typeof fetch;
   /**
@@ -115,6 +117,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
       gate: gateOf(name, profile),
       ...(cachedFetch ? { fetch: cachedFetch } : {}),
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
+      ...(options.onCall ? { onCall: (call) => options.onCall?.(name, call) } : {}),
     });
     models.set(name, model);
     return model;

@@ -26,6 +26,11 @@ export interface OpenAiChatModelOptions {
   fetch?: typeof fetch;
   /** Called with the server-reported usage of every successful request. */
   onUsage?: (usage: TokenUsage, model: string) => void;
+  /**
+   * Called once per successful request with how long it took (sending to the last streamed word, retries included)
+   * and its usage when the server reported one: the History page's model latency and tokens.
+   */
+  onCall?: (call: { model: string; latencyMs: number; usage?: TokenUsage }) => void;
   /** Waits between retries; tests shorten it. @default setTimeout honouring the signal */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
@@ -107,6 +112,7 @@ export function createOpenAiChatModel(
         json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema, strict: false },
       };
     }
+    const startedMs = performance.now();
     // ReAct replies are never streamed: their text is the tool-call format, not words for a reader.
     const completion =
       onDelta !== undefined && native
@@ -126,6 +132,11 @@ export function createOpenAiChatModel(
         }
       : undefined;
     if (usage) options.onUsage?.(usage, completion.model);
+    options.onCall?.({
+      model: completion.model,
+      latencyMs: performance.now() - startedMs,
+      ...(usage ? { usage } : {}),
+    });
     const toolCalls = native
       ? (choice.message.tool_calls ?? []).flatMap((call) =>
           call.type === 'function'

@@ -1,4 +1,21 @@
 export {
+  addToHistory,
+  appendHistory,
+  emptyHistory,
+  type HistoryBucket,
+  type HistoryEvent,
+  type HistoryFile,
+  HistoryRecorder,
+  type HistorySeries,
+  type HistoryWindow,
+  historyFile,
+  historyRings,
+  historySeries,
+  maxKeysPerBucket,
+  otherKey,
+  readHistory,
+} from './history-series.ts';
+export {
   heldLanes,
   type LlmStage,
   type ModelSummary,

@@ -4,6 +4,13 @@
 
 export { backoffDelayMs } from './backoff.ts';
 export {
+  type BulkTaskAction,
+  type BulkTaskActionOptions,
+  type BulkTaskActionResult,
+  bulkTaskActions,
+  runBulkTaskAction,
+} from './bulk-task-action.ts';
+export {
   type ClaimsHold,
   claimsHoldFileName,
   type HeldClaims,

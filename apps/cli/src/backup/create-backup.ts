@@ -78,7 +78,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Create
       try {
         snapshot = await snapshotQueueFiles({
           queueRoot: paths.queue,
-          holder: `assistant backup (pid ${process.pid})`,
+          holder: 'assistant backup', // the hold records the pid and host beside it
           ...(options.holdMs === undefined ? {} : { holdMs: options.holdMs }),
         });
       } catch (error) {

@@ -1,7 +1,7 @@
 import { rerouteTask } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import { FileHumanLog, FileNoteStore } from '@assistant/notes';
-import { parseDuration, taskIdPattern } from '@assistant/queue';
+import { type BulkTaskAction, parseDuration, runBulkTaskAction, taskIdPattern } from '@assistant/queue';
 import type { CliContext } from '../cli-context.ts';
 import { formatTaskRecord } from '../format-task-record.ts';
 import type { GlobalOptions } from '../global-options.ts';
@@ -60,7 +60,7 @@ export async function taskRetryCommand(options: TaskRetryOptions): Promise<numbe
         hint: "e.g. `assistant task retry --state failed --type 'email.*' --since 2h`",
       });
     }
-    return retryMany(options);
+    return actOnMany(options);
   }
   if (bulk || options.dryRun) {
     throw new AssistantError('USAGE', '`assistant task retry ID` takes no filters; leave out the id to retry in bulk');
@@ -75,15 +75,46 @@ export async function taskRetryCommand(options: TaskRetryOptions): Promise<numbe
   return 0;
 }
 
-/** Exit code 1 when some matching task could not be retried (the rest are). */
-async function retryMany(options: TaskRetryOptions): Promise<number> {
+/**
+ * `assistant task delete ID`, or every failed task that matches (`--state failed [--type PATTERN] [--since 2h]`):
+ * removes failed tasks for good, as the Tasks page's bulk Delete and `POST /api/tasks/bulk` do. Only failed tasks.
+ */
+export async function taskDeleteCommand(options: TaskRetryOptions): Promise<number> {
+  const bulk = options.state !== undefined || options.type !== undefined || options.since !== undefined;
+  if (options.id === undefined) {
+    if (!bulk) {
+      throw new AssistantError('USAGE', '`assistant task delete` needs a task id, or `--state failed` with filters', {
+        hint: "e.g. `assistant task delete --state failed --type 'email.*' --dry-run`",
+      });
+    }
+    return actOnMany(options, 'delete');
+  }
+  if (bulk || options.dryRun) {
+    throw new AssistantError(
+      'USAGE',
+      '`assistant task delete ID` takes no filters; leave out the id to delete in bulk',
+    );
+  }
+  checkId(options.id);
+  const outcome = await runBulkTaskAction({ queue: await openCliQueue(options), action: 'delete', ids: [options.id] });
+  const refused = outcome.refused[0];
+  if (refused)
+    throw new AssistantError(refused.reason.startsWith('no task') ? 'NOT_FOUND' : 'CONFLICT', refused.reason);
+  if (options.json) writeJson(options.context, { id: options.id, deleted: true });
+  else options.context.stdout.write(`${options.id} is deleted\n`);
+  return 0;
+}
+
+/** Exit code 1 when some matching task could not be retried (or deleted); the rest are. */
+async function actOnMany(options: TaskRetryOptions, action: BulkTaskAction = 'retry'): Promise<number> {
+  const command = action === 'retry' ? 'assistant task retry' : 'assistant task delete';
   if (options.state !== 'failed') {
     throw new AssistantError(
       'USAGE',
       options.state === undefined
-        ? 'the bulk form of `assistant task retry` needs `--state failed`'
-        : `only failed tasks can be retried, not \`${options.state}\``,
-      { hint: "e.g. `assistant task retry --state failed --type 'email.*' --since 2h`" },
+        ? `the bulk form of \`${command}\` needs \`--state failed\``
+        : `only failed tasks can be ${action === 'retry' ? 'retried' : 'deleted'}, not \`${options.state}\``,
+      { hint: `e.g. \`${command} --state failed --type 'email.*' --since 2h\`` },
     );
   }
   const sinceMs = options.since === undefined ? undefined : parseSince(options.since, options.nowMs ?? Date.now());
@@ -93,32 +124,36 @@ async function retryMany(options: TaskRetryOptions): Promise<number> {
     ...(options.type === undefined ? {} : { type: options.type }),
     ...(sinceMs === undefined ? {} : { finishedSinceMs: sinceMs }),
   });
+  const tasks = entries.flatMap((entry) =>
+    // A stray file set aside in failed/ is not a task: nothing to retry.
+    entry.name ? [{ id: entry.name.id, type: entry.name.type, path: entry.location }] : [],
+  );
   const retried: { id: string; type: string; path: string }[] = [];
   const problems: { id: string; problem: string }[] = [];
-  for (const entry of entries) {
-    // A stray file set aside in failed/ is not a task: nothing to retry.
-    if (!entry.name) continue;
-    const { id, type } = entry.name;
-    if (options.dryRun) {
-      retried.push({ id, type, path: entry.location });
-      continue;
-    }
-    try {
-      const record = await queue.retry(id);
-      retried.push({ id, type, path: record.location });
-    } catch (error) {
-      // Retried by someone else meanwhile, or unreadable: say so and go on with the rest.
-      problems.push({ id, problem: error instanceof Error ? error.message : String(error) });
-    }
+  if (options.dryRun) retried.push(...tasks);
+  else {
+    // The same as the dashboard's bulk retry and POST /api/tasks/bulk: a task retried by someone else meanwhile, or
+    // unreadable, is refused with why, and the rest go on.
+    const outcome = await runBulkTaskAction({ queue, action, ids: tasks.map((task) => task.id) });
+    const typeOf = new Map(tasks.map((task) => [task.id, task.type]));
+    for (const done of outcome.done)
+      retried.push({ id: done.id, type: typeOf.get(done.id) ?? '', path: done.path ?? '' });
+    for (const refused of outcome.refused) problems.push({ id: refused.id, problem: refused.reason });
   }
   if (options.json) {
-    writeJson(options.context, { dry_run: options.dryRun === true, retried, problems });
+    writeJson(options.context, {
+      dry_run: options.dryRun === true,
+      ...(action === 'retry' ? { retried } : { deleted: retried }),
+      problems,
+    });
   } else {
-    const verb = options.dryRun ? 'would retry' : 'retried';
-    for (const task of retried) options.context.stdout.write(`${verb} ${task.id} ${task.type}\n`);
-    for (const problem of problems) options.context.stderr.write(`not retried ${problem.id}: ${problem.problem}\n`);
+    const [verb, past, outcome] =
+      action === 'retry' ? ['retry', 'retried', 'pending again'] : ['delete', 'deleted', 'deleted'];
+    for (const task of retried)
+      options.context.stdout.write(`${options.dryRun ? `would ${verb}` : past} ${task.id} ${task.type}\n`);
+    for (const problem of problems) options.context.stderr.write(`not ${past} ${problem.id}: ${problem.problem}\n`);
     options.context.stdout.write(
-      `${retried.length} failed tasks ${options.dryRun ? 'would be' : 'are'} pending again${problems.length > 0 ? `, ${problems.length} not` : ''}\n`,
+      `${retried.length} failed tasks ${options.dryRun ? 'would be' : 'are'} ${outcome}${problems.length > 0 ? `, ${problems.length} not` : ''}\n`,
     );
   }
   return problems.length > 0 ? 1 : 0;

@@ -11,6 +11,7 @@ const dashboardSections = [
   { id: 'notes', href: '/notes', label: 'Notes' },
   { id: 'chat', href: '/chat', label: 'Chat' },
   { id: 'log', href: '/log', label: 'Log' },
+  { id: 'history', href: '/history', label: 'History' },
   { id: 'config', href: '/config', label: 'Config' },
 ] as const;
 

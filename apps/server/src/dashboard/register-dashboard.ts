@@ -14,6 +14,7 @@ import { approvalsBadge, sendFragment, setNavCounts, wantsFragment } from './lay
 import { registerApprovalsPage } from './pages/approvals-page.ts';
 import { registerChatPage } from './pages/chat-page.ts';
 import { registerConfigPage } from './pages/config-page.ts';
+import { registerHistoryPage } from './pages/history-page.ts';
 import { registerLogPage } from './pages/log-page.ts';
 import { registerLoginPage } from './pages/login-page.ts';
 import { noteSearchIndex } from './pages/note-views.ts';
@@ -103,6 +104,7 @@ export function registerDashboard(
   registerLogPage(app, context);
   registerConfigPage(app, context);
   registerPauseActions(app, context);
+  registerHistoryPage(app, context);
   // The Notes search index and the Approvals index read every note once. They start with the first page someone
   // logged in opens, in the background, so the first search or approvals view does not wait for that read; a server
   // nobody opens the dashboard of never holds them.

@@ -1,4 +1,11 @@
-import { decideApproval, listApprovals, readApproval, shadowReport, withRendering } from '@assistant/actions';
+import {
+  decideApproval,
+  decideApprovals,
+  listApprovals,
+  readApproval,
+  shadowReport,
+  withRendering,
+} from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
@@ -105,6 +112,50 @@ export function registerApprovalRoutes(app: AssistantServer, routes: RouteTable,
       if (!request) throw new AssistantError('NOT_FOUND', `no approval request ${params.id}`);
       return withRendering(request);
     },
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/approvals/bulk',
+    tag: 'approvals',
+    summary: 'Approve or reject several requests, each as it was shown',
+    description:
+      'Each request comes with the `digest` it was shown with (`GET /api/approvals` gives it; `""` for one shown without). A request whose digest is now another, or that was decided already or has expired, is refused alone and listed under `refused` with the reason; the others are decided as `POST /api/approvals/:id` decides one.',
+    body: z.strictObject({
+      decision: z.enum(['approve', 'reject']),
+      approvals: z
+        .array(
+          z.strictObject({
+            id: z.string().regex(/^ap-[0-9a-f]{12}$/, { error: 'expected an approval id: ap- and 12 hex digits' }),
+            digest: z.string().max(200),
+          }),
+        )
+        .min(1)
+        .max(200),
+    }),
+    responses: {
+      200: {
+        description: 'what was decided, and what was refused and why',
+        schema: z.object({
+          decision: z.enum(['approve', 'reject']),
+          decided: z.array(z.object({ id: z.string(), status: z.string(), tasks: z.array(z.string()) })),
+          refused: z.array(z.object({ id: z.string(), reason: z.string() })),
+        }),
+      },
+      400: { description: 'a bad body', schema: errorBodySchema },
+    },
+    handler: async ({ body }) => ({
+      decision: body.decision,
+      ...(await decideApprovals({
+        notes: options.notes,
+        queue: options.queue(),
+        humanLog: options.humanLog,
+        decision: body.decision,
+        approvals: body.approvals,
+        by: 'api',
+        ...(options.inShadow ? { inShadow: options.inShadow } : {}),
+      })),
+    }),
   });
 
   routes.add(app, {

@@ -3,7 +3,9 @@ import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import {
+  bulkTaskActions,
   jsonValueSchema,
+  runBulkTaskAction,
   type TaskEntry,
   type TaskQueue,
   type TaskRecord,
@@ -36,6 +38,18 @@ const createBody = z.strictObject({
   type: z.string().regex(taskTypePattern, { error: 'expected a task type such as system.echo' }),
   payload: jsonValueSchema.optional(),
   priority: z.int().min(0).max(9).optional(),
+});
+
+/** At most this many tasks per bulk request: a page of failed tasks is 50; the CLI sends batches of this size. */
+const bulkTaskLimit = 1_000;
+const bulkBody = z.strictObject({
+  action: z.enum(bulkTaskActions),
+  ids: z.array(z.string().max(100)).min(1).max(bulkTaskLimit),
+});
+const bulkResult = z.object({
+  action: z.enum(bulkTaskActions),
+  done: z.array(z.object({ id: z.string(), path: z.string().optional() })),
+  refused: z.array(z.object({ id: z.string(), reason: z.string() })),
 });
 
 const listedTask = z.object({
@@ -151,6 +165,24 @@ export function registerTaskRoutes(app: AssistantServer, routes: RouteTable, opt
       409: { description: 'the task is not in failed/', schema: errorBodySchema },
     },
     handler: async ({ params }) => taskRecordView(await options.queue().retry(params.id), options.paths),
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/tasks/bulk',
+    tag: 'tasks',
+    summary: 'Retry or delete several failed tasks',
+    description:
+      "Each id in turn: `retry` moves a failed task to pending/ as `POST /api/tasks/:id/retry` does; `delete` removes it. Only tasks still in failed/ are touched; every other id is listed under `refused` with the reason, and the rest go ahead. The dashboard's Tasks page and `assistant task retry --state failed` do the same.",
+    body: bulkBody,
+    responses: {
+      200: { description: 'what was done, and what was refused and why', schema: bulkResult },
+      400: { description: 'a bad body', schema: errorBodySchema },
+    },
+    handler: async ({ body }) => ({
+      action: body.action,
+      ...(await runBulkTaskAction({ queue: options.queue(), action: body.action, ids: body.ids })),
+    }),
   });
 
   routes.add(app, {

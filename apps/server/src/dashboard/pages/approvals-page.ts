@@ -15,6 +15,7 @@ import { dashboardRoute, formField, queryField, redirectAfterPost } from '../das
 import { html, queryString, type SafeHtml } from '../html.ts';
 import { type ItemSubject, itemSubjects } from '../item-subjects.ts';
 import { csrfField, sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
+import { registerApprovalsBulk, renderApprovalPick, renderBulkApprovalsForm } from './approvals-bulk.ts';
 
 const statuses = ['pending', 'approved', 'rejected', 'expired', 'all'] as const;
 type StatusFilter = (typeof statuses)[number];
@@ -78,6 +79,7 @@ export function registerApprovalsPage(app: AssistantServer, context: DashboardCo
         section: 'approvals',
         body: html`<p class="muted">Actions that wait for a person. Approving enqueues them at once (each is still taken only once per item); rejecting drops them. The same as <code>assistant approve ID</code> and <code>assistant reject ID</code>.</p>
 ${filters}
+${renderBulkApprovalsForm(request)}
 ${list}`,
         live: '/live?topics=approvals',
       });
@@ -136,6 +138,7 @@ ${list}`,
     },
   });
 
+  registerApprovalsBulk(app, context);
   for (const decision of ['approve', 'reject'] as const) {
     dashboardRoute(app, {
       method: 'POST',
@@ -199,7 +202,7 @@ ${
   shown.length === 0
     ? html`<p>No ${state.status === 'all' ? '' : `${state.status} `}approval requests.</p>`
     : html`<p class="muted">${all.length} ${state.status === 'all' ? '' : `${state.status} `}request${all.length === 1 ? '' : 's'}, newest first.</p>
-<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state, subjects.get(approval.item)))}</ul>`
+<ul class="approvals plain">${shown.map((approval, index) => renderApproval(request, approval, classifications[index], nowMs, state, subjects.get(approval.item), true))}</ul>`
 }
 ${pager}
 </div>`;
@@ -249,6 +252,8 @@ function renderApproval(
   nowMs: number,
   state: ListState,
   subject?: ItemSubject,
+  /** In the list: a checkbox for the bulk form. */
+  selectable = false,
 ): SafeHtml {
   const what = describeApproval(approval);
   const lapsed = approval.status === 'pending' && Date.parse(approval.expires_at) <= nowMs;
@@ -267,7 +272,9 @@ function renderApproval(
   const back = listUrl(state);
   const buttons =
     approval.status === 'pending' && !lapsed
-      ? html`<div class="actions">${(['approve', 'reject'] as const).map(
+      ? html`<div class="actions">${selectable ? renderApprovalPick(approval, `${what} for ${approval.title}`) : ''}${(
+          ['approve', 'reject'] as const
+        ).map(
           (decision) =>
             html`<form method="post" action="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-post="/approvals/${approval.id}/${decision}${queryString({ status: state.status === 'pending' ? undefined : state.status, page: state.page === 1 ? undefined : state.page })}" hx-target="#approvals-list" hx-swap="outerHTML" hx-sync="closest #approvals-list:replace" hx-disabled-elt="find button">${csrfField(request)}<button type="submit"${decision === 'reject' ? html` class="secondary"` : ''}>${decision === 'approve' ? 'Approve' : 'Reject'}<span class="visually-hidden"> ${what} for ${approval.title}</span></button></form>`,
         )}</div>`

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { readYaml } from '@assistant/config';
 import { type ConfigCheck, checkConfig } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import type { AssistantServer } from '../../create-server.ts';
@@ -8,7 +9,7 @@ import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html } from '../html.ts';
 import { sendPage, timeTag } from '../layout.ts';
-import { configSections, problemsTable } from './config-view.ts';
+import { type ConfigSource, configSections, problemsTable } from './config-view.ts';
 import { pausesSection } from './pauses-view.ts';
 
 /** What config.yaml and secrets.yaml hold now, as one hash (a missing file hashes as missing). */
@@ -19,6 +20,19 @@ async function fingerprint(files: readonly string[]): Promise<string> {
     hash.update(`${file}\0${content === undefined ? 'missing' : createHash('sha256').update(content).digest('hex')}\0`);
   }
   return hash.digest('hex');
+}
+
+/**
+ * config.yaml as written, for showing the owner's own keys, units and rules: read once as the server starts (with the
+ * fingerprint the "changed since" notice compares with). Secrets are not resolved: only their names are shown.
+ */
+async function readSource(file: string): Promise<ConfigSource | undefined> {
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const { data } = readYaml({ text, file: path.basename(file), resolveSecret: () => ({ value: '' }) });
+  return data !== null && typeof data === 'object' && !Array.isArray(data)
+    ? { data: data as Record<string, unknown> }
+    : undefined;
 }
 
 /** A path as people read it: relative to the server's working directory when it lies below it. */
@@ -39,6 +53,7 @@ export function registerConfigPage(app: AssistantServer, context: DashboardConte
   // The server registers its routes right after loading the config: this is when it was loaded, and what it read.
   const loadedAt = new Date();
   const loadedPrint = fingerprint(files);
+  const loadedSource = readSource(config.paths.configFile);
   // The checks import every handler module: run them again only when the files changed.
   let cached: { print: string; check: Promise<ConfigCheck> } | undefined;
 
@@ -77,7 +92,7 @@ ${verdict}
 ${problems.length > 0 ? problemsTable(problems) : ''}
 </section>
 ${await pausesSection(request, context)}
-${configSections(config, context.registry, new Date())}`;
+${configSections({ config, registry: context.registry, now: new Date(), source: await loadedSource })}`;
       return sendPage(reply, { request, title: 'Config', section: 'config', body });
     },
   });

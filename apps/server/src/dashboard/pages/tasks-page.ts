@@ -9,6 +9,7 @@ import { type ItemSubject, itemNoteOfTask, itemSubjects, payloadPreview, renderI
 import { sendFragment, sendPage, timeTag, wantsFragment } from '../layout.ts';
 import { resultOutcome, stateWithOutcome } from '../task-steps.ts';
 import { registerTaskPage } from './task-page.ts';
+import { bulkNoticeId, registerTasksBulk, renderBulkTaskForms } from './tasks-bulk.ts';
 
 /** Rows per page. */
 export const tasksPerPage = 50;
@@ -304,7 +305,8 @@ function renderResults(
   counts: Record<TaskState, number>,
   paths: DataPaths,
   subjects: Map<string, ItemSubject | undefined>,
-  problems: readonly string[] = [],
+  problems: readonly string[],
+  request: FastifyRequest,
 ): SafeHtml {
   const problemNotice =
     problems.length === 0
@@ -345,6 +347,10 @@ ${
 <tbody>${page.rows.map((row) => renderRow(row, paths, subjects))}</tbody>
 </table></div>`
 }
+${renderBulkTaskForms(request, {
+  query: filterQuery(filters),
+  failedIds: page.rows.flatMap((row) => (row.entry.state === 'failed' && row.entry.name ? [row.entry.name.id] : [])),
+})}
 <nav class="pager" aria-label="Pages">${previous}${next}</nav>
 </div>`;
 }
@@ -379,16 +385,17 @@ export function registerTasksPage(app: AssistantServer, context: DashboardContex
           return notePath === undefined ? [] : [notePath];
         }),
       );
-      const results = renderResults(filters, page, counts, context.paths, subjects, problems);
+      const results = renderResults(filters, page, counts, context.paths, subjects, problems, request);
       if (wantsFragment(request)) return sendFragment(reply, results);
       return sendPage(reply, {
         request,
         title: 'Tasks',
         section: 'tasks',
-        body: html`${renderFilterForm(filters)}${results}`,
+        body: html`${renderFilterForm(filters)}<div id="${bulkNoticeId}"></div>${results}`,
         live: '/live?topics=queue',
       });
     },
   });
   registerTaskPage(app, context);
+  registerTasksBulk(app, context);
 }
