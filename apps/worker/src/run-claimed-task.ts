@@ -1,4 +1,4 @@
-import { checkActTask, withdrawTaskToolCalls } from '@assistant/actions';
+import { actionFailureOf, checkActTask, recordActionOutcome, withdrawTaskToolCalls } from '@assistant/actions';
 import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
 import { findModelUnavailable } from '@assistant/llm';
 import {
@@ -122,6 +122,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
       if (recorded.state === 'done') {
         const { text, ...fields } = finished('done');
         logger.info(fields, `${label} done in ${text}`);
+        await recordOutcome(options, logger, { outcome: 'done' });
         // After completion: the result is safe in done/ whatever happens to its routes.
         await options.afterDone?.(task, recorded.result, logger);
         return 'done';
@@ -141,8 +142,10 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     const outcome = failed ?? (await consumer.fail(claimed, error));
     const { text, ...fields } = finished(outcome, error);
     const message = toTaskError(error).message;
-    if (outcome === 'failed') logger.warn(fields, `${label} failed in ${text}: ${message}`);
-    else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
+    if (outcome === 'failed') {
+      logger.warn(fields, `${label} failed in ${text}: ${message}`);
+      await recordOutcome(options, logger, { outcome: 'failed', error });
+    } else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
     else logger.info(fields, `${label} failed in ${text}, will retry: ${message}`);
     return outcome;
   } catch (error) {
@@ -211,7 +214,7 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
         message: `refused to act (task ${task.id})`,
         reason: refused,
       });
-      throw new UnrecoverableError(`refused: ${refused}`);
+      throw new ActRefusedError(`refused: ${refused}`);
     }
   }
   if (task.history.at(-1)?.error.type === 'WorkerDied') {
@@ -229,6 +232,37 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
     Promise.resolve().then(() => handler(context)),
     signal,
   );
+}
+
+/**
+ * The act gate's refusal: it wrote its own line in the human log ("refused to act"), so the outcome is recorded on
+ * the approval without a second, `FAILED:` line. Its name stays `UnrecoverableError`: the failed task's error type is
+ * what people and scripts read.
+ */
+class ActRefusedError extends UnrecoverableError {}
+
+/**
+ * How an action task ended, where the owner looks: a `FAILED:` line in the human log and the outcome on the approval
+ * it ran under (see `recordActionOutcome`). Never throws: the outcome is on disk in done/ or failed/ already.
+ */
+async function recordOutcome(
+  options: RunClaimedTaskOptions,
+  logger: Logger,
+  ended: { outcome: 'done' } | { outcome: 'failed'; error: unknown },
+): Promise<void> {
+  try {
+    await recordActionOutcome({
+      notes: options.services.notes,
+      humanLog: options.services.humanLog,
+      task: options.claimed.task,
+      outcome: ended.outcome,
+      ...(ended.outcome === 'failed'
+        ? { failure: actionFailureOf(ended.error), logFailure: !(ended.error instanceof ActRefusedError) }
+        : {}),
+    });
+  } catch (error) {
+    logger.warn({ err: error }, 'recording the action outcome in the human log and on its approval failed');
+  }
 }
 
 async function report(options: RunClaimedTaskOptions, logger: Logger, outcome: TaskOutcomeReport): Promise<void> {
