@@ -103,6 +103,11 @@ export interface SuperviseStartOptions {
   stderr: SupervisorOutput;
   /** @default a new listener for SIGINT and SIGTERM, removed when the children have stopped */
   shutdown?: { signal: AbortSignal; dispose(): void };
+  /**
+   * Run `assistant start --probe-models` in the background and print its warnings (an unreachable LLM profile).
+   * @default true
+   */
+  probeModels?: boolean;
 }
 
 export interface LinePrefixer {

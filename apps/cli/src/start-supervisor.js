@@ -439,6 +439,9 @@ export async function superviseStart(options) {
     once: true,
   });
   const state = createSupervisorState({ dataDir: options.dataDir, say });
+  // In the background, so start is not delayed: one warning per LLM profile that does not answer, as doctor says it.
+  const probe =
+    options.probeModels === false ? undefined : probeModels({ execArgv, childArgs, env: options.env, say, shutdown });
   /** @type {import('./start-supervisor.d.ts').SuperviseProcessesResult} */
   let result;
   try {
@@ -480,6 +483,7 @@ export async function superviseStart(options) {
     });
     await state.flush();
   } finally {
+    probe?.stop();
     shutdown.dispose();
   }
 
@@ -501,6 +505,47 @@ export async function superviseStart(options) {
   }
   say('stopped');
   return undefined;
+}
+
+/**
+ * Runs `assistant start --probe-models` once, beside the server and the worker, and prints what it says (a warning
+ * per LLM profile that cannot be reached) under `[assistant]`. Its failure to run is not start's: it says so once.
+ * @param {{ execArgv: readonly string[]; childArgs: readonly string[]; env: NodeJS.ProcessEnv; say: (line: string) => void; shutdown: { signal: AbortSignal } }} options
+ * @returns {{ stop(): void }}
+ */
+function probeModels(options) {
+  const child = spawn(
+    process.execPath,
+    [...options.execArgv, cliMain, 'start', '--probe-models', ...options.childArgs],
+    {
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines = createLinePrefixer({
+    prefix: '',
+    write: (text) => {
+      for (const line of text.split('\n')) if (line !== '') options.say(line);
+    },
+  });
+  child.stdout?.on('data', (chunk) => lines.push(chunk));
+  child.stdout?.on('end', () => lines.end());
+  let errorText = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk) => {
+    if (errorText.length < 2_000) errorText += chunk;
+  });
+  child.once('error', (error) => options.say(`could not check the LLM profiles: ${error.message}`));
+  child.once('close', (code) => {
+    if (code !== 0 && code !== null && !options.shutdown.signal.aborted) {
+      options.say(`could not check the LLM profiles: ${errorText.trim().split('\n')[0] ?? `exit ${code}`}`);
+    }
+  });
+  return {
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    },
+  };
 }
 
 /** `1 s`, `2 min`. @param {number} delayMs */
