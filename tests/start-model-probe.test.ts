@@ -18,7 +18,9 @@ describe('assistant start', () => {
       response.end(JSON.stringify({ data: [{ id: 'm' }] }));
     });
     await new Promise<void>((resolve) => models.listen(0, '127.0.0.1', resolve));
-    await using _models = { [Symbol.asyncDispose]: () => new Promise<void>((resolve) => models.close(() => resolve())) };
+    await using _models = {
+      [Symbol.asyncDispose]: () => new Promise<void>((resolve) => models.close(() => resolve())),
+    };
     const up = (models.address() as AddressInfo).port;
     // Nothing listens here: the connection is refused.
     const down = await freePort();
