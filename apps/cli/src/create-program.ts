@@ -42,7 +42,8 @@ export function createProgram(context: CliContext): CliProgram {
     .addOption(new Option('--preflight').hideHelp())
     // What the supervisor runs in the background once both are started: one warning per unreachable LLM profile.
     .addOption(new Option('--probe-models').hideHelp())
-    .action(async (options: { preflight?: boolean; probeModels?: boolean }, command: Command) => {
+    .option('--verbose', 'log a line per task (debug level) instead of a summary per batch')
+    .action(async (options: { preflight?: boolean; probeModels?: boolean; verbose?: boolean }, command: Command) => {
       const { probeModels, ...rest } = options;
       if (probeModels) {
         return (await import('./commands/start-model-probe.ts')).startModelProbeCommand({

@@ -108,6 +108,8 @@ export interface SuperviseStartOptions {
    * @default true
    */
   probeModels?: boolean;
+  /** `--verbose`: the children log at debug (a line per task) unless ASSISTANT_LOG_LEVEL says otherwise. */
+  verbose?: boolean;
 }
 
 export interface LinePrefixer {
@@ -120,7 +122,7 @@ export interface LinePrefixer {
 /** The global options of a plain `assistant start [--config FILE] [--data DIR]`, or undefined for anything else. */
 export function plainStartArguments(
   argv: readonly string[],
-): { config: string | undefined; data: string | undefined } | undefined;
+): { config: string | undefined; data: string | undefined; verbose?: true } | undefined;
 
 /** Prefixes each line of a child's output; writes whole lines only. */
 export function createLinePrefixer(options: {

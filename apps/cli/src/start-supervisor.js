@@ -17,22 +17,22 @@ const stopMarginMs = 5_000;
 const cliMain = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 /**
- * The global options of a plain `assistant start [--config FILE] [--data DIR]` command line, or undefined for
- * anything else (help, --preflight, a typo), which the full command line handles and explains.
+ * The global options of a plain `assistant start [--config FILE] [--data DIR] [--verbose]` command line, or
+ * undefined for anything else (help, --preflight, a typo), which the full command line handles and explains.
  * @param {readonly string[]} argv the arguments after `assistant`
- * @returns {{ config: string | undefined; data: string | undefined } | undefined}
+ * @returns {{ config: string | undefined; data: string | undefined; verbose?: true } | undefined}
  */
 export function plainStartArguments(argv) {
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],
-      options: { config: { type: 'string' }, data: { type: 'string' } },
+      options: { config: { type: 'string' }, data: { type: 'string' }, verbose: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
     });
     if (positionals.length !== 1 || positionals[0] !== 'start') return undefined;
     if (values.config === '' || values.data === '') return undefined;
-    return { config: values.config, data: values.data };
+    return { config: values.config, data: values.data, ...(values.verbose ? { verbose: true } : {}) };
   } catch {
     return undefined;
   }
@@ -427,6 +427,8 @@ export async function superviseStart(options) {
   const childArgs = ['--config', options.configFile, '--data', options.dataDir];
   /** @type {NodeJS.ProcessEnv} */
   const env = { ...options.env, ASSISTANT_CONFIG_CHECKED: '1' };
+  // `--verbose`: a line per task (debug) instead of a summary per batch; an explicit ASSISTANT_LOG_LEVEL wins.
+  if (options.verbose && env.ASSISTANT_LOG_LEVEL === undefined) env.ASSISTANT_LOG_LEVEL = 'debug';
   // The children write to pipes, so they would pick JSON logs; a person at this terminal wants them pretty.
   if (options.stdout.isTTY && env.ASSISTANT_LOG_FORMAT === undefined) {
     env.ASSISTANT_LOG_FORMAT = 'pretty';
@@ -603,6 +605,7 @@ async function runLeanStart(argv) {
     stdout: process.stdout,
     stderr: process.stderr,
     shutdown,
+    verbose: plainStartArguments(argv)?.verbose === true,
   });
   if (error === undefined) return 0;
   process.stderr.write(`assistant: ${error.message}\nhint: ${error.hint}\n`);

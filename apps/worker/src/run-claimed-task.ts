@@ -15,6 +15,7 @@ import {
 } from '@assistant/queue';
 import type { Logger } from 'pino';
 import { createHandlerContext, type TaskSlot, type WorkerServices } from './create-handler-context.ts';
+import type { OutageLog } from './outage-log.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 /** Finds the handler of a task type; undefined when none handles it, a rejection when its module is broken. */
@@ -70,6 +71,11 @@ export interface RunClaimedTaskOptions {
   onHandlerSettled?: () => void;
   /** The task's worker slot, which its agent loops give back while they wait for the owner. */
   slot?: TaskSlot;
+  /**
+   * Where retries caused by a dependency that is down are counted: the first of an outage is a WARN line, the rest
+   * debug, and the next success of the same type and instance ends it. Without it, retries are debug lines.
+   */
+  outages?: OutageLog;
 }
 
 /**
@@ -93,7 +99,8 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const logger = options.logger.child({ task: task.id, type: task.type });
   const label = `task ${task.id} (${task.type})`;
   const startedMs = performance.now();
-  logger.info(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
+  // Per-task lines are debug: a batch of 20 mails is 80 tasks, which the worker sums up in one line (TaskSummary).
+  logger.debug(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
   // Awaited before returning, so a worker that exits when idle has recorded every outcome first.
   const reports: Promise<void>[] = [];
   const finished = (outcome: TaskOutcome, error?: unknown) => {
@@ -116,12 +123,14 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   try {
     let error: unknown;
     let failed: FailOutcome | undefined;
+    let modelDown = false;
     if (settled.ok) {
       // The queue checks the result (depth, plain JSON data) and fails the task with the reason when it cannot keep it.
       const recorded = await consumer.complete(claimed, settled.value);
       if (recorded.state === 'done') {
         const { text, ...fields } = finished('done');
-        logger.info(fields, `${label} done in ${text}`);
+        logger.debug(fields, `${label} done in ${text}`);
+        options.outages?.recovered(outageKeyOf(task));
         await recordOutcome(options, logger, { outcome: 'done' });
         // After completion: the result is safe in done/ whatever happens to its routes.
         await options.afterDone?.(task, recorded.result, logger);
@@ -137,6 +146,7 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
       return 'released';
     } else {
       error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
+      modelDown = findModelUnavailable(error) !== undefined;
       error = modelWait(task, error) ?? error;
     }
     const outcome = failed ?? (await consumer.fail(claimed, error));
@@ -145,8 +155,17 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     if (outcome === 'failed') {
       logger.warn(fields, `${label} failed in ${text}: ${message}`);
       await recordOutcome(options, logger, { outcome: 'failed', error });
-    } else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
-    else logger.info(fields, `${label} failed in ${text}, will retry: ${message}`);
+    } else {
+      // A model that is down is the model watcher's outage (run-worker), logged as its breaker opens and closes;
+      // any other retry is an outage of the type's dependency (an IMAP server, GitHub), logged once as it starts.
+      if (!modelDown) options.outages?.failing({ key: outageKeyOf(task), what: outageNameOf(task), message });
+      logger.debug(
+        fields,
+        outcome === 'delayed'
+          ? `${label} delayed after ${text}: ${message}`
+          : `${label} failed in ${text}, will retry: ${message}`,
+      );
+    }
     return outcome;
   } catch (error) {
     logger.error({ err: error }, `${label}: could not record the outcome; recovery will return it to pending/`);
@@ -155,6 +174,16 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   } finally {
     await Promise.all(reports);
   }
+}
+
+/** The outage a retry of this task counts toward: its type's dependency, for its instance. */
+function outageKeyOf(task: Task): string {
+  return `task:${task.integration ?? ''}/${task.type}`;
+}
+
+/** The dependency as the outage lines name it: `email.inbox.check (personal)`. */
+function outageNameOf(task: Task): string {
+  return task.integration ? `${task.type} (${task.integration})` : task.type;
 }
 
 /**
