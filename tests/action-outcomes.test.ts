@@ -127,5 +127,11 @@ integrations:
     expect(page.statusCode).toBe(200);
     expect(page.body).toMatch(/<span class="badge failed">failed<\/span>/);
     expect(page.body).toContain('UnrecoverableError: sending mail needs `smtp:` settings on this email instance');
+    // The dashboard's log sets the failure apart from the `decided:` line before it.
+    const logPage = await app.inject({ method: 'GET', url: '/log', headers: { authorization: `Bearer ${token}` } });
+    expect(logPage.body).toMatch(/<li class="log-failed">.*FAILED: unsubscribe for &quot;Letters #1&quot;/);
+    expect(logPage.body).toMatch(
+      /<li><time>[^<]*<\/time><span class="log-source">local\/inbox<\/span> <span class="log-message">decided: unsubscribe/,
+    );
   });
 });

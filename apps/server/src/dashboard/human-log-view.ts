@@ -88,7 +88,9 @@ export function renderLogLine(line: LogLine): SafeHtml {
       : href === undefined
         ? html` <span class="log-link muted">${shorten(line.link)}</span>`
         : html` <a class="log-link" href="${href}">${linkLabel(href)}</a>`;
-  return html`<li>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
+  // A failed action stands out from the `decided:` and `done:` lines around it.
+  const failed = line.message.startsWith('FAILED:') ? html` class="log-failed"` : '';
+  return html`<li${failed}>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
     line.source === undefined ? '' : html`<span class="log-source">${line.source}</span> `
   }<span class="log-message">${shorten(line.message)}</span>${
     line.reason === undefined ? '' : html` <span class="log-reason">(${shorten(line.reason)})</span>`
