@@ -97,7 +97,9 @@ describe('automations through the worker', () => {
       }),
     ]);
     const log = await humanLog();
-    expect(log).toMatch(/\*\*friendly\/cards\*\* wave for Ada \(rule "wave at friends" \(rule\): is_friend = true\)/);
+    expect(log).toMatch(
+      /\*\*friendly\/cards\*\* decided: wave for Ada \(rule "wave at friends" \(rule\): is_friend = true\)/,
+    );
     expect(log).toMatch(/asked for approval to send_card, hug for Ada/);
 
     // A second cycle finds everything taken or asked for already.
@@ -251,7 +253,7 @@ describe('automations through the worker', () => {
     const log = (await readdir(runtime.config.paths.logs)).map((file) => path.join(runtime.config.paths.logs, file));
     const text = (await Promise.all(log.map((file) => readFile(file, 'utf8')))).join('');
     expect(text).toMatch(/\*\*script\/notify\*\* notified Ada/);
-    expect(text).toMatch(/\*\*friendly\/cards\*\* wave, script notify for Grace/);
+    expect(text).toMatch(/\*\*friendly\/cards\*\* decided: wave, script notify for Grace/);
     expect(forged.status === 'enqueued' ? (await queue.get(forged.task.id))?.task?.error?.message : '').toMatch(
       /^refused: script `wipe` cannot be undone, and nothing authorises it/,
     );

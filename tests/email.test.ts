@@ -140,8 +140,8 @@ describe('the email integration against Dovecot', () => {
     expect(JSON.stringify(maria)).toContain('keller-family.example');
     const log = (await cli(['log'])).stdout;
     expect(log).toMatch(/20 new messages in INBOX/);
-    expect(log).toMatch(/archive: "The Weekly Brief/);
-    expect(log).toMatch(/flag, draft reply: "Lunch on Tuesday\?"/);
+    expect(log).toMatch(/done: archived: "The Weekly Brief/);
+    expect(log).toMatch(/done: flagged, saved a draft reply: "Lunch on Tuesday\?"/);
 
     // A second cycle: nothing new to collect, classify or act on. The owner moved one newsletter back into the
     // INBOX meanwhile: it has a new UID, but its note is found by Message-ID and it is not archived again.

@@ -323,7 +323,7 @@ describe('the GitHub integration against a fake GitHub', () => {
       /has moved on to ffffffffffff since [0-9a-f]{12} was approved; nothing was done/,
     );
     const log = (await cli(['log'])).stdout;
-    expect(log).toMatch(/labelled first-time: acme\/widgets#8 "Add a plugin system"/);
+    expect(log).toMatch(/done: labelled first-time: acme\/widgets#8 "Add a plugin system"/);
     expect(log).toMatch(/commented \(.*\): acme\/widgets#20 "Crash on start"/);
     expect(log).toMatch(
       /approved [0-9a-f]{12}, merged [0-9a-f]{12} \(squash\): acme\/widgets#9 "Bump version to 1\.4\.1"/,

@@ -66,7 +66,12 @@ integrations:
           - {name: archive newsletters, when: {newsletter: true}, then: archive}
 `,
     );
-    const worker = startNode({ args: [cliMain, 'work'], cwd: dir.path, env: { ASSISTANT_LOG_FORMAT: 'json' } });
+    // At debug: the test counts the lines of each task put back, which the default level leaves out.
+    const worker = startNode({
+      args: [cliMain, 'work'],
+      cwd: dir.path,
+      env: { ASSISTANT_LOG_FORMAT: 'json', ASSISTANT_LOG_LEVEL: 'debug' },
+    });
     const server = startNode({ args: [cliMain, 'serve'], cwd: dir.path });
     try {
       await server.waitForOutput(/listening on/, { timeoutMs: 60_000 });
@@ -124,6 +129,15 @@ integrations:
         what: 'every message classified after the model is back',
         timeoutMs: 120_000,
       });
+      // The outage is one WARN line as it starts and one as it ends, however many tasks were put back meanwhile.
+      await worker.waitForOutput(/LLM profile `default` \(\S+\) works again after/, { timeoutMs: 60_000 });
+      const warned = (pattern: RegExp) =>
+        worker
+          .stdout()
+          .split('\n')
+          .filter((line) => line.includes('"level":40') && pattern.test(line));
+      expect(warned(/LLM profile `default` \(\S+\) is failing: /)).toHaveLength(1);
+      expect(warned(/LLM profile `default` \(\S+\) works again after/)).toHaveLength(1);
       await waitUntil(
         async () =>
           (await readdir(path.join(dir.path, 'data/queue/pending'))).length === 0 &&

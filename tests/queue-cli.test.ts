@@ -262,10 +262,11 @@ describe('assistant enqueue, work, queue and task', () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config('200ms'));
     const id = await enqueue(dir, ['system.sleep', '--payload', '{"ms": 600000}']);
+    // At debug: the test waits for the task's own "started" line, which the default level leaves out.
     const worker = startNode({
       args: [cliMain, 'work'],
       cwd: dir.path,
-      env: { ASSISTANT_LOG_FORMAT: 'json' },
+      env: { ASSISTANT_LOG_FORMAT: 'json', ASSISTANT_LOG_LEVEL: 'debug' },
     });
     await worker.waitForOutput(/\(system\.sleep\) started, attempt 1 of 3/);
     worker.child.kill('SIGTERM');

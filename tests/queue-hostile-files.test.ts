@@ -172,7 +172,12 @@ describe('hostile files in the queue', () => {
     const enqueue = await cli(dir, ['enqueue', 'stubborn.hold']);
     expect(enqueue.stderr).toBe('');
     const id = enqueue.stdout.trim();
-    const worker = startNode({ args: [cliMain, 'work'], cwd: dir.path, env: { ASSISTANT_LOG_FORMAT: 'json' } });
+    // At debug: the test waits for the task's own "started" line, which the default level leaves out.
+    const worker = startNode({
+      args: [cliMain, 'work'],
+      cwd: dir.path,
+      env: { ASSISTANT_LOG_FORMAT: 'json', ASSISTANT_LOG_LEVEL: 'debug' },
+    });
     await worker.waitForOutput(/\(stubborn\.hold\) started, attempt 1 of 3/);
     worker.child.kill('SIGTERM');
     // Grace 500 ms plus the 3 s margin, and room for a loaded machine: bounded, not timed.

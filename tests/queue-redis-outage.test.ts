@@ -231,6 +231,8 @@ queue:
           ASSISTANT_CONFIG: configFile,
           ASSISTANT_DATA: path.join(dir.path, 'data'),
           ASSISTANT_LOG_FORMAT: 'json',
+          // The test waits for the task's own "started" line, which the default level leaves out.
+          ASSISTANT_LOG_LEVEL: 'debug',
         },
       });
     const queue = await openRedisTaskQueue({ url: redis.url, prefix });

@@ -69,6 +69,8 @@ queue:
           ASSISTANT_DATA: dataDir,
           ASSISTANT_TOKEN: token,
           ASSISTANT_LOG_FORMAT: 'json',
+          // The test waits for tasks' own "started" lines, which the default level leaves out.
+          ASSISTANT_LOG_LEVEL: 'debug',
         },
       });
       processes.push(started);

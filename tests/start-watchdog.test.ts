@@ -52,7 +52,8 @@ queue: {lease: 2s, claim_grace: 200ms}
     expect(enqueued.code).toBe(0);
     const id = enqueued.stdout.trim();
 
-    const start = startNode({ args: [cliMain, 'start', '--config', config], cwd });
+    // --verbose: the test follows the task by its own lines, which the default level leaves out.
+    const start = startNode({ args: [cliMain, 'start', '--config', config, '--verbose'], cwd });
     try {
       const workerPid = Number(
         (await start.waitForOutput(/^\[assistant\] worker started \(pid (\d+)\)$/m, { timeoutMs: 60_000 }))[1],

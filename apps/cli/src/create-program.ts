@@ -48,13 +48,23 @@ export function createProgram(context: CliContext): CliProgram {
     .description('run the server and the worker until Ctrl-C; start one that dies again')
     // How the lean supervisor checks the config in a child: warnings and errors as usual, then one JSON line.
     .addOption(new Option('--preflight').hideHelp())
-    .action(async (options: { preflight?: boolean }, command: Command) =>
-      (await import('./commands/start-command.ts')).startCommand({
+    // What the supervisor runs in the background once both are started: one warning per unreachable LLM profile.
+    .addOption(new Option('--probe-models').hideHelp())
+    .option('--verbose', 'log a line per task (debug level) instead of a summary per batch')
+    .action(async (options: { preflight?: boolean; probeModels?: boolean; verbose?: boolean }, command: Command) => {
+      const { probeModels, ...rest } = options;
+      if (probeModels) {
+        return (await import('./commands/start-model-probe.ts')).startModelProbeCommand({
+          globals: globalOptions(command, context),
+          context,
+        });
+      }
+      return (await import('./commands/start-command.ts')).startCommand({
         globals: globalOptions(command, context),
         context,
-        ...options,
-      }),
-    );
+        ...rest,
+      });
+    });
   program
     .command('serve')
     .description('run only the server, in this process')

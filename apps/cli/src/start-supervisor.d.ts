@@ -103,6 +103,13 @@ export interface SuperviseStartOptions {
   stderr: SupervisorOutput;
   /** @default a new listener for SIGINT and SIGTERM, removed when the children have stopped */
   shutdown?: { signal: AbortSignal; dispose(): void };
+  /**
+   * Run `assistant start --probe-models` in the background and print its warnings (an unreachable LLM profile).
+   * @default true
+   */
+  probeModels?: boolean;
+  /** `--verbose`: the children log at debug (a line per task) unless ASSISTANT_LOG_LEVEL says otherwise. */
+  verbose?: boolean;
 }
 
 export interface LinePrefixer {
@@ -115,7 +122,7 @@ export interface LinePrefixer {
 /** The global options of a plain `assistant start [--config FILE] [--data DIR]`, or undefined for anything else. */
 export function plainStartArguments(
   argv: readonly string[],
-): { config: string | undefined; data: string | undefined } | undefined;
+): { config: string | undefined; data: string | undefined; verbose?: true } | undefined;
 
 /** Prefixes each line of a child's output; writes whole lines only. */
 export function createLinePrefixer(options: {

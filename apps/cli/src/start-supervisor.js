@@ -17,22 +17,22 @@ const stopMarginMs = 5_000;
 const cliMain = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 /**
- * The global options of a plain `assistant start [--config FILE] [--data DIR]` command line, or undefined for
- * anything else (help, --preflight, a typo), which the full command line handles and explains.
+ * The global options of a plain `assistant start [--config FILE] [--data DIR] [--verbose]` command line, or
+ * undefined for anything else (help, --preflight, a typo), which the full command line handles and explains.
  * @param {readonly string[]} argv the arguments after `assistant`
- * @returns {{ config: string | undefined; data: string | undefined } | undefined}
+ * @returns {{ config: string | undefined; data: string | undefined; verbose?: true } | undefined}
  */
 export function plainStartArguments(argv) {
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],
-      options: { config: { type: 'string' }, data: { type: 'string' } },
+      options: { config: { type: 'string' }, data: { type: 'string' }, verbose: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
     });
     if (positionals.length !== 1 || positionals[0] !== 'start') return undefined;
     if (values.config === '' || values.data === '') return undefined;
-    return { config: values.config, data: values.data };
+    return { config: values.config, data: values.data, ...(values.verbose ? { verbose: true } : {}) };
   } catch {
     return undefined;
   }
@@ -427,6 +427,8 @@ export async function superviseStart(options) {
   const childArgs = ['--config', options.configFile, '--data', options.dataDir];
   /** @type {NodeJS.ProcessEnv} */
   const env = { ...options.env, ASSISTANT_CONFIG_CHECKED: '1' };
+  // `--verbose`: a line per task (debug) instead of a summary per batch; an explicit ASSISTANT_LOG_LEVEL wins.
+  if (options.verbose && env.ASSISTANT_LOG_LEVEL === undefined) env.ASSISTANT_LOG_LEVEL = 'debug';
   // The children write to pipes, so they would pick JSON logs; a person at this terminal wants them pretty.
   if (options.stdout.isTTY && env.ASSISTANT_LOG_FORMAT === undefined) {
     env.ASSISTANT_LOG_FORMAT = 'pretty';
@@ -439,6 +441,9 @@ export async function superviseStart(options) {
     once: true,
   });
   const state = createSupervisorState({ dataDir: options.dataDir, say });
+  // In the background, so start is not delayed: one warning per LLM profile that does not answer, as doctor says it.
+  const probe =
+    options.probeModels === false ? undefined : probeModels({ execArgv, childArgs, env: options.env, say, shutdown });
   /** @type {import('./start-supervisor.d.ts').SuperviseProcessesResult} */
   let result;
   try {
@@ -480,6 +485,7 @@ export async function superviseStart(options) {
     });
     await state.flush();
   } finally {
+    probe?.stop();
     shutdown.dispose();
   }
 
@@ -501,6 +507,47 @@ export async function superviseStart(options) {
   }
   say('stopped');
   return undefined;
+}
+
+/**
+ * Runs `assistant start --probe-models` once, beside the server and the worker, and prints what it says (a warning
+ * per LLM profile that cannot be reached) under `[assistant]`. Its failure to run is not start's: it says so once.
+ * @param {{ execArgv: readonly string[]; childArgs: readonly string[]; env: NodeJS.ProcessEnv; say: (line: string) => void; shutdown: { signal: AbortSignal } }} options
+ * @returns {{ stop(): void }}
+ */
+function probeModels(options) {
+  const child = spawn(
+    process.execPath,
+    [...options.execArgv, cliMain, 'start', '--probe-models', ...options.childArgs],
+    {
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines = createLinePrefixer({
+    prefix: '',
+    write: (text) => {
+      for (const line of text.split('\n')) if (line !== '') options.say(line);
+    },
+  });
+  child.stdout?.on('data', (chunk) => lines.push(chunk));
+  child.stdout?.on('end', () => lines.end());
+  let errorText = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk) => {
+    if (errorText.length < 2_000) errorText += chunk;
+  });
+  child.once('error', (error) => options.say(`could not check the LLM profiles: ${error.message}`));
+  child.once('close', (code) => {
+    if (code !== 0 && code !== null && !options.shutdown.signal.aborted) {
+      options.say(`could not check the LLM profiles: ${errorText.trim().split('\n')[0] ?? `exit ${code}`}`);
+    }
+  });
+  return {
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    },
+  };
 }
 
 /** `1 s`, `2 min`. @param {number} delayMs */
@@ -558,6 +605,7 @@ async function runLeanStart(argv) {
     stdout: process.stdout,
     stderr: process.stderr,
     shutdown,
+    verbose: plainStartArguments(argv)?.verbose === true,
   });
   if (error === undefined) return 0;
   process.stderr.write(`assistant: ${error.message}\nhint: ${error.hint}\n`);

@@ -65,6 +65,7 @@ describe('plainStartArguments', () => {
   it('takes a plain start with its global options, in any order', () => {
     expect(plainStartArguments(['start'])).toEqual({ config: undefined, data: undefined });
     expect(plainStartArguments(['--config', 'c.yaml', 'start', '--data=d'])).toEqual({ config: 'c.yaml', data: 'd' });
+    expect(plainStartArguments(['start', '--verbose'])).toEqual({ config: undefined, data: undefined, verbose: true });
   });
 
   it('leaves everything else to the full command line, which explains it', () => {

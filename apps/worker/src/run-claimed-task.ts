@@ -1,4 +1,4 @@
-import { checkActTask, withdrawTaskToolCalls } from '@assistant/actions';
+import { actionFailureOf, checkActTask, recordActionOutcome, withdrawTaskToolCalls } from '@assistant/actions';
 import { HandlerLoadError, type TaskHandler } from '@assistant/integration-host';
 import { findModelUnavailable } from '@assistant/llm';
 import { describePause, findPause, type PauseState, PauseStore } from '@assistant/notes';
@@ -16,6 +16,7 @@ import {
 } from '@assistant/queue';
 import type { Logger } from 'pino';
 import { createHandlerContext, type TaskSlot, type WorkerServices } from './create-handler-context.ts';
+import type { OutageLog } from './outage-log.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 /** Finds the handler of a task type; undefined when none handles it, a rejection when its module is broken. */
@@ -77,6 +78,11 @@ export interface RunClaimedTaskOptions {
   onHandlerSettled?: () => void;
   /** The task's worker slot, which its agent loops give back while they wait for the owner. */
   slot?: TaskSlot;
+  /**
+   * Where retries caused by a dependency that is down are counted: the first of an outage is a WARN line, the rest
+   * debug, and the next success of the same type and instance ends it. Without it, retries are debug lines.
+   */
+  outages?: OutageLog;
 }
 
 /**
@@ -100,7 +106,8 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   const logger = options.logger.child({ task: task.id, type: task.type });
   const label = `task ${task.id} (${task.type})`;
   const startedMs = performance.now();
-  logger.info(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
+  // Per-task lines are debug: a batch of 20 mails is 80 tasks, which the worker sums up in one line (TaskSummary).
+  logger.debug(`${label} started, attempt ${task.attempts} of ${task.maxAttempts}`);
   // Awaited before returning, so a worker that exits when idle has recorded every outcome first.
   const reports: Promise<void>[] = [];
   const finished = (outcome: TaskOutcome, error?: unknown) => {
@@ -123,12 +130,15 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   try {
     let error: unknown;
     let failed: FailOutcome | undefined;
+    let modelDown = false;
     if (settled.ok) {
       // The queue checks the result (depth, plain JSON data) and fails the task with the reason when it cannot keep it.
       const recorded = await consumer.complete(claimed, settled.value);
       if (recorded.state === 'done') {
         const { text, ...fields } = finished('done');
-        logger.info(fields, `${label} done in ${text}`);
+        logger.debug(fields, `${label} done in ${text}`);
+        options.outages?.recovered(outageKeyOf(task));
+        await recordOutcome(options, logger, { outcome: 'done' });
         // After completion: the result is safe in done/ whatever happens to its routes.
         await options.afterDone?.(task, recorded.result, logger);
         return 'done';
@@ -143,14 +153,26 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
       return 'released';
     } else {
       error = timeout.aborted ? new TaskTimeoutError(`timed out after ${timeoutMs}ms`) : settled.error;
+      modelDown = findModelUnavailable(error) !== undefined;
       error = modelWait(task, error) ?? error;
     }
     const outcome = failed ?? (await consumer.fail(claimed, error));
     const { text, ...fields } = finished(outcome, error);
     const message = toTaskError(error).message;
-    if (outcome === 'failed') logger.warn(fields, `${label} failed in ${text}: ${message}`);
-    else if (outcome === 'delayed') logger.info(fields, `${label} delayed after ${text}: ${message}`);
-    else logger.info(fields, `${label} failed in ${text}, will retry: ${message}`);
+    if (outcome === 'failed') {
+      logger.warn(fields, `${label} failed in ${text}: ${message}`);
+      await recordOutcome(options, logger, { outcome: 'failed', error });
+    } else {
+      // A model that is down is the model watcher's outage (run-worker), logged as its breaker opens and closes;
+      // any other retry is an outage of the type's dependency (an IMAP server, GitHub), logged once as it starts.
+      if (!modelDown) options.outages?.failing({ key: outageKeyOf(task), what: outageNameOf(task), message });
+      logger.debug(
+        fields,
+        outcome === 'delayed'
+          ? `${label} delayed after ${text}: ${message}`
+          : `${label} failed in ${text}, will retry: ${message}`,
+      );
+    }
     return outcome;
   } catch (error) {
     logger.error({ err: error }, `${label}: could not record the outcome; recovery will return it to pending/`);
@@ -159,6 +181,16 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
   } finally {
     await Promise.all(reports);
   }
+}
+
+/** The outage a retry of this task counts toward: its type's dependency, for its instance. */
+function outageKeyOf(task: Task): string {
+  return `task:${task.integration ?? ''}/${task.type}`;
+}
+
+/** The dependency as the outage lines name it: `email.inbox.check (personal)`. */
+function outageNameOf(task: Task): string {
+  return task.integration ? `${task.type} (${task.integration})` : task.type;
 }
 
 /**
@@ -234,7 +266,7 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
         message: `refused to act (task ${task.id})`,
         reason: refused,
       });
-      throw new UnrecoverableError(`refused: ${refused}`);
+      throw new ActRefusedError(`refused: ${refused}`);
     }
   }
   if (task.history.at(-1)?.error.type === 'WorkerDied') {
@@ -252,6 +284,37 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
     Promise.resolve().then(() => handler(context)),
     signal,
   );
+}
+
+/**
+ * The act gate's refusal: it wrote its own line in the human log ("refused to act"), so the outcome is recorded on
+ * the approval without a second, `FAILED:` line. Its name stays `UnrecoverableError`: the failed task's error type is
+ * what people and scripts read.
+ */
+class ActRefusedError extends UnrecoverableError {}
+
+/**
+ * How an action task ended, where the owner looks: a `FAILED:` line in the human log and the outcome on the approval
+ * it ran under (see `recordActionOutcome`). Never throws: the outcome is on disk in done/ or failed/ already.
+ */
+async function recordOutcome(
+  options: RunClaimedTaskOptions,
+  logger: Logger,
+  ended: { outcome: 'done' } | { outcome: 'failed'; error: unknown },
+): Promise<void> {
+  try {
+    await recordActionOutcome({
+      notes: options.services.notes,
+      humanLog: options.services.humanLog,
+      task: options.claimed.task,
+      outcome: ended.outcome,
+      ...(ended.outcome === 'failed'
+        ? { failure: actionFailureOf(ended.error), logFailure: !(ended.error instanceof ActRefusedError) }
+        : {}),
+    });
+  } catch (error) {
+    logger.warn({ err: error }, 'recording the action outcome in the human log and on its approval failed');
+  }
 }
 
 async function report(options: RunClaimedTaskOptions, logger: Logger, outcome: TaskOutcomeReport): Promise<void> {

@@ -51,10 +51,10 @@ async function setup(extra = ''): Promise<{ config: LoadedConfig; queue: TaskQue
 
 const logRecord = z.looseObject({ msg: z.string(), outcome: z.string().optional(), durationMs: z.number().optional() });
 
-/** A real pino logger whose lines are kept, so tests can read what the worker said. */
+/** A real pino logger whose lines are kept, so tests can read what the worker said (at debug: every task's lines). */
 function capturingLogger() {
   const records: z.infer<typeof logRecord>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => records.push(logRecord.parse(JSON.parse(line))) });
+  const logger = pino({ level: 'debug' }, { write: (line: string) => records.push(logRecord.parse(JSON.parse(line))) });
   return { logger, records };
 }
 

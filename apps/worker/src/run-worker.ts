@@ -30,7 +30,9 @@ import { BreakerGate } from './breaker-gate.ts';
 import type { TaskSlot, WorkerServices } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
 import { type LaneSnapshot, laneCapacity, llmStagesOf, profilesAvailability } from './lanes.ts';
+import { OutageLog, watchModelOutage } from './outage-log.ts';
 import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
+import { TaskSummary } from './task-summary.ts';
 import { timerDelayMs } from './timer-delay.ts';
 
 export interface RunWorkerOptions {
@@ -82,6 +84,8 @@ function cacheModeFromEnvironment(): { cacheMode?: 'off' | 'record' | 'replay' |
 
 /** How often changed counters are written for the server's /metrics. */
 const metricsIntervalMs = 2_000;
+/** How often a worker that stays busy sums up the tasks it ran (it also does whenever it falls idle). */
+const summaryIntervalMs = 60_000;
 /** How often the snapshot is written even when no counter changed, so its memory figures stay current. */
 const memoryIntervalMs = 15_000;
 
@@ -148,7 +152,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       : (type: string) => types.some((pattern) => patternMatches(pattern, type));
   const queue = await openQueue({
     config,
-    logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
+    logger: {
+      info: (message) => logger.info(message),
+      warn: (message) => logger.warn(message),
+      debug: (message) => logger.debug(message),
+    },
   });
   const queueConsumer = queue.consumer({
     pollIntervalMs: timerDelayMs(config.worker.pollIntervalMs),
@@ -165,6 +173,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   const localNotes = new FileNoteStore({ root: config.paths.notes });
   const notes: NoteStore = remote ? new HttpNoteStore(remote) : localNotes;
   const metrics = new TaskMetrics();
+  const outages = new OutageLog({ logger });
+  const summary = new TaskSummary({ logger });
   let metricsChanged = false;
   // The History page's series (data/metrics/history.json): each finished run and each model call, added now and then.
   const history = new HistoryRecorder({ file: historyFile(config.paths.dataDir) });
@@ -237,7 +247,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         humanLog,
         ...(registry ? { registry } : {}),
       });
-      taskLogger.info(routed, `routed the result of ${task.type}`);
+      taskLogger.debug(routed, `routed the result of ${task.type}`);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       taskLogger.error({ err: error }, `routing the result of ${task.type} failed; it stays in done/`);
@@ -254,6 +264,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   // resets it. An unrecoverable error is about the one task; delays (an unavailable model among them), releases at
   // shutdown and unrecorded outcomes say nothing about whether the type works.
   const onOutcome = async (report: TaskOutcomeReport) => {
+    summary.record(report);
     metrics.recordOutcome(report.type, report.outcome, report.durationMs);
     metricsChanged = true;
     // A retried attempt failed as much as a final one: both count as failures; delays and releases say nothing.
@@ -343,8 +354,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
 
   const onShutdown = () => wakeLoop();
   signal.addEventListener('abort', onShutdown, { once: true });
-  // A profile's slots, queue or breaker changed: a lane may take tasks again (or must stop).
-  const unsubscribeLlm = llm.subscribe(() => wakeLoop());
+  // A profile's slots, queue or breaker changed: a lane may take tasks again (or must stop). An outage of the
+  // profile is logged as its breaker opens and as it closes again, not per task put back meanwhile.
+  const unsubscribeLlm = llm.subscribe((profile) => {
+    watchModelOutage(llm, profile, outages);
+    wakeLoop();
+  });
 
   const start = (claimed: ClaimedTask) => {
     const lane = llmLanes.get(claimed.task.type) ?? ioLane;
@@ -388,6 +403,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     };
     const run = runClaimedTask({
       slot,
+      outages,
       onHandlerSettled: freeSlot,
       claimed,
       consumer,
@@ -423,10 +439,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     }
     breakerGate.update(type, permission.state);
     if (permission.allowed) {
-      if (permission.trial) logger.info({ task: claimed.id, type }, `task ${claimed.id} runs as the trial of ${type}`);
+      // Debug, like every line per task: the breaker's opening and closing are WARN lines of their own.
+      if (permission.trial) logger.debug({ task: claimed.id, type }, `task ${claimed.id} runs as the trial of ${type}`);
       return true;
     }
-    logger.info({ task: claimed.id, type }, `${type}: ${permission.reason}; task ${claimed.id} goes back to pending/`);
+    logger.debug({ task: claimed.id, type }, `${type}: ${permission.reason}; task ${claimed.id} goes back to pending/`);
     try {
       await consumer.release(claimed);
     } catch (error) {
@@ -475,6 +492,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   };
   const metricsTimer = setInterval(writeMetrics, metricsIntervalMs);
   metricsTimer.unref();
+  // While the worker stays busy, the summary of what it ran comes at this interval; else when it falls idle.
+  const summaryTimer = setInterval(() => summary.flush(), summaryIntervalMs);
+  summaryTimer.unref();
   const pollIntervalMs = timerDelayMs(config.worker.pollIntervalMs);
 
   try {
@@ -511,6 +531,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
         }
         start(claimed);
       }
+      // A batch is over when nothing runs: one line says what it was.
+      if (running.size === 0) summary.flush();
       if (options.exitWhenIdle && running.size === 0 && (await settledIdle(queue, plan, () => modelOutage(llm)))) {
         logger.info('queue idle; exiting (--exit-when-idle)');
         break;
@@ -530,6 +552,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     breakerGate.stop();
     await drain({ running, graceMs: config.worker.shutdownGraceMs, stopTasks, logger });
     clearInterval(metricsTimer);
+    clearInterval(summaryTimer);
+    summary.flush();
     // A write still in flight would bring the file back after close() removes it.
     await metricsWrite;
     await history.flush();

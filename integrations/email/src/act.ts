@@ -106,7 +106,7 @@ export async function act(context: EmailContext<ActPayload>) {
             default:
               throw new UnrecoverableError(`the email integration cannot ${action.name} yet`);
           }
-          done.push(action.name === 'move' ? `moved to ${String(action.argument)}` : action.name.replace('_', ' '));
+          done.push(action.name === 'move' ? `moved to ${String(action.argument)}` : pastTense(action.name));
         }
       } finally {
         lock.release();
@@ -114,7 +114,8 @@ export async function act(context: EmailContext<ActPayload>) {
     });
   }
   if (done.length === 0) return { done };
-  await context.log.human(`${done.join(', ')}: "${subject}"`, {
+  // `done:` sets the line apart from the `decided:` one written when the rule chose the actions.
+  await context.log.human(`done: ${done.join(', ')}: "${subject}"`, {
     reason: `rule "${payload.rule}" (${payload.provenance})${payload.approval ? `, approved (${payload.approval})` : ''}`,
     link: payload.item,
   });
@@ -162,7 +163,7 @@ async function actOnMaildir(
         const target = action.name === 'archive' ? settings.archive_folder : String(action.argument);
         await moveMessage(message, await folderPath(root, target));
         await context.notes.update(payload.item, { set: { mailbox: target, synced: 'moved' } });
-        done.push(action.name === 'move' ? `moved to ${target}` : 'archive');
+        done.push(action.name === 'move' ? `moved to ${target}` : pastTense(action.name));
         // The message is in another folder now: later actions of this rule would not find it here.
         return done;
       }
@@ -186,7 +187,23 @@ async function actOnMaildir(
       default:
         throw new UnrecoverableError(`the email integration cannot ${action.name} yet`);
     }
-    done.push(action.name.replace('_', ' '));
+    done.push(pastTense(action.name));
   }
   return done;
+}
+
+/**
+ * An action as the human log's `done:` line says it happened (`archived`), so it reads apart from the `decided:` line
+ * written when the rule chose it (`archive`).
+ */
+function pastTense(name: string): string {
+  const said: Record<string, string> = {
+    archive: 'archived',
+    flag: 'flagged',
+    unflag: 'unflagged',
+    mark_read: 'marked read',
+    mark_unread: 'marked unread',
+    draft_reply: 'saved a draft reply',
+  };
+  return said[name] ?? name.replace('_', ' ');
 }

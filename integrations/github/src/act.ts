@@ -236,7 +236,8 @@ export async function act(context: GithubContext<ActPayload>) {
     }
   }
   if (done.length === 0) return { done };
-  await context.log.human(`${done.join(', ')}: ${title}`, {
+  // `done:` sets the line apart from the `decided:` one written when the rule chose the actions.
+  await context.log.human(`done: ${done.join(', ')}: ${title}`, {
     reason: `rule "${payload.rule}" (${payload.provenance})${payload.approval ? `, approved (${payload.approval})` : ''}`,
     link: payload.item,
   });

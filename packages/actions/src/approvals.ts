@@ -74,6 +74,16 @@ const approvalSchema = z
     rendering: z.string().optional(),
     /** The SHA-256 of `rendering`: what the approval binds to. Each action carries the digest of its own part. */
     digest: z.string().optional(),
+    /**
+     * What became of the actions an approved request enqueued, written by the worker when their tasks end: `done`, or
+     * `failed` (for good) with the error's code and message in `outcome_reason`. A failure of one of its tasks is not
+     * overwritten by another's `done`. Absent while they wait or run, and on requests not approved.
+     */
+    outcome: z.enum(['done', 'failed']).optional(),
+    outcome_reason: z.string().optional(),
+    outcome_at: z.string().optional(),
+    /** The task the outcome is about. */
+    outcome_task: z.string().optional(),
     /** Tasks refused because what they would run no longer matched what was approved. */
     refusals: z.array(z.looseObject({ at: z.string(), task: z.string().optional(), reason: z.string() })).optional(),
   })
@@ -266,6 +276,14 @@ function isSameRefusal(old: unknown, entry: { task?: string; reason: string }): 
   if (old === null || typeof old !== 'object') return false;
   const record = old as { task?: unknown; reason?: unknown };
   return record.task === entry.task && record.reason === entry.reason;
+}
+
+/**
+ * The request's status with what became of what it allowed, in a few words: `approved, failed`, `approved, done`,
+ * `pending`. An approval only says a person said yes; the outcome says whether it happened.
+ */
+export function statusWithOutcome(request: Pick<ApprovalRequest, 'status' | 'outcome'>): string {
+  return request.outcome === undefined ? request.status : `${request.status}, ${request.outcome}`;
 }
 
 /** Whether `id` has the form of an approval id (`ap-` and 12 hex digits). */

@@ -263,7 +263,8 @@ export async function enqueueActions(options: EnqueueActionsOptions): Promise<En
     await setActionTasks(options.notes, options.notePath, taskIds);
     await options.humanLog?.write({
       source: `${options.instance}/${options.platform}`,
-      message: `${fresh.map((action) => describe(action)).join(', ')} for ${title}`,
+      // `decided:` says the rule chose the actions; the act writes `done:` when they happened, the worker `FAILED:`.
+      message: `decided: ${fresh.map((action) => describe(action)).join(', ')} for ${title}`,
       reason: `${approval ? `approved (${approval}); ` : ''}rule "${match.rule}" (${match.provenance}): ${match.reason}`,
       link: options.notePath,
     });

@@ -16,6 +16,7 @@ export {
   listApprovals,
   readApproval,
   sortApprovals,
+  statusWithOutcome,
   withdrawTaskToolCalls,
   withRendering,
 } from './approvals.ts';
@@ -64,6 +65,13 @@ export {
   type ProposedAction,
   proposeAction,
 } from './propose-action.ts';
+export {
+  type ActionFailure,
+  type ActionOutcome,
+  actionFailureOf,
+  type RecordActionOutcomeOptions,
+  recordActionOutcome,
+} from './record-action-outcome.ts';
 export {
   type ApprovalRendering,
   digestOf,

@@ -66,6 +66,12 @@ const actionSchema = z
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected the name of a field of the item, e.g. unsubscribe_target' })
       .optional(),
     description: z.string().optional(),
+    /**
+     * Instance settings the action cannot run without (`send_reply` needs `smtp`). `assistant config check` warns
+     * about a rule that takes the action on an instance where one is not set; `for` says when it is needed, for an
+     * action that needs it only sometimes (a mailto: unsubscribe, not a one-click one).
+     */
+    needs: z.array(z.strictObject({ setting: identifierSchema, for: z.string().optional() })).optional(),
   })
   .refine((action) => action.argument_optional !== true || action.argument !== undefined, {
     error: '`argument_optional` is only for an action with an `argument`',

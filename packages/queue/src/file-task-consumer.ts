@@ -305,7 +305,8 @@ export class FileTaskConsumer implements TaskConsumer {
       return 'failed';
     }
     await this.#backToPending(claimed, decision.task, decision.readyAtMs);
-    this.queue.logger.info(decision.message);
+    // One line per retry: debug, so an outage does not fill the console (the worker logs its start and end).
+    this.queue.logger.debug?.(decision.message);
     return decision.outcome;
   }
 

@@ -143,6 +143,8 @@ export interface PruneReport {
 export interface QueueLogger {
   info(message: string): void;
   warn(message: string): void;
+  /** Lines about one task (its retry put it back until …), which a console at the default level leaves out. */
+  debug?(message: string): void;
 }
 
 /** The queue settings of config.yaml, all optional here: tests and tools pass only what they care about. */

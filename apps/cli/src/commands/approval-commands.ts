@@ -9,6 +9,7 @@ import {
   listApprovals,
   readApproval,
   requestManualAction,
+  statusWithOutcome,
   withRendering,
 } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
@@ -42,7 +43,7 @@ export async function approvalsListCommand(
   }
   for (const request of requests) {
     options.context.stdout.write(
-      `${request.id}  ${request.status.padEnd(8)}  ${describeApproval(request)} for ${request.title}\n` +
+      `${request.id}  ${statusWithOutcome(request).padEnd(8)}  ${describeApproval(request)} for ${request.title}\n` +
         (request.kind === 'tool_call'
           ? `    agent tool call of ${request.instance}: ${request.reason}; expires ${request.expires_at}\n`
           : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`) +
@@ -84,6 +85,11 @@ export async function approvalShowCommand(options: ApprovalCommandOptions & { id
         : `rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}`,
       `item: ${request.item}`,
       `expires: ${request.expires_at}`,
+      ...(request.outcome
+        ? [
+            `outcome: ${request.outcome} at ${request.outcome_at ?? '?'}${request.outcome_reason ? `: ${request.outcome_reason}` : ''}${request.outcome_task ? ` (task ${request.outcome_task})` : ''}`,
+          ]
+        : []),
       ...(request.digest ? [`digest: ${request.digest}`] : []),
       ...(bound
         ? []

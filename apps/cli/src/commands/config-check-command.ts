@@ -1,10 +1,11 @@
 import path from 'node:path';
-import { formatDuration, type LoadedConfig, nextRuns } from '@assistant/config';
+import { formatDuration, formatProblem, type LoadedConfig, nextRuns } from '@assistant/config';
 import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integration-host';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { checkCliConfig } from '../load-cli-config.ts';
+import { actionNeedsWarnings } from './action-needs-warnings.ts';
 
 export interface ConfigCheckOptions {
   globals: GlobalOptions;
@@ -17,6 +18,10 @@ export interface ConfigCheckOptions {
 export async function configCheckCommand(options: ConfigCheckOptions): Promise<void> {
   const { context } = options;
   const { config, registry } = await checkCliConfig(options);
+  // Rules whose action cannot run on their instance (no `smtp:` for send_reply): valid config that will fail.
+  for (const warning of actionNeedsWarnings({ config, registry })) {
+    context.stderr.write(`warning: ${formatProblem(warning)}\n`);
+  }
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [
     `${shownPath(config.paths.configFile, context.cwd)}: OK`,

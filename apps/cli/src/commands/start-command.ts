@@ -13,6 +13,8 @@ export interface StartCommandOptions {
    * starting anything: how the lean supervisor (start-supervisor.js) checks the config without loading it.
    */
   preflight?: boolean;
+  /** Log a line per task (ASSISTANT_LOG_LEVEL=debug for both children) instead of a summary per batch. */
+  verbose?: boolean;
 }
 
 /** What `assistant start --preflight` prints, as one JSON line on stdout. */
@@ -51,6 +53,7 @@ export async function startCommand(options: StartCommandOptions): Promise<void> 
     env: context.env,
     stdout: context.stdout,
     stderr: context.stderr,
+    verbose: options.verbose === true,
   });
   if (error) throw new AssistantError('CHILD_EXITED', error.message, { hint: error.hint });
 }

@@ -108,7 +108,9 @@ export function renderLogLine(line: LogLine, subjects?: LinkSubjects): SafeHtml 
         : subject === undefined
           ? html` <a class="log-link" href="${href}">${linkLabel(href)}</a>`
           : html` <a class="log-link log-subject" href="${href}"><span class="visually-hidden">note: </span>“${shorten(subject)}”</a>`;
-  return html`<li>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
+  // A failed action stands out from the `decided:` and `done:` lines around it.
+  const failed = line.message.startsWith('FAILED:') ? html` class="log-failed"` : '';
+  return html`<li${failed}>${line.time === undefined ? '' : html`<time>${line.time}</time>`}${
     line.source === undefined ? '' : html`<span class="log-source">${line.source}</span> `
   }<span class="log-message">${shorten(line.message)}</span>${
     line.reason === undefined ? '' : html` <span class="log-reason">(${shorten(line.reason)})</span>`

@@ -31,6 +31,10 @@ const approvalView = z.looseObject({
   /** False for a request made before approvals were bound to what they show: it cannot be approved. */
   bound: z.boolean(),
   digest: z.string().optional(),
+  /** What became of what an approved request allowed: `done`, or `failed` with `outcome_reason` (code: message). */
+  outcome: z.enum(['done', 'failed']).optional(),
+  outcome_reason: z.string().optional(),
+  outcome_at: z.string().optional(),
 });
 const approvalIdParams = z.strictObject({
   id: z.string().regex(/^ap-[0-9a-f]{12}$/, { error: 'expected an approval id: ap- and 12 hex digits' }),

@@ -245,6 +245,17 @@ function shown(value: unknown): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
 }
 
+/**
+ * What became of what the request allowed, beside its status: an approval says a person said yes, not that it
+ * happened. A failure names its code and reason.
+ */
+function outcomeBadge(approval: ApprovalRequest): SafeHtml | string {
+  if (approval.outcome === undefined) return '';
+  const when = approval.outcome_at ? html` <span class="muted">at ${timeTag(approval.outcome_at)}</span>` : '';
+  if (approval.outcome === 'done') return html` <span class="badge done">done</span>${when}`;
+  return html` <span class="badge failed">failed</span>${when}${approval.outcome_reason ? html` <span class="outcome-reason">${approval.outcome_reason}</span>` : ''}${approval.outcome_task ? html` <a href="/tasks/${encodeURIComponent(approval.outcome_task)}">task</a>` : ''}`;
+}
+
 function renderApproval(
   request: FastifyRequest,
   approval: ApprovalRequest,
@@ -281,7 +292,7 @@ function renderApproval(
       : '';
   return html`<li><article class="approval card" id="${approval.id}" aria-labelledby="${headingId}">
 <h2 id="${headingId}">${what} <span class="muted">for</span> ${approval.title}</h2>
-<p><span class="badge ${status}">${status}</span>${approval.shadow ? html` <span class="badge">shadow mode</span> <span class="muted">what ${approval.instance}'s rules would have done; nothing was done (<code>assistant shadow report</code>)</span>` : ''}${lapsed ? html` <span class="muted">(past its expiry; nobody can approve it now)</span>` : ''}${approval.decided_at ? html` <span class="muted">by ${approval.decided_by ?? 'someone'} at ${timeTag(approval.decided_at)}</span>` : ''}</p>
+<p><span class="badge ${status}">${status}</span>${outcomeBadge(approval)}${approval.shadow ? html` <span class="badge">shadow mode</span> <span class="muted">what ${approval.instance}'s rules would have done; nothing was done (<code>assistant shadow report</code>)</span>` : ''}${lapsed ? html` <span class="muted">(past its expiry; nobody can approve it now)</span>` : ''}${approval.decided_at ? html` <span class="muted">by ${approval.decided_by ?? 'someone'} at ${timeTag(approval.decided_at)}</span>` : ''}</p>
 <table class="kv">
 <tbody>
 <tr><th scope="row">Item</th><td>${subject?.subject ? html`${subject.where ? html`<span class="muted">${subject.where}</span> ` : ''}“${subject.subject}”${subject.sender ? html` <span class="muted">from</span> <span class="item-sender">${subject.sender}</span>` : ''}<br>` : ''}<a href="${noteHref(approval.item)}">${approval.item}</a> <span class="muted">(${approval.instance}/${approval.platform})</span></td></tr>
