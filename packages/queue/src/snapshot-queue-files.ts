@@ -45,14 +45,22 @@ export class QueueSnapshotBusyError extends Error {
 
 const pauseBetweenPassesMs = 50;
 
+/** Where a task leaves from is listed before where it goes (snapshotQueueFiles says why). */
+const listingOrder: readonly TaskState[] = ['active', 'failed', 'done', 'pending'];
+
 /**
  * A consistent copy of the queue's four state directories while workers run: holds the claims (so only running tasks
- * finishing, and new tasks, still move files), then lists every state, reads what is new, and lists again, until two
- * listings in a row are equal. Every name then stood in the same directory at both listings, so the files read are
- * the queue as it was at the second: each task exactly once, in the state it had. A name in a state directory never
- * changes content (moves are renames to new names; a rewrite writes a new file and renames it), so a file is read
- * once however many passes it takes. tmp/ (writes in progress) and workers/ (heartbeats of this machine's processes)
- * are not part of it: a restored queue recovers the active tasks of workers that are gone, as after a power cut.
+ * finishing or put back, and new tasks, still move files), then lists every state, reads what is new, and lists
+ * again, until the second listing differs from the first only by tasks that arrived in pending/ meanwhile. Every
+ * name of the first listing then stood in the same directory at both listings, so the files read are the queue as
+ * it was at the first: each task exactly once, in the state it had. New tasks keep arriving while the server runs;
+ * they are after the snapshot's moment, so they do not make it wait (a quiet moment may never come). A listing reads
+ * the directories a task leaves before those it enters (active, failed, done, then pending): a task moving during a
+ * listing is seen at least once, and a task seen twice or only half-moved differs at the next listing. A name in a
+ * state directory never changes content (moves are renames to new names; a rewrite writes a new file and renames
+ * it), so a file is read once however many passes it takes. tmp/ (writes in progress) and workers/ (heartbeats of
+ * this machine's processes) are not part of it: a restored queue recovers the active tasks of workers that are
+ * gone, as after a power cut.
  */
 export async function snapshotQueueFiles(options: SnapshotQueueFilesOptions): Promise<QueueSnapshot> {
   const holdMs = options.holdMs ?? 30_000;
@@ -82,20 +90,20 @@ export async function snapshotQueueFiles(options: SnapshotQueueFilesOptions): Pr
       }
       const after = await listStates(paths);
       const atMs = Date.now();
-      if (!vanished && sameListing(before, after)) {
+      if (!vanished && onlyArrivals(before, after)) {
         const files: QueueSnapshotFile[] = [];
         const counts = { pending: 0, active: 0, done: 0, failed: 0 };
         // A task finishing writes done/x before it removes active/x@owner: a listing in between shows both. Recovery
         // drops such an active copy (the task is already elsewhere); the snapshot drops it the same way.
         const settledIds = new Set<string>();
-        for (const [state, names] of after) {
+        for (const [state, names] of before) {
           if (state === 'active') continue;
           for (const name of names) {
             const id = decodeStateName(state, name)?.id;
             if (id !== undefined) settledIds.add(id);
           }
         }
-        for (const [state, names] of after) {
+        for (const [state, names] of before) {
           const reasons = new Set(names.filter((name) => name.endsWith(reasonSuffix)));
           for (const name of names) {
             const decoded = decodeStateName(state, name);
@@ -130,7 +138,7 @@ type Listing = Map<TaskState, string[]>;
 
 async function listStates(paths: ReturnType<typeof queuePaths>): Promise<Listing> {
   const listing: Listing = new Map();
-  for (const state of taskStates) {
+  for (const state of listingOrder) {
     let names: string[];
     try {
       // Files only: a directory or a link someone put there is not a task, and is not copied.
@@ -147,11 +155,31 @@ async function listStates(paths: ReturnType<typeof queuePaths>): Promise<Listing
   return listing;
 }
 
-function sameListing(left: Listing, right: Listing): boolean {
+/**
+ * Whether `after` is `before` plus tasks that arrived in pending/ only: nothing of `before` left its directory, no
+ * other directory gained a file, and each new pending file is a task `before` did not hold anywhere (a task put
+ * back or retried into pending/ has moved, and is not an arrival).
+ */
+function onlyArrivals(before: Listing, after: Listing): boolean {
+  const idsBefore = new Set<string>();
+  for (const [state, names] of before) {
+    for (const name of names) {
+      const id = decodeStateName(state, name)?.id;
+      if (id !== undefined) idsBefore.add(id);
+    }
+  }
   for (const state of taskStates) {
-    const a = left.get(state) ?? [];
-    const b = right.get(state) ?? [];
-    if (a.length !== b.length || a.some((name, index) => name !== b[index])) return false;
+    const earlier = before.get(state) ?? [];
+    const later = new Set(after.get(state) ?? []);
+    if (earlier.some((name) => !later.has(name))) return false;
+    if (later.size === earlier.length) continue;
+    if (state !== 'pending') return false;
+    const known = new Set(earlier);
+    for (const name of later) {
+      if (known.has(name)) continue;
+      const id = decodeStateName(state, name)?.id;
+      if (id === undefined || idsBefore.has(id)) return false;
+    }
   }
   return true;
 }
