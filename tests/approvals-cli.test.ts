@@ -99,6 +99,35 @@ describe('approvals', () => {
     expect((await app.inject({ method: 'GET', url: '/api/approvals/ap-000000000000', headers })).statusCode).toBe(404);
   });
 
+  it('are decided several at once from the CLI, each bound to the digest it was shown with (issue 31)', {
+    timeout: 300_000,
+  }, async () => {
+    await using dir = await tempDir();
+    await dir.write('config.yaml', config);
+    expect((await slowCli(dir, ['trigger', 'friendly', 'cards'])).code).toBe(0);
+    expect((await slowCli(dir, ['work', '--exit-when-idle'])).code).toBe(0);
+    const shown = z
+      .array(z.looseObject({ id: z.string(), title: z.string(), digest: z.string() }))
+      .parse(JSON.parse((await slowCli(dir, ['approvals', '--json'])).stdout));
+    const ada = shown.find((request) => request.title === 'Ada');
+    const anne = shown.find((request) => request.title === 'Anne');
+    if (ada === undefined || anne === undefined) throw new Error('expected requests for Ada and Anne');
+    // Ada's as shown; Anne's with a digest of something else (a request changed since the person read it).
+    const decided = await slowCli(dir, ['approve', `${ada.id}@${ada.digest}`, `${anne.id}@sha256:${'0'.repeat(64)}`]);
+    expect(decided.code).toBe(1);
+    expect(decided.stdout).toMatch(new RegExp(`^approved ${ada.id}: tasks `, 'm'));
+    expect(decided.stderr).toContain(`refused ${anne.id}: `);
+    const after = requests.parse(JSON.parse((await slowCli(dir, ['approvals', '--all', '--json'])).stdout));
+    expect(after.find((request) => request.id === ada.id)?.status).toBe('approved');
+    expect(after.find((request) => request.id === anne.id)?.status).toBe('pending');
+    // Several ids without digests are decided as they are now, as one id is.
+    const rejected = await slowCli(dir, ['reject', anne.id, ada.id, '--json']);
+    expect(rejected.code).toBe(1);
+    const outcome = JSON.parse(rejected.stdout);
+    expect(outcome.decided.map((entry: { id: string }) => entry.id)).toEqual([anne.id]);
+    expect(outcome.refused.map((entry: { id: string }) => entry.id)).toEqual([ada.id]);
+  });
+
   it('are listed, approved and rejected from the CLI and over REST, each decided once', async () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', config);

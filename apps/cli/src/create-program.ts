@@ -250,17 +250,19 @@ export function createProgram(context: CliContext): CliProgram {
           ? 'approve a request: its actions are enqueued now'
           : 'reject a request: nothing is done',
       )
-      .argument('<id>', 'the request id, e.g. ap-3f2c9d1e0a4b (see `assistant approvals`)')
+      .argument(
+        '<ids...>',
+        'the request id, e.g. ap-3f2c9d1e0a4b (see `assistant approvals`); several at once, each as ID or ID@DIGEST to bind it to the digest `assistant approvals show ID` printed',
+      )
       .option('--json', 'print the outcome as JSON')
-      .action(async (id: string, options: { json?: boolean }, command: Command) =>
-        (await import('./commands/approval-commands.ts')).approvalDecideCommand({
-          globals: globalOptions(command, context),
-          context,
-          id,
-          decision,
-          ...options,
-        }),
-      );
+      .action(async (ids: string[], options: { json?: boolean }, command: Command) => {
+        const commands = await import('./commands/approval-commands.ts');
+        const globals = globalOptions(command, context);
+        const [only] = ids;
+        if (ids.length === 1 && only !== undefined && !only.includes('@'))
+          return commands.approvalDecideCommand({ globals, context, id: only, decision, ...options });
+        exitCode = await commands.approvalsDecideManyCommand({ globals, context, shown: ids, decision, ...options });
+      });
   }
 
   const shadow = program

@@ -5,8 +5,11 @@ import { decideApproval } from './approvals.ts';
 /** One request of a bulk decision, with the digest of the rendering the person was shown for it. */
 export interface ShownApproval {
   id: string;
-  /** `''` for a request shown without one (made before approvals were bound). */
-  digest: string;
+  /**
+   * `''` for a request shown without one (made before approvals were bound). Absent: decided as it is now, as a
+   * single decision by id is (the CLI's `assistant approve ID` without `@DIGEST`).
+   */
+  digest?: string;
 }
 
 export interface DecideApprovalsOptions {
@@ -47,7 +50,7 @@ export async function decideApprovals(options: DecideApprovalsOptions): Promise<
         id: shown.id,
         decision: options.decision,
         by: options.by,
-        shownDigest: shown.digest,
+        ...(shown.digest === undefined ? {} : { shownDigest: shown.digest }),
         ...(options.inShadow ? { inShadow: options.inShadow } : {}),
         ...(options.nowMs === undefined ? {} : { nowMs: options.nowMs }),
       });

@@ -3,6 +3,7 @@ import {
   type ApprovalRequest,
   approvalRendering,
   decideApproval,
+  decideApprovals,
   describeAction,
   describeApproval,
   fitRendering,
@@ -138,6 +139,42 @@ export async function approvalDecideCommand(
   options.context.stdout.write(
     `approved ${options.id}: ${enqueued.length === 0 ? 'every action was taken already' : enqueued.map((entry) => `${entry.key} (task ${entry.task})`).join(', ')}\n`,
   );
+}
+
+/**
+ * `assistant approve ID[@DIGEST] ID[@DIGEST] …` (and `reject`): several decisions at once, through the same code as
+ * the dashboard's and `POST /api/approvals/bulk` (decideApprovals). `@DIGEST` binds a request to the digest the
+ * person was shown (`assistant approvals show ID` prints it): one that has changed since is refused alone and left
+ * pending. Exit 1 when any was refused, after deciding the others.
+ */
+export async function approvalsDecideManyCommand(
+  options: ApprovalCommandOptions & { shown: readonly string[]; decision: 'approve' | 'reject' },
+): Promise<number> {
+  const approvals = options.shown.map((entry) => {
+    const at = entry.indexOf('@');
+    return at === -1 ? { id: entry } : { id: entry.slice(0, at), digest: entry.slice(at + 1) };
+  });
+  const { config } = await loadCliConfig(options);
+  const outcome = await decideApprovals({
+    notes: new FileNoteStore({ root: config.paths.notes }),
+    queue: await openCommandQueue({ config, context: options.context }),
+    humanLog: new FileHumanLog({ directory: config.paths.logs }),
+    decision: options.decision,
+    approvals,
+    by: 'cli',
+    inShadow: (name) => config.integrations.some((entry) => entry.name === name && entry.shadow),
+  });
+  if (options.json) writeJson(options.context, outcome);
+  else {
+    const past = options.decision === 'approve' ? 'approved' : 'rejected';
+    for (const decided of outcome.decided) {
+      options.context.stdout.write(
+        `${past} ${decided.id}${decided.tasks.length > 0 ? `: tasks ${decided.tasks.join(', ')}` : ''}\n`,
+      );
+    }
+    for (const refused of outcome.refused) options.context.stderr.write(`refused ${refused.id}: ${refused.reason}\n`);
+  }
+  return outcome.refused.length > 0 ? 1 : 0;
 }
 
 /**
