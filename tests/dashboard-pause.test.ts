@@ -61,6 +61,13 @@ integrations:
       expect.objectContaining({ kind: 'instance', name: 'friendly', by: 'dashboard', reason: 'on holiday' }),
     ]);
     await expectAccessible(page, 'the config page with a pause');
+    // The Overview keeps it in view ("Needs you"), with where to resume it.
+    await page.goto('/');
+    const needsPaused = page.locator('section[aria-labelledby="needs-paused"]');
+    await expect.poll(() => needsPaused.count()).toBe(1);
+    expect(await needsPaused.textContent()).toMatch(/instance friendly.*on holiday/s);
+    await needsPaused.getByRole('link', { name: 'Resume on the Config page' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Paused', exact: true }).count()).toBe(1);
 
     await row.getByRole('button', { name: /Resume/ }).click();
     await expect.poll(() => page.locator('#paused-none').count()).toBe(1);

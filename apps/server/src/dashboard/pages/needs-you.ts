@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { describeApproval } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
+import { type PauseState, PauseStore } from '@assistant/notes';
 import type { TaskRecord } from '@assistant/queue';
 import type { AssistantServer } from '../../create-server.ts';
 import { healthDetails } from '../../health-route.ts';
@@ -86,7 +87,7 @@ export async function renderNeedsPart(
 ): Promise<SafeHtml> {
   const queue = context.queue();
   const dataDir = context.config.paths.dataDir;
-  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats] = await Promise.all([
+  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats, paused] = await Promise.all([
     pendingApprovals(context),
     queue.list({ state: 'active' }),
     queue.list({ state: 'failed' }),
@@ -94,6 +95,10 @@ export async function renderNeedsPart(
     healthDetails({ queue, status: context.status, catalog: context.catalog, llms: context.config.llms }),
     modelStatus({ queue, catalog: context.catalog, llms: context.config.llms }),
     chatQuestions(context),
+    // What the owner paused stays in view until resumed: a pause forgotten is work silently not done.
+    new PauseStore({ notes: context.notes })
+      .read()
+      .catch((error: unknown): PauseState => ({ entries: [], problems: [], broken: String(error) })),
   ]);
   const running: Running[] = (
     await Promise.all(
@@ -168,6 +173,15 @@ export async function renderNeedsPart(
         html`<li>Circuit breaker <a href="/tasks${queryString({ type: breaker.task_type })}"><code>${breaker.task_type}</code></a> is ${breaker.state} after ${breaker.consecutive_failures} failures${breaker.retry_at ? html`, tries again ${timeTag(breaker.retry_at)}` : ''}${breaker.last_error ? html`: ${excerpt(breaker.last_error)}` : ''}</li>`,
     )}</ul></section>`);
   }
+  if (paused.entries.length > 0 || paused.broken !== undefined) {
+    groups.push(html`<section aria-labelledby="needs-paused"><h3 id="needs-paused">${paused.entries.length} paused</h3>
+${paused.broken === undefined ? '' : html`<p class="notice bad">The pause note does not parse, so nothing is paused: ${paused.broken}</p>`}
+<ul class="plain">${paused.entries.map(
+      (entry) =>
+        html`<li><span class="tier">paused</span> ${entry.kind} <code>${entry.name}</code>${entry.at ? html` <span class="muted">since ${timeTag(entry.at)}</span>` : ''}${entry.reason ? html`: ${excerpt(entry.reason)}` : ''}</li>`,
+    )}</ul>
+<p><a href="/config#paused">Resume on the Config page</a></p></section>`);
+  }
   const runningList =
     running.length === 0
       ? html`<p class="muted">Nothing is running.</p>`
@@ -176,7 +190,7 @@ export async function renderNeedsPart(
         )}</ul>${activeEntries.length > running.length ? html`<p><a href="/tasks?state=active">All ${activeEntries.length} running</a></p>` : ''}`;
   return html`<section class="card overview-needs needs-you" aria-labelledby="overview-needs-title" id="overview-needs" hx-get="/overview/needs" hx-trigger="live-refresh" data-live-events="queue approvals models" hx-swap="outerHTML">
 <h2 id="overview-needs-title">Needs you</h2>
-${groups.length === 0 ? html`<p class="notice ok">Nothing needs you: no approvals, questions, new failures or outages.</p>` : groups}
+${groups.length === 0 ? html`<p class="notice ok">Nothing needs you: no approvals, questions, new failures, outages or pauses.</p>` : groups}
 <section aria-labelledby="needs-running"><h3 id="needs-running">Running now</h3>
 ${runningList}</section>
 </section>`;
