@@ -180,10 +180,13 @@ describe('queue race between worker processes', () => {
 
       // Several tasks in flight per worker, each ten milliseconds long, so the kill lands while it holds some.
       const args = ['--work-ms', '10', '--concurrency', '4'];
-      const workers = await Promise.all(Array.from({ length: 4 }, () => pool.start(args)));
+      // The victim's tasks take a minute, so when it has started four it holds four, whatever the machine's speed:
+      // the kill lands while it holds tasks by construction, not by luck about timing.
+      const victimArgs = ['--work-ms', '60000', '--concurrency', '4', '--progress-every', '4'];
+      const workers = await Promise.all([pool.start(victimArgs), ...Array.from({ length: 3 }, () => pool.start(args))]);
       const [victim, ...survivors] = workers;
       if (victim === undefined) throw new Error('no workers started');
-      await victim.process.waitForOutput(/^started 200$/m, { timeoutMs: 60_000 });
+      await victim.process.waitForOutput(/^started 4$/m, { timeoutMs: 60_000 });
       victim.process.child.kill('SIGKILL');
       const killed = await victim.process.exited;
       expect(killed.signal).toBe('SIGKILL');

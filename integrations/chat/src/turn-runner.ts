@@ -564,12 +564,15 @@ class TurnRun {
         this.#question = { id: event.id, text: event.question };
         const question = { id: event.id, text: event.question, asked_at: new Date().toISOString() };
         const { conversationId, taskId } = this.#options;
-        void this.#emit({ type: 'clarification', id: event.id, question: event.question });
+        // The question is recorded before it is shown: an answer sent as soon as the owner sees it must find it
+        // open (delivered as `answered_question`), not race the write and be queued as a new message.
         this.#writing = this.#writing
           .then(async () => {
             await this.#options.stores.turns.update(conversationId, taskId, (state) => ({ ...state, question }));
           })
           .catch((error: unknown) => this.#options.warn?.('could not record the question', { err: error }));
+        // #emit writes after what #writing holds, so after the question's record.
+        void this.#emit({ type: 'clarification', id: event.id, question: event.question });
         // A message that came before the question was looked at already; the next one answers it.
         this.#check();
         return;
