@@ -16,6 +16,12 @@ export const errorCodes = {
   // The LLM layer.
   LLM_REQUEST_FAILED: 'A request to an LLM endpoint failed after its retries, or with an error retrying cannot fix.',
   LLM_OUTPUT_INVALID: 'An LLM kept answering with output that does not match the requested schema.',
+  LLM_CONTEXT_TOO_LONG:
+    "A request was longer than the model's context window; retrying it cannot help, a shorter conversation or input can.",
+  LLM_RESPONSE_MALFORMED:
+    "A provider's answer broke its own format (a stream cut off mid-event, tool-call arguments that are not JSON); the message holds a scrubbed excerpt.",
+  LLM_SCHEMA_UNSUPPORTED:
+    "A JSON Schema uses a construct the profile's provider cannot express (Gemini has no `$ref`, `not`, …); the message names it and where.",
   LLM_REPLAY_MISS: 'The LLM cache is in replay mode and has no recording of this exact request.',
   LLM_UNAVAILABLE:
     "An LLM profile's endpoint is down, overloaded (429, 5xx) or timing out, and its breaker is open: the call was not sent; the task waits until `retry_at` without spending an attempt.",

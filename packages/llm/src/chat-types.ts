@@ -3,18 +3,54 @@
  * and tests depend on these, not on the `openai` package, so a fake model is a few lines.
  */
 
-/** One message of a conversation. Tool results answer a tool call by its id. */
+/**
+ * The wire format a profile speaks (`llms.<name>.provider`). `openai-compatible` is any server with the OpenAI chat
+ * completions API (Ollama, llama.cpp, vLLM, proxies); `openai` is OpenAI itself.
+ */
+export const providerKinds = ['openai-compatible', 'openai', 'anthropic', 'google'] as const;
+export type ProviderKind = (typeof providerKinds)[number];
+
+/**
+ * One message of a conversation, the one schema every provider adapter translates to and from. Tool results answer a
+ * tool call by its id. `at` is when the message was written (ISO 8601), where known: adapters show it to the model
+ * so it can tell how long ago something was said.
+ */
 export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string };
+  | { role: 'system'; content: string; at?: string }
+  | { role: 'user'; content: string; images?: ImagePart[]; at?: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[]; reasoning?: ReasoningBlock[]; at?: string }
+  | { role: 'tool'; toolCallId: string; content: string; at?: string };
+
+/** An image in a user message, for providers that take them; inline (`data`, base64) or by `url`. */
+export interface ImagePart {
+  /** `image/png`, `image/jpeg`, … */
+  mediaType: string;
+  /** The image's bytes, base64. */
+  data?: string;
+  url?: string;
+}
+
+/**
+ * A model's thinking before its answer, as the provider that wrote it returned it. `signature` (Anthropic's
+ * `signature`, Gemini's `thoughtSignature`) and `redacted` (Anthropic's encrypted `redacted_thinking`) are only
+ * valid for the provider named in `provider`: an adapter for another provider drops them (and may pass the text as
+ * plain context) so the history is never rejected after a switch.
+ */
+export interface ReasoningBlock {
+  provider: ProviderKind;
+  text: string;
+  signature?: string;
+  redacted?: string;
+}
 
 /** A model's request to run a tool. `arguments` is the JSON text the model wrote (parse and validate it). */
 export interface ToolCall {
+  /** Unique in the conversation. Adapters translate ids the next provider would refuse (format, length). */
   id: string;
   name: string;
   arguments: string;
+  /** A provider's opaque token that must come back with this call (Gemini's `thoughtSignature`). */
+  signature?: { provider: ProviderKind; value: string };
 }
 
 /** A tool as the model sees it: a name, what it does, and its input as JSON Schema. */
@@ -35,13 +71,20 @@ export interface ChatRequest {
 }
 
 export interface TokenUsage {
+  /** All input tokens, cached ones included. */
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Of `promptTokens`, those read from the provider's prompt cache (billed at its cache price). */
+  cachedPromptTokens?: number;
+  /** Of `promptTokens`, those written to the provider's prompt cache (Anthropic bills them above the input price). */
+  cacheWriteTokens?: number;
+  /** Of `completionTokens`, those spent thinking, where the provider reports them. */
+  reasoningTokens?: number;
 }
 
 export interface ChatResponse {
-  message: { role: 'assistant'; content: string | null; toolCalls: ToolCall[] };
+  message: { role: 'assistant'; content: string | null; toolCalls: ToolCall[]; reasoning?: ReasoningBlock[] };
   finishReason: string | null;
   /** As the server reported it; absent when it reported none. */
   usage?: TokenUsage;
@@ -73,6 +116,8 @@ export interface ChatModel {
   readonly name: string;
   /** The model the profile asks the server for (`llama3.1:8b`), where known. */
   readonly model?: string;
+  /** The wire format the profile speaks, where known. */
+  readonly provider?: ProviderKind;
   /** The model's context window in tokens, for compression decisions. */
   readonly contextWindow: number;
   chat(request: ChatRequest, options?: ChatOptions): Promise<ChatResponse>;

@@ -1,17 +1,28 @@
 export { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
-export type {
-  ChatDelta,
-  ChatMessage,
-  ChatModel,
-  ChatOptions,
-  ChatRequest,
-  ChatResponse,
-  TokenUsage,
-  ToolCall,
-  ToolSpec,
+export {
+  type ChatDelta,
+  type ChatMessage,
+  type ChatModel,
+  type ChatOptions,
+  type ChatRequest,
+  type ChatResponse,
+  type ImagePart,
+  type ProviderKind,
+  providerKinds,
+  type ReasoningBlock,
+  type TokenUsage,
+  type ToolCall,
+  type ToolSpec,
 } from './chat-types.ts';
 export { Conversation, type StructuredOptions } from './conversation.ts';
-export { LlmAbortedError, LlmOutputError, LlmRequestError } from './llm-errors.ts';
+export {
+  LlmAbortedError,
+  LlmContextTooLongError,
+  LlmOutputError,
+  LlmRequestError,
+  LlmResponseMalformedError,
+  LlmSchemaUnsupportedError,
+} from './llm-errors.ts';
 export { createLlmProfiles, type LlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 export {
   findModelUnavailable,

@@ -27,3 +27,52 @@ export class LlmOutputError extends AssistantError {
     this.attempts = attempts;
   }
 }
+
+/**
+ * The request is longer than the model's context window (Anthropic's "prompt is too long", Gemini's "input token
+ * count exceeds", OpenAI's `context_length_exceeded`). Retrying the same request cannot help; a shorter one can.
+ */
+export class LlmContextTooLongError extends AssistantError {
+  readonly status: number | undefined;
+
+  constructor(message: string, options: { status?: number | undefined; cause?: unknown } = {}) {
+    super('LLM_CONTEXT_TOO_LONG', message, {
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+      hint: 'shorten the conversation or the input, or use a profile with a larger `context_window`',
+    });
+    this.status = options.status;
+  }
+}
+
+/**
+ * The provider's answer broke its own format: a stream cut off mid-event, a tool call whose arguments are not JSON,
+ * an event the adapter cannot read. `excerpt` is the offending part of the raw answer, secrets scrubbed, at most a
+ * few hundred characters. Structured output treats it as an invalid answer and asks again.
+ */
+export class LlmResponseMalformedError extends AssistantError {
+  readonly excerpt: string;
+
+  constructor(message: string, excerpt: string, options: { cause?: unknown } = {}) {
+    super('LLM_RESPONSE_MALFORMED', message, options.cause === undefined ? {} : { cause: options.cause });
+    this.excerpt = excerpt;
+  }
+}
+
+/**
+ * A JSON Schema (a tool's input, a structured answer) uses a construct the provider cannot express (Gemini's schema
+ * subset has no `$ref`, `not`, `if`…). `path` is where in the schema, as a JSON pointer.
+ */
+export class LlmSchemaUnsupportedError extends AssistantError {
+  readonly construct: string;
+  readonly path: string;
+
+  constructor(provider: string, construct: string, path: string) {
+    super(
+      'LLM_SCHEMA_UNSUPPORTED',
+      `${provider} cannot express \`${construct}\` in a JSON Schema (at ${path === '' ? 'the root' : path})`,
+      { hint: 'simplify the schema, or use a profile whose provider takes full JSON Schema' },
+    );
+    this.construct = construct;
+    this.path = path;
+  }
+}
