@@ -1,0 +1,416 @@
+import { defineTool, startAgent, type Tool } from '@assistant/agent';
+import type { Classification } from '@assistant/config';
+import type { ChatDelta, ChatMessage, ChatModel, ChatResponse, ProviderKind, ToolSpec } from '@assistant/llm';
+import * as z from 'zod';
+import { classify } from '../../integrations/email/src/classify.ts';
+
+/**
+ * The scenarios of issue 32's suite: what Assistant does with a model, run through the real code paths (the email
+ * classify stage, the agent loop) against any {@link ChatModel}. The suite replays them from the fixtures under
+ * tests/fixtures/llm/<provider>/; `npm run fixtures:record` runs them against real providers to record those
+ * fixtures; scripts/build-llm-fixtures.ts runs them against the fake servers to build the first fixtures from real
+ * captures.
+ *
+ * Every input (prompts, tool results, ids the scenario makes) is fixed, so the same scenario asks the same
+ * requests every time and a replay finds its recordings. What the model answers is checked by shape only (a
+ * classification that validates, a tool call by name, a streamed answer), so a re-recording against a real model
+ * passes too; the exact answers of the built fixtures are in {@link expectedAnswers} for the suite to compare.
+ */
+export const scenarioNames = ['email-classify', 'chat-tool-stream', 'agent-two-tools', 'provider-switch'] as const;
+export type ScenarioName = (typeof scenarioNames)[number];
+
+/** One thing a scenario checked, and what it saw. */
+export interface ScenarioCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** What {@link runScenario} returns: each check, and what the scenario observed for a caller to look at. */
+export interface ScenarioOutcome {
+  name: ScenarioName;
+  provider: ProviderKind | undefined;
+  /** Every check passed. */
+  ok: boolean;
+  checks: ScenarioCheck[];
+  /** The model calls made, in order, with the provider that answered each. */
+  calls: { provider: ProviderKind | undefined; streamed: boolean; response: ChatResponse }[];
+  /** The scenario's final result: the classifications, or the final answer's text. */
+  result: unknown;
+  /** The pieces a streamed answer arrived in, per model call (empty for a call that was not streamed). */
+  deltas: string[][];
+}
+
+export interface RunScenarioOptions {
+  /**
+   * `provider-switch` only: the model the third call goes to, with the whole history the first model built. Its
+   * default is the first model itself, which proves nothing about a switch; the suite always gives one.
+   */
+  next?: ChatModel;
+  signal?: AbortSignal;
+}
+
+/**
+ * The provider each provider hands over to in `provider-switch`: every provider is both the one switched from and
+ * the one switched to, so the three fixture sets together cover each adapter reading another's history.
+ */
+export const switchTargets: Record<
+  'anthropic' | 'google' | 'openai-compatible',
+  'anthropic' | 'google' | 'openai-compatible'
+> = {
+  anthropic: 'google',
+  google: 'openai-compatible',
+  'openai-compatible': 'anthropic',
+};
+
+/** Runs one scenario against `model`; it never throws for a wrong answer, it reports it in `checks`. */
+export async function runScenario(
+  name: ScenarioName,
+  model: ChatModel,
+  options: RunScenarioOptions = {},
+): Promise<ScenarioOutcome> {
+  const recorder = new CallRecorder();
+  const checks: ScenarioCheck[] = [];
+  const check = (checkName: string, ok: boolean, detail: string) => {
+    checks.push({ name: checkName, ok, detail });
+  };
+  const recorded = recorder.wrap(model);
+  let result: unknown;
+  switch (name) {
+    case 'email-classify':
+      result = await emailClassify(recorded, check, options.signal);
+      break;
+    case 'chat-tool-stream':
+      result = await chatToolStream(recorded, recorder, check, options.signal);
+      break;
+    case 'agent-two-tools':
+      result = await agentTwoTools(recorded, recorder, check, options.signal);
+      break;
+    case 'provider-switch':
+      result = await providerSwitch(recorded, recorder.wrap(options.next ?? model), recorder, check, options.signal);
+      break;
+  }
+  return {
+    name,
+    provider: model.provider,
+    ok: checks.every((entry) => entry.ok),
+    checks,
+    calls: recorder.calls,
+    result,
+    deltas: recorder.deltas,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------- inputs
+
+/** The email platform's classifications as its manifest declares them (integrations/email/manifest.yaml). */
+export const emailClassifications: Record<string, Classification> = {
+  human: {
+    prompt:
+      'Is this a personal message written by a real person to the owner (not a newsletter, notification or automated mail)?',
+    type: 'confidence',
+  },
+  requires_response: { prompt: 'Does the sender expect the owner to answer?', type: 'boolean' },
+  newsletter: { prompt: 'Is this a newsletter, mailing-list post or marketing mail?', type: 'boolean' },
+  urgent: { prompt: "Does it need the owner's attention today?", type: 'boolean' },
+};
+
+/** The message `email-classify` classifies, as collect leaves it on its note. */
+export const emailNote = {
+  from: 'Ana Pereira <ana.pereira@example.org>',
+  subject: 'Dinner on Thursday?',
+  body_excerpt:
+    'Hi! Are you free for dinner on Thursday at 8? There is a new place near the river. Let me know by Wednesday so I can book.\n\nAna',
+  content_hash: 'scenario-email-classify-1',
+};
+
+const contact = { name: 'Ana Pereira', email: 'ana.pereira@example.org', phone: '+351 912 345 678' };
+
+const lookupContact = defineTool({
+  name: 'lookup_contact',
+  description: "Finds a contact in the owner's address book by name; returns their email address and phone number.",
+  input: z.object({ name: z.string().min(1) }),
+  tier: 'read_only',
+  run: async ({ name }) => (name.toLowerCase().includes('ana') ? contact : { error: `no contact named ${name}` }),
+});
+
+const nextMeeting = defineTool({
+  name: 'next_meeting',
+  description: "Finds the owner's next calendar event with a person, by their email address.",
+  input: z.object({ email: z.string().min(3) }),
+  tier: 'read_only',
+  run: async ({ email }) =>
+    email === contact.email
+      ? { title: 'Project review with Ana', starts_at: '2026-03-05T15:00:00+00:00', place: 'Video call' }
+      : { error: `no meeting with ${email}` },
+});
+
+/** The answers the built fixtures hold, for the suite to compare exactly (a re-recording will differ). */
+export const expectedAnswers = {
+  'email-classify': { human: 0.97, requires_response: true, newsletter: false, urgent: false },
+  'chat-tool-stream': "Ana Pereira's phone number is +351 912 345 678.",
+  'agent-two-tools':
+    'Your next meeting with Ana Pereira is the project review on 5 March 2026 at 15:00 (video call). Her email address is ana.pereira@example.org.',
+  'provider-switch': [
+    'Tomorrow morning in Lisbon it will be 14 °C with light rain, so take a light jacket for your run.',
+    'Yes: the afternoon forecast is dry at 19 °C, so a run after 3 pm avoids the rain.',
+  ],
+} as const;
+
+// ---------------------------------------------------------------------------------------------- scenarios
+
+type Check = (name: string, ok: boolean, detail: string) => void;
+
+/** (a) The email classify stage, unchanged, over a note held in memory: one structured call. */
+async function emailClassify(model: ChatModel, check: Check, signal: AbortSignal | undefined): Promise<unknown> {
+  const notes = new Map<string, Record<string, unknown>>([['email/scenario.md', { ...emailNote }]]);
+  const enqueued: unknown[] = [];
+  const controller = new AbortController();
+  // Only what classifyItemNote reaches; the cast is the price of not starting a worker for one stage.
+  const context = {
+    payload: { note: 'email/scenario.md' },
+    platform: { name: 'inbox', enabled: true, settings: {}, classifications: emailClassifications, automations: [] },
+    notes: {
+      read: async (notePath: string) => {
+        const data = notes.get(notePath);
+        return data === undefined ? null : { path: notePath, data, content: '' };
+      },
+      update: async (notePath: string, change: { set: Record<string, unknown> }) => {
+        notes.set(notePath, { ...notes.get(notePath), ...change.set });
+      },
+    },
+    llm: () => model,
+    enqueue: async (task: unknown) => {
+      enqueued.push(task);
+      return { enqueued: true };
+    },
+    signal: signal ?? controller.signal,
+  } as unknown as Parameters<typeof classify>[0];
+  const outcome = await classify(context);
+  const answers = outcome.classifications as Record<string, unknown> | undefined;
+  check(
+    'the classifications validate',
+    answers !== undefined &&
+      typeof answers.human === 'number' &&
+      typeof answers.requires_response === 'boolean' &&
+      typeof answers.newsletter === 'boolean' &&
+      typeof answers.urgent === 'boolean',
+    JSON.stringify(answers),
+  );
+  check(
+    'they are stored on the note',
+    JSON.stringify(notes.get('email/scenario.md')?.classifications) === JSON.stringify(answers),
+    JSON.stringify(notes.get('email/scenario.md')?.classifications),
+  );
+  check('evaluate is enqueued', enqueued.length === 1, JSON.stringify(enqueued));
+  return answers;
+}
+
+/** (b) A chat turn: the loop streams, the model calls a tool, gets its result, and streams its answer. */
+async function chatToolStream(
+  model: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const tokens: string[][] = [];
+  const handle = startAgent({
+    model,
+    label: 'chat',
+    system: 'You are Assistant, chatting with your owner. Use the tools to look things up; answer in one sentence.',
+    input: "What is Ana's phone number?",
+    tools: [lookupContact],
+    maxSteps: 4,
+    ...(signal === undefined ? {} : { signal }),
+    onEvent: (event) => {
+      if (event.type !== 'token') return;
+      const step = tokens[event.step - 1] ?? [];
+      tokens[event.step - 1] = step;
+      step.push(event.text);
+    },
+  });
+  const result = await handle.result();
+  checkToolCalls(recorder, check, 0, ['lookup_contact']);
+  const answer = result.answer ?? '';
+  check('the turn completes', result.status === 'completed', `${result.status}: ${result.reason ?? ''}`);
+  check('two model calls', result.steps === 2, String(result.steps));
+  check(
+    'every call streamed',
+    recorder.calls.every((call) => call.streamed),
+    '',
+  );
+  const pieces = tokens[1] ?? [];
+  check('the answer arrives in pieces', pieces.length > 1, JSON.stringify(pieces));
+  check('the pieces make the answer', pieces.join('') === answer, JSON.stringify(pieces.join('')));
+  check('the answer uses the tool result', answer.includes('912 345 678'), answer);
+  return answer;
+}
+
+/** (c) `system.agent`: a loop with two tool calls, one after the other, and a final answer. */
+async function agentTwoTools(
+  model: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const tools: Tool[] = [lookupContact as Tool, nextMeeting as Tool];
+  const handle = startAgent({
+    model,
+    label: 'system.agent',
+    // The system prompt of integrations/system/src/agent-task.ts.
+    system:
+      'You are Assistant, working for your owner on their notes. Use the tools to find facts; say plainly what you did not find. Answer briefly.',
+    input:
+      'When is my next meeting with Ana, and what is her email address? Look her up first, then find the meeting by her email address.',
+    tools,
+    maxSteps: 6,
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const result = await handle.result();
+  check('the loop completes', result.status === 'completed', `${result.status}: ${result.reason ?? ''}`);
+  check('three model calls', result.steps === 3, String(result.steps));
+  checkToolCalls(recorder, check, 0, ['lookup_contact']);
+  checkToolCalls(recorder, check, 1, ['next_meeting']);
+  const answer = result.answer ?? '';
+  check('the answer uses both results', answer.includes(contact.email) && /15[:.]00|3 ?pm/i.test(answer), answer);
+  check('usage is summed', result.usage.totalTokens > 0, JSON.stringify(result.usage));
+  return answer;
+}
+
+const forecastTool: ToolSpec = {
+  name: 'get_forecast',
+  description: 'Gets the weather forecast for a city for tomorrow, by part of the day.',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+};
+
+/**
+ * (d) A conversation that switches provider: calls 1 and 2 on the first model (thinking, a tool call, its result,
+ * an answer), then the owner's next question goes with the whole history to the second model.
+ */
+async function providerSwitch(
+  first: ChatModel,
+  second: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  // Streamed, as a chat turn is; the recorder keeps the pieces.
+  const options = { onDelta: (_delta: ChatDelta) => {}, ...(signal === undefined ? {} : { signal }) };
+  const messages: ChatMessage[] = [
+    {
+      role: 'system',
+      content: 'You are Assistant, chatting with your owner. Think before you answer; use the tools for facts.',
+    },
+    { role: 'user', content: 'Will it rain in Lisbon tomorrow morning? I want to go for a run.' },
+  ];
+  const firstCall = await first.chat({ messages: [...messages], tools: [forecastTool] }, options);
+  const toolCall = firstCall.message.toolCalls[0];
+  check('call 1 asks for the forecast', toolCall?.name === 'get_forecast', JSON.stringify(firstCall.message.toolCalls));
+  check(
+    "call 1 carries the first provider's thinking",
+    (firstCall.message.reasoning ?? []).some((block) => block.text !== '' || block.redacted !== undefined),
+    JSON.stringify(firstCall.message.reasoning ?? []),
+  );
+  messages.push({
+    role: 'assistant',
+    content: firstCall.message.content,
+    toolCalls: firstCall.message.toolCalls,
+    ...(firstCall.message.reasoning === undefined ? {} : { reasoning: firstCall.message.reasoning }),
+  });
+  for (const call of firstCall.message.toolCalls) {
+    messages.push({
+      role: 'tool',
+      toolCallId: call.id,
+      content: JSON.stringify({
+        city: 'Lisbon',
+        morning: { temperature_c: 14, sky: 'light rain' },
+        afternoon: { temperature_c: 19, sky: 'dry, clouds clearing' },
+      }),
+    });
+  }
+  const secondCall = await first.chat({ messages: [...messages], tools: [forecastTool] }, options);
+  check('call 2 answers', (secondCall.message.content ?? '') !== '', secondCall.message.content ?? '');
+  messages.push({
+    role: 'assistant',
+    content: secondCall.message.content,
+    ...(secondCall.message.reasoning === undefined ? {} : { reasoning: secondCall.message.reasoning }),
+  });
+  messages.push({ role: 'user', content: 'Should I run in the afternoon instead?' });
+  const thirdCall = await second.chat({ messages: [...messages], tools: [forecastTool] }, options);
+  const third = recorder.calls[2];
+  check(
+    'call 3 goes to the second provider',
+    second === first || third?.provider !== recorder.calls[0]?.provider,
+    `${recorder.calls[0]?.provider} → ${third?.provider}`,
+  );
+  check(
+    'the second provider answers from the history',
+    (thirdCall.message.content ?? '') !== '' && thirdCall.message.toolCalls.length === 0,
+    thirdCall.message.content ?? JSON.stringify(thirdCall.message.toolCalls),
+  );
+  return [secondCall.message.content, thirdCall.message.content];
+}
+
+// ---------------------------------------------------------------------------------------------- helpers
+
+function checkToolCalls(recorder: CallRecorder, check: Check, callIndex: number, names: string[]): void {
+  const call = recorder.calls[callIndex];
+  const seen = call?.response.message.toolCalls.map((toolCall) => toolCall.name) ?? [];
+  check(
+    `call ${callIndex + 1} calls ${names.join(', ')}`,
+    JSON.stringify(seen) === JSON.stringify(names),
+    JSON.stringify(seen),
+  );
+  for (const toolCall of call?.response.message.toolCalls ?? []) {
+    let valid = false;
+    try {
+      valid = typeof JSON.parse(toolCall.arguments) === 'object';
+    } catch {
+      valid = false;
+    }
+    check(`call ${callIndex + 1}: ${toolCall.name}'s arguments are a JSON object`, valid, toolCall.arguments);
+  }
+}
+
+/** Remembers each call a scenario makes through the models it wraps, and the pieces each streamed reply came in. */
+class CallRecorder {
+  readonly calls: ScenarioOutcome['calls'] = [];
+  readonly deltas: string[][] = [];
+
+  wrap(model: ChatModel): ChatModel {
+    const recorder = this;
+    return {
+      name: model.name,
+      ...(model.model === undefined ? {} : { model: model.model }),
+      ...(model.provider === undefined ? {} : { provider: model.provider }),
+      contextWindow: model.contextWindow,
+      // Structured output reads the capabilities to decide how it words its request, so they pass through.
+      ...('capabilities' in model ? { capabilities: (model as { capabilities: unknown }).capabilities } : {}),
+      async chat(request, options = {}) {
+        const pieces: string[] = [];
+        const onDelta = options.onDelta;
+        const response = await model.chat(
+          request,
+          onDelta === undefined
+            ? options
+            : {
+                ...options,
+                onDelta: (delta) => {
+                  if (delta.restart === true) pieces.length = 0;
+                  else pieces.push(delta.text);
+                  onDelta(delta);
+                },
+              },
+        );
+        recorder.calls.push({ provider: model.provider, streamed: onDelta !== undefined, response });
+        recorder.deltas.push(pieces);
+        return response;
+      },
+    } as ChatModel;
+  }
+}
