@@ -7,6 +7,14 @@ export {
   validateAnthropicRequest,
 } from './fake-anthropic-server.ts';
 export {
+  FakeGeminiServer,
+  type FakeGeminiServerOptions,
+  geminiEventText,
+  googleErrorBody,
+  googleStatusFor,
+  validateGeminiRequest,
+} from './fake-gemini-server.ts';
+export {
   type FakeChatRequest,
   FakeOpenAiServer,
   type FakeOpenAiServerOptions,
