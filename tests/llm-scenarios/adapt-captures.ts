@@ -304,7 +304,7 @@ export function geminiStream(name: CaptureName, content: GeminiContent): Adapted
 /** A non-streaming generateContent body whose text becomes `text`. */
 export function geminiBody(name: CaptureName, text: string): AdaptedExchange {
   const body = structuredClone(readCapture(name)[0] as Frame);
-  const parts = ((body.candidates as Frame[])[0]?.content as Frame).parts as Frame[];
+  const parts = (((body.candidates as Frame[])[0] as Frame).content as Frame).parts as Frame[];
   (parts[0] as Frame).text = text;
   return { reply: { rawBody: body }, source: citation([name], ['the text part replaced; thoughtSignature kept']) };
 }

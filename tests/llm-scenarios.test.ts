@@ -1,0 +1,102 @@
+import path from 'node:path';
+import { type ChatModel, createProviderChatModel, createRecordReplayFetch, ReplayMissError } from '@assistant/llm';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type ScenarioProvider, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
+import { expectedAnswers, runScenario, scenarioNames, switchTargets } from './llm-scenarios/scenarios.ts';
+
+const fixtures = path.join(import.meta.dirname, 'fixtures', 'llm');
+const providers = Object.keys(scenarioProviders) as ScenarioProvider[];
+
+/** The network is off: a request that has no fixture must never leave the process. */
+const networkOff = (async (input: string | URL | Request) => {
+  throw new Error(`The scenario suite is offline; something tried to reach ${String(input)}`);
+}) as typeof fetch;
+
+/** A model of `provider` whose every request is answered from tests/fixtures/llm/<provider>/, or fails. */
+function replayModel(provider: ScenarioProvider): ChatModel {
+  return createProviderChatModel({
+    provider,
+    name: 'scenario',
+    model: scenarioProviders[provider].model,
+    // Never reached: the base URL is not part of a fixture's key, and the fetch under the transport throws.
+    baseUrl: 'http://fixtures.invalid/v1',
+    apiKey: 'replay-key',
+    maxRetries: 0,
+    fetch: createRecordReplayFetch({ mode: 'replay', directory: fixtures, provider, fetch: networkOff }),
+  });
+}
+
+function findInCauses<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 10 && current !== undefined && current !== null; depth += 1) {
+    if (current instanceof type) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
+  let startedAt = 0;
+  beforeAll(() => {
+    startedAt = performance.now();
+    // Time awareness puts the current time in every system prompt; the transport leaves that line out of the key,
+    // and the clock is pinned anyway so a replay sends what was recorded.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-03-02T09:00:00Z'));
+  });
+  afterAll(() => {
+    vi.useRealTimers();
+    console.log(`LLM scenario suite: ${Math.round(performance.now() - startedAt)} ms`);
+  });
+
+  for (const provider of providers) {
+    describe(provider, () => {
+      for (const scenario of scenarioNames) {
+        it(`passes ${scenario}`, async () => {
+          const outcome = await runScenario(
+            scenario,
+            replayModel(provider),
+            scenario === 'provider-switch' ? { next: replayModel(switchTargets[provider]) } : {},
+          );
+
+          expect(outcome.checks.filter((check) => !check.ok)).toEqual([]);
+          expect(outcome.result).toEqual(expectedAnswers[scenario]);
+          // Every streamed call arrived in pieces, as the provider's frames carried it.
+          for (const [index, call] of outcome.calls.entries()) {
+            if (call.streamed && (call.response.message.content ?? '') !== '') {
+              expect(outcome.deltas[index]?.join('')).toBe(call.response.message.content);
+            }
+          }
+        });
+      }
+    });
+  }
+
+  it('fails a changed request loudly with ReplayMissError naming its key and the closest fixture', async () => {
+    const model = replayModel('anthropic');
+    // The chat scenario with one word changed in the owner's question.
+    const changed: ChatModel = {
+      ...model,
+      chat: (request, options) =>
+        model.chat(
+          {
+            ...request,
+            messages: request.messages.map((message) =>
+              message.role === 'user' ? { ...message, content: message.content.replace('phone', 'mobile') } : message,
+            ),
+          },
+          options,
+        ),
+    };
+
+    const error = await runScenario('chat-tool-stream', changed).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+
+    const miss = findInCauses(error, ReplayMissError);
+    expect(miss, `expected a ReplayMissError, got ${String(error)}`).toBeInstanceOf(ReplayMissError);
+    expect(miss?.message).toContain(miss?.key);
+    expect(miss?.message).toMatch(/closest/i);
+  });
+});
