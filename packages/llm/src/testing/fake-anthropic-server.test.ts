@@ -172,20 +172,26 @@ describe('FakeAnthropicServer through @ai-sdk/anthropic', () => {
     });
   });
 
-  it('cuts a stream after cutAfterEvents, so the client sees no finish', async () => {
+  it('cuts a stream after cutAfterEvents, so the client fails mid-stream instead of finishing', async () => {
     const { model } = await start({ replies: [{ text: 'one two three four five', cutAfterEvents: 4 }] });
     const { stream } = await model.doStream({ prompt });
-    const outcome = await collect(stream).then(
-      (parts) => parts,
-      (error: unknown) => error,
-    );
-    if (Array.isArray(outcome)) {
-      expect(outcome.find((part) => part.type === 'finish')?.type === 'finish' && outcome.at(-1)?.type).not.toBe(
-        'finish',
-      );
-    } else {
-      expect(outcome).toBeInstanceOf(Error);
-    }
+    await expect(collect(stream)).rejects.toThrow();
+  });
+
+  it('gives up a delayed reply when the client aborts, and answers after the delay otherwise', async () => {
+    const { model, fake } = await start({
+      replies: [
+        { text: 'late', delayMs: 5_000 },
+        { text: 'soon', delayMs: 20 },
+      ],
+    });
+    const controller = new AbortController();
+    const pending = rejectionOf(model.doGenerate({ prompt, abortSignal: controller.signal }));
+    await expect.poll(() => fake.generationRequests.length, { timeout: 5_000 }).toBe(1);
+    controller.abort();
+    expect(await pending).toMatchObject({ name: 'AbortError' });
+    const result = await model.doGenerate({ prompt });
+    expect(result.content).toEqual([{ type: 'text', text: 'soon' }]);
   });
 
   it('streams malformed tool JSON that the client cannot parse', async () => {
@@ -309,6 +315,69 @@ describe('FakeAnthropicServer checks', () => {
       /text content blocks must be non-empty/,
     ],
   ];
+  const bodyCases: [string, Record<string, unknown>, RegExp][] = [
+    [
+      'a tool name with a dot',
+      { tools: [{ name: 'notes.search', input_schema: { type: 'object' } }] },
+      /^tools\.0\.custom\.name: String should match pattern/,
+    ],
+    ['a tool without an object input_schema', { tools: [{ name: 'search' }] }, /^tools\.0\.custom\.input_schema\.type/],
+    [
+      'five cache_control breakpoints',
+      {
+        system: [1, 2, 3].map((n) => ({ type: 'text', text: `part ${n}`, cache_control: { type: 'ephemeral' } })),
+        tools: [1, 2].map((n) => ({
+          name: `t${n}`,
+          input_schema: { type: 'object' },
+          cache_control: { type: 'ephemeral' },
+        })),
+      },
+      /^A maximum of 4 blocks with cache_control may be provided\. Found 5\.$/,
+    ],
+    [
+      'thinking with a forced tool choice',
+      {
+        max_tokens: 4000,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        tools: [{ name: 'json', input_schema: { type: 'object' } }],
+        tool_choice: { type: 'tool', name: 'json' },
+      },
+      /^Thinking may not be enabled when tool_choice forces tool use\.$/,
+    ],
+    [
+      'a thinking budget not below max_tokens',
+      { max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 2000 } },
+      /must be greater than `thinking\.budget_tokens`/,
+    ],
+    [
+      'thinking on, with tool results answering an assistant turn that does not start with thinking',
+      {
+        max_tokens: 4000,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: [toolUse] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'x' }] },
+        ],
+      },
+      /^messages\.1\.content\.0\.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`\./,
+    ],
+  ];
+  for (const [name, extra, expected] of bodyCases) {
+    it(`refuses ${name} with 400 invalid_request_error`, async () => {
+      const { fake } = await start({ replies: [{ text: 'should not be sent' }] });
+      const body = {
+        model: 'claude-sonnet-4-5',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+        ...extra,
+      };
+      const response = await post(fake.url, body, validHeaders);
+      expect(response.status).toBe(400);
+      expect((response.body.error as { message: string }).message).toMatch(expected);
+      expect(fake.pendingReplies).toBe(1);
+    });
+  }
   for (const [name, messages, expected] of cases) {
     it(`refuses ${name} with 400 invalid_request_error and consumes no reply`, async () => {
       const { fake } = await start({ replies: [{ text: 'should not be sent' }] });
@@ -411,6 +480,36 @@ describe('FakeAnthropicServer replaying captures from the AI SDK repository', ()
       finishReason: { raw: 'tool_use', unified: 'stop' },
       usage: { inputTokens: { total: 849, noCache: 849, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 47 } },
     });
+  });
+
+  it('replays anthropic-tool-no-args.chunks.txt raw to text then a tool call with empty input', async () => {
+    const lines = fixture('anthropic-tool-no-args.chunks.txt').split('\n').filter(Boolean);
+    fake = await FakeAnthropicServer.start({ replies: [{ rawEvents: lines }] });
+    const model = createAnthropic({ baseURL: fake.url, apiKey: 'k' }).languageModel('claude-sonnet-4-5');
+    const parts = await collect(
+      (
+        await model.doStream({
+          prompt,
+          tools: [{ type: 'function', name: 'updateIssueList', inputSchema: { type: 'object', properties: {} } }],
+        })
+      ).stream,
+    );
+    expect(textOf(parts)).toBe("I'll update the issue list for you.");
+    expect(parts.find((part) => part.type === 'tool-call')).toMatchObject({
+      toolCallId: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP',
+      toolName: 'updateIssueList',
+      input: '{}',
+    });
+  });
+
+  it('replays anthropic-text.chunks.txt raw, pings included, to its text', async () => {
+    const lines = fixture('anthropic-text.chunks.txt').split('\n').filter(Boolean);
+    fake = await FakeAnthropicServer.start({ replies: [{ rawEvents: lines }] });
+    const model = createAnthropic({ baseURL: fake.url, apiKey: 'k' }).languageModel('claude-sonnet-4-5');
+    const parts = await collect((await model.doStream({ prompt })).stream);
+    expect(textOf(parts)).toBe(
+      "Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?",
+    );
   });
 
   it('replays anthropic-text.json raw to its text', async () => {

@@ -22,6 +22,21 @@ export interface FakeAnthropicServerOptions extends FakeProviderServerOptions {
   strictRoles?: boolean;
 }
 
+/** Anthropic's custom tool name pattern: a dotted name (`notes.search`) must be rewritten. */
+const toolNamePattern = /^[a-zA-Z0-9_-]{1,128}$/;
+
+// Counts `cache_control` markers anywhere in the system prompt, the tools and the messages' content blocks.
+function countCacheControl(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + countCacheControl(item), 0);
+  if (value === null || typeof value !== 'object') return 0;
+  let count = 0;
+  for (const [key, child] of Object.entries(value)) {
+    if (key === 'cache_control') count += child === null || child === undefined ? 0 : 1;
+    else if (key === 'content' || key === 'system' || Array.isArray(child)) count += countCacheControl(child);
+  }
+  return count;
+}
+
 /** Anthropic's `tool_use` id pattern: an id from another provider (`call_…|…`, `functions.x:0`) must be rewritten. */
 const toolUseIdPattern = /^[a-zA-Z0-9_-]+$/;
 
@@ -147,7 +162,7 @@ export class FakeAnthropicServer extends FakeProviderServer {
         body: anthropicErrorBody('api_error', 'fake server: no scripted reply left'),
       };
     }
-    await this.wait(scripted.delayMs);
+    await this.wait(scripted.delayMs, request);
     const streaming = body.stream === true;
 
     if ('error' in scripted) {
@@ -229,8 +244,11 @@ export function anthropicEventText(event: object | string): string {
  * `strictRoles`, a first `user` message and alternating roles); no empty content or empty text block; every
  * `tool_use` id matches `^[a-zA-Z0-9_-]+$`; every `thinking` block has its `signature` and every `redacted_thinking`
  * its `data`; every `tool_result` answers a `tool_use` of the message just before, and every `tool_use` is answered in
- * the message just after (when there is one). What it does not: content types beyond these, image sizes, tool schemas,
- * `tool_choice`, thinking budgets, whether a signature is genuine.
+ * the message just after (when there is one); custom tool names match `^[a-zA-Z0-9_-]{1,128}$` and their
+ * `input_schema` is an object schema; at most 4 `cache_control` breakpoints; with thinking on, a budget of at least
+ * 1024 below `max_tokens`, no forced `tool_choice`, and the assistant message answered by the last tool results
+ * starting with its thinking. What it does not: content types beyond these, image sizes, the JSON Schema of tools,
+ * whether a signature is genuine or a thinking block unmodified, token counts beyond `maxInputTokens`.
  */
 export function validateAnthropicRequest(
   body: Record<string, unknown>,
@@ -241,6 +259,37 @@ export function validateAnthropicRequest(
   if (!Array.isArray(body.messages)) return 'messages: Field required';
   const messages = body.messages as unknown[];
   if (messages.length === 0) return 'messages: at least one message is required';
+  const tools = Array.isArray(body.tools) ? (body.tools as Record<string, unknown>[]) : [];
+  for (const [toolIndex, tool] of tools.entries()) {
+    // Server tools (web search, code execution…) carry a versioned `type`; custom tools have none or `custom`.
+    if (tool.type !== undefined && tool.type !== 'custom') continue;
+    if (typeof tool.name !== 'string' || !toolNamePattern.test(tool.name)) {
+      return `tools.${toolIndex}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
+    }
+    const schema = tool.input_schema as Record<string, unknown> | undefined;
+    if (schema === undefined || schema === null || schema.type !== 'object') {
+      return `tools.${toolIndex}.custom.input_schema.type: Input should be 'object'`;
+    }
+  }
+  const cacheBreakpoints = countCacheControl([body.system, tools, messages]);
+  if (cacheBreakpoints > 4) {
+    return `A maximum of 4 blocks with cache_control may be provided. Found ${cacheBreakpoints}.`;
+  }
+  const thinking = body.thinking as Record<string, unknown> | undefined;
+  const thinkingOn = thinking?.type === 'enabled' || thinking?.type === 'adaptive';
+  if (thinking?.type === 'enabled') {
+    const budget = thinking.budget_tokens;
+    if (typeof budget !== 'number' || budget < 1024) {
+      return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    }
+    if ((body.max_tokens as number) <= budget) {
+      return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+    }
+  }
+  const toolChoice = body.tool_choice as Record<string, unknown> | undefined;
+  if (thinkingOn && (toolChoice?.type === 'any' || toolChoice?.type === 'tool')) {
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
+  }
   const blocksOf = (message: Record<string, unknown>): Record<string, unknown>[] =>
     typeof message.content === 'string'
       ? [{ type: 'text', text: message.content }]
@@ -288,6 +337,21 @@ export function validateAnthropicRequest(
       if (block.type === 'redacted_thinking' && (typeof block.data !== 'string' || block.data === '')) {
         return `${at}.redacted_thinking.data: Field required`;
       }
+    }
+  }
+  // With thinking on, the assistant message whose tool calls the last user message answers must start with its
+  // thinking: a history translated from another provider has none, and the API refuses it.
+  const last = messages.at(-1) as Record<string, unknown>;
+  const beforeLast = messages.at(-2) as Record<string, unknown> | undefined;
+  if (
+    thinkingOn &&
+    last.role === 'user' &&
+    blocksOf(last).some((block) => block.type === 'tool_result') &&
+    beforeLast?.role === 'assistant'
+  ) {
+    const first = blocksOf(beforeLast)[0];
+    if (first !== undefined && first.type !== 'thinking' && first.type !== 'redacted_thinking') {
+      return `messages.${messages.length - 2}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first.type)}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`;
     }
   }
   // Pairing: a tool_result answers a tool_use of the message just before; a tool_use is answered just after.

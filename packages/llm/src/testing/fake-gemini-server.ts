@@ -79,6 +79,8 @@ const schemaFields = new Set([
   'minimum',
   'maximum',
 ]);
+/** Gemini's function name rule. */
+const functionNamePattern = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/;
 const schemaTypes = new Set(['TYPE_UNSPECIFIED', 'STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']);
 
 type ContentReply = Extract<FakeProviderReply, { text?: string }> & FakeReplyTiming;
@@ -181,7 +183,7 @@ export class FakeGeminiServer extends FakeProviderServer {
     if (scripted === undefined) {
       return { kind: 'json', status: 500, body: googleErrorBody(500, 'fake server: no scripted reply left') };
     }
-    await this.wait(scripted.delayMs);
+    await this.wait(scripted.delayMs, request);
     const streaming = action === 'streamGenerateContent';
     const sse = request.query.alt === 'sse';
 
@@ -257,7 +259,8 @@ type Content = { role?: unknown; parts?: unknown };
  * response named after one of the calls; on Gemini 3 models, the first function call of each model step since the
  * last user text carries a `thoughtSignature`; `generationConfig.responseSchema` and every function's `parameters`
  * use only the fields of Gemini's `Schema` (no `$ref`, `$defs`, `additionalProperties`, `const`, `oneOf`, `allOf`,
- * `$schema`…) and a single `type`; `responseJsonSchema` and `parametersJsonSchema` (full JSON Schema) have no
+ * `$schema`…) and a single `type`; function names start with a letter or `_` and have at most 64 letters, digits,
+ * `_ . : -`; `responseJsonSchema` and `parametersJsonSchema` (full JSON Schema) have no
  * `$ref` with sibling keywords. What it does not: media parts, safety settings, tool config, generation parameter
  * ranges, the rest of JSON Schema.
  */
@@ -338,6 +341,9 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
       : [];
     for (const [declarationIndex, declaration] of declarations.entries()) {
       const at = `tools[${toolIndex}].function_declarations[${declarationIndex}]`;
+      if (typeof declaration.name !== 'string' || !functionNamePattern.test(declaration.name)) {
+        return `* GenerateContentRequest.${at}.name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64.\n`;
+      }
       if (declaration.parameters !== undefined) checkSchema(declaration.parameters, `${at}.parameters`, problems);
       if (declaration.parametersJsonSchema !== undefined) {
         checkJsonSchema(declaration.parametersJsonSchema, `${at}.parameters_json_schema`, problems);

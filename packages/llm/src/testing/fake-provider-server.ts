@@ -172,6 +172,8 @@ export abstract class FakeProviderServer {
   readonly #respond: FakeProviderServerOptions['respond'];
   readonly #sockets = new Set<Socket>();
   readonly #closing = new AbortController();
+  // Aborted when the request's client goes away or the server closes, so a scripted delay gives up.
+  readonly #gone = new WeakMap<FakeProviderRequest, AbortSignal>();
   #generations = 0;
   #closed: Promise<void> | undefined;
   protected readonly options: FakeProviderServerOptions;
@@ -287,6 +289,7 @@ export abstract class FakeProviderServer {
     };
     this.requests.push(request);
     const gone = AbortSignal.any([this.#closing.signal, clientGone(response)]);
+    this.#gone.set(request, gone);
     try {
       const answer = await this.route(request);
       await this.#send(response, answer, gone);
@@ -305,9 +308,10 @@ export abstract class FakeProviderServer {
     }
   }
 
-  /** Wait `delayMs` (given up when the client goes away or the server closes). */
-  protected async wait(delayMs: number | undefined): Promise<void> {
-    if (delayMs !== undefined && delayMs > 0) await delay(delayMs, undefined, { signal: this.#closing.signal });
+  /** Wait `delayMs` before answering `request`; rejects when its client goes away or the server closes. */
+  protected async wait(delayMs: number | undefined, request: FakeProviderRequest): Promise<void> {
+    const signal = this.#gone.get(request) ?? this.#closing.signal;
+    if (delayMs !== undefined && delayMs > 0) await delay(delayMs, undefined, { signal });
   }
 
   async #send(response: ServerResponse, answer: FakeAnswer, gone: AbortSignal): Promise<void> {
