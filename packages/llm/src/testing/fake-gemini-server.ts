@@ -482,7 +482,9 @@ function answerParts(reply: ContentReply, identity: Identity): AnswerParts {
     thought,
     texts,
     calls,
-    textSignature: pendingSignature,
+    // Gemini 3 thinks on every answer, so a step without a function call still ends with a signed part.
+    textSignature:
+      pendingSignature ?? (gemini3 && calls.length === 0 ? `fake-thought-signature-${identity.index}` : undefined),
     usage,
     finishReason: reply.stopReason ?? 'STOP',
   };
