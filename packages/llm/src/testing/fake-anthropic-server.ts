@@ -136,6 +136,7 @@ export class FakeAnthropicServer extends FakeProviderServer {
     if (request.method !== 'POST') return refuse(405, 'invalid_request_error', `Method ${request.method} not allowed`);
 
     const body = request.body;
+    // Wording ours (the real message for a non-JSON body is not known); the status and type are Anthropic's.
     if (body === undefined) return refuse(400, 'invalid_request_error', 'Request body must be a JSON object');
     const invalid = validateAnthropicRequest(body, {
       strictRoles: (this.options as FakeAnthropicServerOptions).strictRoles ?? true,
@@ -258,6 +259,7 @@ export function validateAnthropicRequest(
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
   if (!Array.isArray(body.messages)) return 'messages: Field required';
   const messages = body.messages as unknown[];
+  // Wording ours, as for the next few checks marked so; the status and error type are Anthropic's.
   if (messages.length === 0) return 'messages: at least one message is required';
   const tools = Array.isArray(body.tools) ? (body.tools as Record<string, unknown>[]) : [];
   for (const [toolIndex, tool] of tools.entries()) {
@@ -268,6 +270,7 @@ export function validateAnthropicRequest(
     }
     const schema = tool.input_schema as Record<string, unknown> | undefined;
     if (schema === undefined || schema === null || schema.type !== 'object') {
+      // Wording ours.
       return `tools.${toolIndex}.custom.input_schema.type: Input should be 'object'`;
     }
   }
@@ -322,12 +325,14 @@ export function validateAnthropicRequest(
         return 'messages: text content blocks must be non-empty';
       }
       if (block.type === 'tool_use') {
+        // Wording ours.
         if (role !== 'assistant') return `${at}: tool_use blocks can only be in assistant messages`;
         if (typeof block.id !== 'string' || !toolUseIdPattern.test(block.id)) {
           return `${at}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
         }
       }
       if (block.type === 'thinking') {
+        // Wording ours.
         if (role !== 'assistant') return `${at}: thinking blocks can only be in assistant messages`;
         if (typeof block.thinking !== 'string') return `${at}.thinking.thinking: Field required`;
         if (typeof block.signature !== 'string' || block.signature === '') {

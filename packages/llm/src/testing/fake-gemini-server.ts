@@ -166,6 +166,7 @@ export class FakeGeminiServer extends FakeProviderServer {
       );
     }
     const body = request.body;
+    // Wording ours, in Google's style; the status is Google's.
     if (body === undefined) return refuse(400, 'Invalid JSON payload received. Expected an object.');
     const invalid = validateGeminiRequest(body, { model });
     if (invalid !== undefined) return refuse(400, invalid);
@@ -302,6 +303,7 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
     for (const part of answered) {
       const name = String((part.functionResponse as Record<string, unknown>).name);
       if (!names.includes(name)) {
+        // Wording ours: whether the live API checks names, and how it words it, is not known.
         return `Please ensure that the function response name '${name}' matches the name of a function call of the function call turn (${names.map((each) => `'${each}'`).join(', ')}).`;
       }
     }
@@ -356,6 +358,7 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
 // Gemini's Schema is a protocol buffer message: a JSON key it has no field for is refused by the JSON parser itself.
 function checkSchema(schema: unknown, path: string, problems: string[]): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    // Wording ours, in Google's style.
     problems.push(`Invalid JSON payload received. Expected an object at '${path}'.`);
     return;
   }
@@ -389,7 +392,8 @@ function checkSchema(schema: unknown, path: string, problems: string[]): void {
   }
 }
 
-// responseJsonSchema takes JSON Schema; the one structural rule checked is that a $ref stands alone.
+// responseJsonSchema takes JSON Schema; the one structural rule checked is that a $ref stands alone (reported for
+// Gemini's Schema.ref; the wording is ours).
 function checkJsonSchema(schema: unknown, path: string, problems: string[]): void {
   if (schema === null || typeof schema !== 'object') return;
   if (Array.isArray(schema)) {
