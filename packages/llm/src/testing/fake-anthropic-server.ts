@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import {
   argumentsText,
   type FakeAnswer,
+  type FakeErrorSpec,
   type FakeProviderReply,
   type FakeProviderRequest,
   FakeProviderServer,
@@ -103,8 +104,19 @@ export class FakeAnthropicServer extends FakeProviderServer {
     return FakeProviderServer.listen((server, origin) => new FakeAnthropicServer(server, origin, options));
   }
 
-  get generationRequests(): FakeProviderRequest[] {
-    return this.requests.filter((request) => request.method === 'POST' && request.path === '/v1/messages');
+  protected isGeneration(request: FakeProviderRequest): boolean {
+    return request.method === 'POST' && request.path === '/v1/messages';
+  }
+
+  protected errorAnswer(error: FakeErrorSpec): FakeAnswer {
+    const { status, message, headers, retryAfterSeconds } = error;
+    const defaults = anthropicErrorFor(status);
+    const errorHeaders: Record<string, string> = { ...headers };
+    if (retryAfterSeconds !== undefined) errorHeaders['retry-after'] = String(retryAfterSeconds);
+    // Anthropic always says when to retry a rate-limited request.
+    if (status === 429 && errorHeaders['retry-after'] === undefined) errorHeaders['retry-after'] = '1';
+    const body = error.body ?? anthropicErrorBody(defaults.type, message ?? defaults.message);
+    return { kind: 'json', status, body, headers: errorHeaders };
   }
 
   protected async route(request: FakeProviderRequest): Promise<FakeAnswer> {
@@ -166,15 +178,7 @@ export class FakeAnthropicServer extends FakeProviderServer {
     await this.wait(scripted.delayMs, request);
     const streaming = body.stream === true;
 
-    if ('error' in scripted) {
-      const { status, message, headers, retryAfterSeconds } = scripted.error;
-      const defaults = anthropicErrorFor(status);
-      const errorHeaders: Record<string, string> = { ...headers };
-      if (retryAfterSeconds !== undefined) errorHeaders['retry-after'] = String(retryAfterSeconds);
-      if (status === 429 && errorHeaders['retry-after'] === undefined) errorHeaders['retry-after'] = '1';
-      const errorBody = scripted.error.body ?? anthropicErrorBody(defaults.type, message ?? defaults.message);
-      return { kind: 'json', status, body: errorBody, headers: errorHeaders };
-    }
+    if ('error' in scripted) return this.errorAnswer(scripted.error);
     if ('rawBody' in scripted) {
       return { kind: 'json', status: scripted.status ?? 200, body: scripted.rawBody, headers: scripted.headers ?? {} };
     }

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import {
   argumentsText,
   type FakeAnswer,
+  type FakeErrorSpec,
   type FakeProviderReply,
   type FakeProviderRequest,
   FakeProviderServer,
@@ -114,10 +115,18 @@ export class FakeGeminiServer extends FakeProviderServer {
     return FakeProviderServer.listen((server, origin) => new FakeGeminiServer(server, origin, options));
   }
 
-  get generationRequests(): FakeProviderRequest[] {
-    return this.requests.filter(
-      (request) => request.method === 'POST' && /:(stream)?generateContent$/i.test(request.path),
-    );
+  protected isGeneration(request: FakeProviderRequest): boolean {
+    return request.method === 'POST' && /:(stream)?generateContent$/i.test(request.path);
+  }
+
+  protected errorAnswer(error: FakeErrorSpec): FakeAnswer {
+    const { status, message, headers, retryAfterSeconds } = error;
+    const details =
+      retryAfterSeconds === undefined
+        ? undefined
+        : [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfterSeconds}s` }];
+    const body = error.body ?? googleErrorBody(status, message, details);
+    return { kind: 'json', status, body, headers: headers ?? {} };
   }
 
   protected async route(request: FakeProviderRequest): Promise<FakeAnswer> {
@@ -188,15 +197,7 @@ export class FakeGeminiServer extends FakeProviderServer {
     const streaming = action === 'streamGenerateContent';
     const sse = request.query.alt === 'sse';
 
-    if ('error' in scripted) {
-      const { status, message, headers, retryAfterSeconds } = scripted.error;
-      const details =
-        retryAfterSeconds === undefined
-          ? undefined
-          : [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfterSeconds}s` }];
-      const errorBody = scripted.error.body ?? googleErrorBody(status, message, details);
-      return { kind: 'json', status, body: errorBody, headers: headers ?? {} };
-    }
+    if ('error' in scripted) return this.errorAnswer(scripted.error);
     if ('rawBody' in scripted) {
       return { kind: 'json', status: scripted.status ?? 200, body: scripted.rawBody, headers: scripted.headers ?? {} };
     }

@@ -59,6 +59,7 @@ export {
   type FakeReply,
 } from './fake-openai-server.ts';
 export type {
+  FakeErrorSpec,
   FakeProviderReply,
   FakeProviderRequest,
   FakeProviderServerOptions,
