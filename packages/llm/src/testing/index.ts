@@ -16,6 +16,8 @@
  * `cutAfterEvents` to drop the connection mid-stream. Replies are consumed in order (or computed by `respond`);
  * every request is recorded in `requests` (`generationRequests` for the model calls), with `rejected` set when the
  * fake refused it. A refused request consumes no reply. When the replies run out the provider's 500 is sent.
+ * `failWith(error)` answers every generation with an error until `recover()`; `refuseConnections()` makes the port
+ * refuse connections (an unreachable provider) until `recover()` listens again on the same port.
  *
  * What they check, as the real APIs do before generating, answering in the provider's error shape:
  * - Anthropic: `x-api-key` (401 `authentication_error`; `apiKey` pins the one accepted), `anthropic-version`,
@@ -33,8 +35,9 @@
  *
  * What they do not: real tokenisation (counts are about four characters a token), whether a signature is genuine or a
  * thinking block unmodified, media, safety, server tools, sampling parameter ranges, the rest of JSON Schema, rate
- * limits (script them with `{error: {status: 429}}`). Where the fakes are stricter than today's first-party API
- * (Anthropic role alternation) it is an option. The first-party Anthropic API also merges consecutive same-role turns.
+ * limits (script them with `{error: {status: 429}}`). Where a fake is stricter than today's first-party API it says
+ * so and the rule is an option: the Anthropic API now merges consecutive same-role turns and accepts a leading
+ * assistant turn (`strictRoles: false`), which Bedrock and Vertex still refuse. Decision 0035 says why.
  */
 export {
   anthropicErrorBody,
