@@ -261,6 +261,11 @@ describe('FakeGeminiServer checks', () => {
     ],
     ['no contents', { contents: [] }, /contents is not specified/],
     [
+      'an OpenAI parameter name in generationConfig',
+      { contents, generationConfig: { max_tokens: 100, max_output_tokens: 100 } },
+      /^Invalid JSON payload received\. Unknown name "max_tokens" at 'generation_config': Cannot find field\.$/,
+    ],
+    [
       'a function name with a space',
       { contents, tools: [{ functionDeclarations: [{ name: 'search notes', parameters: { type: 'object' } }] }] },
       /function_declarations\[0\]\.name: Invalid function name\./,
