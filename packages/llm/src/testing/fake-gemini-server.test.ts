@@ -406,6 +406,20 @@ describe('FakeGeminiServer replaying captures from the AI SDK repository', () =>
     expect(result.content[0]).toMatchObject({ type: 'text' });
   });
 
+  it('replays google-reasoning-gemini3.json raw to text carrying its thought signature', async () => {
+    const { model } = await start(
+      { replies: [{ rawBody: fixture('google-reasoning-gemini3.json') }] },
+      'gemini-3-pro-preview',
+    );
+    const result = await model.doGenerate({ prompt });
+    const text = result.content.find((part) => part.type === 'text');
+    expect(text).toMatchObject({
+      text: 'There are **3** "r"s in strawberry.\n\nHere is the breakdown: st**r**awbe**rr**y.',
+    });
+    expect(String(text?.providerMetadata?.google?.thoughtSignature)).toMatch(/^EswFCskF/);
+    expect(result.usage.outputTokens.reasoning).toBe(258);
+  });
+
   it('replays the captured 429 with RetryInfo', async () => {
     const { model } = await start({
       replies: [{ error: { status: 429, body: fixture('google-429-retry-info.json') } }],
