@@ -15,12 +15,17 @@ import path from 'node:path';
 import { z } from 'zod';
 import { canonicalJson, differenceSize, firstDifference, isPlainObject } from './wire-formats.ts';
 
-const sourceSchema = z.looseObject({
-  repository: z.string().optional(),
-  path: z.string().optional(),
-  commit: z.string().optional(),
-  edited: z.string().optional(),
-});
+/** Where a fixture's response came from: a sentence, or its repository, path, commit and what was edited. */
+const sourceSchema = z.union([
+  z.string(),
+  z.looseObject({
+    repository: z.string().optional(),
+    path: z.string().optional(),
+    commit: z.string().optional(),
+    edited: z.string().optional(),
+  }),
+]);
+export type FixtureSource = z.infer<typeof sourceSchema>;
 
 const responseSchema = z
   .strictObject({

@@ -346,6 +346,16 @@ describe('createRecordReplayFetch', () => {
     expect(replayed.choices[0]?.message.content).toBe('From the first version');
   });
 
+  it('writes the source citation it is given', async () => {
+    const fake = await startServer({ replies: [{ text: 'cited' }] });
+    const source = 'Built from the real capture vercel/ai packages/openai/src/__fixtures__/x.json; edited: the text.';
+    const cited = createRecordReplayFetch({ mode: 'record', directory, source: () => source });
+    const client = new OpenAI({ baseURL: fake.url, apiKey: 'test', maxRetries: 0, fetch: cited });
+    await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'Hi' }] });
+    const [name] = await fixtureFiles();
+    expect(JSON.parse(await readFile(path.join(directory, name ?? ''), 'utf8')).source).toBe(source);
+  });
+
   it('keeps the source citation of a fixture it records again', async () => {
     const fake = await startServer({ replies: [{ text: 'first' }, { text: 'second' }] });
     const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Cite me' }] };

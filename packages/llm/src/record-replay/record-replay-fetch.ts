@@ -7,6 +7,7 @@ import {
   closestFixture,
   type Fixture,
   type FixtureResponse,
+  type FixtureSource,
   fileLabel,
   findFixture,
   fixtureKey,
@@ -60,6 +61,12 @@ export interface RecordReplayOptions {
    * the running scenario). @default the first words of the request's last user message
    */
   label?: string | (() => string | undefined);
+  /**
+   * The `source` citation written into each recorded fixture (where its response came from: a sentence, or
+   * `{repository, path, commit, edited}`), or a function asked at each recording. Replay ignores it; without one, a
+   * re-recording keeps the citation of the fixture it replaces.
+   */
+  source?: FixtureSource | (() => FixtureSource | undefined);
   /**
    * The fetch that reaches the network.
    * @default globalThis.fetch
@@ -211,11 +218,13 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
     registerRequestSecrets(input, init, url);
     const scrub = scrubSecrets;
     const record = async (recorded: FixtureResponse): Promise<void> => {
+      const source = typeof options.source === 'function' ? options.source() : options.source;
       const fixture: Fixture = {
         key,
         provider,
         model: request.model,
         recorded_at: new Date().toISOString(),
+        ...(source === undefined ? {} : { source }),
         request: {
           endpoint: request.endpoint,
           stream: request.streaming,

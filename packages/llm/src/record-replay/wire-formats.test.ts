@@ -141,6 +141,54 @@ describe('the key of a request', () => {
   });
 });
 
+describe('tool-call ids in the key', () => {
+  const url = 'https://api.openai.com/v1/chat/completions';
+  const conversation = (first: string, second: string) => ({
+    model: 'm',
+    messages: [
+      { role: 'user', content: 'Look two things up' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: first, type: 'function', function: { name: 'lookup', arguments: '{}' } },
+          { id: second, type: 'function', function: { name: 'lookup', arguments: '{"q":1}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: first, content: 'one' },
+      { role: 'tool', tool_call_id: second, content: 'two' },
+    ],
+  });
+
+  it('does not depend on the ids a client made up, only on which result answers which call', () => {
+    expect(keyOf(url, conversation('call_a1', 'call_b2'))).toBe(keyOf(url, conversation('random-x', 'random-y')));
+    const swapped = conversation('call_a1', 'call_b2');
+    swapped.messages[2] = { role: 'tool', tool_call_id: 'call_b2', content: 'one' };
+    swapped.messages[3] = { role: 'tool', tool_call_id: 'call_a1', content: 'two' };
+    expect(keyOf(url, swapped)).not.toBe(keyOf(url, conversation('call_a1', 'call_b2')));
+  });
+
+  it('stabilises Anthropic tool_use ids and Gemini function call ids too', () => {
+    const anthropic = (id: string) => ({
+      model: 'claude',
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id, name: 'lookup', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'ok' }] },
+      ],
+    });
+    const anthropicUrl = 'https://api.anthropic.com/v1/messages';
+    expect(keyOf(anthropicUrl, anthropic('toolu_1'))).toBe(keyOf(anthropicUrl, anthropic('toolu_2')));
+    const gemini = (id: string) => ({
+      contents: [
+        { role: 'model', parts: [{ functionCall: { id, name: 'lookup', args: {} } }] },
+        { role: 'user', parts: [{ functionResponse: { id, name: 'lookup', response: {} } }] },
+      ],
+    });
+    const geminiUrl = 'https://x/v1beta/models/gemini-2.5-flash:generateContent';
+    expect(keyOf(geminiUrl, gemini('a'))).toBe(keyOf(geminiUrl, gemini('b')));
+  });
+});
+
 describe('firstDifference', () => {
   it('names the first differing JSON path and both values', () => {
     expect(firstDifference({ a: [1, { b: 'x' }] }, { a: [1, { b: 'y' }] })).toEqual({

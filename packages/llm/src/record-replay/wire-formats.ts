@@ -2,8 +2,8 @@
  * Which requests are model requests, per wire format, and the canonical form of each that its fixture key is made
  * of. Everything that does not decide the answer is left out of the canonical form: host and base URL, headers (and
  * their tokens), `?key=`, `stream`/`stream_options` (OpenAI only, see below), sampling parameters, `max_tokens`,
- * Anthropic `cache_control` markers, and the time-awareness line at the end of the system prompt (replaced by a
- * placeholder), so a fixture recorded yesterday against a proxy replays today against the provider.
+ * Anthropic `cache_control` markers, the time-awareness line at the end of the system prompt (replaced by a
+ * placeholder), and the values of tool-call ids (replaced by their order of appearance), so a fixture recorded yesterday against a proxy replays today against the provider.
  */
 import type { ProviderKind } from '../chat-types.ts';
 
@@ -108,21 +108,24 @@ export function canonicalRequest(wire: WireFormat, body: Record<string, unknown>
   };
   if (wire === 'openai') {
     pick('model');
-    pick('messages', Array.isArray(body.messages) ? body.messages.map(withoutOpenAiTimeLine) : body.messages);
+    pick(
+      'messages',
+      Array.isArray(body.messages) ? withStableToolCallIds(body.messages.map(withoutOpenAiTimeLine)) : body.messages,
+    );
     pick('tools');
     pick('tool_choice');
     pick('response_format');
   } else if (wire === 'anthropic') {
     pick('model');
     pick('system', withoutTimeLine(body.system));
-    pick('messages');
+    pick('messages', withStableToolCallIds(body.messages));
     pick('tools');
     pick('tool_choice');
     pick('thinking');
     // Anthropic's structured outputs (beta) decide the answer's shape like OpenAI's response_format.
     pick('output_format');
   } else {
-    pick('contents');
+    pick('contents', withStableToolCallIds(body.contents));
     pick('systemInstruction', withoutTimeLine(body.systemInstruction));
     pick('tools');
     pick('toolConfig');
@@ -134,6 +137,40 @@ export function canonicalRequest(wire: WireFormat, body: Record<string, unknown>
     if (Object.keys(decisive).length > 0) canonical.generationConfig = decisive;
   }
   return canonical;
+}
+
+/**
+ * Tool-call ids replaced by their order of first appearance (`tool-call-1`, …), wherever a call or its result names
+ * one: an adapter that translates history from a provider without ids (Gemini) makes them up at random, so the same
+ * conversation would otherwise get another key on every run. Which result answers which call is kept.
+ */
+function withStableToolCallIds(messages: unknown): unknown {
+  const stable = new Map<string, string>();
+  const stableId = (id: string): string => {
+    let replaced = stable.get(id);
+    if (replaced === undefined) {
+      replaced = `tool-call-${stable.size + 1}`;
+      stable.set(id, replaced);
+    }
+    return replaced;
+  };
+  const walk = (node: unknown, field?: string): unknown => {
+    if (Array.isArray(node)) return node.map((item) => walk(item));
+    if (!isPlainObject(node)) return node;
+    const isCall =
+      (node.type === 'function' && isPlainObject(node.function)) ||
+      node.type === 'tool_use' ||
+      node.type === 'server_tool_use' ||
+      field === 'functionCall' ||
+      field === 'functionResponse';
+    const copy: Record<string, unknown> = {};
+    for (const [name, item] of Object.entries(node)) {
+      const isId = (name === 'id' && isCall) || name === 'tool_call_id' || name === 'tool_use_id';
+      copy[name] = isId && typeof item === 'string' ? stableId(item) : walk(item, name);
+    }
+    return copy;
+  };
+  return walk(messages);
 }
 
 // OpenAI: the time line is in the (first) system message, as a string or the last text part.
