@@ -40,11 +40,13 @@ export {
   type UntrustedFields,
 } from './prompts/fence-untrusted.ts';
 export { parseReactReply, reactMessages } from './react-strategy.ts';
+export { fixtureKey } from './record-replay/fixture-files.ts';
 export {
   type CacheMode,
   cacheModes,
   createRecordReplayFetch,
+  findReplayMiss,
   type RecordReplayOptions,
   ReplayMissError,
-  requestKey,
 } from './record-replay/record-replay-fetch.ts';
+export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
