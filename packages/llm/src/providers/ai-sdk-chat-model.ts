@@ -127,7 +127,7 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
           if (signal?.aborted || timeout.signal.aborted || shapeOf(error) !== undefined) throw error;
           if (error instanceof LlmResponseMalformedError) throw error;
           throw new StreamCutError(
-            `${title}: the streamed reply broke off: ${error instanceof Error ? error.message : String(error)}`,
+            `${title}: the streamed reply broke off: ${describe(error)}`,
             JSON.stringify(assembler.content).slice(0, 300),
             { cause: error },
           );
@@ -162,6 +162,11 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
       }
     } catch (error) {
       if (timeout.signal.aborted && !signal?.aborted) throw timeout.signal.reason;
+      // A 200 whose body broke off (the SDK's "Failed to process successful response", a reset socket under it).
+      const status = shapeOf(error)?.statusCode;
+      if (status !== undefined && status >= 200 && status < 300) {
+        throw new StreamCutError(`${title}: the reply broke off: ${describe(error)}`, '', { cause: error });
+      }
       throw error;
     } finally {
       clearTimeout(timer);
@@ -199,6 +204,12 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
       failure: (error, attempt) => aiSdkFailure(options, error, attempt),
     }),
   };
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+  return scrubSecrets(`${error.message}${cause}`);
 }
 
 async function readParts(
@@ -320,10 +331,12 @@ function aiSdkFailure(options: AiSdkChatModelOptions, error: unknown, attempt: n
     });
   }
   const tries = attempt === 0 ? '' : ` after ${attempt + 1} attempts`;
+  // Gemini answers a wrong key with 400 API_KEY_INVALID, not 401.
+  const text = `${shape?.message ?? ''} ${shape?.responseBody ?? ''}`;
   return new LlmRequestError(`${where} failed${tries}: ${detail}`, {
     status,
     cause: error,
-    ...(status === 401 || status === 403
+    ...(status === 401 || status === 403 || (status === 400 && /API_KEY_INVALID|API key not valid/i.test(text))
       ? { hint: "check the profile's `api_key:` (a secret in secrets.yaml) and that it is a key for this provider" }
       : status === 404
         ? { hint: 'check `model` (the provider does not know it) and `base_url`' }
