@@ -136,7 +136,33 @@ export function canonicalRequest(wire: WireFormat, body: Record<string, unknown>
     }
     if (Object.keys(decisive).length > 0) canonical.generationConfig = decisive;
   }
-  return canonical;
+  return withStableFenceMarkers(canonical) as Record<string, unknown>;
+}
+
+// fenceUntrusted (prompts/fence-untrusted.ts) draws a fresh random marker for every fence: `UNTRUSTED-<16 hex>`.
+const fenceMarker = /UNTRUSTED-[0-9a-f]{16}\b/g;
+
+/**
+ * Fence markers replaced by their order of first appearance (`UNTRUSTED-fence-1`, …) in every string: the marker is
+ * random on each call, so a prompt with fenced mail or a fenced tool result would otherwise get another key on every
+ * run. The same marker gets the same stand-in, so which fence is which is kept.
+ */
+function withStableFenceMarkers(value: unknown, stable = new Map<string, string>()): unknown {
+  if (typeof value === 'string') {
+    return value.replace(fenceMarker, (marker) => {
+      let replaced = stable.get(marker);
+      if (replaced === undefined) {
+        replaced = `UNTRUSTED-fence-${stable.size + 1}`;
+        stable.set(marker, replaced);
+      }
+      return replaced;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => withStableFenceMarkers(item, stable));
+  if (!isPlainObject(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [name, item] of Object.entries(value)) copy[name] = withStableFenceMarkers(item, stable);
+  return copy;
 }
 
 /**
