@@ -1,5 +1,11 @@
 import path from 'node:path';
-import { type ChatModel, createProviderChatModel, createRecordReplayFetch, ReplayMissError } from '@assistant/llm';
+import {
+  type ChatModel,
+  createProviderChatModel,
+  createRecordReplayFetch,
+  findReplayMiss,
+  ReplayMissError,
+} from '@assistant/llm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ScenarioProvider, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
 import { expectedAnswers, runScenario, scenarioNames, switchTargets } from './llm-scenarios/scenarios.ts';
@@ -24,15 +30,6 @@ function replayModel(provider: ScenarioProvider): ChatModel {
     maxRetries: 0,
     fetch: createRecordReplayFetch({ mode: 'replay', directory: fixtures, provider, fetch: networkOff }),
   });
-}
-
-function findInCauses<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 10 && current !== undefined && current !== null; depth += 1) {
-    if (current instanceof type) return current;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
@@ -74,7 +71,7 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
 
   it('fails a changed request loudly with ReplayMissError naming its key and the closest fixture', async () => {
     const model = replayModel('anthropic');
-    // The chat scenario with one word changed in the owner's question.
+    // The email classify scenario with one word of the message changed.
     const changed: ChatModel = {
       ...model,
       chat: (request, options) =>
@@ -82,21 +79,26 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
           {
             ...request,
             messages: request.messages.map((message) =>
-              message.role === 'user' ? { ...message, content: message.content.replace('phone', 'mobile') } : message,
+              message.role === 'user'
+                ? { ...message, content: message.content.replace('Thursday', 'Friday') }
+                : message,
             ),
           },
           options,
         ),
     };
 
-    const error = await runScenario('chat-tool-stream', changed).then(
+    const error = await runScenario('email-classify', changed).then(
       () => undefined,
       (thrown: unknown) => thrown,
     );
 
-    const miss = findInCauses(error, ReplayMissError);
+    const miss = findReplayMiss(error);
     expect(miss, `expected a ReplayMissError, got ${String(error)}`).toBeInstanceOf(ReplayMissError);
-    expect(miss?.message).toContain(miss?.key);
-    expect(miss?.message).toMatch(/closest/i);
+    expect(miss?.message).toContain(miss?.key ?? 'a key');
+    const closest = path.relative(fixtures, miss?.closest?.file ?? '');
+    expect(closest).toMatch(/^anthropic\/email-classify-[0-9a-f]{12}\.json$/);
+    expect(miss?.message).toContain(`Closest fixture: ${miss?.closest?.file}`);
+    expect(miss?.closest?.difference?.requested).toEqual(expect.stringContaining('Friday'));
   });
 });

@@ -49,7 +49,7 @@ export type CaptureName = keyof typeof captures;
 /** What the fake server sends for one exchange, and the citation that goes into the fixture. */
 export interface AdaptedExchange {
   reply: { rawEvents: object[] } | { rawBody: object };
-  source: string;
+  source: CaptureCitation;
 }
 
 type Frame = Record<string, unknown>;
@@ -64,15 +64,37 @@ export function readCapture(name: CaptureName): Frame[] {
     .map((line) => JSON.parse(line) as Frame);
 }
 
-/** `<repository> <path> at <commit> (copied to tests/fixtures/llm/captures/vercel-ai/<name>[, lines]); edited: …` */
-export function citation(names: CaptureName[], edits: string[]): string {
-  const from = names
-    .map((name) => {
-      const capture: { path: string; lines?: string } = captures[name];
-      return `${upstream.repository}/blob/${upstream.commit}/${capture.path} (copy: tests/fixtures/llm/captures/vercel-ai/${name}${capture.lines === undefined ? '' : `, ${capture.lines}`})`;
-    })
-    .join(' + ');
-  return `Built from the real capture ${from}. Edited: ${edits.length === 0 ? 'nothing' : edits.join('; ')}.`;
+/**
+ * The fixture's `source:`: the upstream repository, the capture's path and commit, where its copy is, and every
+ * edit. A fixture built from two captures names the second under `also_from`.
+ */
+export type CaptureCitation = {
+  repository: string;
+  path: string;
+  commit: string;
+  /** The copy in this repository (and which lines, for an excerpt). */
+  copy: string;
+  edited: string;
+  also_from?: { path: string; copy: string }[];
+};
+
+export function citation(names: CaptureName[], edits: string[]): CaptureCitation {
+  const copyOf = (name: CaptureName) => {
+    const capture: { path: string; lines?: string } = captures[name];
+    return `tests/fixtures/llm/captures/vercel-ai/${name}${capture.lines === undefined ? '' : ` (${capture.lines})`}`;
+  };
+  const [first, ...others] = names;
+  if (first === undefined) throw new Error('a citation names at least one capture');
+  return {
+    repository: upstream.repository,
+    path: captures[first].path,
+    commit: upstream.commit,
+    copy: copyOf(first),
+    edited: edits.length === 0 ? 'nothing' : edits.join('; '),
+    ...(others.length === 0
+      ? {}
+      : { also_from: others.map((name) => ({ path: captures[name].path, copy: copyOf(name) })) }),
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type ChatModel, createProviderChatModel, createRecordReplayFetch } from '@assistant/llm';
 import { FakeAnthropicServer, FakeGeminiServer, type FakeProviderReply } from '@assistant/llm/testing';
-import type { AdaptedExchange } from './adapt-captures.ts';
+import type { AdaptedExchange, CaptureCitation } from './adapt-captures.ts';
 import { startRawOpenAiServer } from './raw-openai-server.ts';
 import {
   type ExchangeBuilder,
@@ -12,13 +12,6 @@ import { runScenario, type ScenarioName, type ScenarioOutcome, scenarioNames, sw
 
 /** The API key the fixtures are built with; the transport scrubs it, and the fakes want one. */
 const builderApiKey = 'fixture-builder-key';
-
-/** Which exchange each fixture came from, as the builder learned it: the request's key, the citation. */
-export interface BuiltFixture {
-  provider: ScenarioProvider;
-  scenario: ScenarioName | 'provider-switch/after';
-  source: string;
-}
 
 export interface BuildFixturesOptions {
   /** The fixtures' root: files go to `<directory>/<provider>/`. */
@@ -76,7 +69,7 @@ async function serveExchanges(
   directory: string,
 ): Promise<ServedExchanges> {
   const builders: ExchangeBuilder[] = scenarioExchanges(provider, scenario);
-  const sources: string[] = [];
+  const sources: CaptureCitation[] = [];
   const next = (body: Record<string, unknown> | undefined, index: number): AdaptedExchange => {
     const builder = builders[index];
     if (builder === undefined) {
@@ -107,6 +100,9 @@ async function serveExchanges(
     directory,
     provider,
     fetch: globalThis.fetch,
+    apiKey: builderApiKey,
+    // Files are named by scenario (`agent-two-tools-<key>.json`), and each cites the capture it was built from.
+    label: scenario.replace('/', '-'),
     source: () => sources.at(-1),
   });
   const model = createProviderChatModel({
