@@ -318,7 +318,7 @@ describe('replay never reaches the network', () => {
       apiKey: 'test-key-123456',
       fetch: transport('replay', 'anthropic', unreachable),
     }).languageModel('claude-sonnet-4-5');
-    const error = await model.doGenerate({ prompt }).catch((caught: unknown) => caught);
+    const error = await Promise.resolve(model.doGenerate({ prompt })).catch((caught: unknown) => caught);
     expect(findReplayMiss(error)).toBeInstanceOf(ReplayMissError);
     expect(findReplayMiss(error)?.provider).toBe('anthropic');
     expect(findReplayMiss(error)?.model).toBe('claude-sonnet-4-5');
@@ -330,7 +330,7 @@ describe('replay never reaches the network', () => {
       apiKey: 'test-key-123456',
       fetch: transport('replay', 'google', unreachable),
     }).languageModel('gemini-2.5-flash');
-    const error = await model.doStream({ prompt }).catch((caught: unknown) => caught);
+    const error = await Promise.resolve(model.doStream({ prompt })).catch((caught: unknown) => caught);
     expect(findReplayMiss(error)?.model).toBe('gemini-2.5-flash');
   });
 
