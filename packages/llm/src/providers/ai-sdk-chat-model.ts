@@ -271,7 +271,7 @@ function bodyRetryDelayMs(body: string | undefined): number | undefined {
 }
 
 /** How the retry loop treats an error from the AI SDK (or from our own reading of its answer). */
-export function classifyAiSdkError(error: unknown, attempt: number): ErrorVerdict {
+function classifyAiSdkError(error: unknown, attempt: number): ErrorVerdict {
   const exponential = exponentialDelayMs(attempt);
   if (replayMissIn(error)) return { retryDelayMs: undefined, unavailable: false };
   if (error instanceof StreamCutError || error instanceof AttemptTimedOutError) {

@@ -156,7 +156,9 @@ export function toCallOptions(request: ChatRequest, options: TranslateOptions): 
   const lastTool = tools.at(-1);
   if (cache && lastTool) lastTool.providerOptions = ephemeral;
 
-  const { settings, providerOptions } = splitParameters(provider, options.parameters ?? {});
+  const { settings, providerOptions } = splitParameters(options.parameters ?? {});
+  // Anthropic refuses a forced tool choice while extended thinking is on: a structured answer is asked without it.
+  if (answerTool !== undefined) delete providerOptions.thinking;
   return {
     call: {
       prompt: [...system, ...rest] as LanguageModelV4Prompt,
@@ -205,10 +207,10 @@ const settingNames: Record<string, string> = {
   frequency_penalty: 'frequencyPenalty',
 };
 
-function splitParameters(
-  _provider: AiSdkProvider,
-  parameters: Record<string, unknown>,
-): { settings: Record<string, unknown>; providerOptions: Record<string, unknown> } {
+function splitParameters(parameters: Record<string, unknown>): {
+  settings: Record<string, unknown>;
+  providerOptions: Record<string, unknown>;
+} {
   const settings: Record<string, unknown> = {};
   const providerOptions: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(parameters)) {
@@ -313,7 +315,7 @@ function finishReasonOf(unified: string): string {
   }
 }
 
-export function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
+function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
   const prompt = usage.inputTokens.total;
   const completion = usage.outputTokens.total;
   if (prompt === undefined && completion === undefined) return undefined;
@@ -330,7 +332,7 @@ export function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
 }
 
 /** At most 300 characters of a provider's raw answer, secrets scrubbed: enough to see what broke. */
-export function excerpt(text: string): string {
+function excerpt(text: string): string {
   return scrubSecrets(text.length > 300 ? `${text.slice(0, 300)}…` : text);
 }
 

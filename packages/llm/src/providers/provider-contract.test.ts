@@ -141,6 +141,29 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(result).toEqual(answer);
   });
 
+  it('gives a structured answer on a profile that thinks (Anthropic refuses a forced tool with thinking on)', async () => {
+    const answer = { kind: 'spam' };
+    const model = await modelOn(
+      [
+        provider === 'anthropic'
+          ? { toolCalls: [{ name: 'answer', arguments: answer }] }
+          : { text: JSON.stringify(answer) },
+      ],
+      {
+        parameters:
+          provider === 'anthropic'
+            ? { thinking: { type: 'enabled', budgetTokens: 1024 } }
+            : { thinkingConfig: { includeThoughts: true } },
+      },
+    );
+    const result = await new Conversation(model).structured(z.object({ kind: z.enum(['bill', 'spam']) }), 'Classify.');
+    expect(result).toEqual(answer);
+    expect(fake?.generationRequests[0]?.rejected).toBeUndefined();
+    // Still forced: the SDK would otherwise fall back to `auto` and the model could answer in prose.
+    if (provider === 'anthropic')
+      expect(fake?.generationRequests[0]?.body?.tool_choice).toMatchObject({ type: 'tool' });
+  });
+
   it('refuses a wrong key at once, with a hint naming api_key', async () => {
     const model = await modelOn([{ text: 'never' }], { apiKey: 'wrong-key' });
     const error = await model.chat({ messages: hi }).catch((caught) => caught);
