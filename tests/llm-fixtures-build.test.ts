@@ -1,0 +1,63 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './helpers/temp-dir.ts';
+import { buildScenarioFixtures } from './llm-scenarios/build-fixtures.ts';
+import { scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const fixtures = path.join(root, 'tests', 'fixtures', 'llm');
+const providers = Object.keys(scenarioProviders);
+
+/** Every fixture file of the committed set, by `<provider>/<name>`, with its parsed content. */
+async function readFixtures(directory: string): Promise<Map<string, Record<string, unknown>>> {
+  const files = new Map<string, Record<string, unknown>>();
+  for (const provider of providers) {
+    const names = await readdir(path.join(directory, provider)).catch(() => [] as string[]);
+    for (const name of names.filter((candidate) => candidate.endsWith('.json')).sort()) {
+      const text = await readFile(path.join(directory, provider, name), 'utf8');
+      files.set(`${provider}/${name}`, JSON.parse(text) as Record<string, unknown>);
+    }
+  }
+  return files;
+}
+
+// When each fixture was written is the only thing a rebuild changes.
+function withoutRecordedAt(fixture: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (fixture === undefined) return undefined;
+  const { recorded_at: _recordedAt, ...rest } = fixture;
+  return rest;
+}
+
+describe('the LLM scenario fixtures', () => {
+  it('are what the builder makes from the real captures, offline (npm run fixtures:build)', async () => {
+    await using directory = await tempDir();
+    await buildScenarioFixtures({ directory: directory.path });
+
+    const built = await readFixtures(directory.path);
+    const committed = await readFixtures(fixtures);
+    expect([...committed.keys()]).toEqual([...built.keys()]);
+    for (const [name, fixture] of built) {
+      expect(withoutRecordedAt(committed.get(name)), name).toEqual(withoutRecordedAt(fixture));
+    }
+  });
+
+  it('each cite the capture they were built from, which is kept in the repository, and hold no key', async () => {
+    const committed = await readFixtures(fixtures);
+    expect(committed.size).toBeGreaterThanOrEqual(27);
+    for (const [name, fixture] of committed) {
+      const source = fixture.source as { repository?: string; path?: string; commit?: string; copy?: string };
+      expect(source, name).toMatchObject({
+        repository: 'https://github.com/vercel/ai',
+        commit: 'ed857f50f112e23930b0c2dd8d532cc8bebbc911',
+        edited: expect.any(String),
+      });
+      expect(source.path, name).toMatch(/^packages\/[a-z-]+\/src\/.*__fixtures__\//);
+      const copy = (source.copy ?? '').replace(/ \(.*\)$/, '');
+      expect(existsSync(path.join(root, copy)), `${name} cites ${copy}`).toBe(true);
+      // The builder's API key went to the fakes in headers; the transport must have scrubbed it.
+      expect(JSON.stringify(fixture), name).not.toContain('fixture-builder-key');
+    }
+  });
+});
