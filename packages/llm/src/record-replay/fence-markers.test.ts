@@ -4,7 +4,13 @@ import { fixtureKey } from './fixture-files.ts';
 import { recognizeModelRequest } from './wire-formats.ts';
 
 function keyOf(content: string, system: string): string {
-  const body = { model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content }] };
+  const body = {
+    model: 'm',
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content },
+    ],
+  };
   const request = recognizeModelRequest({ method: 'POST', url: 'https://x/v1/chat/completions', body });
   if (request === undefined) throw new Error('not recognised');
   return fixtureKey({ provider: 'test', canonical: request.canonical });
