@@ -9,14 +9,14 @@ import path from 'node:path';
  */
 
 /** Where the copies live, and where they were copied from. */
-export const capturesDirectory = path.join(import.meta.dirname, '..', 'fixtures', 'llm', 'captures', 'vercel-ai');
+const capturesDirectory = path.join(import.meta.dirname, '..', 'fixtures', 'llm', 'captures', 'vercel-ai');
 const upstream = {
   repository: 'https://github.com/vercel/ai',
   commit: 'ed857f50f112e23930b0c2dd8d532cc8bebbc911',
 };
 
 /** Each copied capture: its path in the AI SDK repository, and which of its lines were kept when not all. */
-export const captures = {
+const captures = {
   'anthropic-text.chunks.txt': { path: 'packages/anthropic/src/__fixtures__/anthropic-text.chunks.txt' },
   'anthropic-json-tool.1.json': { path: 'packages/anthropic/src/__fixtures__/anthropic-json-tool.1.json' },
   'anthropic-json-tool.1.chunks.txt': { path: 'packages/anthropic/src/__fixtures__/anthropic-json-tool.1.chunks.txt' },
@@ -55,7 +55,7 @@ export interface AdaptedExchange {
 type Frame = Record<string, unknown>;
 
 /** The capture's events (a `.chunks.txt`, one JSON a line) or its body (a `.json`). */
-export function readCapture(name: CaptureName): Frame[] {
+function readCapture(name: CaptureName): Frame[] {
   const text = readFileSync(path.join(capturesDirectory, name), 'utf8');
   if (name.endsWith('.json')) return [JSON.parse(text) as Frame];
   return text
@@ -78,7 +78,7 @@ export type CaptureCitation = {
   also_from?: { path: string; copy: string }[];
 };
 
-export function citation(names: CaptureName[], edits: string[]): CaptureCitation {
+function citation(names: CaptureName[], edits: string[]): CaptureCitation {
   const copyOf = (name: CaptureName) => {
     const capture: { path: string; lines?: string } = captures[name];
     return `tests/fixtures/llm/captures/vercel-ai/${name}${capture.lines === undefined ? '' : ` (${capture.lines})`}`;
@@ -101,7 +101,7 @@ export function citation(names: CaptureName[], edits: string[]): CaptureCitation
  * `text` in at most `count` pieces, cut at word boundaries and spread evenly, as the provider's frames carried its
  * own text; fewer pieces when the text has fewer words. Always at least one piece.
  */
-export function splitInto(text: string, count: number): string[] {
+function splitInto(text: string, count: number): string[] {
   const words = text.match(/\s*\S+\s*/g) ?? [text];
   const pieces = Math.max(1, Math.min(count, words.length));
   const result: string[] = [];

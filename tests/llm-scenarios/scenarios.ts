@@ -20,7 +20,7 @@ export const scenarioNames = ['email-classify', 'chat-tool-stream', 'agent-two-t
 export type ScenarioName = (typeof scenarioNames)[number];
 
 /** One thing a scenario checked, and what it saw. */
-export interface ScenarioCheck {
+interface ScenarioCheck {
   name: string;
   ok: boolean;
   detail: string;
@@ -104,7 +104,7 @@ export async function runScenario(
 // ---------------------------------------------------------------------------------------------- inputs
 
 /** The email platform's classifications as its manifest declares them (integrations/email/manifest.yaml). */
-export const emailClassifications: Record<string, Classification> = {
+const emailClassifications: Record<string, Classification> = {
   human: {
     prompt:
       'Is this a personal message written by a real person to the owner (not a newsletter, notification or automated mail)?',
