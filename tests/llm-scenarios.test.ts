@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   type ChatModel,
@@ -68,6 +69,49 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
       }
     });
   }
+
+  // A replay only proves the adapter asked what it asked when the fixture was built; what it asked is in the file.
+  it('hands the whole history over in provider-switch: the first provider gets its thinking back, the next the conversation without it', async () => {
+    for (const provider of providers) {
+      // The longest request of a kind: call 2 of provider-switch, or call 3 (the only one) of provider-switch-after.
+      const canonicalOf = async (kind: 'provider-switch' | 'provider-switch-after') => {
+        const directory = path.join(fixtures, provider);
+        const pattern = new RegExp(`^${kind}-[0-9a-f]{12}\\.json$`);
+        let longest: { length: number; text: string } | undefined;
+        for (const name of (await readdir(directory)).filter((file) => pattern.test(file))) {
+          const fixture = JSON.parse(await readFile(path.join(directory, name), 'utf8')) as {
+            request: { canonical: Record<string, unknown[]> };
+          };
+          const messages = fixture.request.canonical.messages ?? fixture.request.canonical.contents ?? [];
+          if (longest === undefined || messages.length > longest.length) {
+            longest = { length: messages.length, text: JSON.stringify(fixture.request.canonical) };
+          }
+        }
+        if (longest === undefined) throw new Error(`no ${kind} fixture of ${provider}`);
+        return longest.text;
+      };
+      // Call 2 on the first provider: its own thinking, with its signature, goes back to it.
+      const second = await canonicalOf('provider-switch');
+      const thinking = 'I should get the forecast for Lisbon first.';
+      expect(second, provider).toContain('light rain');
+      if (provider !== 'openai-compatible') expect(second, provider).toContain(thinking);
+      if (provider === 'anthropic') expect(second).toMatch(/"signature":"[A-Za-z0-9+/=]{40,}"/);
+      if (provider === 'google') expect(second).toMatch(/"thoughtSignature":"[A-Za-z0-9+/=]{40,}"/);
+      // Call 3 on the provider switched to: every turn, the tool call and its result, and no foreign thinking.
+      const third = await canonicalOf('provider-switch-after');
+      for (const part of [
+        'Will it rain in Lisbon tomorrow morning?',
+        'get_forecast',
+        'light rain',
+        expectedAnswers['provider-switch'][0],
+        'Should I run in the afternoon instead?',
+      ]) {
+        expect(third, `${provider}: provider-switch-after has ${part}`).toContain(part);
+      }
+      expect(third, provider).not.toContain(thinking);
+      expect(third, provider).not.toContain('"thinking"');
+    }
+  });
 
   it('fails a changed request loudly with ReplayMissError naming its key and the closest fixture', async () => {
     const model = replayModel('anthropic');
