@@ -1,9 +1,9 @@
 import { registerSecretValue } from '@assistant/errors';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import type { ChatMessage, ChatModel } from '../chat-types.ts';
 import { Conversation } from '../conversation.ts';
-import { LlmContextTooLongError, LlmRequestError, LlmResponseMalformedError } from '../llm-errors.ts';
+import { LlmAbortedError, LlmContextTooLongError, LlmRequestError, LlmResponseMalformedError } from '../llm-errors.ts';
 import { ModelGate, ModelUnavailableError } from '../model-gate.ts';
 import { FakeAnthropicServer } from '../testing/fake-anthropic-server.ts';
 import { FakeGeminiServer } from '../testing/fake-gemini-server.ts';
@@ -253,6 +253,18 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     const model = await modelOn([{ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true }]);
     const error = await model.chat({ messages: hi, tools }, { onDelta: () => {} }).catch((caught) => caught);
     expect(error).toBeInstanceOf(LlmResponseMalformedError);
+  });
+
+  it('turns an abort in flight into a cancellation, not retried and not counted as a failure', async () => {
+    const gate = new ModelGate({ profile: 'contract', model: modelName, baseUrl: 'x', maxInFlight: 1 });
+    const model = await modelOn([{ text: 'late', delayMs: 60_000 }], { gate });
+    const controller = new AbortController();
+    const pending = model.chat({ messages: hi }, { signal: controller.signal }).catch((caught) => caught);
+    await vi.waitFor(() => expect(fake?.generationRequests).toHaveLength(1), { timeout: 15_000, interval: 5 });
+    controller.abort();
+    expect(await pending).toBeInstanceOf(LlmAbortedError);
+    expect(gate.status()).toMatchObject({ failures: 0, inFlight: 0, breaker: { state: 'closed' } });
+    expect(waits).toEqual([]);
   });
 
   it('takes a history another provider wrote', async () => {
