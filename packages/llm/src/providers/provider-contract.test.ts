@@ -5,6 +5,7 @@ import type { ChatMessage, ChatModel } from '../chat-types.ts';
 import { Conversation } from '../conversation.ts';
 import { LlmAbortedError, LlmContextTooLongError, LlmRequestError, LlmResponseMalformedError } from '../llm-errors.ts';
 import { ModelGate, ModelUnavailableError } from '../model-gate.ts';
+import { ReplayMissError } from '../record-replay/record-replay-fetch.ts';
 import { FakeAnthropicServer } from '../testing/fake-anthropic-server.ts';
 import { FakeGeminiServer } from '../testing/fake-gemini-server.ts';
 import type {
@@ -265,6 +266,26 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(await pending).toBeInstanceOf(LlmAbortedError);
     expect(gate.status()).toMatchObject({ failures: 0, inFlight: 0, breaker: { state: 'closed' } });
     expect(waits).toEqual([]);
+  });
+
+  it.each([false, true])('fails a replay miss at once, never retried (streamed: %s)', async (streamed) => {
+    const miss = new ReplayMissError('abc123', 'tests/fixtures/llm/x/abc123.yaml');
+    let calls = 0;
+    const model = createProviderChatModel({
+      provider,
+      name: 'contract',
+      model: modelName,
+      baseUrl: 'http://127.0.0.1:1/v1',
+      apiKey,
+      sleep: noWait,
+      fetch: async () => {
+        calls += 1;
+        throw miss;
+      },
+    });
+    const error = await model.chat({ messages: hi }, streamed ? { onDelta: () => {} } : {}).catch((caught) => caught);
+    expect(error).toBe(miss);
+    expect(calls).toBe(1);
   });
 
   it('takes a history another provider wrote', async () => {
