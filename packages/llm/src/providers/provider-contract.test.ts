@@ -288,6 +288,19 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(calls).toBe(1);
   });
 
+  it('sends an image in a user turn as the provider takes it', async () => {
+    const model = await modelOn([{ text: 'a red dot' }]);
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const response = await model.chat({
+      messages: [{ role: 'user', content: 'What is this?', images: [{ mediaType: 'image/png', data: png }] }],
+    });
+    expect(response.message.content).toBe('a red dot');
+    expect(fake?.generationRequests[0]?.rejected).toBeUndefined();
+    const body = JSON.stringify(fake?.generationRequests[0]?.body);
+    expect(body).toContain(png);
+    expect(body).toContain(provider === 'anthropic' ? '"type":"image"' : '"inlineData"');
+  });
+
   it('takes a history another provider wrote', async () => {
     const model = await modelOn([{ text: 'ok' }]);
     const other = provider === 'anthropic' ? 'google' : 'anthropic';
