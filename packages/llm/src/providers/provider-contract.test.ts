@@ -250,6 +250,16 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(fake?.generationRequests).toHaveLength(2);
   });
 
+  it('gives up a stream that goes silent for longer than the timeout, and retries it', async () => {
+    const model = await modelOn([{ text: 'alpha beta', chunkDelayMs: 120_000 }, { text: 'alpha beta' }], {
+      timeoutMs: 2_000,
+    });
+    const response = await model.chat({ messages: hi }, { onDelta: () => {} });
+    expect(response.message.content).toBe('alpha beta');
+    expect(fake?.generationRequests).toHaveLength(2);
+    expect(waits).toEqual([1_000]);
+  });
+
   it('reports tool arguments that are not JSON as a malformed answer', async () => {
     const model = await modelOn([{ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true }]);
     const error = await model.chat({ messages: hi, tools }, { onDelta: () => {} }).catch((caught) => caught);
