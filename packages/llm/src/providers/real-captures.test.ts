@@ -113,3 +113,32 @@ describe('the adapters on real captured answers', () => {
     expect(response.message.content).not.toBe('');
   });
 });
+
+describe('Gemini 3 text signatures', () => {
+  it('keeps the signature of a signed text answer and sends it back on that text', async () => {
+    const server = await FakeGeminiServer.start({
+      replies: [{ rawBody: capture('google-reasoning-gemini3.json') }, { text: 'ok' }],
+    });
+    fake = server;
+    const model = createProviderChatModel({
+      provider: 'google',
+      name: 'g',
+      model: 'gemini-3-pro-preview',
+      baseUrl: server.url,
+      apiKey: 'k',
+    });
+    const first = await model.chat(hi);
+    expect(first.message.content).toMatch(/There are \*\*3\*\* "r"s in strawberry/);
+    expect(first.message.reasoning).toEqual([
+      { provider: 'google', text: '', signature: expect.stringMatching(/^EswFCskFAb4/) },
+    ]);
+    await model.chat({ messages: [...hi.messages, first.message, { role: 'user', content: 'and in raspberry?' }] });
+    const contents = server.generationRequests[1]?.body?.contents as {
+      role: string;
+      parts: Record<string, unknown>[];
+    }[];
+    expect(contents[1]?.parts).toEqual([
+      { text: first.message.content, thoughtSignature: first.message.reasoning?.[0]?.signature },
+    ]);
+  });
+});
