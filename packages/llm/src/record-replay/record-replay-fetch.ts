@@ -236,7 +236,8 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
       await writeFixture({ providerDirectory, key, label: labelOf(options.label, request), fixture });
     };
     const contentType = response.headers.get('content-type');
-    if (isEventStream(contentType) || (request.streaming && response.body !== null && !isJson(contentType))) {
+    // A streamed answer is kept chunk by chunk whatever its type: Gemini without `alt=sse` streams a JSON array.
+    if (isEventStream(contentType) || request.streaming) {
       return recordingStream(response, async (chunks) => {
         await record({ status: response.status, content_type: contentType, chunks: chunks.map(scrub) });
       });
