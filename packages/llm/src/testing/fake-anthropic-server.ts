@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import {
   argumentsText,
   type FakeAnswer,
+  type FakeErrorSpec,
   type FakeProviderReply,
   type FakeProviderRequest,
   FakeProviderServer,
@@ -21,6 +22,9 @@ export interface FakeAnthropicServerOptions extends FakeProviderServerOptions {
    */
   strictRoles?: boolean;
 }
+
+/** The image types Anthropic takes inline. */
+const imageMediaTypes = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
 /** Anthropic's custom tool name pattern: a dotted name (`notes.search`) must be rewritten. */
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,128}$/;
@@ -103,8 +107,19 @@ export class FakeAnthropicServer extends FakeProviderServer {
     return FakeProviderServer.listen((server, origin) => new FakeAnthropicServer(server, origin, options));
   }
 
-  get generationRequests(): FakeProviderRequest[] {
-    return this.requests.filter((request) => request.method === 'POST' && request.path === '/v1/messages');
+  protected isGeneration(request: FakeProviderRequest): boolean {
+    return request.method === 'POST' && request.path === '/v1/messages';
+  }
+
+  protected errorAnswer(error: FakeErrorSpec): FakeAnswer {
+    const { status, message, headers, retryAfterSeconds } = error;
+    const defaults = anthropicErrorFor(status);
+    const errorHeaders: Record<string, string> = { ...headers };
+    if (retryAfterSeconds !== undefined) errorHeaders['retry-after'] = String(retryAfterSeconds);
+    // Anthropic always says when to retry a rate-limited request.
+    if (status === 429 && errorHeaders['retry-after'] === undefined) errorHeaders['retry-after'] = '1';
+    const body = error.body ?? anthropicErrorBody(defaults.type, message ?? defaults.message);
+    return { kind: 'json', status, body, headers: errorHeaders };
   }
 
   protected async route(request: FakeProviderRequest): Promise<FakeAnswer> {
@@ -136,6 +151,7 @@ export class FakeAnthropicServer extends FakeProviderServer {
     if (request.method !== 'POST') return refuse(405, 'invalid_request_error', `Method ${request.method} not allowed`);
 
     const body = request.body;
+    // Wording ours (the real message for a non-JSON body is not known); the status and type are Anthropic's.
     if (body === undefined) return refuse(400, 'invalid_request_error', 'Request body must be a JSON object');
     const invalid = validateAnthropicRequest(body, {
       strictRoles: (this.options as FakeAnthropicServerOptions).strictRoles ?? true,
@@ -165,15 +181,7 @@ export class FakeAnthropicServer extends FakeProviderServer {
     await this.wait(scripted.delayMs, request);
     const streaming = body.stream === true;
 
-    if ('error' in scripted) {
-      const { status, message, headers, retryAfterSeconds } = scripted.error;
-      const defaults = anthropicErrorFor(status);
-      const errorHeaders: Record<string, string> = { ...headers };
-      if (retryAfterSeconds !== undefined) errorHeaders['retry-after'] = String(retryAfterSeconds);
-      if (status === 429 && errorHeaders['retry-after'] === undefined) errorHeaders['retry-after'] = '1';
-      const errorBody = scripted.error.body ?? anthropicErrorBody(defaults.type, message ?? defaults.message);
-      return { kind: 'json', status, body: errorBody, headers: errorHeaders };
-    }
+    if ('error' in scripted) return this.errorAnswer(scripted.error);
     if ('rawBody' in scripted) {
       return { kind: 'json', status: scripted.status ?? 200, body: scripted.rawBody, headers: scripted.headers ?? {} };
     }
@@ -247,7 +255,8 @@ export function anthropicEventText(event: object | string): string {
  * the message just after (when there is one); custom tool names match `^[a-zA-Z0-9_-]{1,128}$` and their
  * `input_schema` is an object schema; at most 4 `cache_control` breakpoints; with thinking on, a budget of at least
  * 1024 below `max_tokens`, no forced `tool_choice`, and the assistant message answered by the last tool results
- * starting with its thinking. What it does not: content types beyond these, image sizes, the JSON Schema of tools,
+ * starting with its thinking, `temperature` 1 or unset; inline images of a type it takes; a prefilled final assistant
+ * turn not ending in whitespace. What it does not: content types beyond these, image sizes, the JSON Schema of tools,
  * whether a signature is genuine or a thinking block unmodified, token counts beyond `maxInputTokens`.
  */
 export function validateAnthropicRequest(
@@ -258,6 +267,7 @@ export function validateAnthropicRequest(
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
   if (!Array.isArray(body.messages)) return 'messages: Field required';
   const messages = body.messages as unknown[];
+  // Wording ours, as for the next few checks marked so; the status and error type are Anthropic's.
   if (messages.length === 0) return 'messages: at least one message is required';
   const tools = Array.isArray(body.tools) ? (body.tools as Record<string, unknown>[]) : [];
   for (const [toolIndex, tool] of tools.entries()) {
@@ -268,6 +278,7 @@ export function validateAnthropicRequest(
     }
     const schema = tool.input_schema as Record<string, unknown> | undefined;
     if (schema === undefined || schema === null || schema.type !== 'object') {
+      // Wording ours.
       return `tools.${toolIndex}.custom.input_schema.type: Input should be 'object'`;
     }
   }
@@ -285,6 +296,9 @@ export function validateAnthropicRequest(
     if ((body.max_tokens as number) <= budget) {
       return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
     }
+  }
+  if (thinkingOn && body.temperature !== undefined && body.temperature !== 1) {
+    return '`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility';
   }
   const toolChoice = body.tool_choice as Record<string, unknown> | undefined;
   if (thinkingOn && (toolChoice?.type === 'any' || toolChoice?.type === 'tool')) {
@@ -313,6 +327,11 @@ export function validateAnthropicRequest(
     previousRole = role;
     const blocks = blocksOf(message);
     const isFinalAssistant = messageIndex === messages.length - 1 && role === 'assistant';
+    // A prefilled answer (a final assistant turn) may not end with whitespace: the model would start mid-token.
+    const lastBlock = blocks.at(-1);
+    if (isFinalAssistant && lastBlock?.type === 'text' && /\s$/.test(String(lastBlock.text))) {
+      return 'messages: final assistant content cannot end with trailing whitespace';
+    }
     if (blocks.length === 0 && !isFinalAssistant) {
       return `messages.${messageIndex}: all messages must have non-empty content except for the optional final assistant message`;
     }
@@ -322,16 +341,24 @@ export function validateAnthropicRequest(
         return 'messages: text content blocks must be non-empty';
       }
       if (block.type === 'tool_use') {
+        // Wording ours.
         if (role !== 'assistant') return `${at}: tool_use blocks can only be in assistant messages`;
         if (typeof block.id !== 'string' || !toolUseIdPattern.test(block.id)) {
           return `${at}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
         }
       }
       if (block.type === 'thinking') {
+        // Wording ours.
         if (role !== 'assistant') return `${at}: thinking blocks can only be in assistant messages`;
         if (typeof block.thinking !== 'string') return `${at}.thinking.thinking: Field required`;
         if (typeof block.signature !== 'string' || block.signature === '') {
           return `${at}.thinking.signature: Field required`;
+        }
+      }
+      if (block.type === 'image') {
+        const source = block.source as Record<string, unknown> | undefined;
+        if (source?.type === 'base64' && !imageMediaTypes.includes(String(source.media_type))) {
+          return `${at}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`;
         }
       }
       if (block.type === 'redacted_thinking' && (typeof block.data !== 'string' || block.data === '')) {

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import {
   argumentsText,
   type FakeAnswer,
+  type FakeErrorSpec,
   type FakeProviderReply,
   type FakeProviderRequest,
   FakeProviderServer,
@@ -79,6 +80,33 @@ const schemaFields = new Set([
   'minimum',
   'maximum',
 ]);
+/** The fields of `GenerationConfig` (v1beta), lowerCamel. */
+const generationConfigFields = new Set([
+  'stopSequences',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  '_responseJsonSchema',
+  'responseModalities',
+  'candidateCount',
+  'maxOutputTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+  'responseLogprobs',
+  'logprobs',
+  'enableEnhancedCivicAnswers',
+  'speechConfig',
+  'thinkingConfig',
+  'imageConfig',
+  'mediaResolution',
+  'audioTimestamp',
+  'enableAffectiveDialog',
+]);
+
 /** Gemini's function name rule. */
 const functionNamePattern = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/;
 const schemaTypes = new Set(['TYPE_UNSPECIFIED', 'STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']);
@@ -114,10 +142,18 @@ export class FakeGeminiServer extends FakeProviderServer {
     return FakeProviderServer.listen((server, origin) => new FakeGeminiServer(server, origin, options));
   }
 
-  get generationRequests(): FakeProviderRequest[] {
-    return this.requests.filter(
-      (request) => request.method === 'POST' && /:(stream)?generateContent$/i.test(request.path),
-    );
+  protected isGeneration(request: FakeProviderRequest): boolean {
+    return request.method === 'POST' && /:(stream)?generateContent$/i.test(request.path);
+  }
+
+  protected errorAnswer(error: FakeErrorSpec): FakeAnswer {
+    const { status, message, headers, retryAfterSeconds } = error;
+    const details =
+      retryAfterSeconds === undefined
+        ? undefined
+        : [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfterSeconds}s` }];
+    const body = error.body ?? googleErrorBody(status, message, details);
+    return { kind: 'json', status, body, headers: headers ?? {} };
   }
 
   protected async route(request: FakeProviderRequest): Promise<FakeAnswer> {
@@ -166,6 +202,7 @@ export class FakeGeminiServer extends FakeProviderServer {
       );
     }
     const body = request.body;
+    // Wording ours, in Google's style; the status is Google's.
     if (body === undefined) return refuse(400, 'Invalid JSON payload received. Expected an object.');
     const invalid = validateGeminiRequest(body, { model });
     if (invalid !== undefined) return refuse(400, invalid);
@@ -187,15 +224,7 @@ export class FakeGeminiServer extends FakeProviderServer {
     const streaming = action === 'streamGenerateContent';
     const sse = request.query.alt === 'sse';
 
-    if ('error' in scripted) {
-      const { status, message, headers, retryAfterSeconds } = scripted.error;
-      const details =
-        retryAfterSeconds === undefined
-          ? undefined
-          : [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfterSeconds}s` }];
-      const errorBody = scripted.error.body ?? googleErrorBody(status, message, details);
-      return { kind: 'json', status, body: errorBody, headers: headers ?? {} };
-    }
+    if ('error' in scripted) return this.errorAnswer(scripted.error);
     if ('rawBody' in scripted) {
       return { kind: 'json', status: scripted.status ?? 200, body: scripted.rawBody, headers: scripted.headers ?? {} };
     }
@@ -261,7 +290,8 @@ type Content = { role?: unknown; parts?: unknown };
  * use only the fields of Gemini's `Schema` (no `$ref`, `$defs`, `additionalProperties`, `const`, `oneOf`, `allOf`,
  * `$schema`…) and a single `type`; function names start with a letter or `_` and have at most 64 letters, digits,
  * `_ . : -`; `responseJsonSchema` and `parametersJsonSchema` (full JSON Schema) have no
- * `$ref` with sibling keywords. What it does not: media parts, safety settings, tool config, generation parameter
+ * `$ref` with sibling keywords; `generationConfig` has only `GenerationConfig`'s fields (`max_tokens` is refused).
+ * What it does not: media parts, safety settings, tool config, generation parameter
  * ranges, the rest of JSON Schema.
  */
 export function validateGeminiRequest(body: Record<string, unknown>, options: { model: string }): string | undefined {
@@ -302,6 +332,7 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
     for (const part of answered) {
       const name = String((part.functionResponse as Record<string, unknown>).name);
       if (!names.includes(name)) {
+        // Wording ours: whether the live API checks names, and how it words it, is not known.
         return `Please ensure that the function response name '${name}' matches the name of a function call of the function call turn (${names.map((each) => `'${each}'`).join(', ')}).`;
       }
     }
@@ -328,6 +359,13 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
   }
   const problems: string[] = [];
   const config = body.generationConfig as Record<string, unknown> | undefined;
+  for (const key of Object.keys(config ?? {})) {
+    // Protocol buffer JSON takes a field under its lowerCamel or its snake_case name; anything else is unknown.
+    const camel = key.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+    if (!generationConfigFields.has(camel)) {
+      problems.push(`Invalid JSON payload received. Unknown name "${key}" at 'generation_config': Cannot find field.`);
+    }
+  }
   if (config?.responseSchema !== undefined) {
     checkSchema(config.responseSchema, 'generation_config.response_schema', problems);
   }
@@ -356,6 +394,7 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
 // Gemini's Schema is a protocol buffer message: a JSON key it has no field for is refused by the JSON parser itself.
 function checkSchema(schema: unknown, path: string, problems: string[]): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    // Wording ours, in Google's style.
     problems.push(`Invalid JSON payload received. Expected an object at '${path}'.`);
     return;
   }
@@ -389,7 +428,8 @@ function checkSchema(schema: unknown, path: string, problems: string[]): void {
   }
 }
 
-// responseJsonSchema takes JSON Schema; the one structural rule checked is that a $ref stands alone.
+// responseJsonSchema takes JSON Schema; the one structural rule checked is that a $ref stands alone (reported for
+// Gemini's Schema.ref; the wording is ours).
 function checkJsonSchema(schema: unknown, path: string, problems: string[]): void {
   if (schema === null || typeof schema !== 'object') return;
   if (Array.isArray(schema)) {
@@ -482,7 +522,9 @@ function answerParts(reply: ContentReply, identity: Identity): AnswerParts {
     thought,
     texts,
     calls,
-    textSignature: pendingSignature,
+    // Gemini 3 thinks on every answer, so a step without a function call still ends with a signed part.
+    textSignature:
+      pendingSignature ?? (gemini3 && calls.length === 0 ? `fake-thought-signature-${identity.index}` : undefined),
     usage,
     finishReason: reply.stopReason ?? 'STOP',
   };

@@ -22,6 +22,19 @@ export interface FakeReplyTiming {
  * One scripted answer of a provider fake, in the shape adapter tests want; each fake turns it into its provider's
  * wire format, streamed or not as the request asks.
  */
+/** An HTTP error a fake answers with, in its provider's shape unless `body` is given. */
+export interface FakeErrorSpec {
+  status: number;
+  /** The error message inside the provider's error body. @default the provider's usual message for `status` */
+  message?: string;
+  /** The whole body, sent as JSON (a string byte for byte), instead of the provider's error body. */
+  body?: unknown;
+  /** Headers sent as given. */
+  headers?: Record<string, string>;
+  /** Anthropic: a `retry-after` header (always sent on 429, 1 s when not given); Gemini: a `RetryInfo` detail. */
+  retryAfterSeconds?: number;
+}
+
 export type FakeProviderReply =
   | (FakeReplyTiming & {
       /** The assistant's text. */
@@ -63,13 +76,7 @@ export type FakeProviderReply =
        * `UNAVAILABLE`…). `retryAfterSeconds` sends a `retry-after` header (Anthropic) or a `RetryInfo` detail
        * (Gemini); `headers` are sent as given.
        */
-      error: {
-        status: number;
-        message?: string;
-        body?: unknown;
-        headers?: Record<string, string>;
-        retryAfterSeconds?: number;
-      };
+      error: FakeErrorSpec;
       delayMs?: number;
     }
   | (FakeReplyTiming & {
@@ -176,6 +183,10 @@ export abstract class FakeProviderServer {
   readonly #gone = new WeakMap<FakeProviderRequest, AbortSignal>();
   #generations = 0;
   #closed: Promise<void> | undefined;
+  // While set, every generation request is answered with this error at once, consuming no reply.
+  #outage: FakeErrorSpec | undefined;
+  #port = 0;
+  #down = false;
   protected readonly options: FakeProviderServerOptions;
 
   protected constructor(server: Server, origin: string, options: FakeProviderServerOptions) {
@@ -189,9 +200,6 @@ export abstract class FakeProviderServer {
       socket.once('close', () => this.#sockets.delete(socket));
     });
   }
-
-  /** The generation requests (those that asked the model for an answer), refused ones included. */
-  abstract get generationRequests(): FakeProviderRequest[];
 
   /** Listen on 127.0.0.1 on a free port and build the fake with its origin. */
   protected static async listen<T extends FakeProviderServer>(
@@ -218,6 +226,7 @@ export abstract class FakeProviderServer {
       throw new Error(`The fake provider server expected a TCP address, got ${String(address)}.`);
     }
     fake = build(server, `http://127.0.0.1:${address.port}`);
+    fake.#port = address.port;
     return fake;
   }
 
@@ -231,13 +240,47 @@ export abstract class FakeProviderServer {
     return this.#replies.length;
   }
 
+  /**
+   * Until {@link recover}, answer every generation request at once with this error (an outage: `{status: 529}` for
+   * an overloaded Anthropic, `{status: 503}` for Gemini), consuming no scripted reply.
+   */
+  failWith(error: FakeErrorSpec): void {
+    this.#outage = { ...error };
+  }
+
+  /**
+   * Stop listening and cut every open connection, so requests get "connection refused" (the provider unreachable)
+   * until {@link recover} listens again on the same port.
+   */
+  async refuseConnections(): Promise<void> {
+    if (this.#down) return;
+    this.#down = true;
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const socket of this.#sockets) socket.destroy();
+    await closed;
+  }
+
+  /** Ends {@link failWith} and {@link refuseConnections}: requests are answered normally again. */
+  async recover(): Promise<void> {
+    this.#outage = undefined;
+    if (!this.#down) return;
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen({ host: '127.0.0.1', port: this.#port }, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#down = false;
+  }
+
   /** Stop the server, cutting open connections. Idempotent. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#closing.abort();
-      const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
       for (const socket of this.#sockets) socket.destroy();
-      await closed;
+      if (this.#down) return;
+      await new Promise<void>((resolve) => this.#server.close(() => resolve()));
     })();
     return this.#closed;
   }
@@ -248,6 +291,16 @@ export abstract class FakeProviderServer {
 
   /** Answer one request: route it, validate it, and build the answer. */
   protected abstract route(request: FakeProviderRequest): Promise<FakeAnswer> | FakeAnswer;
+
+  /** The provider's answer for an HTTP error. */
+  protected abstract errorAnswer(error: FakeErrorSpec): FakeAnswer;
+
+  /** Whether a request asks the model for an answer (what `failWith` fails and replies answer). */
+  protected abstract isGeneration(request: FakeProviderRequest): boolean;
+
+  get generationRequests(): FakeProviderRequest[] {
+    return this.requests.filter((request) => this.isGeneration(request));
+  }
 
   /** The next scripted reply for a generation request, or `undefined` when none is left. */
   protected async nextReply(request: FakeProviderRequest): Promise<FakeProviderReply | undefined> {
@@ -291,7 +344,10 @@ export abstract class FakeProviderServer {
     const gone = AbortSignal.any([this.#closing.signal, clientGone(response)]);
     this.#gone.set(request, gone);
     try {
-      const answer = await this.route(request);
+      const answer =
+        this.#outage !== undefined && this.isGeneration(request)
+          ? this.errorAnswer(this.#outage)
+          : await this.route(request);
       await this.#send(response, answer, gone);
     } catch (error) {
       if (gone.aborted) {
