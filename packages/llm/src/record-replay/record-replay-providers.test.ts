@@ -377,6 +377,33 @@ describe('secrets at record time', () => {
   });
 });
 
+describe('a secret split across two stream chunks', () => {
+  it('is scrubbed from the fixture even though neither chunk holds it whole', async () => {
+    const key = 'sk-ant-api03-SplitAcrossChunksSecret-0d9e';
+    const event = (text: string) =>
+      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })}\n\n`;
+    const whole = event(`Your key is ${key}.`);
+    const cut = whole.indexOf(key) + 20;
+    const fake = await FakeAnthropicServer.start({
+      apiKey: key,
+      // Spaced out so the two halves most likely arrive in two reads; the assertion holds either way.
+      replies: [{ chunks: [whole.slice(0, cut), whole.slice(cut)], chunkDelayMs: 50 }],
+    });
+    servers.push(fake);
+    await readChunks(
+      await transport(
+        'record',
+        'anthropic',
+        globalThis.fetch,
+        key,
+      )(...anthropicRequest({ baseUrl: fake.url, apiKey: key, stream: true, time: '2026-11-28T05:00:00Z' })),
+    );
+    const [fixture] = await allFixtureText();
+    expect(fixture?.text).not.toContain(key.slice(0, 20));
+    expect(fixture?.text).not.toContain(key.slice(20));
+  });
+});
+
 describe('replay never reaches the network', () => {
   const prompt: LanguageModelV4Prompt = [{ role: 'user', content: [{ type: 'text', text: 'Never recorded' }] }];
 
