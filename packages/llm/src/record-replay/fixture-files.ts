@@ -43,7 +43,7 @@ const responseSchema = z
   });
 
 /** What one fixture file holds; validated on read because people write and edit these files by hand. */
-export const fixtureSchema = z.looseObject({
+const fixtureSchema = z.looseObject({
   key: z.string().optional(),
   provider: z.string(),
   model: z.string(),
@@ -72,7 +72,7 @@ export function fixtureKey(options: { provider: string; canonical: Record<string
 }
 
 /** How many hex digits of the key end a fixture's file name. */
-export const keyPrefixLength = 12;
+const keyPrefixLength = 12;
 
 /** A fixture as found on disk. */
 export interface StoredFixture {

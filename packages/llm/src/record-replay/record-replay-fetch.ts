@@ -236,9 +236,10 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
       await writeFixture({ providerDirectory, key, label: labelOf(options.label, request), fixture });
     };
     const contentType = response.headers.get('content-type');
-    if (isEventStream(contentType) || (request.streaming && response.body !== null && !isJson(contentType))) {
+    // A streamed answer is kept chunk by chunk whatever its type: Gemini without `alt=sse` streams a JSON array.
+    if (isEventStream(contentType) || request.streaming) {
       return recordingStream(response, async (chunks) => {
-        await record({ status: response.status, content_type: contentType, chunks: chunks.map(scrub) });
+        await record({ status: response.status, content_type: contentType, chunks: scrubChunks(chunks, scrub) });
       });
     }
     // The fetch body read rejects when `signal` aborts, so an abort while reading still reaches the caller.
@@ -333,6 +334,17 @@ function recordingStream(response: Response, onEnd: (chunks: string[]) => Promis
     statusText: response.statusText,
     headers: withoutEncodingHeaders(response.headers),
   });
+}
+
+/**
+ * Each chunk scrubbed; when a secret straddles two chunks (so no chunk holds it whole), the chunks are scrubbed as one
+ * text and kept as one chunk: a fixture that streams less finely is better than one that leaks.
+ */
+function scrubChunks(chunks: string[], scrub: (text: string) => string): string[] {
+  const scrubbed = chunks.map(scrub);
+  const joined = scrubbed.join('');
+  const whole = scrub(joined);
+  return whole === joined ? scrubbed : [whole];
 }
 
 /**

@@ -242,6 +242,74 @@ describe('record and replay per provider', () => {
   });
 });
 
+describe('record and replay through the AI SDK provider packages', () => {
+  const prompt: LanguageModelV4Prompt = [
+    { role: 'system', content: `${systemPrompt}\n\n${timeLine('2026-11-28T05:00:00+01:00')}` },
+    { role: 'user', content: [{ type: 'text', text: 'Tell me a short story' }] },
+  ];
+  const laterPrompt: LanguageModelV4Prompt = [
+    { role: 'system', content: `${systemPrompt}\n\n${timeLine('2026-12-24T18:00:00+01:00')}` },
+    { role: 'user', content: [{ type: 'text', text: 'Tell me a short story' }] },
+  ];
+
+  async function parts(stream: ReadableStream<unknown>): Promise<unknown[]> {
+    const collected: unknown[] = [];
+    const reader = stream.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) collected.push(read.value);
+    // Response metadata carries a timestamp the SDK takes from the clock when the answer has none.
+    return collected.filter((part) => (part as { type?: string }).type !== 'response-metadata');
+  }
+
+  it('replays an @ai-sdk/anthropic stream as it was recorded', async () => {
+    const fake = await FakeAnthropicServer.start({
+      replies: [
+        {
+          thinking: { text: 'A robot story.', signature: 'sig-abc' },
+          text: 'Once upon a time, a small robot learned to sing.',
+        },
+      ],
+    });
+    servers.push(fake);
+    const modelOver = (mode: CacheMode, network: typeof fetch, baseURL: string) =>
+      createAnthropic({
+        baseURL,
+        apiKey: 'sdk-key-123456',
+        fetch: transport(mode, 'anthropic', network),
+      }).languageModel('claude-sonnet-4-5');
+    const recorded = await parts((await modelOver('record', globalThis.fetch, fake.url).doStream({ prompt })).stream);
+    await fake.close();
+    const replayed = await parts(
+      (await modelOver('replay', unreachable, 'https://api.anthropic.com/v1').doStream({ prompt: laterPrompt })).stream,
+    );
+    expect(replayed).toEqual(recorded);
+    expect(recorded.some((part) => (part as { type?: string }).type === 'reasoning-delta')).toBe(true);
+  });
+
+  it('replays an @ai-sdk/google stream as it was recorded', async () => {
+    const fake = await FakeGeminiServer.start({
+      replies: [{ text: 'Once upon a time, a small robot learned to sing.' }],
+    });
+    servers.push(fake);
+    const modelOver = (mode: CacheMode, network: typeof fetch, baseURL: string) =>
+      createGoogleGenerativeAI({
+        baseURL,
+        apiKey: 'sdk-key-123456',
+        fetch: transport(mode, 'google', network),
+      }).languageModel('gemini-2.5-flash');
+    const recorded = await parts((await modelOver('record', globalThis.fetch, fake.url).doStream({ prompt })).stream);
+    await fake.close();
+    const replayed = await parts(
+      (
+        await modelOver('replay', unreachable, 'https://generativelanguage.googleapis.com/v1beta').doStream({
+          prompt: laterPrompt,
+        })
+      ).stream,
+    );
+    expect(replayed).toEqual(recorded);
+    expect(recorded.some((part) => (part as { type?: string }).type === 'text-delta')).toBe(true);
+  });
+});
+
 describe('secrets at record time', () => {
   const keys = {
     anthropic: 'sk-ant-api03-DistinctiveAnthropicKey-7f3a9c',
@@ -306,6 +374,33 @@ describe('secrets at record time', () => {
       expect(text, file).not.toContain('key=');
     }
     expect(files.some(({ text }) => text.includes('[secret]'))).toBe(true);
+  });
+});
+
+describe('a secret split across two stream chunks', () => {
+  it('is scrubbed from the fixture even though neither chunk holds it whole', async () => {
+    const key = 'sk-ant-api03-SplitAcrossChunksSecret-0d9e';
+    const event = (text: string) =>
+      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })}\n\n`;
+    const whole = event(`Your key is ${key}.`);
+    const cut = whole.indexOf(key) + 20;
+    const fake = await FakeAnthropicServer.start({
+      apiKey: key,
+      // Spaced out so the two halves most likely arrive in two reads; the assertion holds either way.
+      replies: [{ chunks: [whole.slice(0, cut), whole.slice(cut)], chunkDelayMs: 50 }],
+    });
+    servers.push(fake);
+    await readChunks(
+      await transport(
+        'record',
+        'anthropic',
+        globalThis.fetch,
+        key,
+      )(...anthropicRequest({ baseUrl: fake.url, apiKey: key, stream: true, time: '2026-11-28T05:00:00Z' })),
+    );
+    const [fixture] = await allFixtureText();
+    expect(fixture?.text).not.toContain(key.slice(0, 20));
+    expect(fixture?.text).not.toContain(key.slice(20));
   });
 });
 

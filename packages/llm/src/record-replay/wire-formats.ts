@@ -23,17 +23,10 @@ export interface ModelRequest {
 }
 
 /** The placeholder that stands for the `Current time: …` line of time awareness in a key. */
-export const currentTimePlaceholder = 'Current time: <volatile>';
+const currentTimePlaceholder = 'Current time: <volatile>';
 
 // The time wrapper appends exactly one line starting with `Current time: ` as the last line of the system content.
 const currentTimeLine = /(^|\n)Current time: [^\n]*\s*$/;
-
-/** The wire format a provider speaks. */
-export function wireFormatOf(provider: ProviderKind): WireFormat {
-  if (provider === 'anthropic') return 'anthropic';
-  if (provider === 'google') return 'gemini';
-  return 'openai';
-}
 
 /** The provider a wire format's requests are filed under when the transport was not told its provider. */
 export function defaultProviderOf(wire: WireFormat): ProviderKind {

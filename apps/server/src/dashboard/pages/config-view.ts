@@ -146,7 +146,8 @@ export function effectiveSections(config: LoadedConfig): Record<string, Record<s
       directories: data.directories,
       integration_dirs: data.integration_dirs,
       integration_packages: data.integration_packages,
-      llm_cache: llmCache.mode === 'off' ? { mode: 'off' } : llmCache,
+      // `live` and its older name `off` neither read nor write: the directory means nothing then.
+      llm_cache: llmCache.mode === 'off' || llmCache.mode === 'live' ? { mode: llmCache.mode } : llmCache,
       circuit_breaker: data.circuit_breaker,
       approvals: data.approvals,
       tools: data.tools,
