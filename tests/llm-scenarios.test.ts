@@ -6,6 +6,7 @@ import {
   createRecordReplayFetch,
   findReplayMiss,
   ReplayMissError,
+  type TokenUsage,
 } from '@assistant/llm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { withCurrentTime } from './llm-scenarios/current-time.ts';
@@ -39,6 +40,25 @@ function replayModel(provider: ScenarioProvider): ChatModel {
   );
 }
 
+/**
+ * The usage of the chat-tool-stream calls as the captures report it (the builder keeps their usage frames): the
+ * adapters' mapping of each provider's fields, cached and thinking tokens included, on real answers.
+ */
+const capturedChatUsage: Record<ScenarioProvider, TokenUsage[]> = {
+  anthropic: [
+    { promptTokens: 565, completionTokens: 48, totalTokens: 613 },
+    { promptTokens: 12, completionTokens: 30, totalTokens: 42 },
+  ],
+  google: [
+    { promptTokens: 29, completionTokens: 60, totalTokens: 89, reasoningTokens: 45 },
+    { promptTokens: 9, completionTokens: 208, totalTokens: 217, reasoningTokens: 185 },
+  ],
+  'openai-compatible': [
+    { promptTokens: 339, completionTokens: 83, totalTokens: 422, cachedPromptTokens: 320, reasoningTokens: 39 },
+    { promptTokens: 18, completionTokens: 219, totalTokens: 237, reasoningTokens: 205 },
+  ],
+};
+
 describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
   let startedAt = 0;
   beforeAll(() => {
@@ -65,6 +85,9 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
 
           expect(outcome.checks.filter((check) => !check.ok)).toEqual([]);
           expect(outcome.result).toEqual(expectedAnswers[scenario]);
+          if (scenario === 'chat-tool-stream') {
+            expect(outcome.calls.map((call) => call.response.usage)).toEqual(capturedChatUsage[provider]);
+          }
           // Every streamed call arrived in pieces, as the provider's frames carried it.
           for (const [index, call] of outcome.calls.entries()) {
             if (call.streamed && (call.response.message.content ?? '') !== '') {
