@@ -11,7 +11,7 @@ import {
 import type { ModelGate } from '../model-gate.ts';
 import { parseReactReply, reactMessages } from '../react-strategy.ts';
 import { ReplayMissError } from '../record-replay/record-replay-fetch.ts';
-import { type AiSdkProvider, StreamAssembler, toCallOptions, toChatResponse } from './ai-sdk-translate.ts';
+import { type AiSdkProvider, excerpt, StreamAssembler, toCallOptions, toChatResponse } from './ai-sdk-translate.ts';
 import {
   type ErrorVerdict,
   exponentialDelayMs,
@@ -128,16 +128,13 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
           if (error instanceof LlmResponseMalformedError) throw error;
           throw new StreamCutError(
             `${title}: the streamed reply broke off: ${describe(error)}`,
-            JSON.stringify(assembler.content).slice(0, 300),
+            partialText(assembler),
             { cause: error },
           );
         });
         signal?.throwIfAborted();
         if (assembler.finish === undefined || assembler.finish.finishReason.unified === 'interrupted') {
-          throw new StreamCutError(
-            `${title}: the streamed reply ended before its finish`,
-            JSON.stringify(assembler.content).slice(0, 300),
-          );
+          throw new StreamCutError(`${title}: the streamed reply ended before its finish`, partialText(assembler));
         }
         response = toChatResponse(
           {
@@ -204,6 +201,11 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
       failure: (error, attempt) => aiSdkFailure(options, error, attempt),
     }),
   };
+}
+
+/** The text a cut stream had delivered, as the malformed answer's excerpt (scrubbed, shortened). */
+function partialText(assembler: StreamAssembler): string {
+  return excerpt(assembler.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
 }
 
 function describe(error: unknown): string {

@@ -350,7 +350,7 @@ function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
 }
 
 /** At most 300 characters of a provider's raw answer, secrets scrubbed: enough to see what broke. */
-function excerpt(text: string): string {
+export function excerpt(text: string): string {
   return scrubSecrets(text.length > 300 ? `${text.slice(0, 300)}…` : text);
 }
 

@@ -260,6 +260,27 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(waits).toEqual([1_000]);
   });
 
+  it('retries after the provider error event in the middle of a stream, with a restart', async () => {
+    const model = await modelOn([
+      {
+        text: 'alpha beta gamma',
+        streamError: { type: provider === 'anthropic' ? 'overloaded_error' : 'UNAVAILABLE', afterEvents: 3 },
+      },
+      { text: 'alpha beta gamma' },
+    ]);
+    const deltas: { text: string; restart?: boolean }[] = [];
+    const response = await model.chat({ messages: hi }, { onDelta: (delta) => deltas.push(delta) });
+    expect(response.message.content).toBe('alpha beta gamma');
+    expect(fake?.generationRequests).toHaveLength(2);
+    const restart = deltas.findLastIndex((delta) => delta.restart);
+    expect(
+      deltas
+        .slice(restart + 1)
+        .map((delta) => delta.text)
+        .join(''),
+    ).toBe('alpha beta gamma');
+  });
+
   it('reports tool arguments that are not JSON as a malformed answer', async () => {
     const model = await modelOn([{ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true }]);
     const error = await model.chat({ messages: hi, tools }, { onDelta: () => {} }).catch((caught) => caught);
