@@ -247,7 +247,9 @@ async function main(): Promise<number> {
     createModel: await loadModelFactory(),
     log: (line) => console.log(line),
   });
-  console.log(`Fixtures written under ${path.relative(process.cwd(), path.join(directory, provider)) || '.'}/`);
+  const written = path.join(directory, provider);
+  const relative = path.relative(process.cwd(), written);
+  console.log(`Fixtures written under ${relative.startsWith('..') || relative === '' ? written : relative}/`);
   return results.every((result) => result.ok) ? 0 : 1;
 }
 

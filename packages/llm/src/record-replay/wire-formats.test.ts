@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fixtureKey } from './fixture-files.ts';
-import { firstDifference, recognizeModelRequest } from './wire-formats.ts';
+import { canonicalJson, firstDifference, recognizeModelRequest, sortedKeys } from './wire-formats.ts';
 
 function keyOf(url: string, body: Record<string, unknown>, provider = 'test'): string {
   const request = recognizeModelRequest({ method: 'POST', url, body });
@@ -199,5 +200,30 @@ describe('firstDifference', () => {
     expect(firstDifference({ a: [1] }, { a: [1, 2] })).toEqual({ path: '$.a[1]', recorded: '(absent)', requested: 2 });
     expect(firstDifference({ 'a-b': 1 }, {})).toEqual({ path: '$["a-b"]', recorded: 1, requested: '(absent)' });
     expect(firstDifference({ a: 1 }, { a: 1 })).toBeUndefined();
+  });
+});
+
+describe('canonical JSON', () => {
+  // Objects rebuilt with their keys in reverse order, at every depth.
+  const reversed = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(reversed);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([name, item]) => [name, reversed(item)]),
+    );
+  };
+
+  it('does not depend on key order, and firstDifference finds a difference exactly when it differs', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (left, right) => {
+        expect(canonicalJson(reversed(left))).toBe(canonicalJson(left));
+        expect(canonicalJson(sortedKeys(left))).toBe(canonicalJson(left));
+        expect(firstDifference(left, reversed(left))).toBeUndefined();
+        const same = canonicalJson(left) === canonicalJson(right);
+        expect(firstDifference(left, right) === undefined).toBe(same);
+      }),
+    );
   });
 });
