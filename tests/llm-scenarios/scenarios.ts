@@ -308,18 +308,20 @@ async function providerSwitch(
     },
     { role: 'user', content: 'Will it rain in Lisbon tomorrow morning? I want to go for a run.' },
   ];
-  const firstCall = await first.chat({ messages: [...messages], tools: [forecastTool] }, options);
+  // Thinking is asked for where a provider needs asking (docs/providers.md), so a real recording has some too.
+  const thinking = thinkingParameters(first.provider);
+  const firstCall = await first.chat({ messages: [...messages], tools: [forecastTool], ...thinking }, options);
   const toolCall = firstCall.message.toolCalls[0];
   check('call 1 asks for the forecast', toolCall?.name === 'get_forecast', JSON.stringify(firstCall.message.toolCalls));
-  const thinking = (firstCall.message.reasoning ?? []).some(
+  const thought = (firstCall.message.reasoning ?? []).some(
     (block) => block.text !== '' || block.redacted !== undefined,
   );
   // Chat completions have no standard field for thinking: DeepSeek, xAI and vLLM stream `reasoning_content`, which
   // the OpenAI adapter does not read (yet), so on openai-compatible the check only records what came back.
   check(
     "call 1 carries the first provider's thinking",
-    thinking || first.provider === 'openai-compatible',
-    thinking
+    thought || first.provider === 'openai-compatible',
+    thought
       ? JSON.stringify(firstCall.message.reasoning)
       : `none returned${first.provider === 'openai-compatible' ? ' (reasoning_content is not read by the OpenAI adapter)' : ''}`,
   );
@@ -340,7 +342,7 @@ async function providerSwitch(
       }),
     });
   }
-  const secondCall = await first.chat({ messages: [...messages], tools: [forecastTool] }, options);
+  const secondCall = await first.chat({ messages: [...messages], tools: [forecastTool], ...thinking }, options);
   check('call 2 answers', (secondCall.message.content ?? '') !== '', secondCall.message.content ?? '');
   messages.push({
     role: 'assistant',
@@ -364,6 +366,18 @@ async function providerSwitch(
 }
 
 // ---------------------------------------------------------------------------------------------- helpers
+
+/** The request parameters that turn thinking on, per provider (docs/providers.md); none for chat completions. */
+function thinkingParameters(provider: ProviderKind | undefined): { parameters?: Record<string, unknown> } {
+  switch (provider) {
+    case 'anthropic':
+      return { parameters: { thinking: { type: 'enabled', budgetTokens: 1024 } } };
+    case 'google':
+      return { parameters: { thinkingConfig: { includeThoughts: true } } };
+    default:
+      return {};
+  }
+}
 
 function checkToolCalls(recorder: CallRecorder, check: Check, callIndex: number, names: string[]): void {
   const call = recorder.calls[callIndex];
