@@ -17,7 +17,9 @@ const fixtures = path.join(import.meta.dirname, 'fixtures', 'llm');
 const providers = Object.keys(scenarioProviders) as ScenarioProvider[];
 
 /** The network is off: a request that has no fixture must never leave the process. */
+const networkAttempts: string[] = [];
 const networkOff = (async (input: string | URL | Request) => {
+  networkAttempts.push(String(input));
   throw new Error(`The scenario suite is offline; something tried to reach ${String(input)}`);
 }) as typeof fetch;
 
@@ -70,6 +72,8 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
   });
   afterAll(() => {
     vi.useRealTimers();
+    // Not even the changed request below reached the fetch under the transport.
+    expect(networkAttempts).toEqual([]);
     console.log(`LLM scenario suite: ${Math.round(performance.now() - startedAt)} ms`);
   });
 
