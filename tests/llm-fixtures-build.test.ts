@@ -43,7 +43,7 @@ describe('the LLM scenario fixtures', () => {
     }
   });
 
-  it('each cite the capture they were built from, which is kept in the repository, and hold no key', async () => {
+  it('each cite the capture they were built from, which is kept in the repository, keep streams event by event, and hold no key', async () => {
     const committed = await readFixtures(fixtures);
     expect(committed.size).toBeGreaterThanOrEqual(27);
     for (const [name, fixture] of committed) {
@@ -56,6 +56,12 @@ describe('the LLM scenario fixtures', () => {
       expect(source.path, name).toMatch(/^packages\/[a-z-]+\/src\/.*__fixtures__\//);
       const copy = (source.copy ?? '').replace(/ \(.*\)$/, '');
       expect(existsSync(path.join(root, copy)), `${name} cites ${copy}`).toBe(true);
+      // A stream is kept chunk by chunk: one server-sent event each, as the capture held them.
+      const chunks = (fixture.response as { chunks?: string[] }).chunks;
+      if (chunks !== undefined) {
+        expect(chunks.length, name).toBeGreaterThan(1);
+        for (const chunk of chunks) expect(chunk, name).toMatch(/^data: [\s\S]*(\r\n\r\n|\n\n)$|^event: /);
+      }
       // The builder's API key went to the fakes in headers; the transport must have scrubbed it.
       expect(JSON.stringify(fixture), name).not.toContain('fixture-builder-key');
     }

@@ -100,7 +100,7 @@ async function serveExchanges(
     mode: 'record',
     directory,
     provider,
-    fetch: globalThis.fetch,
+    fetch: eventPerChunkFetch,
     apiKey: builderApiKey,
     // Files are named by scenario (`agent-two-tools-<key>.json`), and each cites the capture it was built from.
     label: scenario.replace('/', '-'),
@@ -129,3 +129,29 @@ async function serveExchanges(
     [Symbol.asyncDispose]: close,
   };
 }
+
+/**
+ * The fetch under the transport while building: a stream arrives one server-sent event per chunk, as the captures
+ * hold it (one event a line), so the fixtures keep the provider's framing and a replay delivers the events one by
+ * one. Over loopback the fakes' writes would otherwise arrive merged into a chunk or two, differently from run to
+ * run.
+ */
+const eventPerChunkFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  if (!(response.headers.get('content-type') ?? '').includes('text/event-stream') || response.body === null) {
+    return response;
+  }
+  const text = await response.text();
+  const events = text.match(/[\s\S]*?(?:\r\n\r\n|\n\n)|[\s\S]+$/g) ?? [];
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const event of events) controller.enqueue(encoder.encode(event));
+      controller.close();
+    },
+  });
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  headers.delete('content-encoding');
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+};
