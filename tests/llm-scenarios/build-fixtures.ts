@@ -29,8 +29,8 @@ export interface BuildFixturesOptions {
  * Builds the scenario fixtures from the real captures: each provider's fake server sends the adapted capture of
  * each exchange as raw events (or a raw body), the scenario runs through the real adapter, and the record/replay
  * transport in `record` mode writes what passed through it. So a fixture is keyed exactly as a replay will ask, and
- * holds the capture's frames chunk by chunk. Throws when a scenario's checks fail: a fixture set that does not pass
- * its own scenario is not written on purpose.
+ * holds the capture's frames chunk by chunk. Throws when a scenario's checks fail, naming them: the build stops
+ * there, and what it wrote for that scenario does not pass its own scenario (fix the answers, rebuild).
  */
 export async function buildScenarioFixtures(options: BuildFixturesOptions): Promise<ScenarioOutcome[]> {
   const outcomes: ScenarioOutcome[] = [];
