@@ -9,7 +9,6 @@ import {
   type TokenUsage,
 } from '@assistant/llm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { withCurrentTime } from './llm-scenarios/current-time.ts';
 import { type ScenarioProvider, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
 import { expectedAnswers, runScenario, scenarioNames, switchTargets } from './llm-scenarios/scenarios.ts';
 
@@ -23,23 +22,18 @@ const networkOff = (async (input: string | URL | Request) => {
   throw new Error(`The scenario suite is offline; something tried to reach ${String(input)}`);
 }) as typeof fetch;
 
-/**
- * A model of `provider` whose every request is answered from tests/fixtures/llm/<provider>/, or fails; with the
- * time line a profile adds, at the pinned time (the fixtures were built at another).
- */
+/** A model of `provider` whose every request is answered from tests/fixtures/llm/<provider>/, or fails. */
 function replayModel(provider: ScenarioProvider): ChatModel {
-  return withCurrentTime(
-    createProviderChatModel({
-      provider,
-      name: 'scenario',
-      model: scenarioProviders[provider].model,
-      // Never reached: the base URL is not part of a fixture's key, and the fetch under the transport throws.
-      baseUrl: 'http://fixtures.invalid/v1',
-      apiKey: 'replay-key',
-      maxRetries: 0,
-      fetch: createRecordReplayFetch({ mode: 'replay', directory: fixtures, provider, fetch: networkOff }),
-    }),
-  );
+  return createProviderChatModel({
+    provider,
+    name: 'scenario',
+    model: scenarioProviders[provider].model,
+    // Never reached: the base URL is not part of a fixture's key, and the fetch under the transport throws.
+    baseUrl: 'http://fixtures.invalid/v1',
+    apiKey: 'replay-key',
+    maxRetries: 0,
+    fetch: createRecordReplayFetch({ mode: 'replay', directory: fixtures, provider, fetch: networkOff }),
+  });
 }
 
 /**

@@ -1,7 +1,6 @@
 import { type ChatModel, createProviderChatModel, createRecordReplayFetch } from '@assistant/llm';
 import { FakeAnthropicServer, FakeGeminiServer, type FakeProviderReply } from '@assistant/llm/testing';
 import type { AdaptedExchange, CaptureCitation } from './adapt-captures.ts';
-import { withCurrentTime } from './current-time.ts';
 import { startRawOpenAiServer } from './raw-openai-server.ts';
 import {
   type ExchangeBuilder,
@@ -106,17 +105,15 @@ async function serveExchanges(
     label: scenario.replace('/', '-'),
     source: () => sources.at(-1),
   });
-  const model = withCurrentTime(
-    createProviderChatModel({
-      provider,
-      name: 'scenario',
-      model: scenarioProviders[provider].model,
-      baseUrl,
-      apiKey: builderApiKey,
-      fetch,
-      maxRetries: 0,
-    }),
-  );
+  const model = createProviderChatModel({
+    provider,
+    name: 'scenario',
+    model: scenarioProviders[provider].model,
+    baseUrl,
+    apiKey: builderApiKey,
+    fetch,
+    maxRetries: 0,
+  });
   return {
     model,
     assertAllServed: () => {

@@ -5,7 +5,9 @@ import type { ChatMessage, ChatModel } from '@assistant/llm';
  * the first system message gets the line every profile adds, in its exact format,
  * `\n\nCurrent time: <ISO 8601 with offset> (<weekday>), time zone <IANA name>.`, read from `Date` at each call. The
  * builder records with the real clock and the suite replays on a pinned one, so a passing suite shows the
- * transport keeps that line out of the key.
+ * transport keeps that line out of the key. The scenarios get adapters' models (`createProviderChatModel`, as the
+ * builder, `fixtures:record` and the suite make them), which add no line of their own; given a profile's model, which
+ * does, a request would carry two.
  */
 export function withCurrentTime(model: ChatModel, timeZone = 'Europe/Lisbon'): ChatModel {
   // The adapters' models are plain objects: the spread keeps `capabilities`, which structured output reads.

@@ -3,6 +3,7 @@ import type { Classification } from '@assistant/config';
 import type { ChatDelta, ChatMessage, ChatModel, ChatResponse, ProviderKind, ToolSpec } from '@assistant/llm';
 import * as z from 'zod';
 import { classify } from '../../integrations/email/src/classify.ts';
+import { withCurrentTime } from './current-time.ts';
 
 /**
  * The scenarios of issue 32's suite: what Assistant does with a model, run through the real code paths (the email
@@ -74,7 +75,8 @@ export async function runScenario(
   const check = (checkName: string, ok: boolean, detail: string) => {
     checks.push({ name: checkName, ok, detail });
   };
-  const recorded = recorder.wrap(model);
+  // Time awareness as a profile has it, here, so the builder, `fixtures:record` and the suite all send the same.
+  const recorded = recorder.wrap(withCurrentTime(model));
   let result: unknown;
   switch (name) {
     case 'email-classify':
@@ -87,7 +89,13 @@ export async function runScenario(
       result = await agentTwoTools(recorded, recorder, check, options.signal);
       break;
     case 'provider-switch':
-      result = await providerSwitch(recorded, recorder.wrap(options.next ?? model), recorder, check, options.signal);
+      result = await providerSwitch(
+        recorded,
+        recorder.wrap(withCurrentTime(options.next ?? model)),
+        recorder,
+        check,
+        options.signal,
+      );
       break;
   }
   return {
