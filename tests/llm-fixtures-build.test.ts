@@ -1,10 +1,13 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { createProviderChatModel } from '@assistant/llm';
+import { FakeAnthropicServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
+import { loadScenarioSuite, recordLlmFixtures } from '../scripts/record-llm-fixtures.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { buildScenarioFixtures } from './llm-scenarios/build-fixtures.ts';
-import { scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
+import { scenarioExchanges, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const fixtures = path.join(root, 'tests', 'fixtures', 'llm');
@@ -41,6 +44,38 @@ describe('the LLM scenario fixtures', () => {
     for (const [name, fixture] of built) {
       expect(withoutRecordedAt(committed.get(name)), name).toEqual(withoutRecordedAt(fixture));
     }
+  });
+
+  // The suite replays what an owner records with keys only if `fixtures:record` sends what the builder sent.
+  it('are keyed as npm run fixtures:record asks, so a real recording replays in the suite', async () => {
+    await using directory = await tempDir();
+    const recorded = ['email-classify', 'chat-tool-stream', 'agent-two-tools'] as const;
+    const answers = recorded.flatMap((scenario) => scenarioExchanges('anthropic', scenario));
+    await using fake = await FakeAnthropicServer.start({
+      respond: (request, index) => {
+        const answer = answers[index];
+        if (answer === undefined) throw new Error(`request ${index + 1} was not expected`);
+        return answer({ body: request.body }).reply;
+      },
+    });
+
+    const results = await recordLlmFixtures({
+      provider: 'anthropic',
+      baseUrl: fake.url,
+      scenarios: recorded,
+      directory: directory.path,
+      environment: { ANTHROPIC_API_KEY: 'fixture-record-key' },
+      suite: await loadScenarioSuite(),
+      createModel: createProviderChatModel,
+    });
+
+    expect(results.map((result) => [result.scenario, result.ok])).toEqual(recorded.map((name) => [name, true]));
+    const keysOf = (files: Map<string, Record<string, unknown>>) =>
+      [...files.entries()]
+        .filter(([name]) => recorded.some((scenario) => name.startsWith(`anthropic/${scenario}-`)))
+        .map(([, fixture]) => fixture.key)
+        .sort();
+    expect(keysOf(await readFixtures(directory.path))).toEqual(keysOf(await readFixtures(fixtures)));
   });
 
   it('each cite the capture they were built from, which is kept in the repository, keep streams event by event, and hold no key', async () => {
