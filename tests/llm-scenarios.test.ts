@@ -55,6 +55,17 @@ const capturedChatUsage: Record<ScenarioProvider, TokenUsage[]> = {
   ],
 };
 
+/** Whether every fixture of `provider` was built from the AI SDK's captures (its `source` says so). */
+async function builtFromCaptures(provider: ScenarioProvider): Promise<boolean> {
+  const directory = path.join(fixtures, provider);
+  for (const name of (await readdir(directory)).filter((file) => file.endsWith('.json'))) {
+    const fixture = JSON.parse(await readFile(path.join(directory, name), 'utf8')) as { source?: unknown };
+    const source = fixture.source as { repository?: unknown } | undefined;
+    if (source?.repository !== 'https://github.com/vercel/ai') return false;
+  }
+  return true;
+}
+
 describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
   let startedAt = 0;
   beforeAll(() => {
@@ -82,9 +93,12 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
           );
 
           expect(outcome.checks.filter((check) => !check.ok)).toEqual([]);
-          expect(outcome.result).toEqual(expectedAnswers[scenario]);
-          if (scenario === 'chat-tool-stream') {
-            expect(outcome.calls.map((call) => call.response.usage)).toEqual(capturedChatUsage[provider]);
+          // The built fixtures' answers are known word for word; a real recording (fixtures:record) words its own.
+          if (await builtFromCaptures(provider)) {
+            expect(outcome.result).toEqual(expectedAnswers[scenario]);
+            if (scenario === 'chat-tool-stream') {
+              expect(outcome.calls.map((call) => call.response.usage)).toEqual(capturedChatUsage[provider]);
+            }
           }
           // Every streamed call arrived in pieces, as the provider's frames carried it.
           for (const [index, call] of outcome.calls.entries()) {
@@ -125,7 +139,7 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
         'Will it rain in Lisbon tomorrow morning?',
         'get_forecast',
         'light rain',
-        expectedAnswers['provider-switch'][0],
+        ...((await builtFromCaptures(provider)) ? [expectedAnswers['provider-switch'][0]] : []),
         afterQuestion,
       ]) {
         expect(third, `${provider}: provider-switch-after has ${part}`).toContain(part);
