@@ -48,3 +48,14 @@ export {
   ReplayMissError,
   requestKey,
 } from './record-replay/record-replay-fetch.ts';
+export {
+  currentTimeLine,
+  currentTimePrefix,
+  messageTimePrefix,
+  stripCurrentTime,
+  type TimeAwarenessOptions,
+  timeAwareChatModel,
+  withCurrentTime,
+  zonedDay,
+  zonedIsoTime,
+} from './time-awareness.ts';

@@ -74,10 +74,35 @@ async function closedPort(): Promise<number> {
 }
 
 const ask = (content: string) => ({ messages: [{ role: 'user' as const, content }] });
+// The user's message: the first one sent is the system message with the current time (time-awareness.ts).
 const contentOf = (index: number) =>
-  (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content;
+  (server?.requests[index]?.body.messages as { role: string; content: string }[] | undefined)?.find(
+    (message) => message.role === 'user',
+  )?.content;
 
 describe('createLlmProfiles', () => {
+  it('sends every prompt with the current time in the owner’s zone, last in the first system message', async () => {
+    server = await FakeOpenAiServer.start({ respond: () => ({ text: 'ok' }) });
+    const { config } = parseConfig({
+      text: `owner: {timezone: Europe/Berlin}\nllms:\n  default: {base_url: "${server.url}", model: m}\n`,
+    });
+    if (!config) throw new Error('the test config is invalid');
+    const llm = createLlmProfiles({ config: { ...config, paths }, now: () => Date.parse('2026-11-28T08:14:05Z') });
+    await llm().chat({
+      messages: [
+        { role: 'system', content: 'You sort mail.' },
+        { role: 'user', content: 'Remind me tomorrow', at: '2026-11-27T21:30:00Z' },
+      ],
+    });
+    expect(server.requests[0]?.body.messages).toEqual([
+      {
+        role: 'system',
+        content: 'You sort mail.\n\nCurrent time: 2026-11-28T09:14:05+01:00 (Saturday), time zone Europe/Berlin.',
+      },
+      { role: 'user', content: '[2026-11-27 22:30] Remind me tomorrow' },
+    ]);
+  });
+
   it('never has more than max_in_flight requests at the server, and sends them first come first served', async () => {
     const held = heldReplies();
     const llm = await profilesWith({ respond: held.respond }, 'max_in_flight: 2');

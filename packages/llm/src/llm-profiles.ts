@@ -1,13 +1,15 @@
 import path from 'node:path';
-import type { LlmProfile, LoadedConfig } from '@assistant/config';
+import { type LlmProfile, type LoadedConfig, machineTimeZone } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
 import { ModelGate, type ModelProfileStatus } from './model-gate.ts';
 import { createOpenAiChatModel } from './openai-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
+import { timeAwareChatModel } from './time-awareness.ts';
 
 export interface LlmProfilesOptions {
-  config: Pick<LoadedConfig, 'llms' | 'llmCache' | 'paths'>;
+  /** `owner.timezone` is the zone of the current time every prompt carries (default: the machine's). */
+  config: Pick<LoadedConfig, 'llms' | 'llmCache' | 'paths'> & { owner?: Pick<LoadedConfig['owner'], 'timeZone'> };
   /** Overrides `llm_cache.mode`, e.g. from ASSISTANT_LLM_CACHE in tests. */
   cacheMode?: CacheMode;
   onUsage?: (profile: string, usage: TokenUsage, model: string) => void;
@@ -24,7 +26,7 @@ export interface LlmProfilesOptions {
   backoffBaseMs?: number;
   /** The longest a breaker stays open on its own backoff. @default 60_000 */
   backoffMaxMs?: number;
-  /** The clock, in epoch milliseconds. @default Date.now */
+  /** The clock, in epoch milliseconds: the gates' and the current time in prompts. @default Date.now */
   now?: () => number;
 }
 
@@ -55,6 +57,8 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
   const models = new Map<string, ChatModel>();
   const gates = new Map<string, ModelGate>();
   const listeners = new Set<(profile: string) => void>();
+  const timeZone = options.config.owner?.timeZone ?? machineTimeZone();
+  const clock = options.now ?? Date.now;
   const mode = options.cacheMode ?? options.config.llmCache.mode;
   const cachedFetch =
     mode === 'off'
@@ -102,7 +106,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         hint: names.length > 0 ? `profiles: ${names.join(', ')}` : 'add one under `llms:` in config.yaml',
       });
     }
-    model = createOpenAiChatModel({
+    const created = createOpenAiChatModel({
       name,
       baseUrl: profile.baseUrl,
       model: profile.model,
@@ -119,6 +123,8 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
       ...(options.onCall ? { onCall: (call) => options.onCall?.(name, call) } : {}),
     });
+    // Here, once, so every caller's prompts carry the time (see time-awareness.ts), and no caller can forget it.
+    model = timeAwareChatModel(created, { timeZone, now: () => new Date(clock()) });
     models.set(name, model);
     return model;
   };
