@@ -110,7 +110,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
       name,
       baseUrl: profile.baseUrl,
       model: profile.model,
-      token: profile.token?.reveal(),
+      token: profile.apiKey?.reveal(),
       parameters: profile.parameters,
       timeoutMs: profile.timeoutMs,
       maxRetries: profile.maxRetries,

@@ -142,7 +142,7 @@ async function settle(options: InitCommandOptions, prompter: Prompter | undefine
       profile: {
         baseUrl: url,
         model,
-        ...(modelToken === undefined ? {} : { token: new Secret('llm_token', modelToken) }),
+        ...(modelToken === undefined ? {} : { apiKey: new Secret('llm_token', modelToken) }),
       },
     });
     context.stdout.write(`${formatDoctorCheck(check)}\n`);
