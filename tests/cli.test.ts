@@ -196,7 +196,9 @@ describe('assistant doctor', () => {
       expect(run.stdout).toMatch(
         /^(ok {3}sandbox: scripts run sandboxed by bubblewrap|warn sandbox: scripts will not run)/m,
       );
-      expect(run.stdout).toMatch(/^ok {3}llm default \(config\.yaml:\d+\): .+ answered HTTP 200, model test-model available$/m);
+      expect(run.stdout).toMatch(
+        /^ok {3}llm default \(config\.yaml:\d+\): .+ answered HTTP 200, model test-model available$/m,
+      );
       expect(run.stdout).toMatch(/^ok {3}integration mail \(mailbox\): no credentials configured$/m);
       expect(run.stdout).not.toContain('FAIL');
       expect(run.code).toBe(0);
