@@ -39,6 +39,12 @@ export {
   fenceUntrusted,
   type UntrustedFields,
 } from './prompts/fence-untrusted.ts';
+export {
+  createProviderChatModel,
+  defaultBaseUrls,
+  type ProviderChatModelOptions,
+} from './providers/provider-chat-model.ts';
+export { historyForProvider } from './providers/provider-switch.ts';
 export { parseReactReply, reactMessages } from './react-strategy.ts';
 export {
   type CacheMode,
