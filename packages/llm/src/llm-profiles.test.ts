@@ -1,10 +1,11 @@
 import { createServer } from 'node:net';
-import { type ConfigPaths, parseConfig } from '@assistant/config';
+import { type ConfigPaths, llmProviders, parseConfig } from '@assistant/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ChatDelta } from './chat-types.ts';
+import { type ChatDelta, providerKinds, type TokenUsage } from './chat-types.ts';
 import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
 import { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 import { findModelUnavailable, ModelUnavailableError } from './model-gate.ts';
+import { FakeAnthropicServer } from './testing/fake-anthropic-server.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions, type FakeReply } from './testing/fake-openai-server.ts';
 
 /** Waits for a condition; generous, for a loaded machine (vi.waitFor's default is 1 s). */
@@ -81,6 +82,36 @@ const contentOf = (index: number) =>
   )?.content;
 
 describe('createLlmProfiles', () => {
+  it('knows the same providers as the config schema', () => {
+    expect([...providerKinds]).toEqual([...llmProviders]);
+  });
+
+  it('creates a profile’s model for its provider, with its api_key, reporting cached tokens', async () => {
+    await using anthropic = await FakeAnthropicServer.start({
+      apiKey: 'sk-ant-test',
+      replies: [{ text: 'Hello', usage: { input: 20, output: 5, cacheRead: 1000, cacheWrite: 10 } }],
+    });
+    const { config, errors } = parseConfig({
+      text: `owner: {timezone: UTC}\nllms:\n  claude: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude}\n`,
+      secretsText: 'claude: sk-ant-test\n',
+    });
+    if (!config) throw new Error(JSON.stringify(errors));
+    const usages: TokenUsage[] = [];
+    const llm = createLlmProfiles({
+      config: { ...config, paths },
+      onUsage: (_profile, usage) => usages.push(usage),
+      now: () => Date.parse('2026-11-28T08:14:05Z'),
+    });
+    expect(llm('claude').provider).toBe('anthropic');
+    const response = await llm('claude').chat({ messages: [{ role: 'user', content: 'Hi' }] });
+    expect(response.message.content).toBe('Hello');
+    expect(anthropic.generationRequests[0]?.headers['x-api-key']).toBe('sk-ant-test');
+    expect(JSON.stringify(anthropic.generationRequests[0]?.body.system)).toContain(
+      'Current time: 2026-11-28T08:14:05+00:00 (Saturday), time zone UTC.',
+    );
+    expect(usages[0]).toMatchObject({ cachedPromptTokens: 1000, cacheWriteTokens: 10, completionTokens: 5 });
+  });
+
   it('sends every prompt with the current time in the owner’s zone, last in the first system message', async () => {
     server = await FakeOpenAiServer.start({ respond: () => ({ text: 'ok' }) });
     const { config } = parseConfig({

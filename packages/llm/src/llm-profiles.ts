@@ -3,7 +3,7 @@ import { type LlmProfile, type LoadedConfig, machineTimeZone } from '@assistant/
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
 import { ModelGate, type ModelProfileStatus } from './model-gate.ts';
-import { createOpenAiChatModel } from './openai-chat-model.ts';
+import { createProviderChatModel } from './providers/provider-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
 import { timeAwareChatModel } from './time-awareness.ts';
 
@@ -106,11 +106,12 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         hint: names.length > 0 ? `profiles: ${names.join(', ')}` : 'add one under `llms:` in config.yaml',
       });
     }
-    const created = createOpenAiChatModel({
+    const created = createProviderChatModel({
+      provider: profile.provider,
       name,
       baseUrl: profile.baseUrl,
       model: profile.model,
-      token: profile.apiKey?.reveal(),
+      apiKey: profile.apiKey?.reveal(),
       parameters: profile.parameters,
       timeoutMs: profile.timeoutMs,
       maxRetries: profile.maxRetries,
