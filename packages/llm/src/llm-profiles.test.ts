@@ -106,7 +106,7 @@ describe('createLlmProfiles', () => {
     const response = await llm('claude').chat({ messages: [{ role: 'user', content: 'Hi' }] });
     expect(response.message.content).toBe('Hello');
     expect(anthropic.generationRequests[0]?.headers['x-api-key']).toBe('sk-ant-test');
-    expect(JSON.stringify(anthropic.generationRequests[0]?.body.system)).toContain(
+    expect(JSON.stringify(anthropic.generationRequests[0]?.body?.system)).toContain(
       'Current time: 2026-11-28T08:14:05+00:00 (Saturday), time zone UTC.',
     );
     expect(usages[0]).toMatchObject({ cachedPromptTokens: 1000, cacheWriteTokens: 10, completionTokens: 5 });
