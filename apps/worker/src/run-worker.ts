@@ -1,7 +1,7 @@
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
-import { createLlmProfiles, type LlmProfiles } from '@assistant/llm';
+import { type CacheMode, cacheModes, createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp/client';
 import {
@@ -84,10 +84,11 @@ export interface RunWorkerOptions {
   pausedRecheckMs?: number;
 }
 
-/** `ASSISTANT_LLM_CACHE=replay` (or record, auto, off) overrides `llm_cache.mode` for one run. */
-function cacheModeFromEnvironment(): { cacheMode?: 'off' | 'record' | 'replay' | 'auto' } {
+/** `ASSISTANT_LLM_CACHE=replay` (or record, auto, live, off) overrides `llm_cache.mode` for one run. */
+function cacheModeFromEnvironment(): { cacheMode?: CacheMode } {
   const value = process.env.ASSISTANT_LLM_CACHE;
-  return value === 'off' || value === 'record' || value === 'replay' || value === 'auto' ? { cacheMode: value } : {};
+  const mode = cacheModes.find((candidate) => candidate === value);
+  return mode === undefined ? {} : { cacheMode: mode };
 }
 
 /** How often changed counters are written for the server's /metrics. */

@@ -201,7 +201,8 @@ function isLocalNetworkHost(hostname: string): boolean {
 /** The record/replay cache for LLM requests: for tests and development, off by default. */
 const llmCacheSchema = z
   .strictObject({
-    mode: z.enum(['off', 'record', 'replay', 'auto']).default('off'),
+    // `off` is the older name of `live`; both stay accepted.
+    mode: z.enum(['live', 'off', 'record', 'replay', 'auto']).default('off'),
     directory: z.string().min(1).default('./llm-cache'),
   })
   .transform((value) => ({ mode: value.mode, directory: value.directory }));

@@ -46,14 +46,16 @@ export {
 } from './providers/provider-chat-model.ts';
 export { historyForProvider } from './providers/provider-switch.ts';
 export { parseReactReply, reactMessages } from './react-strategy.ts';
+export { fixtureKey } from './record-replay/fixture-files.ts';
 export {
   type CacheMode,
   cacheModes,
   createRecordReplayFetch,
+  findReplayMiss,
   type RecordReplayOptions,
   ReplayMissError,
-  requestKey,
 } from './record-replay/record-replay-fetch.ts';
+export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
 export {
   currentTimeLine,
   currentTimePrefix,

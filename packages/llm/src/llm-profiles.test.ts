@@ -1,4 +1,7 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { type ConfigPaths, llmProviders, parseConfig } from '@assistant/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type ChatDelta, providerKinds, type TokenUsage } from './chat-types.ts';
@@ -82,6 +85,33 @@ const contentOf = (index: number) =>
   )?.content;
 
 describe('createLlmProfiles', () => {
+  it('records a profile’s calls under <llm_cache.directory>/<provider>/ and replays them at another time of day', async () => {
+    const directory = await mkdtemp(path.join(os.tmpdir(), 'llm-profiles-cache-'));
+    try {
+      await using anthropic = await FakeAnthropicServer.start({ replies: [{ text: 'Recorded hello' }] });
+      const text = (mode: string) =>
+        `llm_cache: {mode: ${mode}, directory: "${directory}"}\nllms:\n  claude: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude}\n`;
+      const profiles = (mode: string, atMs: number) => {
+        const { config, errors } = parseConfig({ text: text(mode), secretsText: 'claude: sk-ant-secret-value\n' });
+        if (!config) throw new Error(JSON.stringify(errors));
+        return createLlmProfiles({ config: { ...config, paths }, now: () => atMs });
+      };
+      const request = { messages: [{ role: 'user' as const, content: 'Say hello' }] };
+      const recorded = await profiles('record', Date.parse('2026-11-28T08:00:00Z'))('claude').chat(request);
+      expect(recorded.message.content).toBe('Recorded hello');
+      const files = await readdir(path.join(directory, 'anthropic'));
+      expect(files.length).toBe(1);
+      const fixture = await readFile(path.join(directory, 'anthropic', files[0] ?? ''), 'utf8');
+      expect(fixture).not.toContain('sk-ant-secret-value');
+      // Hours later (another time line in the system prompt), with the server gone: the fixture still answers.
+      await anthropic.close();
+      const replayed = await profiles('replay', Date.parse('2026-11-28T17:30:00Z'))('claude').chat(request);
+      expect(replayed.message.content).toBe('Recorded hello');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
   it('knows the same providers as the config schema', () => {
     expect([...providerKinds]).toEqual([...llmProviders]);
   });

@@ -60,12 +60,16 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
   const timeZone = options.config.owner?.timeZone ?? machineTimeZone();
   const clock = options.now ?? Date.now;
   const mode = options.cacheMode ?? options.config.llmCache.mode;
-  const cachedFetch =
-    mode === 'off'
+  const directory = path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory);
+  // One transport per profile: its fixtures live under `<directory>/<provider>/`, and it scrubs the profile's key.
+  const fetchFor = (profile: LlmProfile): typeof fetch | undefined =>
+    mode === 'off' || mode === 'live'
       ? options.fetch
       : createRecordReplayFetch({
           mode,
-          directory: path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory),
+          directory,
+          provider: profile.provider,
+          ...(profile.apiKey ? { apiKey: profile.apiKey.reveal() } : {}),
           ...(options.fetch ? { fetch: options.fetch } : {}),
         });
   const notify = (profile: string): void => {
@@ -106,6 +110,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         hint: names.length > 0 ? `profiles: ${names.join(', ')}` : 'add one under `llms:` in config.yaml',
       });
     }
+    const transport = fetchFor(profile);
     const created = createProviderChatModel({
       provider: profile.provider,
       name,
@@ -120,7 +125,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         ...(profile.contextWindow ? { contextWindow: profile.contextWindow } : {}),
       },
       gate: gateOf(name, profile),
-      ...(cachedFetch ? { fetch: cachedFetch } : {}),
+      ...(transport ? { fetch: transport } : {}),
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
       ...(options.onCall ? { onCall: (call) => options.onCall?.(name, call) } : {}),
     });

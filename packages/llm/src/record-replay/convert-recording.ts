@@ -125,3 +125,8 @@ function parseObject(text: string): Record<string, unknown> | undefined {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** The server-sent events of `eventsText` one by one, each with its blank-line terminator, as a stream's chunks. */
+export function splitEvents(eventsText: string): string[] {
+  return eventsText.split(/(?<=\n\n)/).filter((event) => event !== '');
+}

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { APIConnectionError, APIUserAbortError } from 'openai';
@@ -6,7 +6,22 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../chat-types.ts';
 import { createOpenAiChatModel } from '../openai-chat-model.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions } from '../testing/fake-openai-server.ts';
-import { type CacheMode, createRecordReplayFetch, ReplayMissError, requestKey } from './record-replay-fetch.ts';
+import { fixtureKey, legacyRequestKey } from './fixture-files.ts';
+import { type CacheMode, createRecordReplayFetch, ReplayMissError } from './record-replay-fetch.ts';
+import { canonicalRequest } from './wire-formats.ts';
+
+/** The key of an OpenAI-wire request filed under `openai-compatible`, the default provider of `/chat/completions`. */
+function requestKey(body: Record<string, unknown>): string {
+  return fixtureKey({ provider: 'openai-compatible', canonical: canonicalRequest('openai', body) });
+}
+
+/** Every fixture file under the test's directory, relative. */
+async function fixtureFiles(): Promise<string[]> {
+  return (await readdir(directory, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(directory, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
 
 let directory: string;
 let server: FakeOpenAiServer | undefined;
@@ -137,9 +152,23 @@ describe('createRecordReplayFetch', () => {
     expect(recordedTools.message.toolCalls.map((call) => call.id)).toEqual(['call_1', 'call_2']);
   });
 
-  it('throws ReplayMissError naming the key and the file when nothing was recorded', async () => {
+  it('throws ReplayMissError naming the key, the provider and the closest fixture when nothing was recorded', async () => {
+    const fake = await startServer({ replies: [{ text: 'Recorded' }] });
+    await clientFor(fake.url, 'record').chat.completions.create({
+      model: 'fake-model',
+      messages: [
+        { role: 'system', content: 'You sort mail.' },
+        { role: 'user', content: 'Sort this: invoice from ACME' },
+      ],
+    });
     const replayFetch = createRecordReplayFetch({ mode: 'replay', directory, fetch: unreachable });
-    const body = { model: 'fake-model', messages: [{ role: 'user', content: 'Never recorded' }] };
+    const body = {
+      model: 'fake-model',
+      messages: [
+        { role: 'system', content: 'You sort mail.' },
+        { role: 'user', content: 'Sort this: newsletter from ACME' },
+      ],
+    };
     const key = requestKey(body);
     const error = await replayFetch('http://127.0.0.1:1/v1/chat/completions', {
       method: 'POST',
@@ -151,10 +180,30 @@ describe('createRecordReplayFetch', () => {
     const miss = error as ReplayMissError;
     expect(miss.code).toBe('LLM_REPLAY_MISS');
     expect(miss.key).toBe(key);
-    expect(miss.file).toBe(path.join(directory, `${key}.json`));
+    expect(miss.provider).toBe('openai-compatible');
+    expect(miss.closest?.file).toBe(path.join(directory, (await fixtureFiles())[0] ?? ''));
+    expect(miss.closest?.difference).toEqual({
+      path: '$.messages[1].content',
+      recorded: 'Sort this: invoice from ACME',
+      requested: 'Sort this: newsletter from ACME',
+    });
     expect(miss.message).toContain(key);
-    expect(miss.message).toContain(miss.file);
-    expect(miss.message).toContain('set llm cache mode to record (or auto) with a reachable endpoint');
+    expect(miss.message).toContain('openai-compatible');
+    expect(miss.message).toContain(miss.closest?.file);
+    expect(miss.message).toContain(
+      '$.messages[1].content: recorded "Sort this: invoice from ACME", requested "Sort this: newsletter from ACME"',
+    );
+  });
+
+  it('says there is no fixture to compare with when the provider has none', async () => {
+    const replayFetch = createRecordReplayFetch({ mode: 'replay', directory, fetch: unreachable });
+    const error = await replayFetch('http://127.0.0.1:1/v1/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'Never recorded' }] }),
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ReplayMissError);
+    expect((error as ReplayMissError).closest).toBeUndefined();
+    expect((error as ReplayMissError).message).toContain('No fixture of this provider to compare with');
   });
 
   it('reaches the openai client as the cause of its connection error on a replay miss', async () => {
@@ -185,12 +234,12 @@ describe('createRecordReplayFetch', () => {
     expect(fake.requests).toHaveLength(2);
     const replayed = await clientFor(fake.url, 'replay', unreachable).chat.completions.create(request);
     expect(replayed.choices[0]?.message.content).toBe('second');
-    expect(await readdir(directory)).toEqual([`${requestKey(request)}.json`]);
+    expect(await fixtureFiles()).toEqual([`openai-compatible/hi-${requestKey(request).slice(0, 12)}.json`]);
   });
 
-  it('neither reads nor writes recordings in off mode', async () => {
+  it.each(['off', 'live'] as const)('neither reads nor writes recordings in %s mode', async (mode) => {
     const fake = await startServer({ replies: [{ text: 'one' }, { text: 'two' }] });
-    const client = clientFor(fake.url, 'off');
+    const client = clientFor(fake.url, mode);
     const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Hi' }] };
     await client.chat.completions.create(request);
     await client.chat.completions.create(request);
@@ -198,11 +247,29 @@ describe('createRecordReplayFetch', () => {
     expect(await readdir(directory)).toEqual([]);
   });
 
-  it('passes requests that are not chat completions straight through, even in replay mode', async () => {
-    const fake = await startServer({ models: ['alpha'] });
-    const models = await clientFor(fake.url, 'replay').models.list();
-    expect(models.data.map((model) => model.id)).toEqual(['alpha']);
-    expect(await readdir(directory)).toEqual([]);
+  it.each(['record', 'auto'] as const)(
+    'passes requests that are not model requests straight through in %s mode',
+    async (mode) => {
+      const fake = await startServer({ models: ['alpha'] });
+      const models = await clientFor(fake.url, mode).models.list();
+      expect(models.data.map((model) => model.id)).toEqual(['alpha']);
+      expect(await readdir(directory)).toEqual([]);
+    },
+  );
+
+  it('refuses requests that are not model requests in replay mode, without the network', async () => {
+    const replayFetch = createRecordReplayFetch({ mode: 'replay', directory, fetch: unreachable });
+    const listing = await replayFetch('http://127.0.0.1:1/v1/models?key=AIzaVisibleKey').catch(
+      (caught: unknown) => caught,
+    );
+    expect(listing).toBeInstanceOf(ReplayMissError);
+    expect((listing as ReplayMissError).message).toContain('GET http://127.0.0.1:1/v1/models is not a model request');
+    expect((listing as ReplayMissError).message).not.toContain('AIzaVisibleKey');
+    const embedding = await replayFetch('http://127.0.0.1:1/v1/embeddings', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'embed', input: 'text' }),
+    }).catch((caught: unknown) => caught);
+    expect(embedding).toBeInstanceOf(ReplayMissError);
   });
 
   it('does not record error responses', async () => {
@@ -215,23 +282,92 @@ describe('createRecordReplayFetch', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
-  it('writes readable, pretty-printed JSON files', async () => {
+  it('writes one readable, pretty-printed file per exchange, named for a person and findable by key', async () => {
     const fake = await startServer({ replies: [{ text: 'Readable' }] });
-    const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Hi' }], temperature: 0 };
+    const request = {
+      model: 'fake-model',
+      messages: [{ role: 'user' as const, content: 'Hi there, how are you today my friend?' }],
+      temperature: 0,
+    };
     await clientFor(fake.url, 'record').chat.completions.create(request);
     const key = requestKey(request);
-    const text = await readFile(path.join(directory, `${key}.json`), 'utf8');
+    const name = `openai-compatible/hi-there-how-are-you-today-${key.slice(0, 12)}.json`;
+    expect(await fixtureFiles()).toEqual([name]);
+    const text = await readFile(path.join(directory, name), 'utf8');
     expect(text).toContain('\n  "key"');
-    const recording = JSON.parse(text);
-    expect(recording).toMatchObject({
+    const fixture = JSON.parse(text);
+    expect(fixture).toMatchObject({
       key,
+      provider: 'openai-compatible',
+      model: 'fake-model',
       recorded_at: expect.any(String),
-      request: { url: `${fake.url}/chat/completions`, body: request },
+      request: {
+        endpoint: '/chat/completions',
+        stream: false,
+        headers: { 'content-type': 'application/json' },
+        canonical: { model: 'fake-model', messages: request.messages },
+      },
       response: { status: 200, content_type: expect.stringContaining('application/json') },
     });
-    expect(JSON.parse(recording.response.body).choices[0].message.content).toBe('Readable');
-    // No leftover temporary files from the atomic write.
-    expect(await readdir(directory)).toEqual([`${key}.json`]);
+    // Sampling parameters are not part of the canonical request.
+    expect(fixture.request.canonical.temperature).toBeUndefined();
+    expect(fixture.response.json.choices[0].message.content).toBe('Readable');
+  });
+
+  it('names files by the label it is given', async () => {
+    const fake = await startServer({ replies: [{ text: 'Labelled' }] });
+    const fetchWithLabel = createRecordReplayFetch({ mode: 'record', directory, label: () => 'Email classify' });
+    const client = new OpenAI({ baseURL: fake.url, apiKey: 'test', maxRetries: 0, fetch: fetchWithLabel });
+    const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Hi' }] };
+    await client.chat.completions.create(request);
+    expect(await fixtureFiles()).toEqual([`openai-compatible/email-classify-${requestKey(request).slice(0, 12)}.json`]);
+  });
+
+  it('replays a first-version recording (<directory>/<sha256>.json) it finds for an OpenAI request', async () => {
+    const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Old times' }] };
+    const legacyKey = legacyRequestKey(request);
+    const completion = {
+      id: 'chatcmpl-old',
+      object: 'chat.completion',
+      created: 1,
+      model: 'fake-model',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'From the first version' }, finish_reason: 'stop' }],
+    };
+    await writeFile(
+      path.join(directory, `${legacyKey}.json`),
+      JSON.stringify({
+        key: legacyKey,
+        recorded_at: '2026-01-01T00:00:00.000Z',
+        request: { url: 'http://127.0.0.1:1/v1/chat/completions', body: request },
+        response: { status: 200, content_type: 'application/json', body: JSON.stringify(completion) },
+      }),
+    );
+    const replayed = await clientFor('http://127.0.0.1:1/v1', 'replay', unreachable).chat.completions.create(request);
+    expect(replayed.choices[0]?.message.content).toBe('From the first version');
+  });
+
+  it('writes the source citation it is given', async () => {
+    const fake = await startServer({ replies: [{ text: 'cited' }] });
+    const source = 'Built from the real capture vercel/ai packages/openai/src/__fixtures__/x.json; edited: the text.';
+    const cited = createRecordReplayFetch({ mode: 'record', directory, source: () => source });
+    const client = new OpenAI({ baseURL: fake.url, apiKey: 'test', maxRetries: 0, fetch: cited });
+    await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'Hi' }] });
+    const [name] = await fixtureFiles();
+    expect(JSON.parse(await readFile(path.join(directory, name ?? ''), 'utf8')).source).toBe(source);
+  });
+
+  it('keeps the source citation of a fixture it records again', async () => {
+    const fake = await startServer({ replies: [{ text: 'first' }, { text: 'second' }] });
+    const request = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'Cite me' }] };
+    await clientFor(fake.url, 'record').chat.completions.create(request);
+    const [name] = await fixtureFiles();
+    const file = path.join(directory, name ?? '');
+    const source = { repository: 'vercel/ai', path: 'x.json', commit: 'abc', edited: 'the model name' };
+    await writeFile(file, JSON.stringify({ ...JSON.parse(await readFile(file, 'utf8')), source }, null, 2));
+    await clientFor(fake.url, 'record').chat.completions.create(request);
+    const rerecorded = JSON.parse(await readFile(file, 'utf8'));
+    expect(rerecorded.source).toEqual(source);
+    expect(rerecorded.response.json.choices[0].message.content).toBe('second');
   });
 
   it('rejects with the abort when the signal is already aborted', async () => {
@@ -268,50 +404,5 @@ describe('createRecordReplayFetch', () => {
     controller.abort();
     await expect(pending).rejects.toBeInstanceOf(APIUserAbortError);
     expect(await readdir(directory)).toEqual([]);
-  });
-});
-
-describe('requestKey', () => {
-  const base = {
-    model: 'fake-model',
-    messages: [{ role: 'user', content: 'Hi' }],
-    tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }],
-    response_format: { type: 'json_object' },
-  };
-
-  it('is a SHA-256 hex digest', () => {
-    expect(requestKey(base)).toMatch(/^[0-9a-f]{64}$/);
-  });
-
-  it('ignores fields other than model, messages, tools and response_format', () => {
-    expect(
-      requestKey({ ...base, stream: true, stream_options: { include_usage: true }, temperature: 0.7, max_tokens: 10 }),
-    ).toBe(requestKey(base));
-  });
-
-  it('ignores key order at every depth', () => {
-    const reordered = {
-      response_format: { type: 'json_object' },
-      tools: [{ function: { parameters: { type: 'object' }, name: 'lookup' }, type: 'function' }],
-      messages: [{ content: 'Hi', role: 'user' }],
-      model: 'fake-model',
-    };
-    expect(requestKey(reordered)).toBe(requestKey(base));
-  });
-
-  it('differs when messages, model, tools or response_format differ', () => {
-    const keys = new Set([
-      requestKey(base),
-      requestKey({ ...base, messages: [{ role: 'user', content: 'Hello' }] }),
-      requestKey({ ...base, model: 'other-model' }),
-      requestKey({ ...base, tools: [] }),
-      requestKey({ ...base, response_format: { type: 'text' } }),
-    ]);
-    expect(keys.size).toBe(5);
-  });
-
-  it('treats an absent field like an undefined one', () => {
-    const { tools: _tools, ...withoutTools } = base;
-    expect(requestKey({ ...withoutTools, tools: undefined })).toBe(requestKey(withoutTools));
   });
 });

@@ -1,18 +1,38 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AssistantError } from '@assistant/errors';
-import { z } from 'zod';
-import { completionAsEvents, eventsAsCompletion, isEventStream } from './convert-recording.ts';
+import { AssistantError, registerSecretValue, scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
+import type { ProviderKind } from '../chat-types.ts';
+import { completionAsEvents, eventsAsCompletion, isEventStream, splitEvents } from './convert-recording.ts';
+import {
+  type ClosestFixture,
+  closestFixture,
+  type Fixture,
+  type FixtureResponse,
+  type FixtureSource,
+  fileLabel,
+  findFixture,
+  fixtureKey,
+  readAllFixtures,
+  readLegacyRecording,
+  writeFixture,
+} from './fixture-files.ts';
+import {
+  defaultProviderOf,
+  isPlainObject,
+  type ModelRequest,
+  recognizeModelRequest,
+  sortedKeys,
+  type WireFormat,
+} from './wire-formats.ts';
 
 /**
- * How the record/replay cache treats chat completion requests:
- * - `off`: every request goes to the network, nothing is read or written.
- * - `record`: every request goes to the network and its response is written, overwriting an earlier recording.
- * - `replay`: nothing goes to the network; a request without a recording throws {@link ReplayMissError}.
- * - `auto`: a recorded response is replayed; anything else goes to the network and is recorded.
+ * How the transport treats model requests:
+ * - `live`: every request goes to the network, nothing is read or written. `off` is its older name, still accepted.
+ * - `record`: every model request goes to the network and its answer is written, replacing an earlier recording.
+ * - `replay`: nothing goes to the network, ever; a model request without a fixture throws {@link ReplayMissError},
+ *   and any other request (model listings, embeddings) is refused the same way.
+ * - `auto`: a recorded answer is replayed; any other request goes to the network and a model answer is recorded.
  */
-export const cacheModes = ['off', 'record', 'replay', 'auto'] as const;
+export const cacheModes = ['live', 'off', 'record', 'replay', 'auto'] as const;
 
 /** One of {@link cacheModes}. */
 export type CacheMode = (typeof cacheModes)[number];
@@ -20,8 +40,33 @@ export type CacheMode = (typeof cacheModes)[number];
 export interface RecordReplayOptions {
   /** See {@link cacheModes}. */
   mode: CacheMode;
-  /** Where recordings live, one `<key>.json` file per request; created when the first recording is written. */
+  /**
+   * The fixture root: each provider's fixtures are in `<directory>/<provider>/`, one file per exchange, created when
+   * the first is written. First-version recordings (`<directory>/<key>.json`) are still read for OpenAI requests.
+   */
   directory: string;
+  /**
+   * The provider of the profile this transport serves; it names the fixture folder and is part of every key.
+   * @default by wire format: `openai-compatible` for `/chat/completions`, `anthropic` for `/messages`, `google` for
+   * Gemini's `:generateContent`
+   */
+  provider?: ProviderKind;
+  /**
+   * The profile's API key, removed from everything written (with any token found in the request's `Authorization`,
+   * `x-api-key`, `x-goog-api-key` headers or `?key=`, and every value `registerSecretValue` knows).
+   */
+  apiKey?: string;
+  /**
+   * Names the fixture files written: a scenario name, or a function asked at each recording (`fixtures:record` sets
+   * the running scenario). @default the first words of the request's last user message
+   */
+  label?: string | (() => string | undefined);
+  /**
+   * The `source` citation written into each recorded fixture (where its response came from: a sentence, or
+   * `{repository, path, commit, edited}`), or a function asked at each recording. Replay ignores it; without one, a
+   * re-recording keeps the citation of the fixture it replaces.
+   */
+  source?: FixtureSource | (() => FixtureSource | undefined);
   /**
    * The fetch that reaches the network.
    * @default globalThis.fetch
@@ -29,92 +74,185 @@ export interface RecordReplayOptions {
   fetch?: typeof fetch;
 }
 
-const replayMissHint = 'To record it, set llm cache mode to record (or auto) with a reachable endpoint and run again.';
+const replayMissHint =
+  'To record it, run with llm_cache mode record (or auto) against a reachable endpoint, or `npm run fixtures:record`; or change the test to send the request that was recorded.';
+
+/** Where a missed request was looked for, and what came closest. */
+export interface ReplayMissDetails {
+  /** The request's key; absent when the request is not a model request at all. */
+  key?: string;
+  provider: ProviderKind;
+  model?: string;
+  /** The folder that was searched. */
+  directory: string;
+  /** The method and URL (query removed) of a request that is not a model request. */
+  request?: string;
+  closest?: ClosestFixture;
+}
 
 /**
- * Thrown in `replay` mode for a chat completion request that has no recording (code `LLM_REPLAY_MISS`). Through the
- * `openai` client it arrives as the `cause` of an `APIConnectionError`, because the client wraps whatever its fetch
- * throws.
+ * Thrown in `replay` mode for a request that has no fixture (code `LLM_REPLAY_MISS`), before anything reaches the
+ * network. It is final: retrying cannot make a fixture appear. Through the `openai` client it arrives as the `cause`
+ * of an `APIConnectionError`; the AI SDK's `postJsonToApi` rethrows it as it is. {@link findReplayMiss} finds it in
+ * either.
  */
 export class ReplayMissError extends AssistantError {
-  /** The request key, see {@link requestKey}. */
-  readonly key: string;
-  /** The recording file that was looked for. */
-  readonly file: string;
+  /** The request key, see {@link fixtureKey}; absent for a request that is not a model request. */
+  readonly key: string | undefined;
+  readonly provider: ProviderKind;
+  readonly model: string | undefined;
+  /** The folder that was searched. */
+  readonly directory: string;
+  /** The fixture nearest the request (same provider, same model first, fewest differing values), if any. */
+  readonly closest: ClosestFixture | undefined;
 
-  constructor(key: string, file: string) {
-    // The hint is in the message too: the openai client's wrapper and most logs show only the message.
-    super(
-      'LLM_REPLAY_MISS',
-      `No recorded LLM response for request key ${key}: ${file} does not exist. ${replayMissHint}`,
-      {
-        hint: replayMissHint,
-      },
-    );
-    this.key = key;
-    this.file = file;
+  constructor(details: ReplayMissDetails) {
+    // Everything is in the message too: the openai client's wrapper and most logs show only the message.
+    super('LLM_REPLAY_MISS', replayMissMessage(details), { hint: replayMissHint });
+    this.key = details.key;
+    this.provider = details.provider;
+    this.model = details.model;
+    this.directory = details.directory;
+    this.closest = details.closest;
   }
 }
 
-// Only the fields that decide what a model answers. The base URL, headers (with their tokens), `stream`,
-// `stream_options` and sampling parameters such as `temperature` are deliberately left out, so a recording made
-// against one endpoint replays against another and a streaming recording is found by the same conversation.
-const keyFields = ['model', 'messages', 'tools', 'response_format'] as const;
-
-/**
- * The cache key of a chat completion request body: the SHA-256 hex digest of the canonical JSON (object keys sorted,
- * recursively) of its `model`, `messages`, `tools` and `response_format`, leaving out those that are absent.
- * Every other field, `temperature` and `stream` included, is not part of the key.
- */
-export function requestKey(body: unknown): string {
-  const source = isPlainObject(body) ? body : {};
-  const selected: Record<string, unknown> = {};
-  for (const field of keyFields) {
-    if (source[field] !== undefined) selected[field] = source[field];
+/** The {@link ReplayMissError} in `error` or its `cause` chain, as the `openai` client and the AI SDK wrap it. */
+export function findReplayMiss(error: unknown): ReplayMissError | undefined {
+  const seen = new Set<unknown>();
+  let current = error;
+  while (current instanceof Error && !seen.has(current)) {
+    if (current instanceof ReplayMissError) return current;
+    seen.add(current);
+    current = current.cause;
   }
-  return createHash('sha256').update(canonicalJson(selected)).digest('hex');
+  return undefined;
 }
 
+function replayMissMessage(details: ReplayMissDetails): string {
+  if (details.key === undefined) {
+    return `Replay mode sends nothing to the network, and ${details.request ?? 'this request'} is not a model request that could have a fixture (${details.provider}).`;
+  }
+  const model = details.model === undefined || details.model === '' ? '' : ` (model ${details.model})`;
+  const head = `No recorded LLM response for ${details.provider} request key ${details.key}${model} in ${details.directory}.`;
+  const closest = details.closest;
+  let near = ' No fixture of this provider to compare with.';
+  if (closest !== undefined) {
+    const where = closest.difference
+      ? ` differs first at ${closest.difference.path}: recorded ${excerpt(closest.difference.recorded)}, requested ${excerpt(closest.difference.requested)}`
+      : ' has the same canonical request (its key was computed differently)';
+    near = ` Closest fixture: ${closest.file}${closest.model === details.model ? '' : ` (model ${closest.model})`};${where}.`;
+  }
+  return `${head}${near} ${replayMissHint}`;
+}
+
+function excerpt(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+/** Request headers kept in a fixture: none carries a credential. */
+const safeHeaders = ['content-type', 'anthropic-version', 'anthropic-beta', 'openai-beta'] as const;
+
 /**
- * A fetch that records chat completion responses to readable JSON files and replays them, for tests and
- * development against a model that is slow, costly or not there. Only POST requests with a JSON body that has
- * `messages` are cached; every other request (model listings, embeddings, …) goes straight to the underlying fetch
- * in every mode. Only successful (2xx) responses are recorded, so a rate limit or an outage met while recording is
- * not replayed forever.
+ * A fetch that records model answers to readable fixture files and replays them, for tests and development
+ * against a model that is slow, costly, or out of reach. It recognises the model requests of every provider's wire
+ * format (OpenAI `POST …/chat/completions`, Anthropic `POST …/messages`, Gemini `POST …/models/{model}:generateContent`
+ * and `:streamGenerateContent`); other requests pass through in `live`, `record` and `auto` and are refused in
+ * `replay`. Only successful (2xx) answers are recorded, so a rate limit or an outage met while recording is not
+ * replayed forever (hand-written fixtures may hold any status).
  */
 export function createRecordReplayFetch(options: RecordReplayOptions): typeof fetch {
   const underlying = options.fetch ?? globalThis.fetch;
-  const { mode, directory } = options;
+  const mode = options.mode === 'off' ? 'live' : options.mode;
+  const { directory } = options;
+  if (options.apiKey !== undefined) registerSecretValue(options.apiKey);
 
   const recordReplayFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    if (mode === 'off') return underlying(input, init);
-    const chat = await readChatRequest(input, init);
-    if (chat === undefined) return underlying(input, init);
+    if (mode === 'live') return underlying(input, init);
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined) ?? undefined;
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    const url = input instanceof Request ? input.url : String(input);
+    const body = await readJsonBody(input, init);
+    const request = recognizeModelRequest({ method, url, body });
+    if (request === undefined) {
+      if (mode !== 'replay') return underlying(input, init);
+      throw new ReplayMissError({
+        provider: options.provider ?? 'openai-compatible',
+        directory,
+        request: `${method} ${withoutQuery(url)}`,
+      });
+    }
     signal?.throwIfAborted();
+    const provider = options.provider ?? defaultProviderOf(request.wire);
+    const providerDirectory = path.join(directory, provider);
+    const key = fixtureKey({ provider, canonical: request.canonical });
 
-    const key = requestKey(chat.body);
-    const file = path.join(directory, `${key}.json`);
     if (mode === 'replay' || mode === 'auto') {
-      const recording = await readRecording(file, signal);
-      if (recording !== undefined) return replayResponse(recording, chat.body.stream === true);
-      if (mode === 'replay') throw new ReplayMissError(key, file);
+      await writesSettled();
+      const stored = await findFixture({ providerDirectory, key, signal });
+      if (stored !== undefined) return replayResponse(request.wire, stored.fixture.response, request.streaming);
+      if (request.wire === 'openai') {
+        const legacy = await readLegacyRecording({ directory, body });
+        if (legacy !== undefined) return replayResponse('openai', legacy.response, request.streaming);
+      }
+      if (mode === 'replay') {
+        const closest = closestFixture({
+          fixtures: await readAllFixtures(providerDirectory),
+          model: request.model,
+          canonical: request.canonical,
+        });
+        throw new ReplayMissError({
+          key,
+          provider,
+          model: request.model,
+          directory: providerDirectory,
+          ...(closest === undefined ? {} : { closest }),
+        });
+      }
     }
 
     const response = await underlying(input, init);
     if (!response.ok) return response;
-    // Reading the whole body before answering buffers a stream (while recording, its pieces reach the caller all at
-    // once at the end), which tests and development can afford; the fetch body read rejects when `signal` aborts,
-    // so an abort while reading still reaches the caller.
+    // Registered, the request's credentials are scrubbed in every encoding `scrubSecrets` knows.
+    registerRequestSecrets(input, init, url);
+    const scrub = scrubSecrets;
+    const record = async (recorded: FixtureResponse): Promise<void> => {
+      const source = typeof options.source === 'function' ? options.source() : options.source;
+      const fixture: Fixture = {
+        key,
+        provider,
+        model: request.model,
+        recorded_at: new Date().toISOString(),
+        ...(source === undefined ? {} : { source }),
+        request: {
+          endpoint: request.endpoint,
+          stream: request.streaming,
+          headers: keptHeaders(input, init),
+          canonical: sortedKeys(scrubSecretsDeep(request.canonical)) as Record<string, unknown>,
+        },
+        response: recorded,
+      };
+      await writeFixture({ providerDirectory, key, label: labelOf(options.label, request), fixture });
+    };
+    const contentType = response.headers.get('content-type');
+    if (isEventStream(contentType) || (request.streaming && response.body !== null && !isJson(contentType))) {
+      return recordingStream(response, async (chunks) => {
+        await record({ status: response.status, content_type: contentType, chunks: chunks.map(scrub) });
+      });
+    }
+    // The fetch body read rejects when `signal` aborts, so an abort while reading still reaches the caller.
     const text = await response.text();
     signal?.throwIfAborted();
-    const recording: Recording = {
-      key,
-      recorded_at: new Date().toISOString(),
-      request: { url: chat.url, body: chat.body },
-      response: { status: response.status, content_type: response.headers.get('content-type'), body: text },
-    };
-    await writeAtomically(file, `${JSON.stringify(recording, null, 2)}\n`);
+    const scrubbed = scrub(text);
+    const json = isJson(contentType) ? parseJson(scrubbed) : undefined;
+    await track(
+      record({
+        status: response.status,
+        content_type: contentType,
+        ...(json === undefined ? { body: scrubbed } : { json }),
+      }),
+    );
     return new Response(text, {
       status: response.status,
       statusText: response.statusText,
@@ -124,34 +262,124 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
   return recordReplayFetch as typeof fetch;
 }
 
-// What a recording file holds; validated on read because people edit these files by hand.
-const recordingSchema = z.object({
-  key: z.string(),
-  recorded_at: z.string(),
-  request: z.object({ url: z.string(), body: z.unknown() }),
-  response: z.object({
-    status: z.int().min(200).max(599),
-    content_type: z.string().nullable(),
-    body: z.string(),
-  }),
-});
-type Recording = z.infer<typeof recordingSchema>;
+// Recordings still being written, so a lookup in this process (another transport over the same directory, a replay
+// right after a recording) sees a stream's fixture that its consumer stopped reading before the end was written.
+const pendingWrites = new Set<Promise<void>>();
 
-const chatBodySchema = z.looseObject({ messages: z.array(z.unknown()) });
-
-interface ChatRequest {
-  url: string;
-  body: z.infer<typeof chatBodySchema>;
+function track(write: Promise<void>): Promise<void> {
+  pendingWrites.add(write);
+  return write.finally(() => pendingWrites.delete(write));
 }
 
-/** The URL and parsed body of a chat completion request, or undefined for anything that is not one. */
-async function readChatRequest(
-  input: string | URL | Request,
-  init: RequestInit | undefined,
-): Promise<ChatRequest | undefined> {
-  const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  if (method !== 'POST') return undefined;
-  const url = input instanceof Request ? input.url : String(input);
+async function writesSettled(): Promise<void> {
+  await Promise.allSettled([...pendingWrites]);
+}
+
+/**
+ * The caller's stream of `response`, passed on chunk by chunk as it arrives, while the chunks' text is kept; when
+ * the stream ends, `onEnd` writes them before the caller sees the end. A client that stops reading once it has the
+ * answer (the `openai` client cancels the body at `[DONE]`) has the rest read for it before its cancel resolves, so
+ * the recording holds the whole stream; a stream that fails or is aborted is not recorded.
+ */
+function recordingStream(response: Response, onEnd: (chunks: string[]) => Promise<void>): Response {
+  const body = response.body;
+  if (body === null) return response;
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const chunks: string[] = [];
+  let ended: Promise<void> | undefined;
+  const end = (): Promise<void> => {
+    ended ??= track(
+      (async () => {
+        const tail = decoder.decode();
+        if (tail !== '') chunks.push(tail);
+        await onEnd(chunks);
+      })(),
+    );
+    return ended;
+  };
+  const keep = (value: Uint8Array): void => {
+    // `stream: true` holds back a character split across two chunks; it then starts the next chunk's text.
+    const text = decoder.decode(value, { stream: true });
+    if (text !== '') chunks.push(text);
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        await end();
+        controller.close();
+        return;
+      }
+      keep(value);
+      controller.enqueue(value);
+    },
+    async cancel() {
+      if (ended !== undefined) {
+        await ended;
+        return;
+      }
+      try {
+        for (let read = await reader.read(); !read.done; read = await reader.read()) keep(read.value);
+      } catch {
+        // Aborted or cut: a partial stream is not recorded.
+        return;
+      }
+      await end();
+    },
+  });
+  return new Response(stream, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: withoutEncodingHeaders(response.headers),
+  });
+}
+
+/**
+ * The recorded answer as a Response. A stream is replayed chunk by chunk, each chunk its own read. OpenAI requests
+ * leave `stream` out of the key, so a completion recorded for a plain request is converted to events for a
+ * streaming one and the other way round.
+ */
+function replayResponse(wire: WireFormat, recorded: FixtureResponse, streaming: boolean): Response {
+  const { status, content_type: contentType } = recorded;
+  let chunks = recorded.chunks;
+  let text = recorded.chunks === undefined ? (recorded.body ?? JSON.stringify(recorded.json)) : undefined;
+  let type = contentType;
+  const ok = status >= 200 && status < 300;
+  if (wire === 'openai' && ok) {
+    if (streaming && chunks === undefined && text !== undefined && !isEventStream(contentType)) {
+      const converted = completionAsEvents(text);
+      if (converted !== undefined) {
+        chunks = splitEvents(converted.body);
+        text = undefined;
+        type = converted.contentType;
+      }
+    } else if (!streaming && (chunks !== undefined || isEventStream(contentType))) {
+      const converted = eventsAsCompletion(chunks?.join('') ?? text ?? '');
+      if (converted !== undefined) {
+        chunks = undefined;
+        text = converted.body;
+        type = converted.contentType;
+      }
+    }
+  }
+  const headers: Record<string, string> = {};
+  if (type !== null) headers['content-type'] = type;
+  if (chunks === undefined) return new Response(text ?? '', { status, headers });
+  const encoder = new TextEncoder();
+  const pending = [...chunks];
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = pending.shift();
+      if (next === undefined) controller.close();
+      else controller.enqueue(encoder.encode(next));
+    },
+  });
+  return new Response(stream, { status, headers });
+}
+
+/** The request's JSON body, or undefined when it has none, it is not JSON, or reading it would consume it. */
+async function readJsonBody(input: string | URL | Request, init: RequestInit | undefined): Promise<unknown> {
   let text: string | undefined;
   if (init?.body !== undefined && init.body !== null) {
     text = bodyText(init.body);
@@ -160,17 +388,10 @@ async function readChatRequest(
     text = await input.clone().text();
   }
   if (text === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = chatBodySchema.safeParse(json);
-  return parsed.success ? { url, body: parsed.data } : undefined;
+  return parseJson(text);
 }
 
-// Streams and form data would be consumed by reading them here, so such requests are not cached.
+// Streams and form data would be consumed by reading them here, so such requests are not recognised.
 function bodyText(body: NonNullable<RequestInit['body']>): string | undefined {
   if (typeof body === 'string') return body;
   if (body instanceof ArrayBuffer) return new TextDecoder().decode(body);
@@ -179,89 +400,90 @@ function bodyText(body: NonNullable<RequestInit['body']>): string | undefined {
   return undefined;
 }
 
-async function readRecording(file: string, signal: AbortSignal | undefined): Promise<Recording | undefined> {
-  let text: string;
+function parseJson(text: string): unknown {
   try {
-    text = await readFile(file, signal === undefined ? { encoding: 'utf8' } : { encoding: 'utf8', signal });
-  } catch (error) {
-    if (isMissingFile(error)) return undefined;
-    throw error;
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
-  signal?.throwIfAborted();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`LLM cache recording ${file} is not valid JSON; delete it or record again.`, { cause: error });
-  }
-  const parsed = recordingSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new Error(
-      `LLM cache recording ${file} does not have the expected shape; delete it or record again.\n${z.prettifyError(parsed.error)}`,
-      { cause: parsed.error },
-    );
-  }
-  return parsed.data;
 }
 
-// A recording made as a stream and replayed to a request that is not one (or the other way round) is converted,
-// since `stream` is not part of the key.
-function replayResponse(recording: Recording, streaming: boolean): Response {
-  const { status, content_type: contentType, body } = recording.response;
-  const recordedAsStream = isEventStream(contentType);
-  const converted =
-    streaming === recordedAsStream || status < 200 || status >= 300
-      ? undefined
-      : streaming
-        ? completionAsEvents(body)
-        : eventsAsCompletion(body);
-  const headers: Record<string, string> = {};
-  const type = converted?.contentType ?? contentType;
-  if (type !== null) headers['content-type'] = type;
-  return new Response(converted?.body ?? body, { status, headers });
+function isJson(contentType: string | null): boolean {
+  return /^application\/([\w.+-]*\+)?json/i.test(contentType ?? '');
 }
 
-// The body we hand back is already decoded text, so the original encoding and length no longer describe it.
+function requestHeaders(input: string | URL | Request, init: RequestInit | undefined): Headers {
+  const headers = new Headers(input instanceof Request ? input.headers : undefined);
+  for (const [name, value] of new Headers(init?.headers)) headers.set(name, value);
+  return headers;
+}
+
+function keptHeaders(input: string | URL | Request, init: RequestInit | undefined): Record<string, string> {
+  const headers = requestHeaders(input, init);
+  const kept: Record<string, string> = {};
+  for (const name of safeHeaders) {
+    const value = headers.get(name);
+    if (value !== null) kept[name] = value;
+  }
+  return kept;
+}
+
+/** Registers the credentials a request carries, so `scrubSecrets` removes them and their encoded forms. */
+function registerRequestSecrets(input: string | URL | Request, init: RequestInit | undefined, url: string): void {
+  const headers = requestHeaders(input, init);
+  const secrets = new Set<string>();
+  const authorization = headers.get('authorization');
+  if (authorization !== null) secrets.add(authorization.replace(/^(Bearer|Basic)\s+/i, ''));
+  for (const name of ['x-api-key', 'x-goog-api-key', 'api-key']) {
+    const value = headers.get(name);
+    if (value !== null) secrets.add(value);
+  }
+  try {
+    const key = new URL(url).searchParams.get('key');
+    if (key !== null) secrets.add(key);
+  } catch {
+    // Not a URL: nothing in it to take.
+  }
+  for (const secret of secrets) registerSecretValue(secret);
+}
+
+function labelOf(label: RecordReplayOptions['label'], request: ModelRequest): string {
+  const given = typeof label === 'function' ? label() : label;
+  return fileLabel(given ?? firstWords(request.canonical) ?? 'request');
+}
+
+/** The first words of the last user message of a canonical request, whatever the wire format. */
+function firstWords(canonical: Record<string, unknown>): string | undefined {
+  const messages = Array.isArray(canonical.messages)
+    ? canonical.messages
+    : Array.isArray(canonical.contents)
+      ? canonical.contents
+      : [];
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message: unknown = messages[index];
+    if (!isPlainObject(message) || message.role !== 'user') continue;
+    const text = textOf(message.content ?? message.parts);
+    if (text !== undefined && text.trim() !== '') return text.split(/\s+/).slice(0, 6).join(' ');
+  }
+  return undefined;
+}
+
+function textOf(content: unknown): string | undefined {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.flatMap((part) => (isPlainObject(part) && typeof part.text === 'string' ? [part.text] : []));
+  return texts.length === 0 ? undefined : texts.join(' ');
+}
+
+function withoutQuery(url: string): string {
+  const index = url.indexOf('?');
+  return index === -1 ? url : url.slice(0, index);
+}
+
+// The body we hand back is already decoded, so the original encoding and length no longer describe it.
 function withoutEncodingHeaders(headers: Headers): Headers {
   const copy = new Headers(headers);
   copy.delete('content-encoding');
   copy.delete('content-length');
   return copy;
-}
-
-// Write to a temporary file and rename it into place, so a reader never sees half a recording and two writers of
-// the same key leave one whole file.
-async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  try {
-    // 0o600: a recording holds the prompt and the answer, mail and transcripts included.
-    await writeFile(temporary, text, { encoding: 'utf8', mode: 0o600 });
-    await rename(temporary, file);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
-  }
-}
-
-function isMissingFile(error: unknown): boolean {
-  return error instanceof Error && 'code' in error && error.code === 'ENOENT';
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-// JSON with object keys sorted at every depth, so two bodies that differ only in key order get the same key.
-// Undefined object values are dropped as JSON.stringify drops them.
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
-  if (isPlainObject(value)) {
-    const entries = Object.keys(value)
-      .filter((name) => value[name] !== undefined)
-      .sort()
-      .map((name) => `${JSON.stringify(name)}:${canonicalJson(value[name])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
