@@ -57,13 +57,9 @@ export {
 } from './record-replay/record-replay-fetch.ts';
 export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
 export {
-  currentTimeLine,
   currentTimePrefix,
-  messageTimePrefix,
-  stripCurrentTime,
   type TimeAwarenessOptions,
   timeAwareChatModel,
   withCurrentTime,
   zonedDay,
-  zonedIsoTime,
 } from './time-awareness.ts';

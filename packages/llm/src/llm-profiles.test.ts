@@ -2,12 +2,13 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { type ConfigPaths, llmProviders, parseConfig } from '@assistant/config';
+import { type ConfigPaths, defaultLlmBaseUrls, llmProviders, parseConfig } from '@assistant/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type ChatDelta, providerKinds, type TokenUsage } from './chat-types.ts';
 import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
 import { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 import { findModelUnavailable, ModelUnavailableError } from './model-gate.ts';
+import { defaultBaseUrls } from './providers/provider-chat-model.ts';
 import { FakeAnthropicServer } from './testing/fake-anthropic-server.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions, type FakeReply } from './testing/fake-openai-server.ts';
 
@@ -112,8 +113,9 @@ describe('createLlmProfiles', () => {
     }
   });
 
-  it('knows the same providers as the config schema', () => {
+  it('knows the same providers and default base URLs as the config schema', () => {
     expect([...providerKinds]).toEqual([...llmProviders]);
+    expect(defaultBaseUrls).toEqual(defaultLlmBaseUrls);
   });
 
   it('creates a profile’s model for its provider, with its api_key, reporting cached tokens', async () => {

@@ -78,7 +78,7 @@ function formatOffset(minutes: number): string {
 }
 
 /** `2026-11-28T09:14:05+01:00`: the instant as the wall clock in `timeZone` shows it, with that zone's offset. */
-export function zonedIsoTime(date: Date, timeZone: string): string {
+function zonedIsoTime(date: Date, timeZone: string): string {
   const parts = zonedParts(date, timeZone);
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${formatOffset(parts.offsetMinutes)}`;
 }
@@ -96,7 +96,7 @@ export function currentTimeLine(date: Date, timeZone: string): string {
 }
 
 /** `[2026-11-28 09:14] `: how a user message's `at` is shown, in the owner's zone; empty when `at` is no time. */
-export function messageTimePrefix(at: string, timeZone: string): string {
+function messageTimePrefix(at: string, timeZone: string): string {
   const date = new Date(at);
   if (Number.isNaN(date.getTime())) return '';
   const parts = zonedParts(date, timeZone);
@@ -125,7 +125,7 @@ export function withCurrentTime(messages: readonly ChatMessage[], options: TimeA
 }
 
 /** The system content without a trailing time line. */
-export function stripCurrentTime(content: string): string {
+function stripCurrentTime(content: string): string {
   const index = content.lastIndexOf(currentTimePrefix);
   if (index === -1 || content.slice(index).includes('\n')) return content;
   if (index !== 0 && !content.slice(0, index).endsWith('\n\n')) return content;
