@@ -70,7 +70,7 @@ describe('assistant config check', () => {
       'config.yaml:6:15: llms.default.base_url: the URL holds a user name or password (https://***:***@api.example.com/v1)',
     );
     expect(run.stderr).toContain(
-      'hint: remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`',
+      'hint: remove `user:password@` from the URL; an API key goes in `api_key: !secret llm_key`',
     );
     expect(`${run.stdout}${run.stderr}`).not.toContain('sk-live-1234');
     expect(run.code).toBe(2);
