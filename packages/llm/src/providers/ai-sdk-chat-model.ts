@@ -11,7 +11,7 @@ import {
 import type { ModelGate } from '../model-gate.ts';
 import { parseReactReply, reactMessages } from '../react-strategy.ts';
 import { ReplayMissError } from '../record-replay/record-replay-fetch.ts';
-import { type AiSdkProvider, StreamAssembler, toCallOptions, toChatResponse } from './ai-sdk-translate.ts';
+import { type AiSdkProvider, excerpt, StreamAssembler, toCallOptions, toChatResponse } from './ai-sdk-translate.ts';
 import {
   type ErrorVerdict,
   exponentialDelayMs,
@@ -128,16 +128,13 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
           if (error instanceof LlmResponseMalformedError) throw error;
           throw new StreamCutError(
             `${title}: the streamed reply broke off: ${describe(error)}`,
-            JSON.stringify(assembler.content).slice(0, 300),
+            partialText(assembler),
             { cause: error },
           );
         });
         signal?.throwIfAborted();
         if (assembler.finish === undefined || assembler.finish.finishReason.unified === 'interrupted') {
-          throw new StreamCutError(
-            `${title}: the streamed reply ended before its finish`,
-            JSON.stringify(assembler.content).slice(0, 300),
-          );
+          throw new StreamCutError(`${title}: the streamed reply ended before its finish`, partialText(assembler));
         }
         response = toChatResponse(
           {
@@ -206,6 +203,11 @@ export function createAiSdkChatModel(options: AiSdkChatModelOptions): ChatModel 
   };
 }
 
+/** The text a cut stream had delivered, as the malformed answer's excerpt (scrubbed, shortened). */
+function partialText(assembler: StreamAssembler): string {
+  return excerpt(assembler.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
+}
+
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
@@ -271,7 +273,7 @@ function bodyRetryDelayMs(body: string | undefined): number | undefined {
 }
 
 /** How the retry loop treats an error from the AI SDK (or from our own reading of its answer). */
-export function classifyAiSdkError(error: unknown, attempt: number): ErrorVerdict {
+function classifyAiSdkError(error: unknown, attempt: number): ErrorVerdict {
   const exponential = exponentialDelayMs(attempt);
   if (replayMissIn(error)) return { retryDelayMs: undefined, unavailable: false };
   if (error instanceof StreamCutError || error instanceof AttemptTimedOutError) {

@@ -84,8 +84,24 @@ export function toCallOptions(request: ChatRequest, options: TranslateOptions): 
         break;
       case 'assistant': {
         const content: Extract<LanguageModelV4Message, { role: 'assistant' }>['content'] = [];
-        for (const block of message.reasoning ?? []) content.push(reasoningPart(provider, block));
-        if (message.content !== null && message.content !== '') content.push({ type: 'text', text: message.content });
+        const hasText = message.content !== null && message.content !== '';
+        // Gemini 3 signs a text answer too: kept as a reasoning block without text, sent back on the text part.
+        const textSignature =
+          provider === 'google' && hasText
+            ? message.reasoning?.find((block) => block.text === '' && block.signature !== undefined)
+            : undefined;
+        for (const block of message.reasoning ?? []) {
+          if (block !== textSignature) content.push(reasoningPart(provider, block));
+        }
+        if (hasText) {
+          content.push({
+            type: 'text',
+            text: message.content ?? '',
+            ...(textSignature?.signature !== undefined
+              ? { providerOptions: { google: { thoughtSignature: textSignature.signature } } }
+              : {}),
+          });
+        }
         for (const call of message.toolCalls ?? []) {
           toolNames.set(call.id, call.name);
           content.push({
@@ -156,7 +172,9 @@ export function toCallOptions(request: ChatRequest, options: TranslateOptions): 
   const lastTool = tools.at(-1);
   if (cache && lastTool) lastTool.providerOptions = ephemeral;
 
-  const { settings, providerOptions } = splitParameters(provider, options.parameters ?? {});
+  const { settings, providerOptions } = splitParameters(options.parameters ?? {});
+  // Anthropic refuses a forced tool choice while extended thinking is on: a structured answer is asked without it.
+  if (answerTool !== undefined) delete providerOptions.thinking;
   return {
     call: {
       prompt: [...system, ...rest] as LanguageModelV4Prompt,
@@ -205,10 +223,10 @@ const settingNames: Record<string, string> = {
   frequency_penalty: 'frequencyPenalty',
 };
 
-function splitParameters(
-  _provider: AiSdkProvider,
-  parameters: Record<string, unknown>,
-): { settings: Record<string, unknown>; providerOptions: Record<string, unknown> } {
+function splitParameters(parameters: Record<string, unknown>): {
+  settings: Record<string, unknown>;
+  providerOptions: Record<string, unknown>;
+} {
   const settings: Record<string, unknown> = {};
   const providerOptions: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(parameters)) {
@@ -251,6 +269,8 @@ export function toChatResponse(
     if (part.type === 'text') {
       text += part.text;
       hasText ||= part.text !== '';
+      const signature = (part.providerMetadata?.[provider] as Record<string, unknown> | undefined)?.thoughtSignature;
+      if (provider === 'google' && typeof signature === 'string') reasoning.push({ provider, text: '', signature });
     } else if (part.type === 'reasoning') {
       const metadata = part.providerMetadata?.[provider] as Record<string, unknown> | undefined;
       const signature = metadata?.signature ?? metadata?.thoughtSignature;
@@ -313,7 +333,7 @@ function finishReasonOf(unified: string): string {
   }
 }
 
-export function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
+function usageOf(usage: LanguageModelV4Usage): TokenUsage | undefined {
   const prompt = usage.inputTokens.total;
   const completion = usage.outputTokens.total;
   if (prompt === undefined && completion === undefined) return undefined;
@@ -334,12 +354,14 @@ export function excerpt(text: string): string {
   return scrubSecrets(text.length > 300 ? `${text.slice(0, 300)}…` : text);
 }
 
+type TextSlot = { type: 'text'; text: string; providerMetadata?: SharedV4ProviderMetadata };
+
 /** Assembles `doStream`'s parts into {@link AnswerParts}, handing text deltas to `onText`. */
 export class StreamAssembler {
   readonly content: LanguageModelV4Content[] = [];
   finish: { finishReason: { unified: string; raw: string | undefined }; usage: LanguageModelV4Usage } | undefined;
   modelId: string | undefined;
-  readonly #texts = new Map<string, { type: 'text'; text: string }>();
+  readonly #texts = new Map<string, TextSlot>();
   readonly #reasoning = new Map<
     string,
     { type: 'reasoning'; text: string; providerMetadata?: SharedV4ProviderMetadata }
@@ -357,7 +379,8 @@ export class StreamAssembler {
         if (part.modelId !== undefined) this.modelId = part.modelId;
         return;
       case 'text-start': {
-        const slot = { type: 'text' as const, text: '' };
+        const slot: TextSlot = { type: 'text', text: '' };
+        if (part.providerMetadata) slot.providerMetadata = part.providerMetadata;
         this.#texts.set(part.id, slot);
         this.content.push(slot);
         return;
@@ -370,7 +393,16 @@ export class StreamAssembler {
           this.content.push(slot);
         }
         slot.text += part.delta;
+        // Gemini's thought signature on a text part arrives with its delta.
+        if (part.providerMetadata) slot.providerMetadata = mergeMetadata(slot.providerMetadata, part.providerMetadata);
         if (part.delta !== '') this.#onText?.(part.delta);
+        return;
+      }
+      case 'text-end': {
+        const slot = this.#texts.get(part.id);
+        if (slot !== undefined && part.providerMetadata) {
+          slot.providerMetadata = mergeMetadata(slot.providerMetadata, part.providerMetadata);
+        }
         return;
       }
       case 'reasoning-start': {

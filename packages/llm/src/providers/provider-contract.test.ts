@@ -1,10 +1,11 @@
 import { registerSecretValue } from '@assistant/errors';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import type { ChatMessage, ChatModel } from '../chat-types.ts';
 import { Conversation } from '../conversation.ts';
-import { LlmContextTooLongError, LlmRequestError, LlmResponseMalformedError } from '../llm-errors.ts';
+import { LlmAbortedError, LlmContextTooLongError, LlmRequestError, LlmResponseMalformedError } from '../llm-errors.ts';
 import { ModelGate, ModelUnavailableError } from '../model-gate.ts';
+import { ReplayMissError } from '../record-replay/record-replay-fetch.ts';
 import { FakeAnthropicServer } from '../testing/fake-anthropic-server.ts';
 import { FakeGeminiServer } from '../testing/fake-gemini-server.ts';
 import type {
@@ -141,6 +142,29 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(result).toEqual(answer);
   });
 
+  it('gives a structured answer on a profile that thinks (Anthropic refuses a forced tool with thinking on)', async () => {
+    const answer = { kind: 'spam' };
+    const model = await modelOn(
+      [
+        provider === 'anthropic'
+          ? { toolCalls: [{ name: 'answer', arguments: answer }] }
+          : { text: JSON.stringify(answer) },
+      ],
+      {
+        parameters:
+          provider === 'anthropic'
+            ? { thinking: { type: 'enabled', budgetTokens: 1024 } }
+            : { thinkingConfig: { includeThoughts: true } },
+      },
+    );
+    const result = await new Conversation(model).structured(z.object({ kind: z.enum(['bill', 'spam']) }), 'Classify.');
+    expect(result).toEqual(answer);
+    expect(fake?.generationRequests[0]?.rejected).toBeUndefined();
+    // Still forced: the SDK would otherwise fall back to `auto` and the model could answer in prose.
+    if (provider === 'anthropic')
+      expect(fake?.generationRequests[0]?.body?.tool_choice).toMatchObject({ type: 'tool' });
+  });
+
   it('refuses a wrong key at once, with a hint naming api_key', async () => {
     const model = await modelOn([{ text: 'never' }], { apiKey: 'wrong-key' });
     const error = await model.chat({ messages: hi }).catch((caught) => caught);
@@ -226,10 +250,86 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
     expect(fake?.generationRequests).toHaveLength(2);
   });
 
+  it('gives up a stream that goes silent for longer than the timeout, and retries it', async () => {
+    const model = await modelOn([{ text: 'alpha beta', chunkDelayMs: 120_000 }, { text: 'alpha beta' }], {
+      timeoutMs: 2_000,
+    });
+    const response = await model.chat({ messages: hi }, { onDelta: () => {} });
+    expect(response.message.content).toBe('alpha beta');
+    expect(fake?.generationRequests).toHaveLength(2);
+    expect(waits).toEqual([1_000]);
+  });
+
+  it('retries after the provider error event in the middle of a stream, with a restart', async () => {
+    const model = await modelOn([
+      {
+        text: 'alpha beta gamma',
+        streamError: { type: provider === 'anthropic' ? 'overloaded_error' : 'UNAVAILABLE', afterEvents: 3 },
+      },
+      { text: 'alpha beta gamma' },
+    ]);
+    const deltas: { text: string; restart?: boolean }[] = [];
+    const response = await model.chat({ messages: hi }, { onDelta: (delta) => deltas.push(delta) });
+    expect(response.message.content).toBe('alpha beta gamma');
+    expect(fake?.generationRequests).toHaveLength(2);
+    const restart = deltas.findLastIndex((delta) => delta.restart);
+    expect(
+      deltas
+        .slice(restart + 1)
+        .map((delta) => delta.text)
+        .join(''),
+    ).toBe('alpha beta gamma');
+  });
+
   it('reports tool arguments that are not JSON as a malformed answer', async () => {
     const model = await modelOn([{ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true }]);
     const error = await model.chat({ messages: hi, tools }, { onDelta: () => {} }).catch((caught) => caught);
     expect(error).toBeInstanceOf(LlmResponseMalformedError);
+  });
+
+  it('turns an abort in flight into a cancellation, not retried and not counted as a failure', async () => {
+    const gate = new ModelGate({ profile: 'contract', model: modelName, baseUrl: 'x', maxInFlight: 1 });
+    const model = await modelOn([{ text: 'late', delayMs: 60_000 }], { gate });
+    const controller = new AbortController();
+    const pending = model.chat({ messages: hi }, { signal: controller.signal }).catch((caught) => caught);
+    await vi.waitFor(() => expect(fake?.generationRequests).toHaveLength(1), { timeout: 15_000, interval: 5 });
+    controller.abort();
+    expect(await pending).toBeInstanceOf(LlmAbortedError);
+    expect(gate.status()).toMatchObject({ failures: 0, inFlight: 0, breaker: { state: 'closed' } });
+    expect(waits).toEqual([]);
+  });
+
+  it.each([false, true])('fails a replay miss at once, never retried (streamed: %s)', async (streamed) => {
+    const miss = new ReplayMissError('abc123', 'tests/fixtures/llm/x/abc123.yaml');
+    let calls = 0;
+    const model = createProviderChatModel({
+      provider,
+      name: 'contract',
+      model: modelName,
+      baseUrl: 'http://127.0.0.1:1/v1',
+      apiKey,
+      sleep: noWait,
+      fetch: async () => {
+        calls += 1;
+        throw miss;
+      },
+    });
+    const error = await model.chat({ messages: hi }, streamed ? { onDelta: () => {} } : {}).catch((caught) => caught);
+    expect(error).toBe(miss);
+    expect(calls).toBe(1);
+  });
+
+  it('sends an image in a user turn as the provider takes it', async () => {
+    const model = await modelOn([{ text: 'a red dot' }]);
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const response = await model.chat({
+      messages: [{ role: 'user', content: 'What is this?', images: [{ mediaType: 'image/png', data: png }] }],
+    });
+    expect(response.message.content).toBe('a red dot');
+    expect(fake?.generationRequests[0]?.rejected).toBeUndefined();
+    const body = JSON.stringify(fake?.generationRequests[0]?.body);
+    expect(body).toContain(png);
+    expect(body).toContain(provider === 'anthropic' ? '"type":"image"' : '"inlineData"');
   });
 
   it('takes a history another provider wrote', async () => {

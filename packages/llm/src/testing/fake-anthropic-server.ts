@@ -23,6 +23,9 @@ export interface FakeAnthropicServerOptions extends FakeProviderServerOptions {
   strictRoles?: boolean;
 }
 
+/** The image types Anthropic takes inline. */
+const imageMediaTypes = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+
 /** Anthropic's custom tool name pattern: a dotted name (`notes.search`) must be rewritten. */
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,128}$/;
 
@@ -252,7 +255,8 @@ export function anthropicEventText(event: object | string): string {
  * the message just after (when there is one); custom tool names match `^[a-zA-Z0-9_-]{1,128}$` and their
  * `input_schema` is an object schema; at most 4 `cache_control` breakpoints; with thinking on, a budget of at least
  * 1024 below `max_tokens`, no forced `tool_choice`, and the assistant message answered by the last tool results
- * starting with its thinking. What it does not: content types beyond these, image sizes, the JSON Schema of tools,
+ * starting with its thinking, `temperature` 1 or unset; inline images of a type it takes; a prefilled final assistant
+ * turn not ending in whitespace. What it does not: content types beyond these, image sizes, the JSON Schema of tools,
  * whether a signature is genuine or a thinking block unmodified, token counts beyond `maxInputTokens`.
  */
 export function validateAnthropicRequest(
@@ -293,6 +297,9 @@ export function validateAnthropicRequest(
       return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
     }
   }
+  if (thinkingOn && body.temperature !== undefined && body.temperature !== 1) {
+    return '`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility';
+  }
   const toolChoice = body.tool_choice as Record<string, unknown> | undefined;
   if (thinkingOn && (toolChoice?.type === 'any' || toolChoice?.type === 'tool')) {
     return 'Thinking may not be enabled when tool_choice forces tool use.';
@@ -320,6 +327,11 @@ export function validateAnthropicRequest(
     previousRole = role;
     const blocks = blocksOf(message);
     const isFinalAssistant = messageIndex === messages.length - 1 && role === 'assistant';
+    // A prefilled answer (a final assistant turn) may not end with whitespace: the model would start mid-token.
+    const lastBlock = blocks.at(-1);
+    if (isFinalAssistant && lastBlock?.type === 'text' && /\s$/.test(String(lastBlock.text))) {
+      return 'messages: final assistant content cannot end with trailing whitespace';
+    }
     if (blocks.length === 0 && !isFinalAssistant) {
       return `messages.${messageIndex}: all messages must have non-empty content except for the optional final assistant message`;
     }
@@ -341,6 +353,12 @@ export function validateAnthropicRequest(
         if (typeof block.thinking !== 'string') return `${at}.thinking.thinking: Field required`;
         if (typeof block.signature !== 'string' || block.signature === '') {
           return `${at}.thinking.signature: Field required`;
+        }
+      }
+      if (block.type === 'image') {
+        const source = block.source as Record<string, unknown> | undefined;
+        if (source?.type === 'base64' && !imageMediaTypes.includes(String(source.media_type))) {
+          return `${at}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`;
         }
       }
       if (block.type === 'redacted_thinking' && (typeof block.data !== 'string' || block.data === '')) {

@@ -261,6 +261,11 @@ describe('FakeGeminiServer checks', () => {
     ],
     ['no contents', { contents: [] }, /contents is not specified/],
     [
+      'an OpenAI parameter name in generationConfig',
+      { contents, generationConfig: { max_tokens: 100, max_output_tokens: 100 } },
+      /^Invalid JSON payload received\. Unknown name "max_tokens" at 'generation_config': Cannot find field\.$/,
+    ],
+    [
       'a function name with a space',
       { contents, tools: [{ functionDeclarations: [{ name: 'search notes', parameters: { type: 'object' } }] }] },
       /function_declarations\[0\]\.name: Invalid function name\./,
@@ -399,6 +404,20 @@ describe('FakeGeminiServer replaying captures from the AI SDK repository', () =>
     expect(textOf(parts)).toBe('There are **3** "r"s in strawberry.\n\nst**r**awbe**rr**y');
     const result = await model.doGenerate({ prompt });
     expect(result.content[0]).toMatchObject({ type: 'text' });
+  });
+
+  it('replays google-reasoning-gemini3.json raw to text carrying its thought signature', async () => {
+    const { model } = await start(
+      { replies: [{ rawBody: fixture('google-reasoning-gemini3.json') }] },
+      'gemini-3-pro-preview',
+    );
+    const result = await model.doGenerate({ prompt });
+    const text = result.content.find((part) => part.type === 'text');
+    expect(text).toMatchObject({
+      text: 'There are **3** "r"s in strawberry.\n\nHere is the breakdown: st**r**awbe**rr**y.',
+    });
+    expect(String(text?.providerMetadata?.google?.thoughtSignature)).toMatch(/^EswFCskF/);
+    expect(result.usage.outputTokens.reasoning).toBe(258);
   });
 
   it('replays the captured 429 with RetryInfo', async () => {

@@ -80,6 +80,33 @@ const schemaFields = new Set([
   'minimum',
   'maximum',
 ]);
+/** The fields of `GenerationConfig` (v1beta), lowerCamel. */
+const generationConfigFields = new Set([
+  'stopSequences',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  '_responseJsonSchema',
+  'responseModalities',
+  'candidateCount',
+  'maxOutputTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+  'responseLogprobs',
+  'logprobs',
+  'enableEnhancedCivicAnswers',
+  'speechConfig',
+  'thinkingConfig',
+  'imageConfig',
+  'mediaResolution',
+  'audioTimestamp',
+  'enableAffectiveDialog',
+]);
+
 /** Gemini's function name rule. */
 const functionNamePattern = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/;
 const schemaTypes = new Set(['TYPE_UNSPECIFIED', 'STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']);
@@ -263,7 +290,8 @@ type Content = { role?: unknown; parts?: unknown };
  * use only the fields of Gemini's `Schema` (no `$ref`, `$defs`, `additionalProperties`, `const`, `oneOf`, `allOf`,
  * `$schema`…) and a single `type`; function names start with a letter or `_` and have at most 64 letters, digits,
  * `_ . : -`; `responseJsonSchema` and `parametersJsonSchema` (full JSON Schema) have no
- * `$ref` with sibling keywords. What it does not: media parts, safety settings, tool config, generation parameter
+ * `$ref` with sibling keywords; `generationConfig` has only `GenerationConfig`'s fields (`max_tokens` is refused).
+ * What it does not: media parts, safety settings, tool config, generation parameter
  * ranges, the rest of JSON Schema.
  */
 export function validateGeminiRequest(body: Record<string, unknown>, options: { model: string }): string | undefined {
@@ -331,6 +359,13 @@ export function validateGeminiRequest(body: Record<string, unknown>, options: { 
   }
   const problems: string[] = [];
   const config = body.generationConfig as Record<string, unknown> | undefined;
+  for (const key of Object.keys(config ?? {})) {
+    // Protocol buffer JSON takes a field under its lowerCamel or its snake_case name; anything else is unknown.
+    const camel = key.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+    if (!generationConfigFields.has(camel)) {
+      problems.push(`Invalid JSON payload received. Unknown name "${key}" at 'generation_config': Cannot find field.`);
+    }
+  }
   if (config?.responseSchema !== undefined) {
     checkSchema(config.responseSchema, 'generation_config.response_schema', problems);
   }

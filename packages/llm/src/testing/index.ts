@@ -24,12 +24,13 @@
  *   `model` and `max_tokens`, the model (404 `not_found_error` when `models` is given), roles (with `strictRoles`, the
  *   default: first message `user`, alternating), non-empty content, `tool_use` ids `^[a-zA-Z0-9_-]+$`, thinking blocks
  *   signed, `tool_result` ↔ `tool_use` pairing across adjacent messages, tool names and object `input_schema`, at most
- *   4 `cache_control` breakpoints, thinking budget and forced `tool_choice`, thinking first in the assistant turn the
- *   last tool results answer, and `maxInputTokens` ("prompt is too long: N tokens > M maximum").
+ *   4 `cache_control` breakpoints, thinking budget, `temperature` and forced `tool_choice`, thinking first in the
+ *   assistant turn the last tool results answer, inline image types, a prefilled assistant turn without trailing
+ *   whitespace, and `maxInputTokens` ("prompt is too long: N tokens > M maximum").
  * - Gemini: the key in `x-goog-api-key` or `?key=` (403 `PERMISSION_DENIED` when absent, 400 `API_KEY_INVALID` when
  *   wrong), the model (404 `NOT_FOUND`), non-empty `contents` and `parts`, roles `user`/`model`, function call and
  *   function response turns (order, count, names), Gemini 3 thought signatures on the current turn's function calls,
- *   function names, the `Schema` fields `responseSchema` and `parameters` accept (`$ref`, `additionalProperties`,
+ *   function names, `generationConfig` field names, the `Schema` fields `responseSchema` and `parameters` accept (`$ref`, `additionalProperties`,
  *   `const`, list types… are refused with Google's "Unknown name" message), a lone `$ref` in `responseJsonSchema`,
  *   and `maxInputTokens` ("The input token count (N) exceeds the maximum number of tokens allowed (M).").
  *
