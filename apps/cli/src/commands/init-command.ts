@@ -290,7 +290,7 @@ function configYaml(settled: Settled): string {
     '  default:',
     `    base_url: ${quote(settled.modelUrl)}`,
     `    model: ${quote(settled.model)}`,
-    ...(settled.modelToken === undefined ? [] : ['    token: !secret llm_token']),
+    ...(settled.modelToken === undefined ? [] : ['    api_key: !secret llm_token']),
     '',
     'integrations:',
     '  # Your first mailbox, in shadow mode: its rules only propose, and nothing is done to your mail. See what they',
