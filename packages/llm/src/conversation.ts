@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import type { ChatMessage, ChatModel, TokenUsage } from './chat-types.ts';
-import { LlmOutputError } from './llm-errors.ts';
+import type { ChatMessage, ChatModel, ChatResponse, TokenUsage } from './chat-types.ts';
+import { LlmOutputError, LlmResponseMalformedError } from './llm-errors.ts';
 
 export interface StructuredOptions {
   /** Names the schema for the server (`response_format.json_schema.name`). @default 'answer' */
@@ -62,16 +62,27 @@ export class Conversation {
     const attempts: { reply: string; problem: string }[] = [];
     const retries = options.retries ?? 3;
     for (let attempt = 0; attempt <= retries; attempt += 1) {
-      const response = await this.model.chat(
-        { messages: this.messages, responseFormat: { name: options.name ?? 'answer', schema: schemaBody } },
-        options.signal ? { signal: options.signal } : {},
-      );
-      this.#count(response.usage);
-      const reply = response.message.content ?? '';
-      this.messages.push({ role: 'assistant', content: reply });
-      const problem = check(schema, reply);
+      let response: ChatResponse | undefined;
+      try {
+        response = await this.model.chat(
+          { messages: this.messages, responseFormat: { name: options.name ?? 'answer', schema: schemaBody } },
+          options.signal ? { signal: options.signal } : {},
+        );
+      } catch (error) {
+        // An answer that broke the provider's own format (a forced tool's input that is not JSON, a stream cut off
+        // for good) is an invalid answer like any other: the model is asked again, told what was wrong.
+        if (!(error instanceof LlmResponseMalformedError)) throw error;
+        // Its excerpt is what the model wrote, shown back so it can see the mistake (a broken-off answer has none).
+        if (error.excerpt !== '') this.messages.push({ role: 'assistant', content: error.excerpt });
+        attempts.push({ reply: error.excerpt, problem: error.message });
+      }
+      const problem: { ok: true; value: T } | { ok: false; message: string } =
+        response === undefined
+          ? { ok: false, message: attempts.at(-1)?.problem ?? 'malformed answer' }
+          : this.#reply(schema, response);
       if (problem.ok) return problem.value;
-      attempts.push({ reply, problem: problem.message });
+      if (response !== undefined) attempts.push({ reply: response.message.content ?? '', problem: problem.message });
+
       if (attempt < retries) {
         this.messages.push({
           role: 'user',
@@ -83,6 +94,14 @@ export class Conversation {
       `${this.model.name}: no valid answer after ${attempts.length} attempts; the last: ${attempts.at(-1)?.problem}`,
       attempts,
     );
+  }
+
+  /** Records a structured answer in the conversation and checks it against the schema. */
+  #reply<T>(schema: z.ZodType<T>, response: ChatResponse): { ok: true; value: T } | { ok: false; message: string } {
+    this.#count(response.usage);
+    const reply = response.message.content ?? '';
+    this.messages.push({ role: 'assistant', content: reply });
+    return check(schema, reply);
   }
 
   #count(usage: TokenUsage | undefined): void {

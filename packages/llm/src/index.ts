@@ -39,6 +39,12 @@ export {
   fenceUntrusted,
   type UntrustedFields,
 } from './prompts/fence-untrusted.ts';
+export {
+  createProviderChatModel,
+  defaultBaseUrls,
+  type ProviderChatModelOptions,
+} from './providers/provider-chat-model.ts';
+export { historyForProvider } from './providers/provider-switch.ts';
 export { parseReactReply, reactMessages } from './react-strategy.ts';
 export { fixtureKey } from './record-replay/fixture-files.ts';
 export {
@@ -50,3 +56,10 @@ export {
   ReplayMissError,
 } from './record-replay/record-replay-fetch.ts';
 export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
+export {
+  currentTimePrefix,
+  type TimeAwarenessOptions,
+  timeAwareChatModel,
+  withCurrentTime,
+  zonedDay,
+} from './time-awareness.ts';

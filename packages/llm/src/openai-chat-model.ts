@@ -1,15 +1,24 @@
 import { scrubSecrets } from '@assistant/errors';
 import type OpenAI from 'openai';
 import { type ModelCapabilities, modelCapabilities } from './capabilities.ts';
-import type { ChatMessage, ChatModel, ChatOptions, ChatRequest, ChatResponse, TokenUsage } from './chat-types.ts';
-import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
+import type { ChatMessage, ChatModel, ChatRequest, ChatResponse, ProviderKind, TokenUsage } from './chat-types.ts';
+import { LlmContextTooLongError, LlmRequestError } from './llm-errors.ts';
 import type { ModelGate } from './model-gate.ts';
+import { historyForProvider } from './providers/provider-switch.ts';
+import {
+  exponentialDelayMs,
+  maxRetryAfterMs,
+  parseRetryAfterMs,
+  retryingChat,
+} from './providers/retrying-chat-model.ts';
 import { parseReactReply, reactMessages } from './react-strategy.ts';
 import { ReplayMissError } from './record-replay/record-replay-fetch.ts';
 
 export interface OpenAiChatModelOptions {
   /** The profile's name, for logs and errors. */
   name: string;
+  /** `openai` for OpenAI itself; anything else speaking its chat API is `openai-compatible`. @default 'openai-compatible' */
+  provider?: Extract<ProviderKind, 'openai' | 'openai-compatible'>;
   baseUrl: string;
   model: string;
   /** The token, revealed; local endpoints need none. */
@@ -57,11 +66,6 @@ async function loadSdk(): Promise<OpenAiSdk> {
   return sdkLoading;
 }
 
-/** Backoff between retries: 1 s, 2 s, 4 s … capped at 30 s; a server's `retry-after` wins, capped at 60 s. */
-const baseDelayMs = 1_000;
-const maxDelayMs = 30_000;
-const maxRetryAfterMs = 60_000;
-
 /**
  * A named profile as a {@link ChatModel}, over the official `openai` client. Its own retries are off: ours honour
  * `retry-after`, cap the wait, and never retry a cancellation or an error retrying cannot fix. A model without
@@ -84,8 +88,6 @@ export function createOpenAiChatModel(
     });
     return client;
   };
-  const maxRetries = options.maxRetries ?? 4;
-  const sleep = options.sleep ?? sleepFor;
 
   const send = async (
     request: ChatRequest,
@@ -93,7 +95,9 @@ export function createOpenAiChatModel(
     onDelta: ((text: string) => void) | undefined,
   ): Promise<ChatResponse> => {
     const native = capabilities.tools || !request.tools || request.tools.length === 0;
-    const messages = native ? request.messages : reactMessages(request.messages, request.tools ?? []);
+    // A history another provider wrote (a profile switch): its reasoning, signatures and odd tool-call ids adapted.
+    const history = historyForProvider(options.provider ?? 'openai-compatible', request.messages);
+    const messages = native ? history : reactMessages(history, request.tools ?? []);
     const body: Record<string, unknown> = {
       model: options.model,
       messages: messages.map(toOpenAi),
@@ -124,13 +128,7 @@ export function createOpenAiChatModel(
     const choice = completion.choices[0];
     if (!choice) throw new LlmRequestError(`${options.name}: the server answered with no choices`);
     const content = choice.message.content ?? null;
-    const usage = completion.usage
-      ? {
-          promptTokens: completion.usage.prompt_tokens,
-          completionTokens: completion.usage.completion_tokens,
-          totalTokens: completion.usage.total_tokens,
-        }
-      : undefined;
+    const usage = completion.usage ? usageOf(completion.usage) : undefined;
     if (usage) options.onUsage?.(usage, completion.model);
     options.onCall?.({
       model: completion.model,
@@ -156,65 +154,23 @@ export function createOpenAiChatModel(
   return {
     name: options.name,
     model: options.model,
+    provider: options.provider ?? 'openai-compatible',
     contextWindow: capabilities.contextWindow,
     capabilities,
-    async chat(request: ChatRequest, chatOptions: ChatOptions = {}): Promise<ChatResponse> {
-      const { signal, onDelta } = chatOptions;
-      // Whether the current attempt has streamed any text: a retry after it tells the caller to discard that text.
-      let streamed = false;
-      const deliver =
-        onDelta === undefined
-          ? undefined
-          : (delta: { text: string; restart?: boolean }): void => {
-              try {
-                onDelta(delta);
-              } catch {
-                // A listener is an observer: its failure must not fail (or retry) the request it watches.
-              }
-            };
-      const forward =
-        deliver === undefined
-          ? undefined
-          : (text: string): void => {
-              streamed = true;
-              deliver({ text });
-            };
-      const { gate } = options;
-      for (let attempt = 0; ; attempt += 1) {
-        if (signal?.aborted) throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal.reason });
-        // Throws ModelUnavailableError while the breaker is open for longer than a call should wait.
-        const permit = await gate?.acquire({ request, signal });
-        try {
-          const response = await send(request, signal, forward);
-          permit?.succeeded(response.usage);
-          return response;
-        } catch (error) {
-          if ((sdk !== undefined && error instanceof sdk.APIUserAbortError) || signal?.aborted) {
-            permit?.cancelled();
-            throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason ?? error });
-          }
-          const unavailable = isUnavailable(error);
-          permit?.failed({ error, unavailable, retryAfterMs: unavailable ? retryAfterMs(error) : undefined });
-          if (error instanceof LlmRequestError) throw error;
-          const retry = retryDelay(error, attempt);
-          if (retry === undefined) throw failure(options, error, attempt);
-          if (attempt >= maxRetries) {
-            // Still unavailable after every retry: the worker puts the task aside until the breaker's retry time
-            // instead of spending one of its attempts.
-            throw gate !== undefined && unavailable ? gate.unavailableError(error) : failure(options, error, attempt);
-          }
-          if (streamed) {
-            streamed = false;
-            deliver?.({ text: '', restart: true });
-          }
-          // With a gate, the breaker it just opened is the wait: the next acquire waits for its trial (or throws).
-          if (gate !== undefined && unavailable) continue;
-          await sleep(retry, signal).catch(() => {
-            throw new LlmAbortedError(`${options.name}: cancelled`, { cause: signal?.reason });
-          });
-        }
-      }
-    },
+    chat: retryingChat({
+      name: options.name,
+      maxRetries: options.maxRetries,
+      sleep: options.sleep,
+      gate: options.gate,
+      send,
+      classify: (error, attempt) => ({
+        aborted: sdk !== undefined && error instanceof sdk.APIUserAbortError,
+        retryDelayMs: retryDelay(error, attempt),
+        unavailable: isUnavailable(error),
+        retryAfterMs: retryAfterMs(error),
+      }),
+      failure: (error, attempt) => failure(options, error, attempt),
+    }),
   };
 }
 
@@ -222,19 +178,14 @@ export function createOpenAiChatModel(
 export function retryDelay(error: unknown, attempt: number): number | undefined {
   // A replay miss arrives wrapped as a connection error; retrying cannot make a recording appear.
   if (error instanceof Error && error.cause instanceof ReplayMissError) return undefined;
-  const exponential = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
+  const exponential = exponentialDelayMs(attempt);
   if (sdk !== undefined && error instanceof sdk.APIConnectionError) return exponential;
   if (sdk !== undefined && error instanceof sdk.APIError) {
     const status = error.status;
     if (status === undefined || !(status === 408 || status === 409 || status === 429 || status >= 500))
       return undefined;
-    const header = error.headers?.get('retry-after');
-    if (header) {
-      const seconds = Number(header);
-      const waitMs = Number.isFinite(seconds) ? seconds * 1_000 : Date.parse(header) - Date.now();
-      if (Number.isFinite(waitMs) && waitMs >= 0) return Math.min(maxRetryAfterMs, waitMs);
-    }
-    return exponential;
+    const waitMs = parseRetryAfterMs(error.headers?.get('retry-after'));
+    return waitMs === undefined ? exponential : Math.min(maxRetryAfterMs, waitMs);
   }
   // A body that is not JSON, a reset socket mid-read, a stream cut short: worth one more try like a connection error.
   if (error instanceof StreamInterruptedError) return exponential;
@@ -263,11 +214,7 @@ function retryAfterMs(error: unknown): number | undefined {
   if (sdk === undefined || !(error instanceof sdk.APIError) || !(error.status === 429 || error.status === 503)) {
     return undefined;
   }
-  const header = error.headers?.get('retry-after');
-  if (!header) return undefined;
-  const seconds = Number(header);
-  const waitMs = Number.isFinite(seconds) ? seconds * 1_000 : Date.parse(header) - Date.now();
-  return Number.isFinite(waitMs) && waitMs >= 0 ? waitMs : undefined;
+  return parseRetryAfterMs(error.headers?.get('retry-after'));
 }
 
 /** A streamed reply that broke off before its finish reason: the connection dropped or the server gave up. */
@@ -381,9 +328,23 @@ function describe(error: unknown): string {
   return `${error.message}${cause}`;
 }
 
+/** OpenAI's `context_length_exceeded`, and the wording of servers that copy its API without its codes. */
+function isContextTooLong(error: InstanceType<OpenAiSdk['APIError']>): boolean {
+  return (
+    error.status === 400 &&
+    (error.code === 'context_length_exceeded' || /context length|context window|too many tokens/i.test(error.message))
+  );
+}
+
 function failure(options: OpenAiChatModelOptions, error: unknown, attempt: number): Error {
   if (error instanceof Error && error.cause instanceof ReplayMissError) return error.cause as ReplayMissError;
   const status = sdk !== undefined && error instanceof sdk.APIError ? error.status : undefined;
+  if (sdk !== undefined && error instanceof sdk.APIError && isContextTooLong(error)) {
+    return new LlmContextTooLongError(
+      `LLM profile ${options.name} (${options.model}): the request is longer than the model's context window: ${scrubSecrets(error.message.split('\n')[0] ?? '')}`,
+      { status, cause: error },
+    );
+  }
   // The body of an error answer is the server's text: a proxy may echo the Authorization header in it.
   const detail = scrubSecrets((error instanceof Error ? error.message.split('\n')[0] : String(error)) ?? '');
   const tries = attempt === 0 ? '' : ` after ${attempt + 1} attempts`;
@@ -393,7 +354,7 @@ function failure(options: OpenAiChatModelOptions, error: unknown, attempt: numbe
       status,
       cause: error,
       ...(status === 401 || status === 403
-        ? { hint: "check the profile's `token:` (a secret in secrets.yaml)" }
+        ? { hint: "check the profile's `api_key:` (formerly `token:`), a secret in secrets.yaml" }
         : status === 404
           ? { hint: 'check `base_url` (it usually ends in /v1) and that the model exists there' }
           : sdk !== undefined && error instanceof sdk.APIConnectionError
@@ -403,11 +364,37 @@ function failure(options: OpenAiChatModelOptions, error: unknown, attempt: numbe
   );
 }
 
+/** OpenAI's usage in our terms: cached prompt tokens (its automatic prefix cache) and reasoning tokens when reported. */
+function usageOf(usage: OpenAI.CompletionUsage): TokenUsage {
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  return {
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    totalTokens: usage.total_tokens,
+    ...(typeof cached === 'number' && cached > 0 ? { cachedPromptTokens: cached } : {}),
+    ...(typeof reasoning === 'number' && reasoning > 0 ? { reasoningTokens: reasoning } : {}),
+  };
+}
+
 function toOpenAi(message: ChatMessage): Record<string, unknown> {
   switch (message.role) {
     case 'system':
-    case 'user':
       return { role: message.role, content: message.content };
+    case 'user':
+      // Images as `image_url` parts (a data URL for inline bytes); a message without images stays a plain string.
+      return message.images && message.images.length > 0
+        ? {
+            role: 'user',
+            content: [
+              ...(message.content === '' ? [] : [{ type: 'text', text: message.content }]),
+              ...message.images.map((image) => ({
+                type: 'image_url',
+                image_url: { url: image.url ?? `data:${image.mediaType};base64,${image.data ?? ''}` },
+              })),
+            ],
+          }
+        : { role: message.role, content: message.content };
     case 'assistant':
       return {
         role: 'assistant',
@@ -425,19 +412,4 @@ function toOpenAi(message: ChatMessage): Record<string, unknown> {
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
   }
-}
-
-function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
