@@ -70,7 +70,7 @@ describe('assistant config check', () => {
       'config.yaml:6:15: llms.default.base_url: the URL holds a user name or password (https://***:***@api.example.com/v1)',
     );
     expect(run.stderr).toContain(
-      'hint: remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`',
+      'hint: remove `user:password@` from the URL; an API key goes in `api_key: !secret llm_key`',
     );
     expect(`${run.stdout}${run.stderr}`).not.toContain('sk-live-1234');
     expect(run.code).toBe(2);
@@ -196,7 +196,9 @@ describe('assistant doctor', () => {
       expect(run.stdout).toMatch(
         /^(ok {3}sandbox: scripts run sandboxed by bubblewrap|warn sandbox: scripts will not run)/m,
       );
-      expect(run.stdout).toMatch(/^ok {3}llm default: .+ answered HTTP 200, model test-model available$/m);
+      expect(run.stdout).toMatch(
+        /^ok {3}llm default \(config\.yaml:\d+\): .+ answered HTTP 200, model test-model available$/m,
+      );
       expect(run.stdout).toMatch(/^ok {3}integration mail \(mailbox\): no credentials configured$/m);
       expect(run.stdout).not.toContain('FAIL');
       expect(run.code).toBe(0);
@@ -211,7 +213,9 @@ describe('assistant doctor', () => {
     await using dir = await tempDir();
     await dir.write('config.yaml', goodConfig(`http://127.0.0.1:${port}/v1`));
     const run = await runCli(['doctor'], { cwd: dir.path });
-    expect(run.stdout).toMatch(/^FAIL llm default: GET http:\/\/127\.0\.0\.1:\d+\/v1\/models failed: ECONNREFUSED$/m);
+    expect(run.stdout).toMatch(
+      /^FAIL llm default \(config\.yaml:\d+\): GET http:\/\/127\.0\.0\.1:\d+\/v1\/models failed: ECONNREFUSED$/m,
+    );
     expect(run.stdout).toMatch(/^ {5}hint: /m);
     expect(run.code).toBe(1);
   });

@@ -6,7 +6,7 @@ import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import { TaskMetrics } from '@assistant/metrics';
+import { llmUsageFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
 import { openQueue } from '@assistant/process';
 import type { TaskQueue } from '@assistant/queue';
@@ -231,7 +231,14 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     streams,
   });
   const metrics = options.metrics ?? new TaskMetrics();
-  registerMetricsRoute(app, routes, { queue, metrics, status, catalog, llms: config.llms });
+  registerMetricsRoute(app, routes, {
+    queue,
+    metrics,
+    status,
+    catalog,
+    llms: config.llms,
+    llmUsage: { file: llmUsageFile(config.paths.dataDir), currency: config.owner.currency },
+  });
   registerWebhookRoutes(app, routes, {
     logger: app.log,
     registry: options.registry,

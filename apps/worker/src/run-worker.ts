@@ -4,7 +4,15 @@ import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-ho
 import { type CacheMode, cacheModes, createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
 import { McpServers } from '@assistant/mcp/client';
-import { HistoryRecorder, historyFile, TaskMetrics, workerProcess } from '@assistant/metrics';
+import {
+  HistoryRecorder,
+  historyFile,
+  llmUsageFile,
+  TaskMetrics,
+  UsageRecorder,
+  usageEvent,
+  workerProcess,
+} from '@assistant/metrics';
 import {
   FileHumanLog,
   FileNoteStore,
@@ -179,6 +187,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   let metricsChanged = false;
   // The History page's series (data/metrics/history.json): each finished run and each model call, added now and then.
   const history = new HistoryRecorder({ file: historyFile(config.paths.dataDir) });
+  // Tokens and estimated cost per profile per owner's day (data/metrics/llm-usage.json), flushed with the history.
+  const usage = new UsageRecorder({ file: llmUsageFile(config.paths.dataDir) });
   // Started on first use, shared by every loop here, stopped (with their process groups) when the worker stops.
   const mcp = new McpServers({
     servers: config.mcpServers,
@@ -192,7 +202,18 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     createLlmProfiles({
       config,
       ...cacheModeFromEnvironment(),
-      onUsage: (profile, usage, model) => logger.debug({ profile, model, usage }, 'LLM usage'),
+      onUsage: (profile, tokens, model) => {
+        logger.debug({ profile, model, usage: tokens }, 'LLM usage');
+        usage.record(
+          usageEvent({
+            profile,
+            usage: tokens,
+            prices: config.llms[profile]?.prices,
+            timeZone: config.owner.timeZone,
+            at: new Date(),
+          }),
+        );
+      },
       onCall: (profile, call) =>
         history.record({
           kind: 'model',
@@ -461,6 +482,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   let lastLlmView = '';
   const writeMetrics = () => {
     void history.flush();
+    void usage.flush();
     const llmView = { models: llm.status(), lanes: planClaims(Date.now()).lanes() };
     const llmViewText = JSON.stringify(llmView);
     if (llmViewText !== lastLlmView) {
@@ -558,6 +580,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     // A write still in flight would bring the file back after close() removes it.
     await metricsWrite;
     await history.flush();
+    await usage.flush();
     // After the drain: no task is left to call a server. Before the consumer's close, so a server that will not stop
     // delays the worker's exit rather than outliving it.
     await mcp.close();

@@ -473,6 +473,24 @@ describe('chat turns', () => {
     await expectAnsweredOnce(conv, [m1]);
   });
 
+  it('gives the model each message of the history with its time (`at`), as the conversation note has it', async () => {
+    const conv = await conversation('followup');
+    const m1 = await send(conv, 'first question');
+    await stores.conversations.appendMessage(conv, { id: m1, role: 'user', text: 'first question' });
+    await stores.conversations.appendMessage(conv, { role: 'assistant', text: 'an earlier reply', reply_to: [] });
+    const model = createScriptedModel({ replies: async () => 'ok' });
+    await run(conv, m1, 't1', model);
+    const stored = (await stores.conversations.get(conv)).messages;
+    const sent = (model.requests[0]?.messages ?? []).filter((message) => message.role !== 'system');
+    const atOf = (role: string, text: string) =>
+      stored.find((message) => message.role === role && message.text === text)?.at;
+    expect(sent).toEqual([
+      { role: 'assistant', content: 'an earlier reply', at: atOf('assistant', 'an earlier reply') },
+      { role: 'user', content: 'first question', at: atOf('user', 'first question') },
+    ]);
+    expect(sent.every((message) => typeof message.at === 'string' && !Number.isNaN(Date.parse(message.at)))).toBe(true);
+  });
+
   it("refuses the task's steering left over when a turn ends, so a late /stop does not stop the next turn", async () => {
     const conv = await conversation('followup');
     const m1 = await send(conv, 'one');

@@ -403,12 +403,14 @@ class TurnRun {
 
   start(history: ChatMessage[]): SteerableHandle {
     const options = this.#options;
+    // Each message carries its time (`at`): the model is shown when the owner wrote it (docs/configuration.md, "Time
+    // awareness"), so "tomorrow" in last week's message is read right.
     const input: ModelMessage[] = history
       .filter((message) => message.role === 'user' || message.role === 'assistant')
       .map((message) =>
         message.role === 'user'
-          ? { role: 'user', content: message.text }
-          : { role: 'assistant', content: message.text === '' ? '(no text)' : message.text },
+          ? { role: 'user', content: message.text, at: message.at }
+          : { role: 'assistant', content: message.text === '' ? '(no text)' : message.text, at: message.at },
       );
     const tools = options.tools({
       conversationId: options.conversationId,

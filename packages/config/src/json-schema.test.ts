@@ -33,6 +33,7 @@ describe('configJsonSchema', () => {
         'llm_cache',
         'llms',
         'mcp_servers',
+        'owner',
         'queue',
         'scripts',
         'server',

@@ -216,7 +216,7 @@ describe('credentials in URLs', () => {
     expect(withPassword.config).toBeUndefined();
     expect(withPassword.errors.map(formatProblem)).toEqual([
       'config.yaml:2:21: llms.cloud.base_url: the URL holds a user name or password (https://***:***@api.example.com/v1); config.yaml is shown by `assistant config check`, /config and /health, and its URLs are logged\n' +
-        '  hint: remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`, with `llm_token: …` in secrets.yaml',
+        '  hint: remove `user:password@` from the URL; an API key goes in `api_key: !secret llm_key`, with `llm_key: …` in secrets.yaml',
     ]);
     // A key written as the user name alone (`https://KEY@host`) is a credential too.
     expect(errorLines('llms:\n  cloud: {base_url: "https://sk-live-1234@api.example.com/v1", model: m}\n')).toEqual([

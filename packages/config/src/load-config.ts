@@ -238,8 +238,10 @@ function collectWarnings(
   for (const [name, profile] of Object.entries(config.llms)) {
     const host = new URL(profile.baseUrl).hostname;
     if (!isLoopbackHost(host)) {
+      // A provider's default URL is not written: the warning points at `provider:` instead.
+      const written = source.valueAt(['llms', name, 'base_url']) ? 'base_url' : 'provider';
       warnings.push(
-        located(source, file, ['llms', name, 'base_url'], {
+        located(source, file, ['llms', name, written], {
           severity: 'warning',
           message: `LLM profile \`${name}\` sends prompts to ${host}: the mail, issues and notes in them leave this machine`,
           hint: 'use a local OpenAI-compatible server (Ollama at http://127.0.0.1:11434/v1) to keep data here',
@@ -276,7 +278,8 @@ function collectWarnings(
       );
     }
   };
-  for (const [name, profile] of Object.entries(config.llms)) inline(profile.token, ['llms', name, 'token']);
+  for (const [name, profile] of Object.entries(config.llms))
+    inline(profile.apiKey, ['llms', name, source.valueAt(['llms', name, 'token']) ? 'token' : 'api_key']);
   inline(config.server.token, ['server', 'token']);
   config.integrations.forEach((integration, index) => {
     for (const [key, value] of Object.entries(integration.settings)) {

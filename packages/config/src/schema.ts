@@ -48,16 +48,58 @@ function orEmpty<T extends z.ZodType>(schema: T, empty: () => z.input<T>) {
 
 // ---------------------------------------------------------------------------------------------- llms
 
+/**
+ * The wire formats a profile can speak. The same list as `providerKinds` in @assistant/llm (which depends on this
+ * package, not the other way round; a test there checks the two agree).
+ */
+export const llmProviders = ['openai-compatible', 'openai', 'anthropic', 'google'] as const;
+export type LlmProvider = (typeof llmProviders)[number];
+
+/** Where each provider's API is when `base_url` is not given; an `openai-compatible` server has no default. */
+export const defaultLlmBaseUrls: Record<LlmProvider, string | undefined> = {
+  'openai-compatible': undefined,
+  openai: 'https://api.openai.com/v1',
+  anthropic: 'https://api.anthropic.com/v1',
+  google: 'https://generativelanguage.googleapis.com/v1beta',
+};
+
+const price = z
+  .number({
+    error: (issue) => (issue.code === 'invalid_type' ? 'expected a price (a number, per million tokens)' : undefined),
+  })
+  .min(0);
+
+/**
+ * What a million tokens cost, in the owner's currency (`owner.currency`): for the dashboard's and `/metrics`'
+ * estimated cost. Cached input (a prompt-cache read) and cache writes default to the input price.
+ */
+const llmPricesSchema = z
+  .strictObject({ input: price, output: price, cached_input: price.optional(), cache_write: price.optional() })
+  .transform((value) => ({
+    input: value.input,
+    output: value.output,
+    cachedInput: value.cached_input ?? value.input,
+    cacheWrite: value.cache_write ?? value.input,
+  }));
+export type LlmPrices = z.output<typeof llmPricesSchema>;
+
 const llmProfileSchema = z
   .strictObject({
+    /** The wire format: `openai-compatible` (Ollama, llama.cpp, vLLM, proxies), `openai`, `anthropic`, `google`. */
+    provider: z.enum(llmProviders).default('openai-compatible'),
+    /** Required for `openai-compatible`; the provider's own API otherwise (see {@link defaultLlmBaseUrls}). */
     base_url: z
       .url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' })
       .superRefine(
         refuseUrlCredentials(
-          'remove `user:password@` from the URL; an API key goes in `token: !secret llm_token`, with `llm_token: …` in secrets.yaml',
+          'remove `user:password@` from the URL; an API key goes in `api_key: !secret llm_key`, with `llm_key: …` in secrets.yaml',
         ),
-      ),
+      )
+      .optional(),
     model: z.string().min(1),
+    /** The API key. Required by `openai`, `anthropic` and `google`; a local server needs none. */
+    api_key: secretField.optional(),
+    /** The older name of `api_key`, still read. */
     token: secretField.optional(),
     parameters: z.record(z.string(), jsonValue).optional(),
     timeout: duration.optional(),
@@ -67,34 +109,73 @@ const llmProfileSchema = z
     capabilities: z.strictObject({ tools: z.boolean().optional(), json_schema: z.boolean().optional() }).optional(),
     /** Retries of a request that failed with 429, 5xx or a broken connection. */
     max_retries: z.int().min(0).max(10).default(4),
-    /** Requests sent to the endpoint at once; default from `base_url` (see {@link defaultMaxInFlight}). */
+    /** Requests sent to the endpoint at once; default from the effective URL (see {@link defaultMaxInFlight}). */
     max_in_flight: z.int().min(1).max(256).optional(),
     /** Budgets over a sliding minute, for APIs that limit them; none by default. */
     requests_per_minute: z.int().min(1).optional(),
     tokens_per_minute: z.int().min(1).optional(),
+    /** Per million tokens, in `owner.currency`: the estimated cost on the dashboard and in `/metrics`. */
+    prices: llmPricesSchema.optional(),
   })
-  .transform((profile) => ({
-    baseUrl: profile.base_url,
-    model: profile.model,
-    ...(profile.token ? { token: profile.token } : {}),
-    parameters: profile.parameters ?? {},
-    timeoutMs: profile.timeout ?? 120_000,
-    ...(profile.context_window === undefined ? {} : { contextWindow: profile.context_window }),
-    capabilities: {
-      ...(profile.capabilities?.tools === undefined ? {} : { tools: profile.capabilities.tools }),
-      ...(profile.capabilities?.json_schema === undefined ? {} : { jsonSchema: profile.capabilities.json_schema }),
-    },
-    maxRetries: profile.max_retries,
-    maxInFlight: profile.max_in_flight ?? defaultMaxInFlight(profile.base_url),
-    ...(profile.requests_per_minute === undefined ? {} : { requestsPerMinute: profile.requests_per_minute }),
-    ...(profile.tokens_per_minute === undefined ? {} : { tokensPerMinute: profile.tokens_per_minute }),
-  }));
+  .superRefine((profile, context) => {
+    if (profile.api_key !== undefined && profile.token !== undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['api_key'],
+        message: 'both `api_key` and `token` are given: they are the same setting (`token` is its older name)',
+        params: { hint: 'keep `api_key: !secret …` and remove `token:`' },
+      });
+    }
+    if (profile.provider === 'openai-compatible' && profile.base_url === undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['base_url'],
+        message: 'provider `openai-compatible` needs `base_url`: the server to talk to',
+        params: {
+          hint: 'e.g. `base_url: http://127.0.0.1:11434/v1` (Ollama); or set `provider: openai | anthropic | google`',
+        },
+      });
+    }
+    if (profile.provider !== 'openai-compatible' && profile.api_key === undefined && profile.token === undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['provider'],
+        message: `provider ${profile.provider} needs \`api_key: !secret …\`: its API refuses a request without one`,
+        params: {
+          hint: `add \`api_key: !secret ${profile.provider}_key\`, with \`${profile.provider}_key: …\` in secrets.yaml`,
+        },
+      });
+    }
+  })
+  .transform((profile) => {
+    const baseUrl = profile.base_url ?? defaultLlmBaseUrls[profile.provider] ?? '';
+    const apiKey = profile.api_key ?? profile.token;
+    return {
+      provider: profile.provider,
+      baseUrl,
+      model: profile.model,
+      ...(apiKey ? { apiKey } : {}),
+      parameters: profile.parameters ?? {},
+      timeoutMs: profile.timeout ?? 120_000,
+      ...(profile.context_window === undefined ? {} : { contextWindow: profile.context_window }),
+      capabilities: {
+        ...(profile.capabilities?.tools === undefined ? {} : { tools: profile.capabilities.tools }),
+        ...(profile.capabilities?.json_schema === undefined ? {} : { jsonSchema: profile.capabilities.json_schema }),
+      },
+      maxRetries: profile.max_retries,
+      maxInFlight: profile.max_in_flight ?? defaultMaxInFlight(baseUrl),
+      ...(profile.requests_per_minute === undefined ? {} : { requestsPerMinute: profile.requests_per_minute }),
+      ...(profile.tokens_per_minute === undefined ? {} : { tokensPerMinute: profile.tokens_per_minute }),
+      ...(profile.prices === undefined ? {} : { prices: profile.prices }),
+    };
+  });
 
 /**
  * A local model server (Ollama, llama.cpp, vLLM on this machine or the LAN) runs a few requests at once and queues
  * the rest, so more in flight only adds latency and timeouts: 2. A remote API serves many at once: 8.
  */
 function defaultMaxInFlight(baseUrl: string): number {
+  if (!URL.canParse(baseUrl)) return 2;
   return isLocalNetworkHost(new URL(baseUrl).hostname) ? 2 : 8;
 }
 
@@ -652,6 +733,46 @@ const directoriesSchema = z
   })
   .default({});
 
+// --------------------------------------------------------------------------------------------- owner
+
+/** The machine's own time zone: the default of `owner.timezone`. */
+export function machineTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}
+
+/** Whether Intl knows the IANA zone name (`Europe/Berlin`, `UTC`). */
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Who Assistant works for: the time zone every prompt's current time and the dashboard's "today" are in, and the
+ * currency `llms.*.prices` are written in.
+ */
+const ownerSchema = z
+  .strictObject({
+    /** An IANA zone name such as `Europe/Berlin`. @default the machine's zone */
+    timezone: z
+      .string({ error: 'expected a time zone name such as Europe/Berlin' })
+      .refine(isTimeZone, {
+        error: (issue) =>
+          `\`${String(issue.input)}\` is not a time zone: use an IANA name such as Europe/Berlin, America/New_York or UTC`,
+      })
+      .optional(),
+    /** A label for the prices under `llms.*.prices` (no conversion is made). @default USD */
+    currency: z
+      .string()
+      .regex(/^[A-Za-z]{3}$/, { error: 'expected a three-letter currency code such as USD or EUR' })
+      .default('USD'),
+  })
+  .transform((value) => ({ timeZone: value.timezone ?? machineTimeZone(), currency: value.currency.toUpperCase() }));
+export type OwnerConfig = z.output<typeof ownerSchema>;
+
 // ------------------------------------------------------------------------------------------ the file
 
 export interface ConfigSchemaOptions {
@@ -684,6 +805,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       circuit_breaker: circuitBreakerSchema.prefault({}),
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
+      owner: ownerSchema.prefault({}),
     })
     .transform((value) => ({
       dataDir: value.data_dir,
@@ -701,6 +823,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       circuitBreaker: value.circuit_breaker,
       approvals: value.approvals,
       tools: value.tools,
+      owner: value.owner,
     }));
 }
 

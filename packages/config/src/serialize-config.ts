@@ -106,9 +106,10 @@ function toPlain(config: Config): Plain {
       Object.entries(config.llms).map(([name, profile]) => [
         name,
         defined({
+          provider: profile.provider,
           base_url: profile.baseUrl,
           model: profile.model,
-          token: profile.token,
+          api_key: profile.apiKey,
           parameters: profile.parameters,
           timeout: formatDuration(profile.timeoutMs),
           context_window: profile.contextWindow,
@@ -120,6 +121,15 @@ function toPlain(config: Config): Plain {
           max_in_flight: profile.maxInFlight,
           requests_per_minute: profile.requestsPerMinute,
           tokens_per_minute: profile.tokensPerMinute,
+          prices:
+            profile.prices === undefined
+              ? undefined
+              : {
+                  input: profile.prices.input,
+                  output: profile.prices.output,
+                  cached_input: profile.prices.cachedInput,
+                  cache_write: profile.prices.cacheWrite,
+                },
         }),
       ]),
     ),
@@ -196,6 +206,7 @@ function toPlain(config: Config): Plain {
       approve: config.tools.approve,
       approval_timeout: formatDuration(config.tools.approvalTimeoutMs),
     },
+    owner: { timezone: config.owner.timeZone, currency: config.owner.currency },
   };
 }
 

@@ -56,3 +56,10 @@ export {
   ReplayMissError,
 } from './record-replay/record-replay-fetch.ts';
 export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
+export {
+  currentTimePrefix,
+  type TimeAwarenessOptions,
+  timeAwareChatModel,
+  withCurrentTime,
+  zonedDay,
+} from './time-awareness.ts';

@@ -1,10 +1,15 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { type ConfigPaths, parseConfig } from '@assistant/config';
+import os from 'node:os';
+import path from 'node:path';
+import { type ConfigPaths, defaultLlmBaseUrls, llmProviders, parseConfig } from '@assistant/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ChatDelta } from './chat-types.ts';
+import { type ChatDelta, providerKinds, type TokenUsage } from './chat-types.ts';
 import { LlmAbortedError, LlmRequestError } from './llm-errors.ts';
 import { createLlmProfiles, type LlmProfilesOptions } from './llm-profiles.ts';
 import { findModelUnavailable, ModelUnavailableError } from './model-gate.ts';
+import { defaultBaseUrls } from './providers/provider-chat-model.ts';
+import { FakeAnthropicServer } from './testing/fake-anthropic-server.ts';
 import { FakeOpenAiServer, type FakeOpenAiServerOptions, type FakeReply } from './testing/fake-openai-server.ts';
 
 /** Waits for a condition; generous, for a loaded machine (vi.waitFor's default is 1 s). */
@@ -74,10 +79,93 @@ async function closedPort(): Promise<number> {
 }
 
 const ask = (content: string) => ({ messages: [{ role: 'user' as const, content }] });
+// The user's message: the first one sent is the system message with the current time (time-awareness.ts).
 const contentOf = (index: number) =>
-  (server?.requests[index]?.body.messages as { content: string }[] | undefined)?.[0]?.content;
+  (server?.requests[index]?.body.messages as { role: string; content: string }[] | undefined)?.find(
+    (message) => message.role === 'user',
+  )?.content;
 
 describe('createLlmProfiles', () => {
+  it('records a profile’s calls under <llm_cache.directory>/<provider>/ and replays them at another time of day', async () => {
+    const directory = await mkdtemp(path.join(os.tmpdir(), 'llm-profiles-cache-'));
+    try {
+      await using anthropic = await FakeAnthropicServer.start({ replies: [{ text: 'Recorded hello' }] });
+      const text = (mode: string) =>
+        `llm_cache: {mode: ${mode}, directory: "${directory}"}\nllms:\n  claude: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude}\n`;
+      const profiles = (mode: string, atMs: number) => {
+        const { config, errors } = parseConfig({ text: text(mode), secretsText: 'claude: sk-ant-secret-value\n' });
+        if (!config) throw new Error(JSON.stringify(errors));
+        return createLlmProfiles({ config: { ...config, paths }, now: () => atMs });
+      };
+      const request = { messages: [{ role: 'user' as const, content: 'Say hello' }] };
+      const recorded = await profiles('record', Date.parse('2026-11-28T08:00:00Z'))('claude').chat(request);
+      expect(recorded.message.content).toBe('Recorded hello');
+      const files = await readdir(path.join(directory, 'anthropic'));
+      expect(files.length).toBe(1);
+      const fixture = await readFile(path.join(directory, 'anthropic', files[0] ?? ''), 'utf8');
+      expect(fixture).not.toContain('sk-ant-secret-value');
+      // Hours later (another time line in the system prompt), with the server gone: the fixture still answers.
+      await anthropic.close();
+      const replayed = await profiles('replay', Date.parse('2026-11-28T17:30:00Z'))('claude').chat(request);
+      expect(replayed.message.content).toBe('Recorded hello');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('knows the same providers and default base URLs as the config schema', () => {
+    expect([...providerKinds]).toEqual([...llmProviders]);
+    expect(defaultBaseUrls).toEqual(defaultLlmBaseUrls);
+  });
+
+  it('creates a profile’s model for its provider, with its api_key, reporting cached tokens', async () => {
+    await using anthropic = await FakeAnthropicServer.start({
+      apiKey: 'sk-ant-test',
+      replies: [{ text: 'Hello', usage: { input: 20, output: 5, cacheRead: 1000, cacheWrite: 10 } }],
+    });
+    const { config, errors } = parseConfig({
+      text: `owner: {timezone: UTC}\nllms:\n  claude: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude}\n`,
+      secretsText: 'claude: sk-ant-test\n',
+    });
+    if (!config) throw new Error(JSON.stringify(errors));
+    const usages: TokenUsage[] = [];
+    const llm = createLlmProfiles({
+      config: { ...config, paths },
+      onUsage: (_profile, usage) => usages.push(usage),
+      now: () => Date.parse('2026-11-28T08:14:05Z'),
+    });
+    expect(llm('claude').provider).toBe('anthropic');
+    const response = await llm('claude').chat({ messages: [{ role: 'user', content: 'Hi' }] });
+    expect(response.message.content).toBe('Hello');
+    expect(anthropic.generationRequests[0]?.headers['x-api-key']).toBe('sk-ant-test');
+    expect(JSON.stringify(anthropic.generationRequests[0]?.body?.system)).toContain(
+      'Current time: 2026-11-28T08:14:05+00:00 (Saturday), time zone UTC.',
+    );
+    expect(usages[0]).toMatchObject({ cachedPromptTokens: 1000, cacheWriteTokens: 10, completionTokens: 5 });
+  });
+
+  it('sends every prompt with the current time in the owner’s zone, last in the first system message', async () => {
+    server = await FakeOpenAiServer.start({ respond: () => ({ text: 'ok' }) });
+    const { config } = parseConfig({
+      text: `owner: {timezone: Europe/Berlin}\nllms:\n  default: {base_url: "${server.url}", model: m}\n`,
+    });
+    if (!config) throw new Error('the test config is invalid');
+    const llm = createLlmProfiles({ config: { ...config, paths }, now: () => Date.parse('2026-11-28T08:14:05Z') });
+    await llm().chat({
+      messages: [
+        { role: 'system', content: 'You sort mail.' },
+        { role: 'user', content: 'Remind me tomorrow', at: '2026-11-27T21:30:00Z' },
+      ],
+    });
+    expect(server.requests[0]?.body.messages).toEqual([
+      {
+        role: 'system',
+        content: 'You sort mail.\n\nCurrent time: 2026-11-28T09:14:05+01:00 (Saturday), time zone Europe/Berlin.',
+      },
+      { role: 'user', content: '[2026-11-27 22:30] Remind me tomorrow' },
+    ]);
+  });
+
   it('never has more than max_in_flight requests at the server, and sends them first come first served', async () => {
     const held = heldReplies();
     const llm = await profilesWith({ respond: held.respond }, 'max_in_flight: 2');

@@ -1,13 +1,15 @@
 import path from 'node:path';
-import type { LlmProfile, LoadedConfig } from '@assistant/config';
+import { type LlmProfile, type LoadedConfig, machineTimeZone } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
 import { ModelGate, type ModelProfileStatus } from './model-gate.ts';
-import { createOpenAiChatModel } from './openai-chat-model.ts';
+import { createProviderChatModel } from './providers/provider-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
+import { timeAwareChatModel } from './time-awareness.ts';
 
 export interface LlmProfilesOptions {
-  config: Pick<LoadedConfig, 'llms' | 'llmCache' | 'paths'>;
+  /** `owner.timezone` is the zone of the current time every prompt carries (default: the machine's). */
+  config: Pick<LoadedConfig, 'llms' | 'llmCache' | 'paths'> & { owner?: Pick<LoadedConfig['owner'], 'timeZone'> };
   /** Overrides `llm_cache.mode`, e.g. from ASSISTANT_LLM_CACHE in tests. */
   cacheMode?: CacheMode;
   onUsage?: (profile: string, usage: TokenUsage, model: string) => void;
@@ -24,7 +26,7 @@ export interface LlmProfilesOptions {
   backoffBaseMs?: number;
   /** The longest a breaker stays open on its own backoff. @default 60_000 */
   backoffMaxMs?: number;
-  /** The clock, in epoch milliseconds. @default Date.now */
+  /** The clock, in epoch milliseconds: the gates' and the current time in prompts. @default Date.now */
   now?: () => number;
 }
 
@@ -55,13 +57,19 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
   const models = new Map<string, ChatModel>();
   const gates = new Map<string, ModelGate>();
   const listeners = new Set<(profile: string) => void>();
+  const timeZone = options.config.owner?.timeZone ?? machineTimeZone();
+  const clock = options.now ?? Date.now;
   const mode = options.cacheMode ?? options.config.llmCache.mode;
-  const cachedFetch =
-    mode === 'off'
+  const directory = path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory);
+  // One transport per profile: its fixtures live under `<directory>/<provider>/`, and it scrubs the profile's key.
+  const fetchFor = (profile: LlmProfile): typeof fetch | undefined =>
+    mode === 'off' || mode === 'live'
       ? options.fetch
       : createRecordReplayFetch({
           mode,
-          directory: path.resolve(path.dirname(options.config.paths.configFile), options.config.llmCache.directory),
+          directory,
+          provider: profile.provider,
+          ...(profile.apiKey ? { apiKey: profile.apiKey.reveal() } : {}),
           ...(options.fetch ? { fetch: options.fetch } : {}),
         });
   const notify = (profile: string): void => {
@@ -102,11 +110,13 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         hint: names.length > 0 ? `profiles: ${names.join(', ')}` : 'add one under `llms:` in config.yaml',
       });
     }
-    model = createOpenAiChatModel({
+    const transport = fetchFor(profile);
+    const created = createProviderChatModel({
+      provider: profile.provider,
       name,
       baseUrl: profile.baseUrl,
       model: profile.model,
-      token: profile.token?.reveal(),
+      apiKey: profile.apiKey?.reveal(),
       parameters: profile.parameters,
       timeoutMs: profile.timeoutMs,
       maxRetries: profile.maxRetries,
@@ -115,10 +125,12 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         ...(profile.contextWindow ? { contextWindow: profile.contextWindow } : {}),
       },
       gate: gateOf(name, profile),
-      ...(cachedFetch ? { fetch: cachedFetch } : {}),
+      ...(transport ? { fetch: transport } : {}),
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
       ...(options.onCall ? { onCall: (call) => options.onCall?.(name, call) } : {}),
     });
+    // Here, once, so every caller's prompts carry the time (see time-awareness.ts), and no caller can forget it.
+    model = timeAwareChatModel(created, { timeZone, now: () => new Date(clock()) });
     models.set(name, model);
     return model;
   };

@@ -16,6 +16,21 @@ export {
   readHistory,
 } from './history-series.ts';
 export {
+  addToUsage,
+  appendUsage,
+  emptyUsage,
+  llmUsageFile,
+  readUsage,
+  type UsageCounts,
+  type UsageEvent,
+  type UsageFile,
+  type UsagePrices,
+  UsageRecorder,
+  usageCost,
+  usageEvent,
+  usageToday,
+} from './llm-usage.ts';
+export {
   heldLanes,
   type LlmStage,
   type ModelSummary,

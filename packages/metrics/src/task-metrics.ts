@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
+import { renderUsagePrometheus, type UsageFile } from './llm-usage.ts';
 import type { ModelSummary } from './model-metrics.ts';
 
 /** Upper bounds of the task-duration histogram's buckets, in seconds (+Inf is implied). */
@@ -165,6 +166,8 @@ export interface RenderPrometheusOptions {
   models?: readonly ModelSummary[];
   /** The task types' circuit breakers (the scheduler's), every state. @default none */
   breakers?: readonly { taskType: string; state: string; worker?: string }[];
+  /** Tokens and estimated cost per profile since the usage file began (`data/metrics/llm-usage.json`). @default none */
+  llmUsage?: { usage: UsageFile; currency: string };
 }
 
 /** The Prometheus text exposition format (0.0.4) of the queue, the task counters and the workers. */
@@ -220,6 +223,7 @@ export function renderPrometheus(options: RenderPrometheusOptions): string {
     );
   }
   lines.push(...renderModelFamilies(options.models ?? []));
+  if (options.llmUsage) lines.push(...renderUsagePrometheus({ ...options.llmUsage, labels }));
   return `${lines.join('\n')}\n`;
 }
 

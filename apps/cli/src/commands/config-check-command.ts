@@ -41,7 +41,10 @@ function summarise(config: LoadedConfig, registry: IntegrationRegistry, now = ne
   if (profiles.length === 0) lines.push('  llm profiles: none');
   else {
     lines.push(`  llm profiles: ${profiles.length}`);
-    for (const [name, profile] of profiles) lines.push(`    ${name}: ${profile.model} at ${profile.baseUrl}`);
+    for (const [name, profile] of profiles) {
+      const provider = profile.provider === 'openai-compatible' ? '' : ` (${profile.provider})`;
+      lines.push(`    ${name}: ${profile.model} at ${profile.baseUrl}${provider}`);
+    }
   }
   const instances = registry.instances();
   if (instances.length === 0) lines.push('  integrations: none');

@@ -9,6 +9,7 @@ import { checkLlmProfile } from '../doctor/check-llm-profile.ts';
 import { checkQueue } from '../doctor/check-queue.ts';
 import { checkScriptSandbox } from '../doctor/check-script-sandbox.ts';
 import { type DoctorCheck, formatDoctorCheck } from '../doctor/doctor-check.ts';
+import { profileLines } from '../doctor/profile-lines.ts';
 import type { GlobalOptions } from '../global-options.ts';
 import { loadCliConfig } from '../load-cli-config.ts';
 
@@ -58,8 +59,16 @@ export async function doctorCommand(options: DoctorCommandOptions): Promise<numb
   print([await checkScriptSandbox({ mode: config.worker.sandbox, scriptCount: Object.keys(config.scripts).length })]);
   const profiles = Object.entries(config.llms);
   if (profiles.length === 0) print([{ ok: true, message: 'llm: no profiles configured' }]);
+  const lines = await profileLines({ configFile: config.paths.configFile, cwd: context.cwd });
   // In parallel: an unreachable endpoint costs its whole timeout, and there may be several.
-  print(await Promise.all(profiles.map(([name, profile]) => checkLlmProfile({ name, profile }))));
+  print(
+    await Promise.all(
+      profiles.map(([name, profile]) => {
+        const where = lines.get(name);
+        return checkLlmProfile({ name, profile, ...(where ? { where } : {}) });
+      }),
+    ),
+  );
   if (config.integrations.length === 0) print([{ ok: true, message: 'integrations: none configured' }]);
   print(config.integrations.map(checkIntegrationCredentials));
   const ignored = await ignoredPackageIntegrations(config, installation);

@@ -142,7 +142,7 @@ async function settle(options: InitCommandOptions, prompter: Prompter | undefine
       profile: {
         baseUrl: url,
         model,
-        ...(modelToken === undefined ? {} : { token: new Secret('llm_token', modelToken) }),
+        ...(modelToken === undefined ? {} : { apiKey: new Secret('llm_token', modelToken) }),
       },
     });
     context.stdout.write(`${formatDoctorCheck(check)}\n`);
@@ -290,7 +290,7 @@ function configYaml(settled: Settled): string {
     '  default:',
     `    base_url: ${quote(settled.modelUrl)}`,
     `    model: ${quote(settled.model)}`,
-    ...(settled.modelToken === undefined ? [] : ['    token: !secret llm_token']),
+    ...(settled.modelToken === undefined ? [] : ['    api_key: !secret llm_token']),
     '',
     'integrations:',
     '  # Your first mailbox, in shadow mode: its rules only propose, and nothing is done to your mail. See what they',

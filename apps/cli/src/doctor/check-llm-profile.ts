@@ -1,11 +1,13 @@
-import { isLoopbackHost, type LlmProfile } from '@assistant/config';
+import { isLoopbackHost, type LlmProfile, type LlmProvider } from '@assistant/config';
 import * as z from 'zod';
 import type { DoctorCheck } from './doctor-check.ts';
 
 export interface CheckLlmProfileOptions {
   name: string;
   /** What the probe uses of a profile: `assistant init` probes one before any config.yaml holds it. */
-  profile: Pick<LlmProfile, 'baseUrl' | 'model' | 'token'>;
+  profile: Pick<LlmProfile, 'baseUrl' | 'model' | 'apiKey'> & Partial<Pick<LlmProfile, 'provider'>>;
+  /** Where the profile is written, `config.yaml:12`, named in a failure. @default not named */
+  where?: string;
   /** @default 5000 */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -14,18 +16,24 @@ export interface CheckLlmProfileOptions {
 // OpenAI-compatible servers answer GET /models with `{data: [{id}]}`; anything else still proves reachability.
 const modelList = z.object({ data: z.array(z.object({ id: z.string() })) });
 
-/** Asks the profile's endpoint for its models: proves the server is up, the token accepted and the model served. */
+/**
+ * Asks the profile's endpoint about its model: proves the server is up, the key accepted and the model known. An
+ * OpenAI-compatible server is asked for its list (`GET /models`, which every such server has); OpenAI, Anthropic
+ * and Gemini are asked for the one model (`GET /models/{model}`, with each provider's own key header).
+ */
 export async function checkLlmProfile(options: CheckLlmProfileOptions): Promise<DoctorCheck> {
+  const provider = options.profile.provider ?? 'openai-compatible';
+  if (provider !== 'openai-compatible') return checkProviderModel({ ...options, provider });
   const { name, profile } = options;
   const timeoutMs = options.timeoutMs ?? 5_000;
   const url = `${profile.baseUrl.replace(/\/+$/, '')}/models`;
-  const label = `llm ${name}: GET ${url}`;
+  const label = `llm ${name}${options.where ? ` (${options.where})` : ''}: GET ${url}`;
   const timeout = AbortSignal.timeout(timeoutMs);
   let status: number;
   let body: string;
   try {
     const response = await fetch(url, {
-      headers: profile.token ? { authorization: `Bearer ${profile.token.reveal()}` } : {},
+      headers: profile.apiKey ? { authorization: `Bearer ${profile.apiKey.reveal()}` } : {},
       signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
     });
     status = response.status;
@@ -56,6 +64,79 @@ export async function checkLlmProfile(options: CheckLlmProfileOptions): Promise<
   };
 }
 
+/** The request that asks a provider about one model, with its own way of sending the key. */
+function modelRequest(
+  provider: Exclude<LlmProvider, 'openai-compatible'>,
+  baseUrl: string,
+  model: string,
+  key: string,
+) {
+  // Gemini names models `models/gemini-2.5-flash`; a profile may write either form.
+  const id = provider === 'google' ? model.replace(/^models\//, '') : model;
+  const url = `${baseUrl.replace(/\/+$/, '')}/models/${encodeURIComponent(id)}`;
+  const headers: Record<string, string> =
+    provider === 'anthropic'
+      ? { 'x-api-key': key, 'anthropic-version': '2023-06-01' }
+      : provider === 'google'
+        ? { 'x-goog-api-key': key }
+        : { authorization: `Bearer ${key}` };
+  return { url, headers };
+}
+
+async function checkProviderModel(
+  options: CheckLlmProfileOptions & { provider: Exclude<LlmProvider, 'openai-compatible'> },
+): Promise<DoctorCheck> {
+  const { name, profile, provider } = options;
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const where = options.where ? ` (${options.where})` : '';
+  const { url, headers } = modelRequest(provider, profile.baseUrl, profile.model, profile.apiKey?.reveal() ?? '');
+  const label = `llm ${name}${where}: ${provider} GET ${url}`;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  let status: number;
+  let body: string;
+  try {
+    const response = await fetch(url, {
+      headers,
+      signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+    });
+    status = response.status;
+    body = await response.text();
+  } catch (error) {
+    return {
+      ok: false,
+      message: `${label} failed: ${describeFetchError(error, timeoutMs)}`,
+      hint: unreachableHint(profile),
+    };
+  }
+  if (status >= 200 && status <= 299) {
+    return { ok: true, message: `${label} answered HTTP ${status}, model ${profile.model} available` };
+  }
+  // Gemini answers a wrong key with 400 API_KEY_INVALID rather than 401.
+  const keyRefused =
+    status === 401 || status === 403 || (provider === 'google' && status === 400 && /API_KEY_INVALID/.test(body));
+  if (keyRefused) {
+    return {
+      ok: false,
+      message: `${label} answered HTTP ${status}: the api_key was refused`,
+      hint: `check \`api_key\` of \`llms.${name}\` and its value in secrets.yaml`,
+    };
+  }
+  if (status === 404) {
+    return {
+      ok: false,
+      message: `${label} answered HTTP 404: the provider does not know model ${profile.model}`,
+      hint: `check \`model\` of \`llms.${name}\`; ${modelNameHint(provider)}`,
+    };
+  }
+  return { ok: false, message: `${label} answered HTTP ${status}`, hint: statusHint(status) };
+}
+
+function modelNameHint(provider: Exclude<LlmProvider, 'openai-compatible'>): string {
+  if (provider === 'anthropic') return 'Anthropic model ids look like claude-sonnet-4-5 (see GET /v1/models)';
+  if (provider === 'google') return 'Gemini model ids look like gemini-2.5-flash (see GET /v1beta/models)';
+  return 'OpenAI model ids look like gpt-4.1 (see GET /v1/models)';
+}
+
 function parseModels(body: string): string[] | undefined {
   try {
     const parsed = modelList.safeParse(JSON.parse(body));
@@ -84,7 +165,7 @@ function unreachableHint(profile: Pick<LlmProfile, 'baseUrl'>): string {
 
 function statusHint(status: number): string {
   if (status === 401 || status === 403)
-    return 'the endpoint refused the token: check `token` in the profile and secrets.yaml';
+    return 'the endpoint refused the key: check `api_key` (or `token`) in the profile and secrets.yaml';
   if (status === 404) return '`base_url` should be the API root that has /models, e.g. http://127.0.0.1:11434/v1';
   return 'the endpoint is up but unhappy; its own logs say more';
 }

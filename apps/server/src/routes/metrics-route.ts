@@ -1,4 +1,4 @@
-import { mergeSnapshots, parseSnapshots, renderPrometheus } from '@assistant/metrics';
+import { mergeSnapshots, parseSnapshots, readUsage, renderPrometheus } from '@assistant/metrics';
 import type { TaskQueue } from '@assistant/queue';
 import type { AssistantServer } from '../create-server.ts';
 import { workerLiveness } from '../health-route.ts';
@@ -16,6 +16,8 @@ export interface MetricsRouteOptions {
   catalog: Pick<ServerCatalog, 'llmStages'>;
   /** config.yaml's `llms:`. */
   llms: Readonly<Record<string, { model: string }>>;
+  /** The workers' token and cost counts (`data/metrics/llm-usage.json`) and the currency of the prices. */
+  llmUsage?: { file: string; currency: string };
 }
 
 /**
@@ -29,17 +31,18 @@ export function registerMetricsRoute(app: AssistantServer, routes: RouteTable, o
     tag: 'health',
     summary: 'Prometheus metrics',
     description:
-      'Queue depth per state and task type, task outcomes and durations per type (summed over the workers), policy rejections, live workers, circuit breakers, and per LLM profile: in flight, limit, waiting, backlog, latency, tokens and requests per minute, time to drain, breaker.',
+      'Queue depth per state and task type, task outcomes and durations per type (summed over the workers), policy rejections, live workers, circuit breakers, and per LLM profile: in flight, limit, waiting, backlog, latency, tokens and requests per minute, time to drain, breaker; tokens by kind (prompt, cached prompt, cache write, completion) and estimated cost since the usage file began.',
     responses: { 200: { description: 'the text exposition format 0.0.4', contentType: 'text/plain; version=0.0.4' } },
     handler: async ({ reply }) => {
       const queue = options.queue();
       const stats = await queue.stats();
       const published = await queue.workers.readMetrics();
       const snapshot = mergeSnapshots([...parseSnapshots(published), options.metrics.snapshot()]);
-      const [liveness, models, breakers] = await Promise.all([
+      const [liveness, models, breakers, usage] = await Promise.all([
         workerLiveness(queue),
         modelStatus({ queue, catalog: options.catalog, llms: options.llms, stats }),
         options.status.breakers?.() ?? [],
+        options.llmUsage ? readUsage(options.llmUsage.file) : undefined,
       ]);
       return reply.type('text/plain; version=0.0.4; charset=utf-8').send(
         renderPrometheus({
@@ -48,6 +51,7 @@ export function registerMetricsRoute(app: AssistantServer, routes: RouteTable, o
           workersAlive: liveness.workers,
           models: models.models,
           breakers,
+          ...(usage && options.llmUsage ? { llmUsage: { usage, currency: options.llmUsage.currency } } : {}),
         }),
       );
     },

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type ChatMessage, fencedToolResultsInstruction, type TokenUsage } from '@assistant/llm';
+import {
+  type ChatMessage,
+  type ChatResponse,
+  fencedToolResultsInstruction,
+  LlmResponseMalformedError,
+  type TokenUsage,
+} from '@assistant/llm';
 import { buildAskRequest, type TranscriptSnapshot } from '../ask/build-ask-request.ts';
 import { compressMessages } from '../compression/compress-messages.ts';
 import { AsyncQueue } from '../internal/async-queue.ts';
@@ -34,6 +40,9 @@ interface Outcome {
  * whose parent is this loop, and steering walks down the tree of running children while clarifications,
  * notifications and events walk up to the top.
  */
+/** Answers in a row that broke their provider's format before the run gives up with that error. */
+const maxMalformedInARow = 2;
+
 export class AgentLoop implements SteerableHandle {
   readonly id: string = randomUUID();
   readonly label: string;
@@ -237,6 +246,7 @@ export class AgentLoop implements SteerableHandle {
       this.#messages = [{ role: 'system', content: system }, ...options.input];
     }
 
+    let malformedInARow = 0;
     for (;;) {
       await this.#waitWhilePaused('model-call');
       this.#drainPending();
@@ -261,17 +271,39 @@ export class AgentLoop implements SteerableHandle {
       const step = this.#steps;
       this.#emit({ type: 'step-started', step });
       const offered = visibleTools(options.tools, this.#succeeded);
-      const response = await options.model.chat(
-        {
-          messages: [...this.#messages],
-          ...(offered.length > 0 ? { tools: offered.map((tool) => tool.spec) } : {}),
-        },
-        {
-          signal,
-          onDelta: (delta) =>
-            this.#emit({ type: 'token', step, text: delta.text, ...(delta.restart === true ? { restart: true } : {}) }),
-        },
-      );
+      let response: ChatResponse;
+      try {
+        response = await options.model.chat(
+          {
+            messages: [...this.#messages],
+            ...(offered.length > 0 ? { tools: offered.map((tool) => tool.spec) } : {}),
+          },
+          {
+            signal,
+            onDelta: (delta) =>
+              this.#emit({
+                type: 'token',
+                step,
+                text: delta.text,
+                ...(delta.restart === true ? { restart: true } : {}),
+              }),
+          },
+        );
+      } catch (error) {
+        // An answer that broke its provider's format (tool-call arguments that are not JSON) is the model's mistake,
+        // like arguments that fail their schema: it is shown what went wrong and answers again, a few times in a row
+        // at most. The step counts against `maxSteps`.
+        if (!(error instanceof LlmResponseMalformedError) || malformedInARow >= maxMalformedInARow) throw error;
+        signal.throwIfAborted();
+        malformedInARow += 1;
+        this.#emit({ type: 'step-finished', step, toolCalls: 0, usage: undefined });
+        this.#messages.push({
+          role: 'user',
+          content: `Your last answer could not be read: ${error.message} (it began: ${error.excerpt.slice(0, 200)}). Answer again; the arguments of a tool call must be one JSON object.`,
+        });
+        continue;
+      }
+      malformedInARow = 0;
       signal.throwIfAborted();
       this.#addUsage(response.usage);
       const { content, toolCalls } = response.message;

@@ -93,6 +93,11 @@ integrations:
     const redis = effectiveSections({ ...config, queue: { ...config.queue, backend: 'redis' } });
     expect(redis.queue?.redis).toMatchObject({ url: 'redis://127.0.0.1:6379' });
     expect(effectiveSections(config).queue).not.toHaveProperty('redis');
+    // The owner's zone and currency, as config.yaml names them.
+    expect(effectiveSections(config).other?.owner).toEqual({
+      timezone: config.owner.timeZone,
+      currency: config.owner.currency,
+    });
   });
 
   it('shows each rule as written, YAML rather than JSON, and secrets by name only', () => {

@@ -151,6 +151,7 @@ export function effectiveSections(config: LoadedConfig): Record<string, Record<s
       circuit_breaker: data.circuit_breaker,
       approvals: data.approvals,
       tools: data.tools,
+      owner: data.owner,
     },
   };
 }

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
+import { llmUsageFile, UsageRecorder, usageEvent } from '@assistant/metrics';
 import { FileHumanLog } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -217,6 +218,66 @@ describe('the Overview page', () => {
       expect(fragment.body).toMatch(/^<section class="card overview-models"/);
     } finally {
       await consumer.close();
+      await app.close();
+    }
+  });
+
+  it('shows today’s tokens (cached shown) and estimated cost per profile, "no prices set" without prices, and /metrics counts them', async () => {
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      [
+        'data_dir: ./data',
+        'server:',
+        '  port: 0',
+        'owner: {timezone: Pacific/Kiritimati, currency: EUR}',
+        'llms:',
+        '  claude: {provider: anthropic, base_url: "http://127.0.0.1:9/v1", model: m, api_key: sk-inline, prices: {input: 3, output: 15, cached_input: 0.3}}',
+        '  local: {base_url: "http://127.0.0.1:9/v1", model: qwen}',
+        '',
+      ].join('\n'),
+    );
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    // What a worker records: today (in the owner's zone, UTC+14, so "today" is not UTC's) and yesterday.
+    const recorder = new UsageRecorder({ file: llmUsageFile(config.paths.dataDir) });
+    const now = new Date();
+    const usage = { promptTokens: 12_000, cachedPromptTokens: 8_000, completionTokens: 1_000, totalTokens: 13_000 };
+    const timeZone = config.owner.timeZone;
+    recorder.record(usageEvent({ profile: 'claude', usage, prices: config.llms.claude?.prices, timeZone, at: now }));
+    recorder.record(
+      usageEvent({
+        profile: 'claude',
+        usage,
+        prices: config.llms.claude?.prices,
+        timeZone,
+        at: new Date(now.getTime() - 86_400_000),
+      }),
+    );
+    recorder.record(usageEvent({ profile: 'local', usage, timeZone, at: now }));
+    await recorder.flush();
+    const app = createServer({ config, token });
+    await app.ready();
+    try {
+      const page = await app.inject({
+        method: 'GET',
+        url: '/overview/models',
+        headers: { authorization, 'hx-request': 'true' },
+      });
+      const rows = page.body.split('<tr>');
+      const claude = rows.find((row) => row.includes('<th scope="row">claude'));
+      const local = rows.find((row) => row.includes('<th scope="row">local'));
+      // Today only: 4,000 plain × 3 + 8,000 cached × 0.3 + 1,000 out × 15, per million = 0.0294 EUR.
+      expect(claude).toContain('12,000 in <span class="muted">(8,000 cached)</span> / 1,000 out');
+      expect(claude).toContain('0.0294 EUR');
+      expect(local).toContain('12,000 in');
+      expect(local).toContain('no prices set');
+      expect(page.body).toContain('since midnight in Pacific/Kiritimati');
+      const metrics = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization } });
+      expect(metrics.body).toContain('assistant_llm_tokens_total{profile="claude",kind="prompt"} 24000');
+      expect(metrics.body).toContain('assistant_llm_tokens_total{profile="claude",kind="cached_prompt"} 16000');
+      expect(metrics.body).toContain('assistant_llm_tokens_total{profile="local",kind="completion"} 1000');
+      expect(metrics.body).toMatch(/assistant_llm_cost_total\{profile="claude",currency="EUR"\} 0\.0588\d*\n/);
+      expect(metrics.body).toContain('assistant_llm_unpriced_calls_total{profile="local"} 1');
+    } finally {
       await app.close();
     }
   });

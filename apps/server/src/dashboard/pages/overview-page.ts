@@ -1,4 +1,11 @@
-import { type ModelSummary, parseWorkerProcesses } from '@assistant/metrics';
+import {
+  llmUsageFile,
+  type ModelSummary,
+  parseWorkerProcesses,
+  readUsage,
+  type UsageCounts,
+  usageToday,
+} from '@assistant/metrics';
 import { assistantVersion } from '@assistant/process';
 import { type TaskEntry, taskStates } from '@assistant/queue';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -186,11 +193,12 @@ function renderModelState(model: ModelSummary): SafeHtml {
 }
 
 async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
-  const { models, held } = await modelStatus({
-    queue: context.queue(),
-    catalog: context.catalog,
-    llms: context.config.llms,
-  });
+  const [{ models, held }, usage] = await Promise.all([
+    modelStatus({ queue: context.queue(), catalog: context.catalog, llms: context.config.llms }),
+    readUsage(llmUsageFile(context.config.paths.dataDir)),
+  ]);
+  const { timeZone, currency } = context.config.owner;
+  const today = usageToday(usage, { timeZone, now: new Date() });
   const rows = models.map(
     (model) => html`<tr>
 <th scope="row">${model.profile}${model.model === null ? '' : html` <code class="muted">${model.model}</code>`}</th>
@@ -201,16 +209,18 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
 <td>${formatLatency(model.latencyMs)}</td>
 <td class="hide-narrow">${model.tokensLastMinute}</td>
 <td>${formatDuration(model.etaSeconds)}</td>
+<td>${renderTokensToday(today[model.profile])}</td>
+<td>${renderCostToday(today[model.profile], context.config.llms[model.profile]?.prices !== undefined, currency)}</td>
 </tr>`,
   );
   const table =
     models.length === 0
       ? html`<p class="muted">No LLM profiles: add one under <code>llms:</code> in config.yaml.</p>`
       : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">Profile</th><th scope="col">State</th><th scope="col">In flight / max</th><th scope="col">Waiting</th><th scope="col">Backlog</th><th scope="col">Latency</th><th scope="col" class="hide-narrow">Tokens / min</th><th scope="col">Time to drain</th></tr></thead>
+<thead><tr><th scope="col">Profile</th><th scope="col">State</th><th scope="col">In flight / max</th><th scope="col">Waiting</th><th scope="col">Backlog</th><th scope="col">Latency</th><th scope="col" class="hide-narrow">Tokens / min</th><th scope="col">Time to drain</th><th scope="col">Tokens today</th><th scope="col">Cost today</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>
-<p class="muted">Backlog: tasks waiting for or in an LLM stage. Time to drain: backlog × latency ÷ max in flight.</p>`;
+<p class="muted">Backlog: tasks waiting for or in an LLM stage. Time to drain: backlog × latency ÷ max in flight. Today: since midnight in ${timeZone}; tokens in and out, with the prompt tokens read from the provider’s cache; cost estimated from the profile’s <code>prices:</code>.</p>`;
   const heldList =
     held.length === 0
       ? ''
@@ -223,6 +233,31 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
 ${table}
 ${heldList}
 </section>`;
+}
+
+/** `12,345 in (8,000 cached) / 1,234 out`, or a dash before the first call of the day. */
+function renderTokensToday(counts: UsageCounts | undefined): SafeHtml | string {
+  if (!counts || counts.calls === 0) return '—';
+  const number = (value: number) => value.toLocaleString('en-US');
+  const cached =
+    counts.cached_prompt_tokens > 0
+      ? html` <span class="muted">(${number(counts.cached_prompt_tokens)} cached)</span>`
+      : '';
+  return html`${number(counts.prompt_tokens)} in${cached} / ${number(counts.completion_tokens)} out`;
+}
+
+/** Today's estimated cost, or why there is none: the profile has no prices. */
+function renderCostToday(counts: UsageCounts | undefined, priced: boolean, currency: string): SafeHtml | string {
+  if (!priced && (!counts || counts.unpriced_calls === counts.calls))
+    return html`<span class="muted">no prices set</span>`;
+  const cost = counts?.cost ?? 0;
+  // Below one unit, two decimals would round a day of small calls to 0.00 or 0.03: show four.
+  const text = cost > 0 && cost < 1 ? cost.toFixed(4) : cost.toFixed(2);
+  const partly =
+    counts && counts.unpriced_calls > 0
+      ? html` <span class="muted">(${counts.unpriced_calls} calls without prices)</span>`
+      : '';
+  return html`${text} ${currency}${partly}`;
 }
 
 async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
