@@ -1,9 +1,16 @@
 import { defineTool, startAgent, type Tool } from '@assistant/agent';
 import type { Classification } from '@assistant/config';
-import type { ChatDelta, ChatMessage, ChatModel, ChatResponse, ProviderKind, ToolSpec } from '@assistant/llm';
+import {
+  type ChatDelta,
+  type ChatMessage,
+  type ChatModel,
+  type ChatResponse,
+  type ProviderKind,
+  type ToolSpec,
+  timeAwareChatModel,
+} from '@assistant/llm';
 import * as z from 'zod';
 import { classify } from '../../integrations/email/src/classify.ts';
-import { withCurrentTime } from './current-time.ts';
 
 /**
  * The scenarios of issue 32's suite: what Assistant does with a model, run through the real code paths (the email
@@ -75,8 +82,9 @@ export async function runScenario(
   const check = (checkName: string, ok: boolean, detail: string) => {
     checks.push({ name: checkName, ok, detail });
   };
-  // Time awareness as a profile has it, here, so the builder, `fixtures:record` and the suite all send the same.
-  const recorded = recorder.wrap(withCurrentTime(model));
+  // Time awareness as a profile adds it (the line in the system prompt, message times), here, so the builder,
+  // `fixtures:record` and the suite send the same requests from the adapters' bare models.
+  const recorded = recorder.wrap(timeAwareChatModel(model, { timeZone: ownerTimeZone }));
   let result: unknown;
   switch (name) {
     case 'email-classify':
@@ -91,7 +99,7 @@ export async function runScenario(
     case 'provider-switch':
       result = await providerSwitch(
         recorded,
-        recorder.wrap(withCurrentTime(options.next ?? model)),
+        recorder.wrap(timeAwareChatModel(options.next ?? model, { timeZone: ownerTimeZone })),
         recorder,
         check,
         options.signal,
@@ -110,6 +118,9 @@ export async function runScenario(
 }
 
 // ---------------------------------------------------------------------------------------------- inputs
+
+/** The owner's time zone (`owner.timezone`) the scenarios' requests are dated in. */
+const ownerTimeZone = 'Europe/Lisbon';
 
 /** The email platform's classifications as its manifest declares them (integrations/email/manifest.yaml). */
 const emailClassifications: Record<string, Classification> = {
@@ -314,7 +325,12 @@ async function providerSwitch(
       role: 'system',
       content: 'You are Assistant, chatting with your owner. Think before you answer; use the tools for facts.',
     },
-    { role: 'user', content: 'Will it rain in Lisbon tomorrow morning? I want to go for a run.' },
+    // Message times, as chat history carries them: the model sees when each was said.
+    {
+      role: 'user',
+      content: 'Will it rain in Lisbon tomorrow morning? I want to go for a run.',
+      at: '2026-03-01T18:00:00Z',
+    },
   ];
   // Thinking is asked for where a provider needs asking (docs/providers.md), so a real recording has some too.
   const thinking = thinkingParameters(first.provider);
@@ -357,7 +373,7 @@ async function providerSwitch(
     content: secondCall.message.content,
     ...(secondCall.message.reasoning === undefined ? {} : { reasoning: secondCall.message.reasoning }),
   });
-  messages.push({ role: 'user', content: 'Should I run in the afternoon instead?' });
+  messages.push({ role: 'user', content: 'Should I run in the afternoon instead?', at: '2026-03-01T18:05:00Z' });
   const thirdCall = await second.chat({ messages: [...messages], tools: [forecastTool] }, options);
   const third = recorder.calls[2];
   check(
