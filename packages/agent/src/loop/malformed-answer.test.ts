@@ -54,8 +54,8 @@ describe('an answer that breaks its provider format', () => {
   });
 
   it('ends the run with the error when the model keeps breaking it', async () => {
-    const broken = { toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true } as const;
-    server = await FakeAnthropicServer.start({ apiKey: 'test-key', replies: [broken, broken, broken, broken] });
+    const broken = () => ({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }], malformedToolJson: true });
+    server = await FakeAnthropicServer.start({ apiKey: 'test-key', replies: [broken(), broken(), broken(), broken()] });
     const result = await startAgent({
       model: claudeOn(server),
       system: 'You answer.',

@@ -300,7 +300,7 @@ describe.each(providers)('provider contract: $provider', ({ provider, model: mod
   });
 
   it.each([false, true])('fails a replay miss at once, never retried (streamed: %s)', async (streamed) => {
-    const miss = new ReplayMissError('abc123', 'tests/fixtures/llm/x/abc123.yaml');
+    const miss = new ReplayMissError({ key: 'abc123', provider, directory: 'tests/fixtures/llm/x' });
     let calls = 0;
     const model = createProviderChatModel({
       provider,
