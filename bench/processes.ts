@@ -1,7 +1,11 @@
-// Resident memory of the processes `assistant start` runs: `npm run bench:processes [-- --tasks 1000 --dir /path]`.
+// Resident memory of the processes `assistant start` runs:
+// `npm run bench:processes [-- --tasks 1000 --dir /path --providers one|all]`.
 // A temp data dir and config on a free port; the resident set (VmRSS) of the supervisor, the server and the worker
 // once started and settled, at the peak while `tasks` system.echo tasks go through POST /api/tasks and the worker,
 // and settled again after them. It prints figures; it fails only when the assistant does not start or finish.
+// `--providers all` configures an openai-compatible, an OpenAI, an Anthropic and a Gemini profile (pointing at a
+// closed loopback port: the tasks call no model), `one` only the openai-compatible one, `none` (the default) no profile:
+// what configuring providers costs the real worker at idle.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,8 +18,11 @@ const { values } = parseArgs({
     tasks: { type: 'string', default: '1000' },
     dir: { type: 'string', default: os.tmpdir() },
     json: { type: 'boolean', default: false },
+    providers: { type: 'string', default: 'none' },
   },
 });
+if (!['none', 'one', 'all'].includes(values.providers))
+  throw new Error(`--providers expects none, one or all, got \`${values.providers}\``);
 const taskCount = Number(values.tasks);
 if (!Number.isInteger(taskCount) || taskCount < 1)
   throw new Error(`--tasks expects a positive integer, got \`${values.tasks}\``);
@@ -58,11 +65,35 @@ async function settled(pids: Pids, timeoutMs: number): Promise<{ sizes: Sizes; s
 const directory = await mkdtemp(path.join(path.resolve(values.dir), 'assistant-bench-processes-'));
 const port = await freePort();
 const configFile = path.join(directory, 'config.yaml');
+// Port 1 on loopback is closed: a profile there is configured, never answered (start's probe says so and goes on).
+const closed = 'http://127.0.0.1:1';
+const profiles =
+  values.providers === 'none'
+    ? ''
+    : [
+        'llms:',
+        `  default: {base_url: "${closed}/v1", model: llama3.1:8b}`,
+        ...(values.providers === 'all'
+          ? [
+              `  gpt: {provider: openai, base_url: "${closed}/v1", model: gpt-4.1-mini, api_key: !secret openai_key}`,
+              `  claude: {provider: anthropic, base_url: "${closed}/v1", model: claude-sonnet-4-5, api_key: !secret anthropic_key}`,
+              `  gemini: {provider: google, base_url: "${closed}/v1beta", model: gemini-2.5-flash, api_key: !secret gemini_key}`,
+            ]
+          : []),
+        '',
+      ].join('\n');
+if (values.providers === 'all') {
+  await writeFile(
+    path.join(directory, 'secrets.yaml'),
+    'openai_key: sk-bench-0000000000\nanthropic_key: sk-ant-bench-0000000000\ngemini_key: AIza-bench-0000000000\n',
+    { mode: 0o600 },
+  );
+}
 await writeFile(
   configFile,
-  `data_dir: ./data\nserver:\n  host: 127.0.0.1\n  port: ${port}\nworker:\n  shutdown_grace: 5s\n`,
+  `data_dir: ./data\nserver:\n  host: 127.0.0.1\n  port: ${port}\nworker:\n  shutdown_grace: 5s\n${profiles}`,
 );
-log(`processes bench: ${machineLine(directory)}`);
+log(`processes bench: ${machineLine(directory)}; LLM profiles: ${values.providers}`);
 const start = runNode([cliMain, 'start', '--config', configFile]);
 try {
   const pids: Pids = {

@@ -142,7 +142,7 @@ describe('serializing providers, prices and owner', () => {
     const text = [
       'owner: {timezone: Asia/Tokyo, currency: EUR}',
       'llms:',
-      '  claude: {provider: anthropic, model: m, api_key: !secret claude_key, prices: {input: 3, output: 15, cached_input: 0.3}}',
+      '  claude: {provider: anthropic, model: m, api_key: !secret claude_key, prices: {input: 3, output: 15, cached_input: 0.3}, prompt_cache: false}',
       '  local: {base_url: "http://127.0.0.1/v1", model: m, token: !secret local_token}',
       '',
     ].join('\n');
@@ -152,6 +152,8 @@ describe('serializing providers, prices and owner', () => {
     expect(second?.errors.map(formatProblem)).toEqual([]);
     expect(JSON.stringify(second?.config?.llms)).toBe(JSON.stringify(first?.llms));
     expect(second?.config?.llms.local?.apiKey?.reveal()).toBe('t0k');
+    expect(second?.config?.llms.claude?.promptCache).toBe(false);
+    expect(second?.config?.llms.local?.promptCache).toBe(true);
     expect(second?.config?.owner).toEqual({ timeZone: 'Asia/Tokyo', currency: 'EUR' });
   });
 });

@@ -116,6 +116,8 @@ const llmProfileSchema = z
     tokens_per_minute: z.int().min(1).optional(),
     /** Per million tokens, in `owner.currency`: the estimated cost on the dashboard and in `/metrics`. */
     prices: llmPricesSchema.optional(),
+    /** Anthropic `cache_control` on the system prompt's stable part and the tools (other providers cache by themselves). */
+    prompt_cache: z.boolean().default(true),
   })
   .superRefine((profile, context) => {
     if (profile.api_key !== undefined && profile.token !== undefined) {
@@ -167,6 +169,7 @@ const llmProfileSchema = z
       ...(profile.requests_per_minute === undefined ? {} : { requestsPerMinute: profile.requests_per_minute }),
       ...(profile.tokens_per_minute === undefined ? {} : { tokensPerMinute: profile.tokens_per_minute }),
       ...(profile.prices === undefined ? {} : { prices: profile.prices }),
+      promptCache: profile.prompt_cache,
     };
   });
 

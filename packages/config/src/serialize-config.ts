@@ -130,6 +130,7 @@ function toPlain(config: Config): Plain {
                   cached_input: profile.prices.cachedInput,
                   cache_write: profile.prices.cacheWrite,
                 },
+          prompt_cache: profile.promptCache ? undefined : false,
         }),
       ]),
     ),

@@ -144,6 +144,25 @@ describe('createLlmProfiles', () => {
     expect(usages[0]).toMatchObject({ cachedPromptTokens: 1000, cacheWriteTokens: 10, completionTokens: 5 });
   });
 
+  it('marks the system prompt as a cached prefix for Anthropic, unless the profile says `prompt_cache: false`', async () => {
+    await using anthropic = await FakeAnthropicServer.start({ apiKey: 'sk-ant-test', respond: () => ({ text: 'ok' }) });
+    const { config, errors } = parseConfig({
+      text: `llms:\n  cached: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude}\n  plain: {provider: anthropic, base_url: "${anthropic.url}", model: claude-sonnet-4-5, api_key: !secret claude, prompt_cache: false}\n`,
+      secretsText: 'claude: sk-ant-test\n',
+    });
+    if (!config) throw new Error(JSON.stringify(errors));
+    const llm = createLlmProfiles({ config: { ...config, paths } });
+    const messages = [
+      { role: 'system' as const, content: 'You sort mail.' },
+      { role: 'user' as const, content: 'Hi' },
+    ];
+    await llm('cached').chat({ messages });
+    await llm('plain').chat({ messages });
+    const [cached, plain] = anthropic.generationRequests.map((request) => JSON.stringify(request.body?.system));
+    expect(cached).toContain('cache_control');
+    expect(plain).not.toContain('cache_control');
+  });
+
   it('sends every prompt with the current time in the owner’s zone, last in the first system message', async () => {
     server = await FakeOpenAiServer.start({ respond: () => ({ text: 'ok' }) });
     const { config } = parseConfig({

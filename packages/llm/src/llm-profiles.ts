@@ -125,6 +125,7 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
         ...(profile.contextWindow ? { contextWindow: profile.contextWindow } : {}),
       },
       gate: gateOf(name, profile),
+      promptCache: profile.promptCache,
       ...(transport ? { fetch: transport } : {}),
       ...(options.onUsage ? { onUsage: (usage, model) => options.onUsage?.(name, usage, model) } : {}),
       ...(options.onCall ? { onCall: (call) => options.onCall?.(name, call) } : {}),
