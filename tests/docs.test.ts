@@ -198,7 +198,7 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
       // Each name as an LLM profile's token: a place that takes any secret string.
       const names = [...example.text.matchAll(/^([\w.-]+):/gm)].map((match) => match[1]);
       const profiles = names.map(
-        (name, index) => `  p${index}: {base_url: "http://127.0.0.1:11434/v1", model: m, token: !secret ${name}}`,
+        (name, index) => `  p${index}: {base_url: "http://127.0.0.1:11434/v1", model: m, api_key: !secret ${name}}`,
       );
       const config = `llms:\n${profiles.join('\n')}\n`;
       return failed(await configCheck(config, example.text), config);

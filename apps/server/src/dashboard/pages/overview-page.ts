@@ -216,7 +216,7 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
   const table =
     models.length === 0
       ? html`<p class="muted">No LLM profiles: add one under <code>llms:</code> in config.yaml.</p>`
-      : html`<div class="table-wrap"><table>
+      : html`<div class="table-wrap" tabindex="0" role="region" aria-label="LLM profiles (scrolls sideways on a narrow screen)"><table>
 <thead><tr><th scope="col">Profile</th><th scope="col">State</th><th scope="col">In flight / max</th><th scope="col">Waiting</th><th scope="col">Backlog</th><th scope="col">Latency</th><th scope="col" class="hide-narrow">Tokens / min</th><th scope="col">Time to drain</th><th scope="col">Tokens today</th><th scope="col">Cost today</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>
