@@ -215,6 +215,12 @@ describe('canonical JSON', () => {
     );
   };
 
+  it('keeps a key named __proto__ (JSON.parse makes it an own property), so it still tells requests apart', () => {
+    const withProto = JSON.parse('{"b":1,"__proto__":[]}') as unknown;
+    expect(canonicalJson(sortedKeys(withProto))).toBe('{"__proto__":[],"b":1}');
+    expect(canonicalJson(withProto)).not.toBe(canonicalJson({ b: 1 }));
+  });
+
   it('does not depend on key order, and firstDifference finds a difference exactly when it differs', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.jsonValue(), (left, right) => {

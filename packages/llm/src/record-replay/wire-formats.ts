@@ -154,7 +154,7 @@ function withStableFenceMarkers(value: unknown, stable = new Map<string, string>
   if (Array.isArray(value)) return value.map((item) => withStableFenceMarkers(item, stable));
   if (!isPlainObject(value)) return value;
   const copy: Record<string, unknown> = {};
-  for (const [name, item] of Object.entries(value)) copy[name] = withStableFenceMarkers(item, stable);
+  for (const [name, item] of Object.entries(value)) setOwn(copy, name, withStableFenceMarkers(item, stable));
   return copy;
 }
 
@@ -185,7 +185,7 @@ function withStableToolCallIds(messages: unknown): unknown {
     const copy: Record<string, unknown> = {};
     for (const [name, item] of Object.entries(node)) {
       const isId = (name === 'id' && isCall) || name === 'tool_call_id' || name === 'tool_use_id';
-      copy[name] = isId && typeof item === 'string' ? stableId(item) : walk(item, name);
+      setOwn(copy, name, isId && typeof item === 'string' ? stableId(item) : walk(item, name));
     }
     return copy;
   };
@@ -226,9 +226,17 @@ function withoutCacheControl(value: unknown): unknown {
   if (!isPlainObject(value)) return value;
   const copy: Record<string, unknown> = {};
   for (const [name, item] of Object.entries(value)) {
-    if (name !== 'cache_control') copy[name] = withoutCacheControl(item);
+    if (name !== 'cache_control') setOwn(copy, name, withoutCacheControl(item));
   }
   return copy;
+}
+
+/**
+ * `copy[name] = value` for any name: a body may hold a key named `__proto__` (JSON.parse makes it an own property),
+ * which plain assignment would take as the prototype and drop, so two different requests would share a key.
+ */
+function setOwn(copy: Record<string, unknown>, name: string, value: unknown): void {
+  Object.defineProperty(copy, name, { value, enumerable: true, writable: true, configurable: true });
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -257,7 +265,7 @@ export function sortedKeys(value: unknown): unknown {
   if (!isPlainObject(value)) return value;
   const copy: Record<string, unknown> = {};
   for (const name of Object.keys(value).sort()) {
-    if (value[name] !== undefined) copy[name] = sortedKeys(value[name]);
+    if (value[name] !== undefined) setOwn(copy, name, sortedKeys(value[name]));
   }
   return copy;
 }
