@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
+import { updateLockedFile } from './update-locked-file.ts';
 
 /**
  * The History page's series: what finished per task type and what the models did, in two rings of fixed-size buckets
@@ -117,9 +117,6 @@ export async function readHistory(file: string): Promise<HistoryFile> {
   }
 }
 
-/** A lock older than this is left by a process that died holding it: taken over. */
-const staleLockMs = 30_000;
-
 /**
  * Adds events to the history file: under a lock (a directory beside it, so workers of one data directory do not
  * lose each other's counts), read, add, write to a temporary file, fsync, rename over the file. A crash at any
@@ -128,46 +125,11 @@ const staleLockMs = 30_000;
  */
 export async function appendHistory(options: { file: string; events: readonly HistoryEvent[] }): Promise<boolean> {
   if (options.events.length === 0) return true;
-  const directory = path.dirname(options.file);
-  // Private like every file under data/ (0600 files, 0700 directories): it names task types and model profiles.
-  await mkdir(directory, { recursive: true, mode: 0o700 });
-  const lock = `${options.file}.lock`;
-  try {
-    await mkdir(lock, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    const held = await stat(lock).catch(() => undefined);
-    if (held && Date.now() - held.mtimeMs < staleLockMs) return false;
-    // Taken over by renaming it away first: of two processes that find it stale, one rename wins.
-    const away = `${lock}.stale-${randomBytes(4).toString('hex')}`;
-    try {
-      await rename(lock, away);
-      await rmdir(away);
-      await mkdir(lock, { mode: 0o700 });
-    } catch {
-      return false;
-    }
-  }
-  try {
-    const history = addToHistory(await readHistory(options.file), options.events);
-    const temporary = `${options.file}.${randomBytes(4).toString('hex')}.tmp`;
-    const handle = await open(temporary, 'w', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify(history)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(temporary, options.file);
-    } catch (error) {
-      await unlink(temporary).catch(() => {});
-      throw error;
-    }
-    return true;
-  } finally {
-    await rmdir(lock).catch(() => {});
-  }
+  return updateLockedFile({
+    file: options.file,
+    read: readHistory,
+    update: (current) => addToHistory(current, options.events),
+  });
 }
 
 /** Per type (or profile) and in total, over a window, in the order of time: what the charts draw. */

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type TokenUsage, zonedDay } from '@assistant/llm';
 import * as z from 'zod';
+import { updateLockedFile } from './update-locked-file.ts';
 
 /**
  * Tokens and estimated cost per LLM profile (issue 32): per day of the owner's calendar (`owner.timezone`, so "today"
@@ -164,53 +164,17 @@ export function usageToday(
   return usage.days[zonedDay(options.now, options.timeZone)] ?? {};
 }
 
-/** A lock older than this is left by a process that died holding it: taken over. */
-const staleLockMs = 30_000;
-
 /**
  * Adds events to the usage file as `appendHistory` does to the history: under a lock directory, read, add, write a
  * temporary file, fsync, rename. Resolves `false` (adding nothing) when the lock is busy.
  */
 export async function appendUsage(options: { file: string; events: readonly UsageEvent[] }): Promise<boolean> {
   if (options.events.length === 0) return true;
-  // Private like every file under data/: it names the model profiles.
-  await mkdir(path.dirname(options.file), { recursive: true, mode: 0o700 });
-  const lock = `${options.file}.lock`;
-  try {
-    await mkdir(lock, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    const held = await stat(lock).catch(() => undefined);
-    if (held && Date.now() - held.mtimeMs < staleLockMs) return false;
-    const away = `${lock}.stale-${randomBytes(4).toString('hex')}`;
-    try {
-      await rename(lock, away);
-      await rmdir(away);
-      await mkdir(lock, { mode: 0o700 });
-    } catch {
-      return false;
-    }
-  }
-  try {
-    const usage = addToUsage(await readUsage(options.file), options.events);
-    const temporary = `${options.file}.${randomBytes(4).toString('hex')}.tmp`;
-    const handle = await open(temporary, 'w', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify(usage)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(temporary, options.file);
-    } catch (error) {
-      await unlink(temporary).catch(() => {});
-      throw error;
-    }
-    return true;
-  } finally {
-    await rmdir(lock).catch(() => {});
-  }
+  return updateLockedFile({
+    file: options.file,
+    read: readUsage,
+    update: (current) => addToUsage(current, options.events),
+  });
 }
 
 /**
