@@ -1,0 +1,1 @@
+export type { CompiledHook, HookAction, HookCheck, HookDecision, HookTier } from './hook-types.ts';
