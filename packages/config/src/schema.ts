@@ -753,6 +753,14 @@ function isTimeZone(name: string): boolean {
   }
 }
 
+/** The event ledger, `data/events/` (docs/events.md). */
+const eventsSchema = z
+  .strictObject({
+    /** Whole days of events older than this are removed. @default 90 */
+    retention_days: z.int().min(1).max(36_500).default(90),
+  })
+  .transform((value) => ({ retentionDays: value.retention_days }));
+
 /**
  * Who Assistant works for: the time zone every prompt's current time and the dashboard's "today" are in, and the
  * currency `llms.*.prices` are written in.
@@ -806,6 +814,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       server: serverSchema.prefault({}),
       worker: workerSchema.prefault({}),
       circuit_breaker: circuitBreakerSchema.prefault({}),
+      events: eventsSchema.prefault({}),
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
       owner: ownerSchema.prefault({}),
@@ -824,6 +833,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       server: value.server,
       worker: value.worker,
       circuitBreaker: value.circuit_breaker,
+      events: value.events,
       approvals: value.approvals,
       tools: value.tools,
       owner: value.owner,

@@ -200,6 +200,7 @@ function toPlain(config: Config): Plain {
       failures: config.circuitBreaker.failures,
       pause: formatDuration(config.circuitBreaker.pauseMs),
     },
+    events: { retention_days: config.events.retentionDays },
     approvals: { expires: formatDuration(config.approvals.expiresMs) },
     tools: {
       allow: config.tools.allow,

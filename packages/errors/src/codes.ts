@@ -79,6 +79,7 @@ export const errorCodes = {
   PAYLOAD_TOO_LARGE: 'The request body is larger than the server accepts.',
   UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
+  EVENT_CURSOR_INVALID: 'An event cursor is not one the ledger returns (`YYYY-MM-DD:<byte offset>`).',
   EVENT_STREAMS_FULL:
     'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
   UNAVAILABLE:

@@ -1,3 +1,12 @@
+export {
+  compareCursors,
+  EventLedger,
+  type EventLedgerOptions,
+  eventId,
+  type LedgerEvent,
+  parseCursor,
+} from './event-ledger.ts';
+export { EventRegistry, type ManifestEvents } from './event-registry.ts';
 export type {
   EventField,
   EventFieldType,
@@ -8,3 +17,4 @@ export type {
   EventSink,
   EventTypeDefinition,
 } from './event-types.ts';
+export { openEventLedger } from './open-event-ledger.ts';

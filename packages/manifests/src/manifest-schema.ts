@@ -216,6 +216,16 @@ export const manifestSchema = z.strictObject({
    * Called with `{instance: {name, settings}, signal}`; answers `{ok, message, hint?}`.
    */
   doctor: handlerReference.optional(),
+  /**
+   * Event types of its own, registered in the event ledger as `{integration}.{name}`: what hooks may react to.
+   * `fields` are what a hook's `when:` may test (the same field declarations as a platform's).
+   */
+  events: z
+    .record(
+      identifierSchema,
+      z.strictObject({ description: z.string(), fields: z.record(identifierSchema, fieldSchema).default({}) }),
+    )
+    .default({}),
   /** An instance that exists without being listed in config.yaml (the builtin `system` integration's). */
   default_instance: z.strictObject({ name: instanceNameSchema, schedule: scheduleSchema.optional() }).optional(),
 });

@@ -1,0 +1,186 @@
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { compareCursors, EventLedger, eventId } from './event-ledger.ts';
+import { EventRegistry } from './event-registry.ts';
+
+let root: string;
+let now: number;
+let warnings: string[];
+let ledger: EventLedger;
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'ledger-'));
+  now = Date.parse('2026-11-28T10:00:00Z');
+  warnings = [];
+  ledger = new EventLedger({
+    directory: path.join(root, 'events'),
+    now: () => now,
+    warn: (message) => warnings.push(message),
+    pollMs: 20,
+  });
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const done = (task: string) => ({
+  type: 'task.done',
+  source: 'queue',
+  nativeId: task,
+  data: { task, type: 'system.echo', attempts: 1 },
+});
+
+describe('EventLedger', () => {
+  it('appends one JSON line per event with a deterministic id, and stores the same event once', async () => {
+    const first = await ledger.emit({ ...done('t1'), causedBy: ['ev-00000000000000000000'] });
+    expect(first.duplicate).toBe(false);
+    expect(first.event).toMatchObject({
+      id: eventId('task.done', 'queue', 't1'),
+      type: 'task.done',
+      at: '2026-11-28T10:00:00.000Z',
+      caused_by: ['ev-00000000000000000000'],
+    });
+    expect(first.event.id).toMatch(/^ev-[0-9a-f]{20}$/);
+    const again = await ledger.emit(done('t1'));
+    expect(again).toEqual({ event: first.event, duplicate: true });
+    // A fresh process (a new ledger object) finds it stored too.
+    const other = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    expect((await other.emit(done('t1'))).duplicate).toBe(true);
+    const text = await readFile(path.join(root, 'events', '2026-11-28.jsonl'), 'utf8');
+    expect(text.trim().split('\n')).toHaveLength(1);
+    expect(await ledger.get(first.event.id)).toMatchObject({ id: first.event.id, cursor: expect.any(String) });
+  });
+
+  it('stores a payload that breaks its schema, or of an unknown type, with the problem marked', async () => {
+    const broken = await ledger.emit({ type: 'task.done', source: 'queue', nativeId: 'x', data: { task: 7 } });
+    expect(broken.event.problem).toMatch(/task|type/);
+    const unknown = await ledger.emit({ type: 'nope.never', source: 'test', nativeId: '1', data: {} });
+    expect(unknown.event.problem).toBe('unknown event type "nope.never"');
+    expect((await ledger.list()).events.map((event) => event.problem)).toEqual([
+      broken.event.problem,
+      unknown.event.problem,
+    ]);
+  });
+
+  it('cuts a torn last line off at the next append, keeps its bytes in a .torn file and says so', async () => {
+    await ledger.emit(done('t1'));
+    const file = path.join(root, 'events', '2026-11-28.jsonl');
+    await appendFile(file, '{"id":"ev-torn","type":"task.do');
+    // Readers never see past the last newline.
+    expect((await ledger.list()).events).toHaveLength(1);
+    await ledger.emit(done('t2'));
+    const lines = (await readFile(file, 'utf8')).split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.map((line) => (JSON.parse(line) as { native_id: string }).native_id)).toEqual(['t1', 't2']);
+    expect(await readFile(path.join(root, 'events', '2026-11-28.torn'), 'utf8')).toBe(
+      '{"id":"ev-torn","type":"task.do\n',
+    );
+    expect(warnings).toEqual([expect.stringContaining('repaired a torn last line')]);
+  });
+
+  it('skips an unreadable line in the middle and reports it', async () => {
+    await ledger.emit(done('t1'));
+    await appendFile(path.join(root, 'events', '2026-11-28.jsonl'), 'not json\n');
+    await ledger.emit(done('t2'));
+    expect((await ledger.list()).events.map((event) => event.native_id)).toEqual(['t1', 't2']);
+    expect(warnings.some((warning) => warning.includes('unreadable line'))).toBe(true);
+  });
+
+  it('lists by type and time, paged by cursors that order across days', async () => {
+    for (let index = 0; index < 5; index++) await ledger.emit(done(`a${index}`));
+    now = Date.parse('2026-11-29T00:00:05Z');
+    await ledger.emit({
+      type: 'schedule.fired',
+      source: 'scheduler',
+      nativeId: 'daily@1',
+      data: { schedule: 'daily' },
+    });
+    for (let index = 0; index < 3; index++) await ledger.emit(done(`b${index}`));
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await ledger.list({ types: ['task.done'], limit: 3, ...(after ? { after } : {}) });
+      seen.push(...page.events.map((event) => event.native_id));
+      if (!page.next) break;
+      after = page.next;
+    }
+    expect(seen).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'b0', 'b1', 'b2']);
+    const cursors = (await ledger.list()).events.map((event) => event.cursor);
+    expect([...cursors].sort(compareCursors)).toEqual(cursors);
+    expect(compareCursors('2026-11-28:900', '2026-11-29:10')).toBeLessThan(0);
+    const since = await ledger.list({ since: '2026-11-29T00:00:00Z', types: ['schedule.fired'] });
+    expect(since.events.map((event) => event.native_id)).toEqual(['daily@1']);
+    await expect(ledger.list({ after: 'nonsense' })).rejects.toMatchObject({ code: 'EVENT_CURSOR_INVALID' });
+  });
+
+  it('follows new events from the end, as another ledger object appends them', async () => {
+    await ledger.emit(done('before'));
+    const controller = new AbortController();
+    const from = await ledger.end();
+    const got: string[] = [];
+    const following = (async () => {
+      for await (const event of ledger.follow({ after: from, signal: controller.signal })) {
+        got.push(event.native_id);
+        if (got.length === 2) controller.abort();
+      }
+    })();
+    const writer = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    await writer.emit(done('n1'));
+    await writer.emit(done('n2'));
+    await following;
+    expect(got).toEqual(['n1', 'n2']);
+  });
+
+  it('removes whole days older than the retention', async () => {
+    const short = new EventLedger({ directory: path.join(root, 'events'), now: () => now, retentionDays: 2 });
+    now = Date.parse('2026-11-20T10:00:00Z');
+    await short.emit(done('old'));
+    now = Date.parse('2026-11-27T10:00:00Z');
+    await short.emit(done('recent'));
+    now = Date.parse('2026-11-28T10:00:00Z');
+    expect(await short.prune()).toEqual(['2026-11-20']);
+    expect(await short.days()).toEqual(['2026-11-27']);
+  });
+
+  it('finds an event whose index line was lost (a crash between the append and the index)', async () => {
+    const { event } = await ledger.emit(done('t1'));
+    await writeFile(path.join(root, 'events', 'index', '2026-11-28.idx'), '');
+    expect((await ledger.get(event.id))?.native_id).toBe('t1');
+    expect(await ledger.get('ev-ffffffffffffffffffff')).toBeUndefined();
+  });
+});
+
+describe('EventRegistry', () => {
+  it('knows the built-in types, with which fields an outsider can write', () => {
+    const registry = new EventRegistry();
+    expect(registry.names()).toEqual(
+      expect.arrayContaining(['mail.received', 'task.failed', 'time.tick', 'hook.fired', 'github.delivery']),
+    );
+    expect(registry.get('mail.received')?.fields.from).toMatchObject({ type: 'string', trusted: false });
+    expect(registry.get('task.failed')?.fields.type).toMatchObject({ type: 'string', trusted: true });
+    expect(registry.get('constructor')).toBeUndefined();
+    expect(registry.check('task.done', { task: 't', type: 'x', attempts: 1, extra: true })).toBeUndefined();
+  });
+
+  it('adds the types manifests declare, as integration.name, untrusted unless said', () => {
+    const registry = EventRegistry.withManifests([
+      {
+        name: 'weather',
+        events: {
+          storm_warning: {
+            description: 'A storm warning',
+            fields: { region: 'string', level: { type: 'number', trusted: true } },
+          },
+        },
+      },
+    ]);
+    const storm = registry.get('weather.storm_warning');
+    expect(storm).toMatchObject({
+      origin: 'weather',
+      fields: { region: { trusted: false }, level: { trusted: true } },
+    });
+    expect(registry.check('weather.storm_warning', { level: 'high' })).toMatch(/level/);
+  });
+});

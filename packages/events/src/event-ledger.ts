@@ -1,0 +1,374 @@
+import { createHash } from 'node:crypto';
+import { watch } from 'node:fs';
+import { appendFile, mkdir, open, readdir, readFile, rm, stat, truncate } from 'node:fs/promises';
+import path from 'node:path';
+import { AssistantError } from '@assistant/errors';
+import { withFileLock } from '@assistant/notes';
+import { EventRegistry } from './event-registry.ts';
+import type { EventInput, EventPage, EventQuery, EventRecord, EventSink } from './event-types.ts';
+
+/** An event with where it ends in the ledger: pass `cursor` as `after` to read what comes next. */
+export type LedgerEvent = EventRecord & { cursor: string };
+
+export interface EventLedgerOptions {
+  /** `data/events`. */
+  directory: string;
+  /** @default the built-in types only */
+  registry?: EventRegistry;
+  /** Whole days older than this are removed by `prune`. @default 90 */
+  retentionDays?: number;
+  /** A torn line repaired, an unreadable line skipped. */
+  warn?: (message: string, details?: Record<string, unknown>) => void;
+  /** @default () => Date.now() */
+  now?: () => number;
+  /** How often `follow` looks when no file event came. @default 250 */
+  pollMs?: number;
+}
+
+const dayPattern = /^(\d{4}-\d{2}-\d{2})\.jsonl$/;
+const cursorPattern = /^(\d{4}-\d{2}-\d{2}):(\d{1,15})$/;
+/** The longest line the ledger writes: a producer's payload is cut to this, not the ledger broken by it. */
+const maxLineBytes = 64 * 1024;
+
+/** `ev-` and the first 20 hex digits of sha256(type NUL source NUL native id): the same thing is the same event. */
+export function eventId(type: string, source: string, nativeId: string): string {
+  return `ev-${createHash('sha256').update(`${type}\0${source}\0${nativeId}`).digest('hex').slice(0, 20)}`;
+}
+
+/** Orders two cursors (`YYYY-MM-DD:<offset>`): negative when `a` comes first. */
+export function compareCursors(a: string, b: string): number {
+  const left = parseCursor(a);
+  const right = parseCursor(b);
+  if (left.day !== right.day) return left.day < right.day ? -1 : 1;
+  return left.offset - right.offset;
+}
+
+export function parseCursor(cursor: string): { day: string; offset: number } {
+  const match = cursorPattern.exec(cursor);
+  if (!match) {
+    throw new AssistantError('EVENT_CURSOR_INVALID', `"${cursor}" is not an event cursor`, {
+      hint: 'a cursor looks like 2026-11-28:1234 (a day and a byte offset), as the ledger returns them',
+    });
+  }
+  return { day: match[1] as string, offset: Number(match[2]) };
+}
+
+/**
+ * The event ledger: `data/events/YYYY-MM-DD.jsonl`, one JSON event per line, appended (UTC day of the append) and
+ * fsynced before `emit` returns. Server and worker both append: a short lock (`data/events/.append.lock`) around
+ * "is this id stored? then append" makes the same id stored once across processes. Beside each day,
+ * `index/YYYY-MM-DD.idx` holds `id type offset` per event for lookups by id; the JSONL is the truth, and a lookup
+ * the index misses (a crash between an append and its index line) reads the day itself. A line torn by a crash mid-append is moved to `YYYY-MM-DD.torn` and
+ * cut off at the next append (readers never see past the last newline).
+ */
+export class EventLedger implements EventSink {
+  readonly directory: string;
+  readonly registry: EventRegistry;
+  readonly retentionDays: number;
+  readonly #options: EventLedgerOptions;
+  /** Ids seen per day, and how far into that day's file they were read, in this process. */
+  readonly #ids = new Map<string, { ids: Map<string, number>; scanned: number }>();
+  #loadedDays = false;
+
+  constructor(options: EventLedgerOptions) {
+    this.directory = options.directory;
+    this.registry = options.registry ?? new EventRegistry();
+    this.retentionDays = options.retentionDays ?? 90;
+    this.#options = options;
+  }
+
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
+  #file(day: string): string {
+    return path.join(this.directory, `${day}.jsonl`);
+  }
+
+  #indexFile(day: string): string {
+    return path.join(this.directory, 'index', `${day}.idx`);
+  }
+
+  async emit(input: EventInput): Promise<{ event: EventRecord; duplicate: boolean }> {
+    const id = eventId(input.type, input.source, input.nativeId);
+    const problem = this.registry.check(input.type, input.data);
+    const event: EventRecord = {
+      id,
+      type: input.type,
+      at: input.at ?? new Date(this.#now()).toISOString(),
+      source: input.source,
+      native_id: input.nativeId,
+      ...(input.causedBy && input.causedBy.length > 0 ? { caused_by: [...input.causedBy] } : {}),
+      data: input.data,
+      ...(problem === undefined ? {} : { problem }),
+    };
+    let line = `${JSON.stringify(event)}\n`;
+    if (Buffer.byteLength(line) > maxLineBytes) {
+      const cut: EventRecord = {
+        ...event,
+        data: {},
+        problem: `the payload was over ${maxLineBytes} bytes and was left out`,
+      };
+      line = `${JSON.stringify(cut)}\n`;
+    }
+    await mkdir(path.join(this.directory, 'index'), { recursive: true, mode: 0o700 });
+    return withFileLock(path.join(this.directory, '.append'), async () => {
+      await this.#catchUp();
+      const stored = await this.#find(id);
+      if (stored) return { event: stored, duplicate: true };
+      const day = new Date(this.#now()).toISOString().slice(0, 10);
+      const file = this.#file(day);
+      const offset = await this.#repairTail(day);
+      const handle = await open(file, 'a', 0o600);
+      try {
+        await handle.write(line);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      const end = offset + Buffer.byteLength(line);
+      // The index is a convenience: written after the event is durable, rebuilt from the JSONL when it lags.
+      await appendFile(this.#indexFile(day), `${id} ${event.type} ${offset}\n`, { mode: 0o600 }).catch(() => {});
+      const known = this.#dayIds(day);
+      known.ids.set(id, offset);
+      known.scanned = end;
+      return { event: JSON.parse(line) as EventRecord, duplicate: false };
+    });
+  }
+
+  #dayIds(day: string): { ids: Map<string, number>; scanned: number } {
+    let known = this.#ids.get(day);
+    if (!known) {
+      known = { ids: new Map(), scanned: 0 };
+      this.#ids.set(day, known);
+    }
+    return known;
+  }
+
+  /** Reads what other processes appended since this one last looked (all days the first time). */
+  async #catchUp(): Promise<void> {
+    const days = await this.days();
+    const today = new Date(this.#now()).toISOString().slice(0, 10);
+    for (const day of days) {
+      if (this.#loadedDays && day < today && this.#ids.has(day)) continue;
+      const known = this.#dayIds(day);
+      const { lines, end } = await this.#readLines(day, known.scanned);
+      for (const entry of lines) if (entry.event) known.ids.set(entry.event.id, entry.offset);
+      known.scanned = end;
+    }
+    this.#loadedDays = true;
+  }
+
+  async #find(id: string): Promise<EventRecord | undefined> {
+    for (const [day, known] of this.#ids) {
+      const offset = known.ids.get(id);
+      if (offset === undefined) continue;
+      const { lines } = await this.#readLines(day, offset, 1);
+      if (!lines[0]?.event) return undefined;
+      const { cursor: _cursor, ...event } = lines[0].event;
+      return event;
+    }
+    return undefined;
+  }
+
+  /**
+   * The day file's length once a torn last line (a crash mid-append) is cut off and kept in `YYYY-MM-DD.torn`.
+   * Only called under the append lock: no other writer is mid-line.
+   */
+  async #repairTail(day: string): Promise<number> {
+    const file = this.#file(day);
+    const info = await stat(file).catch(() => undefined);
+    if (!info || info.size === 0) return 0;
+    const handle = await open(file, 'r');
+    let keep: number;
+    let torn: Buffer;
+    try {
+      const last = Buffer.alloc(1);
+      await handle.read(last, 0, 1, info.size - 1);
+      if (last[0] === 10) return info.size;
+      const tail = Math.min(info.size, maxLineBytes * 2);
+      const buffer = Buffer.alloc(tail);
+      await handle.read(buffer, 0, tail, info.size - tail);
+      const newline = buffer.lastIndexOf(10);
+      keep = newline < 0 ? info.size - tail : info.size - tail + newline + 1;
+      torn = buffer.subarray(newline + 1);
+    } finally {
+      await handle.close();
+    }
+    await appendFile(path.join(this.directory, `${day}.torn`), Buffer.concat([torn, Buffer.from('\n')]), {
+      mode: 0o600,
+    });
+    await truncate(file, keep);
+    this.#options.warn?.(
+      `repaired a torn last line in data/events/${day}.jsonl (${torn.length} bytes kept in ${day}.torn)`,
+      {
+        day,
+        bytes: torn.length,
+      },
+    );
+    return keep;
+  }
+
+  /** The complete lines of a day from `from`, parsed; an unreadable line is skipped (and reported once). */
+  async #readLines(
+    day: string,
+    from: number,
+    limit = Number.POSITIVE_INFINITY,
+  ): Promise<{ lines: { event?: LedgerEvent; offset: number }[]; end: number }> {
+    let buffer: Buffer;
+    try {
+      const handle = await open(this.#file(day), 'r');
+      try {
+        const size = (await handle.stat()).size;
+        if (size <= from) return { lines: [], end: from };
+        buffer = Buffer.alloc(size - from);
+        await handle.read(buffer, 0, buffer.length, from);
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], end: from };
+      throw error;
+    }
+    const lines: { event?: LedgerEvent; offset: number }[] = [];
+    let start = 0;
+    while (lines.length < limit) {
+      const newline = buffer.indexOf(10, start);
+      if (newline < 0) break;
+      const offset = from + start;
+      const end = from + newline + 1;
+      const text = buffer.subarray(start, newline).toString('utf8');
+      start = newline + 1;
+      if (text.trim() === '') continue;
+      try {
+        const event = JSON.parse(text) as EventRecord;
+        lines.push({ event: { ...event, cursor: `${day}:${end}` }, offset });
+      } catch {
+        this.#options.warn?.(`skipped an unreadable line in data/events/${day}.jsonl at byte ${offset}`, {
+          day,
+          offset,
+        });
+        lines.push({ offset });
+      }
+    }
+    return { lines, end: from + start };
+  }
+
+  /** The days that have a ledger file, oldest first. */
+  async days(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    return names.flatMap((name) => dayPattern.exec(name)?.[1] ?? []).sort();
+  }
+
+  /** Events in the order appended, filtered and paged. */
+  async list(query: EventQuery = {}): Promise<EventPage> {
+    const limit = Math.max(1, Math.min(query.limit ?? 100, 10_000));
+    const after = query.after === undefined ? undefined : parseCursor(query.after);
+    const since = query.since === undefined ? undefined : Date.parse(query.since);
+    const until = query.until === undefined ? undefined : Date.parse(query.until);
+    const types = query.types && query.types.length > 0 ? new Set(query.types) : undefined;
+    const events: LedgerEvent[] = [];
+    for (const day of await this.days()) {
+      if (after && day < after.day) continue;
+      // A day's file holds events appended that day: one ending before `since` is skipped whole.
+      if (since !== undefined && Date.parse(`${day}T23:59:59.999Z`) < since) continue;
+      if (until !== undefined && Date.parse(`${day}T00:00:00.000Z`) > until) break;
+      const from = after && day === after.day ? after.offset : 0;
+      const { lines } = await this.#readLines(day, from);
+      for (const { event } of lines) {
+        if (!event) continue;
+        const at = Date.parse(event.at);
+        if (types && !types.has(event.type)) continue;
+        if (since !== undefined && at < since) continue;
+        if (until !== undefined && at > until) continue;
+        events.push(event);
+        if (events.length === limit) return { events, next: event.cursor };
+      }
+    }
+    return { events };
+  }
+
+  /** The event with this id, if the ledger holds it. */
+  async get(id: string): Promise<LedgerEvent | undefined> {
+    if (!/^ev-[0-9a-f]{20}$/.test(id)) return undefined;
+    for (const day of (await this.days()).reverse()) {
+      const index = await readFile(this.#indexFile(day), 'utf8').catch(() => '');
+      const hit = index.split('\n').find((entry) => entry.startsWith(`${id} `));
+      if (hit) {
+        const offset = Number(hit.split(' ')[2]);
+        const { lines } = await this.#readLines(day, offset, 1);
+        if (lines[0]?.event?.id === id) return lines[0].event;
+      }
+      // The index lags (a crash between the append and its index line): the day itself is the truth.
+      const { lines } = await this.#readLines(day, 0);
+      const found = lines.find((entry) => entry.event?.id === id)?.event;
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  /** The cursor after the last complete event: follow from here to see only what comes next. */
+  async end(): Promise<string> {
+    const days = await this.days();
+    const day = days.at(-1) ?? new Date(this.#now()).toISOString().slice(0, 10);
+    const { end } = await this.#readLines(day, 0);
+    return `${day}:${end}`;
+  }
+
+  /** Every event after `after` (default: the end now), then new ones as any process appends them, until `signal`. */
+  async *follow(options: { after?: string; signal: AbortSignal }): AsyncGenerator<LedgerEvent> {
+    let cursor = options.after ?? (await this.end());
+    let wake: (() => void) | undefined;
+    let watcher: ReturnType<typeof watch> | undefined;
+    try {
+      await mkdir(this.directory, { recursive: true, mode: 0o700 });
+      watcher = watch(this.directory, () => wake?.());
+      watcher.on('error', () => {});
+    } catch {
+      // The poll still finds new events.
+    }
+    try {
+      while (!options.signal.aborted) {
+        const page = await this.list({ after: cursor, limit: 500 });
+        for (const event of page.events) {
+          cursor = event.cursor;
+          yield event;
+          if (options.signal.aborted) return;
+        }
+        if (page.next) continue;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.#options.pollMs ?? 250);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          options.signal.addEventListener('abort', wake, { once: true });
+        });
+        wake = undefined;
+      }
+    } finally {
+      watcher?.close();
+    }
+  }
+
+  /** Removes whole days older than the retention; returns the days removed. */
+  async prune(): Promise<string[]> {
+    const oldest = new Date(this.#now() - this.retentionDays * 86_400_000).toISOString().slice(0, 10);
+    const removed: string[] = [];
+    for (const day of await this.days()) {
+      if (day >= oldest) break;
+      await rm(this.#file(day), { force: true });
+      await rm(this.#indexFile(day), { force: true });
+      await rm(path.join(this.directory, `${day}.torn`), { force: true });
+      this.#ids.delete(day);
+      removed.push(day);
+    }
+    return removed;
+  }
+}
