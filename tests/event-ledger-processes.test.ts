@@ -22,7 +22,7 @@ describe('EventLedger across processes', () => {
     }
     // Each shared id was stored by one writer and found stored by the other.
     const duplicates = runs.map((run) => Number(run.stdout.trim()));
-    expect(duplicates[0] + duplicates[1]).toBe(count / 2);
+    expect(duplicates.reduce((sum, value) => sum + value, 0)).toBe(count / 2);
 
     const ledger = new EventLedger({ directory });
     const days = await ledger.days();
