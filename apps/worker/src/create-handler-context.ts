@@ -13,6 +13,7 @@ import {
 } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError, isAssistantError } from '@assistant/errors';
+import type { EventSink } from '@assistant/events';
 import {
   type ChatContext,
   type HandlerContext,
@@ -62,6 +63,11 @@ export interface WorkerServices {
   steering?: (taskId: string) => SteeringChannel;
   /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
   pausedRecheckMs?: number;
+  /**
+   * The event ledger (`data/events/`): finished and failed tasks are written there, and handlers report what they
+   * take in (`context.events`). @default none: no events (tests of bare handlers, a worker on another machine)
+   */
+  events?: EventSink;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */

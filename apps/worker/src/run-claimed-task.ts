@@ -132,6 +132,8 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     let failed: FailOutcome | undefined;
     let modelDown = false;
     if (settled.ok) {
+      // In the ledger before done/: a crash in between runs the task again, and its event is the same one (by id).
+      await emitTaskEvent(options, 'task.done');
       // The queue checks the result (depth, plain JSON data) and fails the task with the reason when it cannot keep it.
       const recorded = await consumer.complete(claimed, settled.value);
       if (recorded.state === 'done') {
@@ -161,6 +163,10 @@ export async function runClaimedTask(options: RunClaimedTaskOptions): Promise<Ta
     const message = toTaskError(error).message;
     if (outcome === 'failed') {
       logger.warn(fields, `${label} failed in ${text}: ${message}`);
+      // Only once failed/ holds it (a retry is not a failure): a crash in this instant loses the event, said in docs/events.md.
+      await emitTaskEvent(options, 'task.failed', error).catch((emitError: unknown) =>
+        logger.error({ err: emitError }, `${label}: could not write its task.failed event`),
+      );
       await recordOutcome(options, logger, { outcome: 'failed', error });
     } else {
       // A model that is down is the model watcher's outage (run-worker), logged as its breaker opens and closes;
@@ -355,5 +361,35 @@ function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
         reject(error);
       },
     );
+  });
+}
+
+/**
+ * `task.done` or `task.failed` in the event ledger, with the task as its cause. The native id is the task's id and
+ * its attempt: a task retried by hand and failing again is a new event, a repeat of the same run is not.
+ */
+async function emitTaskEvent(
+  options: RunClaimedTaskOptions,
+  type: 'task.done' | 'task.failed',
+  error?: unknown,
+): Promise<void> {
+  const events = options.services.events;
+  if (!events) return;
+  const { task } = options.claimed;
+  const failure = error === undefined ? undefined : toTaskError(error);
+  const code = (error as { code?: unknown } | undefined)?.code;
+  await events.emit({
+    type,
+    source: 'queue',
+    nativeId: `${task.id}:${task.attempts}`,
+    causedBy: [task.id],
+    data: {
+      task: task.id,
+      type: task.type,
+      ...(task.integration === undefined ? {} : { integration: task.integration }),
+      attempts: task.attempts,
+      ...(typeof code === 'string' ? { error_code: code } : {}),
+      ...(failure === undefined ? {} : { error: failure.message.slice(0, 500) }),
+    },
   });
 }

@@ -1,5 +1,6 @@
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
+import { openEventLedger } from '@assistant/events';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { type CacheMode, cacheModes, createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
@@ -223,7 +224,20 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
           atMs: Date.now(),
         }),
     });
+  // The event ledger is files of this machine: a worker on another machine writes none (docs/events.md).
+  const events = remote
+    ? undefined
+    : openEventLedger({
+        dataDir: config.paths.dataDir,
+        retentionDays: config.events.retentionDays,
+        manifests: (registry?.integrations ?? []).map((integration) => ({
+          name: integration.manifest.domain,
+          events: integration.manifest.events,
+        })),
+        warn: (message, details) => logger.warn(details ?? {}, message),
+      });
   const services: WorkerServices = {
+    ...(events ? { events } : {}),
     ...(options.pausedRecheckMs === undefined ? {} : { pausedRecheckMs: options.pausedRecheckMs }),
     config,
     queue,

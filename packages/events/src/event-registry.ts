@@ -183,7 +183,10 @@ export interface ManifestEvents {
     string,
     {
       description: string;
-      fields: Record<string, EventFieldType | { type: EventFieldType; trusted?: boolean; description?: string }>;
+      fields: Record<
+        string,
+        EventFieldType | { type: EventFieldType; trusted?: boolean | undefined; description?: string | undefined }
+      >;
     }
   >;
 }
