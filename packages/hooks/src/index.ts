@@ -38,4 +38,15 @@ export {
   loadHooks,
 } from './load-hooks.ts';
 export { resolveAt } from './notify-at.ts';
+export {
+  type HookRequestedBy,
+  hookTaskTypes,
+  notificationsConversation,
+  type PerformHookActionsOptions,
+  type PerformHookActionsResult,
+  type PlanHookTasksOptions,
+  type PlannedHookTask,
+  performHookActions,
+  planHookTasks,
+} from './perform-hook-actions.ts';
 export { renderFencedPrompt, renderHookAction, summarizeAction, templateData } from './render-hook-action.ts';
