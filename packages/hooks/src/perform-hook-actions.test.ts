@@ -69,7 +69,7 @@ then:
         payload: expect.objectContaining({
           conversation: 'notifications',
           text: 'email.inbox.check failed',
-          message: 'h-f1-0',
+          message: expect.stringMatching(/^h-[0-9a-f]{24}$/),
         }),
         ready_at: '2026-11-25T12:00:00.000Z',
       }),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createHookApprovalRequest, type HookTask } from '@assistant/actions';
 import type { EventRecord } from '@assistant/events';
 import type { HumanLog, NoteStore } from '@assistant/notes';
@@ -122,7 +123,7 @@ export function planHookTasks(options: PlanHookTasksOptions): PlannedHookTask[] 
               action.kind === 'chat' ? (action.conversation ?? notificationsConversation) : notificationsConversation,
             text: action.text,
             // The message's id: a retried task (or a firing performed twice) posts one message, not two.
-            message: `h-${options.firingId}-${index}`,
+            message: `h-${createHash('sha256').update(`${options.firingId}\0${index}`).digest('hex').slice(0, 24)}`,
             hook: hook.name,
             event: event.id,
           },
