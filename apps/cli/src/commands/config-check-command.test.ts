@@ -102,9 +102,9 @@ integration_dirs: [${JSON.stringify(path.join(inbound, 'miswired'))}, ${JSON.str
     expect(lines).toEqual(
       expect.arrayContaining([
         expect.stringMatching(
-          /^config\.yaml:5:11: hooks\[0\]\.then\.pause: there is no integration instance `nowhere` to pause/,
+          /^config\.yaml:5:19: hooks\[0\]\.then\.pause: there is no integration instance `nowhere` to pause/,
         ),
-        expect.stringMatching(/^hooks\/remind\.yaml:3:5: then\[0\]\.notfiy: `notfiy` is not an action/),
+        expect.stringMatching(/^hooks\/remind\.yaml:3:13: then\[0\]\.notfiy: `notfiy` is not an action/),
         '  hint: did you mean `notify`?',
       ]),
     );
