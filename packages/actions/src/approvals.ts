@@ -895,14 +895,21 @@ async function enqueueHookTasks(
   const enqueued: EnqueueActionsResult['enqueued'] = [];
   for (const task of request.hook_firing?.tasks ?? []) {
     const readyAtMs = task.ready_at === undefined ? undefined : Date.parse(task.ready_at);
+    // A script or service the hook asked for cites this approval, so the worker's gate finds what a person approved.
+    const payload =
+      task.type === 'script.run' && isRecord(task.payload) ? { ...task.payload, approval: request.id } : task.payload;
+    const onResult =
+      isRecord(task.on_result) && isRecord(task.on_result.requested_by)
+        ? { ...task.on_result, requested_by: { ...task.on_result.requested_by, approval: request.id } }
+        : task.on_result;
     const outcome = await options.queue.enqueue({
       type: task.type,
-      payload: (task.payload ?? {}) as never,
+      payload: (payload ?? {}) as never,
       source: 'automation',
       ...(task.integration === undefined ? {} : { integration: task.integration }),
       ...(task.priority === undefined ? {} : { priority: task.priority }),
       ...(readyAtMs === undefined || Number.isNaN(readyAtMs) || readyAtMs <= nowMs ? {} : { readyAtMs }),
-      ...(task.on_result === undefined ? {} : { onResult: task.on_result as never }),
+      ...(onResult === undefined ? {} : { onResult: onResult as never }),
     });
     const id =
       outcome.status === 'enqueued' ? outcome.task.id : outcome.status === 'duplicate' ? outcome.existing : undefined;
@@ -923,4 +930,8 @@ async function enqueueHookTasks(
     link: `${approvalsFolder}/${request.id}.md`,
   });
   return enqueued;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -1,4 +1,4 @@
-export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-registry.ts';
+export type { ActionInstance, ActionRegistry, ActionTaskType, HookAuthority } from './action-registry.ts';
 export {
   type ApprovalRequest,
   approvalOfNote,

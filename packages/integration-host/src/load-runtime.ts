@@ -101,7 +101,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     config,
     warnings,
     integrations,
-    registry: new IntegrationRegistry({ integrations, config }),
+    registry: new IntegrationRegistry({ integrations, config, hooks: loaded.hooks }),
     hooks: loaded.hooks,
   };
 }
