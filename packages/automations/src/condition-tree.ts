@@ -95,10 +95,7 @@ function isConditionMap(value: unknown): value is WhenConditions {
 }
 
 /** `classifications: human, spam; fields: from_domain, is_noreply`, for hints. */
-export function describeChoices(
-  classifications: Record<string, Classification>,
-  fields: Record<string, FieldType>,
-): string {
+function describeChoices(classifications: Record<string, Classification>, fields: Record<string, FieldType>): string {
   const parts = [];
   if (Object.keys(classifications).length > 0)
     parts.push(`classifications: ${Object.keys(classifications).join(', ')}`);

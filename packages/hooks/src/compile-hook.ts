@@ -11,8 +11,8 @@ import { nearest, recordSchemas, Secret, Yolo } from '@assistant/config';
 import type { EventTypeDefinition } from '@assistant/events';
 import type * as z from 'zod';
 import type { HookCatalog } from './hook-catalog.ts';
-import { type ActionWritten, type HookWritten, hookSchema, readActions, type WhenConditions } from './hook-schema.ts';
-import type { CompiledHook, HookAction, HookTier } from './hook-types.ts';
+import { type ActionWritten, hookSchema, readActions, type WhenConditions } from './hook-schema.ts';
+import type { CompiledHook, HookAction } from './hook-types.ts';
 import { atProblem } from './notify-at.ts';
 
 /**
@@ -388,7 +388,7 @@ function resolveAction(
 }
 
 /** The texts of an action that are templates, with where each is written inside the action. */
-export function templatesOf(action: HookAction): [string, (string | number)[]][] {
+function templatesOf(action: HookAction): [string, (string | number)[]][] {
   switch (action.kind) {
     case 'enqueue':
       return stringsOf(action.payload, ['enqueue', 'payload']);
@@ -492,5 +492,3 @@ function canonical(value: unknown): unknown {
   }
   return value;
 }
-
-export type { HookTier, HookWritten };

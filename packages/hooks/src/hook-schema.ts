@@ -18,7 +18,7 @@ import * as z from 'zod';
 
 /** A hook's name: its file name without `.yaml`, or `name:` in config.yaml's `hooks:`. It travels in file names. */
 export const hookNamePattern = /^[a-z0-9][a-z0-9_-]*$/;
-export const hookNameSchema = z.string({ error: 'expected a name' }).regex(hookNamePattern, {
+const hookNameSchema = z.string({ error: 'expected a name' }).regex(hookNamePattern, {
   error: (issue) =>
     `\`${String(issue.input)}\` is not a valid hook name: use a-z, 0-9, - and _, starting with a letter or digit`,
 });
@@ -52,10 +52,10 @@ const taskTypeName = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/, {
 
 /** One key per action; the key says what it is. Listed for "did you mean" and the docs. */
 export const actionKinds = ['enqueue', 'service', 'script', 'agent', 'chat', 'notify', 'pause'] as const;
-export type ActionKindWritten = (typeof actionKinds)[number];
+type ActionKindWritten = (typeof actionKinds)[number];
 
 /** The schema of each action by its key, as written (the `!yolo` tag already taken off). */
-export const actionSchemas: Record<ActionKindWritten, z.ZodType> = {
+const actionSchemas: Record<ActionKindWritten, z.ZodType> = {
   enqueue: z.strictObject({
     enqueue: z.strictObject({
       type: taskTypeName,
@@ -125,7 +125,6 @@ export const hookSchema = z.strictObject({
   // biome-ignore lint/suspicious/noThenProperty: `then:` is the key people write, as in automations.
   then: z.unknown(),
 });
-export type HookWritten = z.output<typeof hookSchema>;
 
 /** An action as written, parsed: its key, its parsed value, and whether it was tagged `!yolo`. */
 export interface ActionWritten {
