@@ -42,7 +42,7 @@ export function checkFastPath(options: { hook: CompiledHook; event: EventRecord;
   }
   const matched = checks.every((check) => check.passed);
   if (!matched) return { matched, passed: false, checks };
-  const groups = conditionGroups(hook.when);
+  const groups = groupsOf(hook);
   const outcomes = hook.conditions.map((condition, position) => {
     const name = condition.subject.name;
     const value = Object.hasOwn(event.data, name) ? event.data[name] : undefined;
@@ -53,6 +53,17 @@ export function checkFastPath(options: { hook: CompiledHook; event: EventRecord;
   });
   const passed = conditionTruth(hook.when, (position) => outcomes[position]) === 'true';
   return { matched, passed, checks };
+}
+
+/** Where each test sits in `any:`/`not:`, computed once per compiled hook (the runner evaluates hooks per event). */
+const groupsByHook = new WeakMap<CompiledHook, Map<number, string>>();
+function groupsOf(hook: CompiledHook): Map<number, string> {
+  let groups = groupsByHook.get(hook);
+  if (!groups) {
+    groups = conditionGroups(hook.when);
+    groupsByHook.set(hook, groups);
+  }
+  return groups;
 }
 
 /**
@@ -98,7 +109,14 @@ export async function decideHook(options: DecideHookOptions): Promise<HookDecisi
   const fastPath = checkFastPath(options);
   const provenance = effectiveProvenance(hook);
   const base = { hook: hook.name, event: event.id, matched: fastPath.matched, provenance };
-  const planned = planActions(hook, event, provenance);
+  // Templates are rendered only for an event that passes the fast path: most hooks see most events and do nothing,
+  // and the runner evaluates every hook of the event's type per event.
+  const unrendered = () =>
+    hook.actions.map((action) => ({
+      action,
+      needsApproval: actionNeedsApproval(action, provenance, hook.approval),
+      summary: summarizeAction(action),
+    }));
   if (!fastPath.matched) {
     const failed = fastPath.checks.filter((check) => !check.passed).map((check) => check.text);
     return {
@@ -106,7 +124,7 @@ export async function decideHook(options: DecideHookOptions): Promise<HookDecisi
       fastPath: { passed: false, checks: fastPath.checks },
       fire: false,
       reason: event.problem !== undefined ? `the event has a problem: ${event.problem}` : `not ${failed.join(', ')}`,
-      actions: planned.actions,
+      actions: unrendered(),
     };
   }
   if (!fastPath.passed) {
@@ -116,9 +134,10 @@ export async function decideHook(options: DecideHookOptions): Promise<HookDecisi
       fastPath: { passed: false, checks: fastPath.checks },
       fire: false,
       reason: `the fast path failed at ${failed.join(', ') || 'its conditions'}`,
-      actions: planned.actions,
+      actions: unrendered(),
     };
   }
+  const planned = planActions(hook, event, provenance);
   let slowPath: HookDecision['slowPath'];
   if (hook.ask) {
     if (!options.ask) {
