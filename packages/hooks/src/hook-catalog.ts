@@ -4,7 +4,7 @@ import type { DiscoveredIntegration, ReversibilityTier } from '@assistant/manife
 
 /** A task type a hook may enqueue, with the tier its manifest declares for it (if any). */
 export interface HookTaskType {
-  /** Declared in the manifest (`tier:` of a task or stage), or derived (a service's `reversible`). */
+  /** Declared in the manifest (`tier:` of a task or stage), or derived (a service's `reversible`); else irreversible. */
   tier?: ReversibilityTier;
 }
 
@@ -26,14 +26,6 @@ export interface HookCatalog {
   llms: readonly string[];
 }
 
-/** Task types whose handlers change nothing the owner cares about: enqueueing them from a hook is `read_only`. */
-const knownReadOnly: Record<string, ReversibilityTier> = {
-  'system.echo': 'read_only',
-  'system.sleep': 'read_only',
-  // An agent loop's own tool calls pass the tool gate (tools.approve, tiers), so starting one is soft.
-  'system.agent': 'soft',
-};
-
 /** The catalog of a loaded config and its discovered integrations. */
 export function hookCatalog(options: {
   config: Pick<Config, 'scripts' | 'integrations' | 'llms'>;
@@ -43,15 +35,12 @@ export function hookCatalog(options: {
   const taskTypes: Record<string, HookTaskType> = {};
   for (const { manifest } of integrations) {
     for (const [name, task] of Object.entries(manifest.tasks)) {
-      const declared = (task as { tier?: ReversibilityTier }).tier;
-      const type = `${manifest.domain}.${name}`;
-      const tier = declared ?? knownReadOnly[type];
-      taskTypes[type] = tier === undefined ? {} : { tier };
+      taskTypes[`${manifest.domain}.${name}`] = task.tier === undefined ? {} : { tier: task.tier };
     }
     for (const [platformName, platform] of Object.entries(manifest.platforms)) {
       for (const [stageName, stage] of Object.entries(platform.stages)) {
-        const declared = (stage as { tier?: ReversibilityTier }).tier;
-        taskTypes[`${manifest.domain}.${platformName}.${stageName}`] = declared === undefined ? {} : { tier: declared };
+        taskTypes[`${manifest.domain}.${platformName}.${stageName}`] =
+          stage.tier === undefined ? {} : { tier: stage.tier };
       }
     }
     for (const [name, service] of Object.entries(manifest.services)) {

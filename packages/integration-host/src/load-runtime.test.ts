@@ -538,3 +538,19 @@ describe('loadRuntime with hooks', () => {
     expect((error as ConfigError).message).toContain('hooks/typo.yaml:3:3: when.task_tpye:');
   });
 });
+
+describe('the hook catalog of loadRuntime', () => {
+  it('takes an enqueue at the tier its manifest declares, and an undeclared one as irreversible', async () => {
+    const configPath = await setup(twoInstances);
+    await mkdir(path.join(dir, 'hooks'));
+    const registry = {
+      get: (type: string) => (type === 'task.failed' ? { name: type, fields: {} } : undefined),
+    };
+    await writeFile(
+      path.join(dir, 'hooks', 'tiers.yaml'),
+      'on: task.failed\nthen:\n  - enqueue: {type: system.echo}\n  - enqueue: {type: system.agent, payload: {prompt: hi}}\n  - !yolo {enqueue: {type: greeter.people.check}}\n',
+    );
+    const { hooks } = await loadRuntime({ installation, configPath, cwd: dir, eventRegistry: () => registry });
+    expect(hooks[0]?.actions.map((action) => action.tier)).toEqual(['read_only', 'soft', 'irreversible']);
+  });
+});
