@@ -214,7 +214,13 @@ describe('loadHooks', () => {
       actions: [{ kind: 'pause', integration: 'work-mail', tier: 'soft' }],
     });
     expect(problems).toEqual([
-      expect.objectContaining({ file: 'config.yaml', line: 10, key: 'hooks[1].whne', hint: 'did you mean `when`?' }),
+      expect.objectContaining({
+        file: 'config.yaml',
+        line: 10,
+        key: 'hooks[1].whne',
+        hint: 'did you mean `when`?',
+        hook: 'bad',
+      }),
     ]);
   });
 

@@ -166,9 +166,16 @@ export async function loadHooks(options: LoadHooksOptions): Promise<LoadHooksRes
       if (hook) add(hook, source, [...prefix, 'name']);
     });
   }
+  // A problem of config.yaml's `hooks:` names its hook by the entry's `name:`.
+  const nameInConfig = (problem: ConfigProblem) => {
+    const [section, index] = problem.path;
+    const name =
+      section === 'hooks' && typeof index === 'number' ? (entries[index] as { name?: unknown })?.name : undefined;
+    return typeof name === 'string' ? name : undefined;
+  };
   return {
     hooks: hooks.sort((left, right) => left.name.localeCompare(right.name)),
-    problems: sortProblems(problems).map((problem) => hookProblem(problem)),
+    problems: sortProblems(problems).map((problem) => hookProblem(problem, nameInConfig(problem))),
   };
 }
 
@@ -265,10 +272,10 @@ function located(
   };
 }
 
-function hookProblem(problem: ConfigProblem): HookProblem {
+function hookProblem(problem: ConfigProblem, named: string | undefined): HookProblem {
   const hook = problem.file.startsWith(`${hooksFolder}/`)
     ? problem.file.slice(hooksFolder.length + 1).replace(/\.ya?ml$/, '')
-    : undefined;
+    : named;
   return {
     file: problem.file,
     ...(problem.position ? { line: problem.position.line, col: problem.position.col } : {}),
