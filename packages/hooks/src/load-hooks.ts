@@ -49,6 +49,11 @@ export interface LoadHooksResult {
   hooks: CompiledHook[];
   /** Every problem, in reading order. A hook with a problem is not in `hooks`; the others are. */
   problems: HookProblem[];
+  /**
+   * Each `!yolo` of a hook file, as config.yaml's are warned about (those of config.yaml's `hooks:` are warned about
+   * by config loading itself).
+   */
+  warnings: ConfigProblem[];
 }
 
 /** The folder beside config.yaml that holds one file per hook. */
@@ -62,6 +67,7 @@ export const hooksFolder = 'hooks';
  */
 export async function loadHooks(options: LoadHooksOptions): Promise<LoadHooksResult> {
   const problems: ConfigProblem[] = [];
+  const warnings: ConfigProblem[] = [];
   const hooks: CompiledHook[] = [];
   const seen = new Map<string, string>();
   const add = (hook: CompiledHook, source: YamlSource, namePath: ConfigPath) => {
@@ -136,6 +142,16 @@ export async function loadHooks(options: LoadHooksOptions): Promise<LoadHooksRes
     }
     const hook = compileLocated({ options, source, file, name, data, prefix: [], problems });
     if (hook) add(hook, source, []);
+    for (const yoloPath of source.yoloPaths) {
+      const position = source.valueAt(yoloPath);
+      warnings.push({
+        severity: 'warning',
+        file,
+        path: yoloPath,
+        ...(position ? { position } : {}),
+        message: '`!yolo`: this action runs without human approval even if it is irreversible',
+      });
+    }
   }
 
   const entries = options.config?.hooks ?? [];
@@ -176,6 +192,7 @@ export async function loadHooks(options: LoadHooksOptions): Promise<LoadHooksRes
   return {
     hooks: hooks.sort((left, right) => left.name.localeCompare(right.name)),
     problems: sortProblems(problems).map((problem) => hookProblem(problem, nameInConfig(problem))),
+    warnings,
   };
 }
 

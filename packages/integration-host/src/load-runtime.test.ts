@@ -550,7 +550,20 @@ describe('the hook catalog of loadRuntime', () => {
       path.join(dir, 'hooks', 'tiers.yaml'),
       'on: task.failed\nthen:\n  - enqueue: {type: system.echo}\n  - enqueue: {type: system.agent, payload: {prompt: hi}}\n  - !yolo {enqueue: {type: greeter.people.check}}\n',
     );
-    const { hooks } = await loadRuntime({ installation, configPath, cwd: dir, eventRegistry: () => registry });
+    const { hooks, warnings } = await loadRuntime({
+      installation,
+      configPath,
+      cwd: dir,
+      eventRegistry: () => registry,
+    });
     expect(hooks[0]?.actions.map((action) => action.tier)).toEqual(['read_only', 'soft', 'irreversible']);
+    // `!yolo` in a hook file is warned about as in config.yaml.
+    expect(warnings).toContainEqual(
+      expect.objectContaining({
+        file: 'hooks/tiers.yaml',
+        position: { line: 5, col: 11 },
+        message: expect.stringContaining('!yolo'),
+      }),
+    );
   });
 });

@@ -91,6 +91,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     registry: options.eventRegistry?.(integrations) ?? noEventTypes,
     catalog: hookCatalog({ config, integrations }),
   });
+  warnings.push(...loaded.warnings.map((warning) => ({ ...warning, file: shownFile(warning.file, configDir, cwd) })));
   if (loaded.problems.length > 0) {
     throw new ConfigError(
       hookConfigProblems(loaded.problems.map((problem) => shownFrom(problem, configDir, cwd))),
@@ -110,11 +111,12 @@ const noEventTypes: HookEventRegistry = { get: () => undefined, names: () => [] 
 
 /** A hook problem's file as config.yaml's own problems show theirs: relative to where Assistant was started. */
 function shownFrom(problem: HookProblem, configDir: string, cwd: string): HookProblem {
-  const relative = path.relative(cwd, path.join(configDir, problem.file));
-  return {
-    ...problem,
-    file: relative.startsWith('..') || path.isAbsolute(relative) ? path.join(configDir, problem.file) : relative,
-  };
+  return { ...problem, file: shownFile(problem.file, configDir, cwd) };
+}
+
+function shownFile(file: string, configDir: string, cwd: string): string {
+  const relative = path.relative(cwd, path.join(configDir, file));
+  return relative.startsWith('..') || path.isAbsolute(relative) ? path.join(configDir, file) : relative;
 }
 
 /** Where `integration_packages` are looked up: node_modules next to config.yaml, then Assistant's own. */
