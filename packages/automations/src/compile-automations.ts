@@ -207,7 +207,7 @@ export function compileAutomations(options: CompileAutomationsOptions): {
 
 function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction | { problem: string; hint?: string } {
   if (action.kind === 'script') {
-    const script = catalog.scripts[action.script];
+    const script = Object.hasOwn(catalog.scripts, action.script) ? catalog.scripts[action.script] : undefined;
     if (!script) return { problem: `script \`${action.script}\` is not defined under \`scripts:\`` };
     return {
       kind: 'script',
@@ -232,7 +232,10 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
       key: `service:${service.call}`,
     };
   }
-  const spec = catalog.platformActions[action.action];
+  // Own keys only: `then: toString` names no action, whatever Object.prototype holds.
+  const spec = Object.hasOwn(catalog.platformActions, action.action)
+    ? catalog.platformActions[action.action]
+    : undefined;
   if (!spec) {
     const known = Object.keys(catalog.platformActions);
     return {

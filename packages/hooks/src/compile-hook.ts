@@ -125,7 +125,7 @@ export function compileHook(options: CompileHookOptions): CompileHookResult {
   if (typeof written.on !== 'string') compileTree(written.on.filter, ['on', 'filter']);
   compileTree(written.when, ['when']);
 
-  if (written.count?.per !== undefined && definition && !(written.count.per in fields)) {
+  if (written.count?.per !== undefined && definition && !Object.hasOwn(fields, written.count.per)) {
     problem({ path: ['count', 'per'], ...unknownKey(written.count.per) });
   }
 
@@ -178,7 +178,11 @@ export function compileHook(options: CompileHookOptions): CompileHookResult {
   const untrusted = [
     ...new Set(
       conditions
-        .filter((condition) => condition.subject.kind === 'field' && fields[condition.subject.name]?.trusted !== true)
+        .filter(
+          (condition) =>
+            condition.subject.kind === 'field' &&
+            !(Object.hasOwn(fields, condition.subject.name) && fields[condition.subject.name]?.trusted === true),
+        )
         .map((condition) => condition.subject.name),
     ),
   ];
@@ -259,7 +263,7 @@ function resolveAction(
   switch (entry.kind) {
     case 'enqueue': {
       const spec = value.enqueue as { type: string; payload?: Record<string, unknown>; delay?: number };
-      const known = catalog.taskTypes[spec.type];
+      const known = Object.hasOwn(catalog.taskTypes, spec.type) ? catalog.taskTypes[spec.type] : undefined;
       if (!known) {
         const typo = nearest(spec.type, Object.keys(catalog.taskTypes));
         return {
@@ -309,7 +313,7 @@ function resolveAction(
     }
     case 'script': {
       const name = value.script as string;
-      const script = catalog.scripts[name];
+      const script = Object.hasOwn(catalog.scripts, name) ? catalog.scripts[name] : undefined;
       if (!script) {
         const typo = nearest(name, Object.keys(catalog.scripts));
         return {
@@ -436,7 +440,7 @@ function checkTemplate(text: string, fields: Record<string, unknown>): { message
   }
   for (const match of text.matchAll(eventDataReference)) {
     const name = match[1] ?? '';
-    if (name in fields) continue;
+    if (Object.hasOwn(fields, name)) continue;
     const typo = nearest(name, Object.keys(fields));
     return {
       message: `\`event.data.${name}\` is not a field of this event`,

@@ -263,3 +263,21 @@ describe('loadHooks', () => {
     expect(third).not.toBe(first);
   });
 });
+
+describe('names that Object.prototype holds', () => {
+  it('are no field, script or action: a problem each, never a crash or a hook that loads', async () => {
+    await hookFile('proto-field.yaml', 'on: task.failed\nwhen: {constructor: x}\nthen: {notify: hi}\n');
+    await hookFile('proto-script.yaml', 'on: task.failed\nthen: {script: constructor}\n');
+    await hookFile(
+      'proto-count.yaml',
+      'on: task.failed\ncount: {at_least: 2, within: 1h, per: toString}\nthen: {notify: hi}\n',
+    );
+    const { hooks, problems } = await load();
+    expect(hooks).toEqual([]);
+    expect(problems.map((problem) => [problem.file, problem.key])).toEqual([
+      ['hooks/proto-count.yaml', 'count.per'],
+      ['hooks/proto-field.yaml', 'when.constructor'],
+      ['hooks/proto-script.yaml', 'then.script'],
+    ]);
+  });
+});
