@@ -58,7 +58,9 @@ export async function checkActTask(options: {
   for (const action of payload.actions) {
     if (action.kind !== 'platform')
       return `an act task carries only platform actions, not ${action.kind} \`${action.name}\``;
-    const declared = platform?.actions[action.name];
+    // Own keys only: `toString` is no action of any platform.
+    const declared =
+      platform && Object.hasOwn(platform.actions, action.name) ? platform.actions[action.name] : undefined;
     if (!declared) return `\`${action.name}\` is not an action of ${info.domain}.${info.platform}`;
     // The act handler does what `name` and `argument` say and records it under `key`: they must agree, or an action
     // could borrow another's authority (and its once-per-item record).
