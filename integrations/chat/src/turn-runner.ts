@@ -693,7 +693,7 @@ class TurnRun {
   async #answer(question: { id: string }, message: InboxMessage): Promise<void> {
     await this.#join(message, (state) => {
       const { question: _answered, ...rest } = state;
-      return rest;
+      return { ...rest, answers: [...(state.answers ?? []), message.id] };
     });
     this.#handle?.answerClarification(question.id, message.text);
   }

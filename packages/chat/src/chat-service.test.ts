@@ -83,6 +83,23 @@ describe('ChatService', () => {
     }));
     expect((await chat.post(id, { text: 'the dentist' })).delivery).toBe('answered_question');
 
+    // The worker can take the answer, and clear the question, before the server that stored it says how it went.
+    await chat.turns.update(id, '0'.repeat(26), (state) => ({
+      ...state,
+      question: { id: 'q2', text: 'Which month?', asked_at: new Date().toISOString() },
+    }));
+    const accept = chat.inbox.accept.bind(chat.inbox);
+    chat.inbox.accept = async (conversation, options) => {
+      const accepted = await accept(conversation, options);
+      await chat.turns.update(id, '0'.repeat(26), ({ question: _answered, ...state }) => ({
+        ...state,
+        answers: [...(state.answers ?? []), accepted.id],
+      }));
+      return accepted;
+    };
+    expect((await chat.post(id, { text: 'March', mode: 'followup' })).delivery).toBe('answered_question');
+    chat.inbox.accept = accept;
+
     const stopped = await chat.stop(id);
     expect(stopped).toEqual({ task: '0'.repeat(26) });
     const requests = await new ControlFiles({

@@ -190,7 +190,7 @@ export class ChatService {
         },
       });
     }
-    const delivery = await this.#delivery(conversation.id, mode ?? conversation.mode);
+    const delivery = await this.#delivery(conversation.id, mode ?? conversation.mode, accepted.id);
     if (!accepted.duplicate || (await this.inbox.answeredBy(conversation.id, accepted.id)) === undefined) {
       await this.#enqueueTurn(conversation.id, accepted.id);
     }
@@ -231,10 +231,10 @@ export class ChatService {
     return this.events.follow(conversationId, options);
   }
 
-  async #delivery(conversationId: string, mode: ChatMode): Promise<ChatDelivery> {
+  async #delivery(conversationId: string, mode: ChatMode, messageId: string): Promise<ChatDelivery> {
     const running = await this.turns.running(conversationId);
     if (!running) return mode === 'collect' ? 'collected' : 'started';
-    if (running.question) return 'answered_question';
+    if (running.question || running.answers?.includes(messageId)) return 'answered_question';
     switch (mode) {
       case 'steer':
         return 'steered';

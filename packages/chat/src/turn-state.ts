@@ -23,6 +23,11 @@ const turnStateSchema = z.object({
   heartbeat_at: z.string(),
   /** A clarification the turn waits on: the owner's next plain message answers it. */
   question: z.object({ id: z.string(), text: z.string(), asked_at: z.string() }).optional(),
+  /**
+   * The messages that answered the turn's questions. The worker can take a message as the answer before the server
+   * that stored it has said how it is delivered: the server finds it here (`answered_question`), not as `queued`.
+   */
+  answers: z.array(z.string()).optional(),
 });
 export type TurnState = z.infer<typeof turnStateSchema>;
 
