@@ -121,6 +121,16 @@ describe('resolveAt', () => {
     expect(at('2020-01-01T00:00:00Z')).toBe(new Date(nowMs).toISOString());
     expect(() => at('someday')).toThrow(/is not a time/);
   });
+
+  it('counts the wall clock across a change of summer time', () => {
+    // Saturday 24 October 2026, noon in Berlin (UTC+2); Berlin is back on UTC+1 from Sunday 03:00.
+    const saturday = Date.parse('2026-10-24T10:00:00Z');
+    const at = (text: string) =>
+      new Date(resolveAt({ at: text, nowMs: saturday, timeZone: 'Europe/Berlin' })).toISOString();
+    expect(at('sunday 09:00')).toBe('2026-10-25T08:00:00.000Z');
+    expect(at('11:00')).toBe('2026-10-25T10:00:00.000Z');
+    expect(at('13:00')).toBe('2026-10-24T11:00:00.000Z');
+  });
 });
 
 describe('performHookActions', () => {
