@@ -35,6 +35,9 @@ const layers: readonly (readonly string[])[] = [
   // mcp: its server half (Assistant as an MCP server) needs only the SDK; the stores behind it are the apps'.
   ['@assistant/automations', '@assistant/chat', '@assistant/mcp'],
   ['@assistant/actions'],
+  // Hooks compile owner-written reactions to ledger events over the automations' conditions and plan them through
+  // the action layer (approvals, enqueue); the worker runs them, integration-host checks them at load.
+  ['@assistant/hooks'],
   ['@assistant/integration-host'],
   ['@assistant/sdk'],
   ['integrations/*'],

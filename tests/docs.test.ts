@@ -3,7 +3,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCli } from '@assistant/cli';
-import { configJsonSchema } from '@assistant/config';
+import { configJsonSchema, readYaml } from '@assistant/config';
+import { compileHook } from '@assistant/hooks';
 import { formatManifestProblem, ManifestError, parseManifest } from '@assistant/manifests';
 import { parseNamedTaskFile } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
@@ -79,6 +80,10 @@ describe('docs/configuration.md', () => {
  * - `needs-packages`: a config naming npm packages that are not installed here; the check must refuse exactly those.
  * - `manifest`: an integration's manifest.yaml, parsed against the manifest schema.
  * - `task-file`: a task file; its first line is a comment naming the file, parsed as the queue reads task files.
+ * - `hook`: a hook file of `hooks/`; its first line is a comment naming it (`# hooks/accountant.yaml`).
+ * - `hooks-config`: config.yaml's `hooks:` list.
+ *   Both are checked for the hook file format (every key, every action's shape); the event types, fields and names
+ *   they use are checked through `config check` once the event registry is wired into it *(planned, h33-e2e)*.
  */
 interface YamlExample {
   file: string;
@@ -87,7 +92,32 @@ interface YamlExample {
   text: string;
 }
 
-const exampleKinds = ['config', 'platform', 'automations', 'secrets', 'needs-packages', 'manifest', 'task-file'];
+const exampleKinds = [
+  'config',
+  'platform',
+  'automations',
+  'secrets',
+  'needs-packages',
+  'manifest',
+  'task-file',
+  'hook',
+  'hooks-config',
+];
+
+/** Problems with the shape of one hook as written (keys, values, actions), formatted with their key paths. */
+function hookShapeProblems(source: unknown, name: string): string | undefined {
+  const { issues } = compileHook({
+    source,
+    name,
+    file: `hooks/${name}.yaml`,
+    line: 1,
+    registry: { get: () => undefined },
+    catalog: { service: () => ({ problem: '' }), scripts: {}, taskTypes: {}, instances: [], llms: [] },
+  });
+  return issues.length === 0
+    ? undefined
+    : issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('\n');
+}
 
 async function yamlExamples(): Promise<YamlExample[]> {
   const docs = (await readdir(path.join(repoRoot, 'docs'))).filter((name) => name.endsWith('.md'));
@@ -234,6 +264,21 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
         return String(error);
       }
     }
+    case 'hook': {
+      const named = /^# hooks\/([a-z0-9][a-z0-9_-]*)\.yaml\n/.exec(example.text)?.[1];
+      if (named === undefined) return 'a hook example must start with a comment naming its file: `# hooks/NAME.yaml`';
+      const source = readYaml({ text: example.text, file: `hooks/${named}.yaml` });
+      if (source.problems.length > 0) return source.problems.map((problem) => problem.message).join('\n');
+      return hookShapeProblems(source.data, named);
+    }
+    case 'hooks-config': {
+      const source = readYaml({ text: example.text, file: 'config.yaml' });
+      if (source.problems.length > 0) return source.problems.map((problem) => problem.message).join('\n');
+      const hooks = (source.data as { hooks?: unknown } | null)?.hooks;
+      if (!Array.isArray(hooks) || hooks.length === 0) return 'a hooks-config example holds a `hooks:` list';
+      const problems = hooks.map((hook) => hookShapeProblems(hook, String((hook as { name?: unknown }).name)));
+      return problems.some((problem) => problem !== undefined) ? problems.filter(Boolean).join('\n') : undefined;
+    }
     default:
       return `unknown example kind \`${example.kind}\`: write one of ${exampleKinds.join(', ')} after \`\`\`yaml`;
   }
@@ -264,6 +309,12 @@ describe('YAML examples in README.md, docs/ and integrations/*/README.md', () =>
     ).toMatch(/no_such_action/);
     expect(await checkExample({ ...broken, kind: 'manifest', text: 'domain: x\nno_such_key: 1\n' })).toBeDefined();
     expect(await checkExample({ ...broken, kind: 'task-file', text: 'payload: {}\n' })).toMatch(/comment naming/);
+    expect(
+      await checkExample({ ...broken, kind: 'hook', text: '# hooks/x.yaml\non: a.b\nthen: {notfiy: hi}\n' }),
+    ).toMatch(/notfiy/);
+    expect(
+      await checkExample({ ...broken, kind: 'hooks-config', text: 'hooks:\n  - name: x\n    whne: {}\n' }),
+    ).toMatch(/whne/);
     expect(await checkExample({ ...broken, kind: 'yml-ish', text: 'a: 1\n' })).toMatch(/unknown example kind/);
   });
 });

@@ -140,7 +140,10 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
           id: approval.id,
           status: approval.status,
           title: approval.title,
-          actions: approval.tool_call ? [describeApproval(approval)] : approval.actions.map(describeAction),
+          actions:
+            approval.tool_call || approval.hook_firing
+              ? [describeApproval(approval)]
+              : approval.actions.map(describeAction),
           rendering: fitRendering({
             rendering: approvalRendering(approval).rendering,
             maxChars: chatCardMaxChars,

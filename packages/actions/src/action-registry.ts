@@ -1,4 +1,4 @@
-import type { CompiledRule } from '@assistant/automations';
+import type { CompiledRule, Provenance } from '@assistant/automations';
 import type { DiscoveredIntegration, ManifestPlatform } from '@assistant/manifests';
 import type { Task } from '@assistant/queue';
 
@@ -20,6 +20,20 @@ export interface ActionRegistry {
   manifestPlatform(domain: string, platformName: string): ManifestPlatform | undefined;
   /** The instance's rules for the platform, compiled against the manifest. */
   automations(instanceName: string, platformName: string): CompiledRule[];
+  /**
+   * A loaded hook by name, as far as the gate looks at it: what a script or service task a hook enqueued alone is
+   * checked against. Absent (or undefined) when no hook of that name is loaded. @default no hooks
+   */
+  hook?(name: string): HookAuthority | undefined;
+}
+
+/** What a compiled hook (packages/hooks, above this package) says about what it may do alone. */
+export interface HookAuthority {
+  version: string;
+  provenance: Provenance;
+  /** `approval: required`: nothing of it runs without a person. */
+  approval: boolean;
+  actions: readonly { kind: string; name?: string; tier: string; yolo: boolean }[];
 }
 
 /** A task type some manifest declares, as far as the gate looks at it. */

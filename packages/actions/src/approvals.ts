@@ -12,7 +12,7 @@ import {
   plannedActionSchema,
   plannedForApproval,
 } from './enqueue-actions.ts';
-import { moreCharacters, renderActions, renderToolCall, type ShownAction } from './render-approval.ts';
+import { digestOf, moreCharacters, renderActions, renderToolCall, type ShownAction } from './render-approval.ts';
 import { renderInputs } from './render-template.ts';
 import { toolTiers } from './tool-policy.ts';
 
@@ -32,6 +32,35 @@ const toolCallSchema = z.looseObject({
   call_id: z.string(),
 });
 
+/**
+ * One queue task a hook's firing waits to enqueue, on a request of kind `hook` (packages/hooks plans them): exactly
+ * what is enqueued once a person approves, shown in full in the rendering the approval binds to.
+ */
+export const hookTaskSchema = z.looseObject({
+  /** For people: `notify "Mail from Anna"`, `enqueue github.pulls.merge {"pr":1}`. */
+  summary: z.string(),
+  tier: z.enum(['read_only', 'soft', 'hard', 'irreversible']),
+  yolo: z.boolean().optional(),
+  type: z.string(),
+  payload: z.unknown().optional(),
+  integration: z.string().optional(),
+  priority: z.int().min(0).max(9).optional(),
+  /** When it becomes ready (ISO 8601); approved later than this, it is ready at once. */
+  ready_at: z.string().optional(),
+  on_result: z.unknown().optional(),
+});
+export type HookTask = z.infer<typeof hookTaskSchema>;
+
+/** What a request of kind `hook` is about: the hook, its version, the event that fired it and the firing. */
+const hookFiringSchema = z.looseObject({
+  hook: z.string(),
+  version: z.string(),
+  event: z.string(),
+  event_type: z.string(),
+  firing: z.string(),
+  tasks: z.array(hookTaskSchema).min(1),
+});
+
 const approvalSchema = z
   .looseObject({
     id: z.string(),
@@ -39,7 +68,7 @@ const approvalSchema = z
      * `tool_call`: an agent loop waits to call a tool and runs it itself once approved (`tool_call` says which);
      * absent: a rule's (or a person's) actions on an item, enqueued when approved.
      */
-    kind: z.literal('tool_call').optional(),
+    kind: z.enum(['tool_call', 'hook']).optional(),
     status: z.enum(['pending', 'approved', 'rejected', 'expired']),
     created_at: z.string(),
     expires_at: z.string(),
@@ -56,6 +85,8 @@ const approvalSchema = z
     /** Empty for a tool call. */
     actions: z.array(plannedActionSchema),
     tool_call: toolCallSchema.optional(),
+    /** On a request of kind `hook`: the firing and the tasks it enqueues once approved (`actions` is empty). */
+    hook_firing: hookFiringSchema.optional(),
     /**
      * A proposal of an instance in shadow mode (decision 0031): what its rules would have done. It cannot be approved
      * while the instance is still in shadow mode; once it is not, approving it runs it like any request.
@@ -97,6 +128,14 @@ const approvalSchema = z
         message: 'a request of kind tool_call names its tool_call',
       });
     }
+    if (request.kind === 'hook' && request.hook_firing === undefined) {
+      context.issues.push({
+        code: 'custom',
+        input: request,
+        path: ['hook_firing'],
+        message: 'a request of kind hook names its hook_firing',
+      });
+    }
     if (request.kind === undefined && request.actions.length === 0) {
       context.issues.push({
         code: 'custom',
@@ -120,6 +159,7 @@ const describedArgumentsMaxChars = 200;
  * every surface shows next to it.
  */
 export function describeApproval(request: ApprovalRequest): string {
+  if (request.hook_firing !== undefined) return request.hook_firing.tasks.map((task) => task.summary).join(', ');
   if (request.tool_call !== undefined) {
     const shown = request.tool_call.arguments;
     if (shown.length <= describedArgumentsMaxChars) return `call ${request.tool_call.tool} ${shown}`;
@@ -175,6 +215,10 @@ export function bindApproval(
   item?: { path: string; data: Record<string, unknown> },
 ): ApprovalRequest {
   if (request.tool_call !== undefined) return request;
+  if (request.hook_firing !== undefined) {
+    const rendering = renderHookFiring(request);
+    return { ...request, rendering, digest: digestOf(rendering) };
+  }
   const rendered = renderActions({
     instance: request.instance,
     platform: request.platform,
@@ -199,6 +243,7 @@ export function approvalRendering(request: ApprovalRequest): { rendering: string
   if (request.rendering !== undefined && request.digest !== undefined) {
     return { rendering: request.rendering, bound: true };
   }
+  if (request.hook_firing !== undefined) return { rendering: renderHookFiring(request), bound: false };
   if (request.tool_call !== undefined) {
     let input: unknown = request.tool_call.arguments;
     try {
@@ -553,7 +598,7 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
     await options.humanLog?.write({
       source: 'approvals',
       message: `rejected ${describeApproval(request)} for ${request.title}`,
-      reason: `a person (${options.by}) said no to ${request.kind === 'tool_call' ? 'the tool call' : request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
+      reason: `a person (${options.by}) said no to ${request.kind === 'tool_call' ? 'the tool call' : request.kind === 'hook' ? `hook "${request.rule}"` : request.provenance === 'manual' ? 'their own request' : `rule "${request.rule}"`}`,
       link: notePath,
     });
     return { request: { ...request, status: 'rejected', ...decided } };
@@ -569,6 +614,10 @@ export async function decideApproval(options: DecideApprovalOptions): Promise<De
     return { request: { ...request, status: 'approved', ...decided } };
   }
   const approved: ApprovalRequest = { ...request, status: 'approved', ...decided };
+  if (approved.hook_firing !== undefined) {
+    const enqueued = await enqueueHookTasks(options, approved, nowMs);
+    return { request: { ...approved, tasks: enqueued.map((entry) => entry.task) }, enqueued };
+  }
   const result = await enqueueApproved(options, approved, nowMs);
   return { request: { ...approved, tasks: result.enqueued.map((entry) => entry.task) }, enqueued: result.enqueued };
 }
@@ -625,7 +674,7 @@ async function logExpiry(options: { humanLog?: Pick<HumanLog, 'write'> }, reques
   await options.humanLog?.write({
     source: 'approvals',
     message: `dropped ${describeApproval(request)} for ${request.title}: nobody approved it in time`,
-    reason: `approval for ${request.kind === 'tool_call' ? 'the tool call' : `rule "${request.rule}"`} expired at ${request.expires_at}`,
+    reason: `approval for ${request.kind === 'tool_call' ? 'the tool call' : request.kind === 'hook' ? `hook "${request.rule}"` : `rule "${request.rule}"`} expired at ${request.expires_at}`,
     link: `${approvalsFolder}/${request.id}.md`,
   });
 }
@@ -725,4 +774,164 @@ export async function expireApprovals(options: {
     if (await expireApproval(options, request, nowMs)) expired.push(request.id);
   }
   return expired;
+}
+
+/**
+ * What a hook's request will do, in full: the firing, then each task with its type, instance, due time and payload
+ * as canonical JSON. The approval binds to its digest; the tasks enqueued are exactly these.
+ */
+export function renderHookFiring(request: ApprovalRequest): string {
+  const firing = request.hook_firing;
+  if (firing === undefined) return '';
+  const lines = [
+    `Hook: ${firing.hook} (version ${firing.version}, ${request.provenance} provenance)`,
+    `Event: ${firing.event} (${firing.event_type})`,
+    `Firing: ${firing.firing}`,
+    `Why: ${request.reason}`,
+    '',
+    'It will:',
+  ];
+  firing.tasks.forEach((task, index) => {
+    lines.push(`${index + 1}. ${task.summary} (${task.tier.replace('_', ' ')}${task.yolo ? ', !yolo' : ''})`);
+    lines.push(`   task: ${task.type}${task.integration ? ` on ${task.integration}` : ''}`);
+    if (task.ready_at) lines.push(`   not before: ${task.ready_at}`);
+    lines.push(`   payload: ${canonical(task.payload ?? {})}`);
+    if (task.on_result !== undefined) lines.push(`   result: ${canonical(task.on_result)}`);
+  });
+  return lines.join('\n');
+}
+
+function canonical(value: unknown): string {
+  const sort = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(sort);
+    if (item !== null && typeof item === 'object')
+      return Object.fromEntries(
+        Object.keys(item)
+          .sort()
+          .map((key) => [key, sort((item as Record<string, unknown>)[key])]),
+      );
+    return item;
+  };
+  return JSON.stringify(sort(value));
+}
+
+export interface CreateHookApprovalRequestOptions {
+  notes: NoteStore;
+  humanLog?: Pick<HumanLog, 'write'>;
+  firing: z.input<typeof hookFiringSchema>;
+  provenance: ApprovalRequest['provenance'];
+  /** Why the hook fired, for people: its fast path and the model's reason. */
+  reason: string;
+  expiresMs: number;
+  nowMs: number;
+}
+
+/**
+ * Parks a hook firing's tasks as a request a person decides on (`assistant approve`, the dashboard, chat). The id
+ * comes from the hook and the firing, so a runner that performs the same firing again finds the request instead of
+ * asking twice. Approved, the tasks are enqueued exactly as rendered.
+ */
+export async function createHookApprovalRequest(
+  options: CreateHookApprovalRequestOptions,
+): Promise<{ id: string; path: string; created: boolean }> {
+  const firing = hookFiringSchema.parse(options.firing);
+  const id = approvalId({
+    instance: 'hooks',
+    platform: firing.hook,
+    notePath: firing.event,
+    keys: [firing.firing],
+  });
+  const notePath = `${approvalsFolder}/${id}.md`;
+  if (await options.notes.read(notePath).catch(() => 'broken')) return { id, path: notePath, created: false };
+  const title = `hook ${firing.hook} on ${firing.event_type} ${firing.event}`;
+  const request = bindApproval({
+    id,
+    kind: 'hook',
+    status: 'pending',
+    created_at: new Date(options.nowMs).toISOString(),
+    expires_at: new Date(options.nowMs + options.expiresMs).toISOString(),
+    instance: 'hooks',
+    domain: 'hooks',
+    platform: firing.hook,
+    rule: firing.hook,
+    provenance: options.provenance,
+    reason: options.reason,
+    item: firing.event,
+    title,
+    actions: [],
+    hook_firing: firing,
+  });
+  const body = [
+    `# Approve ${describeApproval(request)}?`,
+    '',
+    `Hook "${firing.hook}" fired on ${firing.event_type} event ${firing.event} (${options.provenance} provenance): ${options.reason}`,
+    '',
+    ...renderingSection(request),
+    `Approve with \`assistant approve ${id}\` or reject with \`assistant reject ${id}\`. Unless decided, it expires at`,
+    `${request.expires_at} and nothing happens.`,
+    '',
+  ].join('\n');
+  try {
+    await options.notes.create(notePath, { data: request as never, body });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { id, path: notePath, created: false };
+    throw error;
+  }
+  await options.humanLog?.write({
+    source: `hooks/${firing.hook}`,
+    message: `asked for approval to ${describeApproval(request)}`,
+    reason: `hook "${firing.hook}" (${options.provenance}) fired on ${firing.event}: ${options.reason}`,
+    link: notePath,
+  });
+  return { id, path: notePath, created: true };
+}
+
+/** Enqueues the tasks of an approved hook request, as they were rendered, and records them on it. */
+async function enqueueHookTasks(
+  options: { notes: NoteStore; queue: TaskQueue; humanLog?: Pick<HumanLog, 'write'> },
+  request: ApprovalRequest,
+  nowMs: number,
+): Promise<EnqueueActionsResult['enqueued']> {
+  const enqueued: EnqueueActionsResult['enqueued'] = [];
+  for (const task of request.hook_firing?.tasks ?? []) {
+    const readyAtMs = task.ready_at === undefined ? undefined : Date.parse(task.ready_at);
+    // A script or service the hook asked for cites this approval, so the worker's gate finds what a person approved.
+    const payload =
+      task.type === 'script.run' && isRecord(task.payload) ? { ...task.payload, approval: request.id } : task.payload;
+    const onResult =
+      isRecord(task.on_result) && isRecord(task.on_result.requested_by)
+        ? { ...task.on_result, requested_by: { ...task.on_result.requested_by, approval: request.id } }
+        : task.on_result;
+    const outcome = await options.queue.enqueue({
+      type: task.type,
+      payload: (payload ?? {}) as never,
+      source: 'automation',
+      ...(task.integration === undefined ? {} : { integration: task.integration }),
+      ...(task.priority === undefined ? {} : { priority: task.priority }),
+      ...(readyAtMs === undefined || Number.isNaN(readyAtMs) || readyAtMs <= nowMs ? {} : { readyAtMs }),
+      ...(onResult === undefined ? {} : { onResult: onResult as never }),
+    });
+    const id =
+      outcome.status === 'enqueued' ? outcome.task.id : outcome.status === 'duplicate' ? outcome.existing : undefined;
+    if (id === undefined) {
+      throw new AssistantError(
+        'CONFLICT',
+        `could not enqueue ${task.type}: ${outcome.status === 'rate_limited' ? outcome.reason : outcome.status}`,
+      );
+    }
+    enqueued.push({ key: task.summary, type: task.type, task: id });
+  }
+  const tasks = enqueued.map((entry) => entry.task);
+  await options.notes.update(`${approvalsFolder}/${request.id}.md`, { set: { tasks: [...new Set(tasks)] } });
+  await options.humanLog?.write({
+    source: `hooks/${request.rule}`,
+    message: `approved: ${describeApproval(request)}`,
+    reason: `a person approved ${request.id}; enqueued ${tasks.join(', ')}`,
+    link: `${approvalsFolder}/${request.id}.md`,
+  });
+  return enqueued;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

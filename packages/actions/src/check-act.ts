@@ -58,7 +58,9 @@ export async function checkActTask(options: {
   for (const action of payload.actions) {
     if (action.kind !== 'platform')
       return `an act task carries only platform actions, not ${action.kind} \`${action.name}\``;
-    const declared = platform?.actions[action.name];
+    // Own keys only: `toString` is no action of any platform.
+    const declared =
+      platform && Object.hasOwn(platform.actions, action.name) ? platform.actions[action.name] : undefined;
     if (!declared) return `\`${action.name}\` is not an action of ${info.domain}.${info.platform}`;
     // The act handler does what `name` and `argument` say and records it under `key`: they must agree, or an action
     // could borrow another's authority (and its once-per-item record).
@@ -167,6 +169,90 @@ const scriptPayloadSchema = z.looseObject({
   requested_by: requestedBySchema.optional(),
 });
 
+/** Who asked for a script or service, when a hook did (packages/hooks `planHookTasks`): the hook and its firing. */
+const hookRequestSchema = z.looseObject({
+  hook: z.string(),
+  version: z.string(),
+  event: z.string(),
+  firing: z.string(),
+  /** For services: the approval a person gave (scripts carry it in their payload). */
+  approval: z.string().optional(),
+});
+
+/**
+ * The gate for a script or service task a hook enqueued: reversible, it runs; irreversible, it runs when a person
+ * approved exactly this task (an approval of kind `hook` for the same hook and firing, holding a task of the same
+ * type with the same payload), or when the loaded hook of the same version holds the action and may take it alone
+ * (`rule` provenance or `!yolo`, and no `approval: required`). The inputs of a task a hook enqueued alone are not
+ * rendered again: the event they came from is the ledger's, which this gate does not read *(planned)*.
+ */
+async function checkHookTask(
+  options: { registry: ActionRegistry; notes: NoteStore; task: Task },
+  request: {
+    what: string;
+    kind: 'script' | 'service';
+    name: string;
+    reversible: boolean;
+    requested: z.infer<typeof hookRequestSchema>;
+    approval: string | undefined;
+  },
+): Promise<string | undefined> {
+  const { requested, what } = request;
+  if (request.approval !== undefined) {
+    const approval = await loadApproval(options.notes, request.approval);
+    const firing = approval?.hook_firing;
+    if (approval?.kind !== 'hook' || firing === undefined) {
+      return `${what}: approval ${request.approval} is not a hook's approval request`;
+    }
+    if (approval.status !== 'approved')
+      return `${what}: approval ${request.approval} is ${approval.status}, not approved`;
+    if (firing.hook !== requested.hook || firing.firing !== requested.firing) {
+      return `${what}: approval ${request.approval} is for hook ${firing.hook} (firing ${firing.firing}), not this task's`;
+    }
+    const payload = withoutApproval(options.task.payload);
+    const same = firing.tasks.some(
+      (approved) =>
+        approved.type === options.task.type &&
+        canonicalJson(withoutApproval(approved.payload)) === canonicalJson(payload),
+    );
+    return same ? undefined : `${what}: approval ${request.approval} did not approve this task as it is`;
+  }
+  if (request.reversible) return undefined;
+  const hook = options.registry.hook?.(requested.hook);
+  if (!hook) return `${what} cannot be undone, and no hook \`${requested.hook}\` is loaded to authorise it`;
+  if (hook.version !== requested.version) {
+    return `${what} cannot be undone, and hook \`${requested.hook}\` changed since it fired (version ${requested.version}, now ${hook.version})`;
+  }
+  const action = hook.actions.find((candidate) => candidate.kind === request.kind && candidate.name === request.name);
+  if (!action) return `${what} cannot be undone, and hook \`${requested.hook}\` does not hold it`;
+  if (hook.approval)
+    return `${what} cannot be undone, and hook \`${requested.hook}\` needs approval, which the task does not cite`;
+  if (hook.provenance !== 'rule' && !action.yolo) {
+    return `${what} cannot be undone, and hook \`${requested.hook}\` decides with ${hook.provenance} provenance, without !yolo or an approval`;
+  }
+  return undefined;
+}
+
+function withoutApproval(payload: unknown): unknown {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return payload ?? {};
+  const { approval: _approval, ...rest } = payload as Record<string, unknown>;
+  return rest;
+}
+
+function canonicalJson(value: unknown): string {
+  const sort = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(sort);
+    if (item !== null && typeof item === 'object')
+      return Object.fromEntries(
+        Object.keys(item)
+          .sort()
+          .map((key) => [key, sort((item as Record<string, unknown>)[key])]),
+      );
+    return item;
+  };
+  return JSON.stringify(sort(value));
+}
+
 /** The same gate for `script.run`: an irreversible script needs its rule's say-so or a person's approval. */
 async function checkScriptTask(options: {
   registry: ActionRegistry;
@@ -174,6 +260,19 @@ async function checkScriptTask(options: {
   task: Task;
   scripts?: Record<string, { reversible: boolean }>;
 }): Promise<string | undefined> {
+  const byHook = z
+    .looseObject({ script: z.string(), approval: z.string().optional(), requested_by: hookRequestSchema })
+    .safeParse(options.task.payload);
+  if (byHook.success) {
+    return checkHookTask(options, {
+      what: `script \`${byHook.data.script}\``,
+      kind: 'script',
+      name: byHook.data.script,
+      reversible: options.scripts?.[byHook.data.script]?.reversible === true,
+      requested: byHook.data.requested_by,
+      approval: byHook.data.approval,
+    });
+  }
   const parsed = scriptPayloadSchema.safeParse(options.task.payload);
   if (!parsed.success) {
     // A payload without a script name is the handler's to report; one with a bad `requested_by` is refused here.
@@ -220,6 +319,19 @@ async function checkServiceTask(
   info: ActionTaskType,
 ): Promise<string | undefined> {
   const service = info.integration.manifest.services[info.service ?? ''];
+  const byHook = z.looseObject({ requested_by: hookRequestSchema }).safeParse(options.task.onResult ?? {});
+  if (byHook.success) {
+    const instance = options.registry.instanceForTask(options.task);
+    const call = `${info.domain}.${instance.ok ? instance.instance.name : (options.task.integration ?? info.domain)}.${info.service}`;
+    return checkHookTask(options, {
+      what: `service \`${call}\``,
+      kind: 'service',
+      name: call,
+      reversible: service?.reversible === true,
+      requested: byHook.data.requested_by,
+      approval: byHook.data.requested_by.approval,
+    });
+  }
   const bound = await serviceBinding(options, info);
   if (bound !== undefined) return bound;
   if (service?.reversible) return undefined;

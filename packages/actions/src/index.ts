@@ -1,4 +1,4 @@
-export type { ActionInstance, ActionRegistry, ActionTaskType } from './action-registry.ts';
+export type { ActionInstance, ActionRegistry, ActionTaskType, HookAuthority } from './action-registry.ts';
 export {
   type ApprovalRequest,
   approvalOfNote,
@@ -6,15 +6,20 @@ export {
   approvalsFolder,
   bindApproval,
   type CreateApprovalRequestOptions,
+  type CreateHookApprovalRequestOptions,
   createApprovalRequest,
+  createHookApprovalRequest,
   type DecideApprovalOptions,
   type DecideApprovalResult,
   decideApproval,
   describeApproval,
   enqueueApproved,
   expireApprovals,
+  type HookTask,
+  hookTaskSchema,
   listApprovals,
   readApproval,
+  renderHookFiring,
   sortApprovals,
   statusWithOutcome,
   withdrawTaskToolCalls,

@@ -57,6 +57,20 @@ const compile = (automations: Automation[]) => compileAutomations({ automations,
 const now = Date.parse('2026-11-22T12:00:00Z');
 
 describe('compileAutomations', () => {
+  it('takes no name from Object.prototype for a field, a classification, an action or a script', () => {
+    const { rules, problems } = compile([
+      rule({ constructor: 'x' }, [platform('archive')]),
+      rule({ is_noreply: true }, [platform('toString')]),
+      rule({ is_noreply: true }, [{ kind: 'script', script: 'constructor', inputs: {}, yolo: false }]),
+    ]);
+    expect(rules).toEqual([]);
+    expect(problems.map((problem) => [problem.index, problem.path.join('.')])).toEqual([
+      [0, 'when.constructor'],
+      [1, 'then'],
+      [2, 'then'],
+    ]);
+  });
+
   it('tells rule, llm and hybrid provenance apart', () => {
     const { rules, problems } = compile([
       rule({ is_noreply: true }, [platform('archive')]),

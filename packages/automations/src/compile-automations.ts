@@ -1,6 +1,15 @@
-import type { Action, Automation, Classification, JsonValue, WhenConditions } from '@assistant/config';
+import type { Action, Automation, Classification, JsonValue } from '@assistant/config';
 import type { ReversibilityTier } from '@assistant/manifests';
-import { type Condition, type ConditionValue, compileCondition, type FieldType, resolveSubject } from './conditions.ts';
+import {
+  type ConditionNode,
+  compileConditionTree,
+  conditionGroups,
+  conditionTruth,
+  describeConditionTree,
+} from './condition-tree.ts';
+import type { Condition, FieldType } from './conditions.ts';
+
+export type { ConditionNode } from './condition-tree.ts';
 
 /**
  * Where a rule's decision comes from: `rule` tests only fields (and, when it holds an irreversible action, only
@@ -39,16 +48,6 @@ export interface ResolvedAction {
    */
   text?: string;
 }
-
-/**
- * A rule's `when:` compiled: every entry of a map must hold (`all`), one entry of `any:` must, `not:`'s map must not.
- * Leaves point into the rule's flat `conditions` list by position.
- */
-export type ConditionNode =
-  | { kind: 'all'; children: ConditionNode[] }
-  | { kind: 'any'; children: ConditionNode[] }
-  | { kind: 'not'; child: ConditionNode }
-  | { kind: 'test'; condition: number };
 
 export interface CompiledRule {
   index: number;
@@ -128,13 +127,15 @@ export function compileAutomations(options: CompileAutomationsOptions): {
   options.automations.forEach((automation, index) => {
     const found: RuleProblem[] = [];
     const conditions: Condition[] = [];
-    const when = compileWhen({
+    const compiled = compileConditionTree({
       when: automation.when,
       path: ['when'],
+      classifications: options.classifications,
+      fields: options.fields,
       conditions,
-      problem: (problem) => found.push({ index, ...problem }),
-      options,
     });
+    const when = compiled.when;
+    for (const problem of compiled.problems) found.push({ index, ...problem });
     if (Object.keys(automation.when).length === 0) {
       found.push({ index, path: ['when'], message: 'a rule needs at least one condition' });
     }
@@ -204,62 +205,9 @@ export function compileAutomations(options: CompileAutomationsOptions): {
   return { rules, problems };
 }
 
-/**
- * Compiles one condition map (the rule's `when:`, an entry of `any:`, or `not:`'s map), appending its tests to
- * `conditions` and reporting each problem at its path (`['when', 'any', 1, 'humn']`).
- */
-function compileWhen(context: {
-  when: WhenConditions;
-  path: (string | number)[];
-  conditions: Condition[];
-  problem: (problem: Omit<RuleProblem, 'index'>) => void;
-  options: CompileAutomationsOptions;
-}): ConditionNode {
-  const { options } = context;
-  const children: ConditionNode[] = [];
-  const nested = (when: WhenConditions, path: (string | number)[]) => compileWhen({ ...context, when, path });
-  for (const [key, value] of Object.entries(context.when)) {
-    const path = [...context.path, key];
-    // The schema has already refused any other shape under `any:` and `not:`; these guards keep the types honest.
-    if (key === 'any' && Array.isArray(value) && value.every(isConditionMap)) {
-      children.push({ kind: 'any', children: value.map((entry, entryIndex) => nested(entry, [...path, entryIndex])) });
-      continue;
-    }
-    if (key === 'not' && isConditionMap(value)) {
-      children.push({ kind: 'not', child: nested(value, path) });
-      continue;
-    }
-    if (isConditionMap(value) || (Array.isArray(value) && value.some(isConditionMap))) {
-      context.problem({ path, message: `\`${key}\` is tested against a value, not a condition map` });
-      continue;
-    }
-    const subject = resolveSubject(key, options.classifications, options.fields);
-    if (!subject) {
-      context.problem({
-        path,
-        at: 'key',
-        message: `\`${key}\` is neither a classification of this platform nor one of its fields`,
-        hint: describeChoices(options.classifications, options.fields),
-      });
-      continue;
-    }
-    const condition = compileCondition(key, subject, value as ConditionValue);
-    if ('problem' in condition) context.problem({ path, message: condition.problem });
-    else {
-      children.push({ kind: 'test', condition: context.conditions.length });
-      context.conditions.push(condition);
-    }
-  }
-  return { kind: 'all', children };
-}
-
-function isConditionMap(value: unknown): value is WhenConditions {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction | { problem: string; hint?: string } {
   if (action.kind === 'script') {
-    const script = catalog.scripts[action.script];
+    const script = Object.hasOwn(catalog.scripts, action.script) ? catalog.scripts[action.script] : undefined;
     if (!script) return { problem: `script \`${action.script}\` is not defined under \`scripts:\`` };
     return {
       kind: 'script',
@@ -284,7 +232,10 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
       key: `service:${service.call}`,
     };
   }
-  const spec = catalog.platformActions[action.action];
+  // Own keys only: `then: toString` names no action, whatever Object.prototype holds.
+  const spec = Object.hasOwn(catalog.platformActions, action.action)
+    ? catalog.platformActions[action.action]
+    : undefined;
   if (!spec) {
     const known = Object.keys(catalog.platformActions);
     return {
@@ -317,14 +268,6 @@ function resolveAction(action: Action, catalog: ActionCatalog): ResolvedAction |
  */
 export function actionKey(name: string, argument: unknown): string {
   return argument === undefined || argument === null ? name : `${name}:${JSON.stringify(argument)}`;
-}
-
-function describeChoices(classifications: Record<string, Classification>, fields: Record<string, FieldType>): string {
-  const parts = [];
-  if (Object.keys(classifications).length > 0)
-    parts.push(`classifications: ${Object.keys(classifications).join(', ')}`);
-  if (Object.keys(fields).length > 0) parts.push(`fields: ${Object.keys(fields).join(', ')}`);
-  return parts.length > 0 ? parts.join('; ') : 'this platform has no classifications or fields to test';
 }
 
 /** The facts about one item that rules test. */
@@ -420,8 +363,6 @@ export interface RuleExplanation {
   match?: AutomationMatch;
 }
 
-type Truth = 'true' | 'false' | 'unknown';
-
 /**
  * Every rule against one item, in rule order, with each condition's value and outcome and each action's gate. A
  * condition on a classification the item lacks (or holds as null) fails and is unknown; every condition is tested,
@@ -451,30 +392,11 @@ export function explainRules(
         ...(missing ? { missing: true as const } : {}),
       };
     });
-    labelGroups(rule.when, conditions, []);
-    // Kleene's three values: a missing classification is unknown, `not` of unknown is unknown, and only true matches.
-    // So `not: {spam: "> 0.5"}` never acts on an item the model has not classified.
-    const truth = (node: ConditionNode): Truth => {
-      switch (node.kind) {
-        case 'test': {
-          const condition = conditions[node.condition];
-          return condition?.missing ? 'unknown' : condition?.holds ? 'true' : 'false';
-        }
-        case 'all': {
-          const values = node.children.map(truth);
-          return values.includes('false') ? 'false' : values.includes('unknown') ? 'unknown' : 'true';
-        }
-        case 'any': {
-          const values = node.children.map(truth);
-          return values.includes('true') ? 'true' : values.includes('unknown') ? 'unknown' : 'false';
-        }
-        case 'not': {
-          const value = truth(node.child);
-          return value === 'unknown' ? 'unknown' : value === 'true' ? 'false' : 'true';
-        }
-      }
-    };
-    const conditionsHold = truth(rule.when) === 'true';
+    for (const [position, group] of conditionGroups(rule.when)) {
+      const condition = conditions[position];
+      if (condition) condition.group = group;
+    }
+    const conditionsHold = conditionTruth(rule.when, (position) => conditions[position]) === 'true';
     const actions = rule.actions.map(
       (action): ActionExplanation => ({
         action,
@@ -496,7 +418,7 @@ export function explainRules(
             actions: allowed,
             approval: rule.approval,
             ...(rule.approvalExpiresMs === undefined ? {} : { approvalExpiresMs: rule.approvalExpiresMs }),
-            reason: describeWhen(rule.when, rule.conditions),
+            reason: describeConditionTree(rule.when, rule.conditions),
           }
         : undefined;
     return {
@@ -513,41 +435,6 @@ export function explainRules(
       ...(match ? { match } : {}),
     };
   });
-}
-
-/** Marks each test inside `any:` or `not:` with where it sits, for people reading the explanation. */
-function labelGroups(node: ConditionNode, conditions: ConditionExplanation[], where: string[]): void {
-  switch (node.kind) {
-    case 'test': {
-      const condition = conditions[node.condition];
-      if (condition && where.length > 0) condition.group = where.join(' › ');
-      return;
-    }
-    case 'all':
-      for (const child of node.children) labelGroups(child, conditions, where);
-      return;
-    case 'any':
-      for (const [index, child] of node.children.entries()) {
-        labelGroups(child, conditions, [...where, `any ${index + 1} of ${node.children.length}`]);
-      }
-      return;
-    case 'not':
-      labelGroups(node.child, conditions, [...where, 'not']);
-  }
-}
-
-/** `when:` in words, for the human log: `human < 0.2, is_noreply = true`, `any of (a = 1; b = 2)`, `not (c = 3)`. */
-function describeWhen(node: ConditionNode, conditions: readonly Condition[]): string {
-  switch (node.kind) {
-    case 'test':
-      return conditions[node.condition]?.text ?? '';
-    case 'all':
-      return node.children.map((child) => describeWhen(child, conditions)).join(', ');
-    case 'any':
-      return `any of (${node.children.map((child) => describeWhen(child, conditions)).join('; ')})`;
-    case 'not':
-      return `not (${describeWhen(node.child, conditions)})`;
-  }
 }
 
 /** Why `actionAllowed` answers as it does, in words. */

@@ -36,12 +36,13 @@ export function resolveSubject(
     ? [key.slice(0, key.indexOf('.')), key.slice(key.indexOf('.') + 1)]
     : ['', key];
   if (prefix === 'classification' || prefix === '') {
-    const classification = classifications[rest];
+    // Own keys only: `constructor` or `toString` is no classification or field, whatever Object.prototype holds.
+    const classification = Object.hasOwn(classifications, rest) ? classifications[rest] : undefined;
     if (classification) return { kind: 'classification', name: rest, classification };
     if (prefix === 'classification') return undefined;
   }
   if (prefix === 'field' || prefix === '') {
-    const type = fields[rest];
+    const type = Object.hasOwn(fields, rest) ? fields[rest] : undefined;
     if (type) return { kind: 'field', name: rest, type };
   }
   return undefined;

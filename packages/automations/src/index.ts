@@ -18,11 +18,21 @@ export {
   type RuleExplanation,
   type RuleProblem,
 } from './compile-automations.ts';
-export type { Condition, ConditionSubject, FieldType } from './conditions.ts';
+export {
+  type CompileConditionTreeOptions,
+  type ConditionProblem,
+  compileConditionTree,
+  conditionGroups,
+  conditionTruth,
+  describeConditionTree,
+  type Truth,
+} from './condition-tree.ts';
+export type { Condition, ConditionSubject, ConditionValue, FieldType } from './conditions.ts';
 export {
   automationChecks,
   compilePlatformAutomations,
   itemFacts,
   platformFields,
   platformTrustedFields,
+  serviceResolver,
 } from './platform-automations.ts';

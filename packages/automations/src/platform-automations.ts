@@ -45,7 +45,6 @@ function actionCatalog(
   integrations: readonly DiscoveredIntegration[],
   platform: ManifestPlatform,
 ): ActionCatalog {
-  const byDomain = new Map(integrations.map((integration) => [integration.manifest.domain, integration.manifest]));
   return {
     platformActions: Object.fromEntries(
       Object.entries(platform.actions).map(([name, action]) => [
@@ -61,46 +60,58 @@ function actionCatalog(
     scripts: Object.fromEntries(
       Object.entries(config.scripts).map(([name, script]) => [name, { reversible: script.reversible }]),
     ),
-    service: (call) => {
-      const parts = call.split('.');
-      const [domain = ''] = parts;
-      const serviceName = parts.at(-1) ?? '';
-      const manifest = byDomain.get(domain);
-      if (!manifest) return { problem: `\`${call}\`: no integration \`${domain}\` is installed` };
-      const service = manifest.services[serviceName];
-      if (!service) {
-        const names = Object.keys(manifest.services);
+    service: serviceResolver(config, integrations),
+  };
+}
+
+/**
+ * Resolves a service call as rules and hooks write it: `domain.instance.service`, or `domain.service` for the domain's
+ * default instance. Its reversibility and the call in full (`domain.instance.service`), or why it names nothing.
+ */
+export function serviceResolver(
+  config: Pick<Config, 'integrations'>,
+  integrations: readonly DiscoveredIntegration[],
+): ActionCatalog['service'] {
+  const byDomain = new Map(integrations.map((integration) => [integration.manifest.domain, integration.manifest]));
+  return (call) => {
+    const parts = call.split('.');
+    const [domain = ''] = parts;
+    const serviceName = parts.at(-1) ?? '';
+    const manifest = byDomain.get(domain);
+    if (!manifest) return { problem: `\`${call}\`: no integration \`${domain}\` is installed` };
+    const service = manifest.services[serviceName];
+    if (!service) {
+      const names = Object.keys(manifest.services);
+      return {
+        problem: `\`${call}\`: the ${domain} integration has no service \`${serviceName}\`${names.length > 0 ? ` (it has: ${names.join(', ')})` : ''}`,
+      };
+    }
+    // The instances that run the domain's tasks: config.yaml's, else the manifest's default instance (which runs
+    // them when config.yaml has none).
+    const configured = config.integrations.filter((candidate) => candidate.type === domain).map(({ name }) => name);
+    const fallback = manifest.default_instance?.name;
+    const instances = configured.length > 0 ? configured : fallback === undefined ? [] : [fallback];
+    if (parts.length === 2) {
+      // `domain.service`: the domain's default instance, the one named like the domain, else its only one.
+      const name =
+        instances.find((candidate) => candidate === domain) ?? (instances.length === 1 ? instances[0] : undefined);
+      if (name === undefined) {
         return {
-          problem: `\`${call}\`: the ${domain} integration has no service \`${serviceName}\`${names.length > 0 ? ` (it has: ${names.join(', ')})` : ''}`,
+          problem:
+            instances.length === 0
+              ? `\`${call}\`: there is no ${domain} instance under \`integrations:\``
+              : `\`${call}\`: there are several ${domain} instances and none is named \`${domain}\`; name one: ${instances.map((candidate) => `\`${domain}.${candidate}.${serviceName}\``).join(', ')}`,
         };
       }
-      // The instances that run the domain's tasks: config.yaml's, else the manifest's default instance (which runs
-      // them when config.yaml has none).
-      const configured = config.integrations.filter((candidate) => candidate.type === domain).map(({ name }) => name);
-      const fallback = manifest.default_instance?.name;
-      const instances = configured.length > 0 ? configured : fallback === undefined ? [] : [fallback];
-      if (parts.length === 2) {
-        // `domain.service`: the domain's default instance, the one named like the domain, else its only one.
-        const name =
-          instances.find((candidate) => candidate === domain) ?? (instances.length === 1 ? instances[0] : undefined);
-        if (name === undefined) {
-          return {
-            problem:
-              instances.length === 0
-                ? `\`${call}\`: there is no ${domain} instance under \`integrations:\``
-                : `\`${call}\`: there are several ${domain} instances and none is named \`${domain}\`; name one: ${instances.map((candidate) => `\`${domain}.${candidate}.${serviceName}\``).join(', ')}`,
-          };
-        }
-        return { reversible: service.reversible, call: `${domain}.${name}.${serviceName}` };
-      }
-      const instanceName = parts[1] ?? '';
-      if (!instances.includes(instanceName)) {
-        return {
-          problem: `\`${call}\`: there is no ${domain} instance named \`${instanceName}\` under \`integrations:\``,
-        };
-      }
-      return { reversible: service.reversible, call };
-    },
+      return { reversible: service.reversible, call: `${domain}.${name}.${serviceName}` };
+    }
+    const instanceName = parts[1] ?? '';
+    if (!instances.includes(instanceName)) {
+      return {
+        problem: `\`${call}\`: there is no ${domain} instance named \`${instanceName}\` under \`integrations:\``,
+      };
+    }
+    return { reversible: service.reversible, call };
   };
 }
 

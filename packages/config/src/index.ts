@@ -25,7 +25,9 @@ export {
   type ConfigProblem,
   formatPath,
   formatProblem,
+  nearest,
   type SourcePosition,
+  sortProblems,
 } from './problems.ts';
 export { type NextRunsOptions, nextRuns, type Schedule, validateCron } from './schedule.ts';
 export {
@@ -43,6 +45,7 @@ export {
   identifier as identifierSchema,
   instanceName as instanceNameSchema,
   type JsonValue,
+  jsonValue as jsonValueSchema,
   type LlmPrices,
   type LlmProfile,
   type LlmProvider,
@@ -55,10 +58,13 @@ export {
   type ScriptConfig,
   scheduleSchema,
   secretField,
+  serviceCall as serviceCallSchema,
   type WhenConditions,
+  whenSchema as whenConditionsSchema,
 } from './schema.ts';
 export { Secret } from './secret.ts';
 export { configData, serializeConfig, toYamlText } from './serialize-config.ts';
 export { refuseUrlCredentials } from './url-credentials.ts';
 export { readYaml, type YamlSource, yamlLimitProblem } from './yaml-source.ts';
 export { Yolo } from './yolo.ts';
+export { issuesToProblems, recordSchemas } from './zod-problems.ts';

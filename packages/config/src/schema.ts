@@ -33,7 +33,7 @@ export const secretField = z
   .transform((value) => (typeof value === 'string' ? new Secret('inline', value) : value))
   .meta({ secret: true });
 
-const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
+export const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
 );
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -258,7 +258,7 @@ const scriptAction = z.strictObject({
   inputs: z.record(z.string(), inputValue).optional(),
 });
 /** `domain.instance.service`, or `domain.service` for the domain's default instance (named like the domain, or its only one). */
-const serviceCall = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_-]*)?\.[a-z][a-z0-9_]*$/, {
+export const serviceCall = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_-]*)?\.[a-z][a-z0-9_]*$/, {
   error: 'expected `domain.instance.service` or `domain.service`, e.g. research.research.web or research.web',
 });
 const serviceAction = z.strictObject({
@@ -355,7 +355,7 @@ const groupHint =
 
 // The union accepts every shape; which shape suits which key (a map only under `not:`, maps only under `any:`) is
 // checked in `superRefine`, so the message names the key and says what it takes instead of zod's "invalid input".
-const whenSchema: z.ZodType<WhenConditions> = z.lazy(() =>
+export const whenSchema: z.ZodType<WhenConditions> = z.lazy(() =>
   z
     .record(z.string().min(1), z.union([conditionValue, z.array(whenSchema), whenSchema]))
     .superRefine((value, context) => {
@@ -818,6 +818,16 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
       owner: ownerSchema.prefault({}),
+      /**
+       * Hooks written in config.yaml, each with a `name:` (docs/hooks.md). Checked by @assistant/hooks against the
+       * event registry and the integrations, which this package does not know: here only a list of mappings.
+       */
+      hooks: orEmpty(
+        z.array(
+          z.record(z.string(), z.unknown(), { error: 'expected a hook: a mapping with `name:`, `on:` and `then:`' }),
+        ),
+        () => [],
+      ),
     })
     .transform((value) => ({
       dataDir: value.data_dir,
@@ -837,6 +847,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       approvals: value.approvals,
       tools: value.tools,
       owner: value.owner,
+      hooks: value.hooks,
     }));
 }
 

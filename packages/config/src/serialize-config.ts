@@ -209,6 +209,8 @@ function toPlain(config: Config): Plain {
       approval_timeout: formatDuration(config.tools.approvalTimeoutMs),
     },
     owner: { timezone: config.owner.timeZone, currency: config.owner.currency },
+    // Hooks are kept as written (@assistant/hooks normalises them), `!yolo` tags included.
+    ...(config.hooks.length > 0 ? { hooks: config.hooks } : {}),
   };
 }
 

@@ -22,6 +22,12 @@ export interface CompiledHook {
   /** `on.filter` and `when:` compiled in the automations' condition language, over the event's declared fields. */
   conditions: Condition[];
   when: ConditionNode;
+  /**
+   * The event type's fields marked `trusted` when the hook was compiled. Every other value of the event's data is an
+   * outsider's: fenced in prompts, and it makes a fast path over it non-deterministic for irreversible actions.
+   * Absent (a hook built by hand), nothing is trusted.
+   */
+  trustedFields?: string[];
   /** `ask:` the slow path: an LLM question over the fenced event, typed verdict `{fire, reason}`. */
   ask?: { question: string; llm?: string };
   /** `count:` fire only when this many matching events (counting this one) came within the window. */
@@ -50,7 +56,17 @@ export type HookAction =
       tier: HookTier;
       yolo: boolean;
     }
-  | { kind: 'service'; name: string; inputs?: Record<string, unknown>; tier: HookTier; yolo: boolean }
+  | {
+      kind: 'service';
+      /** In full: `domain.instance.service`. */
+      name: string;
+      inputs?: Record<string, unknown>;
+      /** As automations' services: the human-log line and where the result goes (default: a note). */
+      humanLog?: string;
+      onResult?: Record<string, unknown>[];
+      tier: HookTier;
+      yolo: boolean;
+    }
   | { kind: 'script'; name: string; inputs?: Record<string, unknown>; tier: HookTier; yolo: boolean }
   | { kind: 'agent'; prompt: string; llm?: string; tier: HookTier; yolo: boolean }
   | { kind: 'chat'; conversation?: string; text: string; tier: HookTier; yolo: boolean }
@@ -74,6 +90,8 @@ export interface HookDecision {
   /** The event type matched and the event has no `problem`. */
   matched: boolean;
   fastPath: { passed: boolean; checks: HookCheck[] };
+  /** Where the decision comes from, checked again from the hook's conditions (never less strict than the hook's). */
+  provenance?: Provenance;
   /** Present when the fast path passed and the hook has `ask:` (and the LLM was called or the cache answered). */
   slowPath?: { fire: boolean; reason: string; cached: boolean };
   fire: boolean;

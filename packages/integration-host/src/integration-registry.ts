@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ActionRegistry } from '@assistant/actions';
+import type { ActionRegistry, HookAuthority } from '@assistant/actions';
 import type { CompiledRule } from '@assistant/automations';
 import { compilePlatformAutomations } from '@assistant/automations';
 import type { IntegrationConfigSchema, LoadedConfig, Schedule } from '@assistant/config';
@@ -132,15 +132,27 @@ export class IntegrationRegistry implements ActionRegistry {
   readonly #config: LoadedConfig;
   /** Handler modules being imported or imported, by path: each is imported once. */
   readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
+  readonly #hooks: ReadonlyMap<string, HookAuthority>;
 
-  constructor(options: { integrations: readonly DiscoveredIntegration[]; config: LoadedConfig }) {
+  constructor(options: {
+    integrations: readonly DiscoveredIntegration[];
+    config: LoadedConfig;
+    /** The loaded hooks (`loadRuntime` compiles them), for the gate's check of what a hook enqueued. @default none */
+    hooks?: readonly (HookAuthority & { name: string })[];
+  }) {
     this.integrations = options.integrations;
     this.#config = options.config;
+    this.#hooks = new Map((options.hooks ?? []).map((hook) => [hook.name, hook]));
     for (const integration of options.integrations) {
       this.#addTypes(integration);
       this.#addInbound(integration);
     }
     this.#addInstances(options.config);
+  }
+
+  /** A loaded hook by name: the gate checks a script or service task a hook enqueued against it. */
+  hook(name: string): HookAuthority | undefined {
+    return this.#hooks.get(name);
   }
 
   /**

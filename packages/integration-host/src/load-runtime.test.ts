@@ -69,6 +69,7 @@ describe('loadRuntime', () => {
       ['weather', 'package'],
     ]);
     expect(registry.taskTypes().map((info) => info.type)).toEqual([
+      'chat.notify',
       'chat.turn',
       'email.inbox.act',
       'email.inbox.check',
@@ -100,6 +101,7 @@ describe('loadRuntime', () => {
       'system.agent',
       'system.echo',
       'system.housekeeping.run',
+      'system.pause',
       'system.sleep',
       'weather.forecast.fetch',
     ]);
@@ -480,5 +482,88 @@ describe('manifests', () => {
     const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toMatch(/config\.yaml.*limit is 1048576 bytes \(1 MiB\)/);
+  });
+});
+
+describe('loadRuntime with hooks', () => {
+  const events = {
+    get: (type: string) =>
+      type === 'task.failed'
+        ? {
+            name: 'task.failed',
+            fields: {
+              task_type: { type: 'string' as const, trusted: true },
+              integration: { type: 'string' as const, trusted: true },
+            },
+          }
+        : undefined,
+    names: () => ['task.failed'],
+  };
+
+  it('loads the hooks beside config.yaml, checked against the integrations', async () => {
+    const configPath = await setup(twoInstances);
+    await mkdir(path.join(dir, 'hooks'));
+    await writeFile(
+      path.join(dir, 'hooks', 'failures.yaml'),
+      'on: task.failed\nwhen: {task_type: greeter.people.check}\nthen:\n  - pause: friendly\n  - notify: "{{event.data.task_type}} failed"\n',
+    );
+    const { hooks } = await loadRuntime({ installation, configPath, cwd: dir, eventRegistry: () => events });
+    expect(hooks.map((hook) => [hook.name, hook.actions.map((action) => action.kind)])).toEqual([
+      ['failures', ['pause', 'notify']],
+    ]);
+  });
+
+  it('refuses a hook problem as a config error with file, line and key, like config.yaml problems', async () => {
+    const configPath = await setup(
+      `${twoInstances}hooks:\n  - name: inline\n    on: task.failed\n    then: {pause: nobody}\n`,
+    );
+    await mkdir(path.join(dir, 'hooks'));
+    await writeFile(
+      path.join(dir, 'hooks', 'typo.yaml'),
+      'on: task.failed\nwhen:\n  task_tpye: x\nthen: {notify: hi}\n',
+    );
+    const error = await loadRuntime({ installation, configPath, cwd: dir, eventRegistry: () => events }).catch(
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.map((problem) => [
+      problem.file,
+      problem.position?.line,
+      problem.message,
+    ]);
+    expect(problems).toEqual([
+      ['config.yaml', 23, 'there is no integration instance `nobody` to pause'],
+      ['hooks/typo.yaml', 3, '`task_tpye` is not a field of `task.failed`'],
+    ]);
+    expect((error as ConfigError).message).toContain('hooks/typo.yaml:3:3: when.task_tpye:');
+  });
+});
+
+describe('the hook catalog of loadRuntime', () => {
+  it('takes an enqueue at the tier its manifest declares, and an undeclared one as irreversible', async () => {
+    const configPath = await setup(twoInstances);
+    await mkdir(path.join(dir, 'hooks'));
+    const registry = {
+      get: (type: string) => (type === 'task.failed' ? { name: type, fields: {} } : undefined),
+    };
+    await writeFile(
+      path.join(dir, 'hooks', 'tiers.yaml'),
+      'on: task.failed\nthen:\n  - enqueue: {type: system.echo}\n  - enqueue: {type: system.agent, payload: {prompt: hi}}\n  - !yolo {enqueue: {type: greeter.people.check}}\n',
+    );
+    const { hooks, warnings } = await loadRuntime({
+      installation,
+      configPath,
+      cwd: dir,
+      eventRegistry: () => registry,
+    });
+    expect(hooks[0]?.actions.map((action) => action.tier)).toEqual(['read_only', 'soft', 'irreversible']);
+    // `!yolo` in a hook file is warned about as in config.yaml.
+    expect(warnings).toContainEqual(
+      expect.objectContaining({
+        file: 'hooks/tiers.yaml',
+        position: { line: 5, col: 11 },
+        message: expect.stringContaining('!yolo'),
+      }),
+    );
   });
 });

@@ -1,12 +1,21 @@
 import path from 'node:path';
 import { automationChecks } from '@assistant/automations';
 import {
+  ConfigError,
   type LoadConfigResult,
   type LoadedConfig,
   loadConfig,
   readConfigFile,
   yamlLimitProblem,
 } from '@assistant/config';
+import {
+  type CompiledHook,
+  type HookEventRegistry,
+  type HookProblem,
+  hookCatalog,
+  hookConfigProblems,
+  loadHooks,
+} from '@assistant/hooks';
 import { type DiscoveredIntegration, discoverIntegrations, unlistedPackageIntegrations } from '@assistant/manifests';
 import { parseDocument } from 'yaml';
 import { IntegrationRegistry, integrationConfigSchemas } from './integration-registry.ts';
@@ -20,6 +29,12 @@ export interface LoadRuntimeOptions {
   cwd?: string;
   /** Where this installation keeps its builtin integrations and its own node_modules: the application decides. */
   installation: Installation;
+  /**
+   * The event types hooks may name (the ledger's registry: built-in types and those the manifests declare), made
+   * from the integrations found. @default none: every hook's `on:` is then a problem *(planned: the ledger's registry
+   * from @assistant/events)*
+   */
+  eventRegistry?: (integrations: readonly DiscoveredIntegration[]) => HookEventRegistry;
 }
 
 /** The places of an installation the runtime cannot know itself: apps compute them once, tests pass their own. */
@@ -35,6 +50,8 @@ export interface LoadedRuntime {
   warnings: LoadConfigResult['warnings'];
   integrations: DiscoveredIntegration[];
   registry: IntegrationRegistry;
+  /** The hooks of `hooks/*.yaml` beside config.yaml and config.yaml's `hooks:`, compiled; every one loaded. */
+  hooks: CompiledHook[];
 }
 
 /**
@@ -66,7 +83,40 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
     check: automationChecks(integrations),
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
   });
-  return { config, warnings, integrations, registry: new IntegrationRegistry({ integrations, config }) };
+  // A hook with a problem is a config error like any other: `config check` lists it with file, line and key, and
+  // nothing starts, rather than a hook that loads and never fires.
+  const loaded = await loadHooks({
+    configDir,
+    config,
+    registry: options.eventRegistry?.(integrations) ?? noEventTypes,
+    catalog: hookCatalog({ config, integrations }),
+  });
+  warnings.push(...loaded.warnings.map((warning) => ({ ...warning, file: shownFile(warning.file, configDir, cwd) })));
+  if (loaded.problems.length > 0) {
+    throw new ConfigError(
+      hookConfigProblems(loaded.problems.map((problem) => shownFrom(problem, configDir, cwd))),
+      warnings,
+    );
+  }
+  return {
+    config,
+    warnings,
+    integrations,
+    registry: new IntegrationRegistry({ integrations, config, hooks: loaded.hooks }),
+    hooks: loaded.hooks,
+  };
+}
+
+const noEventTypes: HookEventRegistry = { get: () => undefined, names: () => [] };
+
+/** A hook problem's file as config.yaml's own problems show theirs: relative to where Assistant was started. */
+function shownFrom(problem: HookProblem, configDir: string, cwd: string): HookProblem {
+  return { ...problem, file: shownFile(problem.file, configDir, cwd) };
+}
+
+function shownFile(file: string, configDir: string, cwd: string): string {
+  const relative = path.relative(cwd, path.join(configDir, file));
+  return relative.startsWith('..') || path.isAbsolute(relative) ? path.join(configDir, file) : relative;
 }
 
 /** Where `integration_packages` are looked up: node_modules next to config.yaml, then Assistant's own. */

@@ -29,6 +29,11 @@ const stageSchema = z.strictObject({
    * it and is held back while the LLM stage's backlog is full. @default false
    */
   llm: z.boolean().default(false),
+  /**
+   * What running a task of this type does, on the reversibility tiers: a hook that enqueues it (`then: {enqueue:
+   * …}`) takes an action of this tier. Undeclared, a hook's enqueue of it counts as irreversible.
+   */
+  tier: z.enum(reversibilityTiers).optional(),
 });
 
 const fieldTypes = ['boolean', 'string', 'number', 'date', 'list'] as const;
@@ -120,6 +125,11 @@ const taskSchema = z.strictObject({
   handler: handlerReference,
   description: z.string().optional(),
   priority: priority.default(5),
+  /**
+   * What running a task of this type does, on the reversibility tiers: a hook that enqueues it (`then: {enqueue:
+   * …}`) takes an action of this tier. Undeclared, a hook's enqueue of it counts as irreversible.
+   */
+  tier: z.enum(reversibilityTiers).optional(),
 });
 
 /**

@@ -47,7 +47,9 @@ export async function approvalsListCommand(
       `${request.id}  ${statusWithOutcome(request).padEnd(8)}  ${describeApproval(request)} for ${request.title}\n` +
         (request.kind === 'tool_call'
           ? `    agent tool call of ${request.instance}: ${request.reason}; expires ${request.expires_at}\n`
-          : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`) +
+          : request.kind === 'hook'
+            ? `    hook "${request.rule}": ${request.reason}; expires ${request.expires_at}\n`
+            : `    rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}; expires ${request.expires_at}\n`) +
         renderingLines(request, listedRenderingMaxChars),
     );
   }
@@ -83,7 +85,9 @@ export async function approvalShowCommand(options: ApprovalCommandOptions & { id
       `${request.id}  ${request.status}${request.decided_by ? ` by ${request.decided_by} at ${request.decided_at ?? '?'}` : ''}`,
       request.kind === 'tool_call'
         ? `agent tool call of ${request.instance}: ${request.reason}`
-        : `rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}`,
+        : request.kind === 'hook'
+          ? `hook "${request.rule}": ${request.reason}`
+          : `rule "${request.rule}" of ${request.instance}/${request.platform}: ${request.reason}`,
       `item: ${request.item}`,
       `expires: ${request.expires_at}`,
       ...(request.outcome

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,6 +92,23 @@ integration_dirs: [${JSON.stringify(path.join(inbound, 'miswired'))}, ${JSON.str
       .slice(1)
       .map((line) => line.replaceAll(`${dir}${path.sep}`, ''));
   }
+
+  it('reports a malformed hook with its file, line and key (issue 33), and nothing loads', async () => {
+    await mkdir(path.join(dir, 'hooks'));
+    await writeFile(path.join(dir, 'hooks', 'remind.yaml'), 'on: mail.received\nthen:\n  - notfiy: hi\n');
+    const lines = await problemsOf(
+      'data_dir: ./data\nhooks:\n  - name: inline\n    on: task.failed\n    then: {pause: nowhere}\n',
+    );
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^config\.yaml:5:19: hooks\[0\]\.then\.pause: there is no integration instance `nowhere` to pause/,
+        ),
+        expect.stringMatching(/^hooks\/remind\.yaml:3:13: then\[0\]\.notfiy: `notfiy` is not an action/),
+        '  hint: did you mean `notify`?',
+      ]),
+    );
+  });
 
   it('reports three key typos and a rule with an unknown action in one run (issue 31: the action came a run later)', async () => {
     const lines = await problemsOf(`data_dir: ./data

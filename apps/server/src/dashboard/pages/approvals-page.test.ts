@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { enqueueActions, explainItem, readApproval } from '@assistant/actions';
+import { createHookApprovalRequest, enqueueActions, explainItem, readApproval } from '@assistant/actions';
 import {
   memo,
   mustShow,
@@ -108,6 +108,45 @@ describe('the Approvals page', () => {
     const call = await app.inject({ method: 'GET', url: `/approvals/${toolCallApprovalId}`, headers });
     expect(call.body).toContain(escaped(JSON.stringify(memo)));
     expect((await app.inject({ method: 'GET', url: '/approvals/ap-000000000000', headers })).statusCode).toBe(404);
+  });
+
+  it("shows a hook's request with the tasks it will enqueue, and approving it enqueues them (issue 33)", async () => {
+    const { app, notes, queue } = await setup();
+    await using _app = app;
+    const { id } = await createHookApprovalRequest({
+      notes,
+      firing: {
+        hook: 'merge-when-green',
+        version: '0123456789abcdef',
+        event: 'ev-00000000000000000001',
+        event_type: 'task.done',
+        firing: 'f1',
+        tasks: [
+          {
+            summary: `enqueue system.echo {"said":"${evil}"}`,
+            tier: 'irreversible',
+            type: 'system.echo',
+            payload: { said: evil },
+          },
+        ],
+      },
+      provenance: 'llm',
+      reason: 'the model said the build is green',
+      expiresMs: 3_600_000,
+      nowMs: Date.now(),
+    });
+    const page = await app.inject({ method: 'GET', url: `/approvals/${id}`, headers });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('hook “merge-when-green”');
+    expect(page.body).toContain('enqueue system.echo {&quot;said&quot;:&quot;&lt;script&gt;alert(1)');
+    expect(page.body).not.toContain('<script>alert(1)');
+    const approved = await app.inject({ method: 'POST', url: `/approvals/${id}/approve`, headers: form, payload: '' });
+    expect(approved.statusCode).toBeLessThan(400);
+    const request = await readApproval(notes, id);
+    expect(request).toMatchObject({ status: 'approved', tasks: [expect.any(String)] });
+    expect(await queue.get(request?.tasks?.[0] ?? '')).toMatchObject({
+      task: { type: 'system.echo', payload: { said: evil } },
+    });
   });
 
   it('refuses to approve a request made before approvals were bound to what they show, and says why', async () => {

@@ -300,13 +300,20 @@ ${
   approval.tool_call
     ? html`<tr><th scope="row">Would call</th><td><code>${approval.tool_call.tool}</code> <span class="badge">${approval.tool_call.tier.replace('_', ' ')}</span></td></tr>
 <tr><th scope="row">Loop</th><td>${approval.tool_call.loop} <span class="muted">of</span> <a href="/tasks/${encodeURIComponent(approval.tool_call.task)}">task ${approval.tool_call.task}</a>${approval.tool_ran_at ? html` <span class="muted">(ran at ${timeTag(approval.tool_ran_at)})</span>` : ''}</td></tr>`
-    : html`<tr><th scope="row">Would do</th><td><ul class="plain">${approval.actions.map(
+    : html`<tr><th scope="row">Would do</th><td><ul class="plain">${(
+        approval.hook_firing?.tasks.map((task) => ({
+          text: task.summary,
+          tier: task.tier,
+          yolo: task.yolo === true,
+        })) ??
+          approval.actions.map((action) => ({ text: describeAction(action), tier: action.tier, yolo: action.yolo }))
+      ).map(
         (action) =>
-          html`<li>${describeAction(action)} <span class="badge">${action.tier.replace('_', ' ')}</span>${action.yolo ? html` <span class="badge">!yolo</span>` : ''}</li>`,
+          html`<li>${action.text} <span class="badge">${action.tier.replace('_', ' ')}</span>${action.yolo ? html` <span class="badge">!yolo</span>` : ''}</li>`,
       )}</ul></td></tr>`
 }
 ${renderingRow(approval)}
-<tr><th scope="row">Rule</th><td>${approval.kind === 'tool_call' ? 'the tool gate' : approval.provenance === 'manual' ? 'asked for by hand' : html`“${approval.rule}”${approval.rule_index === undefined ? '' : html` <span class="muted">(automation ${approval.rule_index + 1})</span>`}`}</td></tr>
+<tr><th scope="row">Rule</th><td>${approval.kind === 'tool_call' ? 'the tool gate' : approval.kind === 'hook' ? html`hook “${approval.rule}”` : approval.provenance === 'manual' ? 'asked for by hand' : html`“${approval.rule}”${approval.rule_index === undefined ? '' : html` <span class="muted">(automation ${approval.rule_index + 1})</span>`}`}</td></tr>
 <tr><th scope="row">Provenance</th><td>${approval.provenance}</td></tr>
 <tr><th scope="row">Why</th><td>${approval.reason}</td></tr>
 <tr><th scope="row">Classification</th><td>${classified}</td></tr>

@@ -1,0 +1,59 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ChatEventLog, ConversationStore } from '@assistant/chat';
+import { FileNoteStore } from '@assistant/notes';
+import type { HandlerContext } from '@assistant/sdk';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runChatNotify } from './notify.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'chat-notify-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function setup() {
+  const notes = new FileNoteStore({ root: path.join(dir, 'notes') });
+  const conversations = new ConversationStore({ notes });
+  const events = new ChatEventLog({ directory: path.join(dir, 'events') });
+  const lines: string[] = [];
+  // Only what the handler uses; the worker's tests cover the real context.
+  const context = (payload: unknown) =>
+    ({
+      payload,
+      chat: { conversations, events },
+      log: { human: async (message: string) => void lines.push(message), info() {}, warn() {} },
+    }) as unknown as HandlerContext;
+  return { conversations, events, lines, context };
+}
+
+describe('chat.notify', () => {
+  it('posts into the notifications conversation (made on first use) once per message id', async () => {
+    const { conversations, events, lines, context } = setup();
+    const payload = {
+      conversation: 'notifications',
+      text: 'Mail from your accountant',
+      message: 'h-abc',
+      hook: 'accountant',
+    };
+    expect(await runChatNotify(context(payload))).toMatchObject({ appended: true });
+    expect(await runChatNotify(context(payload))).toMatchObject({ appended: false });
+    const conversation = await conversations.get('notifications');
+    expect(conversation.messages.map((message) => [message.id, message.text])).toEqual([
+      ['h-abc', 'Mail from your accountant'],
+    ]);
+    const { entries } = await events.read('notifications');
+    expect(entries[0]?.event).toMatchObject({ type: 'message', notification: { kind: 'hook', hook: 'accountant' } });
+    expect(lines).toEqual(['told the owner: Mail from your accountant']);
+  });
+
+  it('refuses a conversation that does not exist, other than notifications', async () => {
+    const { context } = setup();
+    await expect(runChatNotify(context({ conversation: 'c-nowhere', text: 'x', message: 'h-1' }))).rejects.toThrow(
+      /no conversation `c-nowhere`/,
+    );
+  });
+});
