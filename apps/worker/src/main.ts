@@ -19,6 +19,6 @@ await runProcessMain({
   run: async ({ loaded, config, logger, signal }) => {
     // Whatever a handler does with its signal, SIGTERM ends this process within the grace period (plus a margin).
     exitAfterShutdownGrace({ signal, graceMs: config.worker.shutdownGraceMs, logger });
-    await runWorker({ config, logger, signal, registry: loaded.registry });
+    await runWorker({ config, logger, signal, registry: loaded.registry, hooks: loaded.hooks });
   },
 });

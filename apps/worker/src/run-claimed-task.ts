@@ -385,7 +385,7 @@ async function emitTaskEvent(
     causedBy: [task.id],
     data: {
       task: task.id,
-      type: task.type,
+      task_type: task.type,
       ...(task.integration === undefined ? {} : { integration: task.integration }),
       attempts: task.attempts,
       ...(typeof code === 'string' ? { error_code: code } : {}),

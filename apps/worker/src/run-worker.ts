@@ -1,6 +1,7 @@
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { openEventLedger } from '@assistant/events';
+import { askHook, type CompiledHook, fileAskCache, HookRunner } from '@assistant/hooks';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { type CacheMode, cacheModes, createLlmProfiles, type LlmProfiles } from '@assistant/llm';
 import { discoverIntegrations } from '@assistant/manifests';
@@ -83,6 +84,8 @@ export interface RunWorkerOptions {
   steering?: WorkerServices['steering'];
   /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
   pausedRecheckMs?: number;
+  /** The loaded hooks (`loadRuntime`): run off the event ledger in this process. @default none */
+  hooks?: readonly CompiledHook[];
 }
 
 /** `ASSISTANT_LLM_CACHE=replay` (or record, auto, live, off) overrides `llm_cache.mode` for one run. */
@@ -258,6 +261,32 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       metricsChanged = true;
     },
   };
+  // The hooks run here, off the event ledger (docs/hooks.md): only with a local ledger and at least one hook.
+  const hooks = options.hooks ?? [];
+  const hookRunner =
+    events && hooks.length > 0
+      ? new HookRunner({
+          dataDir: config.paths.dataDir,
+          hooks,
+          ledger: events,
+          queue,
+          notes,
+          humanLog,
+          approvalExpiresMs: config.approvals.expiresMs,
+          timeZone: config.owner.timeZone,
+          ask: ({ hook, event }) =>
+            askHook({
+              hook,
+              event,
+              model: llm(hook.ask?.llm),
+              cache: fileAskCache({ dataDir: config.paths.dataDir }),
+            }),
+          logger: {
+            info: (message, details) => logger.info(details ?? {}, message),
+            warn: (message, details) => logger.warn(details ?? {}, message),
+          },
+        })
+      : undefined;
   // The loop sleeps on this; a task settling, a breaker or model changing, or the shutdown signal wakes it.
   let wakeLoop = () => {};
   // A breaker's note is watched by its file's identity, so a remote worker keeps its breakers in its own data
@@ -542,6 +571,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       );
     }
     await breakerGate.start();
+    if (hookRunner) {
+      // A runner that cannot start (an unreadable data/hooks) costs the hooks, never the worker.
+      await hookRunner.start().catch((error: unknown) => logger.error({ err: error }, 'the hooks could not start'));
+    }
     writeMetrics();
     logger.info(
       { worker: consumer.owner.id, concurrency, llmLanes: [...llmLanes.keys()] },
@@ -584,6 +617,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       ]);
     }
   } finally {
+    await hookRunner?.stop().catch((error: unknown) => logger.warn({ err: error }, 'the hooks did not stop cleanly'));
     signal.removeEventListener('abort', onShutdown);
     unsubscribeLlm();
     breakerGate.stop();

@@ -29,7 +29,7 @@ const done = (task: string) => ({
   type: 'task.done',
   source: 'queue',
   nativeId: task,
-  data: { task, type: 'system.echo', attempts: 1 },
+  data: { task, task_type: 'system.echo', attempts: 1 },
 });
 
 describe('EventLedger', () => {
@@ -158,10 +158,10 @@ describe('EventRegistry', () => {
     expect(registry.names()).toEqual(
       expect.arrayContaining(['mail.received', 'task.failed', 'time.tick', 'hook.fired', 'github.delivery']),
     );
-    expect(registry.get('mail.received')?.fields.from).toMatchObject({ type: 'string', trusted: false });
-    expect(registry.get('task.failed')?.fields.type).toMatchObject({ type: 'string', trusted: true });
+    expect(registry.get('mail.received')?.fields.from_address).toMatchObject({ type: 'string', trusted: false });
+    expect(registry.get('task.failed')?.fields.task_type).toMatchObject({ type: 'string', trusted: true });
     expect(registry.get('constructor')).toBeUndefined();
-    expect(registry.check('task.done', { task: 't', type: 'x', attempts: 1, extra: true })).toBeUndefined();
+    expect(registry.check('task.done', { task: 't', task_type: 'x', attempts: 1, extra: true })).toBeUndefined();
   });
 
   it('adds the types manifests declare, as integration.name, untrusted unless said', () => {

@@ -32,7 +32,8 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
     fields: {
       instance: t('string', 'the email instance'),
       message_id: u('string', 'the Message-ID header, or the UIDVALIDITY/UID when it has none'),
-      from: u('string', 'the sender address, lower case'),
+      from_address: u('string', 'the sender address, lower case'),
+      from_domain: u('string', "the sender address's domain, lower case"),
       to: u('list', 'the recipient addresses', false),
       subject: u('string', 'the subject line', false),
       date: u('date', 'the Date header', false),
@@ -65,7 +66,7 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
     description: 'A task finished.',
     fields: {
       task: t('string', 'the task id'),
-      type: t('string', 'the task type'),
+      task_type: t('string', 'the task type'),
       integration: t('string', 'the integration instance', false),
       attempts: t('number', 'attempts it took'),
     },
@@ -74,7 +75,7 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
     description: 'A task failed for good (no retry left, or unrecoverable).',
     fields: {
       task: t('string', 'the task id'),
-      type: t('string', 'the task type'),
+      task_type: t('string', 'the task type'),
       integration: t('string', 'the integration instance', false),
       attempts: t('number', 'attempts it took'),
       error_code: t('string', 'the error code, if one', false),

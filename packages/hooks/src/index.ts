@@ -50,3 +50,15 @@ export {
   planHookTasks,
 } from './perform-hook-actions.ts';
 export { renderFencedPrompt, renderHookAction, summarizeAction, templateData } from './render-hook-action.ts';
+export {
+  type FiringRecord,
+  firingIdOf,
+  HookRunner,
+  type HookRunnerLogger,
+  type HookRunnerOptions,
+  type HookState,
+  hookBreakerFailures,
+  hookBreakerPauseMs,
+  readHookStates,
+  type TimerRecord,
+} from './runner/hook-runner.ts';

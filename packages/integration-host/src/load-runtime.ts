@@ -8,6 +8,7 @@ import {
   readConfigFile,
   yamlLimitProblem,
 } from '@assistant/config';
+import { EventRegistry } from '@assistant/events';
 import {
   type CompiledHook,
   type HookEventRegistry,
@@ -31,8 +32,7 @@ export interface LoadRuntimeOptions {
   installation: Installation;
   /**
    * The event types hooks may name (the ledger's registry: built-in types and those the manifests declare), made
-   * from the integrations found. @default none: every hook's `on:` is then a problem *(planned: the ledger's registry
-   * from @assistant/events)*
+   * from the integrations found. @default the ledger's registry of @assistant/events (`eventRegistryOf`)
    */
   eventRegistry?: (integrations: readonly DiscoveredIntegration[]) => HookEventRegistry;
 }
@@ -88,7 +88,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const loaded = await loadHooks({
     configDir,
     config,
-    registry: options.eventRegistry?.(integrations) ?? noEventTypes,
+    registry: options.eventRegistry?.(integrations) ?? eventRegistryOf(integrations),
     catalog: hookCatalog({ config, integrations }),
   });
   warnings.push(...loaded.warnings.map((warning) => ({ ...warning, file: shownFile(warning.file, configDir, cwd) })));
@@ -107,7 +107,12 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   };
 }
 
-const noEventTypes: HookEventRegistry = { get: () => undefined, names: () => [] };
+/** The ledger's event types: the built-in ones and those the integrations' manifests declare (`{domain}.{name}`). */
+export function eventRegistryOf(integrations: readonly DiscoveredIntegration[]): EventRegistry {
+  return EventRegistry.withManifests(
+    integrations.map((integration) => ({ name: integration.manifest.domain, events: integration.manifest.events })),
+  );
+}
 
 /** A hook problem's file as config.yaml's own problems show theirs: relative to where Assistant was started. */
 function shownFrom(problem: HookProblem, configDir: string, cwd: string): HookProblem {

@@ -97,5 +97,5 @@ export {
   taskFileData,
   taskSources,
 } from './task-file.ts';
-export { newTaskId, taskIdPattern } from './task-id.ts';
+export { newTaskId, taskIdPattern, taskIdTimeMs } from './task-id.ts';
 export { isTaskType, taskTypePattern } from './task-name.ts';

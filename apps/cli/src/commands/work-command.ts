@@ -31,7 +31,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
     );
   }
   const types = options.types === undefined ? undefined : parseTypes(options.types);
-  const { config, registry } = await loadCliConfig(options);
+  const { config, registry, hooks } = await loadCliConfig(options);
   const remote = options.server === undefined ? undefined : remoteServer(options.server, options.context.env, config);
   // Imported here so that `assistant version` and friends do not pay for loading the worker.
   const [{ createLogger, exitAfterShutdownGrace }, { runWorker }] = await Promise.all([
@@ -50,6 +50,7 @@ export async function workCommand(options: WorkCommandOptions): Promise<void> {
     await runWorker({
       config,
       registry,
+      hooks,
       logger,
       signal: shutdown.signal,
       ...(concurrency === undefined ? {} : { concurrency }),
