@@ -8,6 +8,7 @@ import {
   readConfigFile,
   yamlLimitProblem,
 } from '@assistant/config';
+import { EventRegistry } from '@assistant/events';
 import {
   type CompiledHook,
   type HookEventRegistry,
@@ -30,9 +31,8 @@ export interface LoadRuntimeOptions {
   /** Where this installation keeps its builtin integrations and its own node_modules: the application decides. */
   installation: Installation;
   /**
-   * The event types hooks may name (the ledger's registry: built-in types and those the manifests declare), made
-   * from the integrations found. @default none: every hook's `on:` is then a problem *(planned: the ledger's registry
-   * from @assistant/events)*
+   * The event types hooks may name, made from the integrations found. @default the ledger's registry: the built-in
+   * types and those the manifests declare under `events:` (as the worker's ledger registers them)
    */
   eventRegistry?: (integrations: readonly DiscoveredIntegration[]) => HookEventRegistry;
 }
@@ -88,7 +88,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   const loaded = await loadHooks({
     configDir,
     config,
-    registry: options.eventRegistry?.(integrations) ?? noEventTypes,
+    registry: options.eventRegistry?.(integrations) ?? ledgerRegistry(integrations),
     catalog: hookCatalog({ config, integrations }),
   });
   warnings.push(...loaded.warnings.map((warning) => ({ ...warning, file: shownFile(warning.file, configDir, cwd) })));
@@ -107,7 +107,12 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
   };
 }
 
-const noEventTypes: HookEventRegistry = { get: () => undefined, names: () => [] };
+/** The event types the worker's ledger registers: the built-in ones and each manifest's `events:`. */
+function ledgerRegistry(integrations: readonly DiscoveredIntegration[]): HookEventRegistry {
+  return EventRegistry.withManifests(
+    integrations.map((integration) => ({ name: integration.manifest.domain, events: integration.manifest.events })),
+  );
+}
 
 /** A hook problem's file as config.yaml's own problems show theirs: relative to where Assistant was started. */
 function shownFrom(problem: HookProblem, configDir: string, cwd: string): HookProblem {
