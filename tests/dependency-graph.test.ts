@@ -19,7 +19,8 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/queue-redis'],
   ['@assistant/config'],
   ['@assistant/notes', '@assistant/process'],
-  ['@assistant/llm'],
+  // The event ledger (daily JSONL under data/events/, the typed registry) needs notes' file helpers only.
+  ['@assistant/llm', '@assistant/events'],
   ['@assistant/agent'],
   [
     '@assistant/manifests',

@@ -1,10 +1,9 @@
 // docs/configuration.md is the reference for config.yaml: every key the schema accepts must be in it, so a new
 // key cannot ship undocumented. And every YAML example in the docs passes the check for what it is.
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCli } from '@assistant/cli';
-import { configJsonSchema, readYaml } from '@assistant/config';
-import { compileHook } from '@assistant/hooks';
+import { configJsonSchema } from '@assistant/config';
 import { formatManifestProblem, ManifestError, parseManifest } from '@assistant/manifests';
 import { parseNamedTaskFile } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
@@ -80,10 +79,10 @@ describe('docs/configuration.md', () => {
  * - `needs-packages`: a config naming npm packages that are not installed here; the check must refuse exactly those.
  * - `manifest`: an integration's manifest.yaml, parsed against the manifest schema.
  * - `task-file`: a task file; its first line is a comment naming the file, parsed as the queue reads task files.
- * - `hook`: a hook file of `hooks/`; its first line is a comment naming it (`# hooks/accountant.yaml`).
- * - `hooks-config`: config.yaml's `hooks:` list.
- *   Both are checked for the hook file format (every key, every action's shape); the event types, fields and names
- *   they use are checked through `config check` once the event registry is wired into it *(planned, h33-e2e)*.
+ * - `hook`: a hook file of `hooks/`; its first line is a comment naming it (`# hooks/accountant.yaml`). Run through
+ *   `config check` in `hooks/` beside a config with the `default` LLM profile, a `merge_pr` script and an email
+ *   instance `work-mail`, so its event type, fields, actions and names are checked as at start.
+ * - `hooks-config`: config.yaml's `hooks:` list, checked the same way inside that config.
  */
 interface YamlExample {
   file: string;
@@ -104,20 +103,20 @@ const exampleKinds = [
   'hooks-config',
 ];
 
-/** Problems with the shape of one hook as written (keys, values, actions), formatted with their key paths. */
-function hookShapeProblems(source: unknown, name: string): string | undefined {
-  const { issues } = compileHook({
-    source,
-    name,
-    file: `hooks/${name}.yaml`,
-    line: 1,
-    registry: { get: () => undefined },
-    catalog: { service: () => ({ problem: '' }), scripts: {}, taskTypes: {}, instances: [], llms: [] },
-  });
-  return issues.length === 0
-    ? undefined
-    : issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('\n');
-}
+/**
+ * What hook examples are checked beside: the `default` LLM profile, the script and the email instance
+ * docs/hooks.md's examples name.
+ */
+const hookBase = `llms:
+  default: {base_url: "http://127.0.0.1:11434/v1", model: llama3.2}
+scripts:
+  merge_pr: {shell: 'true', inputs: [reason]}
+integrations:
+  - type: email
+    name: work-mail
+    imap_server: imap.example.com
+    username: you@example.com
+`;
 
 async function yamlExamples(): Promise<YamlExample[]> {
   const docs = (await readdir(path.join(repoRoot, 'docs'))).filter((name) => name.endsWith('.md'));
@@ -189,9 +188,15 @@ function madeUpSecrets(config: string): string | undefined {
 async function configCheck(
   config: string,
   secrets?: string,
+  /** Other files beside config.yaml, by relative path (`hooks/accountant.yaml`). */
+  files: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   await using dir = await tempDir();
   await dir.write('config.yaml', config);
+  for (const [name, text] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir.path, name)), { recursive: true });
+    await dir.write(name, text);
+  }
   if (secrets !== undefined) await dir.write('secrets.yaml', secrets, 0o600);
   let stdout = '';
   let stderr = '';
@@ -267,17 +272,11 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
     case 'hook': {
       const named = /^# hooks\/([a-z0-9][a-z0-9_-]*)\.yaml\n/.exec(example.text)?.[1];
       if (named === undefined) return 'a hook example must start with a comment naming its file: `# hooks/NAME.yaml`';
-      const source = readYaml({ text: example.text, file: `hooks/${named}.yaml` });
-      if (source.problems.length > 0) return source.problems.map((problem) => problem.message).join('\n');
-      return hookShapeProblems(source.data, named);
+      return failed(await configCheck(hookBase, undefined, { [`hooks/${named}.yaml`]: example.text }), example.text);
     }
     case 'hooks-config': {
-      const source = readYaml({ text: example.text, file: 'config.yaml' });
-      if (source.problems.length > 0) return source.problems.map((problem) => problem.message).join('\n');
-      const hooks = (source.data as { hooks?: unknown } | null)?.hooks;
-      if (!Array.isArray(hooks) || hooks.length === 0) return 'a hooks-config example holds a `hooks:` list';
-      const problems = hooks.map((hook) => hookShapeProblems(hook, String((hook as { name?: unknown }).name)));
-      return problems.some((problem) => problem !== undefined) ? problems.filter(Boolean).join('\n') : undefined;
+      const config = `${hookBase}${example.text}`;
+      return failed(await configCheck(config), config);
     }
     default:
       return `unknown example kind \`${example.kind}\`: write one of ${exampleKinds.join(', ')} after \`\`\`yaml`;

@@ -27,6 +27,7 @@ describe('configJsonSchema', () => {
         'circuit_breaker',
         'data_dir',
         'directories',
+        'events',
         'hooks',
         'integration_dirs',
         'integration_packages',

@@ -567,3 +567,26 @@ describe('the hook catalog of loadRuntime', () => {
     );
   });
 });
+
+describe('loadRuntime with the ledger registry', () => {
+  it("checks hooks against the ledger's event types and their fields by default", async () => {
+    const configPath = await setup(twoInstances);
+    await mkdir(path.join(dir, 'hooks'));
+    await writeFile(
+      path.join(dir, 'hooks', 'mail.yaml'),
+      'on: mail.received\nwhen: {from: anna@example.com}\nthen: {notify: "{{event.data.subject}}"}\n',
+    );
+    const { hooks } = await loadRuntime({ installation, configPath, cwd: dir });
+    expect(hooks.map((hook) => [hook.name, hook.on, hook.trustedFields?.includes('instance')])).toEqual([
+      ['mail', 'mail.received', true],
+    ]);
+    await writeFile(
+      path.join(dir, 'hooks', 'typo.yaml'),
+      'on: mail.received\nwhen: {form: anna@example.com}\nthen: {notify: hi}\n',
+    );
+    const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain('hooks/typo.yaml:2:');
+    expect((error as ConfigError).message).toContain('did you mean `from`?');
+  });
+});
