@@ -5,7 +5,10 @@ import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
+import { type EventLedger, openEventLedger } from '@assistant/events';
+import { type CompiledHook, readHookStates } from '@assistant/hooks';
 import type { IntegrationRegistry } from '@assistant/integration-host';
+import { createLlmProfiles } from '@assistant/llm';
 import { llmUsageFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
 import { openQueue } from '@assistant/process';
@@ -35,7 +38,9 @@ import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
 import { registerApprovalRoutes } from './routes/approval-routes.ts';
 import { registerChatRoutes } from './routes/chat-routes.ts';
+import { registerEventRoutes } from './routes/event-routes.ts';
 import { EventStreamLimiter } from './routes/event-stream.ts';
+import { registerHookRoutes } from './routes/hook-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMcpRoute } from './routes/mcp-route.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
@@ -86,6 +91,13 @@ export interface CreateServerOptions {
   chat?: ChatService;
   /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
   timeouts?: Partial<ServerTimeouts>;
+  /**
+   * The event ledger the server reads (`/api/events`, the Events page). @default `<data dir>/events` opened with the
+   * event types of `registry`'s manifests
+   */
+  events?: EventLedger;
+  /** The hooks as loaded (`loadRuntime`'s `hooks`): the worker runs them, the server shows them. @default none */
+  hooks?: readonly CompiledHook[];
 }
 
 export interface ServerTimeouts {
@@ -191,7 +203,12 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   const routes = new RouteTable();
   const notes = new FileNoteStore({ root: config.paths.notes });
   const pauses = new PauseStore({ notes });
-  const status: ServerStatusSources = { pauses: () => pauses.read(), ...options.status };
+  const hooks = options.hooks ?? [];
+  const status: ServerStatusSources = {
+    pauses: () => pauses.read(),
+    ...(hooks.length > 0 ? { hooks: () => readHookStates({ dataDir: config.paths.dataDir, hooks }) } : {}),
+    ...options.status,
+  };
   registerHealthRoute(app, routes, { queue, status, catalog, llms: config.llms });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
   registerTaskRoutes(app, routes, {
@@ -230,6 +247,15 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     signal: options.signal ?? new AbortController().signal,
     streams,
   });
+  const events = options.events ?? serverEventLedger(options);
+  // Built on first use: only a dry run with `ask: true` calls a model.
+  let llm: ReturnType<typeof createLlmProfiles> | undefined;
+  const hookModel = (profile?: string) => {
+    llm ??= createLlmProfiles({ config });
+    return llm(profile);
+  };
+  registerEventRoutes(app, routes, { events, signal: options.signal ?? new AbortController().signal, streams });
+  registerHookRoutes(app, routes, { hooks, events, dataDir: config.paths.dataDir, llm: hookModel });
   const metrics = options.metrics ?? new TaskMetrics();
   registerMetricsRoute(app, routes, {
     queue,
@@ -292,6 +318,18 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       { apiToken: token.value, streams },
     );
   return app;
+}
+
+/** The installation's ledger with the event types its integrations declare, as the worker opens it. */
+function serverEventLedger(options: CreateServerOptions): EventLedger {
+  return openEventLedger({
+    dataDir: options.config.paths.dataDir,
+    retentionDays: options.config.events.retentionDays,
+    manifests: (options.registry?.integrations ?? []).map((integration) => ({
+      name: integration.manifest.domain,
+      events: integration.manifest.events,
+    })),
+  });
 }
 
 /** The token passed, else `server.token` (refusing a blank one); without either there is no default. */

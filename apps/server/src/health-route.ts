@@ -78,6 +78,8 @@ export interface HealthDetails extends HealthBody {
    * answering, with the last time and why. Empty when the server runs on its own (`assistant serve`).
    */
   processes: SupervisedProcessStatus[];
+  /** Hooks whose breaker is open or half-open (after 5 errors in a row); closed ones are not news. */
+  hook_breakers: { hook: string; state: string; failures: number; opened_at?: string }[];
 }
 
 const healthSchema = z.object({
@@ -111,6 +113,9 @@ const healthSchema = z.object({
   paused_note_broken: z.string().optional(),
   listeners: z
     .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
+    .optional(),
+  hook_breakers: z
+    .array(z.object({ hook: z.string(), state: z.string(), failures: z.int(), opened_at: z.string().optional() }))
     .optional(),
   processes: z
     .array(
@@ -211,6 +216,14 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
       ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
     })),
     processes: (await status.processes?.()) ?? [],
+    hook_breakers: ((await status.hooks?.()) ?? [])
+      .filter((hook) => hook.breaker.state !== 'closed')
+      .map((hook) => ({
+        hook: hook.name,
+        state: hook.breaker.state,
+        failures: hook.breaker.failures,
+        ...(hook.breaker.openedAt === undefined ? {} : { opened_at: hook.breaker.openedAt }),
+      })),
   };
 }
 

@@ -26,6 +26,6 @@ await runProcessMain({
     // Whatever a listener or webhook handler does with its signal, SIGTERM ends this process within the server's
     // grace (plus a margin), before `assistant start` would kill it.
     exitAfterShutdownGrace({ signal, graceMs: serverShutdownGraceMs(config), logger });
-    await runServer({ config, logger, signal, registry: loaded.registry });
+    await runServer({ config, logger, signal, registry: loaded.registry, hooks: loaded.hooks });
   },
 });

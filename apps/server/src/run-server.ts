@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
+import type { CompiledHook } from '@assistant/hooks';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
@@ -33,6 +34,8 @@ export interface RunServerOptions {
   signal: AbortSignal;
   /** The integrations and instances. @default the builtin integrations with `config`'s instances */
   registry?: IntegrationRegistry;
+  /** The hooks as loaded, shown on `/api/hooks`, the dashboard and `/health` (the worker runs them). @default none */
+  hooks?: readonly CompiledHook[];
 }
 
 /**
@@ -109,6 +112,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     token,
     catalog: catalogFromRegistry(registry),
     registry,
+    ...(options.hooks ? { hooks: options.hooks } : {}),
     status: {
       breakers: async () => withWorkerBreakers(queue, await breakers.list()),
       schedules: () => scheduler.status(),

@@ -1,3 +1,4 @@
+import type { HookState } from '@assistant/hooks';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { LlmStage, TaskMetrics } from '@assistant/metrics';
 import type { PauseState } from '@assistant/notes';
@@ -48,6 +49,8 @@ export interface ServerStatusSources {
   processes?: () => Promise<SupervisedProcessStatus[]>;
   /** What the owner paused (`system/paused.md`). @default read from the server's notes */
   pauses?: () => Promise<PauseState>;
+  /** Each hook's state (`data/hooks/`); /health shows the breakers that are open or half-open. @default none */
+  hooks?: () => Promise<HookState[]>;
 }
 
 /**

@@ -80,6 +80,10 @@ export const errorCodes = {
   UNSUPPORTED_MEDIA_TYPE: 'The request body is not JSON (send `content-type: application/json`).',
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
   EVENT_CURSOR_INVALID: 'An event cursor is not one the ledger returns (`YYYY-MM-DD:<byte offset>`).',
+  EVENT_QUERY_INVALID:
+    'An event query (`--since`/`--until`/`--type`, `GET /api/events`) has a time that is neither ISO 8601 nor a duration such as `1h`, or a malformed type.',
+  HOOK_TEST_EVENT_INVALID:
+    'The event given to a hook dry run (`assistant hooks test --event`, `POST /api/hooks/:name/test`) is no event id the ledger holds and no `{type, data}` event.',
   EVENT_STREAMS_FULL:
     'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
   UNAVAILABLE:

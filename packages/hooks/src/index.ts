@@ -62,3 +62,12 @@ export {
   readHookStates,
   type TimerRecord,
 } from './runner/hook-runner.ts';
+export {
+  describeHook,
+  dryRunHook,
+  eventForTest,
+  formatDryRun,
+  type HookDescription,
+  type HookDryRun,
+  testEventSchema,
+} from './explain-hook.ts';

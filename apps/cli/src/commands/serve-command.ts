@@ -10,7 +10,7 @@ export interface ServeCommandOptions {
 
 /** Runs the server in this process until SIGINT or SIGTERM. */
 export async function serveCommand(options: ServeCommandOptions): Promise<void> {
-  const { config, registry } = await loadCliConfig(options);
+  const { config, registry, hooks } = await loadCliConfig(options);
   // Imported here so that `assistant version` and friends do not pay for loading fastify.
   const [{ createLogger, exitAfterShutdownGrace }, { runServer, serverShutdownGraceMs }] = await Promise.all([
     import('@assistant/process'),
@@ -26,7 +26,7 @@ export async function serveCommand(options: ServeCommandOptions): Promise<void> 
     shutdown.signal.addEventListener('abort', () => logger.info(`${String(shutdown.signal.reason)} received`), {
       once: true,
     });
-    await runServer({ config, logger, signal: shutdown.signal, registry });
+    await runServer({ config, logger, signal: shutdown.signal, registry, hooks });
   } finally {
     deadline[Symbol.dispose]();
     shutdown[Symbol.dispose]();
