@@ -146,6 +146,7 @@ export function registerHookRoutes(app: AssistantServer, routes: RouteTable, opt
         description: '`state` and `hook`',
         schema: z.object({ state: stateSchema, hook: z.looseObject({ name: z.string(), on: z.string() }) }),
       },
+      400: { description: 'BAD_REQUEST: not a hook name', schema: errorBodySchema },
       404: { description: 'NOT_FOUND: no hook of that name', schema: errorBodySchema },
     },
     handler: async ({ params }) => {
