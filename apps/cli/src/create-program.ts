@@ -429,6 +429,95 @@ export function createProgram(context: CliContext): CliProgram {
       }),
     );
 
+  const events = program
+    .command('events')
+    .description('the event ledger (data/events/): what happened, typed, with lineage');
+  events
+    .command('ls')
+    .description(
+      'events in the order appended, filtered by time and type; a problem (data that broke its schema) is marked',
+    )
+    .option('--since <when>', 'from this time: ISO 8601 or a duration back from now (15m, 1h, 7d)')
+    .option('--until <when>', 'up to this time: ISO 8601 or a duration back from now')
+    .option('--type <type>', 'only this event type (repeat it, or separate with commas)', collect, [])
+    .option('--limit <n>', 'at most this many (default 100, at most 10000)')
+    .option('--after <cursor>', 'only events after this cursor (the `next` of an earlier listing)')
+    .option('--json', 'print {events, next} as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  assistant events ls --since 1h',
+        '  assistant events ls --type mail.received --type task.failed --since 2026-11-28 --json',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        options: { since?: string; until?: string; type?: string[]; limit?: string; after?: string; json?: boolean },
+        command: Command,
+      ) =>
+        (await import('./commands/event-commands.ts')).eventsListCommand({
+          globals: globalOptions(command, context),
+          context,
+          ...options,
+        }),
+    );
+  events
+    .command('tail')
+    .description('print events as any process appends them, until Ctrl-C')
+    .option('--type <type>', 'only this event type (repeat it, or separate with commas)', collect, [])
+    .option('--json', 'print each event as one line of JSON')
+    .action(async (options: { type?: string[]; json?: boolean }, command: Command) =>
+      (await import('./commands/event-commands.ts')).eventsTailCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+
+  const hooks = program.command('hooks').description('hooks (hooks/ beside config.yaml): their state, and dry runs');
+  hooks
+    .command('ls')
+    .description('each hook: on, enabled/disabled/fired-once, last fired, breaker, timers pending, missed runs')
+    .option('--json', 'print the states as JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/hook-commands.ts')).hooksListCommand({
+        globals: globalOptions(command, context),
+        context,
+        json: options.json === true || command.parent?.opts().json === true,
+      }),
+    );
+  hooks
+    .command('test')
+    .description(
+      'a dry run of a hook against an event: the fast path with its values, the slow path, the actions and their approvals; nothing runs',
+    )
+    .argument('<hook>', "the hook's name (its file's name in hooks/)")
+    .requiredOption(
+      '--event <file-or-id>',
+      'an event id from `assistant events ls`, or a JSON file ({"type": …, "data": {…}})',
+    )
+    .option('--ask', "call the model for the hook's `ask:` (its verdict is cached, as the runner's would be)")
+    .option('--json', 'print the dry run as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  assistant hooks test accountant --event ev-3f2c9d1e0a4b5c6d7e8f',
+        '  assistant hooks test deadline --event mail.json --ask',
+      ].join('\n'),
+    )
+    .action(async (hook: string, options: { event: string; ask?: boolean; json?: boolean }, command: Command) =>
+      (await import('./commands/hook-commands.ts')).hooksTestCommand({
+        globals: globalOptions(command, context),
+        context,
+        hook,
+        ...options,
+      }),
+    );
+
   program
     .command('act')
     .description(

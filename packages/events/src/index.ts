@@ -7,6 +7,7 @@ export {
   parseCursor,
 } from './event-ledger.ts';
 export { EventRegistry, type ManifestEvents } from './event-registry.ts';
+export { summarizeEventData, withoutControlCharacters } from './event-summary.ts';
 export { parseEventTime } from './event-time.ts';
 export type {
   EventField,

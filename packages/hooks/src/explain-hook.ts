@@ -5,6 +5,7 @@ import * as z from 'zod';
 import { type AskHook, actionNeedsApproval, decideHook, effectiveProvenance } from './decide-hook.ts';
 import type { CompiledHook, HookDecision } from './hook-types.ts';
 import { summarizeAction } from './render-hook-action.ts';
+import type { HookState } from './runner/hook-runner.ts';
 
 /** A hook as compiled, for people and for JSON: what `GET /api/hooks/:name`, `hooks test` and the dashboard show. */
 export interface HookDescription {
@@ -186,4 +187,45 @@ function slowPathLine(run: HookDryRun): string {
       return `${verdict?.fire ? 'fire' : 'do not fire'}: ${verdict?.reason ?? ''}${verdict?.cached ? ' (from the ask cache)' : ' (the model answered)'}`;
     }
   }
+}
+
+/** A hook's state as JSON: snake_case like every body of the API. */
+export function hookStateJson(state: HookState) {
+  return {
+    name: state.name,
+    on: state.on,
+    enabled: state.enabled,
+    once: state.once,
+    fired_once: state.firedOnce,
+    ...(state.lastFiredAt === undefined ? {} : { last_fired_at: state.lastFiredAt }),
+    firings: state.firings,
+    breaker: {
+      state: state.breaker.state,
+      failures: state.breaker.failures,
+      ...(state.breaker.openedAt === undefined ? {} : { opened_at: state.breaker.openedAt }),
+    },
+    timers: state.timers.map((timer) => ({ key: timer.key, kind: timer.kind, due_at: timer.dueAt })),
+    missed: state.missed,
+  };
+}
+
+/** The dry run as JSON. */
+export function dryRunJson(run: HookDryRun) {
+  const { decision } = run;
+  return {
+    hook: run.hook,
+    event: run.event,
+    fire: decision.fire,
+    reason: decision.reason,
+    fast_path: decision.fastPath,
+    slow_path: { status: run.slowPath, ...(decision.slowPath ? { verdict: decision.slowPath } : {}) },
+    provenance: decision.provenance,
+    actions: decision.actions.map((entry) => ({
+      kind: entry.action.kind,
+      summary: entry.summary,
+      tier: entry.action.tier,
+      yolo: entry.action.yolo,
+      needs_approval: entry.needsApproval,
+    })),
+  };
 }

@@ -26,6 +26,17 @@ export {
   effectiveProvenance,
   type HookVerdict,
 } from './decide-hook.ts';
+export {
+  describeHook,
+  dryRunHook,
+  dryRunJson,
+  eventForTest,
+  formatDryRun,
+  type HookDescription,
+  type HookDryRun,
+  hookStateJson,
+  testEventSchema,
+} from './explain-hook.ts';
 export { type HookCatalog, type HookTaskType, hookCatalog } from './hook-catalog.ts';
 export { actionKinds, hookNamePattern } from './hook-schema.ts';
 export type { CompiledHook, HookAction, HookCheck, HookDecision, HookTier } from './hook-types.ts';
@@ -62,12 +73,3 @@ export {
   readHookStates,
   type TimerRecord,
 } from './runner/hook-runner.ts';
-export {
-  describeHook,
-  dryRunHook,
-  eventForTest,
-  formatDryRun,
-  type HookDescription,
-  type HookDryRun,
-  testEventSchema,
-} from './explain-hook.ts';

@@ -5,10 +5,10 @@ import {
   type CompiledHook,
   describeHook,
   dryRunHook,
+  dryRunJson,
   eventForTest,
   fileAskCache,
-  type HookDryRun,
-  type HookState,
+  hookStateJson,
   readHookStates,
 } from '@assistant/hooks';
 import type { ChatModel } from '@assistant/llm';
@@ -42,47 +42,6 @@ const stateSchema = z.looseObject({
   timers: z.array(z.object({ key: z.string(), kind: z.string(), due_at: z.string() })),
   missed: z.int(),
 });
-
-/** A hook's state as JSON: snake_case like every body of the API. */
-export function hookStateJson(state: HookState) {
-  return {
-    name: state.name,
-    on: state.on,
-    enabled: state.enabled,
-    once: state.once,
-    fired_once: state.firedOnce,
-    ...(state.lastFiredAt === undefined ? {} : { last_fired_at: state.lastFiredAt }),
-    firings: state.firings,
-    breaker: {
-      state: state.breaker.state,
-      failures: state.breaker.failures,
-      ...(state.breaker.openedAt === undefined ? {} : { opened_at: state.breaker.openedAt }),
-    },
-    timers: state.timers.map((timer) => ({ key: timer.key, kind: timer.kind, due_at: timer.dueAt })),
-    missed: state.missed,
-  };
-}
-
-/** The dry run as JSON. */
-export function dryRunJson(run: HookDryRun) {
-  const { decision } = run;
-  return {
-    hook: run.hook,
-    event: run.event,
-    fire: decision.fire,
-    reason: decision.reason,
-    fast_path: decision.fastPath,
-    slow_path: { status: run.slowPath, ...(decision.slowPath ? { verdict: decision.slowPath } : {}) },
-    provenance: decision.provenance,
-    actions: decision.actions.map((entry) => ({
-      kind: entry.action.kind,
-      summary: entry.summary,
-      tier: entry.action.tier,
-      yolo: entry.action.yolo,
-      needs_approval: entry.needsApproval,
-    })),
-  };
-}
 
 /**
  * The event a dry run decides on: an id the ledger holds, or an event written out (`{type, data, ...}`) checked
