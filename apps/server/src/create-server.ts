@@ -314,6 +314,8 @@ export function createServer(options: CreateServerOptions): AssistantServer {
         live,
         controlRoot: config.paths.control,
         signal: options.signal ?? new AbortController().signal,
+        events,
+        hooks,
       },
       { apiToken: token.value, streams },
     );

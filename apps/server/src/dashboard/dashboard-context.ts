@@ -1,5 +1,7 @@
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
+import type { EventLedger } from '@assistant/events';
+import type { CompiledHook } from '@assistant/hooks';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
@@ -30,4 +32,8 @@ export interface DashboardContext {
   controlRoot: string;
   /** Aborted as the server shuts down: long-lived streams end. */
   signal: AbortSignal;
+  /** The event ledger (`data/events/`), read by the Events page. */
+  events: EventLedger;
+  /** The hooks as loaded; the worker runs them, the Hooks page shows them. */
+  hooks: readonly CompiledHook[];
 }

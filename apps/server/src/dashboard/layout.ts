@@ -10,6 +10,8 @@ const dashboardSections = [
   { id: 'approvals', href: '/approvals', label: 'Approvals' },
   { id: 'notes', href: '/notes', label: 'Notes' },
   { id: 'chat', href: '/chat', label: 'Chat' },
+  { id: 'events', href: '/events', label: 'Events' },
+  { id: 'hooks', href: '/hooks', label: 'Hooks' },
   { id: 'log', href: '/log', label: 'Log' },
   { id: 'history', href: '/history', label: 'History' },
   { id: 'config', href: '/config', label: 'Config' },

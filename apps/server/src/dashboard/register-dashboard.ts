@@ -14,7 +14,9 @@ import { approvalsBadge, sendFragment, setNavCounts, wantsFragment } from './lay
 import { registerApprovalsPage } from './pages/approvals-page.ts';
 import { registerChatPage } from './pages/chat-page.ts';
 import { registerConfigPage } from './pages/config-page.ts';
+import { registerEventsPage } from './pages/events-page.ts';
 import { registerHistoryPage } from './pages/history-page.ts';
+import { registerHooksPage } from './pages/hooks-page.ts';
 import { registerLogPage } from './pages/log-page.ts';
 import { registerLoginPage } from './pages/login-page.ts';
 import { noteSearchIndex } from './pages/note-views.ts';
@@ -102,6 +104,8 @@ export function registerDashboard(
   registerNotesPage(app, context);
   registerChatPage(app, context);
   registerLogPage(app, context);
+  registerEventsPage(app, context);
+  registerHooksPage(app, context);
   registerConfigPage(app, context);
   registerPauseActions(app, context);
   registerHistoryPage(app, context);
