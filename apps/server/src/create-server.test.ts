@@ -70,6 +70,7 @@ describe('GET /health', () => {
       pauses: [],
       listeners: [],
       processes: [],
+      hook_breakers: [],
     });
   });
 

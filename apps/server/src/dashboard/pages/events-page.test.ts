@@ -187,6 +187,10 @@ describe('the Hooks page', () => {
     expect(list.body).toContain('href="/hooks/accountant"');
     expect(list.body).toMatch(/<strong class="bad">open<\/strong> after 5 errors/);
 
+    // The overview's health lists the open hook breaker beside the task types' breakers.
+    const overview = await app.inject({ method: 'GET', url: '/', headers: { authorization } });
+    expect(overview.body).toContain('<a href="/hooks/accountant">hook accountant</a>');
+
     const before = await snapshot(dir);
     const one = await app.inject({ method: 'GET', url: '/hooks/accountant', headers: { authorization } });
     expect(one.statusCode).toBe(200);

@@ -307,6 +307,21 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
 </tr>`,
         )}</tbody>
 </table></div>`;
+  // A hook's breaker (after 5 errors in a row) is news only while open or half-open, as /health says.
+  const hookBreakers =
+    details.hook_breakers.length === 0
+      ? ''
+      : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Hook</th><th scope="col">State</th><th scope="col">Failures</th><th scope="col">Opened</th></tr></thead>
+<tbody>${details.hook_breakers.map(
+          (breaker) => html`<tr>
+<th scope="row"><a href="/hooks/${encodeURIComponent(breaker.hook)}">hook ${breaker.hook}</a></th>
+<td><span class="badge open">${breaker.state}</span></td>
+<td>${breaker.failures}</td>
+<td>${timeTag(breaker.opened_at)}</td>
+</tr>`,
+        )}</tbody>
+</table></div>`;
   const listeners =
     details.listeners.length === 0
       ? html`<p class="muted">No listeners.</p>`
@@ -329,6 +344,7 @@ ${restarts}
 ${schedules}
 <h3>Open circuit breakers</h3>
 ${breakers}
+${hookBreakers}
 <h3>Listeners</h3>
 ${listeners}
 </section>`;
