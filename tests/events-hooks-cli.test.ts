@@ -67,7 +67,12 @@ describe('assistant events', () => {
     await using dir = await setup();
     const ledger = openEventLedger({ dataDir: path.join(dir.path, 'data') });
     await ledger.emit(mail('m1', 'anna@accountant.example', 'Invoice\u001b[2J 42'));
-    await ledger.emit({ type: 'task.done', source: 'queue', nativeId: 't1:done', data: { task_type: 'system.echo' } });
+    await ledger.emit({
+      type: 'task.done',
+      source: 'queue',
+      nativeId: 't1:done',
+      data: { task: 't1', task_type: 'system.echo', attempts: 1 },
+    });
     // Breaks its schema (no instance, no message id): stored with its problem.
     await ledger.emit({ type: 'mail.received', source: 'email:personal', nativeId: 'm2', data: { subject: 'odd' } });
     const cli = (args: string[]) => runCli(args, { cwd: dir.path });
@@ -115,7 +120,7 @@ describe('assistant events', () => {
         type: 'task.done',
         source: 'queue',
         nativeId: 't1:done',
-        data: { task_type: 'system.echo' },
+        data: { task: 't1', task_type: 'system.echo', attempts: 1 },
       });
       await ledger.emit(mail('after', 'bob@example.com', 'After'));
       await tail.waitForOutput(/"After"/, { timeoutMs: 20_000 });

@@ -94,7 +94,12 @@ async function snapshot(root: string): Promise<Record<string, string>> {
 describe('GET /api/events', () => {
   it('lists events filtered by type and time, pages with next, and refuses a bad cursor, time or type with a code', async () => {
     await ledger.emit(mail('m1', 'anna@accountant.example', 'Invoice'));
-    await ledger.emit({ type: 'task.done', source: 'queue', nativeId: 't1:done', data: { task_type: 'system.echo' } });
+    await ledger.emit({
+      type: 'task.done',
+      source: 'queue',
+      nativeId: 't1:done',
+      data: { task: 't1', task_type: 'system.echo', attempts: 1 },
+    });
     await ledger.emit(mail('m2', 'bob@example.com', 'Lunch'));
     await using app = await server();
 
@@ -167,7 +172,12 @@ describe('GET /api/events/stream', () => {
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const reading = readEvents(response, (event) => received.push(event));
     // Appended while the stream is open: the task event is filtered out, the mail arrives.
-    await ledger.emit({ type: 'task.done', source: 'queue', nativeId: 't1:done', data: { task_type: 'system.echo' } });
+    await ledger.emit({
+      type: 'task.done',
+      source: 'queue',
+      nativeId: 't1:done',
+      data: { task: 't1', task_type: 'system.echo', attempts: 1 },
+    });
     await ledger.emit(mail('new', 'bob@example.com', 'During the stream'));
     await waitFor(() => received.length >= 1);
     expect(received.map((event) => [event.type, event.data.data.subject])).toEqual([

@@ -83,7 +83,7 @@ describe('the Events page', () => {
       source: 'queue',
       nativeId: 't1:done',
       causedBy: [first.id, '01jabcdefghjkmnpqrstvwxyz0'],
-      data: { task_type: 'system.echo' },
+      data: { task: 't1', task_type: 'system.echo', attempts: 1 },
     });
     await ledger.emit({ type: 'mail.received', source: 'email:personal', nativeId: 'bad', data: { subject: 'odd' } });
     await using app = await server();
@@ -156,19 +156,21 @@ describe('the Events page', () => {
         type: 'task.done',
         source: 'queue',
         nativeId: `t${index}`,
-        data: { task_type: `n.${index}` },
+        data: { task: `t${index}`, task_type: `n.${index}`, attempts: 1 },
       });
     }
     await using app = await server();
     const page = await app.inject({ method: 'GET', url: '/events', headers: { authorization } });
     expect([...page.body.matchAll(/<li class="event/g)]).toHaveLength(50);
-    expect(page.body).toContain('n.54');
-    expect(page.body).not.toContain('"n.4"');
+    expect(page.body).toContain('n.54&quot;');
+    expect(page.body).not.toContain('n.4&quot;');
     const older = /href="(\/events\?[^"]*before=[^"]+)"/.exec(page.body)?.[1]?.replaceAll('&amp;', '&');
     expect(older).toBeDefined();
     const next = await app.inject({ method: 'GET', url: older ?? '', headers: { authorization } });
     expect([...next.body.matchAll(/<li class="event/g)]).toHaveLength(5);
-    expect(next.body).toContain('n.0');
+    expect(next.body).toContain('n.0&quot;');
+    expect(next.body).toContain('n.4&quot;');
+    expect(next.body).not.toContain('n.5&quot;');
     expect(next.body).not.toContain('sse-swap');
   });
 });
