@@ -5,6 +5,7 @@ import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
+import type { EventLedger } from '@assistant/events';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { llmUsageFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
@@ -60,6 +61,8 @@ export type AssistantServer = FastifyInstance<
 
 export interface CreateServerOptions {
   config: LoadedConfig;
+  /** The event ledger (data/events/): webhooks report deliveries to it. @default none */
+  events?: EventLedger;
   /** @default a silent logger, for tests that inject requests */
   logger?: Logger;
   /** Which task types exist and what triggers enqueue. @default only `system.echo` and `system.sleep`, no instances */
@@ -245,6 +248,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     enqueue: (request) => queueEnqueue(queue(), request),
     configDir: path.dirname(config.paths.configFile),
     dataDir: config.paths.dataDir,
+    ...(options.events ? { events: options.events } : {}),
     signal: options.signal ?? new AbortController().signal,
     shutdownGraceMs: serverShutdownGraceMs(config),
     apiToken: token.value,

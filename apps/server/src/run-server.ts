@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
+import { openEventLedger } from '@assistant/events';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
@@ -67,10 +68,21 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });
   const pauses = new PauseStore({ notes });
+  // The event ledger (data/events/): schedules, webhooks and listeners report what they take in.
+  const events = openEventLedger({
+    dataDir: config.paths.dataDir,
+    retentionDays: config.events.retentionDays,
+    manifests: registry.integrations.map((integration) => ({
+      name: integration.manifest.domain,
+      events: integration.manifest.events,
+    })),
+    warn: (message, details) => logger.warn(details ?? {}, message),
+  });
   const scheduler = new Scheduler({
     jobs: scheduledJobs({
       registry,
       queue,
+      events,
       logger,
       onRejected: (type, outcome) => metrics.recordRejection(type, outcome.status),
     }),
@@ -94,6 +106,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger,
     configDir: path.dirname(config.paths.configFile),
     dataDir: config.paths.dataDir,
+    events,
     chat,
     approvals: listenerApprovals({
       notes,
@@ -117,6 +130,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     },
     metrics,
     chat,
+    events,
     signal,
   });
   try {

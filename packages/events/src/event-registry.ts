@@ -39,6 +39,8 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
       date: u('date', 'the Date header', false),
       folder: t('string', 'the folder it arrived in', false),
       is_noreply: u('boolean', 'the sender looks like a no-reply address', false),
+      authenticated: t('boolean', "the sender passed DKIM/DMARC as the instance's authserv_ids report it", false),
+      note: t('string', "the mail's note", false),
     },
   },
   'note.created': {
@@ -116,7 +118,11 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
   },
   'schedule.fired': {
     description: 'A cron schedule fired and enqueued its task.',
-    fields: { schedule: t('string', 'the schedule name'), task_type: t('string', 'the task type', false) },
+    fields: {
+      schedule: t('string', 'the schedule name'),
+      task_type: t('string', 'the first task type it enqueues', false),
+      reason: t('string', 'why it ran: schedule, catch-up or first run', false),
+    },
   },
   'time.tick': {
     description: "A minute began (the hook runner's clock), for time-based hooks.",
