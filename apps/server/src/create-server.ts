@@ -5,7 +5,7 @@ import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { type EventLedger, openEventLedger } from '@assistant/events';
+import { type EventLedger, EventingNoteStore, openEventLedger } from '@assistant/events';
 import { type CompiledHook, readHookStates } from '@assistant/hooks';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
@@ -65,6 +65,12 @@ export type AssistantServer = FastifyInstance<
 
 export interface CreateServerOptions {
   config: LoadedConfig;
+  /**
+   * The event ledger (data/events/): webhooks report deliveries to it and the server's note store what it writes;
+   * `/api/events` and the dashboard's Events page read it. @default none to report to; the reading surfaces open
+   * `<data dir>/events` with the event types of `registry`'s manifests
+   */
+  events?: EventLedger;
   /** @default a silent logger, for tests that inject requests */
   logger?: Logger;
   /** Which task types exist and what triggers enqueue. @default only `system.echo` and `system.sleep`, no instances */
@@ -91,11 +97,6 @@ export interface CreateServerOptions {
   chat?: ChatService;
   /** How long a client may take to send a request, and keep an idle connection. @default see defaultTimeouts */
   timeouts?: Partial<ServerTimeouts>;
-  /**
-   * The event ledger the server reads (`/api/events`, the Events page). @default `<data dir>/events` opened with the
-   * event types of `registry`'s manifests
-   */
-  events?: EventLedger;
   /** The hooks as loaded (`loadRuntime`'s `hooks`): the worker runs them, the server shows them. @default none */
   hooks?: readonly CompiledHook[];
 }
@@ -201,7 +202,11 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   };
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
-  const notes = new FileNoteStore({ root: config.paths.notes });
+  const fileNotes = new FileNoteStore({ root: config.paths.notes });
+  // What the server writes to notes (decided approvals, pauses, edits through the API) is reported to the ledger.
+  const notes = options.events
+    ? new EventingNoteStore({ notes: fileNotes, events: options.events, source: 'notes' })
+    : fileNotes;
   const pauses = new PauseStore({ notes });
   const hooks = options.hooks ?? [];
   const status: ServerStatusSources = {
@@ -226,7 +231,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     ...(options.signal ? { signal: options.signal } : {}),
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
-  registerRemoteStoreRoutes(app, routes, { notes, humanLog });
+  registerRemoteStoreRoutes(app, routes, { notes: fileNotes, humanLog });
   const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
   registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });
   registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });
@@ -271,6 +276,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     enqueue: (request) => queueEnqueue(queue(), request),
     configDir: path.dirname(config.paths.configFile),
     dataDir: config.paths.dataDir,
+    ...(options.events ? { events: options.events } : {}),
     signal: options.signal ?? new AbortController().signal,
     shutdownGraceMs: serverShutdownGraceMs(config),
     apiToken: token.value,

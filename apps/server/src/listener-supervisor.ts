@@ -1,5 +1,6 @@
 import type { ChatService } from '@assistant/chat';
 import { scrubSecrets } from '@assistant/errors';
+import type { EventSink } from '@assistant/events';
 import {
   domainEnqueue,
   type IntegrationRegistry,
@@ -51,6 +52,8 @@ export interface ListenerSupervisorOptions {
   configDir: string;
   /** The data directory, handed to every listener for its own state. */
   dataDir: string;
+  /** The event ledger listeners report what they take in to. @default none */
+  events?: EventSink;
   /** Chat and approvals, handed only to the builtin chat integration's listeners (the Telegram bot). */
   chat?: ChatService;
   approvals?: ListenerApprovals;
@@ -151,6 +154,7 @@ export class ListenerSupervisor {
       signal,
       configDir: this.#options.configDir,
       dataDir: this.#options.dataDir,
+      ...(this.#options.events ? { events: this.#options.events } : {}),
       ...(builtinChat && this.#options.chat ? { chat: this.#options.chat } : {}),
       ...(builtinChat && this.#options.approvals ? { approvals: this.#options.approvals } : {}),
     };

@@ -1,9 +1,12 @@
+import type { EventSink } from '@assistant/events';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { EnqueueOutcome, TaskQueue } from '@assistant/queue';
 import type { ScheduledJob } from '@assistant/scheduler';
 import type { Logger } from 'pino';
 
 export interface ScheduledJobsOptions {
+  /** The event ledger: each run is a `schedule.fired` event. @default none */
+  events?: EventSink;
   registry: IntegrationRegistry;
   queue: TaskQueue;
   logger: Pick<Logger, 'info' | 'warn'>;
@@ -24,6 +27,17 @@ export function scheduledJobs(options: ScheduledJobsOptions): ScheduledJob[] {
     description: `${instance.name} (${instance.domain}): ${entries.map((entry) => entry.type.split('.')[1]).join(', ')}`,
     taskTypes: entries.map((entry) => entry.type),
     fire: async (run) => {
+      // In the ledger before the tasks: the same run (a retry after a crash) is the same event.
+      await options.events?.emit({
+        type: 'schedule.fired',
+        source: 'scheduler',
+        nativeId: `${instance.name}@${new Date(run.scheduledAtMs).toISOString()}`,
+        data: {
+          schedule: instance.name,
+          ...(run.taskTypes[0] ? { task_type: run.taskTypes[0] } : {}),
+          reason: run.reason,
+        },
+      });
       for (const entry of entries) {
         if (!run.taskTypes.includes(entry.type)) continue;
         const outcome = await queue.enqueue({

@@ -194,6 +194,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     ...(platform ? { platform } : {}),
     configDir: path.dirname(services.config.paths.configFile),
     dataDir: services.config.paths.dataDir,
+    ...(services.events ? { events: services.events } : {}),
     ...(instance.domain === 'script' && isBuiltin
       ? {
           scripts: {

@@ -64,6 +64,26 @@ export async function collect(context: EmailContext<{ uid: number | string; uid_
   const existing = await context.notes.read(notePath).catch(() => undefined);
   if (existing) await context.notes.update(notePath, { set: { ...frontmatter, body_excerpt: excerpt }, body });
   else await context.notes.create(notePath, { data: { ...frontmatter, body_excerpt: excerpt }, body });
+  // In the ledger before the task is done: a collect run again (a retry, a re-sync) is the same event.
+  await context.events?.emit({
+    type: 'mail.received',
+    source: `email:${context.instance.name}`,
+    nativeId: `${settings.mailbox}:${uidValidity}:${uid}`,
+    causedBy: [context.task.id],
+    data: {
+      instance: context.instance.name,
+      message_id: facts.message_id || `${uidValidity}/${uid}`,
+      from_address: facts.from_address,
+      from_domain: facts.from_domain,
+      to: facts.to.slice(0, 20),
+      subject: facts.subject.slice(0, 300),
+      ...(facts.date ? { date: facts.date } : {}),
+      folder: settings.mailbox,
+      is_noreply: facts.is_noreply,
+      authenticated: facts.authentication === 'pass',
+      note: notePath,
+    },
+  });
   await enqueueClassifyAfterCollect(context, notePath, { classifyPriority: facts.authentication === 'fail' ? 9 : 6 });
   return { note: notePath, subject: facts.subject };
 }

@@ -162,6 +162,18 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
       // A collect of the item already waits (the queue's dedup), or one is rate limited: it reads the latest anyway.
       else duplicates += 1;
     }
+    // In the ledger before the delivery is recorded and answered: a redelivery is the same event (by its id).
+    await context.events?.emit({
+      type: 'github.delivery',
+      source: `github:${context.instance.name}`,
+      nativeId: deliveryId,
+      data: {
+        instance: context.instance.name,
+        event,
+        delivery: deliveryId,
+        ...deliveryFacts(delivery as unknown as Record<string, unknown>),
+      },
+    });
     // Recorded once its tasks are in the queue: a delivery that failed half-way can be redelivered from GitHub.
     await recordDelivery(file, seen, deliveryId);
     const ignored =
@@ -173,4 +185,17 @@ export async function receive(context: WebhookContext<GithubSettings>): Promise<
     context.logger.info({ delivery: deliveryId, event, enqueued, duplicates, ignored }, 'github webhook delivery');
     return { status: 202, body: { enqueued, duplicates, ...(ignored ? { ignored } : {}) } };
   });
+}
+
+/** The delivery's action, repository and sender, as the ledger keeps them (short strings an outsider wrote). */
+function deliveryFacts(delivery: Record<string, unknown>): Record<string, string> {
+  const text = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : undefined);
+  const record = (value: unknown) =>
+    typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  const facts: Record<string, string | undefined> = {
+    action: text(delivery.action),
+    repository: text(record(delivery.repository)?.full_name),
+    sender: text(record(delivery.sender)?.login),
+  };
+  return Object.fromEntries(Object.entries(facts).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }

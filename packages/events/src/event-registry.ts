@@ -39,6 +39,8 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
       date: u('date', 'the Date header', false),
       folder: t('string', 'the folder it arrived in', false),
       is_noreply: u('boolean', 'the sender looks like a no-reply address', false),
+      authenticated: t('boolean', "the sender passed DKIM/DMARC as the instance's authserv_ids report it", false),
+      note: t('string', "the mail's note", false),
     },
   },
   'note.created': {
@@ -54,12 +56,12 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
     },
   },
   'item.classified': {
-    description: "An item (a mail, a GitHub notification) was classified by the model with the owner's rules.",
+    description:
+      "An item (a mail, a pull request) was classified by the model: `classifications` holds each answer (the model's, so hooks test them through `ask:` or as untrusted).",
     fields: {
       integration: t('string', 'the integration'),
       instance: t('string', 'the instance'),
-      item: u('string', 'the item id'),
-      label: u('string', 'the classification the model gave, if one', false),
+      item: t('string', "the item's note"),
     },
   },
   'task.done': {
@@ -116,7 +118,11 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
   },
   'schedule.fired': {
     description: 'A cron schedule fired and enqueued its task.',
-    fields: { schedule: t('string', 'the schedule name'), task_type: t('string', 'the task type', false) },
+    fields: {
+      schedule: t('string', 'the schedule name'),
+      task_type: t('string', 'the first task type it enqueues', false),
+      reason: t('string', 'why it ran: schedule, catch-up or first run', false),
+    },
   },
   'time.tick': {
     description: "A minute began (the hook runner's clock), for time-based hooks.",

@@ -3,6 +3,7 @@ import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
 import type { AutomationMatch, CompiledRule, ItemFacts, ResolvedAction } from '@assistant/automations';
 import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
+import type { EventSink } from '@assistant/events';
 import type { ChatModel } from '@assistant/llm';
 import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, QueueMaintenance, Task } from '@assistant/queue';
@@ -68,6 +69,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * folder of its domain there, `data/<domain>/<instance>/…`, never elsewhere.
    */
   dataDir: string;
+  /**
+   * The event ledger (`data/events/`, docs/events.md): report what was taken in (a mail, a delivery) with a native id
+   * of the source, so a redelivery is the same event. Absent where no ledger is kept (tests, a remote worker).
+   */
+  events?: EventSink;
   /** Only for the builtin `script` integration's handler: config.yaml's `scripts:` and where they may run. */
   scripts?: ScriptsContext;
   /** Notes under `data/notes`. */

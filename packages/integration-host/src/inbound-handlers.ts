@@ -1,5 +1,6 @@
 import type { ChatService } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
+import type { EventSink } from '@assistant/events';
 import type { DiscoveredIntegration, ManifestWebhook } from '@assistant/manifests';
 import type { JsonValue } from '@assistant/queue';
 import type { Logger } from 'pino';
@@ -58,6 +59,11 @@ export interface ListenerContext<Settings = Record<string, unknown>> {
    * (`data/<domain>/…`), never elsewhere.
    */
   dataDir: string;
+  /**
+   * The event ledger (`data/events/`, docs/events.md): report what was taken in (a mail, a delivery) with a native id
+   * of the source, so a redelivery is the same event. Absent where no ledger is kept (tests, a remote worker).
+   */
+  events?: EventSink;
   /** Chat (conversations, messages, their events): given only to the builtin chat integration's listeners. */
   chat?: ChatService;
   /** The approval requests, to show and decide: given only to the builtin chat integration's listeners. */
@@ -92,6 +98,11 @@ export interface WebhookContext<Settings = Record<string, unknown>> {
   configDir: string;
   /** The data directory, as a listener's: a webhook keeps its state in `data/<domain>/…` (seen delivery ids). */
   dataDir: string;
+  /**
+   * The event ledger (`data/events/`, docs/events.md): report what was taken in (a mail, a delivery) with a native id
+   * of the source, so a redelivery is the same event. Absent where no ledger is kept (tests, a remote worker).
+   */
+  events?: EventSink;
 }
 
 /** What the webhook answers: a status and a JSON body (a string is sent as text). */

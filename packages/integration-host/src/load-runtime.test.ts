@@ -574,7 +574,7 @@ describe('loadRuntime with the ledger registry', () => {
     await mkdir(path.join(dir, 'hooks'));
     await writeFile(
       path.join(dir, 'hooks', 'mail.yaml'),
-      'on: mail.received\nwhen: {from: anna@example.com}\nthen: {notify: "{{event.data.subject}}"}\n',
+      'on: mail.received\nwhen: {from_address: anna@example.com}\nthen: {notify: "{{event.data.subject}}"}\n',
     );
     const { hooks } = await loadRuntime({ installation, configPath, cwd: dir });
     expect(hooks.map((hook) => [hook.name, hook.on, hook.trustedFields?.includes('instance')])).toEqual([
@@ -582,11 +582,11 @@ describe('loadRuntime with the ledger registry', () => {
     ]);
     await writeFile(
       path.join(dir, 'hooks', 'typo.yaml'),
-      'on: mail.received\nwhen: {form: anna@example.com}\nthen: {notify: hi}\n',
+      'on: mail.received\nwhen: {form_address: anna@example.com}\nthen: {notify: hi}\n',
     );
     const error = await loadRuntime({ installation, configPath, cwd: dir }).catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain('hooks/typo.yaml:2:');
-    expect((error as ConfigError).message).toContain('did you mean `from`?');
+    expect((error as ConfigError).message).toContain('did you mean `from_address`?');
   });
 });

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { scrubSecretsDeep } from '@assistant/errors';
+import type { EventSink } from '@assistant/events';
 import {
   domainEnqueue,
   findWebhook,
@@ -23,6 +24,8 @@ export interface WebhookRoutesOptions {
   configDir: string;
   /** The data directory: handlers keep their state in `data/<domain>/…`. */
   dataDir: string;
+  /** The event ledger handlers report deliveries to. @default none */
+  events?: EventSink;
   /** The server's logger: handlers get a child of it. */
   logger: Logger;
   /** Aborted when the server shuts down; handlers see it through their signal. */
@@ -195,6 +198,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             signal,
             configDir: options.configDir,
             dataDir: options.dataDir,
+            ...(options.events ? { events: options.events } : {}),
           });
           answer = await Promise.race([handled, abandoned.promise]);
           if (answer === abandoned.marker) {
