@@ -81,7 +81,7 @@ export const errorCodes = {
   TOO_MANY_REQUESTS: 'A rate limit refused the request; retry later.',
   EVENT_CURSOR_INVALID: 'An event cursor is not one the ledger returns (`YYYY-MM-DD:<byte offset>`).',
   EVENT_QUERY_INVALID:
-    'An event query (`--since`/`--until`/`--type`, `GET /api/events`) has a time that is neither ISO 8601 nor a duration such as `1h`, or a malformed type.',
+    'An event query (`events ls` options, `GET /api/events`) has a time that is neither ISO 8601 nor a duration such as `1h`, or a malformed type.',
   HOOK_TEST_EVENT_INVALID:
     'The event given to a hook dry run (`assistant hooks test --event`, `POST /api/hooks/:name/test`) is no event id the ledger holds and no `{type, data}` event.',
   EVENT_STREAMS_FULL:
