@@ -8,7 +8,7 @@ import { type EventStreamLimiter, openEventStream } from './event-stream.ts';
 /** A comment line on an idle event stream this often keeps proxies and clients from closing it. */
 const defaultHeartbeatMs = 15_000;
 /** The most events one page holds. */
-export const maxEventPageLimit = 1_000;
+const maxEventPageLimit = 1_000;
 
 export interface EventRoutesOptions {
   /** The installation's ledger (`data/events/`), opened by the server for reading. */

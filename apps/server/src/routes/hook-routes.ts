@@ -45,9 +45,9 @@ const stateSchema = z.looseObject({
 
 /**
  * The event a dry run decides on: an id the ledger holds, or an event written out (`{type, data, ...}`) checked
- * against the ledger's registry. Shared by the route, the dashboard and (through the same rules) the CLI.
+ * against the ledger's registry (the CLI follows the same rules with a file in place of an object).
  */
-export async function testEventOf(options: { event: unknown; events: EventLedger }): Promise<EventRecord> {
+async function testEventOf(options: { event: unknown; events: EventLedger }): Promise<EventRecord> {
   if (typeof options.event === 'string') {
     const stored = await options.events.get(options.event);
     if (!stored) {

@@ -153,7 +153,7 @@ ${olderLink}`;
 }
 
 /** One event in the list: time, type, id, a summary; the data and lineage behind a disclosure. All escaped. */
-export function renderEventRow(event: LedgerEvent): SafeHtml {
+function renderEventRow(event: LedgerEvent): SafeHtml {
   return html`<li class="event${event.problem === undefined ? '' : ' problem'}" id="${event.id}">${renderEventDetails(event, { open: false })}</li>`;
 }
 
