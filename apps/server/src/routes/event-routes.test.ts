@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type EventLedger, openEventLedger } from '@assistant/events';
 import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
+import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { installation } from '@assistant/process';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -288,6 +289,41 @@ describe('/api/hooks', () => {
     expect(unknown.json().error.code).toBe('HOOK_TEST_EVENT_INVALID');
 
     expect(await snapshot(dir)).toEqual(before);
+  });
+
+  it('asks the model only with ask: true, and then writes only the ask cache', async () => {
+    await using model = await FakeOpenAiServer.start({
+      replies: [{ json: { fire: true, reason: 'it names Friday as the deadline' } }],
+    });
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      `data_dir: ./data\nserver:\n  port: 0\nllms:\n  default:\n    base_url: ${model.url}\n    model: fake-model\n`,
+    );
+    runtime = await loadRuntime({ installation, configPath: path.join(dir, 'config.yaml'), cwd: dir });
+    const { event } = await ledger.emit(mail('m1', 'anna@accountant.example', 'Pay by Friday'));
+    await using app = await server();
+    const before = await snapshot(dir);
+    const notAsked = await inject(app, {
+      method: 'POST',
+      url: '/api/hooks/deadline/test',
+      payload: { event: event.id },
+    });
+    expect(notAsked.json().slow_path).toEqual({ status: 'not asked' });
+    expect(model.requests).toHaveLength(0);
+    const asked = await inject(app, {
+      method: 'POST',
+      url: '/api/hooks/deadline/test',
+      payload: { event: event.id, ask: true },
+    });
+    expect(asked.statusCode).toBe(200);
+    expect(asked.json()).toMatchObject({
+      fire: true,
+      slow_path: { status: 'asked', verdict: { fire: true, reason: 'it names Friday as the deadline', cached: false } },
+    });
+    expect(model.requests).toHaveLength(1);
+    const after = await snapshot(dir);
+    const changed = Object.keys(after).filter((file) => after[file] !== before[file]);
+    expect(changed).toEqual([expect.stringMatching(/^data\/hooks\/ask-cache\/[^/]+\/ev-[0-9a-f]{20}\.json$/)]);
   });
 });
 
