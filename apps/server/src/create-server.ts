@@ -5,7 +5,7 @@ import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import { type EventLedger, EventingNoteStore, openEventLedger } from '@assistant/events';
+import { EventingNoteStore, type EventLedger, openEventLedger } from '@assistant/events';
 import { type CompiledHook, readHookStates } from '@assistant/hooks';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { createLlmProfiles } from '@assistant/llm';
