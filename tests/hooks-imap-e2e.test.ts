@@ -1,5 +1,5 @@
 // Hooks end to end through `assistant start`, with mail from a real IMAP server (Dovecot on loopback) and crashes:
-// - a mail from the accountant fires a hook whose `notify` waits 8 s (a delayed task in the queue); the server, the
+// - a mail from the accountant fires a hook whose `notify` waits 12 s (a delayed task in the queue); the server, the
 //   worker and `start` itself are SIGKILLed before it is due; started again, the reminder is told once, not before
 //   its due time; a mail from another sender fires nothing;
 // - three failed tasks within the hour pause the instance the hook names: `assistant paused` shows it with who and
@@ -151,7 +151,7 @@ describe('hooks through assistant start, with real IMAP and crashes', () => {
 when: {from_address: anna@accountant.example}
 then:
   - notify: "Answer your accountant: {{event.data.subject}}"
-    after: 8s
+    after: 12s
 `,
     );
     await appendMessages(dovecot, 'INBOX', [
@@ -177,9 +177,9 @@ then:
       await handled(assistant.data, received.at(-1));
       const fired = await eventsOf(assistant.data, 'hook.fired');
       expect(fired.map((event) => event.data.hook)).toEqual(['accountant']);
-      const dueAtMs = Date.parse(fired[0]?.at ?? '') + 8_000;
+      const dueAtMs = Date.parse(fired[0]?.at ?? '') + 12_000;
 
-      // Crashed before it is due (the firing was just now, the reminder waits 8 s), with nothing told yet.
+      // Crashed before it is due (the firing was just now, the reminder waits 12 s), with nothing told yet.
       expect(Date.now()).toBeLessThan(dueAtMs);
       await assistant.crash();
       expect(await notifications(assistant.data)).not.toContain('Answer your accountant');
@@ -279,13 +279,12 @@ then:
         async () => {
           const shown = JSON.parse((await cli('task', 'show', id, '--json')).stdout) as {
             state: string;
-            ready_at?: string;
-            created_at?: string;
+            task?: { readyAt?: string; createdAt?: string };
           };
           // Put back by the paused-instance check: still pending, ready later than it was made.
-          return (
-            shown.state === 'pending' && Date.parse(shown.ready_at ?? '') > Date.parse(shown.created_at ?? '') + 1_000
-          );
+          const readyMs = Date.parse(shown.task?.readyAt ?? '');
+          const createdMs = Date.parse(shown.task?.createdAt ?? '');
+          return shown.state === 'pending' && readyMs > createdMs + 1_000;
         },
         { what: `the task ${id} of the paused instance to be held in pending/`, timeoutMs: 30_000 },
       );
