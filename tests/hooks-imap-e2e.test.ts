@@ -177,7 +177,20 @@ then:
       await handled(assistant.data, received.at(-1));
       const fired = await eventsOf(assistant.data, 'hook.fired');
       expect(fired.map((event) => event.data.hook)).toEqual(['accountant']);
-      const dueAtMs = Date.parse(fired[0]?.at ?? '') + 12_000;
+      // The reminder's due time is the ready time of its task in pending/ (the name's timestamp, `YYYYMMDDTHHMMSSmmmZ`).
+      const pending = await waitUntil(
+        async () =>
+          (await readdir(path.join(assistant.data, 'queue', 'pending'))).find((name) =>
+            name.endsWith('--chat.notify.yaml'),
+          ),
+        { what: 'the reminder task in pending/' },
+      );
+      const stamp = /^\d_(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z_/.exec(pending);
+      expect(stamp).not.toBeNull();
+      const [, year, month, day, hour, minute, second, millisecond] = (stamp ?? []).map(Number);
+      const dueAtMs = Date.UTC(year ?? 0, (month ?? 1) - 1, day, hour, minute, second, millisecond);
+      // Due about 12 s after the hook fired, not at once.
+      expect(dueAtMs).toBeGreaterThan(Date.parse(fired[0]?.at ?? '') + 10_000);
 
       // Crashed before it is due (the firing was just now, the reminder waits 12 s), with nothing told yet.
       expect(Date.now()).toBeLessThan(dueAtMs);
