@@ -5,7 +5,7 @@ import { approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
-import type { EventLedger } from '@assistant/events';
+import { type EventLedger, EventingNoteStore } from '@assistant/events';
 import type { IntegrationRegistry } from '@assistant/integration-host';
 import { llmUsageFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
@@ -192,7 +192,11 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   };
   const catalog = options.catalog ?? diagnosticCatalog;
   const routes = new RouteTable();
-  const notes = new FileNoteStore({ root: config.paths.notes });
+  const fileNotes = new FileNoteStore({ root: config.paths.notes });
+  // What the server writes to notes (decided approvals, pauses, edits through the API) is reported to the ledger.
+  const notes = options.events
+    ? new EventingNoteStore({ notes: fileNotes, events: options.events, source: 'notes' })
+    : fileNotes;
   const pauses = new PauseStore({ notes });
   const status: ServerStatusSources = { pauses: () => pauses.read(), ...options.status };
   registerHealthRoute(app, routes, { queue, status, catalog, llms: config.llms });
@@ -212,7 +216,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     ...(options.signal ? { signal: options.signal } : {}),
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
-  registerRemoteStoreRoutes(app, routes, { notes, humanLog });
+  registerRemoteStoreRoutes(app, routes, { notes: fileNotes, humanLog });
   const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
   registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });
   registerActionRoutes(app, routes, { queue: requestQueue, notes, humanLog, registry: options.registry });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { LoadedConfig } from '@assistant/config';
-import { openEventLedger } from '@assistant/events';
+import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import { IntegrationRegistry, listenerApprovals } from '@assistant/integration-host';
 import { discoverIntegrations } from '@assistant/manifests';
 import { TaskMetrics } from '@assistant/metrics';
@@ -51,9 +51,21 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   // Listeners and webhooks import their modules when they first run; a manifest of an enabled instance naming a
   // module that is missing or outside its folder stops the server here, at the manifest's line, as the worker stops.
   await registry.checkHandlerModules({ taskTypes: false, inbound: 'enabled' });
-  const notes = new FileNoteStore({ root: config.paths.notes });
+  // The event ledger (data/events/): schedules, webhooks and listeners report what they take in.
+  const events = openEventLedger({
+    dataDir: config.paths.dataDir,
+    retentionDays: config.events.retentionDays,
+    manifests: registry.integrations.map((integration) => ({
+      name: integration.manifest.domain,
+      events: integration.manifest.events,
+    })),
+    warn: (message, details) => logger.warn(details ?? {}, message),
+  });
+  const fileNotes = new FileNoteStore({ root: config.paths.notes });
+  // What the server writes to notes (chat, approvals decided in Telegram, pauses) is reported to the ledger.
+  const notes = new EventingNoteStore({ notes: fileNotes, events, source: 'notes' });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
-  const breakers = new CircuitBreakers({ notes, settings: config.circuitBreaker, humanLog, logger });
+  const breakers = new CircuitBreakers({ notes: fileNotes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
   // Before the token is made: data/ holds it (and mail and transcripts), so it and the folders in it are the owner's
   // alone, the same ones the worker makes private.
@@ -68,16 +80,6 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     logger: { info: (message) => logger.debug(message), warn: (message) => logger.warn(message) },
   });
   const pauses = new PauseStore({ notes });
-  // The event ledger (data/events/): schedules, webhooks and listeners report what they take in.
-  const events = openEventLedger({
-    dataDir: config.paths.dataDir,
-    retentionDays: config.events.retentionDays,
-    manifests: registry.integrations.map((integration) => ({
-      name: integration.manifest.domain,
-      events: integration.manifest.events,
-    })),
-    warn: (message, details) => logger.warn(details ?? {}, message),
-  });
   const scheduler = new Scheduler({
     jobs: scheduledJobs({
       registry,

@@ -1,6 +1,6 @@
 import { routeServiceResult } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
-import { openEventLedger } from '@assistant/events';
+import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import { askHook, type CompiledHook, fileAskCache, HookRunner } from '@assistant/hooks';
 import { IntegrationRegistry, type TaskHandler } from '@assistant/integration-host';
 import { type CacheMode, cacheModes, createLlmProfiles, type LlmProfiles } from '@assistant/llm';
@@ -183,8 +183,25 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
   // On another machine, the notes and the log are the server's: reached through its API, which checks every update
   // against the version it was based on, as the file store does here.
   const humanLog: HumanLog = remote ? new HttpHumanLog(remote) : new FileHumanLog({ directory: config.paths.logs });
+  // The event ledger is files of this machine: a worker on another machine writes none (docs/events.md).
+  const events = remote
+    ? undefined
+    : openEventLedger({
+        dataDir: config.paths.dataDir,
+        retentionDays: config.events.retentionDays,
+        manifests: (registry?.integrations ?? []).map((integration) => ({
+          name: integration.manifest.domain,
+          events: integration.manifest.events,
+        })),
+        warn: (message, details) => logger.warn(details ?? {}, message),
+      });
   const localNotes = new FileNoteStore({ root: config.paths.notes });
-  const notes: NoteStore = remote ? new HttpNoteStore(remote) : localNotes;
+  // What the worker writes to notes is reported to the ledger (note.created/changed, approval.requested/decided).
+  const notes: NoteStore = remote
+    ? new HttpNoteStore(remote)
+    : events
+      ? new EventingNoteStore({ notes: localNotes, events, source: 'notes' })
+      : localNotes;
   const metrics = new TaskMetrics();
   const outages = new OutageLog({ logger });
   const summary = new TaskSummary({ logger });
@@ -227,18 +244,6 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
           atMs: Date.now(),
         }),
     });
-  // The event ledger is files of this machine: a worker on another machine writes none (docs/events.md).
-  const events = remote
-    ? undefined
-    : openEventLedger({
-        dataDir: config.paths.dataDir,
-        retentionDays: config.events.retentionDays,
-        manifests: (registry?.integrations ?? []).map((integration) => ({
-          name: integration.manifest.domain,
-          events: integration.manifest.events,
-        })),
-        warn: (message, details) => logger.warn(details ?? {}, message),
-      });
   const services: WorkerServices = {
     ...(events ? { events } : {}),
     ...(options.pausedRecheckMs === undefined ? {} : { pausedRecheckMs: options.pausedRecheckMs }),

@@ -56,12 +56,12 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
     },
   },
   'item.classified': {
-    description: "An item (a mail, a GitHub notification) was classified by the model with the owner's rules.",
+    description:
+      "An item (a mail, a pull request) was classified by the model: `classifications` holds each answer (the model's, so hooks test them through `ask:` or as untrusted).",
     fields: {
       integration: t('string', 'the integration'),
       instance: t('string', 'the instance'),
-      item: u('string', 'the item id'),
-      label: u('string', 'the classification the model gave, if one', false),
+      item: t('string', "the item's note"),
     },
   },
   'task.done': {

@@ -17,4 +17,5 @@ export type {
   EventSink,
   EventTypeDefinition,
 } from './event-types.ts';
+export { EventingNoteStore } from './eventing-note-store.ts';
 export { openEventLedger } from './open-event-ledger.ts';

@@ -71,6 +71,19 @@ export async function classifyItemNote(
       classified_at: new Date().toISOString(),
     },
   });
+  // In the ledger before evaluate is enqueued and the task is done; the same content classified again is the same event.
+  await context.events?.emit({
+    type: 'item.classified',
+    source: `${context.instance.domain}:${context.instance.name}`,
+    nativeId: `${notePath}@${String(note.data.content_hash ?? '')}`,
+    causedBy: [context.task.id],
+    data: {
+      integration: context.instance.domain,
+      instance: context.instance.name,
+      item: notePath,
+      classifications: answers as Record<string, unknown>,
+    },
+  });
   await context.enqueue({ stage: 'evaluate', payload: { note: notePath } });
   return { note: notePath, classifications: answers };
 }

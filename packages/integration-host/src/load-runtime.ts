@@ -108,7 +108,7 @@ export async function loadRuntime(options: LoadRuntimeOptions): Promise<LoadedRu
 }
 
 /** The ledger's event types: the built-in ones and those the integrations' manifests declare (`{domain}.{name}`). */
-export function eventRegistryOf(integrations: readonly DiscoveredIntegration[]): EventRegistry {
+function eventRegistryOf(integrations: readonly DiscoveredIntegration[]): EventRegistry {
   return EventRegistry.withManifests(
     integrations.map((integration) => ({ name: integration.manifest.domain, events: integration.manifest.events })),
   );

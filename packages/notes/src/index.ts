@@ -30,6 +30,7 @@ export {
   type NoteQueryOptions,
   type NoteStore,
   type NoteText,
+  type RootedNoteStore,
   type UpdateNoteOptions,
 } from './note-store.ts';
 export {

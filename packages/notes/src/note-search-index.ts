@@ -2,10 +2,10 @@ import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import { matchesWhere } from './note-query.ts';
 import { noteContainsText, type SearchNotesOptions, type SearchNotesResult } from './note-search.ts';
-import { BrokenNoteError, type FileNoteStore, type Note } from './note-store.ts';
+import { BrokenNoteError, type RootedNoteStore, type Note } from './note-store.ts';
 
 export interface NoteSearchIndexOptions {
-  store: FileNoteStore;
+  store: RootedNoteStore;
   /** Notes read at once while the index fills. @default 16 */
   concurrency?: number;
 }

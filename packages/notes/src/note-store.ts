@@ -121,6 +121,9 @@ export interface NoteStore {
   query(options: NoteQueryOptions): Promise<Note[]>;
 }
 
+/** A note store over files under `root` (the dashboard reads files' times and paths beside the notes). */
+export type RootedNoteStore = NoteStore & { readonly root: string };
+
 export interface FileNoteStoreOptions {
   /** The notes root: `data/notes`. */
   root: string;

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type ApprovalRequest, approvalOfNote, approvalsFolder, sortApprovals } from '@assistant/actions';
-import { BrokenNoteError, type FileNoteStore } from '@assistant/notes';
+import { BrokenNoteError, type RootedNoteStore } from '@assistant/notes';
 
 interface Entry {
   /** Size and modification time when it was read: a change to either reads it again. */
@@ -20,10 +20,10 @@ const concurrency = 16;
  * and so is the order (`sortApprovals`).
  */
 export class ApprovalsIndex {
-  readonly #notes: FileNoteStore;
+  readonly #notes: RootedNoteStore;
   readonly #entries = new Map<string, Entry>();
 
-  constructor(notes: FileNoteStore) {
+  constructor(notes: RootedNoteStore) {
     this.#notes = notes;
   }
 
@@ -85,7 +85,7 @@ const indexes = new WeakMap<object, ApprovalsIndex>();
  * The server's one approvals index (the Approvals page, the Overview's pending approvals and the nav's count, an
  * item's timeline), made the first time a page needs it. Keyed by the dashboard's context.
  */
-export function approvalsIndexFor(context: { notes: FileNoteStore }): ApprovalsIndex {
+export function approvalsIndexFor(context: { notes: RootedNoteStore }): ApprovalsIndex {
   let index = indexes.get(context);
   if (!index) {
     index = new ApprovalsIndex(context.notes);

@@ -1,7 +1,7 @@
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import type { FileHumanLog, FileNoteStore } from '@assistant/notes';
+import type { FileHumanLog, RootedNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { DataPaths } from '../data-paths.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from '../server-catalog.ts';
@@ -14,7 +14,7 @@ export interface DashboardContext {
   /** The server's queue (opened as the server gets ready). */
   queue: () => TaskQueue;
   /** The files themselves, not an interface: pages show where a note is and watch the folders and the log. */
-  notes: FileNoteStore;
+  notes: RootedNoteStore;
   humanLog: FileHumanLog;
   paths: DataPaths;
   catalog: ServerCatalog;

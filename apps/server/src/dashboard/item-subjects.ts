@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets } from '@assistant/errors';
-import type { FileNoteStore } from '@assistant/notes';
+import type { RootedNoteStore } from '@assistant/notes';
 import type { JsonValue, Task } from '@assistant/queue';
 import type { DashboardContext } from './dashboard-context.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -87,10 +87,10 @@ export function subjectOfNote(notePath: string, data: Record<string, unknown>): 
  * tasks costs 50 stats, and a read only for the notes that changed. At most {@link cacheLimit} are remembered.
  */
 export class ItemSubjects {
-  readonly #notes: FileNoteStore;
+  readonly #notes: RootedNoteStore;
   readonly #cache = new Map<string, { version: string; subject: ItemSubject | undefined }>();
 
-  constructor(notes: FileNoteStore) {
+  constructor(notes: RootedNoteStore) {
     this.#notes = notes;
   }
 
