@@ -311,6 +311,26 @@ describe('YAML examples in README.md, docs/ and integrations/*/README.md', () =>
     expect(
       await checkExample({ ...broken, kind: 'hook', text: '# hooks/x.yaml\non: a.b\nthen: {notfiy: hi}\n' }),
     ).toMatch(/notfiy/);
+    // A hook written wrong deep inside is reported at its file, line, column and key, with the right word.
+    const misspelt =
+      '# hooks/x.yaml\ndescription: x\non: task.failed\nwhen:\n  task_type: system.sleep\nthen:\n  - notfiy: hi\n';
+    expect(await checkExample({ ...broken, kind: 'hook', text: misspelt })).toMatch(
+      /^hooks\/x\.yaml:7:\d+: then\[0\]\.notfiy: `notfiy` is not an action: .*\n\s*hint: did you mean `notify`\?/m,
+    );
+    // docs/hooks.md's worked example "merge when green" without `approval: required`: refused at the script's line.
+    const unapproved = [
+      '# hooks/merge-when-green.yaml',
+      'on: github.delivery',
+      'when: {event: check_suite, action: completed, repository: acme/api}',
+      'ask: Did the build pass?',
+      'once: true',
+      'then:',
+      '  - script: merge_pr',
+      '',
+    ].join('\n');
+    expect(await checkExample({ ...broken, kind: 'hook', text: unapproved })).toMatch(
+      /^hooks\/merge-when-green\.yaml:7:\d+: then\[0\]: `script merge_pr` cannot be undone, and this hook decides by asking an LLM/m,
+    );
     expect(
       await checkExample({ ...broken, kind: 'hooks-config', text: 'hooks:\n  - name: x\n    whne: {}\n' }),
     ).toMatch(/whne/);

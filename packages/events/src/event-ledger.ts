@@ -27,6 +27,8 @@ export interface EventLedgerOptions {
 
 const dayPattern = /^(\d{4}-\d{2}-\d{2})\.jsonl$/;
 const cursorPattern = /^(\d{4}-\d{2}-\d{2}):(\d{1,15})$/;
+/** Days before today whose ids a new event is checked against (see `#catchUp`). */
+const dedupWindowDays = 2;
 /** The longest line the ledger writes: a producer's payload is cut to this, not the ledger broken by it. */
 const maxLineBytes = 64 * 1024;
 
@@ -145,10 +147,17 @@ export class EventLedger implements EventSink {
     return known;
   }
 
-  /** Reads what other processes appended since this one last looked (all days the first time). */
+  /**
+   * Reads what other processes appended since this one last looked, over the dedup window: today and the two days
+   * before. A source that reports the same thing again days later (a mail moved back into the inbox) makes a new
+   * line; hooks still fire once for it, by their firing records. Keeping every retained day's ids would cost a busy
+   * installation hundreds of MB read at start.
+   */
   async #catchUp(): Promise<void> {
-    const days = await this.days();
     const today = new Date(this.#now()).toISOString().slice(0, 10);
+    const oldest = new Date(this.#now() - dedupWindowDays * 86_400_000).toISOString().slice(0, 10);
+    const days = (await this.days()).filter((day) => day >= oldest);
+    for (const day of this.#ids.keys()) if (day < oldest) this.#ids.delete(day);
     for (const day of days) {
       if (this.#loadedDays && day < today && this.#ids.has(day)) continue;
       const known = this.#dayIds(day);
