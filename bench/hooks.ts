@@ -28,6 +28,7 @@ const hooks: CompiledHook[] = Array.from({ length: 100 }, (_, index) => {
         index % 10 === 0
           ? { any: [{ task_type: `type-${index % 20}` }, { integration: 'personal' }], attempts: '< 3' }
           : { task_type: `type-${index % 20}`, attempts: '< 3' },
+      // biome-ignore lint/suspicious/noThenProperty: a hook's `then:`, as people write it
       then: [{ notify: `{{event.data.task_type}} done ({{event.data.task}})` }],
     },
     name: `hook-${index}`,

@@ -59,6 +59,7 @@ describe('hook runner under SIGKILL', () => {
         on: 'task.done',
         when: { task_type: `once-${index}` },
         once: true,
+        // biome-ignore lint/suspicious/noThenProperty: a hook's `then:`, as people write it
         then: [{ enqueue: { type: 'system.echo', payload: { text: `once-${index}` } } }],
       })),
       {
@@ -68,6 +69,7 @@ describe('hook runner under SIGKILL', () => {
         count: { at_least: 1, within: '1h', per: 'task' },
         debounce: `${debounceMs}ms`,
         catch_up: 'all',
+        // biome-ignore lint/suspicious/noThenProperty: a hook's `then:`, as people write it
         then: [{ enqueue: { type: 'system.echo', payload: { text: 'debounced {{event.data.task}}' } } }],
       },
     ];

@@ -270,7 +270,7 @@ function resolveAction(
           problem: `no handler runs task type \`${spec.type}\``,
           hint: typo
             ? `did you mean \`${typo}\`?`
-            : 'task types come from the integrations’ manifests (`assistant integrations`)',
+            : 'task types come from the integrations’ manifests (`tasks:` and platform stages; docs/integrations.md)',
           at: ['enqueue', 'type'],
         };
       }

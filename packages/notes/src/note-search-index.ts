@@ -2,7 +2,7 @@ import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import { matchesWhere } from './note-query.ts';
 import { noteContainsText, type SearchNotesOptions, type SearchNotesResult } from './note-search.ts';
-import { BrokenNoteError, type RootedNoteStore, type Note } from './note-store.ts';
+import { BrokenNoteError, type Note, type RootedNoteStore } from './note-store.ts';
 
 export interface NoteSearchIndexOptions {
   store: RootedNoteStore;

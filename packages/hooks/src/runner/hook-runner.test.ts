@@ -48,6 +48,7 @@ const echoHook = (name: string, extra: Record<string, unknown> = {}) =>
   hook(name, {
     on: 'task.done',
     when: { task_type: 'build' },
+    // biome-ignore lint/suspicious/noThenProperty: a hook's `then:`, as people write it
     then: [{ enqueue: { type: 'system.echo', payload: { text: `${name} {{event.data.task}}` } } }],
     ...extra,
   });
@@ -255,6 +256,7 @@ describe('HookRunner', () => {
     const failing = echoHook('failing');
     const fine = hook('fine', {
       on: 'task.done',
+      // biome-ignore lint/suspicious/noThenProperty: a hook's `then:`, as people write it
       then: [{ enqueue: { type: 'system.echo', payload: { text: 'fine {{event.data.task}}' } } }],
     });
     await start([failing, fine], {
