@@ -116,7 +116,7 @@ describe('hook runner under SIGKILL', () => {
           };
           return timers.length === 0 && cursor.cursor === (await ledger.end());
         },
-        { what: 'every event handled and every timer fired', timeoutMs: 60_000 },
+        { what: 'every event handled and every timer fired', timeoutMs: 120_000 },
       );
       last.child.kill('SIGTERM');
       await last.exited;
@@ -167,5 +167,5 @@ describe('hook runner under SIGKILL', () => {
         },
       );
     }
-  }, 240_000);
+  }, 400_000);
 });

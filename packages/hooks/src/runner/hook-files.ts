@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /** `data/hooks`: the runner's state, files a person can `ls` and read (docs/hooks.md "How hooks run"). */
@@ -22,30 +22,36 @@ export async function writeJsonAtomic(file: string, value: unknown, options: { s
 }
 
 /**
- * Creates `file` with `value` only if it does not exist (O_EXCL), fsynced: true when this call created it. The
+ * Creates `file` with `value` only if it does not exist, whole or not at all: the JSON is written to a temp file and
+ * fsynced, then linked to `file` (link fails when the name exists, like O_EXCL, and a crash cannot leave the file
+ * empty or half-written, as one opened with O_EXCL and then written could). True when this call created it. The
  * record that a firing happened: whoever creates it performs the firing, and nobody else ever does.
  */
 export async function createJsonOnce(file: string, value: unknown): Promise<boolean> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  let handle: Awaited<ReturnType<typeof open>>;
-  try {
-    handle = await open(file, 'wx', 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
+  const directory = path.dirname(file);
+  await mkdir(directory, { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(tmp, 'wx', 0o600);
   try {
     await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  // The directory entry too: a power cut must not forget that the firing happened.
-  const directory = await open(path.dirname(file), 'r');
   try {
-    await directory.sync();
+    await link(tmp, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
   } finally {
-    await directory.close();
+    await unlink(tmp).catch(() => {});
+  }
+  // The directory entry too: a power cut must not forget that the firing happened.
+  const entry = await open(directory, 'r');
+  try {
+    await entry.sync();
+  } finally {
+    await entry.close();
   }
   return true;
 }
