@@ -30,6 +30,10 @@ export default defineConfig({
           // Child-process tests start real servers; give them room on a shared 2-core machine.
           testTimeout: 30_000,
           hookTimeout: 30_000,
+          // `expect.poll` waits on another process (a page's live stream, a file a worker writes): its default 1 s
+          // is less than a request can take on a loaded CI machine, where every write is fsynced (the event ledger
+          // too). A poll still ends as soon as its condition holds.
+          expect: { poll: { timeout: 10_000 } },
         },
       },
     ],
