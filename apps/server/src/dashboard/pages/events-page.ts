@@ -31,9 +31,14 @@ interface EventsFilter {
  */
 export function registerEventsPage(app: AssistantServer, context: DashboardContext): void {
   context.live.registerTopic('events', async ({ param, send, signal }) => {
-    // `*` or a comma list of types; what to follow from is the end of the ledger when the stream opens.
-    const types = new Set(param === '*' ? [] : param.split(',').filter((type) => type !== ''));
-    for await (const event of context.events.follow({ signal })) {
+    // `*` or a comma list of types, then `@` and the cursor the page was rendered from: nothing appended between the
+    // page and its stream is missed. Without a (valid) cursor, from the end of the ledger when the stream opens.
+    const at = param.lastIndexOf('@');
+    const typeList = at < 0 ? param : param.slice(0, at);
+    const cursor = at < 0 ? undefined : param.slice(at + 1);
+    const after = cursor !== undefined && /^\d{4}-\d{2}-\d{2}:\d{1,15}$/.test(cursor) ? cursor : undefined;
+    const types = new Set(typeList === '*' ? [] : typeList.split(',').filter((type) => type !== ''));
+    for await (const event of context.events.follow({ signal, ...(after ? { after } : {}) })) {
       if (types.size > 0 && !types.has(event.type)) continue;
       send('ledger-event', renderEventRow(event).toString());
     }
@@ -121,6 +126,8 @@ async function sendEventsPage(
   context: DashboardContext,
 ): Promise<FastifyReply> {
   const filter = filterOf(request);
+  // Taken before the page is read: an event appended meanwhile may show twice, never not at all.
+  const from = await context.events.end();
   const { events, older } = await newestPage(context, filter);
   const typeText = filter.types.join(',');
   const raw = (name: string) => queryField(request, name) ?? '';
@@ -148,7 +155,9 @@ ${olderLink}`;
     title: 'Events',
     section: 'events',
     body,
-    ...(following ? { live: `/live${queryString({ topics: 'approvals', events: typeText || '*' })}` } : {}),
+    ...(following
+      ? { live: `/live${queryString({ topics: 'approvals', events: `${typeText || '*'}@${from}` })}` }
+      : {}),
   });
 }
 
