@@ -1,0 +1,18 @@
+export type {
+  GrantChain,
+  GrantLayer,
+  Persona,
+  PersonaBudget,
+  PersonaProblem,
+  ToolGrants,
+} from './persona-types.ts';
+export { childGrantChain, type GrantVerdict, grants, grantVerdict, rootGrantChain } from './personas/grant-chain.ts';
+export type {
+  ChildRecord,
+  ChildResult,
+  ChildState,
+  ChildStatus,
+  SpawnContext,
+  SpawnRequest,
+  SubAgents,
+} from './subagent-types.ts';
