@@ -16,3 +16,11 @@ export type {
   SpawnRequest,
   SubAgents,
 } from './subagent-types.ts';
+export {
+  type AppendBlackboardEntryOptions,
+  appendBlackboardEntry,
+  type BlackboardEntry,
+  type CreateBlackboardOptions,
+  createBlackboard,
+  readBlackboard,
+} from './workflows/blackboard.ts';
