@@ -61,7 +61,8 @@ export interface FileSubAgentsOptions {
   pollMs?: number;
 }
 
-const limitError = (message: string, hint: string) => new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: ${message}`, { hint });
+const limitError = (message: string, hint: string) =>
+  new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: ${message}`, { hint });
 
 /** The smaller of each: a spawn may ask a child to spend less than its persona allows, never more. */
 function narrowBudget(persona: PersonaBudget, asked: Partial<PersonaBudget> | undefined): PersonaBudget {
@@ -171,7 +172,10 @@ export class FileSubAgents implements SubAgents {
       throw new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: the queue refused the child's task: ${outcome.reason}`);
     }
     const updated: ChildRecord = { ...record, task_id: outcome.task.id };
-    await writeReplace(recordFile(this.#options.root, record.parent_task, record.id), `${JSON.stringify(updated, null, 2)}\n`);
+    await writeReplace(
+      recordFile(this.#options.root, record.parent_task, record.id),
+      `${JSON.stringify(updated, null, 2)}\n`,
+    );
     return outcome.task.id;
   }
 
