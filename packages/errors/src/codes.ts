@@ -84,6 +84,11 @@ export const errorCodes = {
     'An event query (`events ls` options, `GET /api/events`) has a time that is neither ISO 8601 nor a duration such as `1h`, or a malformed type.',
   HOOK_TEST_EVENT_INVALID:
     'The event given to a hook dry run (`assistant hooks test --event`, `POST /api/hooks/:name/test`) is no event id the ledger holds and no `{type, data}` event.',
+  // Personas (packages/agents, docs/agents.md "Personas").
+  PERSONA_UNKNOWN:
+    'No persona of that name: no `personas/<name>.md` beside config.yaml or in the notes (and it is not the built-in `assistant`).',
+  PERSONA_INVALID:
+    'A persona file has problems (an unknown key, tool, profile or MCP server, a value out of range, an empty body); the message names each with file, line and key.',
   EVENT_STREAMS_FULL:
     'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
   AGENT_LIMIT:
