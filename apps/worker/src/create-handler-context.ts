@@ -465,7 +465,7 @@ function personaGate(options: {
   const chainOf = (): Promise<GrantChain> => {
     if (grants !== undefined) return Promise.resolve(grants);
     if (personas === undefined) {
-      return Promise.reject(new AssistantError('CONFIG_INVALID', `persona ${persona} cannot be read here`));
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', `persona ${persona} cannot be read here`));
     }
     chain ??= personas(persona as string).then(rootGrantChain);
     return chain;
@@ -494,7 +494,7 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
   const root = agentsRoot(services.config.paths.dataDir);
   const persona = (name?: string): Promise<Persona> => {
     if (services.personas === undefined) {
-      return Promise.reject(new AssistantError('CONFIG_INVALID', 'no personas are available to this worker'));
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', 'no personas are available to this worker'));
     }
     return services.personas(name ?? 'assistant');
   };
@@ -502,7 +502,13 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
     taskId: string,
     request: { action: 'pause' | 'resume' | 'stop' | 'interject'; message?: string },
   ) => {
-    await steeringChannel(services, taskId).request(request as never);
+    const { action, message } = request;
+    await steeringChannel(services, taskId).request({
+      action,
+      ...(message === undefined ? {} : action === 'stop' ? { reason: message } : { message }),
+      // Who asked, for the child's outcome and people: its parent task.
+      source: `agent:${task.id}`,
+    });
   };
   return {
     persona,
