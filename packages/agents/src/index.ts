@@ -24,3 +24,23 @@ export {
   createBlackboard,
   readBlackboard,
 } from './workflows/blackboard.ts';
+export {
+  type LoadWorkflowsOptions,
+  type LoadWorkflowsResult,
+  loadWorkflows,
+  maxMeshRounds,
+  workflowConfigProblems,
+  workflowNamePattern,
+  workflowsFolder,
+} from './workflows/load-workflows.ts';
+export type {
+  MeshWorkflow,
+  PipelineStep,
+  PipelineWorkflow,
+  StarWorkflow,
+  Topology,
+  Workflow,
+  WorkflowProblem,
+  WorkflowRunResult,
+  WorkflowTaskPayload,
+} from './workflows/workflow-types.ts';
