@@ -33,6 +33,14 @@ export {
   workflowNamePattern,
   workflowsFolder,
 } from './workflows/load-workflows.ts';
+export {
+  blackboardPath,
+  newRunId,
+  type RunWorkflowOptions,
+  runIdPattern,
+  runNotePath,
+  runWorkflow,
+} from './workflows/run-workflow.ts';
 export type {
   MeshWorkflow,
   PipelineStep,

@@ -86,6 +86,14 @@ describe('loadWorkflows', () => {
     ]);
   });
 
+  it('reports a persona listed twice among mesh agents', async () => {
+    await write({ 'debate.yaml': 'topology: mesh\nagents:\n  - writer\n  - editor\n  - writer\n' });
+    const { problems } = await load();
+    expect(problems).toEqual([
+      expect.objectContaining({ line: 5, key: 'agents[2]', message: 'persona `writer` is listed twice in `agents`' }),
+    ]);
+  });
+
   it('reports an unknown topology at its value', async () => {
     await write({ 'x.yaml': 'description: d\ntopology: pipline\n' });
     const { problems } = await load();

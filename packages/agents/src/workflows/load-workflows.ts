@@ -287,6 +287,13 @@ function personaList(
     return undefined;
   }
   const names = value.map((item, index) => persona(item, [key, index]));
+  // A persona named twice would share its spawn keys (`round-2-critic`) with itself: one name, one place.
+  names.forEach((name, index) => {
+    if (name !== undefined && names.indexOf(name) !== index) {
+      problem([key, index], `persona \`${name}\` is listed twice in \`${key}\``, { hint: 'name each persona once' });
+      names[index] = undefined;
+    }
+  });
   return names.every((name) => name !== undefined) ? (names as string[]) : undefined;
 }
 
