@@ -6,7 +6,22 @@ export type {
   PersonaProblem,
   ToolGrants,
 } from './persona-types.ts';
+export { type AgentToolName, agentToolNames } from './personas/agent-tool-names.ts';
+export { builtinToolNames } from './personas/builtin-tool-names.ts';
 export { childGrantChain, type GrantVerdict, grants, grantVerdict, rootGrantChain } from './personas/grant-chain.ts';
+export {
+  builtinDefaultPersona,
+  defaultPersonaName,
+  formatPersonaProblem,
+  type LoadPersonasOptions,
+  type LoadPersonasResult,
+  loadPersonas,
+  personaConfigProblems,
+  personaDefaults,
+  personaNamed,
+  personaNamePattern,
+  personasFolder,
+} from './personas/load-personas.ts';
 export type {
   ChildRecord,
   ChildResult,
@@ -16,6 +31,19 @@ export type {
   SpawnRequest,
   SubAgents,
 } from './subagent-types.ts';
+export {
+  agentsRoot,
+  childIdFor,
+  childrenDir,
+  countLiveChildren,
+  deliverChildResult,
+  inboxDir,
+  listIds,
+  readChildRecord,
+  readChildResult,
+} from './subagents/agent-files.ts';
+export { AgentLoopState, type AgentToolsOptions, agentTools, grantsGate } from './subagents/agent-tools.ts';
+export { FileSubAgents, type FileSubAgentsOptions, type SubAgentParent } from './subagents/file-sub-agents.ts';
 export {
   type AppendBlackboardEntryOptions,
   appendBlackboardEntry,

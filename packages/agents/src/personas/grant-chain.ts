@@ -39,8 +39,7 @@ export function grantVerdict(chain: GrantChain, toolName: string): GrantVerdict 
     if (!layer.allow.some((pattern) => matchesToolPattern(pattern, toolName))) {
       return {
         verdict: 'deny',
-        because:
-          layer.allow.length === 0 ? `${layer.by} grants no tools` : `${layer.by} does not grant ${toolName}`,
+        because: layer.allow.length === 0 ? `${layer.by} grants no tools` : `${layer.by} does not grant ${toolName}`,
       };
     }
   }
