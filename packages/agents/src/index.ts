@@ -59,6 +59,7 @@ export {
   maxMeshRounds,
   workflowConfigProblems,
   workflowNamePattern,
+  workflowPersonas,
   workflowsFolder,
 } from './workflows/load-workflows.ts';
 export {

@@ -42,8 +42,11 @@ const keysOf: Record<Topology, string[]> = {
 export interface LoadWorkflowsOptions {
   /** The folder of config.yaml: workflows are its `agents/*.yaml`. */
   configDir: string;
-  /** The names of the personas there are: a workflow naming another is a problem. */
-  personas: ReadonlySet<string>;
+  /**
+   * The names of the personas there are: a workflow naming another is a problem. Absent: names are not checked here
+   * (the runner asks for each persona before it spawns anything).
+   */
+  personas?: ReadonlySet<string> | undefined;
 }
 
 export interface LoadWorkflowsResult {
@@ -118,7 +121,7 @@ function checkWorkflow(context: {
   name: string;
   file: string;
   data: unknown;
-  personas: ReadonlySet<string>;
+  personas: ReadonlySet<string> | undefined;
   problem: Report;
 }): Workflow | undefined {
   const { name, file, data, problem } = context;
@@ -247,14 +250,14 @@ function checkWorkflow(context: {
 function checkPersona(
   value: unknown,
   at: ConfigPath,
-  personas: ReadonlySet<string>,
+  personas: ReadonlySet<string> | undefined,
   problem: Report,
 ): string | undefined {
   if (typeof value !== 'string' || value === '') {
     problem(at, `expected a persona's name, got ${describe(value)}`);
     return undefined;
   }
-  if (!personas.has(value)) {
+  if (personas !== undefined && !personas.has(value)) {
     const close = nearest(value, personas);
     const known = [...personas].sort();
     problem(at, `unknown persona \`${value}\``, {
@@ -502,4 +505,24 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
   return `\`${String(value)}\` (${typeof value})`;
+}
+
+/** Every persona a workflow runs, its nested workflows' included, each once: the runner checks them before it starts. */
+export function workflowPersonas(workflow: Workflow, workflows: ReadonlyMap<string, Workflow>): string[] {
+  const found = new Set<string>();
+  const visit = (each: Workflow, seen: ReadonlySet<string>) => {
+    if (each.topology === 'star') for (const name of [each.supervisor, ...each.workers]) found.add(name);
+    if (each.topology === 'mesh') for (const name of each.agents) found.add(name);
+    if (each.topology !== 'pipeline') return;
+    for (const step of each.steps) {
+      if (step.kind === 'agent') found.add(step.persona);
+      else {
+        const nested = workflows.get(step.workflow);
+        // A cycle never loads; the guard keeps a hand-made map from looping here.
+        if (nested && !seen.has(nested.name)) visit(nested, new Set([...seen, nested.name]));
+      }
+    }
+  };
+  visit(workflow, new Set([workflow.name]));
+  return [...found];
 }
