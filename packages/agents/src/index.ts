@@ -52,3 +52,32 @@ export {
   createBlackboard,
   readBlackboard,
 } from './workflows/blackboard.ts';
+export {
+  type LoadWorkflowsOptions,
+  type LoadWorkflowsResult,
+  loadWorkflows,
+  maxMeshRounds,
+  workflowConfigProblems,
+  workflowNamePattern,
+  workflowPersonas,
+  workflowsFolder,
+} from './workflows/load-workflows.ts';
+export {
+  blackboardPath,
+  newRunId,
+  type RunWorkflowOptions,
+  runIdPattern,
+  runNotePath,
+  runWorkflow,
+} from './workflows/run-workflow.ts';
+export type {
+  MeshWorkflow,
+  PipelineStep,
+  PipelineWorkflow,
+  StarWorkflow,
+  Topology,
+  Workflow,
+  WorkflowProblem,
+  WorkflowRunResult,
+  WorkflowTaskPayload,
+} from './workflows/workflow-types.ts';

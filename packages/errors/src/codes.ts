@@ -53,6 +53,10 @@ export const errorCodes = {
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   MCP_RESPONSE_TOO_LARGE:
     "An MCP server's answer was larger than its `max_response_bytes`; it was dropped unread and the call failed.",
+  // Workflows (packages/agents/src/workflows).
+  WORKFLOW_UNKNOWN: 'A run named a workflow that has no manifest `agents/<name>.yaml` beside config.yaml.',
+  WORKFLOW_INVALID:
+    "A workflow's manifest has problems (unknown persona, topology, key, placeholder, a cycle); each has file, line and key.",
   // The queue's Redis backend (packages/queue-redis).
   QUEUE_UNAVAILABLE:
     'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',
