@@ -79,6 +79,9 @@ const frontmatterSchema = z.strictObject({
 
 type Frontmatter = z.output<typeof frontmatterSchema>;
 
+/** Problems with a file's body rather than its frontmatter: their key reads `(body)`. */
+const bodyProblems = new WeakSet<ConfigProblem>();
+
 /** The defaults of a persona's limits (docs/agents-personas.md). */
 export const personaDefaults = { maxDepth: 3, maxChildren: 5, maxSteps: 20 } as const;
 
@@ -289,31 +292,36 @@ async function readPersonaFile(context: {
   );
   const before = problems.length;
   problems.push(...source.problems);
-  if (source.problems.length > 0) return undefined;
-  const data = source.data ?? {};
-  const parsed = frontmatterSchema.safeParse(data, { error: recordSchemas });
-  if (!parsed.success) {
-    problems.push(...issuesToProblems({ issues: parsed.error.issues, source, file: file.shown, data }));
-    return undefined;
+  // Every problem of the file in one run: the body is checked even when the frontmatter is broken.
+  let frontmatter: Frontmatter | undefined;
+  if (source.problems.length === 0) {
+    const data = source.data ?? {};
+    const parsed = frontmatterSchema.safeParse(data, { error: recordSchemas });
+    if (parsed.success) {
+      frontmatter = parsed.data;
+      const at = (keyPath: ConfigPath, message: string, hint?: string) =>
+        problems.push(located({ source, file: file.shown, path: keyPath, message, ...(hint ? { hint } : {}) }));
+      checkNames({ frontmatter, options, at });
+    } else {
+      problems.push(...issuesToProblems({ issues: parsed.error.issues, source, file: file.shown, data }));
+    }
   }
-  const frontmatter = parsed.data;
-  const at = (keyPath: ConfigPath, message: string, hint?: string) =>
-    problems.push(located({ source, file: file.shown, path: keyPath, message, ...(hint ? { hint } : {}) }));
-  checkNames({ frontmatter, options, at });
 
   const instructions = parts.body.trim();
   if (instructions === '') {
     const bodyLine = text.slice(0, text.length - parts.body.length).split('\n').length;
-    problems.push({
+    const problem: ConfigProblem = {
       severity: 'error',
       file: file.shown,
-      path: ['(body)'],
+      path: [],
       position: { line: bodyLine, col: 1 },
       message: 'the persona has no instructions: its body (below the frontmatter) is empty',
       hint: 'write who the agent is and how it works below the closing `---`; it starts its system prompt',
-    });
+    };
+    bodyProblems.add(problem);
+    problems.push(problem);
   }
-  if (problems.length > before) return undefined;
+  if (problems.length > before || frontmatter === undefined) return undefined;
   return personaOf({ file, frontmatter, instructions });
 }
 
@@ -445,7 +453,7 @@ function personaProblem(problem: ConfigProblem, persona: string | undefined): Pe
   return {
     file: problem.file,
     ...(problem.position ? { line: problem.position.line, col: problem.position.col } : {}),
-    key: problem.path[0] === '(body)' ? '(body)' : formatPath(problem.path),
+    key: bodyProblems.has(problem) ? '(body)' : formatPath(problem.path),
     path: problem.path,
     message: problem.message,
     ...(problem.hint ? { hint: problem.hint } : {}),
