@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { builtinToolNames, loadPersonas, type PersonaProblem, personaConfigProblems } from '@assistant/agents';
+import { loadPersonas, type PersonaProblem, personaConfigProblems, personaSourcesOf } from '@assistant/agents';
 import { ConfigError, type ConfigProblem } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
@@ -48,13 +48,7 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
 async function checkPersonas(runtime: LoadedRuntime, options: LoadRuntimeOptions): Promise<ConfigProblem[]> {
   const { config } = runtime;
   const configDir = path.dirname(config.paths.configFile);
-  const { problems } = await loadPersonas({
-    configDir,
-    notesRoot: config.paths.notes,
-    profiles: Object.keys(config.llms),
-    mcpServers: Object.keys(config.mcpServers),
-    knownTools: builtinToolNames,
-  });
+  const { problems } = await loadPersonas(personaSourcesOf(config));
   const cwd = options.cwd ?? process.cwd();
   const shown = (problem: PersonaProblem): PersonaProblem => {
     // `notes/personas/x.md` lives under the notes folder, wherever `directories.notes` puts it.
