@@ -7,6 +7,8 @@ export {
   needsClassification,
 } from './classify-item-note.ts';
 export type {
+  AgentsContext,
+  SubAgentsFor,
   AgentTaskOptions,
   ChatContext,
   HandlerContext,
