@@ -219,10 +219,7 @@ describe('/api/chats', () => {
       return [response.statusCode, response.json().error.code];
     };
     expect(await refused('/api/chats/nope/fork', { message: 'm1' })).toEqual([404, 'CHAT_NOT_FOUND']);
-    expect(await refused(`/api/chats/${original.id}/fork`, { message: 'm9' })).toEqual([
-      404,
-      'CHAT_MESSAGE_NOT_FOUND',
-    ]);
+    expect(await refused(`/api/chats/${original.id}/fork`, { message: 'm9' })).toEqual([404, 'CHAT_MESSAGE_NOT_FOUND']);
     expect(await refused(`/api/chats/${original.id}/fork`, { message: 'M 1' })).toEqual([400, 'CHAT_INPUT_INVALID']);
     expect(await refused(`/api/chats/${original.id}/fork`, {})).toEqual([400, 'CHAT_INPUT_INVALID']);
   });

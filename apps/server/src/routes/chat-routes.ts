@@ -210,7 +210,7 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
     tag: 'chat',
     summary: 'Fork a conversation from one of its messages',
     description:
-      'A new conversation (channel `api`, peer `owner`) holding the messages of this one up to and including `message`, with `forked_from: {conversation, message}` in its frontmatter; mode and persona are the original\'s, and the original is not changed. Post to the new one as to any conversation: its turns see only the copied history. No turn is enqueued by the fork itself.',
+      "A new conversation (channel `api`, peer `owner`) holding the messages of this one up to and including `message`, with `forked_from: {conversation, message}` in its frontmatter; mode and persona are the original's, and the original is not changed. Post to the new one as to any conversation: its turns see only the copied history. No turn is enqueued by the fork itself.",
     params: conversationParams,
     inputErrorCode: 'CHAT_INPUT_INVALID',
     body: z.strictObject({
