@@ -52,7 +52,7 @@ async function startWorker() {
   return { ...runtime, stop, worker };
 }
 
-async function enqueueRoot(queue: TaskQueue, payload: Record<string, unknown>): Promise<string> {
+async function enqueueRoot(queue: TaskQueue, payload: Record<string, string>): Promise<string> {
   const outcome = await queue.enqueue({ type: 'system.agent', source: 'cli', payload });
   if (outcome.status !== 'enqueued') throw new Error(outcome.status);
   return outcome.task.id;
