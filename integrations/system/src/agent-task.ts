@@ -247,7 +247,12 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
   const tools = [
     ...baseTools(context),
     ...(await mcpToolsOf(context, persona.mcpServers)),
-    ...agentTools({ subagents, state, child: true }).filter(
+    ...agentTools({
+      subagents,
+      state,
+      child: true,
+      ...(record.may_spawn === undefined ? {} : { mayspawn: record.may_spawn }),
+    }).filter(
       (tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name),
     ),
   ];

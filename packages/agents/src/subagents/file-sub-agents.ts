@@ -156,6 +156,7 @@ export class FileSubAgents implements SubAgents {
         ? {}
         : { blackboard: (request.blackboard ?? parent.blackboard) as string }),
       ...((request.run ?? parent.run) === undefined ? {} : { run: (request.run ?? parent.run) as string }),
+      ...(request.maySpawn === undefined ? {} : { may_spawn: [...request.maySpawn] }),
       created_at: new Date().toISOString(),
     };
     const file = recordFile(root, parent.taskId, id);
