@@ -466,6 +466,8 @@ describe('/docs/openapi.json', () => {
         'GET /api/hooks',
         'GET /api/hooks/{name}',
         'POST /api/hooks/{name}/test',
+        'GET /api/personas',
+        'GET /api/personas/{name}',
         'GET /api/store/notes/read',
         'GET /api/store/notes/text',
         'GET /api/store/notes/folder',
