@@ -194,6 +194,10 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--once', 'send stdin as one message, print the reply and exit')
     .option('--json', 'with --once: print {conversation, message, reply} as JSON')
     .option('--timeout <duration>', 'with --once: how long to wait for the reply (default 120s)')
+    .option(
+      '--fork <conv@message>',
+      'start a new conversation from a past message of CONV: its history up to and including MESSAGE (CONV is untouched)',
+    )
     .addHelpText(
       'after',
       [
@@ -203,10 +207,15 @@ export function createProgram(context: CliContext): CliProgram {
         'Examples:',
         '  assistant chat',
         '  echo "what is urgent?" | assistant chat --once',
+        '  assistant chat --fork c0mwtkme3s00004b7e@m0mwtkmfnc00007b2a',
       ].join('\n'),
     )
     .action(
-      async (id: string | undefined, options: { once?: boolean; json?: boolean; timeout?: string }, command: Command) =>
+      async (
+        id: string | undefined,
+        options: { once?: boolean; json?: boolean; timeout?: string; fork?: string },
+        command: Command,
+      ) =>
         (await import('./commands/chat-command.ts')).chatCommand({
           globals: globalOptions(command, context),
           context,

@@ -41,3 +41,53 @@ export type {
   SpawnRequest,
   SubAgents,
 } from './subagent-types.ts';
+export {
+  agentsRoot,
+  childIdFor,
+  childrenDir,
+  countLiveChildren,
+  deliverChildResult,
+  inboxDir,
+  listIds,
+  readChildRecord,
+  readChildResult,
+} from './subagents/agent-files.ts';
+export { AgentLoopState, type AgentToolsOptions, agentTools, grantsGate } from './subagents/agent-tools.ts';
+export { FileSubAgents, type FileSubAgentsOptions, type SubAgentParent } from './subagents/file-sub-agents.ts';
+export {
+  type AppendBlackboardEntryOptions,
+  appendBlackboardEntry,
+  type BlackboardEntry,
+  type CreateBlackboardOptions,
+  createBlackboard,
+  readBlackboard,
+} from './workflows/blackboard.ts';
+export {
+  type LoadWorkflowsOptions,
+  type LoadWorkflowsResult,
+  loadWorkflows,
+  maxMeshRounds,
+  workflowConfigProblems,
+  workflowNamePattern,
+  workflowPersonas,
+  workflowsFolder,
+} from './workflows/load-workflows.ts';
+export {
+  blackboardPath,
+  newRunId,
+  type RunWorkflowOptions,
+  runIdPattern,
+  runNotePath,
+  runWorkflow,
+} from './workflows/run-workflow.ts';
+export type {
+  MeshWorkflow,
+  PipelineStep,
+  PipelineWorkflow,
+  StarWorkflow,
+  Topology,
+  Workflow,
+  WorkflowProblem,
+  WorkflowRunResult,
+  WorkflowTaskPayload,
+} from './workflows/workflow-types.ts';

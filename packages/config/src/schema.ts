@@ -761,6 +761,14 @@ const eventsSchema = z
   })
   .transform((value) => ({ retentionDays: value.retention_days }));
 
+/** Sub-agents (docs/agents.md, "Sub-agents"): the cap over the whole installation. */
+const agentsSchema = z
+  .strictObject({
+    /** Children alive at once, over every parent: a spawn beyond it is refused with AGENT_LIMIT. @default 20 */
+    max_live: z.int().min(1).max(1_000).default(20),
+  })
+  .transform((value) => ({ maxLive: value.max_live }));
+
 /**
  * Who Assistant works for: the time zone every prompt's current time and the dashboard's "today" are in, and the
  * currency `llms.*.prices` are written in.
@@ -815,6 +823,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: workerSchema.prefault({}),
       circuit_breaker: circuitBreakerSchema.prefault({}),
       events: eventsSchema.prefault({}),
+      agents: agentsSchema.prefault({}),
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
       owner: ownerSchema.prefault({}),
@@ -844,6 +853,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: value.worker,
       circuitBreaker: value.circuit_breaker,
       events: value.events,
+      agents: value.agents,
       approvals: value.approvals,
       tools: value.tools,
       owner: value.owner,

@@ -40,6 +40,8 @@ export const errorCodes = {
     'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
   CHAT_TOOL_REFUSED:
     "A chat turn's tool refused what the conversation may not do: decide an approval whose id the owner did not write, or act for a peer who is not the owner.",
+  CHAT_MESSAGE_NOT_FOUND:
+    "A fork named a message its conversation's transcript does not hold (an unknown id, or a message still waiting in the inbox).",
   // Outbound requests (packages/outbound).
   OUTBOUND_REFUSED:
     'A request to an address chosen by outside text was refused before or while it was made: a scheme, an address that is not public, too many redirects, an answer too large or of a content type not allowed; the message says which.',
@@ -53,6 +55,10 @@ export const errorCodes = {
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   MCP_RESPONSE_TOO_LARGE:
     "An MCP server's answer was larger than its `max_response_bytes`; it was dropped unread and the call failed.",
+  // Workflows (packages/agents/src/workflows).
+  WORKFLOW_UNKNOWN: 'A run named a workflow that has no manifest `agents/<name>.yaml` beside config.yaml.',
+  WORKFLOW_INVALID:
+    "A workflow's manifest has problems (unknown persona, topology, key, placeholder, a cycle); each has file, line and key.",
   // The queue's Redis backend (packages/queue-redis).
   QUEUE_UNAVAILABLE:
     'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',
@@ -91,6 +97,11 @@ export const errorCodes = {
     'A persona file has problems (an unknown key, tool, profile or MCP server, a value out of range, an empty body); the message names each with file, line and key.',
   EVENT_STREAMS_FULL:
     'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
+  AGENT_LIMIT:
+    'A spawn was refused: the tree would be deeper than its `max_depth`, the parent already has `max_children` children running, or the installation `agents.max_live`.',
+  AGENT_UNKNOWN: 'A sub-agent id names no child of the agent that used it (wait_agents, message_agent).',
+  PERSONA_TOOL_DENIED:
+    "A tool call was refused because the loop's persona grants (with what its callers could delegate) do not include the tool.",
   UNAVAILABLE:
     'The server is starting or stopping and cannot serve the request now, or a remote worker cannot reach the server.',
   INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',

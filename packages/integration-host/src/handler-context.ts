@@ -1,5 +1,6 @@
 import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
 import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
+import type { ChildRecord, ChildResult, GrantChain, Persona, SubAgents } from '@assistant/agents';
 import type { AutomationMatch, CompiledRule, ItemFacts, ResolvedAction } from '@assistant/automations';
 import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
@@ -150,6 +151,8 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   console?: ChatConsole;
   /** Only for the builtin `chat` integration's handlers: its conversations, inbox, event logs and turn leases. */
   chat?: ChatContext;
+  /** Only for the builtin `system` integration's handlers: personas and sub-agents. */
+  agents?: AgentsContext;
 }
 
 /** The chat stores over the config's data folder: `data/chat/{inbox,events,turns}`, conversations as notes. */
@@ -194,7 +197,57 @@ export type AgentTaskOptions = Omit<AgentOptions, 'model' | 'transcript' | 'sign
    * @default the task id
    */
   transcriptName?: string;
+  /**
+   * The persona whose grants gate every tool call of the loop (read when the first call is made): a tool it does not
+   * grant is refused with `PERSONA_TOOL_DENIED`, and its `tools.approve` patterns make calls wait for the owner.
+   * Ignored when `grants` is given. @default no persona: config.yaml's tool gate only
+   */
+  persona?: string;
+  /** Grants fixed when the loop was spawned (a sub-agent's, docs/agents.md "Inheritance"). */
+  grants?: GrantChain;
+  /** Kept with the transcript, in the same write (see AgentLoopState). */
+  transcriptState?: { restore(data: unknown): void; snapshot(): unknown };
+  /**
+   * The tasks above this loop's task, when it is a sub-agent: its events also go to each of their event streams,
+   * tagged with the lineage from the root. Builtin handlers only.
+   */
+  ancestry?: { tasks: string[]; lineage: string[]; child: string };
 };
+
+/** Whose children: a root loop (its persona), a child (its record and persona), or a workflow's runner (neither). */
+export interface SubAgentsFor {
+  /** The loop's label (`system.agent`, `system.workflow`): the first name of its children's lineage. */
+  label: string;
+  persona?: Persona;
+  /** The loop's grants (a root's from its persona; a child's from its record). */
+  grants?: GrantChain;
+  /** When the loop is itself a child: depth, limits, lineage, blackboard and run come from its record. */
+  record?: ChildRecord;
+  blackboard?: string;
+  run?: string;
+}
+
+/**
+ * Only for the builtin `system` integration's handlers: personas and sub-agents (docs/agents.md). Each call reads
+ * the files afresh, so what the owner edits applies to the next loop or spawn.
+ */
+export interface AgentsContext {
+  /** A persona by name, or the default persona (`assistant`); rejects with PERSONA_UNKNOWN or PERSONA_INVALID. */
+  persona(name?: string): Promise<Persona>;
+  /** The children of a loop of this task, for its tools (agentTools) or a workflow's runner. */
+  subagents(parent: SubAgentsFor): SubAgents;
+  /** The spawn record of the child this task runs (`payload.subagent`); undefined when there is none. */
+  childRecord(reference: { parent: string; id: string }): Promise<ChildRecord | undefined>;
+  /** The child's result when it is already in its parent's inbox (this task ran before and was cut short). */
+  childResult(record: ChildRecord): Promise<ChildResult | undefined>;
+  /**
+   * Puts the child's result into its parent's inbox (once) and onto the run's blackboard when it has one: before the
+   * child's task counts as done.
+   */
+  deliver(record: ChildRecord, result: ChildResult): Promise<'written' | 'present'>;
+  /** Steers this task's running children as the task itself was steered (pause, resume, stop reach the whole tree). */
+  steerChildren(request: { action: 'pause' | 'resume' | 'stop'; message?: string }): Promise<void>;
+}
 
 /**
  * Runs one task and returns its result (plain JSON data). Throw RetryableError, UnrecoverableError or DelayedError

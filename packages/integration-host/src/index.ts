@@ -7,6 +7,7 @@ export {
   needsClassification,
 } from './classify-item-note.ts';
 export type {
+  AgentsContext,
   AgentTaskOptions,
   ChatContext,
   HandlerContext,
@@ -15,6 +16,7 @@ export type {
   InstanceContext,
   PlatformContext,
   ScriptsContext,
+  SubAgentsFor,
   TaskHandler,
 } from './handler-context.ts';
 export {

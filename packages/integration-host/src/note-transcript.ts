@@ -15,7 +15,18 @@ const transcriptNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$/;
  * worker crash. Summarised (compressed) turns are appended to `<name>.archive.md`, so nothing the model saw is lost.
  * A task that runs several loops gives each its own `name`; another task passing the same name resumes that loop.
  */
-export function noteTranscript(options: { notes: NoteStore; taskId: string; title?: string; name?: string }) {
+export function noteTranscript(options: {
+  notes: NoteStore;
+  taskId: string;
+  title?: string;
+  name?: string;
+  /**
+   * What the loop keeps beside its messages (a persona loop's step count and delivered results): saved in the same
+   * write as the messages, under the frontmatter's `agent_state`, and restored on load, so it is never ahead of or
+   * behind the transcript it belongs to.
+   */
+  state?: { restore(data: unknown): void; snapshot(): unknown };
+}) {
   const name = options.name ?? options.taskId;
   if (!transcriptNamePattern.test(name) || name.endsWith('.archive')) {
     throw new TypeError(
@@ -29,6 +40,7 @@ export function noteTranscript(options: { notes: NoteStore; taskId: string; titl
     async load(): Promise<ChatMessage[] | undefined> {
       const note = await options.notes.read(notePath).catch(() => undefined);
       if (!note) return undefined;
+      options.state?.restore(note.data.agent_state);
       const index = note.body.indexOf(dataStart);
       if (index < 0) return undefined;
       const json = /```json\n([\s\S]*?)\n```/.exec(note.body.slice(index))?.[1];
@@ -46,6 +58,7 @@ export function noteTranscript(options: { notes: NoteStore; taskId: string; titl
         status: meta.status,
         steps: meta.steps,
         updated_at: new Date().toISOString(),
+        ...(options.state === undefined ? {} : { agent_state: options.state.snapshot() }),
       };
       const body = `${render(options.title ?? `Task ${options.taskId}`, messages)}\n${dataStart}\n\n\`\`\`json\n${JSON.stringify(messages)}\n\`\`\`\n`;
       const existing = await options.notes.read(notePath).catch(() => undefined);

@@ -24,6 +24,8 @@ export interface ToolContext {
    * starts on its own.
    */
   waitWhilePaused(): Promise<void>;
+  /** The id of the call being run (absent outside a loop's step): which call of its step this is. */
+  toolCallId?: string;
 }
 
 /**

@@ -66,7 +66,7 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
       await options.waitUntilStartAllowed();
       options.onStarted(call);
       try {
-        const value = await tool.run(parsed.input, options.context);
+        const value = await tool.run(parsed.input, { ...options.context, toolCallId: call.id });
         const outcome = { call, content: fenced(tool, JSON.stringify(value) ?? 'null'), succeeded: true };
         options.onFinished(outcome);
         return outcome;

@@ -1,0 +1,169 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { ChildRecord, ChildResult } from '../subagent-types.ts';
+
+/**
+ * Where sub-agents keep their state, one folder per parent task under `data/agents/`:
+ *
+ * - `<parent>/children/<child>.json`: the spawn record, written before the child's task is enqueued;
+ * - `<parent>/inbox/<child>.json`: the child's result, written once, before the child's task counts as done.
+ *
+ * Both are whole or absent (a temp file fsynced, then linked or renamed into place), so a crash at any instant leaves
+ * either nothing or the complete file.
+ */
+export interface AgentPaths {
+  root: string;
+}
+
+/** Task ids and child ids become file names: only these, so no id can reach outside `data/agents/`. */
+const safeName = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+
+export function assertSafeId(kind: string, id: string): void {
+  if (!safeName.test(id) || id.includes('..'))
+    throw new TypeError(`Expected a ${kind} id usable as a file name, got ${JSON.stringify(id.slice(0, 80))}`);
+}
+
+export function agentsRoot(dataDir: string): string {
+  return path.join(dataDir, 'agents');
+}
+
+export function childrenDir(root: string, parentTask: string): string {
+  assertSafeId('task', parentTask);
+  return path.join(root, parentTask, 'children');
+}
+
+export function inboxDir(root: string, parentTask: string): string {
+  assertSafeId('task', parentTask);
+  return path.join(root, parentTask, 'inbox');
+}
+
+/** A child's id: the same parent and key give the same child, so a replayed spawn finds the child it started. */
+export function childIdFor(parentTask: string, key: string): string {
+  return `ag-${createHash('sha256').update(parentTask).update('\0').update(key).digest('hex').slice(0, 16)}`;
+}
+
+async function writeTemp(directory: string, text: string): Promise<string> {
+  await mkdir(directory, { recursive: true });
+  const temp = path.join(directory, `.${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return temp;
+}
+
+async function syncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, 'r').catch(() => undefined);
+  if (handle === undefined) return;
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems cannot fsync a directory; the link is still there, only its durability is the OS's.
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Creates `file` with `text` unless it exists: `written`, or `present` when another writer was first. */
+export async function writeOnce(file: string, text: string): Promise<'written' | 'present'> {
+  const directory = path.dirname(file);
+  const temp = await writeTemp(directory, text);
+  try {
+    await link(temp, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'present';
+    throw error;
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+  await syncDirectory(directory);
+  return 'written';
+}
+
+/** Replaces `file` with `text` whole (a reader sees the old text or the new, never a mix). */
+export async function writeReplace(file: string, text: string): Promise<void> {
+  const directory = path.dirname(file);
+  const temp = await writeTemp(directory, text);
+  try {
+    await rename(temp, file);
+  } catch (error) {
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
+  await syncDirectory(directory);
+}
+
+async function readJson<T>(file: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as T;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`${file} cannot be read: ${(error as Error).message}`);
+  }
+}
+
+export function readChildRecord(root: string, parentTask: string, childId: string): Promise<ChildRecord | undefined> {
+  assertSafeId('child', childId);
+  return readJson<ChildRecord>(path.join(childrenDir(root, parentTask), `${childId}.json`));
+}
+
+export function readChildResult(root: string, parentTask: string, childId: string): Promise<ChildResult | undefined> {
+  assertSafeId('child', childId);
+  return readJson<ChildResult>(path.join(inboxDir(root, parentTask), `${childId}.json`));
+}
+
+export function recordFile(root: string, parentTask: string, childId: string): string {
+  assertSafeId('child', childId);
+  return path.join(childrenDir(root, parentTask), `${childId}.json`);
+}
+
+export function resultFile(root: string, parentTask: string, childId: string): string {
+  assertSafeId('child', childId);
+  return path.join(inboxDir(root, parentTask), `${childId}.json`);
+}
+
+/** The `.json` files of a folder (none when it does not exist), without their ending. */
+export async function listIds(directory: string): Promise<string[]> {
+  try {
+    return (await readdir(directory))
+      .filter((name) => name.endsWith('.json') && !name.startsWith('.'))
+      .map((name) => name.slice(0, -'.json'.length))
+      .sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/**
+ * Writes a child's result into its parent's inbox, once: the first result of a child is the one its parent gets, so
+ * a child task run twice (a crash after the write, a duplicate task) delivers once.
+ */
+export function deliverChildResult(options: {
+  root: string;
+  record: Pick<ChildRecord, 'id' | 'parent_task'>;
+  result: ChildResult;
+}): Promise<'written' | 'present'> {
+  return writeOnce(
+    resultFile(options.root, options.record.parent_task, options.record.id),
+    `${JSON.stringify(options.result, null, 2)}\n`,
+  );
+}
+
+/** Children with no result yet, over every parent: what the global cap counts. */
+export async function countLiveChildren(root: string, parentTask?: string): Promise<number> {
+  const parents =
+    parentTask === undefined
+      ? (await readdir(root).catch(() => [] as string[])).filter((name) => safeName.test(name))
+      : [parentTask];
+  let live = 0;
+  for (const parent of parents) {
+    const finished = new Set(await listIds(inboxDir(root, parent)));
+    for (const id of await listIds(childrenDir(root, parent))) if (!finished.has(id)) live += 1;
+  }
+  return live;
+}
