@@ -67,4 +67,16 @@ describe('the Personas page', () => {
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toContain('no persona `nobody`');
   });
+
+  it("puts the persona files' problems on the Config page, read again at each request, without calling the server broken", async () => {
+    await using app = await server();
+    const page = await app.inject({ method: 'GET', url: '/config', headers: { authorization } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('The persona files have 1 problem(s). The server runs;');
+    expect(page.body).toContain('unknown key `colour`');
+    expect(page.body).not.toContain('the server could not start with it');
+    await writeFile(path.join(dir, 'data', 'notes', 'personas', 'broken.md'), 'Fixed.\n');
+    const fixed = await app.inject({ method: 'GET', url: '/config', headers: { authorization } });
+    expect(fixed.body).not.toContain('id="persona-problems"');
+  });
 });
