@@ -5,6 +5,8 @@ import {
   agentsRoot,
   appendBlackboardEntry,
   type ChildRecord,
+  childOwner,
+  claimChild,
   deliverChildResult,
   FileSubAgents,
   type GrantChain,
@@ -552,6 +554,7 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
     },
     childRecord: (reference) => readChildRecord(root, reference.parent, reference.id),
     childResult: (record) => readChildResult(root, record.parent_task, record.id),
+    claimChild: (record) => claimChild({ root, parentTask: record.parent_task, childId: record.id, taskId: task.id }),
     deliver: async (record, result) => {
       // The blackboard first: a crash between the two writes runs the child's task again, which finds nothing in the
       // inbox and appends nothing twice (entries are keyed by the child's id).
@@ -573,9 +576,10 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
       const children = path.join(root, task.id);
       for (const id of await listIds(path.join(children, 'children'))) {
         const record = await readChildRecord(root, task.id, id);
-        if (record?.task_id === undefined) continue;
+        const childTask = (await childOwner(root, task.id, id)) ?? record?.task_id;
+        if (childTask === undefined) continue;
         if ((await readChildResult(root, task.id, id)) !== undefined) continue;
-        await steerChild(record.task_id, request).catch(
+        await steerChild(childTask, request).catch(
           (error: unknown) =>
             // A child that just finished refuses; the others are still steered.
             void error,

@@ -197,6 +197,44 @@ describe('sub-agents', () => {
     }
   });
 
+  it('caps live children across the installation (agents.max_live), and a child over its budget ends with a typed result its parent receives', {
+    timeout: 60_000,
+  }, async () => {
+    await using server = await startTeamModel({
+      chief: (messages, { toolResults }) => {
+        if (toolResults.length === 0) {
+          return {
+            toolCalls: [
+              { name: 'spawn_agent', arguments: { persona: 'thrifty', task: 'one' } },
+              { name: 'spawn_agent', arguments: { persona: 'thrifty', task: 'two' } },
+            ],
+          };
+        }
+        if (toolResults.length === 2) return { toolCalls: [{ name: 'wait_agents', arguments: {} }] };
+        return { text: `chief saw: ${lastToolResult(messages)}` };
+      },
+      // Its budget is one model call: the tool call it asks for runs, then the loop stops at the limit.
+      thrifty: () => ({ toolCalls: [{ name: 'search_notes', arguments: { query: 'x' } }] }),
+    });
+    await writeConfig(server.url, 'agents: {max_live: 1}\n');
+    await persona('chief', 'tools: {allow: ["*"]}\ndelegable: ["*"]');
+    await persona('thrifty', 'tools: {allow: ["*"]}\nbudget: {max_steps: 1}');
+    const { queue, stop, worker } = await startWorker();
+    try {
+      const root = await enqueueRoot(queue, { prompt: 'go', persona: 'chief' });
+      const result = await finished(queue, root);
+      const chief = server.requests.filter((request) => JSON.stringify(request.body.messages).includes('ROLE=chief'));
+      expect(JSON.stringify(chief[1]?.body.messages)).toMatch(
+        /AGENT_LIMIT: 1 sub-agents are running in this installation; the cap \(agents.max_live\) is 1/,
+      );
+      expect(String(result.answer)).toMatch(/"status":"max_steps"/);
+      expect(String(result.answer)).toMatch(/reached the limit of 1 model calls/);
+    } finally {
+      stop.abort();
+      await worker;
+    }
+  });
+
   it('a supervisor forwards a worker’s answer verbatim to its caller', { timeout: 60_000 }, async () => {
     const verbatim = 'The exact words of the worker: 42 (with *markdown* and "quotes").';
     await using server = await startTeamModel({

@@ -44,7 +44,9 @@ export type {
 export {
   agentsRoot,
   childIdFor,
+  childOwner,
   childrenDir,
+  claimChild,
   countLiveChildren,
   deliverChildResult,
   inboxDir,

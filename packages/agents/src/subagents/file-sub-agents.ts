@@ -7,6 +7,7 @@ import { childGrantChain, rootGrantChain } from '../personas/grant-chain.ts';
 import type { ChildRecord, ChildResult, ChildState, SpawnRequest, SubAgents } from '../subagent-types.ts';
 import {
   childIdFor,
+  childOwner,
   childrenDir,
   countLiveChildren,
   deliverChildResult,
@@ -155,6 +156,7 @@ export class FileSubAgents implements SubAgents {
         ? {}
         : { blackboard: (request.blackboard ?? parent.blackboard) as string }),
       ...((request.run ?? parent.run) === undefined ? {} : { run: (request.run ?? parent.run) as string }),
+      ...(request.maySpawn === undefined ? {} : { may_spawn: [...request.maySpawn] }),
       created_at: new Date().toISOString(),
     };
     const file = recordFile(root, parent.taskId, id);
@@ -167,6 +169,9 @@ export class FileSubAgents implements SubAgents {
 
   /** The child's task id, enqueuing its task when the record has none yet (a crash between the two writes). */
   async #ensureTask(record: ChildRecord): Promise<string> {
+    // A task that claimed the child is the one running it, whatever the record says (see claimChild).
+    const owner = await childOwner(this.#options.root, record.parent_task, record.id);
+    if (owner !== undefined) return owner;
     if (record.task_id !== undefined) return record.task_id;
     const outcome = await this.#options.enqueue({ subagent: { parent: record.parent_task, id: record.id } });
     if (outcome.status !== 'enqueued') {
@@ -276,8 +281,9 @@ export class FileSubAgents implements SubAgents {
     const { root, parent, taskState } = this.#options;
     if (taskState === undefined) return undefined;
     const record = await readChildRecord(root, parent.taskId, id);
-    if (record?.task_id === undefined) return undefined;
-    const where = await taskState(record.task_id);
+    const taskId = (await childOwner(root, parent.taskId, id)) ?? record?.task_id;
+    if (record === undefined || taskId === undefined) return undefined;
+    const where = await taskState(taskId);
     if (where === 'pending' || where === 'active') return undefined;
     // The task may have written its result just before it finished: look again before deciding it left none.
     const written = await readChildResult(root, parent.taskId, id);
@@ -287,13 +293,13 @@ export class FileSubAgents implements SubAgents {
       record,
       result: {
         id,
-        task_id: record.task_id,
+        task_id: taskId,
         persona: record.persona,
         status: 'failed',
         reason:
           where === undefined
-            ? `its task ${record.task_id} is gone from the queue`
-            : `its task ${record.task_id} ended ${where} without a result`,
+            ? `its task ${taskId} is gone from the queue`
+            : `its task ${taskId} ended ${where} without a result`,
         steps: 0,
         finished_at: new Date().toISOString(),
       },
@@ -309,6 +315,8 @@ export class FileSubAgents implements SubAgents {
       if (record === undefined) continue;
       const result = await readChildResult(root, parent.taskId, id);
       let state: ChildState['state'] = 'finished';
+      const owner = await childOwner(root, parent.taskId, id);
+      if (owner !== undefined) record.task_id = owner;
       if (result === undefined) {
         if (record.task_id === undefined) state = 'starting';
         else {
@@ -331,10 +339,11 @@ export class FileSubAgents implements SubAgents {
         hint: 'list_agents names your children',
       });
     }
-    if (record.task_id === undefined) throw new AssistantError('CONFLICT', `${id} has not started yet`);
+    const taskId = (await childOwner(this.#options.root, this.#options.parent.taskId, id)) ?? record.task_id;
+    if (taskId === undefined) throw new AssistantError('CONFLICT', `${id} has not started yet`);
     if ((await this.result(id)) !== undefined) {
       throw new AssistantError('CONFLICT', `${id} has finished; its result waits for wait_agents`);
     }
-    await this.#options.interject(record.task_id, text);
+    await this.#options.interject(taskId, text);
   }
 }
