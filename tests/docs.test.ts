@@ -83,11 +83,16 @@ describe('docs/configuration.md', () => {
  *   `config check` in `hooks/` beside a config with the `default` LLM profile, a `merge_pr` script and an email
  *   instance `work-mail`, so its event type, fields, actions and names are checked as at start.
  * - `hooks-config`: config.yaml's `hooks:` list, checked the same way inside that config.
+ * - `persona NAME` (in a ```markdown block, the only markdown blocks read): a persona file `personas/NAME.md`, run
+ *   through `config check` beside the hooks' config, so its keys, tools, profile and limits are checked as
+ *   `loadPersonas` checks them.
  */
 interface YamlExample {
   file: string;
   line: number;
   kind: string;
+  /** What the info string says after the kind (a persona's name). */
+  argument?: string;
   text: string;
 }
 
@@ -101,6 +106,7 @@ const exampleKinds = [
   'task-file',
   'hook',
   'hooks-config',
+  'persona',
 ];
 
 /**
@@ -128,14 +134,21 @@ async function yamlExamples(): Promise<YamlExample[]> {
     if (text === undefined) continue;
     const lines = text.split('\n');
     for (let index = 0; index < lines.length; index += 1) {
-      const fence = /^(\s*)```(ya?ml)\b(.*)$/.exec(lines[index] ?? '');
+      const fence = /^(\s*)```(ya?ml|markdown)\b(.*)$/.exec(lines[index] ?? '');
       if (!fence) continue;
       const end = lines.findIndex((line, at) => at > index && /^\s*```\s*$/.test(line));
-      if (end < 0) throw new Error(`${file}:${index + 1}: a yaml block that is never closed`);
+      if (end < 0) throw new Error(`${file}:${index + 1}: a ${fence[2]} block that is never closed`);
+      const [kind, argument] = (fence[3]?.trim() || 'config').split(/\s+/);
+      // Markdown blocks are notes and transcripts shown for reading, except the persona files.
+      if (fence[2] === 'markdown' && kind !== 'persona') {
+        index = end;
+        continue;
+      }
       examples.push({
         file,
         line: index + 1,
-        kind: fence[3]?.trim() || 'config',
+        kind: kind ?? 'config',
+        ...(argument === undefined ? {} : { argument }),
         text: `${lines.slice(index + 1, end).join('\n')}\n`,
       });
       index = end;
@@ -278,6 +291,15 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
       const config = `${hookBase}${example.text}`;
       return failed(await configCheck(config), config);
     }
+    case 'persona': {
+      if (example.argument === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(example.argument)) {
+        return 'a persona example names its persona after the kind: ```markdown persona researcher';
+      }
+      return failed(
+        await configCheck(hookBase, undefined, { [`personas/${example.argument}.md`]: example.text }),
+        example.text,
+      );
+    }
     default:
       return `unknown example kind \`${example.kind}\`: write one of ${exampleKinds.join(', ')} after \`\`\`yaml`;
   }
@@ -334,6 +356,14 @@ describe('YAML examples in README.md, docs/ and integrations/*/README.md', () =>
     expect(
       await checkExample({ ...broken, kind: 'hooks-config', text: 'hooks:\n  - name: x\n    whne: {}\n' }),
     ).toMatch(/whne/);
+    expect(
+      await checkExample({
+        ...broken,
+        kind: 'persona',
+        argument: 'x',
+        text: '---\ntools: {allow: [serch_notes]}\n---\nHi.\n',
+      }),
+    ).toMatch(/^personas\/x\.md:2:\d+: tools\.allow\[0\]: unknown tool `serch_notes`/m);
     expect(await checkExample({ ...broken, kind: 'yml-ish', text: 'a: 1\n' })).toMatch(/unknown example kind/);
   });
 });

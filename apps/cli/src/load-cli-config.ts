@@ -45,5 +45,8 @@ export async function checkCliConfig(options: LoadCliConfigOptions): Promise<Loa
   // A ConfigError carries its warnings itself, and the error printer shows them.
   if (!(check.error instanceof ConfigError)) printWarnings(context, check.warnings);
   if (check.runtime === undefined) throw check.error;
+  // Persona problems do not stop `assistant start`, but the check is for every file the owner wrote. The warnings
+  // were printed above: the error carries none, so they are not printed twice.
+  if (check.personaProblems.length > 0) throw new ConfigError(check.personaProblems, []);
   return check.runtime;
 }

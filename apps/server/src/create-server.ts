@@ -47,6 +47,7 @@ import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
 import { registerPauseRoutes } from './routes/pause-routes.ts';
+import { registerPersonaRoutes } from './routes/persona-routes.ts';
 import { registerRemoteSteeringRoutes } from './routes/remote-steering-routes.ts';
 import { registerRemoteStoreRoutes } from './routes/remote-store-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
@@ -261,6 +262,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   };
   registerEventRoutes(app, routes, { events, signal: options.signal ?? new AbortController().signal, streams });
   registerHookRoutes(app, routes, { hooks, events, dataDir: config.paths.dataDir, llm: hookModel });
+  registerPersonaRoutes(app, routes, { config });
   const metrics = options.metrics ?? new TaskMetrics();
   registerMetricsRoute(app, routes, {
     queue,

@@ -1,6 +1,5 @@
-import path from 'node:path';
 import { routeServiceResult } from '@assistant/actions';
-import { loadPersonas, personaNamed } from '@assistant/agents';
+import { loadPersonas, personaNamed, personaSourcesOf } from '@assistant/agents';
 import type { LoadedConfig } from '@assistant/config';
 import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import { askHook, type CompiledHook, fileAskCache, HookRunner } from '@assistant/hooks';
@@ -259,15 +258,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     llm,
     mcp,
     // Read afresh for every loop and spawn: the owner edits personas while the system runs (docs/agents.md).
-    personas: async (name) =>
-      personaNamed({
-        name,
-        loaded: await loadPersonas({
-          configDir: path.dirname(config.paths.configFile),
-          notesRoot: config.paths.notes,
-          mcpServers: Object.keys(config.mcpServers),
-        }),
-      }),
+    // Checked as `config check` checks them (profiles, MCP servers, tool names), so a persona it reports is refused.
+    personas: async (name) => personaNamed({ name, loaded: await loadPersonas(personaSourcesOf(config)) }),
     ...(options.steering
       ? { steering: options.steering }
       : remote

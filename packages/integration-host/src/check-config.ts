@@ -13,6 +13,12 @@ export interface ConfigCheck {
   /** Every error located in its file (for a `ConfigError`, each of its problems; otherwise one for the file). */
   problems: ConfigProblem[];
   warnings: ConfigProblem[];
+  /**
+   * The problems of the persona files (`personas/*.md` beside config.yaml and in the notes), when the config loaded.
+   * Apart from `problems`: a broken persona does not stop `assistant start` (a loop naming it fails with
+   * PERSONA_INVALID), but `assistant config check` fails on it all the same.
+   */
+  personaProblems: ConfigProblem[];
 }
 
 /**
@@ -27,29 +33,32 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
   try {
     runtime = await loadRuntime(options);
   } catch (error) {
-    return { error, ...problemsOf(error, options), warnings: error instanceof ConfigError ? [...error.warnings] : [] };
+    return {
+      error,
+      ...problemsOf(error, options),
+      warnings: error instanceof ConfigError ? [...error.warnings] : [],
+      personaProblems: [],
+    };
   }
   try {
     await runtime.registry.loadHandlers({ inbound: 'all' });
   } catch (error) {
-    return { error, ...problemsOf(error, options), warnings: runtime.warnings };
+    return { error, ...problemsOf(error, options), warnings: runtime.warnings, personaProblems: [] };
   }
   // Personas are read when a loop uses one, so a broken persona does not stop `assistant start` (only the loops that
   // name it fail, with PERSONA_INVALID); the check reports them all the same, each with file, line and key.
-  const personaProblems = await checkPersonas(runtime, options);
-  if (personaProblems.length > 0) {
-    const error = new ConfigError(personaProblems, runtime.warnings);
-    return { error, problems: personaProblems, warnings: runtime.warnings };
-  }
-  return { runtime, problems: [], warnings: runtime.warnings };
+  const personaProblems = await checkPersonas({ config: runtime.config, cwd: options.cwd ?? process.cwd() });
+  return { runtime, problems: [], warnings: runtime.warnings, personaProblems };
 }
 
 /** The problems of `personas/*.md` beside config.yaml and in the notes, with files shown as config.yaml's are. */
-async function checkPersonas(runtime: LoadedRuntime, options: LoadRuntimeOptions): Promise<ConfigProblem[]> {
-  const { config } = runtime;
+export async function checkPersonas(options: {
+  config: LoadedRuntime['config'];
+  cwd: string;
+}): Promise<ConfigProblem[]> {
+  const { config, cwd } = options;
   const configDir = path.dirname(config.paths.configFile);
   const { problems } = await loadPersonas(personaSourcesOf(config));
-  const cwd = options.cwd ?? process.cwd();
   const shown = (problem: PersonaProblem): PersonaProblem => {
     // `notes/personas/x.md` lives under the notes folder, wherever `directories.notes` puts it.
     const absolute = problem.file.startsWith('notes/')

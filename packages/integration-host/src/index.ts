@@ -1,5 +1,5 @@
 export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
-export { type ConfigCheck, checkConfig } from './check-config.ts';
+export { type ConfigCheck, checkConfig, checkPersonas } from './check-config.ts';
 export {
   type ClassifyItemPrompt,
   classifyItemNote,

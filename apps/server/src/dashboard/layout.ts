@@ -12,6 +12,7 @@ const dashboardSections = [
   { id: 'chat', href: '/chat', label: 'Chat' },
   { id: 'events', href: '/events', label: 'Events' },
   { id: 'hooks', href: '/hooks', label: 'Hooks' },
+  { id: 'personas', href: '/personas', label: 'Personas' },
   { id: 'log', href: '/log', label: 'Log' },
   { id: 'history', href: '/history', label: 'History' },
   { id: 'config', href: '/config', label: 'Config' },

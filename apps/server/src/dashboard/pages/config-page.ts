@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readYaml } from '@assistant/config';
-import { type ConfigCheck, checkConfig } from '@assistant/integration-host';
+import { type ConfigCheck, checkConfig, checkPersonas } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import type { AssistantServer } from '../../create-server.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
@@ -70,6 +70,8 @@ export function registerConfigPage(app: AssistantServer, context: DashboardConte
         };
       }
       const check = await cached.check;
+      // Read at every request (a few small files): personas are read when a loop uses one, so an edit counts at once.
+      const personaProblems = await checkPersonas({ config, cwd });
       const changed = print !== (await loadedPrint);
       const problems = [...check.problems, ...check.warnings];
       const errors = check.problems.length;
@@ -90,6 +92,12 @@ ${
 <section aria-labelledby="config-problems"><h2 id="config-problems">Checks</h2>
 ${verdict}
 ${problems.length > 0 ? problemsTable(problems) : ''}
+${
+  personaProblems.length > 0
+    ? html`<p class="notice bad" id="persona-problems">The persona files have ${personaProblems.length} problem(s). The server runs; a loop naming a broken persona fails (PERSONA_INVALID) until its file is fixed (see <a href="/personas">Personas</a>).</p>
+${problemsTable(personaProblems)}`
+    : ''
+}
 </section>
 ${await pausesSection(request, context)}
 ${configSections({ config, registry: context.registry, now: new Date(), source: await loadedSource })}`;
