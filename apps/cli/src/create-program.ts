@@ -485,6 +485,36 @@ export function createProgram(context: CliContext): CliProgram {
       }),
     );
 
+  const personas = program
+    .command('personas')
+    .description(
+      'personas (personas/<name>.md beside config.yaml or in the notes): who an agent is and what it may do',
+    );
+  personas
+    .command('ls')
+    .description('each persona: where it is written, its model, its tools, what it delegates; broken ones flagged')
+    .option('--json', 'print the personas and their problems as JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/persona-commands.ts')).personasListCommand({
+        globals: globalOptions(command, context),
+        context,
+        json: options.json === true || command.parent?.opts().json === true,
+      }),
+    );
+  personas
+    .command('show')
+    .description("one persona: its fields with defaults filled in, its instructions, and its file's problems")
+    .argument('<name>', "the persona's name (its file's name without .md)")
+    .option('--json', 'print the persona as JSON')
+    .action(async (name: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/persona-commands.ts')).personasShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        name,
+        json: options.json === true || command.parent?.opts().json === true,
+      }),
+    );
+
   const hooks = program.command('hooks').description('hooks (hooks/ beside config.yaml): their state, and dry runs');
   hooks
     .command('ls')

@@ -201,4 +201,6 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   EVENT_CURSOR_INVALID: 400,
   EVENT_QUERY_INVALID: 400,
   HOOK_TEST_EVENT_INVALID: 400,
+  // Personas (routes/persona-routes.ts).
+  PERSONA_UNKNOWN: 404,
 };

@@ -1,6 +1,20 @@
 import path from 'node:path';
 import { createToolCallGate, enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent, type ToolGate } from '@assistant/agent';
+import {
+  agentsRoot,
+  appendBlackboardEntry,
+  type ChildRecord,
+  deliverChildResult,
+  FileSubAgents,
+  type GrantChain,
+  grantVerdict,
+  listIds,
+  type Persona,
+  readChildRecord,
+  readChildResult,
+  rootGrantChain,
+} from '@assistant/agents';
 import { evaluateRules } from '@assistant/automations';
 import {
   ChatEventLog,
@@ -15,6 +29,7 @@ import type { LoadedConfig } from '@assistant/config';
 import { AssistantError, isAssistantError } from '@assistant/errors';
 import type { EventSink } from '@assistant/events';
 import {
+  type AgentsContext,
   type ChatContext,
   type HandlerContext,
   type IntegrationRegistry,
@@ -68,6 +83,11 @@ export interface WorkerServices {
    * take in (`context.events`). @default none: no events (tests of bare handlers, a worker on another machine)
    */
   events?: EventSink;
+  /**
+   * Reads a persona by name, afresh (the owner edits them while the system runs); rejects with PERSONA_UNKNOWN or
+   * PERSONA_INVALID. @default none: a loop naming a persona fails, and system.agent runs without one
+   */
+  personas?: (name: string) => Promise<Persona>;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */
@@ -227,6 +247,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         }
       : {}),
     ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings, task) } : {}),
+    ...(instance.domain === 'system' && isBuiltin ? { agents: agentsContext(services, task, parking) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -257,31 +278,63 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         throw error;
       }),
     agent: (options) => {
-      const { model: chosen, profile, onEvent, transcriptName, ...rest } = options;
+      const {
+        model: chosen,
+        profile,
+        onEvent,
+        transcriptName,
+        persona,
+        grants,
+        transcriptState,
+        ancestry: claimedAncestry,
+        ...rest
+      } = options;
+      // Only code shipped with Assistant may write into other tasks' event streams.
+      const ancestry = isBuiltin ? claimedAncestry : undefined;
       const channel = steeringChannel(services, task.id);
       const transcript = noteTranscript({
         notes: services.notes,
         taskId: task.id,
         title: `${task.type} ${transcriptName ?? task.id}`,
         ...(transcriptName === undefined ? {} : { name: transcriptName }),
+        ...(transcriptState === undefined ? {} : { state: transcriptState }),
       });
       // Events reach people through events.jsonl (SSE, `assistant task watch`) in the order they happen.
       let writing = Promise.resolve();
+      // A sub-agent's events also go to every task above it, tagged with the lineage from the root and its id, so the
+      // root's stream shows the whole tree (never the parent's model context).
+      const ancestorChannels = (ancestry?.tasks ?? []).map((taskId) => steeringChannel(services, taskId));
       const record = (event: Record<string, unknown>) => {
         writing = writing
-          .then(() => channel.event(event as never))
+          .then(async () => {
+            await channel.event(event as never);
+            if (ancestry === undefined) return;
+            const lineage = Array.isArray(event.lineage) ? (event.lineage as string[]) : [];
+            const tagged = {
+              ...event,
+              lineage: [...ancestry.lineage.slice(0, -1), ...lineage],
+              subagent: ancestry.child,
+              task: task.id,
+            };
+            for (const ancestor of ancestorChannels) await ancestor.event(tagged as never);
+          })
           .catch((error: unknown) => logger.warn({ err: error }, 'could not write an agent event'));
       };
-      const ownGate = createToolCallGate({
-        notes: services.notes,
-        humanLog: services.humanLog,
-        policy: services.config.tools,
-        approvalTimeoutMs: services.config.tools.approvalTimeoutMs,
-        task: { id: task.id },
-        instance: { name: instance.name, domain: instance.domain },
-        item: `${transcriptsFolder}/${transcriptName ?? task.id}.md`,
-      });
-      const gate = parkWhileWaiting(ownGate, parking);
+      const policyGate = (approve: readonly string[]) =>
+        createToolCallGate({
+          notes: services.notes,
+          humanLog: services.humanLog,
+          // A persona's `tools.approve` adds to config.yaml's: its calls wait for the owner like those config names.
+          policy:
+            approve.length === 0
+              ? services.config.tools
+              : { ...services.config.tools, approve: [...services.config.tools.approve, ...approve] },
+          approvalTimeoutMs: services.config.tools.approvalTimeoutMs,
+          task: { id: task.id },
+          instance: { name: instance.name, domain: instance.domain },
+          item: `${transcriptsFolder}/${transcriptName ?? task.id}.md`,
+        });
+      const gate = parkWhileWaiting(personaGate({ grants, persona, personas: services.personas, policyGate }), parking);
       const handle = startAgent({
         ...rest,
         label: rest.label ?? task.type,
@@ -394,6 +447,140 @@ function chatContext(services: WorkerServices, settings: Record<string, unknown>
         discarded += 1;
       }
       return discarded;
+    },
+  };
+}
+
+/** The gate of a loop's persona (fixed grants, or a persona read at the first call), then config.yaml's tool gate. */
+function personaGate(options: {
+  grants: GrantChain | undefined;
+  persona: string | undefined;
+  personas: WorkerServices['personas'];
+  policyGate: (approve: readonly string[]) => ToolGate;
+}): ToolGate {
+  const { grants, persona, personas, policyGate } = options;
+  if (grants === undefined && persona === undefined) return policyGate([]);
+  let chain: Promise<GrantChain> | undefined;
+  let policy: ToolGate | undefined;
+  const chainOf = (): Promise<GrantChain> => {
+    if (grants !== undefined) return Promise.resolve(grants);
+    if (personas === undefined) {
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', `persona ${persona} cannot be read here`));
+    }
+    chain ??= personas(persona as string).then(rootGrantChain);
+    return chain;
+  };
+  return async (request) => {
+    let current: GrantChain;
+    try {
+      current = await chainOf();
+    } catch (error) {
+      // A persona that cannot be read grants nothing: refusing is the safe side, and the model and trace say why.
+      chain = undefined;
+      return { run: false, reason: `PERSONA_INVALID: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    // A child always may end its work and give its caller the result: that is no power over anything.
+    if (request.tool.name !== 'reply_to_caller') {
+      const verdict = grantVerdict(current, request.tool.name);
+      if (verdict.verdict === 'deny') return { run: false, reason: `PERSONA_TOOL_DENIED: ${verdict.because}` };
+    }
+    policy ??= policyGate(current.approve);
+    return policy(request);
+  };
+}
+
+/** Personas and sub-agents for the builtin system integration's handlers (system.agent, system.workflow). */
+function agentsContext(services: WorkerServices, task: Task, parking: { begin(): void; end(): void }): AgentsContext {
+  const root = agentsRoot(services.config.paths.dataDir);
+  const persona = (name?: string): Promise<Persona> => {
+    if (services.personas === undefined) {
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', 'no personas are available to this worker'));
+    }
+    return services.personas(name ?? 'assistant');
+  };
+  const steerChild = async (
+    taskId: string,
+    request: { action: 'pause' | 'resume' | 'stop' | 'interject'; message?: string },
+  ) => {
+    const { action, message } = request;
+    await steeringChannel(services, taskId).request({
+      action,
+      ...(message === undefined ? {} : action === 'stop' ? { reason: message } : { message }),
+      // Who asked, for the child's outcome and people: its parent task.
+      source: `agent:${task.id}`,
+    });
+  };
+  return {
+    persona,
+    subagents: (whose) => {
+      const record: ChildRecord | undefined = whose.record;
+      return new FileSubAgents({
+        root,
+        parent: {
+          taskId: task.id,
+          ...(whose.persona === undefined ? {} : { persona: whose.persona }),
+          ...((whose.grants ?? record?.grants) === undefined
+            ? {}
+            : { grants: (whose.grants ?? record?.grants) as GrantChain }),
+          depth: record?.depth ?? 0,
+          maxDepth: record?.max_depth ?? whose.persona?.maxDepth ?? 3,
+          maxChildren: whose.persona?.maxChildren ?? 5,
+          rootTask: record?.root_task ?? task.id,
+          lineage: record?.lineage ?? [whose.label],
+          ancestors: record?.ancestors ?? [],
+          ...((whose.blackboard ?? record?.blackboard) === undefined
+            ? {}
+            : { blackboard: (whose.blackboard ?? record?.blackboard) as string }),
+          ...((whose.run ?? record?.run) === undefined ? {} : { run: (whose.run ?? record?.run) as string }),
+        },
+        persona,
+        enqueue: (payload) =>
+          services.queue.enqueue({
+            type: 'system.agent',
+            payload,
+            // Before collection and classification (3–7): a parent waits for it, so it is the owner's work in progress.
+            priority: 2,
+            source: 'automation',
+            integration: task.integration ?? 'system',
+            policies: false,
+          }),
+        taskState: async (taskId) => (await services.queue.get(taskId))?.state,
+        interject: (taskId, text) => steerChild(taskId, { action: 'interject', message: text }),
+        maxLive: services.config.agents.maxLive,
+        parking,
+      });
+    },
+    childRecord: (reference) => readChildRecord(root, reference.parent, reference.id),
+    childResult: (record) => readChildResult(root, record.parent_task, record.id),
+    deliver: async (record, result) => {
+      // The blackboard first: a crash between the two writes runs the child's task again, which finds nothing in the
+      // inbox and appends nothing twice (entries are keyed by the child's id).
+      if (record.blackboard !== undefined) {
+        await appendBlackboardEntry({
+          notes: services.notes,
+          path: record.blackboard,
+          entry: {
+            id: record.id,
+            who: `${record.persona} (${record.lineage.join(' › ')})`,
+            what: result.answer ?? `${result.status}: ${result.reason ?? 'no answer'}`,
+            at: result.finished_at,
+          },
+        });
+      }
+      return deliverChildResult({ root, record, result });
+    },
+    steerChildren: async (request) => {
+      const children = path.join(root, task.id);
+      for (const id of await listIds(path.join(children, 'children'))) {
+        const record = await readChildRecord(root, task.id, id);
+        if (record?.task_id === undefined) continue;
+        if ((await readChildResult(root, task.id, id)) !== undefined) continue;
+        await steerChild(record.task_id, request).catch(
+          (error: unknown) =>
+            // A child that just finished refuses; the others are still steered.
+            void error,
+        );
+      }
     },
   };
 }

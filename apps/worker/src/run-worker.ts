@@ -1,4 +1,6 @@
+import path from 'node:path';
 import { routeServiceResult } from '@assistant/actions';
+import { loadPersonas, personaNamed } from '@assistant/agents';
 import type { LoadedConfig } from '@assistant/config';
 import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import { askHook, type CompiledHook, fileAskCache, HookRunner } from '@assistant/hooks';
@@ -256,6 +258,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     scriptSandbox,
     llm,
     mcp,
+    // Read afresh for every loop and spawn: the owner edits personas while the system runs (docs/agents.md).
+    personas: async (name) =>
+      personaNamed({
+        name,
+        loaded: await loadPersonas({
+          configDir: path.dirname(config.paths.configFile),
+          notesRoot: config.paths.notes,
+          mcpServers: Object.keys(config.mcpServers),
+        }),
+      }),
     ...(options.steering
       ? { steering: options.steering }
       : remote

@@ -6,7 +6,32 @@ export type {
   PersonaProblem,
   ToolGrants,
 } from './persona-types.ts';
+export { type AgentToolName, agentToolNames } from './personas/agent-tool-names.ts';
+export { builtinToolNames } from './personas/builtin-tool-names.ts';
+export {
+  type PersonaConfig,
+  type PersonaEntry,
+  personaEntries,
+  personaEntryJson,
+  personaJson,
+  personaProblemJson,
+  personaSourcesOf,
+  toolsSummary,
+} from './personas/describe-personas.ts';
 export { childGrantChain, type GrantVerdict, grants, grantVerdict, rootGrantChain } from './personas/grant-chain.ts';
+export {
+  builtinDefaultPersona,
+  defaultPersonaName,
+  formatPersonaProblem,
+  type LoadPersonasOptions,
+  type LoadPersonasResult,
+  loadPersonas,
+  personaConfigProblems,
+  personaDefaults,
+  personaNamed,
+  personaNamePattern,
+  personasFolder,
+} from './personas/load-personas.ts';
 export type {
   ChildRecord,
   ChildResult,
@@ -37,3 +62,32 @@ export {
   createBlackboard,
   readBlackboard,
 } from './workflows/blackboard.ts';
+export {
+  type LoadWorkflowsOptions,
+  type LoadWorkflowsResult,
+  loadWorkflows,
+  maxMeshRounds,
+  workflowConfigProblems,
+  workflowNamePattern,
+  workflowPersonas,
+  workflowsFolder,
+} from './workflows/load-workflows.ts';
+export {
+  blackboardPath,
+  newRunId,
+  type RunWorkflowOptions,
+  runIdPattern,
+  runNotePath,
+  runWorkflow,
+} from './workflows/run-workflow.ts';
+export type {
+  MeshWorkflow,
+  PipelineStep,
+  PipelineWorkflow,
+  StarWorkflow,
+  Topology,
+  Workflow,
+  WorkflowProblem,
+  WorkflowRunResult,
+  WorkflowTaskPayload,
+} from './workflows/workflow-types.ts';

@@ -54,8 +54,17 @@ export interface PersonaProblem {
   /** The file, relative to the config directory or the notes root as the owner sees it. */
   file: string;
   line?: number;
+  /** The column, counting from 1, when the line is known. */
+  col?: number;
+  /** The key path as people read it: `tools.allow[1]`, `budget.timeout`, `(document)`, `(body)`. */
   key?: string;
+  /** The key path as data (`['tools', 'allow', 1]`); empty for the file as a whole. */
+  path?: readonly (string | number)[];
   message: string;
+  /** What would be valid, when there is something to say: did you mean `search_notes`?. */
+  hint?: string;
+  /** The persona it is about (the file's name without `.md`), when known: that persona cannot be used. */
+  persona?: string;
 }
 
 /** One layer of a grant chain: a tool passes it when an `allow` pattern matches and no `deny` pattern does. */

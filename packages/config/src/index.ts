@@ -59,6 +59,7 @@ export {
   scheduleSchema,
   secretField,
   serviceCall as serviceCallSchema,
+  toolPattern as toolPatternSchema,
   type WhenConditions,
   whenSchema as whenConditionsSchema,
 } from './schema.ts';

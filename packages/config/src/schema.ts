@@ -705,7 +705,7 @@ const approvalsSchema = z
   .transform((value) => ({ expiresMs: value.expires }));
 
 /** A tool name, or a glob over whole names where `*` stands for any run of characters: `notes_*`, `github__*`. */
-const toolPattern = z.string().regex(/^[A-Za-z0-9_*-]{1,128}$/, {
+export const toolPattern = z.string().regex(/^[A-Za-z0-9_*-]{1,128}$/, {
   error: 'expected a tool name or pattern of letters, digits, _, - and * (MCP tools are named server__tool)',
 });
 

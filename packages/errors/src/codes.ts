@@ -55,6 +55,10 @@ export const errorCodes = {
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   MCP_RESPONSE_TOO_LARGE:
     "An MCP server's answer was larger than its `max_response_bytes`; it was dropped unread and the call failed.",
+  // Workflows (packages/agents/src/workflows).
+  WORKFLOW_UNKNOWN: 'A run named a workflow that has no manifest `agents/<name>.yaml` beside config.yaml.',
+  WORKFLOW_INVALID:
+    "A workflow's manifest has problems (unknown persona, topology, key, placeholder, a cycle); each has file, line and key.",
   // The queue's Redis backend (packages/queue-redis).
   QUEUE_UNAVAILABLE:
     'The Redis that `queue.backend: redis` names could not be reached or refused the login; the message names its URL, never the password.',
@@ -86,8 +90,18 @@ export const errorCodes = {
     'An event query (`events ls` options, `GET /api/events`) has a time that is neither ISO 8601 nor a duration such as `1h`, or a malformed type.',
   HOOK_TEST_EVENT_INVALID:
     'The event given to a hook dry run (`assistant hooks test --event`, `POST /api/hooks/:name/test`) is no event id the ledger holds and no `{type, data}` event.',
+  // Personas (packages/agents, docs/agents.md "Personas").
+  PERSONA_UNKNOWN:
+    'No persona of that name: no `personas/<name>.md` beside config.yaml or in the notes (and it is not the built-in `assistant`).',
+  PERSONA_INVALID:
+    'A persona file has problems (an unknown key, tool, profile or MCP server, a value out of range, an empty body); the message names each with file, line and key.',
   EVENT_STREAMS_FULL:
     'HTTP 429: the client already holds `server.event_streams_per_client` event streams (32 by default); close one, or retry after `retry-after` seconds.',
+  AGENT_LIMIT:
+    'A spawn was refused: the tree would be deeper than its `max_depth`, the parent already has `max_children` children running, or the installation `agents.max_live`.',
+  AGENT_UNKNOWN: 'A sub-agent id names no child of the agent that used it (wait_agents, message_agent).',
+  PERSONA_TOOL_DENIED:
+    "A tool call was refused because the loop's persona grants (with what its callers could delegate) do not include the tool.",
   UNAVAILABLE:
     'The server is starting or stopping and cannot serve the request now, or a remote worker cannot reach the server.',
   INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',

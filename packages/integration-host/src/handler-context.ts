@@ -1,6 +1,6 @@
-import type { ChildRecord, ChildResult, GrantChain, Persona, SubAgents } from '@assistant/agents';
 import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actions';
 import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
+import type { ChildRecord, ChildResult, GrantChain, Persona, SubAgents } from '@assistant/agents';
 import type { AutomationMatch, CompiledRule, ItemFacts, ResolvedAction } from '@assistant/automations';
 import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';

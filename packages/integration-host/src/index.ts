@@ -8,7 +8,6 @@ export {
 } from './classify-item-note.ts';
 export type {
   AgentsContext,
-  SubAgentsFor,
   AgentTaskOptions,
   ChatContext,
   HandlerContext,
@@ -17,6 +16,7 @@ export type {
   InstanceContext,
   PlatformContext,
   ScriptsContext,
+  SubAgentsFor,
   TaskHandler,
 } from './handler-context.ts';
 export {

@@ -20,7 +20,8 @@ export interface AgentPaths {
 const safeName = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
 export function assertSafeId(kind: string, id: string): void {
-  if (!safeName.test(id) || id.includes('..')) throw new TypeError(`Expected a ${kind} id usable as a file name, got ${JSON.stringify(id.slice(0, 80))}`);
+  if (!safeName.test(id) || id.includes('..'))
+    throw new TypeError(`Expected a ${kind} id usable as a file name, got ${JSON.stringify(id.slice(0, 80))}`);
 }
 
 export function agentsRoot(dataDir: string): string {

@@ -142,7 +142,10 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
             results: [],
             running: [],
             already_given: already,
-            note: asked.length === 0 ? 'you have no sub-agents whose results you have not had' : 'you had these results before',
+            note:
+              asked.length === 0
+                ? 'you have no sub-agents whose results you have not had'
+                : 'you had these results before',
           };
         }
         const { results, running } = await subagents.wait(waiting, {
@@ -196,8 +199,11 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
       defineTool({
         name: 'reply_to_caller',
         description:
-          'Ends your work and gives your caller your result: `text`, or with `forward` a sub-agent\'s answer word for word (its id).',
-        input: z.object({ text: z.string().min(1).max(100_000).optional(), forward: z.string().min(1).max(64).optional() }),
+          "Ends your work and gives your caller your result: `text`, or with `forward` a sub-agent's answer word for word (its id).",
+        input: z.object({
+          text: z.string().min(1).max(100_000).optional(),
+          forward: z.string().min(1).max(64).optional(),
+        }),
         tier: 'soft',
         trusted: true,
         run: async (input, context) => {
@@ -207,7 +213,8 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
           if (input.forward !== undefined) {
             const result = await subagents.result(input.forward);
             if (result === undefined) throw new Error(`${input.forward} has no result (yet); wait_agents first`);
-            if (result.answer === undefined) throw new Error(`${input.forward} ended ${result.status} without an answer`);
+            if (result.answer === undefined)
+              throw new Error(`${input.forward} ended ${result.status} without an answer`);
             state.reply = { answer: result.answer, forwardedFrom: input.forward };
           } else state.reply = { answer: input.text as string };
           context.handle.stop('replied to the caller');
@@ -226,6 +233,8 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
 export function grantsGate(chain: GrantChain): ToolGate {
   return async (request) => {
     const verdict = grantVerdict(chain, request.tool.name);
-    return verdict.verdict === 'deny' ? { run: false, reason: `PERSONA_TOOL_DENIED: ${verdict.because}` } : { run: true };
+    return verdict.verdict === 'deny'
+      ? { run: false, reason: `PERSONA_TOOL_DENIED: ${verdict.because}` }
+      : { run: true };
   };
 }

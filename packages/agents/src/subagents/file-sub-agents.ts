@@ -9,6 +9,7 @@ import {
   childIdFor,
   childrenDir,
   countLiveChildren,
+  deliverChildResult,
   inboxDir,
   listIds,
   readChildRecord,
@@ -61,7 +62,8 @@ export interface FileSubAgentsOptions {
   pollMs?: number;
 }
 
-const limitError = (message: string, hint: string) => new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: ${message}`, { hint });
+const limitError = (message: string, hint: string) =>
+  new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: ${message}`, { hint });
 
 /** The smaller of each: a spawn may ask a child to spend less than its persona allows, never more. */
 function narrowBudget(persona: PersonaBudget, asked: Partial<PersonaBudget> | undefined): PersonaBudget {
@@ -171,7 +173,10 @@ export class FileSubAgents implements SubAgents {
       throw new AssistantError('AGENT_LIMIT', `AGENT_LIMIT: the queue refused the child's task: ${outcome.reason}`);
     }
     const updated: ChildRecord = { ...record, task_id: outcome.task.id };
-    await writeReplace(recordFile(this.#options.root, record.parent_task, record.id), `${JSON.stringify(updated, null, 2)}\n`);
+    await writeReplace(
+      recordFile(this.#options.root, record.parent_task, record.id),
+      `${JSON.stringify(updated, null, 2)}\n`,
+    );
     return outcome.task.id;
   }
 
@@ -191,11 +196,17 @@ export class FileSubAgents implements SubAgents {
         });
       }
     }
+    let lastReconciledMs = 0;
     const look = async () => {
       const results: ChildResult[] = [];
       const running: string[] = [];
+      // Every few seconds, a child whose task is over without a result (failed for good, poisoned by worker deaths,
+      // removed by a person) gets a failed result here, so its parent never waits for a child that cannot answer.
+      const reconcile = Date.now() - lastReconciledMs >= 2_000;
+      if (reconcile) lastReconciledMs = Date.now();
       for (const id of ids) {
-        const result = await readChildResult(root, parent.taskId, id);
+        let result = await readChildResult(root, parent.taskId, id);
+        if (result === undefined && reconcile) result = await this.#reconcile(id);
         if (result === undefined) running.push(id);
         else results.push(result);
       }
@@ -258,6 +269,36 @@ export class FileSubAgents implements SubAgents {
       this.#options.parking?.end();
     }
     return seen;
+  }
+
+  /** A failed result for a child whose task ended (or vanished) without leaving one; undefined while it runs. */
+  async #reconcile(id: string): Promise<ChildResult | undefined> {
+    const { root, parent, taskState } = this.#options;
+    if (taskState === undefined) return undefined;
+    const record = await readChildRecord(root, parent.taskId, id);
+    if (record?.task_id === undefined) return undefined;
+    const where = await taskState(record.task_id);
+    if (where === 'pending' || where === 'active') return undefined;
+    // The task may have written its result just before it finished: look again before deciding it left none.
+    const written = await readChildResult(root, parent.taskId, id);
+    if (written !== undefined) return written;
+    await deliverChildResult({
+      root,
+      record,
+      result: {
+        id,
+        task_id: record.task_id,
+        persona: record.persona,
+        status: 'failed',
+        reason:
+          where === undefined
+            ? `its task ${record.task_id} is gone from the queue`
+            : `its task ${record.task_id} ended ${where} without a result`,
+        steps: 0,
+        finished_at: new Date().toISOString(),
+      },
+    });
+    return readChildResult(root, parent.taskId, id);
   }
 
   async list(): Promise<ChildState[]> {

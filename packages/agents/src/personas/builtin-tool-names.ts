@@ -1,0 +1,28 @@
+import { agentToolNames } from './agent-tool-names.ts';
+
+/**
+ * The names of the tools Assistant's own loops offer (docs/agents.md, "Tool gate"), for checking a persona's patterns:
+ * a pattern without `*` that names none of these (nor an MCP server's `server__tool`) is a typo that would grant or
+ * deny nothing. tests/persona-tool-names.test.ts keeps this list in step with the tools' definitions.
+ */
+export const builtinToolNames: readonly string[] = [
+  // integration-host's note tools and system.agent's own.
+  'search_notes',
+  'read_note',
+  'wait',
+  // chat's tools.
+  'ask_owner',
+  'list_tasks',
+  'show_task',
+  'list_approvals',
+  'decide_approval',
+  'propose',
+  'trigger',
+  'enqueue_service',
+  'steer_task',
+  // research's web tools.
+  'search',
+  'fetch',
+  'finish',
+  ...agentToolNames,
+];
