@@ -457,6 +457,7 @@ describe('/docs/openapi.json', () => {
         'POST /api/chats',
         'GET /api/chats',
         'GET /api/chats/{id}',
+        'POST /api/chats/{id}/fork',
         'POST /api/chats/{id}/messages',
         'POST /api/chats/{id}/stop',
         'GET /api/chats/{id}/events',
