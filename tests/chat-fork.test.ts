@@ -107,4 +107,59 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
       await worker.exited;
     }
   });
+
+  it("runs a conversation's turns as the persona it recorded, which a fork keeps: a tool it does not grant is refused", {
+    timeout: 120_000,
+  }, async () => {
+    // The model reads a note unless a tool result came back, then says what that result was.
+    const model = await FakeOpenAiServer.start({
+      respond: (request) => {
+        const last = (request.body.messages as WireMessage[]).at(-1);
+        if (last?.role === 'tool') return { text: `tool said: ${last.content}` };
+        return { toolCalls: [{ name: 'read_note', arguments: { path: 'plans.md' } }] };
+      },
+    });
+    await using _model = model;
+    await using dir = await tempDir();
+    const configPath = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+worker: {shutdown_grace: 2s, poll_interval: 50ms}
+integrations:
+  - {type: chat, name: chat, persona: searcher}
+`,
+    );
+    await dir.write('personas/searcher.md', '---\ntools:\n  allow: [search_notes]\n---\nYou search notes.\n');
+    await dir.write('data/notes/plans.md', '---\ntitle: Plans\n---\nThe secret plan.\n');
+    const once = async (message: string, args: string[] = []): Promise<OnceResult> => {
+      const run = startNode({
+        args: [cliMain, 'chat', '--once', '--json', '--timeout', '60s', ...args, '--config', configPath],
+        cwd: dir.path,
+        stdin: 'pipe',
+      });
+      run.child.stdin?.end(`${message}\n`);
+      const outcome = await run.exited;
+      if (outcome.code !== 0) throw new Error(`assistant chat exited ${outcome.code}\n${outcome.stderr}`);
+      return JSON.parse(outcome.stdout) as OnceResult;
+    };
+    const worker = startNode({ args: [cliMain, 'work', '--config', configPath], cwd: dir.path });
+    try {
+      await worker.waitForOutput(/worker ready/, { timeoutMs: 90_000 });
+      const first = await once('what are the plans?');
+      expect(first.reply.text).toContain('PERSONA_TOOL_DENIED');
+      expect(first.reply.text).not.toContain('The secret plan');
+      const note = await readFile(path.join(dir.path, 'data/notes/chats', `${first.conversation}.md`), 'utf8');
+      expect(note).toContain('\npersona: searcher\n');
+
+      const fork = await once('and now?', ['--fork', `${first.conversation}@${first.message.id}`]);
+      expect(fork.reply.text).toContain('PERSONA_TOOL_DENIED');
+      const forkNote = await readFile(path.join(dir.path, 'data/notes/chats', `${fork.conversation}.md`), 'utf8');
+      expect(forkNote).toContain('\npersona: searcher\n');
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
+  });
 });

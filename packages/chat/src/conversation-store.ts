@@ -467,7 +467,7 @@ export class ConversationStore {
 }
 
 /** `name` when it is a persona name; CHAT_INPUT_INVALID otherwise. */
-export function assertPersona(name: string): string {
+function assertPersona(name: string): string {
   if (!personaNamePattern.test(name)) {
     throw new AssistantError(
       'CHAT_INPUT_INVALID',

@@ -203,7 +203,10 @@ ${broken.length > 0 ? html`<p class="notice warn">${broken.length} conversation 
       const problems = conversation.problems.map(
         (problem) => html`<li><code>${problem.path}:${problem.line}</code>: ${problem.message}</li>`,
       );
-      const body = html`<p class="muted">${conversation.channel} · mode ${conversation.mode} · started ${timeTag(conversation.created)} · <a href="/notes/${conversation.path}">the note</a> · <a href="/chat">all conversations</a></p>
+      const forkedFrom = conversation.forked_from
+        ? html` · forked from <a href="/chat/${conversation.forked_from.conversation}#message-${conversation.forked_from.message}">${conversation.forked_from.conversation}</a>`
+        : '';
+      const body = html`<p class="muted">${conversation.channel} · mode ${conversation.mode} · started ${timeTag(conversation.created)}${forkedFrom} · <a href="/notes/${conversation.path}">the note</a> · <a href="/chat">all conversations</a></p>
 ${problems.length > 0 ? html`<div class="notice warn"><p>Parts of the note cannot be read and are skipped:</p><ul>${problems}</ul></div>` : ''}
 ${renderTranscript({ conversation, approvals, csrf, ...(before === undefined ? {} : { before }) })}
 <div id="chat-live" class="chat-live" sse-swap="chat-live">${renderLiveTurn(turn, csrf)}</div>
@@ -240,6 +243,23 @@ ${
         return sendFragment(reply, messageForm(request, id, notice));
       }
       return redirectAfterPost(request, reply, `/chat/${id}#message-form`);
+    },
+  });
+
+  // "Fork from here" on a message: a new dashboard conversation with the messages up to it (docs/chat.md, "Forking").
+  dashboardRoute(app, {
+    method: 'POST',
+    url: '/chat/:id/fork',
+    handler: async (request, reply) => {
+      const id = conversationId(request);
+      const message = formField(request, 'message') ?? '';
+      const fork = await context.chat().fork({
+        conversation: id,
+        message,
+        channel: dashboardChannel,
+        peer: dashboardPeer,
+      });
+      return redirectAfterPost(request, reply, `/chat/${fork.id}#message-form`);
     },
   });
 

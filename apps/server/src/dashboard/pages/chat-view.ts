@@ -91,6 +91,8 @@ export function renderMessage(
   message: ChatMessage,
   approvals: ReadonlyMap<string, ApprovalView>,
   csrf: SafeHtml,
+  /** The conversation a "Fork from here" form forks (absent: none, as in the notifications conversation). */
+  forkOf?: string,
 ): SafeHtml {
   const who = message.role === 'user' ? 'You' : 'Assistant';
   const status =
@@ -112,6 +114,12 @@ ${
     : ''
 }
 ${mentioned.map((view) => renderApproval(view, csrf))}
+${
+  // A message still waiting in the inbox is not in the transcript yet: nothing to fork from.
+  forkOf !== undefined && message.status !== 'pending'
+    ? html`<form method="post" action="/chat/${forkOf}/fork" class="chat-fork">${csrf}<input type="hidden" name="message" value="${message.id}"><button type="submit" class="secondary small" title="A new conversation with the messages up to this one; this conversation stays as it is">Fork from here</button></form>`
+    : ''
+}
 </li>`;
 }
 
@@ -135,6 +143,7 @@ export function renderTranscript(options: TranscriptOptions): SafeHtml {
   const { start, end } = transcriptWindow(conversation.messages.length, options.before);
   const latest = end === conversation.messages.length;
   const messages = conversation.messages.slice(start, end);
+  const forkOf = conversation.channel === 'notifications' ? undefined : conversation.id;
   const live = latest
     ? html` hx-get="/chat/${conversation.id}/transcript" hx-trigger="sse:chat-refresh, live-refresh" data-live-events="approvals" hx-swap="outerHTML"`
     : '';
@@ -143,7 +152,7 @@ ${start > 0 ? html`<p><a href="/chat/${conversation.id}?before=${start}">Earlier
 ${
   messages.length === 0
     ? html`<p class="muted">No messages yet.</p>`
-    : html`<ol class="chat-log" aria-label="Messages">${messages.map((message) => renderMessage(message, options.approvals, options.csrf))}</ol>`
+    : html`<ol class="chat-log" aria-label="Messages">${messages.map((message) => renderMessage(message, options.approvals, options.csrf, forkOf))}</ol>`
 }
 ${latest ? '' : html`<p><a href="/chat/${conversation.id}">Latest messages</a></p>`}
 </div>`;
