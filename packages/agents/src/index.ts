@@ -70,6 +70,14 @@ export {
   runNotePath,
   runWorkflow,
 } from './workflows/run-workflow.ts';
+export {
+  checkedWorkflow,
+  formatWorkflowProblem,
+  maxWorkflowInputChars,
+  readWorkflowRun,
+  type StartWorkflowRunOptions,
+  startWorkflowRun,
+} from './workflows/start-workflow-run.ts';
 export type {
   MeshWorkflow,
   PipelineStep,
