@@ -6,10 +6,12 @@ import path from 'node:path';
 import { readBlackboard } from '@assistant/agents';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
 import { FileNoteStore } from '@assistant/notes';
+import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { runCli } from './helpers/node-process.ts';
 import { type TempDir, tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const cli = (dir: TempDir, args: readonly string[]) => runCli(args, { cwd: dir.path });
 
@@ -113,16 +115,30 @@ describe('workflows end to end', () => {
     expect(checked.code, checked.stderr).toBe(0);
 
     const started: Record<string, { run: string; task: string }> = {};
-    for (const workflow of ['article', 'team', 'debate']) {
+    for (const workflow of ['article', 'team']) {
       const run = await cli(dir, ['run', workflow, '--input', 'cats']);
       expect(run.code, run.stderr).toBe(0);
       const ids = /run (run-\d{8}-[a-z0-9]+), task (\S+)/.exec(run.stdout);
       expect(ids, run.stdout).not.toBeNull();
       started[workflow] = { run: ids?.[1] ?? '', task: ids?.[2] ?? '' };
     }
+    // The mesh is started with --wait: the command follows its run to the end and prints the output.
+    const waiting = cli(dir, ['run', 'debate', '--input', 'cats', '--wait', '--json']);
+    const queue = await openFileTaskQueue({ directory: path.join(dir.path, 'data/queue') });
+    await waitUntil(async () => (await queue.list({ type: 'system.workflow' })).length === 3, {
+      what: 'the third run to be enqueued',
+    });
+    await queue.close();
 
     const worked = await cli(dir, ['work', '--exit-when-idle']);
     expect(worked.code, worked.stderr).toBe(0);
+    const followed = await waiting;
+    expect(followed.code, followed.stderr).toBe(0);
+    const outcomeOfWait = z
+      .object({ run: z.string(), task: z.string(), status: z.string(), output: z.string() })
+      .parse(JSON.parse(followed.stdout));
+    expect(outcomeOfWait).toMatchObject({ status: 'done', output: 'critic: fine, AGREED' });
+    started.debate = { run: outcomeOfWait.run, task: outcomeOfWait.task };
 
     const notes = new FileNoteStore({ root: path.join(dir.path, 'data/notes') });
     const outcome = async (workflow: string) => {
@@ -173,5 +189,7 @@ describe('workflows end to end', () => {
     for (const { board } of [article, team, debate]) {
       expect(new Set(board.map((entry) => entry.id)).size).toBe(board.length);
     }
-  });
+    // Sixteen tasks (three runners, thirteen agents) with their waits run one worker: more than the tier's 30 s on a
+    // loaded machine.
+  }, 120_000);
 });
