@@ -29,6 +29,12 @@ export interface RunWorkflowOptions {
   /** Every workflow there is, for the nested ones of pipeline steps. */
   workflows: ReadonlyMap<string, Workflow>;
   input: string;
+  /**
+   * Whether the input is the owner's own words (`assistant run`, the API), given to the agents as written, or text that
+   * may come from outside (a hook's template over a mail's subject, a chat model's call), fenced as untrusted.
+   * @default false
+   */
+  inputTrusted?: boolean;
   run: string;
   /** The runner's own task id: the first of the run's tasks. */
   taskId: string;
@@ -65,7 +71,12 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
   const runner = new Runner(options, board);
   let result: WorkflowRunResult;
   try {
-    const output = await runner.topology({ workflow, input: options.input, inputTrusted: true, prefix: '' });
+    const output = await runner.topology({
+      workflow,
+      input: options.input,
+      inputTrusted: options.inputTrusted ?? false,
+      prefix: '',
+    });
     result = { run, status: 'done', output };
   } catch (error) {
     if (!(error instanceof RunFailed)) throw error;
