@@ -38,7 +38,9 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/actions'],
   // Hooks compile owner-written reactions to ledger events over the automations' conditions and plan them through
   // the action layer (approvals, enqueue); the worker runs them, integration-host checks them at load.
-  ['@assistant/hooks'],
+  // Agents: personas and their grant chains, sub-agents and workflows, over the action layer's tool patterns;
+  // integration-host reads the personas for `config check`.
+  ['@assistant/hooks', '@assistant/agents'],
   ['@assistant/integration-host'],
   ['@assistant/sdk'],
   ['integrations/*'],

@@ -226,6 +226,10 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--once', 'send stdin as one message, print the reply and exit')
     .option('--json', 'with --once: print {conversation, message, reply} as JSON')
     .option('--timeout <duration>', 'with --once: how long to wait for the reply (default 120s)')
+    .option(
+      '--fork <conv@message>',
+      'start a new conversation from a past message of CONV: its history up to and including MESSAGE (CONV is untouched)',
+    )
     .addHelpText(
       'after',
       [
@@ -235,10 +239,15 @@ export function createProgram(context: CliContext): CliProgram {
         'Examples:',
         '  assistant chat',
         '  echo "what is urgent?" | assistant chat --once',
+        '  assistant chat --fork c0mwtkme3s00004b7e@m0mwtkmfnc00007b2a',
       ].join('\n'),
     )
     .action(
-      async (id: string | undefined, options: { once?: boolean; json?: boolean; timeout?: string }, command: Command) =>
+      async (
+        id: string | undefined,
+        options: { once?: boolean; json?: boolean; timeout?: string; fork?: string },
+        command: Command,
+      ) =>
         (await import('./commands/chat-command.ts')).chatCommand({
           globals: globalOptions(command, context),
           context,
@@ -505,6 +514,36 @@ export function createProgram(context: CliContext): CliProgram {
         globals: globalOptions(command, context),
         context,
         ...options,
+      }),
+    );
+
+  const personas = program
+    .command('personas')
+    .description(
+      'personas (personas/<name>.md beside config.yaml or in the notes): who an agent is and what it may do',
+    );
+  personas
+    .command('ls')
+    .description('each persona: where it is written, its model, its tools, what it delegates; broken ones flagged')
+    .option('--json', 'print the personas and their problems as JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/persona-commands.ts')).personasListCommand({
+        globals: globalOptions(command, context),
+        context,
+        json: options.json === true || command.parent?.opts().json === true,
+      }),
+    );
+  personas
+    .command('show')
+    .description("one persona: its fields with defaults filled in, its instructions, and its file's problems")
+    .argument('<name>', "the persona's name (its file's name without .md)")
+    .option('--json', 'print the persona as JSON')
+    .action(async (name: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/persona-commands.ts')).personasShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        name,
+        json: options.json === true || command.parent?.opts().json === true,
       }),
     );
 

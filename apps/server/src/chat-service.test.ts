@@ -54,4 +54,25 @@ describe('configuredChatService', () => {
     await shouting.post(id, { text: 'hello' });
     expect(enqueued).toEqual([expect.objectContaining({ type: 'chat.turn', integration: 'chat', priority: 1 })]);
   });
+
+  it("records the chat instance's persona on new conversations, and warns about one that is not a persona name", async () => {
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\n');
+    const { config } = await loadConfig({ configPath: path.join(dir, 'config.yaml') });
+    const warnings: string[] = [];
+    const make = (settings: Record<string, unknown>) =>
+      configuredChatService({
+        config,
+        notes: new FileNoteStore({ root: config.paths.notes }),
+        queue: { enqueue: async () => ({ status: 'enqueued' }) } as never,
+        registry: registryWith(settings),
+        warn: (message) => warnings.push(message),
+      });
+    expect((await make({}).create({})).persona).toBe('assistant');
+    expect((await make({ persona: 'researcher' }).create({})).persona).toBe('researcher');
+    expect(warnings).toEqual([]);
+    expect((await make({ persona: '../x' }).create({})).persona).toBe('assistant');
+    expect(warnings).toEqual([
+      'integration instance `chat`: setting `persona` is "../x", not a persona name (letters, digits, _ and -); new conversations use assistant',
+    ]);
+  });
 });

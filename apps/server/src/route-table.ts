@@ -195,6 +195,8 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   CHAT_PENDING_FULL: 429,
   // A conversation note a person broke: the message names the file and line to fix.
   CHAT_NOTE_BROKEN: 409,
+  // A fork from a message the conversation's transcript does not hold.
+  CHAT_MESSAGE_NOT_FOUND: 404,
   // The event ledger's and the hooks' surfaces (routes/event-routes.ts, routes/hook-routes.ts).
   EVENT_CURSOR_INVALID: 400,
   EVENT_QUERY_INVALID: 400,

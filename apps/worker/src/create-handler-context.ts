@@ -5,6 +5,8 @@ import {
   agentsRoot,
   appendBlackboardEntry,
   type ChildRecord,
+  childOwner,
+  claimChild,
   deliverChildResult,
   FileSubAgents,
   type GrantChain,
@@ -465,7 +467,7 @@ function personaGate(options: {
   const chainOf = (): Promise<GrantChain> => {
     if (grants !== undefined) return Promise.resolve(grants);
     if (personas === undefined) {
-      return Promise.reject(new AssistantError('CONFIG_INVALID', `persona ${persona} cannot be read here`));
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', `persona ${persona} cannot be read here`));
     }
     chain ??= personas(persona as string).then(rootGrantChain);
     return chain;
@@ -494,7 +496,7 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
   const root = agentsRoot(services.config.paths.dataDir);
   const persona = (name?: string): Promise<Persona> => {
     if (services.personas === undefined) {
-      return Promise.reject(new AssistantError('CONFIG_INVALID', 'no personas are available to this worker'));
+      return Promise.reject(new AssistantError('PERSONA_UNKNOWN', 'no personas are available to this worker'));
     }
     return services.personas(name ?? 'assistant');
   };
@@ -502,7 +504,13 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
     taskId: string,
     request: { action: 'pause' | 'resume' | 'stop' | 'interject'; message?: string },
   ) => {
-    await steeringChannel(services, taskId).request(request as never);
+    const { action, message } = request;
+    await steeringChannel(services, taskId).request({
+      action,
+      ...(message === undefined ? {} : action === 'stop' ? { reason: message } : { message }),
+      // Who asked, for the child's outcome and people: its parent task.
+      source: `agent:${task.id}`,
+    });
   };
   return {
     persona,
@@ -546,6 +554,7 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
     },
     childRecord: (reference) => readChildRecord(root, reference.parent, reference.id),
     childResult: (record) => readChildResult(root, record.parent_task, record.id),
+    claimChild: (record) => claimChild({ root, parentTask: record.parent_task, childId: record.id, taskId: task.id }),
     deliver: async (record, result) => {
       // The blackboard first: a crash between the two writes runs the child's task again, which finds nothing in the
       // inbox and appends nothing twice (entries are keyed by the child's id).
@@ -567,9 +576,10 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
       const children = path.join(root, task.id);
       for (const id of await listIds(path.join(children, 'children'))) {
         const record = await readChildRecord(root, task.id, id);
-        if (record?.task_id === undefined) continue;
+        const childTask = (await childOwner(root, task.id, id)) ?? record?.task_id;
+        if (childTask === undefined) continue;
         if ((await readChildResult(root, task.id, id)) !== undefined) continue;
-        await steerChild(record.task_id, request).catch(
+        await steerChild(childTask, request).catch(
           (error: unknown) =>
             // A child that just finished refuses; the others are still steered.
             void error,

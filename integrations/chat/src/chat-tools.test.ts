@@ -531,7 +531,7 @@ describe('the chat tools', () => {
         taskId,
         signal: new AbortController().signal,
         stores,
-        settings: { mode: 'followup', collectWindowMs: 100, collectMax: 20, maxSteps: 5 },
+        settings: { mode: 'followup', collectWindowMs: 100, collectMax: 20, maxSteps: 5, persona: 'assistant' },
         model,
         startAgent: (options) => startAgent({ ...options, transcript }),
         tools: (turnContext) =>

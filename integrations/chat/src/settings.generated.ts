@@ -13,6 +13,8 @@ export interface ChatSettings {
   collect_max: number;
   /** The most model calls of one turn. */
   max_steps: number;
+  /** The persona (personas/<name>.md, docs/agents.md) a new conversation records and its turns run as; a conversation keeps the one it recorded. */
+  persona: string;
   /** Names under config.yaml's `mcp_servers:` whose tools every turn offers (docs/mcp.md). */
   mcp_servers: string[];
   /** The Telegram bot (docs/chat.md "Telegram"); without `token` the listener idles. */

@@ -75,7 +75,7 @@ function run(
     taskId,
     signal: new AbortController().signal,
     stores,
-    settings: { mode: 'followup', collectWindowMs: 100, collectMax: 20, maxSteps: 5 },
+    settings: { mode: 'followup', collectWindowMs: 100, collectMax: 20, maxSteps: 5, persona: 'assistant' },
     model,
     startAgent: (options) => {
       let transcript = transcripts.get(options.transcriptName);
@@ -318,7 +318,7 @@ describe('chat turns', () => {
     const m1 = await send(conv, 'one');
     const model = createScriptedModel({ replies: (request) => `saw: ${userTexts(request).join(' | ')}` });
     const turn = run(conv, m1, 't1', model, {
-      settings: { mode: 'followup', collectWindowMs: 1_000, collectMax: 20, maxSteps: 5 },
+      settings: { mode: 'followup', collectWindowMs: 1_000, collectMax: 20, maxSteps: 5, persona: 'assistant' },
     });
     await waitFor(() => stores.turns.read(conv), 'the turn to take the conversation');
     const m2 = await send(conv, 'two');
@@ -539,5 +539,58 @@ describe('chat turns', () => {
     const written = await replies(conv);
     expect(written.map((reply) => [reply.reply_to, reply.text])).toEqual([[[m1, m2], 'saw: one | [interjection] two']]);
     await expectAnsweredOnce(conv, [m1, m2]);
+  });
+
+  it("a fork's first turn sends the model the history up to the fork's message and nothing after it", async () => {
+    const conv = await conversation('followup');
+    const model = createScriptedModel({ replies: async (request) => `saw: ${userTexts(request).join(' | ')}` });
+    for (const [index, text] of ['one', 'two', 'three'].entries()) {
+      await runTask(conv, await send(conv, text), `o${index}`, model);
+    }
+    const said = (await stores.conversations.get(conv)).messages;
+    expect(said.map((message) => message.text)).toEqual([
+      'one',
+      'saw: one',
+      'two',
+      'saw: one | two',
+      'three',
+      'saw: one | two | three',
+    ]);
+    const forkPoint = said[3]?.id ?? '';
+    const fork = await stores.conversations.fork({ conversation: conv, message: forkPoint });
+
+    const forkModel = createScriptedModel({ replies: async (request) => `saw: ${userTexts(request).join(' | ')}` });
+    const next = await send(fork.id, 'four');
+    await runTask(fork.id, next, 'f1', forkModel);
+    expect(forkModel.requests).toHaveLength(1);
+    const sent = (forkModel.requests[0]?.messages ?? []).filter((message) => message.role !== 'system');
+    expect(sent.map((message) => [message.role, message.content])).toEqual([
+      ['user', 'one'],
+      ['assistant', 'saw: one'],
+      ['user', 'two'],
+      ['assistant', 'saw: one | two'],
+      ['user', 'four'],
+    ]);
+    expect((await replies(fork.id)).at(-1)).toMatchObject({ reply_to: [next], text: 'saw: one | two | four' });
+    expect(await stores.inbox.pending(fork.id)).toEqual([]);
+    // The original goes on as it was: six messages, the last reply unchanged.
+    expect((await stores.conversations.get(conv)).messages).toEqual(said);
+  });
+
+  it("runs the loop as the conversation's persona, else the instance's", async () => {
+    const personas: string[] = [];
+    const model = createScriptedModel({ replies: async () => 'ok' });
+    const runAs = (conv: string, messageId: string, taskId: string) =>
+      run(conv, messageId, taskId, model, {
+        startAgent: (options) => {
+          personas.push(options.persona);
+          return startAgent({ ...options, transcript: createMemoryTranscriptStore() });
+        },
+      });
+    const researcher = (await stores.conversations.create({ persona: 'researcher' })).id;
+    await runAs(researcher, await send(researcher, 'hi'), 'p1');
+    const unnamed = await conversation('followup');
+    await runAs(unnamed, await send(unnamed, 'hi'), 'p2');
+    expect(personas).toEqual(['researcher', 'assistant']);
   });
 });

@@ -35,6 +35,8 @@ export interface TurnAgentOptions {
   model: ChatModel;
   /** The loop's transcript: `chat-<conversation>-<first batch id>`, so a turn taken over resumes the same loop. */
   transcriptName: string;
+  /** The persona the loop runs as: the conversation's (frontmatter `persona`), else the instance's `persona`. */
+  persona: string;
   onEvent: (event: AgentEvent) => void;
 }
 
@@ -55,6 +57,8 @@ export interface ChatTurnSettings {
   collectWindowMs: number;
   collectMax: number;
   maxSteps: number;
+  /** The persona of a conversation whose note records none (the instance's `persona` setting). */
+  persona: string;
 }
 
 export interface ChatTurnRunnerOptions {
@@ -128,10 +132,13 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
 
   let conversationMode: ChatMode;
   let peer: { channel: string; peer: string };
+  let persona: string;
   try {
     const found = await conversations.get(conv);
     conversationMode = found.mode;
     peer = { channel: found.channel, peer: found.peer };
+    // The persona the conversation recorded when it was made (or forked) wins over the instance's current one.
+    persona = found.persona ?? settings.persona;
   } catch (error) {
     if (isAssistantError(error) && (error.code === 'CHAT_NOT_FOUND' || error.code === 'CHAT_INPUT_INVALID')) {
       throw new UnrecoverableError(error.message);
@@ -232,6 +239,7 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       options,
       conversationMode,
       peer,
+      persona,
       batch,
       byId,
       seen: new Set([...pendingIds].filter((id) => !answersWaiting.includes(id))),
@@ -350,6 +358,7 @@ class TurnRun {
   readonly #options: ChatTurnRunnerOptions;
   readonly #mode: ChatMode;
   readonly #peer: { channel: string; peer: string };
+  readonly #persona: string;
   readonly #byId: Map<string, InboxMessage>;
   /** Messages that were there when the turn began or were looked at since: a message acts once. */
   readonly #seen: Set<string>;
@@ -383,6 +392,7 @@ class TurnRun {
     options: ChatTurnRunnerOptions;
     conversationMode: ChatMode;
     peer: { channel: string; peer: string };
+    persona: string;
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
@@ -395,6 +405,7 @@ class TurnRun {
     this.#options = init.options;
     this.#mode = init.conversationMode;
     this.#peer = init.peer;
+    this.#persona = init.persona;
     this.batch = [...init.batch];
     this.#byId = init.byId;
     this.#seen = new Set([...init.seen, ...init.batch]);
@@ -427,6 +438,7 @@ class TurnRun {
       maxSteps: options.settings.maxSteps,
       model: this.#watchModel(options.model),
       transcriptName: this.#transcriptName,
+      persona: this.#persona,
       onEvent: (event) => this.#onEvent(event),
     });
     this.#handle = handle;

@@ -9,14 +9,16 @@ const settings: ChatSettings = {
   collect_max: 20,
   max_steps: 20,
   mcp_servers: [],
+  persona: 'assistant',
   telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
 };
 
 /** Only what runChatTurn reads before it touches a store. */
-function context(payload: unknown): HandlerContext<JsonValue, ChatSettings> {
+function context(payload: unknown, extra: Record<string, unknown> = {}): HandlerContext<JsonValue, ChatSettings> {
   return {
     payload,
     instance: { name: 'chat', domain: 'chat', settings, llm: 'default' },
+    ...extra,
   } as unknown as HandlerContext<JsonValue, ChatSettings>;
 }
 
@@ -36,6 +38,15 @@ describe('runChatTurn', () => {
       name: 'UnrecoverableError',
       message: expect.stringContaining('builtin chat integration'),
     });
+  });
+});
+
+describe('runChatTurn settings', () => {
+  it('refuses an instance whose persona setting is not a persona name, without retries', async () => {
+    const instance = { name: 'chat', domain: 'chat', settings: { ...settings, persona: '../x' }, llm: 'default' };
+    await expect(
+      runChatTurn(context({ conversation: 'c1', message: 'm1' }, { chat: {}, instance })),
+    ).rejects.toMatchObject({ name: 'UnrecoverableError', message: expect.stringContaining('persona "../x"') });
   });
 });
 

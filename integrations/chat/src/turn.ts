@@ -1,4 +1,4 @@
-import { chatModes } from '@assistant/chat';
+import { chatModes, personaNamePattern } from '@assistant/chat';
 import { type HandlerContext, type JsonValue, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
 import { chatTools } from './chat-tools.ts';
@@ -32,6 +32,11 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       `The chat instance ${context.instance.name} has mode ${JSON.stringify(settings.mode)}; expected one of ${chatModes.join(', ')}`,
     );
   }
+  if (!personaNamePattern.test(settings.persona)) {
+    throw new UnrecoverableError(
+      `The chat instance ${context.instance.name} has persona ${JSON.stringify(settings.persona)}; expected a persona name (letters, digits, _ and -)`,
+    );
+  }
   // MCP servers are shared by the worker's loops and start on first use. A turn whose server cannot start answers
   // without its tools rather than not at all: the owner learns why from the log and `assistant mcp ls`.
   const mcpTools = await context.mcpTools(settings.mcp_servers).catch((error: unknown) => {
@@ -51,8 +56,10 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       collectWindowMs: settings.collect_window,
       collectMax: settings.collect_max,
       maxSteps: settings.max_steps,
+      persona: settings.persona,
     },
     model: context.llm(),
+    // `persona` goes with the options: the worker gates the loop's tool calls by that persona's grants.
     startAgent: (options) => context.agent({ ...options, label: 'chat' }),
     tools: (turn) => [
       ...chatTools({

@@ -222,6 +222,9 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
   const delivered = await agents.childResult(record);
   if (delivered !== undefined && delivered.task_id === context.task.id) return delivered;
   if (delivered !== undefined) return { ...delivered, duplicate_of: delivered.task_id };
+  // Two tasks for one child (a crash at its spawn): the first to start runs it, the other leaves it to that one.
+  const owner = await agents.claimChild(record);
+  if (owner !== context.task.id) return { id: record.id, status: 'duplicate', duplicate_of: owner };
   const finish = async (result: Omit<ChildResult, 'id' | 'task_id' | 'persona' | 'finished_at'>) => {
     const full: ChildResult = {
       id: (record as ChildRecord).id,
@@ -244,7 +247,12 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
   const tools = [
     ...baseTools(context),
     ...(await mcpToolsOf(context, persona.mcpServers)),
-    ...agentTools({ subagents, state, child: true }).filter(
+    ...agentTools({
+      subagents,
+      state,
+      child: true,
+      ...(record.may_spawn === undefined ? {} : { mayspawn: record.may_spawn }),
+    }).filter(
       (tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name),
     ),
   ];

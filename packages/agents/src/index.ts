@@ -8,6 +8,16 @@ export type {
 } from './persona-types.ts';
 export { type AgentToolName, agentToolNames } from './personas/agent-tool-names.ts';
 export { builtinToolNames } from './personas/builtin-tool-names.ts';
+export {
+  type PersonaConfig,
+  type PersonaEntry,
+  personaEntries,
+  personaEntryJson,
+  personaJson,
+  personaProblemJson,
+  personaSourcesOf,
+  toolsSummary,
+} from './personas/describe-personas.ts';
 export { childGrantChain, type GrantVerdict, grants, grantVerdict, rootGrantChain } from './personas/grant-chain.ts';
 export {
   builtinDefaultPersona,
@@ -34,7 +44,9 @@ export type {
 export {
   agentsRoot,
   childIdFor,
+  childOwner,
   childrenDir,
+  claimChild,
   countLiveChildren,
   deliverChildResult,
   inboxDir,

@@ -29,6 +29,8 @@ export interface SpawnRequest {
   blackboard?: string;
   /** The workflow run this child belongs to (its run note links every task of the run). */
   run?: string;
+  /** The only personas the child may spawn in turn (a star's supervisor: its workers). @default any it is granted */
+  maySpawn?: string[];
 }
 
 /** `data/agents/<parent-task-id>/children/<child-id>.json`: written when a child is spawned, before its task. */
@@ -59,6 +61,8 @@ export interface ChildRecord {
   budget: PersonaBudget;
   blackboard?: string;
   run?: string;
+  /** See SpawnRequest.maySpawn. */
+  may_spawn?: string[];
   created_at: string;
 }
 

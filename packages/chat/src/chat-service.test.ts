@@ -130,4 +130,19 @@ describe('ChatService', () => {
     expect(fresh).not.toBe(first);
     expect(await chat.conversationFor({ channel: 'telegram', peer: '42' })).toBe(fresh);
   });
+
+  it('records the persona on a new conversation and forks one, never the notifications conversation', async () => {
+    const conversation = await chat.create({ title: 'Morning' });
+    expect(conversation.persona).toBe('assistant');
+    await chat.conversations.appendMessage(conversation.id, { id: 'm1', role: 'user', text: 'hello' });
+    const fork = await chat.fork({ conversation: conversation.id, message: 'm1', channel: 'api' });
+    expect(fork).toMatchObject({ persona: 'assistant', channel: 'api', mode: 'steer' });
+    expect(await turnTasks()).toEqual([]);
+
+    const notifications = await chat.create({ id: 'notifications', channel: 'notifications', peer: 'owner' });
+    await chat.conversations.appendMessage(notifications.id, { id: 'n1', role: 'assistant', text: 'a mail said…' });
+    await expect(chat.fork({ conversation: 'notifications', message: 'n1' })).rejects.toSatisfy(
+      (error) => isAssistantError(error, 'CHAT_INPUT_INVALID') && /cannot be forked/.test(error.message),
+    );
+  });
 });

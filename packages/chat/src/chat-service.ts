@@ -10,6 +10,7 @@ import {
   ConversationStore,
   type ConversationSummary,
   type CreateConversationOptions,
+  type ForkConversationOptions,
 } from './conversation-store.ts';
 import { ChatInbox } from './inbox.ts';
 import { assertConversationId } from './message-id.ts';
@@ -34,6 +35,9 @@ export type ChatDelivery = (typeof chatDeliveries)[number];
 export const chatTurnTaskType = 'chat.turn';
 export const chatTurnPriority = 1;
 
+/** The persona of the owner's chat when the chat instance names none (its `persona` setting's default). */
+export const defaultChatPersona = 'assistant';
+
 export interface ChatServiceOptions {
   notes: NoteStore;
   /** The data directory: the inbox, event logs and turn states live under `<dataDir>/chat/`. */
@@ -46,6 +50,8 @@ export interface ChatServiceOptions {
   instance?: string;
   /** The mode of a new conversation (the chat instance's `mode` setting). @default 'followup' */
   defaultMode?: ChatMode;
+  /** The persona recorded on a new conversation (the chat instance's `persona` setting). @default 'assistant' */
+  defaultPersona?: string;
   /** Inbox caps (text bytes, pending messages per conversation). */
   maxTextBytes?: number;
   maxPending?: number;
@@ -94,6 +100,7 @@ export class ChatService {
       notes: options.notes,
       inbox: this.inbox,
       defaultMode: this.#defaultMode,
+      defaultPersona: options.defaultPersona ?? defaultChatPersona,
       ...(indexPaths ? { changes: new ConversationChanges(indexPaths) } : {}),
     });
     const conversations = this.conversations;
@@ -112,6 +119,23 @@ export class ChatService {
       ...options,
       mode: options.mode === undefined ? this.#defaultMode : parseChatMode(options.mode),
     });
+  }
+
+  /**
+   * A new conversation from a past turn: the messages of `conversation` up to and including `message`, frontmatter
+   * `forked_from: {conversation, message}`, the original untouched (ConversationStore.fork). The fork is an ordinary
+   * conversation afterwards. The `notifications` conversation cannot be forked: what it holds is text from outside
+   * (reasons, mail subjects) that must not become a turn's context.
+   */
+  async fork(options: ForkConversationOptions): Promise<ConversationSummary> {
+    const original = await this.get(options.conversation);
+    if (original.channel === 'notifications') {
+      throw new AssistantError(
+        'CHAT_INPUT_INVALID',
+        `Conversation ${original.id} holds notifications and cannot be forked: its text came from outside and is never a turn's context`,
+      );
+    }
+    return this.conversations.fork(options);
   }
 
   list(): Promise<ConversationSummary[]> {

@@ -163,4 +163,112 @@ describe('ConversationStore', () => {
       /one of steer, followup, collect, interrupt, got "loud"/,
     );
   });
+
+  describe('fork', () => {
+    async function fourMessages() {
+      const original = await store.create({ title: 'Plans', channel: 'telegram', peer: '42', mode: 'steer' });
+      await store.appendMessage(original.id, { id: 'm1', role: 'user', text: 'Where shall we eat?' });
+      await store.appendMessage(original.id, {
+        id: 'm2',
+        role: 'assistant',
+        text: 'The Italian place.',
+        reply_to: ['m1'],
+        steps: [{ tool: 'search_notes', summary: 'restaurants → 2 notes' }],
+      });
+      await store.appendMessage(original.id, { id: 'm3', role: 'user', text: 'Book it for eight.' });
+      await store.appendMessage(original.id, { id: 'm4', role: 'assistant', text: 'Booked.', reply_to: ['m3'] });
+      return original;
+    }
+
+    it('copies the messages up to and including the one named, links the original, and leaves it byte for byte', async () => {
+      const original = await fourMessages();
+      const before = await readFile(noteFile(original.id));
+
+      const fork = await store.fork({ conversation: original.id, message: 'm2', channel: 'cli', peer: 'owner' });
+
+      expect(await readFile(noteFile(original.id))).toEqual(before);
+      expect(fork).toMatchObject({
+        title: 'Plans (fork)',
+        channel: 'cli',
+        peer: 'owner',
+        mode: 'steer',
+        forked_from: { conversation: original.id, message: 'm2' },
+        path: `chats/${fork.id}.md`,
+      });
+      expect(fork.id).not.toBe(original.id);
+      const copied = await store.get(fork.id);
+      const source = await store.get(original.id);
+      expect(copied.messages).toEqual(source.messages.slice(0, 2));
+      expect(copied).toMatchObject({ forked_from: { conversation: original.id, message: 'm2' }, problems: [] });
+      const text = await readFile(noteFile(fork.id), 'utf8');
+      expect(text).toMatch(new RegExp(`\nforked_from:\n  conversation: ${original.id}\n  message: m2\n`));
+      expect(text).not.toContain('Book it');
+    });
+
+    it('forks at a user message: the fork ends with it, not yet answered there', async () => {
+      const original = await fourMessages();
+      const fork = await store.fork({ conversation: original.id, message: 'm3' });
+      expect((await store.get(fork.id)).messages.map((message) => [message.id, message.status])).toEqual([
+        ['m1', 'answered'],
+        ['m2', 'complete'],
+        ['m3', 'received'],
+      ]);
+      // Without a channel of its own, the fork stays where the original is.
+      expect(fork).toMatchObject({ channel: 'telegram', peer: '42' });
+    });
+
+    it('records the persona: the original’s, else the store default', async () => {
+      const withPersona = new ConversationStore({ notes, defaultPersona: 'assistant' });
+      const plain = await store.create();
+      await store.appendMessage(plain.id, { id: 'm1', role: 'user', text: 'hi' });
+      expect((await withPersona.fork({ conversation: plain.id, message: 'm1' })).persona).toBe('assistant');
+      const researcher = await withPersona.create({ persona: 'researcher' });
+      await withPersona.appendMessage(researcher.id, { id: 'm1', role: 'user', text: 'hi' });
+      const fork = await withPersona.fork({ conversation: researcher.id, message: 'm1' });
+      expect(fork.persona).toBe('researcher');
+      expect((await withPersona.get(fork.id)).persona).toBe('researcher');
+    });
+
+    it('refuses an unknown conversation, an unknown message and one still in the inbox, creating nothing', async () => {
+      const inbox = new ChatInbox({ directory: path.join(root, 'data', 'chat', 'inbox') });
+      const withInbox = new ConversationStore({ notes, inbox });
+      const original = await fourMessages();
+      const waiting = await inbox.accept(original.id, { text: 'and dessert?' });
+      await expect(withInbox.fork({ conversation: 'nope', message: 'm1' })).rejects.toSatisfy((error) =>
+        isAssistantError(error, 'CHAT_NOT_FOUND'),
+      );
+      await expect(withInbox.fork({ conversation: original.id, message: 'm9' })).rejects.toSatisfy(
+        (error) =>
+          isAssistantError(error, 'CHAT_MESSAGE_NOT_FOUND') &&
+          error.message === `Conversation ${original.id} has no message m9 (its transcript holds 4 messages, m1 to m4)`,
+      );
+      await expect(withInbox.fork({ conversation: original.id, message: waiting.id })).rejects.toSatisfy(
+        (error) => isAssistantError(error, 'CHAT_MESSAGE_NOT_FOUND') && /waits in the inbox/.test(error.message),
+      );
+      await expect(withInbox.fork({ conversation: original.id, message: '../x' })).rejects.toSatisfy((error) =>
+        isAssistantError(error, 'CHAT_INPUT_INVALID'),
+      );
+      expect((await store.list()).map((conversation) => conversation.id)).toEqual([original.id]);
+    });
+  });
+
+  it('reports a persona or forked_from a person broke, and reads the rest', async () => {
+    const created = await store.create({ persona: 'researcher' });
+    expect(await readFile(noteFile(created.id), 'utf8')).toContain('\npersona: researcher\n');
+    const file = noteFile(created.id);
+    await writeFile(
+      file,
+      (await readFile(file, 'utf8')).replace('persona: researcher', 'persona: "a b"\nforked_from: somewhere'),
+    );
+    const conversation = await store.get(created.id);
+    expect(conversation.persona).toBeUndefined();
+    expect(conversation.forked_from).toBeUndefined();
+    expect(conversation.problems.map((problem) => problem.message)).toEqual([
+      expect.stringMatching(/^frontmatter `persona` is "a b", not a persona name/),
+      expect.stringMatching(/^frontmatter `forked_from` is "somewhere"/),
+    ]);
+    await expect(store.create({ persona: '../etc' })).rejects.toSatisfy((error) =>
+      isAssistantError(error, 'CHAT_INPUT_INVALID'),
+    );
+  });
 });

@@ -36,6 +36,19 @@ export interface ConversationSummary {
   updated: string;
   /** The note, relative to the notes root: `chats/<id>.md`. */
   path: string;
+  /**
+   * The persona its turns run as (frontmatter `persona`). Absent in a note written before personas, or holding no
+   * persona name: its turns run as the chat instance's `persona` setting.
+   */
+  persona?: string;
+  /** The conversation and message it was forked from (frontmatter `forked_from`), for a fork. */
+  forked_from?: ForkedFrom;
+}
+
+/** Where a fork came from: the original conversation and the last message it copied. */
+export interface ForkedFrom {
+  conversation: string;
+  message: string;
 }
 
 /** A message as `get` returns it. */
@@ -67,6 +80,8 @@ export interface ConversationStoreOptions {
   now?: () => Date;
   /** Journals each write for the conversation list's index (conversation-index.ts), when the notes are on disk here. */
   changes?: ConversationChanges;
+  /** The persona recorded on a new conversation that names none (the chat instance's `persona`). @default none */
+  defaultPersona?: string;
 }
 
 export interface CreateConversationOptions {
@@ -76,6 +91,23 @@ export interface CreateConversationOptions {
   /** @default 'owner' */
   peer?: string;
   mode?: ChatMode;
+  /** @default a new time-ordered id */
+  id?: string;
+  /** The persona its turns run as, recorded in the frontmatter. @default the store's `defaultPersona` */
+  persona?: string;
+}
+
+export interface ForkConversationOptions {
+  /** The conversation to fork; it is only read. */
+  conversation: string;
+  /** The last message the fork holds (a message id of the original's transcript). */
+  message: string;
+  /** Where the fork happens (`cli`, `api`…). @default the original's */
+  channel?: string;
+  /** @default the original's */
+  peer?: string;
+  /** @default `<the original's title> (fork)` */
+  title?: string;
   /** @default a new time-ordered id */
   id?: string;
 }
@@ -100,7 +132,14 @@ const frontmatterSchema = z.object({
   mode: z.unknown().optional(),
   created: z.string().min(1),
   updated: z.unknown().optional(),
+  persona: z.unknown().optional(),
+  forked_from: z.unknown().optional(),
 });
+
+/** A persona name as packages/agents names them (the file name of `personas/<name>.md`). */
+export const personaNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
+
+const forkedFromSchema = z.object({ conversation: z.string().regex(idPattern), message: z.string().regex(idPattern) });
 
 /**
  * Conversations as notes: `chats/<id>.md` under the notes root, frontmatter `id, title, channel, peer, mode,
@@ -116,9 +155,11 @@ export class ConversationStore {
   readonly #inbox: ChatInbox | undefined;
   readonly #now: () => Date;
   readonly #changes: ConversationChanges | undefined;
+  readonly #defaultPersona: string | undefined;
 
   constructor(options: ConversationStoreOptions) {
     this.#changes = options.changes;
+    this.#defaultPersona = options.defaultPersona === undefined ? undefined : assertPersona(options.defaultPersona);
     this.#notes = options.notes;
     this.#folder = options.folder ?? 'chats';
     this.#defaultMode = options.defaultMode ?? 'followup';
@@ -134,6 +175,7 @@ export class ConversationStore {
     const id = options.id ?? `c${newMessageId().slice(1)}`;
     const notePath = this.#path(id);
     const mode = options.mode === undefined ? this.#defaultMode : parseChatMode(options.mode);
+    const persona = options.persona === undefined ? this.#defaultPersona : assertPersona(options.persona);
     const now = this.#now().toISOString();
     const data = {
       id,
@@ -141,10 +183,85 @@ export class ConversationStore {
       channel: options.channel ?? 'local',
       peer: options.peer ?? 'owner',
       mode,
+      ...(persona === undefined ? {} : { persona }),
       created: now,
       updated: now,
     };
     await this.#journaled(id, () => this.#notes.create(notePath, { data, body: '' }));
+    return { ...data, path: notePath };
+  }
+
+  /**
+   * A new conversation that holds the messages of `conversation` up to and including `message`, its frontmatter
+   * saying `forked_from: {conversation, message}`; the original is only read. The copied messages keep their ids,
+   * times, texts, reply_to, status and tool steps, so the fork's next turn sees the history as it was at that
+   * message and nothing after it. Mode and persona are the original's. CHAT_NOT_FOUND for an unknown conversation,
+   * CHAT_MESSAGE_NOT_FOUND for a message its transcript does not hold (one still waiting in the inbox included).
+   */
+  async fork(options: ForkConversationOptions): Promise<ConversationSummary> {
+    const original = await this.get(assertConversationId(options.conversation));
+    if (!idPattern.test(options.message)) {
+      throw new AssistantError(
+        'CHAT_INPUT_INVALID',
+        `Expected a message id of [a-z0-9-] (at most 64 characters), got ${JSON.stringify(options.message)}`,
+      );
+    }
+    const at = original.messages.findIndex((message) => message.id === options.message);
+    const found = original.messages[at];
+    if (!found || found.status === 'pending') {
+      const said = original.messages.filter((message) => message.status !== 'pending');
+      const known =
+        said.length === 0
+          ? 'its transcript holds no message yet'
+          : `its transcript holds ${said.length} message${said.length === 1 ? '' : 's'}, ${said[0]?.id} to ${said.at(-1)?.id}`;
+      throw new AssistantError(
+        'CHAT_MESSAGE_NOT_FOUND',
+        found
+          ? `Message ${options.message} of conversation ${original.id} waits in the inbox and is not in its transcript yet; a fork starts from a message of the transcript`
+          : `Conversation ${original.id} has no message ${options.message} (${known})`,
+        { hint: `\`assistant chat ${original.id}\` or GET /api/chats/${original.id} lists its messages and their ids` },
+      );
+    }
+    const copied = original.messages.slice(0, at + 1).filter((message) => message.status !== 'pending');
+    const id = options.id ?? `c${newMessageId().slice(1)}`;
+    const notePath = this.#path(id);
+    const now = this.#now().toISOString();
+    const forkedFrom: ForkedFrom = { conversation: original.id, message: found.id };
+    const data = {
+      id,
+      title: options.title ?? `${original.title || original.id} (fork)`,
+      channel: options.channel ?? original.channel,
+      peer: options.peer ?? original.peer,
+      mode: original.mode,
+      ...(original.persona === undefined
+        ? this.#defaultPersona === undefined
+          ? {}
+          : { persona: this.#defaultPersona }
+        : { persona: original.persona }),
+      created: now,
+      updated: now,
+      forked_from: forkedFrom,
+    };
+    // Rendered from the messages as they read (a section a person broke is left out, as every turn leaves it out);
+    // a user message's status is derived from the replies, so one answered after the fork point reads `received`.
+    const body = copied
+      .map((message) =>
+        renderSection({
+          id: message.id,
+          role: message.role,
+          text: message.text,
+          at: message.at,
+          ...(message.role === 'assistant'
+            ? {
+                reply_to: message.reply_to ?? [],
+                status: message.status === 'partial' || message.status === 'failed' ? message.status : 'complete',
+              }
+            : {}),
+          ...(message.steps ? { steps: message.steps } : {}),
+        }),
+      )
+      .reduce((text, section) => appendSection(text, section), '');
+    await this.#journaled(id, () => this.#notes.create(notePath, { data, body }));
     return { ...data, path: notePath };
   }
 
@@ -317,6 +434,23 @@ export class ConversationStore {
     }
     const text = (value: unknown, fallback: string) =>
       typeof value === 'string' || typeof value === 'number' ? String(value) : fallback;
+    const persona = parsed.data.persona;
+    const personaOk = typeof persona === 'string' && personaNamePattern.test(persona);
+    if (persona !== undefined && !personaOk) {
+      problems.push({
+        path: notePath,
+        line: 1,
+        message: `frontmatter \`persona\` is ${JSON.stringify(persona)}, not a persona name (letters, digits, _ and -); the chat instance's \`persona\` is used`,
+      });
+    }
+    const forkedFrom = forkedFromSchema.safeParse(parsed.data.forked_from);
+    if (parsed.data.forked_from !== undefined && !forkedFrom.success) {
+      problems.push({
+        path: notePath,
+        line: 1,
+        message: `frontmatter \`forked_from\` is ${JSON.stringify(parsed.data.forked_from)}; expected {conversation: <id>, message: <id>}`,
+      });
+    }
     return {
       id: parsed.data.id,
       title: text(parsed.data.title, ''),
@@ -326,8 +460,21 @@ export class ConversationStore {
       created: parsed.data.created,
       updated: text(parsed.data.updated, parsed.data.created),
       path: notePath,
+      ...(personaOk ? { persona } : {}),
+      ...(forkedFrom.success ? { forked_from: { ...forkedFrom.data } } : {}),
     };
   }
+}
+
+/** `name` when it is a persona name; CHAT_INPUT_INVALID otherwise. */
+export function assertPersona(name: string): string {
+  if (!personaNamePattern.test(name)) {
+    throw new AssistantError(
+      'CHAT_INPUT_INVALID',
+      `Expected a persona name of letters, digits, _ and - (at most 64 characters), got ${JSON.stringify(name)}`,
+    );
+  }
+  return name;
 }
 
 function brokenNote(notePath: string, line: number, message: string, cause: unknown): AssistantError {

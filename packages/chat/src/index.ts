@@ -14,6 +14,7 @@ export {
   chatTurnPriority,
   chatTurnTaskType,
   conversationIndexPaths,
+  defaultChatPersona,
   type PostMessageOptions,
   type PostMessageResult,
 } from './chat-service.ts';
@@ -30,6 +31,9 @@ export {
   type ConversationStoreOptions,
   type ConversationSummary,
   type CreateConversationOptions,
+  type ForkConversationOptions,
+  type ForkedFrom,
+  personaNamePattern,
 } from './conversation-store.ts';
 export {
   type AcceptOptions,

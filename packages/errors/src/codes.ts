@@ -40,6 +40,8 @@ export const errorCodes = {
     'A conversation note cannot be read (its frontmatter is not valid YAML or misses a field); the message names the file and line.',
   CHAT_TOOL_REFUSED:
     "A chat turn's tool refused what the conversation may not do: decide an approval whose id the owner did not write, or act for a peer who is not the owner.",
+  CHAT_MESSAGE_NOT_FOUND:
+    "A fork named a message its conversation's transcript does not hold (an unknown id, or a message still waiting in the inbox).",
   // Outbound requests (packages/outbound).
   OUTBOUND_REFUSED:
     'A request to an address chosen by outside text was refused before or while it was made: a scheme, an address that is not public, too many redirects, an answer too large or of a content type not allowed; the message says which.',

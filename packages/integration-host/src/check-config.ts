@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { loadPersonas, type PersonaProblem, personaConfigProblems, personaSourcesOf } from '@assistant/agents';
 import { ConfigError, type ConfigProblem } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
@@ -33,7 +34,31 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
   } catch (error) {
     return { error, ...problemsOf(error, options), warnings: runtime.warnings };
   }
+  // Personas are read when a loop uses one, so a broken persona does not stop `assistant start` (only the loops that
+  // name it fail, with PERSONA_INVALID); the check reports them all the same, each with file, line and key.
+  const personaProblems = await checkPersonas(runtime, options);
+  if (personaProblems.length > 0) {
+    const error = new ConfigError(personaProblems, runtime.warnings);
+    return { error, problems: personaProblems, warnings: runtime.warnings };
+  }
   return { runtime, problems: [], warnings: runtime.warnings };
+}
+
+/** The problems of `personas/*.md` beside config.yaml and in the notes, with files shown as config.yaml's are. */
+async function checkPersonas(runtime: LoadedRuntime, options: LoadRuntimeOptions): Promise<ConfigProblem[]> {
+  const { config } = runtime;
+  const configDir = path.dirname(config.paths.configFile);
+  const { problems } = await loadPersonas(personaSourcesOf(config));
+  const cwd = options.cwd ?? process.cwd();
+  const shown = (problem: PersonaProblem): PersonaProblem => {
+    // `notes/personas/x.md` lives under the notes folder, wherever `directories.notes` puts it.
+    const absolute = problem.file.startsWith('notes/')
+      ? path.join(config.paths.notes, problem.file.slice('notes/'.length))
+      : path.join(configDir, problem.file);
+    const relative = path.relative(cwd, absolute);
+    return { ...problem, file: relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative };
+  };
+  return personaConfigProblems(problems.map(shown));
 }
 
 function problemsOf(error: unknown, options: LoadRuntimeOptions): { problems: ConfigProblem[] } {

@@ -238,6 +238,11 @@ export interface AgentsContext {
   subagents(parent: SubAgentsFor): SubAgents;
   /** The spawn record of the child this task runs (`payload.subagent`); undefined when there is none. */
   childRecord(reference: { parent: string; id: string }): Promise<ChildRecord | undefined>;
+  /**
+   * Claims the child for this task, once: answers the id of the task that runs it (this one, or another task made
+   * for the same child by a crash at its spawn, which this one must then leave it to).
+   */
+  claimChild(record: ChildRecord): Promise<string>;
   /** The child's result when it is already in its parent's inbox (this task ran before and was cut short). */
   childResult(record: ChildRecord): Promise<ChildResult | undefined>;
   /**

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -354,5 +354,99 @@ describe('assistant chat (interactive)', () => {
       ['assistant', 'Hi, owner.'],
     ]);
     expect(await worker.inbox.pending(answered.conversation)).toEqual([]);
+  });
+});
+
+describe('assistant chat --fork', () => {
+  async function threeTurns() {
+    const original = await worker.create({ channel: 'api', peer: 'owner', title: 'Trip' });
+    await worker.conversations.appendMessage(original.id, { id: 'm1', role: 'user', text: 'Train or plane?' });
+    await worker.conversations.appendMessage(original.id, {
+      id: 'm2',
+      role: 'assistant',
+      text: 'The train.',
+      reply_to: ['m1'],
+    });
+    await worker.conversations.appendMessage(original.id, { id: 'm3', role: 'user', text: 'Book it.' });
+    return original;
+  }
+
+  it('--once sends the piped message into a new conversation forked at the message, the original untouched', async () => {
+    const original = await threeTurns();
+    const file = path.join(config.paths.notes, original.path);
+    const before = await readFile(file);
+    const piped = context(['What about the ferry?']);
+    const [code, answered] = await Promise.all([
+      runCli({ argv: ['chat', '--fork', `${original.id}@m2`, '--once', '--config', configPath], context: piped }),
+      answerAsWorker(['The ferry takes a day.']),
+    ]);
+    expect(code).toBe(0);
+    expect(piped.out()).toBe('The ferry takes a day.\n');
+    expect(piped.err()).toBe(`forked ${original.id} at m2: new conversation ${answered.conversation}\n`);
+    expect(await readFile(file)).toEqual(before);
+    const fork = await worker.get(answered.conversation);
+    expect(fork).toMatchObject({
+      channel: 'cli',
+      peer: 'owner',
+      forked_from: { conversation: original.id, message: 'm2' },
+    });
+    expect(fork.messages.map((message) => message.text)).toEqual([
+      'Train or plane?',
+      'The train.',
+      'What about the ferry?',
+      'The ferry takes a day.',
+    ]);
+
+    // --json names the fork and where it came from.
+    const json = context(['And the bus?']);
+    const [jsonCode, second] = await Promise.all([
+      runCli({
+        argv: ['chat', '--fork', `${original.id}@m1`, '--once', '--json', '--config', configPath],
+        context: json,
+      }),
+      answerAsWorker(['No bus.']),
+    ]);
+    expect(jsonCode).toBe(0);
+    expect(JSON.parse(json.out())).toMatchObject({
+      conversation: second.conversation,
+      forked_from: { conversation: original.id, message: 'm1' },
+      reply: { text: 'No bus.' },
+    });
+  });
+
+  it('opens the interactive session in the fork and prints its id', async () => {
+    const original = await threeTurns();
+    const session = context(['/quit\n']);
+    expect(
+      await runCli({ argv: ['chat', '--fork', `${original.id}@m2`, '--config', configPath], context: session }),
+    ).toBe(0);
+    const fork = (await worker.list()).find((conversation) => conversation.forked_from !== undefined);
+    expect(fork).toBeDefined();
+    expect(session.out()).toContain(`forked ${original.id} at m2: new conversation ${fork?.id}\n`);
+    expect(session.out()).toContain(
+      `conversation ${fork?.id} · Trip (fork) · mode followup · forked from ${original.id} at m2\n`,
+    );
+    expect(session.out()).toContain('you> Train or plane?');
+    expect(session.out()).not.toContain('Book it.');
+  });
+
+  it('refuses a malformed target, an id beside it, an unknown conversation or message, creating nothing', async () => {
+    const original = await threeTurns();
+    const run = async (argv: string[]) => {
+      const output = context(['hello']);
+      const code = await runCli({ argv: ['chat', ...argv, '--config', configPath], context: output });
+      return { code, err: output.err() };
+    };
+    expect(await run(['--fork', original.id])).toMatchObject({ code: 2, err: expect.stringContaining('CONV@MESSAGE') });
+    expect(await run(['other', '--fork', `${original.id}@m1`])).toMatchObject({ code: 2 });
+    expect(await run(['--fork', 'c-nothing@m1', '--once'])).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('No conversation c-nothing'),
+    });
+    expect(await run(['--fork', `${original.id}@m9`, '--once'])).toMatchObject({
+      code: 1,
+      err: expect.stringContaining(`Conversation ${original.id} has no message m9`),
+    });
+    expect((await worker.list()).map((conversation) => conversation.id)).toEqual([original.id]);
   });
 });

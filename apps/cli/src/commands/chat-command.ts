@@ -26,12 +26,15 @@ export interface ChatCommandOptions {
   json?: boolean;
   /** --once: how long to wait for the reply. */
   timeout?: string;
+  /** `CONV@MESSAGE`: start a new conversation from that message of CONV (its history up to and including it). */
+  fork?: string | undefined;
 }
 
 /**
- * `assistant chat [ID] [--once [--json] [--timeout D]]`: talks to the assistant over the files of the configured
- * data directory, as the server does (no server needed): a message is stored in the inbox, its turn enqueued, and
- * the reply read from the conversation's event log as the worker writes it.
+ * `assistant chat [ID | --fork CONV@MESSAGE] [--once [--json] [--timeout D]]`: talks to the assistant over the
+ * files of the configured data directory, as the server does (no server needed): a message is stored in the inbox,
+ * its turn enqueued, and the reply read from the conversation's event log as the worker writes it. `--fork` first
+ * makes a new conversation holding CONV's messages up to and including MESSAGE (docs/chat.md, "Forking").
  */
 export async function chatCommand(options: ChatCommandOptions): Promise<void> {
   const timeoutMs = parseDuration(options.timeout ?? defaultTimeout);
@@ -45,6 +48,16 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
       hint: 'echo "what is urgent?" | assistant chat --once --json',
     });
   }
+  const forkFrom = options.fork === undefined ? undefined : parseForkTarget(options.fork);
+  if (forkFrom && options.id !== undefined) {
+    throw new AssistantError(
+      'USAGE',
+      `--fork starts a new conversation; it takes no conversation id (got ${options.id})`,
+      {
+        hint: 'assistant chat --fork CONV@MESSAGE',
+      },
+    );
+  }
   const stdin = options.context.stdin ?? process.stdin;
   const { queue, registry, config } = await openCliRuntime(options);
   try {
@@ -56,17 +69,25 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
       registry,
       warn: (message) => options.context.stderr.write(`warning: ${message}\n`),
     });
-    const conversation =
-      options.id === undefined
-        ? await chat.conversationFor({ channel: cliChannel, peer: cliPeer })
-        : (await chat.get(options.id)).id;
-    if (options.once) {
-      const text = await readAll(stdin);
-      if (text.trim() === '') {
-        throw new AssistantError('USAGE', '`assistant chat --once` reads the message from stdin, and it was empty', {
-          hint: 'echo "what is urgent?" | assistant chat --once',
-        });
-      }
+    let text: string | undefined;
+    let conversation: string;
+    if (forkFrom) {
+      // --once reads its message first: an empty one is refused before a fork is created.
+      if (options.once) text = await readMessage(stdin);
+      const fork = await chat.fork({ ...forkFrom, channel: cliChannel, peer: cliPeer });
+      conversation = fork.id;
+      const said = `forked ${forkFrom.conversation} at ${forkFrom.message}: new conversation ${fork.id}\n`;
+      // With --once on stderr, so stdout stays the reply alone (--json names it as `conversation`).
+      if (!options.once) options.context.stdout.write(said);
+      else if (!options.json) options.context.stderr.write(said);
+    } else {
+      conversation =
+        options.id === undefined
+          ? await chat.conversationFor({ channel: cliChannel, peer: cliPeer })
+          : (await chat.get(options.id)).id;
+      if (options.once) text = await readMessage(stdin);
+    }
+    if (text !== undefined) {
       if (!(await workerRunning(queue))) {
         // Said at once rather than after the timeout; the message is still sent, for a worker that is starting.
         options.context.stderr.write(
@@ -74,7 +95,14 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
         );
       }
       const { message, reply } = await askOnce(chat, conversation, text, timeoutMs);
-      if (options.json) return writeJson(options.context, { conversation, message, reply });
+      if (options.json) {
+        return writeJson(options.context, {
+          conversation,
+          ...(forkFrom ? { forked_from: forkFrom } : {}),
+          message,
+          reply,
+        });
+      }
       options.context.stdout.write(reply.text.endsWith('\n') ? reply.text : `${reply.text}\n`);
       return;
     }
@@ -92,6 +120,30 @@ export async function chatCommand(options: ChatCommandOptions): Promise<void> {
   } finally {
     await (queue as TaskQueue).close();
   }
+}
+
+/** `CONV@MESSAGE` as --fork takes it: a conversation id and one of its message ids. */
+function parseForkTarget(value: string): { conversation: string; message: string } {
+  const match = /^([a-z0-9][a-z0-9-]{0,63})@([a-z0-9][a-z0-9-]{0,63})$/.exec(value);
+  if (!match) {
+    throw new AssistantError(
+      'USAGE',
+      `--fork expects CONV@MESSAGE (a conversation id and one of its message ids, [a-z0-9-]), got ${JSON.stringify(value)}`,
+      { hint: 'GET /api/chats/CONV lists the message ids of a conversation; its note is notes/chats/CONV.md' },
+    );
+  }
+  return { conversation: match[1] ?? '', message: match[2] ?? '' };
+}
+
+/** --once: the message on stdin, refused when empty. */
+async function readMessage(stdin: NodeJS.ReadableStream): Promise<string> {
+  const text = await readAll(stdin);
+  if (text.trim() === '') {
+    throw new AssistantError('USAGE', '`assistant chat --once` reads the message from stdin, and it was empty', {
+      hint: 'echo "what is urgent?" | assistant chat --once',
+    });
+  }
+  return text;
 }
 
 /** Posts one message and waits for the turn that answers it; fails with the turn's error or after `timeoutMs`. */

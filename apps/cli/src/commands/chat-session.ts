@@ -213,7 +213,10 @@ export async function runChatSession(options: ChatSessionOptions): Promise<void>
 
   const show = async () => {
     const current = await chat.get(conversation);
-    line(`conversation ${current.id} · ${current.title} · mode ${current.mode}`);
+    const origin = current.forked_from
+      ? ` · forked from ${current.forked_from.conversation} at ${current.forked_from.message}`
+      : '';
+    line(`conversation ${current.id} · ${current.title} · mode ${current.mode}${origin}`);
     for (const message of current.messages.slice(-recentMessages)) {
       line(
         `${dim(message.at.slice(0, 16).replace('T', ' '))} ${message.role === 'user' ? 'you' : 'assistant'}> ${safe(message.text)}`,

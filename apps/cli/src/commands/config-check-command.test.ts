@@ -110,6 +110,46 @@ integration_dirs: [${JSON.stringify(path.join(inbound, 'miswired'))}, ${JSON.str
     );
   });
 
+  it('reports broken personas beside config.yaml and in the notes with file, line and key (issue 34)', async () => {
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(
+      path.join(dir, 'personas', 'researcher.md'),
+      '---\nmodel: fsat\ntools:\n  allow: [search_notes, serch_notes]\n---\nYou research.\n',
+    );
+    await mkdir(path.join(dir, 'data', 'notes', 'personas'), { recursive: true });
+    await writeFile(path.join(dir, 'data', 'notes', 'personas', 'writer.md'), '---\nmax_children: 0\n---\n');
+    const lines = await problemsOf(
+      'data_dir: ./data\nllms:\n  fast: {model: m, base_url: "http://127.0.0.1:11434/v1"}\n',
+    );
+    expect(lines).toEqual([
+      'data/notes/personas/writer.md:2:15: max_children: must be at least 1, got `0` (number)',
+      'data/notes/personas/writer.md:4:1: the persona has no instructions: its body (below the frontmatter) is empty',
+      expect.stringMatching(/^ {2}hint: /),
+      "personas/researcher.md:2:8: model: unknown LLM profile `fsat` (config.yaml's `llms:`)",
+      '  hint: did you mean `fast`?',
+      'personas/researcher.md:4:25: tools.allow[1]: unknown tool `serch_notes`',
+      '  hint: did you mean `search_notes`?',
+    ]);
+  });
+
+  it('leaves a broken persona out of what `assistant start` loads: it does not stop the start', async () => {
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(path.join(dir, 'personas', 'broken.md'), '---\ncolour: red\n---\n');
+    await writeFile(path.join(dir, 'config.yaml'), 'data_dir: ./data\n');
+    const { loadCliConfig } = await import('../load-cli-config.ts');
+    const loaded = await loadCliConfig({
+      globals: { configPath: path.join(dir, 'config.yaml'), dataDir: undefined },
+      context: { stdout: { write: () => true }, stderr: { write: () => true }, env: {}, cwd: dir },
+    });
+    expect(loaded.config.paths.configFile).toBe(path.join(dir, 'config.yaml'));
+  });
+
+  it('passes with valid personas', async () => {
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(path.join(dir, 'personas', 'researcher.md'), '---\ntools: {allow: [search_notes]}\n---\nHi.\n');
+    await expect(check('data_dir: ./data\n')).resolves.toContain('OK');
+  });
+
   it('reports three key typos and a rule with an unknown action in one run (issue 31: the action came a run later)', async () => {
     const lines = await problemsOf(`data_dir: ./data
 integrations:

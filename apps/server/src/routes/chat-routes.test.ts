@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
@@ -177,6 +177,53 @@ describe('/api/chats', () => {
     expect(missing.json().error.code).toBe('CHAT_NOT_FOUND');
   });
 
+  it('forks a conversation from a message into a new api conversation, leaving the original as it was', async () => {
+    await using app = await server();
+    const original = await chat.create({ title: 'Trip', channel: 'telegram', peer: '7', mode: 'collect' });
+    await chat.conversations.appendMessage(original.id, { id: 'm1', role: 'user', text: 'Train or plane?' });
+    await chat.conversations.appendMessage(original.id, {
+      id: 'm2',
+      role: 'assistant',
+      text: 'The train.',
+      reply_to: ['m1'],
+    });
+    await chat.conversations.appendMessage(original.id, { id: 'm3', role: 'user', text: 'Book it.' });
+    const file = path.join(config.paths.notes, original.path);
+    const before = await readFile(file);
+
+    const forked = await inject(app, {
+      method: 'POST',
+      url: `/api/chats/${original.id}/fork`,
+      payload: { message: 'm2' },
+    });
+    expect(forked.statusCode).toBe(201);
+    const fork = forked.json();
+    expect(fork).toMatchObject({
+      id: expect.stringMatching(/^c/),
+      title: 'Trip (fork)',
+      channel: 'api',
+      peer: 'owner',
+      mode: 'collect',
+      persona: 'assistant',
+      forked_from: { conversation: original.id, message: 'm2' },
+    });
+    expect(await readFile(file)).toEqual(before);
+    const read = (await inject(app, { method: 'GET', url: `/api/chats/${fork.id}` })).json();
+    expect(read.messages.map((message: { id: string }) => message.id)).toEqual(['m1', 'm2']);
+    expect(read.forked_from).toEqual({ conversation: original.id, message: 'm2' });
+    // The fork itself runs nothing: the owner's next message there does.
+    expect(await turnPayloads()).toEqual([]);
+
+    const refused = async (url: string, payload: unknown) => {
+      const response = await inject(app, { method: 'POST', url, payload: payload as never });
+      return [response.statusCode, response.json().error.code];
+    };
+    expect(await refused('/api/chats/nope/fork', { message: 'm1' })).toEqual([404, 'CHAT_NOT_FOUND']);
+    expect(await refused(`/api/chats/${original.id}/fork`, { message: 'm9' })).toEqual([404, 'CHAT_MESSAGE_NOT_FOUND']);
+    expect(await refused(`/api/chats/${original.id}/fork`, { message: 'M 1' })).toEqual([400, 'CHAT_INPUT_INVALID']);
+    expect(await refused(`/api/chats/${original.id}/fork`, {})).toEqual([400, 'CHAT_INPUT_INVALID']);
+  });
+
   it('is in the OpenAPI document, behind the token', async () => {
     await using app = await server();
     const document = (await inject(app, { method: 'GET', url: '/docs/openapi.json' })).json();
@@ -190,6 +237,7 @@ describe('/api/chats', () => {
         'GET /api/chats/{id}',
         'POST /api/chats/{id}/messages',
         'POST /api/chats/{id}/stop',
+        'POST /api/chats/{id}/fork',
         'GET /api/chats/{id}/events',
       ].sort(),
     );

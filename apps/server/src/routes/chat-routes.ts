@@ -37,6 +37,8 @@ const summarySchema = z.object({
   created: z.string(),
   updated: z.string(),
   path: z.string(),
+  persona: z.string().optional(),
+  forked_from: z.object({ conversation: z.string(), message: z.string() }).optional(),
 });
 
 const messageSchema = z.object({
@@ -199,6 +201,46 @@ export function registerChatRoutes(app: AssistantServer, routes: RouteTable, opt
         }
         throw error;
       }
+    },
+  });
+
+  routes.add(app, {
+    method: 'POST',
+    url: '/api/chats/:id/fork',
+    tag: 'chat',
+    summary: 'Fork a conversation from one of its messages',
+    description:
+      "A new conversation (channel `api`, peer `owner`) holding the messages of this one up to and including `message`, with `forked_from: {conversation, message}` in its frontmatter; mode and persona are the original's, and the original is not changed. Post to the new one as to any conversation: its turns see only the copied history. No turn is enqueued by the fork itself.",
+    params: conversationParams,
+    inputErrorCode: 'CHAT_INPUT_INVALID',
+    body: z.strictObject({
+      message: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, { error: 'expected a message id: [a-z0-9-], 1-64 long' }),
+      title: z
+        .string()
+        .min(1)
+        .max(200)
+        .regex(/^[^\p{Cc}]*$/u, { error: 'expected one line of text' })
+        .optional(),
+    }),
+    responses: {
+      201: { description: 'the new conversation', schema: summarySchema },
+      400: inputRefused(
+        'CHAT_INPUT_INVALID: not a conversation or message id, a bad title, or the notifications conversation (never forked)',
+      ),
+      404: inputRefused(
+        'CHAT_NOT_FOUND: no such conversation; CHAT_MESSAGE_NOT_FOUND: its transcript holds no such message (or it still waits in the inbox)',
+      ),
+      409: inputRefused('CHAT_NOTE_BROKEN: the original note cannot be read'),
+    },
+    handler: async ({ params, body, reply }) => {
+      const fork = await options.chat().fork({
+        conversation: params.id,
+        message: body.message,
+        channel: apiChannel,
+        peer: apiPeer,
+        ...(body.title === undefined ? {} : { title: body.title }),
+      });
+      return reply.code(201).send(fork);
     },
   });
 

@@ -76,6 +76,7 @@ function startListener(
     collect_max: 20,
     max_steps: 20,
     mcp_servers: [],
+    persona: 'assistant',
     telegram: {
       ...(options.noToken ? {} : { token: secret(options.token ?? fake.token) }),
       allowed_users: [owner],

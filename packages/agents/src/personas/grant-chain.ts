@@ -1,5 +1,5 @@
 import { matchesToolPattern } from '@assistant/actions';
-import type { GrantChain, Persona } from '../persona-types.ts';
+import type { GrantChain, GrantLayer, Persona } from '../persona-types.ts';
 
 /** What the grants say about one tool: it runs, it runs after the owner approves, or it is refused (and why). */
 export type GrantVerdict =
@@ -7,12 +7,21 @@ export type GrantVerdict =
   | { verdict: 'ask'; because: string }
   | { verdict: 'deny'; because: string };
 
+/**
+ * A persona's own layer. What `tools.approve` names is granted too (its calls wait for the owner), as in config.yaml's
+ * `tools:`: a persona listing `approve: [send_reply]` and no `allow` means "send_reply, after I approve", not "never".
+ */
+function personaLayer(persona: Persona): GrantLayer {
+  return {
+    by: `persona ${persona.name}`,
+    allow: [...new Set([...persona.tools.allow, ...persona.tools.approve])],
+    deny: [...persona.tools.deny],
+  };
+}
+
 /** The grant chain of a loop that no one spawned: its persona's grants, one layer. */
 export function rootGrantChain(persona: Persona): GrantChain {
-  return {
-    layers: [{ by: `persona ${persona.name}`, allow: [...persona.tools.allow], deny: [...persona.tools.deny] }],
-    approve: [...persona.tools.approve],
-  };
+  return { layers: [personaLayer(persona)], approve: [...persona.tools.approve] };
 }
 
 /**
@@ -25,7 +34,7 @@ export function childGrantChain(parentChain: GrantChain, parent: Persona, child:
     layers: [
       ...parentChain.layers.map((layer) => ({ by: layer.by, allow: [...layer.allow], deny: [...layer.deny] })),
       { by: `delegable of persona ${parent.name}`, allow: [...parent.delegable], deny: [] },
-      { by: `persona ${child.name}`, allow: [...child.tools.allow], deny: [...child.tools.deny] },
+      personaLayer(child),
     ],
     approve: [...new Set([...parentChain.approve, ...child.tools.approve])],
   };

@@ -129,16 +129,20 @@ Body.
     const { personas, problems } = await load();
     expect(personas.has('good')).toBe(true);
     expect(personas.has('broken')).toBe(false);
-    // Schema problems come first; names are checked once the frontmatter has the right shape.
+    // Every problem in one run, names included while other keys are wrong, in the order of the file.
     expect(problems.map((problem) => [problem.file, problem.line, problem.key, problem.persona])).toEqual([
+      ['personas/broken.md', 2, 'model', 'broken'],
+      ['personas/broken.md', 4, 'tools.allow[1]', 'broken'],
+      ['personas/broken.md', 4, 'tools.allow[3]', 'broken'],
       ['personas/broken.md', 5, 'tools.deny[0]', 'broken'],
       ['personas/broken.md', 6, 'colour', 'broken'],
+      ['personas/broken.md', 7, 'mcp_servers[1]', 'broken'],
       ['personas/broken.md', 8, 'max_depth', 'broken'],
       ['personas/broken.md', 9, 'max_children', 'broken'],
       ['personas/broken.md', 10, 'budget.max_steps', 'broken'],
       ['personas/broken.md', 10, 'budget.timeout', 'broken'],
     ]);
-    expect(problems[1]?.message).toBe('unknown key `colour`');
+    expect(problems[4]?.message).toBe('unknown key `colour`');
 
     await inConfig(
       'broken.md',

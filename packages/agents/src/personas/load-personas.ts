@@ -53,6 +53,7 @@ export interface LoadPersonasResult {
 }
 
 const toolList = z.array(toolPatternSchema);
+const validToolPattern = (pattern: string) => toolPatternSchema.safeParse(pattern).success;
 
 const frontmatterSchema = z.strictObject({
   description: z.string().optional(),
@@ -78,6 +79,9 @@ const frontmatterSchema = z.strictObject({
 });
 
 type Frontmatter = z.output<typeof frontmatterSchema>;
+
+/** Problems with a file's body rather than its frontmatter: their key reads `(body)`. */
+const bodyProblems = new WeakSet<ConfigProblem>();
 
 /** The defaults of a persona's limits (docs/agents-personas.md). */
 export const personaDefaults = { maxDepth: 3, maxChildren: 5, maxSteps: 20 } as const;
@@ -289,57 +293,81 @@ async function readPersonaFile(context: {
   );
   const before = problems.length;
   problems.push(...source.problems);
-  if (source.problems.length > 0) return undefined;
-  const data = source.data ?? {};
-  const parsed = frontmatterSchema.safeParse(data, { error: recordSchemas });
-  if (!parsed.success) {
-    problems.push(...issuesToProblems({ issues: parsed.error.issues, source, file: file.shown, data }));
-    return undefined;
+  // Every problem of the file in one run: the body is checked even when the frontmatter is broken.
+  let frontmatter: Frontmatter | undefined;
+  if (source.problems.length === 0) {
+    const data = source.data ?? {};
+    const parsed = frontmatterSchema.safeParse(data, { error: recordSchemas });
+    if (parsed.success) frontmatter = parsed.data;
+    else problems.push(...issuesToProblems({ issues: parsed.error.issues, source, file: file.shown, data }));
+    // Names are checked on what the file says even when another key is wrong: one run shows every problem.
+    const at = (keyPath: ConfigPath, message: string, hint?: string) =>
+      problems.push(located({ source, file: file.shown, path: keyPath, message, ...(hint ? { hint } : {}) }));
+    checkNames({ written: namesWritten(data), options, at });
   }
-  const frontmatter = parsed.data;
-  const at = (keyPath: ConfigPath, message: string, hint?: string) =>
-    problems.push(located({ source, file: file.shown, path: keyPath, message, ...(hint ? { hint } : {}) }));
-  checkNames({ frontmatter, options, at });
 
   const instructions = parts.body.trim();
   if (instructions === '') {
     const bodyLine = text.slice(0, text.length - parts.body.length).split('\n').length;
-    problems.push({
+    const problem: ConfigProblem = {
       severity: 'error',
       file: file.shown,
-      path: ['(body)'],
+      path: [],
       position: { line: bodyLine, col: 1 },
       message: 'the persona has no instructions: its body (below the frontmatter) is empty',
       hint: 'write who the agent is and how it works below the closing `---`; it starts its system prompt',
-    });
+    };
+    bodyProblems.add(problem);
+    problems.push(problem);
   }
-  if (problems.length > before) return undefined;
+  if (problems.length > before || frontmatter === undefined) return undefined;
   return personaOf({ file, frontmatter, instructions });
+}
+
+/** What a persona names, as far as the file has the right shape: a list that is not one is the schema's problem. */
+interface NamesWritten {
+  model?: string | undefined;
+  mcpServers: (string | undefined)[];
+  tools: { allow: (string | undefined)[]; deny: (string | undefined)[]; approve: (string | undefined)[] };
+  delegable: (string | undefined)[];
+}
+
+function namesWritten(data: unknown): NamesWritten {
+  const record = (value: unknown): Record<string, unknown> =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  // Items keep their index (a non-string is undefined), so a problem points at the right item.
+  const strings = (value: unknown) =>
+    Array.isArray(value) ? value.map((item) => (typeof item === 'string' ? item : undefined)) : [];
+  const top = record(data);
+  const tools = record(top.tools);
+  return {
+    model: typeof top.model === 'string' ? top.model : undefined,
+    mcpServers: strings(top.mcp_servers),
+    tools: { allow: strings(tools.allow), deny: strings(tools.deny), approve: strings(tools.approve) },
+    delegable: strings(top.delegable),
+  };
 }
 
 /** The names a persona refers to: LLM profiles, MCP servers and tools, each checked against what exists. */
 function checkNames(context: {
-  frontmatter: Frontmatter;
+  written: NamesWritten;
   options: LoadPersonasOptions;
   at: (keyPath: ConfigPath, message: string, hint?: string) => void;
 }): void {
-  const { frontmatter, options, at } = context;
+  const { written, options, at } = context;
   const didYouMean = (input: string, known: readonly string[]) => {
     const close = nearest(input, known);
     if (close) return `did you mean \`${close}\`?`;
     return known.length === 0 ? 'none is defined' : `known: ${known.join(', ')}`;
   };
-  if (frontmatter.model !== undefined && options.profiles && !options.profiles.includes(frontmatter.model)) {
-    at(
-      ['model'],
-      `unknown LLM profile \`${frontmatter.model}\` (config.yaml's \`llms:\`)`,
-      didYouMean(frontmatter.model, options.profiles),
-    );
+  const model = written.model;
+  if (model !== undefined && model !== '' && options.profiles && !options.profiles.includes(model)) {
+    at(['model'], `unknown LLM profile \`${model}\` (config.yaml's \`llms:\`)`, didYouMean(model, options.profiles));
   }
   const servers = options.mcpServers;
   if (servers) {
-    (frontmatter.mcp_servers ?? []).forEach((server, index) => {
-      if (!servers.includes(server)) {
+    written.mcpServers.forEach((server, index) => {
+      if (server !== undefined && server !== '' && !servers.includes(server)) {
         at(
           ['mcp_servers', index],
           `unknown MCP server \`${server}\` (config.yaml's \`mcp_servers:\`)`,
@@ -350,14 +378,16 @@ function checkNames(context: {
   }
   const knownTools = options.knownTools;
   if (!knownTools) return;
-  const lists: [ConfigPath, readonly string[] | undefined][] = [
-    [['tools', 'allow'], frontmatter.tools?.allow],
-    [['tools', 'deny'], frontmatter.tools?.deny],
-    [['tools', 'approve'], frontmatter.tools?.approve],
-    [['delegable'], frontmatter.delegable],
+  const lists: [ConfigPath, (string | undefined)[]][] = [
+    [['tools', 'allow'], written.tools.allow],
+    [['tools', 'deny'], written.tools.deny],
+    [['tools', 'approve'], written.tools.approve],
+    [['delegable'], written.delegable],
   ];
   for (const [listPath, patterns] of lists) {
-    (patterns ?? []).forEach((pattern, index) => {
+    patterns.forEach((pattern, index) => {
+      // A pattern the schema refuses (a space, an empty one) is already a problem; one problem per item.
+      if (pattern === undefined || !validToolPattern(pattern)) return;
       if (pattern.includes('*') || knownTools.includes(pattern)) return;
       const separator = pattern.indexOf('__');
       // An MCP tool is `server__tool`; its tools are known only once the server runs, so the server's name decides.
@@ -445,7 +475,7 @@ function personaProblem(problem: ConfigProblem, persona: string | undefined): Pe
   return {
     file: problem.file,
     ...(problem.position ? { line: problem.position.line, col: problem.position.col } : {}),
-    key: problem.path[0] === '(body)' ? '(body)' : formatPath(problem.path),
+    key: bodyProblems.has(problem) ? '(body)' : formatPath(problem.path),
     path: problem.path,
     message: problem.message,
     ...(problem.hint ? { hint: problem.hint } : {}),

@@ -167,3 +167,35 @@ export async function countLiveChildren(root: string, parentTask?: string): Prom
   }
   return live;
 }
+
+/**
+ * `children/<child>.claim`: the id of the task that runs the child, written once by that task as it starts. A crash
+ * between enqueuing a child's task and recording it can leave two tasks for one child; the first to claim it runs it,
+ * the other ends at once as a duplicate, so one child never runs twice (nor spawns its own children twice).
+ */
+export function claimFile(root: string, parentTask: string, childId: string): string {
+  assertSafeId('child', childId);
+  return path.join(childrenDir(root, parentTask), `${childId}.claim`);
+}
+
+/** Claims the child for `taskId`; answers the task that holds the claim (this one, or the one that was first). */
+export async function claimChild(options: {
+  root: string;
+  parentTask: string;
+  childId: string;
+  taskId: string;
+}): Promise<string> {
+  const file = claimFile(options.root, options.parentTask, options.childId);
+  if ((await writeOnce(file, `${options.taskId}\n`)) === 'written') return options.taskId;
+  return (await readFile(file, 'utf8')).trim();
+}
+
+/** The task that claimed the child, when one has. */
+export async function childOwner(root: string, parentTask: string, childId: string): Promise<string | undefined> {
+  try {
+    return (await readFile(claimFile(root, parentTask, childId), 'utf8')).trim() || undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}

@@ -7,8 +7,10 @@ import { childGrantChain, rootGrantChain } from '../personas/grant-chain.ts';
 import type { ChildRecord, ChildResult, ChildState, SpawnRequest, SubAgents } from '../subagent-types.ts';
 import {
   childIdFor,
+  childOwner,
   childrenDir,
   countLiveChildren,
+  deliverChildResult,
   inboxDir,
   listIds,
   readChildRecord,
@@ -154,6 +156,7 @@ export class FileSubAgents implements SubAgents {
         ? {}
         : { blackboard: (request.blackboard ?? parent.blackboard) as string }),
       ...((request.run ?? parent.run) === undefined ? {} : { run: (request.run ?? parent.run) as string }),
+      ...(request.maySpawn === undefined ? {} : { may_spawn: [...request.maySpawn] }),
       created_at: new Date().toISOString(),
     };
     const file = recordFile(root, parent.taskId, id);
@@ -166,6 +169,9 @@ export class FileSubAgents implements SubAgents {
 
   /** The child's task id, enqueuing its task when the record has none yet (a crash between the two writes). */
   async #ensureTask(record: ChildRecord): Promise<string> {
+    // A task that claimed the child is the one running it, whatever the record says (see claimChild).
+    const owner = await childOwner(this.#options.root, record.parent_task, record.id);
+    if (owner !== undefined) return owner;
     if (record.task_id !== undefined) return record.task_id;
     const outcome = await this.#options.enqueue({ subagent: { parent: record.parent_task, id: record.id } });
     if (outcome.status !== 'enqueued') {
@@ -195,11 +201,17 @@ export class FileSubAgents implements SubAgents {
         });
       }
     }
+    let lastReconciledMs = 0;
     const look = async () => {
       const results: ChildResult[] = [];
       const running: string[] = [];
+      // Every few seconds, a child whose task is over without a result (failed for good, poisoned by worker deaths,
+      // removed by a person) gets a failed result here, so its parent never waits for a child that cannot answer.
+      const reconcile = Date.now() - lastReconciledMs >= 2_000;
+      if (reconcile) lastReconciledMs = Date.now();
       for (const id of ids) {
-        const result = await readChildResult(root, parent.taskId, id);
+        let result = await readChildResult(root, parent.taskId, id);
+        if (result === undefined && reconcile) result = await this.#reconcile(id);
         if (result === undefined) running.push(id);
         else results.push(result);
       }
@@ -264,6 +276,37 @@ export class FileSubAgents implements SubAgents {
     return seen;
   }
 
+  /** A failed result for a child whose task ended (or vanished) without leaving one; undefined while it runs. */
+  async #reconcile(id: string): Promise<ChildResult | undefined> {
+    const { root, parent, taskState } = this.#options;
+    if (taskState === undefined) return undefined;
+    const record = await readChildRecord(root, parent.taskId, id);
+    const taskId = (await childOwner(root, parent.taskId, id)) ?? record?.task_id;
+    if (record === undefined || taskId === undefined) return undefined;
+    const where = await taskState(taskId);
+    if (where === 'pending' || where === 'active') return undefined;
+    // The task may have written its result just before it finished: look again before deciding it left none.
+    const written = await readChildResult(root, parent.taskId, id);
+    if (written !== undefined) return written;
+    await deliverChildResult({
+      root,
+      record,
+      result: {
+        id,
+        task_id: taskId,
+        persona: record.persona,
+        status: 'failed',
+        reason:
+          where === undefined
+            ? `its task ${taskId} is gone from the queue`
+            : `its task ${taskId} ended ${where} without a result`,
+        steps: 0,
+        finished_at: new Date().toISOString(),
+      },
+    });
+    return readChildResult(root, parent.taskId, id);
+  }
+
   async list(): Promise<ChildState[]> {
     const { root, parent } = this.#options;
     const states: ChildState[] = [];
@@ -272,6 +315,8 @@ export class FileSubAgents implements SubAgents {
       if (record === undefined) continue;
       const result = await readChildResult(root, parent.taskId, id);
       let state: ChildState['state'] = 'finished';
+      const owner = await childOwner(root, parent.taskId, id);
+      if (owner !== undefined) record.task_id = owner;
       if (result === undefined) {
         if (record.task_id === undefined) state = 'starting';
         else {
@@ -294,10 +339,11 @@ export class FileSubAgents implements SubAgents {
         hint: 'list_agents names your children',
       });
     }
-    if (record.task_id === undefined) throw new AssistantError('CONFLICT', `${id} has not started yet`);
+    const taskId = (await childOwner(this.#options.root, this.#options.parent.taskId, id)) ?? record.task_id;
+    if (taskId === undefined) throw new AssistantError('CONFLICT', `${id} has not started yet`);
     if ((await this.result(id)) !== undefined) {
       throw new AssistantError('CONFLICT', `${id} has finished; its result waits for wait_agents`);
     }
-    await this.#options.interject(record.task_id, text);
+    await this.#options.interject(taskId, text);
   }
 }
