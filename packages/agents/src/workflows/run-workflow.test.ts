@@ -175,7 +175,12 @@ describe('runWorkflow', () => {
     });
     expect(result).toEqual({ run, status: 'done', output: 'the plan' });
     const supervisor = subagents.children.get('supervisor');
-    expect(supervisor?.request).toMatchObject({ persona: 'manager', blackboard: blackboardPath(run), run });
+    expect(supervisor?.request).toMatchObject({
+      persona: 'manager',
+      blackboard: blackboardPath(run),
+      run,
+      maySpawn: ['researcher', 'writer'],
+    });
     expect(supervisor?.request.task).toMatch(/^Plan cats\n/);
     expect(supervisor?.request.task).toContain('`researcher`, `writer`');
     expect(supervisor?.request.task).toContain('reply_to_caller {forward:');

@@ -160,6 +160,8 @@ class Runner {
       task,
       key: `${step.prefix}supervisor`,
       purpose: `supervisor of workflow ${workflow.name}`,
+      // Its spawn_agent refuses any other persona (AGENT_LIMIT): the workers are the manifest's, not the model's pick.
+      maySpawn: workflow.workers,
     });
     return result.answer ?? '';
   }
@@ -197,7 +199,13 @@ class Runner {
   }
 
   /** Spawns (or finds) the child under `key`, waits for its result, appends it to the blackboard. */
-  async #runChild(request: { persona: string; task: string; key: string; purpose: string }): Promise<ChildResult> {
+  async #runChild(request: {
+    persona: string;
+    task: string;
+    key: string;
+    purpose: string;
+    maySpawn?: string[];
+  }): Promise<ChildResult> {
     const { subagents, notes, run } = this.#options;
     this.#options.signal.throwIfAborted();
     const spawned = await subagents.spawn({ ...request, blackboard: this.#board, run });
