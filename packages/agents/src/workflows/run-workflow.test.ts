@@ -190,6 +190,36 @@ describe('runWorkflow', () => {
     expect(board.map((entry) => entry.who)).toEqual(['workflow', 'manager']);
   });
 
+  it('lists a star’s workers on the run note while the supervisor still runs', async () => {
+    let listed: unknown;
+    const subagents = new FakeSubAgents({
+      answer: async (request) => {
+        if (request.persona !== 'manager') return script(request);
+        // The supervisor answers only once its worker's task is on the run note: the runner put it there meanwhile.
+        for (let tries = 0; tries < 500; tries += 1) {
+          listed = (await notes.read(runNotePath(run)))?.data.tasks;
+          if (Array.isArray(listed) && listed.includes('task-worker-1')) return 'the plan';
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        return { status: 'failed', reason: 'the worker never reached the run note' };
+      },
+    });
+    const result = await runWorkflow({
+      workflow: star,
+      workflows,
+      input: 'cats',
+      run,
+      taskId: 'task-runner',
+      notes,
+      subagents,
+      signal: new AbortController().signal,
+      descendantTasks: async () => ['task-worker-1'],
+      waitTimeoutMs: 20,
+    });
+    expect(result.status).toBe('done');
+    expect(listed).toContain('task-worker-1');
+  });
+
   it('runs a mesh in turns over the blackboard until an entry has the stop text', async () => {
     const subagents = new FakeSubAgents({ answer: script });
     const result = await start({ workflow: mesh, subagents });

@@ -46,7 +46,7 @@ export interface RunWorkflowOptions {
    * run note's `tasks:`. @default none: only the runner's own children are listed
    */
   descendantTasks?: (taskId: string) => Promise<string[]>;
-  /** How long one wait for a child lasts before the runner looks again. @default 60_000 */
+  /** How long one wait for a child lasts before the runner looks again (and lists new descendants). @default 15_000 */
   waitTimeoutMs?: number;
 }
 
@@ -91,7 +91,7 @@ class Runner {
   readonly #options: RunWorkflowOptions;
   readonly #board: string;
   /** The runner's direct children's task ids, whose own children are listed at the end. */
-  readonly #children: string[] = [];
+  readonly #children = new Set<string>();
 
   constructor(options: RunWorkflowOptions, board: string) {
     this.#options = options;
@@ -209,7 +209,7 @@ class Runner {
     const { subagents, notes, run } = this.#options;
     this.#options.signal.throwIfAborted();
     const spawned = await subagents.spawn({ ...request, blackboard: this.#board, run });
-    this.#children.push(spawned.taskId);
+    this.#children.add(spawned.taskId);
     await addRunTasks({ notes, run, taskIds: [spawned.taskId] });
     const result = await this.#resultOf(spawned.id);
     await appendBlackboardEntry({
@@ -237,9 +237,12 @@ class Runner {
       const found = await subagents.result(id);
       if (found) return found;
       signal.throwIfAborted();
-      const waited = await subagents.wait([id], { timeoutMs: this.#options.waitTimeoutMs ?? 60_000, signal });
+      const waited = await subagents.wait([id], { timeoutMs: this.#options.waitTimeoutMs ?? 15_000, signal });
       const result = waited.results.find((each) => each.id === id);
       if (result) return result;
+      // Still running: the tasks its children spawned meanwhile (a star's workers) join the run note now, not only
+      // at the end, so a person following the run sees them.
+      await this.listDescendants();
     }
   }
 
