@@ -70,6 +70,7 @@ export async function runWorkflowTask(context: HandlerContext) {
     notes: context.notes,
     subagents: agents.subagents({ label: 'system.workflow', blackboard: blackboardPath(run), run }),
     signal: context.signal,
+    lastAttempt: context.task.attempts >= context.task.maxAttempts,
     descendantTasks: (taskId) => descendantTasks(root, taskId),
   });
   await context.log.human(`workflow ${name} ${result.status === 'done' ? 'done' : 'FAILED'}: run ${run}`, {

@@ -46,6 +46,11 @@ export interface RunWorkflowOptions {
    * run note's `tasks:`. @default none: only the runner's own children are listed
    */
   descendantTasks?: (taskId: string) => Promise<string[]>;
+  /**
+   * This is the task's last attempt: an error that ends it (other than the signal's) also ends the run note `failed`,
+   * so no run stays `running` after its task failed for good. @default false: the queue tries again
+   */
+  lastAttempt?: boolean;
   /** How long one wait for a child lasts before the runner looks again (and lists new descendants). @default 15_000 */
   waitTimeoutMs?: number;
 }
@@ -79,7 +84,13 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
     });
     result = { run, status: 'done', output };
   } catch (error) {
-    if (!(error instanceof RunFailed)) throw error;
+    if (!(error instanceof RunFailed)) {
+      if (options.lastAttempt && !options.signal.aborted) {
+        const reason = `the runner failed on its last attempt: ${error instanceof Error ? error.message : String(error)}`;
+        await finishRunNote({ notes, run, workflow, result: { run, status: 'failed', output: '', reason } });
+      }
+      throw error;
+    }
     result = { run, status: 'failed', output: '', reason: error.message };
   }
   await runner.listDescendants();
