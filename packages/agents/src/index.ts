@@ -86,6 +86,7 @@ export {
   checkedWorkflow,
   formatWorkflowProblem,
   maxWorkflowInputChars,
+  personaNamesOf,
   readWorkflowRun,
   type StartWorkflowRunOptions,
   startWorkflowRun,

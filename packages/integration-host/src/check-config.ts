@@ -1,5 +1,13 @@
 import path from 'node:path';
-import { loadPersonas, type PersonaProblem, personaConfigProblems, personaSourcesOf } from '@assistant/agents';
+import {
+  loadPersonas,
+  loadWorkflows,
+  type PersonaProblem,
+  personaConfigProblems,
+  personaNamesOf,
+  personaSourcesOf,
+  workflowConfigProblems,
+} from '@assistant/agents';
 import { ConfigError, type ConfigProblem } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
@@ -37,9 +45,12 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
   // Personas are read when a loop uses one, so a broken persona does not stop `assistant start` (only the loops that
   // name it fail, with PERSONA_INVALID); the check reports them all the same, each with file, line and key.
   const personaProblems = await checkPersonas(runtime, options);
-  if (personaProblems.length > 0) {
-    const error = new ConfigError(personaProblems, runtime.warnings);
-    return { error, problems: personaProblems, warnings: runtime.warnings };
+  // Workflows likewise: a run of one with problems is refused (WORKFLOW_INVALID); the check lists them all.
+  const workflowProblems = await checkWorkflows(runtime, options);
+  if (personaProblems.length > 0 || workflowProblems.length > 0) {
+    const problems = [...personaProblems, ...workflowProblems];
+    const error = new ConfigError(problems, runtime.warnings);
+    return { error, problems, warnings: runtime.warnings };
   }
   return { runtime, problems: [], warnings: runtime.warnings };
 }
@@ -59,6 +70,20 @@ async function checkPersonas(runtime: LoadedRuntime, options: LoadRuntimeOptions
     return { ...problem, file: relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative };
   };
   return personaConfigProblems(problems.map(shown));
+}
+
+/** The problems of `agents/*.yaml` beside config.yaml (each persona they name checked), shown as config.yaml's are. */
+async function checkWorkflows(runtime: LoadedRuntime, options: LoadRuntimeOptions): Promise<ConfigProblem[]> {
+  const { config } = runtime;
+  const configDir = path.dirname(config.paths.configFile);
+  const personas = personaNamesOf(await loadPersonas(personaSourcesOf(config)));
+  const { problems } = await loadWorkflows({ configDir, personas });
+  const cwd = options.cwd ?? process.cwd();
+  return workflowConfigProblems(problems).map((problem) => {
+    const absolute = path.join(configDir, problem.file);
+    const relative = path.relative(cwd, absolute);
+    return { ...problem, file: relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative };
+  });
 }
 
 function problemsOf(error: unknown, options: LoadRuntimeOptions): { problems: ConfigProblem[] } {

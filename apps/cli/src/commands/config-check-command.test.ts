@@ -250,6 +250,15 @@ integrations:
     ]);
   });
 
+  it('reports a persona with problems once, at its file, not again at each workflow naming it', async () => {
+    await mkdir(path.join(dir, 'agents'));
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(path.join(dir, 'personas', 'writer.md'), '---\nmax_depth: many\n---\nYou write.\n');
+    await writeFile(path.join(dir, 'agents', 'ok.yaml'), 'topology: mesh\nagents: [writer]\n');
+    const lines = await problemsOf('data_dir: ./data\n');
+    expect(lines.filter((line) => !line.startsWith('  '))).toEqual([expect.stringMatching(/^personas\/writer\.md:2:/)]);
+  });
+
   it('says where a mis-indented top-level key belongs: a section, an instance, a platform', async () => {
     const lines = await problemsOf(`data_dir: ./data
 integrations:

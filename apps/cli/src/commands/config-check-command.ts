@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { loadPersonas, loadWorkflows, workflowConfigProblems } from '@assistant/agents';
-import { ConfigError, formatDuration, formatProblem, type LoadedConfig, nextRuns } from '@assistant/config';
+import { loadWorkflows } from '@assistant/agents';
+import { formatDuration, formatProblem, type LoadedConfig, nextRuns } from '@assistant/config';
 import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integration-host';
 import type { CliContext } from '../cli-context.ts';
 import { formatLocalTime } from '../format-local-time.ts';
@@ -23,7 +23,7 @@ export async function configCheckCommand(options: ConfigCheckOptions): Promise<v
   for (const warning of actionNeedsWarnings({ config, registry })) {
     context.stderr.write(`warning: ${formatProblem(warning)}\n`);
   }
-  const workflows = await checkWorkflows(config, context.cwd);
+  const workflows = await workflowNames(config);
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [
     `${shownPath(config.paths.configFile, context.cwd)}: OK`,
@@ -34,22 +34,9 @@ export async function configCheckCommand(options: ConfigCheckOptions): Promise<v
   context.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/**
- * The workflows of agents/*.yaml beside config.yaml, each persona they name checked against the personas there are;
- * a problem is a config error with its file, line and key (exit 2), as a hook's is.
- */
-async function checkWorkflows(config: LoadedConfig, cwd: string): Promise<string[]> {
-  const configDir = path.dirname(config.paths.configFile);
-  const personas = await loadPersonas({ configDir, notesRoot: config.paths.notes });
-  const { workflows, problems } = await loadWorkflows({ configDir, personas: new Set(personas.personas.keys()) });
-  if (problems.length > 0) {
-    throw new ConfigError(
-      workflowConfigProblems(problems).map((problem) => ({
-        ...problem,
-        file: shownPath(path.join(configDir, problem.file), cwd),
-      })),
-    );
-  }
+/** The workflows of agents/*.yaml beside config.yaml, for the summary (their problems failed the check already). */
+async function workflowNames(config: LoadedConfig): Promise<string[]> {
+  const { workflows } = await loadWorkflows({ configDir: path.dirname(config.paths.configFile) });
   return [...workflows.values()].map((workflow) => `${workflow.name} (${workflow.topology})`);
 }
 

@@ -2,6 +2,7 @@ import {
   loadPersonas,
   loadWorkflows,
   maxWorkflowInputChars,
+  personaNamesOf,
   readWorkflowRun,
   runIdPattern,
   startWorkflowRun,
@@ -42,7 +43,7 @@ const problemView = z.looseObject({ file: z.string(), key: z.string(), message: 
 export function registerWorkflowRoutes(app: AssistantServer, routes: RouteTable, options: WorkflowRoutesOptions): void {
   const load = async () => {
     const personas = await loadPersonas({ configDir: options.configDir, notesRoot: options.notesRoot });
-    return loadWorkflows({ configDir: options.configDir, personas: new Set(personas.personas.keys()) });
+    return loadWorkflows({ configDir: options.configDir, personas: personaNamesOf(personas) });
   };
 
   routes.add(app, {

@@ -1,7 +1,7 @@
 import { AssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
 import type { TaskQueue, TaskSource } from '@assistant/queue';
-import { loadPersonas } from '../personas/load-personas.ts';
+import { type LoadPersonasResult, loadPersonas } from '../personas/load-personas.ts';
 import { loadWorkflows } from './load-workflows.ts';
 import { newRunId, runNotePath } from './run-workflow.ts';
 import type { Workflow, WorkflowProblem, WorkflowTaskPayload } from './workflow-types.ts';
@@ -63,7 +63,7 @@ export async function checkedWorkflow(options: {
   const personas = await loadPersonas({ configDir: options.configDir, notesRoot: options.notesRoot });
   const { workflows, problems } = await loadWorkflows({
     configDir: options.configDir,
-    personas: new Set(personas.personas.keys()),
+    personas: personaNamesOf(personas),
   });
   const workflow = workflows.get(options.workflow);
   if (workflow) return { workflow };
@@ -106,4 +106,17 @@ export async function readWorkflowRun(options: {
     data: note.data,
     ...(at === -1 ? {} : { output: note.body.slice(at + marker.length).replace(/\n$/, '') }),
   };
+}
+
+/**
+ * The names a workflow may use: every persona that loads, and every persona file that has problems of its own (those
+ * are reported at the persona's file, once, not again as an unknown persona at each workflow naming it).
+ */
+export function personaNamesOf(loaded: LoadPersonasResult): Set<string> {
+  const names = new Set(loaded.personas.keys());
+  for (const problem of loaded.problems) {
+    const name = /(?:^|\/)personas\/([^/]+)\.md$/.exec(problem.file)?.[1];
+    if (name !== undefined) names.add(name);
+  }
+  return names;
 }
