@@ -103,6 +103,19 @@ describe('/api/workflows', () => {
     expect(await queue.list({ type: 'system.workflow' })).toEqual([]);
   });
 
+  it('needs the API token on every route', async () => {
+    await using app = await server();
+    for (const [method, url] of [
+      ['GET', '/api/workflows'],
+      ['POST', '/api/workflows/review/runs'],
+      ['GET', '/api/workflows/runs/run-20261128-abcdef'],
+    ] as const) {
+      const response = await app.inject({ method, url, ...(method === 'POST' ? { payload: { input: 'x' } } : {}) });
+      expect({ url, status: response.statusCode }).toEqual({ url, status: 401 });
+    }
+    expect(await queue.list({ type: 'system.workflow' })).toEqual([]);
+  });
+
   it("answers a run's note, and 404 before there is one", async () => {
     await using app = await server();
     const missing = await inject(app, { method: 'GET', url: '/api/workflows/runs/run-20261128-abcdef' });
