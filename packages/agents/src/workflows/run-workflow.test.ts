@@ -123,6 +123,7 @@ describe('runWorkflow', () => {
     });
     expect(note?.data.finished).toEqual(expect.any(String));
     expect(note?.body).toContain('## Output\n\npolished article\n');
+    expect(note?.body).toContain('Tasks of the run (`assistant task show ID`): `task-runner`, `task-');
   });
 
   it('ends a pipeline failed at a failed step, with the reason, and spawns nothing after it', async () => {

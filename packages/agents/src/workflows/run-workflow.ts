@@ -353,15 +353,23 @@ async function finishRunNote(options: {
       finished: new Date().toISOString(),
       ...(result.reason === undefined ? {} : { reason: result.reason }),
     },
-    body: [
-      `# ${workflow.name}: ${run}`,
-      '',
-      `${summary} Every step is on the blackboard [${blackboardPath(run)}](../blackboards/${run}.md).`,
-      '',
-      '## Output',
-      '',
-      result.output,
-      '',
-    ].join('\n'),
+    // The task list as the note holds it now (under its lock): each task of the run, for `assistant task show`.
+    change: (current) => {
+      const tasks = Array.isArray(current.data.tasks) ? current.data.tasks.map(String) : [];
+      return {
+        body: [
+          `# ${workflow.name}: ${run}`,
+          '',
+          `${summary} Every step is on the blackboard [${blackboardPath(run)}](../blackboards/${run}.md).`,
+          '',
+          `Tasks of the run (\`assistant task show ID\`): ${tasks.map((taskId) => `\`${taskId}\``).join(', ')}.`,
+          '',
+          '## Output',
+          '',
+          result.output,
+          '',
+        ].join('\n'),
+      };
+    },
   });
 }
