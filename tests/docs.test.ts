@@ -86,6 +86,8 @@ describe('docs/configuration.md', () => {
  * - `persona NAME` (in a ```markdown block, the only markdown blocks read): a persona file `personas/NAME.md`, run
  *   through `config check` beside the hooks' config, so its keys, tools, profile and limits are checked as
  *   `loadPersonas` checks them.
+ * - `workflow`: a workflow of `agents/`; its first line is a comment naming it (`# agents/article.yaml`). Run through
+ *   `config check` beside every other workflow example (a pipeline may nest one) and the personas they name.
  */
 interface YamlExample {
   file: string;
@@ -107,7 +109,16 @@ const exampleKinds = [
   'hook',
   'hooks-config',
   'persona',
+  'workflow',
 ];
+
+/** The personas docs/agents-workflows.md's examples name, as files of `personas/` beside config.yaml. */
+const workflowPersonaFiles = Object.fromEntries(
+  ['researcher', 'writer', 'editor', 'manager', 'optimist', 'critic'].map((name) => [
+    `personas/${name}.md`,
+    `---\ntools: {allow: [search_notes, spawn_agent, wait_agents]}\n---\nYou are the ${name}.\n`,
+  ]),
+);
 
 /**
  * What hook examples are checked beside: the `default` LLM profile, the script and the email instance
@@ -300,6 +311,23 @@ async function checkExample(example: YamlExample): Promise<string | undefined> {
         example.text,
       );
     }
+    case 'workflow': {
+      const workflowFile = (text: string) => /^# (agents\/[a-z0-9][a-z0-9_-]*\.yaml)\n/.exec(text)?.[1];
+      const own = workflowFile(example.text);
+      if (own === undefined)
+        return 'a workflow example must start with a comment naming its file: `# agents/NAME.yaml`';
+      const workflows = (await yamlExamples()).filter((other) => other.kind === 'workflow');
+      const files = Object.fromEntries(
+        workflows.flatMap((other) => {
+          const file = workflowFile(other.text);
+          return file === undefined ? [] : [[file, other.text]];
+        }),
+      );
+      return failed(
+        await configCheck('data_dir: ./data\n', undefined, { ...workflowPersonaFiles, ...files, [own]: example.text }),
+        example.text,
+      );
+    }
     default:
       return `unknown example kind \`${example.kind}\`: write one of ${exampleKinds.join(', ')} after \`\`\`yaml`;
   }
@@ -333,6 +361,9 @@ describe('YAML examples in README.md, docs/ and integrations/*/README.md', () =>
     expect(
       await checkExample({ ...broken, kind: 'hook', text: '# hooks/x.yaml\non: a.b\nthen: {notfiy: hi}\n' }),
     ).toMatch(/notfiy/);
+    expect(
+      await checkExample({ ...broken, kind: 'workflow', text: '# agents/x.yaml\ntopology: mesh\nagents: [ghost]\n' }),
+    ).toMatch(/agents\/x\.yaml:3:10: agents\[0\]: unknown persona `ghost`/);
     // A hook written wrong deep inside is reported at its file, line, column and key, with the right word.
     const misspelt =
       '# hooks/x.yaml\ndescription: x\non: task.failed\nwhen:\n  task_type: system.sleep\nthen:\n  - notfiy: hi\n';

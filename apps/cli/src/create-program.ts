@@ -136,6 +136,38 @@ export function createProgram(context: CliContext): CliProgram {
     );
 
   program
+    .command('run')
+    .description('start a run of a workflow (agents/NAME.yaml) and print its run and task ids')
+    .argument('<workflow>', 'the workflow, the file agents/<workflow>.yaml beside config.yaml')
+    .requiredOption('--input <text>', 'what the run works on: its {{input}}')
+    .option('--wait', 'follow the run to its end and print its output (exit 1 if it failed)')
+    .option('--timeout <duration>', 'with --wait: stop following after this long, e.g. 10m (the run goes on)')
+    .option('--json', 'print the outcome as JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  assistant run article --input "the history of tea"',
+        '  assistant run team --input "plan the offsite" --wait --timeout 10m',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        workflow: string,
+        options: { input: string; wait?: boolean; timeout?: string; json?: boolean },
+        command: Command,
+      ) => {
+        exitCode = await (await import('./commands/run-command.ts')).runCommand({
+          globals: globalOptions(command, context),
+          context,
+          workflow,
+          ...options,
+        });
+      },
+    );
+
+  program
     .command('trigger')
     .description("enqueue a platform's entry task now (no dedup or rate limits) and print its id")
     .argument('<integration>', 'the instance name from config.yaml, e.g. personal-mail')

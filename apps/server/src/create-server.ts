@@ -53,6 +53,7 @@ import { registerRemoteStoreRoutes } from './routes/remote-store-routes.ts';
 import { registerSteeringRoutes } from './routes/steering-routes.ts';
 import { registerTaskRoutes } from './routes/task-routes.ts';
 import { registerWebhookRoutes } from './routes/webhook-routes.ts';
+import { registerWorkflowRoutes } from './routes/workflow-routes.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
 
@@ -232,6 +233,12 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     ...(options.signal ? { signal: options.signal } : {}),
   });
   registerNoteRoutes(app, routes, { notes, root: config.paths.notes });
+  registerWorkflowRoutes(app, routes, {
+    queue: requestQueue,
+    notes,
+    configDir: path.dirname(config.paths.configFile),
+    notesRoot: config.paths.notes,
+  });
   registerRemoteStoreRoutes(app, routes, { notes: fileNotes, humanLog });
   const inShadow = (name: string) => config.integrations.some((entry) => entry.name === name && entry.shadow);
   registerApprovalRoutes(app, routes, { queue: requestQueue, notes, humanLog, inShadow });

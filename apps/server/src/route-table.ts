@@ -203,4 +203,7 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   HOOK_TEST_EVENT_INVALID: 400,
   // Personas (routes/persona-routes.ts).
   PERSONA_UNKNOWN: 404,
+  WORKFLOW_UNKNOWN: 404,
+  // A manifest the owner wrote has problems: the message names each file, line and key to fix.
+  WORKFLOW_INVALID: 409,
 };

@@ -62,11 +62,15 @@ export async function runWorkflowTask(context: HandlerContext) {
     workflow,
     workflows,
     input,
+    // The owner typed it (`assistant run`, the API): as written. A hook, an automation or a chat model may have put a
+    // mail's words in it: fenced as untrusted for every agent.
+    inputTrusted: context.task.source === 'cli' || context.task.source === 'api',
     run,
     taskId: context.task.id,
     notes: context.notes,
     subagents: agents.subagents({ label: 'system.workflow', blackboard: blackboardPath(run), run }),
     signal: context.signal,
+    lastAttempt: context.task.attempts >= context.task.maxAttempts,
     descendantTasks: (taskId) => descendantTasks(root, taskId),
   });
   await context.log.human(`workflow ${name} ${result.status === 'done' ? 'done' : 'FAILED'}: run ${run}`, {

@@ -82,6 +82,15 @@ export {
   runNotePath,
   runWorkflow,
 } from './workflows/run-workflow.ts';
+export {
+  checkedWorkflow,
+  formatWorkflowProblem,
+  maxWorkflowInputChars,
+  personaNamesOf,
+  readWorkflowRun,
+  type StartWorkflowRunOptions,
+  startWorkflowRun,
+} from './workflows/start-workflow-run.ts';
 export type {
   MeshWorkflow,
   PipelineStep,

@@ -1,5 +1,13 @@
 import path from 'node:path';
-import { loadPersonas, type PersonaProblem, personaConfigProblems, personaSourcesOf } from '@assistant/agents';
+import {
+  loadPersonas,
+  loadWorkflows,
+  type PersonaProblem,
+  personaConfigProblems,
+  personaNamesOf,
+  personaSourcesOf,
+  workflowConfigProblems,
+} from '@assistant/agents';
 import { ConfigError, type ConfigProblem } from '@assistant/config';
 import { isAssistantError } from '@assistant/errors';
 import { type LoadedRuntime, type LoadRuntimeOptions, loadRuntime } from './load-runtime.ts';
@@ -14,9 +22,10 @@ export interface ConfigCheck {
   problems: ConfigProblem[];
   warnings: ConfigProblem[];
   /**
-   * The problems of the persona files (`personas/*.md` beside config.yaml and in the notes), when the config loaded.
-   * Apart from `problems`: a broken persona does not stop `assistant start` (a loop naming it fails with
-   * PERSONA_INVALID), but `assistant config check` fails on it all the same.
+   * The problems of the persona files (`personas/*.md` beside config.yaml and in the notes) and of the workflow
+   * manifests (`agents/*.yaml`), when the config loaded. Apart from `problems`: a broken persona or workflow does not
+   * stop `assistant start` (a loop or run naming it fails with PERSONA_INVALID / WORKFLOW_INVALID), but `assistant
+   * config check` fails on it all the same.
    */
   personaProblems: ConfigProblem[];
 }
@@ -48,7 +57,9 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
   // Personas are read when a loop uses one, so a broken persona does not stop `assistant start` (only the loops that
   // name it fail, with PERSONA_INVALID); the check reports them all the same, each with file, line and key.
   const personaProblems = await checkPersonas({ config: runtime.config, cwd: options.cwd ?? process.cwd() });
-  return { runtime, problems: [], warnings: runtime.warnings, personaProblems };
+  // Workflows likewise: a run of one with problems is refused (WORKFLOW_INVALID); the check lists them all.
+  const workflowProblems = await checkWorkflows(runtime, options);
+  return { runtime, problems: [], warnings: runtime.warnings, personaProblems: [...personaProblems, ...workflowProblems] };
 }
 
 /** The problems of `personas/*.md` beside config.yaml and in the notes, with files shown as config.yaml's are. */
@@ -68,6 +79,20 @@ export async function checkPersonas(options: {
     return { ...problem, file: relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative };
   };
   return personaConfigProblems(problems.map(shown));
+}
+
+/** The problems of `agents/*.yaml` beside config.yaml (each persona they name checked), shown as config.yaml's are. */
+async function checkWorkflows(runtime: LoadedRuntime, options: LoadRuntimeOptions): Promise<ConfigProblem[]> {
+  const { config } = runtime;
+  const configDir = path.dirname(config.paths.configFile);
+  const personas = personaNamesOf(await loadPersonas(personaSourcesOf(config)));
+  const { problems } = await loadWorkflows({ configDir, personas });
+  const cwd = options.cwd ?? process.cwd();
+  return workflowConfigProblems(problems).map((problem) => {
+    const absolute = path.join(configDir, problem.file);
+    const relative = path.relative(cwd, absolute);
+    return { ...problem, file: relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative };
+  });
 }
 
 function problemsOf(error: unknown, options: LoadRuntimeOptions): { problems: ConfigProblem[] } {

@@ -103,6 +103,7 @@ describe('loadRuntime', () => {
       'system.housekeeping.run',
       'system.pause',
       'system.sleep',
+      'system.workflow',
       'weather.forecast.fetch',
     ]);
     expect(registry.taskType('greeter.people.check')).toMatchObject({ kind: 'stage', entry: true, priority: 3 });

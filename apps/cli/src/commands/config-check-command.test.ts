@@ -231,6 +231,34 @@ integrations:
     ]);
   });
 
+  it('reports a workflow naming an unknown persona or a cycle at its line (issue 34), and lists good ones', async () => {
+    await mkdir(path.join(dir, 'agents'));
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(path.join(dir, 'personas', 'writer.md'), '---\ntools: {allow: [search_notes]}\n---\nYou write.\n');
+    await writeFile(path.join(dir, 'agents', 'ok.yaml'), 'topology: mesh\nagents: [writer, assistant]\n');
+    expect(await check('data_dir: ./data\n')).toContain('  workflows:    ok (mesh)\n');
+    await writeFile(
+      path.join(dir, 'agents', 'review.yaml'),
+      'topology: pipeline\nsteps:\n  - persona: writer\n  - persona: writter\n  - workflow: review\n',
+    );
+    const lines = await problemsOf('data_dir: ./data\n');
+    expect(lines).toEqual([
+      'agents/review.yaml:4:14: steps[1].persona: unknown persona `writter`',
+      '  hint: did you mean `writer`?',
+      'agents/review.yaml:5:15: steps[2].workflow: a cycle of nested workflows: review → review',
+      '  hint: a workflow cannot contain itself, directly or through others',
+    ]);
+  });
+
+  it('reports a persona with problems once, at its file, not again at each workflow naming it', async () => {
+    await mkdir(path.join(dir, 'agents'));
+    await mkdir(path.join(dir, 'personas'));
+    await writeFile(path.join(dir, 'personas', 'writer.md'), '---\nmax_depth: many\n---\nYou write.\n');
+    await writeFile(path.join(dir, 'agents', 'ok.yaml'), 'topology: mesh\nagents: [writer]\n');
+    const lines = await problemsOf('data_dir: ./data\n');
+    expect(lines.filter((line) => !line.startsWith('  '))).toEqual([expect.stringMatching(/^personas\/writer\.md:2:/)]);
+  });
+
   it('says where a mis-indented top-level key belongs: a section, an instance, a platform', async () => {
     const lines = await problemsOf(`data_dir: ./data
 integrations:

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { loadWorkflows } from '@assistant/agents';
 import { formatDuration, formatProblem, type LoadedConfig, nextRuns } from '@assistant/config';
 import type { IntegrationRegistry, RuntimeInstance } from '@assistant/integration-host';
 import type { CliContext } from '../cli-context.ts';
@@ -22,13 +23,21 @@ export async function configCheckCommand(options: ConfigCheckOptions): Promise<v
   for (const warning of actionNeedsWarnings({ config, registry })) {
     context.stderr.write(`warning: ${formatProblem(warning)}\n`);
   }
+  const workflows = await workflowNames(config);
   const found = registry.integrations.map((integration) => `${integration.manifest.domain} (${integration.origin})`);
   const lines = [
     `${shownPath(config.paths.configFile, context.cwd)}: OK`,
     ...summarise(config, registry, options.now),
     `  manifests:    ${found.join(', ')}; ${registry.taskTypes().length} task types`,
+    `  workflows:    ${workflows.length === 0 ? 'none' : workflows.join(', ')}`,
   ];
   context.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The workflows of agents/*.yaml beside config.yaml, for the summary (their problems failed the check already). */
+async function workflowNames(config: LoadedConfig): Promise<string[]> {
+  const { workflows } = await loadWorkflows({ configDir: path.dirname(config.paths.configFile) });
+  return [...workflows.values()].map((workflow) => `${workflow.name} (${workflow.topology})`);
 }
 
 function summarise(config: LoadedConfig, registry: IntegrationRegistry, now = new Date()): string[] {

@@ -102,7 +102,7 @@ export async function readBlackboard(options: { notes: NoteStore; path: string }
 }
 
 /** The markdown of one entry: heading, machine line, the text quoted line by line. */
-export function renderEntry(entry: BlackboardEntry): string {
+function renderEntry(entry: BlackboardEntry): string {
   // `<` and `>` escaped so no value can close the comment early, and JSON keeps every value on the one line.
   const meta = JSON.stringify({ id: entry.id, who: entry.who, at: entry.at })
     .replaceAll('<', '\\u003c')

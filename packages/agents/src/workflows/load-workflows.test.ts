@@ -197,11 +197,18 @@ describe('loadWorkflows', () => {
     ]);
   });
 
-  it('reports a nested workflow that is missing', async () => {
-    await write({ 'a.yaml': 'topology: pipeline\nsteps:\n  - workflow: nowhere\n' });
-    const { problems } = await load();
-    expect(problems).toEqual([
-      expect.objectContaining({ line: 3, message: 'names workflow `nowhere`, which does not load' }),
+  it('reports a nested workflow that is missing, or that has problems of its own', async () => {
+    await write({
+      'a.yaml': 'topology: pipeline\nsteps:\n  - workflow: nowhere\n',
+      'b.yaml': 'topology: pipeline\nsteps:\n  - persona: writer\n  - workflow: c\n',
+      'c.yaml': 'topology: mesh\nagents: [ghost]\n',
+    });
+    const { workflows, problems } = await load();
+    expect(workflows.size).toBe(0);
+    expect(problems.map(({ file, line, message }) => ({ file, line, message }))).toEqual([
+      { file: 'agents/a.yaml', line: 3, message: 'names workflow `nowhere`, which does not exist' },
+      { file: 'agents/b.yaml', line: 4, message: 'names workflow `c`, which does not load (see its problems)' },
+      { file: 'agents/c.yaml', line: 2, message: 'unknown persona `ghost`' },
     ]);
   });
 

@@ -64,6 +64,8 @@ export interface LoadWorkflowsResult {
 export async function loadWorkflows(options: LoadWorkflowsOptions): Promise<LoadWorkflowsResult> {
   const problems: WorkflowProblem[] = [];
   const read = new Map<string, { workflow: Workflow; source: YamlSource }>();
+  // Every file's `workflow:` steps, problems or not: a cycle is named even through a workflow with another problem.
+  const graph: Graph = new Map();
   const directory = path.join(options.configDir, workflowsFolder);
   for (const entry of await listWorkflowFiles(directory, problems)) {
     const file = `${workflowsFolder}/${entry}`;
@@ -106,8 +108,9 @@ export async function loadWorkflows(options: LoadWorkflowsOptions): Promise<Load
       problem: (...args) => problem(source, ...args),
     });
     if (workflow && problems.length === before) read.set(name, { workflow, source });
+    graph.set(name, { references: referencesIn(source.data), source, file });
   }
-  dropBadReferences({ read, problems });
+  dropBadReferences({ read, graph, problems });
   const workflows = new Map(
     [...read].sort(([left], [right]) => left.localeCompare(right)).map(([name, { workflow }]) => [name, workflow]),
   );
@@ -335,6 +338,16 @@ function optionalString(data: Record<string, unknown>, key: string, problem: Rep
   return value;
 }
 
+type Graph = Map<string, { references: { index: number; name: string }[]; source: YamlSource; file: string }>;
+
+/** The `workflow:` steps of a manifest as written, with their places in `steps`. */
+function referencesIn(data: unknown): { index: number; name: string }[] {
+  if (!isMapping(data) || data.topology !== 'pipeline' || !Array.isArray(data.steps)) return [];
+  return data.steps.flatMap((step, index) =>
+    isMapping(step) && typeof step.workflow === 'string' ? [{ index, name: step.workflow }] : [],
+  );
+}
+
 /**
  * Removes workflows whose `workflow:` steps name one that is missing, has problems, or leads back to itself (a cycle
  * would nest runs forever), each with a problem at the step. Repeated until nothing changes: dropping one can strand
@@ -342,51 +355,45 @@ function optionalString(data: Record<string, unknown>, key: string, problem: Rep
  */
 function dropBadReferences(context: {
   read: Map<string, { workflow: Workflow; source: YamlSource }>;
+  graph: Graph;
   problems: WorkflowProblem[];
 }): void {
-  const { read, problems } = context;
-  const referencesOf = (workflow: Workflow) =>
-    workflow.topology === 'pipeline'
-      ? workflow.steps.flatMap((step, index) => (step.kind === 'workflow' ? [{ index, name: step.workflow }] : []))
-      : [];
-  // Cycles first, so each is named whole rather than as a missing reference after one member is dropped.
+  const { read, graph, problems } = context;
+  // Cycles first, so each is named whole rather than as a reference to a workflow that does not load.
   const inCycle = new Map<string, string[]>();
-  for (const start of read.keys()) {
+  for (const start of graph.keys()) {
     const walk = (name: string, trail: string[]): void => {
-      const entry = read.get(name);
-      if (!entry) return;
-      for (const reference of referencesOf(entry.workflow)) {
-        const loop = trail.indexOf(reference.name);
+      for (const reference of graph.get(name)?.references ?? []) {
         if (reference.name === start) {
           if (!inCycle.has(start)) inCycle.set(start, [...trail, start]);
           return;
         }
-        if (loop === -1) walk(reference.name, [...trail, reference.name]);
+        if (!trail.includes(reference.name)) walk(reference.name, [...trail, reference.name]);
       }
     };
     walk(start, [start]);
   }
   for (const [name, cycle] of inCycle) {
-    const entry = read.get(name);
+    const entry = graph.get(name);
     if (!entry) continue;
-    const next = cycle[1];
-    const step = referencesOf(entry.workflow).find((reference) => reference.name === next);
+    const step = entry.references.find((reference) => reference.name === cycle[1]);
     problems.push(
       located({
         source: entry.source,
-        file: entry.workflow.file,
+        file: entry.file,
         workflow: name,
         path: ['steps', step?.index ?? 0, 'workflow'],
         message: `a cycle of nested workflows: ${cycle.join(' → ')}`,
         hint: 'a workflow cannot contain itself, directly or through others',
       }),
     );
+    read.delete(name);
   }
-  for (const name of inCycle.keys()) read.delete(name);
   for (let changed = true; changed; ) {
     changed = false;
     for (const [name, entry] of read) {
-      const missing = referencesOf(entry.workflow).find((reference) => !read.has(reference.name));
+      const references = graph.get(name)?.references ?? [];
+      const missing = references.find((reference) => !read.has(reference.name));
       if (!missing) continue;
       problems.push(
         located({
@@ -396,7 +403,9 @@ function dropBadReferences(context: {
           path: ['steps', missing.index, 'workflow'],
           message: inCycle.has(missing.name)
             ? `names workflow \`${missing.name}\`, which is in a cycle of nested workflows`
-            : `names workflow \`${missing.name}\`, which does not load`,
+            : graph.has(missing.name)
+              ? `names workflow \`${missing.name}\`, which does not load (see its problems)`
+              : `names workflow \`${missing.name}\`, which does not exist`,
           hint: `write or fix ${workflowsFolder}/${missing.name}.yaml`,
         }),
       );

@@ -29,6 +29,12 @@ export interface RunWorkflowOptions {
   /** Every workflow there is, for the nested ones of pipeline steps. */
   workflows: ReadonlyMap<string, Workflow>;
   input: string;
+  /**
+   * Whether the input is the owner's own words (`assistant run`, the API), given to the agents as written, or text that
+   * may come from outside (a hook's template over a mail's subject, a chat model's call), fenced as untrusted.
+   * @default false
+   */
+  inputTrusted?: boolean;
   run: string;
   /** The runner's own task id: the first of the run's tasks. */
   taskId: string;
@@ -40,7 +46,12 @@ export interface RunWorkflowOptions {
    * run note's `tasks:`. @default none: only the runner's own children are listed
    */
   descendantTasks?: (taskId: string) => Promise<string[]>;
-  /** How long one wait for a child lasts before the runner looks again. @default 60_000 */
+  /**
+   * This is the task's last attempt: an error that ends it (other than the signal's) also ends the run note `failed`,
+   * so no run stays `running` after its task failed for good. @default false: the queue tries again
+   */
+  lastAttempt?: boolean;
+  /** How long one wait for a child lasts before the runner looks again (and lists new descendants). @default 15_000 */
   waitTimeoutMs?: number;
 }
 
@@ -65,10 +76,21 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
   const runner = new Runner(options, board);
   let result: WorkflowRunResult;
   try {
-    const output = await runner.topology({ workflow, input: options.input, inputTrusted: true, prefix: '' });
+    const output = await runner.topology({
+      workflow,
+      input: options.input,
+      inputTrusted: options.inputTrusted ?? false,
+      prefix: '',
+    });
     result = { run, status: 'done', output };
   } catch (error) {
-    if (!(error instanceof RunFailed)) throw error;
+    if (!(error instanceof RunFailed)) {
+      if (options.lastAttempt && !options.signal.aborted) {
+        const reason = `the runner failed on its last attempt: ${error instanceof Error ? error.message : String(error)}`;
+        await finishRunNote({ notes, run, workflow, result: { run, status: 'failed', output: '', reason } });
+      }
+      throw error;
+    }
     result = { run, status: 'failed', output: '', reason: error.message };
   }
   await runner.listDescendants();
@@ -80,7 +102,7 @@ class Runner {
   readonly #options: RunWorkflowOptions;
   readonly #board: string;
   /** The runner's direct children's task ids, whose own children are listed at the end. */
-  readonly #children: string[] = [];
+  readonly #children = new Set<string>();
 
   constructor(options: RunWorkflowOptions, board: string) {
     this.#options = options;
@@ -149,6 +171,8 @@ class Runner {
       task,
       key: `${step.prefix}supervisor`,
       purpose: `supervisor of workflow ${workflow.name}`,
+      // Its spawn_agent refuses any other persona (AGENT_LIMIT): the workers are the manifest's, not the model's pick.
+      maySpawn: workflow.workers,
     });
     return result.answer ?? '';
   }
@@ -186,11 +210,17 @@ class Runner {
   }
 
   /** Spawns (or finds) the child under `key`, waits for its result, appends it to the blackboard. */
-  async #runChild(request: { persona: string; task: string; key: string; purpose: string }): Promise<ChildResult> {
+  async #runChild(request: {
+    persona: string;
+    task: string;
+    key: string;
+    purpose: string;
+    maySpawn?: string[];
+  }): Promise<ChildResult> {
     const { subagents, notes, run } = this.#options;
     this.#options.signal.throwIfAborted();
     const spawned = await subagents.spawn({ ...request, blackboard: this.#board, run });
-    this.#children.push(spawned.taskId);
+    this.#children.add(spawned.taskId);
     await addRunTasks({ notes, run, taskIds: [spawned.taskId] });
     const result = await this.#resultOf(spawned.id);
     await appendBlackboardEntry({
@@ -218,9 +248,12 @@ class Runner {
       const found = await subagents.result(id);
       if (found) return found;
       signal.throwIfAborted();
-      const waited = await subagents.wait([id], { timeoutMs: this.#options.waitTimeoutMs ?? 60_000, signal });
+      const waited = await subagents.wait([id], { timeoutMs: this.#options.waitTimeoutMs ?? 15_000, signal });
       const result = waited.results.find((each) => each.id === id);
       if (result) return result;
+      // Still running: the tasks its children spawned meanwhile (a star's workers) join the run note now, not only
+      // at the end, so a person following the run sees them.
+      await this.listDescendants();
     }
   }
 
@@ -320,15 +353,23 @@ async function finishRunNote(options: {
       finished: new Date().toISOString(),
       ...(result.reason === undefined ? {} : { reason: result.reason }),
     },
-    body: [
-      `# ${workflow.name}: ${run}`,
-      '',
-      `${summary} Every step is on the blackboard [${blackboardPath(run)}](../blackboards/${run}.md).`,
-      '',
-      '## Output',
-      '',
-      result.output,
-      '',
-    ].join('\n'),
+    // The task list as the note holds it now (under its lock): each task of the run, for `assistant task show`.
+    change: (current) => {
+      const tasks = Array.isArray(current.data.tasks) ? current.data.tasks.map(String) : [];
+      return {
+        body: [
+          `# ${workflow.name}: ${run}`,
+          '',
+          `${summary} Every step is on the blackboard [${blackboardPath(run)}](../blackboards/${run}.md).`,
+          '',
+          `Tasks of the run (\`assistant task show ID\`): ${tasks.map((taskId) => `\`${taskId}\``).join(', ')}.`,
+          '',
+          '## Output',
+          '',
+          result.output,
+          '',
+        ].join('\n'),
+      };
+    },
   });
 }

@@ -1,0 +1,1 @@
+export { type FakeAnswer, FakeSubAgents, type FakeSubAgentsOptions } from './workflows/testing/fake-subagents.ts';
