@@ -112,7 +112,7 @@ const exampleKinds = [
   'workflow',
 ];
 
-/** The personas docs/agents-workflows.md's examples name, as files of `personas/` beside config.yaml. */
+/** The personas docs/agents.md's workflow examples name, as files of `personas/` beside config.yaml. */
 const workflowPersonaFiles = Object.fromEntries(
   ['researcher', 'writer', 'editor', 'manager', 'optimist', 'critic'].map((name) => [
     `personas/${name}.md`,

@@ -23,7 +23,7 @@ const payloadSchema = z.strictObject({
 
 /**
  * `system.workflow`: runs the workflow `agents/<workflow>.yaml` (beside config.yaml) on `input`, as run `run`
- * (`{workflow, input, run?}`; docs/agents-workflows.md). Its agents are children of this task, each its own
+ * (`{workflow, input, run?}`; docs/agents.md#topologies-and-workflows). Its agents are children of this task, each its own
  * `system.agent` task; the run note `notes/agents/runs/<run>.md` lists every task of the run and ends with the
  * output, the blackboard `notes/agents/blackboards/<run>.md` holds every answer. A task cut short (a worker killed)
  * runs again and continues where it was.

@@ -37,7 +37,7 @@ const workflowView = z.looseObject({ name: z.string(), topology: z.string(), fil
 const problemView = z.looseObject({ file: z.string(), key: z.string(), message: z.string(), workflow: z.string() });
 
 /**
- * `/api/workflows`: the workflows of agents/*.yaml with their problems, starting a run (docs/agents-workflows.md),
+ * `/api/workflows`: the workflows of agents/*.yaml with their problems, starting a run (docs/agents.md#topologies-and-workflows),
  * and a run's note. A run is a `system.workflow` task; this server only enqueues it.
  */
 export function registerWorkflowRoutes(app: AssistantServer, routes: RouteTable, options: WorkflowRoutesOptions): void {

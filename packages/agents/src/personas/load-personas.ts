@@ -83,7 +83,7 @@ type Frontmatter = z.output<typeof frontmatterSchema>;
 /** Problems with a file's body rather than its frontmatter: their key reads `(body)`. */
 const bodyProblems = new WeakSet<ConfigProblem>();
 
-/** The defaults of a persona's limits (docs/agents-personas.md). */
+/** The defaults of a persona's limits (docs/agents.md#personas). */
 export const personaDefaults = { maxDepth: 3, maxChildren: 5, maxSteps: 20 } as const;
 
 /**

@@ -80,7 +80,7 @@ export async function checkedWorkflow(options: {
     hint:
       names.length > 0
         ? `the workflows are ${names.join(', ')} (agents/NAME.yaml beside config.yaml)`
-        : 'there are none: write agents/NAME.yaml beside config.yaml (docs/agents-workflows.md)',
+        : 'there are none: write agents/NAME.yaml beside config.yaml (docs/agents.md#topologies-and-workflows)',
   });
 }
 
