@@ -112,7 +112,10 @@ llms:
         // the queue would rightly take for a poison task), and every moment of a run's life gets hit somewhere.
         let worker = startWorker();
         // From the moment the batch's work has begun (a run is active), so the kill lands in the middle of it.
-        await waitUntil(async () => (await queue.stats()).active > 0, { what: 'the batch to start', timeoutMs: 60_000 });
+        await waitUntil(async () => (await queue.stats()).active > 0, {
+          what: 'the batch to start',
+          timeoutMs: 60_000,
+        });
         await new Promise((resolve) => setTimeout(resolve, next() * 1_500));
         worker.child.kill('SIGKILL');
         await worker.exited;

@@ -3,7 +3,6 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { FileNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { pino } from 'pino';

@@ -252,9 +252,7 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
       state,
       child: true,
       ...(record.may_spawn === undefined ? {} : { mayspawn: record.may_spawn }),
-    }).filter(
-      (tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name),
-    ),
+    }).filter((tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name)),
   ];
   const handle = context.agent({
     system: childSystem(persona, record),

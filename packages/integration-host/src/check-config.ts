@@ -59,7 +59,12 @@ export async function checkConfig(options: LoadRuntimeOptions): Promise<ConfigCh
   const personaProblems = await checkPersonas({ config: runtime.config, cwd: options.cwd ?? process.cwd() });
   // Workflows likewise: a run of one with problems is refused (WORKFLOW_INVALID); the check lists them all.
   const workflowProblems = await checkWorkflows(runtime, options);
-  return { runtime, problems: [], warnings: runtime.warnings, personaProblems: [...personaProblems, ...workflowProblems] };
+  return {
+    runtime,
+    problems: [],
+    warnings: runtime.warnings,
+    personaProblems: [...personaProblems, ...workflowProblems],
+  };
 }
 
 /** The problems of `personas/*.md` beside config.yaml and in the notes, with files shown as config.yaml's are. */

@@ -12,14 +12,11 @@ import type { ChildRecord, ChildResult } from '../subagent-types.ts';
  * Both are whole or absent (a temp file fsynced, then linked or renamed into place), so a crash at any instant leaves
  * either nothing or the complete file.
  */
-export interface AgentPaths {
-  root: string;
-}
 
 /** Task ids and child ids become file names: only these, so no id can reach outside `data/agents/`. */
 const safeName = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
-export function assertSafeId(kind: string, id: string): void {
+function assertSafeId(kind: string, id: string): void {
   if (!safeName.test(id) || id.includes('..'))
     throw new TypeError(`Expected a ${kind} id usable as a file name, got ${JSON.stringify(id.slice(0, 80))}`);
 }
@@ -121,7 +118,7 @@ export function recordFile(root: string, parentTask: string, childId: string): s
   return path.join(childrenDir(root, parentTask), `${childId}.json`);
 }
 
-export function resultFile(root: string, parentTask: string, childId: string): string {
+function resultFile(root: string, parentTask: string, childId: string): string {
   assertSafeId('child', childId);
   return path.join(inboxDir(root, parentTask), `${childId}.json`);
 }
@@ -173,7 +170,7 @@ export async function countLiveChildren(root: string, parentTask?: string): Prom
  * between enqueuing a child's task and recording it can leave two tasks for one child; the first to claim it runs it,
  * the other ends at once as a duplicate, so one child never runs twice (nor spawns its own children twice).
  */
-export function claimFile(root: string, parentTask: string, childId: string): string {
+function claimFile(root: string, parentTask: string, childId: string): string {
   assertSafeId('child', childId);
   return path.join(childrenDir(root, parentTask), `${childId}.claim`);
 }
