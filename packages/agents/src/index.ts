@@ -102,3 +102,4 @@ export type {
   WorkflowRunResult,
   WorkflowTaskPayload,
 } from './workflows/workflow-types.ts';
+export { type AgentTreeNode, readAgentTree } from './subagents/agent-tree.ts';

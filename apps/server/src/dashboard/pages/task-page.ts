@@ -1,4 +1,5 @@
 import { rerouteTask } from '@assistant/actions';
+import { type AgentTreeNode, agentsRoot, readAgentTree } from '@assistant/agents';
 import { AssistantError, scrubSecrets } from '@assistant/errors';
 import { type JsonValue, type TaskRecord, taskIdPattern } from '@assistant/queue';
 import { type SteeringAction, steeringActions } from '@assistant/steering';
@@ -233,6 +234,15 @@ async function sendTaskPage(
   const running = record.state === 'pending' || record.state === 'active';
   const shown = events.slice(-shownEventLimit);
   const notice = extra.notice ?? noticeText(request);
+  const tree = await readAgentTree({ root: agentsRoot(context.config.paths.dataDir), taskId: id }).catch(() => []);
+  const treeSection =
+    tree.length === 0
+      ? ''
+      : html`<section aria-labelledby="agents-heading">
+<h2 id="agents-heading">Sub-agents</h2>
+<p class="muted">The agents this task spawned, and theirs: each its own task. Their steps are also in this task's steps below, tagged with their lineage.</p>
+${renderAgentTree(tree)}
+</section>`;
   const eventsSection =
     events.length === 0 && !running
       ? ''
@@ -250,6 +260,7 @@ ${events.length === 0 ? html`<p class="muted">No agent events yet.</p>` : ''}
 ${notice ? html`<p class="notice ${notice.tone}" role="status">${notice.text}</p>` : ''}
 ${extra.answer ?? ''}
 ${renderSummary(request, context, { id, record, events, full, item })}
+${treeSection}
 ${eventsSection}`,
     ...(running ? { live: `/live${queryString({ topics: 'queue', task: `${id}@${offset}` })}` } : {}),
   });
@@ -375,4 +386,16 @@ export function registerTaskPage(app: AssistantServer, context: DashboardContext
       return redirectAfterPost(request, reply, `/tasks/${id}?notice=${body.action}-${outcome.status}`);
     },
   });
+}
+
+/** A task's sub-agents as nested lists: persona, state or how it ended, the task it was given, a link to its task. */
+function renderAgentTree(nodes: readonly AgentTreeNode[]): SafeHtml {
+  return html`<ul class="agent-tree">${nodes.map(
+    (node) => html`<li data-agent="${node.id}"><strong>${node.persona}</strong> ${
+      node.taskId === undefined
+        ? html`<span class="muted">(starting)</span>`
+        : html`<a href="/tasks/${node.taskId}">${node.taskId}</a>`
+    } · ${node.result === undefined ? html`<span class="badge">running</span>` : html`<span class="badge">${node.result.status}</span>`}
+<div class="muted">${node.task.length > 200 ? `${node.task.slice(0, 200)}…` : node.task}</div>${node.children.length > 0 ? renderAgentTree(node.children) : ''}</li>`,
+  )}</ul>`;
 }

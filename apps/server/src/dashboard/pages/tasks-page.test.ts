@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@assistant/config';
@@ -53,6 +53,38 @@ async function server() {
     dataPath: config.paths.dataDir,
   });
 }
+
+describe('a task page with sub-agents', () => {
+  it('shows the tree of agents the task spawned, linked to their tasks, their text escaped', async () => {
+    await using app = await server();
+    const root = await app.enqueue('system.echo', {});
+    const child = await app.enqueue('system.echo', {});
+    const grandchild = await app.enqueue('system.echo', {});
+    const write = async (parent: string, id: string, task: string, depth: number, persona: string, result?: string) => {
+      const folder = path.join(app.dataPath, 'agents', parent);
+      await mkdir(path.join(folder, 'children'), { recursive: true });
+      await writeFile(
+        path.join(folder, 'children', `${id}.json`),
+        JSON.stringify({ id, persona, task: `${xss} ${persona}`, depth, task_id: task }),
+      );
+      if (result !== undefined) {
+        await mkdir(path.join(folder, 'inbox'), { recursive: true });
+        await writeFile(path.join(folder, 'inbox', `${id}.json`), JSON.stringify({ id, status: result, steps: 2 }));
+      }
+    };
+    await write(root, 'ag-0000000000000001', child, 1, 'researcher', 'completed');
+    await write(child, 'ag-0000000000000002', grandchild, 2, 'fetcher');
+    const page = await app.get(`/tasks/${root}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Sub-agents');
+    expect(page.body).toContain(`href="/tasks/${child}"`);
+    expect(page.body).toContain(`href="/tasks/${grandchild}"`);
+    expect(page.body).toMatch(/researcher<\/strong>[\s\S]*completed[\s\S]*fetcher<\/strong>[\s\S]*running/);
+    expect(page.body).not.toContain('<img src=x');
+    // A task without children has no such section.
+    expect((await app.get(`/tasks/${grandchild}`)).body).not.toContain('Sub-agents');
+  });
+});
 
 describe('the Tasks page', () => {
   it('lists, filters by type and text, escapes what tasks hold, and pages by 50', async () => {
