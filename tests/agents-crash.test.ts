@@ -1,6 +1,7 @@
 // Crash safety of sub-agents: star-topology workflow runs (a supervisor and three workers, each its own queue task)
-// while the worker process is SIGKILLed at random moments, run after run. No child result is lost or duplicated,
-// every run finishes, and every blackboard entry is there once. The seed is printed on failure:
+// while the worker process is SIGKILLed at random moments, run after run; every other batch is started through the
+// REST API of a server that is SIGKILLed too while the runs come in. No child result is lost or duplicated, every run
+// the server acknowledged finishes, and every blackboard entry is there once. The seed is printed on failure:
 // AGENTS_CRASH_SEED=<seed> replays the same kill moments.
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +10,8 @@ import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
+import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
+import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
@@ -67,9 +70,11 @@ describe('sub-agents under SIGKILL', () => {
     });
     await mkdir(path.join(dir.path, 'personas'));
     await mkdir(path.join(dir.path, 'agents'));
+    const port = await freePort();
     await writeFile(
       path.join(dir.path, 'config.yaml'),
       `data_dir: ./data
+server: {port: ${port}}
 worker: {concurrency: 16, poll_interval: 50ms, shutdown_grace: 200ms}
 agents: {max_live: 100}
 llms:
@@ -93,11 +98,42 @@ llms:
     const startWorker = (): NodeProcess => startNode({ args: [cliMain, 'work', '--config', config] });
     const runs: { id: string; run: string; index: number }[] = [];
     let kills = 0;
+    let serverKills = 0;
     try {
       for (let batch = 0; batch < batches; batch += 1) {
         const batchRuns: typeof runs = [];
-        for (let slot = 0; slot < runsPerBatch; slot += 1) {
-          const index = batch * runsPerBatch + slot;
+        if (batch % 2 === 1) {
+          // Through the server, killed at a random moment while the runs come in: a run it answered 202 for must
+          // finish; one it never answered may or may not have been enqueued, and is not counted.
+          const server = startNode({ args: [cliMain, 'serve', '--config', config], cwd: dir.path });
+          await server.waitForOutput(/listening on/, { timeoutMs: 30_000 });
+          const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
+          const killAfterMs = next() * 400;
+          const killer = setTimeout(() => server.child.kill('SIGKILL'), killAfterMs);
+          for (let slot = 0; slot < runsPerBatch; slot += 1) {
+            const index = batch * runsPerBatch + slot;
+            try {
+              const response = await api(`http://127.0.0.1:${port}/api/workflows/star/runs`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ input: `run ${index}` }),
+              });
+              if (response.status !== 202) throw new Error(`POST runs: ${response.status} ${await response.text()}`);
+              const body = (await response.json()) as { run: string; task: string };
+              batchRuns.push({ id: body.task, run: body.run, index });
+            } catch (error) {
+              // Refused or cut off by the kill: not acknowledged. Any other answer is a failure of the test.
+              if (error instanceof Error && error.message.startsWith('POST runs')) throw error;
+            }
+          }
+          clearTimeout(killer);
+          server.child.kill('SIGKILL');
+          await server.exited;
+          serverKills += 1;
+        }
+        // The rest of the batch (all of it, on even batches) straight into the queue.
+        for (let slot = batchRuns.length; slot < runsPerBatch; slot += 1) {
+          const index = batch * runsPerBatch + slot + runsPerBatch * batches;
           const run = `run-20261128-r${String(index).padStart(4, '0')}`;
           const outcome = await queue.enqueue({
             type: 'system.workflow',
@@ -175,6 +211,7 @@ llms:
         for (const name of [...workers, ...supervisors]) expect(ids).toContain(name.replace(/\.json$/, ''));
       }
       expect(kills).toBe(batches);
+      expect(serverKills).toBe(Math.floor(batches / 2));
     } catch (error) {
       throw new Error(`seed ${seed}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }

@@ -23,6 +23,7 @@ describe('configJsonSchema', () => {
     expect(schema.additionalProperties).toBe(false);
     expect(Object.keys(schema.properties as object).sort()).toEqual(
       [
+        'agents',
         'approvals',
         'circuit_breaker',
         'data_dir',

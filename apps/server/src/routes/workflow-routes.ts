@@ -109,6 +109,7 @@ export function registerWorkflowRoutes(app: AssistantServer, routes: RouteTable,
         description: '`path`, `data` and `output`',
         schema: z.object({ path: z.string(), data: z.record(z.string(), z.unknown()), output: z.string().optional() }),
       },
+      400: { description: 'BAD_REQUEST: not a run id', schema: errorBodySchema },
       404: {
         description: 'NOT_FOUND: no such run (yet: the worker writes the note when it starts the run)',
         schema: errorBodySchema,
