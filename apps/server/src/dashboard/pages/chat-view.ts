@@ -145,7 +145,9 @@ export function renderTranscript(options: TranscriptOptions): SafeHtml {
   const messages = conversation.messages.slice(start, end);
   const forkOf = conversation.channel === 'notifications' ? undefined : conversation.id;
   const live = latest
-    ? html` hx-get="/chat/${conversation.id}/transcript" hx-trigger="sse:chat-refresh, live-refresh" data-live-events="approvals" hx-swap="outerHTML"`
+    ? // hx-sync replace: a refresh triggered while another is on its way aborts it, so an older answer that arrives
+      // last (a busy server) never swaps a transcript without the newest message back in.
+      html` hx-get="/chat/${conversation.id}/transcript" hx-trigger="sse:chat-refresh, live-refresh" data-live-events="approvals" hx-swap="outerHTML" hx-sync="this:replace"`
     : '';
   return html`<div id="transcript"${live}>
 ${start > 0 ? html`<p><a href="/chat/${conversation.id}?before=${start}">Earlier messages (${start})</a></p>` : ''}
