@@ -21,6 +21,8 @@ const { values } = parseArgs({
 });
 const spawns = Number(values.spawns);
 const children = Number(values.children);
+// A persona's max_children is at most 50 (the parent is one persona here).
+if (!(children >= 1 && children <= 49)) throw new Error('--children must be 1 to 49');
 
 interface Message {
   role: string;
@@ -82,7 +84,7 @@ const stop = new AbortController();
 const worker = runWorker({
   config: runtime.config,
   registry: runtime.registry,
-  logger: pino({ level: 'silent' }),
+  logger: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
   signal: stop.signal,
 });
 const dataDir = runtime.config.paths.dataDir;
@@ -149,6 +151,7 @@ try {
   // Memory: the worker with `children` children running at once (each quiet in a 4 s wait while it is measured),
   // then the same worker once they have all finished: the difference is what the running children held. Everything
   // else (the worker, the request log of the fake model) is on both sides.
+  const idle = await settle();
   const parent = await enqueueParent(`spawn ${children} linger`);
   await until(async () => {
     const all = await records(parent);
@@ -171,6 +174,8 @@ try {
     children_running: children,
     per_child_heap_kib: Math.round((during.heapUsed - before.heapUsed) / children / 1024),
     per_child_rss_kib: Math.round((during.rss - before.rss) / children / 1024),
+    // What the worker's heap kept after the children finished, against before they started: a leak would show here.
+    heap_kept_after_kib: Math.round((before.heapUsed - idle.heapUsed) / 1024),
     gc: gc !== undefined,
   };
   if (values.json) console.log(JSON.stringify(figures));
@@ -179,7 +184,7 @@ try {
       `spawn → first model call, ${figures.spawns} spawns: p50 ${figures.spawn_to_first_step_ms.p50} ms, p95 ${figures.spawn_to_first_step_ms.p95} ms, max ${figures.spawn_to_first_step_ms.max} ms`,
     );
     console.log(
-      `memory per running child (${children} at once, in the worker): heap ${figures.per_child_heap_kib} KiB, rss ${figures.per_child_rss_kib} KiB${gc ? '' : ' (no --expose-gc: rough)'}`,
+      `memory per running child (${children} at once, in the worker): heap ${figures.per_child_heap_kib} KiB, rss ${figures.per_child_rss_kib} KiB; heap kept once they finished: ${figures.heap_kept_after_kib} KiB${gc ? '' : ' (no --expose-gc: rough)'}`,
     );
   }
 } finally {
