@@ -55,6 +55,7 @@ export {
   readChildResult,
 } from './subagents/agent-files.ts';
 export { AgentLoopState, type AgentToolsOptions, agentTools, grantsGate } from './subagents/agent-tools.ts';
+export { type AgentTreeNode, readAgentTree } from './subagents/agent-tree.ts';
 export { FileSubAgents, type FileSubAgentsOptions, type SubAgentParent } from './subagents/file-sub-agents.ts';
 export {
   type AppendBlackboardEntryOptions,
@@ -102,4 +103,3 @@ export type {
   WorkflowRunResult,
   WorkflowTaskPayload,
 } from './workflows/workflow-types.ts';
-export { type AgentTreeNode, readAgentTree } from './subagents/agent-tree.ts';
