@@ -4,9 +4,11 @@ import { startAgent, type ToolGate } from '@assistant/agent';
 import {
   agentsRoot,
   appendBlackboardEntry,
+  builtinDefaultPersona,
   type ChildRecord,
   childOwner,
   claimChild,
+  defaultPersonaName,
   deliverChildResult,
   FileSubAgents,
   type GrantChain,
@@ -496,9 +498,11 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
   const root = agentsRoot(services.config.paths.dataDir);
   const persona = (name?: string): Promise<Persona> => {
     if (services.personas === undefined) {
+      // A worker given no persona files (tests of bare handlers) still has the built-in default.
+      if (name === undefined || name === defaultPersonaName) return Promise.resolve(builtinDefaultPersona());
       return Promise.reject(new AssistantError('PERSONA_UNKNOWN', 'no personas are available to this worker'));
     }
-    return services.personas(name ?? 'assistant');
+    return services.personas(name ?? defaultPersonaName);
   };
   const steerChild = async (
     taskId: string,

@@ -76,7 +76,15 @@ export async function runAgentTask(context: HandlerContext) {
     system: persona === undefined || persona.source === 'built in' ? defaultSystem : personaSystem(persona),
     input: prompt,
     ...((profile ?? persona?.profile) ? { profile: (profile ?? persona?.profile) as string } : {}),
-    ...((maxSteps ?? persona?.budget.maxSteps) ? { maxSteps: (maxSteps ?? persona?.budget.maxSteps) as number } : {}),
+    // The persona's budget is the most its loop may spend: a payload may ask for fewer steps, never more.
+    ...((maxSteps ?? persona?.budget.maxSteps)
+      ? {
+          maxSteps: Math.min(
+            maxSteps ?? Number.POSITIVE_INFINITY,
+            persona?.budget.maxSteps ?? Number.POSITIVE_INFINITY,
+          ),
+        }
+      : {}),
     ...(persona?.budget.timeoutMs === undefined ? {} : { timeoutMs: persona.budget.timeoutMs }),
     ...(persona?.budget.tokens === undefined ? {} : { budget: { tokens: persona.budget.tokens } }),
     ...(chain === undefined ? {} : { grants: chain }),
