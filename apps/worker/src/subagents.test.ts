@@ -275,6 +275,55 @@ describe('sub-agents', () => {
     }
   });
 
+  // The parent's stop at shutdown is not handed on to its children (a child running on another worker would be stopped
+  // for good); in one worker this test passes either way, since the child's own loop is shutting down too.
+  it('a worker shutting down while a parent waits stops no child for good: both resume and finish', {
+    timeout: 90_000,
+  }, async () => {
+    let hold = true;
+    await using server = await startTeamModel({
+      parent: (_messages, { toolResults }) =>
+        toolResults.length === 0
+          ? { toolCalls: [{ name: 'spawn_agent', arguments: { persona: 'slow', task: 'take your time' } }] }
+          : toolResults.some((text) => text.includes('slow done'))
+            ? { text: 'parent done' }
+            : { toolCalls: [{ name: 'wait_agents', arguments: {} }] },
+      slow: (_messages, { toolResults }) =>
+        hold || toolResults.length === 0
+          ? { toolCalls: [{ name: 'wait', arguments: { ms: 100 } }] }
+          : { text: 'slow done' },
+    });
+    await writeConfig(server.url);
+    await persona('parent', 'tools: {allow: ["*"]}\ndelegable: ["*"]');
+    await persona('slow', 'tools: {allow: ["*"]}\nbudget: {max_steps: 200}');
+    const first = await startWorker();
+    const root = await enqueueRoot(first.queue, { prompt: 'go', persona: 'parent' });
+    await expect
+      .poll(async () => findDeepest(first.config.paths.dataDir, root), { timeout: 30_000 })
+      .toMatchObject({ depth: 1 });
+    const record = (await findDeepest(first.config.paths.dataDir, root)) as Record<string, string>;
+    await expect
+      .poll(async () => stepsOf(first.config.paths.control, record.task_id as string), { timeout: 30_000 })
+      .toBeGreaterThan(1);
+    // A graceful stop of the worker (what a restart does): both tasks go back to pending/.
+    first.stop.abort();
+    await first.worker;
+    const inbox = path.join(first.config.paths.dataDir, 'agents', root, 'inbox', `${record.id}.json`);
+    await expect(readFile(inbox, 'utf8')).rejects.toThrow(/ENOENT/);
+    expect((await first.queue.get(record.task_id as string))?.state).toBe('pending');
+
+    hold = false;
+    const second = await startWorker();
+    try {
+      const result = await finished(second.queue, root);
+      expect(result.answer).toBe('parent done');
+      expect(JSON.parse(await readFile(inbox, 'utf8')).status).toBe('completed');
+    } finally {
+      second.stop.abort();
+      await second.worker;
+    }
+  });
+
   it('pausing and stopping the root reaches a child at depth 3', { timeout: 90_000 }, async () => {
     const chain: Record<string, string> = { a: 'b', b: 'c' };
     const scripts = Object.fromEntries(

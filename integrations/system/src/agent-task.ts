@@ -90,7 +90,7 @@ export async function runAgentTask(context: HandlerContext) {
     ...(chain === undefined ? {} : { grants: chain }),
     transcriptState: state,
     tools,
-    onEvent: (event) => followSteps(event, state, agents),
+    onEvent: (event) => followSteps(event, state, context),
   });
   const result = await handle.result();
   // Stopped by the worker (shutdown, timeout), not by a person: let the queue retry or release the task.
@@ -121,11 +121,14 @@ async function readPersona(agents: NonNullable<HandlerContext['agents']>, name: 
 function followSteps(
   event: { type: string; lineage: readonly string[]; action?: unknown; message?: unknown },
   state: AgentLoopState,
-  agents: HandlerContext['agents'],
+  context: HandlerContext,
 ): void {
+  const agents = context.agents;
   if (event.lineage.length !== 1) return;
   if (event.type === 'step-started') state.step += 1;
-  if (event.type === 'steering-applied' && agents !== undefined) {
+  // A stop that is the worker shutting down (or the task timing out) is not a person's: the task goes back to pending
+  // and resumes, and so do its children, which must not be stopped for good.
+  if (event.type === 'steering-applied' && agents !== undefined && !context.signal.aborted) {
     const action = event.action;
     if (action === 'pause' || action === 'resume' || action === 'stop') {
       void agents
@@ -280,7 +283,7 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
       child: record.id,
     },
     tools,
-    onEvent: (event) => followSteps(event, state, agents),
+    onEvent: (event) => followSteps(event, state, context),
   });
   const result = await handle.result();
   if (context.signal.aborted) throw context.signal.reason;
