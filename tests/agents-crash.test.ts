@@ -13,23 +13,13 @@ import { describe, expect, it } from 'vitest';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
 import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
+import { seededRandom } from './helpers/seeded-random.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const batches = Number(process.env.AGENTS_CRASH_BATCHES ?? 5);
 const runsPerBatch = 40;
 const workersPerRun = 3;
-
-/** A small seeded generator (mulberry32): the same seed, the same kills. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = Math.imul(state ^ (state >>> 15), 1 | state);
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value;
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 interface Message {
   role: string;
@@ -63,7 +53,7 @@ function answer(messages: Message[]): Record<string, unknown> {
 describe('sub-agents under SIGKILL', () => {
   it(`loses and duplicates no child result across ${batches * runsPerBatch} star runs`, async () => {
     const seed = Number(process.env.AGENTS_CRASH_SEED ?? Date.now() % 1_000_000);
-    const next = random(seed);
+    const next = seededRandom(seed);
     await using dir = await tempDir();
     await using model = await FakeOpenAiServer.start({
       respond: (request) => answer((request.body.messages ?? []) as Message[]) as never,

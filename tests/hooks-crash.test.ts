@@ -8,6 +8,7 @@ import { EventLedger } from '@assistant/events';
 import { openFileTaskQueue, taskIdTimeMs } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, startNode } from './helpers/node-process.ts';
+import { seededRandom } from './helpers/seeded-random.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -16,17 +17,6 @@ const onceHooks = 10;
 const rounds = 25;
 const eventsPerRound = 40;
 const debounceMs = 300;
-
-/** A small seeded generator (mulberry32): the same seed, the same kills. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = Math.imul(state ^ (state >>> 15), 1 | state);
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value;
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 async function jsonFilesUnder(directory: string): Promise<string[]> {
   const found: string[] = [];
@@ -50,7 +40,7 @@ async function jsonFilesUnder(directory: string): Promise<string[]> {
 describe('hook runner under SIGKILL', () => {
   it('fires every due timer exactly once and every one-shot hook once, across 1,000 trials', async () => {
     const seed = Number(process.env.HOOKS_CRASH_SEED ?? Date.now() % 1_000_000);
-    const next = random(seed);
+    const next = seededRandom(seed);
     await using dir = await tempDir();
     const data = dir.path;
     const hooks = [

@@ -374,9 +374,15 @@ describe('sub-agents', () => {
           timeout: 30_000,
         })
         .toBe(true);
-      // Paused: no step starts at depth 3 until it is resumed, at most the one already in flight.
+      // Paused: the loop at depth 3 stops at its pause gate before its next step, at most the one in flight started.
       const pausedAt = await stepsOf(config.paths.control, deepTask);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await expect
+        .poll(
+          async () =>
+            (await eventsOf(config.paths.control, deepTask)).some((event) => event.type === 'waiting-while-paused'),
+          { timeout: 30_000 },
+        )
+        .toBe(true);
       expect(await stepsOf(config.paths.control, deepTask)).toBeLessThanOrEqual(pausedAt + 1);
 
       await rootControl.request({ action: 'stop', reason: 'enough', source: 'test' });

@@ -73,7 +73,7 @@ export async function runAgentTask(context: HandlerContext) {
       : agentTools({ subagents, state, child: false }).filter((tool) => grants(chain, tool.name))),
   ];
   const handle = context.agent({
-    system: persona === undefined || persona.source === 'built in' ? defaultSystem : personaSystem(persona),
+    system: persona === undefined || persona.source === 'built in' ? defaultSystem : persona.instructions,
     input: prompt,
     ...((profile ?? persona?.profile) ? { profile: (profile ?? persona?.profile) as string } : {}),
     // The persona's budget is the most its loop may spend: a payload may ask for fewer steps, never more.
@@ -136,10 +136,6 @@ function followSteps(
         .catch(() => {});
     }
   }
-}
-
-function personaSystem(persona: Persona): string {
-  return persona.instructions;
 }
 
 function baseTools(context: HandlerContext): Tool[] {
