@@ -88,7 +88,10 @@ describe('replaying an answer that names a minted value', () => {
       await using server = await FakeOpenAiServer.start({
         respond: (request) => {
           const spawned = /ag-[0-9a-f]{16}/.exec(JSON.stringify(request.body.messages))?.[0] ?? 'none';
-          return { toolCalls: [{ name: 'wait_agents', arguments: { ids: [spawned] } }], text: `waiting for ${spawned}` };
+          return {
+            toolCalls: [{ name: 'wait_agents', arguments: { ids: [spawned] } }],
+            text: `waiting for ${spawned}`,
+          };
         },
       });
       const model = (mode: 'record' | 'replay') =>

@@ -192,7 +192,11 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
       await writesSettled();
       const stored = await findFixture({ providerDirectory, key, signal });
       if (stored !== undefined) {
-        const response = withCurrentMintedValues(stored.fixture.response, stored.fixture.request.minted, request.minted);
+        const response = withCurrentMintedValues(
+          stored.fixture.response,
+          stored.fixture.request.minted,
+          request.minted,
+        );
         return replayResponse(request.wire, response, request.streaming);
       }
       if (request.wire === 'openai') {
@@ -356,7 +360,7 @@ function scrubChunks(chunks: string[], scrub: (text: string) => string): string[
  * sub-agent's id (`wait_agents {ids: ["ag-…"]}`) names the child this run spawned in its place, which the key already
  * matched by placeholder. Values have fixed lengths, so a stream keeps its chunk boundaries.
  */
-function withCurrentMintedValues(
+export function withCurrentMintedValues(
   response: FixtureResponse,
   recorded: Record<string, string> | undefined,
   current: Record<string, string>,

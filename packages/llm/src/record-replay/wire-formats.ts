@@ -156,7 +156,7 @@ export function canonicalRequest(
  * so a prompt that carries them (a spawn_agent result, a blackboard) would otherwise get another key on every run.
  * Each has a fixed length, so a replay can put the current values into a recorded answer without moving a byte.
  */
-export const mintedKinds = {
+const mintedKinds = {
   agent: /\bag-[0-9a-f]{16}\b/,
   run: /\brun-\d{8}-[0-9a-f]{10}\b/,
   task: /\b[0-7][0-9a-hjkmnp-tv-z]{25}\b/,
