@@ -21,7 +21,8 @@ import { scenarioProviders } from './scenario-exchanges.ts';
  *
  * - `workflow-pipeline` (`brief`): the researcher reads a note with read_note and answers a fact; the writer gets it
  *   fenced as `{{previous}}` and answers a sentence.
- * - `workflow-star` (`team`): the manager spawns the fact-finder and the summarizer (two calls), waits for both,
+ * - `workflow-star` (`team`): the manager spawns the fact-finder and the summarizer (two calls; the summarizer with
+ *   `context: fork`, so it sees the manager's conversation), waits for both,
  *   and forwards the fact-finder's answer word for word (`reply_to_caller {forward: <its id>}`: the id the replay
  *   puts in is the one this run minted). The summarizer first calls `wait`, which its persona allows but its
  *   parent does not delegate: PERSONA_TOOL_DENIED reaches it as a tool result, and it answers anyway.
@@ -227,7 +228,8 @@ function teamTurn(request: TeamRequest): TeamTurn {
         return {
           tool: {
             name: 'spawn_agent',
-            input: { persona: 'summarizer', task: 'Say in one sentence why Lisbon is worth a visit.' },
+            // Forked: the summarizer also sees the manager's conversation so far, fenced, the spawn result included.
+            input: { persona: 'summarizer', task: 'Say in one sentence why Lisbon is worth a visit.', context: 'fork' },
             id: 'toolu_01TeamManagerSpawnSummary',
           },
         };
@@ -238,6 +240,7 @@ function teamTurn(request: TeamRequest): TeamTurn {
     case 'fact-finder':
       return { text: teamAnswers.factFinder };
     case 'summarizer':
+      if (!request.task.includes('What your caller gave you of its work so far')) return { text: 'no fork given' };
       return results.length === 0
         ? {
             tool: { name: 'wait', input: { ms: 1 }, id: 'toolu_01TeamSummarizerWait' },
