@@ -60,6 +60,11 @@ describe('the key of a request that carries values Assistant minted', () => {
     expect(twice(a, b, a)).not.toBe(twice(a, b, b));
   });
 
+  it('takes the run id a runner makes from its task id too', () => {
+    const { request } = requestOf('blackboard agents/blackboards/run-20261128-0k3m5p7r9t1v3x5z.md');
+    expect(request.minted).toEqual({ 'minted-run-1': 'run-20261128-0k3m5p7r9t1v3x5z' });
+  });
+
   it('leaves other text alone: dates people write, short hex, words', () => {
     const { request } = requestOf('Meeting 2026-03-05T15:00:00+00:00, commit 4f23712, ag-123 and deadbeef.');
     expect(request.minted).toEqual({});

@@ -151,14 +151,15 @@ export function canonicalRequest(
 
 /**
  * The values Assistant mints while it runs that reach a prompt: a sub-agent's id (`ag-` and 16 hex digits, from its
- * parent's task id), a queue task id (a lower-case ULID), a workflow run id (`run-YYYYMMDD-` and 10 hex digits), and a
+ * parent's task id), a queue task id (a lower-case ULID), a workflow run id (`run-YYYYMMDD-` and 10 hex digits, or 16 letters and digits), and a
  * clock reading as `Date.toISOString` writes it (a blackboard entry's time). Each run of the same work mints others,
  * so a prompt that carries them (a spawn_agent result, a blackboard) would otherwise get another key on every run.
  * Each has a fixed length, so a replay can put the current values into a recorded answer without moving a byte.
  */
 const mintedKinds = {
   agent: /\bag-[0-9a-f]{16}\b/,
-  run: /\brun-\d{8}-[0-9a-f]{10}\b/,
+  // `startWorkflowRun`'s (10 hex digits), or the one a runner makes from its task id when its enqueuer gave none (16).
+  run: /\brun-\d{8}-(?:[0-9a-f]{10}|[0-9a-z]{16})\b/,
   task: /\b[0-7][0-9a-hjkmnp-tv-z]{25}\b/,
   instant: /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/,
 } as const;
