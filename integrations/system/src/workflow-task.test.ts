@@ -52,6 +52,9 @@ function contextFor(options: {
       return { name };
     },
     subagents: () => options.subagents,
+    // No one steers these runs (apps/worker/src/workflow-steering.test.ts steers a run through a real worker).
+    followSteering: () => ({ close: async () => {} }),
+    steerChildren: async () => {},
   };
   // Only what the handler uses; the e2e test (tests/workflows-e2e.test.ts) covers the worker's real context.
   return {

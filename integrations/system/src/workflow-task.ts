@@ -14,6 +14,7 @@ import {
 } from '@assistant/agents';
 import { type HandlerContext, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
+import { followRunSteering } from './run-steering.ts';
 
 const payloadSchema = z.strictObject({
   workflow: z.string().regex(workflowNamePattern, 'a workflow name: a-z, 0-9, - and _ (the file agents/NAME.yaml)'),
@@ -58,6 +59,7 @@ export async function runWorkflowTask(context: HandlerContext) {
     }
   }
   const root = agentsRoot(context.dataDir);
+  const steering = followRunSteering(agents);
   const result = await runWorkflow({
     workflow,
     workflows,
@@ -72,10 +74,15 @@ export async function runWorkflowTask(context: HandlerContext) {
     signal: context.signal,
     lastAttempt: context.task.attempts >= context.task.maxAttempts,
     descendantTasks: (taskId) => descendantTasks(root, taskId),
-  });
-  await context.log.human(`workflow ${name} ${result.status === 'done' ? 'done' : 'FAILED'}: run ${run}`, {
-    reason: result.reason ?? `system.workflow ran ${workflow.topology} workflow ${name}`,
-  });
+    stopped: steering.stopped,
+    whilePaused: steering.whilePaused,
+  }).finally(() => steering.close());
+  await context.log.human(
+    `workflow ${name} ${result.status === 'done' ? 'done' : result.status === 'stopped' ? 'stopped' : 'FAILED'}: run ${run}`,
+    {
+      reason: result.reason ?? `system.workflow ran ${workflow.topology} workflow ${name}`,
+    },
+  );
   return { ...result };
 }
 

@@ -74,8 +74,9 @@ export interface WorkflowTaskPayload {
 /** What `system.workflow` returns (its task's result). */
 export interface WorkflowRunResult {
   run: string;
-  status: 'done' | 'failed';
+  /** `stopped`: a person stopped the run (`assistant steer <runner task> stop`). */
+  status: 'done' | 'failed' | 'stopped';
   output: string;
-  /** Why a failed run failed. */
+  /** Why a failed run failed, or why it was stopped. */
   reason?: string;
 }
