@@ -108,7 +108,7 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
     }
   });
 
-  it("runs a conversation's turns as the persona it recorded, which a fork keeps: a tool it does not grant is refused", {
+  it("runs a conversation's turns as the persona it recorded (its instructions, its grants), which a fork keeps", {
     timeout: 120_000,
   }, async () => {
     // The model reads a note unless a tool result came back, then says what that result was.
@@ -152,6 +152,10 @@ integrations:
       expect(first.reply.text).not.toContain('The secret plan');
       const note = await readFile(path.join(dir.path, 'data/notes/chats', `${first.conversation}.md`), 'utf8');
       expect(note).toContain('\npersona: searcher\n');
+      // The turn spoke as the persona: its instructions follow the chat's own in the system prompt.
+      const system = (model.requests[0]?.body.messages as WireMessage[]).find((message) => message.role === 'system');
+      expect(system?.content).toContain('You speak as the persona searcher. Its instructions, from the owner:');
+      expect(system?.content).toContain('You search notes.');
 
       const fork = await once('and now?', ['--fork', `${first.conversation}@${first.message.id}`]);
       expect(fork.reply.text).toContain('PERSONA_TOOL_DENIED');

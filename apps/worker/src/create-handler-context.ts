@@ -251,7 +251,10 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         }
       : {}),
     ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings, task) } : {}),
-    ...(instance.domain === 'system' && isBuiltin ? { agents: agentsContext(services, task, parking, logger) } : {}),
+    // The builtin system integration runs personas and sub-agents; the builtin chat reads its conversations' personas.
+    ...((instance.domain === 'system' || instance.domain === 'chat') && isBuiltin
+      ? { agents: agentsContext(services, task, parking, logger) }
+      : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),

@@ -593,4 +593,37 @@ describe('chat turns', () => {
     await runAs(unnamed, await send(unnamed, 'hi'), 'p2');
     expect(personas).toEqual(['researcher', 'assistant']);
   });
+
+  it("speaks with the persona's instructions, model and tools, added to the chat's own", async () => {
+    const instanceModel = createScriptedModel({ replies: async () => 'from the instance model' });
+    const personaModel = createScriptedModel({ replies: async () => 'from the persona model' });
+    const seen: { system: string; tools: string[] }[] = [];
+    const tool = (name: string) =>
+      defineTool({ name, description: name, input: z.object({}), tier: 'read_only', run: async () => 'ok' });
+    const asked: string[] = [];
+    const conv = (await stores.conversations.create({ persona: 'support' })).id;
+    await run(conv, await send(conv, 'hi'), 'q1', instanceModel, {
+      tools: () => [tool('list_tasks'), tool('shared')],
+      persona: async (name) => {
+        asked.push(name);
+        return {
+          instructions: 'You answer customers of the bakery. Sign as Ana.',
+          model: personaModel,
+          tools: [tool('shared'), tool('crm__lookup')],
+        };
+      },
+      startAgent: (options) => {
+        seen.push({ system: options.system, tools: options.tools.map((each) => each.name) });
+        return startAgent({ ...options, transcript: createMemoryTranscriptStore() });
+      },
+    });
+    expect(asked).toEqual(['support']);
+    // The chat's own rules stay first; the persona's words follow, named.
+    expect(seen[0]?.system).toMatch(/^You are Assistant, a back office/);
+    expect(seen[0]?.system).toContain(
+      'You speak as the persona support. Its instructions, from the owner:\n\nYou answer customers of the bakery. Sign as Ana.',
+    );
+    expect(seen[0]?.tools).toEqual(['list_tasks', 'shared', 'crm__lookup']);
+    expect((await replies(conv)).map((message) => message.text)).toEqual(['from the persona model']);
+  });
 });

@@ -52,6 +52,13 @@ export interface TurnToolsContext {
   showApproval: (approval: { id: string; title: string; summary: string }) => Promise<void>;
 }
 
+/** What a persona brings to a chat turn (see ChatTurnRunnerOptions.persona). */
+export interface ChatPersonaSetup {
+  instructions?: string;
+  model?: ChatModel;
+  tools?: Tool[];
+}
+
 export interface ChatTurnSettings {
   mode: ChatMode;
   collectWindowMs: number;
@@ -72,6 +79,11 @@ export interface ChatTurnRunnerOptions {
   model: ChatModel;
   startAgent: (options: TurnAgentOptions) => SteerableHandle;
   tools: (turn: TurnToolsContext) => Tool[];
+  /**
+   * What the conversation's persona adds to a turn: its instructions (after the chat's own), its model profile, the
+   * tools of its MCP servers. Its grants gate the loop's tool calls in the worker either way. @default nothing
+   */
+  persona?: (name: string) => Promise<ChatPersonaSetup>;
   /** @default 50 */
   maxTurns?: number;
   /** How often the lease is renewed while a turn runs. @default 2_000 */
@@ -235,11 +247,13 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
     const answersWaiting = waitedOn
       ? [...pendingIds].filter((id) => !batch.includes(id) && (byId.get(id)?.at ?? '') >= waitedOn.asked_at)
       : [];
+    const setup = (await options.persona?.(persona)) ?? {};
     const turn = new TurnRun({
       options,
       conversationMode,
       peer,
       persona,
+      setup,
       batch,
       byId,
       seen: new Set([...pendingIds].filter((id) => !answersWaiting.includes(id))),
@@ -359,6 +373,7 @@ class TurnRun {
   readonly #mode: ChatMode;
   readonly #peer: { channel: string; peer: string };
   readonly #persona: string;
+  readonly #setup: ChatPersonaSetup;
   readonly #byId: Map<string, InboxMessage>;
   /** Messages that were there when the turn began or were looked at since: a message acts once. */
   readonly #seen: Set<string>;
@@ -393,6 +408,7 @@ class TurnRun {
     conversationMode: ChatMode;
     peer: { channel: string; peer: string };
     persona: string;
+    setup?: ChatPersonaSetup;
     batch: string[];
     byId: Map<string, InboxMessage>;
     seen: Set<string>;
@@ -406,6 +422,7 @@ class TurnRun {
     this.#mode = init.conversationMode;
     this.#peer = init.peer;
     this.#persona = init.persona;
+    this.#setup = init.setup ?? {};
     this.batch = [...init.batch];
     this.#byId = init.byId;
     this.#seen = new Set([...init.seen, ...init.batch]);
@@ -423,7 +440,7 @@ class TurnRun {
           ? { role: 'user', content: message.text, at: message.at }
           : { role: 'assistant', content: message.text === '' ? '(no text)' : message.text, at: message.at },
       );
-    const tools = options.tools({
+    const own = options.tools({
       conversationId: options.conversationId,
       ...this.#peer,
       ownerTexts: () => this.batch.map((id) => this.#byId.get(id)?.text ?? ''),
@@ -431,12 +448,18 @@ class TurnRun {
         await this.#emit({ type: 'approval', ...approval });
       },
     });
+    // The persona's MCP tools join the instance's, once each.
+    const names = new Set(own.map((tool) => tool.name));
+    const tools = [...own, ...(this.#setup.tools ?? []).filter((tool) => !names.has(tool.name))];
     const handle = options.startAgent({
-      system: systemPrompt,
+      system:
+        this.#setup.instructions === undefined
+          ? systemPrompt
+          : `${systemPrompt}\n\nYou speak as the persona ${this.#persona}. Its instructions, from the owner:\n\n${this.#setup.instructions}`,
       input,
       tools,
       maxSteps: options.settings.maxSteps,
-      model: this.#watchModel(options.model),
+      model: this.#watchModel(this.#setup.model ?? options.model),
       transcriptName: this.#transcriptName,
       persona: this.#persona,
       onEvent: (event) => this.#onEvent(event),

@@ -3,7 +3,7 @@ import { type HandlerContext, type JsonValue, UnrecoverableError } from '@assist
 import * as z from 'zod';
 import { chatTools } from './chat-tools.ts';
 import type { ChatSettings } from './settings.generated.ts';
-import { type ChatTurnOutcome, runChatTurns } from './turn-runner.ts';
+import { type ChatPersonaSetup, type ChatTurnOutcome, runChatTurns } from './turn-runner.ts';
 
 const payloadSchema = z.strictObject({
   conversation: z.string().regex(/^[a-z0-9-]{1,64}$/),
@@ -72,7 +72,44 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
       ...mcpTools,
     ],
     warn: (message, fields) => context.log.warn(message, fields),
+    persona: (name) => personaSetup(context, name),
   });
+}
+
+/**
+ * What the conversation's persona brings to its turns besides its grants (which the worker applies to every tool
+ * call): its instructions, its model profile, its MCP servers' tools. The built-in default adds nothing. A persona
+ * that cannot be read adds nothing either: the turn still answers (its tool calls are refused, visibly, since no
+ * grants could be read), and the log says why.
+ */
+async function personaSetup(context: HandlerContext<JsonValue, ChatSettings>, name: string): Promise<ChatPersonaSetup> {
+  const agents = context.agents;
+  if (agents === undefined) return {};
+  let persona: Awaited<ReturnType<typeof agents.persona>>;
+  try {
+    persona = await agents.persona(name);
+  } catch (error) {
+    context.log.warn(`chat turn without persona ${name}: ${error instanceof Error ? error.message : String(error)}`, {
+      persona: name,
+    });
+    return {};
+  }
+  if (persona.source === 'built in') return {};
+  const tools =
+    persona.mcpServers.length === 0
+      ? []
+      : await context.mcpTools(persona.mcpServers).catch((error: unknown) => {
+          context.log.warn(
+            `chat turn without persona ${name}'s MCP tools: ${error instanceof Error ? error.message : String(error)}`,
+            { mcpServers: persona.mcpServers },
+          );
+          return [];
+        });
+  return {
+    instructions: persona.instructions,
+    ...(persona.profile === undefined ? {} : { model: context.llm(persona.profile) }),
+    tools,
+  };
 }
 
 /**
