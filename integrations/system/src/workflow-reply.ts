@@ -64,7 +64,12 @@ export async function replyToConversation(options: {
     const outcome = await context.enqueue({
       type: 'chat.notify',
       integration: instance,
-      payload: { conversation: replyTo.conversation, text: replyText(reply), message: replyMessageId(reply.run) },
+      payload: {
+        conversation: replyTo.conversation,
+        text: replyText(reply),
+        message: replyMessageId(reply.run),
+        run: reply.run,
+      },
     });
     if (outcome.status === 'rate_limited') {
       context.log.warn(`the answer of run ${reply.run} was not posted to conversation ${replyTo.conversation}`, {

@@ -162,6 +162,7 @@ describe('system.workflow with reply_to (a run started from chat)', () => {
         payload: {
           conversation: 'c-owner',
           message: 'wf-run-20261128-abcd',
+          run: 'run-20261128-abcd',
           text: 'Workflow `review` (pipeline), run run-20261128-abcd: done.\n\nwritten from facts\n\n(The run note is agents/runs/run-20261128-abcd.md.)',
         },
       },
