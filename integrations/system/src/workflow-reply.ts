@@ -1,4 +1,4 @@
-import { blackboardPath, runNotePath, type WorkflowReplyTo } from '@assistant/agents';
+import { blackboardPath, runNotePath } from '@assistant/agents';
 import type { HandlerContext } from '@assistant/sdk';
 
 /** The longest text `chat.notify` posts (its payload's `text`). */
@@ -55,7 +55,8 @@ export function replyText(reply: WorkflowReply): string {
  */
 export async function replyToConversation(options: {
   context: HandlerContext;
-  replyTo: WorkflowReplyTo;
+  /** A `WorkflowReplyTo` as the payload's schema parsed it (`instance` may be there as undefined). */
+  replyTo: { conversation: string; instance?: string | undefined };
   reply: WorkflowReply;
 }): Promise<void> {
   const { context, replyTo, reply } = options;

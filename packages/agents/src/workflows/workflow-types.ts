@@ -76,12 +76,15 @@ export interface WorkflowTaskPayload {
   reply_to?: WorkflowReplyTo;
 }
 
-/** Where a run's answer is posted (`chat.notify`): a conversation of a chat instance. */
-export interface WorkflowReplyTo {
+/**
+ * Where a run's answer is posted (`chat.notify`): a conversation of a chat instance. A type, not an interface, so a
+ * payload holding it is still JSON to the queue.
+ */
+export type WorkflowReplyTo = {
   conversation: string;
   /** The chat instance the conversation belongs to. @default 'chat' (the builtin chat's default instance) */
   instance?: string;
-}
+};
 
 /** What `system.workflow` returns (its task's result). */
 export interface WorkflowRunResult {
