@@ -130,8 +130,9 @@ export function createChatConsole(
         input,
         // Not `cli` or `api`: the input is the chat model's words, so the runner fences it for every agent.
         source: 'chat',
-        // The answer goes back to this conversation, through this turn's chat instance.
-        replyTo: { conversation, ...(task.integration === undefined ? {} : { instance: task.integration }) },
+        // The answer goes back to this conversation, through this turn's chat instance (the one its task runs as,
+        // named on the task or the only chat instance there is).
+        replyTo: { conversation, ...chatInstanceOf(registry, task) },
       });
       return {
         run: started.run,
@@ -152,6 +153,12 @@ export function createChatConsole(
       }));
     },
   };
+}
+
+/** The chat instance a chat turn runs as, for its workflow runs' replies; none found: the default (`chat`). */
+function chatInstanceOf(registry: IntegrationRegistry, task: Task): { instance?: string } {
+  const found = registry.instanceForTask(task);
+  return found.ok ? { instance: found.instance.name } : {};
 }
 
 function described(type: string, outcome: EnqueueOutcome): TriggerOutcome {

@@ -620,7 +620,8 @@ describe('the chat tools', () => {
       integration: 'system',
       // Not the owner's own words (the model wrote them): the runner fences the input for every agent.
       source: 'chat',
-      payload: { workflow: 'digest', input: 'tea', run: started.run, reply_to: { conversation } },
+      // The turn's chat instance (the builtin's default one here) gets the answer.
+      payload: { workflow: 'digest', input: 'tea', run: started.run, reply_to: { conversation, instance: 'chat' } },
     });
   });
 
