@@ -1,4 +1,4 @@
-// `npm run fixtures:build [-- --provider anthropic] [--scenario email-classify]`: rebuilds the scenario fixtures
+// `npm run fixtures:build [-- --provider anthropic] [--scenario email-classify|team]`: rebuilds the scenario fixtures
 // under tests/fixtures/llm/<provider>/ from the real captures in tests/fixtures/llm/captures/, offline. Each
 // capture, adapted to the scenario, is served by the provider's local fake server; the scenario runs through the real
 // adapter and the record/replay transport in record mode writes the fixtures (tests/fixtures/llm/README.md).
@@ -7,6 +7,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildScenarioFixtures } from '../tests/llm-scenarios/build-fixtures.ts';
+import { buildTeamFixtures } from '../tests/llm-scenarios/build-team-fixtures.ts';
 import { type ScenarioProvider, scenarioProviders } from '../tests/llm-scenarios/scenario-exchanges.ts';
 import { type ScenarioName, scenarioNames } from '../tests/llm-scenarios/scenarios.ts';
 
@@ -29,12 +30,13 @@ const providers = (values.provider ?? knownProviders).map((name) => {
   }
   return provider;
 });
-const scenarios = (values.scenario ?? scenarioNames).map((name) => {
-  const scenario = scenarioNames.find((known) => known === name);
+const knownScenarios: readonly string[] = [...scenarioNames, 'team'];
+const scenarios = (values.scenario ?? knownScenarios).map((name) => {
+  const scenario = knownScenarios.find((known) => known === name);
   if (scenario === undefined) {
-    throw new Error(`Unknown --scenario ${JSON.stringify(name)}; expected one of ${scenarioNames.join(', ')}`);
+    throw new Error(`Unknown --scenario ${JSON.stringify(name)}; expected one of ${knownScenarios.join(', ')}`);
   }
-  return scenario as ScenarioName;
+  return scenario;
 });
 
 // A full rebuild starts from empty directories, so a fixture no scenario asks for any more does not linger.
@@ -44,9 +46,15 @@ if (!values.keep && values.provider === undefined && values.scenario === undefin
 await buildScenarioFixtures({
   directory,
   providers,
-  scenarios,
+  scenarios: scenarios.filter((name): name is ScenarioName => name !== 'team'),
   onScenario: (provider, outcome) => {
     console.log(`${provider} ${outcome.name}: ${outcome.calls.length} calls, ${outcome.ok ? 'ok' : 'FAILED'}`);
   },
 });
+// The agent-team scenarios (`--scenario team`): a real worker runs the three workflow topologies.
+if (scenarios.includes('team')) {
+  for (const outcome of await buildTeamFixtures({ directory, providers })) {
+    console.log(`team ${outcome.scenario}: ${outcome.status}, ${outcome.board.length} blackboard entries`);
+  }
+}
 console.log(`Fixtures written under ${path.relative(root, directory)}/<provider>/`);

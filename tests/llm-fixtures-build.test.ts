@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createProviderChatModel } from '@assistant/llm';
+import { createProviderChatModel, withCurrentMintedValues } from '@assistant/llm';
 import { FakeAnthropicServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import { loadScenarioSuite, recordLlmFixtures } from '../scripts/record-llm-fixtures.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { buildScenarioFixtures } from './llm-scenarios/build-fixtures.ts';
+import { buildTeamFixtures } from './llm-scenarios/build-team-fixtures.ts';
 import { scenarioExchanges, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -38,17 +39,41 @@ function builtProviders(committed: Map<string, Record<string, unknown>>): string
       .every(([, fixture]) => (fixture.source as { repository?: unknown } | undefined)?.repository === upstream),
   );
 }
-// When each fixture was written is the only thing a rebuild changes.
+// When each fixture was written is the only other thing a rebuild changes.
 function withoutRecordedAt(fixture: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (fixture === undefined) return undefined;
   const { recorded_at: _recordedAt, ...rest } = fixture;
   return rest;
 }
 
+/**
+ * A rebuilt fixture of an agent scenario holds the values its run minted (ids, clock readings) where the committed one
+ * holds those of its own build: given the committed values, as a replay gives a recording the values of the run
+ * replaying it, it must then be the committed fixture.
+ */
+function withMintedValuesOf(
+  built: Record<string, unknown>,
+  committed: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  type Minted = {
+    request: { minted?: Record<string, string> };
+    response: Parameters<typeof withCurrentMintedValues>[0];
+  };
+  const from = (built as Minted).request.minted;
+  const to = (committed as Minted | undefined)?.request.minted;
+  if (from === undefined || to === undefined) return built;
+  return {
+    ...built,
+    request: { ...(built.request as object), minted: to },
+    response: withCurrentMintedValues((built as Minted).response, from, to),
+  };
+}
+
 describe('the LLM scenario fixtures', () => {
   it('are what the builder makes from the real captures, offline (npm run fixtures:build)', async () => {
     await using directory = await tempDir();
     await buildScenarioFixtures({ directory: directory.path });
+    await buildTeamFixtures({ directory: directory.path });
 
     const committed = await readFixtures(fixtures);
     const compared = builtProviders(committed);
@@ -57,7 +82,9 @@ describe('the LLM scenario fixtures', () => {
     const built = only(await readFixtures(directory.path));
     expect([...only(committed).keys()]).toEqual([...built.keys()]);
     for (const [name, fixture] of built) {
-      expect(withoutRecordedAt(committed.get(name)), name).toEqual(withoutRecordedAt(fixture));
+      expect(withoutRecordedAt(committed.get(name)), name).toEqual(
+        withoutRecordedAt(withMintedValuesOf(fixture, committed.get(name))),
+      );
     }
   });
 

@@ -133,7 +133,7 @@ async function serveExchanges(
  * one. Over loopback the fakes' writes would otherwise arrive merged into a chunk or two, differently from run to
  * run.
  */
-const eventPerChunkFetch: typeof fetch = async (input, init) => {
+export const eventPerChunkFetch: typeof fetch = async (input, init) => {
   const response = await fetch(input, init);
   if (!(response.headers.get('content-type') ?? '').includes('text/event-stream') || response.body === null) {
     return response;

@@ -37,6 +37,8 @@ export interface SpawnRequest {
 export interface ChildRecord {
   /** `ag-` + 16 hex digits, from the parent's task id and the spawn key. */
   id: string;
+  /** The spawn key the id is made from (`3.0`: the parent's step 3, its first call); absent in older records. */
+  key?: string;
   /** The queue task that runs the child; absent in the instant between the record and the enqueue. */
   task_id?: string;
   parent_task: string;

@@ -54,6 +54,7 @@ export {
   findReplayMiss,
   type RecordReplayOptions,
   ReplayMissError,
+  withCurrentMintedValues,
 } from './record-replay/record-replay-fetch.ts';
 export { canonicalRequest, recognizeModelRequest } from './record-replay/wire-formats.ts';
 export {

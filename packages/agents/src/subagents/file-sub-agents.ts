@@ -136,6 +136,7 @@ export class FileSubAgents implements SubAgents {
     }
     const record: ChildRecord = {
       id,
+      key: request.key,
       parent_task: parent.taskId,
       persona: persona.name,
       ...(parent.persona === undefined ? {} : { parent_persona: parent.persona.name }),
@@ -329,7 +330,14 @@ export class FileSubAgents implements SubAgents {
       }
       states.push({ record, state, delivered: false, ...(result === undefined ? {} : { result }) });
     }
-    return states;
+    // In the order they were spawned (ids are hashes): list_agents reads as the parent worked, and wait_agents without
+    // ids answers in the same order on every run, so the next prompt is the same.
+    return states.sort(
+      (a, b) =>
+        a.record.created_at.localeCompare(b.record.created_at) ||
+        (a.record.key ?? '').localeCompare(b.record.key ?? '', 'en', { numeric: true }) ||
+        a.record.id.localeCompare(b.record.id),
+    );
   }
 
   async message(id: string, text: string): Promise<void> {

@@ -54,6 +54,8 @@ const fixtureSchema = z.looseObject({
     stream: z.boolean().optional(),
     headers: z.record(z.string(), z.string()).optional(),
     canonical: z.record(z.string(), z.unknown()),
+    /** The minted values the canonical request's placeholders stood for when it was recorded (`mintedKinds`). */
+    minted: z.record(z.string(), z.string()).optional(),
   }),
   response: responseSchema,
 });

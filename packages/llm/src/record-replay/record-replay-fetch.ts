@@ -191,7 +191,14 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
     if (mode === 'replay' || mode === 'auto') {
       await writesSettled();
       const stored = await findFixture({ providerDirectory, key, signal });
-      if (stored !== undefined) return replayResponse(request.wire, stored.fixture.response, request.streaming);
+      if (stored !== undefined) {
+        const response = withCurrentMintedValues(
+          stored.fixture.response,
+          stored.fixture.request.minted,
+          request.minted,
+        );
+        return replayResponse(request.wire, response, request.streaming);
+      }
       if (request.wire === 'openai') {
         const legacy = await readLegacyRecording({ directory, body });
         if (legacy !== undefined) return replayResponse('openai', legacy.response, request.streaming);
@@ -230,6 +237,7 @@ export function createRecordReplayFetch(options: RecordReplayOptions): typeof fe
           stream: request.streaming,
           headers: keptHeaders(input, init),
           canonical: sortedKeys(scrubSecretsDeep(request.canonical)) as Record<string, unknown>,
+          ...(Object.keys(request.minted).length === 0 ? {} : { minted: request.minted }),
         },
         response: recorded,
       };
@@ -345,6 +353,116 @@ function scrubChunks(chunks: string[], scrub: (text: string) => string): string[
   const joined = scrubbed.join('');
   const whole = scrub(joined);
   return whole === joined ? scrubbed : [whole];
+}
+
+/**
+ * The recorded answer with the minted values of the recording replaced by this run's: a model that answered with a
+ * sub-agent's id (`wait_agents {ids: ["ag-…"]}`) names the child this run spawned in its place, which the key already
+ * matched by placeholder. Values have fixed lengths, so a stream keeps its chunk boundaries.
+ */
+export function withCurrentMintedValues(
+  response: FixtureResponse,
+  recorded: Record<string, string> | undefined,
+  current: Record<string, string>,
+): FixtureResponse {
+  const pairs = Object.entries(recorded ?? {}).flatMap(([placeholder, value]) => {
+    const now = current[placeholder];
+    return now === undefined || now === value ? [] : [[value, now] as const];
+  });
+  if (pairs.length === 0) return response;
+  const replace = (text: string) => pairs.reduce((changed, [value, now]) => changed.replaceAll(value, now), text);
+  if (response.chunks !== undefined) {
+    const original = response.chunks.join('');
+    const joined = withReplacedStreamStrings(original, replace) ?? replace(original);
+    const lengths = response.chunks.map((chunk) => chunk.length);
+    if (joined.length !== original.length) return { ...response, chunks: [joined] };
+    const chunks: string[] = [];
+    let at = 0;
+    for (const length of lengths) {
+      chunks.push(joined.slice(at, at + length));
+      at += length;
+    }
+    return { ...response, chunks };
+  }
+  if (response.body !== undefined) return { ...response, body: replace(response.body) };
+  return { ...response, json: JSON.parse(replace(JSON.stringify(response.json))) as unknown };
+}
+
+/**
+ * A stream of server-sent events with `replace` applied to the texts its events stream in pieces: the strings at the
+ * same place of successive events (an Anthropic block's `partial_json`, an OpenAI tool call's `arguments`, told apart
+ * by their `index` fields) are one text, so a value cut across two events is found. Each changed piece is written
+ * back in its event, same length; undefined when the text is not a stream of JSON events.
+ */
+function withReplacedStreamStrings(text: string, replace: (text: string) => string): string | undefined {
+  const lines = text.split('\n');
+  const pieces = new Map<string, { line: number; path: (string | number)[]; value: string }[]>();
+  let events = 0;
+  for (const [line, content] of lines.entries()) {
+    const data = /^data:\s?(.*?)\r?$/.exec(content)?.[1];
+    if (data === undefined || !data.startsWith('{')) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      continue;
+    }
+    events++;
+    const walk = (node: unknown, path: (string | number)[], signature: string): void => {
+      if (typeof node === 'string') {
+        const group = pieces.get(signature) ?? [];
+        pieces.set(signature, group);
+        group.push({ line, path, value: node });
+      } else if (Array.isArray(node)) {
+        node.forEach((item, position) => {
+          const index = isPlainObject(item) && typeof item.index === 'number' ? `#${item.index}` : `[${position}]`;
+          walk(item, [...path, position], `${signature}${index}`);
+        });
+      } else if (isPlainObject(node)) {
+        for (const [name, item] of Object.entries(node)) walk(item, [...path, name], `${signature}.${name}`);
+      }
+    };
+    walk(parsed, [], isPlainObject(parsed) && typeof parsed.index === 'number' ? `#${parsed.index}` : '');
+  }
+  if (events === 0) return undefined;
+  const changes = new Map<number, { path: (string | number)[]; from: string; to: string }[]>();
+  for (const group of pieces.values()) {
+    const joined = group.map((piece) => piece.value).join('');
+    const replaced = replace(joined);
+    if (replaced === joined || replaced.length !== joined.length) continue;
+    let at = 0;
+    for (const piece of group) {
+      const now = replaced.slice(at, at + piece.value.length);
+      at += piece.value.length;
+      if (now === piece.value) continue;
+      const list = changes.get(piece.line) ?? [];
+      changes.set(piece.line, list);
+      list.push({ path: piece.path, from: piece.value, to: now });
+    }
+  }
+  for (const [line, list] of changes) {
+    let content = lines[line] ?? '';
+    for (const change of list) {
+      // The piece as JSON writes it; an id's characters need no escaping, so the event keeps its bytes elsewhere.
+      const from = JSON.stringify(change.from);
+      if (content.includes(from)) content = content.replace(from, JSON.stringify(change.to));
+      else {
+        const prefix = /^data:\s?/.exec(content)?.[0] ?? 'data: ';
+        const parsed = JSON.parse(content.slice(prefix.length)) as unknown;
+        setAt(parsed, change.path, change.to);
+        content = `${prefix}${JSON.stringify(parsed)}`;
+      }
+    }
+    lines[line] = content;
+  }
+  return lines.join('\n');
+}
+
+function setAt(node: unknown, path: (string | number)[], value: string): void {
+  let current = node as Record<string | number, unknown>;
+  for (const step of path.slice(0, -1)) current = current[step] as Record<string | number, unknown>;
+  const last = path.at(-1);
+  if (last !== undefined) current[last] = value;
 }
 
 /**

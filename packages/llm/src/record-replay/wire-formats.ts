@@ -3,7 +3,9 @@
  * of. Everything that does not decide the answer is left out of the canonical form: host and base URL, headers (and
  * their tokens), `?key=`, `stream`/`stream_options` (OpenAI only, see below), sampling parameters, `max_tokens`,
  * Anthropic `cache_control` markers, the time-awareness line at the end of the system prompt (replaced by a
- * placeholder), and the values of tool-call ids (replaced by their order of appearance), so a fixture recorded yesterday against a proxy replays today against the provider.
+ * placeholder), the values of tool-call ids (replaced by their order of appearance), and the values Assistant mints at
+ * run time (agent, task and run ids, clock readings: see {@link mintedKinds}), so a fixture recorded yesterday against
+ * a proxy replays today against the provider.
  */
 import type { ProviderKind } from '../chat-types.ts';
 
@@ -18,6 +20,11 @@ export interface ModelRequest {
   streaming: boolean;
   /** The fields that decide the answer, volatile parts replaced; see {@link canonicalRequest}. */
   canonical: Record<string, unknown>;
+  /**
+   * The values Assistant minted that the canonical form replaced, by placeholder (`minted-agent-1` → `ag-3f…`): a
+   * recording keeps them, so a replay can give the model's answer the values of the run replaying it.
+   */
+  minted: Record<string, string>;
   /** The request's path without host, base URL prefix or query, for the fixture's reader. */
   endpoint: string;
 }
@@ -55,12 +62,15 @@ export function recognizeModelRequest(options: {
     return undefined;
   }
   const body = options.body;
+  const minted = new Map<string, string>();
+  const mintedOf = () => Object.fromEntries([...minted].map(([value, placeholder]) => [placeholder, value]));
   if (pathname.endsWith('/chat/completions') && Array.isArray(body.messages)) {
     return {
       wire: 'openai',
       model: typeof body.model === 'string' ? body.model : '',
       streaming: body.stream === true,
-      canonical: canonicalRequest('openai', body),
+      canonical: canonicalRequest('openai', body, minted),
+      minted: mintedOf(),
       endpoint: '/chat/completions',
     };
   }
@@ -70,7 +80,8 @@ export function recognizeModelRequest(options: {
       wire: 'anthropic',
       model: typeof body.model === 'string' ? body.model : '',
       streaming,
-      canonical: { ...canonicalRequest('anthropic', body), stream: streaming },
+      canonical: { ...canonicalRequest('anthropic', body, minted), stream: streaming },
+      minted: mintedOf(),
       endpoint: '/messages',
     };
   }
@@ -82,7 +93,8 @@ export function recognizeModelRequest(options: {
       wire: 'gemini',
       model,
       streaming,
-      canonical: { model, ...canonicalRequest('gemini', body), stream: streaming },
+      canonical: { model, ...canonicalRequest('gemini', body, minted), stream: streaming },
+      minted: mintedOf(),
       endpoint: `/models/${model}:${gemini[2]}`,
     };
   }
@@ -94,7 +106,12 @@ export function recognizeModelRequest(options: {
  * OpenAI leaves it out (a recording is converted between a stream and a completion), Anthropic and Gemini key the
  * two apart, since their streams carry events (thinking signatures, usage deltas) a conversion would have to invent.
  */
-export function canonicalRequest(wire: WireFormat, body: Record<string, unknown>): Record<string, unknown> {
+export function canonicalRequest(
+  wire: WireFormat,
+  body: Record<string, unknown>,
+  /** Filled with each minted value replaced and its placeholder (see {@link withStableMintedValues}). */
+  minted: Map<string, string> = new Map(),
+): Record<string, unknown> {
   const canonical: Record<string, unknown> = {};
   const pick = (field: string, value: unknown = body[field]) => {
     if (value !== undefined) canonical[field] = withoutCacheControl(value);
@@ -129,7 +146,55 @@ export function canonicalRequest(wire: WireFormat, body: Record<string, unknown>
     }
     if (Object.keys(decisive).length > 0) canonical.generationConfig = decisive;
   }
-  return withStableFenceMarkers(canonical) as Record<string, unknown>;
+  return withStableMintedValues(withStableFenceMarkers(canonical), minted) as Record<string, unknown>;
+}
+
+/**
+ * The values Assistant mints while it runs that reach a prompt: a sub-agent's id (`ag-` and 16 hex digits, from its
+ * parent's task id), a queue task id (a lower-case ULID), a workflow run id (`run-YYYYMMDD-` and 10 hex digits, or 16 letters and digits), and a
+ * clock reading as `Date.toISOString` writes it (a blackboard entry's time). Each run of the same work mints others,
+ * so a prompt that carries them (a spawn_agent result, a blackboard) would otherwise get another key on every run.
+ * Each has a fixed length, so a replay can put the current values into a recorded answer without moving a byte.
+ */
+const mintedKinds = {
+  agent: /\bag-[0-9a-f]{16}\b/,
+  // `startWorkflowRun`'s (10 hex digits), or the one a runner makes from its task id when its enqueuer gave none (16).
+  run: /\brun-\d{8}-(?:[0-9a-f]{10}|[0-9a-z]{16})\b/,
+  task: /\b[0-7][0-9a-hjkmnp-tv-z]{25}\b/,
+  instant: /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/,
+} as const;
+
+const mintedValue = new RegExp(
+  Object.entries(mintedKinds)
+    .map(([kind, pattern]) => `(?<${kind}>${pattern.source})`)
+    .join('|'),
+  'g',
+);
+
+/**
+ * Minted values (see {@link mintedKinds}) replaced by their kind and order of first appearance in every string
+ * (`minted-agent-1`, `minted-task-2`, …); the same value gets the same placeholder, so which child is which is kept.
+ * `minted` maps each value replaced to its placeholder.
+ */
+function withStableMintedValues(value: unknown, minted: Map<string, string>): unknown {
+  if (typeof value === 'string') {
+    return value.replace(mintedValue, (found, ...rest: unknown[]) => {
+      const groups = rest.at(-1) as Record<string, string | undefined>;
+      const kind = Object.keys(mintedKinds).find((name) => groups[name] !== undefined) ?? 'value';
+      let placeholder = minted.get(found);
+      if (placeholder === undefined) {
+        const count = [...minted.values()].filter((known) => known.startsWith(`minted-${kind}-`)).length;
+        placeholder = `minted-${kind}-${count + 1}`;
+        minted.set(found, placeholder);
+      }
+      return placeholder;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => withStableMintedValues(item, minted));
+  if (!isPlainObject(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [name, item] of Object.entries(value)) setOwn(copy, name, withStableMintedValues(item, minted));
+  return copy;
 }
 
 // fenceUntrusted (prompts/fence-untrusted.ts) draws a fresh random marker for every fence: `UNTRUSTED-<16 hex>`.
