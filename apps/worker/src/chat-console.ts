@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { decideApproval, findService, listApprovals, proposeAction, readApproval } from '@assistant/actions';
-import { loadPersonas, loadWorkflows, personaNamesOf, startWorkflowRun } from '@assistant/agents';
+import { loadPersonas, loadWorkflows, personaNamesOf, runNotePath, startWorkflowRun } from '@assistant/agents';
 import { AssistantError, scrubSecretsDeep } from '@assistant/errors';
 import type { ChatConsole, IntegrationRegistry, TriggerOutcome } from '@assistant/integration-host';
 import type { EnqueueOutcome, Task } from '@assistant/queue';
@@ -133,6 +133,12 @@ export function createChatConsole(
         // The answer goes back to this conversation, through this turn's chat instance (the one its task runs as,
         // named on the task or the only chat instance there is).
         replyTo: { conversation, ...chatInstanceOf(registry, task) },
+      });
+      await humanLog.write({
+        source: 'chat',
+        message: `started ${started.workflow.topology} workflow ${started.workflow.name}: run ${started.run}`,
+        reason: `asked in conversation ${conversation}`,
+        link: runNotePath(started.run),
       });
       return {
         run: started.run,

@@ -623,6 +623,11 @@ describe('the chat tools', () => {
       // The turn's chat instance (the builtin's default one here) gets the answer.
       payload: { workflow: 'digest', input: 'tea', run: started.run, reply_to: { conversation, instance: 'chat' } },
     });
+    // The human log says who started it and where from.
+    const [log = ''] = await readdir(path.join(dir, 'data', 'logs'));
+    expect(await readFile(path.join(dir, 'data', 'logs', log), 'utf8')).toContain(
+      `**chat** started pipeline workflow digest: run ${started.run}`,
+    );
   });
 
   it('run_workflow tells the model which workflows there are when the name is unknown, and what is wrong with one', async () => {
