@@ -52,6 +52,7 @@ function contextFor(options: {
   source?: Task['source'];
   withoutAgents?: boolean;
   attempts?: number;
+  signal?: AbortSignal;
   recorded?: Recorded;
   /** `enqueue` throws this (a worker without the chat integration). */
   enqueueError?: Error;
@@ -71,7 +72,7 @@ function contextFor(options: {
     configDir: dir,
     dataDir: path.join(dir, 'data'),
     notes,
-    signal: new AbortController().signal,
+    signal: options.signal ?? new AbortController().signal,
     log: {
       human: async () => {},
       info() {},
@@ -215,6 +216,32 @@ describe('system.workflow with reply_to (a run started from chat)', () => {
     );
     expect(recorded.enqueued.map((each) => each.payload)).toEqual([
       expect.objectContaining({ text: expect.stringContaining(': failed: disk full') }),
+    ]);
+  });
+
+  it('says a last attempt that timed out failed, and nothing when a shutdown cut the run short', async () => {
+    const recorded: Recorded = { enqueued: [], warnings: [] };
+    const payload = { workflow: 'review', input: 'tea', run: 'run-20261128-late', reply_to: replyTo };
+    const stopped = (reason: unknown) => {
+      const controller = new AbortController();
+      controller.abort(reason);
+      return controller.signal;
+    };
+    const shutdown = stopped(new Error('the worker is shutting down'));
+    await expect(
+      runWorkflowTask(
+        contextFor({ payload, subagents: new FakeSubAgents({ answer }), recorded, attempts: 3, signal: shutdown }),
+      ),
+    ).rejects.toThrow('shutting down');
+    expect(recorded.enqueued).toEqual([]);
+    const timedOut = stopped(new DOMException('The operation timed out.', 'TimeoutError'));
+    await expect(
+      runWorkflowTask(
+        contextFor({ payload, subagents: new FakeSubAgents({ answer }), recorded, attempts: 3, signal: timedOut }),
+      ),
+    ).rejects.toThrow('timed out');
+    expect(recorded.enqueued.map((each) => each.payload)).toEqual([
+      expect.objectContaining({ text: expect.stringContaining(': failed: the run took longer than the task timeout') }),
     ]);
   });
 

@@ -57,9 +57,11 @@ export async function runWorkflowTask(context: HandlerContext) {
     ran = await runChecked(context, { ...payload, run });
   } catch (error) {
     // The run ended for good (no attempt follows, and no shutdown cut it short to resume later): the conversation
-    // waiting for the answer hears that. A failure the queue retries says nothing yet; the next attempt answers.
+    // waiting for the answer hears that. A failure the queue retries says nothing yet; the next attempt answers. A
+    // timeout is a failure like any other (the worker aborts the signal with a TimeoutError), a shutdown is not.
+    const timedOut = context.signal.aborted && isTimeout(context.signal.reason);
     const final =
-      !context.signal.aborted &&
+      (!context.signal.aborted || timedOut) &&
       (error instanceof UnrecoverableError || context.task.attempts >= context.task.maxAttempts);
     if (final) {
       await replyToConversation({
@@ -70,7 +72,11 @@ export async function runWorkflowTask(context: HandlerContext) {
           run,
           status: 'failed',
           output: '',
-          reason: error instanceof Error ? error.message : String(error),
+          reason: timedOut
+            ? 'the run took longer than the task timeout of system.workflow, on its last attempt (`queue.policies.overrides` in config.yaml sets it)'
+            : error instanceof Error
+              ? error.message
+              : String(error),
         },
       });
     }
@@ -84,6 +90,11 @@ export async function runWorkflowTask(context: HandlerContext) {
     reply: { ...ran.result, workflow: payload.workflow, topology: ran.topology },
   });
   return ran.result;
+}
+
+/** The abort reason of the worker's per-type timeout (`DOMException` TimeoutError), not that of a shutdown. */
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof Error || reason instanceof DOMException ? reason.name === 'TimeoutError' : false;
 }
 
 /** The run of a checked payload: its result, and the topology of its workflow. */
