@@ -251,7 +251,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         }
       : {}),
     ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings, task) } : {}),
-    ...(instance.domain === 'system' && isBuiltin ? { agents: agentsContext(services, task, parking) } : {}),
+    ...(instance.domain === 'system' && isBuiltin ? { agents: agentsContext(services, task, parking, logger) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -494,7 +494,12 @@ function personaGate(options: {
 }
 
 /** Personas and sub-agents for the builtin system integration's handlers (system.agent, system.workflow). */
-function agentsContext(services: WorkerServices, task: Task, parking: { begin(): void; end(): void }): AgentsContext {
+function agentsContext(
+  services: WorkerServices,
+  task: Task,
+  parking: { begin(): void; end(): void },
+  logger: Logger,
+): AgentsContext {
   const root = agentsRoot(services.config.paths.dataDir);
   const persona = (name?: string): Promise<Persona> => {
     if (services.personas === undefined) {
@@ -576,6 +581,12 @@ function agentsContext(services: WorkerServices, task: Task, parking: { begin():
       }
       return deliverChildResult({ root, record, result });
     },
+    followSteering: (target) =>
+      applySteering({
+        channel: steeringChannel(services, task.id),
+        target,
+        logger: { warn: (message) => logger.warn(message) },
+      }),
     steerChildren: async (request) => {
       const children = path.join(root, task.id);
       for (const id of await listIds(path.join(children, 'children'))) {

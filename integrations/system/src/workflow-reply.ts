@@ -12,7 +12,8 @@ export interface WorkflowReply {
   /** Unknown when the run never started (its manifest gone since it was enqueued). */
   topology?: string;
   run: string;
-  status: 'done' | 'failed';
+  /** `stopped`: a person stopped the run (its runner's task steered `stop`). */
+  status: 'done' | 'failed' | 'stopped';
   output: string;
   reason?: string;
 }
@@ -33,8 +34,8 @@ export function replyMessageId(run: string): string {
 export function replyText(reply: WorkflowReply): string {
   const what = `Workflow \`${reply.workflow}\`${reply.topology === undefined ? '' : ` (${reply.topology})`}, run ${reply.run}`;
   const note = runNotePath(reply.run);
-  if (reply.status === 'failed') {
-    const text = `${what}: failed: ${reply.reason ?? 'no reason given'}\n\nThe run note is ${note}; every step is on the blackboard ${blackboardPath(reply.run)}.`;
+  if (reply.status !== 'done') {
+    const text = `${what}: ${reply.status}: ${reply.reason ?? 'no reason given'}\n\nThe run note is ${note}; every step is on the blackboard ${blackboardPath(reply.run)}.`;
     return text.length <= maxReplyChars ? text : `${text.slice(0, maxReplyChars - 60)}\n[… cut: the run note ${note}]`;
   }
   const head = `${what}: done.\n\n`;

@@ -56,6 +56,8 @@ function contextFor(options: {
   recorded?: Recorded;
   /** `enqueue` throws this (a worker without the chat integration). */
   enqueueError?: Error;
+  /** A person stops the run as soon as it follows its steering, with this reason. */
+  stopAtOnce?: string;
 }): HandlerContext {
   const known = new Set(options.personas ?? ['researcher', 'writer']);
   const agents = {
@@ -64,6 +66,12 @@ function contextFor(options: {
       return { name };
     },
     subagents: () => options.subagents,
+    // No one steers these runs (apps/worker/src/workflow-steering.test.ts steers a run through a real worker).
+    followSteering: (handlers: { stop: (reason?: string) => void }) => {
+      if (options.stopAtOnce !== undefined) handlers.stop(options.stopAtOnce);
+      return { close: async () => {} };
+    },
+    steerChildren: async () => {},
   };
   // Only what the handler uses; the e2e test (tests/workflows-e2e.test.ts) covers the worker's real context.
   return {
@@ -216,6 +224,23 @@ describe('system.workflow with reply_to (a run started from chat)', () => {
     );
     expect(recorded.enqueued.map((each) => each.payload)).toEqual([
       expect.objectContaining({ text: expect.stringContaining(': failed: disk full') }),
+    ]);
+  });
+
+  it('says a run a person stopped was stopped, and why', async () => {
+    const recorded: Recorded = { enqueued: [], warnings: [] };
+    const payload = { workflow: 'review', input: 'tea', run: 'run-20261128-stop', reply_to: replyTo };
+    const result = await runWorkflowTask(
+      contextFor({ payload, subagents: new FakeSubAgents({ answer }), recorded, stopAtOnce: 'not needed any more' }),
+    );
+    expect(result).toMatchObject({ status: 'stopped' });
+    expect(recorded.enqueued.map((each) => each.payload)).toEqual([
+      expect.objectContaining({
+        message: 'wf-run-20261128-stop',
+        text: expect.stringMatching(
+          /^Workflow `review` \(pipeline\), run run-20261128-stop: stopped: not needed any more/,
+        ),
+      }),
     ]);
   });
 

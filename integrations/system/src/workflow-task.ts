@@ -15,6 +15,7 @@ import {
 } from '@assistant/agents';
 import { type HandlerContext, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
+import { followRunSteering } from './run-steering.ts';
 import { replyToConversation } from './workflow-reply.ts';
 
 const payloadSchema = z.strictObject({
@@ -37,8 +38,8 @@ const payloadSchema = z.strictObject({
  * (`{workflow, input, run?, reply_to?}`; docs/agents.md#topologies-and-workflows). Its agents are children of this task, each its own
  * `system.agent` task; the run note `notes/agents/runs/<run>.md` lists every task of the run and ends with the
  * output, the blackboard `notes/agents/blackboards/<run>.md` holds every answer. A task cut short (a worker killed)
- * runs again and continues where it was. With `reply_to` (a run started from chat), the run's end (done or failed
- * for good) is posted into that conversation as a `chat.notify` message whose id comes from the run id.
+ * runs again and continues where it was. With `reply_to` (a run started from chat), the run's end (done, stopped,
+ * or failed for good) is posted into that conversation as a `chat.notify` message whose id comes from the run id.
  */
 export async function runWorkflowTask(context: HandlerContext) {
   const checked = payloadSchema.safeParse(context.payload);
@@ -123,6 +124,7 @@ async function runChecked(
     }
   }
   const root = agentsRoot(context.dataDir);
+  const steering = followRunSteering(agents);
   const result = await runWorkflow({
     workflow,
     workflows,
@@ -137,10 +139,15 @@ async function runChecked(
     signal: context.signal,
     lastAttempt: context.task.attempts >= context.task.maxAttempts,
     descendantTasks: (taskId) => descendantTasks(root, taskId),
-  });
-  await context.log.human(`workflow ${name} ${result.status === 'done' ? 'done' : 'FAILED'}: run ${run}`, {
-    reason: result.reason ?? `system.workflow ran ${workflow.topology} workflow ${name}`,
-  });
+    stopped: steering.stopped,
+    whilePaused: steering.whilePaused,
+  }).finally(() => steering.close());
+  await context.log.human(
+    `workflow ${name} ${result.status === 'done' ? 'done' : result.status === 'stopped' ? 'stopped' : 'FAILED'}: run ${run}`,
+    {
+      reason: result.reason ?? `system.workflow ran ${workflow.topology} workflow ${name}`,
+    },
+  );
   return { result: { ...result }, topology: workflow.topology };
 }
 

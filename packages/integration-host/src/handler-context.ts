@@ -252,6 +252,14 @@ export interface AgentsContext {
   deliver(record: ChildRecord, result: ChildResult): Promise<'written' | 'present'>;
   /** Steers this task's running children as the task itself was steered (pause, resume, stop reach the whole tree). */
   steerChildren(request: { action: 'pause' | 'resume' | 'stop'; message?: string }): Promise<void>;
+  /**
+   * Applies the steering requests made of this task (`assistant steer`, REST, the dashboard) to `target`, for a
+   * handler that steers without an agent loop of its own (a workflow's runner), until `close()`. A request `target`
+   * throws on is refused with its message.
+   */
+  followSteering(
+    target: Pick<SteerableHandle, 'pause' | 'resume' | 'interject' | 'stop' | 'ask' | 'answerClarification' | 'done'>,
+  ): { close(): Promise<void> };
 }
 
 /**

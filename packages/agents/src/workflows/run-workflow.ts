@@ -53,6 +53,13 @@ export interface RunWorkflowOptions {
   lastAttempt?: boolean;
   /** How long one wait for a child lasts before the runner looks again (and lists new descendants). @default 15_000 */
   waitTimeoutMs?: number;
+  /**
+   * A person's stop of the run (the runner's task steered `stop`): the run ends `stopped` with the signal's reason,
+   * and spawns nothing more. Unlike `signal` (a worker shutting down), it does not leave the task to run again.
+   */
+  stopped?: AbortSignal;
+  /** Resolves when the run is not paused (the runner's task steered `pause`); asked before each agent is spawned. */
+  whilePaused?: () => Promise<void>;
 }
 
 /** Why a run ends early: a child that did not complete. */
@@ -73,7 +80,11 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
   await createRunNote(options);
   await createBlackboard({ notes, path: board, title: `${workflow.name} (${workflow.topology}), ${run}`, run });
   await appendBlackboardEntry({ notes, path: board, entry: { id: 'input', who: 'workflow', what: options.input } });
-  const runner = new Runner(options, board);
+  const stopped = options.stopped;
+  const runner = new Runner(
+    stopped === undefined ? options : { ...options, signal: AbortSignal.any([options.signal, stopped]) },
+    board,
+  );
   let result: WorkflowRunResult;
   try {
     const output = await runner.topology({
@@ -84,6 +95,12 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
     });
     result = { run, status: 'done', output };
   } catch (error) {
+    if (stopped?.aborted && !options.signal.aborted) {
+      result = { run, status: 'stopped', output: '', reason: String(stopped.reason ?? 'stopped') };
+      await runner.listDescendants();
+      await finishRunNote({ notes, run, workflow, result });
+      return result;
+    }
     if (!(error instanceof RunFailed)) {
       if (options.lastAttempt && !options.signal.aborted) {
         const reason = `the runner failed on its last attempt: ${error instanceof Error ? error.message : String(error)}`;
@@ -219,6 +236,8 @@ class Runner {
   }): Promise<ChildResult> {
     const { subagents, notes, run } = this.#options;
     this.#options.signal.throwIfAborted();
+    await this.#options.whilePaused?.();
+    this.#options.signal.throwIfAborted();
     const spawned = await subagents.spawn({ ...request, blackboard: this.#board, run });
     this.#children.add(spawned.taskId);
     await addRunTasks({ notes, run, taskIds: [spawned.taskId] });
@@ -346,7 +365,9 @@ async function finishRunNote(options: {
   const summary =
     result.status === 'done'
       ? `Done: ${workflow.topology} workflow \`${workflow.name}\` (${workflow.file}).`
-      : `Failed: ${workflow.topology} workflow \`${workflow.name}\` (${workflow.file}): ${result.reason ?? 'no reason given'}.`;
+      : result.status === 'stopped'
+        ? `Stopped: ${workflow.topology} workflow \`${workflow.name}\` (${workflow.file}): ${result.reason ?? 'by a person'}.`
+        : `Failed: ${workflow.topology} workflow \`${workflow.name}\` (${workflow.file}): ${result.reason ?? 'no reason given'}.`;
   await options.notes.update(runNotePath(run), {
     set: {
       status: result.status,

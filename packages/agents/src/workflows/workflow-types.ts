@@ -89,8 +89,9 @@ export type WorkflowReplyTo = {
 /** What `system.workflow` returns (its task's result). */
 export interface WorkflowRunResult {
   run: string;
-  status: 'done' | 'failed';
+  /** `stopped`: a person stopped the run (`assistant steer <runner task> stop`). */
+  status: 'done' | 'failed' | 'stopped';
   output: string;
-  /** Why a failed run failed. */
+  /** Why a failed run failed, or why it was stopped. */
   reason?: string;
 }
