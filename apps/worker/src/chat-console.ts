@@ -1,4 +1,6 @@
+import path from 'node:path';
 import { decideApproval, findService, listApprovals, proposeAction, readApproval } from '@assistant/actions';
+import { loadPersonas, loadWorkflows, personaNamesOf, runNotePath, startWorkflowRun } from '@assistant/agents';
 import { AssistantError, scrubSecretsDeep } from '@assistant/errors';
 import type { ChatConsole, IntegrationRegistry, TriggerOutcome } from '@assistant/integration-host';
 import type { EnqueueOutcome, Task } from '@assistant/queue';
@@ -9,7 +11,8 @@ const steerWaitMs = 3_000;
 
 /**
  * The console of a chat turn (HandlerContext.console, for the builtin chat integration only): each part is the
- * function the CLI and the REST API call for the same thing, with `chat` as who did it.
+ * function the CLI and the REST API call for the same thing, with `chat` as who did it (for a workflow run, its
+ * task's source).
  */
 export function createChatConsole(
   services: WorkerServices & { registry: IntegrationRegistry },
@@ -118,7 +121,50 @@ export function createChatConsole(
         ...(outcome.message === undefined ? {} : { message: outcome.message }),
       };
     },
+    runWorkflow: async ({ conversation, workflow, input }) => {
+      const started = await startWorkflowRun({
+        queue,
+        configDir: path.dirname(config.paths.configFile),
+        notesRoot: config.paths.notes,
+        workflow,
+        input,
+        // Not `cli` or `api`: the input is the chat model's words, so the runner fences it for every agent.
+        source: 'chat',
+        // The answer goes back to this conversation, through this turn's chat instance (the one its task runs as,
+        // named on the task or the only chat instance there is).
+        replyTo: { conversation, ...chatInstanceOf(registry, task) },
+      });
+      await humanLog.write({
+        source: 'chat',
+        message: `started ${started.workflow.topology} workflow ${started.workflow.name}: run ${started.run}`,
+        reason: `asked in conversation ${conversation}`,
+        link: runNotePath(started.run),
+      });
+      return {
+        run: started.run,
+        task: started.task,
+        workflow: started.workflow.name,
+        topology: started.workflow.topology,
+      };
+    },
+    workflows: async () => {
+      // Only the workflows a run would accept: a persona each names is checked as startWorkflowRun checks it.
+      const configDir = path.dirname(config.paths.configFile);
+      const personas = await loadPersonas({ configDir, notesRoot: config.paths.notes });
+      const { workflows } = await loadWorkflows({ configDir, personas: personaNamesOf(personas) });
+      return [...workflows.values()].map((each) => ({
+        name: each.name,
+        topology: each.topology,
+        ...(each.description === undefined ? {} : { description: each.description }),
+      }));
+    },
   };
+}
+
+/** The chat instance a chat turn runs as, for its workflow runs' replies; none found: the default (`chat`). */
+function chatInstanceOf(registry: IntegrationRegistry, task: Task): { instance?: string } {
+  const found = registry.instanceForTask(task);
+  return found.ok ? { instance: found.instance.name } : {};
 }
 
 function described(type: string, outcome: EnqueueOutcome): TriggerOutcome {

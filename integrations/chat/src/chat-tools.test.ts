@@ -1,6 +1,6 @@
 // The tools of a chat turn against real stores: notes, a file queue and approval notes in a temp dir, the worker's
 // own handler context (and its console) for a chat.turn task, the greeter fixture as the integration acted on.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,6 +131,23 @@ async function createAda(notes: FileNoteStore): Promise<string> {
   return item;
 }
 
+/** Workflows beside config.yaml: two that load (their persona is the built-in `assistant`), one with a problem. */
+async function writeWorkflows(): Promise<void> {
+  await mkdir(path.join(dir, 'agents'));
+  await writeFile(
+    path.join(dir, 'agents', 'digest.yaml'),
+    'topology: pipeline\ndescription: summarise a topic\nsteps:\n  - {persona: assistant, task: "Summarise {{input}}"}\n',
+  );
+  await writeFile(
+    path.join(dir, 'agents', 'second.yaml'),
+    'topology: pipeline\nsteps:\n  - {persona: assistant, task: "Again: {{input}}"}\n',
+  );
+  await writeFile(
+    path.join(dir, 'agents', 'broken.yaml'),
+    'topology: pipeline\nsteps:\n  - {persona: nobody, task: "x"}\n',
+  );
+}
+
 const proposal = (item: string) => ({
   instance: 'friendly',
   platform: 'cards',
@@ -161,6 +178,7 @@ describe('the chat tools', () => {
         'list_tasks',
         'propose',
         'read_note',
+        'run_workflow',
         'search_notes',
         'show_task',
         'steer_task',
@@ -572,6 +590,82 @@ describe('the chat tools', () => {
         expect.objectContaining({ action: 'stop', reason: 'the owner asked in the chat' }),
         expect.objectContaining({ action: 'interject', message: 'also look at the spam folder' }),
       ]),
+    );
+  });
+
+  it('run_workflow starts a run for the owner, its answer addressed to this conversation; a stranger is refused', async () => {
+    await writeWorkflows();
+    const { contextFor, queue } = await setup();
+    const context = contextFor('chat.turn');
+    const stranger = turn(context, { ownerPeer: false });
+    await expect(call(stranger, 'run_workflow', { workflow: 'digest', input: 'tea' })).rejects.toMatchObject({
+      code: 'CHAT_TOOL_REFUSED',
+      message: "refused: only the owner may start a workflow, and this conversation's peer is not the owner",
+    });
+    expect(await queue.list()).toEqual([]);
+
+    const started = (await call(turn(context), 'run_workflow', { workflow: 'digest', input: 'tea' })) as {
+      run: string;
+      task: string;
+    };
+    expect(started).toEqual({
+      run: expect.stringMatching(/^run-\d{8}-[0-9a-f]{10}$/),
+      task: expect.any(String),
+      workflow: 'digest',
+      topology: 'pipeline',
+    });
+    const task = (await queue.get(started.task))?.task;
+    expect(task).toMatchObject({
+      type: 'system.workflow',
+      integration: 'system',
+      // Not the owner's own words (the model wrote them): the runner fences the input for every agent.
+      source: 'chat',
+      // The turn's chat instance (the builtin's default one here) gets the answer.
+      payload: { workflow: 'digest', input: 'tea', run: started.run, reply_to: { conversation, instance: 'chat' } },
+    });
+    // The human log says who started it and where from.
+    const [log = ''] = await readdir(path.join(dir, 'data', 'logs'));
+    expect(await readFile(path.join(dir, 'data', 'logs', log), 'utf8')).toContain(
+      `**chat** started pipeline workflow digest: run ${started.run}`,
+    );
+  });
+
+  it('run_workflow tells the model which workflows there are when the name is unknown, and what is wrong with one', async () => {
+    await writeWorkflows();
+    const { contextFor, queue } = await setup();
+    const t = turn(contextFor('chat.turn'));
+    await expect(call(t, 'run_workflow', { workflow: 'digets', input: 'tea' })).rejects.toMatchObject({
+      code: 'WORKFLOW_UNKNOWN',
+      message: expect.stringMatching(/^WORKFLOW_UNKNOWN: no workflow "digets" \(the workflows are digest, /),
+    });
+    await expect(call(t, 'run_workflow', { workflow: 'broken', input: 'tea' })).rejects.toMatchObject({
+      code: 'WORKFLOW_INVALID',
+      message: expect.stringMatching(
+        /^WORKFLOW_INVALID: workflow broken has problems:\nagents\/broken\.yaml:3:.*nobody/,
+      ),
+    });
+    expect(await queue.list()).toEqual([]);
+  });
+
+  it("run_workflow's description names the workflows read when the turn began", async () => {
+    await writeWorkflows();
+    const { contextFor } = await setup();
+    const context = contextFor('chat.turn');
+    const workflows = await context.console?.workflows();
+    expect(workflows).toEqual([
+      { name: 'digest', topology: 'pipeline', description: 'summarise a topic' },
+      { name: 'second', topology: 'pipeline' },
+    ]);
+    const tools = chatTools({
+      context,
+      conversationId: conversation,
+      ownerPeer: true,
+      ownerTexts: () => [],
+      showApproval: async () => {},
+      ...(workflows === undefined ? {} : { workflows }),
+    });
+    expect(tools.find((tool) => tool.name === 'run_workflow')?.description).toMatch(
+      /The workflows: digest \(pipeline\): summarise a topic; second \(pipeline\)\.$/,
     );
   });
 

@@ -1,7 +1,8 @@
-import { AssistantError } from '@assistant/errors';
+import { AssistantError, isAssistantError } from '@assistant/errors';
 import {
   approvalRendering,
   type ChatConsole,
+  type ChatWorkflowSummary,
   defineTool,
   describeAction,
   describeApproval,
@@ -25,7 +26,18 @@ export interface ChatToolsOptions {
   ownerTexts: () => readonly string[];
   /** Shows an approval request in the chat (an `approval` event on the conversation's event log). */
   showApproval: (approval: { id: string; title: string; summary: string; rendering?: string }) => Promise<void>;
+  /**
+   * The workflows there are, read when the turn started, named in `run_workflow`'s description. @default none named
+   * (the tool still works: an unknown name is answered with the list)
+   */
+  workflows?: readonly ChatWorkflowSummary[];
 }
+
+/** The longest input a workflow run takes (`system.workflow`'s limit; startWorkflowRun says so when it is passed). */
+const maxWorkflowInputChars = 100_000;
+
+/** The most workflows `run_workflow`'s description names; past it, the count and how to learn the rest. */
+const maxNamedWorkflows = 30;
 
 /**
  * The most characters of a request's rendering a chat card (and `list_approvals` here) carries: past it, its start and
@@ -45,7 +57,7 @@ const plainValue = z.union([z.string().max(4_000), z.number(), z.boolean()]);
  * the action gate: `propose` turns an action into an approval request the owner decides on; `decide_approval` works
  * only for the owner, and only on an approval whose id the owner wrote in this turn; `trigger` runs what a schedule
  * runs; `enqueue_service` only services that can be undone; `steer_task` never a chat turn, and only as a line of
- * the owner's message asks. Every tool's output reaches the model fenced as untrusted data (none is `trusted`): notes, mail in task
+ * the owner's message asks; `run_workflow` only for the owner. Every tool's output reaches the model fenced as untrusted data (none is `trusted`): notes, mail in task
  * payloads and approval reasons are text from outside.
  */
 export function chatTools(options: ChatToolsOptions): Tool[] {
@@ -312,7 +324,61 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
         return outcome;
       },
     }),
+    defineTool({
+      name: 'run_workflow',
+      description: runWorkflowDescription(options.workflows),
+      // Soft: it starts work inside Assistant, as `assistant run` does, and nothing of it reaches outside on its own:
+      // each agent of the run acts only within its persona's grants, and every action that sends or cannot be undone
+      // still waits for the owner's approval. Its authority is the owner's (checked below); the input is the model's
+      // words, so the runner fences it for every agent (task source `chat`).
+      tier: 'soft',
+      input: z.object({
+        workflow: z.string().min(1).max(100),
+        input: z.string().min(1).max(maxWorkflowInputChars),
+      }),
+      run: async ({ workflow, input }) => {
+        if (!options.ownerPeer) {
+          throw new AssistantError(
+            'CHAT_TOOL_REFUSED',
+            "refused: only the owner may start a workflow, and this conversation's peer is not the owner",
+          );
+        }
+        try {
+          return await console.runWorkflow({ conversation: options.conversationId, workflow, input });
+        } catch (error) {
+          // The model sees a tool error's message only: the code and the hint (which names the workflows there are)
+          // go into it, so it can correct the name or tell the owner what is wrong.
+          if (isAssistantError(error, 'WORKFLOW_UNKNOWN') || isAssistantError(error, 'WORKFLOW_INVALID')) {
+            throw new AssistantError(
+              error.code,
+              `${error.code}: ${error.message}${error.hint === undefined ? '' : ` (${error.hint})`}`,
+              { cause: error },
+            );
+          }
+          throw error;
+        }
+      },
+    }),
   ];
+}
+
+/** `run_workflow`'s description: what it does, where the answer goes, and the workflows known when the turn began. */
+function runWorkflowDescription(workflows: readonly ChatWorkflowSummary[] | undefined): string {
+  const base =
+    'Starts a workflow (agents/NAME.yaml beside config.yaml: personas working together as a pipeline, a star or a mesh) on an input, when the owner asks for it. It returns the run id at once; the run takes minutes, and its answer is posted into this conversation as a message when it ends, so tell the owner it has started rather than waiting.';
+  if (workflows === undefined) return base;
+  if (workflows.length === 0) return `${base} There are no workflows now.`;
+  const named = workflows
+    .slice(0, maxNamedWorkflows)
+    .map(
+      (each) =>
+        `${each.name} (${each.topology})${each.description === undefined ? '' : `: ${each.description.replace(/\s+/g, ' ').slice(0, 200)}`}`,
+    );
+  const more =
+    workflows.length > maxNamedWorkflows
+      ? `; and ${workflows.length - maxNamedWorkflows} more (an unknown name is answered with every name)`
+      : '';
+  return `${base} The workflows: ${named.join('; ')}${more}.`;
 }
 
 /** A value as a tool shows it: as it is when short, else its JSON cut with a note. */

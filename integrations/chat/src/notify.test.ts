@@ -50,6 +50,24 @@ describe('chat.notify', () => {
     expect(lines).toEqual(['told the owner: Mail from your accountant']);
   });
 
+  it("posts a workflow run's answer into the conversation that started it, once, marked with the run", async () => {
+    const { conversations, events, lines, context } = setup();
+    const chat = (await conversations.create({ title: 'Cats', peer: 'owner' })).id;
+    const payload = {
+      conversation: chat,
+      text: 'Workflow `article` (pipeline), run run-20261128-abcd: done.',
+      message: 'wf-run-20261128-abcd',
+      run: 'run-20261128-abcd',
+    };
+    expect(await runChatNotify(context(payload))).toMatchObject({ appended: true });
+    // The runner asked twice (it crashed after its enqueue and ran again): one message.
+    expect(await runChatNotify(context(payload))).toMatchObject({ appended: false });
+    expect((await conversations.get(chat)).messages.map((message) => message.id)).toEqual(['wf-run-20261128-abcd']);
+    const { entries } = await events.read(chat);
+    expect(entries[0]?.event).toMatchObject({ notification: { kind: 'workflow', run: 'run-20261128-abcd' } });
+    expect(lines).toEqual(['told the owner: Workflow `article` (pipeline), run run-20261128-abcd: done.']);
+  });
+
   it('refuses a conversation that does not exist, other than notifications', async () => {
     const { context } = setup();
     await expect(runChatNotify(context({ conversation: 'c-nowhere', text: 'x', message: 'h-1' }))).rejects.toThrow(

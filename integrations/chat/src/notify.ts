@@ -13,12 +13,14 @@ const payloadSchema = z.strictObject({
   /** The hook and the event it came from, shown on the event stream (hooks' `notify:` and `chat:`). */
   hook: z.string().optional(),
   event: z.string().optional(),
+  /** The workflow run whose answer this is (a run started from chat), shown on the event stream. */
+  run: z.string().optional(),
 });
 
 /**
  * `chat.notify`: posts a message from Assistant into a conversation, by default the owner's `notifications` (which
- * Telegram forwards when it is set up): `{conversation, text, message, hook?, event?}`. Hooks' `notify:` and `chat:`
- * enqueue it, with a due time for `after:`/`at:` written into the task, so a reminder survives a restart. No model is
+ * Telegram forwards when it is set up): `{conversation, text, message, hook?, event?, run?}`. Hooks' `notify:` and
+ * `chat:` enqueue it, and so does a workflow run started from chat (`run`) to post its answer, with a due time for `after:`/`at:` written into the task, so a reminder survives a restart. No model is
  * asked; the text is posted as it is.
  */
 export async function runChatNotify(context: HandlerContext) {
@@ -29,7 +31,7 @@ export async function runChatNotify(context: HandlerContext) {
       `chat.notify expects {"conversation", "text", "message"}; ${issue?.path.join('.') || 'payload'}: ${issue?.message}`,
     );
   }
-  const { conversation, text, message, hook, event } = checked.data;
+  const { conversation, text, message, hook, event, run } = checked.data;
   const chat = context.chat;
   if (!chat) throw new UnrecoverableError('chat.notify runs only in the builtin chat integration');
   try {
@@ -54,7 +56,10 @@ export async function runChatNotify(context: HandlerContext) {
   await chat.events.append(conversation, {
     type: 'message',
     message: { id: message, role: 'assistant', text, at, status: 'complete' },
-    notification: { kind: 'hook', ...(hook === undefined ? {} : { hook }), ...(event === undefined ? {} : { event }) },
+    notification:
+      run === undefined
+        ? { kind: 'hook', ...(hook === undefined ? {} : { hook }), ...(event === undefined ? {} : { event }) }
+        : { kind: 'workflow', run },
   });
   const { appended } = await chat.conversations.appendMessage(conversation, {
     id: message,
@@ -63,7 +68,10 @@ export async function runChatNotify(context: HandlerContext) {
     at,
     status: 'complete',
   });
-  if (appended)
-    await context.log.human(`told the owner: ${text.slice(0, 120)}`, { ...(hook ? { reason: `hook ${hook}` } : {}) });
+  if (appended) {
+    await context.log.human(`told the owner: ${text.slice(0, 120)}`, {
+      ...(hook ? { reason: `hook ${hook}` } : run ? { reason: `workflow run ${run}` } : {}),
+    });
+  }
   return { conversation, message, appended };
 }

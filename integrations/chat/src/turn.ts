@@ -45,6 +45,13 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
     });
     return [];
   });
+  // Read once per task, for run_workflow's description; a broken agents/ folder costs the names, not the turn.
+  const workflows = await context.console?.workflows().catch((error: unknown) => {
+    context.log.warn(
+      `chat turn without the list of workflows: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    return undefined;
+  });
   return runChatTurns({
     conversationId: checked.data.conversation,
     messageId: checked.data.message,
@@ -68,6 +75,7 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
         ownerPeer: isOwner(turn, settings),
         ownerTexts: turn.ownerTexts,
         showApproval: turn.showApproval,
+        ...(workflows === undefined ? {} : { workflows }),
       }),
       ...mcpTools,
     ],

@@ -100,6 +100,7 @@ export type {
   Topology,
   Workflow,
   WorkflowProblem,
+  WorkflowReplyTo,
   WorkflowRunResult,
   WorkflowTaskPayload,
 } from './workflows/workflow-types.ts';

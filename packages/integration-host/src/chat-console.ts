@@ -8,7 +8,7 @@ export type ChatSteerAction = 'pause' | 'resume' | 'stop' | 'interject';
  * What the builtin `chat` integration may do beyond enqueueing its own tasks, for the tools of a chat turn
  * (docs/chat.md "Tools"): read tasks and approvals, decide an approval as `assistant approve` does, trigger a
  * platform as `POST /api/integrations/:name/:platform/trigger` does, enqueue a service, steer another task, and turn
- * an action into an approval request. It checks what the system checks for anyone (the gate, the approval's state);
+ * an action into an approval request, start a workflow run. It checks what the system checks for anyone (the gate, the approval's state);
  * who in a conversation may use which part (the owner, text the owner wrote) is the chat tools' to decide.
  */
 export interface ChatConsole {
@@ -61,6 +61,29 @@ export interface ChatConsole {
     message?: string;
     reason?: string;
   }): Promise<{ request: string; status: 'applied' | 'refused' | 'queued'; message?: string }>;
+  /**
+   * Starts a run of the workflow `agents/<workflow>.yaml` as `assistant run` does (`startWorkflowRun`, source `chat`),
+   * its answer posted back into `conversation` when it ends (`reply_to`). Throws WORKFLOW_UNKNOWN (naming the
+   * workflows there are) or WORKFLOW_INVALID before anything is queued.
+   */
+  runWorkflow(options: { conversation: string; workflow: string; input: string }): Promise<ChatWorkflowRun>;
+  /** The workflows that load (name, topology, description), for the model to know what it may start. */
+  workflows(): Promise<ChatWorkflowSummary[]>;
+}
+
+/** A run started from chat: what the model tells the owner. */
+export interface ChatWorkflowRun {
+  run: string;
+  /** The `system.workflow` task. */
+  task: string;
+  workflow: string;
+  topology: string;
+}
+
+export interface ChatWorkflowSummary {
+  name: string;
+  topology: string;
+  description?: string;
 }
 
 /** What became of a chat's enqueue: the task, or the one already on its way, or when a rate limit lets it. */

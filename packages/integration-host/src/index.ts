@@ -1,4 +1,10 @@
-export type { ChatConsole, ChatSteerAction, TriggerOutcome } from './chat-console.ts';
+export type {
+  ChatConsole,
+  ChatSteerAction,
+  ChatWorkflowRun,
+  ChatWorkflowSummary,
+  TriggerOutcome,
+} from './chat-console.ts';
 export { type ConfigCheck, checkConfig, checkPersonas } from './check-config.ts';
 export {
   type ClassifyItemPrompt,

@@ -7,8 +7,12 @@ import { decodeTaskName, type TaskName } from './task-name.ts';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-/** How a task came to be: manual triggers (api, cli) bypass policies; scheduler and automation go through them. */
-export const taskSources = ['api', 'cli', 'scheduler', 'automation', 'retry', 'file'] as const;
+/**
+ * How a task came to be: manual triggers (api, cli) bypass policies; scheduler and automation go through them. `chat`:
+ * a chat model's tool asked for it (a workflow run started from a conversation), so its input is not the owner's own
+ * words.
+ */
+export const taskSources = ['api', 'cli', 'scheduler', 'automation', 'retry', 'file', 'chat'] as const;
 export type TaskSource = (typeof taskSources)[number];
 
 export interface TaskError {

@@ -31,6 +31,7 @@ export type {
   AgentTaskOptions,
   ChatConsole,
   ChatContext,
+  ChatWorkflowSummary,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,

@@ -370,6 +370,45 @@ describe('the Telegram listener', () => {
     ]);
   });
 
+  it("sends a message posted into the conversation (a workflow run's answer) on its own, while a reply streams on", async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'run the article workflow' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'Starting' });
+    await until(() => textsTo(owner).includes('Starting'), 'the first token sent');
+    // What chat.notify appends: the message, marked as a notification (here the answer of a run started earlier).
+    const posted = {
+      type: 'message' as const,
+      message: {
+        id: 'wf-run-20261128-abcd',
+        role: 'assistant',
+        text: 'Workflow `article` (pipeline), run run-20261128-abcd: done.',
+        at: new Date().toISOString(),
+        status: 'complete',
+      },
+      notification: { kind: 'workflow', run: 'run-20261128-abcd' },
+    };
+    await chat.events.append(id, posted);
+    await until(() => textsTo(owner).includes(posted.message.text), 'the posted message sent');
+    await chat.events.append(id, { type: 'token', step: 0, text: ' it' });
+    await until(() => textsTo(owner).includes('Starting it'), 'the reply streaming on');
+    await answer(chat, id, 'Starting it now.');
+    await until(() => textsTo(owner).includes('Starting it now.'), 'the final text');
+    // Posted again (chat.notify run twice after a crash): not sent again.
+    await chat.events.append(id, posted);
+    fake.send({ from: owner, text: '/help' });
+    await until(() => textsTo(owner).some((text) => text.includes('/new')), 'the help after the repeat');
+    expect(fake.messagesTo(owner).map((message) => message.texts)).toEqual([
+      ['Starting', 'Starting it', 'Starting it now.'],
+      [posted.message.text],
+      [expect.stringContaining('/new')],
+    ]);
+  });
+
   it('starts a new conversation on /new and keeps talking in it', async () => {
     const chat = chatService();
     startListener(chat);

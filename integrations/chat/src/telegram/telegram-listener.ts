@@ -625,6 +625,15 @@ class ReplyStream {
       this.#handled(offset);
       return;
     }
+    if (event.notification !== undefined) {
+      // Posted into the conversation (`chat.notify`: a workflow run's answer, a hook's `chat:`), not a turn's reply:
+      // sent as a message of its own, and a reply streaming meanwhile goes on streaming.
+      this.#handled(offset);
+      this.#state.remember('sent', message.id);
+      await this.#state.save();
+      for (const chunk of split(String(message.text ?? ''))) await this.#bot.send(this.#chatId, chunk);
+      return;
+    }
     this.close();
     this.#steps.clear();
     const preview = record.preview;

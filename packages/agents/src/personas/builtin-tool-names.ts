@@ -20,6 +20,7 @@ export const builtinToolNames: readonly string[] = [
   'trigger',
   'enqueue_service',
   'steer_task',
+  'run_workflow',
   // research's web tools.
   'search',
   'fetch',

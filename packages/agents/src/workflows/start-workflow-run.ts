@@ -4,7 +4,7 @@ import type { TaskQueue, TaskSource } from '@assistant/queue';
 import { type LoadPersonasResult, loadPersonas } from '../personas/load-personas.ts';
 import { loadWorkflows } from './load-workflows.ts';
 import { newRunId, runNotePath } from './run-workflow.ts';
-import type { Workflow, WorkflowProblem, WorkflowTaskPayload } from './workflow-types.ts';
+import type { Workflow, WorkflowProblem, WorkflowReplyTo, WorkflowTaskPayload } from './workflow-types.ts';
 
 /** The longest input a run takes (what `system.workflow` accepts). */
 export const maxWorkflowInputChars = 100_000;
@@ -20,6 +20,8 @@ export interface StartWorkflowRunOptions {
   input: string;
   /** @default 'cli' */
   source?: TaskSource;
+  /** A conversation that gets the run's answer when it ends (a run started from chat). @default none */
+  replyTo?: WorkflowReplyTo;
 }
 
 /**
@@ -40,7 +42,12 @@ export async function startWorkflowRun(
   }
   const { workflow } = await checkedWorkflow(options);
   const run = newRunId();
-  const payload: WorkflowTaskPayload = { workflow: workflow.name, input: options.input, run };
+  const payload: WorkflowTaskPayload = {
+    workflow: workflow.name,
+    input: options.input,
+    run,
+    ...(options.replyTo === undefined ? {} : { reply_to: { ...options.replyTo } }),
+  };
   const outcome = await options.queue.enqueue({
     type: 'system.workflow',
     payload: { ...payload },

@@ -69,7 +69,22 @@ export interface WorkflowTaskPayload {
   input: string;
   /** The run id, made by whoever enqueues (`run-<date>-<random>`); absent: derived from the task id. */
   run?: string;
+  /**
+   * A conversation that gets the run's answer (its output, or why it failed) as a message when the run ends: set when a
+   * chat started the run (the `run_workflow` chat tool). @default none: the answer is only in the run note
+   */
+  reply_to?: WorkflowReplyTo;
 }
+
+/**
+ * Where a run's answer is posted (`chat.notify`): a conversation of a chat instance. A type, not an interface, so a
+ * payload holding it is still JSON to the queue.
+ */
+export type WorkflowReplyTo = {
+  conversation: string;
+  /** The chat instance the conversation belongs to. @default 'chat' (the builtin chat's default instance) */
+  instance?: string;
+};
 
 /** What `system.workflow` returns (its task's result). */
 export interface WorkflowRunResult {
