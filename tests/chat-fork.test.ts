@@ -153,7 +153,9 @@ integrations:
       const note = await readFile(path.join(dir.path, 'data/notes/chats', `${first.conversation}.md`), 'utf8');
       expect(note).toContain('\npersona: searcher\n');
       // The turn spoke as the persona: its instructions follow the chat's own in the system prompt.
-      const system = (model.requests[0]?.body.messages as WireMessage[]).find((message) => message.role === 'system');
+      const system = ((model.requests[0]?.body.messages ?? []) as WireMessage[]).find(
+        (message) => message.role === 'system',
+      );
       expect(system?.content).toContain('You speak as the persona searcher. Its instructions, from the owner:');
       expect(system?.content).toContain('You search notes.');
 
