@@ -50,9 +50,9 @@ export function replyText(reply: WorkflowReply): string {
 }
 
 /**
- * Posts a run's answer into the conversation that started it, as a `chat.notify` task of its chat instance. Never
- * throws: a reply that cannot be asked for (no chat integration in this worker, a full disk) is a log line, and the
- * run's own outcome stands.
+ * Posts a run's answer into the conversation that started it, as a `chat.notify` task of its chat instance. A worker
+ * without the chat integration logs it and the run's own outcome stands; any other failure to ask for it throws, so
+ * the attempt is retried and the answer is not lost.
  */
 export async function replyToConversation(options: {
   context: HandlerContext;
@@ -79,6 +79,9 @@ export async function replyToConversation(options: {
       });
     }
   } catch (error) {
+    // Only a worker without the chat integration is a reason to give up; anything else (a full disk, a queue out of
+    // reach) fails this attempt, and the queue runs the runner again: keyed, it finds the run finished and asks again.
+    if (!(error instanceof Error && /no integration handles task type chat\.notify/.test(error.message))) throw error;
     context.log.warn(
       `the answer of run ${reply.run} is not posted to conversation ${replyTo.conversation} (chat instance ${instance}): ${error instanceof Error ? error.message : String(error)}`,
       { run: reply.run, conversation: replyTo.conversation },

@@ -286,6 +286,20 @@ describe('system.workflow with reply_to (a run started from chat)', () => {
     ]);
   });
 
+  it('fails the attempt when the answer cannot be asked for for another reason, so the queue tries again', async () => {
+    const recorded: Recorded = { enqueued: [], warnings: [] };
+    await expect(
+      runWorkflowTask(
+        contextFor({
+          payload: { workflow: 'review', input: 'tea', run: 'run-20261128-fulldisk', reply_to: replyTo },
+          subagents: new FakeSubAgents({ answer }),
+          recorded,
+          enqueueError: new Error('ENOSPC: no space left on device'),
+        }),
+      ),
+    ).rejects.toThrow(/ENOSPC/);
+  });
+
   it('refuses a reply_to that is not {conversation, instance?}', async () => {
     await expect(
       runWorkflowTask(contextFor({ payload: { workflow: 'review', input: 'x', reply_to: { conversation: '../x' } } })),
