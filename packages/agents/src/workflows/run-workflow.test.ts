@@ -187,6 +187,35 @@ describe('runWorkflow', () => {
     });
   });
 
+  it('ends the run note failed when its last attempt times out, and leaves it running when the worker shuts down', async () => {
+    const cut = (reason: unknown) => {
+      const controller = new AbortController();
+      const subagents = new FakeSubAgents({ answer: script });
+      subagents.spawn = async () => {
+        controller.abort(reason);
+        throw reason;
+      };
+      return runWorkflow({
+        workflow: pipeline,
+        workflows,
+        input: 'cats',
+        run,
+        taskId: 'task-runner',
+        notes,
+        subagents,
+        signal: controller.signal,
+        lastAttempt: true,
+      });
+    };
+    await expect(cut(new Error('the worker is shutting down'))).rejects.toThrow(/shutting down/);
+    expect((await notes.read(runNotePath(run)))?.data.status).toBe('running');
+    await expect(cut(new DOMException('The operation timed out.', 'TimeoutError'))).rejects.toThrow(/timed out/);
+    expect((await notes.read(runNotePath(run)))?.data).toMatchObject({
+      status: 'failed',
+      reason: 'the runner took longer than its task timeout on its last attempt',
+    });
+  });
+
   it('runs a star: the supervisor gets the task and its workers, its answer is the output', async () => {
     const subagents = new FakeSubAgents({ answer: script });
     const result = await runWorkflow({

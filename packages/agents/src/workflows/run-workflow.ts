@@ -102,8 +102,13 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
       return result;
     }
     if (!(error instanceof RunFailed)) {
-      if (options.lastAttempt && !options.signal.aborted) {
-        const reason = `the runner failed on its last attempt: ${error instanceof Error ? error.message : String(error)}`;
+      // A task timeout aborts the signal too (a TimeoutError), and ends the run as surely as an error; a worker
+      // shutting down does not: its run resumes.
+      const timedOut = options.signal.aborted && isTimeout(options.signal.reason);
+      if (options.lastAttempt && (!options.signal.aborted || timedOut)) {
+        const reason = timedOut
+          ? 'the runner took longer than its task timeout on its last attempt'
+          : `the runner failed on its last attempt: ${error instanceof Error ? error.message : String(error)}`;
         await finishRunNote({ notes, run, workflow, result: { run, status: 'failed', output: '', reason } });
       }
       throw error;
@@ -113,6 +118,11 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
   await runner.listDescendants();
   await finishRunNote({ notes, run, workflow, result });
   return result;
+}
+
+/** The abort reason of the worker's per-type timeout (a `TimeoutError`), not that of a shutdown. */
+function isTimeout(reason: unknown): boolean {
+  return (reason instanceof Error || reason instanceof DOMException) && reason.name === 'TimeoutError';
 }
 
 class Runner {
