@@ -1,3 +1,4 @@
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createToolCallGate, enqueueActions, runActionOnce } from '@assistant/actions';
 import { startAgent, type ToolGate } from '@assistant/agent';
@@ -45,7 +46,14 @@ import {
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp/client';
 import { FileNoteStore, type HumanLog, type NoteStore, type PauseState, pausedRules } from '@assistant/notes';
-import { type EnqueueOutcome, outageDelay, type Task, type TaskConsumer, type TaskQueue } from '@assistant/queue';
+import {
+  type EnqueueOutcome,
+  outageDelay,
+  type Task,
+  type TaskConsumer,
+  type TaskQueue,
+  taskIdPattern,
+} from '@assistant/queue';
 import { applySteering, ControlFiles, type SteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { createChatConsole } from './chat-console.ts';
@@ -583,6 +591,21 @@ function agentsContext(
         });
       }
       return deliverChildResult({ root, record, result });
+    },
+    pruneFinished: async () => {
+      let removed = 0;
+      const names = await readdir(root).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [] as string[];
+        throw error;
+      });
+      for (const name of names) {
+        // Only folders named by a task id; anything else there is a person's, left alone.
+        if (!taskIdPattern.test(name)) continue;
+        if ((await services.queue.get(name)) !== undefined) continue;
+        await rm(path.join(root, name), { recursive: true, force: true });
+        removed++;
+      }
+      return removed;
     },
     followSteering: (target) =>
       applySteering({

@@ -3,10 +3,10 @@ import { expireApprovals, type HandlerContext, UnrecoverableError } from '@assis
 /**
  * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
  * the owner can see it: old done/failed tasks pruned by `queue.retention`, tasks of workers that are gone back to
- * pending/, crash leftovers cleared from tmp/; and approval requests past their expiry dropped (each with its own
- * human-log line). Writes a summary line only when something changed.
+ * pending/, crash leftovers cleared from tmp/; approval requests past their expiry dropped (each with its own
+ * human-log line); and the sub-agent folders (data/agents/<task-id>/) of tasks pruned from the queue removed. Writes a summary line only when something changed.
  */
-export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerContext) {
+export async function runHousekeeping({ queueMaintenance, log, notes, agents }: HandlerContext) {
   if (!queueMaintenance)
     throw new UnrecoverableError('queue housekeeping is only given to the builtin system integration');
   const pruned = await queueMaintenance.prune();
@@ -15,6 +15,8 @@ export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerC
     notes,
     humanLog: { write: ({ message, ...details }) => log.human(message, details) },
   });
+  // After the queue's prune: the sub-agent folders of the tasks it just removed go with them.
+  const agentFolders = (await agents?.pruneFinished()) ?? 0;
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
   if (recovered.requeued.length > 0)
@@ -23,6 +25,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerC
   if (recovered.quarantined.length > 0)
     changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
   if (expired.length > 0) changes.push(`dropped ${expired.length} expired approval requests`);
+  if (agentFolders > 0) changes.push(`removed the sub-agent folders of ${agentFolders} pruned tasks (data/agents/)`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
   return {
     pruned,
@@ -32,5 +35,6 @@ export async function runHousekeeping({ queueMaintenance, log, notes }: HandlerC
     removedDuplicates: recovered.removedDuplicates.length,
     removedTmp: recovered.removedTmp,
     expiredApprovals: expired,
+    agentFolders,
   };
 }

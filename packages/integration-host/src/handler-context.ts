@@ -260,6 +260,12 @@ export interface AgentsContext {
   followSteering(
     target: Pick<SteerableHandle, 'pause' | 'resume' | 'interject' | 'stop' | 'ask' | 'answerClarification' | 'done'>,
   ): { close(): Promise<void> };
+  /**
+   * Removes the sub-agent folders (`data/agents/<task-id>/`: spawn records, inbox, claims) of tasks the queue no longer
+   * holds in any state (pruned by `queue.retention`), for housekeeping; answers how many it removed. Transcripts
+   * and blackboards are notes and stay.
+   */
+  pruneFinished(): Promise<number>;
 }
 
 /**
