@@ -150,8 +150,9 @@ export async function buildTeamFixtures(options: {
       }) as typeof fetch;
       const outcomes = await runTeamScenarios({ provider, baseUrl: url, fetch: recording });
       for (const outcome of outcomes) {
-        const problem = teamOutcomeProblem(outcome);
-        if (problem !== undefined) throw new Error(`Team scenario ${outcome.scenario} on ${provider}: ${problem}`);
+        if (outcome.status !== 'done') {
+          throw new Error(`Team scenario ${outcome.scenario} on ${provider}: the run ended ${outcome.status}`);
+        }
       }
       all.push(...outcomes);
     } finally {
@@ -159,10 +160,4 @@ export async function buildTeamFixtures(options: {
     }
   }
   return all;
-}
-
-/** What is wrong with a run's outcome, or undefined when it ended as its scenario expects. */
-function teamOutcomeProblem(outcome: TeamRunOutcome): string | undefined {
-  if (outcome.status !== 'done') return `the run ended ${outcome.status}`;
-  return undefined;
 }

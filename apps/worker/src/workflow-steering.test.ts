@@ -5,7 +5,9 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readWorkflowRun, startWorkflowRun } from '@assistant/agents';
+import type { LoadedConfig } from '@assistant/config';
 import { FileNoteStore } from '@assistant/notes';
+import type { TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -83,6 +85,30 @@ async function eventsOf(control: string, taskId: string): Promise<Record<string,
     .map((line) => JSON.parse(line));
 }
 
+/**
+ * Starts a run of `brief` and waits until its researcher is at work (its task on the run note): the run, the notes,
+ * the researcher's task id, and the runner's control channel.
+ */
+async function startBrief(queue: TaskQueue, config: LoadedConfig) {
+  const started = await startWorkflowRun({
+    queue,
+    configDir: dir,
+    notesRoot: config.paths.notes,
+    workflow: 'brief',
+    input: 'cats',
+  });
+  const notes = new FileNoteStore({ root: config.paths.notes });
+  await expect
+    .poll(async () => (await runTasks(notes, started.run)).length, {
+      timeout: 30_000,
+      message: JSON.stringify(await queue.get(started.task)),
+    })
+    .toBe(2);
+  const researcher = (await runTasks(notes, started.run))[1] ?? '';
+  const runner = new ControlFiles({ root: config.paths.control, taskId: started.task });
+  return { started, notes, researcher, runner };
+}
+
 describe('steering a workflow run through its runner', () => {
   it('pause holds the run and its agent, resume lets them finish; interject and ask are refused', {
     timeout: 60_000,
@@ -91,24 +117,7 @@ describe('steering a workflow run through its runner', () => {
     await setUp(server.url);
     const { queue, config, stop, worker } = await startWorker();
     try {
-      const started = await startWorkflowRun({
-        queue,
-        configDir: dir,
-        notesRoot: config.paths.notes,
-        workflow: 'brief',
-        input: 'cats',
-      });
-      const notes = new FileNoteStore({ root: config.paths.notes });
-      // The researcher is at work: its task is on the run note.
-      await expect
-        .poll(async () => (await runTasks(notes, started.run)).length, {
-          timeout: 30_000,
-          message: JSON.stringify(await queue.get(started.task)),
-        })
-        .toBe(2);
-      const researcher = (await runTasks(notes, started.run))[1] ?? '';
-
-      const runner = new ControlFiles({ root: config.paths.control, taskId: started.task });
+      const { started, notes, researcher, runner } = await startBrief(queue, config);
       const interject = await runner.request({ action: 'interject', message: 'faster', source: 'test' });
       expect(await runner.waitForOutcome(interject.id, { timeoutMs: 20_000 })).toMatchObject({
         status: 'refused',
@@ -148,23 +157,7 @@ describe('steering a workflow run through its runner', () => {
     await setUp(server.url);
     const { queue, config, stop, worker } = await startWorker();
     try {
-      const started = await startWorkflowRun({
-        queue,
-        configDir: dir,
-        notesRoot: config.paths.notes,
-        workflow: 'brief',
-        input: 'cats',
-      });
-      const notes = new FileNoteStore({ root: config.paths.notes });
-      await expect
-        .poll(async () => (await runTasks(notes, started.run)).length, {
-          timeout: 30_000,
-          message: JSON.stringify(await queue.get(started.task)),
-        })
-        .toBe(2);
-      const researcher = (await runTasks(notes, started.run))[1] ?? '';
-
-      const runner = new ControlFiles({ root: config.paths.control, taskId: started.task });
+      const { started, notes, researcher, runner } = await startBrief(queue, config);
       const stopped = await runner.request({ action: 'stop', reason: 'not needed any more', source: 'test' });
       expect(await runner.waitForOutcome(stopped.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'applied' });
 

@@ -2,6 +2,7 @@ import {
   agentsRoot,
   blackboardPath,
   childrenDir,
+  isTaskTimeout,
   listIds,
   loadWorkflows,
   readChildRecord,
@@ -60,7 +61,7 @@ export async function runWorkflowTask(context: HandlerContext) {
     // The run ended for good (no attempt follows, and no shutdown cut it short to resume later): the conversation
     // waiting for the answer hears that. A failure the queue retries says nothing yet; the next attempt answers. A
     // timeout is a failure like any other (the worker aborts the signal with a TimeoutError), a shutdown is not.
-    const timedOut = context.signal.aborted && isTimeout(context.signal.reason);
+    const timedOut = context.signal.aborted && isTaskTimeout(context.signal.reason);
     const final =
       (!context.signal.aborted || timedOut) &&
       (error instanceof UnrecoverableError || context.task.attempts >= context.task.maxAttempts);
@@ -91,11 +92,6 @@ export async function runWorkflowTask(context: HandlerContext) {
     reply: { ...ran.result, workflow: payload.workflow, topology: ran.topology },
   });
   return ran.result;
-}
-
-/** The abort reason of the worker's per-type timeout (`DOMException` TimeoutError), not that of a shutdown. */
-function isTimeout(reason: unknown): boolean {
-  return reason instanceof Error || reason instanceof DOMException ? reason.name === 'TimeoutError' : false;
 }
 
 /** The run of a checked payload: its result, and the topology of its workflow. */

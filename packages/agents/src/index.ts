@@ -77,6 +77,7 @@ export {
 } from './workflows/load-workflows.ts';
 export {
   blackboardPath,
+  isTaskTimeout,
   newRunId,
   type RunWorkflowOptions,
   runIdPattern,

@@ -104,7 +104,7 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
     if (!(error instanceof RunFailed)) {
       // A task timeout aborts the signal too (a TimeoutError), and ends the run as surely as an error; a worker
       // shutting down does not: its run resumes.
-      const timedOut = options.signal.aborted && isTimeout(options.signal.reason);
+      const timedOut = options.signal.aborted && isTaskTimeout(options.signal.reason);
       if (options.lastAttempt && (!options.signal.aborted || timedOut)) {
         const reason = timedOut
           ? 'the runner took longer than its task timeout on its last attempt'
@@ -121,7 +121,7 @@ export async function runWorkflow(options: RunWorkflowOptions): Promise<Workflow
 }
 
 /** The abort reason of the worker's per-type timeout (a `TimeoutError`), not that of a shutdown. */
-function isTimeout(reason: unknown): boolean {
+export function isTaskTimeout(reason: unknown): boolean {
   return (reason instanceof Error || reason instanceof DOMException) && reason.name === 'TimeoutError';
 }
 
