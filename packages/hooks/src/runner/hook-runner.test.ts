@@ -196,6 +196,28 @@ describe('HookRunner', () => {
     expect(await echoTexts()).toEqual(['burst a3']);
   });
 
+  it('counts in ledger order, so a burst whose times were stamped out of order still reaches the threshold', async () => {
+    const burst = echoHook('burst', { when: {}, count: { at_least: 3, within: '1h', per: 'task_type' } });
+    await start([burst]);
+    // Three writers stamp their events' times, then append in a different order (as concurrent workers can).
+    const base = Date.now();
+    for (const [task, offsetMs] of [
+      ['c1', 0],
+      ['c3', 2],
+      ['c2', 1],
+    ] as const) {
+      await ledger.emit({
+        type: 'task.done',
+        source: 'test',
+        nativeId: task,
+        at: new Date(base + offsetMs).toISOString(),
+        data: { task, task_type: 'c', attempts: 1 },
+      });
+    }
+    await caughtUp();
+    expect(await echoTexts()).toEqual(['burst c2']);
+  });
+
   it('debounces a burst into one firing with its last event, from a timer file', async () => {
     const quiet = echoHook('quiet', { debounce: '300ms' });
     await start([quiet]);

@@ -264,7 +264,12 @@ export class HookRunner {
     await this.#fire(hook, event, decision);
   }
 
-  /** Matching events of the hook's type within its window, up to and including `event`, with the same `per` value. */
+  /**
+   * Matching events of the hook's type within its window, up to and including `event` in ledger order, with the same
+   * `per` value. Ledger order, not `at` order: an event's `at` is stamped before the append lock, so concurrent
+   * writers can append a later `at` first, and bounding by `until: event.at` would then leave every event of a burst
+   * short of the threshold.
+   */
   async #countMatching(hook: CompiledHook, event: EventRecord): Promise<number> {
     const count = hook.count;
     if (!count) return 0;
@@ -276,7 +281,6 @@ export class HookRunner {
       const page = await this.#options.ledger.list({
         types: [hook.on],
         since,
-        until: event.at,
         limit: 1000,
         ...(after ? { after } : {}),
       });
