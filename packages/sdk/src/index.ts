@@ -58,6 +58,14 @@ export {
   needsClassification,
   noteTools,
 } from '@assistant/integration-host';
+// memory
+export {
+  enqueueConsolidation,
+  type MemoryContext,
+  type MemoryToolsOptions,
+  memoryToolNames,
+  memoryTools,
+} from '@assistant/integration-host';
 export {
   type ChatMessage,
   type ChatModel,
