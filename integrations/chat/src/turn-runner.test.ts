@@ -603,7 +603,7 @@ describe('chat turns', () => {
     const asked: string[] = [];
     const conv = (await stores.conversations.create({ persona: 'support' })).id;
     await run(conv, await send(conv, 'hi'), 'q1', instanceModel, {
-      tools: () => [tool('list_tasks'), tool('shared')],
+      tools: () => [tool('list_queue'), tool('shared')],
       persona: async (name) => {
         asked.push(name);
         return {
@@ -623,7 +623,7 @@ describe('chat turns', () => {
     expect(seen[0]?.system).toContain(
       'You speak as the persona support. Its instructions, from the owner:\n\nYou answer customers of the bakery. Sign as Ana.',
     );
-    expect(seen[0]?.tools).toEqual(['list_tasks', 'shared', 'crm__lookup']);
+    expect(seen[0]?.tools).toEqual(['list_queue', 'shared', 'crm__lookup']);
     expect((await replies(conv)).map((message) => message.text)).toEqual(['from the persona model']);
   });
 });

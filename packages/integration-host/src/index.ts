@@ -76,6 +76,7 @@ export {
   type MemoryStoresView,
   type MemoryTasks,
 } from './memory-context.ts';
+export { type MemoryPromptOptions, memoryPromptContext } from './memory-prompt.ts';
 export { dayIn, type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-tools.ts';
 export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';

@@ -90,6 +90,8 @@ export interface MemoryContext {
   consolidate: readonly MemoryDomain[];
   /** The LLM profile consolidation uses. */
   llm: string;
+  /** The owner's time zone (`owner.timezone`): what "today" is for due tasks. */
+  timeZone: string;
   /** How many facts and guidance notes a chat turn gets in its context. */
   context: { facts: number; guidance: number };
   stores: MemoryStoresView;

@@ -62,7 +62,9 @@ export {
 export {
   enqueueConsolidation,
   type MemoryContext,
+  type MemoryPromptOptions,
   type MemoryToolsOptions,
+  memoryPromptContext,
   memoryToolNames,
   memoryTools,
 } from '@assistant/integration-host';
