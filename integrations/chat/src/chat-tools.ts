@@ -86,7 +86,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
     defineTool({
       name: 'list_queue',
       description:
-        'Lists tasks of the queue (the work Assistant does, not the owner\'s to-dos: those are list_tasks): pending and active in run order, then done and failed newest first. Filter by state and by type (exact, or a pattern with *).',
+        "Lists tasks of the queue (the work Assistant does, not the owner's to-dos: those are list_tasks): pending and active in run order, then done and failed newest first. Filter by state and by type (exact, or a pattern with *).",
       tier: 'read_only',
       input: z.object({
         state: z.enum(['pending', 'active', 'done', 'failed']).optional(),

@@ -29,7 +29,10 @@ export interface MemoryContacts {
 
 /** `facts/<id>.md`: never deleted, superseded by newer facts. */
 export interface MemoryFacts {
-  list(options?: { about?: string; includeSuperseded?: boolean }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
+  list(options?: {
+    about?: string;
+    includeSuperseded?: boolean;
+  }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
   get(id: string): Promise<Fact | undefined>;
   add(fact: {
     statement: string;
@@ -76,6 +79,9 @@ export interface MemorySearch {
   search(options: MemorySearchOptions): MemorySearchResult | Promise<MemorySearchResult>;
   /** A writer that must see its own write at once calls this (the watcher would see it a little later). */
   refresh(notePath: string): unknown;
+  /** Drops the cache and reads and embeds every note again (`memory.reindex`). */
+  rebuild(): Promise<unknown>;
+  status(): { notes: number; embedded: number; pending: number; model: string; lastError?: string };
 }
 
 /**

@@ -51,15 +51,12 @@ export type {
   WebhookReply,
   WebhookRequest,
 } from '@assistant/integration-host';
+// memory
 export {
   type ClassifyItemPrompt,
   classifyItemNote,
+  dayIn,
   enqueueClassifyAfterCollect,
-  needsClassification,
-  noteTools,
-} from '@assistant/integration-host';
-// memory
-export {
   enqueueConsolidation,
   type MemoryContext,
   type MemoryPromptOptions,
@@ -67,6 +64,8 @@ export {
   memoryPromptContext,
   memoryToolNames,
   memoryTools,
+  needsClassification,
+  noteTools,
 } from '@assistant/integration-host';
 export {
   type ChatMessage,
