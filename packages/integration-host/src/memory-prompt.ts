@@ -87,7 +87,9 @@ export async function memoryPromptContext(options: MemoryPromptOptions): Promise
   }
   if (extracted.length > 0) {
     const fenced = fenceUntrusted(
-      Object.fromEntries(extracted.map((fact) => [fact.path, `${factLine(fact)}\n(from ${fact.source})`])),
+      Object.fromEntries(
+        extracted.map((fact) => [fact.path, `${factLine(fact)}\n(note ${fact.path}, from ${fact.source})`]),
+      ),
       { maxChars: maxItemChars, ...(options.nonce === undefined ? {} : { nonce: options.nonce }) },
     );
     sections.push(
