@@ -30,6 +30,13 @@ export interface MemoryIndexOptions {
   queryTimeoutMs?: number;
   /** Notes read at once while the index fills. @default 16 */
   concurrency?: number;
+  /**
+   * The cosine below which a note does not count as near the query by its vector. The hashing embedder's unrelated
+   * texts land within about ±0.1 of 0 (collisions in 256 buckets), so its default keeps that noise out of the
+   * results; an endpoint model's scale is its own, so nothing is cut by default.
+   * @default 0.15 with the hashing embedder, else 0
+   */
+  minimumSimilarity?: number;
 }
 
 export interface MemoryIndexStatus {
@@ -296,7 +303,7 @@ export class MemoryIndex {
       this.#supersededBy = undefined;
     }
     if (entry.vector) this.#pending.delete(slot);
-    else this.#pending.set(slot, { hash, text: embedText });
+    else if (this.#pending.get(slot)?.hash !== hash) this.#pending.set(slot, { hash, text: embedText });
   }
 
   #remove(notePath: string): void {
@@ -348,17 +355,17 @@ export class MemoryIndex {
       this.#adoptCached();
     }
     while (this.#pending.size > 0 && !this.#closed && Date.now() >= this.#retryAt) {
+      // The batch stays in the queue while it is embedded: `status` counts it pending until its vectors are in.
       const batch = [...this.#pending].slice(0, this.#local ? 512 : embedBatch);
-      for (const [slot] of batch) this.#pending.delete(slot);
       let vectors: Float32Array[];
       try {
         vectors = this.#local
           ? batch.map(([, pending]) => (this.#local as HashingEmbedder).embedOne(pending.text))
           : await this.#embedder.embed({ texts: batch.map(([, pending]) => pending.text) });
-        if (vectors.length !== batch.length)
+        if (vectors.length !== batch.length) {
           throw new Error(`the embedder returned ${vectors.length} vectors for ${batch.length} texts`);
+        }
       } catch (error) {
-        this.#requeue(batch);
         this.#failed(error);
         return;
       }
@@ -375,6 +382,8 @@ export class MemoryIndex {
       batch.forEach(([slot, pending], index) => {
         const entry = this.#entries[slot];
         if (entry && entry.hash === pending.hash) entry.vector = vectors[index];
+        // A note changed meanwhile has queued its new text in place of this one: that stays.
+        if (this.#pending.get(slot) === pending) this.#pending.delete(slot);
       });
       if (this.#lastError !== undefined) {
         this.#options.logger?.info(
@@ -384,15 +393,6 @@ export class MemoryIndex {
       this.#lastError = undefined;
       this.#failures = 0;
       this.#retryAt = 0;
-    }
-  }
-
-  /** Puts a failed batch back, except notes changed or removed meanwhile (their new text is queued already). */
-  #requeue(batch: Array<[number, Pending]>): void {
-    for (const [slot, pending] of batch) {
-      const entry = this.#entries[slot];
-      if (entry && entry.hash === pending.hash && !entry.vector && !this.#pending.has(slot))
-        this.#pending.set(slot, pending);
     }
   }
 
@@ -529,13 +529,14 @@ export class MemoryIndex {
   #vectorSearch(query: Float32Array, accept: ((slot: number) => boolean) | undefined) {
     const hits: Array<{ document: number; score: number }> = [];
     const dimensions = query.length;
+    const minimum = Math.max(0, this.#options.minimumSimilarity ?? (this.#local ? 0.15 : 0));
     for (const entry of this.#entries) {
       const vector = entry?.vector;
       if (!vector || vector.length !== dimensions) continue;
       let dot = 0;
       for (let index = 0; index < dimensions; index++) dot += (vector[index] as number) * (query[index] as number);
       // Only what leans towards the query: an unrelated note would otherwise still take a rank.
-      if (dot <= 0) continue;
+      if (dot <= minimum) continue;
       if (accept && !accept(entry.slot)) continue;
       hits.push({ document: entry.slot, score: dot });
     }
