@@ -608,14 +608,16 @@ export class MemoryIndex {
     return index;
   }
 
-  /** Slots holding every token of a phrase (from the postings: the rarest token's documents, checked against the rest). */
+  /** Slots holding every token of a phrase (counted through the postings: those seen once per distinct token). */
   #holdingAll(tokens: readonly string[]): number[] {
-    const postings = tokens.map((token) => this.#lexical.documentsWith(token));
-    if (postings.some((posting) => posting === undefined)) return [];
-    const sorted = (postings as ReadonlyMap<number, number>[]).sort((left, right) => left.size - right.size);
-    const [rarest, ...rest] = sorted;
+    const distinct = [...new Set(tokens)];
+    const postings = distinct.map((token) => this.#lexical.documentsWith(token));
+    if (postings.some((posting) => posting.length === 0)) return [];
+    if (postings.length === 1) return [...(postings[0] as readonly number[])];
+    const seen = new Map<number, number>();
+    for (const posting of postings) for (const slot of posting) seen.set(slot, (seen.get(slot) ?? 0) + 1);
     const found: number[] = [];
-    for (const slot of rarest?.keys() ?? []) if (rest.every((posting) => posting.has(slot))) found.push(slot);
+    for (const [slot, count] of seen) if (count === postings.length) found.push(slot);
     return found;
   }
 

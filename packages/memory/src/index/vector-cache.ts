@@ -186,6 +186,12 @@ export class VectorCache {
     for (let index = first; index < lines.length; index++) {
       const line = lines[index] as string;
       if (line === '') continue;
+      // Our own appends come back through the next sync: the vector held already is kept, not decoded twice.
+      const hashAt = line.indexOf('"hash":"');
+      if (hashAt !== -1) {
+        const hashEnd = line.indexOf('"', hashAt + 8);
+        if (hashEnd !== -1 && this.#vectors.has(line.slice(hashAt + 8, hashEnd)) && line.endsWith('"}')) continue;
+      }
       const record = recordSchema.safeParse(parseJson(line));
       const vector = record.success ? decodeVector(record.data.vector) : undefined;
       if (!record.success || vector === undefined) {
