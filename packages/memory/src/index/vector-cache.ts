@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { withFileLock } from '@assistant/notes';
 import { z } from 'zod';
@@ -203,14 +203,6 @@ export class VectorCache {
   }
 }
 
-/** Every cache file in the index directory, for the disk figures and for removing the files of old models. */
-export async function listCacheFiles(directory: string): Promise<string[]> {
-  const names = await readdir(directory).catch(() => [] as string[]);
-  return names
-    .filter((name) => name.startsWith('vectors-') && name.endsWith('.jsonl'))
-    .map((name) => path.join(directory, name));
-}
-
 /** `vectors-<model, made safe>-<8 hex of the model>.jsonl`: readable, and distinct for models the slug would merge. */
 export function cacheFileName(model: string): string {
   const slug = model
@@ -221,7 +213,7 @@ export function cacheFileName(model: string): string {
   return `vectors-${slug}-${hash}.jsonl`;
 }
 
-export function encodeVector(vector: Float32Array): string {
+function encodeVector(vector: Float32Array): string {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
 }
 
