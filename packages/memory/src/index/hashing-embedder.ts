@@ -8,7 +8,7 @@ export interface HashingEmbedderOptions {
 
 /** How much each kind of feature weighs against a word: pairs of words carry order, trigrams carry spelling. */
 const bigramWeight = 0.5;
-const trigramWeight = 0.25;
+const trigramWeight = 0.4;
 
 /**
  * A deterministic, offline embedder: feature hashing ("the hashing trick") of word unigrams, word bigrams and the

@@ -44,8 +44,8 @@ export function words(text: string): string[] {
 
 /**
  * Strips a plural ending: `meetings` → `meeting`, `replies` → `reply`, `addresses` → `address`. Not a Porter
- * stemmer: it never merges words of different meanings (`news`, `bus`, `analysis` stay), which matters more for
- * names and handles than the recall a full stemmer would add.
+ * stemmer: it cuts plural endings only (`bus`, `analysis`, `class` stay; `news` does become `new`), which keeps
+ * names and handles recognisable, where a full stemmer would add a little recall and many surprises.
  */
 export function stem(word: string): string {
   if (word.length <= 3 || !word.endsWith('s')) return word;
