@@ -679,9 +679,9 @@ export class MemoryIndex {
         list.splice(index, 0, { document: replacement, score: item.score, parts: {} });
         inserted++;
       }
-      // Visit what was brought in: a replacement superseded in turn (a chain) brings its own replacement. Each fact
-      // is brought in once, so this ends.
-      index -= inserted;
+      // Visit what was brought in (now at `index` onwards): a replacement superseded in turn (a chain) brings its own
+      // replacement. Each fact is brought in once, so this ends.
+      if (inserted > 0) index--;
     }
     // Each move puts a fact below a replacement; a cycle of facts superseding each other cannot loop for ever.
     let moves = list.length * 4;
