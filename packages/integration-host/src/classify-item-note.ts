@@ -88,7 +88,7 @@ export async function classifyItemNote(
   await context.enqueue({ stage: 'evaluate', payload: { note: notePath } });
   // Memory reads the item after it is classified (config.yaml's `memory.consolidate`); a failure there is its own
   // task's, never this one's.
-  await enqueueConsolidation(context, { domain: context.instance.domain, notePath });
+  if (context.memory) await enqueueConsolidation(context, { domain: context.instance.domain, notePath });
   return { note: notePath, classifications: answers };
 }
 
