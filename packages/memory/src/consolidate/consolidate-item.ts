@@ -34,7 +34,7 @@ export interface ConsolidateItemResult {
 }
 
 /** What the model is asked for: small, flat, every field a model can manage. */
-export const consolidationSchema = z.object({
+const consolidationSchema = z.object({
   people: z
     .array(
       z.object({
