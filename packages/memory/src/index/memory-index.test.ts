@@ -433,9 +433,20 @@ describe('MemoryIndex', () => {
     await waitUntil(() => reopened.status().pending === 0, 'the re-embedding of the lost vector');
     expect(repaired.texts).toBe(1);
 
-    // No index directory at all.
+    // An index directory that cannot be used at all (a file in its place): searches work, it says why in the log.
     await reopened.close();
     await rm(path.join(dataDir, 'memory'), { recursive: true });
+    await writeFile(path.join(dataDir, 'memory'), 'not a directory');
+    const warnings: string[] = [];
+    const blocked = openIndex({ logger: { warn: (message) => warnings.push(message), info: () => {} } });
+    await blocked.start();
+    expect(paths((await blocked.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');
+    expect(blocked.status()).toMatchObject({ notes: 2, embedded: 2 });
+    expect(warnings.join('\n')).toMatch(/could not (read|write)/);
+    await blocked.close();
+    await rm(path.join(dataDir, 'memory'));
+
+    // No index directory at all.
     const fresh = openIndex();
     await fresh.start();
     expect(paths((await fresh.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');

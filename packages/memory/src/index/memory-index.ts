@@ -205,7 +205,12 @@ export class MemoryIndex {
   async #start(): Promise<void> {
     const { notes } = this.#options;
     await notes.listFolder('');
-    await this.#cache.sync();
+    try {
+      await this.#cache.sync();
+    } catch (error) {
+      // The cache is never needed to search: without it every note is embedded again (and appends may fail too).
+      this.#options.logger?.warn(`memory index: could not read ${this.#cache.file}: ${describe(error)}`);
+    }
     if (this.#closed) return;
     this.#watcher = watch(notes.root, {
       ignoreInitial: true,
