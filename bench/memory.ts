@@ -152,6 +152,8 @@ try {
     const buildStarted = performance.now();
     const index = new MemoryIndex({ notes: store, dataDir, embedder });
     await index.start();
+    // The hashing vectors are made during start and written to the cache just after: the build includes the write.
+    await index.embedPending();
     const buildMs = performance.now() - buildStarted;
     const status = index.status();
     const loaded = memoryMiB();
