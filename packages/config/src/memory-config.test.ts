@@ -25,7 +25,8 @@ describe('embeddings', () => {
     });
     expect(result.config?.embeddings?.apiKey?.reveal()).toBe('sk-embed-123');
     // The key goes back out as a reference, never as its value.
-    const text = serializeConfig(result.config!);
+    if (!result.config) throw new Error('no config');
+    const text = serializeConfig(result.config);
     expect(text).toContain('!secret embed_key');
     expect(text).not.toContain('sk-embed-123');
   });
@@ -101,7 +102,8 @@ describe('memory', () => {
     const result = parseConfig({
       text: `${llms}embeddings: {base_url: http://127.0.0.1:11434/v1, model: nomic-embed-text}\nmemory: {consolidate: [chat], context: {facts: 3}}\n`,
     });
-    const again = parseConfig({ text: serializeConfig(result.config!) });
+    if (!result.config) throw new Error('no config');
+    const again = parseConfig({ text: serializeConfig(result.config) });
     expect(again.errors.map(formatProblem)).toEqual([]);
     expect(again.config?.memory).toEqual(result.config?.memory);
     expect(again.config?.embeddings).toEqual(result.config?.embeddings);
