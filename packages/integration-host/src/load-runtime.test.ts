@@ -63,6 +63,7 @@ describe('loadRuntime', () => {
       ['github', 'builtin'],
       ['greeter', 'custom'],
       ['mailbox', 'custom'],
+      ['memory', 'builtin'],
       ['research', 'builtin'],
       ['script', 'builtin'],
       ['system', 'builtin'],
@@ -92,6 +93,9 @@ describe('loadRuntime', () => {
       'greeter.people.check',
       'greeter.people.greet',
       'mailbox.inbox.check',
+      'memory.consolidate',
+      'memory.due.check',
+      'memory.reindex',
       'script.run',
       'service.github.create_issue',
       'service.greeter.compose',
@@ -345,6 +349,7 @@ integrations:
       registry.scheduledInstances().map((job) => [job.instance.name, job.entries.map((entry) => entry.type)]),
     ).toEqual([
       ['home', ['weather.forecast.fetch']],
+      ['memory', ['memory.due.check']],
       ['system', ['system.housekeeping.run']],
     ]);
   });
