@@ -108,4 +108,12 @@ describe('memory', () => {
     expect(again.config?.memory).toEqual(result.config?.memory);
     expect(again.config?.embeddings).toEqual(result.config?.embeddings);
   });
+
+  it('leaves the implied default profile implied when it serializes, so a config without LLMs loads again', () => {
+    const result = parseConfig({ text: 'data_dir: ./data\n' });
+    if (!result.config) throw new Error('no config');
+    const text = serializeConfig(result.config);
+    expect(text).not.toMatch(/llm: default/);
+    expect(parseConfig({ text }).errors.map(formatProblem)).toEqual([]);
+  });
 });

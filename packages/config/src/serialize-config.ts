@@ -220,11 +220,13 @@ function toPlain(config: Config): Plain {
             timeout: formatDuration(config.embeddings.timeoutMs),
           }),
         }),
-    memory: {
+    memory: defined({
       consolidate: config.memory.consolidate,
-      llm: config.memory.llm,
+      // The implied `default` stays implied: written out, it would be checked as a profile named by hand, and a
+      // config without any LLM would no longer load.
+      llm: config.memory.llm === 'default' ? undefined : config.memory.llm,
       context: { facts: config.memory.context.facts, guidance: config.memory.context.guidance },
-    },
+    }),
     // Hooks are kept as written (@assistant/hooks normalises them), `!yolo` tags included.
     ...(config.hooks.length > 0 ? { hooks: config.hooks } : {}),
   };
