@@ -182,6 +182,19 @@ describe('MemoryIndex', () => {
     expect(paths((await index.search({ query: 'dentist Tuesday', limit: 1 })).hits)).toEqual(['facts/new.md']);
   });
 
+  it('orders a chain of supersessions newest first, bringing in each replacement', async () => {
+    const fact = (id: string, statement: string, supersedes: string[]) =>
+      store.create(`facts/${id}.md`, { data: { id, statement, trust: 'owner', supersedes }, body: `${statement}\n` });
+    await fact('v1', 'Bob works at Initech as an engineer at Initech', []);
+    await fact('v2', 'Bob moved to Globex', ['v1']);
+    await fact('v3', 'Bob left for Umbrella', ['v2']);
+    const index = openIndex();
+    await index.start();
+    const { hits } = await index.search({ query: 'Initech engineer', mode: 'lexical' });
+    expect(paths(hits)).toEqual(['facts/v3.md', 'facts/v2.md', 'facts/v1.md']);
+    expect(hits.map((hit) => hit.superseded ?? false)).toEqual([false, true, true]);
+  });
+
   it('does not let an extracted fact supersede one the owner wrote', async () => {
     await store.create('facts/owner.md', {
       data: { id: 'owner', statement: 'My dentist is Dr Lee', trust: 'owner' },
@@ -262,6 +275,24 @@ describe('MemoryIndex', () => {
     expect(up.degraded).toBeUndefined();
     expect(paths(up.hits)[0]).toBe('facts/f1.md');
     expect(requests).toBeGreaterThanOrEqual(2);
+  });
+
+  it('closes at once while a request to a hanging endpoint is in flight', async () => {
+    await store.create('mail/a.md', { data: { subject: 'A' }, body: 'a\n' });
+    let received = false;
+    const server = createServer(() => {
+      received = true;
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const embedder = new OpenAiEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', timeoutMs: 600_000 });
+    const index = openIndex({ embedder });
+    await index.start();
+    await waitUntil(() => received, 'the embedding request to arrive');
+    // Would take the request's 10 minutes without the abort; the test's own timeout is far shorter.
+    await index.close();
+    expect(index.status()).toMatchObject({ pending: 1 });
   });
 
   it('says so when some notes still wait for their vectors, and ranks them by words meanwhile', async () => {

@@ -68,6 +68,7 @@ const embedBatch = 64;
 const firstBackoffMs = 1000;
 const maxBackoffMs = 5 * 60_000;
 const snippetChars = 200;
+const rememberedQueries = 64;
 const titleKeys = ['name', 'title', 'subject', 'statement'] as const;
 
 interface FactLink {
@@ -146,6 +147,10 @@ export class MemoryIndex {
   #retryAt = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #lastError: string | undefined;
+  /** Aborted by `close`, so a request to a hanging endpoint does not hold the shutdown for its whole timeout. */
+  readonly #closeController = new AbortController();
+  /** The vectors of recent queries (an endpoint's round trip is saved when a query repeats, as chat turns do). */
+  readonly #queryVectors = new Map<string, Float32Array>();
 
   constructor(options: MemoryIndexOptions) {
     this.#options = options;
@@ -361,11 +366,15 @@ export class MemoryIndex {
       try {
         vectors = this.#local
           ? batch.map(([, pending]) => (this.#local as HashingEmbedder).embedOne(pending.text))
-          : await this.#embedder.embed({ texts: batch.map(([, pending]) => pending.text) });
+          : await this.#embedder.embed({
+              texts: batch.map(([, pending]) => pending.text),
+              signal: this.#closeController.signal,
+            });
         if (vectors.length !== batch.length) {
           throw new Error(`the embedder returned ${vectors.length} vectors for ${batch.length} texts`);
         }
       } catch (error) {
+        if (this.#closed) return;
         this.#failed(error);
         return;
       }
@@ -511,6 +520,8 @@ export class MemoryIndex {
     for (const entry of this.#entries) if (entry?.vector) embedded++;
     if (embedded === 0 && this.#slotOf.size > 0)
       return `vectors are still being made (${this.#pending.size} notes pending)`;
+    const remembered = this.#queryVectors.get(options.query);
+    if (remembered) return remembered;
     const timeout = AbortSignal.timeout(this.#options.queryTimeoutMs ?? 5000);
     try {
       const [vector] = await this.#embedder.embed({
@@ -518,6 +529,10 @@ export class MemoryIndex {
         signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
       });
       if (!vector) return 'the embedder returned no vector for the query';
+      if (this.#queryVectors.size >= rememberedQueries) {
+        this.#queryVectors.delete(this.#queryVectors.keys().next().value as string);
+      }
+      this.#queryVectors.set(options.query, vector);
       return vector;
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
@@ -608,14 +623,16 @@ export class MemoryIndex {
     return index;
   }
 
-  /** Slots holding every token of a phrase (from the postings: the rarest token's documents, checked against the rest). */
+  /** Slots holding every token of a phrase (counted through the postings: those seen once per distinct token). */
   #holdingAll(tokens: readonly string[]): number[] {
-    const postings = tokens.map((token) => this.#lexical.documentsWith(token));
-    if (postings.some((posting) => posting === undefined)) return [];
-    const sorted = (postings as ReadonlyMap<number, number>[]).sort((left, right) => left.size - right.size);
-    const [rarest, ...rest] = sorted;
+    const distinct = [...new Set(tokens)];
+    const postings = distinct.map((token) => this.#lexical.documentsWith(token));
+    if (postings.some((posting) => posting.length === 0)) return [];
+    if (postings.length === 1) return [...(postings[0] as readonly number[])];
+    const seen = new Map<number, number>();
+    for (const posting of postings) for (const slot of posting) seen.set(slot, (seen.get(slot) ?? 0) + 1);
     const found: number[] = [];
-    for (const slot of rarest?.keys() ?? []) if (rest.every((posting) => posting.has(slot))) found.push(slot);
+    for (const [slot, count] of seen) if (count === postings.length) found.push(slot);
     return found;
   }
 
@@ -639,12 +656,16 @@ export class MemoryIndex {
       const replacements = supersededBy.get(item.document);
       if (!replacements) continue;
       item.superseded = true;
+      let inserted = 0;
       for (const replacement of replacements) {
         if (present.has(replacement) || (accept && !accept(replacement))) continue;
         present.add(replacement);
         list.splice(index, 0, { document: replacement, score: item.score, parts: {} });
-        index++;
+        inserted++;
       }
+      // Visit what was brought in: a replacement superseded in turn (a chain) brings its own replacement. Each fact
+      // is brought in once, so this ends.
+      index -= inserted;
     }
     // Each move puts a fact below a replacement; a cycle of facts superseding each other cannot loop for ever.
     let moves = list.length * 4;
@@ -736,6 +757,7 @@ export class MemoryIndex {
     this.#closing ??= (async () => {
       this.#closed = true;
       clearTimeout(this.#retryTimer);
+      this.#closeController.abort(new Error('the memory index is closing'));
       await this.#watcher?.close();
       this.#watcher = undefined;
       await this.#flushing?.catch(() => {});

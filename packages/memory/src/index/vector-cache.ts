@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { withFileLock } from '@assistant/notes';
 import { z } from 'zod';
@@ -186,6 +186,12 @@ export class VectorCache {
     for (let index = first; index < lines.length; index++) {
       const line = lines[index] as string;
       if (line === '') continue;
+      // Our own appends come back through the next sync: the vector held already is kept, not decoded twice.
+      const hashAt = line.indexOf('"hash":"');
+      if (hashAt !== -1) {
+        const hashEnd = line.indexOf('"', hashAt + 8);
+        if (hashEnd !== -1 && this.#vectors.has(line.slice(hashAt + 8, hashEnd)) && line.endsWith('"}')) continue;
+      }
       const record = recordSchema.safeParse(parseJson(line));
       const vector = record.success ? decodeVector(record.data.vector) : undefined;
       if (!record.success || vector === undefined) {
@@ -195,14 +201,6 @@ export class VectorCache {
       this.#vectors.set(record.data.hash, vector);
     }
   }
-}
-
-/** Every cache file in the index directory, for the disk figures and for removing the files of old models. */
-export async function listCacheFiles(directory: string): Promise<string[]> {
-  const names = await readdir(directory).catch(() => [] as string[]);
-  return names
-    .filter((name) => name.startsWith('vectors-') && name.endsWith('.jsonl'))
-    .map((name) => path.join(directory, name));
 }
 
 /** `vectors-<model, made safe>-<8 hex of the model>.jsonl`: readable, and distinct for models the slug would merge. */
@@ -215,7 +213,7 @@ export function cacheFileName(model: string): string {
   return `vectors-${slug}-${hash}.jsonl`;
 }
 
-export function encodeVector(vector: Float32Array): string {
+function encodeVector(vector: Float32Array): string {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
 }
 
