@@ -1,7 +1,7 @@
 // The memory evaluation set (tests/fixtures/memory-eval/) through the real consolidation and the real index: the
 // goals of issue 35's "Proof and measure". `npm run bench:memory-eval` prints the same figures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir, type TempDir } from './helpers/temp-dir.ts';
+import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { loadEvalSet } from './memory-eval/eval-set.ts';
 import { formatMemoryEvalReport, type MemoryEvalReport, runMemoryEval } from './memory-eval/run-eval.ts';
 

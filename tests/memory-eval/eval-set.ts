@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 
-export const evalSetFolder = fileURLToPath(new URL('../fixtures/memory-eval/', import.meta.url));
+const evalSetFolder = fileURLToPath(new URL('../fixtures/memory-eval/', import.meta.url));
 
 const personSchema = z.strictObject({
   name: z.string().min(1),
@@ -90,9 +90,9 @@ const ownerSchema = z.strictObject({
 const querySchema = z.strictObject({ query: z.string().min(1), gold: z.array(z.string()).min(1) });
 
 export type EvalItem = z.infer<typeof itemSchema>;
-export type EvalAnswer = z.infer<typeof answerSchema>;
-export type EvalQuery = z.infer<typeof querySchema>;
-export type EvalOwner = z.infer<typeof ownerSchema>;
+type EvalAnswer = z.infer<typeof answerSchema>;
+type EvalQuery = z.infer<typeof querySchema>;
+type EvalOwner = z.infer<typeof ownerSchema>;
 
 export interface EvalSet {
   /** Every item, in time order (observedAt). */

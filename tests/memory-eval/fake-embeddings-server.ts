@@ -64,8 +64,8 @@ function stem(word: string): string {
   return word;
 }
 
-/** The fake's embedding of one text. Exported for its own sanity checks. */
-export function stemEmbedding(text: string): number[] {
+/** The fake's embedding of one text. */
+function stemEmbedding(text: string): number[] {
   const vector = new Array<number>(dimensions).fill(0);
   for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
     if (word.length < 2) continue;

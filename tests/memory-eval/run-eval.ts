@@ -234,9 +234,11 @@ async function contactOfMention(
 }
 
 /** Feeds every item through consolidation with the scripted model and records what became of it. */
-async function consolidateEvalSet(options: { workDir: string; set: EvalSet; signal?: AbortSignal }): Promise<
-  Consolidated & { close: () => Promise<void> }
-> {
+async function consolidateEvalSet(options: {
+  workDir: string;
+  set: EvalSet;
+  signal?: AbortSignal;
+}): Promise<Consolidated & { close: () => Promise<void> }> {
   const { set } = options;
   const notesRoot = path.join(options.workDir, 'data', 'notes');
   const dataDir = path.join(options.workDir, 'data');
@@ -307,14 +309,14 @@ async function consolidateEvalSet(options: { workDir: string; set: EvalSet; sign
       item: consolidationItem,
       dataDir,
       ...(options.signal ? { signal: options.signal } : {}),
-    } as Parameters<typeof consolidateItem>[0]);
+    });
     const prompt = current.prompt ?? '';
     current = undefined;
     if (result.skipped) {
       skipped += 1;
       continue;
     }
-    refused += result.facts.refused;
+    refused += result.facts.refused.length;
     // A model can only name a fact it was shown: a supersede of an id the prompt did not list is one the real
     // pipeline could not have produced, so the figures would flatter it.
     for (const fact of item.answer.facts) {
@@ -327,7 +329,8 @@ async function consolidateEvalSet(options: { workDir: string; set: EvalSet; sign
     for (const fact of item.answer.facts) {
       const written = facts.find(
         (candidate) =>
-          candidate.source === consolidationItem.source && normalised(candidate.statement) === normalised(fact.statement),
+          candidate.source === consolidationItem.source &&
+          normalised(candidate.statement) === normalised(fact.statement),
       );
       if (!written) throw new Error(`Item ${item.id}: no fact was written for "${fact.statement}"`);
       factIds.set(fact.gold, written.id);
@@ -388,7 +391,7 @@ async function consolidateEvalSet(options: { workDir: string; set: EvalSet; sign
 }
 
 /** Pairwise precision, recall and F1 of the contacts mentions were filed under, against the gold people. */
-export function dedupeFigures(mentions: readonly Mention[], contacts: number): DedupeFigures {
+function dedupeFigures(mentions: readonly Mention[], contacts: number): DedupeFigures {
   let goldPairs = 0;
   let predictedPairs = 0;
   let truePairs = 0;
@@ -426,9 +429,7 @@ export function dedupeFigures(mentions: readonly Mention[], contacts: number): D
     contacts,
     people: byGold.size,
     split: [...byGold].filter(([, slugs]) => slugs.size > 1).map(([gold, slugs]) => ({ gold, contacts: [...slugs] })),
-    mixed: [...bySlug]
-      .filter(([, golds]) => golds.size > 1)
-      .map(([contact, golds]) => ({ contact, gold: [...golds] })),
+    mixed: [...bySlug].filter(([, golds]) => golds.size > 1).map(([contact, golds]) => ({ contact, gold: [...golds] })),
   };
 }
 
