@@ -90,7 +90,6 @@ const ownerSchema = z.strictObject({
 const querySchema = z.strictObject({ query: z.string().min(1), gold: z.array(z.string()).min(1) });
 
 export type EvalItem = z.infer<typeof itemSchema>;
-type EvalAnswer = z.infer<typeof answerSchema>;
 type EvalQuery = z.infer<typeof querySchema>;
 type EvalOwner = z.infer<typeof ownerSchema>;
 
