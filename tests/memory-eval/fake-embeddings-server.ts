@@ -6,6 +6,8 @@
 // real embedding model's neighbourhoods would), and each stem is hashed (SHA-1) into one of 512 signed buckets;
 // the sum is L2-normalised. Deterministic, offline, and a different function from hashing-v1 (which hashes raw
 // unigrams, bigrams and trigrams into 256 buckets), so the figures show the fusion with a second vector space.
+// The synonym table was written alongside the eval's queries: the endpoint's figures show what the fusion does
+// with vectors that know the vocabulary, an upper bound, not the quality of any real embedding model.
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
