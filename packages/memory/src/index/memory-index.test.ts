@@ -195,6 +195,19 @@ describe('MemoryIndex', () => {
     expect(hits.map((hit) => hit.superseded ?? false)).toEqual([false, true, true]);
   });
 
+  it('brings in every replacement of a fact that two newer facts supersede', async () => {
+    const fact = (id: string, statement: string, supersedes: string[]) =>
+      store.create(`facts/${id}.md`, { data: { id, statement, trust: 'owner', supersedes }, body: `${statement}\n` });
+    await fact('plan', 'The offsite is in Porto in March', []);
+    await fact('place', 'The team meets in Lisbon instead', ['plan']);
+    await fact('date', 'It moved to April', ['plan']);
+    const index = openIndex();
+    await index.start();
+    const { hits } = await index.search({ query: 'offsite Porto', mode: 'lexical' });
+    expect(paths(hits).toSorted()).toEqual(['facts/date.md', 'facts/place.md', 'facts/plan.md']);
+    expect(paths(hits).at(-1)).toBe('facts/plan.md');
+  });
+
   it('does not let an extracted fact supersede one the owner wrote', async () => {
     await store.create('facts/owner.md', {
       data: { id: 'owner', statement: 'My dentist is Dr Lee', trust: 'owner' },
