@@ -5,10 +5,11 @@ import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 import { loadEvalSet } from './memory-eval/eval-set.ts';
 import { formatMemoryEvalReport, type MemoryEvalReport, runMemoryEval } from './memory-eval/run-eval.ts';
 
-// Floors set from the measured figures (docs/memory.md, "How well it works") a few points below them, so a change
-// that makes retrieval worse fails here while the figures may move a little with harmless changes. Raise them when
-// retrieval improves.
-const recallAt5Floor = { memory: 0.85, all: 0.8 } as const;
+// Floors set from the measured figures (docs/memory.md, "How well it works"): over facts and contacts 94.8 % with
+// the hashing embedder and 96.5 % through the fake endpoint, over every note (the mails and threads compete) 86.2 %
+// and 89.7 %. About five points below the lower of each pair — two or three queries of 58 — so a change that makes
+// retrieval worse fails here while a harmless change that moves one query does not. Raise them when retrieval improves.
+const recallAt5Floor = { memory: 0.9, all: 0.82 } as const;
 
 describe('memory evaluation set', () => {
   let dir: TempDir;

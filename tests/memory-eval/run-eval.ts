@@ -23,7 +23,7 @@ import {
   memoryStores,
   OpenAiEmbedder,
 } from '@assistant/memory';
-import { FileNoteStore } from '@assistant/notes';
+import { FileNoteStore, type FrontmatterData } from '@assistant/notes';
 import { type EvalItem, type EvalSet, loadEvalSet } from './eval-set.ts';
 import { startFakeEmbeddingsServer } from './fake-embeddings-server.ts';
 
@@ -84,7 +84,10 @@ export interface MemoryEvalReport {
   /** Model calls made: one per item version; more would mean a scripted answer failed the schema. */
   modelCalls: number;
   facts: { gold: number; written: number; ownerFacts: number; supersedeLinks: number; goldSupersedeLinks: number };
-  /** Supersede links requested by a scripted answer whose target fact id was not in that item's prompt. */
+  /**
+   * Supersede links requested by a scripted answer (injections aside) whose target fact id was not in that item's
+   * prompt: a real model could not have named them, so the supersession figures count on links it would miss.
+   */
   supersedeTargetsNotInPrompt: string[];
   injection: { items: number; attempts: number; refused: number; ownerFactsSuperseded: number };
   followups: { gold: number; tasks: number; goldWithTask: number };
@@ -136,33 +139,51 @@ async function consolidationItemFor(notes: FileNoteStore, item: EvalItem, index:
       at: item.observedAt,
     });
   }
-  let data: Record<string, unknown>;
+  let data: FrontmatterData;
+  let body: string;
   if (item.kind === 'email') {
+    // The fields integrations/email/src/collect.ts writes (mail-facts.ts): the excerpt holds up to 2,000 characters.
     data = {
       message_id: `<${item.id}.${index}@eval.example>`,
       uid: Number(item.source.match(/-(\d+)\.md$/)?.[1] ?? index),
       from: `${item.from.name} <${item.from.email}>`,
+      from_address: item.from.email,
       subject: item.subject,
       date: item.observedAt,
       content_hash: contentHash(`${item.subject}\n${item.text}`),
-      body_excerpt: item.text.slice(0, 280),
+      body_excerpt: item.text,
     };
+    body = `# ${item.subject}\n\nFrom ${item.from.name} <${item.from.email}>, ${item.observedAt}\n\n${item.text}\n`;
   } else {
-    const [, , owner = '_', repo = '_', , number = '0'] = item.source.replace(/\.md$/, '').split('/');
+    // The fields integrations/github/src/facts.ts writes: the description, then the latest comments. The set writes
+    // a thread as paragraphs `handle: text`; the first is the description.
+    const [, , owner = '_', repo = '_', folder = 'issues', number = '0'] = item.source.replace(/\.md$/, '').split('/');
+    const [description = { author: item.author, text: '' }, ...comments] = item.text
+      .trim()
+      .split(/\n\s*\n(?=[\w-]+: )/)
+      .map((paragraph) => {
+        const match = /^([\w-]+): ([\s\S]*)$/.exec(paragraph.trim());
+        return { author: match?.[1] ?? item.author, text: (match?.[2] ?? paragraph).trim() };
+      });
     data = {
       number: Number(number),
       repository: `${owner}/${repo}`,
+      repo: `${owner}/${repo}`,
+      kind: folder === 'pulls' ? 'pull' : 'issue',
       title: item.title,
       author: item.author,
       state: 'open',
-      url: `https://github.example/${owner}/${repo}/${item.source.includes('/pulls/') ? 'pull' : 'issues'}/${number}`,
+      url: `https://github.example/${owner}/${repo}/${folder === 'pulls' ? 'pull' : 'issues'}/${number}`,
       updated_at: item.observedAt,
+      body_excerpt: description.text,
+      latest_comments: comments.map((comment) => ({ ...comment, at: item.observedAt })),
       content_hash: contentHash(`${item.title}\n${item.text}`),
     };
+    body = `# ${item.title}\n\n${item.text}\n`;
   }
   const existing = await notes.read(item.source).catch(() => undefined);
-  if (existing) await notes.update(item.source, { set: data as never, body: item.text });
-  else await notes.create(item.source, { data: data as never, body: item.text });
+  if (existing) await notes.update(item.source, { set: data, body });
+  else await notes.create(item.source, { data, body });
   const note = await notes.read(item.source);
   if (!note) throw new Error(`The eval could not read back ${item.source}`);
   const built = itemForConsolidation({ path: item.source, data: note.data, body: note.body });
@@ -318,8 +339,9 @@ async function consolidateEvalSet(options: {
     }
     refused += result.facts.refused.length;
     // A model can only name a fact it was shown: a supersede of an id the prompt did not list is one the real
-    // pipeline could not have produced, so the figures would flatter it.
-    for (const fact of item.answer.facts) {
+    // pipeline could not have produced, so the figures would flatter it. (The injection items are attacks that name
+    // the owner's fact anyway; what counts for them is that the link is refused.)
+    for (const fact of item.injection ? [] : item.answer.facts) {
       for (const goldId of fact.supersedes_gold ?? []) {
         const id = factIds.get(goldId);
         if (id && !prompt.includes(id)) supersedeTargetsNotInPrompt.push(`${item.id}: ${goldId} (${id})`);
@@ -411,11 +433,14 @@ function dedupeFigures(mentions: readonly Mention[], contacts: number): DedupeFi
   const precision = predictedPairs === 0 ? 1 : truePairs / predictedPairs;
   const recall = goldPairs === 0 ? 1 : truePairs / goldPairs;
   const f1 = precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall);
-  const byGold = new Map<string, Set<string>>();
+  // For a reader tuning the matcher: which mentions (item and name as written) went where.
+  const byGold = new Map<string, Map<string, string[]>>();
   const bySlug = new Map<string, Set<string>>();
   for (const mention of mentions) {
-    const slug = mention.slug ?? `(none: ${mention.item} ${mention.name})`;
-    byGold.set(mention.gold, (byGold.get(mention.gold) ?? new Set()).add(slug));
+    const slug = mention.slug ?? '(none)';
+    const slugs = byGold.get(mention.gold) ?? new Map<string, string[]>();
+    slugs.set(slug, [...(slugs.get(slug) ?? []), `${mention.item} "${mention.name}"`]);
+    byGold.set(mention.gold, slugs);
     bySlug.set(slug, (bySlug.get(slug) ?? new Set()).add(mention.gold));
   }
   return {
@@ -428,7 +453,12 @@ function dedupeFigures(mentions: readonly Mention[], contacts: number): DedupeFi
     f1: round(f1),
     contacts,
     people: byGold.size,
-    split: [...byGold].filter(([, slugs]) => slugs.size > 1).map(([gold, slugs]) => ({ gold, contacts: [...slugs] })),
+    split: [...byGold]
+      .filter(([, slugs]) => slugs.size > 1)
+      .map(([gold, slugs]) => ({
+        gold,
+        contacts: [...slugs].map(([slug, where]) => `${slug} (${where.join(', ')})`),
+      })),
     mixed: [...bySlug].filter(([, golds]) => golds.size > 1).map(([contact, golds]) => ({ contact, gold: [...golds] })),
   };
 }
