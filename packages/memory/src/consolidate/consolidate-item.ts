@@ -117,6 +117,35 @@ function fallbackName(person: ItemPerson): string | undefined {
   return person.name?.trim() || person.email?.split('@')[0] || person.handle?.value || undefined;
 }
 
+type Person = ItemPerson & { organisation?: string | undefined };
+
+/**
+ * The item's own people first (their identifiers are facts of the item), each completed with what the model said
+ * about the same person (same address, handle or name: an organisation, a name the From line lacked); then the
+ * other people the model found. So a new contact is created once, with everything the item says about them.
+ */
+function combinePeople(own: readonly ItemPerson[], mentioned: readonly Person[]): Person[] {
+  const rest = [...mentioned];
+  const same = (left: Person, right: Person) =>
+    (left.email !== undefined && left.email === right.email) ||
+    (left.handle !== undefined &&
+      left.handle.platform === right.handle?.platform &&
+      left.handle.value === right.handle.value) ||
+    (left.name !== undefined && left.name.trim().toLowerCase() === right.name?.trim().toLowerCase());
+  const combined: Person[] = own.map((person) => {
+    const index = rest.findIndex((other) => same(person, other));
+    if (index === -1) return { ...person };
+    const [other] = rest.splice(index, 1);
+    return {
+      ...other,
+      ...person,
+      ...(person.name ? {} : other?.name ? { name: other.name } : {}),
+      ...(other?.organisation ? { organisation: other.organisation } : {}),
+    };
+  });
+  return [...combined, ...rest];
+}
+
 /**
  * Consolidates one item into memory: ONE structured LLM call over the fenced item (and the known facts about its
  * people, fenced too: their text came from outside) extracts people, facts and follow-ups, which are applied through
@@ -182,18 +211,16 @@ export async function consolidateItem(options: ConsolidateItemOptions): Promise<
   const remember = (name: string | undefined, slug: string) => {
     if (name) slugByName.set(name.trim().toLowerCase(), slug);
   };
-  const people: Array<ItemPerson & { organisation?: string | undefined }> = [
-    ...item.people,
-    ...answer.people.map((person) => {
-      const platform = person.platform?.trim().toLowerCase() || (item.kind === 'github' ? 'github' : undefined);
-      return {
-        name: person.name,
-        ...(person.email?.includes('@') ? { email: normaliseEmail(person.email) } : {}),
-        ...(person.handle && platform ? { handle: { platform, value: normaliseHandle(person.handle) } } : {}),
-        organisation: person.organisation ?? undefined,
-      };
-    }),
-  ];
+  const mentioned = answer.people.map((person) => {
+    const platform = person.platform?.trim().toLowerCase() || (item.kind === 'github' ? 'github' : undefined);
+    return {
+      name: person.name,
+      ...(person.email?.includes('@') ? { email: normaliseEmail(person.email) } : {}),
+      ...(person.handle && platform ? { handle: { platform, value: normaliseHandle(person.handle) } } : {}),
+      organisation: person.organisation ?? undefined,
+    };
+  });
+  const people = combinePeople(item.people, mentioned);
   for (const person of people) {
     signal?.throwIfAborted();
     const match = (await stores.contacts.find(queryFor(person)))[0];

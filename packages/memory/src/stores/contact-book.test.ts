@@ -79,6 +79,17 @@ describe('ContactBook', () => {
     expect(await contacts.find({ name: 'Carol Jones' })).toEqual([]);
   });
 
+  it('takes a lone first name for the one contact that has it, and not when two contacts share it', async () => {
+    await contacts.create({ name: 'Lena Fischer', organisation: 'Acme Corp' }, { by: 'owner' });
+    await contacts.create({ name: 'Sam Porter' }, { by: 'owner' });
+    await contacts.create({ name: 'Sam Whitley' }, { by: 'owner' });
+    const lena = await contacts.find({ name: 'Lena', organisation: 'Acme' });
+    expect(lena[0]).toMatchObject({ contact: { slug: 'lena-fischer' }, why: expect.stringContaining('only contact') });
+    expect(lena[0]?.score).toBeGreaterThanOrEqual(0.9);
+    expect((await contacts.find({ name: 'Lena', organisation: 'Globex' }))[0]?.score ?? 0).toBeLessThan(0.9);
+    for (const match of await contacts.find({ name: 'Sam' })) expect(match.score).toBeLessThan(0.9);
+  });
+
   it('observe adds only to observed and sources, deduplicated, never to identity fields', async () => {
     const alice = await contacts.create({ name: 'Alice Martin', emails: ['alice@acme.example'] }, { by: 'owner' });
     const observation = {

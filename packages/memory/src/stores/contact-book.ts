@@ -1,7 +1,14 @@
 import type { Note, NoteStore } from '@assistant/notes';
 import * as z from 'zod';
 import { type Contact, type MemoryProblem, memoryFolders } from '../memory-types.ts';
-import { nameSimilarity, normaliseEmail, normaliseHandle, organisationAgrees } from './contact-matching.ts';
+import {
+  firstNames,
+  loneFirstName,
+  nameSimilarity,
+  normaliseEmail,
+  normaliseHandle,
+  organisationAgrees,
+} from './contact-matching.ts';
 import {
   baseName,
   invalidInput,
@@ -125,6 +132,8 @@ export function parseContact(note: Note): Contact {
 
 /** How sure a name-only match must be to be returned at all; callers pick their own bar above it. */
 const minimumNameScore = 0.6;
+/** A lone first name that only one contact has (`Lena` for `Lena Fischer`) scores as an initial does. */
+const uniqueFirstNameScore = 0.9;
 
 /**
  * Contacts under `contacts/`. Identity fields (name, aliases, emails, handles, organisation) are written only at
@@ -169,6 +178,14 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
     const handle = query.handle
       ? { platform: query.handle.platform.toLowerCase(), value: normaliseHandle(query.handle.value) }
       : undefined;
+    const firstNameCounts = new Map<string, number>();
+    for (const contact of contacts) {
+      if (contact.merged_into) continue;
+      const merged = contacts.filter((other) => other.merged_into === contact.slug);
+      for (const token of new Set([contact, ...merged].flatMap(firstNames))) {
+        firstNameCounts.set(token, (firstNameCounts.get(token) ?? 0) + 1);
+      }
+    }
     const best = new Map<string, ContactMatch>();
     const offer = (contact: Contact, score: number, why: string) => {
       const target = primary(contact);
@@ -210,8 +227,15 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
           ...contact.observed.filter((seen) => seen.kind === 'name').map((seen) => seen.value),
         ];
         let score = Math.max(0, ...names.map((name) => nameSimilarity(query.name ?? '', name)));
-        if (score < minimumNameScore) continue;
         let why = `name ${score.toFixed(2)}`;
+        // `Lena` alone for `Lena Fischer` (or the other way round) is as good as an initial when no other contact
+        // has that first name; with two Alices it stays a weak hint.
+        const firstName = names.map((name) => loneFirstName(query.name ?? '', name)).find(Boolean);
+        if (firstName && score < uniqueFirstNameScore && (firstNameCounts.get(firstName) ?? 0) === 1) {
+          score = uniqueFirstNameScore;
+          why = `the only contact named ${firstName}`;
+        }
+        if (score < minimumNameScore) continue;
         const agreement = organisationAgrees({
           query: { organisation: query.organisation, email: query.email },
           contact,

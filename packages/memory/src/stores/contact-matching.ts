@@ -85,6 +85,23 @@ export function nameSimilarity(left: string, right: string): number {
   return (coverage(leftTokens, rightTokens) + coverage(rightTokens, leftTokens)) / 2;
 }
 
+/**
+ * The word a lone first name would be matched on: `Lena` ~ `Lena Fischer` gives `lena` when one of the two names is
+ * a single word and it is the other's first word; undefined otherwise.
+ */
+export function loneFirstName(left: string, right: string): string | undefined {
+  const leftTokens = nameTokens(left);
+  const rightTokens = nameTokens(right);
+  if (leftTokens.length === 0 || rightTokens.length === 0) return undefined;
+  if (leftTokens.length !== 1 && rightTokens.length !== 1) return undefined;
+  return leftTokens[0] === rightTokens[0] ? leftTokens[0] : undefined;
+}
+
+/** The first word of each name of a contact (name, aliases). */
+export function firstNames(contact: Contact): string[] {
+  return [contact.name, ...contact.aliases].map((name) => nameTokens(name)[0]).filter((token) => token !== undefined);
+}
+
 /** Mail providers anyone can have an address at: a shared domain there says nothing about a person. */
 const publicMailDomains = new Set([
   'gmail.com',
