@@ -161,6 +161,35 @@ describe('MemoryIndex', () => {
     }
   });
 
+  it('takes the longest name in the query, and lets a first name many contacts share name none of them', async () => {
+    for (const last of ['Martin', 'Chen', 'Okafor', 'Berg']) {
+      await store.create(`contacts/alice-${last.toLowerCase()}.md`, { data: { name: `Alice ${last}` }, body: '' });
+    }
+    await store.create('contacts/bob-stone.md', { data: { name: 'Bob Stone' }, body: '' });
+    await store.create('facts/m.md', {
+      data: { statement: 'Budget approved', about: ['contact:alice-martin'] },
+      body: 'Budget approved.\n',
+    });
+    await store.create('facts/b.md', {
+      data: { statement: 'Budget due', about: ['contact:bob-stone'] },
+      body: 'Due.\n',
+    });
+    const index = openIndex();
+    await index.start();
+    const entityOf = async (query: string) =>
+      Object.fromEntries(
+        (await index.search({ query, mode: 'lexical' })).hits
+          .filter((hit) => hit.parts.entity !== undefined)
+          .map((hit) => [hit.path, hit.parts.entity]),
+      );
+    // "Alice Martin" names her alone, though "Alice" is one of her names too.
+    expect(await entityOf('alice martin budget')).toEqual({ 'contacts/alice-martin.md': 1, 'facts/m.md': 1 });
+    // Four Alices: "alice" alone is no one in particular.
+    expect(await entityOf('alice budget')).toEqual({});
+    // One Bob: his first name is enough.
+    expect(await entityOf('what is due for bob')).toEqual({ 'contacts/bob-stone.md': 1, 'facts/b.md': 1 });
+  });
+
   it('ranks a superseded fact below its replacement, flags it, and brings the replacement in', async () => {
     await store.create('facts/old.md', {
       data: { id: 'old', statement: 'Dentist appointment on Tuesday', trust: 'extracted', supersedes: [] },
@@ -404,9 +433,20 @@ describe('MemoryIndex', () => {
     await waitUntil(() => reopened.status().pending === 0, 'the re-embedding of the lost vector');
     expect(repaired.texts).toBe(1);
 
-    // No index directory at all.
+    // An index directory that cannot be used at all (a file in its place): searches work, it says why in the log.
     await reopened.close();
     await rm(path.join(dataDir, 'memory'), { recursive: true });
+    await writeFile(path.join(dataDir, 'memory'), 'not a directory');
+    const warnings: string[] = [];
+    const blocked = openIndex({ logger: { warn: (message) => warnings.push(message), info: () => {} } });
+    await blocked.start();
+    expect(paths((await blocked.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');
+    expect(blocked.status()).toMatchObject({ notes: 2, embedded: 2 });
+    expect(warnings.join('\n')).toMatch(/could not (read|write)/);
+    await blocked.close();
+    await rm(path.join(dataDir, 'memory'));
+
+    // No index directory at all.
     const fresh = openIndex();
     await fresh.start();
     expect(paths((await fresh.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');

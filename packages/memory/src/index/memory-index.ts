@@ -80,6 +80,8 @@ const firstBackoffMs = 1000;
 const maxBackoffMs = 5 * 60_000;
 const snippetChars = 200;
 const rememberedQueries = 64;
+/** A name more contacts than this share (a common first name) identifies none of them. */
+const ambiguousTargets = 3;
 const titleKeys = ['name', 'title', 'subject', 'statement'] as const;
 
 interface FactLink {
@@ -107,6 +109,13 @@ interface Entry {
   about: string[];
   fact: FactLink | undefined;
   contact: ContactLink | undefined;
+}
+
+/** Contact names and identifiers, for the query's side (by first word) and the notes' side (by contact). */
+interface ContactIndex {
+  byFirst: Map<string, Array<{ tokens: string[]; targets: Set<string> }>>;
+  /** Per resolved slug: its contact notes (itself and those merged into it) and its unambiguous phrases. */
+  byTarget: Map<string, { slots: number[]; phrases: string[][] }>;
 }
 
 interface Pending {
@@ -143,7 +152,9 @@ export class MemoryIndex {
   readonly #contactSlots = new Set<number>();
   readonly #factSlots = new Set<number>();
   /** Derived on demand, dropped when a contact or a fact changes. */
-  #phraseIndex: Map<string, Array<{ tokens: string[]; target: string }>> | undefined;
+  #contactIndex: ContactIndex | undefined;
+  /** Per contact (resolved slug), the notes related to it; dropped whenever any note changes. */
+  readonly #related = new Map<string, Set<number>>();
   #supersededBy: Map<number, Set<number>> | undefined;
   /** Per path, the latest refresh started, and the read in progress of it (as NoteSearchIndex). */
   readonly #generation = new Map<string, number>();
@@ -194,7 +205,12 @@ export class MemoryIndex {
   async #start(): Promise<void> {
     const { notes } = this.#options;
     await notes.listFolder('');
-    await this.#cache.sync();
+    try {
+      await this.#cache.sync();
+    } catch (error) {
+      // The cache is never needed to search: without it every note is embedded again (and appends may fail too).
+      this.#options.logger?.warn(`memory index: could not read ${this.#cache.file}: ${describe(error)}`);
+    }
     if (this.#closed) return;
     this.#watcher = watch(notes.root, {
       ignoreInitial: true,
@@ -277,6 +293,7 @@ export class MemoryIndex {
   }
 
   #put(note: Note): void {
+    this.#related.clear();
     const existing = this.#slotOf.get(note.path);
     const slot = existing ?? this.#freeSlots.pop() ?? this.#entries.length;
     const previous = existing === undefined ? undefined : this.#entries[existing];
@@ -312,7 +329,7 @@ export class MemoryIndex {
     }
     if (entry.contact) {
       this.#contactSlots.add(slot);
-      this.#phraseIndex = undefined;
+      this.#contactIndex = undefined;
     }
     if (entry.fact) {
       this.#factSlots.add(slot);
@@ -323,6 +340,7 @@ export class MemoryIndex {
   }
 
   #remove(notePath: string): void {
+    this.#related.clear();
     const slot = this.#slotOf.get(notePath);
     if (slot === undefined) return;
     const entry = this.#entries[slot];
@@ -341,7 +359,7 @@ export class MemoryIndex {
       slots?.delete(entry.slot);
       if (slots?.size === 0) this.#about.delete(slug);
     }
-    if (this.#contactSlots.delete(entry.slot)) this.#phraseIndex = undefined;
+    if (this.#contactSlots.delete(entry.slot)) this.#contactIndex = undefined;
     if (this.#factSlots.delete(entry.slot)) this.#supersededBy = undefined;
   }
 
@@ -588,17 +606,7 @@ export class MemoryIndex {
     if (targets.size === 0) return [];
     const overlap = new Map<number, number>();
     for (const target of targets) {
-      const related = new Set<number>();
-      for (const slot of this.#contactSlots) {
-        const entry = this.#entries[slot];
-        if (entry?.contact?.target !== target) continue;
-        related.add(slot);
-        const own = path.posix.basename(entry.path, '.md');
-        for (const about of this.#about.get(own) ?? []) related.add(about);
-        for (const phrase of entry.contact.phrases) for (const found of this.#holdingAll(phrase)) related.add(found);
-      }
-      for (const about of this.#about.get(target) ?? []) related.add(about);
-      for (const slot of related) overlap.set(slot, (overlap.get(slot) ?? 0) + 1);
+      for (const slot of this.#relatedTo(target)) overlap.set(slot, (overlap.get(slot) ?? 0) + 1);
     }
     const lexicalScore = new Map(lexical.map((item) => [item.document, item.score]));
     return [...overlap]
@@ -609,34 +617,74 @@ export class MemoryIndex {
       .map(({ document, score }) => ({ document, score }));
   }
 
-  /** The contacts (their resolved slugs) whose name, alias, address or handle appears in the terms, in order. */
+  #relatedTo(target: string): Set<number> {
+    const cached = this.#related.get(target);
+    if (cached) return cached;
+    const index = this.#contactIndexNow();
+    const related = new Set<number>();
+    const contact = index.byTarget.get(target);
+    for (const slot of contact?.slots ?? []) {
+      related.add(slot);
+      const entry = this.#entries[slot];
+      if (entry) for (const about of this.#about.get(path.posix.basename(entry.path, '.md')) ?? []) related.add(about);
+    }
+    for (const about of this.#about.get(target) ?? []) related.add(about);
+    for (const phrase of contact?.phrases ?? []) for (const found of this.#holdingAll(phrase)) related.add(found);
+    this.#related.set(target, related);
+    return related;
+  }
+
+  /**
+   * The contacts (their resolved slugs) the terms name. At each place the longest name wins ("alice martin" over
+   * "alice"), and a name several contacts share (more than `ambiguousTargets`) names none of them.
+   */
   #contactsIn(terms: readonly string[]): Set<string> {
-    this.#phraseIndex ??= this.#buildPhraseIndex();
+    const index = this.#contactIndexNow();
     const found = new Set<string>();
     for (let start = 0; start < terms.length; start++) {
-      for (const phrase of this.#phraseIndex.get(terms[start] as string) ?? []) {
-        if (phrase.tokens.every((token, offset) => terms[start + offset] === token)) found.add(phrase.target);
+      let best: { tokens: string[]; targets: Set<string> } | undefined;
+      for (const phrase of index.byFirst.get(terms[start] as string) ?? []) {
+        if (best && phrase.tokens.length <= best.tokens.length) continue;
+        if (phrase.tokens.every((token, offset) => terms[start + offset] === token)) best = phrase;
       }
+      if (!best) continue;
+      for (const target of best.targets) found.add(target);
+      start += best.tokens.length - 1;
     }
     return found;
   }
 
-  #buildPhraseIndex() {
-    const index = new Map<string, Array<{ tokens: string[]; target: string }>>();
+  #contactIndexNow(): ContactIndex {
+    if (this.#contactIndex) return this.#contactIndex;
+    const phrases = new Map<string, { tokens: string[]; targets: Set<string> }>();
+    const byTarget = new Map<string, { slots: number[]; phrases: string[][] }>();
     for (const slot of this.#contactSlots) {
       const contact = this.#entries[slot]?.contact;
       if (!contact) continue;
+      let target = byTarget.get(contact.target);
+      if (!target) {
+        target = { slots: [], phrases: [] };
+        byTarget.set(contact.target, target);
+      }
+      target.slots.push(slot);
       for (const tokens of contact.phrases) {
-        const first = tokens[0] as string;
-        let list = index.get(first);
-        if (!list) {
-          list = [];
-          index.set(first, list);
-        }
-        list.push({ tokens, target: contact.target });
+        const key = tokens.join(' ');
+        const phrase = phrases.get(key) ?? { tokens, targets: new Set<string>() };
+        phrase.targets.add(contact.target);
+        phrases.set(key, phrase);
       }
     }
-    return index;
+    const byFirst = new Map<string, Array<{ tokens: string[]; targets: Set<string> }>>();
+    for (const phrase of phrases.values()) {
+      if (phrase.targets.size > ambiguousTargets) continue;
+      const first = phrase.tokens[0] as string;
+      const list = byFirst.get(first) ?? [];
+      list.push(phrase);
+      byFirst.set(first, list);
+      for (const target of phrase.targets) byTarget.get(target)?.phrases.push(phrase.tokens);
+    }
+    this.#contactIndex = { byFirst, byTarget };
+    return this.#contactIndex;
   }
 
   /** Slots holding every token of a phrase (counted through the postings: those seen once per distinct token). */
