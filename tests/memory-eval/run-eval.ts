@@ -38,7 +38,7 @@ interface Mention {
   slug: string | undefined;
 }
 
-export interface DedupeFigures {
+interface DedupeFigures {
   mentions: number;
   /** Pairs of mentions that belong to one person (gold). */
   goldPairs: number;
@@ -56,7 +56,7 @@ export interface DedupeFigures {
   mixed: Array<{ contact: string; gold: string[] }>;
 }
 
-export interface RetrievalFigures {
+interface RetrievalFigures {
   /** `hashing-v1-256` or the fake endpoint's model. */
   embedder: string;
   /** Where the queries searched: the memory folders (facts, contacts) or every note (items too). */
