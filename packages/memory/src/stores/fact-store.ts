@@ -7,6 +7,7 @@ import {
   datedRandomId,
   invalidInput,
   isAlreadyThere,
+  isSafeName,
   normaliseText,
   parseData,
   readFolder,
@@ -90,7 +91,8 @@ export function extractedFactId(options: { source: string; statement: string }):
 export function factStore(options: { notes: NoteStore; nowMs?: () => number }): FactStore {
   const { notes } = options;
   const now = options.nowMs ?? Date.now;
-  const get = (id: string) => readOne({ notes, path: factPath(id), parse: parseFact });
+  const get = async (id: string) =>
+    isSafeName(id) ? readOne({ notes, path: factPath(id), parse: parseFact }) : undefined;
 
   async function all() {
     const { items, problems } = await readFolder({ notes, folder: memoryFolders.facts, parse: parseFact });
