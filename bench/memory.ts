@@ -146,44 +146,52 @@ try {
   const store = new FileNoteStore({ root: notesRoot });
   const embedder = new HashingEmbedder();
 
-  const before = memoryMiB();
-  const buildStarted = performance.now();
-  const index = new MemoryIndex({ notes: store, dataDir, embedder });
-  await index.start();
-  const buildMs = performance.now() - buildStarted;
-  const status = index.status();
-  const loaded = memoryMiB();
-  const indexDirectory = path.join(dataDir, 'memory', 'index');
-  const diskBytes = await directoryBytes(indexDirectory);
+  // The first index lives in this function only, so it is garbage by the restart and does not weigh on it.
+  const first = async () => {
+    const before = memoryMiB();
+    const buildStarted = performance.now();
+    const index = new MemoryIndex({ notes: store, dataDir, embedder });
+    await index.start();
+    // The hashing vectors are made during start and written to the cache just after: the build includes the write.
+    await index.embedPending();
+    const buildMs = performance.now() - buildStarted;
+    const status = index.status();
+    const loaded = memoryMiB();
+    const indexDirectory = path.join(dataDir, 'memory', 'index');
+    const diskBytes = await directoryBytes(indexDirectory);
 
-  // One changed note at a time: written as an editor would, then refreshed and timed (the watch sees it too).
-  const mails = notes.filter((note) => note.path.startsWith('email/'));
-  const refreshOnly: number[] = [];
-  for (let change = 0; change < changeCount; change++) {
-    const note = mails[change % mails.length] as Generated;
-    await writeFile(path.join(notesRoot, note.path), `${note.text}\nP.S. ${sentence(6)} (${change})\n`);
-    const started = performance.now();
-    await index.refresh(note.path);
-    refreshOnly.push(performance.now() - started);
-  }
-  refreshOnly.sort((left, right) => left - right);
+    // One changed note at a time: written as an editor would, then refreshed and timed (the watch sees it too).
+    const mails = notes.filter((note) => note.path.startsWith('email/'));
+    const refreshOnly: number[] = [];
+    for (let change = 0; change < changeCount; change++) {
+      const note = mails[change % mails.length] as Generated;
+      await writeFile(path.join(notesRoot, note.path), `${note.text}\nP.S. ${sentence(6)} (${change})\n`);
+      const started = performance.now();
+      await index.refresh(note.path);
+      refreshOnly.push(performance.now() - started);
+    }
+    refreshOnly.sort((left, right) => left - right);
 
-  const queries = Array.from({ length: queryCount }, (_, number) => {
-    const words = Array.from({ length: 2 + (number % 3) }, () => pick(common));
-    // One query in four names a contact, as "what did Alice say about the invoice" does.
-    if (number % 4 === 0) words.unshift(pick(contacts));
-    return words.join(' ');
-  });
-  // Warm-up, so the first figures are not the JIT's.
-  for (const query of queries.slice(0, 20)) {
-    await index.search({ query, mode: 'lexical' });
-    await index.search({ query });
-  }
-  const lexical = await timeEach(queryCount, (number) =>
-    index.search({ query: queries[number] as string, mode: 'lexical' }),
-  );
-  const hybrid = await timeEach(queryCount, (number) => index.search({ query: queries[number] as string }));
-  await index.close();
+    const queries = Array.from({ length: queryCount }, (_, number) => {
+      const words = Array.from({ length: 2 + (number % 3) }, () => pick(common));
+      // One query in four names a contact, as "what did Alice say about the invoice" does.
+      if (number % 4 === 0) words.unshift(pick(contacts));
+      return words.join(' ');
+    });
+    // Warm-up, so the first figures are not the JIT's.
+    for (const query of queries.slice(0, 20)) {
+      await index.search({ query, mode: 'lexical' });
+      await index.search({ query });
+    }
+    const lexical = await timeEach(queryCount, (number) =>
+      index.search({ query: queries[number] as string, mode: 'lexical' }),
+    );
+    const hybrid = await timeEach(queryCount, (number) => index.search({ query: queries[number] as string }));
+    await index.close();
+    return { before, buildMs, status, loaded, diskBytes, refreshOnly, lexical, hybrid };
+  };
+  const { before, buildMs, status, loaded, diskBytes, refreshOnly, lexical, hybrid } = await first();
+  memoryMiB();
 
   // A restart: postings rebuilt from the notes, vectors read from the cache instead of made.
   const restartStarted = performance.now();

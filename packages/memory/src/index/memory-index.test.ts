@@ -101,6 +101,13 @@ describe('MemoryIndex', () => {
       'the removal',
     );
     expect(index.status()).toMatchObject({ notes: 2, embedded: 2, pending: 0, model: 'hashing-v1-256' });
+    // The hashing vectors were written behind the searches; close waits for the writes: at least the two notes, the
+    // edit and the new note (more if the watch read a file half-written by the editor, a text of its own).
+    // The removed note's vector stays: it is keyed by content, not by path.
+    await index.close();
+    const lines = (await readFile(index.cacheFile, 'utf8')).trimEnd().split('\n');
+    expect(lines[0]).toBe('{"format":"assistant-memory-vectors","version":1,"model":"hashing-v1-256"}');
+    expect(lines.length).toBeGreaterThanOrEqual(5);
   });
 
   it('sees a write at once after refresh, and skips a broken note, counting it', async () => {
