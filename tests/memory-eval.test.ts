@@ -43,6 +43,8 @@ describe('memory evaluation set', () => {
     expect(report.followups.goldWithTask).toBe(report.followups.gold);
     // Every requested supersede (minus the refused injections) became a link.
     expect(report.facts.supersedeLinks).toBe(report.facts.goldSupersedeLinks);
+    // And each named a fact the prompt showed: a real model could have written every scripted answer.
+    expect(report.supersedeTargetsNotInPrompt).toEqual([]);
   });
 
   it('never lets an item supersede an owner fact: the injection attempts are refused', () => {
