@@ -72,6 +72,8 @@ describe('memory evaluation set', () => {
       expect(figures.modes, label).toEqual({ hybrid: figures.queries });
       expect(figures.recallAt5, label).toBeGreaterThanOrEqual(recallAt5Floor[figures.scope]);
     }
+    // The endpoint's vectors came over HTTP (the OpenAI-compatible client against the loopback fake).
+    expect(report.embeddingRequests).toBeGreaterThan(0);
     expect(new Set(report.retrieval.map((figures) => figures.embedder))).toEqual(
       new Set(['hashing-v1-256', 'eval-stems-512']),
     );

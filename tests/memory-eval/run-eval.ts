@@ -93,6 +93,13 @@ export interface MemoryEvalReport {
   followups: { gold: number; tasks: number; goldWithTask: number };
   dedupe: DedupeFigures;
   retrieval: RetrievalFigures[];
+  /**
+   * Contacts no gold person mention went to (the owner's seeded ones aside): a newsletter's or a no-reply sender, the
+   * owner's own GitHub handle. Pairwise F1 does not see them; they are clutter in the contact list.
+   */
+  unmentionedContacts: string[];
+  /** Requests the fake embeddings endpoint served: the HTTP path was taken. */
+  embeddingRequests: number;
 }
 
 interface Consolidated {
@@ -639,6 +646,15 @@ export async function runMemoryEval(options: { workDir: string; signal?: AbortSi
       },
       dedupe: dedupeFigures(consolidated.mentions, contacts.filter((contact) => !contact.merged_into).length),
       retrieval,
+      embeddingRequests: embeddings.requests,
+      unmentionedContacts: contacts
+        .filter((contact) => !contact.merged_into)
+        .map((contact) => contact.slug)
+        .filter(
+          (slug) =>
+            !consolidated.mentions.some((mention) => mention.slug === slug) &&
+            ![...consolidated.clusterSlugs.values()].includes(slug),
+        ),
     };
   } finally {
     await consolidated.close();
@@ -656,9 +672,13 @@ export function formatMemoryEvalReport(report: MemoryEvalReport): string {
     `facts: ${report.facts.gold} gold (${report.facts.ownerFacts} owner), ${report.facts.written} written; supersede links ${report.facts.supersedeLinks} (gold ${report.facts.goldSupersedeLinks})`,
     `supersede targets not shown in the prompt: ${report.supersedeTargetsNotInPrompt.length}${report.supersedeTargetsNotInPrompt.length ? ` (${report.supersedeTargetsNotInPrompt.join('; ')})` : ''}`,
     `injection: ${report.injection.items} items, ${report.injection.attempts} attempts, ${report.injection.refused} refused, owner facts superseded ${report.injection.ownerFactsSuperseded} (goal 0)`,
+    `fake embeddings endpoint: ${report.embeddingRequests} requests served`,
     `follow-ups: ${report.followups.goldWithTask}/${report.followups.gold} gold follow-ups have a task; ${report.followups.tasks} tasks`,
     `contact dedupe: ${report.dedupe.mentions} mentions of ${report.dedupe.people} people in ${report.dedupe.contacts} contacts; pairs gold ${report.dedupe.goldPairs}, predicted ${report.dedupe.predictedPairs}, true ${report.dedupe.truePairs}; precision ${report.dedupe.precision}, recall ${report.dedupe.recall}, F1 ${report.dedupe.f1} (goal ≥ 0.95)`,
   ];
+  lines.push(
+    `contacts no person mention went to: ${report.unmentionedContacts.length}${report.unmentionedContacts.length ? ` (${report.unmentionedContacts.join(', ')})` : ''}`,
+  );
   for (const split of report.dedupe.split) lines.push(`  split: ${split.gold} → ${split.contacts.join(', ')}`);
   for (const mixed of report.dedupe.mixed) lines.push(`  mixed: ${mixed.contact} ← ${mixed.gold.join(', ')}`);
   for (const figures of report.retrieval) {
