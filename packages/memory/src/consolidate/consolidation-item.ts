@@ -24,7 +24,7 @@ export interface ConsolidationItem {
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** `Alice Martin <alice@acme.example>` → name and address; a bare address has no name. */
-export function parseMailbox(value: string): { name?: string; email?: string } {
+function parseMailbox(value: string): { name?: string; email?: string } {
   const match = /^\s*"?([^"<]*?)"?\s*<([^>]+)>\s*$/.exec(value);
   if (match) {
     const name = match[1]?.trim();
@@ -57,7 +57,7 @@ export function itemForConsolidation(note: {
 }): ConsolidationItem | undefined {
   const { path, data, body } = note;
   const version = text(data.content_hash) || shortHash(body);
-  if (path.startsWith('email/') && typeof data.message_id === 'string') {
+  if (path.startsWith('email/') && (typeof data.message_id === 'string' || typeof data.from === 'string')) {
     const from = parseMailbox(text(data.from));
     const address = text(data.from_address).trim().toLowerCase() || from.email;
     const person: ItemPerson = { ...(from.name ? { name: from.name } : {}), ...(address ? { email: address } : {}) };

@@ -103,7 +103,7 @@ function contactPath(slug: string): string {
 }
 
 /** A contact note as the Contact shape; throws (naming the field) when it does not fit. */
-export function parseContact(note: Note): Contact {
+function parseContact(note: Note): Contact {
   const data = parseData(contactSchema, note);
   const handles: Record<string, string[]> = {};
   for (const [platform, value] of Object.entries(data.handles ?? {})) {
@@ -397,6 +397,3 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
 
   return { list, get, resolve, find, create: (contact, by) => create(contact, by), observe, merge, unmerge };
 }
-
-/** Problems are the store's to report: re-exported for the surfaces' `list` output. */
-export type { MemoryProblem };

@@ -61,7 +61,7 @@ function factPath(id: string): string {
 }
 
 /** A fact note as the Fact shape; throws (naming the field) when it does not fit. */
-export function parseFact(note: Note): Fact {
+function parseFact(note: Note): Fact {
   const data = parseData(factSchema, note);
   // The body is the statement; a hand-written fact that put it in a `statement:` key instead is read as well.
   const statement = note.body.trim() || (typeof note.data.statement === 'string' ? note.data.statement.trim() : '');

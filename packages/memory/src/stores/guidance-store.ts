@@ -15,7 +15,7 @@ const guidanceSchema = z.looseObject({
 });
 
 /** A guidance note as the Guidance shape. The title is `title:`, else the body's first heading, else the name. */
-export function parseGuidance(note: Note): Guidance {
+function parseGuidance(note: Note): Guidance {
   const data = parseData(guidanceSchema, note);
   const name = baseName(note.path);
   const heading = /^#\s+(.+)$/m.exec(note.body)?.[1]?.trim();

@@ -77,7 +77,7 @@ function taskPath(id: string): string {
 }
 
 /** A task note as the OwnerTask shape; throws (naming the field) when it does not fit. */
-export function parseOwnerTask(note: Note): OwnerTask {
+function parseOwnerTask(note: Note): OwnerTask {
   const data = parseData(taskSchema, note);
   return {
     path: note.path,
