@@ -22,7 +22,7 @@ interface RouteInput<Params, Query, Body> {
 
 /** A route as written once: fastify registers it, zod checks its input, OpenAPI describes it. */
 export interface RouteSpec<Params = unknown, Query = unknown, Body = unknown> {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** fastify's syntax: `/api/tasks/:id`, `/api/notes/*`. */
   url: string;
   summary: string;

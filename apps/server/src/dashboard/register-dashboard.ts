@@ -23,6 +23,7 @@ import { noteSearchIndex } from './pages/note-views.ts';
 import { registerNotesPage } from './pages/notes-page.ts';
 import { registerOverviewPage } from './pages/overview-page.ts';
 import { registerPauseActions } from './pages/pauses-view.ts';
+import { registerMemoryPages } from './pages/memory-pages.ts';
 import { registerPersonasPage } from './pages/personas-page.ts';
 import { registerTasksPage } from './pages/tasks-page.ts';
 import { pendingApprovals } from './pending-approvals.ts';
@@ -108,6 +109,7 @@ export function registerDashboard(
   registerEventsPage(app, context);
   registerHooksPage(app, context);
   registerPersonasPage(app, context);
+  registerMemoryPages(app, context);
   registerConfigPage(app, context);
   registerPauseActions(app, context);
   registerHistoryPage(app, context);
