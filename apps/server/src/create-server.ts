@@ -32,8 +32,8 @@ import { registerErrorReplies } from './error-replies.ts';
 import { registerHealthRoute } from './health-route.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
 import { registerJsonBodyParser } from './json-body-parser.ts';
-import { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 import { storeMcpBackend } from './mcp/store-mcp-backend.ts';
+import { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
@@ -285,7 +285,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
       logger: { info: (message) => app.log.info(message), warn: (message) => app.log.warn(message) },
     });
   app.addHook('onClose', async () => memory.close());
-  registerMemoryRoutes(app, routes, { memory, timeZone: config.owner.timeZone });
+  registerMemoryRoutes(app, routes, { memory, timeZone: config.owner.timeZone, humanLog });
   const metrics = options.metrics ?? new TaskMetrics();
   registerMetricsRoute(app, routes, {
     queue,

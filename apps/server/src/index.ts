@@ -3,12 +3,10 @@ export { type ConfiguredChatServiceOptions, configuredChatService } from './chat
 export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type StoreMcpBackendOptions, storeMcpBackend } from './mcp/store-mcp-backend.ts';
-export { type RunServerOptions, runServer } from './run-server.ts';
-export { serverShutdownGraceMs } from './shutdown-grace.ts';
 export {
   type ContactDetail,
-  contactDetail,
   checkDue,
+  contactDetail,
   type DueWindow,
   dueStanding,
   dueWindows,
@@ -19,3 +17,5 @@ export {
   tasksDue,
 } from './memory/owner-memory.ts';
 export { configuredEmbedder, type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
+export { type RunServerOptions, runServer } from './run-server.ts';
+export { serverShutdownGraceMs } from './shutdown-grace.ts';

@@ -17,7 +17,10 @@ export interface OwnerContacts {
 }
 
 export interface OwnerFacts {
-  list(options?: { about?: string; includeSuperseded?: boolean }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
+  list(options?: {
+    about?: string;
+    includeSuperseded?: boolean;
+  }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
   add(fact: {
     statement: string;
     about: string[];
@@ -196,10 +199,22 @@ export function tasksDue(options: {
     week: new Set(['overdue', 'today', 'week']),
     all: new Set(['overdue', 'today', 'week', 'later', 'none']),
   };
-  const key = (task: OwnerTask) => dueDay(task, options.timeZone) ?? '9999-99-99';
+  // A day without a time is due by its end: after that day's instants, which sort by their time in the zone.
+  const clock = new Intl.DateTimeFormat('en-GB', {
+    timeZone: options.timeZone,
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  });
+  const key = (task: OwnerTask) => {
+    const day = dueDay(task, options.timeZone);
+    if (day === undefined || task.due === undefined) return '9999-99-99';
+    return task.due.length === 10 ? `${day}T99` : `${day}T${clock.format(Date.parse(task.due))}`;
+  };
   return options.tasks
     .filter((task) => allowed[options.due].has(dueStanding(task, options)))
-    .sort((a, b) => key(a).localeCompare(key(b)) || (a.due ?? '').localeCompare(b.due ?? '') || a.title.localeCompare(b.title));
+    .sort((a, b) => key(a).localeCompare(key(b)) || a.title.localeCompare(b.title));
 }
 
 /** The owner's task of an id, or NOT_FOUND. */

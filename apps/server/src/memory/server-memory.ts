@@ -65,8 +65,13 @@ export function openOwnerMemory(options: OpenMemoryOptions): OwnerMemory {
     return starting;
   };
   let closing: Promise<void> | undefined;
+  let stores: OwnerMemoryStores | undefined;
   return {
-    stores: memoryStores({ notes: options.notes }),
+    // Made on first use, like the index: a process that never serves memory never builds them.
+    get stores() {
+      stores ??= memoryStores({ notes: options.notes });
+      return stores;
+    },
     index,
     refresh: async (notePath) => {
       const running = await starting?.catch(() => undefined);

@@ -1,4 +1,5 @@
 import type { Fact, OwnerTask } from '@assistant/memory';
+import type { HumanLog } from '@assistant/notes';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
 import {
@@ -6,8 +7,8 @@ import {
   contactDetail,
   contactNamed,
   type DueWindow,
-  dueStanding,
   duePattern,
+  dueStanding,
   dueWindows,
   normaliseAbout,
   ownerTaskNamed,
@@ -20,6 +21,8 @@ export interface MemoryRoutesOptions {
   memory: OwnerMemory;
   /** The owner's time zone (`owner.timezone`): what "today" is for `?due=`. */
   timeZone: string;
+  /** The human log: merges, unmerges and the owner's tasks added or changed leave a line. @default none */
+  humanLog?: Pick<HumanLog, 'write'>;
   /** @default Date.now */
   now?: () => number;
 }
@@ -27,7 +30,9 @@ export interface MemoryRoutesOptions {
 const slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,99}$/, {
   error: 'expected a contact slug (lower-case letters, digits and -, e.g. alice-martin)',
 });
-const taskId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/, { error: 'expected a task id such as t-20261201-ab12' });
+const taskId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/, { error: 'expected a task id such as t-20261201-ab12' });
 const due = z.string().regex(duePattern, {
   error: 'expected a day (2026-12-01) or an ISO instant with a zone (2026-12-01T09:00:00Z)',
 });
@@ -41,7 +46,12 @@ const about = z
 
 const problemSchema = z.object({ path: z.string(), message: z.string() });
 const contactSchema = z.looseObject({ path: z.string(), slug: z.string(), name: z.string() });
-const factSchema = z.looseObject({ path: z.string(), id: z.string(), statement: z.string(), superseded_by: z.string().optional() });
+const factSchema = z.looseObject({
+  path: z.string(),
+  id: z.string(),
+  statement: z.string(),
+  superseded_by: z.string().optional(),
+});
 const taskSchema = z.looseObject({ path: z.string(), id: z.string(), title: z.string(), status: z.string() });
 
 const searchQuery = z.strictObject({
@@ -68,8 +78,10 @@ function factJson(fact: Fact, supersededBy: Map<string, string>) {
  */
 export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, options: MemoryRoutesOptions): void {
   const { memory } = options;
-  const stores = memory.stores;
   const now = options.now ?? Date.now;
+  const log = async (message: string, link: string) => {
+    await options.humanLog?.write({ source: 'api', message, link });
+  };
   const taskJson = (task: OwnerTask) => ({
     ...task,
     standing: dueStanding(task, { nowMs: now(), timeZone: options.timeZone }),
@@ -118,7 +130,7 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
         schema: z.object({ contacts: z.array(contactSchema), problems: z.array(problemSchema) }),
       },
     },
-    handler: async () => stores.contacts.list(),
+    handler: async () => memory.stores.contacts.list(),
   });
 
   routes.add(app, {
@@ -145,7 +157,7 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       404: { description: 'NOT_FOUND: no such contact', schema: errorBodySchema },
     },
     handler: async ({ params }) => {
-      const detail = await contactDetail({ stores, slug: params.slug });
+      const detail = await contactDetail({ stores: memory.stores, slug: params.slug });
       return {
         contact: detail.contact,
         ...(detail.primary === undefined ? {} : { primary: detail.primary }),
@@ -168,14 +180,18 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       '`from` gets `merged_into: <into>` and `into` gets `from` in `merged_from`; both notes are otherwise untouched, so both histories stay and `POST /api/memory/contacts/<from>/unmerge` restores them exactly.',
     body: z.strictObject({ into: slug, from: slug }),
     responses: {
-      200: { description: 'both contacts after the merge', schema: z.object({ into: contactSchema, from: contactSchema }) },
+      200: {
+        description: 'both contacts after the merge',
+        schema: z.object({ into: contactSchema, from: contactSchema }),
+      },
       400: { description: 'BAD_REQUEST: a bad slug, or a contact merged into itself', schema: errorBodySchema },
       404: { description: 'NOT_FOUND: no such contact', schema: errorBodySchema },
     },
     handler: async ({ body }) => {
-      await Promise.all([contactNamed(stores, body.into), contactNamed(stores, body.from)]);
-      const merged = await stores.contacts.merge({ into: body.into, from: body.from });
+      await Promise.all([contactNamed(memory.stores, body.into), contactNamed(memory.stores, body.from)]);
+      const merged = await memory.stores.contacts.merge({ into: body.into, from: body.from });
       await Promise.all([memory.refresh(merged.into.path), memory.refresh(merged.from.path)]);
+      await log(`merged contact ${merged.from.slug} into ${merged.into.slug}`, merged.into.path);
       return { into: merged.into, from: merged.from };
     },
   });
@@ -186,7 +202,7 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
     tag: 'memory',
     summary: 'Undo a merge',
     description:
-      'Removes exactly the links a merge added (`merged_into` of `slug`, and `slug` from the other contact\'s `merged_from`), so both notes are as they were before the merge.',
+      "Removes exactly the links a merge added (`merged_into` of `slug`, and `slug` from the other contact's `merged_from`), so both notes are as they were before the merge.",
     params: z.strictObject({ slug }),
     responses: {
       200: { description: 'the contact, split again', schema: z.object({ contact: contactSchema }) },
@@ -194,11 +210,15 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       404: { description: 'NOT_FOUND: no such contact', schema: errorBodySchema },
     },
     handler: async ({ params }) => {
-      const before = await contactNamed(stores, checkContactSlug(params.slug));
-      await stores.contacts.unmerge({ slug: params.slug });
-      const contact = await contactNamed(stores, params.slug);
+      const before = await contactNamed(memory.stores, checkContactSlug(params.slug));
+      await memory.stores.contacts.unmerge({ slug: params.slug });
+      const contact = await contactNamed(memory.stores, params.slug);
       await memory.refresh(contact.path);
       if (before.merged_into !== undefined) await memory.refresh(`contacts/${before.merged_into}.md`);
+      await log(
+        `unmerged contact ${params.slug}${before.merged_into ? ` from ${before.merged_into}` : ''}`,
+        contact.path,
+      );
       return { contact };
     },
   });
@@ -218,10 +238,10 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       },
     },
     handler: async ({ query }) => {
-      const subject = query.about === undefined ? undefined : (await normaliseAbout(stores, [query.about]))[0];
+      const subject = query.about === undefined ? undefined : (await normaliseAbout(memory.stores, [query.about]))[0];
       const [{ facts, problems }, supersededBy] = await Promise.all([
-        stores.facts.list({ includeSuperseded: true, ...(subject === undefined ? {} : { about: subject }) }),
-        stores.facts.supersededBy(),
+        memory.stores.facts.list({ includeSuperseded: true, ...(subject === undefined ? {} : { about: subject }) }),
+        memory.stores.facts.supersededBy(),
       ]);
       const matching = subject === undefined ? facts : facts.filter((fact) => fact.about.includes(subject));
       return { facts: matching.map((fact) => factJson(fact, supersededBy)), problems };
@@ -238,16 +258,19 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
     body: z.strictObject({
       statement: z.string().trim().min(1, { error: 'expected the statement' }).max(2_000),
       about,
-      supersedes: z.array(z.string().regex(/^f-[A-Za-z0-9_-]{1,100}$/)).max(20).optional(),
+      supersedes: z
+        .array(z.string().regex(/^f-[A-Za-z0-9_-]{1,100}$/))
+        .max(20)
+        .optional(),
     }),
     responses: {
       201: { description: 'the fact', schema: z.object({ fact: factSchema }) },
       400: { description: 'BAD_REQUEST: no statement, or a bad `about`', schema: errorBodySchema },
     },
     handler: async ({ body, reply }) => {
-      const fact = await stores.facts.add({
+      const fact = await memory.stores.facts.add({
         statement: body.statement,
-        about: await normaliseAbout(stores, body.about),
+        about: await normaliseAbout(memory.stores, body.about),
         source: 'owner',
         trust: 'owner',
         ...(body.supersedes === undefined ? {} : { supersedes: body.supersedes }),
@@ -273,7 +296,7 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       400: { description: 'BAD_REQUEST: an unknown `due` or `status`', schema: errorBodySchema },
     },
     handler: async ({ query }) => {
-      const { tasks, problems } = await stores.tasks.list(query.status === 'any' ? {} : { status: query.status });
+      const { tasks, problems } = await memory.stores.tasks.list(query.status === 'any' ? {} : { status: query.status });
       const listed = tasksDue({ tasks, due: query.due as DueWindow, nowMs: now(), timeZone: options.timeZone });
       return { tasks: listed.map(taskJson), problems };
     },
@@ -297,15 +320,16 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       400: { description: 'BAD_REQUEST: no title, or a bad due date', schema: errorBodySchema },
     },
     handler: async ({ body, reply }) => {
-      const task = await stores.tasks.add({
+      const task = await memory.stores.tasks.add({
         title: body.title,
         createdBy: 'owner',
         source: 'owner',
         ...(body.due === undefined ? {} : { due: body.due }),
-        ...(body.about === undefined ? {} : { about: await normaliseAbout(stores, body.about) }),
+        ...(body.about === undefined ? {} : { about: await normaliseAbout(memory.stores, body.about) }),
         ...(body.body === undefined ? {} : { body: body.body }),
       });
       await memory.refresh(task.path);
+      await log(`added task of yours: ${task.title.slice(0, 120)}${task.due ? ` (due ${task.due})` : ''}`, task.path);
       return reply.code(201).send({ task: taskJson(task) });
     },
   });
@@ -324,17 +348,25 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       }),
     responses: {
       200: { description: 'the task', schema: z.object({ task: taskSchema }) },
-      400: { description: 'BAD_REQUEST: nothing to change, an unknown status, a bad due date', schema: errorBodySchema },
+      400: {
+        description: 'BAD_REQUEST: nothing to change, an unknown status, a bad due date',
+        schema: errorBodySchema,
+      },
       404: { description: 'NOT_FOUND: no such task', schema: errorBodySchema },
     },
     handler: async ({ params, body }) => {
-      await ownerTaskNamed(stores, params.id);
-      await stores.tasks.update(params.id, {
+      await ownerTaskNamed(memory.stores, params.id);
+      await memory.stores.tasks.update(params.id, {
         ...(body.status === undefined ? {} : { status: body.status }),
         ...(body.due === undefined ? {} : { due: body.due }),
       });
-      const task = await ownerTaskNamed(stores, params.id);
+      const task = await ownerTaskNamed(memory.stores, params.id);
       await memory.refresh(task.path);
+      const changes = [
+        ...(body.status === undefined ? [] : [`status ${body.status}`]),
+        ...(body.due === undefined ? [] : [`due ${body.due}`]),
+      ];
+      await log(`task of yours ${changes.join(', ')}: ${task.title.slice(0, 120)}`, task.path);
       return { task: taskJson(task) };
     },
   });

@@ -35,10 +35,12 @@ export function renderDueTasks(request: FastifyRequest, context: DashboardContex
     tasksDue({ tasks: [task], due: 'overdue', nowMs: due.nowMs, timeZone: context.config.owner.timeZone }).length === 0;
   return html`<section aria-labelledby="needs-owner-tasks"><h3 id="needs-owner-tasks">${count} task${count === 1 ? '' : 's'} of yours due</h3>
 ${due.failure === undefined ? '' : html`<p class="notice bad">Your tasks could not be read: ${due.failure}</p>`}
-<ul class="plain">${due.tasks.slice(0, listed).map(
-    (task) =>
-      html`<li><form method="post" action="/my-tasks/${encodeURIComponent(task.id)}/done">${csrfField(request)}${today(task) ? html`<strong>today</strong>` : html`<strong class="bad">overdue</strong>`} <time datetime="${task.due ?? ''}">${task.due ?? ''}</time> ${task.title} <button type="submit" class="secondary">Done</button></form></li>`,
-  )}</ul>
+<ul class="plain">${due.tasks
+    .slice(0, listed)
+    .map(
+      (task) =>
+        html`<li><form method="post" action="/my-tasks/${encodeURIComponent(task.id)}/done">${csrfField(request)}${today(task) ? html`<strong>today</strong>` : html`<strong class="bad">overdue</strong>`} <time datetime="${task.due ?? ''}">${task.due ?? ''}</time> ${task.title} <button type="submit" class="secondary">Done</button></form></li>`,
+    )}</ul>
 <p><a href="/my-tasks">All your tasks</a></p></section>`;
 }
 

@@ -26,7 +26,9 @@ function list(items: readonly string[]): SafeHtml {
 }
 
 function handles(contact: Contact): string[] {
-  return Object.entries(contact.handles).flatMap(([platform, values]) => values.map((value) => `${platform}: ${value}`));
+  return Object.entries(contact.handles).flatMap(([platform, values]) =>
+    values.map((value) => `${platform}: ${value}`),
+  );
 }
 
 function noteLink(notePath: string): SafeHtml {
@@ -79,13 +81,13 @@ export function renderOwnerTaskRow(
 }
 
 export function registerMemoryPages(app: AssistantServer, context: DashboardContext): void {
-  const stores = context.memory.stores;
+  const log = (message: string, link: string) => context.humanLog.write({ source: 'dashboard', message, link });
 
   dashboardRoute(app, {
     method: 'GET',
     url: '/contacts',
     handler: async (request, reply) => {
-      const { contacts, problems } = await stores.contacts.list();
+      const { contacts, problems } = await context.memory.stores.contacts.list();
       const sorted = [...contacts].sort((a, b) => a.name.localeCompare(b.name));
       const body = html`<p class="muted">Each contact is a note <code>contacts/&lt;slug&gt;.md</code>: edit it in your editor and the edit wins over what extraction reads from mail, chat and GitHub (docs/memory.md).</p>
 ${
@@ -114,9 +116,9 @@ ${renderProblems(problems)}`;
     url: '/contacts/:slug',
     handler: async (request, reply) => {
       const slug = checkContactSlug((request.params as { slug: string }).slug);
-      const detail = await contactDetail({ stores, slug });
+      const detail = await contactDetail({ stores: context.memory.stores, slug });
       const { contact } = detail;
-      const { contacts } = await stores.contacts.list();
+      const { contacts } = await context.memory.stores.contacts.list();
       const mergeable = contacts
         .filter((other) => other.slug !== contact.slug && other.merged_into === undefined)
         .sort((a, b) => a.name.localeCompare(b.name));
@@ -185,9 +187,10 @@ ${renderProblems(detail.problems)}`;
       const into = checkContactSlug(formField(request, 'into') ?? '');
       const from = checkContactSlug(formField(request, 'from') ?? '');
       if (into === from) throw new AssistantError('BAD_REQUEST', `cannot merge ${into} into itself`);
-      await Promise.all([contactNamed(stores, into), contactNamed(stores, from)]);
-      const merged = await stores.contacts.merge({ into, from });
+      await Promise.all([contactNamed(context.memory.stores, into), contactNamed(context.memory.stores, from)]);
+      const merged = await context.memory.stores.contacts.merge({ into, from });
       await Promise.all([context.memory.refresh(merged.into.path), context.memory.refresh(merged.from.path)]);
+      await log(`merged contact ${from} into ${into}`, merged.into.path);
       return redirectAfterPost(request, reply, `/contacts/${encodeURIComponent(into)}`);
     },
   });
@@ -197,10 +200,11 @@ ${renderProblems(detail.problems)}`;
     url: '/contacts/:slug/unmerge',
     handler: async (request, reply) => {
       const slug = checkContactSlug((request.params as { slug: string }).slug);
-      const before = await contactNamed(stores, slug);
-      await stores.contacts.unmerge({ slug });
+      const before = await contactNamed(context.memory.stores, slug);
+      await context.memory.stores.contacts.unmerge({ slug });
       await context.memory.refresh(before.path);
       if (before.merged_into !== undefined) await context.memory.refresh(`contacts/${before.merged_into}.md`);
+      await log(`unmerged contact ${slug}${before.merged_into ? ` from ${before.merged_into}` : ''}`, before.path);
       return redirectAfterPost(request, reply, `/contacts/${encodeURIComponent(slug)}`);
     },
   });
@@ -210,7 +214,7 @@ ${renderProblems(detail.problems)}`;
     url: '/my-tasks',
     handler: async (request, reply) => {
       const nowMs = Date.now();
-      const { tasks, problems } = await stores.tasks.list({ status: 'open' });
+      const { tasks, problems } = await context.memory.stores.tasks.list({ status: 'open' });
       const open = tasksDue({ tasks, due: 'all', nowMs, timeZone: context.config.owner.timeZone });
       const body = html`<p class="muted">Your follow-ups and to-dos: notes <code>tasks/&lt;id&gt;.md</code> you write, chat adds, or extraction finds in mail and GitHub. Not the queue's tasks (those are on <a href="/tasks">Tasks</a>).</p>
 <form method="post" action="/my-tasks">${csrfField(request)}<label>Task <input name="title" required maxlength="300"></label> <label>Due <input name="due" type="date"></label> <button type="submit">Add</button></form>
@@ -235,13 +239,14 @@ ${renderProblems(problems)}`;
         throw new AssistantError('BAD_REQUEST', 'a task needs a title of 1 to 300 characters');
       }
       const due = formField(request, 'due') ?? '';
-      const task = await stores.tasks.add({
+      const task = await context.memory.stores.tasks.add({
         title,
         createdBy: 'owner',
         source: 'owner',
         ...(due === '' ? {} : { due: checkDue(due) }),
       });
       await context.memory.refresh(task.path);
+      await log(`added task of yours: ${title.slice(0, 120)}${due === '' ? '' : ` (due ${due})`}`, task.path);
       return redirectAfterPost(request, reply, '/my-tasks');
     },
   });
@@ -250,9 +255,10 @@ ${renderProblems(problems)}`;
     method: 'POST',
     url: '/my-tasks/:id/done',
     handler: async (request, reply) => {
-      const task = await ownerTaskNamed(stores, (request.params as { id: string }).id);
-      await stores.tasks.update(task.id, { status: 'done' });
+      const task = await ownerTaskNamed(context.memory.stores, (request.params as { id: string }).id);
+      await context.memory.stores.tasks.update(task.id, { status: 'done' });
       await context.memory.refresh(task.path);
+      await log(`done: ${task.title.slice(0, 120)}`, task.path);
       return redirectAfterPost(request, reply, '/my-tasks');
     },
   });

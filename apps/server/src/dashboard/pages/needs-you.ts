@@ -13,8 +13,8 @@ import { type ItemSubject, itemNoteOfTask, itemSubjects, payloadPreview, renderI
 import { csrfField, timeTag } from '../layout.ts';
 import { pendingApprovals } from '../pending-approvals.ts';
 import { markFailuresSeen, readFailuresSeenUntil } from '../seen-failures.ts';
-import { dueOwnerTasks, hasDueTasks, renderDueTasks } from './due-owner-tasks.ts';
 import { clarificationsOf, readTaskEvents, type TaskEventLine } from '../task-steps.ts';
+import { dueOwnerTasks, hasDueTasks, renderDueTasks } from './due-owner-tasks.ts';
 
 /** Entries listed per group; each group links to the page with all of them. */
 const listed = 5;
@@ -88,21 +88,22 @@ export async function renderNeedsPart(
 ): Promise<SafeHtml> {
   const queue = context.queue();
   const dataDir = context.config.paths.dataDir;
-  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats, paused, dueTasks] = await Promise.all([
-    pendingApprovals(context),
-    queue.list({ state: 'active' }),
-    queue.list({ state: 'failed' }),
-    readFailuresSeenUntil(dataDir),
-    healthDetails({ queue, status: context.status, catalog: context.catalog, llms: context.config.llms }),
-    modelStatus({ queue, catalog: context.catalog, llms: context.config.llms }),
-    chatQuestions(context),
-    // What the owner paused stays in view until resumed: a pause forgotten is work silently not done.
-    new PauseStore({ notes: context.notes })
-      .read()
-      .catch((error: unknown): PauseState => ({ entries: [], problems: [], broken: String(error) })),
-    // The owner's own tasks (tasks/*.md) due today or overdue (decision 0061).
-    dueOwnerTasks(context),
-  ]);
+  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats, paused, dueTasks] =
+    await Promise.all([
+      pendingApprovals(context),
+      queue.list({ state: 'active' }),
+      queue.list({ state: 'failed' }),
+      readFailuresSeenUntil(dataDir),
+      healthDetails({ queue, status: context.status, catalog: context.catalog, llms: context.config.llms }),
+      modelStatus({ queue, catalog: context.catalog, llms: context.config.llms }),
+      chatQuestions(context),
+      // What the owner paused stays in view until resumed: a pause forgotten is work silently not done.
+      new PauseStore({ notes: context.notes })
+        .read()
+        .catch((error: unknown): PauseState => ({ entries: [], problems: [], broken: String(error) })),
+      // The owner's own tasks (tasks/*.md) due today or overdue (decision 0061).
+      dueOwnerTasks(context),
+    ]);
   const running: Running[] = (
     await Promise.all(
       activeEntries.slice(0, runningLooked).map(async (entry): Promise<Running | undefined> => {
