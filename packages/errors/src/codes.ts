@@ -107,6 +107,12 @@ export const errorCodes = {
   AGENT_UNKNOWN: 'A sub-agent id names no child of the agent that used it (wait_agents, message_agent).',
   PERSONA_TOOL_DENIED:
     "A tool call was refused because the loop's persona grants (with what its callers could delegate) do not include the tool.",
+  // Memory stores (packages/memory/src/stores).
+  MEMORY_SUPERSEDE_REFUSED:
+    'A fact extracted from an item (a mail, a GitHub thread, a chat turn) tried to supersede a fact the owner wrote; extracted text never replaces what the owner wrote.',
+  MEMORY_INPUT_INVALID:
+    'A memory store got an input it cannot use (an empty name or statement, a due date that is not YYYY-MM-DD or an ISO instant, a merge of a contact into itself); the message names the field, what was received and what is valid.',
+  MEMORY_NOT_FOUND: 'A contact, fact or task named by slug or id has no note under `contacts/`, `facts/` or `tasks/`.',
   UNAVAILABLE:
     'The server is starting or stopping and cannot serve the request now, or a remote worker cannot reach the server.',
   INTERNAL: 'Something broke inside the server; the details are in the server log, not in the response.',

@@ -10,6 +10,17 @@ export {
 } from './index/memory-index.ts';
 export { OpenAiEmbedder, type OpenAiEmbedderOptions } from './index/openai-embedder.ts';
 export {
+  type ConsolidateItemOptions,
+  type ConsolidateItemResult,
+  consolidateItem,
+} from './consolidate/consolidate-item.ts';
+export {
+  type ConsolidationItem,
+  chatMessageItem,
+  type ItemPerson,
+  itemForConsolidation,
+} from './consolidate/consolidation-item.ts';
+export {
   type Contact,
   type Embedder,
   type Fact,
@@ -23,3 +34,17 @@ export {
   type SearchMode,
   type Trust,
 } from './memory-types.ts';
+// stores
+export {
+  type ContactBook,
+  type ContactMatch,
+  type ContactQuery,
+  contactBook,
+  type NewContact,
+  type ObservedIdentifier,
+} from './stores/contact-book.ts';
+export { type FactStore, factStore, type NewFact } from './stores/fact-store.ts';
+export { type GuidanceStore, guidanceStore } from './stores/guidance-store.ts';
+export { type MemoryStores, memoryStores } from './stores/memory-stores.ts';
+export { type NewOwnerTask, type OwnerTaskStore, ownerTaskStore } from './stores/owner-task-store.ts';
+// end stores
