@@ -39,6 +39,7 @@ export interface OwnerTasks {
     status?: OwnerTask['status'];
     dueBefore?: string;
   }): Promise<{ tasks: OwnerTask[]; problems: MemoryProblem[] }>;
+  get(id: string): Promise<OwnerTask | undefined>;
   add(task: {
     title: string;
     due?: string;
@@ -47,10 +48,7 @@ export interface OwnerTasks {
     createdBy: OwnerTask['created_by'];
     body?: string;
   }): Promise<OwnerTask>;
-  update(
-    id: string,
-    changes: { status?: OwnerTask['status']; due?: string; title?: string },
-  ): Promise<OwnerTask | undefined | unknown>;
+  update(id: string, changes: { status?: OwnerTask['status']; due?: string; title?: string }): Promise<OwnerTask>;
 }
 
 /** The stores the owner's surfaces read and write. */
@@ -222,8 +220,7 @@ export async function ownerTaskNamed(stores: OwnerMemoryStores, id: string): Pro
   if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/.test(id)) {
     throw new AssistantError('BAD_REQUEST', `\`${id.slice(0, 60)}\` is not a task id (e.g. t-20261201-ab12)`);
   }
-  const { tasks } = await stores.tasks.list();
-  const task = tasks.find((candidate) => candidate.id === id);
+  const task = await stores.tasks.get(id);
   if (!task) {
     throw new AssistantError('NOT_FOUND', `no task \`${id}\` of yours (tasks/${id}.md)`, {
       hint: '`assistant tasks ls --due all` lists them; queue tasks are `assistant task show`',

@@ -296,7 +296,9 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       400: { description: 'BAD_REQUEST: an unknown `due` or `status`', schema: errorBodySchema },
     },
     handler: async ({ query }) => {
-      const { tasks, problems } = await memory.stores.tasks.list(query.status === 'any' ? {} : { status: query.status });
+      const { tasks, problems } = await memory.stores.tasks.list(
+        query.status === 'any' ? {} : { status: query.status },
+      );
       const listed = tasksDue({ tasks, due: query.due as DueWindow, nowMs: now(), timeZone: options.timeZone });
       return { tasks: listed.map(taskJson), problems };
     },
