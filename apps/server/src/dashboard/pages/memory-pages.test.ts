@@ -155,7 +155,11 @@ describe('the My tasks page and Needs you', () => {
     });
     await memory.tasks.add({ title: 'Renew passport', due: '2999-01-01', createdBy: 'owner' });
     await using app = await server();
-    const needs = await get(app, '/overview/needs');
+    const needs = await app.inject({
+      method: 'GET',
+      url: '/overview/needs',
+      headers: { authorization, 'hx-request': 'true' },
+    });
     expect(needs.statusCode, needs.body).toBe(200);
     expect(needs.body).toContain('1 task of yours due');
     expect(needs.body).toContain('Send the contract to Bob');
