@@ -53,7 +53,7 @@ describe('the Contacts page', () => {
     );
     await memory.contacts.observe({
       slug: alice.slug,
-      observed: [{ kind: 'email', value: 'a.martin@acme.example', source: 'email/personal/2.md' }],
+      observed: [{ kind: 'email', value: 'a.martin@acme.example' }],
       source: 'email/personal/2.md',
     });
     const old = await memory.facts.add({
