@@ -4,18 +4,15 @@ export { type AssistantServer, type CreateServerOptions, createServer, type Serv
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type StoreMcpBackendOptions, storeMcpBackend } from './mcp/store-mcp-backend.ts';
 export {
-  type ContactDetail,
   checkDue,
   contactDetail,
   type DueWindow,
   dueStanding,
   dueWindows,
-  type FactView,
   normaliseAbout,
-  type OwnerMemoryStores,
   ownerTaskNamed,
   tasksDue,
 } from './memory/owner-memory.ts';
-export { configuredEmbedder, type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
+export { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';
 export { serverShutdownGraceMs } from './shutdown-grace.ts';

@@ -6,7 +6,7 @@ import type { Contact, Fact, MemoryProblem, OwnerTask, Trust } from '@assistant/
 // depend on what they call (memoryStores() returns the real ones; see docs/memory.md), and the views the three
 // surfaces share: one contact with everything known about them, and the owner's tasks by due date.
 
-export interface OwnerContacts {
+interface OwnerContacts {
   list(): Promise<{ contacts: Contact[]; problems: MemoryProblem[] }>;
   /** The note as written (a merged contact keeps its own note). */
   get(slug: string): Promise<Contact | undefined>;
@@ -16,7 +16,7 @@ export interface OwnerContacts {
   unmerge(options: { slug: string }): Promise<unknown>;
 }
 
-export interface OwnerFacts {
+interface OwnerFacts {
   list(options?: {
     about?: string;
     includeSuperseded?: boolean;
@@ -34,7 +34,7 @@ export interface OwnerFacts {
   supersededBy(): Map<string, string> | Promise<Map<string, string>>;
 }
 
-export interface OwnerTasks {
+interface OwnerTasks {
   list(options?: {
     status?: OwnerTask['status'];
     dueBefore?: string;
@@ -156,7 +156,7 @@ function addDays(day: string, days: number): string {
 }
 
 /** The day a task is due in the owner's time zone (an instant is read in the zone). */
-export function dueDay(task: Pick<OwnerTask, 'due'>, timeZone: string): string | undefined {
+function dueDay(task: Pick<OwnerTask, 'due'>, timeZone: string): string | undefined {
   if (task.due === undefined) return undefined;
   if (task.due.length === 10) return task.due;
   const at = Date.parse(task.due);

@@ -24,7 +24,7 @@ export interface OwnerMemory {
 }
 
 /** The embedder config.yaml's `embeddings:` names, or the offline hashing embedder without one. */
-export function configuredEmbedder(config: LoadedConfig): Embedder {
+function configuredEmbedder(config: LoadedConfig): Embedder {
   const embeddings = config.embeddings;
   return createEmbedder(
     embeddings === undefined

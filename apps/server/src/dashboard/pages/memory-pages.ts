@@ -64,7 +64,7 @@ function standingLabel(task: OwnerTask, context: DashboardContext, nowMs: number
 }
 
 /** One owner's task as a row, with its Done button when it is open. */
-export function renderOwnerTaskRow(
+function renderOwnerTaskRow(
   request: FastifyRequest,
   context: DashboardContext,
   task: OwnerTask,
