@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -144,6 +144,13 @@ describe('assistant contacts', () => {
     expect(unmerge.code, unmerge.stderr).toBe(0);
     expect(unmerge.stdout).toBe('unmerged alice-a from alice-martin\n');
     expect(await Promise.all(files.map((file) => readFile(file, 'utf8')))).toEqual(before);
+    // Both left a line in the human log.
+    const logs = path.join(dir, 'data', 'logs');
+    const log = (await Promise.all((await readdir(logs)).map((name) => readFile(path.join(logs, name), 'utf8')))).join(
+      '',
+    );
+    expect(log).toContain('merged contact alice-a into alice-martin');
+    expect(log).toContain('unmerged contact alice-a from alice-martin');
     const itself = await assistant('contacts', 'merge', 'alice-a', 'alice-a');
     expect(itself.code).toBe(2);
     expect(itself.stderr).toContain('cannot merge alice-a into itself');

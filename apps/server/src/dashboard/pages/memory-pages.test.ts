@@ -7,6 +7,7 @@ import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AssistantServer, createServer } from '../../create-server.ts';
+import { sessionCookieName } from '../session.ts';
 
 const token = 'dashboard-test-token-memory-0123456789abc';
 const authorization = `Bearer ${token}`;
@@ -117,6 +118,49 @@ describe('the Contacts page', () => {
     const unmerge = await app.inject({ method: 'POST', url: '/contacts/alice-a/unmerge', headers: form, payload: '' });
     expect(unmerge.statusCode, unmerge.body).toBe(303);
     expect(await Promise.all(files.map((file) => readFile(file, 'utf8')))).toEqual(before);
+  });
+});
+
+describe('the memory forms with the login cookie', () => {
+  it('refuse a merge without the CSRF token, writing nothing, and take it with the token the page carries', async () => {
+    const memory = stores();
+    await memory.contacts.create({ name: 'Alice Martin' }, { by: 'extraction' });
+    await memory.contacts.create({ name: 'alice-a' }, { by: 'extraction' });
+    const file = path.join(notesRoot, 'contacts', 'alice-a.md');
+    const before = await readFile(file, 'utf8');
+    await using app = await server();
+    const login = await app.inject({
+      method: 'POST',
+      url: '/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `token=${token}&next=%2Fcontacts`,
+    });
+    const value = new RegExp(`${sessionCookieName}=([^;]+)`).exec(String(login.headers['set-cookie']))?.[1];
+    const key = /data-key="([^"]+)"/.exec(login.body)?.[1] ?? '';
+    const cookie = `${sessionCookieName}=${value}`;
+    const cookieForm = { cookie, 'content-type': 'application/x-www-form-urlencoded' };
+    const without = await app.inject({
+      method: 'POST',
+      url: '/contacts/merge',
+      headers: cookieForm,
+      payload: 'into=alice-martin&from=alice-a',
+    });
+    expect(without.statusCode).toBe(403);
+    expect(await readFile(file, 'utf8')).toBe(before);
+    const page = await app.inject({
+      method: 'GET',
+      url: '/contacts/alice-martin',
+      headers: { cookie, 'x-assistant-key': key },
+    });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+    const merged = await app.inject({
+      method: 'POST',
+      url: '/contacts/merge',
+      headers: cookieForm,
+      payload: `_csrf=${encodeURIComponent(csrf)}&into=alice-martin&from=alice-a`,
+    });
+    expect(merged.statusCode, merged.body).toBe(303);
+    expect((await memory.contacts.get('alice-a'))?.merged_into).toBe('alice-martin');
   });
 });
 
