@@ -62,7 +62,8 @@ function factPath(id: string): string {
 /** A fact note as the Fact shape; throws (naming the field) when it does not fit. */
 export function parseFact(note: Note): Fact {
   const data = parseData(factSchema, note);
-  const statement = note.body.trim();
+  // The body is the statement; a hand-written fact that put it in a `statement:` key instead is read as well.
+  const statement = note.body.trim() || (typeof note.data.statement === 'string' ? note.data.statement.trim() : '');
   if (!statement) throw new Error(`${note.path}: the body (the fact's statement) is empty`);
   return {
     path: note.path,
