@@ -8,22 +8,33 @@ export interface Bm25Hit {
   score: number;
 }
 
+/** One term's documents and their weighted frequencies, side by side (arrays of small integers: compact). */
+interface Posting {
+  documents: number[];
+  frequencies: number[];
+}
+
 /**
  * An in-memory BM25 index (a BM25F with two fields: a title counted `titleWeight` times, and the rest) over documents
- * numbered by the caller. Postings map each term to the documents holding it with their weighted term frequency, so
- * a query touches only the documents that share a term with it; replacing or removing a document touches only its
- * own terms.
+ * numbered by the caller. Postings map each term to the documents holding it, so a query touches only the documents
+ * that share a term with it; replacing or removing a document touches only its own terms.
+ *
+ * Postings are parallel arrays rather than a Map per term: at 10,000 notes there are millions of (term, document)
+ * pairs, and a Map entry costs several times a pair of array slots. Removing a document finds it in each of its
+ * terms' arrays (a linear scan of small integers, about a millisecond for a note in the worst case) and swaps the
+ * last one into its place.
  */
 export class Bm25Index {
-  readonly #postings = new Map<string, Map<number, number>>();
-  /** Per document, its distinct terms (to remove it) and its weighted length. */
-  readonly #documents = new Map<number, { terms: string[]; length: number }>();
+  readonly #postings = new Map<string, Posting>();
+  /** Per document number: the postings it appears in (not the terms: the strings are held once, as keys) and its length. */
+  readonly #documents: Array<{ postings: Posting[]; length: number } | undefined> = [];
+  #count = 0;
   #totalLength = 0;
   /** Scratch scores per document number, reused across searches; grown as numbers grow. */
   #scores = new Float64Array(1024);
 
   get size(): number {
-    return this.#documents.size;
+    return this.#count;
   }
 
   /** Indexes (or re-indexes) a document from its title and other terms. */
@@ -33,34 +44,53 @@ export class Bm25Index {
     for (const term of fields.title) frequencies.set(term, (frequencies.get(term) ?? 0) + titleWeight);
     for (const term of fields.text) frequencies.set(term, (frequencies.get(term) ?? 0) + 1);
     let length = 0;
+    const postings: Posting[] = [];
     for (const [term, frequency] of frequencies) {
       length += frequency;
       let posting = this.#postings.get(term);
       if (!posting) {
-        posting = new Map();
+        posting = { documents: [], frequencies: [] };
         this.#postings.set(term, posting);
       }
-      posting.set(document, frequency);
+      posting.documents.push(document);
+      posting.frequencies.push(frequency);
+      postings.push(posting);
     }
-    this.#documents.set(document, { terms: [...frequencies.keys()], length });
+    this.#documents[document] = { postings, length };
+    this.#count++;
     this.#totalLength += length;
   }
 
   remove(document: number): void {
-    const known = this.#documents.get(document);
+    const known = this.#documents[document];
     if (!known) return;
-    for (const term of known.terms) {
-      const posting = this.#postings.get(term);
-      posting?.delete(document);
-      if (posting?.size === 0) this.#postings.delete(term);
+    for (const posting of known.postings) {
+      const at = posting.documents.lastIndexOf(document);
+      if (at === -1) continue;
+      const last = posting.documents.length - 1;
+      posting.documents[at] = posting.documents[last] as number;
+      posting.frequencies[at] = posting.frequencies[last] as number;
+      posting.documents.pop();
+      posting.frequencies.pop();
     }
+    // Terms left without documents are dropped lazily by `#prune`, not here: finding a posting's key costs a scan.
+    this.#emptied += known.postings.filter((posting) => posting.documents.length === 0).length;
+    if (this.#emptied > 10_000) this.#prune();
     this.#totalLength -= known.length;
-    this.#documents.delete(document);
+    this.#documents[document] = undefined;
+    this.#count--;
+  }
+
+  #emptied = 0;
+
+  #prune(): void {
+    for (const [term, posting] of this.#postings) if (posting.documents.length === 0) this.#postings.delete(term);
+    this.#emptied = 0;
   }
 
   /** The documents holding `term` (a live view: do not change it). */
-  documentsWith(term: string): ReadonlyMap<number, number> | undefined {
-    return this.#postings.get(term);
+  documentsWith(term: string): readonly number[] {
+    return this.#postings.get(term)?.documents ?? [];
   }
 
   /**
@@ -68,16 +98,19 @@ export class Bm25Index {
    * (a folder) before they compete for a place.
    */
   search(terms: readonly string[], options: { limit: number; accept?: (document: number) => boolean }): Bm25Hit[] {
-    const count = this.#documents.size;
+    const count = this.#count;
     if (count === 0 || options.limit <= 0) return [];
     const averageLength = this.#totalLength / count;
     const touched: number[] = [];
     for (const term of new Set(terms)) {
       const posting = this.#postings.get(term);
-      if (!posting) continue;
-      const idf = Math.log(1 + (count - posting.size + 0.5) / (posting.size + 0.5));
-      for (const [document, frequency] of posting) {
-        const length = this.#documents.get(document)?.length ?? averageLength;
+      if (!posting || posting.documents.length === 0) continue;
+      const found = posting.documents.length;
+      const idf = Math.log(1 + (count - found + 0.5) / (found + 0.5));
+      for (let at = 0; at < found; at++) {
+        const document = posting.documents[at] as number;
+        const frequency = posting.frequencies[at] as number;
+        const length = this.#documents[document]?.length ?? averageLength;
         const part = (idf * frequency * (k1 + 1)) / (frequency + k1 * (1 - b + (b * length) / averageLength));
         if (document >= this.#scores.length) this.#grow(document);
         if (this.#scores[document] === 0) touched.push(document);

@@ -178,7 +178,7 @@ export class OpenAiEmbedder implements Embedder {
 }
 
 /** Cosine needs unit vectors; endpoints differ on whether they send them, so every vector is normalised here. */
-export function normalise(vector: Float32Array): Float32Array {
+function normalise(vector: Float32Array): Float32Array {
   let norm = 0;
   for (let index = 0; index < vector.length; index++) norm += (vector[index] as number) ** 2;
   if (norm === 0) return vector;

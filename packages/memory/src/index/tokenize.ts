@@ -4,7 +4,12 @@
  * their plain forms), runs of unicode letters and digits, a small English stop list, and a light plural stemmer.
  */
 
-/** Words too common to tell notes apart. Kept small on purpose: "who", "when", "not" can matter in a fact. */
+/**
+ * Words too common to tell notes apart: articles, prepositions, pronouns and question words. Questions are how the
+ * owner asks ("when is my dentist appointment"), and without the pronouns every note saying "my" ranked first
+ * (recall@5 on the evaluation set went from 0.83 to 0.93 when they were added, decision 0057). `not` stays: it can
+ * turn a fact around.
+ */
 const stopWords = new Set([
   'a',
   'an',
@@ -33,6 +38,32 @@ const stopWords = new Set([
   'were',
   'will',
   'with',
+  'i',
+  'me',
+  'my',
+  'we',
+  'our',
+  'you',
+  'your',
+  'he',
+  'she',
+  'his',
+  'her',
+  'they',
+  'them',
+  'their',
+  'what',
+  'when',
+  'where',
+  'which',
+  'who',
+  'how',
+  'do',
+  'does',
+  'did',
+  'am',
+  'can',
+  'there',
 ]);
 
 const wordPattern = /[\p{L}\p{N}]+/gu;
