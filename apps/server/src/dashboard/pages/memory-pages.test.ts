@@ -167,7 +167,12 @@ describe('the memory forms with the login cookie', () => {
 describe('the My tasks page and Needs you', () => {
   it('lists open tasks by due date with a Done button that marks one done', async () => {
     const memory = stores();
-    const overdue = await memory.tasks.add({ title: 'Answer Bob', due: '2020-01-06', createdBy: 'owner' });
+    const overdue = await memory.tasks.add({
+      title: 'Answer Bob',
+      due: '2020-01-06',
+      about: ['contact:bob-stone', 'topic:contract'],
+      createdBy: 'owner',
+    });
     await memory.tasks.add({ title: 'Renew passport', due: '2999-01-01', createdBy: 'owner' });
     await using app = await server();
     const page = await get(app, '/my-tasks');
@@ -175,6 +180,7 @@ describe('the My tasks page and Needs you', () => {
     expect(page.body.indexOf('Answer Bob')).toBeLessThan(page.body.indexOf('Renew passport'));
     expect(page.body).toContain('<strong class="bad">overdue</strong>');
     expect(page.body).toContain(`action="/my-tasks/${overdue.id}/done"`);
+    expect(page.body).toContain('<td><a href="/contacts/bob-stone">bob-stone</a>, contract</td>');
     const done = await app.inject({ method: 'POST', url: `/my-tasks/${overdue.id}/done`, headers: form, payload: '' });
     expect(done.statusCode, done.body).toBe(303);
     expect((await memory.tasks.get(overdue.id))?.status).toBe('done');

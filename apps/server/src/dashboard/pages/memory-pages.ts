@@ -39,6 +39,14 @@ function contactLink(slug: string): SafeHtml {
   return html`<a href="/contacts/${encodeURIComponent(slug)}">${slug}</a>`;
 }
 
+/** What a task or fact is about: a contact links to its page, a topic is its word. */
+function aboutLinks(about: readonly string[]): SafeHtml {
+  return html`${about.map(
+    (subject, index) =>
+      html`${index > 0 ? ', ' : ''}${subject.startsWith('contact:') ? contactLink(subject.slice('contact:'.length)) : subject.replace(/^topic:/, '')}`,
+  )}`;
+}
+
 function renderProblems(problems: readonly MemoryProblem[]): SafeHtml | string {
   if (problems.length === 0) return '';
   return html`<section aria-labelledby="memory-problems-heading"><h2 id="memory-problems-heading">Notes that could not be read</h2>
@@ -73,7 +81,7 @@ function renderOwnerTaskRow(
   return html`<tr>
 <td>${standingLabel(task, context, nowMs)}</td>
 <th scope="row">${task.title}</th>
-<td>${task.about.length === 0 ? html`<span class="muted">—</span>` : list(task.about)}</td>
+<td>${task.about.length === 0 ? html`<span class="muted">—</span>` : aboutLinks(task.about)}</td>
 <td>${task.created_by === 'extraction' ? html`extracted${task.source ? html` from ${noteLink(task.source)}` : ''}` : task.created_by === 'chat' ? 'chat' : 'you'}</td>
 <td>${noteLink(task.path)}</td>
 <td>${task.status === 'open' ? html`<form method="post" action="/my-tasks/${encodeURIComponent(task.id)}/done">${csrfField(request)}<button type="submit">Done</button></form>` : task.status}</td>
