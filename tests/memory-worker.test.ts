@@ -56,7 +56,7 @@ describe('memory in a worker', () => {
             json: {
               people: [{ name: 'Bob Stone', email: 'bob@stone.example' }],
               facts: [{ statement, about: ['Bob Stone', 'dentist'], confidence: 0.9 }],
-              followups: [{ title: 'Send Bob the signed contract', due: '2026-11-30', about: ['Bob Stone'] }],
+              followups: [{ title: 'Send Bob the signed contract', due: '2026-11-30', about: 'Bob Stone' }],
             },
           };
         }
@@ -95,6 +95,8 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
     const runtime = await loadRuntime({ installation, configPath: config, cwd: dir.path });
     const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
     expect(await queue.list({ state: 'failed' })).toEqual([]);
+    // Nothing left waiting for a retry either: consolidation ran once and succeeded.
+    expect(await queue.list({ state: 'pending' })).toEqual([]);
     const consolidated = await queue.list({ state: 'done', type: 'memory.consolidate' });
     expect(consolidated).toHaveLength(1);
 

@@ -1,5 +1,5 @@
 import type { LoadedConfig } from '@assistant/config';
-import type { MemoryContext, MemorySearch } from '@assistant/integration-host';
+import type { MemoryContext, MemorySearch, MemoryStoresView } from '@assistant/integration-host';
 import { createEmbedder, MemoryIndex, memoryStores } from '@assistant/memory';
 import type { NoteStore, RootedNoteStore } from '@assistant/notes';
 import type { Logger } from 'pino';
@@ -66,13 +66,18 @@ export function createWorkerMemory(options: WorkerMemoryOptions): WorkerMemory {
     });
     return starting;
   };
+  // Made on first use too: most tasks never touch memory.
+  let stores: MemoryStoresView | undefined;
   return {
     context: {
       consolidate: profileExists ? config.memory.consolidate : [],
       llm: config.memory.llm,
       timeZone: config.owner.timeZone,
       context: config.memory.context,
-      stores: memoryStores({ notes: options.notes }),
+      get stores() {
+        stores ??= memoryStores({ notes: options.notes });
+        return stores;
+      },
       index,
     },
     close: async () => {

@@ -40,15 +40,23 @@ export async function runConsolidateTask(context: HandlerContext<JsonValue>): Pr
       skipped: 'not an item memory reads',
     };
   }
+  const stores = memoryStores({ notes: context.notes });
   const outcome = await consolidateItem({
-    stores: memoryStores({ notes: context.notes }),
+    stores,
     model: context.llm(memory.llm),
     item,
     signal: context.signal,
     dataDir: context.dataDir,
   });
   if (outcome.skipped === undefined) {
-    await context.log.human(learned(item.source, outcome), {
+    // Slugs become the names the owner knows them by.
+    const named = async (slugs: readonly string[]) =>
+      Promise.all(slugs.map(async (slug) => (await stores.contacts.get(slug))?.name ?? slug));
+    const shown = {
+      ...outcome,
+      contacts: { created: await named(outcome.contacts.created), observed: await named(outcome.contacts.observed) },
+    };
+    await context.log.human(learned(item.source, shown), {
       reason: `consolidation of ${item.kind} item ${item.source} (memory.consolidate)`,
       source: 'memory',
     });
@@ -82,10 +90,11 @@ async function chatItem(
 }
 
 /** What consolidation learned, for the human log: counts and contact names, never the text of a fact or a mail. */
-export function learned(source: string, outcome: Record<string, unknown>): string {
-  const contacts = (outcome.contacts ?? {}) as Record<string, unknown>;
-  const facts = (outcome.facts ?? {}) as Record<string, unknown>;
-  const tasks = (outcome.tasks ?? {}) as Record<string, unknown>;
+export function learned(source: string, outcome: object): string {
+  const result = outcome as Record<string, unknown>;
+  const contacts = (result.contacts ?? {}) as Record<string, unknown>;
+  const facts = (result.facts ?? {}) as Record<string, unknown>;
+  const tasks = (result.tasks ?? {}) as Record<string, unknown>;
   const created = names(contacts.created);
   const observed = names(contacts.observed);
   const parts = [
