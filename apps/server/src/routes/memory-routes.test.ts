@@ -195,6 +195,16 @@ describe('/api/memory/tasks', () => {
     expect(await titles('?due=overdue')).toEqual([]);
     expect(await titles('?status=done')).toEqual(['Answer Bob']);
 
+    const passport = (await inject(app, { method: 'GET', url: '/api/memory/tasks?due=all' })).json().tasks[0];
+    const moved = await inject(app, {
+      method: 'PATCH',
+      url: `/api/memory/tasks/${passport.id}`,
+      payload: { due: null },
+    });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(moved.json().task.due).toBeUndefined();
+    expect(moved.json().task.standing).toBe('none');
+
     const badDue = await add({ title: 'x', due: 'friday' });
     expect(badDue.statusCode).toBe(400);
     expect(badDue.json().error.message).toContain('body.due: expected a day (2026-12-01)');

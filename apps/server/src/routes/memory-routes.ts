@@ -341,10 +341,11 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
     url: '/api/memory/tasks/:id',
     tag: 'memory',
     summary: "Mark one of the owner's tasks done, dropped or open, or move its due date",
-    description: '`status` and/or `due`; the rest of the note (its body, hand edits) is kept as written.',
+    description:
+      '`status` and/or `due` (`null` removes the due date); the rest of the note (its body, hand edits) is kept as written.',
     params: z.strictObject({ id: taskId }),
     body: z
-      .strictObject({ status: z.enum(['open', 'done', 'dropped']).optional(), due: due.optional() })
+      .strictObject({ status: z.enum(['open', 'done', 'dropped']).optional(), due: due.nullable().optional() })
       .refine((value) => value.status !== undefined || value.due !== undefined, {
         error: 'expected `status` (open, done, dropped) or `due`',
       }),
@@ -366,7 +367,7 @@ export function registerMemoryRoutes(app: AssistantServer, routes: RouteTable, o
       await memory.refresh(task.path);
       const changes = [
         ...(body.status === undefined ? [] : [`status ${body.status}`]),
-        ...(body.due === undefined ? [] : [`due ${body.due}`]),
+        ...(body.due === undefined ? [] : [body.due === null ? 'no due date' : `due ${body.due}`]),
       ];
       await log(`task of yours ${changes.join(', ')}: ${task.title.slice(0, 120)}`, task.path);
       return { task: taskJson(task) };
