@@ -48,7 +48,10 @@ interface OwnerTasks {
     createdBy: OwnerTask['created_by'];
     body?: string;
   }): Promise<OwnerTask>;
-  update(id: string, changes: { status?: OwnerTask['status']; due?: string; title?: string }): Promise<OwnerTask>;
+  update(
+    id: string,
+    changes: { status?: OwnerTask['status']; due?: string | null; title?: string },
+  ): Promise<OwnerTask>;
 }
 
 /** The stores the owner's surfaces read and write. */
