@@ -6,6 +6,7 @@ export { type StoreMcpBackendOptions, storeMcpBackend } from './mcp/store-mcp-ba
 export {
   checkDue,
   contactDetail,
+  contactNamed,
   type DueWindow,
   dueStanding,
   dueWindows,

@@ -4,6 +4,7 @@ import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import {
   checkDue,
   contactDetail,
+  contactNamed,
   type DueWindow,
   dueStanding,
   dueWindows,
@@ -162,9 +163,9 @@ export async function contactsMergeCommand(
         hint: 'assistant contacts merge INTO FROM: FROM is merged into INTO',
       });
     }
-    // Both must exist; contactDetail says which one does not.
-    await contactDetail({ stores: memory.stores, slug: options.into });
-    await contactDetail({ stores: memory.stores, slug: options.from });
+    // Both must exist: NOT_FOUND names the one that does not.
+    await contactNamed(memory.stores, options.into);
+    await contactNamed(memory.stores, options.from);
     const merged = await memory.stores.contacts.merge({ into: options.into, from: options.from });
     await log(`merged contact ${merged.from.slug} into ${merged.into.slug}`, merged.into.path);
     if (options.json) return writeJson(context, merged);
@@ -178,18 +179,13 @@ export async function contactsMergeCommand(
 export async function contactsUnmergeCommand(options: MemoryCommandOptions & { slug: string }): Promise<void> {
   const { context } = options;
   await withMemory(options, async ({ memory, log }) => {
-    const before = await contactDetail({ stores: memory.stores, slug: options.slug });
+    const before = await contactNamed(memory.stores, options.slug);
     await memory.stores.contacts.unmerge({ slug: options.slug });
-    const after = await contactDetail({ stores: memory.stores, slug: options.slug });
-    await log(
-      `unmerged contact ${options.slug}${before.contact.merged_into ? ` from ${before.contact.merged_into}` : ''}`,
-      after.contact.path,
-    );
-    if (options.json) return writeJson(context, { contact: after.contact });
+    const after = await contactNamed(memory.stores, options.slug);
+    await log(`unmerged contact ${options.slug}${before.merged_into ? ` from ${before.merged_into}` : ''}`, after.path);
+    if (options.json) return writeJson(context, { contact: after });
     context.stdout.write(
-      before.contact.merged_into
-        ? `unmerged ${options.slug} from ${before.contact.merged_into}\n`
-        : `unmerged ${options.slug}\n`,
+      before.merged_into ? `unmerged ${options.slug} from ${before.merged_into}\n` : `unmerged ${options.slug}\n`,
     );
   });
 }
