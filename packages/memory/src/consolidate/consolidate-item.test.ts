@@ -288,4 +288,34 @@ Prefers phone calls.
     const prompt = String(model.requests[0]?.messages.at(-1)?.content);
     expect(prompt).toMatch(new RegExp(`known_facts>>>\\n\\[${fact.id}\\] Bob lives in Hamburg\\.\\n<<<END UNTRUSTED-`));
   });
+
+  it('also shows known facts that share telling words with the item, so a topic fact can be superseded', async () => {
+    const dentist = await stores.facts.add({
+      statement: 'The dentist appointment with Dr. Kowalski is on Thursday 3 December.',
+      about: ['topic:dentist'],
+      source: 'email/personal/1.md',
+      trust: 'extracted',
+    });
+    const unrelated = await stores.facts.add({
+      statement: 'Bob lives in Hamburg.',
+      about: ['topic:bob'],
+      source: 'email/personal/2.md',
+      trust: 'extracted',
+    });
+    const model = scripted([none]);
+    await consolidateItem({
+      stores,
+      model,
+      item: mail({
+        uid: 9,
+        from: 'Reception <desk@practice.example>',
+        subject: 'Your dentist appointment',
+        body: 'Dr. Kowalski has to move your appointment to Friday.',
+      }),
+      dataDir,
+    });
+    const prompt = String(model.requests[0]?.messages.at(-1)?.content);
+    expect(prompt).toContain(`[${dentist.id}] The dentist appointment`);
+    expect(prompt).not.toContain(unrelated.id);
+  });
 });

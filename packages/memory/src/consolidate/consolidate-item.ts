@@ -11,6 +11,7 @@ import { checkDue, slugify } from '../stores/memory-notes.ts';
 import type { MemoryStores } from '../stores/memory-stores.ts';
 import { extractedTaskId } from '../stores/owner-task-store.ts';
 import type { ConsolidationItem, ItemPerson } from './consolidation-item.ts';
+import { relatedFacts } from './related-facts.ts';
 
 export interface ConsolidateItemOptions {
   stores: MemoryStores;
@@ -33,7 +34,7 @@ export interface ConsolidateItemResult {
 }
 
 /** What the model is asked for: small, flat, every field a model can manage. */
-export const consolidationSchema = z.object({
+const consolidationSchema = z.object({
   people: z
     .array(
       z.object({
@@ -69,8 +70,10 @@ export type ConsolidationAnswer = z.infer<typeof consolidationSchema>;
 
 /** A known contact is taken for the person mentioned from this score up (an exact address or handle is 1). */
 const matchScore = 0.9;
-/** At most this many known facts are shown to the model: the newest ones about the people of the item. */
+/** At most this many known facts are shown to the model: the newest about the item's people, then related ones. */
 const maxKnownFacts = 40;
+/** Of which at least this many are kept for facts found by the words they share with the item. */
+const maxRelatedFacts = 20;
 
 function markerPath(dataDir: string, source: string): string {
   const name = createHash('sha256').update(source).digest('hex').slice(0, 32);
@@ -180,7 +183,18 @@ export async function consolidateItem(options: ConsolidateItemOptions): Promise<
     for (const fact of facts) if (!knownFacts.some((other) => other.id === fact.id)) knownFacts.push(fact);
   }
   knownFacts.sort((left, right) => right.observed_at.localeCompare(left.observed_at));
-  const shownFacts = knownFacts.slice(0, maxKnownFacts);
+  const shownFacts = knownFacts.slice(0, maxKnownFacts - maxRelatedFacts);
+  // Facts about a topic (the dentist) or a person the headers do not name are found by the words they share with
+  // the item; without them the model could not say that a moved appointment supersedes the old one.
+  const { facts: current } = await stores.facts.list();
+  const shown = new Set(shownFacts.map((fact) => fact.id));
+  for (const fact of relatedFacts({
+    text: Object.values(item.fields).join('\n'),
+    facts: current.filter((fact) => !shown.has(fact.id)),
+    limit: maxKnownFacts - shownFacts.length,
+  })) {
+    shownFacts.push(fact);
+  }
 
   const fenced = fenceUntrusted(
     {

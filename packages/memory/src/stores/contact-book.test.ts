@@ -79,6 +79,17 @@ describe('ContactBook', () => {
     expect(await contacts.find({ name: 'Carol Jones' })).toEqual([]);
   });
 
+  it('takes a lone first name for the one contact that has it, and not when two contacts share it', async () => {
+    await contacts.create({ name: 'Lena Fischer', organisation: 'Acme Corp' }, { by: 'owner' });
+    await contacts.create({ name: 'Sam Porter' }, { by: 'owner' });
+    await contacts.create({ name: 'Sam Whitley' }, { by: 'owner' });
+    const lena = await contacts.find({ name: 'Lena', organisation: 'Acme' });
+    expect(lena[0]).toMatchObject({ contact: { slug: 'lena-fischer' }, why: expect.stringContaining('only contact') });
+    expect(lena[0]?.score).toBeGreaterThanOrEqual(0.9);
+    expect((await contacts.find({ name: 'Lena', organisation: 'Globex' }))[0]?.score ?? 0).toBeLessThan(0.9);
+    for (const match of await contacts.find({ name: 'Sam' })) expect(match.score).toBeLessThan(0.9);
+  });
+
   it('observe adds only to observed and sources, deduplicated, never to identity fields', async () => {
     const alice = await contacts.create({ name: 'Alice Martin', emails: ['alice@acme.example'] }, { by: 'owner' });
     const observation = {
@@ -153,6 +164,12 @@ sources: [github/x/2.md]
       code: 'MEMORY_NOT_FOUND',
     });
     await expect(contacts.unmerge({ slug: 'carol-jones' })).rejects.toMatchObject({ code: 'MEMORY_INPUT_INVALID' });
+    // A slug is a plain file name: a path cannot reach a note outside contacts/.
+    await expect(contacts.merge({ into: '../tasks/t-1', from: 'carol-jones' })).rejects.toMatchObject({
+      code: 'MEMORY_INPUT_INVALID',
+      message: expect.stringContaining('"../tasks/t-1"'),
+    });
+    expect(await contacts.get('../contacts/alice-martin')).toBeUndefined();
   });
 
   it('reports a malformed contact note and skips it, never rewriting it', async () => {

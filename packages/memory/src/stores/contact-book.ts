@@ -1,11 +1,20 @@
 import type { Note, NoteStore } from '@assistant/notes';
 import * as z from 'zod';
 import { type Contact, type MemoryProblem, memoryFolders } from '../memory-types.ts';
-import { nameSimilarity, normaliseEmail, normaliseHandle, organisationAgrees } from './contact-matching.ts';
+import {
+  firstNames,
+  loneFirstName,
+  nameSimilarity,
+  normaliseEmail,
+  normaliseHandle,
+  organisationAgrees,
+} from './contact-matching.ts';
 import {
   baseName,
+  checkName,
   invalidInput,
   isAlreadyThere,
+  isSafeName,
   notFound,
   parseData,
   readFolder,
@@ -94,7 +103,7 @@ function contactPath(slug: string): string {
 }
 
 /** A contact note as the Contact shape; throws (naming the field) when it does not fit. */
-export function parseContact(note: Note): Contact {
+function parseContact(note: Note): Contact {
   const data = parseData(contactSchema, note);
   const handles: Record<string, string[]> = {};
   for (const [platform, value] of Object.entries(data.handles ?? {})) {
@@ -125,6 +134,8 @@ export function parseContact(note: Note): Contact {
 
 /** How sure a name-only match must be to be returned at all; callers pick their own bar above it. */
 const minimumNameScore = 0.6;
+/** A lone first name that only one contact has (`Lena` for `Lena Fischer`) scores as an initial does. */
+const uniqueFirstNameScore = 0.9;
 
 /**
  * Contacts under `contacts/`. Identity fields (name, aliases, emails, handles, organisation) are written only at
@@ -132,7 +143,8 @@ const minimumNameScore = 0.6;
  */
 export function contactBook(options: { notes: NoteStore }): ContactBook {
   const { notes } = options;
-  const get = (slug: string) => readOne({ notes, path: contactPath(slug), parse: parseContact });
+  const get = async (slug: string) =>
+    isSafeName(slug) ? readOne({ notes, path: contactPath(slug), parse: parseContact }) : undefined;
   const list = async () => {
     const { items, problems } = await readFolder({ notes, folder: memoryFolders.contacts, parse: parseContact });
     return { contacts: items, problems };
@@ -169,6 +181,14 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
     const handle = query.handle
       ? { platform: query.handle.platform.toLowerCase(), value: normaliseHandle(query.handle.value) }
       : undefined;
+    const firstNameCounts = new Map<string, number>();
+    for (const contact of contacts) {
+      if (contact.merged_into) continue;
+      const merged = contacts.filter((other) => other.merged_into === contact.slug);
+      for (const token of new Set([contact, ...merged].flatMap(firstNames))) {
+        firstNameCounts.set(token, (firstNameCounts.get(token) ?? 0) + 1);
+      }
+    }
     const best = new Map<string, ContactMatch>();
     const offer = (contact: Contact, score: number, why: string) => {
       const target = primary(contact);
@@ -210,8 +230,15 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
           ...contact.observed.filter((seen) => seen.kind === 'name').map((seen) => seen.value),
         ];
         let score = Math.max(0, ...names.map((name) => nameSimilarity(query.name ?? '', name)));
-        if (score < minimumNameScore) continue;
         let why = `name ${score.toFixed(2)}`;
+        // `Lena` alone for `Lena Fischer` (or the other way round) is as good as an initial when no other contact
+        // has that first name; with two Alices it stays a weak hint.
+        const firstName = names.map((name) => loneFirstName(query.name ?? '', name)).find(Boolean);
+        if (firstName && score < uniqueFirstNameScore && (firstNameCounts.get(firstName) ?? 0) === 1) {
+          score = uniqueFirstNameScore;
+          why = `the only contact named ${firstName}`;
+        }
+        if (score < minimumNameScore) continue;
         const agreement = organisationAgrees({
           query: { organisation: query.organisation, email: query.email },
           contact,
@@ -271,7 +298,7 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
     observed: ObservedIdentifier[];
     source: string;
   }): Promise<Contact> {
-    const path = contactPath(observation.slug);
+    const path = contactPath(checkName(observation.slug, 'slug'));
     const before = await get(observation.slug);
     if (!before) throw notFound(`No contact \`${observation.slug}\` (${path})`);
     const note = await notes.update(path, {
@@ -314,6 +341,8 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
   }
 
   async function merge(link: { into: string; from: string }): Promise<{ into: Contact; from: Contact }> {
+    checkName(link.into, 'into');
+    checkName(link.from, 'from');
     if (link.into === link.from) {
       throw invalidInput(`Cannot merge contact \`${link.from}\` into itself: \`into\` and \`from\` must differ`);
     }
@@ -342,7 +371,7 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
   }
 
   async function unmerge(target: { slug: string }): Promise<{ into: Contact; from: Contact }> {
-    const from = await get(target.slug);
+    const from = await get(checkName(target.slug, 'slug'));
     if (!from) throw notFound(`No contact \`${target.slug}\` (${contactPath(target.slug)})`);
     if (!from.merged_into) {
       throw invalidInput(`Contact \`${from.slug}\` is not merged into another contact (it has no \`merged_into\`)`);
@@ -368,6 +397,3 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
 
   return { list, get, resolve, find, create: (contact, by) => create(contact, by), observe, merge, unmerge };
 }
-
-/** Problems are the store's to report: re-exported for the surfaces' `list` output. */
-export type { MemoryProblem };

@@ -11,7 +11,7 @@ export function normaliseHandle(value: string): string {
 }
 
 /** A name's words: diacritics, case and punctuation dropped (`Zoë O'Brien-Li` → `zoe obrien li`). */
-export function nameTokens(name: string): string[] {
+function nameTokens(name: string): string[] {
   return name
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
@@ -22,7 +22,7 @@ export function nameTokens(name: string): string[] {
 }
 
 /** Jaro-Winkler similarity of two words, 0..1. */
-export function jaroWinkler(left: string, right: string): number {
+function jaroWinkler(left: string, right: string): number {
   if (left === right) return 1;
   if (left.length === 0 || right.length === 0) return 0;
   const window = Math.max(0, Math.floor(Math.max(left.length, right.length) / 2) - 1);
@@ -83,6 +83,23 @@ export function nameSimilarity(left: string, right: string): number {
   const rightTokens = nameTokens(right);
   if (leftTokens.length === 0 || rightTokens.length === 0) return 0;
   return (coverage(leftTokens, rightTokens) + coverage(rightTokens, leftTokens)) / 2;
+}
+
+/**
+ * The word a lone first name would be matched on: `Lena` ~ `Lena Fischer` gives `lena` when one of the two names is
+ * a single word and it is the other's first word; undefined otherwise.
+ */
+export function loneFirstName(left: string, right: string): string | undefined {
+  const leftTokens = nameTokens(left);
+  const rightTokens = nameTokens(right);
+  if (leftTokens.length === 0 || rightTokens.length === 0) return undefined;
+  if (leftTokens.length !== 1 && rightTokens.length !== 1) return undefined;
+  return leftTokens[0] === rightTokens[0] ? leftTokens[0] : undefined;
+}
+
+/** The first word of each name of a contact (name, aliases). */
+export function firstNames(contact: Contact): string[] {
+  return [contact.name, ...contact.aliases].map((name) => nameTokens(name)[0]).filter((token) => token !== undefined);
 }
 
 /** Mail providers anyone can have an address at: a shared domain there says nothing about a person. */
