@@ -101,6 +101,13 @@ describe('MemoryIndex', () => {
       'the removal',
     );
     expect(index.status()).toMatchObject({ notes: 2, embedded: 2, pending: 0, model: 'hashing-v1-256' });
+    // The hashing vectors were written behind the searches; close waits for the writes: at least the two notes, the
+    // edit and the new note (more if the watch read a file half-written by the editor, a text of its own).
+    // The removed note's vector stays: it is keyed by content, not by path.
+    await index.close();
+    const lines = (await readFile(index.cacheFile, 'utf8')).trimEnd().split('\n');
+    expect(lines[0]).toBe('{"format":"assistant-memory-vectors","version":1,"model":"hashing-v1-256"}');
+    expect(lines.length).toBeGreaterThanOrEqual(5);
   });
 
   it('sees a write at once after refresh, and skips a broken note, counting it', async () => {
@@ -433,9 +440,20 @@ describe('MemoryIndex', () => {
     await waitUntil(() => reopened.status().pending === 0, 'the re-embedding of the lost vector');
     expect(repaired.texts).toBe(1);
 
-    // No index directory at all.
+    // An index directory that cannot be used at all (a file in its place): searches work, it says why in the log.
     await reopened.close();
     await rm(path.join(dataDir, 'memory'), { recursive: true });
+    await writeFile(path.join(dataDir, 'memory'), 'not a directory');
+    const warnings: string[] = [];
+    const blocked = openIndex({ logger: { warn: (message) => warnings.push(message), info: () => {} } });
+    await blocked.start();
+    expect(paths((await blocked.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');
+    expect(blocked.status()).toMatchObject({ notes: 2, embedded: 2 });
+    expect(warnings.join('\n')).toMatch(/could not (read|write)/);
+    await blocked.close();
+    await rm(path.join(dataDir, 'memory'));
+
+    // No index directory at all.
     const fresh = openIndex();
     await fresh.start();
     expect(paths((await fresh.search({ query: 'invoice b' })).hits)[0]).toBe('mail/b.md');

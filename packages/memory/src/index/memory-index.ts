@@ -169,6 +169,9 @@ export class MemoryIndex {
   #retryAt = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #lastError: string | undefined;
+  /** Vectors of the hashing embedder not yet written to the cache, and the write in progress. */
+  readonly #unsaved: Array<{ hash: string; vector: Float32Array }> = [];
+  #saving: Promise<void> | undefined;
   /** Aborted by `close`, so a request to a hanging endpoint does not hold the shutdown for its whole timeout. */
   readonly #closeController = new AbortController();
   /** The vectors of recent queries (an endpoint's round trip is saved when a query repeats, as chat turns do). */
@@ -205,7 +208,12 @@ export class MemoryIndex {
   async #start(): Promise<void> {
     const { notes } = this.#options;
     await notes.listFolder('');
-    await this.#cache.sync();
+    try {
+      await this.#cache.sync();
+    } catch (error) {
+      // The cache is never needed to search: without it every note is embedded again (and appends may fail too).
+      this.#options.logger?.warn(`memory index: could not read ${this.#cache.file}: ${describe(error)}`);
+    }
     if (this.#closed) return;
     this.#watcher = watch(notes.root, {
       ignoreInitial: true,
@@ -225,7 +233,7 @@ export class MemoryIndex {
     if (this.#closed) return;
     await this.#compact();
     // An endpoint may take minutes for thousands of notes: start does not wait for it (search is lexical meanwhile).
-    if (this.#local) await this.#flush();
+    if (this.#local) this.#embedLocal();
     else this.#kick();
   }
 
@@ -252,7 +260,7 @@ export class MemoryIndex {
   async refresh(notePath: string): Promise<void> {
     await this.#reread(notePath);
     if (this.#ready && this.#pending.size > 0) {
-      if (this.#local) await this.#flush();
+      if (this.#local) this.#embedLocal();
       else this.#kick();
     }
   }
@@ -358,16 +366,66 @@ export class MemoryIndex {
     if (this.#factSlots.delete(entry.slot)) this.#supersededBy = undefined;
   }
 
-  /** Embeds every note pending now, ignoring a backoff in progress; resolves when done or when the embedder fails. */
+  /**
+   * Embeds every note pending now, ignoring a backoff in progress, and writes the vectors to the cache; resolves when
+   * done or when the embedder fails.
+   */
   async embedPending(): Promise<void> {
+    if (this.#local) {
+      this.#embedLocal();
+      await this.#saved();
+      return;
+    }
     this.#retryAt = 0;
     await this.#flush();
   }
 
   /** Starts draining the queue when it is not already draining, unless a backoff is in progress. */
   #kick(): void {
-    if (this.#closed || this.#pending.size === 0 || this.#flushing || Date.now() < this.#retryAt) return;
+    if (this.#closed || this.#pending.size === 0) return;
+    if (this.#local) {
+      this.#embedLocal();
+      return;
+    }
+    if (this.#flushing || Date.now() < this.#retryAt) return;
     void this.#flush();
+  }
+
+  /**
+   * The hashing embedder's vectors, made now (microseconds each) so a refreshed note is found by meaning at once;
+   * they are written to the cache in the background, since making them again costs no more than reading them.
+   */
+  #embedLocal(): void {
+    const local = this.#local as HashingEmbedder;
+    for (const [slot, pending] of this.#pending) {
+      const vector = local.embedOne(pending.text);
+      const entry = this.#entries[slot];
+      if (entry && entry.hash === pending.hash) entry.vector = vector;
+      this.#unsaved.push({ hash: pending.hash, vector });
+    }
+    this.#pending.clear();
+    if (this.#unsaved.length > 0) void this.#save();
+  }
+
+  #save(): Promise<void> {
+    this.#saving ??= (async () => {
+      while (this.#unsaved.length > 0) {
+        const records = this.#unsaved.splice(0);
+        try {
+          await this.#cache.append(records);
+        } catch (error) {
+          this.#options.logger?.warn(`memory index: could not write ${this.#cache.file}: ${describe(error)}`);
+        }
+      }
+    })().finally(() => {
+      this.#saving = undefined;
+    });
+    return this.#saving;
+  }
+
+  /** Resolves once every vector made so far is written (or failed to be, which is logged). */
+  async #saved(): Promise<void> {
+    while (this.#saving || this.#unsaved.length > 0) await this.#save();
   }
 
   #flush(): Promise<void> {
@@ -379,21 +437,17 @@ export class MemoryIndex {
 
   async #drain(): Promise<void> {
     // Vectors another process (server or worker) made meanwhile are used, not made again.
-    if (!this.#local) {
-      await this.#cache.sync().catch(() => {});
-      this.#adoptCached();
-    }
+    await this.#cache.sync().catch(() => {});
+    this.#adoptCached();
     while (this.#pending.size > 0 && !this.#closed && Date.now() >= this.#retryAt) {
       // The batch stays in the queue while it is embedded: `status` counts it pending until its vectors are in.
-      const batch = [...this.#pending].slice(0, this.#local ? 512 : embedBatch);
+      const batch = [...this.#pending].slice(0, embedBatch);
       let vectors: Float32Array[];
       try {
-        vectors = this.#local
-          ? batch.map(([, pending]) => (this.#local as HashingEmbedder).embedOne(pending.text))
-          : await this.#embedder.embed({
-              texts: batch.map(([, pending]) => pending.text),
-              signal: this.#closeController.signal,
-            });
+        vectors = await this.#embedder.embed({
+          texts: batch.map(([, pending]) => pending.text),
+          signal: this.#closeController.signal,
+        });
         if (vectors.length !== batch.length) {
           throw new Error(`the embedder returned ${vectors.length} vectors for ${batch.length} texts`);
         }
@@ -820,6 +874,7 @@ export class MemoryIndex {
       await this.#watcher?.close();
       this.#watcher = undefined;
       await this.#flushing?.catch(() => {});
+      await this.#saved();
     })();
     return this.#closing;
   }
