@@ -73,6 +73,11 @@ describe('the Contacts page', () => {
       supersedes: [old.id],
     });
     await memory.contacts.create({ name: 'Bob Stone' }, { by: 'owner' });
+    await mkdir(path.join(notesRoot, 'email', 'personal'), { recursive: true });
+    await writeFile(
+      path.join(notesRoot, 'email', 'personal', '2.md'),
+      '---\nsubject: "Moved: <i>Friday</i>"\nfrom: Alice <alice@acme.example>\n---\nSee you Friday.\n',
+    );
     await using app = await server();
 
     const list = await get(app, '/contacts');
@@ -91,6 +96,9 @@ describe('the Contacts page', () => {
     );
     expect(page.body).toContain(`id="fact-${replacement.id}">Dentist moved to Friday.`);
     expect(page.body).toContain('<a href="/notes/email/personal/2.md">');
+    // An item they appear in, by its subject and sender (escaped: a stranger wrote them).
+    expect(page.body).toContain('<a href="/notes/email/personal/2.md">Moved: &lt;i&gt;Friday&lt;/i&gt;</a>');
+    expect(page.body).toContain('Alice &lt;alice@acme.example&gt;');
     // The merge form posts with the CSRF field, like every dashboard form.
     expect(page.body).toMatch(/<form method="post" action="\/contacts\/merge"><input type="hidden" name="_csrf"/);
     const unknown = await get(app, '/contacts/nobody');

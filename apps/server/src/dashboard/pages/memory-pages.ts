@@ -15,7 +15,9 @@ import {
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';
+import { type ItemSubject, itemSubjects, renderItemSubject } from '../item-subjects.ts';
 import { csrfField, sendPage } from '../layout.ts';
+import { notePageUrl } from '../markdown.ts';
 
 // The Contacts and My tasks pages (docs/dashboard.md): memory as the owner reads it. Every write is a form post
 // through dashboardRoute, so it takes the login cookie only with the CSRF token and a same-origin request.
@@ -31,8 +33,20 @@ function handles(contact: Contact): string[] {
   );
 }
 
+/** A note's page; a source such as `chats/<id>.md#<message>` links to the message in it. */
+function noteHref(source: string): string {
+  const [notePath = '', fragment] = source.split('#', 2);
+  return `${notePageUrl(notePath)}${fragment ? `#${encodeURIComponent(fragment)}` : ''}`;
+}
+
 function noteLink(notePath: string): SafeHtml {
-  return html`<a href="/notes/${notePath}"><code>${notePath}</code></a>`;
+  return html`<a href="${noteHref(notePath)}"><code>${notePath}</code></a>`;
+}
+
+/** An item by its subject and sender (mail, GitHub), else by its path. */
+function itemLine(source: string, subject: ItemSubject | undefined): SafeHtml {
+  if (!subject?.subject) return html`<li>${noteLink(source)}</li>`;
+  return html`<li>${renderItemSubject({ ...subject, notePath: source.split('#')[0] ?? source })} <span class="muted"><code>${source}</code></span></li>`;
 }
 
 function contactLink(slug: string): SafeHtml {
@@ -127,6 +141,7 @@ ${renderProblems(problems)}`;
       const detail = await contactDetail({ stores: context.memory.stores, slug });
       const { contact } = detail;
       const { contacts } = await context.memory.stores.contacts.list();
+      const subjects = await itemSubjects(context).lookup(detail.items.map((item) => item.split('#')[0] ?? item));
       const mergeable = contacts
         .filter((other) => other.slug !== contact.slug && other.merged_into === undefined)
         .sort((a, b) => a.name.localeCompare(b.name));
@@ -164,7 +179,7 @@ ${
 ${detail.facts.length === 0 ? html`<p class="muted">None yet.</p>` : html`<ul class="facts">${detail.facts.map(renderFact)}</ul>`}
 </section>
 <section aria-labelledby="contact-items-heading"><h2 id="contact-items-heading">Items they appear in</h2>
-${detail.items.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="plain">${detail.items.map((item) => html`<li>${noteLink(item)}</li>`)}</ul>`}
+${detail.items.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="plain">${detail.items.map((item) => itemLine(item, subjects.get(item.split('#')[0] ?? item)))}</ul>`}
 </section>
 <section aria-labelledby="contact-merge-heading"><h2 id="contact-merge-heading">Merged contacts</h2>
 ${
