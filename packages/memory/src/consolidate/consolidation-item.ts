@@ -57,7 +57,7 @@ export function itemForConsolidation(note: {
 }): ConsolidationItem | undefined {
   const { path, data, body } = note;
   const version = text(data.content_hash) || shortHash(body);
-  if (path.startsWith('email/') && typeof data.message_id === 'string') {
+  if (path.startsWith('email/') && (typeof data.message_id === 'string' || typeof data.from === 'string')) {
     const from = parseMailbox(text(data.from));
     const address = text(data.from_address).trim().toLowerCase() || from.email;
     const person: ItemPerson = { ...(from.name ? { name: from.name } : {}), ...(address ? { email: address } : {}) };

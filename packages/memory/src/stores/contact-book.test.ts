@@ -88,6 +88,15 @@ describe('ContactBook', () => {
     expect(lena[0]?.score).toBeGreaterThanOrEqual(0.9);
     expect((await contacts.find({ name: 'Lena', organisation: 'Globex' }))[0]?.score ?? 0).toBeLessThan(0.9);
     for (const match of await contacts.find({ name: 'Sam' })) expect(match.score).toBeLessThan(0.9);
+    // Someone who changed jobs: the new employer's domain was seen in an address, so it agrees.
+    await contacts.observe({
+      slug: 'lena-fischer',
+      observed: [{ kind: 'email', value: 'lena@umbrella-labs.example' }],
+      source: 'email/i/4.md',
+    });
+    expect((await contacts.find({ name: 'Lena', organisation: 'Umbrella Labs' }))[0]?.score).toBeGreaterThanOrEqual(
+      0.9,
+    );
   });
 
   it('observe adds only to observed and sources, deduplicated, never to identity fields', async () => {

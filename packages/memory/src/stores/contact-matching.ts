@@ -153,7 +153,8 @@ export function organisationAgrees(options: {
     .map(domainOf)
     .filter((domain): domain is string => domain !== undefined);
   const domainNames = (domain: string, organisation: string) =>
-    organisation !== '' && domain.split('.').some((label) => label === organisation.replace(/ /g, ''));
+    organisation !== '' &&
+    domain.split('.').some((label) => label.replace(/-/g, '') === organisation.replace(/ /g, ''));
   let compared = false;
   if (queryOrganisation && contactOrganisation) {
     if (queryOrganisation === contactOrganisation) return true;
