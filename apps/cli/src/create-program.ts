@@ -803,22 +803,180 @@ export function createProgram(context: CliContext): CliProgram {
     );
   notes
     .command('search')
-    .description('find notes by text and frontmatter fields')
+    .description('find notes by text and frontmatter fields, or by meaning with --semantic')
     .argument('[query]', 'text to look for, any case')
     .option('--where <condition>', 'key=value, key>=value, key<value, key? or !key? (repeatable)', collect, [])
     .option('--in <folder>', 'only under this folder')
+    .option('--semantic', "hybrid search by words and meaning through memory's index (prints the mode it used)")
+    .option('--explain', 'with --semantic: the score parts of each hit (lexical, vector, entity)')
+    .option('--limit <n>', 'with --semantic: how many hits (default 10)', (value) => integerOption('--limit', value))
     .option('--json', 'print JSON')
     .action(
-      async (query: string | undefined, options: { where: string[]; in?: string; json?: boolean }, command: Command) =>
-        (await import('./commands/notes-commands.ts')).notesSearchCommand({
-          globals: globalOptions(command, context),
+      async (
+        query: string | undefined,
+        options: {
+          where: string[];
+          in?: string;
+          json?: boolean;
+          semantic?: boolean;
+          explain?: boolean;
+          limit?: number;
+        },
+        command: Command,
+      ) => {
+        const globals = globalOptions(command, context);
+        if (options.semantic || options.explain || options.limit !== undefined) {
+          return (await import('./commands/memory-commands.ts')).notesSemanticSearchCommand({
+            globals,
+            context,
+            query: query ?? '',
+            semantic: options.semantic === true,
+            where: options.where,
+            ...(options.in === undefined ? {} : { folder: options.in }),
+            ...(options.explain === undefined ? {} : { explain: options.explain }),
+            ...(options.limit === undefined ? {} : { limit: options.limit }),
+            ...(options.json === undefined ? {} : { json: options.json }),
+          });
+        }
+        return (await import('./commands/notes-commands.ts')).notesSearchCommand({
+          globals,
           context,
           where: options.where,
           ...(query === undefined ? {} : { query }),
           ...(options.in === undefined ? {} : { folder: options.in }),
           ...(options.json === undefined ? {} : { json: options.json }),
-        }),
+        });
+      },
     );
+
+  const contacts = program
+    .command('contacts')
+    .description('the contacts memory keeps (contacts/<slug>.md): list, show, merge and unmerge');
+  contacts
+    .command('ls')
+    .description('every contact: slug, name, organisation, addresses, handles, merges')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).contactsListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+  contacts
+    .command('show')
+    .description(
+      'one contact: identity, observed identifiers and where, facts about them, the items they appear in, merges',
+    )
+    .argument('<slug>', "the contact's slug, e.g. alice-martin")
+    .option('--json', 'print JSON')
+    .action(async (slug: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).contactsShowCommand({
+        globals: globalOptions(command, context),
+        context,
+        slug,
+        ...options,
+      }),
+    );
+  contacts
+    .command('merge')
+    .description('merge FROM into INTO: lookups of FROM find INTO; both notes are kept, and unmerge undoes it')
+    .argument('<into>', 'the contact that stays')
+    .argument('<from>', 'the contact merged into it')
+    .option('--json', 'print JSON')
+    .action(async (into: string, from: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).contactsMergeCommand({
+        globals: globalOptions(command, context),
+        context,
+        into,
+        from,
+        ...options,
+      }),
+    );
+  contacts
+    .command('unmerge')
+    .description('undo the merge of a contact: both notes as they were before')
+    .argument('<slug>', 'the contact that was merged into another')
+    .option('--json', 'print JSON')
+    .action(async (slug: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).contactsUnmergeCommand({
+        globals: globalOptions(command, context),
+        context,
+        slug,
+        ...options,
+      }),
+    );
+
+  const ownerTasks = program
+    .command('tasks')
+    .description("your own tasks (tasks/*.md: follow-ups and to-dos), not the queue's (that is `assistant task`)");
+  ownerTasks
+    .command('ls', { isDefault: true })
+    .description('your tasks, soonest due first')
+    .option('--due <window>', 'overdue, today (overdue included), week or all (default all)')
+    .option('--status <status>', 'open (default), done or dropped')
+    .option('--json', 'print JSON')
+    .action(async (options: { due?: string; status?: string; json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).tasksListCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+  ownerTasks
+    .command('add')
+    .description('add a task of yours')
+    .argument('<title>', 'what to do')
+    .option('--due <date>', 'a day (2026-12-01) or an ISO instant (2026-12-01T09:00:00Z)')
+    .option('--about <subject>', 'a contact slug, contact:<slug>, topic:<word> or a word (repeatable)', collect, [])
+    .option('--json', 'print JSON')
+    .action(async (title: string, options: { due?: string; about: string[]; json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).tasksAddCommand({
+        globals: globalOptions(command, context),
+        context,
+        title,
+        ...options,
+      }),
+    );
+  ownerTasks
+    .command('done')
+    .description('mark a task of yours done')
+    .argument('<id>', "the task's id (from `assistant tasks`)")
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).tasksDoneCommand({
+        globals: globalOptions(command, context),
+        context,
+        id,
+        ...options,
+      }),
+    );
+
+  const memory = program
+    .command('memory')
+    .description("memory's search index under data/memory/index (a cache, rebuilt from the notes at any time)");
+  memory
+    .command('status')
+    .description('notes indexed, embedded with the current model, waiting for a vector, broken')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      (await import('./commands/memory-commands.ts')).memoryStatusCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      }),
+    );
+  memory
+    .command('reindex')
+    .description('drop the vector cache and read and embed every note again (exit 1 when the endpoint is down)')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) => {
+      exitCode = await (await import('./commands/memory-commands.ts')).memoryReindexCommand({
+        globals: globalOptions(command, context),
+        context,
+        ...options,
+      });
+    });
 
   const mcp = program
     .command('mcp')

@@ -33,6 +33,7 @@ import { registerHealthRoute } from './health-route.ts';
 import { queueEnqueue } from './inbound-enqueue.ts';
 import { registerJsonBodyParser } from './json-body-parser.ts';
 import { storeMcpBackend } from './mcp/store-mcp-backend.ts';
+import { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 import { registerRequestGuard } from './request-guard.ts';
 import { RouteTable } from './route-table.ts';
 import { registerActionRoutes } from './routes/action-routes.ts';
@@ -43,6 +44,7 @@ import { EventStreamLimiter } from './routes/event-stream.ts';
 import { registerHookRoutes } from './routes/hook-routes.ts';
 import { registerIntegrationRoutes } from './routes/integration-routes.ts';
 import { registerMcpRoute } from './routes/mcp-route.ts';
+import { registerMemoryRoutes } from './routes/memory-routes.ts';
 import { registerMetricsRoute } from './routes/metrics-route.ts';
 import { registerNoteRoutes } from './routes/note-routes.ts';
 import { registerOpenApiRoute } from './routes/openapi-route.ts';
@@ -101,6 +103,8 @@ export interface CreateServerOptions {
   timeouts?: Partial<ServerTimeouts>;
   /** The hooks as loaded (`loadRuntime`'s `hooks`): the worker runs them, the server shows them. @default none */
   hooks?: readonly CompiledHook[];
+  /** Memory's stores and index (docs/memory.md). @default opened over the server's notes, closed with the server */
+  memory?: OwnerMemory;
 }
 
 export interface ServerTimeouts {
@@ -270,6 +274,18 @@ export function createServer(options: CreateServerOptions): AssistantServer {
   registerEventRoutes(app, routes, { events, signal: options.signal ?? new AbortController().signal, streams });
   registerHookRoutes(app, routes, { hooks, events, dataDir: config.paths.dataDir, llm: hookModel });
   registerPersonaRoutes(app, routes, { config });
+  // One memory per server: the stores write through `notes` (so the ledger sees the owner's writes); the index is
+  // started by the first search and closed with the server.
+  const memory =
+    options.memory ??
+    openOwnerMemory({
+      config,
+      notes,
+      localNotes: fileNotes,
+      logger: { info: (message) => app.log.info(message), warn: (message) => app.log.warn(message) },
+    });
+  app.addHook('onClose', async () => memory.close());
+  registerMemoryRoutes(app, routes, { memory, timeZone: config.owner.timeZone, humanLog });
   const metrics = options.metrics ?? new TaskMetrics();
   registerMetricsRoute(app, routes, {
     queue,
@@ -331,6 +347,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
         signal: options.signal ?? new AbortController().signal,
         events,
         hooks,
+        memory,
       },
       { apiToken: token.value, streams },
     );

@@ -3,5 +3,17 @@ export { type ConfiguredChatServiceOptions, configuredChatService } from './chat
 export { type AssistantServer, type CreateServerOptions, createServer, type ServerTimeouts } from './create-server.ts';
 export type { HealthBody, HealthDetails } from './health-route.ts';
 export { type StoreMcpBackendOptions, storeMcpBackend } from './mcp/store-mcp-backend.ts';
+export {
+  checkDue,
+  contactDetail,
+  contactNamed,
+  type DueWindow,
+  dueStanding,
+  dueWindows,
+  normaliseAbout,
+  ownerTaskNamed,
+  tasksDue,
+} from './memory/owner-memory.ts';
+export { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';
 export { serverShutdownGraceMs } from './shutdown-grace.ts';

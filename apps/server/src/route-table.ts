@@ -22,7 +22,7 @@ interface RouteInput<Params, Query, Body> {
 
 /** A route as written once: fastify registers it, zod checks its input, OpenAPI describes it. */
 export interface RouteSpec<Params = unknown, Query = unknown, Body = unknown> {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** fastify's syntax: `/api/tasks/:id`, `/api/notes/*`. */
   url: string;
   summary: string;
@@ -206,4 +206,9 @@ export const statusByCode: Partial<Record<ErrorCode, number>> = {
   WORKFLOW_UNKNOWN: 404,
   // A manifest the owner wrote has problems: the message names each file, line and key to fix.
   WORKFLOW_INVALID: 409,
+  // Memory (routes/memory-routes.ts): a bad input to a store, an unknown contact, fact or task, and an extracted fact
+  // that may not replace the owner's.
+  MEMORY_INPUT_INVALID: 400,
+  MEMORY_NOT_FOUND: 404,
+  MEMORY_SUPERSEDE_REFUSED: 409,
 };

@@ -6,6 +6,7 @@ import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { FileHumanLog, RootedNoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { DataPaths } from '../data-paths.ts';
+import type { OwnerMemory } from '../memory/server-memory.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from '../server-catalog.ts';
 import type { LiveHub } from './live.ts';
 import type { DashboardSessions } from './session.ts';
@@ -36,4 +37,6 @@ export interface DashboardContext {
   events: EventLedger;
   /** The hooks as loaded; the worker runs them, the Hooks page shows them. */
   hooks: readonly CompiledHook[];
+  /** Memory's stores and the server's one index: the Contacts and My tasks pages, and "Needs you". */
+  memory: OwnerMemory;
 }

@@ -9,6 +9,8 @@ const dashboardSections = [
   { id: 'tasks', href: '/tasks', label: 'Tasks' },
   { id: 'approvals', href: '/approvals', label: 'Approvals' },
   { id: 'notes', href: '/notes', label: 'Notes' },
+  { id: 'contacts', href: '/contacts', label: 'Contacts' },
+  { id: 'my-tasks', href: '/my-tasks', label: 'My tasks' },
   { id: 'chat', href: '/chat', label: 'Chat' },
   { id: 'events', href: '/events', label: 'Events' },
   { id: 'hooks', href: '/hooks', label: 'Hooks' },

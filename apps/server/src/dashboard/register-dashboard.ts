@@ -19,6 +19,7 @@ import { registerHistoryPage } from './pages/history-page.ts';
 import { registerHooksPage } from './pages/hooks-page.ts';
 import { registerLogPage } from './pages/log-page.ts';
 import { registerLoginPage } from './pages/login-page.ts';
+import { registerMemoryPages } from './pages/memory-pages.ts';
 import { noteSearchIndex } from './pages/note-views.ts';
 import { registerNotesPage } from './pages/notes-page.ts';
 import { registerOverviewPage } from './pages/overview-page.ts';
@@ -108,6 +109,7 @@ export function registerDashboard(
   registerEventsPage(app, context);
   registerHooksPage(app, context);
   registerPersonasPage(app, context);
+  registerMemoryPages(app, context);
   registerConfigPage(app, context);
   registerPauseActions(app, context);
   registerHistoryPage(app, context);

@@ -14,6 +14,7 @@ import { csrfField, timeTag } from '../layout.ts';
 import { pendingApprovals } from '../pending-approvals.ts';
 import { markFailuresSeen, readFailuresSeenUntil } from '../seen-failures.ts';
 import { clarificationsOf, readTaskEvents, type TaskEventLine } from '../task-steps.ts';
+import { dueOwnerTasks, hasDueTasks, renderDueTasks } from './due-owner-tasks.ts';
 
 /** Entries listed per group; each group links to the page with all of them. */
 const listed = 5;
@@ -87,19 +88,22 @@ export async function renderNeedsPart(
 ): Promise<SafeHtml> {
   const queue = context.queue();
   const dataDir = context.config.paths.dataDir;
-  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats, paused] = await Promise.all([
-    pendingApprovals(context),
-    queue.list({ state: 'active' }),
-    queue.list({ state: 'failed' }),
-    readFailuresSeenUntil(dataDir),
-    healthDetails({ queue, status: context.status, catalog: context.catalog, llms: context.config.llms }),
-    modelStatus({ queue, catalog: context.catalog, llms: context.config.llms }),
-    chatQuestions(context),
-    // What the owner paused stays in view until resumed: a pause forgotten is work silently not done.
-    new PauseStore({ notes: context.notes })
-      .read()
-      .catch((error: unknown): PauseState => ({ entries: [], problems: [], broken: String(error) })),
-  ]);
+  const [approvals, activeEntries, failedEntries, seenUntilMs, health, models, chats, paused, dueTasks] =
+    await Promise.all([
+      pendingApprovals(context),
+      queue.list({ state: 'active' }),
+      queue.list({ state: 'failed' }),
+      readFailuresSeenUntil(dataDir),
+      healthDetails({ queue, status: context.status, catalog: context.catalog, llms: context.config.llms }),
+      modelStatus({ queue, catalog: context.catalog, llms: context.config.llms }),
+      chatQuestions(context),
+      // What the owner paused stays in view until resumed: a pause forgotten is work silently not done.
+      new PauseStore({ notes: context.notes })
+        .read()
+        .catch((error: unknown): PauseState => ({ entries: [], problems: [], broken: String(error) })),
+      // The owner's own tasks (tasks/*.md) due today or overdue (decision 0061).
+      dueOwnerTasks(context),
+    ]);
   const running: Running[] = (
     await Promise.all(
       activeEntries.slice(0, runningLooked).map(async (entry): Promise<Running | undefined> => {
@@ -154,6 +158,7 @@ export async function renderNeedsPart(
         html`<li>“${chat.question}” <span class="muted">asks the chat</span> <a href="/chat/${encodeURIComponent(chat.conversation)}">Answer in the conversation</a></li>`,
     )}</ul></section>`);
   }
+  if (hasDueTasks(dueTasks)) groups.push(renderDueTasks(request, context, dueTasks));
   if (unseen.length > 0) {
     groups.push(html`<section aria-labelledby="needs-failed"><h3 id="needs-failed">${unseen.length} task${unseen.length === 1 ? '' : 's'} failed since you last looked</h3>
 <ul class="plain">${failedRecords.map(
@@ -190,7 +195,7 @@ ${paused.broken === undefined ? '' : html`<p class="notice bad">The pause note d
         )}</ul>${activeEntries.length > running.length ? html`<p><a href="/tasks?state=active">All ${activeEntries.length} running</a></p>` : ''}`;
   return html`<section class="card overview-needs needs-you" aria-labelledby="overview-needs-title" id="overview-needs" hx-get="/overview/needs" hx-trigger="live-refresh" data-live-events="queue approvals models" hx-swap="outerHTML">
 <h2 id="overview-needs-title">Needs you</h2>
-${groups.length === 0 ? html`<p class="notice ok">Nothing needs you: no approvals, questions, new failures, outages or pauses.</p>` : groups}
+${groups.length === 0 ? html`<p class="notice ok">Nothing needs you: no approvals, questions, tasks of yours due, new failures, outages or pauses.</p>` : groups}
 <section aria-labelledby="needs-running"><h3 id="needs-running">Running now</h3>
 ${runningList}</section>
 </section>`;

@@ -1,0 +1,252 @@
+import { AssistantError } from '@assistant/errors';
+import { dayIn } from '@assistant/integration-host';
+import type { Contact, Fact, MemoryProblem, OwnerTask, Trust } from '@assistant/memory';
+
+// What the owner's surfaces (CLI, REST, dashboard) use of @assistant/memory's stores, written as interfaces so they
+// depend on what they call (memoryStores() returns the real ones; see docs/memory.md), and the views the three
+// surfaces share: one contact with everything known about them, and the owner's tasks by due date.
+
+interface OwnerContacts {
+  list(): Promise<{ contacts: Contact[]; problems: MemoryProblem[] }>;
+  /** The note as written (a merged contact keeps its own note). */
+  get(slug: string): Promise<Contact | undefined>;
+  /** Reversible: `from` gets `merged_into`, `into` gets `merged_from`; both notes otherwise untouched. */
+  merge(options: { into: string; from: string }): Promise<{ into: Contact; from: Contact }>;
+  /** Removes exactly the links a merge added. */
+  unmerge(options: { slug: string }): Promise<unknown>;
+}
+
+interface OwnerFacts {
+  list(options?: {
+    about?: string;
+    includeSuperseded?: boolean;
+  }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
+  add(fact: {
+    statement: string;
+    about: string[];
+    source: string;
+    trust: Trust;
+    observedAt?: string;
+    confidence?: number;
+    supersedes?: string[];
+  }): Promise<Fact>;
+  /** Old fact id → the id of the fact that supersedes it. */
+  supersededBy(): Map<string, string> | Promise<Map<string, string>>;
+}
+
+interface OwnerTasks {
+  list(options?: {
+    status?: OwnerTask['status'];
+    dueBefore?: string;
+  }): Promise<{ tasks: OwnerTask[]; problems: MemoryProblem[] }>;
+  get(id: string): Promise<OwnerTask | undefined>;
+  add(task: {
+    title: string;
+    due?: string;
+    about?: string[];
+    source?: string;
+    createdBy: OwnerTask['created_by'];
+    body?: string;
+  }): Promise<OwnerTask>;
+  update(
+    id: string,
+    changes: { status?: OwnerTask['status']; due?: string | null; title?: string },
+  ): Promise<OwnerTask>;
+}
+
+/** The stores the owner's surfaces read and write. */
+export interface OwnerMemoryStores {
+  contacts: OwnerContacts;
+  facts: OwnerFacts;
+  tasks: OwnerTasks;
+}
+
+/** A fact with the id of the fact that replaced it, when one did. */
+export interface FactView {
+  fact: Fact;
+  supersededBy?: string;
+}
+
+/** One contact with everything memory knows about them (`contacts show`, `GET /api/memory/contacts/:slug`). */
+export interface ContactDetail {
+  contact: Contact;
+  /** The contact lookups resolve to, when this one was merged into another. */
+  primary?: Contact;
+  /** The contacts merged into this one (their notes are kept; `contacts unmerge` splits them again). */
+  mergedFrom: Contact[];
+  /** Facts about this contact or one merged into it, newest first, superseded ones included and marked. */
+  facts: FactView[];
+  /** Note paths of the items they appear in: their sources, those of contacts merged into them, and their facts'. */
+  items: string[];
+  problems: MemoryProblem[];
+}
+
+const slugPattern = /^[a-z0-9][a-z0-9-]{0,99}$/;
+
+/** Refuses what cannot be a contact's slug before it reaches a path. */
+export function checkContactSlug(slug: string): string {
+  if (!slugPattern.test(slug)) {
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `\`${slug.slice(0, 60)}\` is not a contact slug (lower-case letters, digits and -, e.g. alice-martin)`,
+    );
+  }
+  return slug;
+}
+
+/** The contact as written, or NOT_FOUND naming the slug. */
+export async function contactNamed(stores: OwnerMemoryStores, slug: string): Promise<Contact> {
+  const contact = await stores.contacts.get(checkContactSlug(slug));
+  if (!contact) {
+    throw new AssistantError('NOT_FOUND', `no contact \`${slug}\` (contacts/${slug}.md)`, {
+      hint: '`assistant contacts ls` lists them',
+    });
+  }
+  return contact;
+}
+
+export async function contactDetail(options: { stores: OwnerMemoryStores; slug: string }): Promise<ContactDetail> {
+  const { stores } = options;
+  const contact = await contactNamed(stores, options.slug);
+  const primary = contact.merged_into === undefined ? undefined : await stores.contacts.get(contact.merged_into);
+  const mergedFrom = (await Promise.all(contact.merged_from.map((slug) => stores.contacts.get(slug)))).filter(
+    (found): found is Contact => found !== undefined,
+  );
+  const slugs = new Set([contact.slug, ...mergedFrom.map((merged) => merged.slug)]);
+  const [{ facts, problems }, supersededBy] = await Promise.all([
+    stores.facts.list({ includeSuperseded: true }),
+    stores.facts.supersededBy(),
+  ]);
+  const about = facts
+    .filter((fact) => fact.about.some((subject) => subject.startsWith('contact:') && slugs.has(subject.slice(8))))
+    .sort((a, b) => b.observed_at.localeCompare(a.observed_at));
+  const items = new Set<string>();
+  for (const person of [contact, ...mergedFrom]) for (const source of person.sources) items.add(source);
+  for (const fact of about) if (fact.source !== 'owner') items.add(fact.source);
+  return {
+    contact,
+    ...(primary === undefined ? {} : { primary }),
+    mergedFrom,
+    facts: about.map((fact) => {
+      const newer = supersededBy.get(fact.id);
+      return newer === undefined ? { fact } : { fact, supersededBy: newer };
+    }),
+    items: [...items].sort(),
+    problems,
+  };
+}
+
+/** Which of the owner's tasks `tasks --due` and `?due=` list. */
+export const dueWindows = ['overdue', 'today', 'week', 'all'] as const;
+export type DueWindow = (typeof dueWindows)[number];
+
+/** `YYYY-MM-DD` (a day in the owner's time zone) or an ISO instant with a zone: what a task's `due` may be. */
+export const duePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/** The due value checked, or BAD_REQUEST saying what would be valid. */
+export function checkDue(due: string): string {
+  if (!duePattern.test(due) || !Number.isFinite(Date.parse(due.length === 10 ? `${due}T00:00:00Z` : due))) {
+    throw new AssistantError(
+      'BAD_REQUEST',
+      `due must be a day (2026-12-01) or an ISO instant with a zone (2026-12-01T09:00:00Z), got \`${due.slice(0, 40)}\``,
+    );
+  }
+  return due;
+}
+
+function addDays(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** The day a task is due in the owner's time zone (an instant is read in the zone). */
+function dueDay(task: Pick<OwnerTask, 'due'>, timeZone: string): string | undefined {
+  if (task.due === undefined) return undefined;
+  if (task.due.length === 10) return task.due;
+  const at = Date.parse(task.due);
+  return Number.isFinite(at) ? dayIn(at, timeZone) : undefined;
+}
+
+/**
+ * Where a task stands against now: `overdue` (a day before today, or an instant already past), `today`, `week`
+ * (within the next six days), `later`, or `none` (no due date).
+ */
+export function dueStanding(
+  task: Pick<OwnerTask, 'due'>,
+  options: { nowMs: number; timeZone: string },
+): 'overdue' | 'today' | 'week' | 'later' | 'none' {
+  const day = dueDay(task, options.timeZone);
+  if (day === undefined || task.due === undefined) return 'none';
+  const today = dayIn(options.nowMs, options.timeZone);
+  if (task.due.length > 10 ? Date.parse(task.due) < options.nowMs : day < today) return 'overdue';
+  if (day === today) return 'today';
+  if (day <= addDays(today, 6)) return 'week';
+  return 'later';
+}
+
+/**
+ * The tasks of a due window, soonest first (those without a date last): `overdue` only what is past; `today` what is
+ * due by the end of today, overdue included (what must be done today); `week` by the end of the sixth day from today;
+ * `all` everything.
+ */
+export function tasksDue(options: {
+  tasks: readonly OwnerTask[];
+  due: DueWindow;
+  nowMs: number;
+  timeZone: string;
+}): OwnerTask[] {
+  const allowed: Record<DueWindow, ReadonlySet<string>> = {
+    overdue: new Set(['overdue']),
+    today: new Set(['overdue', 'today']),
+    week: new Set(['overdue', 'today', 'week']),
+    all: new Set(['overdue', 'today', 'week', 'later', 'none']),
+  };
+  // A day without a time is due by its end: after that day's instants, which sort by their time in the zone.
+  const clock = new Intl.DateTimeFormat('en-GB', {
+    timeZone: options.timeZone,
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  });
+  const key = (task: OwnerTask) => {
+    const day = dueDay(task, options.timeZone);
+    if (day === undefined || task.due === undefined) return '9999-99-99';
+    return task.due.length === 10 ? `${day}T99` : `${day}T${clock.format(Date.parse(task.due))}`;
+  };
+  return options.tasks
+    .filter((task) => allowed[options.due].has(dueStanding(task, options)))
+    .sort((a, b) => key(a).localeCompare(key(b)) || a.title.localeCompare(b.title));
+}
+
+/** The owner's task of an id, or NOT_FOUND. */
+export async function ownerTaskNamed(stores: OwnerMemoryStores, id: string): Promise<OwnerTask> {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/.test(id)) {
+    throw new AssistantError('BAD_REQUEST', `\`${id.slice(0, 60)}\` is not a task id (e.g. t-20261201-ab12)`);
+  }
+  const task = await stores.tasks.get(id);
+  if (!task) {
+    throw new AssistantError('NOT_FOUND', `no task \`${id}\` of yours (tasks/${id}.md)`, {
+      hint: '`assistant tasks ls --due all` lists them; queue tasks are `assistant task show`',
+    });
+  }
+  return task;
+}
+
+/**
+ * What a fact or task is about, as the stores write it: `contact:<slug>` and `topic:<word>` are kept; a bare value is
+ * a contact when one has that slug (`alice-martin`), a topic otherwise (`dentist`).
+ */
+export async function normaliseAbout(stores: OwnerMemoryStores, values: readonly string[]): Promise<string[]> {
+  const about: string[] = [];
+  for (const raw of values) {
+    const value = raw.trim();
+    if (value === '') continue;
+    if (/^(contact|topic):\S/.test(value)) {
+      about.push(value);
+      continue;
+    }
+    const contact = slugPattern.test(value) ? await stores.contacts.get(value) : undefined;
+    about.push(contact ? `contact:${contact.slug}` : `topic:${value.toLowerCase()}`);
+  }
+  return [...new Set(about)];
+}
