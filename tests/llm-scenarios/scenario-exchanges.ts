@@ -1,3 +1,4 @@
+import { extractedFactId } from '../../packages/memory/src/stores/fact-store.ts';
 import {
   type AdaptedExchange,
   anthropicBody,
@@ -7,7 +8,13 @@ import {
   openAiBody,
   openAiStream,
 } from './adapt-captures.ts';
-import { emailNote, expectedAnswers, type ScenarioName } from './scenarios.ts';
+import {
+  emailNote,
+  expectedAnswers,
+  memoryExtractAnswer,
+  memoryOldFactSource,
+  type ScenarioName,
+} from './scenarios.ts';
 
 /** The providers the scenario suite runs on, each with the model its fixtures are recorded for. */
 export const scenarioProviders = {
@@ -27,6 +34,14 @@ const contactArguments = { name: 'Ana' };
 const meetingArguments = { email: emailNote.from.replace(/^.*<|>$/g, '') };
 const forecastArguments = { city: 'Lisbon' };
 const classification = JSON.stringify(expectedAnswers['email-classify']);
+/** `memory-extract`'s answer with the old fact's real id (deterministic: from its source and statement). */
+const memoryAnswer = JSON.parse(
+  JSON.stringify(memoryExtractAnswer).replace(
+    '{{old}}',
+    extractedFactId({ source: memoryOldFactSource, statement: expectedAnswers['memory-extract'].superseded[0] }),
+  ),
+) as Record<string, unknown>;
+const memoryAnswerText = JSON.stringify(memoryAnswer);
 const [switchAnswer, switchAfterAnswer] = expectedAnswers['provider-switch'];
 const thinkingBeforeTool =
   'The owner asks whether it will rain in Lisbon tomorrow morning. I should get the forecast for Lisbon first.';
@@ -70,6 +85,15 @@ function anthropicExchanges(scenario: ScenarioName | 'provider-switch/after'): E
                 toolUse: { name: choice.name, input: expectedAnswers['email-classify'] },
               })
             : anthropicBody('anthropic-json-tool.1.json', { text: classification });
+        },
+      ];
+    case 'memory-extract':
+      return [
+        (request) => {
+          const choice = request.body?.tool_choice as { type?: string; name?: string } | undefined;
+          return choice?.type === 'tool' && typeof choice.name === 'string'
+            ? anthropicBody('anthropic-json-tool.1.json', { toolUse: { name: choice.name, input: memoryAnswer } })
+            : anthropicBody('anthropic-json-tool.1.json', { text: memoryAnswerText });
         },
       ];
     case 'chat-tool-stream':
@@ -123,6 +147,8 @@ function googleExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
   switch (scenario) {
     case 'email-classify':
       return [fixed(geminiBody('google-text.json', classification))];
+    case 'memory-extract':
+      return [fixed(geminiBody('google-text.json', memoryAnswerText))];
     case 'chat-tool-stream':
       return [
         fixed(
@@ -170,6 +196,16 @@ function openAiExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
             text: classification,
             reasoning:
               'A personal invitation from Ana that asks for an answer by Wednesday; not a newsletter, not for today.',
+          }),
+        ),
+      ];
+    case 'memory-extract':
+      return [
+        fixed(
+          openAiBody('deepseek-json.json', {
+            text: memoryAnswerText,
+            reasoning:
+              'The practice moved the appointment from Tuesday to Friday at 10:30; that replaces the known fact. The owner is asked to confirm by Wednesday.',
           }),
         ),
       ];
