@@ -67,6 +67,7 @@ describe('sub-agents under SIGKILL', () => {
 server: {port: ${port}}
 worker: {concurrency: 16, poll_interval: 50ms, shutdown_grace: 200ms}
 agents: {max_live: 100}
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model, max_in_flight: 16, capabilities: {tools: true}}
 `,

@@ -7,6 +7,7 @@ import { type TempDir, tempDir } from './helpers/temp-dir.ts';
 const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
 const config = `data_dir: ./data
 integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 integrations:

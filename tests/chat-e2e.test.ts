@@ -78,6 +78,7 @@ describe('chat through server and worker', () => {
       'config.yaml',
       `data_dir: ./data
 integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 server: {port: ${port}}

@@ -45,6 +45,7 @@ describe('assistant chat --fork through a real worker', () => {
     const configPath = await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 50ms}
@@ -124,6 +125,7 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
     const configPath = await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 50ms}

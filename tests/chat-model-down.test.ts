@@ -16,6 +16,7 @@ describe('assistant chat --once with the model down', () => {
     const configPath = await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:${modelPort}/v1", model: fake-model, max_retries: 0}
 worker: {shutdown_grace: 2s, poll_interval: 50ms}

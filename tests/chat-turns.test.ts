@@ -28,6 +28,7 @@ async function chatWorld(model: FakeOpenAiServer, dir: TempDir) {
   const config = await dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 50ms}

@@ -69,6 +69,7 @@ describe('a workflow started from chat', () => {
     const configPath = await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 server: {port: ${port}}

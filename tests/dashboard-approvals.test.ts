@@ -20,6 +20,7 @@ import { tempDir } from './helpers/temp-dir.ts';
 const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
 const evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>';
 const extraConfig = `integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 integrations:

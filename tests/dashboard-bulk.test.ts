@@ -44,6 +44,7 @@ async function task(assistant: RunningAssistant, id: string) {
 
 const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
 const greeterConfig = `integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 integrations:

@@ -33,7 +33,7 @@ describe('dashboard chat pages', () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant({
       dir,
-      extraConfig: `llms:\n  default: {base_url: "${model.url}", model: fake-model}\n`,
+      extraConfig: `memory: {consolidate: []}\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\n`,
     });
     await using dashboard = await openDashboard(browser, assistant);
     const { page } = dashboard;

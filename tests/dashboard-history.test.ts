@@ -41,7 +41,7 @@ describe('dashboard history', () => {
     await using dir = await tempDir();
     await using assistant = await startAssistant({
       dir,
-      extraConfig: `llms:\n  default: {base_url: "${model.url}", model: fake-model}\n`,
+      extraConfig: `memory: {consolidate: []}\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\n`,
     });
     for (const text of ['one', 'two', 'three']) await enqueue(assistant, 'system.echo', { text });
     // system.sleep fails at once, for good, on a payload that is not {ms: number}.

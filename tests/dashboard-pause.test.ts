@@ -25,6 +25,7 @@ describe('dashboard pause control', () => {
       dir,
       serverOnly: true,
       extraConfig: `integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:9/v1", model: m}
 integrations:

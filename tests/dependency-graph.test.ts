@@ -21,7 +21,8 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/notes', '@assistant/process'],
   // The event ledger (daily JSONL under data/events/, the typed registry) needs notes' file helpers only.
   ['@assistant/llm', '@assistant/events'],
-  ['@assistant/agent'],
+  // Memory's stores, consolidation and index: notes and one structured LLM call.
+  ['@assistant/agent', '@assistant/memory'],
   [
     '@assistant/manifests',
     '@assistant/scheduler',

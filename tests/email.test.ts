@@ -58,6 +58,7 @@ async function writeMailboxConfig(
   return dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${options.modelUrl}", model: fake-model}
 ${options.top ?? ''}integrations:
@@ -486,6 +487,7 @@ describe('a reply sent after approval', () => {
     await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 integrations:
@@ -567,6 +569,7 @@ describe('a Maildir as the source', () => {
     await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 integrations:
@@ -619,7 +622,7 @@ describe('assistant doctor for email', () => {
       dir
         .write(
           'config.yaml',
-          `data_dir: ./data\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\nintegrations:\n  - {type: email, name: personal, imap_server: ${dovecot.host}, port: ${port}, tls: false, username: ${dovecot.user}, password: !secret imap_password, connect_timeout: 2s}\n`,
+          `data_dir: ./data\nmemory: {consolidate: []}\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\nintegrations:\n  - {type: email, name: personal, imap_server: ${dovecot.host}, port: ${port}, tls: false, username: ${dovecot.user}, password: !secret imap_password, connect_timeout: 2s}\n`,
         )
         .then(() => dir.write('secrets.yaml', `imap_password: ${JSON.stringify(password)}\n`, 0o600));
     await configFor(dovecot.password, dovecot.port);

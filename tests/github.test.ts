@@ -128,6 +128,7 @@ async function writeConfig(
   await dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${options.modelUrl}", model: fake-model}
 ${options.top ?? ''}integrations:
@@ -442,6 +443,7 @@ describe('the GitHub integration against a fake GitHub', () => {
     await dir.write(
       'config.yaml',
       `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 integrations:

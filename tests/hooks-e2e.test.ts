@@ -29,6 +29,7 @@ describe('hooks through assistant start', () => {
       `data_dir: ./data
 server: {host: 127.0.0.1, port: ${port}}
 worker: {shutdown_grace: 5s}
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:9/v1", model: m}
 integrations:

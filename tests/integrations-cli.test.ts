@@ -83,7 +83,7 @@ describe('assistant trigger', () => {
     await using dir = await setup();
     const unknown = await cli(dir, ['trigger', 'nobody', 'people']);
     expect(unknown.stderr).toMatch(
-      /^assistant: no integration instance `nobody`; configured: friendly, quiet, home, chat, research, system\n/,
+      /^assistant: no integration instance `nobody`; configured: friendly, quiet, home, chat, memory, research, system\n/,
     );
     expect(unknown.code).toBe(2);
     const platform = await cli(dir, ['trigger', 'friendly', 'robots']);

@@ -210,6 +210,7 @@ describe('assistant start with MCP servers that answer too much', () => {
       `data_dir: ./data
 server: {host: 127.0.0.1, port: ${port}}
 worker: {shutdown_grace: 5s}
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model}
 mcp_servers:

@@ -150,7 +150,10 @@ describe('assistant mcp serve (stdio)', () => {
   it('sends a chat message that a running worker answers, and reads the reply', { timeout: 60_000 }, async () => {
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'Monday, at nine.' }) });
     await using dir = await tempDir();
-    const configPath = await writeConfig(dir, `llms:\n  default: {base_url: "${model.url}", model: fake-model}\n`);
+    const configPath = await writeConfig(
+      dir,
+      `memory: {consolidate: []}\nllms:\n  default: {base_url: "${model.url}", model: fake-model}\n`,
+    );
     await using client = await stdioClient(configPath, dir.path);
     const worker = startNode({ args: [cliMain, 'work', '--config', configPath], cwd: dir.path });
     try {

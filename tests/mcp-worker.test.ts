@@ -25,6 +25,7 @@ async function writeConfig(dir: TempDir, llmUrl: string): Promise<void> {
   await dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${llmUrl}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 100ms}

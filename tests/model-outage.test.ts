@@ -48,6 +48,7 @@ describe('a model outage in the middle of a backlog', () => {
       'config.yaml',
       `data_dir: ./data
 server: {port: ${port}}
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model, max_in_flight: 2, max_retries: 0}
 worker:

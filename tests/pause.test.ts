@@ -20,6 +20,7 @@ const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter'
 
 const automationsConfig = `data_dir: ./data
 integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:11434/v1", model: m}
 worker:
@@ -113,6 +114,7 @@ describe('pause and resume', () => {
   it('a paused schedule enqueues nothing while the server runs; resumed through the API it enqueues again', async () => {
     await using dir = await tempDir();
     const integrations = `integration_dirs: [${JSON.stringify(greeter)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:9/v1", model: m}
 integrations:

@@ -136,6 +136,7 @@ async function writeConfig(dir: TempDir, llmUrl: string, research: string): Prom
   return dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${llmUrl}", model: fake-model}
 worker: {poll_interval: 50ms, shutdown_grace: 2s}

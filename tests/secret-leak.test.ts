@@ -99,6 +99,7 @@ async function setup(dir: TempDir, llmUrl: string, port: number): Promise<string
   return dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${llmUrl}", model: fake-model, token: !secret llm_token, max_retries: 0, capabilities: {tools: true}}
   other: {base_url: "${llmUrl}", model: fake-model, token: !secret other_llm_token, max_retries: 0}

@@ -30,6 +30,7 @@ describe('assistant start', () => {
       `data_dir: ./data
 server: {host: 127.0.0.1, port: ${port}}
 worker: {shutdown_grace: 5s}
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "http://127.0.0.1:${down}/v1", model: m}
   local: {base_url: "http://127.0.0.1:${up}/v1", model: m}

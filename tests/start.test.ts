@@ -220,13 +220,29 @@ describe('assistant start', () => {
       source: 'scheduler',
       integration: 'system',
     });
+    // So does the builtin memory instance's due-task check.
+    const dueCheck = await until(
+      fetch,
+      `${api}/api/tasks?type=memory.due.check`,
+      (list) => Array.isArray(list.tasks) && list.tasks.length === 1,
+    );
+    const dueCheckId = z.object({ tasks: z.array(z.object({ id: z.string() })) }).parse(dueCheck).tasks[0]?.id;
+    await until(fetch, `${api}/api/tasks/${dueCheckId}`, (task) => task.state === 'done');
     const healthNow = await until(fetch, `${api}/health`, () => true);
     expect(healthNow).toMatchObject({
-      queue: { done: 4, failed: 0 },
+      queue: { done: 5, failed: 0 },
       worker: { alive: true, workers: 1 },
-      // The greeter instance has no schedule; the system instance has its default one.
-      schedules: [{ id: 'system', description: 'system (system): housekeeping', last_fired_at: expect.any(String) }],
     });
+    // The greeter instance has no schedule; the system and memory instances have their default ones.
+    const schedules = (healthNow as { schedules: { id: string }[] }).schedules;
+    expect([...schedules].sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+      expect.objectContaining({ id: 'memory', description: 'memory (memory): due', last_fired_at: expect.any(String) }),
+      expect.objectContaining({
+        id: 'system',
+        description: 'system (system): housekeeping',
+        last_fired_at: expect.any(String),
+      }),
+    ]);
     // The worker writes its counters every two seconds.
     const metrics = await untilText(fetch, `${api}/metrics`, (text) => text.includes('outcome="done"} '));
     expect(metrics).toMatch(/^assistant_task_outcomes_total\{type="system\.echo",outcome="done"\} 1$/m);

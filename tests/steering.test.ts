@@ -33,6 +33,7 @@ async function writeConfig(dir: TempDir, llmUrl: string, port: number): Promise<
   return dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${llmUrl}", model: fake-model}
 server: {host: 127.0.0.1, port: ${port}}

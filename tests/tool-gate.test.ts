@@ -39,6 +39,7 @@ async function setup(dir: TempDir, llmUrl: string, tools: string): Promise<strin
     'config.yaml',
     `data_dir: ./data
 integration_dirs: [${JSON.stringify(fixtures)}]
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${llmUrl}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 100ms}

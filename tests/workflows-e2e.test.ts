@@ -61,6 +61,7 @@ async function setUp(dir: TempDir, modelUrl: string): Promise<void> {
   await dir.write(
     'config.yaml',
     `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${modelUrl}", model: fake-model}
 worker: {shutdown_grace: 2s, poll_interval: 100ms}

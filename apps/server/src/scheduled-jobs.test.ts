@@ -52,6 +52,8 @@ integrations:
     expect(jobs.map((job) => [job.id, job.description, job.taskTypes])).toEqual([
       ['friendly', 'friendly (greeter): people, cards', ['greeter.people.check', 'greeter.cards.check']],
       ['system', 'system (system): housekeeping', ['system.housekeeping.run']],
+      // The builtin memory instance is listed by no config and has its default schedule.
+      ['memory', 'memory (memory): due', ['memory.due.check']],
     ]);
     const [friendly] = jobs;
     const run = { scheduledAtMs: Date.now(), reason: 'due' as const, taskTypes: ['greeter.people.check'] };

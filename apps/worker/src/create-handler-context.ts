@@ -38,6 +38,7 @@ import {
   type ChatContext,
   type HandlerContext,
   type IntegrationRegistry,
+  type MemoryContext,
   noteTranscript,
   type RuntimeInstance,
   type ScriptsContext,
@@ -100,6 +101,11 @@ export interface WorkerServices {
    * PERSONA_INVALID. @default none: a loop naming a persona fails, and system.agent runs without one
    */
   personas?: (name: string) => Promise<Persona>;
+  /**
+   * Memory: the stores and the process's one index, for builtin integrations' handlers (docs/memory.md).
+   * @default none (tests of bare handlers, a worker on another machine)
+   */
+  memory?: MemoryContext;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */
@@ -263,6 +269,8 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     ...((instance.domain === 'system' || instance.domain === 'chat') && isBuiltin
       ? { agents: agentsContext(services, task, parking, logger) }
       : {}),
+    // Memory's stores hold what the owner wrote about people: code shipped with Assistant only.
+    ...(services.memory && isBuiltin ? { memory: services.memory } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),

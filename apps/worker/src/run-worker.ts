@@ -45,6 +45,7 @@ import { OutageLog, watchModelOutage } from './outage-log.ts';
 import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
 import { TaskSummary } from './task-summary.ts';
 import { timerDelayMs } from './timer-delay.ts';
+import { createWorkerMemory } from './worker-memory.ts';
 
 export interface RunWorkerOptions {
   config: LoadedConfig;
@@ -203,6 +204,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     : events
       ? new EventingNoteStore({ notes: localNotes, events, source: 'notes' })
       : localNotes;
+  // One memory index per process, started by the first task that searches; none on another machine (it watches the
+  // notes folder, which is the server's there).
+  const memory = remote ? undefined : createWorkerMemory({ config, notes, localNotes, logger });
   const metrics = new TaskMetrics();
   const outages = new OutageLog({ logger });
   const summary = new TaskSummary({ logger });
@@ -257,6 +261,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     scriptSandbox,
     llm,
     mcp,
+    ...(memory ? { memory: memory.context } : {}),
     // Read afresh for every loop and spawn: the owner edits personas while the system runs (docs/agents.md).
     // Checked as `config check` checks them (profiles, MCP servers, tool names), so a persona it reports is refused.
     personas: async (name) => personaNamed({ name, loaded: await loadPersonas(personaSourcesOf(config)) }),
@@ -641,6 +646,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     // After the drain: no task is left to call a server. Before the consumer's close, so a server that will not stop
     // delays the worker's exit rather than outliving it.
     await mcp.close();
+    await memory
+      ?.close()
+      .catch((error: unknown) => logger.warn({ err: error }, 'the memory index did not close cleanly'));
     await consumer.close();
     // A Redis backend's connections would keep the process alive after the last task.
     await queue.close();

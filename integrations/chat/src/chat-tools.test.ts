@@ -175,12 +175,12 @@ describe('the chat tools', () => {
         'decide_approval',
         'enqueue_service',
         'list_approvals',
-        'list_tasks',
+        'list_queue',
         'propose',
         'read_note',
         'run_workflow',
         'search_notes',
-        'show_task',
+        'show_queue_task',
         'steer_task',
         'trigger',
       ].sort(),
@@ -204,7 +204,7 @@ describe('the chat tools', () => {
     });
   });
 
-  it('list_tasks and show_task show tasks, with no secret in the payload', async () => {
+  it('list_queue and show_queue_task show queue tasks, with no secret in the payload', async () => {
     const { contextFor, queue } = await setup();
     registerSecretValue('s3cr3t-token-XYZW1234');
     const enqueued = await queue.enqueue({
@@ -214,17 +214,17 @@ describe('the chat tools', () => {
     });
     if (enqueued.status !== 'enqueued') throw new Error(enqueued.status);
     const t = turn(contextFor('chat.turn'));
-    const listed = (await call(t, 'list_tasks', {})) as { id: string; type: string; state: string }[];
+    const listed = (await call(t, 'list_queue', {})) as { id: string; type: string; state: string }[];
     expect(listed).toEqual([expect.objectContaining({ id: enqueued.task.id, type: 'system.echo', state: 'pending' })]);
-    expect(await call(t, 'list_tasks', { state: 'done' })).toEqual([]);
-    const shown = await call(t, 'show_task', { id: enqueued.task.id });
+    expect(await call(t, 'list_queue', { state: 'done' })).toEqual([]);
+    const shown = await call(t, 'show_queue_task', { id: enqueued.task.id });
     expect(shown).toMatchObject({
       id: enqueued.task.id,
       state: 'pending',
       payload: { subject: 'Hello', body: 'a mail that quotes [secret]' },
     });
     expect(JSON.stringify(shown)).not.toContain('XYZW1234');
-    await expect(call(t, 'show_task', { id: '01jnosuchtask0000000000000' })).rejects.toThrow(/no task/);
+    await expect(call(t, 'show_queue_task', { id: '01jnosuchtask0000000000000' })).rejects.toThrow(/no task/);
   });
 
   it('decide_approval is refused for a peer who is not the owner, and for an id the owner did not write', async () => {

@@ -84,9 +84,9 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
   const usedSteers = new Set<string>();
   return [
     defineTool({
-      name: 'list_tasks',
+      name: 'list_queue',
       description:
-        'Lists tasks of the queue: pending and active in run order, then done and failed newest first. Filter by state and by type (exact, or a pattern with *).',
+        "Lists tasks of the queue (the work Assistant does, not the owner's to-dos: those are list_tasks): pending and active in run order, then done and failed newest first. Filter by state and by type (exact, or a pattern with *).",
       tier: 'read_only',
       input: z.object({
         state: z.enum(['pending', 'active', 'done', 'failed']).optional(),
@@ -113,7 +113,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
       },
     }),
     defineTool({
-      name: 'show_task',
+      name: 'show_queue_task',
       description:
         'Shows one task by id: its type, state, attempts, payload, result or error (each cut at 4,000 characters).',
       tier: 'read_only',
@@ -259,7 +259,7 @@ function consoleTools(options: ChatToolsOptions, console: ChatConsole): Tool[] {
     defineTool({
       name: 'enqueue_service',
       description:
-        'Enqueues a service call domain.instance.service with its inputs; only services that can be undone (others: propose). Its result becomes a note under services/; show_task tells when it is done.',
+        'Enqueues a service call domain.instance.service with its inputs; only services that can be undone (others: propose). Its result becomes a note under services/; show_queue_task tells when it is done.',
       // The console refuses services that cannot be undone (those go through propose).
       tier: 'soft',
       input: z.object({

@@ -603,7 +603,7 @@ describe('chat turns', () => {
     const asked: string[] = [];
     const conv = (await stores.conversations.create({ persona: 'support' })).id;
     await run(conv, await send(conv, 'hi'), 'q1', instanceModel, {
-      tools: () => [tool('list_tasks'), tool('shared')],
+      tools: () => [tool('list_queue'), tool('shared')],
       persona: async (name) => {
         asked.push(name);
         return {
@@ -623,7 +623,39 @@ describe('chat turns', () => {
     expect(seen[0]?.system).toContain(
       'You speak as the persona support. Its instructions, from the owner:\n\nYou answer customers of the bakery. Sign as Ana.',
     );
-    expect(seen[0]?.tools).toEqual(['list_tasks', 'shared', 'crm__lookup']);
+    expect(seen[0]?.tools).toEqual(['list_queue', 'shared', 'crm__lookup']);
     expect((await replies(conv)).map((message) => message.text)).toEqual(['from the persona model']);
+  });
+  it("adds memory's context for the batch's messages to the system prompt, and answers without it when memory fails", async () => {
+    const model = createScriptedModel({ replies: async () => 'ok' });
+    const seen: string[] = [];
+    const asked: string[][] = [];
+    const startAgentSeeing: ChatTurnRunnerOptions['startAgent'] = (options) => {
+      seen.push(options.system);
+      return startAgent({ ...options, transcript: createMemoryTranscriptStore() });
+    };
+    const conv = await conversation('followup');
+    await run(conv, await send(conv, 'When is the dentist?'), 'm1', model, {
+      startAgent: startAgentSeeing,
+      memoryContext: async ({ texts }) => {
+        asked.push([...texts]);
+        return 'What you remember: <<<OWNER-x facts/f-1.md>>>The dentist moved to Friday<<<END OWNER-x facts/f-1.md>>>';
+      },
+    });
+    expect(asked).toEqual([['When is the dentist?']]);
+    expect(seen[0]).toMatch(/^You are Assistant, a back office/);
+    expect(seen[0]).toContain('\n\nWhat you remember: <<<OWNER-x facts/f-1.md>>>The dentist moved to Friday');
+
+    const warnings: string[] = [];
+    await run(conv, await send(conv, 'And the vet?'), 'm2', model, {
+      startAgent: startAgentSeeing,
+      memoryContext: async () => {
+        throw new Error('index unreadable');
+      },
+      warn: (message) => warnings.push(message),
+    });
+    expect(seen[1]).not.toContain('What you remember');
+    expect(warnings).toEqual(['chat turn without memory: index unreadable']);
+    expect((await replies(conv)).map((message) => message.text)).toEqual(['ok', 'ok']);
   });
 });

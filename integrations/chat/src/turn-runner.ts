@@ -84,6 +84,12 @@ export interface ChatTurnRunnerOptions {
    * tools of its MCP servers. Its grants gate the loop's tool calls in the worker either way. @default nothing
    */
   persona?: (name: string) => Promise<ChatPersonaSetup>;
+  /**
+   * What memory knows that bears on the turn's messages (the relevant facts and guidance, fenced by trust, with their
+   * sources), added to the system prompt. Undefined or a throw adds nothing: memory helps a turn, never stops it.
+   * @default nothing
+   */
+  memoryContext?: (turn: { texts: readonly string[]; signal: AbortSignal }) => Promise<string | undefined>;
   /** @default 50 */
   maxTurns?: number;
   /** How often the lease is renewed while a turn runs. @default 2_000 */
@@ -248,7 +254,14 @@ async function runOneTurn(options: ChatTurnRunnerOptions): Promise<void> {
       ? [...pendingIds].filter((id) => !batch.includes(id) && (byId.get(id)?.at ?? '') >= waitedOn.asked_at)
       : [];
     const setup = (await options.persona?.(persona)) ?? {};
+    const memory = await options
+      .memoryContext?.({ texts: batch.map((id) => byId.get(id)?.text ?? ''), signal })
+      .catch((error: unknown) => {
+        options.warn?.(`chat turn without memory: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
     const turn = new TurnRun({
+      ...(memory === undefined ? {} : { memory }),
       options,
       conversationMode,
       peer,
@@ -399,6 +412,8 @@ class TurnRun {
   #poll: NodeJS.Timeout | undefined;
   // Streamed text by step; the token coalescing buffer.
   readonly #streamed = new Map<number, string>();
+  /** Memory's facts and guidance for this turn's messages, fenced (see ChatTurnRunnerOptions.memoryContext). */
+  readonly #memory: string | undefined;
   #tokenBuffer = '';
   #lastTokenAt = 0;
   #tokenTimer: NodeJS.Timeout | undefined;
@@ -415,7 +430,9 @@ class TurnRun {
     expectingAnswer?: boolean;
     resumed: boolean;
     transcriptName: string;
+    memory?: string;
   }) {
+    this.#memory = init.memory;
     this.#catchUpPending = init.resumed;
     this.#expectingAnswer = init.expectingAnswer ?? false;
     this.#options = init.options;
@@ -451,11 +468,12 @@ class TurnRun {
     // The persona's MCP tools join the instance's, once each.
     const names = new Set(own.map((tool) => tool.name));
     const tools = [...own, ...(this.#setup.tools ?? []).filter((tool) => !names.has(tool.name))];
+    const system =
+      this.#setup.instructions === undefined
+        ? systemPrompt
+        : `${systemPrompt}\n\nYou speak as the persona ${this.#persona}. Its instructions, from the owner:\n\n${this.#setup.instructions}`;
     const handle = options.startAgent({
-      system:
-        this.#setup.instructions === undefined
-          ? systemPrompt
-          : `${systemPrompt}\n\nYou speak as the persona ${this.#persona}. Its instructions, from the owner:\n\n${this.#setup.instructions}`,
+      system: this.#memory === undefined ? system : `${system}\n\n${this.#memory}`,
       input,
       tools,
       maxSteps: options.settings.maxSteps,

@@ -1,5 +1,11 @@
 import { chatModes, personaNamePattern } from '@assistant/chat';
-import { type HandlerContext, type JsonValue, UnrecoverableError } from '@assistant/sdk';
+import {
+  type HandlerContext,
+  type JsonValue,
+  memoryPromptContext,
+  memoryTools,
+  UnrecoverableError,
+} from '@assistant/sdk';
 import * as z from 'zod';
 import { chatTools } from './chat-tools.ts';
 import type { ChatSettings } from './settings.generated.ts';
@@ -52,7 +58,8 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
     );
     return undefined;
   });
-  return runChatTurns({
+  const memory = context.memory;
+  const outcome = await runChatTurns({
     conversationId: checked.data.conversation,
     messageId: checked.data.message,
     taskId: context.task.id,
@@ -77,11 +84,42 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
         showApproval: turn.showApproval,
         ...(workflows === undefined ? {} : { workflows }),
       }),
+      ...(memory === undefined
+        ? []
+        : memoryTools({
+            memory,
+            owner: isOwner(turn, settings),
+            source: `chats/${turn.conversationId}.md`,
+            createdBy: 'chat',
+            timeZone: memory.timeZone,
+          })),
       ...mcpTools,
     ],
     warn: (message, fields) => context.log.warn(message, fields),
     persona: (name) => personaSetup(context, name),
+    ...(memory === undefined
+      ? {}
+      : { memoryContext: ({ texts, signal }) => memoryPromptContext({ memory, texts, signal }) }),
   });
+  await consolidateOwnerMessage(context, checked.data, settings);
+  return outcome;
+}
+
+/**
+ * After the turn: `memory.consolidate {conversation, message}` for the task's message when it is the owner's and
+ * config.yaml's `memory.consolidate` names chat. Each accepted message has its own turn task, so every owner message
+ * of a batch is consolidated once; consolidation itself is idempotent per message.
+ */
+async function consolidateOwnerMessage(
+  context: HandlerContext<JsonValue, ChatSettings>,
+  payload: { conversation: string; message: string },
+  settings: ChatSettings,
+): Promise<void> {
+  const memory = context.memory;
+  if (!memory?.consolidate.includes('chat') || !context.chat) return;
+  const conversation = await context.chat.conversations.get(payload.conversation);
+  if (!isOwner(conversation, settings)) return;
+  await context.enqueue({ type: 'memory.consolidate', payload, integration: 'memory' });
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   agentTools,
   type ChildRecord,
   type ChildResult,
+  type GrantChain,
   grants,
   type Persona,
   rootGrantChain,
@@ -12,6 +13,7 @@ import {
   fenceUntrusted,
   findModelUnavailable,
   type HandlerContext,
+  memoryTools,
   noteTools,
   type Tool,
   UnrecoverableError,
@@ -71,6 +73,7 @@ export async function runAgentTask(context: HandlerContext) {
     ...(subagents === undefined || chain === undefined
       ? []
       : agentTools({ subagents, state, child: false }).filter((tool) => grants(chain, tool.name))),
+    ...agentMemoryTools(context, chain),
   ];
   const handle = context.agent({
     system: persona === undefined || persona.source === 'built in' ? defaultSystem : persona.instructions,
@@ -163,6 +166,22 @@ function baseTools(context: HandlerContext): Tool[] {
       },
     }),
   ];
+}
+
+/**
+ * Memory's tools (recall, remember, lookup_contact, add_task, list_tasks) for a loop whose persona grants them (the
+ * built-in persona grants every tool). An agent's prompt may carry text from outside (a hook's event, a mail), so
+ * what it remembers is `extracted`, never the owner's word, and the tasks it adds say `created_by: extraction`.
+ */
+function agentMemoryTools(context: HandlerContext, chain: GrantChain | undefined): Tool[] {
+  if (context.memory === undefined) return [];
+  return memoryTools({
+    memory: context.memory,
+    owner: false,
+    source: `transcripts/${context.task.id}.md`,
+    createdBy: 'extraction',
+    timeZone: context.memory.timeZone,
+  }).filter((tool) => chain === undefined || grants(chain, tool.name));
 }
 
 async function mcpToolsOf(context: HandlerContext, servers: readonly string[]): Promise<Tool[]> {

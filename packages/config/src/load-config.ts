@@ -281,6 +281,7 @@ function collectWarnings(
   for (const [name, profile] of Object.entries(config.llms))
     inline(profile.apiKey, ['llms', name, source.valueAt(['llms', name, 'token']) ? 'token' : 'api_key']);
   inline(config.server.token, ['server', 'token']);
+  inline(config.embeddings?.apiKey, ['embeddings', 'api_key']);
   config.integrations.forEach((integration, index) => {
     for (const [key, value] of Object.entries(integration.settings)) {
       if (value instanceof Secret) inline(value, ['integrations', index, key]);
@@ -342,6 +343,21 @@ function crossCheck(config: Config, source: YamlSource, file: string): ConfigPro
       });
     }
   });
+  // A profile named by hand must exist. The implied `default` may be missing (a config with no LLM at all): then
+  // nothing is consolidated, which the worker logs once, rather than refusing a config that worked before memory.
+  if (
+    config.memory.consolidate.length > 0 &&
+    source.valueAt(['memory', 'llm']) &&
+    !(config.memory.llm in config.llms)
+  ) {
+    error(
+      ['memory', 'llm'],
+      `LLM profile \`${config.memory.llm}\` is not defined under \`llms:\` (consolidation of ${config.memory.consolidate.join(', ')} needs it)`,
+      profiles.length > 0
+        ? `defined profiles: ${profiles.join(', ')}; or write \`consolidate: []\` to turn consolidation off`
+        : 'add it under `llms:`, or write `consolidate: []` to turn consolidation off',
+    );
+  }
   if (!isLoopbackHost(config.server.host) && !config.server.token) {
     error(
       ['server', 'host'],

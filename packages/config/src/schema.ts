@@ -211,6 +211,64 @@ const llmCacheSchema = z
   .transform((value) => ({ mode: value.mode, directory: value.directory }));
 export type LlmProfile = z.output<typeof llmProfileSchema>;
 
+// ------------------------------------------------------------------------------------------ memory
+
+/**
+ * `embeddings:`: an OpenAI-compatible `/v1/embeddings` endpoint for memory's vector search (docs/memory.md). Absent =
+ * the offline hashing embedder. An endpoint that is down leaves search lexical; it is never an error at start.
+ */
+const embeddingsSchema = z
+  .strictObject({
+    base_url: z
+      .url({ protocol: /^https?$/, error: 'expected an http(s) URL such as http://127.0.0.1:11434/v1' })
+      .superRefine(
+        refuseUrlCredentials(
+          'remove `user:password@` from the URL; an API key goes in `api_key: !secret embeddings_key`, with `embeddings_key: …` in secrets.yaml',
+        ),
+      ),
+    model: z.string().min(1),
+    api_key: secretField.optional(),
+    timeout: duration.optional(),
+  })
+  .transform((value) => ({
+    baseUrl: value.base_url,
+    model: value.model,
+    ...(value.api_key === undefined ? {} : { apiKey: value.api_key }),
+    timeoutMs: value.timeout ?? 30_000,
+  }));
+export type EmbeddingsConfig = z.output<typeof embeddingsSchema>;
+
+/** The domains whose items consolidation reads (docs/memory.md). */
+export const memoryDomains = ['email', 'github', 'chat'] as const;
+export type MemoryDomain = (typeof memoryDomains)[number];
+
+/** `memory:`: what consolidation reads, with which profile, and how much memory a chat turn gets. */
+const memorySchema = z
+  .strictObject({
+    /** The domains consolidated after collect/classify; `[]` turns consolidation off. @default all three */
+    // Absent = all three; an empty key means "none" like everywhere in config.yaml, the same as `[]`.
+    consolidate: z
+      .union([
+        z.null(),
+        z.array(z.enum(memoryDomains)).refine((domains) => new Set(domains).size === domains.length, {
+          error: 'a domain is listed twice',
+        }),
+      ])
+      .optional()
+      .transform((value): MemoryDomain[] => (value === undefined ? [...memoryDomains] : (value ?? []))),
+    /** The LLM profile consolidation uses. @default default */
+    llm: identifier.default('default'),
+    /** How many facts and guidance notes go into a chat turn's context. */
+    context: z
+      .strictObject({
+        facts: z.int().min(0).max(50).default(5),
+        guidance: z.int().min(0).max(20).default(2),
+      })
+      .prefault({}),
+  })
+  .transform((value) => ({ consolidate: value.consolidate, llm: value.llm, context: value.context }));
+export type MemoryConfig = z.output<typeof memorySchema>;
+
 // ------------------------------------------------------------------------------------ classifications
 
 const classificationObject = z
@@ -827,6 +885,8 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
       owner: ownerSchema.prefault({}),
+      embeddings: embeddingsSchema.optional(),
+      memory: memorySchema.prefault({}),
       /**
        * Hooks written in config.yaml, each with a `name:` (docs/hooks.md). Checked by @assistant/hooks against the
        * event registry and the integrations, which this package does not know: here only a list of mappings.
@@ -857,6 +917,8 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       approvals: value.approvals,
       tools: value.tools,
       owner: value.owner,
+      ...(value.embeddings === undefined ? {} : { embeddings: value.embeddings }),
+      memory: value.memory,
       hooks: value.hooks,
     }));
 }

@@ -210,6 +210,21 @@ function toPlain(config: Config): Plain {
       approval_timeout: formatDuration(config.tools.approvalTimeoutMs),
     },
     owner: { timezone: config.owner.timeZone, currency: config.owner.currency },
+    ...(config.embeddings === undefined
+      ? {}
+      : {
+          embeddings: defined({
+            base_url: config.embeddings.baseUrl,
+            model: config.embeddings.model,
+            api_key: config.embeddings.apiKey,
+            timeout: formatDuration(config.embeddings.timeoutMs),
+          }),
+        }),
+    memory: {
+      consolidate: config.memory.consolidate,
+      llm: config.memory.llm,
+      context: { facts: config.memory.context.facts, guidance: config.memory.context.guidance },
+    },
     // Hooks are kept as written (@assistant/hooks normalises them), `!yolo` tags included.
     ...(config.hooks.length > 0 ? { hooks: config.hooks } : {}),
   };

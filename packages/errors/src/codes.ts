@@ -55,6 +55,11 @@ export const errorCodes = {
     "A call to an MCP server failed for a reason other than the tool's own error: it timed out, the connection broke, or the server answered with a protocol error.",
   MCP_RESPONSE_TOO_LARGE:
     "An MCP server's answer was larger than its `max_response_bytes`; it was dropped unread and the call failed.",
+  // Memory index (packages/memory/src/index).
+  MEMORY_EMBEDDINGS_UNAVAILABLE:
+    'The embeddings endpoint is down, overloaded (429, 5xx) or timing out: search stays lexical and the notes are embedded again later by themselves.',
+  MEMORY_EMBEDDINGS_INVALID:
+    'The embeddings endpoint answered, but not with what was asked (a 4xx, a body that is not `{data: [{index, embedding}]}`, the wrong count or size of vectors); the message says which.',
   // Workflows (packages/agents/src/workflows).
   WORKFLOW_UNKNOWN: 'A run named a workflow that has no manifest `agents/<name>.yaml` beside config.yaml.',
   WORKFLOW_INVALID:

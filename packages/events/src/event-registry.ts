@@ -133,6 +133,20 @@ const builtins: Record<string, { description: string; fields: Record<string, Fie
       minute_of_hour: t('number', 'the minute, 0–59'),
     },
   },
+  'memory.task_due': {
+    description:
+      "An owner's task (`tasks/*.md`) came due: once per task and due date (a task moved to another date fires again then).",
+    fields: {
+      task: t('string', "the task's note"),
+      id: t('string', 'the task id'),
+      // Extracted tasks take their title from a mail or a GitHub thread.
+      title: u('string', "the task's title"),
+      due: t('date', 'the due date (YYYY-MM-DD) or instant'),
+      created_by: t('string', 'owner, extraction or chat'),
+      about: u('list', 'contacts and topics it is about', false),
+      source: u('string', 'the item it was extracted from', false),
+    },
+  },
   'hook.fired': {
     description: 'A hook fired.',
     fields: {

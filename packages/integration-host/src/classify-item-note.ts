@@ -7,6 +7,7 @@ import {
 } from '@assistant/llm';
 import { UnrecoverableError } from '@assistant/queue';
 import type { HandlerContext } from './handler-context.ts';
+import { enqueueConsolidation } from './memory-context.ts';
 
 /** What a classify stage says about its item: the owner-facing role of the model, and the item as it is asked. */
 export interface ClassifyItemPrompt {
@@ -85,6 +86,9 @@ export async function classifyItemNote(
     },
   });
   await context.enqueue({ stage: 'evaluate', payload: { note: notePath } });
+  // Memory reads the item after it is classified (config.yaml's `memory.consolidate`); a failure there is its own
+  // task's, never this one's.
+  if (context.memory) await enqueueConsolidation(context, { domain: context.instance.domain, notePath });
   return { note: notePath, classifications: answers };
 }
 

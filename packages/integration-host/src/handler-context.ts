@@ -10,6 +10,7 @@ import type { HumanLogEntry, NoteStore } from '@assistant/notes';
 import type { EnqueueOutcome, JsonValue, QueueMaintenance, Task } from '@assistant/queue';
 import type { Logger } from 'pino';
 import type { ChatConsole } from './chat-console.ts';
+import type { MemoryContext } from './memory-context.ts';
 
 /** The integration instance a task belongs to, with its settings as validated by the manifest's schema. */
 export interface InstanceContext<Settings = Record<string, unknown>> {
@@ -153,6 +154,12 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   chat?: ChatContext;
   /** Only for the builtin `system` integration's handlers: personas and sub-agents. */
   agents?: AgentsContext;
+  /**
+   * Only for builtin integrations' handlers: memory (docs/memory.md): which domains are consolidated, the stores of
+   * contacts, facts, the owner's tasks and guidance, and the worker's one index. Absent in a worker without memory
+   * (tests of bare handlers).
+   */
+  memory?: MemoryContext;
 }
 
 /** The chat stores over the config's data folder: `data/chat/{inbox,events,turns}`, conversations as notes. */

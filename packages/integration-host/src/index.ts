@@ -64,6 +64,20 @@ export {
   type LoadRuntimeOptions,
   loadRuntime,
 } from './load-runtime.ts';
+// memory
+export {
+  consolidateTaskType,
+  enqueueConsolidation,
+  type MemoryContacts,
+  type MemoryContext,
+  type MemoryFacts,
+  type MemoryGuidance,
+  type MemorySearch,
+  type MemoryStoresView,
+  type MemoryTasks,
+} from './memory-context.ts';
+export { type MemoryPromptOptions, memoryPromptContext } from './memory-prompt.ts';
+export { dayIn, type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-tools.ts';
 export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';
 export { resolvePauseTarget } from './pause-targets.ts';

@@ -51,10 +51,19 @@ export type {
   WebhookReply,
   WebhookRequest,
 } from '@assistant/integration-host';
+// memory
 export {
   type ClassifyItemPrompt,
   classifyItemNote,
+  dayIn,
   enqueueClassifyAfterCollect,
+  enqueueConsolidation,
+  type MemoryContext,
+  type MemoryPromptOptions,
+  type MemoryToolsOptions,
+  memoryPromptContext,
+  memoryToolNames,
+  memoryTools,
   needsClassification,
   noteTools,
 } from '@assistant/integration-host';

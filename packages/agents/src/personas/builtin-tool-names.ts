@@ -12,8 +12,8 @@ export const builtinToolNames: readonly string[] = [
   'wait',
   // chat's tools.
   'ask_owner',
-  'list_tasks',
-  'show_task',
+  'list_queue',
+  'show_queue_task',
   'list_approvals',
   'decide_approval',
   'propose',
@@ -21,6 +21,12 @@ export const builtinToolNames: readonly string[] = [
   'enqueue_service',
   'steer_task',
   'run_workflow',
+  // memory's tools (integration-host's memoryTools), in chat and in system.agent when the persona grants them.
+  'recall',
+  'remember',
+  'lookup_contact',
+  'add_task',
+  'list_tasks',
   // research's web tools.
   'search',
   'fetch',

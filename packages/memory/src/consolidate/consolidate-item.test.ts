@@ -318,4 +318,17 @@ Prefers phone calls.
     expect(prompt).toContain(`[${dentist.id}] The dentist appointment`);
     expect(prompt).not.toContain(unrelated.id);
   });
+
+  it('creates one contact when two items about the same new person are consolidated at once', async () => {
+    const answer: ConsolidationAnswer = { people: [{ name: 'Dana Kim' }], facts: [], followups: [] };
+    const items = [10, 11, 12].map((uid) =>
+      mail({ uid, from: 'Dana Kim <dana@kim.example>', subject: `Note ${uid}`, body: 'Hi' }),
+    );
+    const results = await Promise.all(
+      items.map((item) => consolidateItem({ stores, model: scripted([answer]), item, dataDir })),
+    );
+    expect((await stores.contacts.list()).contacts.map((contact) => contact.slug)).toEqual(['dana-kim']);
+    expect(results.flatMap((result) => result.contacts.created)).toEqual(['dana-kim']);
+    expect((await stores.contacts.get('dana-kim'))?.sources).toHaveLength(3);
+  });
 });

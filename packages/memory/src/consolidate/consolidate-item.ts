@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
+import { withFileLock } from '@assistant/notes';
 import * as z from 'zod';
 import type { Contact, Fact } from '../memory-types.ts';
 import type { ContactQuery, ObservedIdentifier } from '../stores/contact-book.ts';
@@ -34,7 +35,7 @@ export interface ConsolidateItemResult {
 }
 
 /** What the model is asked for: small, flat, every field a model can manage. */
-export const consolidationSchema = z.object({
+const consolidationSchema = z.object({
   people: z
     .array(
       z.object({
@@ -220,127 +221,134 @@ export async function consolidateItem(options: ConsolidateItemOptions): Promise<
     ...(signal ? { signal } : {}),
   });
 
-  // People: the item's own first (their identifiers are facts of the item), then the ones the model found.
-  const slugByName = new Map<string, string>();
-  const remember = (name: string | undefined, slug: string) => {
-    if (name) slugByName.set(name.trim().toLowerCase(), slug);
-  };
-  const mentioned = answer.people.map((person) => {
-    const platform = person.platform?.trim().toLowerCase() || (item.kind === 'github' ? 'github' : undefined);
-    return {
-      name: person.name,
-      ...(person.email?.includes('@') ? { email: normaliseEmail(person.email) } : {}),
-      ...(person.handle && platform ? { handle: { platform, value: normaliseHandle(person.handle) } } : {}),
-      organisation: person.organisation ?? undefined,
+  // Applied under one lock per data directory: two workers consolidating items about the same new person at once
+  // would otherwise both miss the other's contact and create two. The model call above runs outside it.
+  await mkdir(path.join(options.dataDir, 'memory'), { recursive: true, mode: 0o700 });
+  return withFileLock(path.join(options.dataDir, 'memory', 'consolidate'), async () => {
+    // Another worker may have done this version while the model was answering.
+    if ((await consolidatedVersion(marker)) === item.version) return { ...result, skipped: 'already consolidated' };
+    // People: the item's own first (their identifiers are facts of the item), then the ones the model found.
+    const slugByName = new Map<string, string>();
+    const remember = (name: string | undefined, slug: string) => {
+      if (name) slugByName.set(name.trim().toLowerCase(), slug);
     };
-  });
-  const people = combinePeople(item.people, mentioned);
-  for (const person of people) {
-    signal?.throwIfAborted();
-    const match = (await stores.contacts.find(queryFor(person)))[0];
-    if (match && match.score >= matchScore) {
-      // Known: a hand edit always wins, so only what was seen and where is added.
-      await stores.contacts.observe({
-        slug: match.contact.slug,
-        observed: identifiersOf(person),
-        source: item.source,
-      });
-      if (
-        !result.contacts.observed.includes(match.contact.slug) &&
-        !result.contacts.created.includes(match.contact.slug)
-      ) {
-        result.contacts.observed.push(match.contact.slug);
-      }
-      remember(person.name, match.contact.slug);
-      remember(match.contact.name, match.contact.slug);
-      continue;
-    }
-    const name = fallbackName(person);
-    if (!name) continue;
-    const created = await stores.contacts.create(
-      {
-        name,
-        ...(person.email ? { emails: [person.email] } : {}),
-        ...(person.handle ? { handles: { [person.handle.platform]: [person.handle.value] } } : {}),
-        ...(person.organisation ? { organisation: person.organisation } : {}),
-        source: item.source,
-      },
-      { by: 'extraction' },
-    );
-    result.contacts.created.push(created.slug);
-    remember(person.name, created.slug);
-    remember(name, created.slug);
-  }
-
-  const aboutOf = (entry: string): string | undefined => {
-    const trimmed = entry.trim();
-    if (!trimmed) return undefined;
-    if (/^(contact|topic):/.test(trimmed)) return trimmed;
-    const slug = slugByName.get(trimmed.toLowerCase());
-    return slug ? `contact:${slug}` : `topic:${slugify(trimmed, 'misc')}`;
-  };
-
-  for (const fact of answer.facts) {
-    signal?.throwIfAborted();
-    const statement = fact.statement.trim();
-    if (!statement) continue;
-    const supersedes: string[] = [];
-    for (const id of new Set(fact.supersedes ?? [])) {
-      const old = await stores.facts.get(id);
-      // An id the model made up names nothing: dropped. An owner fact is never superseded by extracted text.
-      if (!old || old.id === extractedFactId({ source: item.source, statement })) continue;
-      if (old.trust === 'owner') {
-        if (!result.facts.refused.includes(id)) result.facts.refused.push(id);
+    const mentioned = answer.people.map((person) => {
+      const platform = person.platform?.trim().toLowerCase() || (item.kind === 'github' ? 'github' : undefined);
+      return {
+        name: person.name,
+        ...(person.email?.includes('@') ? { email: normaliseEmail(person.email) } : {}),
+        ...(person.handle && platform ? { handle: { platform, value: normaliseHandle(person.handle) } } : {}),
+        organisation: person.organisation ?? undefined,
+      };
+    });
+    const people = combinePeople(item.people, mentioned);
+    for (const person of people) {
+      signal?.throwIfAborted();
+      const match = (await stores.contacts.find(queryFor(person)))[0];
+      if (match && match.score >= matchScore) {
+        // Known: a hand edit always wins, so only what was seen and where is added.
+        await stores.contacts.observe({
+          slug: match.contact.slug,
+          observed: identifiersOf(person),
+          source: item.source,
+        });
+        if (
+          !result.contacts.observed.includes(match.contact.slug) &&
+          !result.contacts.created.includes(match.contact.slug)
+        ) {
+          result.contacts.observed.push(match.contact.slug);
+        }
+        remember(person.name, match.contact.slug);
+        remember(match.contact.name, match.contact.slug);
         continue;
       }
-      supersedes.push(id);
+      const name = fallbackName(person);
+      if (!name) continue;
+      const created = await stores.contacts.create(
+        {
+          name,
+          ...(person.email ? { emails: [person.email] } : {}),
+          ...(person.handle ? { handles: { [person.handle.platform]: [person.handle.value] } } : {}),
+          ...(person.organisation ? { organisation: person.organisation } : {}),
+          source: item.source,
+        },
+        { by: 'extraction' },
+      );
+      result.contacts.created.push(created.slug);
+      remember(person.name, created.slug);
+      remember(name, created.slug);
     }
-    const id = extractedFactId({ source: item.source, statement });
-    const existed = (await stores.facts.get(id)) !== undefined;
-    const written = await stores.facts.add({
-      statement,
-      about: [...new Set(fact.about.map(aboutOf).filter((entry): entry is string => entry !== undefined))],
-      source: item.source,
-      trust: 'extracted',
-      observedAt: item.observedAt,
-      confidence: fact.confidence,
-      supersedes,
-    });
-    if (!existed) {
-      result.facts.created.push(written.id);
-      for (const old of written.supersedes)
-        if (!result.facts.superseded.includes(old)) result.facts.superseded.push(old);
-    }
-  }
 
-  for (const followup of answer.followups) {
-    signal?.throwIfAborted();
-    const title = followup.title.trim();
-    if (!title) continue;
-    let due: string | undefined;
-    try {
-      due = followup.due ? checkDue(followup.due) : undefined;
-    } catch {
-      // A date the model wrote badly ("next Monday") is left out rather than failing the item: the task still counts.
-      due = undefined;
-    }
-    const about = followup.about ? aboutOf(followup.about) : undefined;
-    const id = extractedTaskId({ source: item.source, title: title.replace(/\s+/g, ' ') });
-    const existed = (await stores.tasks.get(id)) !== undefined;
-    await stores.tasks.add({
-      title,
-      ...(due ? { due } : {}),
-      ...(about ? { about: [about] } : {}),
-      source: item.source,
-      createdBy: 'extraction',
-    });
-    if (!existed) result.tasks.created.push(id);
-  }
+    const aboutOf = (entry: string): string | undefined => {
+      const trimmed = entry.trim();
+      if (!trimmed) return undefined;
+      if (/^(contact|topic):/.test(trimmed)) return trimmed;
+      const slug = slugByName.get(trimmed.toLowerCase());
+      return slug ? `contact:${slug}` : `topic:${slugify(trimmed, 'misc')}`;
+    };
 
-  await writeMarker(marker, {
-    source: item.source,
-    version: item.version,
-    at: new Date(options.nowMs ?? Date.now()).toISOString(),
+    for (const fact of answer.facts) {
+      signal?.throwIfAborted();
+      const statement = fact.statement.trim();
+      if (!statement) continue;
+      const supersedes: string[] = [];
+      for (const id of new Set(fact.supersedes ?? [])) {
+        const old = await stores.facts.get(id);
+        // An id the model made up names nothing: dropped. An owner fact is never superseded by extracted text.
+        if (!old || old.id === extractedFactId({ source: item.source, statement })) continue;
+        if (old.trust === 'owner') {
+          if (!result.facts.refused.includes(id)) result.facts.refused.push(id);
+          continue;
+        }
+        supersedes.push(id);
+      }
+      const id = extractedFactId({ source: item.source, statement });
+      const existed = (await stores.facts.get(id)) !== undefined;
+      const written = await stores.facts.add({
+        statement,
+        about: [...new Set(fact.about.map(aboutOf).filter((entry): entry is string => entry !== undefined))],
+        source: item.source,
+        trust: 'extracted',
+        observedAt: item.observedAt,
+        confidence: fact.confidence,
+        supersedes,
+      });
+      if (!existed) {
+        result.facts.created.push(written.id);
+        for (const old of written.supersedes)
+          if (!result.facts.superseded.includes(old)) result.facts.superseded.push(old);
+      }
+    }
+
+    for (const followup of answer.followups) {
+      signal?.throwIfAborted();
+      const title = followup.title.trim();
+      if (!title) continue;
+      let due: string | undefined;
+      try {
+        due = followup.due ? checkDue(followup.due) : undefined;
+      } catch {
+        // A date the model wrote badly ("next Monday") is left out rather than failing the item: the task still counts.
+        due = undefined;
+      }
+      const about = followup.about ? aboutOf(followup.about) : undefined;
+      const id = extractedTaskId({ source: item.source, title: title.replace(/\s+/g, ' ') });
+      const existed = (await stores.tasks.get(id)) !== undefined;
+      await stores.tasks.add({
+        title,
+        ...(due ? { due } : {}),
+        ...(about ? { about: [about] } : {}),
+        source: item.source,
+        createdBy: 'extraction',
+      });
+      if (!existed) result.tasks.created.push(id);
+    }
+
+    await writeMarker(marker, {
+      source: item.source,
+      version: item.version,
+      at: new Date(options.nowMs ?? Date.now()).toISOString(),
+    });
+    return result;
   });
-  return result;
 }

@@ -24,7 +24,7 @@ export interface ConsolidationItem {
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** `Alice Martin <alice@acme.example>` → name and address; a bare address has no name. */
-export function parseMailbox(value: string): { name?: string; email?: string } {
+function parseMailbox(value: string): { name?: string; email?: string } {
   const match = /^\s*"?([^"<]*?)"?\s*<([^>]+)>\s*$/.exec(value);
   if (match) {
     const name = match[1]?.trim();

@@ -164,6 +164,12 @@ sources: [github/x/2.md]
       code: 'MEMORY_NOT_FOUND',
     });
     await expect(contacts.unmerge({ slug: 'carol-jones' })).rejects.toMatchObject({ code: 'MEMORY_INPUT_INVALID' });
+    // A slug is a plain file name: a path cannot reach a note outside contacts/.
+    await expect(contacts.merge({ into: '../tasks/t-1', from: 'carol-jones' })).rejects.toMatchObject({
+      code: 'MEMORY_INPUT_INVALID',
+      message: expect.stringContaining('"../tasks/t-1"'),
+    });
+    expect(await contacts.get('../contacts/alice-martin')).toBeUndefined();
   });
 
   it('reports a malformed contact note and skips it, never rewriting it', async () => {

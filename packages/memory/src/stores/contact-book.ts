@@ -11,8 +11,10 @@ import {
 } from './contact-matching.ts';
 import {
   baseName,
+  checkName,
   invalidInput,
   isAlreadyThere,
+  isSafeName,
   notFound,
   parseData,
   readFolder,
@@ -101,7 +103,7 @@ function contactPath(slug: string): string {
 }
 
 /** A contact note as the Contact shape; throws (naming the field) when it does not fit. */
-export function parseContact(note: Note): Contact {
+function parseContact(note: Note): Contact {
   const data = parseData(contactSchema, note);
   const handles: Record<string, string[]> = {};
   for (const [platform, value] of Object.entries(data.handles ?? {})) {
@@ -141,7 +143,8 @@ const uniqueFirstNameScore = 0.9;
  */
 export function contactBook(options: { notes: NoteStore }): ContactBook {
   const { notes } = options;
-  const get = (slug: string) => readOne({ notes, path: contactPath(slug), parse: parseContact });
+  const get = async (slug: string) =>
+    isSafeName(slug) ? readOne({ notes, path: contactPath(slug), parse: parseContact }) : undefined;
   const list = async () => {
     const { items, problems } = await readFolder({ notes, folder: memoryFolders.contacts, parse: parseContact });
     return { contacts: items, problems };
@@ -295,7 +298,7 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
     observed: ObservedIdentifier[];
     source: string;
   }): Promise<Contact> {
-    const path = contactPath(observation.slug);
+    const path = contactPath(checkName(observation.slug, 'slug'));
     const before = await get(observation.slug);
     if (!before) throw notFound(`No contact \`${observation.slug}\` (${path})`);
     const note = await notes.update(path, {
@@ -338,6 +341,8 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
   }
 
   async function merge(link: { into: string; from: string }): Promise<{ into: Contact; from: Contact }> {
+    checkName(link.into, 'into');
+    checkName(link.from, 'from');
     if (link.into === link.from) {
       throw invalidInput(`Cannot merge contact \`${link.from}\` into itself: \`into\` and \`from\` must differ`);
     }
@@ -366,7 +371,7 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
   }
 
   async function unmerge(target: { slug: string }): Promise<{ into: Contact; from: Contact }> {
-    const from = await get(target.slug);
+    const from = await get(checkName(target.slug, 'slug'));
     if (!from) throw notFound(`No contact \`${target.slug}\` (${contactPath(target.slug)})`);
     if (!from.merged_into) {
       throw invalidInput(`Contact \`${from.slug}\` is not merged into another contact (it has no \`merged_into\`)`);
@@ -392,6 +397,3 @@ export function contactBook(options: { notes: NoteStore }): ContactBook {
 
   return { list, get, resolve, find, create: (contact, by) => create(contact, by), observe, merge, unmerge };
 }
-
-/** Problems are the store's to report: re-exported for the surfaces' `list` output. */
-export type { MemoryProblem };

@@ -11,7 +11,7 @@ export function normaliseHandle(value: string): string {
 }
 
 /** A name's words: diacritics, case and punctuation dropped (`Zoë O'Brien-Li` → `zoe obrien li`). */
-export function nameTokens(name: string): string[] {
+function nameTokens(name: string): string[] {
   return name
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
@@ -22,7 +22,7 @@ export function nameTokens(name: string): string[] {
 }
 
 /** Jaro-Winkler similarity of two words, 0..1. */
-export function jaroWinkler(left: string, right: string): number {
+function jaroWinkler(left: string, right: string): number {
   if (left === right) return 1;
   if (left.length === 0 || right.length === 0) return 0;
   const window = Math.max(0, Math.floor(Math.max(left.length, right.length) / 2) - 1);

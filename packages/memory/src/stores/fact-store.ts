@@ -7,6 +7,7 @@ import {
   datedRandomId,
   invalidInput,
   isAlreadyThere,
+  isSafeName,
   normaliseText,
   parseData,
   readFolder,
@@ -60,7 +61,7 @@ function factPath(id: string): string {
 }
 
 /** A fact note as the Fact shape; throws (naming the field) when it does not fit. */
-export function parseFact(note: Note): Fact {
+function parseFact(note: Note): Fact {
   const data = parseData(factSchema, note);
   // The body is the statement; a hand-written fact that put it in a `statement:` key instead is read as well.
   const statement = note.body.trim() || (typeof note.data.statement === 'string' ? note.data.statement.trim() : '');
@@ -90,7 +91,8 @@ export function extractedFactId(options: { source: string; statement: string }):
 export function factStore(options: { notes: NoteStore; nowMs?: () => number }): FactStore {
   const { notes } = options;
   const now = options.nowMs ?? Date.now;
-  const get = (id: string) => readOne({ notes, path: factPath(id), parse: parseFact });
+  const get = async (id: string) =>
+    isSafeName(id) ? readOne({ notes, path: factPath(id), parse: parseFact }) : undefined;
 
   async function all() {
     const { items, problems } = await readFolder({ notes, folder: memoryFolders.facts, parse: parseFact });

@@ -1,7 +1,7 @@
 import type { Note, NoteStore } from '@assistant/notes';
 import * as z from 'zod';
 import { type Guidance, type MemoryProblem, memoryFolders } from '../memory-types.ts';
-import { baseName, parseData, readFolder, readOne } from './memory-notes.ts';
+import { baseName, isSafeName, parseData, readFolder, readOne } from './memory-notes.ts';
 
 export interface GuidanceStore {
   list(): Promise<{ guidance: Guidance[]; problems: MemoryProblem[] }>;
@@ -15,7 +15,7 @@ const guidanceSchema = z.looseObject({
 });
 
 /** A guidance note as the Guidance shape. The title is `title:`, else the body's first heading, else the name. */
-export function parseGuidance(note: Note): Guidance {
+function parseGuidance(note: Note): Guidance {
   const data = parseData(guidanceSchema, note);
   const name = baseName(note.path);
   const heading = /^#\s+(.+)$/m.exec(note.body)?.[1]?.trim();
@@ -37,6 +37,9 @@ export function guidanceStore(options: { notes: NoteStore }): GuidanceStore {
       const { items, problems } = await readFolder({ notes, folder: memoryFolders.guidance, parse: parseGuidance });
       return { guidance: items, problems };
     },
-    get: (name) => readOne({ notes, path: `${memoryFolders.guidance}/${name}.md`, parse: parseGuidance }),
+    get: async (name) =>
+      isSafeName(name)
+        ? readOne({ notes, path: `${memoryFolders.guidance}/${name}.md`, parse: parseGuidance })
+        : undefined,
   };
 }

@@ -63,6 +63,23 @@ export function parseData<S extends z.ZodType>(schema: S, note: Note): z.infer<S
   );
 }
 
+const safeName = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/** True for a slug or id that names a note directly in its folder (no `/`, no `..`, no leading dot). */
+export function isSafeName(value: string): boolean {
+  return safeName.test(value) && !value.includes('..');
+}
+
+/** Throws MEMORY_INPUT_INVALID for a slug or id that is not a plain file name. */
+export function checkName(value: string, field: string): string {
+  if (!isSafeName(value)) {
+    throw invalidInput(
+      `Expected \`${field}\` to be a plain name (letters, digits, \`.\`, \`_\`, \`-\`; no \`/\` or \`..\`), got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
 /** The last path segment without `.md`: a note's slug or id. */
 export function baseName(notePath: string): string {
   return (notePath.split('/').at(-1) ?? notePath).replace(/\.md$/, '');

@@ -4,10 +4,12 @@ import { type MemoryProblem, memoryFolders, type OwnerTask } from '../memory-typ
 import {
   baseName,
   checkDue,
+  checkName,
   datedRandomId,
   dueMs,
   invalidInput,
   isAlreadyThere,
+  isSafeName,
   normaliseText,
   notFound,
   parseData,
@@ -75,7 +77,7 @@ function taskPath(id: string): string {
 }
 
 /** A task note as the OwnerTask shape; throws (naming the field) when it does not fit. */
-export function parseOwnerTask(note: Note): OwnerTask {
+function parseOwnerTask(note: Note): OwnerTask {
   const data = parseData(taskSchema, note);
   return {
     path: note.path,
@@ -99,7 +101,8 @@ export function extractedTaskId(options: { source: string; title: string }): str
 export function ownerTaskStore(options: { notes: NoteStore; nowMs?: () => number }): OwnerTaskStore {
   const { notes } = options;
   const now = options.nowMs ?? Date.now;
-  const get = (id: string) => readOne({ notes, path: taskPath(id), parse: parseOwnerTask });
+  const get = async (id: string) =>
+    isSafeName(id) ? readOne({ notes, path: taskPath(id), parse: parseOwnerTask }) : undefined;
 
   return {
     get,
@@ -172,7 +175,7 @@ export function ownerTaskStore(options: { notes: NoteStore; nowMs?: () => number
           throw invalidInput(`Expected \`title\` to say what is to be done, got ${JSON.stringify(changes.title)}`);
         set.title = title;
       }
-      const existing = await notes.read(taskPath(id));
+      const existing = await notes.read(taskPath(checkName(id, 'id')));
       if (!existing) throw notFound(`No task \`${id}\` (${taskPath(id)})`);
       parseOwnerTask(existing);
       return parseOwnerTask(await notes.update(taskPath(id), { set, basedOn: existing }));
