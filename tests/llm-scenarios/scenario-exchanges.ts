@@ -33,6 +33,7 @@ export type ExchangeBuilder = (request: { body: Record<string, unknown> | undefi
 const contactArguments = { name: 'Ana' };
 const meetingArguments = { email: emailNote.from.replace(/^.*<|>$/g, '') };
 const forecastArguments = { city: 'Lisbon' };
+const recallArguments = { query: 'dentist appointment' };
 const classification = JSON.stringify(expectedAnswers['email-classify']);
 /** `memory-extract`'s answer with the old fact's real id (deterministic: from its source and statement). */
 const memoryAnswer = JSON.parse(
@@ -96,6 +97,16 @@ function anthropicExchanges(scenario: ScenarioName | 'provider-switch/after'): E
             : anthropicBody('anthropic-json-tool.1.json', { text: memoryAnswerText });
         },
       ];
+    case 'memory-recall':
+      return [
+        fixed(
+          anthropicStream('anthropic-tool-no-args.chunks.txt', {
+            text: "I'll look that up in your memory.",
+            toolUse: { name: 'recall', input: recallArguments },
+          }),
+        ),
+        fixed(anthropicStream('anthropic-text.chunks.txt', { text: expectedAnswers['memory-recall'] })),
+      ];
     case 'chat-tool-stream':
       return [
         fixed(
@@ -149,6 +160,11 @@ function googleExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
       return [fixed(geminiBody('google-text.json', classification))];
     case 'memory-extract':
       return [fixed(geminiBody('google-text.json', memoryAnswerText))];
+    case 'memory-recall':
+      return [
+        fixed(geminiStream('google-tool-call.chunks.txt', { functionCall: { name: 'recall', args: recallArguments } })),
+        fixed(geminiStream('google-text.chunks.txt', { text: expectedAnswers['memory-recall'] })),
+      ];
     case 'chat-tool-stream':
       return [
         fixed(
@@ -206,6 +222,21 @@ function openAiExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
             text: memoryAnswerText,
             reasoning:
               'The practice moved the appointment from Tuesday to Friday at 10:30; that replaces the known fact. The owner is asked to confirm by Wednesday.',
+          }),
+        ),
+      ];
+    case 'memory-recall':
+      return [
+        fixed(
+          openAiStream('deepseek-tool-call.chunks.txt', {
+            reasoning: 'The owner asks about the dentist appointment. I should recall it from memory.',
+            toolCall: { name: 'recall', arguments: recallArguments },
+          }),
+        ),
+        fixed(
+          openAiStream('deepseek-reasoning.chunks.excerpt.txt', {
+            reasoning: 'The newest fact says Friday 4 December at 10:30; the Tuesday one is superseded.',
+            text: expectedAnswers['memory-recall'],
           }),
         ),
       ];

@@ -12,8 +12,9 @@ import {
   type ToolSpec,
   timeAwareChatModel,
 } from '@assistant/llm';
-import { consolidateItem, memoryStores } from '@assistant/memory';
+import { consolidateItem, HashingEmbedder, MemoryIndex, memoryStores } from '@assistant/memory';
 import { FileNoteStore } from '@assistant/notes';
+import { type MemoryContext, memoryTools } from '@assistant/sdk';
 import * as z from 'zod';
 import { classify } from '../../integrations/email/src/classify.ts';
 
@@ -35,6 +36,7 @@ export const scenarioNames = [
   'agent-two-tools',
   'provider-switch',
   'memory-extract',
+  'memory-recall',
 ] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
@@ -109,6 +111,9 @@ export async function runScenario(
       break;
     case 'memory-extract':
       result = await memoryExtract(recorded, check, options.signal);
+      break;
+    case 'memory-recall':
+      result = await memoryRecall(recorded, recorder, check, options.signal);
       break;
     case 'provider-switch':
       result = await providerSwitch(
@@ -190,6 +195,7 @@ export const expectedAnswers = {
     superseded: ['The owner’s dentist appointment with Dana Okafor is on Tuesday 1 December 2026 at 09:00.'],
     tasks: ['Confirm the new dentist appointment time with Dana'],
   },
+  'memory-recall': 'Your dentist appointment is on Friday 4 December 2026 at 10:30; it was moved from Tuesday.',
   'provider-switch': [
     'Tomorrow morning in Lisbon it will be 14 °C with light rain, so take a light jacket for your run.',
     'Yes: the afternoon forecast is dry at 19 °C, so a run after 3 pm avoids the rain.',
@@ -331,6 +337,80 @@ async function memoryExtract(model: ChatModel, check: Check, signal: AbortSignal
       tasks: tasks.map((task) => task.title),
     };
   } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * (f) A chat turn with the memory tools over a real index (hashing embedder) of real notes: the model calls `recall`,
+ * gets the moved appointment ranked above the one it supersedes, and streams its answer from it.
+ */
+async function memoryRecall(
+  model: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const root = await mkdtemp(path.join(tmpdir(), 'memory-recall-'));
+  const notes = new FileNoteStore({ root: path.join(root, 'notes') });
+  const index = new MemoryIndex({ notes, dataDir: path.join(root, 'data'), embedder: new HashingEmbedder() });
+  try {
+    const stores = memoryStores({ notes });
+    const old = await stores.facts.add({
+      statement: expectedAnswers['memory-extract'].superseded[0],
+      about: ['topic:dentist'],
+      source: memoryOldFactSource,
+      trust: 'extracted',
+      observedAt: '2026-11-20T10:00:00.000Z',
+    });
+    const moved = await stores.facts.add({
+      statement: expectedAnswers['memory-extract'].facts[0],
+      about: ['topic:dentist'],
+      source: 'email/work/2026/11/moved.md',
+      trust: 'extracted',
+      observedAt: '2026-11-26T08:30:00.000Z',
+      supersedes: [old.id],
+    });
+    await index.start();
+    const memory: MemoryContext = {
+      consolidate: [],
+      llm: 'default',
+      timeZone: ownerTimeZone,
+      context: { facts: 5, guidance: 2 },
+      stores,
+      index: async () => index,
+    };
+    const tokens: string[][] = [];
+    const handle = startAgent({
+      model,
+      label: 'chat',
+      system: 'You are Assistant, chatting with your owner. Use the tools to look things up; answer in one sentence.',
+      input: 'When is my dentist appointment?',
+      tools: memoryTools({ memory, owner: true, source: 'chats/scenario.md', timeZone: ownerTimeZone }),
+      maxSteps: 4,
+      ...(signal === undefined ? {} : { signal }),
+      onEvent: (event) => {
+        if (event.type !== 'token') return;
+        const step = tokens[event.step - 1] ?? [];
+        tokens[event.step - 1] = step;
+        step.push(event.text);
+      },
+    });
+    const result = await handle.result();
+    checkToolCalls(recorder, check, 0, ['recall']);
+    check('the turn completes', result.status === 'completed', `${result.status}: ${result.reason ?? ''}`);
+    // What recall gave the model: the moved appointment first, the old one flagged as superseded.
+    const toolMessage = JSON.stringify(recorder.requests[1]?.messages.at(-1) ?? '');
+    const movedAt = toolMessage.indexOf(moved.id);
+    const oldAt = toolMessage.indexOf(old.id);
+    check('recall ranks the replacement first', movedAt !== -1 && (oldAt === -1 || movedAt < oldAt), toolMessage);
+    const answer = result.answer ?? '';
+    const pieces = tokens[1] ?? [];
+    check('the answer arrives in pieces', pieces.length > 1, JSON.stringify(pieces));
+    check('the answer uses the recalled fact', answer.includes('Friday 4 December'), answer);
+    return answer;
+  } finally {
+    await index.close();
     await rm(root, { recursive: true, force: true });
   }
 }
@@ -536,6 +616,8 @@ function checkToolCalls(recorder: CallRecorder, check: Check, callIndex: number,
 class CallRecorder {
   readonly calls: ScenarioOutcome['calls'] = [];
   readonly deltas: string[][] = [];
+  /** What each call asked, in order. */
+  readonly requests: Parameters<ChatModel['chat']>[0][] = [];
 
   wrap(model: ChatModel): ChatModel {
     const recorder = this;
@@ -548,6 +630,7 @@ class CallRecorder {
       ...('capabilities' in model ? { capabilities: (model as { capabilities: unknown }).capabilities } : {}),
       async chat(request, options = {}) {
         const pieces: string[] = [];
+        recorder.requests.push(request);
         const onDelta = options.onDelta;
         const response = await model.chat(
           request,
