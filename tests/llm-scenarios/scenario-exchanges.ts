@@ -1,3 +1,4 @@
+import { extractedFactId } from '../../packages/memory/src/stores/fact-store.ts';
 import {
   type AdaptedExchange,
   anthropicBody,
@@ -7,7 +8,13 @@ import {
   openAiBody,
   openAiStream,
 } from './adapt-captures.ts';
-import { emailNote, expectedAnswers, type ScenarioName } from './scenarios.ts';
+import {
+  emailNote,
+  expectedAnswers,
+  memoryExtractAnswer,
+  memoryOldFactSource,
+  type ScenarioName,
+} from './scenarios.ts';
 
 /** The providers the scenario suite runs on, each with the model its fixtures are recorded for. */
 export const scenarioProviders = {
@@ -26,7 +33,16 @@ export type ExchangeBuilder = (request: { body: Record<string, unknown> | undefi
 const contactArguments = { name: 'Ana' };
 const meetingArguments = { email: emailNote.from.replace(/^.*<|>$/g, '') };
 const forecastArguments = { city: 'Lisbon' };
+const recallArguments = { query: 'dentist appointment' };
 const classification = JSON.stringify(expectedAnswers['email-classify']);
+/** `memory-extract`'s answer with the old fact's real id (deterministic: from its source and statement). */
+const memoryAnswer = JSON.parse(
+  JSON.stringify(memoryExtractAnswer).replace(
+    '{{old}}',
+    extractedFactId({ source: memoryOldFactSource, statement: expectedAnswers['memory-extract'].superseded[0] }),
+  ),
+) as Record<string, unknown>;
+const memoryAnswerText = JSON.stringify(memoryAnswer);
 const [switchAnswer, switchAfterAnswer] = expectedAnswers['provider-switch'];
 const thinkingBeforeTool =
   'The owner asks whether it will rain in Lisbon tomorrow morning. I should get the forecast for Lisbon first.';
@@ -71,6 +87,25 @@ function anthropicExchanges(scenario: ScenarioName | 'provider-switch/after'): E
               })
             : anthropicBody('anthropic-json-tool.1.json', { text: classification });
         },
+      ];
+    case 'memory-extract':
+      return [
+        (request) => {
+          const choice = request.body?.tool_choice as { type?: string; name?: string } | undefined;
+          return choice?.type === 'tool' && typeof choice.name === 'string'
+            ? anthropicBody('anthropic-json-tool.1.json', { toolUse: { name: choice.name, input: memoryAnswer } })
+            : anthropicBody('anthropic-json-tool.1.json', { text: memoryAnswerText });
+        },
+      ];
+    case 'memory-recall':
+      return [
+        fixed(
+          anthropicStream('anthropic-tool-no-args.chunks.txt', {
+            text: "I'll look that up in your memory.",
+            toolUse: { name: 'recall', input: recallArguments },
+          }),
+        ),
+        fixed(anthropicStream('anthropic-text.chunks.txt', { text: expectedAnswers['memory-recall'] })),
       ];
     case 'chat-tool-stream':
       return [
@@ -123,6 +158,13 @@ function googleExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
   switch (scenario) {
     case 'email-classify':
       return [fixed(geminiBody('google-text.json', classification))];
+    case 'memory-extract':
+      return [fixed(geminiBody('google-text.json', memoryAnswerText))];
+    case 'memory-recall':
+      return [
+        fixed(geminiStream('google-tool-call.chunks.txt', { functionCall: { name: 'recall', args: recallArguments } })),
+        fixed(geminiStream('google-text.chunks.txt', { text: expectedAnswers['memory-recall'] })),
+      ];
     case 'chat-tool-stream':
       return [
         fixed(
@@ -170,6 +212,31 @@ function openAiExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
             text: classification,
             reasoning:
               'A personal invitation from Ana that asks for an answer by Wednesday; not a newsletter, not for today.',
+          }),
+        ),
+      ];
+    case 'memory-extract':
+      return [
+        fixed(
+          openAiBody('deepseek-json.json', {
+            text: memoryAnswerText,
+            reasoning:
+              'The practice moved the appointment from Tuesday to Friday at 10:30; that replaces the known fact. The owner is asked to confirm by Wednesday.',
+          }),
+        ),
+      ];
+    case 'memory-recall':
+      return [
+        fixed(
+          openAiStream('deepseek-tool-call.chunks.txt', {
+            reasoning: 'The owner asks about the dentist appointment. I should recall it from memory.',
+            toolCall: { name: 'recall', arguments: recallArguments },
+          }),
+        ),
+        fixed(
+          openAiStream('deepseek-reasoning.chunks.excerpt.txt', {
+            reasoning: 'The newest fact says Friday 4 December at 10:30; the Tuesday one is superseded.',
+            text: expectedAnswers['memory-recall'],
           }),
         ),
       ];

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { defineTool, startAgent, type Tool } from '@assistant/agent';
 import type { Classification } from '@assistant/config';
 import {
@@ -9,6 +12,9 @@ import {
   type ToolSpec,
   timeAwareChatModel,
 } from '@assistant/llm';
+import { consolidateItem, HashingEmbedder, MemoryIndex, memoryStores } from '@assistant/memory';
+import { FileNoteStore } from '@assistant/notes';
+import { type MemoryContext, memoryTools } from '@assistant/sdk';
 import * as z from 'zod';
 import { classify } from '../../integrations/email/src/classify.ts';
 
@@ -24,7 +30,14 @@ import { classify } from '../../integrations/email/src/classify.ts';
  * classification that validates, a tool call by name, a streamed answer), so a re-recording against a real model
  * passes too; the exact answers of the built fixtures are in {@link expectedAnswers} for the suite to compare.
  */
-export const scenarioNames = ['email-classify', 'chat-tool-stream', 'agent-two-tools', 'provider-switch'] as const;
+export const scenarioNames = [
+  'email-classify',
+  'chat-tool-stream',
+  'agent-two-tools',
+  'provider-switch',
+  'memory-extract',
+  'memory-recall',
+] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 
 /** One thing a scenario checked, and what it saw. */
@@ -95,6 +108,12 @@ export async function runScenario(
       break;
     case 'agent-two-tools':
       result = await agentTwoTools(recorded, recorder, check, options.signal);
+      break;
+    case 'memory-extract':
+      result = await memoryExtract(recorded, check, options.signal);
+      break;
+    case 'memory-recall':
+      result = await memoryRecall(recorded, recorder, check, options.signal);
       break;
     case 'provider-switch':
       result = await providerSwitch(
@@ -170,6 +189,13 @@ export const expectedAnswers = {
   'chat-tool-stream': "Ana Pereira's phone number is +351 912 345 678.",
   'agent-two-tools':
     'Your next meeting with Ana Pereira is the project review on 5 March 2026 at 15:00 (video call). Her email address is ana.pereira@example.org.',
+  'memory-extract': {
+    contacts: { created: [], observed: ['dana-okafor'] },
+    facts: ['Dana Okafor moved the owner’s dentist appointment to Friday 4 December 2026 at 10:30.'],
+    superseded: ['The owner’s dentist appointment with Dana Okafor is on Tuesday 1 December 2026 at 09:00.'],
+    tasks: ['Confirm the new dentist appointment time with Dana'],
+  },
+  'memory-recall': 'Your dentist appointment is on Friday 4 December 2026 at 10:30; it was moved from Tuesday.',
   'provider-switch': [
     'Tomorrow morning in Lisbon it will be 14 °C with light rain, so take a light jacket for your run.',
     'Yes: the afternoon forecast is dry at 19 °C, so a run after 3 pm avoids the rain.',
@@ -223,6 +249,170 @@ async function emailClassify(model: ChatModel, check: Check, signal: AbortSignal
   );
   check('evaluate is enqueued', enqueued.length === 1, JSON.stringify(enqueued));
   return answers;
+}
+
+/** The mail `memory-extract` consolidates: the dentist's practice moves an appointment memory already knows. */
+export const memoryMail = {
+  from: 'Dana Okafor <dana@brightsmile.example>',
+  subject: 'Your appointment next week',
+  body: 'Hello,\n\nDr Reis is away on Tuesday, so we have moved your appointment from Tuesday 1 December at 09:00 to Friday 4 December at 10:30. Could you confirm the new time by Wednesday 2 December?\n\nBest regards,\nDana Okafor\nBright Smile Dental',
+};
+
+/** Where memory learnt the old appointment: the id of that fact is known from it (extracted ids are deterministic). */
+export const memoryOldFactSource = 'email/work/2026/11/confirmation.md';
+
+/** The model's answer the built fixtures hold (`{{old}}` stands for the id of the fact memory already has). */
+export const memoryExtractAnswer = {
+  people: [{ name: 'Dana Okafor', email: 'dana@brightsmile.example', organisation: 'Bright Smile Dental' }],
+  facts: [
+    {
+      statement: expectedAnswers['memory-extract'].facts[0],
+      about: ['Dana Okafor', 'dentist'],
+      supersedes: ['{{old}}'],
+      confidence: 0.95,
+    },
+  ],
+  followups: [{ title: expectedAnswers['memory-extract'].tasks[0], due: '2026-12-02', about: 'Dana Okafor' }],
+};
+
+/**
+ * (e) Consolidation of a mail into memory (packages/memory): one structured call over the fenced mail and the facts
+ * memory already holds about its sender; the answer is applied to real notes in a temporary folder. Memory knows Dana
+ * and the old appointment; the mail moves it, so the new fact supersedes the old one and a follow-up is made.
+ */
+async function memoryExtract(model: ChatModel, check: Check, signal: AbortSignal | undefined): Promise<unknown> {
+  const root = await mkdtemp(path.join(tmpdir(), 'memory-extract-'));
+  try {
+    const stores = memoryStores({ notes: new FileNoteStore({ root: path.join(root, 'notes') }) });
+    const dana = await stores.contacts.create(
+      { name: 'Dana Okafor', emails: ['dana@brightsmile.example'], organisation: 'Bright Smile Dental' },
+      { by: 'extraction' },
+    );
+    const old = await stores.facts.add({
+      statement: expectedAnswers['memory-extract'].superseded[0],
+      about: [`contact:${dana.slug}`, 'topic:dentist'],
+      source: memoryOldFactSource,
+      trust: 'extracted',
+      observedAt: '2026-11-20T10:00:00.000Z',
+      confidence: 0.9,
+    });
+    const outcome = await consolidateItem({
+      stores,
+      model,
+      dataDir: path.join(root, 'data'),
+      item: {
+        source: 'email/work/2026/11/moved.md',
+        kind: 'email',
+        version: 'scenario-memory-extract-1',
+        observedAt: '2026-11-26T08:30:00.000Z',
+        people: [{ name: 'Dana Okafor', email: 'dana@brightsmile.example' }],
+        fields: { from: memoryMail.from, subject: memoryMail.subject, body: memoryMail.body },
+      },
+      nowMs: Date.parse('2026-11-26T09:00:00.000Z'),
+      ...(signal ? { signal } : {}),
+    });
+    const { facts } = await stores.facts.list({ includeSuperseded: true });
+    const created = facts.filter((fact) => outcome.facts.created.includes(fact.id));
+    const { tasks } = await stores.tasks.list();
+    check('one fact is created', created.length === 1, JSON.stringify(outcome.facts));
+    check(
+      'it supersedes the old appointment',
+      created[0]?.supersedes.includes(old.id) === true && outcome.facts.superseded.includes(old.id),
+      JSON.stringify(created[0]?.supersedes),
+    );
+    check(
+      'the sender is observed, not created again',
+      outcome.contacts.created.length === 0 && outcome.contacts.observed.includes(dana.slug),
+      JSON.stringify(outcome.contacts),
+    );
+    check(
+      'the follow-up is a task made by extraction',
+      tasks.length === 1 && tasks[0]?.created_by === 'extraction',
+      JSON.stringify(tasks),
+    );
+    return {
+      contacts: outcome.contacts,
+      facts: created.map((fact) => fact.statement),
+      superseded: facts.filter((fact) => outcome.facts.superseded.includes(fact.id)).map((fact) => fact.statement),
+      tasks: tasks.map((task) => task.title),
+    };
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * (f) A chat turn with the memory tools over a real index (hashing embedder) of real notes: the model calls `recall`,
+ * gets the moved appointment ranked above the one it supersedes, and streams its answer from it.
+ */
+async function memoryRecall(
+  model: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const root = await mkdtemp(path.join(tmpdir(), 'memory-recall-'));
+  const notes = new FileNoteStore({ root: path.join(root, 'notes') });
+  const index = new MemoryIndex({ notes, dataDir: path.join(root, 'data'), embedder: new HashingEmbedder() });
+  try {
+    const stores = memoryStores({ notes });
+    const old = await stores.facts.add({
+      statement: expectedAnswers['memory-extract'].superseded[0],
+      about: ['topic:dentist'],
+      source: memoryOldFactSource,
+      trust: 'extracted',
+      observedAt: '2026-11-20T10:00:00.000Z',
+    });
+    const moved = await stores.facts.add({
+      statement: expectedAnswers['memory-extract'].facts[0],
+      about: ['topic:dentist'],
+      source: 'email/work/2026/11/moved.md',
+      trust: 'extracted',
+      observedAt: '2026-11-26T08:30:00.000Z',
+      supersedes: [old.id],
+    });
+    await index.start();
+    const memory: MemoryContext = {
+      consolidate: [],
+      llm: 'default',
+      timeZone: ownerTimeZone,
+      context: { facts: 5, guidance: 2 },
+      stores,
+      index: async () => index,
+    };
+    const tokens: string[][] = [];
+    const handle = startAgent({
+      model,
+      label: 'chat',
+      system: 'You are Assistant, chatting with your owner. Use the tools to look things up; answer in one sentence.',
+      input: 'When is my dentist appointment?',
+      tools: memoryTools({ memory, owner: true, source: 'chats/scenario.md', timeZone: ownerTimeZone }),
+      maxSteps: 4,
+      ...(signal === undefined ? {} : { signal }),
+      onEvent: (event) => {
+        if (event.type !== 'token') return;
+        const step = tokens[event.step - 1] ?? [];
+        tokens[event.step - 1] = step;
+        step.push(event.text);
+      },
+    });
+    const result = await handle.result();
+    checkToolCalls(recorder, check, 0, ['recall']);
+    check('the turn completes', result.status === 'completed', `${result.status}: ${result.reason ?? ''}`);
+    // What recall gave the model: the moved appointment first, the old one flagged as superseded.
+    const toolMessage = JSON.stringify(recorder.requests[1]?.messages.at(-1) ?? '');
+    const movedAt = toolMessage.indexOf(moved.id);
+    const oldAt = toolMessage.indexOf(old.id);
+    check('recall ranks the replacement first', movedAt !== -1 && (oldAt === -1 || movedAt < oldAt), toolMessage);
+    const answer = result.answer ?? '';
+    const pieces = tokens[1] ?? [];
+    check('the answer arrives in pieces', pieces.length > 1, JSON.stringify(pieces));
+    check('the answer uses the recalled fact', answer.includes('Friday 4 December'), answer);
+    return answer;
+  } finally {
+    await index.close();
+    await rm(root, { recursive: true, force: true });
+  }
 }
 
 /** (b) A chat turn: the loop streams, the model calls a tool, gets its result, and streams its answer. */
@@ -426,6 +616,8 @@ function checkToolCalls(recorder: CallRecorder, check: Check, callIndex: number,
 class CallRecorder {
   readonly calls: ScenarioOutcome['calls'] = [];
   readonly deltas: string[][] = [];
+  /** What each call asked, in order. */
+  readonly requests: Parameters<ChatModel['chat']>[0][] = [];
 
   wrap(model: ChatModel): ChatModel {
     const recorder = this;
@@ -438,6 +630,7 @@ class CallRecorder {
       ...('capabilities' in model ? { capabilities: (model as { capabilities: unknown }).capabilities } : {}),
       async chat(request, options = {}) {
         const pieces: string[] = [];
+        recorder.requests.push(request);
         const onDelta = options.onDelta;
         const response = await model.chat(
           request,
