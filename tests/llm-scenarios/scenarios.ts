@@ -252,7 +252,7 @@ async function emailClassify(model: ChatModel, check: Check, signal: AbortSignal
 }
 
 /** The mail `memory-extract` consolidates: the dentist's practice moves an appointment memory already knows. */
-export const memoryMail = {
+const memoryMail = {
   from: 'Dana Okafor <dana@brightsmile.example>',
   subject: 'Your appointment next week',
   body: 'Hello,\n\nDr Reis is away on Tuesday, so we have moved your appointment from Tuesday 1 December at 09:00 to Friday 4 December at 10:30. Could you confirm the new time by Wednesday 2 December?\n\nBest regards,\nDana Okafor\nBright Smile Dental',
