@@ -21,7 +21,7 @@ async function memoryFor(configText: string) {
   const { config } = await loadConfig({ configPath });
   const notes = new FileNoteStore({ root: config.paths.notes });
   const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
   return { memory: createWorkerMemory({ config, notes, localNotes: notes, logger }), lines };
 }
 
@@ -42,10 +42,18 @@ describe("the worker's memory", () => {
   });
 
   it('consolidates nothing, and says so once, when the implied default profile does not exist', async () => {
-    const { memory, lines } = await memoryFor('data_dir: ./data\n');
-    expect(memory.context.consolidate).toEqual([]);
-    expect(lines.join('')).toContain('memory: nothing is consolidated: there is no LLM profile `default`');
-    await memory.close();
+    // No model at all: said at info, since nothing of the installation uses one.
+    const bare = await memoryFor('data_dir: ./data\n');
+    expect(bare.memory.context.consolidate).toEqual([]);
+    const [line] = bare.lines.filter((text) => text.includes('memory: nothing is consolidated'));
+    expect(line).toContain('there is no LLM profile `default`');
+    expect(JSON.parse(line ?? '{}').level).toBe(30);
+    await bare.memory.close();
+    // Models, but not the implied default: a warning, the owner likely expected consolidation.
+    const other = await memoryFor('data_dir: ./data\nllms:\n  local: {base_url: "http://127.0.0.1:9/v1", model: m}\n');
+    const [warning] = other.lines.filter((text) => text.includes('memory: nothing is consolidated'));
+    expect(JSON.parse(warning ?? '{}').level).toBe(40);
+    await other.memory.close();
   });
 
   it('uses the embeddings endpoint config.yaml names, recording its model', async () => {

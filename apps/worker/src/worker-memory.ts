@@ -30,7 +30,10 @@ export function createWorkerMemory(options: WorkerMemoryOptions): WorkerMemory {
   const { config, logger } = options;
   const profileExists = config.memory.llm in config.llms;
   if (config.memory.consolidate.length > 0 && !profileExists) {
-    logger.warn(
+    // With no LLM profile at all the installation uses no model, and memory is one more thing it does not do: said
+    // at info. With profiles but not this one, the owner likely expected consolidation: a warning.
+    const log = Object.keys(config.llms).length === 0 ? logger.info.bind(logger) : logger.warn.bind(logger);
+    log(
       { consolidate: config.memory.consolidate },
       `memory: nothing is consolidated: there is no LLM profile \`${config.memory.llm}\` (set memory.llm, or add llms.${config.memory.llm})`,
     );
