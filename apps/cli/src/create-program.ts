@@ -1,3 +1,4 @@
+import { AssistantError } from '@assistant/errors';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { CliContext } from './cli-context.ts';
 import { globalOptions } from './global-options.ts';
@@ -10,6 +11,15 @@ function integerOption(flag: string, value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 0) {
     throw new InvalidArgumentError(`${flag} expects a whole number, got \`${value}\``);
+  }
+  return parsed;
+}
+
+/** A `--limit` value: a positive whole number, or a USAGE error naming what was given. */
+function positiveLimit(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) {
+    throw new AssistantError('USAGE', `--limit must be a positive whole number, got \`${value}\``);
   }
   return parsed;
 }
@@ -809,7 +819,7 @@ export function createProgram(context: CliContext): CliProgram {
     .option('--in <folder>', 'only under this folder')
     .option('--semantic', "hybrid search by words and meaning through memory's index (prints the mode it used)")
     .option('--explain', 'with --semantic: the score parts of each hit (lexical, vector, entity)')
-    .option('--limit <n>', 'with --semantic: how many hits (default 10)', (value) => integerOption('--limit', value))
+    .option('--limit <n>', 'with --semantic: how many hits (default 10)')
     .option('--json', 'print JSON')
     .action(
       async (
@@ -820,7 +830,7 @@ export function createProgram(context: CliContext): CliProgram {
           json?: boolean;
           semantic?: boolean;
           explain?: boolean;
-          limit?: number;
+          limit?: string;
         },
         command: Command,
       ) => {
@@ -834,7 +844,8 @@ export function createProgram(context: CliContext): CliProgram {
             where: options.where,
             ...(options.in === undefined ? {} : { folder: options.in }),
             ...(options.explain === undefined ? {} : { explain: options.explain }),
-            ...(options.limit === undefined ? {} : { limit: options.limit }),
+            // Checked when the command runs (a USAGE error), as the other --limit options are.
+            ...(options.limit === undefined ? {} : { limit: positiveLimit(options.limit) }),
             ...(options.json === undefined ? {} : { json: options.json }),
           });
         }

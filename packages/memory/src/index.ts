@@ -1,4 +1,5 @@
-// index: hybrid retrieval (BM25, embeddings, entity overlap) over a rebuildable cache under data/memory/index/.
+// Memory (docs/memory.md): the contract types, the stores and consolidation, and the hybrid index over a rebuildable
+// cache under data/memory/index/ (docs/memory-index.md).
 
 export {
   type ConsolidateItemOptions,

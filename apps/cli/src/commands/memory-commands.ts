@@ -160,7 +160,7 @@ export async function contactsMergeCommand(
   await withMemory(options, async ({ memory, log }) => {
     if (options.into === options.from) {
       throw new AssistantError('USAGE', `cannot merge ${options.into} into itself`, {
-        hint: 'assistant contacts merge INTO FROM: FROM is merged into INTO',
+        hint: 'FROM is merged into INTO: assistant contacts merge INTO FROM',
       });
     }
     // Both must exist: NOT_FOUND names the one that does not.
