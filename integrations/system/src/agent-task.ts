@@ -13,6 +13,7 @@ import {
   fenceUntrusted,
   findModelUnavailable,
   type HandlerContext,
+  memoryPromptContext,
   memoryTools,
   noteTools,
   type Tool,
@@ -76,7 +77,11 @@ export async function runAgentTask(context: HandlerContext) {
     ...agentMemoryTools(context, chain),
   ];
   const handle = context.agent({
-    system: persona === undefined || persona.source === 'built in' ? defaultSystem : persona.instructions,
+    system: await withMemory(
+      context,
+      persona === undefined || persona.source === 'built in' ? defaultSystem : persona.instructions,
+      prompt,
+    ),
     input: prompt,
     ...((profile ?? persona?.profile) ? { profile: (profile ?? persona?.profile) as string } : {}),
     // The persona's budget is the most its loop may spend: a payload may ask for fewer steps, never more.
@@ -184,6 +189,22 @@ function agentMemoryTools(context: HandlerContext, chain: GrantChain | undefined
   }).filter((tool) => chain === undefined || grants(chain, tool.name));
 }
 
+/**
+ * The system prompt with what memory holds that bears on the task (docs/memory.md): the owner's guidance and the most
+ * relevant facts, fenced by who stands behind them, as a chat turn gets them. Memory failing (an index that cannot
+ * start) leaves the loop without it rather than failing the task.
+ */
+async function withMemory(context: HandlerContext, system: string, task: string): Promise<string> {
+  if (context.memory === undefined) return system;
+  try {
+    const remembered = await memoryPromptContext({ memory: context.memory, texts: [task], signal: context.signal });
+    return remembered === undefined ? system : `${system}\n\n${remembered}`;
+  } catch (error) {
+    context.log.warn('memory context left out', { error: error instanceof Error ? error.message : String(error) });
+    return system;
+  }
+}
+
 async function mcpToolsOf(context: HandlerContext, servers: readonly string[]): Promise<Tool[]> {
   if (servers.length === 0) return [];
   return context.mcpTools(servers).catch((error: unknown) => {
@@ -281,7 +302,7 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
     }).filter((tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name)),
   ];
   const handle = context.agent({
-    system: childSystem(persona, record),
+    system: await withMemory(context, childSystem(persona, record), record.task),
     input: childInput(record),
     label: persona.name,
     // Named after the child, not the task: a second task for the same child resumes this transcript.

@@ -93,7 +93,7 @@ export async function memoryPromptContext(options: MemoryPromptOptions): Promise
       { maxChars: maxItemChars, ...(options.nonce === undefined ? {} : { nonce: options.nonce }) },
     );
     sections.push(
-      `Facts extracted from mail, chat and GitHub: they may be wrong or out of date; ${fenced.instruction.replace('data to classify', 'data')}`,
+      `Facts extracted from mail, chat and GitHub: they may be wrong or out of date. ${fenced.instruction.replace('data to classify', 'data')}`,
       fenced.text,
     );
   }
