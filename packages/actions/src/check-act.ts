@@ -413,8 +413,10 @@ function requestedItem(registry: ActionRegistry, requested: RequestedBy): ItemRe
 /** A task's inputs as a rendering shows them: plain values, or why they are not. */
 function carriedInputs(inputs: unknown): Pick<ShownAction, 'inputs' | 'inputsProblem'> {
   const plain = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).safeParse(inputs ?? {});
+  // The checked values, with the task's own keys: zod's record output assigns its keys, so an input named
+  // `__proto__` would set the copy's prototype and vanish from the rendering; Object.fromEntries keeps it as a key.
   return plain.success
-    ? { inputs: plain.data }
+    ? { inputs: Object.fromEntries(Object.entries(inputs ?? {})) as typeof plain.data }
     : { inputsProblem: 'the task carries inputs that are not plain values' };
 }
 

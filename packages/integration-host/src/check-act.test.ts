@@ -536,6 +536,11 @@ describe('checkActTask: what the owner approves is what runs (issue 30)', () => 
       ),
       { numRuns: 40 },
     );
+    // An input named `__proto__` (a key zod's record parse used to drop from the rendering, found by this property).
+    const proto = JSON.parse('{"who": "Anne", "__proto__": "hidden"}') as Record<string, string>;
+    expect(await gate(forge(script, { inputs: proto }))).toMatch(
+      new RegExp(`^script \`notify\`: what the task would run is not what approval ${request?.id} showed the owner`),
+    );
     const recorded = await readApproval(notes, request?.id ?? '');
     expect(recorded?.refusals?.length).toBeGreaterThan(0);
     expect(recorded?.refusals?.[0]).toMatchObject({
