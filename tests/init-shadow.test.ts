@@ -54,10 +54,13 @@ const tasksBody = z.object({ tasks: z.array(z.object({ type: z.string() })) });
 describe('assistant init, then shadow mode on a Maildir', () => {
   it('init --yes writes a working config in shadow mode; start and a trigger take 0 actions and show one proposal per mail', async () => {
     await using model = await FakeOpenAiServer.start({
-      // Every classification says newsletter, so init's rule "archive newsletters" matches each mail.
+      // Every classification says newsletter, so init's rule "archive newsletters" matches each mail; memory's
+      // consolidation (on by default, a structured call asking for `people`) learns nothing from a newsletter.
       respond: (request) =>
         request.body.response_format
-          ? { json: { human: 0.05, requires_response: false, newsletter: true, urgent: false } }
+          ? JSON.stringify(request.body.response_format).includes('"people"')
+            ? { json: { people: [], facts: [], followups: [] } }
+            : { json: { human: 0.05, requires_response: false, newsletter: true, urgent: false } }
           : { text: 'a reply' },
     });
     await using dir = await tempDir();
