@@ -7,12 +7,8 @@ export {
   checkDue,
   contactDetail,
   contactNamed,
-  type DueWindow,
-  dueStanding,
-  dueWindows,
   normaliseAbout,
   ownerTaskNamed,
-  tasksDue,
 } from './memory/owner-memory.ts';
 export { type OwnerMemory, openOwnerMemory } from './memory/server-memory.ts';
 export { type RunServerOptions, runServer } from './run-server.ts';

@@ -1,3 +1,4 @@
+export { dayIn } from '@assistant/memory';
 export type {
   ChatConsole,
   ChatSteerAction,
@@ -77,7 +78,7 @@ export {
   type MemoryTasks,
 } from './memory-context.ts';
 export { type MemoryPromptOptions, memoryPromptContext } from './memory-prompt.ts';
-export { dayIn, type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-tools.ts';
+export { type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-tools.ts';
 export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';
 export { resolvePauseTarget } from './pause-targets.ts';

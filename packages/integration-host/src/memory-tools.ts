@@ -1,5 +1,5 @@
 import { defineTool, type Tool } from '@assistant/agent';
-import type { Contact, Fact, OwnerTask } from '@assistant/memory';
+import { type Contact, dayIn, type Fact, type OwnerTask, tasksDue } from '@assistant/memory';
 import * as z from 'zod';
 import type { MemoryContext } from './memory-context.ts';
 
@@ -145,18 +145,10 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
       }),
       run: async ({ due, status }) => {
         const { tasks, problems } = await memory.stores.tasks.list({ status });
-        const today = dayIn(now(), options.timeZone ?? 'UTC');
-        const weekEnd = addDays(today, 7);
-        const chosen = tasks
-          .filter((task) => {
-            if (due === 'all') return true;
-            if (task.due === undefined) return false;
-            const day = task.due.length === 10 ? task.due : dayIn(Date.parse(task.due), options.timeZone ?? 'UTC');
-            if (due === 'overdue') return day < today;
-            if (due === 'today') return day <= today;
-            return day < weekEnd;
-          })
-          .sort((a, b) => (a.due ?? '9999').localeCompare(b.due ?? '9999'));
+        const timeZone = options.timeZone ?? 'UTC';
+        const nowMs = now();
+        const today = dayIn(nowMs, timeZone);
+        const chosen = tasksDue({ tasks, due, nowMs, timeZone });
         return {
           today,
           tasks: chosen.slice(0, 50).map(taskSummary),
@@ -271,13 +263,4 @@ function slugOf(text: string): string {
       .replace(/^-+|-+$/g, '')
       .slice(0, 60) || 'general'
   );
-}
-
-/** `YYYY-MM-DD` of an instant in a time zone. */
-export function dayIn(ms: number, timeZone: string): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ms);
-}
-
-function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 }

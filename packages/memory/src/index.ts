@@ -48,5 +48,6 @@ export {
 export { type FactStore, factStore, type NewFact } from './stores/fact-store.ts';
 export { type GuidanceStore, guidanceStore } from './stores/guidance-store.ts';
 export { type MemoryStores, memoryStores } from './stores/memory-stores.ts';
+export { type DueWindow, dayIn, dueStanding, dueWindows, tasksDue } from './stores/owner-task-due.ts';
 export { type NewOwnerTask, type OwnerTaskStore, ownerTaskStore } from './stores/owner-task-store.ts';
 // end stores

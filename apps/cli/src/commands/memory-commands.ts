@@ -1,18 +1,23 @@
 import { AssistantError } from '@assistant/errors';
-import type { Contact, MemoryProblem, MemorySearchResult, OwnerTask } from '@assistant/memory';
+import {
+  type Contact,
+  type DueWindow,
+  dueStanding,
+  dueWindows,
+  type MemoryProblem,
+  type MemorySearchResult,
+  type OwnerTask,
+  tasksDue,
+} from '@assistant/memory';
 import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import {
   checkDue,
   contactDetail,
   contactNamed,
-  type DueWindow,
-  dueStanding,
-  dueWindows,
   normaliseAbout,
   type OwnerMemory,
   openOwnerMemory,
   ownerTaskNamed,
-  tasksDue,
 } from '@assistant/server';
 import type { CliContext } from '../cli-context.ts';
 import type { GlobalOptions } from '../global-options.ts';

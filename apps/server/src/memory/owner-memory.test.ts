@@ -1,6 +1,6 @@
-import type { OwnerTask } from '@assistant/memory';
+import { dueStanding, type OwnerTask, tasksDue } from '@assistant/memory';
 import { describe, expect, it } from 'vitest';
-import { checkDue, dueStanding, tasksDue } from './owner-memory.ts';
+import { checkDue } from './owner-memory.ts';
 
 function task(id: string, due: string | undefined, title = id): OwnerTask {
   return {

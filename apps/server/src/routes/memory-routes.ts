@@ -1,4 +1,4 @@
-import type { Fact, OwnerTask } from '@assistant/memory';
+import { type DueWindow, dueStanding, dueWindows, type Fact, type OwnerTask, tasksDue } from '@assistant/memory';
 import type { HumanLog } from '@assistant/notes';
 import * as z from 'zod';
 import type { AssistantServer } from '../create-server.ts';
@@ -6,13 +6,9 @@ import {
   checkContactSlug,
   contactDetail,
   contactNamed,
-  type DueWindow,
   duePattern,
-  dueStanding,
-  dueWindows,
   normaliseAbout,
   ownerTaskNamed,
-  tasksDue,
 } from '../memory/owner-memory.ts';
 import type { OwnerMemory } from '../memory/server-memory.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';

@@ -1,6 +1,6 @@
-import type { OwnerTask } from '@assistant/memory';
+import { type OwnerTask, tasksDue } from '@assistant/memory';
 import type { FastifyRequest } from 'fastify';
-import { tasksDue } from '../../memory/owner-memory.ts';
+
 import type { DashboardContext } from '../dashboard-context.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';

@@ -1,5 +1,5 @@
 import { AssistantError } from '@assistant/errors';
-import type { Contact, MemoryProblem, OwnerTask } from '@assistant/memory';
+import { type Contact, dueStanding, type MemoryProblem, type OwnerTask, tasksDue } from '@assistant/memory';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../create-server.ts';
 import {
@@ -7,10 +7,8 @@ import {
   checkDue,
   contactDetail,
   contactNamed,
-  dueStanding,
   type FactView,
   ownerTaskNamed,
-  tasksDue,
 } from '../../memory/owner-memory.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, redirectAfterPost } from '../dashboard-route.ts';
