@@ -1,71 +1,28 @@
 import type { MemoryDomain } from '@assistant/config';
 import type {
-  Contact,
-  Fact,
-  Guidance,
-  MemoryProblem,
+  ContactBook,
+  FactStore,
+  GuidanceStore,
   MemorySearchOptions,
   MemorySearchResult,
-  OwnerTask,
-  Trust,
+  OwnerTaskStore,
 } from '@assistant/memory';
 
 // What handlers see of memory (docs/memory.md). These are the parts of @assistant/memory's stores and index that
-// the tools, the chat context and the consolidation enqueue use, written here as interfaces so a handler depends on
-// what it calls, not on the classes (the worker passes the real ones; tests may pass a fake).
+// the tools, the chat context and the consolidation enqueue use, picked from the stores' own types so a handler depends
+// on what it calls (the worker passes the real ones; tests may pass a fake).
 
-/** The contact book: `contacts/<slug>.md`. */
-export interface MemoryContacts {
-  list(): Promise<{ contacts: Contact[]; problems: MemoryProblem[] }>;
-  get(slug: string): Promise<Contact | undefined>;
-  /** Follows `merged_into` to the primary contact. */
-  resolve(slug: string): Promise<Contact | undefined>;
-  find(query: {
-    name?: string;
-    email?: string;
-    handle?: { platform: string; value: string };
-  }): Promise<Array<{ contact: Contact; score: number; why: string }>>;
-}
+/** The contact book: `contacts/<slug>.md` (the parts handlers use of the real one). */
+export type MemoryContacts = Pick<ContactBook, 'list' | 'get' | 'resolve' | 'find'>;
 
 /** `facts/<id>.md`: never deleted, superseded by newer facts. */
-export interface MemoryFacts {
-  list(options?: {
-    about?: string;
-    includeSuperseded?: boolean;
-  }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
-  get(id: string): Promise<Fact | undefined>;
-  add(fact: {
-    statement: string;
-    about: string[];
-    source: string;
-    trust: Trust;
-    observedAt?: string;
-    confidence?: number;
-    supersedes?: string[];
-  }): Promise<Fact>;
-}
+export type MemoryFacts = Pick<FactStore, 'list' | 'get' | 'add'>;
 
 /** `tasks/<id>.md`: the owner's follow-ups (not queue tasks). */
-export interface MemoryTasks {
-  list(options?: {
-    status?: OwnerTask['status'];
-    dueBefore?: string;
-  }): Promise<{ tasks: OwnerTask[]; problems: MemoryProblem[] }>;
-  add(task: {
-    title: string;
-    due?: string;
-    about?: string[];
-    source?: string;
-    createdBy: OwnerTask['created_by'];
-    body?: string;
-  }): Promise<OwnerTask>;
-}
+export type MemoryTasks = Pick<OwnerTaskStore, 'list' | 'add'>;
 
 /** `guidance/<name>.md`: the owner's standing instructions. */
-export interface MemoryGuidance {
-  list(): Promise<{ guidance: Guidance[]; problems: MemoryProblem[] }>;
-  get(name: string): Promise<Guidance | undefined>;
-}
+export type MemoryGuidance = Pick<GuidanceStore, 'list' | 'get'>;
 
 export interface MemoryStoresView {
   contacts: MemoryContacts;

@@ -1,63 +1,22 @@
 import { AssistantError } from '@assistant/errors';
-import type { Contact, Fact, MemoryProblem, OwnerTask, Trust } from '@assistant/memory';
+import type {
+  Contact,
+  ContactBook,
+  Fact,
+  FactStore,
+  MemoryProblem,
+  OwnerTask,
+  OwnerTaskStore,
+} from '@assistant/memory';
 
-// What the owner's surfaces (CLI, REST, dashboard) use of @assistant/memory's stores, written as interfaces so they
-// depend on what they call (memoryStores() returns the real ones; see docs/memory.md), and the views the three
-// surfaces share: one contact with everything known about them, and the owner's tasks by due date.
+// What the owner's surfaces (CLI, REST, dashboard) use of @assistant/memory's stores, and the views the three
+// surfaces share: one contact with everything known about them, and an owner's task by id (docs/memory.md).
 
-interface OwnerContacts {
-  list(): Promise<{ contacts: Contact[]; problems: MemoryProblem[] }>;
-  /** The note as written (a merged contact keeps its own note). */
-  get(slug: string): Promise<Contact | undefined>;
-  /** Reversible: `from` gets `merged_into`, `into` gets `merged_from`; both notes otherwise untouched. */
-  merge(options: { into: string; from: string }): Promise<{ into: Contact; from: Contact }>;
-  /** Removes exactly the links a merge added. */
-  unmerge(options: { slug: string }): Promise<unknown>;
-}
-
-interface OwnerFacts {
-  list(options?: {
-    about?: string;
-    includeSuperseded?: boolean;
-  }): Promise<{ facts: Fact[]; problems: MemoryProblem[] }>;
-  add(fact: {
-    statement: string;
-    about: string[];
-    source: string;
-    trust: Trust;
-    observedAt?: string;
-    confidence?: number;
-    supersedes?: string[];
-  }): Promise<Fact>;
-  /** Old fact id → the id of the fact that supersedes it. */
-  supersededBy(): Map<string, string> | Promise<Map<string, string>>;
-}
-
-interface OwnerTasks {
-  list(options?: {
-    status?: OwnerTask['status'];
-    dueBefore?: string;
-  }): Promise<{ tasks: OwnerTask[]; problems: MemoryProblem[] }>;
-  get(id: string): Promise<OwnerTask | undefined>;
-  add(task: {
-    title: string;
-    due?: string;
-    about?: string[];
-    source?: string;
-    createdBy: OwnerTask['created_by'];
-    body?: string;
-  }): Promise<OwnerTask>;
-  update(
-    id: string,
-    changes: { status?: OwnerTask['status']; due?: string | null; title?: string },
-  ): Promise<OwnerTask>;
-}
-
-/** The stores the owner's surfaces read and write. */
+/** The stores the owner's surfaces read and write: the parts of the real ones (memoryStores()) they call. */
 export interface OwnerMemoryStores {
-  contacts: OwnerContacts;
-  facts: OwnerFacts;
-  tasks: OwnerTasks;
+  contacts: Pick<ContactBook, 'list' | 'get' | 'merge' | 'unmerge'>;
+  facts: Pick<FactStore, 'list' | 'add' | 'supersededBy'>;
+  tasks: Pick<OwnerTaskStore, 'list' | 'get' | 'add' | 'update'>;
 }
 
 /** A fact with the id of the fact that replaced it, when one did. */
