@@ -58,6 +58,12 @@ describe('memory evaluation set', () => {
     expect(report.dedupe.f1).toBeGreaterThanOrEqual(0.95);
   });
 
+  it("makes no contact of a no-reply sender, a newsletter or the owner's own handle; only the phishing sender's is left", () => {
+    // The newsletter, the airline's and the bank's no-reply addresses and `jreyes` were contacts before (5). The
+    // phishing sender writes from an ordinary address; nothing in the item says it is no person.
+    expect(report.unmentionedContacts).toEqual(['northwind-security-team']);
+  });
+
   it('ranks a superseded fact above its replacement in at most 2 % of the cases', () => {
     for (const figures of report.retrieval) {
       expect(figures.supersededAbove.rate, `${figures.embedder} over ${figures.scope}`).toBeLessThanOrEqual(0.02);

@@ -149,4 +149,82 @@ worker: {shutdown_grace: 2s, poll_interval: 50ms}
     // The owner's message was consolidated after the turn.
     expect(await queue.list({ state: 'done', type: 'memory.consolidate' })).toHaveLength(2);
   });
+
+  // The instance that runs memory is whatever config.yaml names it; with none enabled nothing is enqueued.
+  async function runRenamed(memoryInstance: string) {
+    const model = await FakeOpenAiServer.start({
+      respond: (request): FakeReply => {
+        if (schemaKeys(request).includes('people')) {
+          // The model lists the owner (the mail account's login) too: never a contact.
+          return {
+            json: {
+              people: [
+                { name: 'Bob Stone', email: 'bob@stone.example' },
+                { name: 'Alice', email: 'Alice@Example.test' },
+              ],
+              facts: [],
+              followups: [],
+            },
+          };
+        }
+        return { json: { human: 0.95, requires_response: true, newsletter: false, urgent: false } };
+      },
+    });
+    const dir = await tempDir();
+    await dir.write('Maildir/new/1795000000.0.test', mail);
+    const config = await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+llms:
+  default: {base_url: "${model.url}", model: fake-model}
+integrations:
+  - type: email
+    name: local
+    maildir: ./Maildir
+    username: alice@example.test
+    window: 3650d
+${memoryInstance}
+worker: {shutdown_grace: 2s, poll_interval: 50ms}
+`,
+    );
+    const cli = (args: string[]) => runCli(args, { cwd: dir.path });
+    expect((await cli(['trigger', 'local', 'inbox'])).code).toBe(0);
+    const work = await cli(['work', '--exit-when-idle']);
+    expect(work.code, work.stderr).toBe(0);
+    const runtime = await loadRuntime({ installation, configPath: config, cwd: dir.path });
+    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    const notes = new FileNoteStore({ root: runtime.config.paths.notes });
+    return {
+      work,
+      queue,
+      notes,
+      async [Symbol.asyncDispose]() {
+        await dir[Symbol.asyncDispose]();
+        await model[Symbol.asyncDispose]();
+      },
+    };
+  }
+
+  it('sends consolidation to the memory instance config.yaml renamed, and never makes the owner a contact', {
+    timeout: 120_000,
+  }, async () => {
+    await using run = await runRenamed('  - {type: memory, name: recall-keeper}');
+    expect(await run.queue.list({ state: 'failed' })).toEqual([]);
+    const consolidated = await run.queue.list({ state: 'done', type: 'memory.consolidate' });
+    const records = await Promise.all(consolidated.map((entry) => run.queue.get(entry.name?.id ?? '')));
+    expect(records.map((record) => record?.task?.integration)).toEqual(['recall-keeper']);
+    const contacts = await run.notes.query({ folder: 'contacts' });
+    expect(contacts.map((note) => note.data.name)).toEqual(['Bob Stone']);
+  });
+
+  it('enqueues no consolidation when the memory instance is disabled, and says so once', {
+    timeout: 120_000,
+  }, async () => {
+    await using run = await runRenamed('  - {type: memory, name: memory, enabled: false}');
+    expect(await run.queue.list({ state: 'failed' })).toEqual([]);
+    expect(await run.queue.list({ state: 'pending' })).toEqual([]);
+    expect(await run.queue.list({ type: 'memory.consolidate' })).toEqual([]);
+    const said = `${run.work.stdout}${run.work.stderr}`.match(/no enabled instance of the memory integration/g) ?? [];
+    expect(said).toHaveLength(1);
+  });
 });

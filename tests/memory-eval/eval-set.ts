@@ -56,6 +56,8 @@ const emailItemSchema = z.strictObject({
   source: z.string().min(1),
   from: z.strictObject({ name: z.string(), email: z.string() }),
   subject: z.string(),
+  /** The mail offers List-Unsubscribe (a newsletter): the note's `has_list_unsubscribe`. */
+  list_unsubscribe: z.boolean().optional(),
 });
 
 const githubItemSchema = z.strictObject({
@@ -76,6 +78,8 @@ const chatItemSchema = z.strictObject({
 const itemSchema = z.discriminatedUnion('kind', [emailItemSchema, githubItemSchema, chatItemSchema]);
 
 const ownerSchema = z.strictObject({
+  /** config.yaml's `memory.owner_identities`: the owner's own addresses and `platform:handle`s. */
+  identities: z.array(z.string()).default([]),
   facts: z.array(z.strictObject({ gold: z.string(), statement: z.string(), about: z.array(z.string()) })),
   contacts: z.array(
     z.strictObject({

@@ -156,6 +156,7 @@ async function consolidationItemFor(notes: FileNoteStore, item: EvalItem, index:
       from: `${item.from.name} <${item.from.email}>`,
       from_address: item.from.email,
       subject: item.subject,
+      ...(item.list_unsubscribe ? { has_list_unsubscribe: true } : {}),
       date: item.observedAt,
       content_hash: contentHash(`${item.subject}\n${item.text}`),
       body_excerpt: item.text,
@@ -336,6 +337,7 @@ async function consolidateEvalSet(options: {
       model,
       item: consolidationItem,
       dataDir,
+      ownerIdentities: set.owner.identities,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const prompt = current.prompt ?? '';

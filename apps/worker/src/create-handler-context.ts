@@ -39,6 +39,7 @@ import {
   type HandlerContext,
   type IntegrationRegistry,
   type MemoryContext,
+  memoryInstanceOf,
   noteTranscript,
   type RuntimeInstance,
   type ScriptsContext,
@@ -270,7 +271,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       ? { agents: agentsContext(services, task, parking, logger) }
       : {}),
     // Memory's stores hold what the owner wrote about people: code shipped with Assistant only.
-    ...(services.memory && isBuiltin ? { memory: services.memory } : {}),
+    ...(services.memory && isBuiltin ? { memory: memoryFor(services.memory, services) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -635,5 +636,31 @@ function agentsContext(
         );
       }
     },
+  };
+}
+
+/**
+ * The worker's memory as a builtin handler sees it, with what only config.yaml and the registry know: the instance
+ * that runs `memory.consolidate` (whatever config.yaml names it; null when none is enabled) and the owner's own
+ * identities (`memory.owner_identities`, and the email instances' logins that are addresses).
+ */
+function memoryFor(memory: MemoryContext, services: WorkerServices): MemoryContext {
+  const { registry, config } = services;
+  const logins = config.integrations.flatMap((instance) => {
+    const login = instance.type === 'email' ? instance.settings.username : undefined;
+    return typeof login === 'string' && login.includes('@') ? [login.trim().toLowerCase()] : [];
+  });
+  return {
+    consolidate: memory.consolidate,
+    llm: memory.llm,
+    timeZone: memory.timeZone,
+    context: memory.context,
+    // The stores are made on first use: read through, not copied.
+    get stores() {
+      return memory.stores;
+    },
+    index: memory.index,
+    ...(registry ? { instance: memoryInstanceOf(registry.instances()) } : {}),
+    ownerIdentities: [...new Set([...(config.memory.ownerIdentities ?? []), ...logins])],
   };
 }

@@ -1,5 +1,6 @@
 import { chatModes, personaNamePattern } from '@assistant/chat';
 import {
+  enqueueConsolidation,
   type HandlerContext,
   type JsonValue,
   memoryPromptContext,
@@ -107,7 +108,7 @@ export async function runChatTurn(context: HandlerContext<JsonValue, ChatSetting
 
 /**
  * After the turn: `memory.consolidate {conversation, message}` for the task's message when it is the owner's and
- * config.yaml's `memory.consolidate` names chat. Each accepted message has its own turn task, so every owner message
+ * config.yaml's `memory.consolidate` names chat, for the instance that runs memory. Each accepted message has its own turn task, so every owner message
  * of a batch is consolidated once; consolidation itself is idempotent per message.
  */
 async function consolidateOwnerMessage(
@@ -119,7 +120,7 @@ async function consolidateOwnerMessage(
   if (!memory?.consolidate.includes('chat') || !context.chat) return;
   const conversation = await context.chat.conversations.get(payload.conversation);
   if (!isOwner(conversation, settings)) return;
-  await context.enqueue({ type: 'memory.consolidate', payload, integration: 'memory' });
+  await enqueueConsolidation(context, { domain: 'chat', ...payload });
 }
 
 /**

@@ -47,6 +47,7 @@ export async function runConsolidateTask(context: HandlerContext<JsonValue>): Pr
     item,
     signal: context.signal,
     dataDir: context.dataDir,
+    ownerIdentities: memory.ownerIdentities ?? [],
   });
   if (outcome.skipped === undefined) {
     // Slugs become the names the owner knows them by.

@@ -55,6 +55,7 @@ describe('memory', () => {
     expect(result.config?.memory).toEqual({
       consolidate: ['email', 'github', 'chat'],
       llm: 'default',
+      ownerIdentities: [],
       context: { facts: 5, guidance: 2 },
     });
   });
@@ -72,7 +73,23 @@ describe('memory', () => {
       text: `${llms}  small:\n    base_url: http://127.0.0.1:11434/v1\n    model: qwen2.5\nmemory:\n  consolidate: [email]\n  llm: small\n  context: {facts: 8, guidance: 0}\n`,
     });
     expect(result.errors.map(formatProblem)).toEqual([]);
-    expect(result.config?.memory).toEqual({ consolidate: ['email'], llm: 'small', context: { facts: 8, guidance: 0 } });
+    expect(result.config?.memory).toEqual({
+      consolidate: ['email'],
+      llm: 'small',
+      ownerIdentities: [],
+      context: { facts: 8, guidance: 0 },
+    });
+  });
+
+  it("reads the owner's identities, lower-cased, and names the line of one that is neither address nor handle", () => {
+    const good = parseConfig({ text: `${llms}memory:\n  owner_identities: [Me@Example.org, github:JReyes]\n` });
+    expect(good.errors.map(formatProblem)).toEqual([]);
+    expect(good.config?.memory.ownerIdentities).toEqual(['me@example.org', 'github:jreyes']);
+    const bad = parseConfig({ text: `${llms}memory:\n  owner_identities: [me@example.org, jreyes]\n` });
+    const problems = bad.errors.map(formatProblem).join('\n');
+    expect(problems).toContain('config.yaml:6:');
+    expect(problems).toContain('memory.owner_identities');
+    expect(problems).toContain('platform:handle');
   });
 
   it('names the line and the valid domains for one it does not know', () => {
@@ -100,7 +117,7 @@ describe('memory', () => {
 
   it('survives a round trip through the serializer', () => {
     const result = parseConfig({
-      text: `${llms}embeddings: {base_url: http://127.0.0.1:11434/v1, model: nomic-embed-text}\nmemory: {consolidate: [chat], context: {facts: 3}}\n`,
+      text: `${llms}embeddings: {base_url: http://127.0.0.1:11434/v1, model: nomic-embed-text}\nmemory: {consolidate: [chat], owner_identities: [github:jreyes], context: {facts: 3}}\n`,
     });
     if (!result.config) throw new Error('no config');
     const again = parseConfig({ text: serializeConfig(result.config) });

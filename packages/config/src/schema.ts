@@ -258,6 +258,22 @@ const memorySchema = z
       .transform((value): MemoryDomain[] => (value === undefined ? [...memoryDomains] : (value ?? []))),
     /** The LLM profile consolidation uses. @default default */
     llm: identifier.default('default'),
+    /**
+     * The owner's own addresses and handles (`me@example.org`, `github:jreyes`): consolidation never makes a contact
+     * of them. The email instances' logins that are addresses count too. @default []
+     */
+    owner_identities: orEmpty(
+      z.array(
+        z
+          .string()
+          .trim()
+          .regex(/^([^\s@:]+@[^\s@]+\.[^\s@]+|[a-z][a-z0-9_-]*:[^\s:@]+)$/i, {
+            error: 'expected an address (me@example.org) or a handle as platform:handle (github:jreyes)',
+          })
+          .transform((value) => value.toLowerCase()),
+      ),
+      () => [],
+    ),
     /** How many facts and guidance notes go into a chat turn's context. */
     context: z
       .strictObject({
@@ -266,7 +282,12 @@ const memorySchema = z
       })
       .prefault({}),
   })
-  .transform((value) => ({ consolidate: value.consolidate, llm: value.llm, context: value.context }));
+  .transform((value) => ({
+    consolidate: value.consolidate,
+    llm: value.llm,
+    ownerIdentities: value.owner_identities,
+    context: value.context,
+  }));
 export type MemoryConfig = z.output<typeof memorySchema>;
 
 // ------------------------------------------------------------------------------------ classifications

@@ -225,6 +225,7 @@ function toPlain(config: Config): Plain {
       // The implied `default` stays implied: written out, it would be checked as a profile named by hand, and a
       // config without any LLM would no longer load.
       llm: config.memory.llm === 'default' ? undefined : config.memory.llm,
+      owner_identities: config.memory.ownerIdentities.length > 0 ? config.memory.ownerIdentities : undefined,
       context: { facts: config.memory.context.facts, guidance: config.memory.context.guidance },
     }),
     // Hooks are kept as written (@assistant/hooks normalises them), `!yolo` tags included.

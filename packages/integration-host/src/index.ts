@@ -76,6 +76,7 @@ export {
   type MemorySearch,
   type MemoryStoresView,
   type MemoryTasks,
+  memoryInstanceOf,
 } from './memory-context.ts';
 export { type MemoryPromptOptions, memoryPromptContext } from './memory-prompt.ts';
 export { type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-tools.ts';

@@ -53,6 +53,17 @@ export interface MemoryContext {
   consolidate: readonly MemoryDomain[];
   /** The LLM profile consolidation uses. */
   llm: string;
+  /**
+   * The instance that runs `memory.consolidate`: the first enabled instance of the memory integration (`memory`
+   * unless config.yaml renames it). `null` when none is enabled: consolidation is not enqueued then. Absent when the
+   * context does not know the instances (a worker without a registry, a test): the default name `memory`.
+   */
+  instance?: string | null;
+  /**
+   * The owner's own addresses and handles (`memory.owner_identities` and the email instances' logins that are
+   * addresses): never made a contact. @default []
+   */
+  ownerIdentities?: readonly string[];
   /** The owner's time zone (`owner.timezone`): what "today" is for due tasks. */
   timeZone: string;
   /** How many facts and guidance notes a chat turn gets in its context. */
@@ -65,20 +76,57 @@ export interface MemoryContext {
 /** The task type consolidation runs as (integrations/memory). */
 export const consolidateTaskType = 'memory.consolidate';
 
+/** The memory integration's default instance (its manifest's `default_instance`). */
+const defaultMemoryInstance = 'memory';
+
+/** The memory contexts (by their shared index function: one per worker) already told there is no instance. */
+const toldNoInstance = new WeakSet<object>();
+
 /**
- * Enqueues `memory.consolidate {note}` for an email or GitHub item when config.yaml's `memory.consolidate` names the
- * domain. Consolidation is idempotent per item version, so a second enqueue of the same note costs a file read.
+ * Enqueues `memory.consolidate` for an email or GitHub item (`{note}`) or an owner's chat message
+ * (`{conversation, message}`) when config.yaml's `memory.consolidate` names the domain, for the instance that runs
+ * the memory integration whichever instance collected the item. When no memory instance is enabled (the owner
+ * disabled it), nothing is enqueued, with one info line per worker: a task for an instance that does not exist would
+ * only fail. Consolidation is idempotent per item version, so a second enqueue of the same item costs a file read.
  */
 export async function enqueueConsolidation(
   context: {
     memory?: MemoryContext;
-    enqueue(options: { type: string; payload: { note: string }; integration: string }): Promise<unknown>;
+    enqueue(options: {
+      type: string;
+      payload: { note: string } | { conversation: string; message: string };
+      integration: string;
+    }): Promise<unknown>;
+    logger?: { info(message: string): void };
   },
-  options: { domain: string; notePath: string },
+  options: { domain: string } & ({ notePath: string } | { conversation: string; message: string }),
 ): Promise<boolean> {
   const memory = context.memory;
   if (!memory || !(memory.consolidate as readonly string[]).includes(options.domain)) return false;
-  // The memory integration's default instance runs it, whichever instance collected the item.
-  await context.enqueue({ type: consolidateTaskType, payload: { note: options.notePath }, integration: 'memory' });
+  const instance = memory.instance === undefined ? defaultMemoryInstance : memory.instance;
+  if (instance === null) {
+    if (!toldNoInstance.has(memory.index)) {
+      toldNoInstance.add(memory.index);
+      context.logger?.info(
+        'memory: items are not consolidated: no enabled instance of the memory integration in config.yaml (memory.consolidate is set)',
+      );
+    }
+    return false;
+  }
+  const payload =
+    'notePath' in options
+      ? { note: options.notePath }
+      : { conversation: options.conversation, message: options.message };
+  await context.enqueue({ type: consolidateTaskType, payload, integration: instance });
   return true;
+}
+
+/**
+ * The instance that runs the memory integration's tasks: the first enabled instance of type `memory` (config.yaml's
+ * order, then the default instance), or null when there is none.
+ */
+export function memoryInstanceOf(
+  instances: readonly { name: string; domain: string; enabled: boolean }[],
+): string | null {
+  return instances.find((instance) => instance.domain === 'memory' && instance.enabled)?.name ?? null;
 }

@@ -332,3 +332,72 @@ Prefers phone calls.
     expect((await stores.contacts.get('dana-kim'))?.sources).toHaveLength(3);
   });
 });
+
+describe('senders that are no person, and the owner', () => {
+  const github = (author: string): ConsolidationItem => {
+    const item = itemForConsolidation({
+      path: `github/work/acme/app/pulls/${author.length}.md`,
+      data: { repo: 'acme/app', number: author.length, kind: 'pull', title: 'Bump', author, content_hash: author },
+      body: '',
+    });
+    if (!item) throw new Error('not an item');
+    return item;
+  };
+
+  it('makes no contact of a no-reply sender, a newsletter or a bot the model lists no person for', async () => {
+    const newsletter = itemForConsolidation({
+      path: 'email/personal/3.md',
+      data: {
+        from: 'The Frontend Digest <digest@frontend-digest.example>',
+        from_address: 'digest@frontend-digest.example',
+        subject: 'Issue 42',
+        has_list_unsubscribe: true,
+        content_hash: 'n-3',
+      },
+      body: '',
+    });
+    if (!newsletter) throw new Error('not an item');
+    const items = [
+      mail({ uid: 1, from: 'Atlantic Air <no-reply@atlantic-air.example>', subject: 'Your flight', body: 'Gate B' }),
+      mail({ uid: 2, from: 'GitHub <notifications@github.com>', subject: 'Re: PR', body: 'comment' }),
+      mail({ uid: 4, from: 'Mail Delivery <MAILER-DAEMON@mx.example>', subject: 'Undelivered', body: 'x' }),
+      newsletter,
+      github('dependabot[bot]'),
+    ];
+    const model = scripted(items.map(() => none));
+    for (const item of items) {
+      const result = await consolidateItem({ stores, model, item, dataDir });
+      expect(result.contacts, item.source).toEqual({ created: [], observed: [] });
+    }
+    expect(await stores.contacts.list()).toMatchObject({ contacts: [] });
+  });
+
+  it('makes one when the model names the sender as a person', async () => {
+    const item = mail({ uid: 5, from: 'Lena Fischer <noreply@acme.example>', subject: 'Via tool', body: 'Lena here' });
+    const model = scripted([{ ...none, people: [{ name: 'Lena Fischer', email: 'noreply@acme.example' }] }]);
+    const result = await consolidateItem({ stores, model, item, dataDir });
+    expect(result.contacts.created).toHaveLength(1);
+    expect((await stores.contacts.get(result.contacts.created[0] ?? ''))?.name).toBe('Lena Fischer');
+  });
+
+  it("never makes the owner's own handle or address a contact, even when the model lists them", async () => {
+    const ownerIdentities = ['github:jreyes', 'jordan@mailbox.example'];
+    const model = scripted([
+      { ...none, people: [{ name: 'Jordan Reyes', handle: 'jreyes' }] },
+      { ...none, people: [{ name: 'Jordan', email: 'Jordan@Mailbox.example' }, { name: 'Bob Stone' }] },
+    ]);
+    const own = await consolidateItem({ stores, model, item: github('jreyes'), dataDir, ownerIdentities });
+    expect(own.contacts).toEqual({ created: [], observed: [] });
+    const sent = mail({ uid: 6, from: 'Jordan Reyes <jordan@mailbox.example>', subject: 'Note', body: 'to Bob' });
+    const result = await consolidateItem({ stores, model, item: sent, dataDir, ownerIdentities });
+    expect(result.contacts.created).toEqual(['bob-stone']);
+    // Without the identities, the same author is a contact: the test above is not passing by accident.
+    const plain = await consolidateItem({
+      stores,
+      model: scripted([none]),
+      item: { ...github('jreyes'), source: 'github/work/acme/app/pulls/99.md' },
+      dataDir,
+    });
+    expect(plain.contacts.created).toHaveLength(1);
+  });
+});

@@ -23,6 +23,11 @@ export interface ConsolidateItemOptions {
   signal?: AbortSignal;
   /** For tests. @default Date.now() */
   nowMs?: number;
+  /**
+   * The owner's own addresses and handles (`me@example.org`, `github:jreyes`): never made or observed as a contact,
+   * whoever names them. @default []
+   */
+  ownerIdentities?: readonly string[];
 }
 
 export interface ConsolidateItemResult {
@@ -123,6 +128,34 @@ function fallbackName(person: ItemPerson): string | undefined {
 
 type Person = ItemPerson & { organisation?: string | undefined };
 
+function withoutAutomated(person: ItemPerson): ItemPerson {
+  const { automated: _automated, ...rest } = person;
+  return rest;
+}
+
+/**
+ * Whether the person is the owner: one of their addresses, or a handle written `platform:handle`
+ * (`memory.owner_identities` and the mail accounts' logins, docs/memory.md). Case does not matter.
+ */
+function isOwnerIdentity(person: ItemPerson, identities: readonly string[]): boolean {
+  for (const identity of identities) {
+    const value = identity.trim().toLowerCase();
+    if (value.includes('@')) {
+      if (person.email !== undefined && normaliseEmail(person.email) === normaliseEmail(value)) return true;
+      continue;
+    }
+    const separator = value.indexOf(':');
+    if (separator <= 0 || person.handle === undefined) continue;
+    if (
+      person.handle.platform.toLowerCase() === value.slice(0, separator) &&
+      normaliseHandle(person.handle.value) === normaliseHandle(value.slice(separator + 1))
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /**
  * The item's own people first (their identifiers are facts of the item), each completed with what the model said
  * about the same person (same address, handle or name: an organisation, a name the From line lacked); then the
@@ -136,16 +169,19 @@ function combinePeople(own: readonly ItemPerson[], mentioned: readonly Person[])
       left.handle.platform === right.handle?.platform &&
       left.handle.value === right.handle.value) ||
     (left.name !== undefined && left.name.trim().toLowerCase() === right.name?.trim().toLowerCase());
-  const combined: Person[] = own.map((person) => {
+  const combined: Person[] = own.flatMap((person) => {
     const index = rest.findIndex((other) => same(person, other));
-    if (index === -1) return { ...person };
+    // A no-reply sender, a newsletter, a bot: a contact only when the model names it as a person.
+    if (index === -1) return person.automated ? [] : [withoutAutomated(person)];
     const [other] = rest.splice(index, 1);
-    return {
-      ...other,
-      ...person,
-      ...(person.name ? {} : other?.name ? { name: other.name } : {}),
-      ...(other?.organisation ? { organisation: other.organisation } : {}),
-    };
+    return [
+      {
+        ...other,
+        ...withoutAutomated(person),
+        ...(person.name ? {} : other?.name ? { name: other.name } : {}),
+        ...(other?.organisation ? { organisation: other.organisation } : {}),
+      },
+    ];
   });
   return [...combined, ...rest];
 }
@@ -168,13 +204,16 @@ export async function consolidateItem(options: ConsolidateItemOptions): Promise<
     facts: { created: [], superseded: [], refused: [] },
     tasks: { created: [] },
   };
+  const ownerIdentities = options.ownerIdentities ?? [];
+  const notOwner = (person: ItemPerson) => !isOwnerIdentity(person, ownerIdentities);
+  const itemPeople = item.people.filter(notOwner);
   const marker = markerPath(options.dataDir, item.source);
   if ((await consolidatedVersion(marker)) === item.version) return { ...result, skipped: 'already consolidated' };
   signal?.throwIfAborted();
 
   // The people the item names for certain (From, author), matched before the call so their known facts go in it.
   const known = new Map<string, Contact>();
-  for (const person of item.people) {
+  for (const person of itemPeople) {
     const match = (await stores.contacts.find(queryFor(person)))[0];
     if (match && match.score >= matchScore) known.set(match.contact.slug, match.contact);
   }
@@ -232,16 +271,18 @@ export async function consolidateItem(options: ConsolidateItemOptions): Promise<
     const remember = (name: string | undefined, slug: string) => {
       if (name) slugByName.set(name.trim().toLowerCase(), slug);
     };
-    const mentioned = answer.people.map((person) => {
+    const mentioned = answer.people.flatMap((person) => {
       const platform = person.platform?.trim().toLowerCase() || (item.kind === 'github' ? 'github' : undefined);
-      return {
+      const found: Person = {
         name: person.name,
         ...(person.email?.includes('@') ? { email: normaliseEmail(person.email) } : {}),
         ...(person.handle && platform ? { handle: { platform, value: normaliseHandle(person.handle) } } : {}),
         organisation: person.organisation ?? undefined,
       };
+      // The owner is never a contact of their own, even when the model lists them.
+      return notOwner(found) ? [found] : [];
     });
-    const people = combinePeople(item.people, mentioned);
+    const people = combinePeople(itemPeople, mentioned);
     for (const person of people) {
       signal?.throwIfAborted();
       const match = (await stores.contacts.find(queryFor(person)))[0];

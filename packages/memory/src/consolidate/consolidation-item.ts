@@ -5,6 +5,23 @@ export interface ItemPerson {
   name?: string;
   email?: string;
   handle?: { platform: string; value: string };
+  /**
+   * The sender is a machine, not a person: a no-reply or notification address, a bounce, a bulk mail that offers
+   * List-Unsubscribe, a GitHub `[bot]`. Consolidation makes no contact of it unless the model names it as a person.
+   */
+  automated?: true;
+}
+
+/**
+ * The local parts of addresses no person writes from: the email integration's `is_noreply` test (mail-facts.ts),
+ * read again here for notes written before it or without it.
+ */
+const automatedLocalPart =
+  /^(no[-_.]?reply|do[-_.]?not[-_.]?reply|notifications?|notify|mailer[-_.]?daemon|bounces?|postmaster|alerts?)([+-].*)?$/i;
+
+/** Whether an address is one no person writes from (`no-reply@…`, `notifications@github.com`, `bounces+x@…`). */
+function isAutomatedAddress(address: string): boolean {
+  return automatedLocalPart.test(address.split('@')[0] ?? '');
 }
 
 /** One item as consolidation reads it: where it is, which version, and its text as untrusted fields. */
@@ -60,7 +77,14 @@ export function itemForConsolidation(note: {
   if (path.startsWith('email/') && (typeof data.message_id === 'string' || typeof data.from === 'string')) {
     const from = parseMailbox(text(data.from));
     const address = text(data.from_address).trim().toLowerCase() || from.email;
-    const person: ItemPerson = { ...(from.name ? { name: from.name } : {}), ...(address ? { email: address } : {}) };
+    // A bulk mail (it offers List-Unsubscribe: a newsletter, a shop) comes from a sender, not a correspondent.
+    const automated =
+      data.is_noreply === true || data.has_list_unsubscribe === true || (address ? isAutomatedAddress(address) : false);
+    const person: ItemPerson = {
+      ...(from.name ? { name: from.name } : {}),
+      ...(address ? { email: address } : {}),
+      ...(automated ? { automated: true } : {}),
+    };
     return {
       source: path,
       kind: 'email',
@@ -88,7 +112,9 @@ export function itemForConsolidation(note: {
       kind: 'github',
       version,
       observedAt: instant([data.updated_at, data.created_at, data.collected_at], '1970-01-01T00:00:00.000Z'),
-      people: author ? [{ handle: { platform: 'github', value: author } }] : [],
+      people: author
+        ? [{ handle: { platform: 'github', value: author }, ...(/\[bot\]$/i.test(author) ? { automated: true } : {}) }]
+        : [],
       fields: {
         item: `${data.kind === 'pull' ? 'Pull request' : 'Issue'} ${text(data.repo)}#${String(data.number)} by @${author}`,
         title: text(data.title),
