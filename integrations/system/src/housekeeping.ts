@@ -1,12 +1,14 @@
-import { expireApprovals, type HandlerContext, UnrecoverableError } from '@assistant/sdk';
+import { expireApprovals, type HandlerContext, pruneConsolidationMarkers, UnrecoverableError } from '@assistant/sdk';
 
 /**
  * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
  * the owner can see it: old done/failed tasks pruned by `queue.retention`, tasks of workers that are gone back to
  * pending/, crash leftovers cleared from tmp/; approval requests past their expiry dropped (each with its own
- * human-log line); and the sub-agent folders (data/agents/<task-id>/) of tasks pruned from the queue removed. Writes a summary line only when something changed.
+ * human-log line); the sub-agent folders (data/agents/<task-id>/) of tasks pruned from the queue removed; and
+ * memory's consolidation markers (data/memory/consolidated/) of item notes that no longer exist removed. Writes a
+ * summary line only when something changed.
  */
-export async function runHousekeeping({ queueMaintenance, log, notes, agents }: HandlerContext) {
+export async function runHousekeeping({ queueMaintenance, log, notes, agents, dataDir }: HandlerContext) {
   if (!queueMaintenance)
     throw new UnrecoverableError('queue housekeeping is only given to the builtin system integration');
   const pruned = await queueMaintenance.prune();
@@ -17,6 +19,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents }: 
   });
   // After the queue's prune: the sub-agent folders of the tasks it just removed go with them.
   const agentFolders = (await agents?.pruneFinished()) ?? 0;
+  const markers = await pruneConsolidationMarkers({ dataDir, notes });
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
   if (recovered.requeued.length > 0)
@@ -26,6 +29,8 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents }: 
     changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
   if (expired.length > 0) changes.push(`dropped ${expired.length} expired approval requests`);
   if (agentFolders > 0) changes.push(`removed the sub-agent folders of ${agentFolders} pruned tasks (data/agents/)`);
+  if (markers.removed > 0)
+    changes.push(`removed ${markers.removed} consolidation markers of notes that are gone (data/memory/consolidated/)`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
   return {
     pruned,
@@ -36,5 +41,6 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents }: 
     removedTmp: recovered.removedTmp,
     expiredApprovals: expired,
     agentFolders,
+    consolidationMarkers: markers.removed,
   };
 }

@@ -1,4 +1,5 @@
-export { dayIn } from '@assistant/memory';
+// For system.housekeeping: the consolidation markers of notes that are gone.
+export { dayIn, pruneConsolidationMarkers } from '@assistant/memory';
 export type {
   ChatConsole,
   ChatSteerAction,

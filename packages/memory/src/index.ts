@@ -5,6 +5,7 @@ export {
   type ConsolidateItemOptions,
   type ConsolidateItemResult,
   consolidateItem,
+  pruneConsolidationMarkers,
 } from './consolidate/consolidate-item.ts';
 export {
   type ConsolidationItem,

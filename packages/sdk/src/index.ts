@@ -66,6 +66,7 @@ export {
   memoryTools,
   needsClassification,
   noteTools,
+  pruneConsolidationMarkers,
 } from '@assistant/integration-host';
 export {
   type ChatMessage,

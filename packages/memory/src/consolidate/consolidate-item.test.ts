@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type ChatModel, type ChatRequest, type ChatResponse, LlmOutputError } from '@assistant/llm';
 import { FileNoteStore } from '@assistant/notes';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type MemoryStores, memoryStores } from '../stores/memory-stores.ts';
-import { type ConsolidationAnswer, consolidateItem } from './consolidate-item.ts';
+import { type ConsolidationAnswer, consolidateItem, pruneConsolidationMarkers } from './consolidate-item.ts';
 import { type ConsolidationItem, chatMessageItem, itemForConsolidation } from './consolidation-item.ts';
 
 /** A model that answers from a script (an answer object, raw text, or an error), recording every request. */
@@ -399,5 +399,54 @@ describe('senders that are no person, and the owner', () => {
       dataDir,
     });
     expect(plain.contacts.created).toHaveLength(1);
+  });
+});
+
+describe('pruneConsolidationMarkers', () => {
+  const markers = () => path.join(dataDir, 'memory', 'consolidated');
+
+  it("drops the markers of notes that are gone, never those of existing notes' current versions", async () => {
+    const write = async (uid: number) => {
+      const item = mail({ uid, from: `P${uid} <p${uid}@x.example>`, subject: 'S', body: 'B' });
+      await notes.create(item.source, { data: { subject: 'S' }, body: 'B' });
+      return item;
+    };
+    const kept = await write(1);
+    const gone = await write(2);
+    await notes.create('chats/c-1.md', { data: { title: 'chat' }, body: '' });
+    const chat = chatMessageItem({
+      conversation: 'c-1',
+      messageId: 'm-1',
+      text: 'I moved',
+      at: '2026-11-20T09:00:00Z',
+    });
+    for (const item of [kept, gone, chat]) await consolidateItem({ stores, model: scripted([none]), item, dataDir });
+    await notes.delete(gone.source);
+    // A marker cut short, and a temporary file a crash left two hours ago.
+    await writeFile(path.join(markers(), 'ffff.json'), '{"sour');
+    const temporary = path.join(markers(), 'eeee.json.abc.tmp');
+    await writeFile(temporary, '{}');
+    const nowMs = Date.now() + 2 * 60 * 60_000;
+
+    expect(await pruneConsolidationMarkers({ dataDir, notes, nowMs })).toEqual({ removed: 3, kept: 2 });
+    const left = await readdir(markers());
+    expect(left).toHaveLength(2);
+    // The kept ones still hold: the same versions are skipped, not consolidated again.
+    for (const item of [kept, chat]) {
+      const again = await consolidateItem({ stores, model: scripted([]), item, dataDir });
+      expect(again.skipped, item.source).toBe('already consolidated');
+    }
+    // A second run finds nothing more to do.
+    expect(await pruneConsolidationMarkers({ dataDir, notes, nowMs })).toEqual({ removed: 0, kept: 2 });
+  });
+
+  it('removes nothing when no note is listed at all, or there are no markers', async () => {
+    expect(await pruneConsolidationMarkers({ dataDir, notes })).toEqual({ removed: 0, kept: 0 });
+    const item = mail({ uid: 3, from: 'P <p@x.example>', subject: 'S', body: 'B' });
+    await consolidateItem({ stores, model: scripted([none]), item, dataDir });
+    // A notes folder that lists nothing (not mounted): every marker would look orphaned; none is touched.
+    const empty = { list: async () => [] };
+    expect(await pruneConsolidationMarkers({ dataDir, notes: empty })).toEqual({ removed: 0, kept: 1 });
+    expect(await readdir(markers())).toHaveLength(1);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type ChatModel, Conversation, fenceUntrusted } from '@assistant/llm';
 import { withFileLock } from '@assistant/notes';
@@ -81,9 +81,82 @@ const maxKnownFacts = 40;
 /** Of which at least this many are kept for facts found by the words they share with the item. */
 const maxRelatedFacts = 20;
 
+function markersDir(dataDir: string): string {
+  return path.join(dataDir, 'memory', 'consolidated');
+}
+
+/** One marker per item source (rewritten for each new version), named by a hash of the source. */
 function markerPath(dataDir: string, source: string): string {
   const name = createHash('sha256').update(source).digest('hex').slice(0, 32);
-  return path.join(dataDir, 'memory', 'consolidated', `${name}.json`);
+  return path.join(markersDir(dataDir), `${name}.json`);
+}
+
+/** A marker's temporary file this old was left by a crash between its write and its rename. */
+const staleTemporaryMs = 60 * 60_000;
+
+/**
+ * Housekeeping of `<dataDir>/memory/consolidated/`: removes the markers whose item note no longer exists (the note of
+ * a chat message's source is its conversation), markers that are unreadable or name no source (consolidation treats
+ * them as absent anyway), and temporary files a crash left over an hour ago. A marker of an existing note is never
+ * removed, whatever version it records: that would consolidate the item again. There is one marker per source, so
+ * an older version's marker is already gone (overwritten). Runs under consolidation's lock, so it never races a
+ * marker being written; with no notes listed at all (a notes folder not mounted) it removes nothing.
+ */
+export async function pruneConsolidationMarkers(options: {
+  dataDir: string;
+  notes: { list(): Promise<string[]> };
+  /** For tests. @default Date.now() */
+  nowMs?: number;
+}): Promise<{ removed: number; kept: number }> {
+  const folder = markersDir(options.dataDir);
+  const names = await readdir(folder).catch((error: unknown) => {
+    if ((error as { code?: unknown }).code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (names === undefined || names.length === 0) return { removed: 0, kept: 0 };
+  const existing = new Set(await options.notes.list());
+  if (existing.size === 0) return { removed: 0, kept: names.length };
+  const nowMs = options.nowMs ?? Date.now();
+  return withFileLock(path.join(options.dataDir, 'memory', 'consolidate'), async () => {
+    let removed = 0;
+    let kept = 0;
+    for (const name of names) {
+      const file = path.join(folder, name);
+      if (name.endsWith('.tmp')) {
+        const info = await stat(file).catch(() => undefined);
+        if (info && nowMs - info.mtimeMs > staleTemporaryMs) {
+          await rm(file, { force: true });
+          removed += 1;
+        } else kept += 1;
+        continue;
+      }
+      if (!name.endsWith('.json')) {
+        kept += 1;
+        continue;
+      }
+      const source = await markerSource(file);
+      if (source === null) continue; // gone meanwhile
+      if (source !== undefined && existing.has(source.split('#')[0] ?? source)) {
+        kept += 1;
+        continue;
+      }
+      await rm(file, { force: true });
+      removed += 1;
+    }
+    return { removed, kept };
+  });
+}
+
+/** The source a marker records; undefined when it is unreadable or names none; null when the file is gone. */
+async function markerSource(file: string): Promise<string | undefined | null> {
+  try {
+    const parsed = z.object({ source: z.string().min(1) }).safeParse(JSON.parse(await readFile(file, 'utf8')));
+    return parsed.success ? parsed.data.source : undefined;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return null;
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
+  }
 }
 
 async function consolidatedVersion(file: string): Promise<string | undefined> {
