@@ -114,10 +114,12 @@ export async function pruneConsolidationMarkers(options: {
     throw error;
   });
   if (names === undefined || names.length === 0) return { removed: 0, kept: 0 };
-  const existing = new Set(await options.notes.list());
-  if (existing.size === 0) return { removed: 0, kept: names.length };
   const nowMs = options.nowMs ?? Date.now();
   return withFileLock(path.join(options.dataDir, 'memory', 'consolidate'), async () => {
+    // Listed under the lock: a marker is written under it too, after its note exists, so every marker read here has
+    // its note in the list unless the note is really gone.
+    const existing = new Set(await options.notes.list());
+    if (existing.size === 0) return { removed: 0, kept: names.length };
     let removed = 0;
     let kept = 0;
     for (const name of names) {
