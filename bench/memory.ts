@@ -2,14 +2,19 @@
 // build the index from nothing (read, postings, hashing vectors, cache written) and to start again with the cache,
 // the disk size of data/memory/index, the memory the index holds, the incremental reindex of one changed note, and
 // search latency, lexical and hybrid with the hashing embedder.
-// `npm run bench:memory [-- --notes 10000 --queries 500 --dir /path --json]`.
+// With `--processes`, it then runs `assistant start` over the same notes and prints the server's and the worker's
+// resident set (VmRSS) idle, then with their indexes loaded (the server's by a search, the worker's by a
+// `memory.reindex` task), each sampled until it settles.
+// `npm run bench:memory [-- --notes 10000 --queries 500 --dir /path --json --processes]`.
 // It prints figures; it never fails for being slow. Results go in docs/performance.md.
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HashingEmbedder, MemoryIndex } from '@assistant/memory';
 import { FileNoteStore } from '@assistant/notes';
+import { freePort } from '../tests/helpers/free-port.ts';
+import { cliMain, mib, pollUntil, residentBytes, runNode } from './bench-processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -18,6 +23,7 @@ const { values } = parseArgs({
     changes: { type: 'string', default: '200' },
     dir: { type: 'string', default: os.tmpdir() },
     json: { type: 'boolean', default: false },
+    processes: { type: 'boolean', default: false },
   },
 });
 const noteCount = Number(values.notes);
@@ -221,7 +227,8 @@ try {
     hybrid_p50_ms: Number(percentile(hybrid, 0.5).toFixed(2)),
     hybrid_p95_ms: Number(percentile(hybrid, 0.95).toFixed(2)),
   };
-  if (values.json) process.stdout.write(`${JSON.stringify(figures)}\n`);
+  const processes = values.processes ? await processFigures(dataDir) : undefined;
+  if (values.json) process.stdout.write(`${JSON.stringify({ ...figures, processes })}\n`);
   else {
     process.stdout.write(
       `memory index bench in ${path.resolve(values.dir)}, node ${process.version}, ${os.cpus().length} cpus${gc ? '' : ' (no --expose-gc: RSS is rough)'}\n` +
@@ -233,7 +240,74 @@ try {
         `  search lexical: p50 ${figures.lexical_p50_ms} ms, p95 ${figures.lexical_p95_ms} ms (goal p50 ≤ 10 ms)\n` +
         `  search hybrid (hashing): p50 ${figures.hybrid_p50_ms} ms, p95 ${figures.hybrid_p95_ms} ms (goal p50 ≤ 30 ms)\n`,
     );
+    if (processes) {
+      process.stdout.write(
+        `  assistant start over these notes (RSS settled): server ${mib(processes.server.idle)} idle, ${mib(processes.server.loaded)} with its index (first search ${processes.server.firstSearchMs} ms); worker ${mib(processes.worker.idle)} idle, ${mib(processes.worker.loaded)} with its index (memory.reindex ${processes.worker.reindexMs} ms)\n`,
+      );
+    }
   }
 } finally {
   await rm(dataDir, { recursive: true, force: true });
+}
+
+/** Samples a process's resident set every 250 ms until it moved by at most 1 MB over 3 s (at most 30 s). */
+async function settledRss(pid: number): Promise<number | undefined> {
+  const window: number[] = [];
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    window.push(residentBytes(pid) ?? 0);
+    if (window.length > 12) window.shift();
+    if (window.length === 12 && Math.max(...window) - Math.min(...window) <= 2 ** 20) return window.at(-1);
+    if (performance.now() > deadline) return window.at(-1);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** `assistant start` over the generated notes: the server's and the worker's RSS idle and with their indexes. */
+async function processFigures(directory: string) {
+  const port = await freePort();
+  const configFile = path.join(directory, 'config.yaml');
+  // data_dir is the bench's directory, so its notes/ are the generated notes; no model profile (hashing vectors).
+  await writeFile(
+    configFile,
+    `data_dir: .\nserver:\n  host: 127.0.0.1\n  port: ${port}\nworker:\n  shutdown_grace: 5s\n`,
+  );
+  const start = runNode([cliMain, 'start', '--config', configFile]);
+  try {
+    const server = Number((await start.waitForOutput(/^\[assistant\] server started \(pid (\d+)\)$/m, 30_000))[1]);
+    const worker = Number((await start.waitForOutput(/^\[assistant\] worker started \(pid (\d+)\)$/m, 30_000))[1]);
+    await start.waitForOutput(/^\[server\] .*listening on http:\/\/127\.0\.0\.1:\d+/m, 30_000);
+    await start.waitForOutput(/^\[worker\] .*worker ready/m, 30_000);
+    const serverIdle = await settledRss(server);
+    const workerIdle = await settledRss(worker);
+    const token = (await readFile(path.join(directory, 'api-token'), 'utf8')).trim();
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const base = `http://127.0.0.1:${port}`;
+    const searchStarted = performance.now();
+    const search = await fetch(`${base}/api/memory/search?q=dentist%20appointment`, { headers });
+    if (!search.ok) throw new Error(`GET /api/memory/search: ${search.status} ${await search.text()}`);
+    const firstSearchMs = Math.round(performance.now() - searchStarted);
+    const reindexStarted = performance.now();
+    const enqueued = await fetch(`${base}/api/tasks`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ type: 'memory.reindex', payload: {} }),
+    });
+    if (enqueued.status !== 201) throw new Error(`POST /api/tasks: ${enqueued.status} ${await enqueued.text()}`);
+    const { id } = (await enqueued.json()) as { id: string };
+    await pollUntil('memory.reindex done', 300_000, 250, async () => {
+      const task = (await (await fetch(`${base}/api/tasks/${id}`, { headers })).json()) as { state?: string };
+      if (task.state === 'failed') throw new Error(`memory.reindex failed: ${JSON.stringify(task)}`);
+      return task.state === 'done' ? true : undefined;
+    });
+    const reindexMs = Math.round(performance.now() - reindexStarted);
+    return {
+      server: { idle: serverIdle, loaded: await settledRss(server), firstSearchMs },
+      worker: { idle: workerIdle, loaded: await settledRss(worker), reindexMs },
+    };
+  } finally {
+    start.child.kill('SIGTERM');
+    await Promise.race([start.exited, new Promise((resolve) => setTimeout(resolve, 20_000).unref())]);
+    if (start.child.exitCode === null && start.child.signalCode === null) start.child.kill('SIGKILL');
+  }
 }
