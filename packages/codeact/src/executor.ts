@@ -249,14 +249,19 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
       };
       const onCall = async (message: Extract<WorkerToHost, { type: 'call' }>) => {
         const primitive = flat[message.pathIndex];
-        let args: JSONValue[] = [];
+        let args: JSONValue[] | undefined;
         try {
           const parsed: unknown = JSON.parse(message.argsText);
           if (Array.isArray(parsed) && whyNotJson(parsed) === undefined) args = parsed as JSONValue[];
         } catch {
-          // The prelude made this text with the sandbox's own JSON.stringify; a failure here is refused below.
+          // The prelude writes this text; if it did not arrive as a JSON array, the call is refused below.
         }
-        const record: CallRecord = { index: message.index, path: primitive?.path ?? [], args, status: 'unfinished' };
+        const record: CallRecord = {
+          index: message.index,
+          path: primitive?.path ?? [],
+          args: args ?? [],
+          status: 'unfinished',
+        };
         calls.push(record);
         const answer = (outcome: { ok: true; value: JSONValue } | { ok: false; message: string }) => {
           if (finished) return;
@@ -279,6 +284,10 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
           return;
         }
         const name = `tools.${primitive.path.join('.')}`;
+        if (args === undefined) {
+          answer({ ok: false, message: `${name}: its arguments did not arrive as a JSON array; the call was refused` });
+          return;
+        }
         try {
           const value: unknown = await primitive.handler({
             path: primitive.path,

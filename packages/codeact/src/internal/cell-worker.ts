@@ -20,6 +20,8 @@ const quickJs = await getQuickJS();
 
 /** The longest error message passed back: a stack through deep recursion would otherwise be megabytes. */
 const maxMessageChars = 4_000;
+/** Promise jobs run between checks of the deadline and of whether the cell has settled. */
+const jobsPerSlice = 1_000;
 
 type CallResult = Extract<HostToWorker, { type: 'call-result' }>;
 /** Set when a runtime could not be disposed: the worker asks to be replaced rather than run more cells. */
@@ -134,6 +136,8 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     const failedWith = (error: QuickJSHandle, kind: ErrorKind): CellOutcome => {
       if (stop !== undefined) return { ok: false, ...stop };
       const message = describeError(error);
+      // Describing ran the cell's own code (a getter on `message`, a Proxy), which the deadline may have stopped.
+      if (stop !== undefined) return { ok: false, ...stop };
       if (/\bout of memory\b|\bstring too long\b|\binvalid array length\b/.test(message)) {
         return { ok: false, kind: 'memory', message: `the cell ran out of its memory limit: ${message}` };
       }
@@ -167,8 +171,13 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     const promise = keep(started.value);
 
     for (;;) {
-      const jobs = runtime.executePendingJobs();
+      // In slices, so that a cell whose promise jobs never run dry (each job queueing the next) still meets its
+      // deadline here even if no single job runs long enough for the interrupt handler to fire.
+      const jobs = runtime.executePendingJobs(jobsPerSlice);
       if (jobs.error) jobs.error.dispose();
+      if (stop === undefined && Date.now() >= limits.interruptAtMs) {
+        stop = { kind: 'timeout', message: 'the cell reached its deadline and was stopped' };
+      }
       if (stop !== undefined) return { ok: false, ...stop };
       const state = vm.getPromiseState(promise);
       if (state.type === 'fulfilled') {
@@ -194,6 +203,7 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
         state.error.dispose();
         return outcome;
       }
+      if (runtime.hasPendingJob()) continue;
       if (pending.size === 0) {
         return {
           ok: false,

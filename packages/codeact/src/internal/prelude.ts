@@ -7,7 +7,7 @@
 // - hostLog(text): appends one line to the cell's logs.
 // - compile(code) -> async function: the cell's body, so `return` and top-level `await` work and nothing can be
 //   injected around it.
-// - toJsonText(value) -> string: the cell's value as JSON text, refusing what is not JSON.
+// - toJsonText(value) -> string: the cell's value as JSON text, refusing what is not JSON (undefined is null).
 export const prelude = String.raw`(function (hostCall, hostLog, pathsText) {
   'use strict';
   const parse = JSON.parse;
@@ -32,11 +32,15 @@ export const prelude = String.raw`(function (hostCall, hostLog, pathsText) {
   const add = (set, value) => call.call(setAdd, set, value);
   const remove = (set, value) => call.call(setDelete, set, value);
 
-  // A copy made only of JSON: what is not JSON is refused with where it was, never silently turned into null.
-  function toJson(value, at, seen) {
-    if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  // JSON text made by walking the value once: what is not JSON is refused with where it was, never silently
+  // turned into null; getters and Proxy traps run once, so the text is what the walk saw; and no toJSON (which
+  // the cell could put on Object.prototype) is consulted. The captured stringify only ever sees primitive strings.
+  function toJsonText(value, at, seen) {
+    if (value === null) return 'null';
+    if (typeof value === 'boolean') return value ? 'true' : 'false';
+    if (typeof value === 'string') return stringify(value);
     if (typeof value === 'number') {
-      if (isFinite(value)) return value;
+      if (isFinite(value)) return SandboxString(value);
       throw new SandboxTypeError(SandboxString(value) + ' at ' + (at || 'the top') + ' is not a JSON number');
     }
     if (typeof value !== 'object') {
@@ -45,29 +49,31 @@ export const prelude = String.raw`(function (hostCall, hostLog, pathsText) {
     if (has(seen, value)) throw new SandboxTypeError('a cycle at ' + (at || 'the top') + ' cannot cross to the host');
     add(seen, value);
     try {
+      let text = '';
       if (isArray(value)) {
-        const copy = [];
-        for (let index = 0; index < value.length; index += 1) copy[index] = toJson(value[index], at + '[' + index + ']', seen);
-        return copy;
+        const length = value.length;
+        for (let index = 0; index < length; index += 1) {
+          text += (index === 0 ? '' : ',') + toJsonText(value[index], at + '[' + index + ']', seen);
+        }
+        return '[' + text + ']';
       }
       const prototype = getPrototypeOf(value);
       if (prototype !== objectPrototype && prototype !== null) {
         throw new SandboxTypeError('a non-plain object at ' + (at || 'the top') + ' cannot cross to the host: only JSON values can');
       }
-      const copy = {};
-      for (const key of keys(value)) {
+      const names = keys(value);
+      for (let index = 0; index < names.length; index += 1) {
+        const key = names[index];
         const item = value[key];
         if (item === undefined) continue;
-        defineProperty(copy, key, { value: toJson(item, at + '.' + key, seen), enumerable: true, writable: true, configurable: true });
+        text += (text === '' ? '' : ',') + stringify(SandboxString(key)) + ':' + toJsonText(item, at + '.' + key, seen);
       }
-      return copy;
+      return '{' + text + '}';
     } finally {
       remove(seen, value);
     }
   }
-  function toJsonText(value) {
-    return stringify(toJson(value === undefined ? null : value, '', new SandboxSet()));
-  }
+  const valueText = (value) => toJsonText(value === undefined ? null : value, '', new SandboxSet());
 
   const tools = create(null);
   const paths = parse(pathsText);
@@ -80,15 +86,15 @@ export const prelude = String.raw`(function (hostCall, hostLog, pathsText) {
     }
     const name = path.join('.');
     const primitive = async function (...args) {
-      const copies = [];
+      let argsText = '';
       for (let index = 0; index < args.length; index += 1) {
         try {
-          copies[index] = toJson(args[index], 'argument ' + index, new SandboxSet());
+          argsText += (index === 0 ? '' : ',') + toJsonText(args[index], 'argument ' + index, new SandboxSet());
         } catch (error) {
           throw new SandboxTypeError('tools.' + name + ': ' + SandboxString(error.message));
         }
       }
-      return parse(await hostCall(pathIndex, stringify(copies)));
+      return parse(await hostCall(pathIndex, '[' + argsText + ']'));
     };
     defineProperty(primitive, 'name', { value: name });
     node[path[path.length - 1]] = primitive;
@@ -132,7 +138,7 @@ export const prelude = String.raw`(function (hostCall, hostLog, pathsText) {
   const isPrimitiveError = (error) => error instanceof SandboxError && error.name === 'PrimitiveError';
   return {
     compile: (code) => new AsyncFunction(code),
-    toJsonText,
+    toJsonText: valueText,
     describe,
     isPrimitiveError,
   };
