@@ -53,6 +53,8 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
   const arrived: CallResult[] = [];
   let wake: (() => void) | undefined;
   let stop: { kind: ErrorKind; message: string } | undefined;
+  /** `stop` as it is now: TypeScript narrows the variable across calls that set it through closures. */
+  const stopReason = () => stop;
   let callCount = 0;
   let outputBytes = 0;
   current = {
@@ -137,7 +139,8 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
       if (stop !== undefined) return { ok: false, ...stop };
       const message = describeError(error);
       // Describing ran the cell's own code (a getter on `message`, a Proxy), which the deadline may have stopped.
-      if (stop !== undefined) return { ok: false, ...stop };
+      const stoppedWhileDescribing = stopReason();
+      if (stoppedWhileDescribing !== undefined) return { ok: false, ...stoppedWhileDescribing };
       if (/\bout of memory\b|\bstring too long\b|\binvalid array length\b/.test(message)) {
         return { ok: false, kind: 'memory', message: `the cell ran out of its memory limit: ${message}` };
       }
