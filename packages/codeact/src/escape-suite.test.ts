@@ -184,6 +184,14 @@ const probes: Probe[] = [
     check: failedAs('timeout'),
   },
   {
+    name: 'CPU in native code, where the interrupt is not polled, ends at the deadline by terminating the worker',
+    code:
+      'const items = Array.from({ length: 300000 }, (_, i) => "k" + ((i * 7919) % 300000));\n' +
+      'for (;;) items.sort().reverse();',
+    timeoutMs: loopTimeoutMs,
+    check: failedAs('timeout', /ran past its deadline of 600 ms/),
+  },
+  {
     name: 'deep recursion stops at the stack limit',
     code: 'function down(n) { return down(n + 1) + 1; }\nreturn down(0);',
     check: failedAs('memory', /stack/),

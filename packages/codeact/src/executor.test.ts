@@ -178,6 +178,27 @@ describe('createExecutor', () => {
     expect(await executor.run({ code: 'return 7;' })).toMatchObject({ ok: true, value: 7 });
   });
 
+  it('ends a cell whose primitive outlives the deadline, aborting the primitive and marking the call unfinished', async () => {
+    let callSignal: AbortSignal | undefined;
+    const result = await executor.run({
+      code: 'return await tools.slow();',
+      timeoutMs: 300,
+      primitives: {
+        slow: ({ signal }) => {
+          callSignal = signal;
+          return new Promise((resolve) => signal.addEventListener('abort', () => resolve('too late'), { once: true }));
+        },
+      },
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { kind: 'timeout' },
+      calls: [{ index: 0, path: ['slow'], args: [], status: 'unfinished' }],
+    });
+    expect(callSignal?.aborted).toBe(true);
+    expect(await executor.run({ code: 'return 8;' })).toMatchObject({ ok: true, value: 8 });
+  });
+
   it('returns internal for unusable primitive names instead of throwing', async () => {
     const result = await executor.run({ code: 'return 1;', primitives: { 'bad-name': async () => null } });
     expect(result).toMatchObject({
