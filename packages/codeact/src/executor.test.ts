@@ -118,6 +118,26 @@ describe('createExecutor', () => {
     expect(result.calls).toHaveLength(5);
   });
 
+  it('refuses a call whose arguments pass the size limit, before it reaches the host', async () => {
+    await using small = createExecutor({ maxCallBytes: 100 });
+    let reached = false;
+    const result = await small.run({
+      code: 'try { await tools.big.send("x".repeat(200)); } catch (error) { return error.name + ": " + error.message; }',
+      primitives: {
+        big: {
+          send: async () => {
+            reached = true;
+            return null;
+          },
+        },
+      },
+    });
+    expect(result.ok && result.value).toBe(
+      'TypeError: tools.big.send: its arguments are at least 204 bytes as JSON, more than the limit of 100',
+    );
+    expect(reached).toBe(false);
+  });
+
   it('accepts a per-cell call limit', async () => {
     const result = await executor.run({ code: 'await tools.echo(1); await tools.echo(2);', primitives, maxCalls: 1 });
     expect(result).toMatchObject({ ok: false, error: { kind: 'too_many_calls' } });
@@ -205,6 +225,35 @@ describe('createExecutor', () => {
       ok: false,
       error: { kind: 'internal', message: expect.stringContaining('bad-name') },
     });
+  });
+
+  it('keeps a cell running on another worker untouched when one cell is terminated at its deadline', async () => {
+    let release!: () => void;
+    const released = new Promise<JSONValue>((resolve) => {
+      release = () => resolve('released');
+    });
+    let entered!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const patient = executor.run({
+      code: 'const answer = await tools.hold();\nreturn answer + " after " + (await tools.math.add(1, 1));',
+      primitives: {
+        ...primitives,
+        hold: () => {
+          entered();
+          return released;
+        },
+      },
+    });
+    await waiting;
+    const runaway = await executor.run({
+      code: 'const items = Array.from({ length: 300000 }, (_, i) => "k" + i);\nfor (;;) items.sort().reverse();',
+      timeoutMs: 300,
+    });
+    expect(runaway).toMatchObject({ ok: false, error: { kind: 'timeout' } });
+    release();
+    expect(await patient).toMatchObject({ ok: true, value: 'released after 2' });
   });
 
   it('runs cells concurrently up to its worker count and queues the rest', async () => {

@@ -35,6 +35,8 @@ export interface ExecutorOptions {
   maxOutputBytes?: number;
   /** Primitive calls per cell; the next one stops the cell. @default 50 */
   maxCalls?: number;
+  /** One call's arguments as JSON, in bytes; a larger call is refused with a TypeError in the cell. @default 1048576 */
+  maxCallBytes?: number;
   /** The worker thread's V8 old-generation heap, a backstop under the QuickJS limit. @default 64 */
   workerHeapMb?: number;
 }
@@ -68,6 +70,7 @@ const defaults = {
   maxStackBytes: 256 * 1024,
   maxOutputBytes: 64 * 1024,
   maxCalls: 50,
+  maxCallBytes: 1024 * 1024,
   workerHeapMb: 64,
 } satisfies Required<Omit<ExecutorOptions, 'logger'>>;
 
@@ -342,6 +345,7 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
           maxStackBytes: settings.maxStackBytes,
           maxOutputBytes: settings.maxOutputBytes,
           maxCalls,
+          maxCallBytes: settings.maxCallBytes,
         },
       } satisfies HostToWorker);
     });

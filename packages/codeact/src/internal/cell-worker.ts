@@ -78,6 +78,8 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     });
     const vm = runtime.newContext();
     context = vm;
+    /** A sandbox string's length in UTF-16 units, a lower bound of its UTF-8 bytes, without copying it out. */
+    const stringLength = (handle: QuickJSHandle): number => vm.getProp(handle, 'length').consume(vm.getNumber);
     const keep = (handle: QuickJSHandle): QuickJSHandle => {
       handles.push(handle);
       return handle;
@@ -86,6 +88,13 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     const hostCall = keep(
       vm.newFunction('hostCall', (pathIndexHandle, argsHandle) => {
         const pathIndex = vm.getNumber(pathIndexHandle);
+        // Measured before copying out of the sandbox: a string can be as large as the QuickJS heap.
+        const argsLength = stringLength(argsHandle);
+        if (argsLength > limits.maxCallBytes) {
+          throw new TypeError(
+            `tools.${paths[pathIndex]?.join('.') ?? '?'}: its arguments are at least ${argsLength} bytes as JSON, more than the limit of ${limits.maxCallBytes}`,
+          );
+        }
         const argsText = vm.getString(argsHandle);
         if (callCount >= limits.maxCalls) {
           stop ??= {
@@ -104,6 +113,13 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     );
     const hostLog = keep(
       vm.newFunction('hostLog', (textHandle) => {
+        if (outputBytes + stringLength(textHandle) > limits.maxOutputBytes) {
+          stop ??= {
+            kind: 'output_too_large',
+            message: `the cell's logs passed the output limit of ${limits.maxOutputBytes} bytes`,
+          };
+          throw new Error(stop.message);
+        }
         const text = vm.getString(textHandle);
         outputBytes += Buffer.byteLength(text) + 1;
         if (outputBytes > limits.maxOutputBytes) {
@@ -191,12 +207,18 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
           converted.error.dispose();
           return outcome;
         }
-        const valueText = converted.value.consume((handle) => vm.getString(handle));
-        if (Buffer.byteLength(valueText) + outputBytes > limits.maxOutputBytes) {
+        const valueLength = stringLength(converted.value);
+        const valueText = valueLength + outputBytes > limits.maxOutputBytes ? undefined : vm.getString(converted.value);
+        converted.value.dispose();
+        if (valueText === undefined || Buffer.byteLength(valueText) + outputBytes > limits.maxOutputBytes) {
+          const bytes =
+            valueText === undefined
+              ? `at least ${valueLength + outputBytes}`
+              : Buffer.byteLength(valueText) + outputBytes;
           return {
             ok: false,
             kind: 'output_too_large',
-            message: `the cell's value and logs (${Buffer.byteLength(valueText) + outputBytes} bytes) pass the output limit of ${limits.maxOutputBytes} bytes`,
+            message: `the cell's value and logs (${bytes} bytes) pass the output limit of ${limits.maxOutputBytes} bytes`,
           };
         }
         return { ok: true, valueText };

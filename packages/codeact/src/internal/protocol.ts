@@ -9,6 +9,7 @@ export interface CellLimits {
   maxStackBytes: number;
   maxOutputBytes: number;
   maxCalls: number;
+  maxCallBytes: number;
 }
 
 export type ErrorKind =
