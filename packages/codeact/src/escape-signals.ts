@@ -1,7 +1,8 @@
 // Names and shapes that sandbox escapes use. A cell that contains one is run like any other (the sandbox is the
 // boundary, not this list) and the attempt is logged at WARN so that the owner sees a model probing its walls.
 const signals: readonly { name: string; pattern: RegExp }[] = [
-  { name: 'process', pattern: /\bprocess\s*(?:\.|\[|\?\.)|typeof\s+process\b/ },
+  // `process` as a name (`process.env`, `global.process`, `typeof process`), not as a verb in prose ("process the inbox").
+  { name: 'process', pattern: /(?<![\w$])process(?![\w$])(?!\s+[A-Za-z])/ },
   { name: 'require', pattern: /\brequire\s*(?:\(|\.)/ },
   { name: 'import', pattern: /\bimport\s*\(|^\s*import[\s{*]|\bimport\.meta\b/m },
   { name: 'Function constructor', pattern: /\bFunction\s*\(|\bconstructor\s*(?:\.|\[)\s*['"`]?constructor\b/ },

@@ -2,7 +2,9 @@
 // or to leave something behind for the next cell. Each must end as a readable result, and after each one the
 // executor must still run an ordinary cell correctly.
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CellResult, createExecutor, type Executor } from './executor.ts';
 import type { JSONValue } from './json-value.ts';
@@ -45,6 +47,8 @@ interface Probe {
   name: string;
   code: string;
   timeoutMs?: number;
+  /** The escape signals the WARN line must name (docs/codeact.md): a probe of the walls is seen by the owner. */
+  warns?: string[];
   check: (result: CellResult) => void;
 }
 
@@ -75,26 +79,31 @@ const languageGlobals = new Set([
 const probes: Probe[] = [
   {
     name: 'process is not defined',
+    warns: ['process'],
     code: 'return process.env;',
     check: failedAs('thrown', /ReferenceError: 'process' is not defined/),
   },
   {
     name: 'require is not defined',
+    warns: ['require'],
     code: 'return require("node:fs").readFileSync("/etc/passwd", "utf8");',
     check: failedAs('thrown', /ReferenceError: 'require' is not defined/),
   },
   {
     name: 'dynamic import loads no module',
+    warns: ['import'],
     code: 'const fs = await import("node:fs"); return fs.readFileSync("/etc/passwd", "utf8");',
     check: failedAs('thrown', /could not load module 'node:fs'/),
   },
   {
     name: 'static import is a syntax error in a cell',
+    warns: ['import'],
     code: 'import { readFileSync } from "node:fs";\nreturn readFileSync("/etc/passwd", "utf8");',
     check: failedAs('syntax'),
   },
   {
     name: 'the Function constructor reaches only the sandbox global',
+    warns: ['process', 'Function constructor'],
     code:
       'const global = Function("return this")();\n' +
       'return [typeof global.process, typeof global.require, typeof Function("return process")];',
@@ -102,11 +111,13 @@ const probes: Probe[] = [
   },
   {
     name: 'code built by the Function constructor still finds no process',
+    warns: ['process', 'Function constructor'],
     code: 'return new Function("return process.pid")();',
     check: failedAs('thrown', /'process' is not defined/),
   },
   {
     name: 'constructor.constructor of a bridged value is the sandbox Function',
+    warns: ['Function constructor'],
     code:
       'const [value] = await tools.echo({ a: 1 });\n' +
       'const F = value.constructor.constructor;\n' +
@@ -128,6 +139,7 @@ const probes: Probe[] = [
   },
   {
     name: 'prototype pollution through a bridged object stays in the cell',
+    warns: ['prototype pollution'],
     code:
       'const [value] = await tools.echo({});\n' +
       'value.__proto__.polluted = "yes";\n' +
@@ -213,16 +225,19 @@ const probes: Probe[] = [
   },
   {
     name: 'Atomics is absent, so Atomics.wait cannot block the worker',
+    warns: ['shared memory'],
     code: 'Atomics.wait(new Int32Array(new ArrayBuffer(4)), 0, 0);',
     check: failedAs('thrown', /'Atomics' is not defined/),
   },
   {
     name: 'SharedArrayBuffer is absent',
+    warns: ['shared memory'],
     code: 'return new SharedArrayBuffer(8).byteLength;',
     check: failedAs('thrown', /'SharedArrayBuffer' is not defined/),
   },
   {
     name: 'WebAssembly is absent',
+    warns: ['WebAssembly'],
     code: 'return WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));',
     check: failedAs('thrown', /'WebAssembly' is not defined/),
   },
@@ -405,8 +420,18 @@ const probes: Probe[] = [
 
 describe('escape suite', () => {
   let executor: Executor;
+  let warnings: { escapeSignals: string[]; outcome: string }[] = [];
   beforeAll(async () => {
-    executor = createExecutor({ timeoutMs: 5_000 });
+    const logger = pino(
+      { level: 'warn' },
+      new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          warnings.push(JSON.parse(chunk.toString()) as (typeof warnings)[number]);
+          callback();
+        },
+      }),
+    );
+    executor = createExecutor({ timeoutMs: 5_000, logger });
     await executor.warm();
   });
   afterAll(() => executor.close());
@@ -414,6 +439,7 @@ describe('escape suite', () => {
   for (const probe of probes) {
     it(`contains: ${probe.name}`, async () => {
       hostCalls = [];
+      warnings = [];
       const result = await executor.run({
         code: probe.code,
         primitives,
@@ -421,6 +447,12 @@ describe('escape suite', () => {
       });
       probe.check(result);
       hostCalls = [];
+      if (probe.warns !== undefined) {
+        const expected = probe.warns;
+        await expect
+          .poll(() => warnings, { timeout: 5_000 })
+          .toContainEqual(expect.objectContaining({ escapeSignals: expect.arrayContaining(expected) }));
+      }
 
       // The executor still runs an ordinary cell correctly, in a clean context.
       const after = await executor.run({
