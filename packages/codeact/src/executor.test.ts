@@ -219,6 +219,50 @@ describe('createExecutor', () => {
     expect(await executor.run({ code: 'return 8;' })).toMatchObject({ ok: true, value: 8 });
   });
 
+  it('ends a cell aborted while it waits for a worker without running it, and the line moves on', async () => {
+    await using single = createExecutor({ maxWorkers: 1 });
+    let release!: () => void;
+    const held = new Promise<JSONValue>((resolve) => {
+      release = () => resolve('held');
+    });
+    let entered!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const first = single.run({
+      code: 'return await tools.hold();',
+      primitives: {
+        hold: () => {
+          entered();
+          return held;
+        },
+      },
+    });
+    await holding;
+    const controller = new AbortController();
+    let ran = false;
+    const waitingCell = single.run({
+      code: 'await tools.mark();',
+      signal: controller.signal,
+      primitives: {
+        mark: async () => {
+          ran = true;
+          return null;
+        },
+      },
+    });
+    const third = single.run({ code: 'return 3;' });
+    controller.abort();
+    expect(await waitingCell).toMatchObject({
+      ok: false,
+      error: { kind: 'aborted', message: 'the cell was aborted before it started' },
+    });
+    release();
+    expect(await first).toMatchObject({ ok: true, value: 'held' });
+    expect(await third).toMatchObject({ ok: true, value: 3 });
+    expect(ran).toBe(false);
+  });
+
   it('returns internal for unusable primitive names instead of throwing', async () => {
     const result = await executor.run({ code: 'return 1;', primitives: { 'bad-name': async () => null } });
     expect(result).toMatchObject({

@@ -135,6 +135,10 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
     });
     // A start-up failure is reported by the cell that waits on it; this keeps it from being unhandled meanwhile.
     pooled.ready.catch(() => {});
+    // An 'error' with no listener would throw in the host process; a cell running at the time reports it too.
+    worker.on('error', (error) => {
+      logger?.error({ err: error }, 'codeact sandbox worker failed');
+    });
     worker.once('exit', () => {
       pooled.dead = true;
       const at = pool.indexOf(pooled);
@@ -155,9 +159,11 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
     await pooled.worker.terminate();
   }
 
-  async function acquire(): Promise<PooledWorker | undefined> {
+  /** A free worker, or why there is none: the executor closed, or the cell was aborted while it waited. */
+  async function acquire(signal: AbortSignal | undefined): Promise<PooledWorker | 'closed' | 'aborted'> {
     for (;;) {
-      if (closed !== undefined) return undefined;
+      if (closed !== undefined) return 'closed';
+      if (signal?.aborted) return 'aborted';
       const idle = pool.find((candidate) => !candidate.busy && !candidate.dead);
       const pooled = idle ?? (pool.length < settings.maxWorkers ? spawn() : undefined);
       if (pooled !== undefined) {
@@ -165,7 +171,20 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
         pooled.worker.ref();
         return pooled;
       }
-      await new Promise<void>((resolve) => waiting.push(resolve));
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        // An aborted waiter leaves the line, so a later wake-up goes to a cell that still wants a worker.
+        const onAbort = () => {
+          const at = waiting.indexOf(wake);
+          if (at >= 0) waiting.splice(at, 1);
+          resolve();
+        };
+        waiting.push(wake);
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
     }
   }
 
@@ -192,12 +211,15 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
     const timeoutMs = run.timeoutMs ?? settings.timeoutMs;
     const maxCalls = run.maxCalls ?? settings.maxCalls;
     if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || !Number.isInteger(maxCalls) || maxCalls < 0) {
-      return fail('internal', `Expected positive integer limits, got timeoutMs ${timeoutMs} and maxCalls ${maxCalls}`);
+      return fail(
+        'internal',
+        `Expected \`timeoutMs\` to be a positive integer and \`maxCalls\` a non-negative one, got ${timeoutMs} and ${maxCalls}`,
+      );
     }
-    if (run.signal?.aborted) return fail('aborted', 'the cell was aborted before it started');
 
-    const pooled = await acquire();
-    if (pooled === undefined) return fail('internal', 'the executor is closed');
+    const pooled = await acquire(run.signal);
+    if (pooled === 'closed') return fail('internal', 'the executor is closed');
+    if (pooled === 'aborted') return fail('aborted', 'the cell was aborted before it started');
     try {
       await pooled.ready;
     } catch (error) {
