@@ -14,7 +14,8 @@ const layers: readonly (readonly string[])[] = [
   ['@assistant/errors'],
   // The queue owns its config section's schema: config imports it, never the other way round.
   // The outbound rules (safe requests to addresses outside text chose) depend on errors alone, like the queue.
-  ['@assistant/queue', '@assistant/outbound'],
+  // The code-as-action sandbox runs cells over primitives its caller supplies; it needs no other package.
+  ['@assistant/queue', '@assistant/outbound', '@assistant/codeact'],
   // The queue's Redis backend implements the queue's interfaces on BullMQ; only the code that opens a backend uses it.
   ['@assistant/queue-redis'],
   ['@assistant/config'],

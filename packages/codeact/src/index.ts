@@ -1,0 +1,12 @@
+export { escapeSignals } from './escape-signals.ts';
+export {
+  type CallRecord,
+  type CellErrorKind,
+  type CellResult,
+  createExecutor,
+  type Executor,
+  type ExecutorOptions,
+  type RunCellOptions,
+} from './executor.ts';
+export type { JSONValue } from './json-value.ts';
+export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';
