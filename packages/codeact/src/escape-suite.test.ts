@@ -275,7 +275,7 @@ const probes: Probe[] = [
     code:
       'const stacks = [];\n' +
       'try { null.x; } catch (error) { stacks.push(String(error.stack)); }\n' +
-      'try { await import("x"); } catch (error) { stacks.push(String(error.stack), String(error.message)); }\n' +
+      'try { await import("node:x"); } catch (error) { stacks.push(String(error.stack), String(error.message)); }\n' +
       'try { await tools.bad.fn(); } catch (error) { stacks.push(String(error.stack), String(error.message)); }\n' +
       'try { tools.echo(Symbol()); } catch (error) { stacks.push(String(error.stack)); }\n' +
       'Error.prepareStackTrace = (error, frames) => frames;\n' +
