@@ -66,7 +66,7 @@ describe('sub-agents under SIGKILL', () => {
       `data_dir: ./data
 server: {port: ${port}}
 worker: {concurrency: 16, poll_interval: 50ms, shutdown_grace: 200ms}
-agents: {max_live: 100}
+agents: {max_live: 200} # 40 runs of a supervisor and 3 workers may all be live at once: 160 children, none refused
 memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
 llms:
   default: {base_url: "${model.url}", model: fake-model, max_in_flight: 16, capabilities: {tools: true}}
