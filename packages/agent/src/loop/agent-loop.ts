@@ -5,6 +5,7 @@ import {
   fencedToolResultsInstruction,
   LlmResponseMalformedError,
   type TokenUsage,
+  type ToolCall,
 } from '@assistant/llm';
 import { buildAskRequest, type TranscriptSnapshot } from '../ask/build-ask-request.ts';
 import { compressMessages } from '../compression/compress-messages.ts';
@@ -13,10 +14,10 @@ import { describeError } from '../internal/describe-error.ts';
 import { PauseGate } from '../internal/pause-gate.ts';
 import type { Clarification, HandleStatus, Notification, SteerableHandle } from '../steering/steerable-handle.ts';
 import { steeringMessages } from '../steering/steering-messages.ts';
-import type { ToolContext } from '../tools/define-tool.ts';
-import { runToolCalls } from '../tools/run-tool-calls.ts';
+import type { Tool, ToolContext } from '../tools/define-tool.ts';
+import { askToolGate, runToolCalls } from '../tools/run-tool-calls.ts';
 import { succeededToolNames } from '../tools/succeeded-tool-names.ts';
-import { bothGates, type ToolGate } from '../tools/tool-gate.ts';
+import { bothGates, type ToolGate, type ToolGateDecision } from '../tools/tool-gate.ts';
 import { visibleTools } from '../tools/visible-tools.ts';
 import type { AgentEvent, AgentEventPayload, PausePoint, SteeringAction } from './agent-event.ts';
 import type { AgentOptions, AgentResult, AgentResultStatus } from './agent-options.ts';
@@ -91,6 +92,7 @@ export class AgentLoop implements SteerableHandle {
       askCaller: (question) => this.#askCaller(question),
       notify: (message) => this.#notify(message),
       waitWhilePaused: () => this.#waitWhilePaused('tool-step'),
+      gate: (request) => this.#askGate(request),
     };
 
     if (parent !== undefined) {
@@ -239,6 +241,7 @@ export class AgentLoop implements SteerableHandle {
     if (saved !== undefined && saved.length > 0) {
       this.#messages = [...saved];
       this.#succeeded = succeededToolNames(saved);
+      await this.#resumeUnansweredCalls();
     } else {
       // Tool results reach the model fenced (runToolCalls); the model is told once what the fences mean.
       const fencing = options.tools.some((tool) => !tool.trusted);
@@ -306,7 +309,8 @@ export class AgentLoop implements SteerableHandle {
       malformedInARow = 0;
       signal.throwIfAborted();
       this.#addUsage(response.usage);
-      const { content, toolCalls } = response.message;
+      const { content } = response.message;
+      const toolCalls = withUniqueIds(response.message.toolCalls, this.#messages);
       this.#messages.push(
         toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content },
       );
@@ -321,45 +325,104 @@ export class AgentLoop implements SteerableHandle {
         continue;
       }
 
-      const outcomes = await runToolCalls({
-        calls: toolCalls,
-        tools: options.toolsByName,
-        offered,
-        concurrency: options.toolConcurrency,
-        waitUntilStartAllowed: () => this.#waitWhilePaused('tool-call'),
-        signal,
-        context: this.#context,
-        gate: this.#toolGate,
-        onApprovalWait: (call, approval) =>
-          this.#emit({ type: 'approval-wait', step, toolCallId: call.id, toolName: call.name, approval }),
-        onApprovalDecided: (call, approval, decision) =>
-          this.#emit({
-            type: 'approval-decided',
-            step,
-            toolCallId: call.id,
-            toolName: call.name,
-            approval,
-            run: decision.run,
-            ...(decision.run ? {} : { reason: decision.reason }),
-          }),
-        onStarted: (call) => this.#emit({ type: 'tool-started', step, toolCallId: call.id, toolName: call.name }),
-        onFinished: (outcome) =>
-          this.#emit({
-            type: 'tool-finished',
-            step,
-            toolCallId: outcome.call.id,
-            toolName: outcome.call.name,
-            succeeded: outcome.succeeded,
-          }),
-      });
-      for (const outcome of outcomes) {
-        this.#messages.push({ role: 'tool', toolCallId: outcome.call.id, content: outcome.content });
-        if (outcome.succeeded) this.#succeeded.add(outcome.call.name);
-      }
+      // The model's decision is saved before any of it runs: a worker that dies while the calls run resumes them,
+      // with the same call ids (so an approval asked for is found again, and a cell's call log is its own), instead
+      // of asking the model again for calls it may write differently.
+      await this.#save();
+      await this.#runCalls(step, toolCalls, offered);
       this.#emit({ type: 'step-finished', step, toolCalls: toolCalls.length, usage: response.usage });
       await this.#save();
       signal.throwIfAborted();
     }
+  }
+
+  /**
+   * Runs the calls of the saved transcript's last step that have no result yet: a worker died while they ran. They
+   * run again with their ids, through the gate as before; a tool that must not run twice keys on the id.
+   */
+  async #resumeUnansweredCalls(): Promise<void> {
+    const last = this.#messages.findLastIndex((message) => message.role === 'assistant');
+    const message = this.#messages[last];
+    if (message?.role !== 'assistant' || message.toolCalls === undefined) return;
+    const answered = new Set(
+      this.#messages.slice(last + 1).flatMap((later) => (later.role === 'tool' ? [later.toolCallId] : [])),
+    );
+    const unanswered = message.toolCalls.filter((call) => !answered.has(call.id));
+    if (unanswered.length === 0) return;
+    // The calls were offered when the model made them; a tool this loop no longer has is answered with an error.
+    await this.#runCalls(this.#steps, unanswered, this.#options.tools);
+    await this.#save();
+    this.#controller.signal.throwIfAborted();
+  }
+
+  async #runCalls(step: number, toolCalls: readonly ToolCall[], offered: readonly Tool[]): Promise<void> {
+    const options = this.#options;
+    const signal = this.#controller.signal;
+    const outcomes = await runToolCalls({
+      calls: toolCalls,
+      tools: options.toolsByName,
+      offered,
+      concurrency: options.toolConcurrency,
+      waitUntilStartAllowed: () => this.#waitWhilePaused('tool-call'),
+      signal,
+      context: this.#context,
+      gate: this.#toolGate,
+      onApprovalWait: (call, approval) =>
+        this.#emit({ type: 'approval-wait', step, toolCallId: call.id, toolName: call.name, approval }),
+      onApprovalDecided: (call, approval, decision) =>
+        this.#emit({
+          type: 'approval-decided',
+          step,
+          toolCallId: call.id,
+          toolName: call.name,
+          approval,
+          run: decision.run,
+          ...(decision.run ? {} : { reason: decision.reason }),
+        }),
+      onStarted: (call) => this.#emit({ type: 'tool-started', step, toolCallId: call.id, toolName: call.name }),
+      onFinished: (outcome) =>
+        this.#emit({
+          type: 'tool-finished',
+          step,
+          toolCallId: outcome.call.id,
+          toolName: outcome.call.name,
+          succeeded: outcome.succeeded,
+        }),
+    });
+    for (const outcome of outcomes) {
+      this.#messages.push({ role: 'tool', toolCallId: outcome.call.id, content: outcome.content });
+      if (outcome.succeeded) this.#succeeded.add(outcome.call.name);
+    }
+  }
+
+  /** A call a tool makes for the model (a code cell's): the loop's gate, once the loop is not paused. */
+  async #askGate(request: Parameters<ToolContext['gate']>[0]): Promise<ToolGateDecision> {
+    const gate = this.#toolGate;
+    if (gate === undefined) return { run: true };
+    await this.#waitWhilePaused('tool-call');
+    const { tool, input, callId, onWait } = request;
+    const step = this.#steps;
+    return askToolGate(gate, {
+      tool,
+      input,
+      call: { id: callId, name: tool.name, arguments: JSON.stringify(input) ?? 'null' },
+      signal: this.#controller.signal,
+      handle: this,
+      onWait: (approval) => {
+        this.#emit({ type: 'approval-wait', step, toolCallId: callId, toolName: tool.name, approval });
+        onWait?.(approval);
+      },
+      onDecided: (approval, decision) =>
+        this.#emit({
+          type: 'approval-decided',
+          step,
+          toolCallId: callId,
+          toolName: tool.name,
+          approval,
+          run: decision.run,
+          ...(decision.run ? {} : { reason: decision.reason }),
+        }),
+    });
   }
 
   /** Summarises older turns when the transcript nears the context window; true when it did. */
@@ -475,4 +538,27 @@ export class AgentLoop implements SteerableHandle {
       }
     }
   }
+}
+
+/**
+ * The calls of a reply, each with an id no earlier call of the transcript has: servers that leave ids empty or number
+ * them per reply (`call_0` every time) would otherwise give two calls one id, and ids key what must not happen twice
+ * (an approval, a cell's call log). A provider's own unique id is kept as it is.
+ */
+function withUniqueIds(calls: readonly ToolCall[], earlier: readonly ChatMessage[]): ToolCall[] {
+  const seen = new Set<string>();
+  for (const message of earlier) {
+    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) seen.add(call.id);
+  }
+  return calls.map((call) => {
+    if (call.id !== '' && !seen.has(call.id)) {
+      seen.add(call.id);
+      return call;
+    }
+    let id: string;
+    do id = `call_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    while (seen.has(id));
+    seen.add(id);
+    return { ...call, id };
+  });
 }

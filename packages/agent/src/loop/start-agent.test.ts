@@ -204,10 +204,13 @@ describe('startAgent', () => {
       transcript: store,
     }).result();
     expect(first.status).toBe('failed');
+    // Once with the model's calls before they run, once with their results.
     expect(store.saves.map((save) => save.meta)).toEqual([
+      { steps: 1, status: 'running' },
       { steps: 1, status: 'running' },
       { steps: 2, status: 'failed' },
     ]);
+    expect(store.saves[0]?.messages.at(-1)).toMatchObject({ role: 'assistant', toolCalls: [{ id: 'call_1_0' }] });
 
     const model = createScriptedModel({ replies: ['4'] });
     const second = await startAgent({
@@ -230,6 +233,77 @@ describe('startAgent', () => {
       { role: 'tool', toolCallId: 'call_1_0', content: '{"sum":4}' },
     ]);
     expect(store.saves.at(-1)?.meta).toEqual({ steps: 1, status: 'completed' });
+  });
+
+  it('runs the calls a saved transcript left without results (a worker died while they ran) before asking the model again, with their ids', async () => {
+    const store = createMemoryTranscriptStore();
+    const ran: string[] = [];
+    const recording = defineTool({
+      name: 'record',
+      description: 'Records',
+      tier: 'read_only',
+      input: z.object({ what: z.string() }),
+      run: async ({ what }, context) => {
+        ran.push(`${what}@${context.toolCallId}`);
+        return { recorded: what };
+      },
+    });
+    await store.save(
+      [
+        { role: 'system', content: 'You record.' },
+        { role: 'user', content: 'record a and b' },
+        {
+          role: 'assistant',
+          content: null,
+          toolCalls: [
+            { id: 'c-a', name: 'record', arguments: '{"what":"a"}' },
+            { id: 'c-b', name: 'record', arguments: '{"what":"b"}' },
+          ],
+        },
+        { role: 'tool', toolCallId: 'c-a', content: '{"recorded":"a"}' },
+      ],
+      { steps: 1, status: 'running' },
+    );
+    const model = createScriptedModel({ replies: ['done'] });
+    const result = await startAgent({
+      model,
+      system: 'You record.',
+      input: 'record a and b',
+      tools: [recording],
+      transcript: store,
+    }).result();
+
+    expect(result).toMatchObject({ status: 'completed', answer: 'done' });
+    // Only the call without a result ran again, under its own id; the model then saw both results.
+    expect(ran).toEqual(['b@c-b']);
+    expect(model.requests[0]?.messages.slice(3)).toEqual([
+      { role: 'tool', toolCallId: 'c-a', content: '{"recorded":"a"}' },
+      { role: 'tool', toolCallId: 'c-b', content: expect.stringMatching(/recorded.{1,6}b/) },
+    ]);
+  });
+
+  it('gives calls without an id, or with the id of an earlier call, ids of their own', async () => {
+    const store = createMemoryTranscriptStore();
+    const model = createScriptedModel({
+      replies: [
+        { toolCalls: [{ id: 'call_0', name: 'add', arguments: { a: 1, b: 1 } }] },
+        {
+          toolCalls: [
+            { id: 'call_0', name: 'add', arguments: { a: 2, b: 2 } },
+            { id: '', name: 'add', arguments: { a: 3, b: 3 } },
+          ],
+        },
+        'done',
+      ],
+    });
+    await startAgent({ model, system: 's', input: 'add', tools: [addTool], transcript: store }).result();
+    const ids = (store.saves.at(-1)?.messages ?? []).flatMap((message) =>
+      message.role === 'assistant' ? (message.toolCalls ?? []).map((call) => call.id) : [],
+    );
+    expect(ids).toHaveLength(3);
+    expect(ids[0]).toBe('call_0');
+    expect(new Set(ids).size).toBe(3);
+    expect(ids.every((id) => id !== '')).toBe(true);
   });
 
   it('rejects invalid options at once, naming the option and the value', () => {

@@ -2,6 +2,7 @@ import type { ToolSpec } from '@assistant/llm';
 import * as z from 'zod';
 import type { AgentOptions } from '../loop/agent-options.ts';
 import type { SteerableHandle } from '../steering/steerable-handle.ts';
+import type { ToolGateDecision } from './tool-gate.ts';
 
 /** What a running tool can reach: cancellation, the loop that runs it, nesting, and the owner. */
 export interface ToolContext {
@@ -26,6 +27,20 @@ export interface ToolContext {
   waitWhilePaused(): Promise<void>;
   /** The id of the call being run (absent outside a loop's step): which call of its step this is. */
   toolCallId?: string;
+  /**
+   * Asks the loop's tool gate whether a call this tool makes for the model may run: a code cell's call of another
+   * tool passes the same gate, persona grants and approvals as the loop's own calls, and the loop reports its
+   * approval wait as for its own (`approval-wait`, `approval-decided`, with `callId` as the tool call id). `onWait`
+   * is told when the call starts waiting for the owner. Resolves with the decision (a failing gate is a refusal);
+   * rejects only when the loop is stopped. A loop without a gate lets every call run.
+   */
+  gate(request: {
+    tool: Tool;
+    input: unknown;
+    /** Names the call in approvals and events; the same call asked again (after a restart) must have the same id. */
+    callId: string;
+    onWait?: (approval: string) => void;
+  }): Promise<ToolGateDecision>;
 }
 
 /**

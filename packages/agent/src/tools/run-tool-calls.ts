@@ -3,7 +3,7 @@ import { createConcurrencyLimit } from '../internal/concurrency-limit.ts';
 import { describeError } from '../internal/describe-error.ts';
 import type { Tool, ToolContext } from './define-tool.ts';
 import { parseToolArguments } from './parse-tool-arguments.ts';
-import type { ToolGate, ToolGateDecision } from './tool-gate.ts';
+import type { ToolGate, ToolGateDecision, ToolGateRequest } from './tool-gate.ts';
 
 /** What one tool call gave: the tool message content, and whether the tool ran and returned. */
 export interface ToolCallOutcome {
@@ -57,7 +57,15 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
     // nobody for anything.
     if (options.gate !== undefined) {
       await options.waitUntilStartAllowed();
-      const decision = await askGate(options, options.gate, { tool, input: parsed.input, call });
+      const decision = await askToolGate(options.gate, {
+        tool,
+        input: parsed.input,
+        call,
+        signal: options.signal,
+        handle: options.context.handle,
+        onWait: (approval) => options.onApprovalWait?.(call, approval),
+        onDecided: (approval, decided) => options.onApprovalDecided?.(call, approval, decided),
+      });
       if (!decision.run) {
         return { call, content: fenced(tool, `error: refused: ${decision.reason}`), succeeded: false };
       }
@@ -109,33 +117,32 @@ export async function runToolCalls(options: RunToolCallsOptions): Promise<ToolCa
 
 /**
  * The gate's decision on one call, with the wait events around it. A gate that fails is a refusal: not knowing
- * whether a call may run is no permission to run it.
+ * whether a call may run is no permission to run it. Rejects only with the abort reason, once `signal` is aborted.
  */
-async function askGate(
-  options: RunToolCallsOptions,
+export async function askToolGate(
   gate: ToolGate,
-  { tool, input, call }: { tool: Tool; input: unknown; call: ToolCall },
+  request: Omit<ToolGateRequest, 'waiting'> & {
+    onWait?: ((approval: string) => void) | undefined;
+    onDecided?: ((approval: string, decision: ToolGateDecision) => void) | undefined;
+  },
 ): Promise<ToolGateDecision> {
+  const { onWait, onDecided, ...asked } = request;
   let approval: string | undefined;
   let decision: ToolGateDecision;
   try {
     decision = await gate({
-      tool,
-      input,
-      call,
-      signal: options.signal,
-      handle: options.context.handle,
+      ...asked,
       waiting: (id) => {
         if (approval !== undefined) return;
         approval = id;
-        options.onApprovalWait?.(call, id);
+        onWait?.(id);
       },
     });
   } catch (error) {
-    options.signal.throwIfAborted();
+    request.signal.throwIfAborted();
     decision = { run: false, reason: `the tool gate failed: ${describeError(error)}` };
   }
-  if (approval !== undefined) options.onApprovalDecided?.(call, approval, decision);
+  if (approval !== undefined) onDecided?.(approval, decision);
   return decision;
 }
 
