@@ -8,7 +8,13 @@ import { flattenPrimitives, type Primitives } from './primitives.ts';
 export type CellErrorKind = ErrorKind;
 
 /** One primitive call a cell made, in the order it made them. */
-export type CallRecord = { index: number; path: string[]; args: JSONValue[] } & (
+export type CallRecord = {
+  index: number;
+  path: string[];
+  args: JSONValue[];
+  /** Answered from the cell's call log (a logged cell run again), not run. */
+  replayed?: true;
+} & (
   | { status: 'ok'; result: JSONValue }
   | { status: 'error'; error: string }
   /** Still running on the host when the cell ended (deadline, abort, or the cell did not wait for it). */

@@ -1,3 +1,11 @@
+export {
+  type CallLog,
+  type CallLogEntry,
+  type CallLogHeader,
+  codeDigest,
+  FileCallLog,
+  type LoggedOutcome,
+} from './call-log.ts';
 export { escapeSignals } from './escape-signals.ts';
 export {
   type CallRecord,
@@ -9,4 +17,11 @@ export {
   type RunCellOptions,
 } from './executor.ts';
 export type { JSONValue } from './json-value.ts';
+export {
+  type CallHost,
+  type LiveCall,
+  type LoggedCellOptions,
+  type LoggedCellResult,
+  runLoggedCell,
+} from './logged-cell.ts';
 export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';

@@ -21,6 +21,8 @@ export type ErrorKind =
   | 'too_many_calls'
   | 'primitive_error'
   | 'aborted'
+  /** A cell run again (after an approval, after a restart) made a call other than the one its log holds there. */
+  | 'replay_divergence'
   | 'internal';
 
 export type HostToWorker =
