@@ -30,12 +30,15 @@ import {
   conversationIndexPaths,
   TurnStates,
 } from '@assistant/chat';
+import { type Executor, FileCallLog } from '@assistant/codeact';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError, isAssistantError } from '@assistant/errors';
 import type { EventSink } from '@assistant/events';
 import {
   type AgentsContext,
   type ChatContext,
+  type CodeActContext,
+  codeTools,
   type HandlerContext,
   type IntegrationRegistry,
   type MemoryContext,
@@ -43,6 +46,7 @@ import {
   noteTranscript,
   type RuntimeInstance,
   type ScriptsContext,
+  scriptTools,
   transcriptsFolder,
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
@@ -107,6 +111,11 @@ export interface WorkerServices {
    * @default none (tests of bare handlers, a worker on another machine)
    */
   memory?: MemoryContext;
+  /**
+   * The code-as-action sandbox (docs/codeact.md), started at the first cell and shared by the worker's loops.
+   * @default none: no loop gets run_code (tests of bare handlers)
+   */
+  codeact?: () => Executor;
 }
 
 /** The task's steering channel: the worker's own (`services.steering`), or the control files on this machine. */
@@ -236,22 +245,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
     ...(services.events ? { events: services.events } : {}),
     ...(instance.domain === 'script' && isBuiltin
       ? {
-          scripts: {
-            scripts: services.config.scripts,
-            workRoot: path.join(services.config.paths.dataDir, 'scripts'),
-            // Never mounted; they keep a node script's folder from being shown when it holds one of them.
-            privatePaths: [
-              services.config.paths.configFile,
-              services.config.paths.secretsFile,
-              services.config.paths.dataDir,
-              services.config.paths.queue,
-              services.config.paths.notes,
-              services.config.paths.logs,
-              services.config.paths.control,
-              path.resolve(path.dirname(services.config.paths.configFile), services.config.llmCache.directory),
-            ],
-            sandbox: services.scriptSandbox,
-          },
+          scripts: scriptsContextOf(services),
         }
       : {}),
     notes: services.notes,
@@ -272,6 +266,7 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
       : {}),
     // Memory's stores hold what the owner wrote about people: code shipped with Assistant only.
     ...(services.memory && isBuiltin ? { memory: memoryFor(services.memory, services) } : {}),
+    ...(services.codeact && isBuiltin ? { codeact: codeActFor(services, services.codeact, task, logger) } : {}),
     ...(instance.domain === 'chat' && isBuiltin && services.registry
       ? { console: createChatConsole({ ...services, registry: services.registry }, task, signal) }
       : {}),
@@ -662,5 +657,52 @@ function memoryFor(memory: MemoryContext, services: WorkerServices): MemoryConte
     index: memory.index,
     ...(registry ? { instance: memoryInstanceOf(registry.instances()) } : {}),
     ownerIdentities: [...new Set([...(config.memory.ownerIdentities ?? []), ...logins])],
+  };
+}
+
+/** config.yaml's scripts and how they run here, for the script integration and for code cells. */
+function scriptsContextOf(services: WorkerServices): ScriptsContext {
+  return {
+    scripts: services.config.scripts,
+    workRoot: path.join(services.config.paths.dataDir, 'scripts'),
+    // Never mounted; they keep a node script's folder from being shown when it holds one of them.
+    privatePaths: [
+      services.config.paths.configFile,
+      services.config.paths.secretsFile,
+      services.config.paths.dataDir,
+      services.config.paths.queue,
+      services.config.paths.notes,
+      services.config.paths.logs,
+      services.config.paths.control,
+      path.resolve(path.dirname(services.config.paths.configFile), services.config.llmCache.directory),
+    ],
+    sandbox: services.scriptSandbox,
+  };
+}
+
+/**
+ * Code as action for a task's loops: the worker's one sandbox, call logs under `data/codeact/<task>/`, and the
+ * owner's scripts as functions a cell can find and call (`tools.scripts.<name>`, gated like any tool).
+ */
+function codeActFor(services: WorkerServices, executor: () => Executor, task: Task, logger: Logger): CodeActContext {
+  const root = path.join(services.config.paths.dataDir, 'codeact');
+  const scripts = scriptTools({
+    ...scriptsContextOf(services),
+    configDir: path.dirname(services.config.paths.configFile),
+    onLog: (script, level, message) => {
+      if (level === 'human') {
+        void services.humanLog.write({ source: `script/${script}`, message }).catch(() => {});
+      } else logger[level]({ script }, message);
+    },
+  });
+  return {
+    tools: (tools, options = {}) =>
+      codeTools({
+        tools: [...tools, ...scripts.filter((script) => !tools.some((tool) => tool.name === script.name))],
+        executor: executor(),
+        callLog: ({ loop, callId, codeSha256 }) =>
+          new FileCallLog(root, { task: task.id, loop, call_id: callId, code_sha256: codeSha256 }),
+        ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
+      }),
   };
 }

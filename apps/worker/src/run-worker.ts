@@ -1,5 +1,6 @@
 import { routeServiceResult } from '@assistant/actions';
 import { loadPersonas, personaNamed, personaSourcesOf } from '@assistant/agents';
+import { createExecutor, type Executor } from '@assistant/codeact';
 import type { LoadedConfig } from '@assistant/config';
 import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import { askHook, type CompiledHook, fileAskCache, HookRunner } from '@assistant/hooks';
@@ -249,6 +250,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
           atMs: Date.now(),
         }),
     });
+  // The code-as-action sandbox's worker threads start with the first cell a loop runs, not with the worker.
+  let codeExecutor: Executor | undefined;
   const services: WorkerServices = {
     ...(events ? { events } : {}),
     ...(options.pausedRecheckMs === undefined ? {} : { pausedRecheckMs: options.pausedRecheckMs }),
@@ -262,6 +265,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     llm,
     mcp,
     ...(memory ? { memory: memory.context } : {}),
+    codeact: () => {
+      codeExecutor ??= createExecutor({ logger: logger.child({ component: 'codeact' }) });
+      return codeExecutor;
+    },
     // Read afresh for every loop and spawn: the owner edits personas while the system runs (docs/agents.md).
     // Checked as `config check` checks them (profiles, MCP servers, tool names), so a persona it reports is refused.
     personas: async (name) => personaNamed({ name, loaded: await loadPersonas(personaSourcesOf(config)) }),
@@ -646,6 +653,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     // After the drain: no task is left to call a server. Before the consumer's close, so a server that will not stop
     // delays the worker's exit rather than outliving it.
     await mcp.close();
+    await codeExecutor?.close();
     await memory
       ?.close()
       .catch((error: unknown) => logger.warn({ err: error }, 'the memory index did not close cleanly'));

@@ -66,6 +66,8 @@ export function chatTools(options: ChatToolsOptions): Tool[] {
     ...noteTools(context.notes),
     defineTool({
       name: 'ask_owner',
+      // It waits for the owner's answer, for as long as that takes: no place in a cell with a deadline.
+      codePath: false,
       description:
         'Asks the person you are chatting with a question when you cannot go on without their answer; the question shows in the chat and their next message is the answer. Ask only what the notes cannot tell you.',
       tier: 'read_only',

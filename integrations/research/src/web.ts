@@ -180,6 +180,7 @@ function researchRun(options: {
   const save = () => options.save({ pages, ...(finish ? { finish } : {}) });
   const search = defineTool({
     name: 'search',
+    codePath: ['web', 'search'],
     description: 'Searches the web. Returns results with URL, title and a snippet; fetch a page to read it.',
     input: z.object({ query: z.string().min(1).max(400) }),
     tier: 'read_only',
@@ -195,6 +196,7 @@ function researchRun(options: {
   });
   const fetchTool = defineTool({
     name: 'fetch',
+    codePath: ['web', 'fetch'],
     description:
       'Reads one web page (http or https) and returns its number n (cite it as [n]), title, readable text and links.',
     input: z.object({ url: z.string().min(1).max(2_000) }),
@@ -259,6 +261,7 @@ function researchRun(options: {
   });
   const finishTool = defineTool({
     name: 'finish',
+    codePath: false,
     description:
       'Hands in the research: a short answer citing [n], the key findings with the numbers of the fetched pages that support each, and the sources cited (n and URL). Call it once, at the end.',
     input: finishInput,

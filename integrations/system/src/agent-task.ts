@@ -66,7 +66,7 @@ export async function runAgentTask(context: HandlerContext) {
     agents === undefined || persona === undefined || chain === undefined
       ? undefined
       : agents.subagents({ label: 'system.agent', persona, grants: chain });
-  const tools = [
+  const tools = withCode(context, persona, chain, [
     ...baseTools(context),
     ...(await mcpToolsOf(context, [...new Set([...mcpServers, ...(persona?.mcpServers ?? [])])])),
     // The sub-agent tools are offered only when the persona grants them; the others are offered as they always were,
@@ -75,7 +75,7 @@ export async function runAgentTask(context: HandlerContext) {
       ? []
       : agentTools({ subagents, state, child: false }).filter((tool) => grants(chain, tool.name))),
     ...agentMemoryTools(context, chain),
-  ];
+  ]);
   const handle = context.agent({
     system: await withMemory(
       context,
@@ -152,6 +152,7 @@ function baseTools(context: HandlerContext): Tool[] {
     defineTool({
       name: 'wait',
       description: 'Waits the given number of milliseconds (at most a minute), then says so.',
+      codePath: false,
       input: z.object({ ms: z.int().min(0).max(60_000) }),
       tier: 'read_only',
       run: async ({ ms }, tool) => {
@@ -171,6 +172,31 @@ function baseTools(context: HandlerContext): Tool[] {
       },
     }),
   ];
+}
+
+/**
+ * The loop's tools with code as action (docs/codeact.md) when its persona asks for it (`code_mode:`) and its grants
+ * let it call `run_code`: `alongside`, run_code and search_tools join the JSON tools; `discovery`, they replace every
+ * tool a cell can call, so the prompt lists two tools however many the loop has. Calls from code pass the loop's gate
+ * like its own, so a tool the persona does not grant is refused inside code too.
+ */
+function withCode(
+  context: HandlerContext,
+  persona: Persona | undefined,
+  chain: GrantChain | undefined,
+  tools: Tool[],
+): Tool[] {
+  const mode = persona?.codeMode ?? 'off';
+  if (mode === 'off' || context.codeact === undefined) return tools;
+  if (chain !== undefined && !grants(chain, 'run_code')) {
+    context.log.warn(`persona ${persona?.name} has code_mode: ${mode} but its tools do not grant run_code`, {
+      persona: persona?.name,
+    });
+    return tools;
+  }
+  const code = context.codeact.tools(tools, { discovery: mode === 'discovery' });
+  if (mode === 'alongside') return [...tools, ...code];
+  return [...tools.filter((tool) => tool.codePath === false), ...code];
 }
 
 /**
@@ -291,7 +317,7 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
   }
   const state = new AgentLoopState();
   const subagents = agents.subagents({ label: persona.name, persona, record });
-  const tools = [
+  const tools = withCode(context, persona, record.grants, [
     ...baseTools(context),
     ...(await mcpToolsOf(context, persona.mcpServers)),
     ...agentTools({
@@ -300,7 +326,7 @@ async function runChild(context: HandlerContext, reference: { parent: string; id
       child: true,
       ...(record.may_spawn === undefined ? {} : { mayspawn: record.may_spawn }),
     }).filter((tool) => tool.name === 'reply_to_caller' || grants((record as ChildRecord).grants, tool.name)),
-  ];
+  ]);
   const handle = context.agent({
     system: await withMemory(context, childSystem(persona, record), record.task),
     input: childInput(record),

@@ -26,6 +26,13 @@ export interface Persona {
   maxDepth: number;
   /** `max_children:`: its children alive at once. @default 5 */
   maxChildren: number;
+  /**
+   * `code_mode:`: whether its loops get `run_code` and `search_tools` (docs/codeact.md), when its tools grant
+   * `run_code`: `alongside` the JSON tools, with every tool's declaration in run_code's description; `discovery`,
+   * only the code tools (and the tools code cannot call), the model finding the others with search_tools.
+   * @default 'off'
+   */
+  codeMode?: 'off' | 'alongside' | 'discovery';
   /** `budget:`: the most a loop of this persona may spend; a spawn may ask for less, never more. */
   budget: PersonaBudget;
 }

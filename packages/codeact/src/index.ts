@@ -25,3 +25,5 @@ export {
   runLoggedCell,
 } from './logged-cell.ts';
 export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';
+export { commentText, typeOf } from './tool-declarations.ts';
+export { createToolRegistry, type RegisteredTool, type RegistryEntry, type ToolRegistry } from './tool-registry.ts';

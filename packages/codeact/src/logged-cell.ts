@@ -241,8 +241,9 @@ function namespaceOf(
   for (const path of paths) {
     let node = root;
     for (const segment of path.slice(0, -1)) {
-      const next = (node[segment] ??= {}) as Record<string, unknown>;
-      node = next;
+      const child = (node[segment] ?? {}) as Record<string, unknown>;
+      node[segment] = child;
+      node = child;
     }
     const leaf = path.at(-1);
     if (leaf !== undefined) node[leaf] = handler;

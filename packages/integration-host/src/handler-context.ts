@@ -160,6 +160,20 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * (tests of bare handlers).
    */
   memory?: MemoryContext;
+  /**
+   * Only for builtin integrations' handlers: code as action (docs/codeact.md). Absent in a worker without the
+   * sandbox (tests of bare handlers).
+   */
+  codeact?: CodeActContext;
+}
+
+/** Code as action for a task's loops: the worker's sandbox and this task's call logs (`data/codeact/<task>/`). */
+export interface CodeActContext {
+  /**
+   * `run_code` and `search_tools` over `tools` (a loop's other tools): add them to the loop's tools. With
+   * `discovery`, run_code lists no tools and the model finds them with search_tools.
+   */
+  tools(tools: readonly Tool[], options?: { discovery?: boolean }): Tool[];
 }
 
 /** The chat stores over the config's data folder: `data/chat/{inbox,events,turns}`, conversations as notes. */

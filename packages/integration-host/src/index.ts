@@ -14,10 +14,12 @@ export {
   enqueueClassifyAfterCollect,
   needsClassification,
 } from './classify-item-note.ts';
+export { type CodeToolsOptions, codeToolNames, codeTools } from './code-tools.ts';
 export type {
   AgentsContext,
   AgentTaskOptions,
   ChatContext,
+  CodeActContext,
   HandlerContext,
   HandlerEnqueueOptions,
   HumanLogDetails,
@@ -84,3 +86,4 @@ export { type MemoryToolsOptions, memoryToolNames, memoryTools } from './memory-
 export { noteTools } from './note-tools.ts';
 export { noteTranscript, transcriptsFolder } from './note-transcript.ts';
 export { resolvePauseTarget } from './pause-targets.ts';
+export { type ScriptToolsOptions, scriptTools } from './script-tools.ts';

@@ -40,6 +40,7 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
   return [
     defineTool({
       name: 'recall',
+      codePath: ['memory', 'recall'],
       description:
         "Searches the owner's memory (facts, contacts, tasks, guidance, mail and other notes) by meaning and words. Returns the best notes with path, title, snippet, whether a fact is superseded by a newer one, and why it matched.",
       tier: 'read_only',
@@ -61,6 +62,7 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'remember',
+      codePath: ['memory', 'remember'],
       description:
         'Writes down one fact (a single statement) about people or topics, so it can be recalled later. It never replaces an older fact; both stay readable.',
       // A new note, which the owner can read and remove: undoable.
@@ -79,6 +81,7 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'lookup_contact',
+      codePath: ['contacts', 'lookup'],
       description:
         'Finds a contact by name (similar names match), e-mail address or handle (github:alice-a, or a bare handle on any platform). Returns the best matches with their addresses, handles, organisation and current facts about them.',
       tier: 'read_only',
@@ -109,6 +112,7 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'add_task',
+      codePath: ['tasks', 'add'],
       description:
         "Adds a task to the owner's own to-do list (tasks/), with an optional due date (YYYY-MM-DD) and who or what it is about. Not a queue task.",
       tier: 'soft',
@@ -136,6 +140,7 @@ export function memoryTools(options: MemoryToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'list_tasks',
+      codePath: ['tasks', 'list'],
       description:
         "Lists the owner's own tasks (follow-ups and to-dos under tasks/, not queue tasks): due overdue, today, this week or all; open by default.",
       tier: 'read_only',

@@ -11,6 +11,7 @@ export function noteTools(notes: NoteStore): Tool[] {
   return [
     defineTool({
       name: 'search_notes',
+      codePath: ['notes', 'search'],
       description: 'Finds notes whose text contains the query (any case). Returns up to 20 paths with their titles.',
       input: z.object({ query: z.string().min(1) }),
       tier: 'read_only',
@@ -25,6 +26,7 @@ export function noteTools(notes: NoteStore): Tool[] {
     }),
     defineTool({
       name: 'read_note',
+      codePath: ['notes', 'read'],
       description: 'Reads one note by its path: its fields and its text (cut at 4,000 characters).',
       input: z.object({ path: z.string().min(1) }),
       tier: 'read_only',

@@ -64,6 +64,8 @@ export interface Tool<Input = unknown> {
   readonly trusted?: boolean;
   /** What calling it can do; see {@link ToolDefinition.tier}. */
   readonly tier: ToolTier;
+  /** Where code calls it (`run_code`); see {@link ToolDefinition.codePath}. */
+  readonly codePath?: readonly string[] | false;
   run(input: Input, context: ToolContext): Promise<unknown>;
 }
 
@@ -96,6 +98,13 @@ export interface ToolDefinition<Input> {
    * @default 'irreversible'
    */
   tier?: ToolTier;
+  /**
+   * Where a code cell (`run_code`, docs/codeact.md) finds the tool: `['notes', 'search']` is `tools.notes.search(…)`.
+   * `false` keeps it out of code: a tool that ends the loop or waits on others (`wait_agents`, `reply_to_caller`)
+   * has no place inside a cell with a deadline.
+   * @default the registry's choice: `[server, tool]` for an MCP tool `server__tool`, else `[name]`
+   */
+  codePath?: readonly string[] | false;
 }
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -127,6 +136,7 @@ export function defineTool<Input>(definition: ToolDefinition<Input>): Tool<Input
     spec: { name: definition.name, description: definition.description, parameters },
     trusted: definition.trusted ?? false,
     tier: definition.tier ?? 'irreversible',
+    ...(definition.codePath === undefined ? {} : { codePath: definition.codePath }),
     run: definition.run,
   };
 }

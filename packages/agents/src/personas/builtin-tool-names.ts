@@ -31,5 +31,8 @@ export const builtinToolNames: readonly string[] = [
   'search',
   'fetch',
   'finish',
+  // code as action (docs/codeact.md), for personas with `code_mode:`.
+  'run_code',
+  'search_tools',
   ...agentToolNames,
 ];

@@ -45,6 +45,7 @@ tools:
 delegable: [search_notes]
 mcp_servers: [files]
 max_depth: 2
+code_mode: discovery
 budget: {max_steps: 12, tokens: 50000, timeout: 10m}
 ---
 
@@ -66,6 +67,7 @@ Cite your notes.
       mcpServers: ['files'],
       maxDepth: 2,
       maxChildren: 5,
+      codeMode: 'discovery',
       budget: { maxSteps: 12, tokens: 50000, timeoutMs: 600_000 },
     });
   });
@@ -80,6 +82,7 @@ Cite your notes.
       delegable: [],
       maxDepth: 3,
       maxChildren: 5,
+      codeMode: 'off',
       budget: { maxSteps: 20 },
     });
   });

@@ -69,6 +69,7 @@ const frontmatterSchema = z.strictObject({
   mcp_servers: z.array(z.string().min(1)).optional(),
   max_depth: z.int().min(0).max(10).optional(),
   max_children: z.int().min(1).max(50).optional(),
+  code_mode: z.enum(['off', 'alongside', 'discovery']).optional(),
   budget: z
     .strictObject({
       max_steps: z.int().min(1).max(200).optional(),
@@ -102,6 +103,7 @@ export function builtinDefaultPersona(): Persona {
     mcpServers: [],
     maxDepth: personaDefaults.maxDepth,
     maxChildren: personaDefaults.maxChildren,
+    codeMode: 'off',
     budget: { maxSteps: personaDefaults.maxSteps },
   };
 }
@@ -425,6 +427,7 @@ function personaOf(context: { file: PersonaFile; frontmatter: Frontmatter; instr
     mcpServers: frontmatter.mcp_servers ?? [],
     maxDepth: frontmatter.max_depth ?? personaDefaults.maxDepth,
     maxChildren: frontmatter.max_children ?? personaDefaults.maxChildren,
+    codeMode: frontmatter.code_mode ?? 'off',
     budget: {
       maxSteps: budget?.max_steps ?? personaDefaults.maxSteps,
       ...(budget?.tokens === undefined ? {} : { tokens: budget.tokens }),

@@ -79,6 +79,7 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
   const tools: Tool[] = [
     defineTool({
       name: 'spawn_agent',
+      codePath: ['agents', 'spawn'],
       description:
         'Starts a sub-agent running as `persona` on `task`, in the background; answers its id at once. context: "isolated" (only the task), "fork" (it also sees this conversation so far) or "summary" (it sees `summary`, which you write). Get its result with wait_agents.',
       input: z.object({
@@ -123,6 +124,8 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'wait_agents',
+      // It waits for children, for as long as they take: no place in a cell with a deadline.
+      codePath: false,
       description:
         'Waits for sub-agents to finish (all you spawned whose results you have not had, when `ids` is empty) and answers their results; at most `timeout_seconds` (default 600), then answers what has finished. Each result is given once.',
       input: z.object({
@@ -169,6 +172,7 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'message_agent',
+      codePath: ['agents', 'message'],
       description: 'Sends a message to a running sub-agent: it reaches its next model call (an interjection).',
       input: z.object({ id: z.string().min(1).max(64), text: z.string().min(1).max(20_000) }),
       tier: 'soft',
@@ -180,6 +184,7 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
     }),
     defineTool({
       name: 'list_agents',
+      codePath: ['agents', 'list'],
       description: 'Lists the sub-agents you spawned: persona, task, state, and whether you have had the result.',
       input: z.object({}),
       tier: 'read_only',
@@ -198,6 +203,8 @@ export function agentTools(options: AgentToolsOptions): Tool[] {
     tools.push(
       defineTool({
         name: 'reply_to_caller',
+        // It ends the child's work: the loop's own decision, not a step of a program.
+        codePath: false,
         description:
           "Ends your work and gives your caller your result: `text`, or with `forward` a sub-agent's answer word for word (its id).",
         input: z.object({
