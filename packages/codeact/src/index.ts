@@ -26,4 +26,10 @@ export {
 } from './logged-cell.ts';
 export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';
 export { commentText, typeOf } from './tool-declarations.ts';
-export { createToolRegistry, type RegisteredTool, type RegistryEntry, type ToolRegistry } from './tool-registry.ts';
+export {
+  createToolRegistry,
+  type RegisteredTool,
+  type RegistryEntry,
+  type ToolRegistry,
+  type ToolRegistryOptions,
+} from './tool-registry.ts';

@@ -118,6 +118,18 @@ describe('createToolRegistry', () => {
     );
   });
 
+  it('leaves out a tool whose path is taken when asked to, saying why', () => {
+    const { path: _path, ...unplaced } = searchNotes;
+    const registry = createToolRegistry([searchNotes, { ...unplaced, name: 'notes__search' }], { onConflict: 'skip' });
+    expect(registry.tools.map((tool) => tool.name)).toEqual(['search_notes']);
+    expect(registry.skipped).toEqual([
+      {
+        name: 'notes__search',
+        reason: 'Tools search_notes and notes__search both land on tools.notes.search; give one a codePath of its own',
+      },
+    ]);
+  });
+
   it('finds tools by the words of what the model wants to do, name hits first', () => {
     const readNote: RegistryEntry = {
       ...searchNotes,

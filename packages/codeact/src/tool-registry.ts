@@ -31,6 +31,18 @@ export interface ToolRegistry {
   search(query: string, limit?: number): RegisteredTool[];
   /** The specs JSON mode sends, from the same schemas. */
   specs(): { name: string; description: string; parameters: Record<string, unknown> }[];
+  /** Tools left out because their path was taken (only with `onConflict: 'skip'`), and why. */
+  readonly skipped: readonly { name: string; reason: string }[];
+}
+
+/** Options of {@link createToolRegistry}. */
+export interface ToolRegistryOptions {
+  /**
+   * What a tool whose path is taken does: `throw` a TypeError naming both tools, or `skip` the later tool (listed in
+   * `skipped`), for registries built at run time from tools nobody checked together (an MCP server named `notes`).
+   * @default 'throw'
+   */
+  onConflict?: 'throw' | 'skip';
 }
 
 const tierWords = { read_only: 'reads only', soft: 'changes what can be undone', irreversible: 'irreversible' };
@@ -39,29 +51,27 @@ const tierWords = { read_only: 'reads only', soft: 'changes what can be undone',
  * Builds the registry. A segment that is not an identifier is made one (`-` → `_`, a leading digit gets `_`); two tools
  * on one path, or a path that is both a function and a namespace, throw a TypeError naming both tools.
  */
-export function createToolRegistry(entries: readonly RegistryEntry[]): ToolRegistry {
+export function createToolRegistry(entries: readonly RegistryEntry[], options: ToolRegistryOptions = {}): ToolRegistry {
   const tools: RegisteredTool[] = [];
+  const skipped: { name: string; reason: string }[] = [];
   const byPathKey = new Map<string, RegisteredTool>();
   const namespaces = new Map<string, string>();
   for (const entry of entries) {
     const path = (entry.path ?? defaultPath(entry.name)).map(identifier);
     if (path.length === 0) throw new TypeError(`Expected a path for tool ${entry.name}, got none`);
-    const key = path.join('.');
-    const taken = byPathKey.get(key) ?? (namespaces.has(key) ? namespaces.get(key) : undefined);
-    if (taken !== undefined) {
-      const other = typeof taken === 'string' ? taken : taken.name;
-      throw new TypeError(`Tools ${other} and ${entry.name} both land on tools.${key}; give one a codePath of its own`);
+    const conflict = conflictOf(entry.name, path, byPathKey, namespaces);
+    if (conflict !== undefined) {
+      if (options.onConflict === 'skip') {
+        skipped.push({ name: entry.name, reason: conflict });
+        continue;
+      }
+      throw new TypeError(conflict);
     }
     for (let length = 1; length < path.length; length += 1) {
       const prefix = path.slice(0, length).join('.');
-      const leaf = byPathKey.get(prefix);
-      if (leaf !== undefined) {
-        throw new TypeError(
-          `Tool ${entry.name} at tools.${key} needs tools.${prefix} to be a namespace, but it is tool ${leaf.name}`,
-        );
-      }
       if (!namespaces.has(prefix)) namespaces.set(prefix, entry.name);
     }
+    const key = path.join('.');
     const registered: RegisteredTool = { ...entry, path, declaration: declarationOf(entry, path) };
     tools.push(registered);
     byPathKey.set(key, registered);
@@ -78,7 +88,29 @@ export function createToolRegistry(entries: readonly RegistryEntry[]): ToolRegis
     },
     search: (query, limit = 8) => searchTools(tools, query, limit),
     specs: () => tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
+    skipped,
   };
+}
+
+/** Why `path` cannot be `name`'s: another tool there, or a tool where it needs a namespace; undefined when free. */
+function conflictOf(
+  name: string,
+  path: readonly string[],
+  byPathKey: ReadonlyMap<string, RegisteredTool>,
+  namespaces: ReadonlyMap<string, string>,
+): string | undefined {
+  const key = path.join('.');
+  const other = byPathKey.get(key)?.name ?? namespaces.get(key);
+  if (other !== undefined)
+    return `Tools ${other} and ${name} both land on tools.${key}; give one a codePath of its own`;
+  for (let length = 1; length < path.length; length += 1) {
+    const prefix = path.slice(0, length).join('.');
+    const leaf = byPathKey.get(prefix);
+    if (leaf !== undefined) {
+      return `Tool ${name} at tools.${key} needs tools.${prefix} to be a namespace, but it is tool ${leaf.name}`;
+    }
+  }
+  return undefined;
 }
 
 function defaultPath(name: string): string[] {

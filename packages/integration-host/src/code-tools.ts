@@ -65,6 +65,9 @@ export function codeTools(options: CodeToolsOptions): Tool[] {
       tier: tool.tier,
       ...(Array.isArray(tool.codePath) ? { path: tool.codePath } : {}),
     })),
+    // Tools meet here at run time (an MCP server named `notes`): one whose path is taken is left out of code, said
+    // in run_code's description, rather than failing the loop.
+    { onConflict: 'skip' },
   );
   const byName = new Map(callable.map((tool) => [tool.name, tool]));
   const timeoutMs = options.timeoutMs ?? 30_000;
@@ -124,6 +127,11 @@ function runCodeDescription(registry: ToolRegistry, discovery: boolean, timeoutM
     'before answered from a log: so make the same calls in the same order every run (no Date.now or Math.random in',
     'what you pass to a tool). A refused call rejects with its reason; catch it to go on.',
   ];
+  if (registry.skipped.length > 0) {
+    lines.push(
+      `Not callable from code (their place under tools is taken): ${registry.skipped.map((tool) => tool.name).join(', ')}.`,
+    );
+  }
   if (discovery || registry.tools.length === 0) {
     lines.push('', 'Find the tools with search_tools first; it returns their declarations.');
   } else {
