@@ -5,7 +5,12 @@
 // the approved sends once each, the interrupted one never again (its cell is told its result was lost).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ChatInbox, ConversationStore } from '@assistant/chat';
+import { loadRuntime } from '@assistant/integration-host';
 import { type FakeChatRequest, FakeOpenAiServer, type FakeReply } from '@assistant/llm/testing';
+import { FileNoteStore } from '@assistant/notes';
+import { installation } from '@assistant/process';
+import { openFileTaskQueue } from '@assistant/queue';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { cliMain, runCli, startNode } from './helpers/node-process.ts';
@@ -229,5 +234,57 @@ scripts:
     const offered = toolNamesOf(model.requests[0] as FakeChatRequest);
     expect(offered).toEqual(expect.arrayContaining(['run_code', 'search_tools', 'search_notes', 'read_note']));
     expect(offered.some((name) => name.startsWith('script_'))).toBe(false);
+  }, 60_000);
+
+  it("gives a chat turn its persona's code mode", async () => {
+    await using dir = await tempDir();
+    await using model = await FakeOpenAiServer.start({
+      respond: (request): FakeReply => {
+        const result = messagesOf(request).find((message) => message.role === 'tool');
+        if (result)
+          return { text: result.content?.includes('notes/menu.md') ? 'The menu is in your notes.' : 'No menu.' };
+        const code =
+          'const found = await tools.notes.search({ query: "lentils" });\nreturn found.map((note) => note.path);';
+        return { toolCalls: [{ name: 'run_code', arguments: { code } }] };
+      },
+    });
+    await dir.write('data/notes/notes/menu.md', '---\ntitle: Menu\n---\nsoup of the day: lentils\n');
+    await dir.write(
+      'personas/clerk.md',
+      '---\ncode_mode: discovery\ntools: {allow: [run_code, search_tools, search_notes, read_note, ask_owner]}\n---\nYou are a clerk.\n',
+    );
+    await dir.write(
+      'config.yaml',
+      `data_dir: ./data
+memory: {consolidate: []} # memory has its own tests (tests/memory-worker.test.ts)
+llms:
+  default: {base_url: "${model.url}", model: fake-model, capabilities: {tools: true}}
+worker: {shutdown_grace: 1s, poll_interval: 100ms}
+integrations:
+  - {type: chat, name: chat, persona: clerk}
+`,
+    );
+    const runtime = await loadRuntime({ installation, configPath: path.join(dir.path, 'config.yaml'), cwd: dir.path });
+    const inbox = new ChatInbox({ directory: path.join(runtime.config.paths.dataDir, 'chat/inbox') });
+    const conversations = new ConversationStore({
+      notes: new FileNoteStore({ root: runtime.config.paths.notes }),
+      inbox,
+    });
+    const queue = await openFileTaskQueue({ directory: runtime.config.paths.queue, settings: runtime.config.queue });
+    const { id: conversation } = await conversations.create({ mode: 'followup', title: 'lunch' });
+    const { id: message } = await inbox.accept(conversation, { text: 'Where is the menu?' });
+    const outcome = await queue.enqueue({
+      type: 'chat.turn',
+      payload: { conversation, message },
+      priority: 1,
+      source: 'api',
+      integration: 'chat',
+    });
+    if (outcome.status !== 'enqueued') throw new Error(`the turn was not enqueued: ${outcome.status}`);
+    const worked = await cli(dir, ['work', '--exit-when-idle']);
+    expect(worked.code, worked.stderr).toBe(0);
+    // Discovery: the code tools and the tools a cell cannot call (ask_owner waits for the owner), nothing else.
+    expect(toolNamesOf(model.requests[0] as FakeChatRequest).sort()).toEqual(['ask_owner', 'run_code', 'search_tools']);
+    expect(JSON.stringify(await conversations.get(conversation))).toContain('The menu is in your notes.');
   }, 60_000);
 });

@@ -57,6 +57,8 @@ export interface ChatPersonaSetup {
   instructions?: string;
   model?: ChatModel;
   tools?: Tool[];
+  /** The persona's code mode (docs/codeact.md): the turn's whole tool list, with run_code and search_tools. */
+  withCode?: (tools: Tool[]) => Tool[];
 }
 
 export interface ChatTurnSettings {
@@ -467,7 +469,8 @@ class TurnRun {
     });
     // The persona's MCP tools join the instance's, once each.
     const names = new Set(own.map((tool) => tool.name));
-    const tools = [...own, ...(this.#setup.tools ?? []).filter((tool) => !names.has(tool.name))];
+    const joined = [...own, ...(this.#setup.tools ?? []).filter((tool) => !names.has(tool.name))];
+    const tools = this.#setup.withCode?.(joined) ?? joined;
     const system =
       this.#setup.instructions === undefined
         ? systemPrompt

@@ -5,7 +5,9 @@ import {
   type JsonValue,
   memoryPromptContext,
   memoryTools,
+  type Tool,
   UnrecoverableError,
+  withCodeMode,
 } from '@assistant/sdk';
 import * as z from 'zod';
 import { chatTools } from './chat-tools.ts';
@@ -156,6 +158,12 @@ async function personaSetup(context: HandlerContext<JsonValue, ChatSettings>, na
     instructions: persona.instructions,
     ...(persona.profile === undefined ? {} : { model: context.llm(persona.profile) }),
     tools,
+    ...((persona.codeMode ?? 'off') === 'off'
+      ? {}
+      : {
+          withCode: (all: Tool[]) =>
+            withCodeMode({ codeact: context.codeact, persona, tools: all, warn: context.log.warn }),
+        }),
   };
 }
 

@@ -18,6 +18,7 @@ import {
   noteTools,
   type Tool,
   UnrecoverableError,
+  withCodeMode,
 } from '@assistant/sdk';
 import * as z from 'zod';
 
@@ -174,29 +175,14 @@ function baseTools(context: HandlerContext): Tool[] {
   ];
 }
 
-/**
- * The loop's tools with code as action (docs/codeact.md) when its persona asks for it (`code_mode:`) and its grants
- * let it call `run_code`: `alongside`, run_code and search_tools join the JSON tools; `discovery`, they replace every
- * tool a cell can call, so the prompt lists two tools however many the loop has. Calls from code pass the loop's gate
- * like its own, so a tool the persona does not grant is refused inside code too.
- */
+/** The loop's tools with code as action when its persona asks for it (see withCodeMode). */
 function withCode(
   context: HandlerContext,
   persona: Persona | undefined,
   chain: GrantChain | undefined,
   tools: Tool[],
 ): Tool[] {
-  const mode = persona?.codeMode ?? 'off';
-  if (mode === 'off' || context.codeact === undefined) return tools;
-  if (chain !== undefined && !grants(chain, 'run_code')) {
-    context.log.warn(`persona ${persona?.name} has code_mode: ${mode} but its tools do not grant run_code`, {
-      persona: persona?.name,
-    });
-    return tools;
-  }
-  const code = context.codeact.tools(tools, { discovery: mode === 'discovery' });
-  if (mode === 'alongside') return [...tools, ...code];
-  return [...tools.filter((tool) => tool.codePath === false), ...code];
+  return withCodeMode({ codeact: context.codeact, persona, chain, tools, warn: context.log.warn });
 }
 
 /**

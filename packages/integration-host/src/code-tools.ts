@@ -1,4 +1,5 @@
 import { defineTool, type Tool, type ToolContext } from '@assistant/agent';
+import { type GrantChain, grants, type Persona, rootGrantChain } from '@assistant/agents';
 import {
   type CallLog,
   type CellResult,
@@ -11,6 +12,7 @@ import {
   type ToolRegistry,
 } from '@assistant/codeact';
 import * as z from 'zod';
+import type { CodeActContext } from './handler-context.ts';
 
 /** The names of the code tools, for personas' grants and the lists of built-in tools. */
 export const codeToolNames = ['run_code', 'search_tools'] as const;
@@ -202,4 +204,34 @@ function answerOf(result: CellResult): unknown {
     if (call.status === 'error') lines.push(`call ${call.index} tools.${call.path.join('.')} failed: ${call.error}`);
   }
   throw new Error(lines.join('\n'));
+}
+
+/**
+ * A loop's tools with code as action when its persona asks for it (`code_mode:`) and its grants let it call
+ * `run_code`: `alongside`, run_code and search_tools join the JSON tools; `discovery`, they replace every tool a cell
+ * can call, so the prompt lists a few tools however many the loop has. Calls from code pass the loop's gate like its
+ * own, so a tool the persona does not grant is refused inside code too. Without the sandbox (`codeact` absent) or
+ * with `code_mode: off`, the tools as they are.
+ */
+export function withCodeMode(options: {
+  codeact: CodeActContext | undefined;
+  persona: Persona | undefined;
+  /** The loop's grants; @default the persona's own (a root loop's) */
+  chain?: GrantChain | undefined;
+  tools: Tool[];
+  warn: (message: string, fields: Record<string, unknown>) => void;
+}): Tool[] {
+  const { codeact, persona, tools } = options;
+  const mode = persona?.codeMode ?? 'off';
+  if (mode === 'off' || codeact === undefined || persona === undefined) return tools;
+  const chain = options.chain ?? rootGrantChain(persona);
+  if (!grants(chain, 'run_code')) {
+    options.warn(`persona ${persona.name} has code_mode: ${mode} but its tools do not grant run_code`, {
+      persona: persona.name,
+    });
+    return tools;
+  }
+  const code = codeact.tools(tools, { discovery: mode === 'discovery' });
+  if (mode === 'alongside') return [...tools, ...code];
+  return [...tools.filter((tool) => tool.codePath === false), ...code];
 }

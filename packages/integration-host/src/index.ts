@@ -14,7 +14,7 @@ export {
   enqueueClassifyAfterCollect,
   needsClassification,
 } from './classify-item-note.ts';
-export { type CodeToolsOptions, codeToolNames, codeTools } from './code-tools.ts';
+export { type CodeToolsOptions, codeToolNames, codeTools, withCodeMode } from './code-tools.ts';
 export type {
   AgentsContext,
   AgentTaskOptions,

@@ -67,6 +67,7 @@ export {
   needsClassification,
   noteTools,
   pruneConsolidationMarkers,
+  withCodeMode,
 } from '@assistant/integration-host';
 export {
   type ChatMessage,
