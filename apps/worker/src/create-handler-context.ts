@@ -142,7 +142,7 @@ export interface TaskSlot {
 }
 
 /** What of a task waits, counted across its loops; `end` resolves once the task's code may run again. */
-export interface SlotParking {
+interface SlotParking {
   begin(): void;
   end(): Promise<void>;
 }
