@@ -110,4 +110,82 @@ llms:
     expect(record).toMatchObject({ state: 'done', task: { result: 'Poked.', attempts: 1, history: [] } });
     expect(await markers()).toEqual([]);
   });
+
+  it('is unparked as soon as one of two waiting calls is approved: that call runs while the other still waits', {
+    timeout: 45_000,
+  }, async () => {
+    await using server = await FakeOpenAiServer.start({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'poke', arguments: { n: 1 } },
+            { name: 'poke', arguments: { n: 2 } },
+          ],
+        },
+        { text: 'Poked twice.' },
+      ],
+    });
+    await writeFile(
+      path.join(dir, 'config.yaml'),
+      `data_dir: ./data
+worker: {concurrency: 1, poll_interval: 50ms, shutdown_grace: 200ms}
+tools: {approve: [poke]}
+llms:
+  default: {base_url: "${server.url}", model: fake-model, capabilities: {tools: true}}
+`,
+    );
+    const { config, queue } = await loadTestRuntime(dir);
+    const notes = new FileNoteStore({ root: config.paths.notes });
+    const events: string[] = [];
+    const markers = () => readdir(path.join(config.paths.queue, 'parked'));
+    const approveCall = async (n: number) => {
+      for (const deadline = Date.now() + 20_000; ; ) {
+        const pending = await listApprovals(notes, { status: 'pending' });
+        const request = pending.find((each) => JSON.parse(each.tool_call?.arguments ?? '{}').n === n);
+        if (request && pending.length === (n === 1 ? 2 : 1)) {
+          await decideApproval({ notes, queue, id: request.id, decision: 'approve', by: 'test' });
+          return;
+        }
+        if (Date.now() > deadline) throw new Error(`no approval request for poke ${n} came`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let approving: Promise<void> | undefined;
+    const poke = defineTool({
+      name: 'poke',
+      description: 'Pokes.',
+      tier: 'read_only',
+      input: z.object({ n: z.number() }),
+      run: async ({ n }) => {
+        events.push(`poke ${n} ran (${(await markers()).length} marked)`);
+        if (n === 1) approving = approveCall(2);
+        return { poked: n };
+      },
+    });
+    const handlers = new Map<string, TaskHandler>([
+      [
+        'test.poke',
+        async (context) => {
+          const handle = context.agent({ system: 'You poke.', input: 'Poke twice.', tools: [poke] });
+          return (await handle.result()).answer ?? null;
+        },
+      ],
+    ]);
+    const first = approveCall(1);
+    const task = await queue.enqueue({ type: 'test.poke', source: 'cli' });
+    await runWorker({
+      config,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+      handlers,
+    });
+    await first;
+    await approving;
+    // Poke 1 runs while poke 2 still waits: some of the task's code runs, so a death then must count.
+    expect(events).toEqual(['poke 1 ran (0 marked)', 'poke 2 ran (0 marked)']);
+    const record = await queue.get(task.status === 'enqueued' ? task.task.id : '');
+    expect(record).toMatchObject({ state: 'done', task: { result: 'Poked twice.', attempts: 1 } });
+    expect(await markers()).toEqual([]);
+  });
 });
