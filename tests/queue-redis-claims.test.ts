@@ -153,4 +153,60 @@ describe('Redis claims', () => {
       await queue.close();
     }
   });
+
+  it('a parked mark lives in the claim: set and cleared by its holder only, gone with the claim and with recovery', async () => {
+    const leaseMs = 60_000;
+    const shared = prefix();
+    const queue = await openRedisTaskQueue({ url: redis.url, prefix: shared, leaseMs });
+    try {
+      const timers = { heartbeatMs: 3_600_000, sweepIntervalMs: 3_600_000, pollIntervalMs: 20 };
+      const holder = queue.consumer(timers);
+      const other = queue.consumer(timers);
+      await holder.start();
+      await other.start();
+      const enqueue = async (type: string) => {
+        const outcome = await queue.enqueue({ type });
+        if (outcome.status !== 'enqueued') throw new Error(`enqueue refused: ${outcome.status}`);
+        return outcome.task.id;
+      };
+      const claimOf = async (id: string) =>
+        JSON.parse((await queue.client.hget(queue.key('claims'), id)) ?? 'null') as Record<string, unknown> | null;
+
+      const doneId = await enqueue('redis.parked-done');
+      const done = await holder.claim();
+      expect(done?.id).toBe(doneId);
+      const claimed = done as NonNullable<typeof done>;
+      await holder.park(claimed);
+      expect(await claimOf(doneId)).toMatchObject({ owner: { id: holder.owner.id }, parkedAt: expect.any(String) });
+      await holder.unpark(claimed);
+      expect(await claimOf(doneId)).not.toHaveProperty('parkedAt');
+      await holder.park(claimed);
+      expect(await holder.complete(claimed, 'ok')).toMatchObject({ recorded: true });
+      expect(await queue.client.hgetall(queue.key('claims'))).toEqual({});
+
+      // A holder whose task was taken over cannot mark the claim of the task's next holder.
+      const takenId = await enqueue('redis.parked-taken');
+      const first = (await holder.claim()) as NonNullable<Awaited<ReturnType<typeof holder.claim>>>;
+      expect(first.id).toBe(takenId);
+      await holder.park(first);
+      const record = JSON.parse((await queue.client.hget(queue.key('workers'), holder.owner.id)) ?? '{}');
+      const heartbeatAt = new Date(Date.now() - 2 * leaseMs).toISOString();
+      await queue.client.hset(queue.key('workers'), holder.owner.id, JSON.stringify({ ...record, heartbeatAt }));
+      expect(await queue.recover()).toMatchObject({ requeued: [takenId] });
+      const recovered = await queue.get(takenId);
+      expect(recovered?.task?.attempts).toBe(0);
+      expect(recovered?.task?.history.map((attempt) => attempt.error.type)).toEqual(['WorkerDiedWhileWaiting']);
+      const second = await other.claim();
+      expect(second?.id).toBe(takenId);
+      expect(await claimOf(takenId)).not.toHaveProperty('parkedAt');
+      await expect(holder.unpark(first)).rejects.toThrow(/no longer this worker's/);
+      await expect(holder.park(first)).rejects.toThrow(/no longer this worker's/);
+      expect(await claimOf(takenId)).toMatchObject({ owner: { id: other.owner.id } });
+      expect(await claimOf(takenId)).not.toHaveProperty('parkedAt');
+      await other.complete(second as NonNullable<typeof second>, 'ok');
+      expect(await queue.client.hgetall(queue.key('claims'))).toEqual({});
+    } finally {
+      await queue.close();
+    }
+  });
 });

@@ -8,6 +8,7 @@ const steeringErrors = new Set([
   'DelayedError',
   'TaskTimeoutError',
   'WorkerDied',
+  'WorkerDiedWhileWaiting',
 ]);
 
 /**

@@ -136,36 +136,79 @@ export interface CreateHandlerContextOptions {
 
 /**
  * A running task's place among the worker's `concurrency`: given back while one of its agent loops waits for the owner
- * (a tool call's approval, for up to `tools.approval_timeout`; a question's answer), so the worker runs other tasks
- * meanwhile, and taken again the moment one is decided or answered, even if that briefly puts the worker one over
- * its concurrency.
+ * (a tool call's approval, for up to `tools.approval_timeout`; a question's answer) or for its children
+ * (`wait_agents`), so the worker runs other tasks meanwhile, and taken again the moment one is decided or answered,
+ * even if that briefly puts the worker one over its concurrency. While it waits the task's claim is marked parked in
+ * the queue (TaskConsumer.park), so a worker death meanwhile is not counted against it (decision 0062).
  */
 export interface TaskSlot {
+  /** Marks the claim parked, durably; never rejects (a mark that cannot be written is logged, and the death counts). */
+  park(): Promise<void>;
+  /** Removes the parked mark, durably; never rejects (one that cannot be removed is logged). */
+  unpark(): Promise<void>;
   release(): void;
   retake(): void;
 }
 
+/** What of a task waits, counted across its loops; `end` resolves once the task's code may run again. */
+interface SlotParking {
+  begin(): void;
+  end(): Promise<void>;
+}
+
 /**
- * Counts what of a task waits for the owner, across all its loops: tool calls waiting for approval and questions
- * waiting for an answer. The slot is given back when the first starts waiting, and taken again when the last one is
- * decided or answered (or stops waiting).
+ * Counts what of a task waits, across all its loops: tool calls waiting for approval, questions waiting for an answer,
+ * `wait_agents` waiting for children. When the first starts waiting the claim is marked parked and, once that mark is
+ * durable, the slot is given back. When any one stops waiting (decided, answered, its children done, or stopped) some
+ * of the task's code runs again, so the mark is removed before `end` resolves; the slot is taken again when the last
+ * one stops. Steps run one after another, each seeing the count as it is by then: a wait that begins and ends before
+ * its park is written leaves neither mark nor given-back slot.
  */
-function slotParking(slot: TaskSlot | undefined): { begin(): void; end(): void } {
+function slotParking(slot: TaskSlot | undefined): SlotParking {
   let waits = 0;
+  let parked = false;
+  let released = false;
+  let steps: Promise<void> = Promise.resolve();
+  const step = (action: () => Promise<void> | void): Promise<void> => {
+    steps = steps.then(action);
+    return steps;
+  };
   return {
     begin: () => {
       waits += 1;
-      if (waits === 1) slot?.release();
+      if (waits !== 1 || !slot) return;
+      void step(async () => {
+        if (waits === 0 || parked) return;
+        await slot.park();
+        parked = true;
+        if (waits === 0 || released) return;
+        released = true;
+        slot.release();
+      });
     },
     end: () => {
       waits -= 1;
-      if (waits === 0) slot?.retake();
+      if (!slot) return Promise.resolve();
+      const last = waits === 0;
+      return step(async () => {
+        if (parked) {
+          parked = false;
+          await slot.unpark();
+        }
+        if (last && waits === 0 && released) {
+          released = false;
+          slot.retake();
+        }
+      });
     },
   };
 }
 
-/** Wraps a loop's tool gate so its calls that wait for the owner count in the task's parking. */
-function parkWhileWaiting(gate: ToolGate, parking: ReturnType<typeof slotParking>): ToolGate {
+/**
+ * Wraps a loop's tool gate so its calls that wait for the owner count in the task's parking; a decided call returns
+ * to the loop only once the parked mark is removed.
+ */
+function parkWhileWaiting(gate: ToolGate, parking: SlotParking): ToolGate {
   return async (request) => {
     let waiting = false;
     try {
@@ -179,7 +222,7 @@ function parkWhileWaiting(gate: ToolGate, parking: ReturnType<typeof slotParking
         },
       });
     } finally {
-      if (waiting) parking.end();
+      if (waiting) await parking.end();
     }
   };
 }
@@ -509,12 +552,7 @@ function personaGate(options: {
 }
 
 /** Personas and sub-agents for the builtin system integration's handlers (system.agent, system.workflow). */
-function agentsContext(
-  services: WorkerServices,
-  task: Task,
-  parking: { begin(): void; end(): void },
-  logger: Logger,
-): AgentsContext {
+function agentsContext(services: WorkerServices, task: Task, parking: SlotParking, logger: Logger): AgentsContext {
   const root = agentsRoot(services.config.paths.dataDir);
   const persona = (name?: string): Promise<Persona> => {
     if (services.personas === undefined) {

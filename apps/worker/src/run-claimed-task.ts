@@ -275,8 +275,10 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
       throw new ActRefusedError(`refused: ${refused}`);
     }
   }
-  if (task.history.at(-1)?.error.type === 'WorkerDied') {
-    // The loops of the attempt whose worker died are gone, and with them whoever waited on their tool calls' requests.
+  const lastError = task.history.at(-1)?.error.type;
+  if (lastError === 'WorkerDied' || lastError === 'WorkerDiedWhileWaiting') {
+    // The loops of the attempt whose worker died are gone, and with them whoever waited on their tool calls' requests
+    // (a task parked while it waited for one among them).
     await withdrawTaskToolCalls({
       notes: options.services.notes,
       humanLog: options.services.humanLog,

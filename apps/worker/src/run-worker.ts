@@ -473,6 +473,34 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
       dropHandler();
     };
     const slot: TaskSlot = {
+      // The mark is what lets a death while the task waits go uncounted; one that cannot be written only means the
+      // death counts, and one that cannot be removed that a death while the task runs again goes uncounted: neither
+      // stops the task. After the handler settled the claim is on its way out, and the mark goes with it.
+      park: async () => {
+        if (settled) return;
+        try {
+          await consumer.park(claimed);
+        } catch (error) {
+          if (!settled) {
+            logger.warn(
+              { err: error, task: claimed.id },
+              `could not mark task ${claimed.id} parked; a worker death while it waits will count as an attempt`,
+            );
+          }
+        }
+      },
+      unpark: async () => {
+        try {
+          await consumer.unpark(claimed);
+        } catch (error) {
+          if (!settled) {
+            logger.warn(
+              { err: error, task: claimed.id },
+              `could not remove the parked mark of task ${claimed.id}; a worker death while it runs on will not count as an attempt`,
+            );
+          }
+        }
+      },
       release: () => {
         if (settled) return;
         logger.debug({ task: claimed.id }, `task ${claimed.id} waits for the owner; its slot is free meanwhile`);

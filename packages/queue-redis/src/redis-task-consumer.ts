@@ -204,6 +204,29 @@ export class RedisTaskConsumer implements TaskConsumer {
     return this.queue.recover({ skipOwner: this.owner.id, holds: (id) => this.#held.has(id) });
   }
 
+  /**
+   * Sets the parked mark in the job's claim (see RedisTaskQueue's `markClaim`): one atomic write, acknowledged by
+   * Redis (and as durable as its persistence settings make any write) before it resolves.
+   */
+  async park(claimed: ClaimedTask): Promise<void> {
+    await this.#mark(claimed, true);
+  }
+
+  /** Clears the parked mark before the task's code runs again. */
+  async unpark(claimed: ClaimedTask): Promise<void> {
+    await this.#mark(claimed, false);
+  }
+
+  async #mark(claimed: ClaimedTask, parked: boolean): Promise<void> {
+    const held = this.#heldOf(claimed);
+    const marked = await this.queue.markClaim({ id: claimed.id, owner: this.owner, token: held.token, parked });
+    if (!marked) {
+      throw new Error(
+        `task ${claimed.id} (${claimed.task.type}) could not be ${parked ? 'parked' : 'unparked'}: its claim is no longer this worker's (${this.owner.id}); it may run twice`,
+      );
+    }
+  }
+
   #heldOf(claimed: ClaimedTask): Held {
     const held = this.#held.get(claimed.id);
     if (!held) throw new Error(`task ${claimed.id} is not held by this consumer (${this.owner.id})`);

@@ -29,12 +29,14 @@ import {
   type TaskEntry,
   type TaskEventKind,
   type TaskEvents,
+  type TaskOwner,
   type TaskQueue,
   type TaskRecord,
   type TaskState,
   taskFingerprint,
   taskStates,
   workerDiedError,
+  workerDiedWhileWaitingError,
 } from '@assistant/queue';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -44,6 +46,7 @@ import {
   handOverDedupKeyScript,
   headsScript,
   holdDedupKeyScript,
+  markClaimScript,
   rateWindowScript,
   releaseClaimScript,
   sweepClaimScript,
@@ -59,6 +62,11 @@ const silentLogger: QueueLogger = { info() {}, warn() {} };
 const claimSchema = z.object({
   owner: z.object({ id: z.string(), pid: z.int(), host: z.string() }),
   token: z.string(),
+  /**
+   * Set while the task is parked (waiting for the owner or its children, none of its code running): a death of its
+   * owner meanwhile spends no attempt and does not count toward poison. It lives and goes with the claim.
+   */
+  parkedAt: z.string().optional(),
 });
 export type ClaimRecord = z.infer<typeof claimSchema>;
 
@@ -843,14 +851,25 @@ export class RedisTaskQueue implements TaskQueue {
     const stored = parsed.task;
     const nowMs = Date.now();
     const finishedAt = new Date(nowMs).toISOString();
+    // Parked when its owner died: none of its code was running, so the death is not the task's (decision 0062). The
+    // mark is part of the claim just taken over (same lock token), so an earlier claim's mark cannot count here.
+    const parked = claim?.parkedAt !== undefined && stored.startedAt !== undefined;
     // The claim wrote the attempt it counted; a claim that died before writing it (no startedAt) counts nothing.
-    const error = workerDiedError(stored);
-    const counted: Task = { ...stored, history: [...stored.history, ...attemptOf(stored, finishedAt, error)] };
+    const error = parked && claim ? workerDiedWhileWaitingError(claim.owner.id) : workerDiedError(stored);
+    const counted: Task = {
+      ...stored,
+      ...(parked ? { attempts: stored.attempts - 1 } : {}),
+      history: [...stored.history, ...attemptOf(stored, finishedAt, error)],
+    };
     delete counted.startedAt;
     delete counted.worker;
     await this.client.hdel(this.key('claims'), id);
     const death = decideAfterWorkerDied(counted.history);
-    if (stored.startedAt !== undefined && (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned')) {
+    if (
+      !parked &&
+      stored.startedAt !== undefined &&
+      (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned')
+    ) {
       const failedWith = death.outcome === 'poisoned' ? death.error : error;
       await this.finishFailed(type, id, token, { ...counted, finishedAt, error: failedWith }, failedWith.message);
       report.failed.push(id);
@@ -862,11 +881,22 @@ export class RedisTaskQueue implements TaskQueue {
     await this.requeue(type, id, token, counted, Date.parse(stored.readyAt) || nowMs);
     report.requeued.push(id);
     this.logger.warn(
-      `task ${id} (${type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,
+      `task ${id} (${type}) returned to pending: ${error.message} (${parked ? 'still' : 'attempt'} ${counted.attempts} of ${counted.maxAttempts})`,
     );
   }
 
   // ------------------------------------------------------------------------ moves of a held job (lock `token`)
+
+  /**
+   * Sets (`parked`) or clears a held job's parked mark in its claim, atomically, while the claim is still the
+   * holder's: false when it is not (recovery took the job over), and nothing changed.
+   */
+  async markClaim(options: { id: string; owner: TaskOwner; token: string; parked: boolean }): Promise<boolean> {
+    const { id, owner, token, parked } = options;
+    const record: ClaimRecord = { owner, token, ...(parked ? { parkedAt: new Date().toISOString() } : {}) };
+    const answer = await this.client.eval(markClaimScript, 1, this.key('claims'), id, token, JSON.stringify(record));
+    return answer === 1;
+  }
 
   /**
    * Sets a held job's lock again when it ran out while its holder could not renew it (Redis was down for longer than

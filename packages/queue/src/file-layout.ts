@@ -17,6 +17,11 @@ export interface QueuePaths extends Record<TaskState, string> {
   failed: string;
   /** One heartbeat file per running worker: the lease behind every task it holds in active/. */
   workers: string;
+  /**
+   * One empty-ish marker per parked claim (a held task waiting for the owner or its children, none of its code
+   * running), named as its claim is in active/, `{name}@{owner}.yaml`: recovery finds it by the claim's name.
+   */
+  parked: string;
 }
 
 export function queuePaths(root: string): QueuePaths {
@@ -28,6 +33,7 @@ export function queuePaths(root: string): QueuePaths {
     done: path.join(root, 'done'),
     failed: path.join(root, 'failed'),
     workers: path.join(root, 'workers'),
+    parked: path.join(root, 'parked'),
   };
 }
 

@@ -1,8 +1,9 @@
 import { type FSWatcher, watch } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecretsDeep } from '@assistant/errors';
 import { readClaimsHold } from './claims-hold.ts';
+import { writeFileDurably } from './durable-write.ts';
 import { activeFileName, assertWorkerId, isScratchName } from './file-layout.ts';
 import type { FileTaskQueue } from './file-task-queue.ts';
 import { isMissing, newWorkerOwner } from './file-worker-directory.ts';
@@ -33,6 +34,8 @@ interface HeldFile {
   name: TaskName;
   fileName: string;
   path: string;
+  /** Its parked marker (parked/, named as the claim is in active/) is there, or being written or removed. */
+  parked: boolean;
 }
 
 /**
@@ -208,7 +211,7 @@ export class FileTaskConsumer implements TaskConsumer {
       delete claimed.result;
       const handedOut: ClaimedTask = { id: claimed.id, task: claimed };
       const activeFile = path.basename(activePath);
-      this.#held.set(activeFile, { name, fileName, path: activePath });
+      this.#held.set(activeFile, { name, fileName, path: activePath, parked: false });
       this.#claims.set(handedOut, activeFile);
       return handedOut;
     }
@@ -274,8 +277,58 @@ export class FileTaskConsumer implements TaskConsumer {
     return held;
   }
 
-  #release(held: HeldFile): void {
+  /**
+   * Forgets a held file once its task left active/, and removes its parked marker if it had one. Not durably: a
+   * marker whose claim is gone can never match another claim (a task never enters active/ under the same name and
+   * owner twice), and recovery sweeps it.
+   */
+  async #release(held: HeldFile): Promise<void> {
     this.#held.delete(path.basename(held.path));
+    if (!held.parked) return;
+    held.parked = false;
+    await unlink(this.#markerOf(held)).catch((error: unknown) => {
+      if (!isMissing(error)) {
+        this.queue.logger.warn(`cannot remove the parked marker of task ${held.name.id}: ${(error as Error).message}`);
+      }
+    });
+  }
+
+  #markerOf(held: HeldFile): string {
+    return path.join(this.queue.paths.parked, path.basename(held.path));
+  }
+
+  /**
+   * Writes the claim's parked marker, `parked/{name}@{owner}.yaml`, atomically and durably (file and directory entry)
+   * before it resolves: the worker gives the task's slot back only after it.
+   */
+  async park(claimed: ClaimedTask): Promise<void> {
+    const held = this.fileOf(claimed);
+    if (held.parked) return;
+    held.parked = true;
+    try {
+      await writeFileDurably({
+        tmpDir: this.queue.paths.tmp,
+        target: this.#markerOf(held),
+        text: `parkedAt: ${new Date(this.queue.now()).toISOString()}\n`,
+        directorySyncs: this.queue.directorySyncs,
+      });
+    } catch (error) {
+      held.parked = false;
+      throw error;
+    }
+  }
+
+  /** Removes the claim's parked marker, durably, before the task's code runs again. */
+  async unpark(claimed: ClaimedTask): Promise<void> {
+    const held = this.fileOf(claimed);
+    if (!held.parked) return;
+    try {
+      await unlink(this.#markerOf(held));
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+    held.parked = false;
+    await this.queue.directorySyncs.sync(this.queue.paths.parked);
   }
 
   /**
@@ -332,7 +385,7 @@ export class FileTaskConsumer implements TaskConsumer {
     // here is never counted again. (The active file is never rewritten: what is in it is always the claim as it was made.)
     await this.queue.writeTo('pending', fileName, next);
     await this.queue.removeFile(held.path);
-    this.#release(held);
+    await this.#release(held);
     this.#index.add(fileName);
   }
 
@@ -342,7 +395,7 @@ export class FileTaskConsumer implements TaskConsumer {
     const held = this.fileOf(claimed);
     await this.queue.writeTo(state, held.fileName, task);
     const removed = await this.queue.removeFile(held.path);
-    this.#release(held);
+    await this.#release(held);
     if (!removed) {
       this.queue.logger.warn(
         `task ${task.id} (${task.type}) finished, but its active/ file had gone: this worker lost its lease (a stalled process?); the task may run twice`,

@@ -14,6 +14,7 @@ import {
   type ActiveName,
   activeFileName,
   decodeStateName,
+  isScratchName,
   parseActiveName,
   type QueuePaths,
   queuePaths,
@@ -46,7 +47,7 @@ import { decideAfterWorkerDied } from './poison.ts';
 import { defaultPolicy, defaultRetention, type QueueConfig, type QueuePolicy } from './queue-config.ts';
 import { describeFileKind, readTaskText } from './read-task-text.ts';
 import { resolvePolicy } from './resolve-policy.ts';
-import { attemptOf, workerDiedError } from './task-attempts.ts';
+import { attemptOf, workerDiedError, workerDiedWhileWaitingError } from './task-attempts.ts';
 import { checkTaskRecord, parseTaskFile, stringifyTask, type Task, TaskFileError } from './task-file.ts';
 import { newTaskId, taskIdTimeMs } from './task-id.ts';
 import { decodeTaskName, encodeTaskName, isLaterVersion, requeuedTaskName, type TaskName } from './task-name.ts';
@@ -802,9 +803,32 @@ export class FileTaskQueue implements TaskQueue {
       }
     }
     await this.#resolveDuplicates(report, { withFinished: options.periodic !== true });
+    await this.#sweepParkedMarkers();
     report.removedTmp = await this.sweepTmp(nowMs);
     await this.workers.pruneGone(nowMs);
     return report;
+  }
+
+  /**
+   * Removes the parked markers whose claim is no longer in active/ (a worker that stopped between a task leaving
+   * active/ and its marker's removal). parked/ is listed before active/: a marker is written only while its claim is
+   * there, so a claim missing from the later listing has left for good, and its marker can never count for another.
+   */
+  async #sweepParkedMarkers(): Promise<void> {
+    const markers = await readdir(this.paths.parked).catch(() => [] as string[]);
+    if (markers.length === 0) return;
+    const claims = new Set<string>();
+    // A listing of its own, not the cached one: it must come after parked/'s.
+    for (const fileName of await readdir(this.paths.active)) {
+      const active = parseActiveName(fileName);
+      if (active.ownerId !== undefined) claims.add(activeFileName(active.taskFileName, active.ownerId));
+    }
+    for (const marker of markers) {
+      if (claims.has(marker) || isScratchName(marker)) continue;
+      await unlink(path.join(this.paths.parked, marker)).catch((error: unknown) => {
+        if (!isMissing(error)) this.logger.warn(`recovery skipped parked/${marker}: ${(error as Error).message}`);
+      });
+    }
   }
 
   /**
@@ -1072,7 +1096,13 @@ export class FileTaskQueue implements TaskQueue {
       if (await this.quarantine(mine, error.message)) report.quarantined.push(this.locationOf(mine));
       return;
     }
-    // The file holds the attempts spent before this claim; the claim itself (made at the rename, its ctime) counts.
+    // The marker of this very claim (its name and owner), read only now that this pass holds the claim: the owner is
+    // gone, so it can no longer park or unpark it. A claim is never made twice under one name and owner, so a marker
+    // left by an earlier claim cannot be this one's.
+    const markerPath = path.join(this.paths.parked, activeFileName(active.taskFileName, ownerId));
+    const parked = (await lstat(markerPath).catch(() => undefined)) !== undefined;
+    // The file holds the attempts spent before this claim; the claim itself (made at the rename, its ctime) counts,
+    // unless the task was parked when its owner died: then none of its code was running, and the death is not its.
     const died: Task = {
       ...stored,
       attempts: stored.attempts + 1,
@@ -1080,13 +1110,15 @@ export class FileTaskQueue implements TaskQueue {
       worker: { id: ownerId, pid: 0, host: '' },
     };
     const finishedAt = new Date(nowMs).toISOString();
-    const error = { type: 'WorkerDied', message: `worker died: ${ownerId} stopped while running it` };
+    const error = parked
+      ? workerDiedWhileWaitingError(ownerId)
+      : { type: 'WorkerDied', message: `worker died: ${ownerId} stopped while running it` };
     const history = [...stored.history, ...attemptOf(died, finishedAt, error)];
-    const counted: Task = { ...stored, attempts: died.attempts, history };
+    const counted: Task = { ...stored, attempts: parked ? stored.attempts : died.attempts, history };
     delete counted.startedAt;
     delete counted.worker;
     const death = decideAfterWorkerDied(history);
-    if (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned') {
+    if (!parked && (counted.attempts >= counted.maxAttempts || death.outcome === 'poisoned')) {
       const failedWith = death.outcome === 'poisoned' ? death.error : error;
       await this.writeTo('failed', active.taskFileName, { ...counted, finishedAt, error: failedWith });
       await this.removeFile(mine);
@@ -1104,9 +1136,11 @@ export class FileTaskQueue implements TaskQueue {
       readyAt: new Date(requeued.name.readyAtMs).toISOString(),
     });
     await this.removeFile(mine);
+    // After the claim has gone: a crash before this leaves a marker whose claim is gone, which the sweep removes.
+    if (parked) await this.removeFile(markerPath);
     report.requeued.push(name.id);
     this.logger.warn(
-      `task ${name.id} (${name.type}) returned to pending: ${error.message} (attempt ${counted.attempts} of ${counted.maxAttempts})`,
+      `task ${name.id} (${name.type}) returned to pending: ${error.message} (${parked ? 'still' : 'attempt'} ${counted.attempts} of ${counted.maxAttempts})`,
     );
   }
 

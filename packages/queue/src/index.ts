@@ -80,7 +80,14 @@ export {
   type SnapshotQueueFilesOptions,
   snapshotQueueFiles,
 } from './snapshot-queue-files.ts';
-export { attemptOf, decideFailure, type FailureDecision, toTaskError, workerDiedError } from './task-attempts.ts';
+export {
+  attemptOf,
+  decideFailure,
+  type FailureDecision,
+  toTaskError,
+  workerDiedError,
+  workerDiedWhileWaitingError,
+} from './task-attempts.ts';
 export { DelayedError, outageDelay, RetryableError, UnrecoverableError } from './task-errors.ts';
 export {
   checkTaskRecord,

@@ -282,6 +282,19 @@ export interface TaskConsumer {
   fail(claimed: ClaimedTask, error: unknown): Promise<FailOutcome>;
   /** Returns a task unrun, its attempt not counted: the worker is shutting down. */
   release(claimed: ClaimedTask): Promise<void>;
+  /**
+   * Marks a held task as parked: none of its code runs while it waits (for the owner's approval or answer, for its
+   * children), and its worker slot is about to be given back. Durable when it resolves, so a worker that dies while
+   * the task is parked could not have been brought down by it: recovery then requeues the task with a
+   * `WorkerDiedWhileWaiting` entry that spends no attempt and does not count toward poison. Marking a task parked
+   * twice is the same as once; the mark goes with the claim when the task finishes, goes back or is recovered.
+   */
+  park(claimed: ClaimedTask): Promise<void>;
+  /**
+   * Removes the parked mark, durably, before the task's code runs again: from then on a death counts as usual.
+   * A task that is not parked is left as it is.
+   */
+  unpark(claimed: ClaimedTask): Promise<void>;
   /** Renews the lease on every task this consumer holds now (it is renewed every `heartbeatMs` anyway). */
   extendLease(): Promise<void>;
   /**

@@ -5,6 +5,8 @@ import type { TaskAttempt, TaskError } from './task-file.ts';
  * Two: one death can be bad luck (an out-of-memory kill, a power cut, an unrelated bug in another task); a second
  * while running the same task means the task itself brings the worker down (a handler that exits the process, an
  * endless synchronous loop the watchdog kills, an MCP answer that crashes it), and a third run would only do it again.
+ * A death while the task was parked (`WorkerDiedWhileWaiting`: waiting for the owner or its children, none of its code
+ * running) is not counted: the task cannot have caused it (decision 0062).
  */
 export const poisonWorkerDeaths = 2;
 

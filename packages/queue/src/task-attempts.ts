@@ -79,6 +79,17 @@ export function workerDiedError(task: Task): { type: string; message: string } {
   };
 }
 
+/**
+ * The error recorded when a task's worker vanished while the task was parked (waiting for the owner or for its
+ * children, none of its code running): it spends no attempt and does not count toward poison (see poison.ts).
+ */
+export function workerDiedWhileWaitingError(ownerId: string): { type: string; message: string } {
+  return {
+    type: 'WorkerDiedWhileWaiting',
+    message: `worker died: ${ownerId} stopped while the task was waiting (parked, none of its code running); no attempt spent`,
+  };
+}
+
 /** The history entry for the attempt `task` records as started, ended by `error`. */
 export function attemptOf(task: Task, finishedAt: string, error: { type: string; message: string; stack?: string }) {
   if (task.startedAt === undefined) return [];

@@ -57,8 +57,8 @@ export interface FileSubAgentsOptions {
   interject(taskId: string, text: string): Promise<void>;
   /** The most children alive at once across the installation (config.yaml's `agents.max_live`). */
   maxLive: number;
-  /** Told when a wait starts and ends: the worker gives the task's slot back meanwhile. */
-  parking?: { begin(): void; end(): void };
+  /** Told when a wait starts and ends: the worker gives the task's slot back meanwhile; `end` resolves once its code may go on. */
+  parking?: { begin(): void; end(): void | Promise<void> };
   /** How often a wait looks at the inbox besides watching it. @default 500 */
   pollMs?: number;
 }
@@ -272,7 +272,8 @@ export class FileSubAgents implements SubAgents {
         check();
       });
     } finally {
-      this.#options.parking?.end();
+      // Awaited: the worker removes the task's parked mark before the parent's code goes on (decision 0062).
+      await this.#options.parking?.end();
     }
     return seen;
   }

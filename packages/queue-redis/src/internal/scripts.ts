@@ -132,3 +132,17 @@ if KEYS[2] and redis.call('LPOS', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
 `;
+
+/**
+ * Replaces a claim's record with the holder's new text (its parked mark set or cleared) while the claim is still the
+ * holder's (its lock token): a claim recovery took over, or a later claim of the job, is left alone. KEYS: the claims
+ * hash. ARGV: the job id, the holder's lock token, the new text. Returns 1 when replaced.
+ */
+export const markClaimScript = `
+local text = redis.call('HGET', KEYS[1], ARGV[1])
+if not text then return 0 end
+local ok, claim = pcall(cjson.decode, text)
+if not ok or type(claim) ~= 'table' or claim.token ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`;

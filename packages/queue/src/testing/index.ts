@@ -477,6 +477,69 @@ export function describeTaskQueueContract(name: string, createBackend: () => Pro
       ]);
     });
 
+    it('requeues a task whose worker died while it was parked, spending no attempt, and never fails it as poison', async () => {
+      const queue = await open();
+      const id = enqueuedId(await queue.enqueue({ type: 'contract.parked' }));
+      for (const death of [1, 2, 3]) {
+        const dying = consumerOf(await open());
+        await dying.start();
+        const claimed = await claimNext(dying, `the task, run ${death}`);
+        expect(claimed).toMatchObject({ id, task: { attempts: 1 } });
+        // It waits for the owner (or its children): none of its code runs when its worker goes.
+        await dying.park(claimed);
+        await dying.park(claimed);
+        await dying.close();
+        expect(await queue.recover()).toMatchObject({ requeued: [id], failed: [] });
+        expect(await queue.get(id)).toMatchObject({ state: 'pending', task: { attempts: 0 } });
+      }
+      const survivor = consumerOf(queue);
+      await survivor.start();
+      const again = await claimNext(survivor, 'the task after three deaths while parked');
+      expect(again).toMatchObject({ id, task: { attempts: 1, maxAttempts: 3 } });
+      expect(again.task.history.map((attempt) => attempt.error.type)).toEqual([
+        'WorkerDiedWhileWaiting',
+        'WorkerDiedWhileWaiting',
+        'WorkerDiedWhileWaiting',
+      ]);
+      expect(again.task.history[0]?.error.message).toMatch(/waiting/);
+      await survivor.complete(again, 'ok');
+      expect(await queue.get(id)).toMatchObject({ state: 'done', task: { result: 'ok' } });
+    });
+
+    it('counts a death as usual once the task is unparked, and a parked mark never outlives its claim', async () => {
+      const queue = await open();
+      const id = enqueuedId(await queue.enqueue({ type: 'contract.unparked' }));
+      // Parked, then unparked: its code runs again when the worker dies, so the death counts.
+      const first = consumerOf(await open());
+      await first.start();
+      const claimed = await claimNext(first, 'the task, run 1');
+      await first.park(claimed);
+      await first.unpark(claimed);
+      await first.unpark(claimed);
+      await first.close();
+      expect(await queue.recover()).toMatchObject({ requeued: [id] });
+      expect(await queue.get(id)).toMatchObject({ state: 'pending', task: { attempts: 1 } });
+      // Parked, then failed while parked (a retry): the mark goes with the claim that made it.
+      const second = consumerOf(await open());
+      await second.start();
+      const retried = await claimNext(second, 'the task, run 2');
+      await second.park(retried);
+      expect(await second.fail(retried, new Error('stopped while waiting'))).toBe('retrying');
+      // Run 3 dies while running: a second death while running, so it is poison, whatever run 2 marked.
+      const third = consumerOf(await open());
+      await third.start();
+      expect((await claimNext(third, 'the task, run 3')).id).toBe(id);
+      await third.close();
+      expect(await queue.recover()).toMatchObject({ failed: [id] });
+      const record = await queue.get(id);
+      expect(record).toMatchObject({ state: 'failed', task: { error: { type: 'PoisonTask' } } });
+      expect(taskOf(record as TaskRecord).history.map((attempt) => attempt.error.type)).toEqual([
+        'WorkerDied',
+        'Error',
+        'WorkerDied',
+      ]);
+    });
+
     it('imports task records as they are, in every state, once; removes any but an active one', async () => {
       const source = await open();
       const consumer = consumerOf(source);
