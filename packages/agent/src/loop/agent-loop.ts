@@ -492,22 +492,23 @@ export class AgentLoop implements SteerableHandle {
     const ownerWait = root.#options.ownerWait;
     return new Promise<string>((resolve, reject) => {
       let waiting = true;
-      const stopWaiting = (): void => {
+      const stopWaiting = async (): Promise<void> => {
         if (!waiting) return;
         waiting = false;
-        ownerWait?.end();
+        // A failure here is the caller's to report (a worker logs a parked mark it cannot remove): the answer goes on.
+        await Promise.resolve(ownerWait?.end()).catch(() => {});
       };
       const onAbort = (): void => {
         root.#awaitingAnswers.delete(id);
-        stopWaiting();
+        void stopWaiting();
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
       ownerWait?.begin();
       root.#awaitingAnswers.set(id, (answer) => {
         signal.removeEventListener('abort', onAbort);
-        stopWaiting();
-        resolve(answer);
+        // The answer reaches the tool only once the wait has ended (the task is no longer marked as waiting).
+        void stopWaiting().then(() => resolve(answer));
       });
       this.#emit({ type: 'clarification', id, question });
       root.#clarifications.push({ id, question, lineage: this.lineage });

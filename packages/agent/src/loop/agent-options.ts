@@ -77,7 +77,8 @@ export interface AgentOptions {
 /** See {@link AgentOptions.ownerWait}: `begin` and `end` come in pairs, one pair per question. */
 export interface OwnerWait {
   begin(): void;
-  end(): void;
+  /** The answer reaches the tool that asked once what this returns has settled (a worker removes its parked mark). */
+  end(): void | Promise<void>;
 }
 
 /** How a loop ended. `stopped` is a cancellation by the owner (or an aborted signal), never a failure. */

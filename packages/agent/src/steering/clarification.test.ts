@@ -48,7 +48,12 @@ describe('clarifications and notifications', () => {
       system: 'You run tasks.',
       input: 'Read my mail.',
       tools: [delegateTool('research', researchModel, [delegateTool('fetch', fetchModel, [login])])],
-      ownerWait: { begin: () => waits.push('begin'), end: () => waits.push('end') },
+      ownerWait: {
+        begin: () => waits.push('begin'),
+        end: () => {
+          waits.push('end');
+        },
+      },
     });
 
     const notification = await top.nextNotification();
@@ -73,6 +78,46 @@ describe('clarifications and notifications', () => {
     });
   });
 
+  it("gives the answer to the tool only once the owner wait's end has settled", async () => {
+    const order: string[] = [];
+    const ask = defineTool({
+      name: 'ask',
+      description: 'Asks the owner.',
+      input: z.object({}),
+      run: async (_input, context) => {
+        const answer = await context.askCaller('Proceed?');
+        order.push(`answer ${answer}`);
+        return answer;
+      },
+    });
+    let finishEnd: () => void = () => {};
+    const model = createScriptedModel({ replies: [{ toolCalls: [{ name: 'ask' }] }, 'done'] });
+    const handle = startAgent({
+      model,
+      system: 's',
+      input: 'go',
+      tools: [ask],
+      ownerWait: {
+        begin: () => order.push('begin'),
+        end: () =>
+          new Promise<void>((resolve) => {
+            order.push('end started');
+            finishEnd = () => {
+              order.push('end settled');
+              resolve();
+            };
+          }),
+      },
+    });
+    const clarification = await handle.nextClarification();
+    handle.answerClarification(clarification.id, 'yes');
+    await expect.poll(() => order, { timeout: 5_000 }).toContain('end started');
+    expect(order).not.toContain('answer yes');
+    finishEnd();
+    await expect(handle.result()).resolves.toMatchObject({ status: 'completed' });
+    expect(order).toEqual(['begin', 'end started', 'end settled', 'answer yes']);
+  });
+
   it('rejects a pending question when the loop is stopped and ignores a late answer', async () => {
     let asked: Promise<string> | undefined;
     const ask = defineTool({
@@ -91,7 +136,12 @@ describe('clarifications and notifications', () => {
       system: 's',
       input: 'go',
       tools: [ask],
-      ownerWait: { begin: () => waits.push('begin'), end: () => waits.push('end') },
+      ownerWait: {
+        begin: () => waits.push('begin'),
+        end: () => {
+          waits.push('end');
+        },
+      },
     });
     const clarification = await handle.nextClarification();
 
