@@ -634,21 +634,7 @@ function agentsContext(services: WorkerServices, task: Task, parking: SlotParkin
       }
       return deliverChildResult({ root, record, result });
     },
-    pruneFinished: async () => {
-      let removed = 0;
-      const names = await readdir(root).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [] as string[];
-        throw error;
-      });
-      for (const name of names) {
-        // Only folders named by a task id; anything else there is a person's, left alone.
-        if (!taskIdPattern.test(name)) continue;
-        if ((await services.queue.get(name)) !== undefined) continue;
-        await rm(path.join(root, name), { recursive: true, force: true });
-        removed++;
-      }
-      return removed;
-    },
+    pruneFinished: () => pruneTaskFolders(root, services.queue),
     followSteering: (target) =>
       applySteering({
         channel: steeringChannel(services, task.id),
@@ -698,6 +684,23 @@ function memoryFor(memory: MemoryContext, services: WorkerServices): MemoryConte
   };
 }
 
+/** Removes the folders under `root` named by a task id the queue no longer has (pruned); returns how many. */
+async function pruneTaskFolders(root: string, queue: TaskQueue): Promise<number> {
+  let removed = 0;
+  const names = await readdir(root).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [] as string[];
+    throw error;
+  });
+  for (const name of names) {
+    // Only folders named by a task id; anything else there is a person's, left alone.
+    if (!taskIdPattern.test(name)) continue;
+    if ((await queue.get(name)) !== undefined) continue;
+    await rm(path.join(root, name), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
 /** config.yaml's scripts and how they run here, for the script integration and for code cells. */
 function scriptsContextOf(services: WorkerServices): ScriptsContext {
   return {
@@ -742,5 +745,6 @@ function codeActFor(services: WorkerServices, executor: () => Executor, task: Ta
           new FileCallLog(root, { task: task.id, loop, call_id: callId, code_sha256: codeSha256 }),
         ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
       }),
+    pruneFinished: () => pruneTaskFolders(root, services.queue),
   };
 }

@@ -4,11 +4,12 @@ import { expireApprovals, type HandlerContext, pruneConsolidationMarkers, Unreco
  * `system.housekeeping.run`: what every worker also does quietly on its own timers, done on a schedule where
  * the owner can see it: old done/failed tasks pruned by `queue.retention`, tasks of workers that are gone back to
  * pending/, crash leftovers cleared from tmp/; approval requests past their expiry dropped (each with its own
- * human-log line); the sub-agent folders (data/agents/<task-id>/) of tasks pruned from the queue removed; and
+ * human-log line); the sub-agent folders (data/agents/<task-id>/) and code call logs (data/codeact/<task-id>/) of
+ * tasks pruned from the queue removed; and
  * memory's consolidation markers (data/memory/consolidated/) of item notes that no longer exist removed. Writes a
  * summary line only when something changed.
  */
-export async function runHousekeeping({ queueMaintenance, log, notes, agents, dataDir }: HandlerContext) {
+export async function runHousekeeping({ queueMaintenance, log, notes, agents, codeact, dataDir }: HandlerContext) {
   if (!queueMaintenance)
     throw new UnrecoverableError('queue housekeeping is only given to the builtin system integration');
   const pruned = await queueMaintenance.prune();
@@ -19,6 +20,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, da
   });
   // After the queue's prune: the sub-agent folders of the tasks it just removed go with them.
   const agentFolders = (await agents?.pruneFinished()) ?? 0;
+  const callLogs = (await codeact?.pruneFinished()) ?? 0;
   const markers = await pruneConsolidationMarkers({ dataDir, notes });
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
@@ -29,6 +31,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, da
     changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
   if (expired.length > 0) changes.push(`dropped ${expired.length} expired approval requests`);
   if (agentFolders > 0) changes.push(`removed the sub-agent folders of ${agentFolders} pruned tasks (data/agents/)`);
+  if (callLogs > 0) changes.push(`removed the code call logs of ${callLogs} pruned tasks (data/codeact/)`);
   if (markers.removed > 0)
     changes.push(`removed ${markers.removed} consolidation markers of notes that are gone (data/memory/consolidated/)`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
@@ -41,6 +44,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, da
     removedTmp: recovered.removedTmp,
     expiredApprovals: expired,
     agentFolders,
+    callLogs,
     consolidationMarkers: markers.removed,
   };
 }

@@ -174,6 +174,8 @@ export interface CodeActContext {
    * `discovery`, run_code lists no tools and the model finds them with search_tools.
    */
   tools(tools: readonly Tool[], options?: { discovery?: boolean }): Tool[];
+  /** Removes the call logs of tasks pruned from the queue (`data/codeact/<task-id>/`); returns how many tasks'. */
+  pruneFinished(): Promise<number>;
 }
 
 /** The chat stores over the config's data folder: `data/chat/{inbox,events,turns}`, conversations as notes. */
