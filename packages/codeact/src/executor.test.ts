@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createExecutor, type Executor } from './executor.ts';
 import type { JSONValue } from './json-value.ts';
 import type { Primitives } from './primitives.ts';
@@ -64,6 +64,18 @@ describe('createExecutor', () => {
       { path: ['a', 'b'], index: 0, aborted: false },
       { path: ['a', 'b'], index: 1, aborted: false },
     ]);
+  });
+
+  it("keeps its deadline on the worker's own clock: a host whose Date is faked still runs cells", async () => {
+    // A test that pins the date (the recorded-provider suite does) once made every cell time out at once.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(new Date('2020-01-01T00:00:00Z'));
+      const result = await executor.run({ code: 'return await tools.math.add(2, 3);', primitives });
+      expect(result).toMatchObject({ ok: true, value: 5 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('reports a syntax error with the cell line', async () => {

@@ -356,7 +356,6 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
       worker.on('error', onError);
       worker.on('exit', onExit);
       run.signal?.addEventListener('abort', onAbort, { once: true });
-      const startedAt = Date.now();
       const timer = setTimeout(() => {
         finish(fail('timeout', `the cell ran past its deadline of ${timeoutMs} ms and was stopped`), {
           terminate: true,
@@ -368,7 +367,7 @@ export function createExecutor(options: ExecutorOptions = {}): Executor {
         code: run.code,
         paths: flat.map((primitive) => primitive.path),
         limits: {
-          interruptAtMs: startedAt + timeoutMs - interruptMarginMs(timeoutMs),
+          interruptAfterMs: timeoutMs - interruptMarginMs(timeoutMs),
           memoryLimitBytes: settings.memoryLimitBytes,
           maxStackBytes: settings.maxStackBytes,
           maxOutputBytes: settings.maxOutputBytes,

@@ -39,7 +39,7 @@ describe('loadPersonas', () => {
 description: Finds things out
 model: fast
 tools:
-  allow: [search_notes, read_note, 'files__*']
+  allow: [search_notes, read_note, 'files__*', run_code]
   deny: [files__write]
   approve: [fetch]
 delegable: [search_notes]
@@ -62,7 +62,11 @@ Cite your notes.
       description: 'Finds things out',
       instructions: 'You are the researcher.\nCite your notes.',
       profile: 'fast',
-      tools: { allow: ['search_notes', 'read_note', 'files__*'], deny: ['files__write'], approve: ['fetch'] },
+      tools: {
+        allow: ['search_notes', 'read_note', 'files__*', 'run_code'],
+        deny: ['files__write'],
+        approve: ['fetch'],
+      },
       delegable: ['search_notes'],
       mcpServers: ['files'],
       maxDepth: 2,
@@ -70,6 +74,16 @@ Cite your notes.
       codeMode: 'discovery',
       budget: { maxSteps: 12, tokens: 50000, timeoutMs: 600_000 },
     });
+  });
+
+  it('refuses a code_mode whose tools do not grant run_code, at the line of the key', async () => {
+    await inConfig('coder.md', '---\ntools: {allow: [search_notes]}\ncode_mode: discovery\n---\nYou code.\n');
+    const { personas, problems } = await load();
+    expect(personas.has('coder')).toBe(false);
+    expect(problems.map((problem) => [problem.file, problem.line, problem.key])).toEqual([
+      ['personas/coder.md', 3, 'code_mode'],
+    ]);
+    expect(problems[0]?.message).toContain("code_mode is discovery but the persona's tools do not grant run_code");
   });
 
   it('gives a persona without frontmatter no tools, nothing to delegate and the default limits', async () => {

@@ -1,5 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { matchesToolPattern } from '@assistant/actions';
 import {
   type ConfigPath,
   type ConfigProblem,
@@ -306,6 +307,14 @@ async function readPersonaFile(context: {
     const at = (keyPath: ConfigPath, message: string, hint?: string) =>
       problems.push(located({ source, file: file.shown, path: keyPath, message, ...(hint ? { hint } : {}) }));
     checkNames({ written: namesWritten(data), options, at });
+    const mode = frontmatter?.code_mode;
+    if (frontmatter !== undefined && mode !== undefined && mode !== 'off' && !grantsRunCode(frontmatter)) {
+      at(
+        ['code_mode'],
+        `code_mode is ${mode} but the persona's tools do not grant run_code, so its loops would get no code tools`,
+        'add run_code (and search_tools) to `tools.allow`, or set `code_mode: off`',
+      );
+    }
   }
 
   const instructions = parts.body.trim();
@@ -324,6 +333,15 @@ async function readPersonaFile(context: {
   }
   if (problems.length > before || frontmatter === undefined) return undefined;
   return personaOf({ file, frontmatter, instructions });
+}
+
+/** Whether a persona's own `tools:` let its loops call `run_code` (code mode needs it). */
+function grantsRunCode(frontmatter: Frontmatter): boolean {
+  const allow = frontmatter.tools?.allow ?? [];
+  const deny = frontmatter.tools?.deny ?? [];
+  const approve = frontmatter.tools?.approve ?? [];
+  const named = (patterns: readonly string[]) => patterns.some((pattern) => matchesToolPattern(pattern, 'run_code'));
+  return (named(allow) || named(approve)) && !named(deny);
 }
 
 /** What a persona names, as far as the file has the right shape: a list that is not one is the schema's problem. */

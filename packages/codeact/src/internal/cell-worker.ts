@@ -46,6 +46,7 @@ interface RunCellInput {
 /** Runs a cell to its outcome; never throws (an engine failure is an `internal` outcome that retires the worker). */
 async function runCell(input: RunCellInput): Promise<CellOutcome> {
   const { cellId, code, paths, limits } = input;
+  const interruptAt = performance.now() + limits.interruptAfterMs;
   let runtime: QuickJSRuntime | undefined;
   let context: QuickJSContext | undefined;
   const handles: QuickJSHandle[] = [];
@@ -70,7 +71,7 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
     runtime.setMaxStackSize(limits.maxStackBytes);
     runtime.setInterruptHandler(() => {
       if (stop !== undefined) return true;
-      if (Date.now() >= limits.interruptAtMs) {
+      if (performance.now() >= interruptAt) {
         stop = { kind: 'timeout', message: 'the cell reached its deadline and was stopped' };
         return true;
       }
@@ -194,7 +195,7 @@ async function runCell(input: RunCellInput): Promise<CellOutcome> {
       // deadline here even if no single job runs long enough for the interrupt handler to fire.
       const jobs = runtime.executePendingJobs(jobsPerSlice);
       if (jobs.error) jobs.error.dispose();
-      if (stop === undefined && Date.now() >= limits.interruptAtMs) {
+      if (stop === undefined && performance.now() >= interruptAt) {
         stop = { kind: 'timeout', message: 'the cell reached its deadline and was stopped' };
       }
       if (stop !== undefined) return { ok: false, ...stop };

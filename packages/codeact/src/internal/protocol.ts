@@ -3,8 +3,13 @@
 
 /** The limits a worker applies inside QuickJS; the wall-clock kill is the host's. */
 export interface CellLimits {
-  /** Epoch ms at which the interrupt handler stops the engine (a little before the host's kill). */
-  interruptAtMs: number;
+  /**
+   * Milliseconds after the worker receives the cell at which its interrupt handler stops the engine (a little before
+   * the host's kill). Relative, and measured on the worker's monotonic clock: an absolute time would compare the
+   * host's `Date` with the worker's, which differ when the host's is faked (a test's `vi.setSystemTime`) or the wall
+   * clock jumps.
+   */
+  interruptAfterMs: number;
   memoryLimitBytes: number;
   maxStackBytes: number;
   maxOutputBytes: number;
