@@ -10,7 +10,13 @@ import {
 } from '@assistant/llm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ScenarioProvider, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
-import { expectedAnswers, runScenario, scenarioNames, switchTargets } from './llm-scenarios/scenarios.ts';
+import {
+  agentCodeProgram,
+  expectedAnswers,
+  runScenario,
+  scenarioNames,
+  switchTargets,
+} from './llm-scenarios/scenarios.ts';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures', 'llm');
 const providers = Object.keys(scenarioProviders) as ScenarioProvider[];
@@ -66,14 +72,18 @@ async function builtFromCaptures(provider: ScenarioProvider): Promise<boolean> {
   return true;
 }
 
+function pinClock(): void {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(new Date('2026-03-02T09:00:00Z'));
+}
+
 describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
   let startedAt = 0;
   beforeAll(() => {
     startedAt = performance.now();
     // Time awareness puts the current time in every system prompt; the transport leaves that line out of the key,
     // and the clock is pinned anyway so a replay sends what was recorded.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(new Date('2026-03-02T09:00:00Z'));
+    pinClock();
   });
   afterAll(() => {
     vi.useRealTimers();
@@ -86,11 +96,18 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
     describe(provider, () => {
       for (const scenario of scenarioNames) {
         it(`passes ${scenario}`, async () => {
+          // agent-code's sandbox needs the real clock: the executor hands its worker thread an absolute deadline read
+          // from this thread's Date, which the pinned clock puts in the past, so every cell would stop at once as
+          // timed out. Its requests read the clock only for the `Current time:` line, which the key leaves out.
+          const realClock = scenario === 'agent-code';
+          if (realClock) vi.useRealTimers();
           const outcome = await runScenario(
             scenario,
             replayModel(provider),
             scenario === 'provider-switch' ? { next: replayModel(switchTargets[provider]) } : {},
-          );
+          ).finally(() => {
+            if (realClock) pinClock();
+          });
 
           expect(outcome.checks.filter((check) => !check.ok)).toEqual([]);
           // The built fixtures' answers are known word for word; a real recording (fixtures:record) words its own.
@@ -98,6 +115,12 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
             expect(outcome.result).toEqual(expectedAnswers[scenario]);
             if (scenario === 'chat-tool-stream') {
               expect(outcome.calls.map((call) => call.response.usage)).toEqual(capturedChatUsage[provider]);
+            }
+            // The recorded program arrives whole as run_code's argument, through each adapter's tool-call parsing.
+            if (scenario === 'agent-code') {
+              const [toolCall] = outcome.calls[0]?.response.message.toolCalls ?? [];
+              expect(toolCall?.name).toBe('run_code');
+              expect(JSON.parse(toolCall?.arguments ?? '{}')).toEqual({ code: agentCodeProgram });
             }
           }
           // Every streamed call arrived in pieces, as the provider's frames carried it.
