@@ -94,7 +94,7 @@ describe('the LLM scenario fixtures', () => {
       context.skip('the anthropic fixtures are real recordings');
     }
     await using directory = await tempDir();
-    const recorded = ['email-classify', 'chat-tool-stream', 'agent-two-tools'] as const;
+    const recorded = ['email-classify', 'chat-tool-stream', 'agent-two-tools', 'agent-code'] as const;
     const answers = recorded.flatMap((scenario) => scenarioExchanges('anthropic', scenario));
     await using fake = await FakeAnthropicServer.start({
       respond: (request, index) => {

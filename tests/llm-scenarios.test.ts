@@ -10,7 +10,13 @@ import {
 } from '@assistant/llm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ScenarioProvider, scenarioProviders } from './llm-scenarios/scenario-exchanges.ts';
-import { expectedAnswers, runScenario, scenarioNames, switchTargets } from './llm-scenarios/scenarios.ts';
+import {
+  agentCodeProgram,
+  expectedAnswers,
+  runScenario,
+  scenarioNames,
+  switchTargets,
+} from './llm-scenarios/scenarios.ts';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures', 'llm');
 const providers = Object.keys(scenarioProviders) as ScenarioProvider[];
@@ -66,14 +72,18 @@ async function builtFromCaptures(provider: ScenarioProvider): Promise<boolean> {
   return true;
 }
 
+function pinClock(): void {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(new Date('2026-03-02T09:00:00Z'));
+}
+
 describe('the LLM scenario suite, replayed from recorded fixtures with the network off', () => {
   let startedAt = 0;
   beforeAll(() => {
     startedAt = performance.now();
     // Time awareness puts the current time in every system prompt; the transport leaves that line out of the key,
     // and the clock is pinned anyway so a replay sends what was recorded.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(new Date('2026-03-02T09:00:00Z'));
+    pinClock();
   });
   afterAll(() => {
     vi.useRealTimers();
@@ -86,6 +96,8 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
     describe(provider, () => {
       for (const scenario of scenarioNames) {
         it(`passes ${scenario}`, async () => {
+          // agent-code runs its cell on the pinned clock too: the sandbox's deadline is kept on its worker thread's
+          // monotonic clock, never compared with this thread's Date.
           const outcome = await runScenario(
             scenario,
             replayModel(provider),
@@ -98,6 +110,12 @@ describe('the LLM scenario suite, replayed from recorded fixtures with the netwo
             expect(outcome.result).toEqual(expectedAnswers[scenario]);
             if (scenario === 'chat-tool-stream') {
               expect(outcome.calls.map((call) => call.response.usage)).toEqual(capturedChatUsage[provider]);
+            }
+            // The recorded program arrives whole as run_code's argument, through each adapter's tool-call parsing.
+            if (scenario === 'agent-code') {
+              const [toolCall] = outcome.calls[0]?.response.message.toolCalls ?? [];
+              expect(toolCall?.name).toBe('run_code');
+              expect(JSON.parse(toolCall?.arguments ?? '{}')).toEqual({ code: agentCodeProgram });
             }
           }
           // Every streamed call arrived in pieces, as the provider's frames carried it.

@@ -9,6 +9,7 @@ import {
   openAiStream,
 } from './adapt-captures.ts';
 import {
+  agentCodeProgram,
   emailNote,
   expectedAnswers,
   memoryExtractAnswer,
@@ -33,6 +34,8 @@ export type ExchangeBuilder = (request: { body: Record<string, unknown> | undefi
 const contactArguments = { name: 'Ana' };
 const meetingArguments = { email: emailNote.from.replace(/^.*<|>$/g, '') };
 const forecastArguments = { city: 'Lisbon' };
+/** `agent-code`'s one tool call: the program as run_code's argument. */
+const codeArguments = { code: agentCodeProgram };
 const recallArguments = { query: 'dentist appointment' };
 const classification = JSON.stringify(expectedAnswers['email-classify']);
 /** `memory-extract`'s answer with the old fact's real id (deterministic: from its source and statement). */
@@ -132,6 +135,16 @@ function anthropicExchanges(scenario: ScenarioName | 'provider-switch/after'): E
         ),
         fixed(anthropicStream('anthropic-text.chunks.txt', { text: expectedAnswers['agent-two-tools'] })),
       ];
+    case 'agent-code':
+      return [
+        fixed(
+          anthropicStream('anthropic-tool-no-args.chunks.txt', {
+            text: "I'll look Ana up and find the meeting in one program.",
+            toolUse: { name: 'run_code', input: codeArguments },
+          }),
+        ),
+        fixed(anthropicStream('anthropic-text.chunks.txt', { text: expectedAnswers['agent-code'] })),
+      ];
     case 'provider-switch':
       return [
         fixed(
@@ -187,6 +200,11 @@ function googleExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
           }),
         ),
         fixed(geminiStream('google-text.chunks.txt', { text: expectedAnswers['agent-two-tools'] })),
+      ];
+    case 'agent-code':
+      return [
+        fixed(geminiStream('google-tool-call.chunks.txt', { functionCall: { name: 'run_code', args: codeArguments } })),
+        fixed(geminiStream('google-text.chunks.txt', { text: expectedAnswers['agent-code'] })),
       ];
     case 'provider-switch':
       return [
@@ -273,6 +291,21 @@ function openAiExchanges(scenario: ScenarioName | 'provider-switch/after'): Exch
           openAiStream('deepseek-reasoning.chunks.excerpt.txt', {
             reasoning: 'I have the contact and the meeting. Answer briefly.',
             text: expectedAnswers['agent-two-tools'],
+          }),
+        ),
+      ];
+    case 'agent-code':
+      return [
+        fixed(
+          openAiStream('deepseek-tool-call.chunks.txt', {
+            reasoning: 'One program can look Ana up and then find the meeting by her email address.',
+            toolCall: { name: 'run_code', arguments: codeArguments },
+          }),
+        ),
+        fixed(
+          openAiStream('deepseek-reasoning.chunks.excerpt.txt', {
+            reasoning: 'The program returned her email address and the meeting. Answer briefly.',
+            text: expectedAnswers['agent-code'],
           }),
         ),
       ];

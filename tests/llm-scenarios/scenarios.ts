@@ -2,7 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { defineTool, startAgent, type Tool } from '@assistant/agent';
+import { type CallLogEntry, createExecutor, FileCallLog } from '@assistant/codeact';
 import type { Classification } from '@assistant/config';
+import { codeTools } from '@assistant/integration-host';
 import {
   type ChatDelta,
   type ChatMessage,
@@ -34,6 +36,7 @@ export const scenarioNames = [
   'email-classify',
   'chat-tool-stream',
   'agent-two-tools',
+  'agent-code',
   'provider-switch',
   'memory-extract',
   'memory-recall',
@@ -109,6 +112,9 @@ export async function runScenario(
     case 'agent-two-tools':
       result = await agentTwoTools(recorded, recorder, check, options.signal);
       break;
+    case 'agent-code':
+      result = await agentCode(recorded, recorder, check, options.signal);
+      break;
     case 'memory-extract':
       result = await memoryExtract(recorded, check, options.signal);
       break;
@@ -169,6 +175,8 @@ const lookupContact = defineTool({
   description: "Finds a contact in the owner's address book by name; returns their email address and phone number.",
   input: z.object({ name: z.string().min(1) }),
   tier: 'read_only',
+  // Where a run_code cell calls it (agent-code); not part of the JSON spec, so agent-two-tools asks the same.
+  codePath: ['contacts', 'lookup'],
   run: async ({ name }) => (name.toLowerCase().includes('ana') ? contact : { error: `no contact named ${name}` }),
 });
 
@@ -177,6 +185,7 @@ const nextMeeting = defineTool({
   description: "Finds the owner's next calendar event with a person, by their email address.",
   input: z.object({ email: z.string().min(3) }),
   tier: 'read_only',
+  codePath: ['calendar', 'next_meeting'],
   run: async ({ email }) =>
     email === contact.email
       ? { title: 'Project review with Ana', starts_at: '2026-03-05T15:00:00+00:00', place: 'Video call' }
@@ -188,6 +197,8 @@ export const expectedAnswers = {
   'email-classify': { human: 0.97, requires_response: true, newsletter: false, urgent: false },
   'chat-tool-stream': "Ana Pereira's phone number is +351 912 345 678.",
   'agent-two-tools':
+    'Your next meeting with Ana Pereira is the project review on 5 March 2026 at 15:00 (video call). Her email address is ana.pereira@example.org.',
+  'agent-code':
     'Your next meeting with Ana Pereira is the project review on 5 March 2026 at 15:00 (video call). Her email address is ana.pereira@example.org.',
   'memory-extract': {
     contacts: { created: [], observed: ['dana-okafor'] },
@@ -484,6 +495,135 @@ async function agentTwoTools(
   check('the answer uses both results', answer.includes(contact.email) && /15[:.]00|3 ?pm/i.test(answer), answer);
   check('usage is summed', result.usage.totalTokens > 0, JSON.stringify(result.usage));
   return answer;
+}
+
+/**
+ * The program the built fixtures' `run_code` call carries: both fixture tools, one after the other, in one cell.
+ * (A re-recording's model writes its own; the checks look at what ran, not at the text.)
+ */
+export const agentCodeProgram = `const contact = await tools.contacts.lookup({ name: 'Ana' });
+const meeting = await tools.calendar.next_meeting({ email: contact.email });
+console.log('found', contact.name);
+return { email: contact.email, meeting };`;
+
+/**
+ * (g) Code as action (issue 36): the agent-two-tools loop with the code tools (`run_code`, `search_tools` of
+ * @assistant/integration-host over the real sandbox and a real call log on disk). The model writes one program that
+ * calls both tools, the cell's value comes back fenced, and the model answers from it: two model calls, not three.
+ */
+async function agentCode(
+  model: ChatModel,
+  recorder: CallRecorder,
+  check: Check,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const root = await mkdtemp(path.join(tmpdir(), 'agent-code-'));
+  const executor = createExecutor({ timeoutMs: 30_000 });
+  try {
+    // Each fixture tool counts its runs and the call id it ran under (`<run_code call id>.<index>` from a cell).
+    const ran: { tool: string; callId: string | undefined }[] = [];
+    const counted = (tool: Tool): Tool => ({
+      ...tool,
+      run: async (input, context) => {
+        ran.push({ tool: tool.name, callId: context.toolCallId });
+        return tool.run(input, context);
+      },
+    });
+    const fixtureTools = [counted(lookupContact as Tool), counted(nextMeeting as Tool)];
+    const logs: FileCallLog[] = [];
+    const tools = [
+      ...fixtureTools,
+      ...codeTools({
+        tools: fixtureTools,
+        executor,
+        callLog: ({ loop, callId, codeSha256 }) => {
+          const log = new FileCallLog(path.join(root, 'codeact'), {
+            task: 'scenario-agent-code',
+            loop,
+            call_id: callId,
+            code_sha256: codeSha256,
+          });
+          logs.push(log);
+          return log;
+        },
+      }),
+    ];
+    const handle = startAgent({
+      model,
+      label: 'system.agent',
+      // The system prompt of integrations/system/src/agent-task.ts, as in agent-two-tools.
+      system:
+        'You are Assistant, working for your owner on their notes. Use the tools to find facts; say plainly what you did not find. Answer briefly.',
+      input:
+        'When is my next meeting with Ana, and what is her email address? Write one program with run_code that looks her up, then finds the meeting by her email address.',
+      tools,
+      maxSteps: 6,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const result = await handle.result();
+    check('the loop completes', result.status === 'completed', `${result.status}: ${result.reason ?? ''}`);
+    check('two model calls', result.steps === 2, String(result.steps));
+    checkToolCalls(recorder, check, 0, ['run_code']);
+    // The program is run_code's argument, as the provider's tool call carried it; nothing is read out of the text.
+    const runCode = recorder.calls[0]?.response.message.toolCalls[0];
+    const code = codeOf(runCode?.arguments);
+    check(
+      "the program is run_code's code argument",
+      code?.includes('tools.contacts.lookup') === true && code.includes('tools.calendar.next_meeting'),
+      runCode?.arguments ?? 'no call',
+    );
+    check(
+      'both tools ran once, from the cell',
+      JSON.stringify(ran.map((entry) => entry.tool)) === JSON.stringify(['lookup_contact', 'next_meeting']) &&
+        ran.every((entry) => runCode?.id !== undefined && entry.callId?.startsWith(`${runCode.id}.`) === true),
+      JSON.stringify(ran),
+    );
+    const logged: CallLogEntry[] = [];
+    for (const log of logs) logged.push(...(await log.read()).values());
+    check(
+      'the call log holds both calls with their results',
+      logged.length === 2 && logged.every((entry) => entry.outcome?.status === 'ok'),
+      JSON.stringify(logged),
+    );
+    // What the model got back: the cell's value and logs, inside a fence of its own as untrusted data.
+    const toolMessage = recorder.requests[1]?.messages.at(-1);
+    const content = toolMessage?.role === 'tool' ? toolMessage.content : '';
+    const fence = /^<<<(UNTRUSTED-[0-9a-f]+) run_code>>>\n([\s\S]*)\n<<<END \1 run_code>>>$/.exec(content);
+    const cell = parseCell(fence?.[2]);
+    check(
+      "the cell's value reaches the model fenced as untrusted data",
+      cell !== undefined &&
+        cell.calls === 2 &&
+        JSON.stringify(cell.value).includes(contact.email) &&
+        JSON.stringify(cell.value).includes('2026-03-05T15:00'),
+      content,
+    );
+    const answer = result.answer ?? '';
+    check('the answer uses the cell value', answer.includes(contact.email) && /15[:.]00|3 ?pm/i.test(answer), answer);
+    check('usage is summed', result.usage.totalTokens > 0, JSON.stringify(result.usage));
+    return answer;
+  } finally {
+    await executor.close();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+function codeOf(argumentsText: string | undefined): string | undefined {
+  try {
+    const parsed = JSON.parse(argumentsText ?? '') as { code?: unknown };
+    return typeof parsed.code === 'string' ? parsed.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseCell(text: string | undefined): { value: unknown; logs: unknown; calls: unknown } | undefined {
+  try {
+    const parsed = JSON.parse(text ?? '') as Record<string, unknown>;
+    return 'value' in parsed ? { value: parsed.value, logs: parsed.logs, calls: parsed.calls } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const forecastTool: ToolSpec = {
