@@ -56,8 +56,13 @@ const searchToolsInput = z.strictObject({
  * mid-cell resumes the same way (the loop re-runs the saved call with its id). See docs/codeact.md.
  */
 export function codeTools(options: CodeToolsOptions): Tool[] {
+  // A tool offered only after others succeeded (`hiddenUntil`) stays a JSON tool: a cell cannot tell what the loop
+  // explored first.
   const callable = options.tools.filter(
-    (tool) => tool.codePath !== false && !(codeToolNames as readonly string[]).includes(tool.name),
+    (tool) =>
+      tool.codePath !== false &&
+      tool.hiddenUntil.length === 0 &&
+      !(codeToolNames as readonly string[]).includes(tool.name),
   );
   const registry = createToolRegistry(
     callable.map((tool) => ({
