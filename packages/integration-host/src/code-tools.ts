@@ -17,6 +17,19 @@ import type { CodeActContext } from './handler-context.ts';
 /** The names of the code tools, for personas' grants and the lists of built-in tools. */
 export const codeToolNames = ['run_code', 'search_tools'] as const;
 
+/**
+ * Whether a cell may call `tool`: not the code tools themselves, not a tool declared `codePath: false` (it waits or
+ * ends the loop), and not one offered only after others succeeded (`hiddenUntil`), since a cell cannot tell what the
+ * loop explored first. Such tools stay JSON tools, in discovery mode too.
+ */
+function callableFromCode(tool: Tool): boolean {
+  return (
+    tool.codePath !== false &&
+    tool.hiddenUntil.length === 0 &&
+    !(codeToolNames as readonly string[]).includes(tool.name)
+  );
+}
+
 /** Options of {@link codeTools}. */
 export interface CodeToolsOptions {
   /** The tools a cell may call: the loop's others (the code tools themselves and tools with `codePath: false` are left out). */
@@ -56,14 +69,7 @@ const searchToolsInput = z.strictObject({
  * mid-cell resumes the same way (the loop re-runs the saved call with its id). See docs/codeact.md.
  */
 export function codeTools(options: CodeToolsOptions): Tool[] {
-  // A tool offered only after others succeeded (`hiddenUntil`) stays a JSON tool: a cell cannot tell what the loop
-  // explored first.
-  const callable = options.tools.filter(
-    (tool) =>
-      tool.codePath !== false &&
-      tool.hiddenUntil.length === 0 &&
-      !(codeToolNames as readonly string[]).includes(tool.name),
-  );
+  const callable = options.tools.filter(callableFromCode);
   const registry = createToolRegistry(
     callable.map((tool) => ({
       name: tool.name,
@@ -238,5 +244,5 @@ export function withCodeMode(options: {
   }
   const code = codeact.tools(tools, { discovery: mode === 'discovery' });
   if (mode === 'alongside') return [...tools, ...code];
-  return [...tools.filter((tool) => tool.codePath === false), ...code];
+  return [...tools.filter((tool) => !callableFromCode(tool)), ...code];
 }
