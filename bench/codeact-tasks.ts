@@ -81,7 +81,7 @@ if (values.json) {
     const parts = metrics.map((metric) => `${metric} ${reduction(totals.json[metric], totals[mode][metric])} %`);
     const worst = Math.min(...rows.map((row) => reduction(row.costs.json.inputTokens, row.costs[mode].inputTokens)));
     console.log(
-      `${mode} against json, fewer in total: ${parts.join(', ')}; input tokens, the least reduction of one task: ${worst} %`,
+      `${mode} against json, fewer in total: ${parts.join(', ')}; the worst task, input tokens: ${worst} % fewer (negative: more)`,
     );
   }
 }
