@@ -55,6 +55,13 @@ describe('bench codeact-tasks', () => {
     expect(outcome.answer).toContain('Phishing: m04, m12.');
   });
 
+  it("runs a task again in the same directory for real: a second run is not answered from the first run's call log", async () => {
+    const first = await runTask({ task: task('triage-unread'), mode: 'code-alongside', executor, directory });
+    const second = await runTask({ task: task('triage-unread'), mode: 'code-alongside', executor, directory });
+    expect(second.cost.toolCalls).toBe(first.cost.toolCalls);
+    expect(second.outcome).toEqual(first.outcome);
+  });
+
   it('tells a different outcome apart: a cell that skips the phishing rule does not match JSON mode', async () => {
     const triage = task('triage-unread');
     const careless: OwnerTask = {

@@ -1,6 +1,7 @@
 // Runs one owner task in one mode through the real agent loop (startAgent), the real sandbox executor and a
 // FileCallLog in a temporary directory, with a scripted model that follows the task's policy for that mode, and
 // measures what the protocol cost: model round trips, estimated input and output tokens, tool calls.
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { estimateTokensByCharacters, startAgent, type Tool } from '@assistant/agent';
 import { createScriptedModel, type ScriptedReply } from '@assistant/agent/testing';
@@ -107,13 +108,15 @@ export async function runTask(options: {
       },
     }),
   );
+  // A log of its own per run: a run that found an earlier run's log would be answered from it and change nothing.
+  const run = `${task.name}-${mode}-${randomUUID()}`;
   const code = codeTools({
     tools: fixtures,
     executor: options.executor,
     discovery: mode === 'code-discovery',
     callLog: ({ loop, callId, codeSha256 }) =>
       new FileCallLog(path.join(options.directory, 'codeact'), {
-        task: `${task.name}-${mode}`,
+        task: run,
         loop,
         call_id: callId,
         code_sha256: codeSha256,
