@@ -218,6 +218,28 @@ describe('runLoggedCell', () => {
     expect(ran).toEqual(['mail.search([{"unread":true}])']);
   });
 
+  it('reaches tools whose names are those of Object.prototype', async () => {
+    const code = 'return [await tools.objects.constructor({}), await tools.toString({})];';
+    const ran: string[] = [];
+    const host: CallHost = {
+      permit: async () => ({ run: true }),
+      run: async ({ path: callPath }) => {
+        ran.push(callPath.join('.'));
+        return callPath.join('.');
+      },
+      rerunnable: () => true,
+    };
+    const { result } = await runLoggedCell({
+      executor,
+      code,
+      paths: [['objects', 'constructor'], ['toString']],
+      log: logFor(code),
+      host,
+    });
+    expect(result).toMatchObject({ ok: true, value: ['objects.constructor', 'toString'] });
+    expect(ran).toEqual(['objects.constructor', 'toString']);
+  });
+
   it('keeps logs of other code and other calls apart', () => {
     const a = logFor('return 1;', 'call-1');
     const b = logFor('return 2;', 'call-1');

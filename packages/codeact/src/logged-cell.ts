@@ -237,11 +237,12 @@ function namespaceOf(
   paths: readonly (readonly string[])[],
   handler: (call: PrimitiveCall) => Promise<JSONValue>,
 ): Primitives {
-  const root: Record<string, unknown> = {};
+  // Without prototypes: a tool at `objects.constructor` or `toString` must not find Object's methods in the way.
+  const root: Record<string, unknown> = Object.create(null);
   for (const path of paths) {
     let node = root;
     for (const segment of path.slice(0, -1)) {
-      const child = (node[segment] ?? {}) as Record<string, unknown>;
+      const child = (Object.hasOwn(node, segment) ? node[segment] : Object.create(null)) as Record<string, unknown>;
       node[segment] = child;
       node = child;
     }
