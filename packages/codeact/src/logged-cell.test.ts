@@ -219,7 +219,7 @@ describe('runLoggedCell', () => {
   });
 
   it('reaches tools whose names are those of Object.prototype', async () => {
-    const code = 'return [await tools.objects.constructor({}), await tools.toString({})];';
+    const code = 'return [await tools.objects.constructor({}), await tools.valueOf.read({})];';
     const ran: string[] = [];
     const host: CallHost = {
       permit: async () => ({ run: true }),
@@ -232,12 +232,15 @@ describe('runLoggedCell', () => {
     const { result } = await runLoggedCell({
       executor,
       code,
-      paths: [['objects', 'constructor'], ['toString']],
+      paths: [
+        ['objects', 'constructor'],
+        ['valueOf', 'read'],
+      ],
       log: logFor(code),
       host,
     });
-    expect(result).toMatchObject({ ok: true, value: ['objects.constructor', 'toString'] });
-    expect(ran).toEqual(['objects.constructor', 'toString']);
+    expect(result).toMatchObject({ ok: true, value: ['objects.constructor', 'valueOf.read'] });
+    expect(ran).toEqual(['objects.constructor', 'valueOf.read']);
   });
 
   it('keeps logs of other code and other calls apart', () => {
