@@ -10,3 +10,10 @@ export {
 } from './executor.ts';
 export type { JSONValue } from './json-value.ts';
 export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';
+export {
+  createToolRegistry,
+  type RegisteredTool,
+  type RegistryEntry,
+  type RegistryTier,
+  type ToolRegistry,
+} from './tool-registry.ts';

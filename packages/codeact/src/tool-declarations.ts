@@ -30,7 +30,7 @@ function asSchema(value: unknown): Schema | undefined {
  * A JSON value as a TypeScript literal. JSON.stringify escapes quotes and line feeds; U+2028 and U+2029 are escaped
  * too, so that no literal from an outside schema shows the model a line break.
  */
-export function typeLiteral(value: unknown): string {
+function typeLiteral(value: unknown): string {
   const text = JSON.stringify(value) ?? 'undefined';
   return text.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
@@ -58,10 +58,10 @@ export function commentLines(text: string): string[] {
   return lines;
 }
 
-/** A JSDoc comment at `indent`: one line when it is one short line, else ` * `-prefixed lines. */
+/** A JSDoc comment at `indent`: on one line when the text is one line, else ` * `-prefixed lines. */
 export function jsDoc(lines: readonly string[], indent: string): string {
   if (lines.length === 0) return '';
-  if (lines.length === 1 && indent.length + (lines[0]?.length ?? 0) + 7 <= 120) return `${indent}/** ${lines[0]} */\n`;
+  if (lines.length === 1) return `${indent}/** ${lines[0]} */\n`;
   return `${indent}/**\n${lines.map((line) => (line === '' ? `${indent} *` : `${indent} * ${line}`)).join('\n')}\n${indent} */\n`;
 }
 
