@@ -56,6 +56,7 @@ describe('schemaType', () => {
     expect(schemaType({ type: 'object' })).toBe('Record<string, unknown>');
     expect(schemaType({ type: 'object', additionalProperties: { type: 'string' } })).toBe('Record<string, string>');
     expect(schemaType({ type: 'object', additionalProperties: false })).toBe('{}');
+    expect(schemaType({ type: 'object', properties: {} })).toBe('{}');
     expect(
       schemaType({ type: 'object', properties: { id: { type: 'string' } }, additionalProperties: { type: 'number' } }),
     ).toBe('{ id?: string; [key: string]: number }');

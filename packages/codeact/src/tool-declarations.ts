@@ -216,14 +216,15 @@ function objectType(schema: Record<string, unknown>, depth: number, state: Rende
   );
   const extra = schema.additionalProperties;
   const names = Object.keys(properties);
-  // Extra keys: a schema for them, or `true`. Absent next to declared properties is left unsaid (JSON Schema allows
-  // extra keys there, but showing them would only invite the model to invent some).
+  // Extra keys: a schema for them, or `true`. Absent next to a `properties` keyword (even an empty one: a tool without
+  // arguments) is left unsaid: JSON Schema allows extra keys there, but showing them would only invite the model to
+  // invent some. An object with neither keyword is a free-form record.
   const extraSchema = asSchema(extra);
   const extraType =
     extraSchema === undefined
-      ? names.length === 0
-        ? 'unknown'
-        : undefined
+      ? isRecord(schema.properties)
+        ? undefined
+        : 'unknown'
       : extraSchema === false
         ? undefined
         : render(extraSchema, depth + 1, state);
