@@ -181,6 +181,26 @@ describe('schemaType', () => {
     expect(schemaType({ type: 'object', properties: { self: { $ref: '#' } } })).toBe('{ self?: { self?: unknown } }');
   });
 
+  it('stops expanding $refs that multiply, and schemas nested too deep, with unknown', () => {
+    // Each definition has two properties of the next: 2^40 leaves if expanded in full.
+    const $defs: Record<string, unknown> = { D40: { type: 'string' } };
+    for (let level = 0; level < 40; level++) {
+      $defs[`D${level}`] = {
+        type: 'object',
+        properties: { a: { $ref: `#/$defs/D${level + 1}` }, b: { $ref: `#/$defs/D${level + 1}` } },
+      };
+    }
+    const multiplied = schemaType({ $ref: '#/$defs/D0', $defs });
+    expect(multiplied.length).toBeLessThan(200_000);
+    expect(multiplied).toContain('unknown');
+    expect(syntaxErrors(multiplied)).toEqual([]);
+
+    let deep: Record<string, unknown> = { type: 'string' };
+    for (let level = 0; level < 20_000; level++) deep = { type: 'array', items: deep };
+    const nested = schemaType(deep);
+    expect(nested).toBe(`unknown${'[]'.repeat(32)}`);
+  });
+
   it('writes a $ref it cannot follow, and what it does not understand, as unknown', () => {
     expect(schemaType({ $ref: 'https://example.com/schema.json' })).toBe('unknown');
     expect(schemaType({ $ref: '#/$defs/Missing' })).toBe('unknown');

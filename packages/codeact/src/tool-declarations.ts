@@ -11,11 +11,27 @@ const indentUnit = '  ';
 const maxInlineChars = 80;
 const identifierPattern = /^[A-Za-z_$][\w$]*$/;
 
+/**
+ * How deep schemas may nest inside one another (properties, items, anyOf members, `$ref` targets) before the rest is
+ * written `unknown`. Real tools nest a handful of levels; a server's schema nested thousands deep would otherwise
+ * exhaust the stack.
+ */
+const maxNesting = 32;
+/**
+ * How many schemas one tool's type may expand. `$ref`s are expanded in place, so a schema of a few lines can name
+ * exponentially many (`A` has two properties of type `B`, `B` two of type `C`, …); past this the rest is `unknown`.
+ */
+const maxSchemas = 2_000;
+
 interface RenderState {
   /** The schema `$ref`s resolve against: the tool's parameters. */
   root: Schema;
   /** The `$ref`s being expanded on the way here; meeting one again is a cycle, written `unknown`. */
   expanding: ReadonlySet<string>;
+  /** Schemas entered on the way here. */
+  nesting: number;
+  /** Schemas this type may still expand, shared by the whole type. */
+  budget: { schemas: number };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -112,12 +128,20 @@ function union(types: readonly string[]): string {
 export function schemaType(schema: unknown, depth = 0, root?: Schema): string {
   const checked = asSchema(schema);
   if (checked === undefined) return 'unknown';
-  return render(checked, depth, { root: root ?? checked, expanding: new Set() });
+  return render(checked, depth, {
+    root: root ?? checked,
+    expanding: new Set(),
+    nesting: 0,
+    budget: { schemas: maxSchemas },
+  });
 }
 
-function render(schema: Schema, depth: number, state: RenderState): string {
+function render(schema: Schema, depth: number, outer: RenderState): string {
   if (schema === true) return 'unknown';
   if (schema === false) return 'never';
+  outer.budget.schemas -= 1;
+  if (outer.nesting >= maxNesting || outer.budget.schemas < 0) return 'unknown';
+  const state: RenderState = { ...outer, nesting: outer.nesting + 1 };
   const parts: string[] = [];
   if (typeof schema.$ref === 'string') {
     const reference = schema.$ref;
@@ -126,7 +150,7 @@ function render(schema: Schema, depth: number, state: RenderState): string {
     parts.push(
       target === undefined
         ? 'unknown'
-        : render(target, depth, { root: state.root, expanding: new Set([...state.expanding, reference]) }),
+        : render(target, depth, { ...state, expanding: new Set([...state.expanding, reference]) }),
     );
   }
   const own = ownType(schema, depth, state);
