@@ -377,6 +377,12 @@ describe('search', () => {
     expect(names('github')).toEqual(['github__list_issues', 'github__create_issue']);
   });
 
+  it('ignores common words unless the query has nothing else', () => {
+    // Every description has "the", "of" or "a"; only `mail` and `sender` tell the tools apart.
+    expect(names('the mail of a sender')).toEqual(['email__search']);
+    expect(names('of')).toEqual(['github__list_issues']);
+  });
+
   it('finds nothing for a query without words or without matches, and honours the limit', () => {
     expect(names('')).toEqual([]);
     expect(names('  ?! ')).toEqual([]);

@@ -45,7 +45,8 @@ export interface ToolRegistry {
   declarations(names?: readonly string[]): string;
   /**
    * The best matches for a free-text query over names, paths and descriptions (words, any case), at most `limit`,
-   * best first; ties keep registration order. A query with no words finds nothing.
+   * best first; ties keep registration order. Common words (`the`, `of`, `a`…) are ignored unless the query has
+   * nothing else. A query with no words finds nothing.
    */
   search(query: string, limit?: number): RegisteredTool[];
   /** The JSON tool specs as JSON mode shows them, with the same schema objects. */
@@ -103,6 +104,14 @@ function indented(text: string, indent: string): string {
 function words(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
+
+/**
+ * Words too common to tell tools apart (`the sum of two numbers` should not find every tool whose description has
+ * "the"), dropped from a query unless it has no other words.
+ */
+const stopWords = new Set(
+  'a an and are as at be by for from in into is it its of on or that the this to with your'.split(' '),
+);
 
 interface SearchIndex {
   tool: RegisteredTool;
@@ -218,7 +227,9 @@ export function createToolRegistry(entries: readonly RegistryEntry[]): ToolRegis
     declarations,
     search(query, limit = 8) {
       const normalised = query.trim().toLowerCase();
-      const queryWords = words(normalised);
+      const allWords = words(normalised);
+      const meaningful = allWords.filter((word) => !stopWords.has(word));
+      const queryWords = meaningful.length > 0 ? meaningful : allWords;
       if (queryWords.length === 0 || limit <= 0) return [];
       return index
         .map((entry, position) => ({ tool: entry.tool, position, score: score(entry, normalised, queryWords) }))
