@@ -13,7 +13,9 @@ export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.t
 export {
   createToolRegistry,
   type RegisteredTool,
+  type RegisteredToolHandler,
   type RegistryEntry,
   type RegistryTier,
+  registryPrimitives,
   type ToolRegistry,
 } from './tool-registry.ts';

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { createToolRegistry, identifierSegment, type RegistryEntry } from './tool-registry.ts';
+import { createExecutor } from './executor.ts';
+import { createToolRegistry, identifierSegment, type RegistryEntry, registryPrimitives } from './tool-registry.ts';
 
 function fromZod(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _dialect, ...parameters } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
@@ -255,6 +256,44 @@ describe('createToolRegistry', () => {
     expect(Object.isFrozen(registry.tools)).toBe(true);
     expect(Object.isFrozen(registry.tools[0])).toBe(true);
     expect(Object.isFrozen(registry.tools[0]?.path)).toBe(true);
+  });
+});
+
+describe('registryPrimitives', () => {
+  it('puts every tool where its declaration says, callable from a real cell, reserved words and odd names included', async () => {
+    const registry = createToolRegistry([
+      ...realTools,
+      entry('x', { path: ['boxes', 'new'] }),
+      entry('y', { path: ['default'] }),
+      entry('z', { path: ['objects', 'constructor'] }),
+      entry('everything__get-tiny-image'),
+    ]);
+    const seen: { name: string; path: readonly string[]; args: unknown[] }[] = [];
+    await using executor = createExecutor({ timeoutMs: 10_000 });
+    const result = await executor.run({
+      code: `
+        const found = await tools.notes.search({ query: 'dentist' });
+        await tools.github.delete({ repo: 'a/b', branch: 'old' });
+        await tools.boxes.new({});
+        await tools.default({});
+        await tools.objects.constructor({});
+        await tools.everything.get_tiny_image({});
+        return found;
+      `,
+      primitives: registryPrimitives(registry.tools, async (tool, call) => {
+        seen.push({ name: tool.name, path: call.path, args: call.args });
+        return { from: tool.name };
+      }),
+    });
+    expect(result).toMatchObject({ ok: true, value: { from: 'search_notes' } });
+    expect(seen).toEqual([
+      { name: 'search_notes', path: ['notes', 'search'], args: [{ query: 'dentist' }] },
+      { name: 'github__delete_branch', path: ['github', 'delete'], args: [{ repo: 'a/b', branch: 'old' }] },
+      { name: 'x', path: ['boxes', 'new'], args: [{}] },
+      { name: 'y', path: ['default'], args: [{}] },
+      { name: 'z', path: ['objects', 'constructor'], args: [{}] },
+      { name: 'everything__get-tiny-image', path: ['everything', 'get_tiny_image'], args: [{}] },
+    ]);
   });
 });
 

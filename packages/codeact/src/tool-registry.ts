@@ -1,3 +1,5 @@
+import type { JSONValue } from './json-value.ts';
+import type { PrimitiveCall, Primitives } from './primitives.ts';
 import { commentLines, jsDoc, schemaType } from './tool-declarations.ts';
 
 /** What calling a tool can do, as the tool gate reads it (the agent package's `ToolTier`). */
@@ -260,4 +262,33 @@ function namespaceBlock(tools: readonly RegisteredTool[], level: number, depth: 
     else members.push(`${inner}${segment}: ${namespaceBlock(group, level + 1, depth + 1)};`);
   }
   return `{\n${members.join('\n')}\n${'  '.repeat(depth)}}`;
+}
+
+/** Runs one tool for a cell: the registry's tool the cell called, and the call as the executor gives it. */
+export type RegisteredToolHandler = (tool: RegisteredTool, call: PrimitiveCall) => Promise<JSONValue>;
+
+/**
+ * The `primitives` for `executor.run`: every tool at its path, each calling `handler` with the tool. (The tool gate and
+ * the call log belong in `handler`.) Namespaces have no prototype, so a tool path such as `['x', 'constructor']` is
+ * the tool and never `Object`'s own.
+ */
+export function registryPrimitives(tools: readonly RegisteredTool[], handler: RegisteredToolHandler): Primitives {
+  interface Namespace {
+    [name: string]: Namespace | Primitives[string];
+  }
+  const root: Namespace = Object.create(null);
+  for (const tool of tools) {
+    let namespace = root;
+    for (const segment of tool.path.slice(0, -1)) {
+      const existing = namespace[segment];
+      if (typeof existing === 'object') namespace = existing;
+      else {
+        const created: Namespace = Object.create(null);
+        namespace[segment] = created;
+        namespace = created;
+      }
+    }
+    namespace[tool.path.at(-1) ?? tool.name] = (call: PrimitiveCall) => handler(tool, call);
+  }
+  return root;
 }
