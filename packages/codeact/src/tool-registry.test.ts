@@ -416,6 +416,14 @@ describe('search', () => {
     expect(names('github')).toEqual(['github__list_issues', 'github__create_issue']);
   });
 
+  it('reads camelCase names as words', () => {
+    const camel = createToolRegistry([
+      entry('files__getFileInfo', { description: 'Metadata.' }),
+      entry('files__read', { description: 'Reads the info of a file.' }),
+    ]);
+    expect(camel.search('file info').map((tool) => tool.name)).toEqual(['files__getFileInfo', 'files__read']);
+  });
+
   it('ignores common words unless the query has nothing else', () => {
     // Every description has "the", "of" or "a"; only `mail` and `sender` tell the tools apart.
     expect(names('the mail of a sender')).toEqual(['email__search']);

@@ -107,6 +107,11 @@ function words(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
+/** The words of a name: as {@link words}, and its camelCase parts too (`getFileInfo` → `getfileinfo`, `get`, `file`, `info`). */
+function nameWords(name: string): string[] {
+  return [...words(name), ...words(name.replace(/(\p{Ll}|\p{N})(\p{Lu})/gu, '$1 $2'))];
+}
+
 /**
  * Words too common to tell tools apart (`the sum of two numbers` should not find every tool whose description has
  * "the"), dropped from a query unless it has no other words.
@@ -203,7 +208,7 @@ export function createToolRegistry(entries: readonly RegistryEntry[]): ToolRegis
   const index: SearchIndex[] = tools.map((tool) => ({
     tool,
     names: new Set([tool.name.toLowerCase(), tool.path.join('.').toLowerCase()]),
-    nameWords: new Set([...words(tool.name), ...tool.path.flatMap(words)]),
+    nameWords: new Set([...nameWords(tool.name), ...tool.path.flatMap(nameWords)]),
     descriptionWords: new Set(words(tool.description)),
   }));
 
