@@ -4,7 +4,8 @@
 // (their stores are stand-ins the bench never calls: it reads specs only); the MCP tools are the snapshot
 // bench/fixtures/codeact-mcp-tools.json of what server-everything and server-filesystem offer through Assistant's
 // MCP pool (`node bench/codeact-registry-fixtures.ts` writes it). Prints:
-// - tools, the declaration block's characters and ~tokens (characters / 4), the JSON specs' characters and ~tokens;
+// - tools, the declaration block's characters and ~tokens (characters / 4), the JSON specs' characters and ~tokens,
+//   for all the tools and for the in-repo and MCP tools apart;
 // - the same for a discovery prompt that declares only what one search found;
 // - search p50/p95 over all the tools, for a set of queries.
 // `npm run bench:codeact-registry [-- --searches 2000 --json --print]` (`--print` shows the whole declaration block). It prints figures; it never fails for being slow.
@@ -70,9 +71,20 @@ const mcp = snapshotSchema.parse(JSON.parse(await readFile(snapshotFile, 'utf8')
 
 const registry = createToolRegistry([...inRepo, ...mcp]);
 const tokens = (chars: number) => Math.round(chars / 4);
-const declarationChars = registry.declarations().length;
-// What JSON mode sends for the same tools: each spec as a chat API's `tools` entry, JSON without spaces.
-const specChars = JSON.stringify(registry.specs().map((spec) => ({ type: 'function', function: spec }))).length;
+/**
+ * The declaration block's characters, and what JSON mode sends for the same tools: each spec as a chat API's
+ * `tools` entry, JSON without spaces.
+ */
+function sizes(entries: readonly RegistryEntry[]): { declarationChars: number; specChars: number } {
+  const part = createToolRegistry(entries);
+  return {
+    declarationChars: part.declarations().length,
+    specChars: JSON.stringify(part.specs().map((spec) => ({ type: 'function', function: spec }))).length,
+  };
+}
+const { declarationChars, specChars } = sizes([...inRepo, ...mcp]);
+const inRepoSizes = sizes(inRepo);
+const mcpSizes = sizes(mcp);
 
 const queries = [
   'search notes',
@@ -110,6 +122,8 @@ const figures = {
   declarations: { chars: declarationChars, tokens: tokens(declarationChars) },
   jsonSpecs: { chars: specChars, tokens: tokens(specChars) },
   declarationsVsSpecs: round(declarationChars / specChars, 2),
+  inRepoOnly: { ...inRepoSizes, ratio: round(inRepoSizes.declarationChars / inRepoSizes.specChars, 2) },
+  mcpOnly: { ...mcpSizes, ratio: round(mcpSizes.declarationChars / mcpSizes.specChars, 2) },
   discovery: {
     query: 'read file',
     found: found.map((tool) => tool.path.join('.')),
@@ -126,6 +140,14 @@ else {
   console.log(
     `declaration block: ${declarationChars} chars (~${tokens(declarationChars)} tokens); JSON specs: ${specChars} chars (~${tokens(specChars)} tokens); ratio ${figures.declarationsVsSpecs}`,
   );
+  for (const [label, part] of [
+    ['in-repo tools only', figures.inRepoOnly],
+    ['MCP tools only', figures.mcpOnly],
+  ] as const) {
+    console.log(
+      `  ${label}: declarations ${part.declarationChars} chars, JSON specs ${part.specChars} chars; ratio ${part.ratio}`,
+    );
+  }
   console.log(
     `discovery ("read file" → ${found.length} tools: ${figures.discovery.found.join(', ')}): ${discoveryChars} chars (~${tokens(discoveryChars)} tokens)`,
   );
