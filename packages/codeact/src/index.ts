@@ -25,11 +25,13 @@ export {
   runLoggedCell,
 } from './logged-cell.ts';
 export type { PrimitiveCall, PrimitiveHandler, Primitives } from './primitives.ts';
-export { commentText, typeOf } from './tool-declarations.ts';
 export {
   createToolRegistry,
   type RegisteredTool,
+  type RegisteredToolHandler,
   type RegistryEntry,
+  type RegistryTier,
+  registryPrimitives,
   type ToolRegistry,
   type ToolRegistryOptions,
 } from './tool-registry.ts';
