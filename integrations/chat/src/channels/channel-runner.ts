@@ -195,6 +195,10 @@ export class ChannelRunner {
     }
     const command = /^\/([a-z_]+)(?:@\S+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
     if (command) {
+      // A command is no inbox message, so the inbox's client id does not dedupe it: its delivery id is recorded
+      // before it runs (at most once), for platforms that retry without a cursor and a cursor lost in a crash.
+      if (!this.#state.remember('notified', `command:${message.id}`)) return;
+      await this.#state.save();
       await this.#command(peer, thread, (command[1] ?? '').toLowerCase(), (command[2] ?? '').trim());
       return;
     }
