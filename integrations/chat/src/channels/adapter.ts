@@ -31,13 +31,34 @@ export interface ChannelMessage {
   text: string | undefined;
 }
 
+/** Someone pressed a button the bot sent ({@link ChannelAdapter.sendButtons}). */
+export interface ChannelPress {
+  kind: 'press';
+  /** Deterministic, from the platform's ids, like a message's: a press delivered again has the same id. */
+  id: string;
+  /** Who pressed: only allowed users' presses count. */
+  peer: string;
+  /** Where the button's message is. */
+  thread: string;
+  /** The button's `data`, as the platform hands it back (the runner checks it; a platform may let a client forge it). */
+  data: string;
+  /** The platform's handle to answer this press with ({@link ChannelAdapter.answerPress}). */
+  callback: string;
+}
+
+/** A button under a message: its label, and what a press hands back (at most 64 bytes: Telegram's limit). */
+export interface ChannelButton {
+  label: string;
+  data: string;
+}
+
 /** Something the platform delivered that is not for the runner (an edit, a join): only its cursor counts. */
 interface ChannelOther {
   kind: 'other';
   id: string;
 }
 
-export type ChannelInbound = ChannelMessage | ChannelOther;
+export type ChannelInbound = ChannelMessage | ChannelPress | ChannelOther;
 
 /** One delivery of a {@link ChannelAdapter.receive} batch. */
 export interface ChannelDelivery {
@@ -95,6 +116,18 @@ export interface ChannelAdapter {
   send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent>;
   /** Replaces a sent message's text; resolves also when it shows that text already. */
   edit(options: { thread: string; message: string; text: string; signal: AbortSignal }): Promise<void>;
+  /**
+   * Sends a message with a row of buttons (approvals: Approve, Reject). Without it, approvals are decided by text
+   * commands only (`/approve ID`).
+   */
+  sendButtons?(options: {
+    thread: string;
+    text: string;
+    buttons: readonly ChannelButton[];
+    signal: AbortSignal;
+  }): Promise<ChannelSent>;
+  /** Acknowledges a press to the presser (stops the button's spinner, shows `text` briefly). */
+  answerPress?(options: { press: ChannelPress; text: string; signal: AbortSignal }): Promise<void>;
   /** Shows "typing…" (cosmetic: failures are ignored). */
   typing(options: { thread: string; signal: AbortSignal }): Promise<void>;
   /** The thread to reach a peer in on the bot's own initiative (approvals, failures): its direct conversation. */

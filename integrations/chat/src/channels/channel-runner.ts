@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatEvent, ChatEventEntry, ChatService } from '@assistant/chat';
 import {
@@ -6,7 +7,7 @@ import {
   type ListenerApprovals,
   type ListenerContext,
 } from '@assistant/sdk';
-import type { ChannelAdapter, ChannelDelivery, ChannelMessage } from './adapter.ts';
+import type { ChannelAdapter, ChannelDelivery, ChannelMessage, ChannelPress } from './adapter.ts';
 import type { ChannelConversationState, ChannelState } from './channel-state.ts';
 
 /** The conversation the server's notifier writes to (apps/server/src/chat-notifier.ts). */
@@ -108,7 +109,7 @@ export class ChannelRunner {
           if (this.#signal.aborted) break;
           const event = delivery.event;
           if (handling?.id !== event.id)
-            handling = { id: event.id, peer: event.kind === 'message' ? event.peer : undefined, failures: 0 };
+            handling = { id: event.id, peer: event.kind === 'other' ? undefined : event.peer, failures: 0 };
           if (handling.failures >= maxDeliveryFailures) {
             await this.#giveUp(handling);
           } else {
@@ -174,6 +175,7 @@ export class ChannelRunner {
     // Handled and acknowledged before: the platform delivered it again. (One handled but not yet acknowledged when
     // the server died comes back past the stored cursor: its id, the inbox's client id, makes it the same message.)
     if (delivery.cursor !== undefined && delivery.cursor <= this.#state.data.offset) return;
+    if (delivery.event.kind === 'press') return this.#press(delivery.event);
     if (delivery.event.kind !== 'message') return;
     const message: ChannelMessage = delivery.event;
     const { label, name } = this.#adapter;
@@ -255,8 +257,58 @@ export class ChannelRunner {
     if (!this.#approvals) return this.#send(thread, 'Approvals cannot be decided from this chat.');
     const pending = await this.#approvals.pending();
     if (pending.length === 0) return this.#send(thread, 'No approval request is waiting.');
-    for (const approval of pending)
-      for (const message of this.#approvalMessages(approval)) await this.#send(thread, message);
+    for (const approval of pending) await this.#pushApproval(thread, approval);
+  }
+
+  /**
+   * A button press: only an allowed user's counts (anyone else's is ignored and logged by id only), once (its id is
+   * recorded before it acts), and an approval's button decides the rendering it was sent under: when the request
+   * now shows something else (or is no longer pending), nothing is decided.
+   */
+  async #press(press: ChannelPress): Promise<void> {
+    const { label, name } = this.#adapter;
+    if (!this.#allowed.has(press.peer)) {
+      this.#logger.info(`ignored a ${label} button press from user ${press.peer}: not in ${name}.allowed_users`);
+      return;
+    }
+    if (!this.#state.remember('notified', `press:${press.id}`)) return;
+    await this.#state.save();
+    const answer = async (text: string) => {
+      try {
+        await this.#adapter.answerPress?.({ press, text, signal: this.#signal });
+      } catch (error) {
+        // Cosmetic: the message the runner sends says what happened.
+        this.#logger.debug(`answering a ${label} button press failed: ${describeError(error)}`);
+      }
+    };
+    const button = /^ap:([ar]):(ap-[0-9a-z]{1,40}):([0-9a-f]{12})$/.exec(press.data);
+    if (!button || !this.#approvals) {
+      await answer('This button does nothing.');
+      return;
+    }
+    const decision = button[1] === 'a' ? 'approve' : 'reject';
+    const id = button[2] ?? '';
+    const approval = (await this.#approvals.pending()).find((one) => one.id === id);
+    if (!approval) {
+      await answer(`${id} is no longer waiting.`);
+      return this.#send(
+        press.thread,
+        `${id} is no longer waiting: decided, expired or withdrawn. /approvals lists what is.`,
+      );
+    }
+    if (renderingDigest(approval.rendering) !== button[3]) {
+      await answer('Not decided: the request changed.');
+      return this.#send(
+        press.thread,
+        `Not decided: what ${id} would do is no longer what that button was sent with. /approvals shows it as it is now.`,
+      );
+    }
+    if (decision === 'approve' && !approval.bound) {
+      await answer('This request cannot be approved.');
+      return this.#send(press.thread, `${id} was made before approvals were bound to what they show: /reject ${id}`);
+    }
+    await answer(decision === 'approve' ? 'Approving…' : 'Rejecting…');
+    await this.#decide(press.peer, press.thread, decision, id);
   }
 
   async #decide(peer: string, thread: string, decision: 'approve' | 'reject', id: string): Promise<void> {
@@ -337,10 +389,7 @@ export class ChannelRunner {
           // Recorded before it is sent: a restart does not push it again.
           if (!this.#state.remember('notified', `approval:${approval.id}`)) continue;
           await this.#state.save();
-          for (const peer of this.#allowed) {
-            const thread = this.#adapter.directThread(peer);
-            for (const message of this.#approvalMessages(approval)) await this.#send(thread, message);
-          }
+          for (const peer of this.#allowed) await this.#pushApproval(this.#adapter.directThread(peer), approval);
         }
         await this.#forwardNotifications();
       } catch (error) {
@@ -376,6 +425,24 @@ export class ChannelRunner {
       this.#state.data.notifications = next;
       await this.#state.save();
     }
+  }
+
+  /**
+   * Sends an approval request's messages; on a platform with buttons the last one carries Approve (when it can be
+   * approved) and Reject, bound to the digest of the rendering the messages show.
+   */
+  async #pushApproval(thread: string, approval: ListenerApprovalSummary): Promise<void> {
+    const messages = this.#approvalMessages(approval);
+    const last = messages.pop() ?? '';
+    for (const message of messages) await this.#send(thread, message);
+    const sendButtons = this.#adapter.sendButtons?.bind(this.#adapter);
+    if (!sendButtons) return this.#send(thread, last);
+    const digest = renderingDigest(approval.rendering);
+    const buttons = [
+      ...(approval.bound ? [{ label: '✅ Approve', data: `ap:a:${approval.id}:${digest}` }] : []),
+      { label: '❌ Reject', data: `ap:r:${approval.id}:${digest}` },
+    ];
+    await this.retry('send', () => sendButtons({ thread, text: this.clip(last), buttons, signal: this.#signal }));
   }
 
   /**
@@ -702,6 +769,11 @@ function finalText(text: string, status: string): string {
         : '';
   if (text.trim() === '') return note || '(an empty reply)';
   return note ? `${text.trim()}\n\n${note}` : text.trim();
+}
+
+/** What an approval button is bound to: the first 12 hex digits of the sha256 of the rendering it was sent with. */
+function renderingDigest(rendering: string): string {
+  return createHash('sha256').update(rendering).digest('hex').slice(0, 12);
 }
 
 /** Text in pieces of at most `maxChars` characters, split at a line break where there is one. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerContext } from '@assistant/sdk';
+import type { ListenerApprovalSummary, ListenerApprovals, ListenerContext } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 /**
@@ -32,19 +32,36 @@ export interface ConformancePlatform {
     logger: ListenerContext['logger'];
     signal: AbortSignal;
     wrongSecret?: string;
+    /** The approvals service the server hands listeners (here the suite's stand-in). */
+    approvals?: ListenerApprovals;
   }): Promise<void>;
   /** The platform delivers a text message from `from` in its direct conversation with the bot; returns a handle. */
   deliver(options: { from: string; text: string }): string;
   /** The platform delivers that message again (its retry: the bot's acknowledgement did not arrive). */
   redeliver(handle: string): void;
   /** The messages the bot sent to a peer's direct conversation, in order, each with every text it showed. */
-  messagesTo(peer: string): { texts: string[] }[];
+  messagesTo(peer: string): ConformanceMessage[];
+  /**
+   * For a platform with buttons: `from` presses a message's button (by its label or data); returns a handle for
+   * {@link redeliver}.
+   */
+  press?(options: { from: string; message: ConformanceMessage; button: string }): string;
   /** How many calls the platform refused for wrong credentials. */
   refusedCredentials(): number;
   close(): Promise<void>;
 }
 
+/** A message the bot sent, with every text it showed and its buttons (none on a platform without). */
+export interface ConformanceMessage {
+  /** The platform's message id. */
+  id: string;
+  texts: string[];
+  buttons: { label: string; data: string }[];
+}
+
 export interface ConformanceHarness {
+  /** Whether the channel sends approvals with buttons (then the platform has `press`). */
+  readonly buttons: boolean;
   /** Starts the fake platform for one test (a free port, nothing shared with another test). */
   start(): Promise<ConformancePlatform>;
 }
@@ -101,7 +118,10 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       });
     }
 
-    function listen(chat: ChatService, options: { wrongSecret?: string } = {}): { stop: () => Promise<void> } {
+    function listen(
+      chat: ChatService,
+      options: { wrongSecret?: string; approvals?: ListenerApprovals } = {},
+    ): { stop: () => Promise<void> } {
       const controller = new AbortController();
       const done = platform.listen({
         chat,
@@ -300,6 +320,70 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       expect(logs.join('\n')).not.toContain('wrong-credentials-value');
     });
 
-    it.todo('approves by button: the button shows the full rendering or a link to it, only allowed presses count');
+    (harness.buttons ? it : it.skip)(
+      'approves by button: the full rendering (or where to read it) above the buttons, allowed presses only, once, that rendering only',
+      async () => {
+        const press = platform.press?.bind(platform);
+        if (!press) throw new Error('a harness with buttons gives its platform `press`');
+        const short: ListenerApprovalSummary = {
+          id: 'ap-00000000000a',
+          title: 'Invoice from the dentist',
+          actions: 'send_reply',
+          rule: 'answer invoices',
+          reason: 'an invoice',
+          expiresAt: '2026-12-01T00:00:00.000Z',
+          rendering: 'send_reply to dentist@example.com:\nThank you, it is paid.',
+          bound: true,
+        };
+        const long: ListenerApprovalSummary = {
+          ...short,
+          id: 'ap-00000000000b',
+          title: 'A long one',
+          rendering: `${'x'.repeat(30_000)}\nthe last line`,
+        };
+        let pending = [short, long];
+        const decided: string[] = [];
+        const approvals: ListenerApprovals = {
+          pending: async () => pending,
+          decide: async (id, decision, by) => {
+            decided.push(`${decision} ${id} by ${by}`);
+            pending = pending.filter((one) => one.id !== id);
+            return { status: 'approved', kind: 'action', tasks: ['t1'], actions: 'send_reply', title: short.title };
+          },
+        };
+        const chat = chatService();
+        listen(chat, { approvals });
+        const withButtons = (id: string) =>
+          platform
+            .messagesTo(platform.owner)
+            .find((message) => message.buttons.some((button) => button.data.includes(id)));
+        const shortMessage = await until(() => withButtons(short.id), 'the short request’s buttons');
+        const longMessage = await until(() => withButtons(long.id), 'the long request’s buttons');
+        const all = textsTo(platform.owner).join('');
+        expect(all).toContain(short.rendering);
+        expect(all).toMatch(new RegExp(`\\d+ more characters: open the request .*${long.id}`));
+        expect(all).not.toContain('the last line');
+        for (const text of textsTo(platform.owner)) {
+          expect(Array.from(text).length).toBeLessThanOrEqual(platform.maxMessageChars);
+        }
+        expect(shortMessage.buttons).toHaveLength(2);
+        const approve = shortMessage.buttons[0]?.label ?? '';
+
+        // A stranger's press counts for nothing; the owner's decides once, whatever the platform redelivers.
+        press({ from: platform.stranger, message: shortMessage, button: approve });
+        const owners = press({ from: platform.owner, message: shortMessage, button: approve });
+        await until(() => decided.length === 1, 'the owner’s press decided');
+        platform.redeliver(owners);
+        // What the long request would do changes after its buttons went out: its button decides nothing.
+        pending = pending.map((one) =>
+          one.id === long.id ? { ...one, rendering: `${one.rendering}, and more` } : one,
+        );
+        press({ from: platform.owner, message: longMessage, button: approve });
+        await until(() => textsTo(platform.owner).some((text) => text.startsWith('Not decided')), 'the refusal');
+        expect(decided).toEqual([`approve ${short.id} by ${platform.channel}:${platform.owner}`]);
+        expect(textsTo(platform.owner).filter((text) => text.startsWith(`Approved ${short.id}`))).toHaveLength(1);
+        expect(logs.filter((line) => line.includes(platform.stranger))).toHaveLength(1);
+      },
+    );
   });
 }

@@ -1,4 +1,11 @@
-import type { ChannelAdapter, ChannelDelivery, ChannelFailure, ChannelSent } from '../channels/adapter.ts';
+import type {
+  ChannelAdapter,
+  ChannelButton,
+  ChannelDelivery,
+  ChannelFailure,
+  ChannelPress,
+  ChannelSent,
+} from '../channels/adapter.ts';
 import { TelegramApiError, type TelegramBotApi } from './bot-api.ts';
 
 /**
@@ -29,6 +36,20 @@ export class TelegramAdapter implements ChannelAdapter {
     return updates.map((update): ChannelDelivery => {
       const id = `tg-${update.update_id}`;
       const cursor = update.update_id + 1;
+      const press = update.callback_query;
+      if (press?.message && press.data !== undefined) {
+        return {
+          event: {
+            kind: 'press',
+            id,
+            peer: String(press.from.id),
+            thread: String(press.message.chat.id),
+            data: press.data,
+            callback: press.id,
+          },
+          cursor,
+        };
+      }
       const message = update.message;
       if (!message?.from) return { event: { kind: 'other', id }, cursor };
       const type = message.chat.type;
@@ -49,6 +70,22 @@ export class TelegramAdapter implements ChannelAdapter {
   async send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent> {
     const sent = await this.#api.sendMessage(Number(options.thread), options.text, options.signal);
     return { id: String(sent.message_id) };
+  }
+
+  /** An inline keyboard of one row. */
+  async sendButtons(options: {
+    thread: string;
+    text: string;
+    buttons: readonly ChannelButton[];
+    signal: AbortSignal;
+  }): Promise<ChannelSent> {
+    const buttons = options.buttons.map((button) => ({ text: button.label, callback_data: button.data }));
+    const sent = await this.#api.sendMessage(Number(options.thread), options.text, options.signal, buttons);
+    return { id: String(sent.message_id) };
+  }
+
+  async answerPress(options: { press: ChannelPress; text: string; signal: AbortSignal }): Promise<void> {
+    await this.#api.answerCallbackQuery(options.press.callback, options.text, options.signal);
   }
 
   async edit(options: { thread: string; message: string; text: string; signal: AbortSignal }): Promise<void> {

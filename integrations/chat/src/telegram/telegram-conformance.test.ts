@@ -12,6 +12,7 @@ function secret(value: string): Secret {
 }
 
 describeChannelConformance('Telegram', {
+  buttons: true,
   async start() {
     const fake = await FakeTelegram.start();
     return {
@@ -20,7 +21,7 @@ describeChannelConformance('Telegram', {
       secret: fake.token,
       owner: String(owner),
       stranger: String(stranger),
-      listen: ({ chat, dataDir, logger, signal, wrongSecret }) => {
+      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals }) => {
         const settings = {
           mode: 'followup',
           collect_window: 1000,
@@ -46,11 +47,22 @@ describeChannelConformance('Telegram', {
           configDir: dataDir,
           dataDir,
           chat,
+          ...(approvals ? { approvals } : {}),
         });
       },
       deliver: ({ from, text }) => String(fake.send({ from: Number(from), text })),
       redeliver: (handle) => fake.redeliver(Number(handle)),
-      messagesTo: (peer) => fake.messagesTo(Number(peer)),
+      messagesTo: (peer) =>
+        fake.messagesTo(Number(peer)).map((message) => ({
+          id: String(message.message_id),
+          texts: message.texts,
+          buttons: message.buttons.map((button) => ({ label: button.text, data: button.callback_data })),
+        })),
+      press: ({ from, message, button }) => {
+        const sent = fake.sent.find((one) => String(one.message_id) === message.id);
+        if (!sent) throw new Error(`the bot sent no message ${message.id}`);
+        return String(fake.press({ from: Number(from), message: sent, button }));
+      },
       refusedCredentials: () => fake.unauthorized,
       close: () => fake.close(),
     };
