@@ -442,7 +442,11 @@ export class ChannelRunner {
       ...(approval.bound ? [{ label: '✅ Approve', data: `ap:a:${approval.id}:${digest}` }] : []),
       { label: '❌ Reject', data: `ap:r:${approval.id}:${digest}` },
     ];
-    await this.retry('send', () => sendButtons({ thread, text: this.clip(last), buttons, signal: this.#signal }));
+    const sent = await this.retry('send', () =>
+      sendButtons({ thread, text: this.clip(last), buttons, signal: this.#signal }),
+    );
+    // Refused with its buttons: the request still reaches the user, to be decided with the commands it names.
+    if (!sent && !this.#signal.aborted) await this.#send(thread, last);
   }
 
   /**

@@ -352,7 +352,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
           },
         };
         const chat = chatService();
-        listen(chat, { approvals });
+        const first = listen(chat, { approvals });
         const withButtons = (id: string) =>
           platform
             .messagesTo(platform.owner)
@@ -383,6 +383,21 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         expect(decided).toEqual([`approve ${short.id} by ${platform.channel}:${platform.owner}`]);
         expect(textsTo(platform.owner).filter((text) => text.startsWith(`Approved ${short.id}`))).toHaveLength(1);
         expect(logs.filter((line) => line.includes(platform.stranger))).toHaveLength(1);
+
+        // As if the server died before the presses' acknowledgements were stored: the platform hands them out again,
+        // and none of them acts or is answered again.
+        await first.stop();
+        const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
+        const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
+        state.offset = 0;
+        await writeFile(stateFile, JSON.stringify(state));
+        listen(chat, { approvals });
+        platform.redeliver(owners);
+        platform.deliver({ from: platform.owner, text: '/help' });
+        await until(() => textsTo(platform.owner).some((text) => text.includes('/new')), 'the help after the presses');
+        expect(decided).toHaveLength(1);
+        expect(textsTo(platform.owner).filter((text) => text.startsWith('Not decided'))).toHaveLength(1);
+        expect(textsTo(platform.owner).some((text) => text.includes('no longer waiting'))).toBe(false);
       },
     );
   });
