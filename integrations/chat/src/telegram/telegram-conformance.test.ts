@@ -1,6 +1,6 @@
 import type { Secret } from '@assistant/sdk';
-import { describeChannelConformance } from '../channels/conformance.ts';
 import type { ChatSettings } from '../settings.generated.ts';
+import { describeChannelConformance } from '../testing/channel-conformance.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';
 
