@@ -2,7 +2,7 @@
  * The contract every chat channel implements (docs/channels.md, decision 0067): the platform-specific part only.
  * What is the same on every platform — who is answered, accepting into the chat inbox durably before the platform
  * is told, dropping redeliveries, streaming a turn's reply by edits, splitting, resuming after a restart, backing
- * off an outage — is the {@link ChannelRunner}'s (channel-runner.ts), written once and checked for each adapter by
+ * off an outage — is the `ChannelRunner`'s (channel-runner.ts), written once and checked for each adapter by
  * the conformance suite (testing/channel-conformance.ts).
  *
  * Ids cross the contract as strings, named by the adapter (Telegram's numbers become their decimal text): the

@@ -781,7 +781,7 @@ function renderingDigest(rendering: string): string {
 }
 
 /** Text in pieces of at most `maxChars` characters, split at a line break where there is one. */
-export function splitText(text: string, maxChars: number): string[] {
+function splitText(text: string, maxChars: number): string[] {
   const pieces: string[] = [];
   let rest = Array.from(text);
   while (rest.length > maxChars) {
