@@ -8,6 +8,21 @@
 export interface TelegramUpdate {
   update_id: number;
   message?: TelegramMessage;
+  /** A press of an inline keyboard button the bot sent. */
+  callback_query?: TelegramCallbackQuery;
+}
+
+export interface TelegramCallbackQuery {
+  id: string;
+  from: { id: number };
+  message?: TelegramMessage;
+  data?: string;
+}
+
+/** One inline keyboard button: its label and what a press sends back (1-64 bytes). */
+export interface TelegramInlineButton {
+  text: string;
+  callback_data: string;
 }
 
 export interface TelegramMessage {
@@ -114,13 +129,28 @@ export class TelegramBotApi {
   getUpdates(options: { offset: number; timeoutSeconds: number }, signal: AbortSignal): Promise<TelegramUpdate[]> {
     return this.call<TelegramUpdate[]>(
       'getUpdates',
-      { offset: options.offset, timeout: options.timeoutSeconds, allowed_updates: ['message'] },
+      { offset: options.offset, timeout: options.timeoutSeconds, allowed_updates: ['message', 'callback_query'] },
       { signal, timeoutMs: options.timeoutSeconds * 1000 + 15_000 },
     );
   }
 
-  sendMessage(chatId: number, text: string, signal: AbortSignal): Promise<TelegramMessage> {
-    return this.call<TelegramMessage>('sendMessage', { chat_id: chatId, text }, { signal });
+  /** Sends a text message, with one row of inline keyboard buttons when `buttons` is given. */
+  sendMessage(
+    chatId: number,
+    text: string,
+    signal: AbortSignal,
+    buttons?: readonly TelegramInlineButton[],
+  ): Promise<TelegramMessage> {
+    return this.call<TelegramMessage>(
+      'sendMessage',
+      { chat_id: chatId, text, ...(buttons ? { reply_markup: { inline_keyboard: [buttons] } } : {}) },
+      { signal },
+    );
+  }
+
+  /** Answers a button press: the button stops spinning and `text` shows briefly. */
+  answerCallbackQuery(callbackQueryId: string, text: string, signal: AbortSignal): Promise<unknown> {
+    return this.call('answerCallbackQuery', { callback_query_id: callbackQueryId, text }, { signal });
   }
 
   editMessageText(chatId: number, messageId: number, text: string, signal: AbortSignal): Promise<unknown> {

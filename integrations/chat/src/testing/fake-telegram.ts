@@ -21,6 +21,8 @@ export interface FakeSentMessage {
   texts: string[];
   /** The current text: the last of `texts`. */
   text: string;
+  /** Its inline keyboard's buttons (`reply_markup.inline_keyboard`, rows flattened); empty without one. */
+  buttons: { text: string; callback_data: string }[];
 }
 
 /** One Bot API call as the fake received it (the method and its parameters; never the token). */
@@ -39,7 +41,13 @@ export interface FakeTelegramFailure {
 
 interface Update {
   update_id: number;
-  message: {
+  callback_query?: {
+    id: string;
+    from: FakeTelegramUser & { is_bot: false };
+    message: { message_id: number; chat: { id: number; type: string }; text: string };
+    data: string;
+  };
+  message?: {
     message_id: number;
     date: number;
     from: FakeTelegramUser & { is_bot: false };
@@ -52,7 +60,7 @@ const maxTextLength = 4096;
 
 /**
  * A local fake of the Telegram Bot API for tests only (never a product default): `getUpdates` with long polling,
- * `sendMessage`, `editMessageText`, `sendChatAction`, `getMe`, at `<apiRoot>/bot<token>/<method>` on 127.0.0.1.
+ * `sendMessage` (with an inline keyboard), `editMessageText`, `sendChatAction`, `answerCallbackQuery`, `getMe`, at `<apiRoot>/bot<token>/<method>` on 127.0.0.1.
  * A wrong token is 401 like Telegram's. The test queues updates with {@link send} and reads what the bot sent.
  *
  * @example
@@ -119,6 +127,33 @@ export class FakeTelegram {
         from: { first_name: `user ${from.id}`, ...from, is_bot: false },
         chat: { id: incoming.chat ?? from.id, type: incoming.chat === undefined ? 'private' : 'group' },
         ...(incoming.text === undefined ? {} : { text: incoming.text }),
+      },
+    };
+    this.#updates.push(update);
+    this.#wake();
+    return update.update_id;
+  }
+
+  /**
+   * Queues a press of a button of a message the bot sent, as the next update (a `callback_query`); returns its
+   * update id. `button` is the button's label or its `callback_data`.
+   */
+  press(options: { from: number; message: FakeSentMessage; button: string }): number {
+    const button = options.message.buttons.find(
+      (one) => one.text === options.button || one.callback_data === options.button,
+    );
+    if (!button) throw new Error(`message ${options.message.message_id} has no button ${options.button}`);
+    const update: Update = {
+      update_id: this.#nextUpdateId++,
+      callback_query: {
+        id: `cq-${this.#nextUpdateId}`,
+        from: { id: options.from, first_name: `user ${options.from}`, is_bot: false },
+        message: {
+          message_id: options.message.message_id,
+          chat: { id: options.message.chat_id, type: 'private' },
+          text: options.message.text,
+        },
+        data: button.callback_data,
       },
     };
     this.#updates.push(update);
@@ -199,6 +234,7 @@ export class FakeTelegram {
       case 'getUpdates':
         return { ok: true, result: await this.#getUpdates(params, request) };
       case 'sendChatAction':
+      case 'answerCallbackQuery':
         return { ok: true, result: true };
       case 'sendMessage':
         return this.#sendMessage(params, reply);
@@ -238,7 +274,21 @@ export class FakeTelegram {
     const text = String(params.text ?? '');
     const problem = checkText(text);
     if (problem) return reply.code(400).send({ ok: false, error_code: 400, description: problem });
-    const message: FakeSentMessage = { message_id: this.#nextMessageId++, chat_id: chatId, texts: [text], text };
+    const keyboard = (params.reply_markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+    const buttons = Array.isArray(keyboard) ? (keyboard.flat() as FakeSentMessage['buttons']) : [];
+    for (const button of buttons) {
+      if (typeof button?.text !== 'string' || typeof button.callback_data !== 'string')
+        return reply.code(400).send({ ok: false, error_code: 400, description: 'Bad Request: button without data' });
+      if (Buffer.byteLength(button.callback_data) > 64)
+        return reply.code(400).send({ ok: false, error_code: 400, description: 'Bad Request: BUTTON_DATA_INVALID' });
+    }
+    const message: FakeSentMessage = {
+      message_id: this.#nextMessageId++,
+      chat_id: chatId,
+      texts: [text],
+      text,
+      buttons,
+    };
     this.sent.push(message);
     return { ok: true, result: { message_id: message.message_id, chat: { id: chatId }, date: 0, text } };
   }

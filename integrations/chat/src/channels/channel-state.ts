@@ -1,32 +1,38 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 
-/** A streamed reply's Telegram message, edited as tokens arrive until the reply is final. */
-export interface TelegramPreview {
-  chat: number;
-  message: number;
+/** A streamed reply's platform message, edited as tokens arrive until the reply is final. */
+interface ChannelPreview {
+  /** The thread (chat) it is in, as the adapter names it. */
+  chat: string;
+  /** Its message id, as the adapter names it. */
+  message: string;
   text: string;
 }
 
-export interface TelegramConversationState {
-  /** The Telegram chat replies go to: the peer's private chat with the bot. */
-  chat: number;
+export interface ChannelConversationState {
+  /** The thread (chat) replies go to, as the adapter names it: for Telegram, the peer's private chat with the bot. */
+  chat: string;
   /** The event log offset handled up to; while a turn is open, the offset just after its `turn_started`. */
   events: number;
   /** The open turn (its id, from `turn_started`): its reply is not written yet, its events are read again. */
   turn?: string;
-  preview?: TelegramPreview;
+  preview?: ChannelPreview;
 }
 
-/** What `data/chat/telegram/<instance>.json` holds. */
-interface TelegramStateData {
+/** What `data/chat/<channel>/<instance>.json` holds. */
+interface ChannelStateData {
   version: 1;
-  /** The `offset` of the next getUpdates: the last handled update id + 1. */
+  /**
+   * The platform's cursor: the position after the last inbound event handled, passed to the adapter's next
+   * `receive` (Telegram: the `offset` of the next getUpdates, the last handled update id + 1). 0 for platforms
+   * that push and have none.
+   */
   offset: number;
-  /** The current conversation of each Telegram user id (`/new` moves it). */
+  /** The current conversation of each peer (`/new` moves it). */
   peers: Record<string, string>;
-  conversations: Record<string, TelegramConversationState>;
-  /** Reply ids sent to Telegram (recorded before sending), with when. */
+  conversations: Record<string, ChannelConversationState>;
+  /** Reply ids sent to the platform (recorded before sending), with when. */
   sent: Record<string, string>;
   /** Approval ids and event keys already pushed to the owner, with when. */
   notified: Record<string, string>;
@@ -38,20 +44,21 @@ interface TelegramStateData {
 const maxRemembered = 5000;
 
 /**
- * The Telegram listener's durable state, one JSON file per instance, written whole under a temporary name, fsynced
+ * A channel runner's durable state, one JSON file per channel and instance, written whole under a temporary name, fsynced
  * and renamed, so a crash leaves the old state or the new one. Saves are serialized.
  */
-export class TelegramState {
+export class ChannelState {
   readonly file: string;
-  readonly data: TelegramStateData;
+  readonly data: ChannelStateData;
   #saving: Promise<void> = Promise.resolve();
 
-  private constructor(file: string, data: TelegramStateData) {
+  private constructor(file: string, data: ChannelStateData) {
     this.file = file;
     this.data = data;
   }
 
-  static async load(file: string): Promise<TelegramState> {
+  /** Reads `file` (none yet: a fresh state); `label` names the channel in errors ("Telegram"). */
+  static async load(file: string, label: string): Promise<ChannelState> {
     let text: string | undefined;
     try {
       text = await readFile(file, 'utf8');
@@ -59,7 +66,7 @@ export class TelegramState {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     if (text === undefined) {
-      return new TelegramState(file, {
+      return new ChannelState(file, {
         version: 1,
         offset: 0,
         peers: {},
@@ -69,26 +76,26 @@ export class TelegramState {
         notifications: 0,
       });
     }
-    let parsed: Partial<TelegramStateData>;
+    let parsed: Partial<ChannelStateData>;
     try {
-      parsed = JSON.parse(text) as Partial<TelegramStateData>;
+      parsed = JSON.parse(text) as Partial<ChannelStateData>;
     } catch (error) {
       throw new Error(
-        `the Telegram state ${path.basename(file)} is not JSON (${(error as Error).message}); fix or remove it (removing it resends recent replies)`,
+        `the ${label} state ${path.basename(file)} is not JSON (${(error as Error).message}); fix or remove it (removing it resends recent replies)`,
       );
     }
-    return new TelegramState(file, {
+    return new ChannelState(file, {
       version: 1,
       offset: typeof parsed.offset === 'number' ? parsed.offset : 0,
       peers: parsed.peers ?? {},
-      conversations: parsed.conversations ?? {},
+      conversations: normalizeConversations(parsed.conversations),
       sent: parsed.sent ?? {},
       notified: parsed.notified ?? {},
       notifications: typeof parsed.notifications === 'number' ? parsed.notifications : 0,
     });
   }
 
-  conversation(id: string): TelegramConversationState | undefined {
+  conversation(id: string): ChannelConversationState | undefined {
     return this.data.conversations[id];
   }
 
@@ -132,4 +139,24 @@ export class TelegramState {
       await folder.close();
     }
   }
+}
+
+/**
+ * Thread and message ids as strings: a state written before the channel contract (Telegram's, with numbers) reads
+ * the same.
+ */
+function normalizeConversations(
+  conversations: Record<string, ChannelConversationState> | undefined,
+): Record<string, ChannelConversationState> {
+  const result: Record<string, ChannelConversationState> = {};
+  for (const [id, record] of Object.entries(conversations ?? {})) {
+    result[id] = {
+      ...record,
+      chat: String(record.chat),
+      ...(record.preview
+        ? { preview: { ...record.preview, chat: String(record.preview.chat), message: String(record.preview.message) } }
+        : {}),
+    };
+  }
+  return result;
 }

@@ -1,0 +1,149 @@
+// A chat channel's own latency, in process: the Telegram adapter and the channel runner against the local fake Bot
+// API, over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
+// platform delivering a message to the message being in the inbox (durable), from the token being written to it
+// showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
+// `bench:chat` measures). `npm run bench:channels [-- --trials 100 --json]`. It prints figures; it never fails for
+// being slow, and exits non-zero only when something broke.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ChatService } from '@assistant/chat';
+import { FileNoteStore } from '@assistant/notes';
+import { openFileTaskQueue } from '@assistant/queue';
+import type { ListenerContext, Secret } from '@assistant/sdk';
+import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
+import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
+
+const { values } = parseArgs({
+  options: { trials: { type: 'string', default: '50' }, json: { type: 'boolean', default: false } },
+});
+const trials = Number(values.trials);
+if (!Number.isInteger(trials) || trials < 1)
+  throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
+
+const owner = 4242;
+const root = await mkdtemp(path.join(os.tmpdir(), 'assistant-bench-channels-'));
+const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
+const fake = await FakeTelegram.start();
+const chat = new ChatService({
+  notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
+  dataDir: path.join(root, 'data'),
+  controlRoot: path.join(root, 'data', 'control'),
+  queue,
+});
+const quiet = () => {};
+const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unknown as ListenerContext['logger'];
+const token = { name: 'telegram', isSet: true, reveal: () => fake.token } as unknown as Secret;
+const controller = new AbortController();
+const listening = runTelegram({
+  instance: {
+    name: 'chat',
+    domain: 'chat',
+    settings: {
+      mode: 'followup',
+      collect_window: 1000,
+      collect_max: 20,
+      max_steps: 20,
+      mcp_servers: [],
+      persona: 'assistant',
+      telegram: { token, allowed_users: [owner], api_root: fake.apiRoot, poll_timeout: 30_000 },
+    },
+  },
+  listener: 'telegram',
+  logger,
+  enqueue: async () => {
+    throw new Error('not used');
+  },
+  signal: controller.signal,
+  configDir: root,
+  dataDir: path.join(root, 'data'),
+  chat,
+});
+
+/** Waits (polling every millisecond: this is a bench, not a test) until `check` holds; fails after 10 s. */
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+const accepted: number[] = [];
+const shown: number[] = [];
+const total: number[] = [];
+let conversation: string | undefined;
+try {
+  for (let trial = 0; trial < trials; trial += 1) {
+    const text = `message ${trial}`;
+    const start = performance.now();
+    fake.send({ from: owner, text });
+    await until(async () => {
+      conversation ??= (await chat.list()).find((one) => one.channel === 'telegram')?.id;
+      if (conversation === undefined) return false;
+      return (await chat.inbox.pending(conversation)).some((message) => message.text === text);
+    }, 'the message in the inbox');
+    const stored = performance.now();
+    const id = conversation as string;
+    const turn = `t${trial}`;
+    const first = `Answer ${trial}`;
+    await chat.events.append(id, { type: 'turn_started', turn, reply_to: [] });
+    const written = performance.now();
+    await chat.events.append(id, { type: 'token', step: 0, text: first });
+    await until(() => fake.sent.some((message) => message.texts[0] === first), 'the first token on the platform');
+    const visible = performance.now();
+    accepted.push(stored - start);
+    shown.push(visible - written);
+    total.push(stored - start + (visible - written));
+    // The reply, so that the next trial is a turn of its own.
+    const pending = await chat.inbox.pending(id);
+    const ids = pending.map((message) => message.id);
+    const reply = await chat.conversations.appendMessage(id, {
+      role: 'assistant',
+      text: `${first}.`,
+      reply_to: ids,
+      status: 'complete',
+    });
+    await chat.inbox.markAnswered(id, { ids, replyId: reply.id });
+    await chat.events.append(id, {
+      type: 'message',
+      message: { id: reply.id, role: 'assistant', text: `${first}.`, reply_to: ids, status: 'complete', at: '' },
+    });
+    await until(() => fake.sent.some((message) => message.text === `${first}.`), 'the final text');
+  }
+} finally {
+  controller.abort();
+  await listening;
+  await fake.close();
+  await queue.close();
+  await rm(root, { recursive: true, force: true });
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+};
+const figures = Object.fromEntries(
+  Object.entries({ accepted, shown, total }).map(([name, list]) => [
+    name,
+    { p50: percentile(list, 50), p95: percentile(list, 95), max: Math.max(...list) },
+  ]),
+);
+if (values.json) {
+  process.stdout.write(`${JSON.stringify({ trials, ...figures })}\n`);
+} else {
+  const line = (name: string, what: string) => {
+    const figure = figures[name] as { p50: number; p95: number; max: number };
+    process.stdout.write(
+      `${what.padEnd(44)} p50 ${figure.p50.toFixed(1)} ms  p95 ${figure.p95.toFixed(1)} ms  max ${figure.max.toFixed(1)} ms\n`,
+    );
+  };
+  process.stdout.write(
+    `Telegram through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+  );
+  line('accepted', 'delivered → in the inbox');
+  line('shown', 'first token written → shown on the platform');
+  line('total', 'message → first visible token (no worker)');
+}

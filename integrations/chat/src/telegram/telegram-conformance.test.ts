@@ -1,0 +1,70 @@
+import type { Secret } from '@assistant/sdk';
+import type { ChatSettings } from '../settings.generated.ts';
+import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { FakeTelegram } from '../testing/fake-telegram.ts';
+import { runTelegram } from './telegram-listener.ts';
+
+const owner = 4242;
+const stranger = 9999;
+
+function secret(value: string): Secret {
+  return { name: 'telegram', isSet: value !== '', reveal: () => value } as unknown as Secret;
+}
+
+describeChannelConformance('Telegram', {
+  buttons: true,
+  async start() {
+    const fake = await FakeTelegram.start();
+    return {
+      channel: 'telegram',
+      maxMessageChars: 4096,
+      secret: fake.token,
+      owner: String(owner),
+      stranger: String(stranger),
+      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals }) => {
+        const settings = {
+          mode: 'followup',
+          collect_window: 1000,
+          collect_max: 20,
+          max_steps: 20,
+          mcp_servers: [],
+          persona: 'assistant',
+          telegram: {
+            token: secret(wrongSecret ?? fake.token),
+            allowed_users: [owner],
+            api_root: fake.apiRoot,
+            poll_timeout: 2_000,
+          },
+        } satisfies ChatSettings;
+        return runTelegram({
+          instance: { name: 'chat', domain: 'chat', settings },
+          listener: 'telegram',
+          logger,
+          enqueue: async () => {
+            throw new Error('the Telegram listener enqueues through the chat service, not this');
+          },
+          signal,
+          configDir: dataDir,
+          dataDir,
+          chat,
+          ...(approvals ? { approvals } : {}),
+        });
+      },
+      deliver: ({ from, text }) => String(fake.send({ from: Number(from), text })),
+      redeliver: (handle) => fake.redeliver(Number(handle)),
+      messagesTo: (peer) =>
+        fake.messagesTo(Number(peer)).map((message) => ({
+          id: String(message.message_id),
+          texts: message.texts,
+          buttons: message.buttons.map((button) => ({ label: button.text, data: button.callback_data })),
+        })),
+      press: ({ from, message, button }) => {
+        const sent = fake.sent.find((one) => String(one.message_id) === message.id);
+        if (!sent) throw new Error(`the bot sent no message ${message.id}`);
+        return String(fake.press({ from: Number(from), message: sent, button }));
+      },
+      refusedCredentials: () => fake.unauthorized,
+      close: () => fake.close(),
+    };
+  },
+});
