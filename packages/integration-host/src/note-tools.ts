@@ -1,6 +1,7 @@
 import { defineTool, type Tool } from '@assistant/agent';
 import type { NoteStore } from '@assistant/notes';
 import * as z from 'zod';
+import { transcriptsFolder } from './note-transcript.ts';
 
 /**
  * The agent tools that read the notes: `search_notes` (text in the fields or the body, any case, up to 20 paths
@@ -18,10 +19,16 @@ export function noteTools(notes: NoteStore): Tool[] {
       run: async ({ query }) => {
         const needle = query.toLowerCase();
         const found = await notes.query({});
-        return found
-          .filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle))
-          .slice(0, 20)
-          .map((note) => ({ path: note.path, title: note.data.title ?? note.data.subject ?? null }));
+        return (
+          found
+            // Agent transcripts are the system's records of its own loops, not the owner's notes: every loop's
+            // transcript holds its prompt, so searching them finds the loops that searched before (read_note still
+            // reads one by its path).
+            .filter((note) => !note.path.startsWith(`${transcriptsFolder}/`))
+            .filter((note) => `${JSON.stringify(note.data)}\n${note.body}`.toLowerCase().includes(needle))
+            .slice(0, 20)
+            .map((note) => ({ path: note.path, title: note.data.title ?? note.data.subject ?? null }))
+        );
       },
     }),
     defineTool({
