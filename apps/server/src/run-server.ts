@@ -26,6 +26,7 @@ import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
 import { readSupervisorStatus } from './supervisor-status.ts';
+import { webhookOutbox } from './webhook-outbox.ts';
 import { withWorkerBreakers } from './worker-breakers.ts';
 
 export interface RunServerOptions {
@@ -103,7 +104,14 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     },
   });
   const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
-  const notifier = new ChatNotifier({ chat, notes, queue, controlRoot: config.paths.control, logger });
+  const notifier = new ChatNotifier({
+    chat,
+    notes,
+    queue,
+    controlRoot: config.paths.control,
+    logger,
+    outbox: webhookOutbox({ registry, queue }),
+  });
   const scrubPaths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub;
   const listeners = new ListenerSupervisor({
     registry,
