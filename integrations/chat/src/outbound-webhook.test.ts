@@ -5,6 +5,7 @@ import { verifyWebhook } from '@assistant/outbound';
 import { type HandlerContext, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from './outbound-webhook.ts';
+import type { ChatSettings } from './settings.generated.ts';
 
 const secret = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
 
@@ -73,7 +74,7 @@ function context(options: { payload?: unknown; privateNetwork?: boolean; endpoin
       },
       signal: new AbortController().signal,
       log: { info: (message: string) => void logged.push(message), warn() {}, human: async () => {} },
-    } as unknown as HandlerContext,
+    } as unknown as HandlerContext<unknown, ChatSettings>,
   };
 }
 
