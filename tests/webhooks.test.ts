@@ -165,6 +165,10 @@ integrations:
         ['assistant', 'Received, thank you.'],
       ]);
       expect(model.requests).toHaveLength(1);
+      // A retry that comes after the answer (the sender never saw the 202) is still the same message: no new turn.
+      const late = await send(body, webhookHeaders({ secret: inboundSecret, id: 'msg_build_1', body }));
+      expect(late.status).toBe(202);
+      expect(acceptedSchema.parse(await late.json())).toMatchObject({ message: accepted.message, duplicate: true });
 
       // A task fails for good: the owner's failure notification goes out as a signed webhook, its first delivery
       // answered 500 and retried with the same webhook-id.
@@ -205,6 +209,10 @@ integrations:
       );
       expect(done).toBeDefined();
       expect(receiver.received).toHaveLength(2);
+      // Meanwhile the late retry started no second turn.
+      expect(model.requests).toHaveLength(1);
+      const after = conversationSchema.parse(await (await api(`${base}/api/chats/${accepted.conversation}`)).json());
+      expect(after.messages).toHaveLength(2);
     } finally {
       assistant.child.kill('SIGTERM');
       await assistant.exited;
