@@ -209,6 +209,20 @@ integrations:
       );
       expect(done).toBeDefined();
       expect(receiver.received).toHaveLength(2);
+      // The ledger has the message once, for hooks (`on: chat.webhook_received`), though it came three times.
+      const ledger = z
+        .object({
+          events: z.array(
+            z.object({ type: z.string(), problem: z.unknown().optional(), data: z.record(z.string(), z.unknown()) }),
+          ),
+        })
+        .parse(await (await api(`${base}/api/events?type=chat.webhook_received`)).json());
+      expect(ledger.events).toEqual([
+        expect.objectContaining({
+          data: expect.objectContaining({ webhook_id: 'msg_build_1', peer: 'ci', message: accepted.message }),
+        }),
+      ]);
+      expect(ledger.events[0]?.problem).toBeUndefined();
       // Meanwhile the late retry started no second turn.
       expect(model.requests).toHaveLength(1);
       const after = conversationSchema.parse(await (await api(`${base}/api/chats/${accepted.conversation}`)).json());

@@ -19,6 +19,7 @@ afterEach(async () => {
 
 function setup() {
   const enqueued: unknown[] = [];
+  const emitted: { nativeId: string; type: string; data: Record<string, unknown> }[] = [];
   const chat = new ChatService({
     notes: new FileNoteStore({ root: path.join(dir, 'notes') }),
     dataDir: dir,
@@ -40,13 +41,19 @@ function setup() {
       signal: new AbortController().signal,
       signed: { id, timestampSeconds: Math.floor(Date.now() / 1000) },
       chat,
+      events: {
+        emit: async (input: { nativeId: string; type: string; data: Record<string, unknown> }) => {
+          emitted.push(input);
+          return { event: {}, duplicate: false };
+        },
+      },
     }) as unknown as WebhookContext<ChatSettings>;
-  return { chat, enqueued, context };
+  return { chat, enqueued, emitted, context };
 }
 
 describe('the signed chat webhook', () => {
   it('stores one message in one conversation when the same webhook-id arrives several times at once', async () => {
-    const { chat, enqueued, context } = setup();
+    const { chat, enqueued, emitted, context } = setup();
     const body = JSON.stringify({ text: 'Deploy finished', peer: 'ci' });
     const answers = await Promise.all(Array.from({ length: 5 }, () => receiveSigned(context(body, 'msg_1'))));
     expect(answers.map((answer) => answer.status)).toEqual([202, 202, 202, 202, 202]);
@@ -60,6 +67,18 @@ describe('the signed chat webhook', () => {
     expect(conversations.map((conversation) => conversation.peer)).toEqual(['ci']);
     expect(await chat.inbox.messages(bodies[0]?.conversation ?? '')).toHaveLength(1);
     expect(enqueued.length).toBeGreaterThanOrEqual(1);
+    // Reported to the ledger under the webhook-id, which the ledger stores once.
+    expect(new Set(emitted.map((event) => `${event.type} ${event.nativeId}`))).toEqual(
+      new Set(['chat.webhook_received msg_1']),
+    );
+    expect(emitted[0]?.data).toEqual({
+      instance: 'chat',
+      webhook_id: 'msg_1',
+      peer: 'ci',
+      conversation: bodies[0]?.conversation,
+      message: bodies[0]?.message,
+      text: 'Deploy finished',
+    });
 
     // A new id from the same peer is a second message in the same conversation; another peer gets its own.
     const second = await receiveSigned(context(JSON.stringify({ text: 'Tests green', peer: 'ci' }), 'msg_2'));

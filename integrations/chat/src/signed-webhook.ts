@@ -88,6 +88,21 @@ export async function receiveSigned(context: WebhookContext<ChatSettings>): Prom
         }
       }
       const posted = await chat.post(conversation, { text: parsed.data.text, clientId });
+      // In the ledger before the answer, once per webhook-id (its native id): hooks may react to it
+      // (`on: chat.webhook_received`), and a retry of the same message reports nothing new.
+      await context.events?.emit({
+        type: 'chat.webhook_received',
+        source: `chat:${context.instance.name}`,
+        nativeId: signed.id,
+        data: {
+          instance: context.instance.name,
+          webhook_id: signed.id,
+          peer,
+          conversation,
+          message: posted.id,
+          text: parsed.data.text.slice(0, 500),
+        },
+      });
       context.logger.info(
         { conversation, message: posted.id, duplicate: posted.duplicate, webhookId: signed.id },
         'chat webhook: message accepted',
