@@ -50,7 +50,7 @@ export const errorCodes = {
   WEBHOOK_SIGNATURE_INVALID:
     'A Standard Webhooks request was not authenticated: a header missing, a timestamp outside the tolerance window, or no signature that matches the body; `reason` says which.',
   WEBHOOK_SECRET_INVALID:
-    'A Standard Webhooks secret is not `whsec_` followed by base64 of at least 1 byte (the server log and `config check` name the setting).',
+    'A Standard Webhooks secret is not `whsec_` followed by base64 of at least 1 byte (the server log or the failed delivery task names the setting).',
   // MCP servers (packages/mcp).
   MCP_SERVER_UNKNOWN: "A loop or command named an MCP server that config.yaml's `mcp_servers:` does not define.",
   MCP_SERVER_UNAVAILABLE:
