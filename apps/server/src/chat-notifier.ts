@@ -158,12 +158,16 @@ export class ChatNotifier {
       const failedAt = Date.parse(task.finishedAt ?? task.createdAt);
       if (!(failedAt >= this.#since)) continue;
       const reason = task.error?.message ?? 'no reason recorded';
-      // A retry resets the attempts: the time it failed tells one failure of the task from the next.
+      // A retry resets the attempts: the time it failed tells one failure of the task from the next. When telling
+      // fails (the outbox could not enqueue), the failure is looked at again at the next scan.
       await this.#notify(`failure:${task.id}:${task.finishedAt ?? task.attempts}`, {
         kind: 'failure',
         taskType: task.type,
         text: `Task ${task.type} (${task.id}) failed after ${task.attempts} attempt(s): ${reason}. Retry with \`assistant task retry ${task.id}\`.`,
         details: { task: task.id },
+      }).catch((error: unknown) => {
+        this.#seenFailures.delete(id);
+        throw error;
       });
     }
   }

@@ -103,6 +103,8 @@ describe('the signed chat webhook', () => {
       [JSON.stringify({ text: 'hi', conversation: owners.id }), 404, 'No webhook conversation'],
       [JSON.stringify({ text: 'hi', conversation: 'c-none' }), 404, ''],
     ];
+    const long = await receiveSigned(context(JSON.stringify({ text: 'hi' }), 'x'.repeat(257)));
+    expect(long).toMatchObject({ status: 400, body: { error: { message: expect.stringContaining('webhook-id') } } });
     for (const [body, status, message] of cases) {
       const answer = await receiveSigned(context(body, `msg_${body}`));
       expect(answer.status, body).toBe(status);

@@ -58,6 +58,9 @@ export async function receiveSigned(context: WebhookContext<ChatSettings>): Prom
     // The server gives both to the builtin chat integration's standard-webhooks hook; anything else is a wiring bug.
     throw new Error('the signed chat webhook needs the chat service and a verified webhook-id');
   }
+  // It is kept (the ledger's native id, the logs): a sender's id is short (`msg_…`), a long one is refused.
+  if (signed.id.length > 256)
+    return badRequest(`Expected webhook-id to be at most 256 characters, got ${signed.id.length}`);
   let json: unknown;
   try {
     json = JSON.parse(context.request.body.toString('utf8'));
