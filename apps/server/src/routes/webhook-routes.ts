@@ -88,7 +88,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
     tag: 'integrations',
     summary: 'A webhook an integration declares (any method its manifest lists)',
     description:
-      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
+      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, `auth: standard-webhooks` by the webhook-id, webhook-timestamp and webhook-signature headers, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
     params: z.strictObject({ instance: z.string(), name: z.string() }),
     public: true,
     responses: {
@@ -96,7 +96,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
       400: { description: 'not a valid request', schema: errorBodySchema },
       401: {
         description:
-          'not authenticated: the signature or the token is missing or wrong; without a valid credential also an unknown or disabled webhook, or a method it does not take',
+          'not authenticated: the signature or the token is missing or wrong, or a Standard Webhooks timestamp is more than 5 minutes off; without a valid credential also an unknown or disabled webhook, or a method it does not take',
         schema: errorBodySchema,
       },
       404: {
