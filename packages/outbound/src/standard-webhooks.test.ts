@@ -1,4 +1,5 @@
 import { isAssistantError } from '@assistant/errors';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   newWebhookSecret,
@@ -123,6 +124,34 @@ describe('verifyWebhook', () => {
       const headers = webhookHeaders({ secret: own, id: oneId, body: oneBody });
       expect(verifyWebhook({ secret: own, body: Buffer.from(oneBody), headers }).id).toBe(oneId);
     }
+  });
+});
+
+describe('sign and verify, for any message', () => {
+  it('accept what was signed and refuse any change to its body, id or timestamp', () => {
+    const own = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }).filter((id) => id.trim() === id && id !== ''),
+        fc.string({ maxLength: 200 }),
+        fc.string({ minLength: 1, maxLength: 5 }),
+        (oneId, oneBody, extra) => {
+          const headers = webhookHeaders({ secret: own, id: oneId, body: oneBody, nowMs: atMs });
+          expect(verifyWebhook({ secret: own, body: oneBody, headers, nowMs: atMs }).id).toBe(oneId);
+          expect(refusal(() => verifyWebhook({ secret: own, body: oneBody + extra, headers, nowMs: atMs }))).toBe(
+            'no_match',
+          );
+          const otherId = { ...headers, 'webhook-id': `${oneId}${extra.trim() || 'x'}` };
+          expect(refusal(() => verifyWebhook({ secret: own, body: oneBody, headers: otherId, nowMs: atMs }))).toBe(
+            'no_match',
+          );
+          const later = { ...headers, 'webhook-timestamp': String(timestampSeconds + 1) };
+          expect(refusal(() => verifyWebhook({ secret: own, body: oneBody, headers: later, nowMs: atMs }))).toBe(
+            'no_match',
+          );
+        },
+      ),
+    );
   });
 });
 
