@@ -1,7 +1,7 @@
 // Signed webhooks both ways (Standard Webhooks), through `assistant start`: a signed message POSTed to the chat
 // instance's `signed` hook is stored and answered by one turn even when delivered twice; unsigned, badly signed or
-// expired ones get 401 and store nothing; and the owner's notifications (here a task failure) are POSTed, signed,
-// to a loopback receiver, retried after its 500 with the same webhook-id, from a queue task.
+// expired ones get 401 and store nothing; and the answer and the owner's notifications (here a task failure) are
+// POSTed, signed, to a loopback receiver, retried after its 500 with the same webhook-id, from queue tasks.
 import { readdir } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,14 +25,15 @@ interface Received {
   status: number;
 }
 
-/** A loopback endpoint that answers 500 to its first request and 200 after. */
+/** A loopback endpoint that answers 500 to the first delivery of each webhook-id and 200 to the next. */
 async function startReceiver(): Promise<{ url: string; received: Received[]; [Symbol.asyncDispose](): Promise<void> }> {
   const received: Received[] = [];
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const status = received.length === 0 ? 500 : 200;
+      const id = request.headers['webhook-id'];
+      const status = received.some((earlier) => earlier.headers['webhook-id'] === id) ? 200 : 500;
       received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), status });
       response.writeHead(status).end();
     });
@@ -94,7 +95,7 @@ integrations:
         - name: receiver
           url: ${receiver.url}
           secret: !secret receiver_hook
-          events: [failure]
+          events: [failure, reply]
           private_network: true
 `,
     );
@@ -165,6 +166,24 @@ integrations:
         ['assistant', 'Received, thank you.'],
       ]);
       expect(model.requests).toHaveLength(1);
+      // The reply goes out to the endpoint too, signed, retried after its 500 with the same webhook-id.
+      const ofType = (type: string) =>
+        receiver.received.filter((request) => (JSON.parse(request.body) as { type?: string }).type === type);
+      await waitUntil(() => ofType('chat.reply').some((request) => request.status === 200), {
+        what: 'the reply to reach the receiver',
+      });
+      const replyDelivery = ofType('chat.reply').find((request) => request.status === 200);
+      expect(
+        verifyWebhook({
+          secret: outboundSecret,
+          headers: replyDelivery?.headers as Record<string, string>,
+          body: replyDelivery?.body ?? '',
+        }).id,
+      ).toBe(answered.messages[1]?.id);
+      expect(JSON.parse(replyDelivery?.body ?? '{}')).toMatchObject({
+        type: 'chat.reply',
+        data: { kind: 'reply', text: 'Received, thank you.', conversation: accepted.conversation, peer: 'ci' },
+      });
       // A retry that comes after the answer (the sender never saw the 202) is still the same message: no new turn.
       const late = await send(body, webhookHeaders({ secret: inboundSecret, id: 'msg_build_1', body }));
       expect(late.status).toBe(202);
@@ -179,8 +198,10 @@ integrations:
       });
       expect(failing.status).toBe(201);
       const failedId = z.object({ id: z.string() }).parse(await failing.json()).id;
-      await waitUntil(() => receiver.received.length >= 2, { what: 'the notification to be delivered twice' });
-      const [refused, delivered] = receiver.received;
+      await waitUntil(() => ofType('notification.failure').length >= 2, {
+        what: 'the notification to be delivered twice',
+      });
+      const [refused, delivered] = ofType('notification.failure');
       expect(refused?.status).toBe(500);
       expect(delivered?.status).toBe(200);
       expect(delivered?.headers['webhook-id']).toBe(refused?.headers['webhook-id']);
@@ -208,7 +229,9 @@ integrations:
         { what: 'the delivery task to reach done/' },
       );
       expect(done).toBeDefined();
-      expect(receiver.received).toHaveLength(2);
+      expect(ofType('notification.failure')).toHaveLength(2);
+      // One reply, delivered once after its 500: nothing sent twice.
+      expect(ofType('chat.reply').map((request) => request.status)).toEqual([500, 200]);
       // The ledger has the message once, for hooks (`on: chat.webhook_received`), though it came three times.
       const ledger = z
         .object({

@@ -30,6 +30,16 @@ const endpointsSchema = z.array(z.object({ name: z.string(), events: z.array(z.s
  * The payload holds the endpoint's name, never its URL's secret; the same notification gives the same payload, so
  * the queue's dedup drops a second enqueue while the first waits.
  */
+/** Whether an endpoint of the chat instance's `webhooks.outbound` takes notifications of this kind. */
+export function outboundTakes(registry: IntegrationRegistry | undefined, kind: string): boolean {
+  const instance = registry?.instance(chatInstance);
+  if (!instance?.enabled) return false;
+  const endpoints = endpointsSchema.safeParse(
+    (instance.settings.webhooks as { outbound?: unknown } | undefined)?.outbound ?? [],
+  );
+  return endpoints.success && endpoints.data.some((endpoint) => endpoint.events.includes(kind));
+}
+
 export function webhookOutbox(options: {
   registry: IntegrationRegistry | undefined;
   queue: Pick<TaskQueue, 'enqueue'>;
@@ -50,7 +60,8 @@ export function webhookOutbox(options: {
         endpoint: endpoint.name,
         id: notification.id,
         event: {
-          type: `notification.${notification.kind}`,
+          // A reply is the chat's answer to another system, not something the owner is told.
+          type: notification.kind === 'reply' ? 'chat.reply' : `notification.${notification.kind}`,
           timestamp: notification.at,
           data: { id: notification.id, kind: notification.kind, text: notification.text, ...notification.details },
         },
