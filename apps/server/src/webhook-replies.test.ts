@@ -28,16 +28,6 @@ const reply = (id: string, text: string) => ({
 
 describe('WebhookReplies', () => {
   it('hands each reply of a webhook conversation to the outbox once, across restarts, and nothing of other conversations', async () => {
-    const hook = await chat.create({ channel: 'webhook', peer: 'ci', title: 'Webhook: ci' });
-    const mine = await chat.create({ peer: 'owner', title: 'Mine' });
-    await chat.events.append(hook.id, {
-      type: 'message',
-      message: { id: 'm-user', role: 'user', text: 'hi', at: '2026-11-29T01:00:00.000Z', status: 'pending' },
-    });
-    await chat.events.append(hook.id, reply('m-1', 'first answer'));
-    // A crash-recovered writer repeats an event: readers drop the repeated id.
-    await chat.events.append(hook.id, reply('m-1', 'first answer'));
-    await chat.events.append(mine.id, reply('m-mine', 'for the owner only'));
     const handed: { id: string; kind: string; text: string; details: Record<string, string> }[] = [];
     const make = () =>
       new WebhookReplies({
@@ -54,19 +44,40 @@ describe('WebhookReplies', () => {
         stateFile: path.join(root, 'chat', 'webhook-replies.json'),
         logger: { warn: () => {} },
       });
+    // The first look ever notes where each log ends: a reply from before replies were configured is not sent.
+    const older = await chat.create({ channel: 'webhook', peer: 'old', title: 'Webhook: old' });
+    await chat.events.append(older.id, reply('m-old', 'from last month'));
+    expect(await make().scan()).toEqual({ handed: 0 });
+    // A conversation seen later is read from its start.
+    const hook = await chat.create({ channel: 'webhook', peer: 'ci', title: 'Webhook: ci' });
+    const mine = await chat.create({ peer: 'owner', title: 'Mine' });
+    await chat.events.append(hook.id, {
+      type: 'message',
+      message: { id: 'm-user', role: 'user', text: 'hi', at: '2026-11-29T01:00:00.000Z', status: 'pending' },
+    });
+    await chat.events.append(hook.id, reply('m-1', 'first answer'));
+    // A crash-recovered writer repeats an event: readers drop the repeated id.
+    await chat.events.append(hook.id, reply('m-1', 'first answer'));
+    await chat.events.append(mine.id, reply('m-mine', 'for the owner only'));
     expect(await make().scan()).toEqual({ handed: 1 });
     expect(await make().scan()).toEqual({ handed: 0 });
     await chat.events.append(hook.id, reply('m-2', 'second answer'));
-    expect(await make().scan()).toEqual({ handed: 1 });
-    expect(handed).toEqual([
-      { id: 'm-1', kind: 'reply', text: 'first answer', details: { conversation: hook.id, peer: 'ci' } },
-      { id: 'm-2', kind: 'reply', text: 'second answer', details: { conversation: hook.id, peer: 'ci' } },
+    await chat.events.append(older.id, reply('m-old-2', 'new in the old one'));
+    expect(await make().scan()).toEqual({ handed: 2 });
+    expect(handed.map((entry) => `${entry.id} ${entry.details.peer}`).sort()).toEqual([
+      'm-1 ci',
+      'm-2 ci',
+      'm-old-2 old',
     ]);
+    expect(handed.find((entry) => entry.id === 'm-1')).toEqual({
+      id: 'm-1',
+      kind: 'reply',
+      text: 'first answer',
+      details: { conversation: hook.id, peer: 'ci' },
+    });
   });
 
   it('keeps its place when the outbox throws, and refuses a damaged state file rather than sending everything again', async () => {
-    const hook = await chat.create({ channel: 'webhook', peer: 'ci', title: 'Webhook: ci' });
-    await chat.events.append(hook.id, reply('m-1', 'answer'));
     const stateFile = path.join(root, 'chat', 'webhook-replies.json');
     let calls = 0;
     const replies = new WebhookReplies({
@@ -79,6 +90,9 @@ describe('WebhookReplies', () => {
       stateFile,
       logger: { warn: () => {} },
     });
+    expect(await replies.scan()).toEqual({ handed: 0 });
+    const hook = await chat.create({ channel: 'webhook', peer: 'ci', title: 'Webhook: ci' });
+    await chat.events.append(hook.id, reply('m-1', 'answer'));
     await expect(replies.scan()).rejects.toThrow('rate limited');
     expect(await replies.scan()).toEqual({ handed: 1 });
     expect(calls).toBe(2);

@@ -56,16 +56,24 @@ export class WebhookReplies {
     await this.#running;
   }
 
-  /** One look at every webhook conversation's new events. */
+  /**
+   * One look at every webhook conversation's new events. The first look ever (no state file) only notes where each
+   * log ends: replies written before `reply` was configured are not sent.
+   */
   async scan(): Promise<{ handed: number }> {
     const { chat } = this.#options;
-    const state = await this.#read();
+    const read = await this.#read();
+    const state = read ?? { offsets: {} };
     let handed = 0;
     let cursor: string | undefined;
     do {
       const page = await chat.page({ limit: 500, ...(cursor === undefined ? {} : { cursor }) });
       for (const conversation of page.chats) {
         if (conversation.channel !== webhookChannel) continue;
+        if (read === undefined) {
+          state.offsets[conversation.id] = await chat.events.end(conversation.id);
+          continue;
+        }
         const from = state.offsets[conversation.id] ?? 0;
         const { entries, next } = await chat.events.read(conversation.id, from);
         const seen = new Set<string>();
@@ -89,15 +97,16 @@ export class WebhookReplies {
       }
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
+    if (read === undefined) await this.#write(state);
     return { handed };
   }
 
-  async #read(): Promise<z.infer<typeof stateSchema>> {
+  async #read(): Promise<z.infer<typeof stateSchema> | undefined> {
     let text: string;
     try {
       text = await readFile(this.#options.stateFile, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { offsets: {} };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
     const parsed = stateSchema.safeParse(JSON.parse(text));
