@@ -150,7 +150,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
           const refusal = signatureRefusal({
             header: webhook.signature_header ?? '',
             prefix: webhook.signature_prefix ?? 'sha256=',
-            secret: instance.settings[webhook.secret_setting ?? ''],
+            secret: settingAt(instance.settings, webhook.secret_setting ?? ''),
             secretSetting: webhook.secret_setting ?? '',
             instance: instance.name,
             request,
