@@ -142,4 +142,43 @@ describe('ChatNotifier', () => {
     const refused = await chat.post(notificationsConversationId, { text: 'hi' }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 'CHAT_INPUT_INVALID' });
   });
+
+  it('hands each notification to the outbox before telling it, and tells a failure again when the outbox threw', async () => {
+    const failing = await queue.enqueue({ type: 'system.echo', payload: null });
+    const consumer = queue.consumer();
+    await consumer.start();
+    const claimed = await consumer.claim();
+    if (!claimed || failing.status !== 'enqueued') throw new Error('setup');
+    await consumer.fail(claimed, new UnrecoverableError('the mailbox said no'));
+    const handed: { kind: string; taskType?: string; told: number }[] = [];
+    let refuse = true;
+    const withOutbox = new ChatNotifier({
+      chat,
+      notes,
+      queue,
+      controlRoot: path.join(root, 'data', 'control'),
+      logger: logger as never,
+      outbox: async (notification) => {
+        const told = (await chat.get(notificationsConversationId)).messages.length;
+        handed.push({
+          kind: notification.kind,
+          ...(notification.taskType === undefined ? {} : { taskType: notification.taskType }),
+          told,
+        });
+        if (refuse) throw new Error('the queue is rate limited');
+        return { enqueued: 1 };
+      },
+    });
+    await withOutbox.scan();
+    expect(await told()).toEqual([]);
+    refuse = false;
+    await withOutbox.scan();
+    await withOutbox.scan();
+    expect(await told()).toEqual([`Task system.echo (${failing.task.id}) failed after 1 attempt(s)`]);
+    // Handed over before it was in the transcript, both times; once told, not again.
+    expect(handed).toEqual([
+      { kind: 'failure', taskType: 'system.echo', told: 0 },
+      { kind: 'failure', taskType: 'system.echo', told: 0 },
+    ]);
+  });
 });

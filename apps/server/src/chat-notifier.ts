@@ -7,6 +7,7 @@ import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { Logger } from 'pino';
+import type { WebhookOutbox } from './webhook-outbox.ts';
 
 /** The conversation notifications go to: the owner's, shown by `assistant chat notifications`, REST and Telegram. */
 export const notificationsConversationId = 'notifications';
@@ -32,6 +33,8 @@ export interface ChatNotifierOptions {
   lookbackMs?: number;
   /** @default () => Date.now() */
   now?: () => number;
+  /** Enqueues the signed webhook deliveries of a notification (`webhooks.outbound`). @default none */
+  outbox?: WebhookOutbox;
 }
 
 /**
@@ -155,18 +158,23 @@ export class ChatNotifier {
       const failedAt = Date.parse(task.finishedAt ?? task.createdAt);
       if (!(failedAt >= this.#since)) continue;
       const reason = task.error?.message ?? 'no reason recorded';
-      // A retry resets the attempts: the time it failed tells one failure of the task from the next.
+      // A retry resets the attempts: the time it failed tells one failure of the task from the next. When telling
+      // fails (the outbox could not enqueue), the failure is looked at again at the next scan.
       await this.#notify(`failure:${task.id}:${task.finishedAt ?? task.attempts}`, {
         kind: 'failure',
+        taskType: task.type,
         text: `Task ${task.type} (${task.id}) failed after ${task.attempts} attempt(s): ${reason}. Retry with \`assistant task retry ${task.id}\`.`,
         details: { task: task.id },
+      }).catch((error: unknown) => {
+        this.#seenFailures.delete(id);
+        throw error;
       });
     }
   }
 
   async #notify(
     key: string,
-    notification: { kind: NotificationKind; text: string; details: Record<string, string> },
+    notification: { kind: NotificationKind; text: string; details: Record<string, string>; taskType?: string },
   ): Promise<void> {
     if (this.#told.has(key)) return;
     const { chat } = this.#options;
@@ -176,6 +184,16 @@ export class ChatNotifier {
       return;
     }
     const at = new Date((this.#options.now ?? Date.now)()).toISOString();
+    // The outbox first: its tasks are on the queue before the notification is in the transcript, so a crash between
+    // the two tells it again (the same webhook-id, which receivers drop) rather than never sending it.
+    await this.#options.outbox?.({
+      id,
+      kind: notification.kind,
+      text: notification.text,
+      at,
+      details: notification.details,
+      ...(notification.taskType === undefined ? {} : { taskType: notification.taskType }),
+    });
     // The event first, then the transcript: a crash in between tells it again (readers drop a repeated id), where
     // the other order would leave it in the transcript and never on the stream Telegram forwards.
     await chat.events.append(notificationsConversationId, {

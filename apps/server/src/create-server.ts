@@ -305,6 +305,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
     signal: options.signal ?? new AbortController().signal,
     shutdownGraceMs: serverShutdownGraceMs(config),
     apiToken: token.value,
+    chat: () => chat,
   });
   registerMcpRoute(app, routes, {
     backend: storeMcpBackend({

@@ -26,6 +26,8 @@ import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
 import { readSupervisorStatus } from './supervisor-status.ts';
+import { outboundTakes, webhookOutbox } from './webhook-outbox.ts';
+import { WebhookReplies } from './webhook-replies.ts';
 import { withWorkerBreakers } from './worker-breakers.ts';
 
 export interface RunServerOptions {
@@ -103,7 +105,23 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     },
   });
   const chat = configuredChatService({ config, notes, queue, registry, warn: (message) => logger.warn(message) });
-  const notifier = new ChatNotifier({ chat, notes, queue, controlRoot: config.paths.control, logger });
+  const notifier = new ChatNotifier({
+    chat,
+    notes,
+    queue,
+    controlRoot: config.paths.control,
+    logger,
+    outbox: webhookOutbox({ registry, queue }),
+  });
+  // Replies of webhook conversations go out only when an endpoint takes them: otherwise nothing reads their logs.
+  const replies = outboundTakes(registry, 'reply')
+    ? new WebhookReplies({
+        chat,
+        outbox: webhookOutbox({ registry, queue }),
+        stateFile: path.join(config.paths.dataDir, 'chat', 'webhook-replies.json'),
+        logger,
+      })
+    : undefined;
   const scrubPaths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub;
   const listeners = new ListenerSupervisor({
     registry,
@@ -154,6 +172,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     if (resumed.enqueued > 0) logger.info(`chat: enqueued the turns of ${resumed.enqueued} unanswered messages`);
     await scheduler.start();
     notifier.start();
+    replies?.start();
     listeners.start();
     const jobs = scheduler.status();
     logger.info(
@@ -166,6 +185,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   } finally {
     await listeners.close({ graceMs: serverShutdownGraceMs(config) });
     await notifier.close();
+    await replies?.close();
     await scheduler.close();
     await app.close();
     await queue.close();

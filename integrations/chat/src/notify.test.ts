@@ -74,4 +74,59 @@ describe('chat.notify', () => {
       /no conversation `c-nowhere`/,
     );
   });
+
+  it("enqueues a hook's notification for the outbound endpoints that take hooks, before posting it, the same payload on a rerun", async () => {
+    const { conversations, context } = setup();
+    const enqueued: unknown[] = [];
+    const withEndpoints = (payload: unknown) =>
+      ({
+        ...context(payload),
+        task: { createdAt: '2026-11-29T01:00:00.000Z' },
+        instance: {
+          name: 'chat',
+          settings: {
+            webhooks: {
+              outbound: [
+                { name: 'phone', events: ['hook', 'failure'] },
+                { name: 'ops', events: ['failure'] },
+              ],
+            },
+          },
+        },
+        enqueue: async (options: unknown) => {
+          // Enqueued before the message is in the transcript: the outbox never misses a posted notification.
+          enqueued.push({
+            options,
+            posted: (await conversations.get('notifications').catch(() => undefined))?.messages.length ?? 0,
+          });
+          return { status: 'enqueued' };
+        },
+      }) as unknown as HandlerContext;
+    const payload = {
+      conversation: 'notifications',
+      text: 'Invoice due',
+      message: 'h-inv',
+      hook: 'bills',
+      event: 'e1',
+    };
+    await runChatNotify(withEndpoints(payload));
+    await runChatNotify(withEndpoints(payload));
+    const expected = {
+      type: 'chat.webhook',
+      priority: 2,
+      payload: {
+        endpoint: 'phone',
+        id: 'h-inv',
+        event: {
+          type: 'notification.hook',
+          timestamp: '2026-11-29T01:00:00.000Z',
+          data: { id: 'h-inv', kind: 'hook', text: 'Invoice due', hook: 'bills', event: 'e1' },
+        },
+      },
+    };
+    expect(enqueued).toEqual([
+      { options: expected, posted: 0 },
+      { options: expected, posted: 1 },
+    ]);
+  });
 });

@@ -1,6 +1,7 @@
 import { isAssistantError } from '@assistant/errors';
 import { type HandlerContext, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
+import type { ChatSettings } from './settings.generated.ts';
 
 /** The owner's notifications conversation (the server's notifier and hooks' `notify:` post there). */
 const notificationsConversation = 'notifications';
@@ -51,6 +52,9 @@ export async function runChatNotify(context: HandlerContext) {
       });
   }
   const at = new Date().toISOString();
+  if (conversation === notificationsConversation && run === undefined) {
+    await enqueueHookDeliveries(context, { message, text, hook, event });
+  }
   // The event first, then the transcript, as the server's notifier does: a crash in between posts it again under
   // the same id, which readers drop and the transcript refuses.
   await chat.events.append(conversation, {
@@ -74,4 +78,38 @@ export async function runChatNotify(context: HandlerContext) {
     });
   }
   return { conversation, message, appended };
+}
+
+/**
+ * A hook's notification goes to the `webhooks.outbound` endpoints that take `hook`, as `chat.webhook` tasks enqueued
+ * before it is posted (the outbox, docs/webhooks.md). The event's timestamp is the task's creation, so a retry of
+ * this task enqueues the same payload, which the queue's dedup drops while the first delivery waits.
+ */
+async function enqueueHookDeliveries(
+  context: HandlerContext,
+  notification: { message: string; text: string; hook: string | undefined; event: string | undefined },
+): Promise<void> {
+  const endpoints = (context.instance?.settings as Partial<ChatSettings> | undefined)?.webhooks?.outbound ?? [];
+  for (const endpoint of endpoints) {
+    if (!endpoint.events.includes('hook')) continue;
+    await context.enqueue({
+      type: 'chat.webhook',
+      priority: 2,
+      payload: {
+        endpoint: endpoint.name,
+        id: notification.message,
+        event: {
+          type: 'notification.hook',
+          timestamp: context.task.createdAt,
+          data: {
+            id: notification.message,
+            kind: 'hook',
+            text: notification.text,
+            ...(notification.hook === undefined ? {} : { hook: notification.hook }),
+            ...(notification.event === undefined ? {} : { event: notification.event }),
+          },
+        },
+      },
+    });
+  }
 }

@@ -28,4 +28,22 @@ export interface ChatSettings {
     /** How long one getUpdates long poll waits for an update. Milliseconds. */
     poll_timeout: number;
   };
+  /** Signed webhooks both ways, by the Standard Webhooks specification (docs/webhooks.md). */
+  webhooks?: {
+    /** The `whsec_…` secret that signs messages POSTed to /api/integrations/<name>/hooks/signed: `!secret name`. Without it that webhook is off. */
+    secret?: Secret;
+    /** Endpoints that are sent the owner's notifications (approvals, questions, task failures, hooks' `notify:`) and the answers to signed webhook messages, signed, each delivery a queue task retried with backoff. */
+    outbound: {
+      /** Names the endpoint in its delivery tasks and logs: letters, digits, `-` and `_`. */
+      name: string;
+      /** Where the events are POSTed. */
+      url: string;
+      /** The endpoint's `whsec_…` secret: `!secret name`. */
+      secret: Secret;
+      /** Which notifications it is sent: approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`, and the replies in conversations signed webhooks started. */
+      events: ('approval' | 'clarification' | 'failure' | 'hook' | 'reply')[];
+      /** Allow a URL on this machine or the local network (a home server); otherwise only public addresses. */
+      private_network: boolean;
+    }[];
+  };
 }

@@ -47,6 +47,10 @@ export const errorCodes = {
     'A request to an address chosen by outside text was refused before or while it was made: a scheme, an address that is not public, too many redirects, an answer too large or of a content type not allowed; the message says which.',
   OUTBOUND_FAILED:
     'A request to an outside address failed: its name did not resolve, the connection failed, or it timed out; `connected` says whether the server may have received it.',
+  WEBHOOK_SIGNATURE_INVALID:
+    'A Standard Webhooks request was not authenticated: a header missing, a timestamp outside the tolerance window, or no signature that matches the body; `reason` says which.',
+  WEBHOOK_SECRET_INVALID:
+    'A Standard Webhooks secret is not `whsec_` followed by base64 of at least 1 byte (the server log or the failed delivery task names the setting).',
   // MCP servers (packages/mcp).
   MCP_SERVER_UNKNOWN: "A loop or command named an MCP server that config.yaml's `mcp_servers:` does not define.",
   MCP_SERVER_UNAVAILABLE:

@@ -103,6 +103,13 @@ export interface WebhookContext<Settings = Record<string, unknown>> {
    * of the source, so a redelivery is the same event. Absent where no ledger is kept (tests, a remote worker).
    */
   events?: EventSink;
+  /**
+   * For an `auth: standard-webhooks` webhook: the `webhook-id` and `webhook-timestamp` the server verified. The id is
+   * the sender's, the same on every retry of one message: dedupe on it.
+   */
+  signed?: { id: string; timestampSeconds: number };
+  /** Chat (conversations, messages, their events): given only to the builtin chat integration's webhooks. */
+  chat?: ChatService;
 }
 
 /** What the webhook answers: a status and a JSON body (a string is sent as text). */

@@ -72,6 +72,7 @@ describe('loadRuntime', () => {
     expect(registry.taskTypes().map((info) => info.type)).toEqual([
       'chat.notify',
       'chat.turn',
+      'chat.webhook',
       'email.inbox.act',
       'email.inbox.check',
       'email.inbox.classify',

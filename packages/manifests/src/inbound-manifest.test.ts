@@ -62,7 +62,7 @@ webhooks:
       expect.objectContaining({
         line: 6,
         path: ['webhooks', 'open', 'auth'],
-        message: expect.stringContaining('`auth: hmac-sha256` or `auth: token`'),
+        message: expect.stringContaining('`auth: hmac-sha256`, `auth: standard-webhooks` or `auth: token`'),
       }),
     ]);
   });
@@ -119,6 +119,43 @@ webhooks:
         '`auth: hmac-sha256` signs the body, which GET requests do not have; use `auth: token` for them, or only methods with a body (POST, PUT, PATCH)',
       ],
       [12, 'webhooks.mixed.methods', expect.stringContaining('which DELETE requests do not have')],
+    ]);
+  });
+
+  it('reads a standard-webhooks webhook whose secret is a field of an object setting, and checks that field', () => {
+    const nested = `domain: hooky
+config:
+  webhooks:
+    type: object
+    fields:
+      secret: secret
+      label: string
+`;
+    const { manifest } = parseManifest(
+      `${nested}webhooks:\n  signed: {handler: ./src/hook.ts#a, auth: standard-webhooks, secret_setting: webhooks.secret}\n`,
+      'hooky/manifest.yaml',
+    );
+    expect(manifest.webhooks.signed).toMatchObject({ auth: 'standard-webhooks', secret_setting: 'webhooks.secret' });
+    const problems = problemsOf(
+      `${nested}webhooks:
+  c: {handler: ./src/hook.ts#a, auth: standard-webhooks}
+  d: {handler: ./src/hook.ts#a, auth: standard-webhooks, secret_setting: webhooks.secret, methods: [GET], signature_header: X-Sig}
+`,
+    );
+    expect(problems.map((problem) => [problem.path.join('.'), problem.message])).toEqual([
+      ['webhooks.c.secret_setting', '`auth: standard-webhooks` needs `secret_setting`'],
+      ['webhooks.d.methods', expect.stringContaining('which GET requests do not have')],
+      ['webhooks.d.signature_header', '`signature_header` is only for `auth: hmac-sha256`'],
+    ]);
+    const wrongSetting = problemsOf(
+      `${nested}webhooks:
+  a: {handler: ./src/hook.ts#a, auth: standard-webhooks, secret_setting: webhooks.label}
+  b: {handler: ./src/hook.ts#a, auth: standard-webhooks, secret_setting: webhooks.none}
+`,
+    );
+    expect(wrongSetting.map((problem) => [problem.path.join('.'), problem.message])).toEqual([
+      ['webhooks.a.secret_setting', '`webhooks.label` is a string setting; a webhook secret must be of type `secret`'],
+      ['webhooks.b.secret_setting', expect.stringContaining('`webhooks.none` is not a setting under `config:`')],
     ]);
   });
 

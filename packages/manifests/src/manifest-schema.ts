@@ -142,13 +142,18 @@ const listenerSchema = z.strictObject({
 });
 
 /** How a webhook request is authenticated before its handler runs; there is no unauthenticated webhook. */
-export const webhookAuthKinds = ['hmac-sha256', 'token'] as const;
+export const webhookAuthKinds = ['hmac-sha256', 'standard-webhooks', 'token'] as const;
 export type WebhookAuthKind = (typeof webhookAuthKinds)[number];
 
 const headerName = z
   .string()
   .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { error: 'expected an HTTP header name such as X-Hub-Signature-256' })
   .transform((name) => name.toLowerCase());
+
+/** A setting, or a field of an object setting: `webhook_secret`, `webhooks.secret`. */
+const settingPath = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, {
+  error: 'expected a setting name, or `object.field` for a field of an object setting',
+});
 
 /** Methods whose requests carry no body, so an HMAC of the body authenticates nothing. */
 const bodylessMethods = new Set(['GET', 'HEAD', 'DELETE']);
@@ -171,20 +176,45 @@ const webhookSchema = z
       .default(1024 * 1024),
     /**
      * `hmac-sha256`: the server checks `signature_header` against the HMAC-SHA256 of the raw body keyed with the
-     * instance's `secret_setting`, in constant time. `token`: the request carries the API token, as every other route.
+     * instance's `secret_setting`, in constant time. `standard-webhooks`: the server checks the Standard Webhooks
+     * headers (`webhook-id`, `webhook-timestamp` within 5 minutes, `webhook-signature` over `id.timestamp.body`) with
+     * the `whsec_` secret of `secret_setting`; an instance without that secret has no such webhook (404/401).
+     * `token`: the request carries the API token, as every other route.
      */
     auth: z.enum(webhookAuthKinds, {
-      error: 'every webhook says how its requests are authenticated: `auth: hmac-sha256` or `auth: token`',
+      error:
+        'every webhook says how its requests are authenticated: `auth: hmac-sha256`, `auth: standard-webhooks` or `auth: token`',
     }),
-    /** For `hmac-sha256`: the instance setting (of type `secret`) that holds the shared secret. */
-    secret_setting: identifierSchema.optional(),
+    /**
+     * For `hmac-sha256` and `standard-webhooks`: the instance setting (of type `secret`) that holds the shared secret;
+     * `object.field` names a field of an object setting.
+     */
+    secret_setting: settingPath.optional(),
     /** For `hmac-sha256`: the header that carries the signature, e.g. `X-Hub-Signature-256`. */
     signature_header: headerName.optional(),
     /** For `hmac-sha256`: what precedes the hex digest in the header. @default `sha256=` */
     signature_prefix: z.string().max(32).optional(),
   })
   .superRefine((hook, context) => {
-    if (hook.auth === 'hmac-sha256') {
+    if (hook.auth === 'standard-webhooks') {
+      if (hook.secret_setting === undefined)
+        context.addIssue({
+          code: 'custom',
+          path: ['secret_setting'],
+          message: '`auth: standard-webhooks` needs `secret_setting`',
+        });
+      const bodyless = hook.methods.filter((method) => bodylessMethods.has(method));
+      if (bodyless.length > 0)
+        context.addIssue({
+          code: 'custom',
+          path: ['methods'],
+          message: `\`auth: standard-webhooks\` signs the body, which ${bodyless.join(' and ')} requests do not have; use only POST, PUT or PATCH`,
+        });
+      for (const key of ['signature_header', 'signature_prefix'] as const) {
+        if (hook[key] !== undefined)
+          context.addIssue({ code: 'custom', path: [key], message: `\`${key}\` is only for \`auth: hmac-sha256\`` });
+      }
+    } else if (hook.auth === 'hmac-sha256') {
       for (const key of ['secret_setting', 'signature_header'] as const) {
         if (hook[key] === undefined)
           context.addIssue({ code: 'custom', path: [key], message: `\`auth: hmac-sha256\` needs \`${key}\`` });

@@ -4,7 +4,7 @@ import { isTaskType } from '@assistant/queue';
 import { isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
 import type * as z from 'zod';
 import { type Manifest, manifestSchema } from './manifest-schema.ts';
-import { checkSettingDefaults } from './setting-spec.ts';
+import { checkSettingDefaults, type SettingSpec } from './setting-spec.ts';
 
 /** One thing wrong with a manifest, located in its file. */
 export interface ManifestProblem {
@@ -112,7 +112,9 @@ export function parseManifest(text: string, file: string): { manifest: Manifest;
   for (const [name, hook] of Object.entries(manifest.webhooks)) {
     const setting = hook.secret_setting;
     if (setting === undefined) continue;
-    const spec = manifest.config[setting];
+    const [first = '', ...rest] = setting.split('.');
+    let spec: SettingSpec | undefined = Object.hasOwn(manifest.config, first) ? manifest.config[first] : undefined;
+    for (const field of rest) spec = spec?.fields && Object.hasOwn(spec.fields, field) ? spec.fields[field] : undefined;
     if (spec?.type !== 'secret') {
       problems.push(
         located(

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { scrubSecretsDeep } from '@assistant/errors';
+import type { ChatService } from '@assistant/chat';
+import { isAssistantError, scrubSecretsDeep } from '@assistant/errors';
 import type { EventSink } from '@assistant/events';
 import {
   domainEnqueue,
@@ -9,6 +10,7 @@ import {
   type QueueEnqueue,
   type WebhookFunction,
 } from '@assistant/integration-host';
+import { verifyWebhook } from '@assistant/outbound';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import * as z from 'zod';
@@ -34,6 +36,8 @@ export interface WebhookRoutesOptions {
   shutdownGraceMs: number;
   /** The API token: a header carrying it never reaches a handler. */
   apiToken: string;
+  /** Chat, for the builtin chat integration's webhooks (`signed`). @default none */
+  chat?: () => ChatService;
 }
 
 /** Headers that carry the caller's credentials: a handler never sees them. */
@@ -84,7 +88,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
     tag: 'integrations',
     summary: 'A webhook an integration declares (any method its manifest lists)',
     description:
-      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
+      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, `auth: standard-webhooks` by the webhook-id, webhook-timestamp and webhook-signature headers, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
     params: z.strictObject({ instance: z.string(), name: z.string() }),
     public: true,
     responses: {
@@ -92,7 +96,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
       400: { description: 'not a valid request', schema: errorBodySchema },
       401: {
         description:
-          'not authenticated: the signature or the token is missing or wrong; without a valid credential also an unknown or disabled webhook, or a method it does not take',
+          'not authenticated: the signature or the token is missing or wrong, or a Standard Webhooks timestamp is more than 5 minutes off; without a valid credential also an unknown or disabled webhook, or a method it does not take',
         schema: errorBodySchema,
       },
       404: {
@@ -146,7 +150,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
           const refusal = signatureRefusal({
             header: webhook.signature_header ?? '',
             prefix: webhook.signature_prefix ?? 'sha256=',
-            secret: instance.settings[webhook.secret_setting ?? ''],
+            secret: settingAt(instance.settings, webhook.secret_setting ?? ''),
             secretSetting: webhook.secret_setting ?? '',
             instance: instance.name,
             request,
@@ -157,6 +161,23 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             return sendError(reply, 401, notAuthenticated);
           }
           // Signed: only now may the caller learn that the hook does not take this method.
+          if (!webhook.methods.includes(request.method as (typeof methods)[number])) {
+            return sendError(reply, 405, methodNotAllowed(webhook.methods, request.method));
+          }
+        }
+        let signed: { id: string; timestampSeconds: number } | undefined;
+        if (webhook.auth === 'standard-webhooks') {
+          const secret = revealed(settingAt(instance.settings, webhook.secret_setting ?? ''));
+          try {
+            // lookUp found the secret set; a value that is not `whsec_<base64>` is the owner's mistake, said in the log.
+            signed = verifyWebhook({ secret: secret ?? '', headers: request.headers, body });
+          } catch (error) {
+            if (!isAssistantError(error)) throw error;
+            request.log.warn(
+              `webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused: ${error.message}${error.code === 'WEBHOOK_SECRET_INVALID' ? ` (setting \`${webhook.secret_setting}\`)` : ''}`,
+            );
+            return sendError(reply, 401, notAuthenticated);
+          }
           if (!webhook.methods.includes(request.method as (typeof methods)[number])) {
             return sendError(reply, 405, methodNotAllowed(webhook.methods, request.method));
           }
@@ -199,6 +220,10 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             configDir: options.configDir,
             dataDir: options.dataDir,
             ...(options.events ? { events: options.events } : {}),
+            ...(signed ? { signed } : {}),
+            ...(options.chat && found.integration.origin === 'builtin' && instance.domain === 'chat'
+              ? { chat: options.chat() }
+              : {}),
           });
           answer = await Promise.race([handled, abandoned.promise]);
           if (answer === abandoned.marker) {
@@ -265,6 +290,16 @@ function lookUp(options: WebhookRoutesOptions, request: FastifyRequest): LookUp 
     const why = `no enabled webhook at ${where}`;
     return credential
       ? { status: 404, error: { code: 'NOT_FOUND', message: `no webhook at ${where}` }, why }
+      : { status: 401, error: notAuthenticated, why };
+  }
+  // A Standard Webhooks hook whose secret is not set does not exist for this instance (the owner has not enabled it).
+  if (
+    found.webhook.auth === 'standard-webhooks' &&
+    revealed(settingAt(found.instance.settings, found.webhook.secret_setting ?? '')) === undefined
+  ) {
+    const why = `${where} is off: instance \`${found.instance.name}\` has no \`${found.webhook.secret_setting}\` set in config.yaml`;
+    return credential
+      ? { status: 404, error: { code: 'NOT_FOUND', message: `no webhook at ${where} (${why})` }, why }
       : { status: 401, error: notAuthenticated, why };
   }
   if (found.webhook.auth === 'token' && !credential) {
@@ -350,6 +385,16 @@ function signatureRefusal(options: {
   // Hashing both sides gives equal lengths, so the comparison is constant-time and leaks no length either.
   const match = timingSafeEqual(digest(sent.trim().toLowerCase()), digest(expected.toLowerCase()));
   return match ? undefined : `the ${options.header} signature does not match the body`;
+}
+
+/** The value of a setting, or of a field of an object setting (`webhooks.secret`). */
+function settingAt(settings: Readonly<Record<string, unknown>>, dotted: string): unknown {
+  let value: unknown = settings;
+  for (const key of dotted.split('.')) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
 }
 
 /** A Secret setting's value, or undefined when unset or blank. */

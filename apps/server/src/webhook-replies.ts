@@ -1,0 +1,126 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ChatService } from '@assistant/chat';
+import type { Logger } from 'pino';
+import * as z from 'zod';
+import type { WebhookOutbox } from './webhook-outbox.ts';
+
+/** The channel of conversations that signed webhooks start (integrations/chat/src/signed-webhook.ts). */
+const webhookChannel = 'webhook';
+
+const stateSchema = z.object({ offsets: z.record(z.string(), z.int().min(0)) });
+
+export interface WebhookRepliesOptions {
+  chat: ChatService;
+  outbox: WebhookOutbox;
+  /** `data/chat/webhook-replies.json`: how far each webhook conversation's events were read. */
+  stateFile: string;
+  logger: Pick<Logger, 'warn'>;
+  /** @default 2_000 */
+  pollMs?: number;
+}
+
+/**
+ * Sends the replies of conversations that signed webhooks started to the outbound endpoints that take `reply`: each
+ * assistant message of such a conversation, once it is on the conversation's event log, is handed to the outbox (one
+ * `chat.webhook` task per endpoint, the reply's message id as `webhook-id`). How far each log was read is kept in
+ * `stateFile`, written after the outbox took the replies, so a restart sends nothing twice except what a crash cut
+ * between the two (the same webhook-id, which receivers drop).
+ */
+export class WebhookReplies {
+  readonly #options: WebhookRepliesOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(options: WebhookRepliesOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#running = this.#running
+        .then(async () => {
+          await this.scan();
+        })
+        .catch((error: unknown) => this.#options.logger.warn({ err: error }, 'webhook replies: could not look'));
+      if (!this.#closed) this.#timer = setTimeout(tick, this.#options.pollMs ?? 2_000);
+      this.#timer?.unref();
+    };
+    tick();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /**
+   * One look at every webhook conversation's new events. The first look ever (no state file) only notes where each
+   * log ends: replies written before `reply` was configured are not sent.
+   */
+  async scan(): Promise<{ handed: number }> {
+    const { chat } = this.#options;
+    const read = await this.#read();
+    const state = read ?? { offsets: {} };
+    let handed = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await chat.page({ limit: 500, ...(cursor === undefined ? {} : { cursor }) });
+      for (const conversation of page.chats) {
+        if (conversation.channel !== webhookChannel) continue;
+        if (read === undefined) {
+          state.offsets[conversation.id] = await chat.events.end(conversation.id);
+          continue;
+        }
+        const from = state.offsets[conversation.id] ?? 0;
+        const { entries, next } = await chat.events.read(conversation.id, from);
+        const seen = new Set<string>();
+        for (const { event } of entries) {
+          const message = event.type === 'message' ? (event.message as Record<string, unknown> | undefined) : undefined;
+          if (message?.role !== 'assistant' || typeof message.id !== 'string' || seen.has(message.id)) continue;
+          seen.add(message.id);
+          await this.#options.outbox({
+            id: message.id,
+            kind: 'reply',
+            text: typeof message.text === 'string' ? message.text : '',
+            at: typeof message.at === 'string' ? message.at : new Date().toISOString(),
+            details: { conversation: conversation.id, peer: conversation.peer },
+          });
+          handed += 1;
+        }
+        if (next !== from) {
+          state.offsets[conversation.id] = next;
+          await this.#write(state);
+        }
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    if (read === undefined) await this.#write(state);
+    return { handed };
+  }
+
+  async #read(): Promise<z.infer<typeof stateSchema> | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.#options.stateFile, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const parsed = stateSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) {
+      // Damaged: said in the log at each look until fixed, rather than sending every past reply again.
+      throw new Error(`${this.#options.stateFile} is not {"offsets": {conversation: offset}}; fix or remove it`);
+    }
+    return parsed.data;
+  }
+
+  async #write(state: z.infer<typeof stateSchema>): Promise<void> {
+    await mkdir(path.dirname(this.#options.stateFile), { recursive: true });
+    const temporary = `${this.#options.stateFile}.${process.pid}.tmp`;
+    await writeFile(temporary, `${JSON.stringify(state)}\n`);
+    await rename(temporary, this.#options.stateFile);
+  }
+}
