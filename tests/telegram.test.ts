@@ -143,7 +143,7 @@ describe('the Telegram bot in the real server process', () => {
       expect(listener.detail).toContain('trying again every 60 s');
       expect(body).not.toContain(wrong);
       const page = await (await authorized(`${api}/`)).text();
-      expect(page).toContain('credentials refused');
+      expect(page).toContain('<span class="badge bad">credentials refused</span>');
       expect(page).not.toContain(wrong);
     } finally {
       if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');
@@ -182,7 +182,7 @@ describe('the Telegram bot in the real server process', () => {
       expect(down.status).toBe('ok');
       expect(down.listener).toMatchObject({ state: 'running', since: expect.any(String) });
       expect(down.listener?.detail).toMatch(/502 Bad Gateway; next try at /);
-      expect(await (await authorized(`${api}/`)).text()).toContain('outage');
+      expect(await (await authorized(`${api}/`)).text()).toContain('<span class="badge bad">outage</span>');
 
       fake.down = false;
       const back = await waitUntil(

@@ -107,8 +107,11 @@ export class ChannelRunner {
     // The delivery being handled, and how often in a row handling it failed.
     let handling: { id: string; peer: string | undefined; failures: number } | undefined;
     while (!this.#signal.aborted) {
+      // Only a failed `receive` is the platform's condition; storing or acknowledging a delivery is not.
+      let receiving = true;
       try {
         const deliveries = await this.#adapter.receive({ cursor: this.#state.data.offset, signal: this.#signal });
+        receiving = false;
         this.#credentialsWork();
         this.#report('ok');
         failures = 0;
@@ -136,7 +139,7 @@ export class ChannelRunner {
         failures += 1;
         if (handling) handling.failures += 1;
         const what = handling ? `handling ${label} event ${handling.id}` : undefined;
-        await delay(this.#failureWait(error, failures, what, handling === undefined), this.#signal);
+        await delay(this.#failureWait(error, failures, what, receiving), this.#signal);
       }
     }
   }
@@ -178,7 +181,7 @@ export class ChannelRunner {
     this.#logger.warn(`${what ? `${what}: ` : ''}${describeError(error)}; trying again in ${waitMs} ms`);
     if (platform) {
       const next = new Date(Date.now() + waitMs).toISOString();
-      this.#report('outage', `${this.#adapter.label} failed: ${describeError(error)}; next try at ${next}`);
+      this.#report('outage', `${describeError(error)}; next try at ${next}`);
     }
     return waitMs;
   }

@@ -477,7 +477,9 @@ describe('the Telegram listener', () => {
     fake.down = true;
     startListener(chatService());
     const outage = await until(() => conditions.find((one) => one.state === 'outage'), 'the outage condition');
-    expect(outage.detail).toMatch(/^Telegram failed: .*502 Bad Gateway; next try at \d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    expect(outage.detail).toMatch(
+      /^Telegram getUpdates failed: 502 Bad Gateway; next try at \d{4}-\d\d-\d\dT[\d:.]+Z$/,
+    );
     fake.down = false;
     await until(() => conditions.at(-1)?.state === 'ok', 'the ok condition after the outage');
     // One `ok` after the outage, however often the outage was reported (each failed poll, with its next try).
