@@ -64,7 +64,12 @@ export interface HealthDetails extends HealthBody {
    */
   pauses: { kind: string; name: string; by?: string; at?: string; reason?: string }[];
   paused_note_broken?: string;
-  /** The manifests' listeners: running, restarting after a crash (with its error), or stopped. */
+  /**
+   * The manifests' listeners: running, restarting after a crash (with its error), or stopped; and, once a listener
+   * reported it, how its source is doing: `condition` `ok`, `outage` (unreachable, retried with backoff) or
+   * `credentials_refused` (the token is wrong or revoked), `since` when, `detail` how it waits. A listener in an
+   * outage is still `running`; like an open breaker it does not change `status`.
+   */
   listeners: {
     id: string;
     state: string;
@@ -72,6 +77,9 @@ export interface HealthDetails extends HealthBody {
     last_error?: string;
     last_error_at?: string;
     restart_at?: string;
+    condition?: 'ok' | 'outage' | 'credentials_refused';
+    since?: string;
+    detail?: string;
   }[];
   /**
    * Under `assistant start`: its children and how many times each was started again after it crashed or stopped
@@ -112,7 +120,17 @@ const healthSchema = z.object({
   pauses: z.array(z.looseObject({ kind: z.string(), name: z.string() })).optional(),
   paused_note_broken: z.string().optional(),
   listeners: z
-    .array(z.looseObject({ id: z.string(), state: z.string(), restarts: z.int(), last_error: z.string().optional() }))
+    .array(
+      z.looseObject({
+        id: z.string(),
+        state: z.string(),
+        restarts: z.int(),
+        last_error: z.string().optional(),
+        condition: z.enum(['ok', 'outage', 'credentials_refused']).optional(),
+        since: z.string().optional(),
+        detail: z.string().optional(),
+      }),
+    )
     .optional(),
   hook_breakers: z
     .array(z.object({ hook: z.string(), state: z.string(), failures: z.int(), opened_at: z.string().optional() }))
@@ -214,6 +232,13 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
       ...(listener.lastError === undefined ? {} : { last_error: listener.lastError }),
       ...(listener.lastErrorAt === undefined ? {} : { last_error_at: listener.lastErrorAt }),
       ...(listener.restartAt === undefined ? {} : { restart_at: listener.restartAt }),
+      ...(listener.condition === undefined
+        ? {}
+        : {
+            condition: listener.condition.state,
+            since: listener.condition.since,
+            ...(listener.condition.detail === undefined ? {} : { detail: listener.condition.detail }),
+          }),
     })),
     processes: (await status.processes?.()) ?? [],
     hook_breakers: ((await status.hooks?.()) ?? [])

@@ -38,7 +38,7 @@ describe('ListenerSupervisor', () => {
     const mule = await registry();
     const supervisor = new ListenerSupervisor({
       registry: mule,
-      listeners: listenerSpecs(mule).filter((spec) => spec.name !== 'leaky' && spec.name !== 'nosy'),
+      listeners: listenerSpecs(mule).filter((spec) => !['leaky', 'nosy', 'moody'].includes(spec.name)),
       enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
       logger,
       configDir: fixture,
@@ -98,6 +98,39 @@ describe('ListenerSupervisor', () => {
       await supervisor.close({ graceMs: 1_000 });
       expect(supervisor.status()[0]?.lastError).toBe('login as bot:[secret] refused while reading mail/state.json');
       expect(lines.join('\n')).not.toContain(password);
+    } finally {
+      clearSecretValues();
+    }
+  });
+
+  it('keeps what a listener reports of its source: since kept while the state lasts, the detail scrubbed', async () => {
+    const password = 'correct-horse-battery';
+    registerSecretValue(password);
+    const dataDir = path.resolve('/srv/owner/assistant-data');
+    try {
+      const mule = await registry({ password, file: path.join(dataDir, 'mail', 'state.json') });
+      const supervisor = new ListenerSupervisor({
+        registry: mule,
+        listeners: listenerSpecs(mule).filter((spec) => spec.name === 'moody'),
+        enqueue: async () => ({ status: 'enqueued', id: 'unused' }),
+        logger: pino({ level: 'silent' }),
+        configDir: fixture,
+        dataDir,
+        scrubPaths: dataPaths({ dataDir, queueDir: path.join(dataDir, 'queue') }).scrub,
+        backoff: { initialMs: 5, maxMs: 20 },
+      });
+      supervisor.start();
+      await until(supervisor, (all) => all[0]?.condition?.detail !== undefined, 'the moody listener to report');
+      expect(supervisor.status()[0]).toMatchObject({
+        state: 'running',
+        restarts: 0,
+        condition: {
+          state: 'outage',
+          since: '2026-01-02T03:04:05.000Z',
+          detail: 'login as bot:[secret] refused while reading mail/state.json',
+        },
+      });
+      await supervisor.close({ graceMs: 1_000 });
     } finally {
       clearSecretValues();
     }

@@ -6,6 +6,7 @@ import {
   type IntegrationRegistry,
   importInboundHandler,
   type ListenerApprovals,
+  type ListenerCondition,
   type ListenerContext,
   type ListenerFunction,
   type ListenerSpec,
@@ -33,6 +34,11 @@ export interface ListenerStatus {
   lastErrorAt?: string;
   /** While restarting: when it starts again. */
   restartAt?: string;
+  /**
+   * How its source is doing, as the listener last reported it (`ListenerContext.condition`): absent until it reports.
+   * `detail` is scrubbed like `lastError`.
+   */
+  condition?: { state: ListenerCondition['state']; since: string; detail?: string };
 }
 
 export interface ListenerBackoff {
@@ -110,7 +116,10 @@ export class ListenerSupervisor {
   }
 
   status(): ListenerStatus[] {
-    return this.#running.map((one) => ({ ...one.status }));
+    return this.#running.map((one) => ({
+      ...one.status,
+      ...(one.status.condition ? { condition: { ...one.status.condition } } : {}),
+    }));
   }
 
   /** Aborts every listener and waits up to `graceMs` for them to return. Idempotent. */
@@ -157,6 +166,9 @@ export class ListenerSupervisor {
       ...(this.#options.events ? { events: this.#options.events } : {}),
       ...(builtinChat && this.#options.chat ? { chat: this.#options.chat } : {}),
       ...(builtinChat && this.#options.approvals ? { approvals: this.#options.approvals } : {}),
+      condition: (condition) => {
+        status.condition = shownCondition(condition, status.condition, this.#options.scrubPaths);
+      },
     };
     let crashesInARow = 0;
     while (!signal.aborted) {
@@ -182,6 +194,8 @@ export class ListenerSupervisor {
       crashesInARow += 1;
       const waitMs = Math.min(this.#backoff.maxMs, this.#backoff.initialMs * 2 ** (crashesInARow - 1));
       status.state = 'restarting';
+      // What it reported of its source was of the run that ended: the next run reports afresh.
+      delete status.condition;
       status.restarts += 1;
       status.lastError = shownError(problem, this.#options.scrubPaths);
       status.lastErrorAt = new Date().toISOString();
@@ -193,6 +207,19 @@ export class ListenerSupervisor {
     delete status.restartAt;
     logger.info(`listener ${spec.id} stopped`);
   }
+}
+
+/** A reported condition as `/health` shows it: the same state keeps its `since`; the detail scrubbed like an error. */
+function shownCondition(
+  condition: ListenerCondition,
+  previous: ListenerStatus['condition'],
+  scrubPaths: ((text: string) => string) | undefined,
+): NonNullable<ListenerStatus['condition']> {
+  const reported = condition.since && !Number.isNaN(condition.since.getTime()) ? condition.since : undefined;
+  const since =
+    reported?.toISOString() ?? (previous?.state === condition.state ? previous.since : new Date().toISOString());
+  const detail = condition.detail === undefined ? undefined : shownError(condition.detail, scrubPaths);
+  return { state: condition.state, since, ...(detail ? { detail } : {}) };
 }
 
 /** An error as `/health` may show it: on one line, without secret values or absolute data paths, bounded. */

@@ -42,6 +42,19 @@ export type QueueEnqueue = (options: {
   integration: string;
 }) => Promise<InboundEnqueueOutcome>;
 
+/**
+ * How a listener's source is doing, as it reports it ({@link ListenerContext.condition}): `ok` (it answers),
+ * `outage` (unreachable or failing; the listener waits and retries), `credentials_refused` (the source refuses the
+ * configured credentials; the listener retries slowly until they are fixed).
+ */
+export interface ListenerCondition {
+  state: 'ok' | 'outage' | 'credentials_refused';
+  /** One line for the owner (how it waits, the next retry); never a secret (it is scrubbed again before it is shown). */
+  detail?: string;
+  /** Since when the source is in this condition. @default when it was first reported */
+  since?: Date;
+}
+
 /** What a listener's handler gets. */
 export interface ListenerContext<Settings = Record<string, unknown>> {
   instance: { name: string; domain: string; settings: Settings };
@@ -68,6 +81,12 @@ export interface ListenerContext<Settings = Record<string, unknown>> {
   chat?: ChatService;
   /** The approval requests, to show and decide: given only to the builtin chat integration's listeners. */
   approvals?: ListenerApprovals;
+  /**
+   * Reports how the listener's source is doing (`/health`'s `listeners[].condition`, the dashboard's overview): a
+   * listener that waits out an outage or refused credentials is running, and says so here. The same state reported
+   * again keeps its `since`. Absent where nothing shows it (tests, a remote worker).
+   */
+  condition?: (condition: ListenerCondition) => void;
 }
 
 /**

@@ -36,6 +36,7 @@ export {
   type InboundEnqueueOptions,
   type InboundEnqueueOutcome,
   importInboundHandler,
+  type ListenerCondition,
   type ListenerContext,
   type ListenerFunction,
   type ListenerSpec,

@@ -41,6 +41,7 @@ export type {
   InstanceContext,
   ListenerApprovalSummary,
   ListenerApprovals,
+  ListenerCondition,
   ListenerContext,
   ListenerFunction,
   PlatformContext,

@@ -46,6 +46,8 @@ export interface ChannelRunnerOptions {
   allowedPeers: readonly string[];
   logger: Logger;
   signal: AbortSignal;
+  /** Where the platform's condition is reported (ok, outage, refused credentials): the listener's /health entry. */
+  condition?: ListenerContext['condition'];
 }
 
 /**
@@ -64,6 +66,9 @@ export class ChannelRunner {
   readonly #allowed: Set<string>;
   readonly #logger: Logger;
   readonly #signal: AbortSignal;
+  readonly #condition: ListenerContext['condition'];
+  /** The condition last reported, so that a receive that works reports `ok` only after something else. */
+  #reported: 'ok' | 'outage' | 'credentials_refused' | undefined;
   readonly #followers = new Map<string, Promise<void>>();
   #badCredentialsLogged = false;
 
@@ -75,6 +80,7 @@ export class ChannelRunner {
     this.#allowed = new Set(options.allowedPeers);
     this.#logger = options.logger;
     this.#signal = options.signal;
+    this.#condition = options.condition;
   }
 
   /** Runs until the signal aborts. */
@@ -101,9 +107,13 @@ export class ChannelRunner {
     // The delivery being handled, and how often in a row handling it failed.
     let handling: { id: string; peer: string | undefined; failures: number } | undefined;
     while (!this.#signal.aborted) {
+      // Only a failed `receive` is the platform's condition; storing or acknowledging a delivery is not.
+      let receiving = true;
       try {
         const deliveries = await this.#adapter.receive({ cursor: this.#state.data.offset, signal: this.#signal });
+        receiving = false;
         this.#credentialsWork();
+        this.#report('ok');
         failures = 0;
         for (const delivery of deliveries) {
           if (this.#signal.aborted) break;
@@ -129,7 +139,7 @@ export class ChannelRunner {
         failures += 1;
         if (handling) handling.failures += 1;
         const what = handling ? `handling ${label} event ${handling.id}` : undefined;
-        await delay(this.#failureWait(error, failures, what), this.#signal);
+        await delay(this.#failureWait(error, failures, what, receiving), this.#signal);
       }
     }
   }
@@ -147,10 +157,17 @@ export class ChannelRunner {
     }
   }
 
-  /** How long to wait after a failed call; logs it (bad credentials once). */
-  #failureWait(error: unknown, failures: number, what?: string): number {
+  /**
+   * How long to wait after a failed call; logs it (bad credentials once), and reports a failed `receive` (`platform`)
+   * as the platform's condition.
+   */
+  #failureWait(error: unknown, failures: number, what?: string, platform = false): number {
     const failure = this.#adapter.classify(error);
     if (failure.kind === 'bad_credentials') {
+      this.#report(
+        'credentials_refused',
+        `${failure.message}; trying again every ${backoff.badCredentialsMs / 1000} s`,
+      );
       if (!this.#badCredentialsLogged) {
         this.#logger.error(`${failure.message}; trying again every ${backoff.badCredentialsMs / 1000} s`);
         this.#badCredentialsLogged = true;
@@ -162,7 +179,18 @@ export class ChannelRunner {
         ? failure.retryAfterMs
         : Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1));
     this.#logger.warn(`${what ? `${what}: ` : ''}${describeError(error)}; trying again in ${waitMs} ms`);
+    if (platform) {
+      const next = new Date(Date.now() + waitMs).toISOString();
+      this.#report('outage', `${describeError(error)}; next try at ${next}`);
+    }
     return waitMs;
+  }
+
+  /** Reports the platform's condition; `ok` only when it was something else (or never reported). */
+  #report(state: 'ok' | 'outage' | 'credentials_refused', detail?: string): void {
+    if (state === 'ok' && this.#reported === 'ok') return;
+    this.#reported = state;
+    this.#condition?.(detail === undefined ? { state } : { state, detail });
   }
 
   #credentialsWork(): void {

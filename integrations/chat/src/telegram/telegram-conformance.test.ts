@@ -21,7 +21,7 @@ describeChannelConformance('Telegram', {
       secret: fake.token,
       owner: String(owner),
       stranger: String(stranger),
-      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals }) => {
+      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
         const settings = {
           mode: 'followup',
           collect_window: 1000,
@@ -48,6 +48,7 @@ describeChannelConformance('Telegram', {
           dataDir,
           chat,
           ...(approvals ? { approvals } : {}),
+          ...(condition ? { condition } : {}),
         });
       },
       deliver: ({ from, text }) => String(fake.send({ from: Number(from), text })),
@@ -64,6 +65,9 @@ describeChannelConformance('Telegram', {
         return String(fake.press({ from: Number(from), message: sent, button }));
       },
       refusedCredentials: () => fake.unauthorized,
+      setDown: (down) => {
+        fake.down = down;
+      },
       close: () => fake.close(),
     };
   },

@@ -9,6 +9,7 @@ import {
   approvalRendering,
   describeApproval,
   type ListenerApprovals,
+  type ListenerCondition,
   type ListenerContext,
   type Secret,
 } from '@assistant/sdk';
@@ -24,6 +25,8 @@ let root: string;
 let queue: TaskQueue;
 let fake: FakeTelegram;
 let logs: string[];
+/** What the listener reported of the Bot API's condition, in order. */
+let conditions: ListenerCondition[];
 const running: { controller: AbortController; done: Promise<void> }[] = [];
 
 beforeEach(async () => {
@@ -31,6 +34,7 @@ beforeEach(async () => {
   queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
   fake = await FakeTelegram.start();
   logs = [];
+  conditions = [];
 });
 
 afterEach(async () => {
@@ -96,6 +100,7 @@ function startListener(
     dataDir: path.join(root, 'data'),
     chat,
     ...(options.approvals ? { approvals: options.approvals } : {}),
+    condition: (condition) => conditions.push(condition),
   });
   const entry = { controller, done };
   running.push(entry);
@@ -453,6 +458,37 @@ describe('the Telegram listener', () => {
     expect(fake.unauthorized).toBe(1);
     expect(logs.filter((line) => line.includes('refused the bot token'))).toHaveLength(1);
     expect(logs.join('\n')).not.toContain('wrong-token-value');
+  });
+
+  it('reports refused credentials as its condition, with how it waits and without the token', async () => {
+    startListener(chatService(), { token: '999:wrong-token-value' });
+    const refused = await until(
+      () => conditions.find((one) => one.state === 'credentials_refused'),
+      'the credentials_refused condition',
+    );
+    expect(refused.detail).toBe(
+      'Telegram refused the bot token (401 Unauthorized): check telegram.token; trying again every 60 s',
+    );
+    expect(conditions.map((one) => one.state)).toEqual(['credentials_refused']);
+    expect(JSON.stringify(conditions)).not.toContain('wrong-token-value');
+  });
+
+  it('reports an outage while the Bot API is down, with the next try, and ok once a poll works again', async () => {
+    fake.down = true;
+    startListener(chatService());
+    const outage = await until(() => conditions.find((one) => one.state === 'outage'), 'the outage condition');
+    expect(outage.detail).toMatch(
+      /^Telegram getUpdates failed: 502 Bad Gateway; next try at \d{4}-\d\d-\d\dT[\d:.]+Z$/,
+    );
+    fake.down = false;
+    await until(() => conditions.at(-1)?.state === 'ok', 'the ok condition after the outage');
+    // One `ok` after the outage, however often the outage was reported (each failed poll, with its next try).
+    expect([...new Set(conditions.map((one) => one.state))]).toEqual(['outage', 'ok']);
+    expect(conditions.filter((one) => one.state === 'ok')).toHaveLength(1);
+    expect(JSON.stringify(conditions)).not.toContain(fake.token);
+    // A message sent after the outage is taken in.
+    fake.send({ from: owner, text: 'back again' });
+    await until(() => firstConversation(chatService(), owner), 'the owner’s conversation after the outage');
   });
 
   it('retries a failing Bot API with backoff and sends the reply once it answers', async () => {

@@ -44,6 +44,7 @@ export async function runTelegram(context: ListenerContext<ChatSettings>): Promi
     allowedPeers: allowed.map(String),
     logger: context.logger,
     signal: context.signal,
+    ...(context.condition ? { condition: context.condition } : {}),
   });
   await runner.run();
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerApprovalSummary, ListenerApprovals, ListenerContext } from '@assistant/sdk';
+import type { ListenerApprovalSummary, ListenerApprovals, ListenerCondition, ListenerContext } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 /**
@@ -34,6 +34,8 @@ export interface ConformancePlatform {
     wrongSecret?: string;
     /** The approvals service the server hands listeners (here the suite's stand-in). */
     approvals?: ListenerApprovals;
+    /** Where the listener reports the platform's condition (the supervisor's `context.condition`). */
+    condition?: (condition: ListenerCondition) => void;
   }): Promise<void>;
   /** The platform delivers a text message from `from` in its direct conversation with the bot; returns a handle. */
   deliver(options: { from: string; text: string }): string;
@@ -48,6 +50,8 @@ export interface ConformancePlatform {
   press?(options: { from: string; message: ConformanceMessage; button: string }): string;
   /** How many calls the platform refused for wrong credentials. */
   refusedCredentials(): number;
+  /** Takes the platform down (every call fails as a platform outage does) or brings it back. */
+  setDown(down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -81,6 +85,8 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
     let queue: TaskQueue;
     let platform: ConformancePlatform;
     let logs: string[];
+    /** What the listener reported of the platform's condition, in order. */
+    let conditions: ListenerCondition[];
     const running: { controller: AbortController; done: Promise<void> }[] = [];
 
     beforeEach(async () => {
@@ -88,6 +94,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
       platform = await harness.start();
       logs = [];
+      conditions = [];
     });
 
     afterEach(async () => {
@@ -128,6 +135,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         dataDir: path.join(root, 'data'),
         logger,
         signal: controller.signal,
+        condition: (condition) => conditions.push(condition),
         ...options,
       });
       const entry = { controller, done };
@@ -318,6 +326,27 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       await until(() => logs.some((line) => line.startsWith('error ')), 'the error line');
       expect(logs.filter((line) => line.startsWith('error '))).toHaveLength(1);
       expect(logs.join('\n')).not.toContain('wrong-credentials-value');
+      // Reported for /health: refused credentials, how it waits, and not the credentials.
+      expect(conditions.map((one) => one.state)).toEqual(['credentials_refused']);
+      expect(conditions[0]?.detail).toMatch(/trying again every 60 s$/);
+      expect(JSON.stringify(conditions)).not.toContain('wrong-credentials-value');
+    });
+
+    it('reports an outage while the platform is down and ok once it answers again, then takes messages in', async () => {
+      const chat = chatService();
+      platform.setDown(true);
+      listen(chat);
+      const outage = await until(() => conditions.find((one) => one.state === 'outage'), 'the outage reported');
+      expect(outage.detail).toMatch(/; next try at \d{4}-\d\d-\d\dT[\d:.]+Z$/);
+      platform.setDown(false);
+      await until(() => conditions.at(-1)?.state === 'ok', 'ok reported after the outage');
+      expect([...new Set(conditions.map((one) => one.state))]).toEqual(['outage', 'ok']);
+      expect(JSON.stringify(conditions)).not.toContain(platform.secret);
+      platform.deliver({ from: platform.owner, text: 'after the outage' });
+      await until(
+        async () => (await chat.list()).some((one) => one.channel === platform.channel),
+        'the message after the outage stored',
+      );
     });
 
     (harness.buttons ? it : it.skip)(

@@ -61,7 +61,7 @@ const maxTextLength = 4096;
 /**
  * A local fake of the Telegram Bot API for tests only (never a product default): `getUpdates` with long polling,
  * `sendMessage` (with an inline keyboard), `editMessageText`, `sendChatAction`, `answerCallbackQuery`, `getMe`, at `<apiRoot>/bot<token>/<method>` on 127.0.0.1.
- * A wrong token is 401 like Telegram's. The test queues updates with {@link send} and reads what the bot sent.
+ * A wrong token is 401 like Telegram's; {@link down} makes it answer 502 to everything. The test queues updates with {@link send} and reads what the bot sent.
  *
  * @example
  * await using fake = await FakeTelegram.start({ token: '123:abc' });
@@ -78,6 +78,11 @@ export class FakeTelegram {
   readonly sent: FakeSentMessage[] = [];
   /** How many calls were refused for a wrong token. */
   unauthorized = 0;
+  /**
+   * While true the platform is down: every call (any token) answers 502 Bad Gateway, as Telegram behind a failing
+   * proxy does; set it back to false and it answers again.
+   */
+  down = false;
 
   readonly #app: FastifyInstance;
   readonly #updates: Update[] = [];
@@ -210,6 +215,7 @@ export class FakeTelegram {
 
   async #handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const { bot, method } = request.params as { bot: string; method: string };
+    if (this.down) return reply.code(502).send({ ok: false, error_code: 502, description: 'Bad Gateway' });
     if (bot !== `bot${this.token}`) {
       this.unauthorized += 1;
       return reply.code(401).send({ ok: false, error_code: 401, description: 'Unauthorized' });

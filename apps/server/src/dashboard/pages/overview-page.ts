@@ -326,11 +326,12 @@ async function renderStatusPart(context: DashboardContext): Promise<SafeHtml> {
     details.listeners.length === 0
       ? html`<p class="muted">No listeners.</p>`
       : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">Listener</th><th scope="col">State</th><th scope="col">Restarts</th><th scope="col">Last error</th></tr></thead>
+<thead><tr><th scope="col">Listener</th><th scope="col">State</th><th scope="col">Source</th><th scope="col">Restarts</th><th scope="col">Last error</th></tr></thead>
 <tbody>${details.listeners.map(
           (listener) => html`<tr>
 <th scope="row"><code>${listener.id}</code></th>
 <td><span class="badge ${listener.state === 'running' ? 'ok' : 'bad'}">${listener.state}</span>${listener.restart_at ? html` restarts ${timeTag(listener.restart_at)}` : ''}</td>
+<td>${renderListenerCondition(listener)}</td>
 <td>${listener.restarts}</td>
 <td>${listener.last_error ?? ''}${listener.last_error_at ? html` (${timeTag(listener.last_error_at)})` : ''}</td>
 </tr>`,
@@ -348,6 +349,13 @@ ${hookBreakers}
 <h3>Listeners</h3>
 ${listeners}
 </section>`;
+}
+
+/** How a listener's source is doing, as it reported it: `—` until it reports. */
+function renderListenerCondition(listener: HealthDetails['listeners'][number]): SafeHtml | string {
+  if (listener.condition === undefined) return '—';
+  const label = { ok: 'ok', outage: 'outage', credentials_refused: 'credentials refused' }[listener.condition];
+  return html`<span class="badge ${listener.condition === 'ok' ? 'ok' : 'bad'}">${label}</span>${listener.condition === 'ok' ? '' : html` since ${timeTag(listener.since)}`}${listener.detail ? html` <span class="muted">${listener.detail}</span>` : ''}`;
 }
 
 async function renderLogPart(context: DashboardContext): Promise<SafeHtml> {
