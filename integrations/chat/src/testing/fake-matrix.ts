@@ -45,6 +45,11 @@ export class FakeMatrix {
   unauthorized = 0;
   /** While true, every call is 502. */
   down = false;
+  /**
+   * How many of the next sends are carried out but answered 502, as if the answer was lost on the way back (the
+   * client retries; the transaction id makes the retry the same event).
+   */
+  loseSendAnswers = 0;
 
   readonly #app: FastifyInstance;
   readonly #timeline: TimelineEvent[] = [];
@@ -183,7 +188,12 @@ export class FakeMatrix {
         return {};
       }
       if (parts[2] === 'send' && parts[3] === 'm.room.message' && parts[4] && request.method === 'PUT') {
-        return this.#send(room, parts[4], body, reply);
+        const answer = this.#send(room, parts[4], body, reply);
+        if (this.loseSendAnswers > 0 && !reply.sent) {
+          this.loseSendAnswers -= 1;
+          return reply.code(502).send({ errcode: 'M_UNKNOWN', error: 'Bad Gateway' });
+        }
+        return answer;
       }
     }
     return reply.code(404).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' });
