@@ -49,6 +49,7 @@ const listening = runTelegram({
       mcp_servers: [],
       persona: 'assistant',
       telegram: { token, allowed_users: [owner], api_root: fake.apiRoot, poll_timeout: 30_000 },
+      matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
     },
   },
   listener: 'telegram',
