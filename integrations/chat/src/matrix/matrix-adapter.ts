@@ -26,7 +26,7 @@ const historySlackMs = 60_000;
 /**
  * Matrix behind the channel contract (docs/channels.md, decision 0070): the Client-Server API's `/sync` long poll,
  * plain-text `m.text` messages edited for streaming by `m.replace` relations, "typing…" by the typing endpoint. One
- * conversation per room (the thread is the room id); a message's id is `mx-<event_id>`, the same on every
+ * thread per room (the thread is the room id; conversations are per user, as the runner keys them); a message's id is `mx-<event_id>`, the same on every
  * delivery of the event.
  *
  * The /sync position (`next_batch`) is an opaque string, not the runner's numeric cursor, so the adapter keeps it in
@@ -186,7 +186,7 @@ export class MatrixAdapter implements ChannelAdapter {
         this.#logger.info(`ignored a Matrix invite from user ${from}: not in matrix.allowed_users`);
         continue;
       }
-      await this.#api.join(room, signal);
+      if (!(await this.#refusable(() => this.#api.join(room, signal), `join the Matrix room ${room}`))) continue;
       this.#logger.info(`joined the Matrix room ${room} on the invite of ${from}`);
       this.#data.rooms[from] ??= room;
       if (events.some((event) => event.type === 'm.room.encryption') && !this.#data.encrypted.includes(room)) {
@@ -207,14 +207,33 @@ export class MatrixAdapter implements ChannelAdapter {
       `refused the encrypted Matrix room ${room} (a message of user ${sender}): end-to-end encryption is not supported`,
     );
     // A fixed transaction id: told once even if this call is retried.
-    await this.#api.send(
-      room,
-      `assistant-e2ee-refused-${hash(room)}`,
-      { msgtype: 'm.notice', body: encryptedNotice },
-      signal,
+    await this.#refusable(
+      () =>
+        this.#api.send(
+          room,
+          `assistant-e2ee-refused-${hash(room)}`,
+          { msgtype: 'm.notice', body: encryptedNotice },
+          signal,
+        ),
+      `tell the Matrix room ${room} it is refused`,
     );
     this.#data.told.push(room);
     await this.#save();
+  }
+
+  /**
+   * Runs a call made while receiving; one the homeserver refuses (the room is gone, the bot may not join or speak)
+   * is logged and skipped — retrying it would hold up every later event. Outages and refused credentials throw.
+   */
+  async #refusable(call: () => Promise<unknown>, what: string): Promise<boolean> {
+    try {
+      await call();
+      return true;
+    } catch (error) {
+      if (this.classify(error).kind !== 'refused') throw error;
+      this.#logger.warn(`could not ${what}: ${(error as Error).message}`);
+      return false;
+    }
   }
 
   async send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent> {

@@ -122,6 +122,20 @@ describe('the Matrix listener', () => {
     ]);
   });
 
+  it('logs and skips an invite whose join is refused, and goes on with the next events', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.refusedJoins.add('!gone:fake.test');
+    fake.invite({ from: owner, room: '!gone:fake.test' });
+    fake.invite({ from: owner, room: '!work:fake.test' });
+    fake.send({ from: owner, room: '!work:fake.test', text: 'still here' });
+    await until(async () => (await storedTexts(chat)).includes('still here'), 'the next message stored');
+    expect(fake.joined).toEqual(['!work:fake.test']);
+    expect(logs.filter((line) => line.includes('!gone:fake.test'))).toEqual([
+      expect.stringMatching(/^warn could not join the Matrix room !gone:fake.test: .*403 M_FORBIDDEN/),
+    ]);
+  });
+
   it('refuses an encrypted room: one plain notice, a log line, nothing it says stored', async () => {
     const chat = chatService();
     startListener(chat);
@@ -179,6 +193,34 @@ describe('the Matrix listener', () => {
     startListener(chatService(), { noToken: true });
     await until(() => logs.some((line) => line.includes('the Matrix bot is off')), 'the idle line');
     expect(fake.unauthorized).toBe(0);
+  });
+});
+
+describe('the Matrix sync position', () => {
+  it('moves only when the last event of a batch is acknowledged: a restart mid-batch gets the batch again', async () => {
+    const file = path.join(root, 'data', 'chat', 'matrix', 'chat.sync.json');
+    const open = () =>
+      MatrixAdapter.open({
+        api: new MatrixClientApi({ homeserver: fake.homeserver, accessToken: fake.token }),
+        pollTimeoutMs: 0,
+        allowedUsers: [owner],
+        logger,
+        file,
+      });
+    const signal = new AbortController().signal;
+    const first = fake.send({ from: owner, text: 'one' });
+    const second = fake.send({ from: owner, text: 'two' });
+    const adapter = await open();
+    const batch = await adapter.receive({ cursor: 0, signal });
+    expect(batch.map((delivery) => delivery.event.id)).toEqual([`mx-${first}`, `mx-${second}`]);
+    await adapter.acknowledge(batch[0] as (typeof batch)[number]);
+
+    const again = await (await open()).receive({ cursor: 0, signal });
+    expect(again.map((delivery) => delivery.event.id)).toEqual([`mx-${first}`, `mx-${second}`]);
+    const restarted = await open();
+    const last = await restarted.receive({ cursor: 0, signal });
+    for (const delivery of last) await restarted.acknowledge(delivery);
+    expect(await (await open()).receive({ cursor: 0, signal })).toEqual([]);
   });
 });
 

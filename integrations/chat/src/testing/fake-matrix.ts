@@ -39,6 +39,8 @@ export class FakeMatrix {
   readonly sent: FakeMatrixSent[] = [];
   /** Rooms the bot joined by the join endpoint, in order. */
   readonly joined: string[] = [];
+  /** Rooms whose join is refused (403 `M_FORBIDDEN`, as for a room that is gone or invite-only). */
+  readonly refusedJoins = new Set<string>();
   /** How many typing notifications the bot sent. */
   typings = 0;
   /** How many calls were refused for a wrong token. */
@@ -180,6 +182,9 @@ export class FakeMatrix {
     if (parts[0] === 'rooms' && parts[1] !== undefined) {
       const room = parts[1];
       if (parts[2] === 'join' && request.method === 'POST') {
+        if (this.refusedJoins.has(room)) {
+          return reply.code(403).send({ errcode: 'M_FORBIDDEN', error: 'You are not invited to this room.' });
+        }
         this.joined.push(room);
         return { room_id: room };
       }
