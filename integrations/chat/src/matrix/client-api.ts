@@ -18,7 +18,10 @@ export interface MatrixEvent {
 export interface MatrixSync {
   next_batch: string;
   rooms?: {
-    join?: Record<string, { state?: { events?: MatrixEvent[] }; timeline?: { events?: MatrixEvent[] } }>;
+    join?: Record<
+      string,
+      { state?: { events?: MatrixEvent[] }; timeline?: { events?: MatrixEvent[]; limited?: boolean } }
+    >;
     invite?: Record<string, { invite_state?: { events?: MatrixEvent[] } }>;
   };
 }
@@ -66,6 +69,8 @@ export interface MatrixClientApiOptions {
   /** A request without an answer after this long fails (long polls add their own timeout). @default 30000 */
   requestTimeoutMs?: number;
 }
+
+const syncFilter = JSON.stringify({ room: { timeline: { limit: 100 } } });
 
 export class MatrixClientApi {
   readonly #root: string;
@@ -117,7 +122,9 @@ export class MatrixClientApi {
   }
 
   sync(options: { since: string | undefined; timeoutMs: number }, signal: AbortSignal): Promise<MatrixSync> {
-    const query = new URLSearchParams({ timeout: String(options.timeoutMs) });
+    // An inline filter: up to 100 events of each room's timeline per sync (homeservers default to about 10 and
+    // leave a gap, `limited`, past that).
+    const query = new URLSearchParams({ timeout: String(options.timeoutMs), filter: syncFilter });
     if (options.since !== undefined) query.set('since', options.since);
     return this.call<MatrixSync>('sync', 'GET', `/sync?${query}`, { signal, timeoutMs: options.timeoutMs + 15_000 });
   }

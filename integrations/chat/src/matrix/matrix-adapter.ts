@@ -26,8 +26,8 @@ const historySlackMs = 60_000;
 /**
  * Matrix behind the channel contract (docs/channels.md, decision 0070): the Client-Server API's `/sync` long poll,
  * plain-text `m.text` messages edited for streaming by `m.replace` relations, "typing…" by the typing endpoint. One
- * thread per room (the thread is the room id; conversations are per user, as the runner keys them); a message's id is `mx-<event_id>`, the same on every
- * delivery of the event.
+ * thread per room (the thread is the room id; conversations are per user, as the runner keys them); a message's id
+ * is `mx-<event_id>`, the same on every delivery of the event.
  *
  * The /sync position (`next_batch`) is an opaque string, not the runner's numeric cursor, so the adapter keeps it in
  * its own file and moves it only in {@link acknowledge}, after the runner stored the last event of a batch: a crash
@@ -122,6 +122,11 @@ export class MatrixAdapter implements ChannelAdapter {
       const events = [...(joined.state?.events ?? []), ...(joined.timeline?.events ?? [])];
       if (events.some((event) => event.type === 'm.room.encryption') && !this.#data.encrypted.includes(room)) {
         this.#data.encrypted.push(room);
+      }
+      if (joined.timeline?.limited && !first) {
+        this.#logger.warn(
+          `the Matrix room ${room} had more new events than one sync hands out: the earlier ones are not read`,
+        );
       }
       for (const event of joined.timeline?.events ?? []) {
         deliveries.push({ event: await this.#inbound(room, event, me, first, options.signal) });

@@ -179,6 +179,16 @@ describe('the Matrix listener', () => {
     ]);
   });
 
+  it('reads every message that came while it was away, more than a homeserver’s default timeline of 10', async () => {
+    const chat = chatService();
+    const texts = Array.from({ length: 30 }, (_, index) => `message ${index}`);
+    for (const text of texts) fake.send({ from: owner, text });
+    startListener(chat);
+    await until(async () => (await storedTexts(chat)).length === texts.length, 'all 30 stored');
+    expect(await storedTexts(chat)).toEqual(texts);
+    expect(logs.filter((line) => line.includes('more new events'))).toEqual([]);
+  });
+
   it('waits out a homeserver that is down and goes on where it was', async () => {
     const chat = chatService();
     fake.down = true;

@@ -255,10 +255,24 @@ export class FakeMatrix {
       found = available();
     }
     this.#redelivered.length = 0;
-    const join: Record<string, { timeline: { events: unknown[] } }> = {};
+    // Like Synapse: at most `filter.room.timeline.limit` events of a room (10 without a filter), the latest ones,
+    // and `limited` when some were left out.
+    let limit = 10;
+    const filter = url.searchParams.get('filter');
+    if (filter?.startsWith('{')) {
+      const asked = (JSON.parse(filter) as { room?: { timeline?: { limit?: unknown } } }).room?.timeline?.limit;
+      if (typeof asked === 'number') limit = asked;
+    }
+    const join: Record<string, { timeline: { events: unknown[]; limited: boolean } }> = {};
     for (const entry of found.events) {
-      join[entry.room] ??= { timeline: { events: [] } };
+      join[entry.room] ??= { timeline: { events: [], limited: false } };
       join[entry.room]?.timeline.events.push(entry.event);
+    }
+    for (const room of Object.values(join)) {
+      if (room.timeline.events.length > limit) {
+        room.timeline.events = room.timeline.events.slice(-limit);
+        room.timeline.limited = true;
+      }
     }
     const invite: Record<string, unknown> = {};
     for (const one of found.invites) {
