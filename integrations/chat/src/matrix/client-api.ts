@@ -154,7 +154,7 @@ export class MatrixClientApi {
 
   typing(room: string, user: string, signal: AbortSignal): Promise<unknown> {
     return this.call('typing', 'PUT', `/rooms/${encodeURIComponent(room)}/typing/${encodeURIComponent(user)}`, {
-      body: { typing: true, timeout: 30_000 },
+      body: { typing: true, timeout: 8_000 },
       signal,
     });
   }

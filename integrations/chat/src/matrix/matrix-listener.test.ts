@@ -114,6 +114,7 @@ describe('the Matrix listener', () => {
     await until(() => fake.joined.includes('!work:fake.test'), 'the owner’s room joined');
     fake.send({ from: owner, room: '!work:fake.test', text: 'in the work room' });
     await until(async () => (await storedTexts(chat)).includes('in the work room'), 'the message stored');
+    await until(() => fake.typings >= 1, '“typing…” shown');
     const conversation = (await chat.list()).find((one) => one.channel === 'matrix');
     expect(conversation?.peer).toBe(owner);
     expect(fake.joined).toEqual(['!work:fake.test']);

@@ -189,6 +189,11 @@ export class FakeMatrix {
         return { room_id: room };
       }
       if (parts[2] === 'typing' && request.method === 'PUT') {
+        if (parts[3] !== this.userId || body.typing !== true || typeof body.timeout !== 'number') {
+          return reply
+            .code(400)
+            .send({ errcode: 'M_BAD_JSON', error: 'typing needs the own user id, typing, timeout' });
+        }
         this.typings += 1;
         return {};
       }
