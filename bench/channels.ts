@@ -1,9 +1,9 @@
-// A chat channel's own latency, in process: the Telegram adapter and the channel runner against the local fake Bot
-// API, over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix`, the Matrix) adapter and the
+// channel runner against the local fake Bot API (or fake homeserver), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
-// `bench:chat` measures). `npm run bench:channels [-- --trials 100 --json]`. It prints figures; it never fails for
+// `bench:chat` measures). `npm run bench:channels [-- --trials 100 --json --channel matrix]`. It prints figures; it never fails for
 // being slow, and exits non-zero only when something broke.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,20 +13,37 @@ import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
+import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
+import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
 
 const { values } = parseArgs({
-  options: { trials: { type: 'string', default: '50' }, json: { type: 'boolean', default: false } },
+  options: {
+    trials: { type: 'string', default: '50' },
+    json: { type: 'boolean', default: false },
+    channel: { type: 'string', default: 'telegram' },
+  },
 });
 const trials = Number(values.trials);
 if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
+const channel = values.channel;
+if (channel !== 'telegram' && channel !== 'matrix')
+  throw new Error(`--channel expects telegram or matrix, got ${channel}`);
 const owner = 4242;
+const matrixOwner = '@owner:fake.test';
 const root = await mkdtemp(path.join(os.tmpdir(), 'assistant-bench-channels-'));
 const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
-const fake = await FakeTelegram.start();
+const fake = channel === 'telegram' ? await FakeTelegram.start() : undefined;
+const fakeMatrix = channel === 'matrix' ? await FakeMatrix.start() : undefined;
+/** The texts each message the bot sent showed, in order (the last one current). */
+const sentTexts = () => (fake ? fake.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
+const deliver = (text: string) => {
+  if (fake) fake.send({ from: owner, text });
+  else fakeMatrix?.send({ from: matrixOwner, text });
+};
 const chat = new ChatService({
   notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
   dataDir: path.join(root, 'data'),
@@ -35,9 +52,13 @@ const chat = new ChatService({
 });
 const quiet = () => {};
 const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unknown as ListenerContext['logger'];
-const token = { name: 'telegram', isSet: true, reveal: () => fake.token } as unknown as Secret;
+const token = {
+  name: channel,
+  isSet: true,
+  reveal: () => fake?.token ?? fakeMatrix?.token ?? '',
+} as unknown as Secret;
 const controller = new AbortController();
-const listening = runTelegram({
+const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -48,10 +69,15 @@ const listening = runTelegram({
       max_steps: 20,
       mcp_servers: [],
       persona: 'assistant',
-      telegram: { token, allowed_users: [owner], api_root: fake.apiRoot, poll_timeout: 30_000 },
+      telegram: fake
+        ? { token, allowed_users: [owner], api_root: fake.apiRoot, poll_timeout: 30_000 }
+        : { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+      matrix: fakeMatrix
+        ? { homeserver: fakeMatrix.homeserver, access_token: token, allowed_users: [matrixOwner], poll_timeout: 30_000 }
+        : { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
     },
   },
-  listener: 'telegram',
+  listener: channel,
   logger,
   enqueue: async () => {
     throw new Error('not used');
@@ -79,9 +105,9 @@ try {
   for (let trial = 0; trial < trials; trial += 1) {
     const text = `message ${trial}`;
     const start = performance.now();
-    fake.send({ from: owner, text });
+    deliver(text);
     await until(async () => {
-      conversation ??= (await chat.list()).find((one) => one.channel === 'telegram')?.id;
+      conversation ??= (await chat.list()).find((one) => one.channel === channel)?.id;
       if (conversation === undefined) return false;
       return (await chat.inbox.pending(conversation)).some((message) => message.text === text);
     }, 'the message in the inbox');
@@ -92,7 +118,7 @@ try {
     await chat.events.append(id, { type: 'turn_started', turn, reply_to: [] });
     const written = performance.now();
     await chat.events.append(id, { type: 'token', step: 0, text: first });
-    await until(() => fake.sent.some((message) => message.texts[0] === first), 'the first token on the platform');
+    await until(() => sentTexts().some((texts) => texts[0] === first), 'the first token on the platform');
     const visible = performance.now();
     accepted.push(stored - start);
     shown.push(visible - written);
@@ -111,12 +137,13 @@ try {
       type: 'message',
       message: { id: reply.id, role: 'assistant', text: `${first}.`, reply_to: ids, status: 'complete', at: '' },
     });
-    await until(() => fake.sent.some((message) => message.text === `${first}.`), 'the final text');
+    await until(() => sentTexts().some((texts) => texts.at(-1) === `${first}.`), 'the final text');
   }
 } finally {
   controller.abort();
   await listening;
-  await fake.close();
+  await fake?.close();
+  await fakeMatrix?.close();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -132,7 +159,7 @@ const figures = Object.fromEntries(
   ]),
 );
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ trials, ...figures })}\n`);
+  process.stdout.write(`${JSON.stringify({ channel, trials, ...figures })}\n`);
 } else {
   const line = (name: string, what: string) => {
     const figure = figures[name] as { p50: number; p95: number; max: number };
@@ -141,7 +168,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `Telegram through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${channel === 'telegram' ? 'Telegram' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

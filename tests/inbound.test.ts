@@ -113,7 +113,7 @@ integrations:
           { what: 'the listener running again in /health' },
         ),
       );
-      // The builtin chat instance's Telegram bot runs too: idle, without a token.
+      // The builtin chat instance's Telegram and Matrix bots run too: idle, without a token.
       expect(health.listeners).toEqual([
         {
           id: 'hooks/poll',
@@ -123,6 +123,7 @@ integrations:
           last_error_at: expect.any(String),
         },
         { id: 'chat/telegram', state: 'running', restarts: 0 },
+        { id: 'chat/matrix', state: 'running', restarts: 0 },
       ]);
       // Without the token /health says nothing about listeners.
       expect(await (await fetch(`${api}/health`)).json()).not.toHaveProperty('listeners');

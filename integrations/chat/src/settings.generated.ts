@@ -46,4 +46,17 @@ export interface ChatSettings {
       private_network: boolean;
     }[];
   };
+  /** The Matrix bot (docs/channels.md "Matrix"); without `access_token` the listener idles. */
+  matrix: {
+    /** The homeserver's client API root (its base URL, e.g. https://matrix.example.org). */
+    homeserver: string;
+    /** The bot account's access token: `!secret name` from secrets.yaml. */
+    access_token?: Secret;
+    /** The bot account's user id (@assistant:example.org): its own messages are not answered. */
+    user_id?: string;
+    /** The Matrix user ids (@you:example.org) the bot answers and whose invites it accepts; anyone else gets nothing (and a log line). */
+    allowed_users: string[];
+    /** How long one /sync long poll waits for events. Milliseconds. */
+    poll_timeout: number;
+  };
 }

@@ -11,6 +11,7 @@ const settings: ChatSettings = {
   mcp_servers: [],
   persona: 'assistant',
   telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+  matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
 };
 
 /** Only what runChatTurn reads before it touches a store. */
@@ -51,7 +52,7 @@ describe('runChatTurn settings', () => {
 });
 
 describe('isOwner', () => {
-  it('is the owner peer, or on Telegram an allowed user; anyone else is not', () => {
+  it('is the owner peer, or on Telegram and Matrix an allowed user; anyone else is not', () => {
     expect(isOwner({ channel: 'api', peer: 'owner' }, settings)).toBe(true);
     expect(isOwner({ channel: 'api', peer: 'someone' }, settings)).toBe(false);
     const telegram = { ...settings, telegram: { allowed_users: [42] } } as ChatSettings;
@@ -59,5 +60,9 @@ describe('isOwner', () => {
     expect(isOwner({ channel: 'telegram', peer: '43' }, telegram)).toBe(false);
     expect(isOwner({ channel: 'telegram', peer: '42' }, settings)).toBe(false);
     expect(isOwner({ channel: 'cli', peer: '42' }, telegram)).toBe(false);
+    const matrix = { ...settings, matrix: { allowed_users: ['@me:example.org'] } } as ChatSettings;
+    expect(isOwner({ channel: 'matrix', peer: '@me:example.org' }, matrix)).toBe(true);
+    expect(isOwner({ channel: 'matrix', peer: '@you:example.org' }, matrix)).toBe(false);
+    expect(isOwner({ channel: 'telegram', peer: '@me:example.org' }, matrix)).toBe(false);
   });
 });

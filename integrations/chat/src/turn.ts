@@ -173,8 +173,9 @@ async function personaSetup(context: HandlerContext<JsonValue, ChatSettings>, na
  */
 export function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
   if (turn.peer === 'owner') return true;
-  if (turn.channel !== 'telegram') return false;
-  const telegram = (settings as unknown as { telegram?: { allowed_users?: unknown } }).telegram;
-  const allowed = Array.isArray(telegram?.allowed_users) ? telegram.allowed_users : [];
+  // The chat channels whose allowed users are the owner (docs/channels.md).
+  if (turn.channel !== 'telegram' && turn.channel !== 'matrix') return false;
+  const channel = (settings as unknown as Record<string, { allowed_users?: unknown } | undefined>)[turn.channel];
+  const allowed = Array.isArray(channel?.allowed_users) ? channel.allowed_users : [];
   return allowed.some((user) => String(user) === turn.peer);
 }

@@ -35,6 +35,7 @@ describeChannelConformance('Telegram', {
             api_root: fake.apiRoot,
             poll_timeout: 2_000,
           },
+          matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
         } satisfies ChatSettings;
         return runTelegram({
           instance: { name: 'chat', domain: 'chat', settings },

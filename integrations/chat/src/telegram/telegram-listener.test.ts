@@ -87,6 +87,7 @@ function startListener(
       api_root: options.apiRoot ?? fake.apiRoot,
       poll_timeout: 2_000,
     },
+    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
   } satisfies ChatSettings;
   const done = runTelegram({
     instance: { name: 'chat', domain: 'chat', settings },

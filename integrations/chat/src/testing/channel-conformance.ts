@@ -48,6 +48,11 @@ export interface ConformancePlatform {
    * {@link redeliver}.
    */
   press?(options: { from: string; message: ConformanceMessage; button: string }): string;
+  /**
+   * For an adapter that keeps its own acknowledged position next to the runner's state (Matrix's /sync token): forgets
+   * it, as a crash before it was stored would (the suite resets the runner's cursor itself).
+   */
+  forgetAcknowledgements?(dataDir: string): Promise<void>;
   /** How many calls the platform refused for wrong credentials. */
   refusedCredentials(): number;
   /** Takes the platform down (every call fails as a platform outage does) or brings it back. */
@@ -253,6 +258,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
       state.offset = 0;
       await writeFile(stateFile, JSON.stringify(state));
+      await platform.forgetAcknowledgements?.(path.join(root, 'data'));
       listen(chat);
       platform.redeliver(once);
       await ownerSays(chat, 'last', 3);
@@ -420,6 +426,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
         state.offset = 0;
         await writeFile(stateFile, JSON.stringify(state));
+        await platform.forgetAcknowledgements?.(path.join(root, 'data'));
         listen(chat, { approvals });
         platform.redeliver(owners);
         platform.deliver({ from: platform.owner, text: '/help' });

@@ -1,0 +1,78 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Secret } from '@assistant/sdk';
+import type { ChatSettings } from '../settings.generated.ts';
+import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { FakeMatrix } from '../testing/fake-matrix.ts';
+import { runMatrix } from './matrix-listener.ts';
+
+const owner = '@owner:fake.test';
+const stranger = '@stranger:fake.test';
+
+function secret(value: string): Secret {
+  return { name: 'matrix', isSet: value !== '', reveal: () => value } as unknown as Secret;
+}
+
+// Matrix has no buttons: approvals are decided by text (/approve ID), so the button check does not apply.
+describeChannelConformance('Matrix', {
+  buttons: false,
+  async start() {
+    const fake = await FakeMatrix.start();
+    return {
+      channel: 'matrix',
+      maxMessageChars: 4000,
+      secret: fake.token,
+      owner,
+      stranger,
+      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
+        const settings = {
+          mode: 'followup',
+          collect_window: 1000,
+          collect_max: 20,
+          max_steps: 20,
+          mcp_servers: [],
+          persona: 'assistant',
+          telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+          matrix: {
+            homeserver: fake.homeserver,
+            access_token: secret(wrongSecret ?? fake.token),
+            allowed_users: [owner],
+            poll_timeout: 2_000,
+          },
+        } satisfies ChatSettings;
+        return runMatrix({
+          instance: { name: 'chat', domain: 'chat', settings },
+          listener: 'matrix',
+          logger,
+          enqueue: async () => {
+            throw new Error('the Matrix listener enqueues through the chat service, not this');
+          },
+          signal,
+          configDir: dataDir,
+          dataDir,
+          chat,
+          ...(approvals ? { approvals } : {}),
+          ...(condition ? { condition } : {}),
+        });
+      },
+      deliver: ({ from, text }) => fake.send({ from, text }),
+      redeliver: (handle) => fake.redeliver(handle),
+      messagesTo: (peer) =>
+        fake
+          .messagesIn(fake.dmRoom(peer))
+          .map((message) => ({ id: message.event_id, texts: message.texts, buttons: [] })),
+      // The /sync token is the adapter's acknowledgement: without it the next sync hands out everything again.
+      forgetAcknowledgements: async (dataDir) => {
+        const file = path.join(dataDir, 'chat', 'matrix', 'chat.sync.json');
+        const data = JSON.parse(await readFile(file, 'utf8')) as { since?: string };
+        delete data.since;
+        await writeFile(file, JSON.stringify(data));
+      },
+      refusedCredentials: () => fake.unauthorized,
+      setDown: (down) => {
+        fake.down = down;
+      },
+      close: () => fake.close(),
+    };
+  },
+});
