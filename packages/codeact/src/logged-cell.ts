@@ -1,7 +1,7 @@
 import type { CallLog, CallLogEntry, LoggedOutcome } from './call-log.ts';
 import type { CallRecord, CellResult, Executor } from './executor.ts';
 import type { JSONValue } from './json-value.ts';
-import type { PrimitiveCall, Primitives } from './primitives.ts';
+import { namespaceOfPaths, type PrimitiveCall } from './primitives.ts';
 
 /** One call of a cell that is not in the log: the host decides whether it may run, then runs it. */
 export interface LiveCall {
@@ -187,7 +187,11 @@ async function runOnce(options: LoggedCellOptions): Promise<Round> {
   try {
     result = await options.executor.run({
       code: options.code,
-      primitives: namespaceOf(options.paths, handler),
+      primitives: namespaceOfPaths(
+        options.paths,
+        (path) => path,
+        () => handler,
+      ),
       signal: cell.signal,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
@@ -230,24 +234,4 @@ function clip(text: string): string {
 /** Calls are reported as they ran; a call answered from the log says so. */
 function withReplayMark(logged: Map<number, CallLogEntry>): (call: CallRecord) => CallRecord {
   return (call) => (logged.get(call.index)?.outcome === undefined ? call : { ...call, replayed: true });
-}
-
-/** The namespace the cell sees: every path a function that goes to `handler`. */
-function namespaceOf(
-  paths: readonly (readonly string[])[],
-  handler: (call: PrimitiveCall) => Promise<JSONValue>,
-): Primitives {
-  // Without prototypes: a tool at `objects.constructor` or `toString` must not find Object's methods in the way.
-  const root: Record<string, unknown> = Object.create(null);
-  for (const path of paths) {
-    let node = root;
-    for (const segment of path.slice(0, -1)) {
-      const child = (Object.hasOwn(node, segment) ? node[segment] : Object.create(null)) as Record<string, unknown>;
-      node[segment] = child;
-      node = child;
-    }
-    const leaf = path.at(-1);
-    if (leaf !== undefined) node[leaf] = handler;
-  }
-  return root as Primitives;
 }

@@ -62,3 +62,34 @@ export function flattenPrimitives(
   }
   return { ok: true, flat };
 }
+
+/**
+ * The nested namespace a cell sees as `tools`, one leaf per path, each the handler `leaf` gives it. Namespaces have no
+ * prototype, so a path such as `['x', 'constructor']` or a namespace named `valueOf` is the tool, never `Object`'s own.
+ */
+export function namespaceOfPaths<T>(
+  entries: readonly T[],
+  pathOf: (entry: T) => readonly string[],
+  leaf: (entry: T) => PrimitiveHandler,
+): Primitives {
+  interface Namespace {
+    [name: string]: Namespace | PrimitiveHandler;
+  }
+  const root: Namespace = Object.create(null);
+  for (const entry of entries) {
+    const path = pathOf(entry);
+    let namespace = root;
+    for (const segment of path.slice(0, -1)) {
+      const existing = Object.hasOwn(namespace, segment) ? namespace[segment] : undefined;
+      if (typeof existing === 'object') namespace = existing;
+      else {
+        const created: Namespace = Object.create(null);
+        namespace[segment] = created;
+        namespace = created;
+      }
+    }
+    const name = path.at(-1);
+    if (name !== undefined) namespace[name] = leaf(entry);
+  }
+  return root;
+}

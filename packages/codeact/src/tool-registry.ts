@@ -1,5 +1,5 @@
 import type { JSONValue } from './json-value.ts';
-import type { PrimitiveCall, Primitives } from './primitives.ts';
+import { namespaceOfPaths, type PrimitiveCall, type Primitives } from './primitives.ts';
 import { commentLines, jsDoc, schemaType } from './tool-declarations.ts';
 
 /** What calling a tool can do, as the tool gate reads it (the agent package's `ToolTier`). */
@@ -299,22 +299,9 @@ export type RegisteredToolHandler = (tool: RegisteredTool, call: PrimitiveCall) 
  * the tool and never `Object`'s own.
  */
 export function registryPrimitives(tools: readonly RegisteredTool[], handler: RegisteredToolHandler): Primitives {
-  interface Namespace {
-    [name: string]: Namespace | Primitives[string];
-  }
-  const root: Namespace = Object.create(null);
-  for (const tool of tools) {
-    let namespace = root;
-    for (const segment of tool.path.slice(0, -1)) {
-      const existing = namespace[segment];
-      if (typeof existing === 'object') namespace = existing;
-      else {
-        const created: Namespace = Object.create(null);
-        namespace[segment] = created;
-        namespace = created;
-      }
-    }
-    namespace[tool.path.at(-1) ?? tool.name] = (call: PrimitiveCall) => handler(tool, call);
-  }
-  return root;
+  return namespaceOfPaths(
+    tools,
+    (tool) => tool.path,
+    (tool) => (call: PrimitiveCall) => handler(tool, call),
+  );
 }
