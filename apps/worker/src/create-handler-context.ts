@@ -727,24 +727,26 @@ function scriptsContextOf(services: WorkerServices): ScriptsContext {
  */
 function codeActFor(services: WorkerServices, executor: () => Executor, task: Task, logger: Logger): CodeActContext {
   const root = path.join(services.config.paths.dataDir, 'codeact');
-  const scripts = scriptTools({
-    ...scriptsContextOf(services),
-    configDir: path.dirname(services.config.paths.configFile),
-    onLog: (script, level, message) => {
-      if (level === 'human') {
-        void services.humanLog.write({ source: `script/${script}`, message }).catch(() => {});
-      } else logger[level]({ script }, message);
-    },
-  });
   return {
-    tools: (tools, options = {}) =>
-      codeTools({
+    // Built when a loop asks for code mode, not with every builtin task's context: each script is a tool schema.
+    tools: (tools, options = {}) => {
+      const scripts = scriptTools({
+        ...scriptsContextOf(services),
+        configDir: path.dirname(services.config.paths.configFile),
+        onLog: (script, level, message) => {
+          if (level === 'human') {
+            void services.humanLog.write({ source: `script/${script}`, message }).catch(() => {});
+          } else logger[level]({ script }, message);
+        },
+      });
+      return codeTools({
         tools: [...tools, ...scripts.filter((script) => !tools.some((tool) => tool.name === script.name))],
         executor: executor(),
         callLog: ({ loop, callId, codeSha256 }) =>
           new FileCallLog(root, { task: task.id, loop, call_id: callId, code_sha256: codeSha256 }),
         ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
-      }),
+      });
+    },
     pruneFinished: () => pruneTaskFolders(root, services.queue),
   };
 }
