@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Secret } from '@assistant/config';
 import { verifyWebhook } from '@assistant/outbound';
-import { type HandlerContext, RetryableError, UnrecoverableError } from '@assistant/sdk';
+import { DelayedError, type HandlerContext, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from './outbound-webhook.ts';
 import type { ChatSettings } from './settings.generated.ts';
@@ -48,14 +48,22 @@ const payload = {
   event: { type: 'notification.failure', timestamp: '2026-11-29T01:00:00.000Z', data: { kind: 'failure', task: 't1' } },
 };
 
-function context(options: { payload?: unknown; privateNetwork?: boolean; endpointUrl?: string; secret?: string } = {}) {
+function context(
+  options: {
+    payload?: unknown;
+    privateNetwork?: boolean;
+    endpointUrl?: string;
+    secret?: string;
+    task?: { attempts: number; maxAttempts?: number; createdAt?: string };
+  } = {},
+) {
   const logged: string[] = [];
   // Only what the handler uses; the worker's tests cover the real context.
   return {
     logged,
     context: {
       payload: options.payload ?? payload,
-      task: { attempts: 0 },
+      task: options.task ?? { attempts: 0 },
       instance: {
         name: 'chat',
         settings: {
@@ -117,6 +125,22 @@ describe('chat.webhook', () => {
     expect(received.map((request) => request.headers['webhook-id'])).toEqual([payload.id, payload.id, payload.id]);
     const closed = await failure(deliverWebhook(context({ endpointUrl: 'http://127.0.0.1:1/none' }).context));
     expect(closed).toBeInstanceOf(RetryableError);
+  });
+
+  it('waits out an endpoint that is still down at the last attempt, spending no attempt, instead of failing for good', async () => {
+    statuses = [503];
+    const now = new Date().toISOString();
+    const last = await failure(
+      deliverWebhook(context({ task: { attempts: 5, maxAttempts: 5, createdAt: now } }).context),
+    );
+    expect(last).toBeInstanceOf(DelayedError);
+    expect(last.message).toMatch(/answered 503 .*waiting for the endpoint/);
+    // A day after the event the outage is no longer waited out: the delivery fails the normal way.
+    const old = new Date(Date.now() - 25 * 60 * 60_000).toISOString();
+    const late = await failure(
+      deliverWebhook(context({ task: { attempts: 5, maxAttempts: 5, createdAt: old } }).context),
+    );
+    expect(late).toBeInstanceOf(RetryableError);
   });
 
   it('fails for good on what a retry cannot fix: a private address not allowed, a redirect, a removed endpoint, a bad secret or payload', async () => {

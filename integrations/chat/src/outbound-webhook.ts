@@ -1,5 +1,5 @@
 import { OutboundError, type OutboundPolicy, publicWebOnly, safeFetch, webhookHeaders } from '@assistant/outbound';
-import { type HandlerContext, RetryableError, UnrecoverableError } from '@assistant/sdk';
+import { type HandlerContext, outageDelay, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import * as z from 'zod';
 import type { ChatSettings } from './settings.generated.ts';
 
@@ -73,11 +73,30 @@ export async function deliverWebhook(context: HandlerContext<unknown, ChatSettin
     if (error instanceof OutboundError && error.code === 'OUTBOUND_REFUSED') {
       throw new UnrecoverableError(`endpoint \`${name}\`: ${error.message}`);
     }
-    throw new RetryableError(`endpoint \`${name}\`: ${(error as Error).message}`);
+    throw unreachable(context, `endpoint \`${name}\`: ${(error as Error).message}`);
   }
   if (status < 200 || status > 299) {
-    throw new RetryableError(`endpoint \`${name}\` answered ${status} to ${event.type} ${id}`);
+    throw unreachable(context, `endpoint \`${name}\` answered ${status} to ${event.type} ${id}`);
   }
   context.log.info(`webhook ${event.type} ${id} delivered to ${name}`, { status, attempts: context.task.attempts });
   return { endpoint: name, id, type: event.type, status };
+}
+
+/**
+ * The endpoint did not take the delivery: retried with the queue's backoff while attempts remain; on the last one, an
+ * endpoint that is down waits as an outage (a minute at a time, no attempt spent, for up to a day after the event),
+ * so a receiver down for an afternoon still gets every event, in the end, instead of the delivery failing for good.
+ */
+function unreachable(
+  context: { task: { attempts: number; maxAttempts?: number; createdAt?: string } },
+  message: string,
+): Error {
+  const { task } = context;
+  if (task.maxAttempts === undefined || task.createdAt === undefined || task.attempts < task.maxAttempts) {
+    return new RetryableError(message);
+  }
+  return (
+    outageDelay({ createdAt: task.createdAt }, Date.now() + 60_000, `${message}; waiting for the endpoint`) ??
+    new RetryableError(message)
+  );
 }
