@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   approvalRendering,
@@ -130,7 +130,8 @@ export class ChatNotifier {
       if (!info || info.mtimeMs < this.#since) continue;
       const from = this.#offsets.get(file) ?? 0;
       if (info.size <= from) continue;
-      const text = (await readFile(file)).subarray(from);
+      // Only what is new, and at most 4 MiB of it a pass: the rest is read on the next.
+      const text = await readRange(file, from, Math.min(info.size - from, 4 * 1024 * 1024));
       const end = text.lastIndexOf(10);
       if (end < 0) continue;
       this.#offsets.set(file, from + end + 1);
@@ -238,5 +239,17 @@ export class ChatNotifier {
           });
         });
     }
+  }
+}
+
+/** `length` bytes of a file from `from` (fewer when it is shorter now). */
+async function readRange(file: string, from: number, length: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, from);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }
