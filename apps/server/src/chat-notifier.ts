@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   approvalRendering,
@@ -117,13 +117,14 @@ export class ChatNotifier {
 
   async #questions(): Promise<void> {
     const root = this.#options.controlRoot;
-    let tasks: string[];
-    try {
-      tasks = await readdir(root);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
+    // Only running tasks wait for an answer: their control files are looked at, not every task's there ever was
+    // (control/ keeps finished tasks' files until housekeeping prunes them).
+    const tasks = (await this.#options.queue.list({ state: 'active' })).flatMap((entry) =>
+      entry.name && entry.name.type !== 'chat.turn' ? [entry.name.id] : [],
+    );
+    const files = new Set(tasks.map((taskId) => path.join(root, taskId, 'events.jsonl')));
+    // What a task that finished was read up to is forgotten with it.
+    for (const file of this.#offsets.keys()) if (!files.has(file)) this.#offsets.delete(file);
     for (const taskId of tasks) {
       const file = path.join(root, taskId, 'events.jsonl');
       const info = await stat(file).catch(() => undefined);
