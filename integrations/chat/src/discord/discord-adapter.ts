@@ -1,7 +1,7 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { WebSocketManager, type WebSocketShard } from '@discordjs/ws';
 import type { ListenerContext } from '@assistant/sdk';
+import { WebSocketManager, type WebSocketShard } from '@discordjs/ws';
 import type {
   ChannelAdapter,
   ChannelButton,
@@ -85,6 +85,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #downSince: number | undefined;
   #botId: string | undefined;
   #wake: (() => void) | undefined;
+  /** The connection came up (again): the next receive returns at once, so that the runner reports it. */
+  #cameUp = false;
 
   private constructor(options: {
     api: DiscordApi;
@@ -133,7 +135,10 @@ export class DiscordAdapter implements ChannelAdapter {
     if (this.#catchUpNeeded) await this.#catchUp(options.signal);
     const deadline = Date.now() + idleReceiveMs;
     while (!options.signal.aborted) {
-      if (this.#queue.length > 0) return this.#queue.splice(0);
+      if (this.#queue.length > 0 || this.#cameUp) {
+        this.#cameUp = false;
+        return this.#queue.splice(0);
+      }
       this.#throwFailure();
       if (this.#downSince !== undefined && Date.now() - this.#downSince >= outageAfterMs) {
         throw new DiscordGatewayError(0, 'no connection to the gateway; reconnecting', true);
@@ -243,7 +248,7 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     try {
       const connecting = manager.connect().then(() => {
-        this.#shards = [...(manager.strategy as unknown as { shards: Map<number, WebSocketShard> }).shards.values()];
+        this.#shards = [...shardsOf(manager)];
       });
       await Promise.race([connecting, failed, abortion(signal)]);
     } catch (error) {
@@ -254,6 +259,7 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   #up(): void {
+    this.#cameUp = true;
     this.#connected = true;
     this.#downSince = undefined;
     this.#wake?.();
@@ -264,13 +270,10 @@ export class DiscordAdapter implements ChannelAdapter {
     if (!manager) return;
     this.#manager = undefined;
     this.#connected = false;
-    const shards = [
-      ...this.#shards,
-      ...(manager.strategy as unknown as { shards: Map<number, WebSocketShard> }).shards.values(),
-    ];
+    const shards = [...this.#shards, ...shardsOf(manager)];
     this.#shards = shards;
-    await manager.destroy({ reason: 'the listener stops' }).catch(() => {});
-    for (const shard of shards) await shard.destroy().catch(() => {});
+    await Promise.resolve(manager.destroy({ reason: 'the listener stops' })).catch(() => {});
+    for (const shard of shards) await Promise.resolve(shard.destroy()).catch(() => {});
   }
 
   /** Whether the gateway connection is up (for tests and the bench). */
@@ -366,7 +369,21 @@ export class DiscordAdapter implements ChannelAdapter {
   async send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent> {
     const channel = await this.#channel(options.thread, options.signal);
     const sent = await this.#api.createMessage(channel, { content: options.text }, options.signal);
+    await this.#track(channel, sent.id);
     return { id: sent.id };
+  }
+
+  /**
+   * A channel the bot writes in that it reads (an allowed user's DM, the guild channel) and has no position in yet
+   * (the bot spoke first: an approval pushed before the user ever wrote) is read from its message on, so that what
+   * is answered to it while the bot is away is caught up.
+   */
+  async #track(channel: string, message: string): Promise<void> {
+    if (this.#data.channels[channel] !== undefined) return;
+    const dm = Object.entries(this.#data.dms).some(([user, one]) => one === channel && this.#allowed.has(user));
+    if (!dm && channel !== this.#guildChannel) return;
+    this.#data.channels[channel] = message;
+    await this.#save();
   }
 
   /** An action row of buttons (approve green, reject red); `custom_id` is the button's data (at most 100 chars). */
@@ -389,6 +406,7 @@ export class DiscordAdapter implements ChannelAdapter {
       },
     ];
     const sent = await this.#api.createMessage(channel, { content: options.text, components }, options.signal);
+    await this.#track(channel, sent.id);
     return { id: sent.id };
   }
 
@@ -428,7 +446,10 @@ export class DiscordAdapter implements ChannelAdapter {
   classify(error: unknown): ChannelFailure {
     if (error instanceof DiscordGatewayError) {
       if (error.code === 4004) {
-        return { kind: 'bad_credentials', message: 'Discord refused the bot token (gateway 4004): check discord.token' };
+        return {
+          kind: 'bad_credentials',
+          message: 'Discord refused the bot token (gateway 4004): check discord.token',
+        };
       }
       return error.transient ? { kind: 'transient' } : { kind: 'refused' };
     }
@@ -443,7 +464,8 @@ export class DiscordAdapter implements ChannelAdapter {
       return { kind: 'refused' };
     }
     if (error instanceof RateLimitError) return { kind: 'transient', retryAfterMs: error.retryAfter };
-    if (error instanceof HTTPError) return error.status >= 500 || error.status === 429 ? { kind: 'transient' } : { kind: 'refused' };
+    if (error instanceof HTTPError)
+      return error.status >= 500 || error.status === 429 ? { kind: 'transient' } : { kind: 'refused' };
     return { kind: 'transient' };
   }
 
@@ -498,6 +520,11 @@ function sessionStore(): Pick<
       else sessions.delete(shard);
     },
   };
+}
+
+/** The shards of a manager (its strategy's; the library does not hand them out). */
+function shardsOf(manager: WebSocketManager): IterableIterator<WebSocketShard> {
+  return (manager as unknown as { strategy: { shards: Map<number, WebSocketShard> } }).strategy.shards.values();
 }
 
 function abortion(signal: AbortSignal): Promise<never> {

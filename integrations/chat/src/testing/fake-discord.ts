@@ -119,7 +119,10 @@ export class FakeDiscord {
         response.end(JSON.stringify({ message: String(error), code: 0 }));
       });
     });
-    server.on('upgrade', (request, socket, head) => fake?.#upgrade(request, socket, head));
+    server.on('upgrade', (request, socket, head) => {
+      if (fake) fake.#upgrade(request, socket, head);
+      else socket.destroy();
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();
     if (address === null || typeof address === 'string') {
@@ -205,7 +208,11 @@ export class FakeDiscord {
       version: 1,
       channel_id: options.message.channel_id,
       ...(guild ? { guild_id: this.guildId, member: { user, roles: [] } } : { user }),
-      message: { id: options.message.id, channel_id: options.message.channel_id, content: options.message.texts.at(-1) },
+      message: {
+        id: options.message.id,
+        channel_id: options.message.channel_id,
+        content: options.message.texts.at(-1),
+      },
       data: { custom_id: button.custom_id, component_type: 2 },
     };
     this.#interactions.set(id, { token, payload });
@@ -216,7 +223,10 @@ export class FakeDiscord {
   /** Dispatches a message or an interaction again (a new sequence number, the same payload). */
   redeliver(id: string): void {
     const interaction = this.#interactions.get(id);
-    if (interaction) return this.#dispatch('INTERACTION_CREATE', interaction.payload);
+    if (interaction) {
+      this.#dispatch('INTERACTION_CREATE', interaction.payload);
+      return;
+    }
     const message = this.#messages.find((one) => one.id === id);
     if (!message) throw new Error(`no message or interaction ${id}`);
     this.#dispatch('MESSAGE_CREATE', message);
@@ -269,7 +279,8 @@ export class FakeDiscord {
     // Interaction callbacks are authorized by the interaction's token in the path, not the bot token.
     if (parts[0] === 'interactions' && parts[3] === 'callback' && method === 'POST') {
       const interaction = this.#interactions.get(parts[1] ?? '');
-      if (!interaction || interaction.token !== parts[2]) return reply(404, { message: 'Unknown interaction', code: 10062 });
+      if (!interaction || interaction.token !== parts[2])
+        return reply(404, { message: 'Unknown interaction', code: 10062 });
       if (this.callbacks.some((one) => one.interaction === parts[1])) {
         return reply(400, { message: 'Interaction has already been acknowledged.', code: 40060 });
       }
@@ -325,7 +336,9 @@ export class FakeDiscord {
           return reply(400, {
             message: 'Invalid Form Body',
             code: 50035,
-            errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } },
+            errors: {
+              content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] },
+            },
           });
         }
         const buttons = buttonsOf(body.components);
@@ -358,7 +371,8 @@ export class FakeDiscord {
         const sent = this.sent.find((one) => one.id === parts[3] && one.channel_id === channel);
         if (!sent) return reply(404, { message: 'Unknown Message', code: 10008 });
         const content = typeof body.content === 'string' ? body.content : '';
-        if (Array.from(content).length > maxContentChars) return reply(400, { message: 'Invalid Form Body', code: 50035 });
+        if (Array.from(content).length > maxContentChars)
+          return reply(400, { message: 'Invalid Form Body', code: 50035 });
         sent.texts.push(content);
         const stored = this.#messages.find((one) => one.id === sent.id);
         if (stored) stored.content = content;
@@ -443,8 +457,11 @@ export class FakeDiscord {
           ws.close(4001, 'Unknown opcode.');
       }
     });
-    ws.on('close', () => {
-      if (session?.socket === ws) session.socket = undefined;
+    ws.on('close', (code) => {
+      if (session?.socket !== ws) return;
+      session.socket = undefined;
+      // A client's normal close ends its session, as on Discord: it cannot be resumed.
+      if (code === 1000 || code === 1001) this.#sessions.delete(session.id);
     });
   }
 
@@ -475,9 +492,18 @@ function buttonsOf(components: unknown): FakeDiscordSent['buttons'] {
   const buttons: FakeDiscordSent['buttons'] = [];
   for (const row of components as { type?: unknown; components?: unknown }[]) {
     if (row.type !== 1 || !Array.isArray(row.components)) continue;
-    for (const button of row.components as { type?: unknown; label?: unknown; custom_id?: unknown; style?: unknown }[]) {
+    for (const button of row.components as {
+      type?: unknown;
+      label?: unknown;
+      custom_id?: unknown;
+      style?: unknown;
+    }[]) {
       if (button.type !== 2) continue;
-      buttons.push({ label: String(button.label ?? ''), custom_id: String(button.custom_id ?? ''), style: Number(button.style) });
+      buttons.push({
+        label: String(button.label ?? ''),
+        custom_id: String(button.custom_id ?? ''),
+        style: Number(button.style),
+      });
     }
   }
   return buttons;
