@@ -207,8 +207,10 @@ export class DiscordAdapter implements ChannelAdapter {
     const failed = new Promise<never>((_, reject) => {
       manager.on('error', (error: Error) => {
         const failure = new DiscordGatewayError(
-          /authentication/i.test(error.message) ? 4004 : 4000,
-          error.message,
+          /authentication/i.test(error.message) ? 4004 : /disallowed intents/i.test(error.message) ? 4014 : 4000,
+          /disallowed intents/i.test(error.message)
+            ? `${error.message}: turn on the Message Content intent (Bot → Privileged Gateway Intents) in the developer portal`
+            : error.message,
           !/authentication|intents|version|shard/i.test(error.message),
         );
         if (this.#manager === manager) {

@@ -1,9 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Secret } from '@assistant/sdk';
-import type { ChatSettings } from '../settings.generated.ts';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
-import { FakeDiscord } from '../testing/fake-discord.ts';
+import { discordSettings, FakeDiscord } from '../testing/fake-discord.ts';
 import { runDiscord } from './discord-listener.ts';
 
 const owner = '300000000000000001';
@@ -11,21 +10,6 @@ const stranger = '300000000000000009';
 
 function secret(value: string): Secret {
   return { name: 'discord', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
-
-/** The chat settings of a test listener against `fake` (the Discord part as given). */
-export function discordSettings(discord: ChatSettings['discord']): ChatSettings {
-  return {
-    mode: 'followup',
-    collect_window: 1000,
-    collect_max: 20,
-    max_steps: 20,
-    mcp_servers: [],
-    persona: 'assistant',
-    telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-    discord,
-  };
 }
 
 describeChannelConformance('Discord', {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
+import type { ChatSettings } from '../settings.generated.ts';
 
 /** A message the bot sent, with every text it was edited to (`texts[0]` as sent, the last one current). */
 export interface FakeDiscordSent {
@@ -85,6 +86,8 @@ export class FakeDiscord {
   resumes = 0;
   /** The intents of the last IDENTIFY. */
   intents: number | undefined;
+  /** While true, the gateway refuses every IDENTIFY (close 4004) even with the right token: a token REST takes. */
+  refuseIdentify = false;
   /** How many REST calls and gateway logins were refused for a wrong token. */
   unauthorized = 0;
   /** While true, REST calls are 502 and the gateway refuses connections (and drops the open ones). */
@@ -413,7 +416,7 @@ export class FakeDiscord {
           send({ op: 11, d: null, s: null, t: null });
           return;
         case 2: {
-          if (data.token !== this.token) {
+          if (data.token !== this.token || this.refuseIdentify) {
             this.unauthorized += 1;
             ws.close(4004, 'Authentication failed.');
             return;
@@ -507,4 +510,19 @@ function buttonsOf(components: unknown): FakeDiscordSent['buttons'] {
     }
   }
   return buttons;
+}
+
+/** The chat settings of a listener under test: the given Discord part, the other channels off. */
+export function discordSettings(discord: ChatSettings['discord']): ChatSettings {
+  return {
+    mode: 'followup',
+    collect_window: 1000,
+    collect_max: 20,
+    max_steps: 20,
+    mcp_servers: [],
+    persona: 'assistant',
+    telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+    discord,
+  };
 }
