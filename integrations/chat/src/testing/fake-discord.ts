@@ -257,6 +257,10 @@ export class FakeDiscord {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   #id(): string {
     this.#nextId += 1n;
     return String(this.#nextId);
