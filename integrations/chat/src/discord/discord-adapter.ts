@@ -78,7 +78,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #catchUpNeeded = false;
   readonly #positions = new WeakMap<ChannelDelivery, { channel: string; message: string }>();
   #manager: WebSocketManager | undefined;
-  #shards: WebSocketShard[] = [];
+  /** Each manager's shards (its strategy forgets them on destroy, while one may still be reconnecting). */
+  readonly #shards = new WeakMap<WebSocketManager, WebSocketShard[]>();
   /** A gateway failure that will not heal by itself (4004), thrown by the next receive. */
   #failure: DiscordGatewayError | undefined;
   #connected = false;
@@ -87,6 +88,7 @@ export class DiscordAdapter implements ChannelAdapter {
   #wake: (() => void) | undefined;
   /** The connection came up (again): the next receive returns at once, so that the runner reports it. */
   #cameUp = false;
+  #stopping: Promise<void> = Promise.resolve();
 
   private constructor(options: {
     api: DiscordApi;
@@ -246,11 +248,11 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     manager.on('hello', () => {
       // A shard of a stopped manager reconnecting after its destroy (the library's reconnect was under way).
-      if (this.#manager !== manager) for (const shard of this.#shards) void shard.destroy();
+      if (this.#manager !== manager) for (const shard of this.#shards.get(manager) ?? []) void shard.destroy();
     });
     try {
       const connecting = manager.connect().then(() => {
-        this.#shards = [...shardsOf(manager)];
+        this.#shards.set(manager, [...shardsOf(manager)]);
       });
       await Promise.race([connecting, failed, abortion(signal)]);
     } catch (error) {
@@ -267,13 +269,19 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#wake?.();
   }
 
-  async #stop(): Promise<void> {
+  /** Closes the gateway connection; a second call while it closes waits for the same close. */
+  #stop(): Promise<void> {
     const manager = this.#manager;
-    if (!manager) return;
+    if (!manager) return this.#stopping;
     this.#manager = undefined;
+    this.#stopping = this.#destroy(manager);
+    return this.#stopping;
+  }
+
+  async #destroy(manager: WebSocketManager): Promise<void> {
     this.#connected = false;
-    const shards = [...this.#shards, ...shardsOf(manager)];
-    this.#shards = shards;
+    const shards = [...new Set([...(this.#shards.get(manager) ?? []), ...shardsOf(manager)])];
+    this.#shards.set(manager, shards);
     await Promise.resolve(manager.destroy({ reason: 'the listener stops' })).catch(() => {});
     for (const shard of shards) await Promise.resolve(shard.destroy()).catch(() => {});
   }
