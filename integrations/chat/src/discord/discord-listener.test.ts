@@ -205,6 +205,24 @@ describe('the Discord listener', () => {
     expect(logs).toContain('info read 1 Discord message(s) written while disconnected');
   });
 
+  it('reports a gateway that stays down as an outage, reconnects by itself, and reads by REST what came meanwhile', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'before the outage' });
+    await until(async () => (await storedTexts(chat)).includes('before the outage'), 'the first message stored');
+    await until(() => conditions.at(-1)?.state === 'ok', 'ok reported');
+    fake.down = true;
+    // Written during the outage: the session it was dispatched to is gone when the bot gets through again.
+    fake.send({ from: owner, text: 'during the outage' });
+    await until(() => conditions.at(-1)?.state === 'outage', 'the outage reported');
+    expect(conditions.at(-1)?.detail).toMatch(/no connection to the gateway/);
+    fake.down = false;
+    await until(async () => (await storedTexts(chat)).includes('during the outage'), 'the missed message stored');
+    await until(() => conditions.at(-1)?.state === 'ok', 'ok reported again');
+    expect(fake.identifies).toBe(2);
+    expect(await storedTexts(chat)).toEqual(['before the outage', 'during the outage']);
+  });
+
   it('takes a gateway close 4004 for refused credentials, without the token, and keeps trying', async () => {
     fake.refuseIdentify = true;
     const chat = chatService();
