@@ -84,6 +84,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #failure: DiscordGatewayError | undefined;
   #connected = false;
   #downSince: number | undefined;
+  /** The `#downSince` of the outage last thrown by receive. */
+  #outageSaid: number | undefined;
   #botId: string | undefined;
   #wake: (() => void) | undefined;
   /** The connection came up (again): the next receive returns at once, so that the runner reports it. */
@@ -142,15 +144,17 @@ export class DiscordAdapter implements ChannelAdapter {
         return this.#queue.splice(0);
       }
       this.#throwFailure();
-      if (this.#downSince !== undefined && Date.now() - this.#downSince >= outageAfterMs) {
+      if (this.#catchUpNeeded) await this.#catchUp(options.signal);
+      // Down: said (thrown) once it lasts `outageAfterMs`, and again at each receive's end while it lasts; in
+      // between the receive waits for the client's reconnection, so that it is taken at once.
+      const down = this.#downSince;
+      const until = down === undefined ? deadline : this.#outageSaid === down ? deadline : down + outageAfterMs;
+      if (Date.now() >= until) {
+        if (down === undefined) return [];
+        this.#outageSaid = down;
         throw new DiscordGatewayError(0, 'no connection to the gateway; reconnecting', true);
       }
-      if (this.#catchUpNeeded) await this.#catchUp(options.signal);
-      const waitMs = Math.min(
-        deadline - Date.now(),
-        this.#downSince === undefined ? Number.POSITIVE_INFINITY : this.#downSince + outageAfterMs - Date.now(),
-      );
-      if (waitMs <= 0 && this.#downSince === undefined) return [];
+      const waitMs = until - Date.now();
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
