@@ -88,6 +88,8 @@ export class FakeDiscord {
   intents: number | undefined;
   /** While true, the gateway refuses every IDENTIFY (close 4004) even with the right token: a token REST takes. */
   refuseIdentify = false;
+  /** How many times the bot listed a channel's messages (`GET /channels/{id}/messages`). */
+  listings = 0;
   /** How many REST calls and gateway logins were refused for a wrong token. */
   unauthorized = 0;
   /** While true, REST calls are 502 and the gateway refuses connections (and drops the open ones). */
@@ -100,6 +102,7 @@ export class FakeDiscord {
   readonly #interactions = new Map<string, { token: string; payload: unknown }>();
   readonly #dmChannels = new Map<string, string>();
   readonly #early: { t: string; d: unknown }[] = [];
+  #listingGate: Promise<void> | undefined;
   #heartbeatIntervalMs: number;
   #nextId = 2000000000000000000n;
 
@@ -235,6 +238,18 @@ export class FakeDiscord {
     this.#dispatch('MESSAGE_CREATE', message);
   }
 
+  /** Holds the answers to message listings until the returned function is called. */
+  holdListings(): () => void {
+    let release = () => {};
+    this.#listingGate = new Promise((resolve) => {
+      release = () => {
+        this.#listingGate = undefined;
+        resolve();
+      };
+    });
+    return release;
+  }
+
   /** Drops the gateway connections (as a network failure does: no close frame); the sessions stay resumable. */
   dropConnections(): void {
     for (const socket of this.#wss.clients) socket.terminate();
@@ -328,6 +343,8 @@ export class FakeDiscord {
         return reply(204);
       }
       if (parts[2] === 'messages' && parts[3] === undefined && method === 'GET') {
+        this.listings += 1;
+        if (this.#listingGate) await this.#listingGate;
         const after = BigInt(url.searchParams.get('after') ?? '0');
         const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 50));
         // Like Discord: the oldest `limit` after `after`, newest first.
