@@ -1,7 +1,7 @@
 // The Discord channel end to end through `assistant start` and the fake gateway and REST (tests/helpers/channel-e2e.ts).
 import { FakeDiscord } from '@assistant/integration-chat/testing';
 import { describe, it } from 'vitest';
-import { channelEndToEnd } from './helpers/channel-e2e.ts';
+import { channelEndToEnd, type EndToEndMessage } from './helpers/channel-e2e.ts';
 
 const owner = '300000000000000001';
 
@@ -22,7 +22,7 @@ describe('the Discord channel through assistant start', () => {
       owner,
       deliver: (text) => fake.send({ from: owner, text }),
       redeliver: (handle) => fake.redeliver(handle),
-      messagesTo: (peer) =>
+      messagesTo: (peer): EndToEndMessage[] =>
         fake.messagesIn(fake.dmChannel(peer)).map((message) => ({
           id: message.id,
           texts: message.texts,
