@@ -1,5 +1,5 @@
-// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix`, the Matrix) adapter and the
-// channel runner against the local fake Bot API (or fake homeserver), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|discord`, the Matrix or Discord)
+// adapter and the channel runner against the local fake Bot API (or fake homeserver, fake gateway and REST), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
@@ -13,8 +13,10 @@ import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
+import { runDiscord } from '../integrations/chat/src/discord/discord-listener.ts';
 import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
+import { FakeDiscord } from '../integrations/chat/src/testing/fake-discord.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
 
@@ -30,18 +32,22 @@ if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
 const channel = values.channel;
-if (channel !== 'telegram' && channel !== 'matrix')
-  throw new Error(`--channel expects telegram or matrix, got ${channel}`);
+if (channel !== 'telegram' && channel !== 'matrix' && channel !== 'discord')
+  throw new Error(`--channel expects telegram, matrix or discord, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
+const discordOwner = '300000000000000001';
 const root = await mkdtemp(path.join(os.tmpdir(), 'assistant-bench-channels-'));
 const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
 const fake = channel === 'telegram' ? await FakeTelegram.start() : undefined;
 const fakeMatrix = channel === 'matrix' ? await FakeMatrix.start() : undefined;
+const fakeDiscord = channel === 'discord' ? await FakeDiscord.start() : undefined;
 /** The texts each message the bot sent showed, in order (the last one current). */
-const sentTexts = () => (fake ? fake.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
+const sentTexts = () =>
+  (fake ? fake.sent : fakeDiscord ? fakeDiscord.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
 const deliver = (text: string) => {
   if (fake) fake.send({ from: owner, text });
+  else if (fakeDiscord) fakeDiscord.send({ from: discordOwner, text });
   else fakeMatrix?.send({ from: matrixOwner, text });
 };
 const chat = new ChatService({
@@ -55,10 +61,10 @@ const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unkno
 const token = {
   name: channel,
   isSet: true,
-  reveal: () => fake?.token ?? fakeMatrix?.token ?? '',
+  reveal: () => fake?.token ?? fakeMatrix?.token ?? fakeDiscord?.token ?? '',
 } as unknown as Secret;
 const controller = new AbortController();
-const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
+const listening = (channel === 'telegram' ? runTelegram : channel === 'discord' ? runDiscord : runMatrix)({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -75,6 +81,9 @@ const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
       matrix: fakeMatrix
         ? { homeserver: fakeMatrix.homeserver, access_token: token, allowed_users: [matrixOwner], poll_timeout: 30_000 }
         : { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+      discord: fakeDiscord
+        ? { token, allowed_users: [discordOwner], api_root: fakeDiscord.apiRoot }
+        : { allowed_users: [], api_root: 'https://discord.com/api' },
     },
   },
   listener: channel,
@@ -144,6 +153,7 @@ try {
   await listening;
   await fake?.close();
   await fakeMatrix?.close();
+  await fakeDiscord?.close();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -168,7 +178,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `${channel === 'telegram' ? 'Telegram' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${channel === 'telegram' ? 'Telegram' : channel === 'discord' ? 'Discord' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

@@ -59,4 +59,15 @@ export interface ChatSettings {
     /** How long one /sync long poll waits for events. Milliseconds. */
     poll_timeout: number;
   };
+  /** The Discord bot (docs/channels.md "Discord"); without `token` the listener idles. */
+  discord: {
+    /** The bot token from the developer portal (Bot → Reset Token): `!secret name` from secrets.yaml. */
+    token?: Secret;
+    /** The Discord user ids (snowflakes, as strings: "123456789012345678") the bot answers and whose button presses count; anyone else gets nothing (and a log line). */
+    allowed_users: string[];
+    /** The one guild (server) channel the bot reads and answers in, besides direct messages; other channels are not read. */
+    channel_id?: string;
+    /** The REST API root (the gateway URL comes from its GET /gateway/bot); a local fake in tests. */
+    api_root: string;
+  };
 }

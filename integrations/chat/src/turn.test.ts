@@ -12,6 +12,7 @@ const settings: ChatSettings = {
   persona: 'assistant',
   telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
   matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+  discord: { allowed_users: [], api_root: 'https://discord.com/api' },
 };
 
 /** Only what runChatTurn reads before it touches a store. */
@@ -64,5 +65,9 @@ describe('isOwner', () => {
     expect(isOwner({ channel: 'matrix', peer: '@me:example.org' }, matrix)).toBe(true);
     expect(isOwner({ channel: 'matrix', peer: '@you:example.org' }, matrix)).toBe(false);
     expect(isOwner({ channel: 'telegram', peer: '@me:example.org' }, matrix)).toBe(false);
+    const discord = { ...settings, discord: { allowed_users: ['300000000000000001'] } } as ChatSettings;
+    expect(isOwner({ channel: 'discord', peer: '300000000000000001' }, discord)).toBe(true);
+    expect(isOwner({ channel: 'discord', peer: '300000000000000002' }, discord)).toBe(false);
+    expect(isOwner({ channel: 'matrix', peer: '300000000000000001' }, discord)).toBe(false);
   });
 });

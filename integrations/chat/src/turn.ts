@@ -168,13 +168,13 @@ async function personaSetup(context: HandlerContext<JsonValue, ChatSettings>, na
 }
 
 /**
- * The owner on an authenticated channel: peer `owner` (REST with the API token, the local CLI), or on Telegram a
- * user id listed in the instance's `telegram.allowed_users`. Anyone else gets no approval rights.
+ * The owner on an authenticated channel: peer `owner` (REST with the API token, the local CLI), or on Telegram (Matrix,
+ * Discord) a user id listed in the instance's `telegram.allowed_users` (`matrix.…`, `discord.…`). Anyone else gets no approval rights.
  */
 export function isOwner(turn: { channel: string; peer: string }, settings: ChatSettings): boolean {
   if (turn.peer === 'owner') return true;
   // The chat channels whose allowed users are the owner (docs/channels.md).
-  if (turn.channel !== 'telegram' && turn.channel !== 'matrix') return false;
+  if (turn.channel !== 'telegram' && turn.channel !== 'matrix' && turn.channel !== 'discord') return false;
   const channel = (settings as unknown as Record<string, { allowed_users?: unknown } | undefined>)[turn.channel];
   const allowed = Array.isArray(channel?.allowed_users) ? channel.allowed_users : [];
   return allowed.some((user) => String(user) === turn.peer);

@@ -39,6 +39,7 @@ describeChannelConformance('Matrix', {
             allowed_users: [owner],
             poll_timeout: 2_000,
           },
+          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
         } satisfies ChatSettings;
         return runMatrix({
           instance: { name: 'chat', domain: 'chat', settings },

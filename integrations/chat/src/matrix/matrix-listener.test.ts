@@ -76,6 +76,7 @@ function startListener(chat: ChatService, options: { noToken?: boolean } = {}): 
       allowed_users: [owner],
       poll_timeout: 2_000,
     },
+    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
   } satisfies ChatSettings;
   const done = runMatrix({
     instance: { name: 'chat', domain: 'chat', settings },

@@ -36,6 +36,7 @@ describeChannelConformance('Telegram', {
             poll_timeout: 2_000,
           },
           matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
         } satisfies ChatSettings;
         return runTelegram({
           instance: { name: 'chat', domain: 'chat', settings },

@@ -88,6 +88,7 @@ function startListener(
       poll_timeout: 2_000,
     },
     matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
   } satisfies ChatSettings;
   const done = runTelegram({
     instance: { name: 'chat', domain: 'chat', settings },
