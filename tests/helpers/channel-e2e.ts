@@ -15,7 +15,7 @@ import { waitUntil } from './wait-until.ts';
 const greeter = path.join(repoRoot, 'tests/fixtures/integrations/custom/greeter');
 
 /** A message the bot sent, with every text it showed (`texts[0]` as sent, the last current) and its buttons. */
-interface EndToEndMessage {
+export interface EndToEndMessage {
   id: string;
   texts: string[];
   buttons: { label: string; data: string }[];
