@@ -175,6 +175,13 @@ export class FakeSlack {
     this.#send(delivery);
   }
 
+  /** The payload Slack delivers for a handle (an event callback's `event` is in `payload.event`). */
+  payloadOf(handle: string): Record<string, unknown> {
+    const delivery = this.#deliveries.get(handle);
+    if (!delivery) throw new Error(`no delivery ${handle}`);
+    return delivery.payload;
+  }
+
   /** Whether an envelope of the delivery was acknowledged (Socket Mode) or answered 2xx (Events API). */
   acknowledged(handle: string): boolean {
     return this.#deliveries.get(handle)?.acked ?? false;
