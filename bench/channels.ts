@@ -1,5 +1,5 @@
-// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix`, the Matrix) adapter and the
-// channel runner against the local fake Bot API (or fake homeserver), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|slack`, the Matrix or Slack
+// Socket Mode) adapter and the channel runner against the local fake Bot API (or fake homeserver, fake Slack), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
@@ -14,8 +14,10 @@ import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
 import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
+import { runSlack } from '../integrations/chat/src/slack/slack-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
+import { FakeSlack } from '../integrations/chat/src/testing/fake-slack.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
 
 const { values } = parseArgs({
@@ -30,18 +32,23 @@ if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
 const channel = values.channel;
-if (channel !== 'telegram' && channel !== 'matrix')
-  throw new Error(`--channel expects telegram or matrix, got ${channel}`);
+if (channel !== 'telegram' && channel !== 'matrix' && channel !== 'slack')
+  throw new Error(`--channel expects telegram, matrix or slack, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
 const root = await mkdtemp(path.join(os.tmpdir(), 'assistant-bench-channels-'));
 const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
 const fake = channel === 'telegram' ? await FakeTelegram.start() : undefined;
 const fakeMatrix = channel === 'matrix' ? await FakeMatrix.start() : undefined;
+// Slack: Socket Mode (the envelope over the fake's WebSocket, replies by the Web API).
+const fakeSlack = channel === 'slack' ? await FakeSlack.start() : undefined;
+const slackOwner = 'UOWNER1';
 /** The texts each message the bot sent showed, in order (the last one current). */
-const sentTexts = () => (fake ? fake.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
+const sentTexts = () =>
+  (fake ? fake.sent : fakeSlack ? fakeSlack.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
 const deliver = (text: string) => {
   if (fake) fake.send({ from: owner, text });
+  else if (fakeSlack) fakeSlack.deliver({ from: slackOwner, text });
   else fakeMatrix?.send({ from: matrixOwner, text });
 };
 const chat = new ChatService({
@@ -55,10 +62,11 @@ const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unkno
 const token = {
   name: channel,
   isSet: true,
-  reveal: () => fake?.token ?? fakeMatrix?.token ?? '',
+  reveal: () => fake?.token ?? fakeMatrix?.token ?? fakeSlack?.botToken ?? '',
 } as unknown as Secret;
+const appToken = { name: 'slack', isSet: true, reveal: () => fakeSlack?.appToken ?? '' } as unknown as Secret;
 const controller = new AbortController();
-const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
+const listening = (channel === 'telegram' ? runTelegram : channel === 'slack' ? runSlack : runMatrix)({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -75,6 +83,17 @@ const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
       matrix: fakeMatrix
         ? { homeserver: fakeMatrix.homeserver, access_token: token, allowed_users: [matrixOwner], poll_timeout: 30_000 }
         : { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+      ...(fakeSlack
+        ? {
+            slack: {
+              mode: 'socket' as const,
+              bot_token: token,
+              app_token: appToken,
+              allowed_users: [slackOwner],
+              api_url: fakeSlack.apiUrl,
+            },
+          }
+        : {}),
     },
   },
   listener: channel,
@@ -144,6 +163,7 @@ try {
   await listening;
   await fake?.close();
   await fakeMatrix?.close();
+  await fakeSlack?.close();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -168,7 +188,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `${channel === 'telegram' ? 'Telegram' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${channel === 'telegram' ? 'Telegram' : channel === 'slack' ? 'Slack (Socket Mode)' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

@@ -32,7 +32,7 @@ async function serverWith(dir: TempDir, slack: string) {
   return app;
 }
 
-function signed(body: string, options: { secret?: string; at?: number; retry?: number } = {}) {
+function signed(body: string, options: { secret?: string; at?: number; retry?: number | undefined } = {}) {
   const timestamp = String(options.at ?? Math.floor(Date.now() / 1000));
   const signature = `v0=${createHmac('sha256', options.secret ?? signingSecret)
     .update(`v0:${timestamp}:${body}`)
