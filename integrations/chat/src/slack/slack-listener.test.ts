@@ -234,6 +234,18 @@ describe('the Slack listener', () => {
     expect(await storedOf(chat, owner)).toEqual(['while you were away', 'now']);
   });
 
+  it('stops at once while a Socket Mode handshake hangs (no hello)', async () => {
+    fake.withholdHello = true;
+    const chat = chatService();
+    startListener(chat);
+    await until(() => fake.connections === 1, 'the connection opened');
+    const listener = running.splice(0)[0];
+    listener?.controller.abort();
+    // Without the abort reaching the handshake this never settles (the test times out).
+    await listener?.done;
+    expect(await storedOf(chat, owner)).toEqual([]);
+  });
+
   it('idles without the app token in socket mode, saying which setting is missing', async () => {
     const chat = chatService();
     startListener(chat, settings('socket', { noAppToken: true }));

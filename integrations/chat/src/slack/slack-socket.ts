@@ -27,7 +27,7 @@ export class SlackSocketInbound implements SlackInbound {
 
   async next(signal: AbortSignal): Promise<SlackReceived[]> {
     if (!this.#client) {
-      await this.#connect();
+      await this.#connect(signal);
       // Connected again: the runner hears that the platform answers (its condition goes back to ok).
       if (this.#queue.length === 0) return [];
     }
@@ -45,7 +45,7 @@ export class SlackSocketInbound implements SlackInbound {
     return this.#queue.splice(0);
   }
 
-  async #connect(): Promise<void> {
+  async #connect(signal: AbortSignal): Promise<void> {
     const client = new SocketModeClient({
       appToken: this.#appToken,
       autoReconnectEnabled: false,
@@ -81,12 +81,25 @@ export class SlackSocketInbound implements SlackInbound {
       this.#wake?.();
     });
     this.#client = client;
+    // A connection that opens but never says `hello` must not hold up a shutdown.
+    let onAbort = () => {};
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = () => resolve();
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
     try {
-      await client.start();
+      const started = client.start();
+      // Settled after an abort too (the disconnect below rejects it): nobody else waits on it.
+      started.catch(() => {});
+      await Promise.race([started, aborted]);
+      if (signal.aborted) throw new Error('stopped while connecting to Slack');
     } catch (error) {
       this.#client = undefined;
       await client.disconnect().catch(() => {});
       throw error;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
     }
   }
 

@@ -63,6 +63,8 @@ export class FakeSlack {
   /** The answers of the Events API requests, in order (status and body). */
   readonly eventsAnswers: { status: number; body: string }[] = [];
   unauthorized = 0;
+  /** While true, a new Socket Mode connection opens but is never said `hello` (a stuck handshake). */
+  withholdHello = false;
   /** Socket Mode connections opened. */
   connections = 0;
 
@@ -303,6 +305,7 @@ export class FakeSlack {
           // Not JSON: Slack ignores it too.
         }
       });
+      if (this.withholdHello) return;
       ws.send(JSON.stringify({ type: 'hello', num_connections: this.#sockets.size }));
       // Slack retries what was not acknowledged on the connection it has.
       for (const delivery of this.#deliveries.values()) {
