@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Secret } from '@assistant/sdk';
 import Fastify from 'fastify';
@@ -7,7 +6,6 @@ import { type ConformancePlatform, describeChannelConformance } from '../testing
 import { FakeSlack } from '../testing/fake-slack.ts';
 import { receiveSlackEvents } from './slack-events-webhook.ts';
 import { runSlack } from './slack-listener.ts';
-import { spoolFolder } from './slack-spool.ts';
 
 const owner = 'UOWNER1';
 const stranger = 'USTRANGER';
@@ -109,14 +107,8 @@ async function platform(mode: 'socket' | 'events'): Promise<ConformancePlatform>
       if (!sent) throw new Error(`no message ${message.id}`);
       return fake.press({ from, message: sent, button });
     },
-    // Events mode: a spooled event not yet handled is what a crash leaves; handled ones are gone from the spool.
-    ...(mode === 'events'
-      ? {
-          forgetAcknowledgements: async (dataDir: string) => {
-            await rm(spoolFolder(dataDir, 'chat'), { recursive: true, force: true });
-          },
-        }
-      : {}),
+    // No `forgetAcknowledgements`: Socket Mode's acknowledgements are Slack's (an unacknowledged envelope comes again
+    // on the next connection), and in events mode a spool file left is exactly an event not yet stored.
     refusedCredentials: () => fake.unauthorized,
     setDown: (down) => fake.setDown(down),
     close: async () => {
