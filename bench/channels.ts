@@ -1,5 +1,5 @@
-// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|discord`, the Matrix or Discord)
-// adapter and the channel runner against the local fake Bot API (or fake homeserver, fake gateway and REST), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|discord|slack`, the Matrix,
+// Discord or Slack Socket Mode) adapter and the channel runner against the local fake Bot API (or fake homeserver, fake gateway and REST, fake Slack), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
@@ -15,9 +15,11 @@ import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
 import { runDiscord } from '../integrations/chat/src/discord/discord-listener.ts';
 import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
+import { runSlack } from '../integrations/chat/src/slack/slack-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
 import { FakeDiscord } from '../integrations/chat/src/testing/fake-discord.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
+import { FakeSlack } from '../integrations/chat/src/testing/fake-slack.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
 
 const { values } = parseArgs({
@@ -32,8 +34,8 @@ if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
 const channel = values.channel;
-if (channel !== 'telegram' && channel !== 'matrix' && channel !== 'discord')
-  throw new Error(`--channel expects telegram, matrix or discord, got ${channel}`);
+if (!['telegram', 'matrix', 'discord', 'slack'].includes(channel))
+  throw new Error(`--channel expects telegram, matrix, discord or slack, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
 const discordOwner = '300000000000000001';
@@ -42,12 +44,18 @@ const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queu
 const fake = channel === 'telegram' ? await FakeTelegram.start() : undefined;
 const fakeMatrix = channel === 'matrix' ? await FakeMatrix.start() : undefined;
 const fakeDiscord = channel === 'discord' ? await FakeDiscord.start() : undefined;
+// Slack: Socket Mode (the envelope over the fake's WebSocket, replies by the Web API).
+const fakeSlack = channel === 'slack' ? await FakeSlack.start() : undefined;
+const slackOwner = 'UOWNER1';
 /** The texts each message the bot sent showed, in order (the last one current). */
 const sentTexts = () =>
-  (fake ? fake.sent : fakeDiscord ? fakeDiscord.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
+  (fake ? fake.sent : fakeDiscord ? fakeDiscord.sent : fakeSlack ? fakeSlack.sent : (fakeMatrix?.sent ?? [])).map(
+    (message) => message.texts,
+  );
 const deliver = (text: string) => {
   if (fake) fake.send({ from: owner, text });
   else if (fakeDiscord) fakeDiscord.send({ from: discordOwner, text });
+  else if (fakeSlack) fakeSlack.deliver({ from: slackOwner, text });
   else fakeMatrix?.send({ from: matrixOwner, text });
 };
 const chat = new ChatService({
@@ -61,10 +69,13 @@ const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unkno
 const token = {
   name: channel,
   isSet: true,
-  reveal: () => fake?.token ?? fakeMatrix?.token ?? fakeDiscord?.token ?? '',
+  reveal: () => fake?.token ?? fakeMatrix?.token ?? fakeDiscord?.token ?? fakeSlack?.botToken ?? '',
 } as unknown as Secret;
+const appToken = { name: 'slack', isSet: true, reveal: () => fakeSlack?.appToken ?? '' } as unknown as Secret;
 const controller = new AbortController();
-const listening = (channel === 'telegram' ? runTelegram : channel === 'discord' ? runDiscord : runMatrix)({
+const listening = (
+  channel === 'telegram' ? runTelegram : channel === 'discord' ? runDiscord : channel === 'slack' ? runSlack : runMatrix
+)({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -84,6 +95,17 @@ const listening = (channel === 'telegram' ? runTelegram : channel === 'discord' 
       discord: fakeDiscord
         ? { token, allowed_users: [discordOwner], api_root: fakeDiscord.apiRoot }
         : { allowed_users: [], api_root: 'https://discord.com/api' },
+      ...(fakeSlack
+        ? {
+            slack: {
+              mode: 'socket' as const,
+              bot_token: token,
+              app_token: appToken,
+              allowed_users: [slackOwner],
+              api_url: fakeSlack.apiUrl,
+            },
+          }
+        : {}),
     },
   },
   listener: channel,
@@ -154,6 +176,7 @@ try {
   await fake?.close();
   await fakeMatrix?.close();
   await fakeDiscord?.close();
+  await fakeSlack?.close();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -178,7 +201,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `${channel === 'telegram' ? 'Telegram' : channel === 'discord' ? 'Discord' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${{ telegram: 'Telegram', discord: 'Discord', slack: 'Slack (Socket Mode)', matrix: 'Matrix' }[channel]} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

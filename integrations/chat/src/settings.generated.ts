@@ -70,4 +70,21 @@ export interface ChatSettings {
     /** The REST API root (the gateway URL comes from its GET /gateway/bot); a local fake in tests. */
     api_root: string;
   };
+  /** The Slack app (docs/channels.md "Slack"); without `bot_token` (and `app_token` in socket mode) the listener idles. */
+  slack?: {
+    /** How Slack reaches the app: `socket` (Socket Mode, no public URL; needs `app_token`) or `events` (the Events API POSTing to /api/integrations/<name>/hooks/slack_events; needs `signing_secret`). */
+    mode: 'socket' | 'events';
+    /** The bot token (`xoxb-…`) from the app's OAuth & Permissions page: `!secret name` from secrets.yaml. */
+    bot_token?: Secret;
+    /** Socket mode: the app-level token (`xapp-…`, scope `connections:write`): `!secret name`. */
+    app_token?: Secret;
+    /** Events mode: the app's signing secret (Basic Information), which signs the Events API requests: `!secret name`. Without it that webhook is off. */
+    signing_secret?: Secret;
+    /** The Slack user ids (U…) the bot answers and whose button presses count; anyone else gets nothing (and a log line). */
+    allowed_users: string[];
+    /** One channel (C…) where the bot also answers the allowed users (messages and mentions), besides direct messages. */
+    channel_id?: string;
+    /** The Web API root; a local fake in tests. */
+    api_url: string;
+  };
 }

@@ -57,7 +57,14 @@ describe('listener and webhook handler checks', () => {
     // default instance is enabled).
     expect(
       registry.inboundHandlers({ enabledOnly: true }).map((info) => `${info.domain} ${info.kind} ${info.name}`),
-    ).toEqual(['chat listener telegram', 'chat listener matrix', 'chat listener discord', 'chat webhook signed']);
+    ).toEqual([
+      'chat listener telegram',
+      'chat listener matrix',
+      'chat listener discord',
+      'chat listener slack',
+      'chat webhook signed',
+      'chat webhook slack_events',
+    ]);
     await registry.checkHandlerModules({ taskTypes: false, inbound: 'enabled' });
     // `config check` looks at every manifest, so it still reports them.
     expect(await manifestProblems(registry.loadHandlers({ inbound: 'all' }))).toHaveLength(2);

@@ -62,7 +62,9 @@ webhooks:
       expect.objectContaining({
         line: 6,
         path: ['webhooks', 'open', 'auth'],
-        message: expect.stringContaining('`auth: hmac-sha256`, `auth: standard-webhooks` or `auth: token`'),
+        message: expect.stringContaining(
+          '`auth: hmac-sha256`, `auth: standard-webhooks`, `auth: slack` or `auth: token`',
+        ),
       }),
     ]);
   });

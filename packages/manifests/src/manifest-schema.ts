@@ -142,7 +142,7 @@ const listenerSchema = z.strictObject({
 });
 
 /** How a webhook request is authenticated before its handler runs; there is no unauthenticated webhook. */
-export const webhookAuthKinds = ['hmac-sha256', 'standard-webhooks', 'token'] as const;
+export const webhookAuthKinds = ['hmac-sha256', 'standard-webhooks', 'slack', 'token'] as const;
 export type WebhookAuthKind = (typeof webhookAuthKinds)[number];
 
 const headerName = z
@@ -179,11 +179,14 @@ const webhookSchema = z
      * instance's `secret_setting`, in constant time. `standard-webhooks`: the server checks the Standard Webhooks
      * headers (`webhook-id`, `webhook-timestamp` within 5 minutes, `webhook-signature` over `id.timestamp.body`) with
      * the `whsec_` secret of `secret_setting`; an instance without that secret has no such webhook (404/401).
+     * `slack`: the server checks Slack's request signing (`x-slack-signature`: `v0=` and the HMAC-SHA256 of
+     * `v0:<x-slack-request-timestamp>:<body>` keyed with `secret_setting`, the timestamp within 5 minutes); an
+     * instance without that secret has no such webhook, as for `standard-webhooks`.
      * `token`: the request carries the API token, as every other route.
      */
     auth: z.enum(webhookAuthKinds, {
       error:
-        'every webhook says how its requests are authenticated: `auth: hmac-sha256`, `auth: standard-webhooks` or `auth: token`',
+        'every webhook says how its requests are authenticated: `auth: hmac-sha256`, `auth: standard-webhooks`, `auth: slack` or `auth: token`',
     }),
     /**
      * For `hmac-sha256` and `standard-webhooks`: the instance setting (of type `secret`) that holds the shared secret;
@@ -196,19 +199,19 @@ const webhookSchema = z
     signature_prefix: z.string().max(32).optional(),
   })
   .superRefine((hook, context) => {
-    if (hook.auth === 'standard-webhooks') {
+    if (hook.auth === 'standard-webhooks' || hook.auth === 'slack') {
       if (hook.secret_setting === undefined)
         context.addIssue({
           code: 'custom',
           path: ['secret_setting'],
-          message: '`auth: standard-webhooks` needs `secret_setting`',
+          message: `\`auth: ${hook.auth}\` needs \`secret_setting\``,
         });
       const bodyless = hook.methods.filter((method) => bodylessMethods.has(method));
       if (bodyless.length > 0)
         context.addIssue({
           code: 'custom',
           path: ['methods'],
-          message: `\`auth: standard-webhooks\` signs the body, which ${bodyless.join(' and ')} requests do not have; use only POST, PUT or PATCH`,
+          message: `\`auth: ${hook.auth}\` signs the body, which ${bodyless.join(' and ')} requests do not have; use only POST, PUT or PATCH`,
         });
       for (const key of ['signature_header', 'signature_prefix'] as const) {
         if (hook[key] !== undefined)

@@ -88,7 +88,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
     tag: 'integrations',
     summary: 'A webhook an integration declares (any method its manifest lists)',
     description:
-      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, `auth: standard-webhooks` by the webhook-id, webhook-timestamp and webhook-signature headers, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
+      'Called by a remote service, without the API token: the manifest says how a request is authenticated (`auth: hmac-sha256` over the raw body, `auth: standard-webhooks` by the webhook-id, webhook-timestamp and webhook-signature headers, `auth: slack` by x-slack-signature and x-slack-request-timestamp, or `auth: token`). The body is passed to the handler as raw bytes; the handler chooses the answer.',
     params: z.strictObject({ instance: z.string(), name: z.string() }),
     public: true,
     responses: {
@@ -176,6 +176,20 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
             request.log.warn(
               `webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused: ${error.message}${error.code === 'WEBHOOK_SECRET_INVALID' ? ` (setting \`${webhook.secret_setting}\`)` : ''}`,
             );
+            return sendError(reply, 401, notAuthenticated);
+          }
+          if (!webhook.methods.includes(request.method as (typeof methods)[number])) {
+            return sendError(reply, 405, methodNotAllowed(webhook.methods, request.method));
+          }
+        }
+        if (webhook.auth === 'slack') {
+          const refusal = slackRefusal({
+            secret: revealed(settingAt(instance.settings, webhook.secret_setting ?? '')) ?? '',
+            request,
+            body,
+          });
+          if (refusal !== undefined) {
+            request.log.warn(`webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused: ${refusal}`);
             return sendError(reply, 401, notAuthenticated);
           }
           if (!webhook.methods.includes(request.method as (typeof methods)[number])) {
@@ -292,9 +306,9 @@ function lookUp(options: WebhookRoutesOptions, request: FastifyRequest): LookUp 
       ? { status: 404, error: { code: 'NOT_FOUND', message: `no webhook at ${where}` }, why }
       : { status: 401, error: notAuthenticated, why };
   }
-  // A Standard Webhooks hook whose secret is not set does not exist for this instance (the owner has not enabled it).
+  // A Standard Webhooks (or Slack) hook whose secret is not set does not exist for this instance (the owner has not enabled it).
   if (
-    found.webhook.auth === 'standard-webhooks' &&
+    (found.webhook.auth === 'standard-webhooks' || found.webhook.auth === 'slack') &&
     revealed(settingAt(found.instance.settings, found.webhook.secret_setting ?? '')) === undefined
   ) {
     const why = `${where} is off: instance \`${found.instance.name}\` has no \`${found.webhook.secret_setting}\` set in config.yaml`;
@@ -385,6 +399,35 @@ function signatureRefusal(options: {
   // Hashing both sides gives equal lengths, so the comparison is constant-time and leaks no length either.
   const match = timingSafeEqual(digest(sent.trim().toLowerCase()), digest(expected.toLowerCase()));
   return match ? undefined : `the ${options.header} signature does not match the body`;
+}
+
+/** How far a Slack request's timestamp may be from now (Slack's own advice: 5 minutes). */
+const slackToleranceSeconds = 300;
+
+/**
+ * Why a request does not carry Slack's signature (`x-slack-signature: v0=<hex>`, the HMAC-SHA256 of
+ * `v0:<x-slack-request-timestamp>:<raw body>` keyed with the signing secret, the timestamp within 5 minutes of now),
+ * or undefined when it does. Compared in constant time.
+ */
+function slackRefusal(options: {
+  secret: string;
+  request: Pick<FastifyRequest, 'headers'>;
+  body: Buffer;
+  nowSeconds?: number;
+}): string | undefined {
+  const timestamp = options.request.headers['x-slack-request-timestamp'];
+  const sent = options.request.headers['x-slack-signature'];
+  if (typeof timestamp !== 'string' || !/^\d{1,12}$/.test(timestamp)) {
+    return 'the request has no x-slack-request-timestamp header (seconds)';
+  }
+  if (typeof sent !== 'string') return 'the request has no x-slack-signature header';
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - Number(timestamp)) > slackToleranceSeconds) {
+    return `the x-slack-request-timestamp is ${now - Number(timestamp)} s off (at most ${slackToleranceSeconds}): a replay, or a clock that is wrong`;
+  }
+  const expected = `v0=${createHmac('sha256', options.secret).update(`v0:${timestamp}:`).update(options.body).digest('hex')}`;
+  const match = timingSafeEqual(digest(sent.trim().toLowerCase()), digest(expected));
+  return match ? undefined : 'the x-slack-signature does not match the timestamp and body';
 }
 
 /** The value of a setting, or of a field of an object setting (`webhooks.secret`). */
