@@ -399,7 +399,12 @@ describe('the Telegram listener', () => {
       notification: { kind: 'workflow', run: 'run-20261128-abcd' },
     };
     await chat.events.append(id, posted);
-    await until(() => textsTo(owner).includes(posted.message.text), 'the posted message sent');
+    // Its markdown is formatted: the code span is code, the text shows without the backticks.
+    const shown = 'Workflow article (pipeline), run run-20261128-abcd: done.';
+    await until(() => textsTo(owner).includes(shown), 'the posted message sent');
+    expect(fake.messagesTo(owner).find((one) => one.text === shown)?.markup).toEqual([
+      'Workflow <code>article</code> (pipeline), run run-20261128-abcd: done.',
+    ]);
     await chat.events.append(id, { type: 'token', step: 0, text: ' it' });
     await until(() => textsTo(owner).includes('Starting it'), 'the reply streaming on');
     await answer(chat, id, 'Starting it now.');
@@ -410,7 +415,7 @@ describe('the Telegram listener', () => {
     await until(() => textsTo(owner).some((text) => text.includes('/new')), 'the help after the repeat');
     expect(fake.messagesTo(owner).map((message) => message.texts)).toEqual([
       ['Starting', 'Starting it', 'Starting it now.'],
-      [posted.message.text],
+      [shown],
       [expect.stringContaining('/new')],
     ]);
   });
