@@ -414,7 +414,7 @@ export function checkFormatted(content: Record<string, unknown>): string | undef
     const name = rawName.toLowerCase();
     const allowed = matrixTags[name];
     if (!allowed) return `tag <${name}> is not allowed`;
-    if (!allowed.test((rawAttributes ?? '').trim())) return `attributes of <${name}> are not allowed`;
+    if (!closing && !allowed.test((rawAttributes ?? '').trim())) return `attributes of <${name}> are not allowed`;
     if (name === 'br') continue;
     if (closing) {
       const top = open.pop();
