@@ -113,7 +113,7 @@ export function markdownToHtml(markdown: string, flavour: MarkupFlavour): string
     const title = heading.exec(line);
     if (title) {
       flush();
-      out.push({ html: `<b>${inlineHtml(parseInline(title[2] ?? ''), flavour)}</b>`, block: false });
+      out.push({ html: `<b>${inlineHtml(parseInline(title[2] ?? ''), flavour, ['b'])}</b>`, block: false });
       continue;
     }
     const item = listItem.exec(line);
@@ -459,11 +459,15 @@ function inPre(unit: Unit): boolean {
   return unit.stack.some((tag) => tag.name === 'pre');
 }
 
+/** Whether a unit is the first of a list item. */
+function startsItem(unit: Unit, previous: Unit | undefined): boolean {
+  const item = unit.stack.findLast((tag) => tag.name === 'li');
+  return item !== undefined && previous?.stack.findLast((tag) => tag.name === 'li') !== item;
+}
+
 /** What a unit adds to the text a user sees: a list item's first character brings its bullet. */
 function weight(unit: Unit, previous: Unit | undefined, measure: (text: string) => number): number {
-  const item = unit.stack.findLast((tag) => tag.name === 'li');
-  const bullet = item !== undefined && previous?.stack.findLast((tag) => tag.name === 'li') !== item ? 4 : 0;
-  return measure(unit.text) + bullet;
+  return measure(unit.text) + (startsItem(unit, previous) ? 4 : 0);
 }
 
 /**
@@ -486,6 +490,8 @@ export function splitHtml(
     let lastBreak = -1;
     while (end < units.length) {
       const unit = units[end] as Unit;
+      // Before a list item is a line break too.
+      if (end > start && startsItem(unit, units[end - 1])) lastBreak = end;
       const cost = weight(unit, end === start ? undefined : units[end - 1], measure);
       if (used + cost > options.maxChars) break;
       used += cost;
@@ -520,7 +526,8 @@ export function htmlToText(html: string): string {
     const blocks = (stack: readonly Tag[]) => stack.filter((tag) => blockTags.has(tag.name));
     const before = previous ? blocks(previous.stack) : [];
     const now = blocks(unit.stack);
-    if (before.length !== now.length || before.some((tag, index) => tag !== now[index])) ensureBreak();
+    const changed = before.length !== now.length || before.some((tag, index) => tag !== now[index]);
+    if (changed && unit.text !== '\n') ensureBreak();
     const item = unit.stack.findLast((tag) => tag.name === 'li');
     if (item !== undefined && item !== previousItem) {
       ensureBreak();
