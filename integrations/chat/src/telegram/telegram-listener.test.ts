@@ -648,6 +648,94 @@ describe('the Telegram listener', () => {
     for (const text of textsTo(owner)) expect(Array.from(text).length).toBeLessThanOrEqual(4_096);
   });
 
+  it('sends a reply as Telegram HTML the Bot API parses: markup, escaped HTML, a long code block in valid pieces', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'show me' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    const code = Array.from({ length: 250 }, (_, line) => `row(${line}) < limit && "quoted" & more`).join('\n');
+    const reply = `**Done**: see [the report](https://example.org/r?a=1&b=2) <script>x</script>\n\n\`\`\`ts\n${code}\n\`\`\`\n\n- one\n- *two*`;
+    await answer(chat, conversation.id, reply);
+    await until(() => textsTo(owner).some((text) => text.endsWith('• two')), 'the last piece');
+    const sent = fake.messagesTo(owner);
+    expect(sent.length).toBeGreaterThanOrEqual(3);
+    // Every piece went with parse_mode HTML and was parsed (the fake refuses what Telegram would), within 4096.
+    for (const message of sent) {
+      expect(message.markup[0]).toBeTypeOf('string');
+      expect(message.text.length).toBeLessThanOrEqual(4096);
+    }
+    expect(sent[0]?.markup[0]).toMatch(
+      /^<b>Done<\/b>: see <a href="https:\/\/example.org\/r\?a=1&amp;b=2">the report<\/a> &lt;script&gt;x&lt;\/script&gt;\n\n<pre><code class="language-ts">row\(0\) &lt; limit &amp;&amp; "quoted" &amp; more\n/,
+    );
+    expect(sent[1]?.markup[0]).toMatch(/^<pre><code class="language-ts">row\(\d+\)/);
+    expect(sent.at(-1)?.markup[0]).toMatch(/<\/code><\/pre>\n\n• one\n• <i>two<\/i>$/);
+    expect(sent.map((message) => message.text).join('')).toBe(
+      `Done: see the report <script>x</script>\n\n${code}\n\n• one\n• two`,
+    );
+    expect(fake.calls.filter((call) => call.method === 'sendMessage')).toHaveLength(sent.length);
+  });
+
+  it('sends the text plain when Telegram cannot parse its markup, a message and an edit, rather than lose it', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'go' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
+    // As Telegram answers markup it will not take (the fake itself parses ours).
+    const refusal = { status: 400, description: "Bad Request: can't parse entities: Unsupported start tag at byte offset 0" };
+    fake.fail('sendMessage', refusal);
+    fake.fail('editMessageText', refusal);
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'A **bold** start' });
+    await until(() => textsTo(owner).includes('A bold start'), 'the first token, plain');
+    await answer(chat, id, 'A **bold** start & `an end`.');
+    await until(() => textsTo(owner).includes('A bold start & an end.'), 'the final text, plain');
+    const [message] = fake.messagesTo(owner);
+    expect(message?.texts).toEqual(['A bold start', 'A bold start & an end.']);
+    // Sent plain after the refusal, without parse_mode: what it shows is the text, nothing lost.
+    expect(message?.markup).toEqual([undefined, undefined]);
+    const sends = fake.callsOf('sendMessage').map((call) => [call.params.parse_mode, call.params.text]);
+    expect(sends).toEqual([
+      ['HTML', 'A <b>bold</b> start'],
+      [undefined, 'A bold start'],
+    ]);
+    // The next message goes as HTML again.
+    fake.send({ from: owner, text: '/help' });
+    await until(() => textsTo(owner).some((text) => text.includes('/new')), 'the help');
+    expect(fake.messagesTo(owner).at(-1)?.markup[0]).toContain('/new');
+  });
+
+  it('pushes an approval with what it will do exactly, in a code block, its title escaped, never formatted', async () => {
+    const chat = chatService();
+    const rendering = 'send_reply to a@example.org:\n<b>not markup</b> & **not bold** `not code`';
+    const approvals: ListenerApprovals = {
+      pending: async () => [
+        {
+          id: 'ap-0123456789ab',
+          title: 'Pay <Smith & Co>',
+          actions: 'send_reply',
+          rendering,
+          bound: true,
+          rule: 'answer invoices',
+          reason: 'an *invoice*',
+          expiresAt: '2026-12-01T00:00:00.000Z',
+        },
+      ],
+      decide: async () => ({ status: 'expired' }) as never,
+    };
+    startListener(chat, { approvals });
+    await until(() => fake.messagesTo(owner).some((one) => one.buttons.length === 2), 'the push with its buttons');
+    const message = fake.messagesTo(owner).find((one) => one.buttons.length === 2);
+    expect(message?.text).toContain(`What will happen:\n${rendering}\n\n/approve ap-0123456789ab`);
+    expect(message?.text).toContain('for Pay <Smith & Co>');
+    expect(message?.text).toContain('an *invoice*');
+    expect(message?.markup[0]).toContain(
+      '<pre>send_reply to a@example.org:\n&lt;b&gt;not markup&lt;/b&gt; &amp; **not bold** `not code`</pre>',
+    );
+  });
+
   it("forwards the notifier's questions and failures once, and not its other messages", async () => {
     const chat = chatService();
     const approvals: ListenerApprovals = {
