@@ -61,7 +61,9 @@ describe('markdown as Telegram HTML', () => {
   });
 
   it('makes only http(s) links links; any other stays the text it was written as', () => {
-    expect(telegram('[js](javascript:alert(1)) [file](/etc/passwd)')).toBe('[js](javascript:alert(1)) [file](/etc/passwd)');
+    expect(telegram('[js](javascript:alert(1)) [file](/etc/passwd)')).toBe(
+      '[js](javascript:alert(1)) [file](/etc/passwd)',
+    );
     expect(telegram('[nested [link](https://inner.example)](https://outer.example)')).toBe(
       '<a href="https://outer.example">nested link</a>',
     );
@@ -70,9 +72,7 @@ describe('markdown as Telegram HTML', () => {
   it('nests as Telegram allows: formatting in formatting, code never inside another entity', () => {
     expect(telegram('**bold *italic* bold**')).toBe('<b>bold <i>italic</i> bold</b>');
     expect(telegram('**bold `code` bold**')).toBe('<b>bold </b><code>code</code><b> bold</b>');
-    expect(telegram('[see `x`](https://example.org)')).toBe(
-      '<a href="https://example.org">see </a><code>x</code>',
-    );
+    expect(telegram('[see `x`](https://example.org)')).toBe('<a href="https://example.org">see </a><code>x</code>');
   });
 
   it('leaves unclosed markup as text and runs an unclosed fence (a reply still streaming) to the end', () => {
@@ -155,7 +155,11 @@ describe('splitting HTML into messages', () => {
   });
 
   it('counts UTF-16 code units for Telegram: an emoji beyond the BMP is two', () => {
-    const pieces = splitHtml(telegram('😀'.repeat(3000)), { maxChars: 4096, flavour: 'telegram', measure: utf16Length });
+    const pieces = splitHtml(telegram('😀'.repeat(3000)), {
+      maxChars: 4096,
+      flavour: 'telegram',
+      measure: utf16Length,
+    });
     expect(pieces.map((piece) => Array.from(piece).length)).toEqual([2048, 952]);
   });
 

@@ -66,7 +66,10 @@ export function markdownToHtml(markdown: string, flavour: MarkupFlavour): string
   };
   const flushQuote = () => {
     if (quoted.length > 0)
-      out.push({ html: `<blockquote>${inlineHtml(parseInline(quoted.join('\n')), flavour)}</blockquote>`, block: true });
+      out.push({
+        html: `<blockquote>${inlineHtml(parseInline(quoted.join('\n')), flavour)}</blockquote>`,
+        block: true,
+      });
     quoted = [];
   };
   const flushList = () => {
@@ -217,7 +220,10 @@ function inlineHtml(nodes: Inline[], flavour: MarkupFlavour, within: readonly st
         case 'code': {
           const code = `<code>${escapeHtml(node.text)}</code>`;
           if (flavour !== 'telegram' || within.length === 0) return code;
-          const close = [...within].reverse().map((tag) => `</${tag.split(' ')[0]}>`).join('');
+          const close = [...within]
+            .reverse()
+            .map((tag) => `</${tag.split(' ')[0]}>`)
+            .join('');
           const open = within.map((tag) => `<${tag}>`).join('');
           return `${close}${code}${open}`;
         }
@@ -265,7 +271,8 @@ function parseInline(source: string): Inline[] {
     if (char === '[') {
       const link = parseLink(source, index);
       if (link) {
-        if (/^https?:\/\/[^\s<>"]+$/i.test(link.href)) push({ kind: 'a', href: link.href, children: parseInline(link.label) });
+        if (/^https?:\/\/[^\s<>"]+$/i.test(link.href))
+          push({ kind: 'a', href: link.href, children: parseInline(link.label) });
         // Any other link (javascript:, a relative path) stays the text it was written as.
         else text += source.slice(index, link.end);
         index = link.end;
@@ -400,7 +407,8 @@ const voidTags = new Set(['br']);
 function toUnits(html: string): Unit[] {
   const units: Unit[] = [];
   let stack: readonly Tag[] = [];
-  const token = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s[^<>]*)?)\/?>|&(#x[0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,6});|[^<&]+|[<&]/g;
+  const token =
+    /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s[^<>]*)?)\/?>|&(#x[0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,6});|[^<&]+|[<&]/g;
   for (const match of html.matchAll(token)) {
     const [whole, closing, rawName, , entity] = match;
     if (rawName !== undefined) {
@@ -445,7 +453,11 @@ function fromUnits(units: readonly Unit[], flavour: MarkupFlavour): string {
     for (let index = open.length - 1; index >= common; index -= 1) html += `</${open[index]?.name}>`;
     for (let index = common; index < unit.stack.length; index += 1) html += unit.stack[index]?.raw ?? '';
     open = unit.stack;
-    html += unit.br ? '<br>' : flavour === 'matrix' && unit.text === '\n' && !inPre(unit) ? '<br>' : escapeText(unit.text);
+    html += unit.br
+      ? '<br>'
+      : flavour === 'matrix' && unit.text === '\n' && !inPre(unit)
+        ? '<br>'
+        : escapeText(unit.text);
   }
   for (let index = open.length - 1; index >= 0; index -= 1) html += `</${open[index]?.name}>`;
   return html;
@@ -531,7 +543,9 @@ export function htmlToText(html: string): string {
     const item = unit.stack.findLast((tag) => tag.name === 'li');
     if (item !== undefined && item !== previousItem) {
       ensureBreak();
-      const list = unit.stack.slice(0, unit.stack.lastIndexOf(item)).findLast((tag) => tag.name === 'ol' || tag.name === 'ul');
+      const list = unit.stack
+        .slice(0, unit.stack.lastIndexOf(item))
+        .findLast((tag) => tag.name === 'ol' || tag.name === 'ul');
       const depth = unit.stack.filter((tag) => tag.name === 'li').length - 1;
       let marker = '•';
       if (list?.name === 'ol') {

@@ -210,7 +210,9 @@ export class MatrixAdapter implements ChannelAdapter {
     me: string,
     signal: AbortSignal,
   ): Promise<ChannelDelivery['event']> {
-    const relation = event.content?.['m.relates_to'] as { rel_type?: unknown; event_id?: unknown; key?: unknown } | undefined;
+    const relation = event.content?.['m.relates_to'] as
+      | { rel_type?: unknown; event_id?: unknown; key?: unknown }
+      | undefined;
     if (relation?.rel_type !== 'm.annotation' || typeof relation.event_id !== 'string') return { kind: 'other', id };
     if (typeof relation.key !== 'string' || event.sender === undefined) return { kind: 'other', id };
     let target: MatrixEvent;
@@ -366,7 +368,11 @@ export class MatrixAdapter implements ChannelAdapter {
   }
 
   async typing(options: { thread: string; signal: AbortSignal }): Promise<void> {
-    await this.#api.typing(await this.#room(options.thread, options.signal), await this.#me(options.signal), options.signal);
+    await this.#api.typing(
+      await this.#room(options.thread, options.signal),
+      await this.#me(options.signal),
+      options.signal,
+    );
   }
 
   /**

@@ -280,7 +280,10 @@ describe('the Matrix listener', () => {
     ].join('\n');
     await answer(chat, id, reply);
     const message = () => fake.messagesIn(fake.dmRoom(owner))[0];
-    await until(() => (message()?.texts.length ?? 0) >= 2 && message()?.texts.at(-1)?.includes('const a') === true, 'the final edit');
+    await until(
+      () => (message()?.texts.length ?? 0) >= 2 && message()?.texts.at(-1)?.includes('const a') === true,
+      'the final edit',
+    );
     const sent = message();
     expect(sent?.formatted[0]).toBe('Here <b>is</b> <code>code</code>');
     expect(sent?.texts[0]).toBe('Here is code');

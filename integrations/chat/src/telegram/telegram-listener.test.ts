@@ -684,7 +684,10 @@ describe('the Telegram listener', () => {
     const id = conversation.id;
     await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
     // As Telegram answers markup it will not take (the fake itself parses ours).
-    const refusal = { status: 400, description: "Bad Request: can't parse entities: Unsupported start tag at byte offset 0" };
+    const refusal = {
+      status: 400,
+      description: "Bad Request: can't parse entities: Unsupported start tag at byte offset 0",
+    };
     fake.fail('sendMessage', refusal);
     fake.fail('editMessageText', refusal);
     await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });

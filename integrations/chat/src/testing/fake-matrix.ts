@@ -259,7 +259,9 @@ export class FakeMatrix {
     const relation = content['m.relates_to'] as { rel_type?: unknown; event_id?: unknown; key?: unknown } | undefined;
     const target = this.sent.find((one) => one.event_id === relation?.event_id && one.room === room);
     if (relation?.rel_type !== 'm.annotation' || typeof relation.key !== 'string' || relation.key === '' || !target) {
-      return reply.code(400).send({ errcode: 'M_BAD_JSON', error: 'a reaction needs an m.annotation of a known event' });
+      return reply
+        .code(400)
+        .send({ errcode: 'M_BAD_JSON', error: 'a reaction needs an m.annotation of a known event' });
     }
     const eventId = this.#append(room, { type: 'm.reaction', sender: this.userId, content });
     this.#transactions.set(txn, eventId);

@@ -337,12 +337,15 @@ export class FakeTelegram {
  * Telegram's 400 "can't parse entities"); then at most 4096 characters of text, counted in UTF-16 code units (the
  * stricter of the counts reported for Telegram), and not empty.
  */
-function parseText(params: Record<string, unknown>): { text: string; markup: string | undefined } | { problem: string } {
+function parseText(
+  params: Record<string, unknown>,
+): { text: string; markup: string | undefined } | { problem: string } {
   const raw = String(params.text ?? '');
   let text = raw;
   let markup: string | undefined;
   if (params.parse_mode !== undefined) {
-    if (params.parse_mode !== 'HTML') return { problem: `Bad Request: unsupported parse_mode ${String(params.parse_mode)}` };
+    if (params.parse_mode !== 'HTML')
+      return { problem: `Bad Request: unsupported parse_mode ${String(params.parse_mode)}` };
     const parsed = parseTelegramHtml(raw);
     if (typeof parsed !== 'string') return { problem: `Bad Request: can't parse entities: ${parsed.problem}` };
     text = parsed;
@@ -427,7 +430,9 @@ export function parseTelegramHtml(html: string): string | { problem: string } {
     if (name === 'blockquote' && names.includes('blockquote'))
       return { problem: `Blockquotes can't be nested at byte offset ${at}` };
     if (!styleTags.has(name) && name !== 'code' && names.some((one) => !styleTags.has(one) && one !== 'blockquote'))
-      return { problem: `Entities "${name}" and "${names.join('", "')}" can't contain each other at byte offset ${at}` };
+      return {
+        problem: `Entities "${name}" and "${names.join('", "')}" can't contain each other at byte offset ${at}`,
+      };
     open.push({ name, attributes });
   }
   const unclosed = open.at(-1);
