@@ -746,10 +746,10 @@ class ReplyStream {
     const step = typeof event.step === 'number' ? event.step : 0;
     const piece = typeof event.text === 'string' ? event.text : '';
     this.#steps.set(step, event.restart === true ? '' : (this.#steps.get(step) ?? '') + piece);
-    const text = this.#runner.clip(this.#format(this.#text()));
-    if (text === '') return;
     const record = this.#record;
     if (!record.preview) {
+      const text = this.#runner.clip(this.#format(this.#text()));
+      if (text === '') return;
       const sent = await this.#runner.send(this.#thread, text);
       if (!sent) return;
       record.preview = { chat: this.#thread, message: sent.id, text };
@@ -757,6 +757,7 @@ class ReplyStream {
       await this.#state.save();
       return;
     }
+    // The text is formatted when the edit is due, not on every token.
     if (this.#timer) return;
     this.#timer = setTimeout(
       () => {
