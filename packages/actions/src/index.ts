@@ -63,6 +63,7 @@ export {
   type RequestManualActionResult,
   requestManualAction,
 } from './manual-action.ts';
+export { PendingApprovals, type PendingApprovalsOptions } from './pending-approvals.ts';
 export {
   type ChatOrigin,
   findService,
