@@ -55,8 +55,8 @@ export interface ChannelRunnerOptions {
  * only the allowed peers, accepts each message into the chat inbox (durable) before its cursor is stored and the
  * platform is told, drops redeliveries (by cursor, and by the message's deterministic id as the inbox's client id),
  * streams each turn's reply by edits, split to the platform's limit, resumes after a restart from its state without
- * repeating or skipping, and backs off an outage or bad credentials. One conversation per peer at a time, `/new`
- * starts another.
+ * repeating or skipping, and backs off an outage or bad credentials. One conversation per peer and thread at a
+ * time (a Matrix user's rooms are separate conversations), `/new` starts another.
  */
 export class ChannelRunner {
   readonly #adapter: ChannelAdapter;

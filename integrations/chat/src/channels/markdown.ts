@@ -241,6 +241,10 @@ function inlineHtml(nodes: Inline[], flavour: MarkupFlavour, within: readonly st
 function parseInline(source: string): Inline[] {
   const nodes: Inline[] = [];
   let text = '';
+  // Per emphasis marker, the stretch where a search for its closer found none: an opener inside it finds none either,
+  // so a text full of unclosed markers is read in linear time, not quadratic.
+  const unclosed = new Map<string, { from: number; until: number }>();
+  let brackets: Map<number, number> | undefined;
   const push = (node: Inline) => {
     if (text !== '') nodes.push({ kind: 'text', text });
     text = '';
@@ -269,7 +273,8 @@ function parseInline(source: string): Inline[] {
       continue;
     }
     if (char === '[') {
-      const link = parseLink(source, index);
+      brackets ??= matchBrackets(source);
+      const link = parseLink(source, index, brackets.get(index));
       if (link) {
         if (/^https?:\/\/[^\s<>"]+$/i.test(link.href))
           push({ kind: 'a', href: link.href, children: parseInline(link.label) });
@@ -288,12 +293,18 @@ function parseInline(source: string): Inline[] {
         continue;
       }
     }
-    const emphasis = parseEmphasis(source, index);
-    if (emphasis) {
+    const marker = emphasisMarker(source, index);
+    const known = marker === undefined ? undefined : unclosed.get(marker);
+    const emphasis =
+      marker === undefined || (known && index >= known.from && index < known.until)
+        ? undefined
+        : parseEmphasis(source, index);
+    if (emphasis && 'kind' in emphasis) {
       push({ kind: emphasis.kind, children: parseInline(emphasis.inner) });
       index = emphasis.end;
       continue;
     }
+    if (emphasis && marker !== undefined) unclosed.set(marker, { from: index, until: emphasis.until });
     text += char;
     index += 1;
   }
@@ -316,45 +327,58 @@ function findRun(source: string, char: string, length: number, from: number): nu
   return -1;
 }
 
-function parseLink(source: string, start: number): { label: string; href: string; end: number } | undefined {
-  let depth = 0;
-  let close = -1;
-  for (let index = start; index < source.length; index += 1) {
+/** Each `[`'s matching `]` (none across a paragraph break), in one pass. */
+function matchBrackets(source: string): Map<number, number> {
+  const matches = new Map<number, number>();
+  let open: number[] = [];
+  for (let index = 0; index < source.length; index += 1) {
     const char = source[index];
-    if (char === '\\') {
-      index += 1;
-      continue;
-    }
-    if (char === '\n' && source[index + 1] === '\n') return undefined;
-    if (char === '[') depth += 1;
-    if (char === ']') {
-      depth -= 1;
-      if (depth === 0) {
-        close = index;
-        break;
-      }
+    if (char === '\\') index += 1;
+    else if (char === '\n' && source[index + 1] === '\n') open = [];
+    else if (char === '[') open.push(index);
+    else if (char === ']') {
+      const start = open.pop();
+      if (start !== undefined) matches.set(start, index);
     }
   }
-  if (close < 0 || source[close + 1] !== '(') return undefined;
+  return matches;
+}
+
+/** A link `[label](url)` at `start`, whose `]` is at `close`. */
+function parseLink(
+  source: string,
+  start: number,
+  close: number | undefined,
+): { label: string; href: string; end: number } | undefined {
+  if (close === undefined || source[close + 1] !== '(') return undefined;
   const target = /^\(\s*(<[^<>\n]*>|(?:[^\s()]|\([^\s()]*\))*)(?:\s+"[^"\n]*")?\s*\)/.exec(source.slice(close + 1));
   if (!target) return undefined;
   const href = (target[1] ?? '').replace(/^<(.*)>$/, '$1');
   return { label: source.slice(start + 1, close), href, end: close + 1 + target[0].length };
 }
 
+/** The emphasis marker at `index` (`**`, `*`, `__`, `_`, `~~`), if there is one. */
+function emphasisMarker(source: string, index: number): string | undefined {
+  const char = source[index];
+  if (char !== '*' && char !== '_' && char !== '~') return undefined;
+  const double = source[index + 1] === char;
+  if (char === '~' && !double) return undefined;
+  return double ? `${char}${char}` : char;
+}
+
 /**
  * `**bold**`, `__bold__`, `*italic*`, `_italic_`, `~~strike~~` at `start`: the opener is followed by a non-space, the
- * closer preceded by one; `_` only at word boundaries (snake_case stays as it is). Undefined when nothing closes it.
+ * closer preceded by one; `_` only at word boundaries (snake_case stays as it is). Undefined when it is no opener;
+ * `until` when nothing closes it before that index (a paragraph break or the end).
  */
 function parseEmphasis(
   source: string,
   start: number,
-): { kind: 'b' | 'i' | 's'; inner: string; end: number } | undefined {
+): { kind: 'b' | 'i' | 's'; inner: string; end: number } | { until: number } | undefined {
+  const marker = emphasisMarker(source, start);
   const char = source[start];
-  if (char !== '*' && char !== '_' && char !== '~') return undefined;
-  const double = source[start + 1] === char;
-  if (char === '~' && !double) return undefined;
-  const marker = double ? `${char}${char}` : char;
+  if (marker === undefined || char === undefined) return undefined;
+  const double = marker.length === 2;
   const kind = char === '~' ? 's' : double ? 'b' : 'i';
   const first = source[start + marker.length];
   if (first === undefined || /\s/.test(first)) return undefined;
@@ -371,7 +395,7 @@ function parseEmphasis(
       if (end >= 0) index = end + run.length - 1;
       continue;
     }
-    if (source[index] === '\n' && source[index + 1] === '\n') return undefined;
+    if (source[index] === '\n' && source[index + 1] === '\n') return { until: index };
     if (!source.startsWith(marker, index)) continue;
     // `**` is not the end of `*italic*`, nor `*` of `**bold**`, unless the run is long enough.
     if (!double && source[index + 1] === char) {
@@ -382,7 +406,7 @@ function parseEmphasis(
     if (char === '_' && /[\p{L}\p{N}]/u.test(source[index + marker.length] ?? '')) continue;
     return { kind, inner: source.slice(start + marker.length, index), end: index + marker.length };
   }
-  return undefined;
+  return { until: source.length };
 }
 
 // ---- cutting HTML into messages ----
