@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { memo, memoTail, mustShow, toolCallApprovalId, writeSurfaceApprovals } from '@assistant/actions/testing';
@@ -270,6 +270,32 @@ describe('the Telegram listener', () => {
     expect(Number(fake.callsOf('getUpdates').at(-1)?.params.offset)).toBeGreaterThanOrEqual(second);
     expect(await storedTexts(chat, id)).toEqual(['first', 'second']);
     expect(textsTo(owner)).toEqual(['First answer.', 'An answer written while the server was down.']);
+  });
+
+  it('keeps the conversation a state written before conversations were per thread records for the user', async () => {
+    const chat = chatService();
+    const recorded = await chat.conversationFor({ channel: 'telegram', peer: String(owner), title: 'Telegram' });
+    // A newer conversation of the user, which the chat service would hand out first.
+    await chat.conversationFor({ channel: 'telegram', peer: String(owner), fresh: true, title: 'Telegram' });
+    const stateFile = path.join(root, 'data', 'chat', 'telegram', 'chat.json');
+    await mkdir(path.dirname(stateFile), { recursive: true });
+    await writeFile(
+      stateFile,
+      JSON.stringify({
+        version: 1,
+        offset: 0,
+        peers: { [String(owner)]: recorded },
+        conversations: { [recorded]: { chat: String(owner), events: 0 } },
+        sent: {},
+        notified: {},
+        notifications: 0,
+      }),
+    );
+    startListener(chat);
+    fake.send({ from: owner, text: 'still here' });
+    await until(async () => (await storedTexts(chat, recorded)).length === 1, 'stored in the recorded conversation');
+    const state = JSON.parse(await readFile(stateFile, 'utf8'));
+    expect(state.threads).toEqual({ [`${owner} ${owner}`]: recorded });
   });
 
   it('goes on editing the streamed message after a restart mid-reply', async () => {
