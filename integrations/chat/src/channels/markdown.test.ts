@@ -175,6 +175,22 @@ describe('splitting HTML into messages', () => {
     expect(pieces.map(htmlToText).join('\n').replace(/\n+/g, '\n')).toBe(htmlToText(html).replace(/\n+/g, '\n'));
   });
 
+  it('keeps the HTML of each piece within a limit too: many links with long addresses', () => {
+    const links = Array.from(
+      { length: 300 },
+      (_, index) => `[l${index}](https://example.org/${'x'.repeat(200)}/${index})`,
+    );
+    const html = matrix(links.join(' '));
+    const pieces = splitHtml(html, { maxChars: 4000, flavour: 'matrix', maxMarkupChars: 16_000 });
+    expect(pieces.length).toBeGreaterThanOrEqual(5);
+    for (const piece of pieces) {
+      expect(piece.length).toBeLessThanOrEqual(16_000);
+      expect(checkFormatted({ format: 'org.matrix.custom.html', formatted_body: piece })).toBeUndefined();
+    }
+    expect(pieces.map(htmlToText).join('')).toBe(htmlToText(html));
+    expect(pieces.join('')).toContain('/299">l299</a>');
+  });
+
   it('leaves a text that fits as it is, and drops pieces of nothing but white space', () => {
     expect(splitHtml('<b>short</b>', { maxChars: 100, flavour: 'telegram' })).toEqual(['<b>short</b>']);
     expect(splitHtml(`${'a'.repeat(10)}\n\n\n`, { maxChars: 10, flavour: 'telegram' })).toEqual(['a'.repeat(10)]);

@@ -495,6 +495,17 @@ function inPre(unit: Unit): boolean {
   return unit.stack.some((tag) => tag.name === 'pre');
 }
 
+/** About how many characters of HTML a unit adds: itself escaped, and the tags closed and opened before it. */
+function markupLength(unit: Unit, previous: Unit | undefined): number {
+  const before = previous?.stack ?? [];
+  let common = 0;
+  while (common < before.length && common < unit.stack.length && before[common] === unit.stack[common]) common += 1;
+  let length = unit.br ? 4 : escapeText(unit.text).length;
+  for (const tag of before.slice(common)) length += tag.name.length + 3;
+  for (const tag of unit.stack.slice(common)) length += tag.raw.length;
+  return length;
+}
+
 /** Whether a unit is the first of a list item. */
 function startsItem(unit: Unit, previous: Unit | undefined): boolean {
   const item = unit.stack.findLast((tag) => tag.name === 'li');
@@ -514,23 +525,35 @@ function weight(unit: Unit, previous: Unit | undefined, measure: (text: string) 
  */
 export function splitHtml(
   html: string,
-  options: { maxChars: number; flavour: MarkupFlavour; measure?: (text: string) => number },
+  options: {
+    maxChars: number;
+    flavour: MarkupFlavour;
+    measure?: (text: string) => number;
+    /** The most characters of HTML a piece may have (markup included), when the platform limits that too. */
+    maxMarkupChars?: number;
+  },
 ): string[] {
   const measure = options.measure ?? ((text: string) => Array.from(text).length);
+  const maxMarkup = options.maxMarkupChars ?? Number.POSITIVE_INFINITY;
   const units = toUnits(html);
   const pieces: Unit[][] = [];
   let start = 0;
   while (start < units.length) {
     let used = 0;
+    let markup = 0;
     let end = start;
     let lastBreak = -1;
     while (end < units.length) {
       const unit = units[end] as Unit;
+      const previous = end === start ? undefined : units[end - 1];
       // Before a list item is a line break too.
-      if (end > start && startsItem(unit, units[end - 1])) lastBreak = end;
-      const cost = weight(unit, end === start ? undefined : units[end - 1], measure);
-      if (used + cost > options.maxChars) break;
+      if (end > start && startsItem(unit, previous)) lastBreak = end;
+      const cost = weight(unit, previous, measure);
+      const markupCost = markupLength(unit, previous);
+      const closing = unit.stack.reduce((sum, tag) => sum + tag.name.length + 3, 0);
+      if (used + cost > options.maxChars || (end > start && markup + markupCost + closing > maxMarkup)) break;
       used += cost;
+      markup += markupCost;
       end += 1;
       if (unit.text === '\n') lastBreak = end;
     }

@@ -429,9 +429,12 @@ export class MatrixAdapter implements ChannelAdapter {
     return codeBlockHtml(text, 'matrix');
   }
 
-  /** At most {@link maxMessageChars} characters of text each, the elements open at a cut closed and opened again. */
+  /**
+   * At most {@link maxMessageChars} characters of text and 16,000 of HTML each (an edit carries the text twice and
+   * the HTML once: under the 65,536 bytes of an event), the elements open at a cut closed and opened again.
+   */
   split(text: string): string[] {
-    return splitHtml(text, { maxChars: this.maxMessageChars, flavour: 'matrix' });
+    return splitHtml(text, { maxChars: this.maxMessageChars, flavour: 'matrix', maxMarkupChars: 16_000 });
   }
 
   classify(error: unknown): ChannelFailure {

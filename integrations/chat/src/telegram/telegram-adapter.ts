@@ -167,7 +167,14 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 }
 
-/** Telegram refused a text's markup: 400 "Bad Request: can't parse entities: …". */
+/**
+ * Telegram refused a text's markup: 400 "Bad Request: can't parse entities: …", or "ENTITIES_TOO_LONG" (more markup
+ * than it takes in one message).
+ */
 function unparsable(error: unknown): boolean {
-  return error instanceof TelegramApiError && error.status === 400 && /can't parse entities/i.test(error.description);
+  return (
+    error instanceof TelegramApiError &&
+    error.status === 400 &&
+    /can't parse entities|entities_too_long/i.test(error.description)
+  );
 }
