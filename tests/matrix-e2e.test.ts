@@ -10,9 +10,11 @@ const owner = '@owner:fake.test';
 /** A message's buttons as the owner sees them: the bot's reactions under it, with the data its content gives each. */
 function buttonsOf(fake: FakeMatrix, message: FakeMatrixSent): { label: string; data: string; key: string }[] {
   const declared = (message.content[buttonsKey] ?? []) as { key: string; label: string; data: string }[];
-  return declared.filter((button) =>
+  // Shown once the bot has put every one of them under the message (it reacts one key after the other).
+  const shown = declared.every((button) =>
     message.reactions.some((reaction) => reaction.sender === fake.userId && reaction.key === button.key),
   );
+  return shown ? declared : [];
 }
 
 describe('the Matrix channel through assistant start', () => {

@@ -16,13 +16,15 @@ function secret(value: string): Secret {
 
 /**
  * A message's buttons as the user sees them: the reactions the bot put under it, each with the data the message
- * says it stands for.
+ * says it stands for; none until all of them are there.
  */
 function buttonsOf(fake: FakeMatrix, message: FakeMatrixSent): { label: string; data: string; key: string }[] {
   const declared = (message.content[buttonsKey] ?? []) as { key: string; label: string; data: string }[];
-  return declared.filter((button) =>
+  // Shown once the bot has put every one of them under the message (it reacts one key after the other).
+  const shown = declared.every((button) =>
     message.reactions.some((reaction) => reaction.sender === fake.userId && reaction.key === button.key),
   );
+  return shown ? declared : [];
 }
 
 // Matrix has no buttons: an approval's are reactions (✅ / ❌) the bot puts under it, and a user's reaction presses one.
