@@ -139,6 +139,17 @@ export interface ChannelAdapter {
    */
   format(markdown: string): string;
   /**
+   * Plain text (the runner's own words, titles, ids, error messages) as the platform shows it literally, to put
+   * beside formatted text: Telegram's and Matrix's HTML escape `&`, `<`, `>`. Without it, the text as it is (a
+   * platform whose messages are plain text).
+   */
+  escape?(text: string): string;
+  /**
+   * Text shown exactly as it is, as a code block: what an approval will do (its canonical rendering), never
+   * formatted. Without it, {@link escape}d.
+   */
+  codeBlock?(text: string): string;
+  /**
    * Splits a formatted text into messages of at most {@link maxMessageChars} characters, each valid on its own
    * (markup closed and reopened). Without it the runner cuts plain text at a line break where there is one.
    */

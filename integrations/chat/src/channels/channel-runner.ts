@@ -55,8 +55,8 @@ export interface ChannelRunnerOptions {
  * only the allowed peers, accepts each message into the chat inbox (durable) before its cursor is stored and the
  * platform is told, drops redeliveries (by cursor, and by the message's deterministic id as the inbox's client id),
  * streams each turn's reply by edits, split to the platform's limit, resumes after a restart from its state without
- * repeating or skipping, and backs off an outage or bad credentials. One conversation per peer at a time, `/new`
- * starts another.
+ * repeating or skipping, and backs off an outage or bad credentials. One conversation per peer and thread at a
+ * time (a Matrix user's rooms are separate conversations), `/new` starts another.
  */
 export class ChannelRunner {
   readonly #adapter: ChannelAdapter;
@@ -358,24 +358,40 @@ export class ChannelRunner {
     }
   }
 
-  /** The peer's current conversation: the one recorded, else the newest of the channel and peer, else a new one. */
+  /**
+   * The peer's current conversation in a thread (a Matrix room; Telegram's private chat): the one recorded, else the
+   * newest of the channel and peer that no other thread answers, else a new one. Each thread has its own, so a reply
+   * goes back to the thread it answers.
+   */
   async #current(peer: string, thread: string): Promise<string> {
-    const recorded = this.#state.data.peers[peer];
+    const data = this.#state.data;
+    const key = threadKey(peer, thread);
+    // A state written before conversations were per thread has the peer's one: it is this thread's if answered here.
+    const legacy = data.peers[peer];
+    const recorded =
+      data.threads[key] ?? (legacy !== undefined && data.conversations[legacy]?.chat === thread ? legacy : undefined);
     if (recorded !== undefined) {
       try {
         await this.#chat.get(recorded);
+        if (data.threads[key] !== recorded) await this.#adopt(peer, thread, recorded);
         return recorded;
       } catch (error) {
         if (errorCode(error) !== 'CHAT_NOT_FOUND') throw error;
       }
     }
-    const id = await this.#chat.conversationFor({ channel: this.#adapter.name, peer, title: this.#adapter.label });
+    const channel = this.#adapter.name;
+    let id = await this.#chat.conversationFor({ channel, peer, title: this.#adapter.label });
+    const elsewhere = data.conversations[id]?.chat;
+    if (elsewhere !== undefined && elsewhere !== thread) {
+      id = await this.#chat.conversationFor({ channel, peer, fresh: true, title: this.#adapter.label });
+    }
     await this.#adopt(peer, thread, id);
     return id;
   }
 
-  /** Makes `id` the peer's current conversation, answered in `thread`, and follows its events from now on. */
+  /** Makes `id` the peer's current conversation in `thread`, answered there, and follows its events from now on. */
   async #adopt(peer: string, thread: string, id: string): Promise<void> {
+    this.#state.data.threads[threadKey(peer, thread)] = id;
     this.#state.data.peers[peer] = id;
     this.#state.data.conversations[id] ??= { chat: thread, events: await this.#chat.end(id) };
     await this.#state.save();
@@ -467,9 +483,9 @@ export class ChannelRunner {
       if (!this.#state.remember('notified', `notification:${message.id}`)) continue;
       await this.#state.save();
       for (const peer of this.#allowed)
-        await this.#send(
+        await this.send(
           this.#adapter.directThread(peer),
-          `${notification.kind === 'failure' ? '⚠️' : '❓'} ${this.#adapter.format(message.text)}`,
+          this.clip(`${notification.kind === 'failure' ? '⚠️' : '❓'} ${this.#adapter.format(message.text)}`),
         );
     }
     if (next !== this.#state.data.notifications) {
@@ -485,9 +501,9 @@ export class ChannelRunner {
   async #pushApproval(thread: string, approval: ListenerApprovalSummary): Promise<void> {
     const messages = this.#approvalMessages(approval);
     const last = messages.pop() ?? '';
-    for (const message of messages) await this.#send(thread, message);
+    for (const message of messages) await this.send(thread, message);
     const sendButtons = this.#adapter.sendButtons?.bind(this.#adapter);
-    if (!sendButtons) return this.#send(thread, last);
+    if (!sendButtons) return void (await this.send(thread, last));
     const digest = renderingDigest(approval.rendering);
     const buttons = [
       ...(approval.bound ? [{ label: '✅ Approve', data: `ap:a:${approval.id}:${digest}` }] : []),
@@ -497,7 +513,7 @@ export class ChannelRunner {
       sendButtons({ thread, text: this.clip(last), buttons, signal: this.#signal }),
     );
     // Refused with its buttons: the request still reaches the user, to be decided with the commands it names.
-    if (!sent && !this.#signal.aborted) await this.#send(thread, last);
+    if (!sent && !this.#signal.aborted) await this.send(thread, last);
   }
 
   /**
@@ -513,11 +529,30 @@ export class ChannelRunner {
       : `Made before approvals were bound to what they show: it cannot be approved. /reject ${approval.id}`;
     const room = approvalMaxMessages * max - Array.from(head).length - Array.from(foot).length - 40;
     const what = fitRendering({ rendering: approval.rendering, maxChars: room, id: approval.id });
-    return this.split(`${head}\n\nWhat will happen:\n${what}\n\n${foot}`);
+    return this.split(
+      `${this.plain(`${head}\n\nWhat will happen:\n`)}${this.codeBlock(what)}${this.plain(`\n\n${foot}`)}`,
+    );
   }
 
-  /** Text cut to one message (a streamed preview shows its start). */
+  /** Plain text in the platform's markup, shown literally. */
+  plain(text: string): string {
+    return this.#adapter.escape ? this.#adapter.escape(text) : text;
+  }
+
+  /** Text shown exactly as it is, as a code block where the platform has them. */
+  codeBlock(text: string): string {
+    return this.#adapter.codeBlock ? this.#adapter.codeBlock(text) : this.plain(text);
+  }
+
+  /**
+   * Text (in the platform's markup) cut to one message (a streamed preview shows its start): by the adapter's split
+   * where it has one, which keeps the markup valid.
+   */
   clip(text: string): string {
+    if (this.#adapter.split) {
+      const pieces = this.#adapter.split(text);
+      return pieces.length <= 1 ? text : (pieces[0] ?? '');
+    }
     const max = this.#adapter.maxMessageChars;
     const characters = Array.from(text);
     return characters.length <= max ? text : `${characters.slice(0, max - 1).join('')}…`;
@@ -533,8 +568,9 @@ export class ChannelRunner {
     return (await this.retry('send', () => this.#adapter.send({ thread, text, signal: this.#signal })))?.value;
   }
 
+  /** Sends plain text (the runner's own words), shown literally. */
   #send(thread: string, text: string): Promise<void> {
-    return this.send(thread, this.clip(text)).then(() => undefined);
+    return this.send(thread, this.clip(this.plain(text))).then(() => undefined);
   }
 
   /** Edits a sent message; true when it now shows `text` (also when it did already). */
@@ -667,19 +703,23 @@ class ReplyStream {
       case 'clarification':
         return this.#say(
           entry.offset,
-          `❓ ${this.#format(String(event.question ?? ''))}\n\n(your next message answers it)`,
+          `❓ ${this.#format(String(event.question ?? ''))}${this.#runner.plain('\n\n(your next message answers it)')}`,
         );
       case 'approval': {
         const id = String(event.id ?? '');
+        const runner = this.#runner;
         const text = [
-          `Approval ${id}: ${String(event.title ?? '')}`,
-          ...(event.summary ? [String(event.summary)] : []),
-          // One message: what will happen as much as fits, and plainly how much more and where to read it.
+          runner.plain(`Approval ${id}: ${String(event.title ?? '')}`),
+          ...(event.summary ? [runner.plain(String(event.summary))] : []),
+          // One message: what will happen as much as fits (exactly as it is), and plainly how much more and where to
+          // read it.
           typeof event.rendering === 'string' && event.rendering !== ''
-            ? fitRendering({ rendering: event.rendering, maxChars: this.#renderingChars, id })
-            : `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
-          `/approve ${id} or /reject ${id}`,
-        ].join('\n');
+            ? runner.codeBlock(fitRendering({ rendering: event.rendering, maxChars: this.#renderingChars, id }))
+            : runner.plain(
+                `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
+              ),
+          runner.plain(`/approve ${id} or /reject ${id}`),
+        ].join(runner.plain('\n'));
         if (!this.#runner.canSendApprovals) return this.#say(entry.offset, text, `approval:${id}`);
         // With buttons on this platform: the request as the approvals service shows it, Approve bound to that
         // rendering (as pushed to the owner). Recorded before it is sent, under the key the pushes use, so the
@@ -735,10 +775,10 @@ class ReplyStream {
     const step = typeof event.step === 'number' ? event.step : 0;
     const piece = typeof event.text === 'string' ? event.text : '';
     this.#steps.set(step, event.restart === true ? '' : (this.#steps.get(step) ?? '') + piece);
-    const text = this.#runner.clip(this.#format(this.#text()));
-    if (text === '') return;
     const record = this.#record;
     if (!record.preview) {
+      const text = this.#runner.clip(this.#format(this.#text()));
+      if (text === '') return;
       const sent = await this.#runner.send(this.#thread, text);
       if (!sent) return;
       record.preview = { chat: this.#thread, message: sent.id, text };
@@ -746,6 +786,7 @@ class ReplyStream {
       await this.#state.save();
       return;
     }
+    // The text is formatted when the edit is due, not on every token.
     if (this.#timer) return;
     this.#timer = setTimeout(
       () => {
@@ -835,6 +876,11 @@ function finalText(text: string, status: string): string {
 /** What an approval button is bound to: the first 12 hex digits of the sha256 of the rendering it was sent with. */
 function renderingDigest(rendering: string): string {
   return createHash('sha256').update(rendering).digest('hex').slice(0, 12);
+}
+
+/** The key of a peer's conversation in a thread, in the runner's state. */
+function threadKey(peer: string, thread: string): string {
+  return `${peer} ${thread}`;
 }
 
 /** Text in pieces of at most `maxChars` characters, split at a line break where there is one. */

@@ -29,8 +29,13 @@ interface ChannelStateData {
    * that push and have none.
    */
   offset: number;
-  /** The current conversation of each peer (`/new` moves it). */
+  /** The current conversation of each peer, in the thread it last wrote in (`/new` moves it). */
   peers: Record<string, string>;
+  /**
+   * The current conversation of each peer in each thread, by `<peer> <thread>` (`/new` moves it): a Matrix user's
+   * rooms are conversations of their own.
+   */
+  threads: Record<string, string>;
   conversations: Record<string, ChannelConversationState>;
   /** Reply ids sent to the platform (recorded before sending), with when. */
   sent: Record<string, string>;
@@ -70,6 +75,7 @@ export class ChannelState {
         version: 1,
         offset: 0,
         peers: {},
+        threads: {},
         conversations: {},
         sent: {},
         notified: {},
@@ -88,6 +94,7 @@ export class ChannelState {
       version: 1,
       offset: typeof parsed.offset === 'number' ? parsed.offset : 0,
       peers: parsed.peers ?? {},
+      threads: parsed.threads ?? {},
       conversations: normalizeConversations(parsed.conversations),
       sent: parsed.sent ?? {},
       notified: parsed.notified ?? {},

@@ -129,6 +129,11 @@ export class MatrixClientApi {
     return this.call<MatrixSync>('sync', 'GET', `/sync?${query}`, { signal, timeoutMs: options.timeoutMs + 15_000 });
   }
 
+  /** The bot account's `m.direct` account data: each user's direct rooms. */
+  directRooms(user: string, signal: AbortSignal): Promise<Record<string, string[]>> {
+    return this.call('account_data', 'GET', `/user/${encodeURIComponent(user)}/account_data/m.direct`, { signal });
+  }
+
   whoami(signal: AbortSignal): Promise<{ user_id: string }> {
     return this.call('whoami', 'GET', '/account/whoami', { signal });
   }
@@ -137,19 +142,30 @@ export class MatrixClientApi {
     return this.call('join', 'POST', `/rooms/${encodeURIComponent(room)}/join`, { body: {}, signal });
   }
 
-  /** Sends a room event; the homeserver keeps one event per `txnId` (a retried PUT gets the same event id). */
+  /**
+   * Sends a room event (`m.room.message` unless `type` says otherwise: `m.reaction`); the homeserver keeps one event
+   * per `txnId` (a retried PUT gets the same event id).
+   */
   send(
     room: string,
     txnId: string,
     content: Record<string, unknown>,
     signal: AbortSignal,
+    type = 'm.room.message',
   ): Promise<{ event_id: string }> {
     return this.call(
       'send',
       'PUT',
-      `/rooms/${encodeURIComponent(room)}/send/m.room.message/${encodeURIComponent(txnId)}`,
+      `/rooms/${encodeURIComponent(room)}/send/${encodeURIComponent(type)}/${encodeURIComponent(txnId)}`,
       { body: content, signal },
     );
+  }
+
+  /** One event of a room, by its id. */
+  event(room: string, eventId: string, signal: AbortSignal): Promise<MatrixEvent> {
+    return this.call('event', 'GET', `/rooms/${encodeURIComponent(room)}/event/${encodeURIComponent(eventId)}`, {
+      signal,
+    });
   }
 
   typing(room: string, user: string, signal: AbortSignal): Promise<unknown> {

@@ -2,7 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
-import type { ChannelAdapter, ChannelDelivery, ChannelFailure, ChannelSent } from '../channels/adapter.ts';
+import type {
+  ChannelAdapter,
+  ChannelButton,
+  ChannelDelivery,
+  ChannelFailure,
+  ChannelSent,
+} from '../channels/adapter.ts';
+import { codeBlockHtml, htmlToText, markdownToHtml, plainHtml, splitHtml } from '../channels/markdown.ts';
 import { MatrixApiError, type MatrixClientApi, type MatrixEvent, type MatrixSync } from './client-api.ts';
 
 /** What the adapter keeps on disk next to the runner's state: the /sync position and what it learned of rooms. */
@@ -20,14 +27,25 @@ interface MatrixSyncData {
 /** The notice an encrypted room gets, once. */
 export const encryptedNotice = 'Encrypted rooms are not supported; talk to me in an unencrypted room.';
 
+/**
+ * The content key of a message with buttons (an approval request): `[{key, label, data}]`, the reaction key of each
+ * button and what a reaction with it hands the runner. Read back from the message when a reaction comes, so it
+ * survives a restart; only the bot's own messages are believed.
+ */
+export const buttonsKey = 'assistant.buttons';
+
+/** How `m.room.message` content says its `formatted_body` is HTML. */
+const htmlFormat = 'org.matrix.custom.html';
+
 /** History older than this before the first ever /sync is not answered (it is what the account saw before). */
 const historySlackMs = 60_000;
 
 /**
- * Matrix behind the channel contract (docs/channels.md, decision 0070): the Client-Server API's `/sync` long poll,
- * plain-text `m.text` messages edited for streaming by `m.replace` relations, "typing…" by the typing endpoint. One
- * thread per room (the thread is the room id; conversations are per user, as the runner keys them); a message's id
- * is `mx-<event_id>`, the same on every delivery of the event.
+ * Matrix behind the channel contract (docs/channels.md, decisions 0070 and 0075): the Client-Server API's `/sync`
+ * long poll, `m.text` messages with an HTML `formatted_body` (its `body` the text it shows) edited for streaming by
+ * `m.replace` relations, "typing…" by the typing endpoint, approvals by reactions (✅ / ❌, which the bot puts under
+ * the request). One thread per room (the thread is the room id; a user's conversation in each room is its own); a
+ * message's id is `mx-<event_id>`, the same on every delivery of the event.
  *
  * The /sync position (`next_batch`) is an opaque string, not the runner's numeric cursor, so the adapter keeps it in
  * its own file and moves it only in {@link acknowledge}, after the runner stored the last event of a batch: a crash
@@ -165,19 +183,61 @@ export class MatrixAdapter implements ChannelAdapter {
       await this.#refuseEncrypted(room, sender, signal);
       return { kind: 'other', id };
     }
+    // What the account saw before its first /sync ever is history, not a question.
+    if (first && (event.origin_server_ts ?? 0) < this.#startedAt - historySlackMs) return { kind: 'other', id };
+    if (event.type === 'm.reaction') return this.#reaction(room, event, id, me, signal);
     if (event.type !== 'm.room.message') return { kind: 'other', id };
     const content = event.content ?? {};
     const relation = content['m.relates_to'] as { rel_type?: unknown } | undefined;
     // Edits of earlier messages, and notices (other bots' voice), are not new messages.
     if (relation?.rel_type === 'm.replace' || content.msgtype === 'm.notice') return { kind: 'other', id };
-    // What the account saw before its first /sync ever is history, not a question.
-    if (first && (event.origin_server_ts ?? 0) < this.#startedAt - historySlackMs) return { kind: 'other', id };
     if (this.#allowed.has(sender) && this.#data.rooms[sender] !== room) {
       this.#data.rooms[sender] = room;
       await this.#save();
     }
     const text = content.msgtype === 'm.text' && typeof content.body === 'string' ? content.body : undefined;
     return { kind: 'message', id, peer: sender, thread: room, text };
+  }
+
+  /**
+   * A reaction is a press when it is on one of the bot's messages with buttons, with one of their keys: the press
+   * hands the runner that button's data, read back from the message (the runner checks who pressed and what).
+   */
+  async #reaction(
+    room: string,
+    event: MatrixEvent,
+    id: string,
+    me: string,
+    signal: AbortSignal,
+  ): Promise<ChannelDelivery['event']> {
+    const relation = event.content?.['m.relates_to'] as
+      | { rel_type?: unknown; event_id?: unknown; key?: unknown }
+      | undefined;
+    if (relation?.rel_type !== 'm.annotation' || typeof relation.event_id !== 'string') return { kind: 'other', id };
+    if (typeof relation.key !== 'string' || event.sender === undefined) return { kind: 'other', id };
+    let target: MatrixEvent;
+    try {
+      target = await this.#api.event(room, relation.event_id, signal);
+    } catch (error) {
+      // Gone, or not for the bot to see: no button of its.
+      if (this.classify(error).kind === 'refused') return { kind: 'other', id };
+      throw error;
+    }
+    if (target.sender !== me) return { kind: 'other', id };
+    const buttons = target.content?.[buttonsKey];
+    const key = reactionKey(relation.key);
+    const button = Array.isArray(buttons)
+      ? (buttons as { key?: unknown; data?: unknown }[]).find((one) => one.key === key && typeof one.data === 'string')
+      : undefined;
+    if (!button) return { kind: 'other', id };
+    return {
+      kind: 'press',
+      id,
+      peer: event.sender,
+      thread: room,
+      data: String(button.data),
+      callback: relation.event_id,
+    };
   }
 
   /** Invites from allowed users are joined; anyone else's are ignored, logged by user id only. */
@@ -242,22 +302,64 @@ export class MatrixAdapter implements ChannelAdapter {
   }
 
   async send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent> {
-    const txn = this.#txn('send', options.thread, options.text);
-    const sent = await this.#api.send(options.thread, txn, { msgtype: 'm.text', body: options.text }, options.signal);
+    const room = await this.#room(options.thread, options.signal);
+    const txn = this.#txn('send', room, options.text);
+    const sent = await this.#api.send(room, txn, messageContent(options.text), options.signal);
     this.#sent(txn);
     return { id: sent.event_id };
   }
 
-  /** An `m.replace` relation: clients show the new text in place of the old one. */
+  /**
+   * Matrix has no buttons: the message says which reaction is which button (in its content, {@link buttonsKey}), and
+   * the bot reacts with each key itself, so that a press is a click on a reaction already there.
+   */
+  async sendButtons(options: {
+    thread: string;
+    text: string;
+    buttons: readonly ChannelButton[];
+    signal: AbortSignal;
+  }): Promise<ChannelSent> {
+    const buttons = options.buttons.map((button) => ({
+      key: reactionKey(button.label),
+      label: button.label,
+      data: button.data,
+    }));
+    const room = await this.#room(options.thread, options.signal);
+    const txn = this.#txn('buttons', room, `${options.text}\u0000${JSON.stringify(buttons)}`);
+    const sent = await this.#api.send(
+      room,
+      txn,
+      { ...messageContent(options.text), [buttonsKey]: buttons },
+      options.signal,
+    );
+    this.#sent(txn);
+    for (const button of buttons) {
+      // One transaction id per message and key: a retry (or a restart) reacts once.
+      await this.#api.send(
+        room,
+        `assistant-react-${hash(`${sent.event_id}\u0000${button.key}`)}`,
+        { 'm.relates_to': { rel_type: 'm.annotation', event_id: sent.event_id, key: button.key } },
+        options.signal,
+        'm.reaction',
+      );
+    }
+    return { id: sent.event_id };
+  }
+
+  /**
+   * An `m.replace` relation: clients show the new content in place of the old one. The fallback for clients without
+   * edits is the text only (`* text`), which keeps an edit of a long message under the event size limit.
+   */
   async edit(options: { thread: string; message: string; text: string; signal: AbortSignal }): Promise<void> {
     const txn = this.#txn('edit', options.thread, `${options.message}\u0000${options.text}`);
+    const content = messageContent(options.text);
     await this.#api.send(
       options.thread,
       txn,
       {
         msgtype: 'm.text',
-        body: `* ${options.text}`,
-        'm.new_content': { msgtype: 'm.text', body: options.text },
+        body: `* ${content.body}`,
+        'm.new_content': content,
         'm.relates_to': { rel_type: 'm.replace', event_id: options.message },
       },
       options.signal,
@@ -266,17 +368,73 @@ export class MatrixAdapter implements ChannelAdapter {
   }
 
   async typing(options: { thread: string; signal: AbortSignal }): Promise<void> {
-    await this.#api.typing(options.thread, await this.#me(options.signal), options.signal);
+    await this.#api.typing(
+      await this.#room(options.thread, options.signal),
+      await this.#me(options.signal),
+      options.signal,
+    );
   }
 
-  /** The room the peer last wrote in (or invited the bot to); the user id when there is none (sending then fails). */
+  /**
+   * The room the peer last wrote in (or invited the bot to); the user id when there is none yet, which `send` looks
+   * up in the account's `m.direct` rooms.
+   */
   directThread(peer: string): string {
     return this.#data.rooms[peer] ?? peer;
   }
 
-  /** Plain `body`, as the model wrote it (HTML `formatted_body` is planned: docs/channels.md). */
+  /**
+   * The room of a thread: a room id as it is; a user id (a peer with no known room yet: an approval pushed before
+   * the user wrote) the user's room with the bot, learned since or found in the `m.direct` account data (the newest
+   * one). None: refused (404), which the runner logs.
+   */
+  async #room(thread: string, signal: AbortSignal): Promise<string> {
+    if (!thread.startsWith('@')) return thread;
+    const known = this.#data.rooms[thread];
+    if (known !== undefined) return known;
+    let direct: Record<string, string[]> = {};
+    try {
+      direct = await this.#api.directRooms(await this.#me(signal), signal);
+    } catch (error) {
+      if (!(error instanceof MatrixApiError && error.status === 404)) throw error;
+    }
+    const room = direct[thread]?.at(-1);
+    if (room === undefined) {
+      throw new MatrixApiError({
+        endpoint: 'send',
+        status: 404,
+        errcode: 'M_NOT_FOUND',
+        error: `no room with ${thread} yet: they write to the bot or invite it first`,
+      });
+    }
+    this.#data.rooms[thread] = room;
+    await this.#save();
+    return room;
+  }
+
+  /**
+   * Markdown as the HTML of `formatted_body` (channels/markdown.ts): bold, italic, strikethrough, code, code blocks
+   * with their language, http(s) links, lists, quotes, `<br>` line breaks; everything else escaped. `send` and `edit`
+   * derive the plain `body` from it.
+   */
   format(markdown: string): string {
-    return markdown;
+    return markdownToHtml(markdown, 'matrix');
+  }
+
+  escape(text: string): string {
+    return plainHtml(text, 'matrix');
+  }
+
+  codeBlock(text: string): string {
+    return codeBlockHtml(text, 'matrix');
+  }
+
+  /**
+   * At most {@link maxMessageChars} characters of text and 16,000 of HTML each (an edit carries the text twice and
+   * the HTML once: under the 65,536 bytes of an event), the elements open at a cut closed and opened again.
+   */
+  split(text: string): string[] {
+    return splitHtml(text, { maxChars: this.maxMessageChars, flavour: 'matrix', maxMarkupChars: 16_000 });
   }
 
   classify(error: unknown): ChannelFailure {
@@ -329,4 +487,20 @@ export class MatrixAdapter implements ChannelAdapter {
 
 function hash(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 20);
+}
+
+/**
+ * The content of an `m.text` message from the adapter's HTML: `body` the text it shows; with `format` and
+ * `formatted_body` only when it has markup beyond line breaks.
+ */
+function messageContent(html: string): { msgtype: 'm.text'; body: string; format?: string; formatted_body?: string } {
+  const body = htmlToText(html);
+  if (plainHtml(body, 'matrix') === html) return { msgtype: 'm.text', body };
+  return { msgtype: 'm.text', body, format: htmlFormat, formatted_body: html };
+}
+
+/** A button's reaction key: its label's first symbol (✅ of "✅ Approve"), without emoji variation selectors. */
+function reactionKey(label: string): string {
+  const first = label.trim().split(/\s+/)[0] ?? label;
+  return first.replace(/\uFE0F/g, '');
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerContext, Secret } from '@assistant/sdk';
+import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
 import { FakeMatrix } from '../testing/fake-matrix.ts';
@@ -60,7 +60,10 @@ function secret(value: string): Secret {
   return { name: 'matrix', isSet: value !== '', reveal: () => value } as unknown as Secret;
 }
 
-function startListener(chat: ChatService, options: { noToken?: boolean } = {}): void {
+function startListener(
+  chat: ChatService,
+  options: { noToken?: boolean; approvals?: ListenerApprovals } = {},
+): { stop: () => Promise<void> } {
   const controller = new AbortController();
   const settings = {
     mode: 'followup',
@@ -89,8 +92,33 @@ function startListener(chat: ChatService, options: { noToken?: boolean } = {}): 
     configDir: root,
     dataDir: path.join(root, 'data'),
     chat,
+    ...(options.approvals ? { approvals: options.approvals } : {}),
   });
-  running.push({ controller, done });
+  const entry = { controller, done };
+  running.push(entry);
+  return {
+    stop: async () => {
+      controller.abort();
+      await done;
+      running.splice(running.indexOf(entry), 1);
+    },
+  };
+}
+
+/** The test stands in for the worker: the reply goes into the transcript, the inbox and the event log. */
+async function answer(chat: ChatService, conversation: string, text: string): Promise<void> {
+  const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
+  const reply = await chat.conversations.appendMessage(conversation, {
+    role: 'assistant',
+    text,
+    reply_to: ids,
+    status: 'complete',
+  });
+  await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
+  await chat.events.append(conversation, {
+    type: 'message',
+    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status: 'complete', at: new Date().toISOString() },
+  });
 }
 
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
@@ -199,6 +227,122 @@ describe('the Matrix listener', () => {
     await until(() => logs.some((line) => line.startsWith('warn ') && line.includes('502')), 'the outage logged');
     fake.down = false;
     await until(async () => (await storedTexts(chat)).includes('while it was down'), 'the message stored');
+  });
+
+  it('keeps a user’s rooms apart: a conversation per room, each answered in its own room', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.invite({ from: owner, room: '!work:fake.test' });
+    await until(() => fake.joined.includes('!work:fake.test'), 'the work room joined');
+    fake.send({ from: owner, text: 'in the direct room' });
+    fake.send({ from: owner, room: '!work:fake.test', text: 'in the work room' });
+    await until(async () => (await storedTexts(chat)).length === 2, 'both stored');
+    const conversations = (await chat.list()).filter((one) => one.channel === 'matrix');
+    expect(conversations).toHaveLength(2);
+    const of = async (text: string) => {
+      for (const conversation of conversations) {
+        const texts = (await chat.inbox.messages(conversation.id)).map((message) => message.text);
+        if (texts.includes(text)) return { id: conversation.id, texts };
+      }
+      throw new Error(`no conversation holds ${text}`);
+    };
+    const direct = await of('in the direct room');
+    const work = await of('in the work room');
+    expect([direct.texts, work.texts]).toEqual([['in the direct room'], ['in the work room']]);
+    await answer(chat, work.id, 'Answered in the work room.');
+    await answer(chat, direct.id, 'Answered in the direct room.');
+    await until(() => fake.messagesIn('!work:fake.test').length === 1, 'the work room’s answer');
+    await until(() => fake.messagesIn(fake.dmRoom(owner)).length === 1, 'the direct room’s answer');
+    expect(fake.messagesIn('!work:fake.test')[0]?.texts).toEqual(['Answered in the work room.']);
+    expect(fake.messagesIn(fake.dmRoom(owner))[0]?.texts).toEqual(['Answered in the direct room.']);
+    // The next message in a room goes on in that room's conversation.
+    fake.send({ from: owner, room: '!work:fake.test', text: 'again in the work room' });
+    await until(async () => (await of('again in the work room')).id === work.id, 'stored in the work conversation');
+  });
+
+  it('sends markdown as formatted_body with body the text it shows, edits carrying both, all of it clean HTML', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'format it' });
+    await until(async () => (await storedTexts(chat)).length === 1, 'stored');
+    const id = (await chat.list()).find((one) => one.channel === 'matrix')?.id ?? '';
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'Here **is** `code`' });
+    await until(() => fake.messagesIn(fake.dmRoom(owner)).length === 1, 'the first token sent');
+    const reply = [
+      '**Bold** and *italic* <script>alert(1)</script> & [a link](https://example.org/?a=1&b=2) [no](javascript:alert(1))',
+      '',
+      '- one',
+      '- two',
+      '',
+      '```ts',
+      'const a = "<b>" && 1;',
+      '```',
+    ].join('\n');
+    await answer(chat, id, reply);
+    const message = () => fake.messagesIn(fake.dmRoom(owner))[0];
+    await until(
+      () => (message()?.texts.length ?? 0) >= 2 && message()?.texts.at(-1)?.includes('const a') === true,
+      'the final edit',
+    );
+    const sent = message();
+    expect(sent?.formatted[0]).toBe('Here <b>is</b> <code>code</code>');
+    expect(sent?.texts[0]).toBe('Here is code');
+    expect(sent?.formatted.at(-1)).toBe(
+      '<b>Bold</b> and <i>italic</i> &lt;script&gt;alert(1)&lt;/script&gt; &amp; <a href="https://example.org/?a=1&amp;b=2">a link</a> [no](javascript:alert(1))<br><ul><li>one</li><li>two</li></ul><pre><code class="language-ts">const a = "&lt;b&gt;" &amp;&amp; 1;</code></pre>',
+    );
+    expect(sent?.texts.at(-1)).toBe(
+      'Bold and italic <script>alert(1)</script> & a link [no](javascript:alert(1))\n• one\n• two\nconst a = "<b>" && 1;',
+    );
+    // The fake refused nothing: every formatted_body passed its sanitiser check.
+    expect(logs.filter((line) => line.includes('M_BAD_JSON'))).toEqual([]);
+  });
+
+  it('takes a reaction on an approval request as its button: data read back from the message, after a restart too', async () => {
+    const chat = chatService();
+    fake.direct(owner);
+    const decided: string[] = [];
+    const request = {
+      id: 'ap-0000000000c1',
+      title: 'Pay <the> invoice & more',
+      actions: 'send_reply',
+      rule: 'answer invoices',
+      reason: 'an invoice',
+      expiresAt: '2026-12-01T00:00:00.000Z',
+      rendering: 'send_reply to a@example.org:\n<b>not bold</b> & **not bold either**',
+      bound: true,
+    };
+    const approvals: ListenerApprovals = {
+      pending: async () => (decided.length > 0 ? [] : [request]),
+      decide: async (id, decision, by) => {
+        decided.push(`${decision} ${id} by ${by}`);
+        return { status: 'rejected' } as never;
+      },
+    };
+    const first = startListener(chat, { approvals });
+    const room = fake.dmRoom(owner);
+    const withReactions = () => fake.messagesIn(room).find((one) => one.reactions.length === 2);
+    await until(() => withReactions() !== undefined, 'the request with its reactions');
+    const message = withReactions();
+    if (!message) throw new Error('unreachable');
+    expect(message.reactions.map((one) => [one.sender, one.key])).toEqual([
+      [fake.userId, '✅'],
+      [fake.userId, '❌'],
+    ]);
+    // The rendering is shown exactly, in a code block, never formatted; the title escaped.
+    expect(message.texts[0]).toContain(request.rendering);
+    expect(message.formatted[0]).toContain(
+      '<pre><code>send_reply to a@example.org:\n&lt;b&gt;not bold&lt;/b&gt; &amp; **not bold either**</code></pre>',
+    );
+    expect(message.formatted[0]).toContain('Pay &lt;the&gt; invoice &amp; more');
+    await first.stop();
+    // A reaction of another key, and one on a message without buttons, press nothing.
+    fake.react({ from: owner, room, event: message.event_id, key: '👍' });
+    // After a restart (nothing in memory), the owner's ❌ (as clients send it, with a variation selector) decides.
+    startListener(chat, { approvals });
+    fake.react({ from: owner, room, event: message.event_id, key: '❌\uFE0F' });
+    await until(() => decided.length === 1, 'the reaction decided');
+    expect(decided).toEqual([`reject ${request.id} by matrix:${owner}`]);
   });
 
   it('idles without an access token', async () => {

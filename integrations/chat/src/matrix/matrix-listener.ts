@@ -9,8 +9,8 @@ import { MatrixAdapter } from './matrix-adapter.ts';
 /**
  * The `matrix` listener of the chat integration: a Matrix bot account over the Client-Server API's /sync long poll,
  * the Matrix adapter run by the channel runner (docs/channels.md). Messages from `matrix.allowed_users` become chat
- * messages (one conversation per user at a time, answered in its room); invites from them are joined; encrypted
- * rooms are refused. Without `matrix.access_token` it idles until the server stops.
+ * messages (one conversation per user and room, answered in its room; approvals by ✅ / ❌ reactions); invites from
+ * them are joined; encrypted rooms are refused. Without `matrix.access_token` it idles until the server stops.
  */
 export async function runMatrix(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<ChatSettings['matrix']> = context.instance.settings.matrix ?? {};

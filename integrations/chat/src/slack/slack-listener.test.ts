@@ -119,14 +119,23 @@ async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonN
   return value as NonNullable<T>;
 }
 
+/** The messages stored from a peer, in every conversation of theirs (one per place they write in). */
 async function storedOf(chat: ChatService, peer: string): Promise<string[]> {
-  const conversation = (await chat.list()).find((one) => one.channel === 'slack' && one.peer === peer);
-  if (!conversation) return [];
-  return (await chat.inbox.messages(conversation.id)).map((message) => message.text);
+  const stored: string[] = [];
+  for (const conversation of (await chat.list()).filter((one) => one.channel === 'slack' && one.peer === peer))
+    stored.push(...(await chat.inbox.messages(conversation.id)).map((message) => message.text));
+  return stored;
 }
 
-async function answer(chat: ChatService, peer: string, text: string): Promise<void> {
-  const conversation = (await chat.list()).find((one) => one.channel === 'slack' && one.peer === peer);
+/** Answers a peer's conversation (the one holding a message `containing`, when given) as a turn would. */
+async function answer(chat: ChatService, peer: string, text: string, containing?: string): Promise<void> {
+  let conversation: { id: string } | undefined;
+  for (const one of (await chat.list()).filter(
+    (candidate) => candidate.channel === 'slack' && candidate.peer === peer,
+  )) {
+    const texts = (await chat.inbox.messages(one.id)).map((message) => message.text);
+    if (containing === undefined || texts.some((stored) => stored.includes(containing))) conversation = one;
+  }
   if (!conversation) throw new Error('no conversation');
   const ids = (await chat.inbox.pending(conversation.id)).map((message) => message.id);
   const reply = await chat.conversations.appendMessage(conversation.id, {
@@ -161,9 +170,10 @@ describe('the Slack listener', () => {
     });
     fake.deliver({ from: owner, text: 'and tomorrow?' });
     await until(async () => (await storedOf(chat, owner)).length === 2, 'two messages stored');
-    expect(await storedOf(chat, owner)).toEqual(['what is due?', 'and tomorrow?']);
-    // The conversation began in the channel: its replies go there.
-    await answer(chat, owner, 'The *rent*.');
+    expect((await storedOf(chat, owner)).sort()).toEqual(['and tomorrow?', 'what is due?']);
+    // The channel's post and the direct message are two conversations (one per place, decision 0075): the
+    // channel's reply goes to the channel.
+    await answer(chat, owner, 'The *rent*.', 'what is due?');
     await until(() => fake.messagesIn(channel).length === 1, 'the reply in the channel');
     expect(fake.messagesIn(channel)[0]?.texts).toEqual(['The _rent_.']);
   });

@@ -134,16 +134,25 @@ export class TelegramBotApi {
     );
   }
 
-  /** Sends a text message, with one row of inline keyboard buttons when `buttons` is given. */
+  /**
+   * Sends a text message, with one row of inline keyboard buttons when `buttons` is given; `html` sends it with
+   * `parse_mode: HTML`.
+   */
   sendMessage(
     chatId: number,
     text: string,
     signal: AbortSignal,
     buttons?: readonly TelegramInlineButton[],
+    options: { html?: boolean } = {},
   ): Promise<TelegramMessage> {
     return this.call<TelegramMessage>(
       'sendMessage',
-      { chat_id: chatId, text, ...(buttons ? { reply_markup: { inline_keyboard: [buttons] } } : {}) },
+      {
+        chat_id: chatId,
+        text,
+        ...(options.html ? { parse_mode: 'HTML' } : {}),
+        ...(buttons ? { reply_markup: { inline_keyboard: [buttons] } } : {}),
+      },
       { signal },
     );
   }
@@ -153,8 +162,18 @@ export class TelegramBotApi {
     return this.call('answerCallbackQuery', { callback_query_id: callbackQueryId, text }, { signal });
   }
 
-  editMessageText(chatId: number, messageId: number, text: string, signal: AbortSignal): Promise<unknown> {
-    return this.call('editMessageText', { chat_id: chatId, message_id: messageId, text }, { signal });
+  editMessageText(
+    chatId: number,
+    messageId: number,
+    text: string,
+    signal: AbortSignal,
+    options: { html?: boolean } = {},
+  ): Promise<unknown> {
+    return this.call(
+      'editMessageText',
+      { chat_id: chatId, message_id: messageId, text, ...(options.html ? { parse_mode: 'HTML' } : {}) },
+      { signal },
+    );
   }
 
   sendChatAction(chatId: number, action: 'typing', signal: AbortSignal): Promise<unknown> {

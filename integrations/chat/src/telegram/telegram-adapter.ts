@@ -6,17 +6,24 @@ import type {
   ChannelPress,
   ChannelSent,
 } from '../channels/adapter.ts';
-import { TelegramApiError, type TelegramBotApi } from './bot-api.ts';
+import { codeBlockHtml, escapeHtml, htmlToText, markdownToHtml, splitHtml, utf16Length } from '../channels/markdown.ts';
+import { TelegramApiError, type TelegramBotApi, type TelegramInlineButton } from './bot-api.ts';
 
 /**
  * Telegram behind the channel contract (docs/channels.md): the Bot API's long polling (`getUpdates`, the cursor
- * being its `offset`), plain-text messages of at most 4096 characters edited for streaming, "typing…" by
- * `sendChatAction`. A message's id is `tg-<update_id>`, the same on every delivery of the update.
+ * being its `offset`), messages in Telegram's HTML (`parse_mode: HTML`) of at most 4096 characters of text edited
+ * for streaming, "typing…" by `sendChatAction`. A message's id is `tg-<update_id>`, the same on every delivery of
+ * the update. A text Telegram cannot parse ("can't parse entities") goes again as the plain text it shows.
  */
 export class TelegramAdapter implements ChannelAdapter {
   readonly name = 'telegram';
   readonly label = 'Telegram';
   readonly credentials = 'bot token';
+  /**
+   * Telegram counts a message's text after its entities are parsed (the markup does not count), up to 4096; the
+   * split counts UTF-16 code units (the unit of entity offsets: an emoji beyond the BMP is two), never more than
+   * Telegram's count whichever unit it uses.
+   */
   readonly maxMessageChars = 4096;
   /** Telegram limits edits of one message to about one a second. */
   readonly editIntervalMs = 1_000;
@@ -68,8 +75,18 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(options: { thread: string; text: string; signal: AbortSignal }): Promise<ChannelSent> {
-    const sent = await this.#api.sendMessage(Number(options.thread), options.text, options.signal);
+    const sent = await this.#sendMessage(options.thread, options.text, options.signal);
     return { id: String(sent.message_id) };
+  }
+
+  /** Sends HTML; when Telegram cannot parse it, the text it shows, plain: the message is not lost. */
+  async #sendMessage(thread: string, text: string, signal: AbortSignal, buttons?: readonly TelegramInlineButton[]) {
+    try {
+      return await this.#api.sendMessage(Number(thread), text, signal, buttons, { html: true });
+    } catch (error) {
+      if (!unparsable(error)) throw error;
+      return await this.#api.sendMessage(Number(thread), htmlToText(text), signal, buttons);
+    }
   }
 
   /** An inline keyboard of one row. */
@@ -80,7 +97,7 @@ export class TelegramAdapter implements ChannelAdapter {
     signal: AbortSignal;
   }): Promise<ChannelSent> {
     const buttons = options.buttons.map((button) => ({ text: button.label, callback_data: button.data }));
-    const sent = await this.#api.sendMessage(Number(options.thread), options.text, options.signal, buttons);
+    const sent = await this.#sendMessage(options.thread, options.text, options.signal, buttons);
     return { id: String(sent.message_id) };
   }
 
@@ -89,8 +106,15 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async edit(options: { thread: string; message: string; text: string; signal: AbortSignal }): Promise<void> {
+    const edit = (text: string, html: boolean) =>
+      this.#api.editMessageText(Number(options.thread), Number(options.message), text, options.signal, { html });
     try {
-      await this.#api.editMessageText(Number(options.thread), Number(options.message), options.text, options.signal);
+      try {
+        await edit(options.text, true);
+      } catch (error) {
+        if (!unparsable(error)) throw error;
+        await edit(htmlToText(options.text), false);
+      }
     } catch (error) {
       // Showing that text already is what was asked.
       if (error instanceof TelegramApiError && /not modified/i.test(error.description)) return;
@@ -108,11 +132,24 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   /**
-   * Plain text, as the model wrote it: messages go without `parse_mode`, so markdown shows as typed and nothing
-   * the model writes can break a message's markup. (MarkdownV2 is planned: docs/channels.md.)
+   * Markdown as Telegram's HTML (channels/markdown.ts): bold, italic, strikethrough, code, code blocks with their
+   * language, http(s) links, quotes; lists as `•` lines, headings bold. Everything else escaped.
    */
   format(markdown: string): string {
-    return markdown;
+    return markdownToHtml(markdown, 'telegram');
+  }
+
+  escape(text: string): string {
+    return escapeHtml(text);
+  }
+
+  codeBlock(text: string): string {
+    return codeBlockHtml(text, 'telegram');
+  }
+
+  /** At most 4096 UTF-16 code units of text each, the tags open at a cut closed and opened again. */
+  split(text: string): string[] {
+    return splitHtml(text, { maxChars: this.maxMessageChars, flavour: 'telegram', measure: utf16Length });
   }
 
   classify(error: unknown): ChannelFailure {
@@ -128,4 +165,16 @@ export class TelegramAdapter implements ChannelAdapter {
       ? { kind: 'transient' }
       : { kind: 'transient', retryAfterMs: error.retryAfter * 1000 };
   }
+}
+
+/**
+ * Telegram refused a text's markup: 400 "Bad Request: can't parse entities: …", or "ENTITIES_TOO_LONG" (more markup
+ * than it takes in one message).
+ */
+function unparsable(error: unknown): boolean {
+  return (
+    error instanceof TelegramApiError &&
+    error.status === 400 &&
+    /can't parse entities|entities_too_long/i.test(error.description)
+  );
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { memo, memoTail, mustShow, toolCallApprovalId, writeSurfaceApprovals } from '@assistant/actions/testing';
@@ -273,6 +273,32 @@ describe('the Telegram listener', () => {
     expect(textsTo(owner)).toEqual(['First answer.', 'An answer written while the server was down.']);
   });
 
+  it('keeps the conversation a state written before conversations were per thread records for the user', async () => {
+    const chat = chatService();
+    const recorded = await chat.conversationFor({ channel: 'telegram', peer: String(owner), title: 'Telegram' });
+    // A newer conversation of the user, which the chat service would hand out first.
+    await chat.conversationFor({ channel: 'telegram', peer: String(owner), fresh: true, title: 'Telegram' });
+    const stateFile = path.join(root, 'data', 'chat', 'telegram', 'chat.json');
+    await mkdir(path.dirname(stateFile), { recursive: true });
+    await writeFile(
+      stateFile,
+      JSON.stringify({
+        version: 1,
+        offset: 0,
+        peers: { [String(owner)]: recorded },
+        conversations: { [recorded]: { chat: String(owner), events: 0 } },
+        sent: {},
+        notified: {},
+        notifications: 0,
+      }),
+    );
+    startListener(chat);
+    fake.send({ from: owner, text: 'still here' });
+    await until(async () => (await storedTexts(chat, recorded)).length === 1, 'stored in the recorded conversation');
+    const state = JSON.parse(await readFile(stateFile, 'utf8'));
+    expect(state.threads).toEqual({ [`${owner} ${owner}`]: recorded });
+  });
+
   it('goes on editing the streamed message after a restart mid-reply', async () => {
     const chat = chatService();
     const first = startListener(chat);
@@ -400,7 +426,12 @@ describe('the Telegram listener', () => {
       notification: { kind: 'workflow', run: 'run-20261128-abcd' },
     };
     await chat.events.append(id, posted);
-    await until(() => textsTo(owner).includes(posted.message.text), 'the posted message sent');
+    // Its markdown is formatted: the code span is code, the text shows without the backticks.
+    const shown = 'Workflow article (pipeline), run run-20261128-abcd: done.';
+    await until(() => textsTo(owner).includes(shown), 'the posted message sent');
+    expect(fake.messagesTo(owner).find((one) => one.text === shown)?.markup).toEqual([
+      'Workflow <code>article</code> (pipeline), run run-20261128-abcd: done.',
+    ]);
     await chat.events.append(id, { type: 'token', step: 0, text: ' it' });
     await until(() => textsTo(owner).includes('Starting it'), 'the reply streaming on');
     await answer(chat, id, 'Starting it now.');
@@ -411,7 +442,7 @@ describe('the Telegram listener', () => {
     await until(() => textsTo(owner).some((text) => text.includes('/new')), 'the help after the repeat');
     expect(fake.messagesTo(owner).map((message) => message.texts)).toEqual([
       ['Starting', 'Starting it', 'Starting it now.'],
-      [posted.message.text],
+      [shown],
       [expect.stringContaining('/new')],
     ]);
   });
@@ -642,6 +673,97 @@ describe('the Telegram listener', () => {
     );
     expect(all).not.toContain('the last line');
     for (const text of textsTo(owner)) expect(Array.from(text).length).toBeLessThanOrEqual(4_096);
+  });
+
+  it('sends a reply as Telegram HTML the Bot API parses: markup, escaped HTML, a long code block in valid pieces', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'show me' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
+    const code = Array.from({ length: 250 }, (_, line) => `row(${line}) < limit && "quoted" & more`).join('\n');
+    const reply = `**Done**: see [the report](https://example.org/r?a=1&b=2) <script>x</script>\n\n\`\`\`ts\n${code}\n\`\`\`\n\n- one\n- *two*`;
+    await answer(chat, conversation.id, reply);
+    await until(() => textsTo(owner).some((text) => text.endsWith('• two')), 'the last piece');
+    const sent = fake.messagesTo(owner);
+    expect(sent.length).toBeGreaterThanOrEqual(3);
+    // Every piece went with parse_mode HTML and was parsed (the fake refuses what Telegram would), within 4096.
+    for (const message of sent) {
+      expect(message.markup[0]).toBeTypeOf('string');
+      expect(message.text.length).toBeLessThanOrEqual(4096);
+    }
+    expect(sent[0]?.markup[0]).toMatch(
+      /^<b>Done<\/b>: see <a href="https:\/\/example.org\/r\?a=1&amp;b=2">the report<\/a> &lt;script&gt;x&lt;\/script&gt;\n\n<pre><code class="language-ts">row\(0\) &lt; limit &amp;&amp; "quoted" &amp; more\n/,
+    );
+    expect(sent[1]?.markup[0]).toMatch(/^<pre><code class="language-ts">row\(\d+\)/);
+    expect(sent.at(-1)?.markup[0]).toMatch(/<\/code><\/pre>\n\n• one\n• <i>two<\/i>$/);
+    expect(sent.map((message) => message.text).join('')).toBe(
+      `Done: see the report <script>x</script>\n\n${code}\n\n• one\n• two`,
+    );
+    expect(fake.calls.filter((call) => call.method === 'sendMessage')).toHaveLength(sent.length);
+  });
+
+  it('sends the text plain when Telegram cannot parse its markup, a message and an edit, rather than lose it', async () => {
+    const chat = chatService();
+    startListener(chat);
+    fake.send({ from: owner, text: 'go' });
+    const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
+    const id = conversation.id;
+    await until(async () => (await storedTexts(chat, id)).length === 1, 'the message stored');
+    // As Telegram answers markup it will not take (the fake itself parses ours).
+    const refusal = {
+      status: 400,
+      description: "Bad Request: can't parse entities: Unsupported start tag at byte offset 0",
+    };
+    fake.fail('sendMessage', refusal);
+    fake.fail('editMessageText', refusal);
+    await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+    await chat.events.append(id, { type: 'token', step: 0, text: 'A **bold** start' });
+    await until(() => textsTo(owner).includes('A bold start'), 'the first token, plain');
+    await answer(chat, id, 'A **bold** start & `an end`.');
+    await until(() => textsTo(owner).includes('A bold start & an end.'), 'the final text, plain');
+    const [message] = fake.messagesTo(owner);
+    expect(message?.texts).toEqual(['A bold start', 'A bold start & an end.']);
+    // Sent plain after the refusal, without parse_mode: what it shows is the text, nothing lost.
+    expect(message?.markup).toEqual([undefined, undefined]);
+    const sends = fake.callsOf('sendMessage').map((call) => [call.params.parse_mode, call.params.text]);
+    expect(sends).toEqual([
+      ['HTML', 'A <b>bold</b> start'],
+      [undefined, 'A bold start'],
+    ]);
+    // The next message goes as HTML again.
+    fake.send({ from: owner, text: '/help' });
+    await until(() => textsTo(owner).some((text) => text.includes('/new')), 'the help');
+    expect(fake.messagesTo(owner).at(-1)?.markup[0]).toContain('/new');
+  });
+
+  it('pushes an approval with what it will do exactly, in a code block, its title escaped, never formatted', async () => {
+    const chat = chatService();
+    const rendering = 'send_reply to a@example.org:\n<b>not markup</b> & **not bold** `not code`';
+    const approvals: ListenerApprovals = {
+      pending: async () => [
+        {
+          id: 'ap-0123456789ab',
+          title: 'Pay <Smith & Co>',
+          actions: 'send_reply',
+          rendering,
+          bound: true,
+          rule: 'answer invoices',
+          reason: 'an *invoice*',
+          expiresAt: '2026-12-01T00:00:00.000Z',
+        },
+      ],
+      decide: async () => ({ status: 'expired' }) as never,
+    };
+    startListener(chat, { approvals });
+    await until(() => fake.messagesTo(owner).some((one) => one.buttons.length === 2), 'the push with its buttons');
+    const message = fake.messagesTo(owner).find((one) => one.buttons.length === 2);
+    expect(message?.text).toContain(`What will happen:\n${rendering}\n\n/approve ap-0123456789ab`);
+    expect(message?.text).toContain('for Pay <Smith & Co>');
+    expect(message?.text).toContain('an *invoice*');
+    expect(message?.markup[0]).toContain(
+      '<pre>send_reply to a@example.org:\n&lt;b&gt;not markup&lt;/b&gt; &amp; **not bold** `not code`</pre>',
+    );
   });
 
   it("forwards the notifier's questions and failures once, and not its other messages", async () => {

@@ -289,6 +289,14 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
       await chat.events.append(id, { type: 'token', step: 0, text: 'Once upon' });
       await until(() => textsTo(platform.owner).includes('Once upon'), 'the first token sent');
+      // The platform shows the message a moment before the runner has its answer (and records what it streams into).
+      const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
+      await until(async () => {
+        const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{}')) as {
+          conversations?: Record<string, { preview?: unknown }>;
+        };
+        return state.conversations?.[id]?.preview !== undefined;
+      }, 'the streamed message recorded');
       await first.stop();
       await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
       listen(chat);

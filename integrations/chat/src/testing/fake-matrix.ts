@@ -5,7 +5,14 @@ export interface FakeMatrixSent {
   event_id: string;
   room: string;
   msgtype: string;
+  /** Each `body`. */
   texts: string[];
+  /** For each of `texts`, its `formatted_body` (`org.matrix.custom.html`); undefined when it had none. */
+  formatted: (string | undefined)[];
+  /** The message's content as sent (before any edit). */
+  content: Record<string, unknown>;
+  /** The reactions on it (`m.annotation`), in order: who reacted with which key. */
+  reactions: { sender: string; key: string; event_id: string }[];
 }
 
 interface TimelineEvent {
@@ -26,8 +33,10 @@ const maxContentBytes = 65_000;
 
 /**
  * A local fake Matrix homeserver for tests only (never a product default), on 127.0.0.1: `/sync` long polling
- * (`since` / `next_batch`), sending with transaction-id dedupe (`m.replace` edits recorded on the edited message),
- * `join`, `typing`, `whoami`. A wrong access token is 401 `M_UNKNOWN_TOKEN`; {@link down} makes every call 502.
+ * (`since` / `next_batch`), sending with transaction-id dedupe (`m.replace` edits recorded on the edited message,
+ * `m.reaction` annotations on the message they annotate), reading an event, `join`, `typing`, `whoami`. A
+ * `formatted_body` is checked as a client's sanitiser would take it (the allowed tags and attributes, http(s) links
+ * only, closed in order): one that is not is refused 400, which a homeserver would not do, so tests see it. A wrong access token is 401 `M_UNKNOWN_TOKEN`; {@link down} makes every call 502.
  * Each user has a direct room with the bot (`!dm-<localpart>:fake.test`), joined already.
  */
 export class FakeMatrix {
@@ -41,6 +50,11 @@ export class FakeMatrix {
   readonly joined: string[] = [];
   /** Rooms whose join is refused (403 `M_FORBIDDEN`, as for a room that is gone or invite-only). */
   readonly refusedJoins = new Set<string>();
+  /**
+   * The bot account's `m.direct` account data: each user's direct room (none at first; {@link direct} adds one, as
+   * a client marks a room direct).
+   */
+  readonly directs = new Map<string, string>();
   /** How many typing notifications the bot sent. */
   typings = 0;
   /** How many calls were refused for a wrong token. */
@@ -131,6 +145,23 @@ export class FakeMatrix {
     this.#wake();
   }
 
+  /** Marks a user's direct room (default {@link dmRoom}) in the bot's `m.direct` account data. */
+  direct(user: string, room = this.dmRoom(user)): void {
+    this.directs.set(user, room);
+  }
+
+  /** `from` reacts to an event with `key` (an `m.annotation`); returns the reaction's event id. */
+  react(options: { from: string; room: string; event: string; key: string }): string {
+    const eventId = this.#append(options.room, {
+      type: 'm.reaction',
+      sender: options.from,
+      content: { 'm.relates_to': { rel_type: 'm.annotation', event_id: options.event, key: options.key } },
+    });
+    const target = this.sent.find((one) => one.event_id === options.event);
+    target?.reactions.push({ sender: options.from, key: options.key, event_id: eventId });
+    return eventId;
+  }
+
   /** Hands an event out again in the next /sync, whatever its `since` (a redelivery). */
   redeliver(eventId: string): void {
     const entry = this.#timeline.find((one) => one.event.event_id === eventId);
@@ -179,6 +210,11 @@ export class FakeMatrix {
     const body = (request.body ?? {}) as Record<string, unknown>;
     if (parts[0] === 'sync' && request.method === 'GET') return this.#sync(url, request);
     if (parts[0] === 'account' && parts[1] === 'whoami') return { user_id: this.userId };
+    if (parts[0] === 'user' && parts[2] === 'account_data' && parts[3] === 'm.direct' && request.method === 'GET') {
+      if (parts[1] !== this.userId) return reply.code(403).send({ errcode: 'M_FORBIDDEN', error: 'not your account' });
+      if (this.directs.size === 0) return reply.code(404).send({ errcode: 'M_NOT_FOUND', error: 'no m.direct' });
+      return Object.fromEntries([...this.directs].map(([user, room]) => [user, [room]]));
+    }
     if (parts[0] === 'rooms' && parts[1] !== undefined) {
       const room = parts[1];
       if (parts[2] === 'join' && request.method === 'POST') {
@@ -197,6 +233,14 @@ export class FakeMatrix {
         this.typings += 1;
         return {};
       }
+      if (parts[2] === 'event' && parts[3] && request.method === 'GET') {
+        const found = this.#timeline.find((one) => one.room === room && one.event.event_id === parts[3]);
+        if (!found) return reply.code(404).send({ errcode: 'M_NOT_FOUND', error: 'Event not found.' });
+        return { ...found.event, room_id: room };
+      }
+      if (parts[2] === 'send' && parts[3] === 'm.reaction' && parts[4] && request.method === 'PUT') {
+        return this.#react(room, parts[4], body, reply);
+      }
       if (parts[2] === 'send' && parts[3] === 'm.room.message' && parts[4] && request.method === 'PUT') {
         const answer = this.#send(room, parts[4], body, reply);
         if (this.loseSendAnswers > 0 && !reply.sent) {
@@ -209,6 +253,22 @@ export class FakeMatrix {
     return reply.code(404).send({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' });
   }
 
+  #react(room: string, txn: string, content: Record<string, unknown>, reply: FastifyReply): unknown {
+    const known = this.#transactions.get(txn);
+    if (known !== undefined) return { event_id: known };
+    const relation = content['m.relates_to'] as { rel_type?: unknown; event_id?: unknown; key?: unknown } | undefined;
+    const target = this.sent.find((one) => one.event_id === relation?.event_id && one.room === room);
+    if (relation?.rel_type !== 'm.annotation' || typeof relation.key !== 'string' || relation.key === '' || !target) {
+      return reply
+        .code(400)
+        .send({ errcode: 'M_BAD_JSON', error: 'a reaction needs an m.annotation of a known event' });
+    }
+    const eventId = this.#append(room, { type: 'm.reaction', sender: this.userId, content });
+    this.#transactions.set(txn, eventId);
+    target.reactions.push({ sender: this.userId, key: relation.key, event_id: eventId });
+    return { event_id: eventId };
+  }
+
   #send(room: string, txn: string, content: Record<string, unknown>, reply: FastifyReply): unknown {
     const known = this.#transactions.get(txn);
     if (known !== undefined) return { event_id: known };
@@ -218,18 +278,31 @@ export class FakeMatrix {
     if (typeof content.body !== 'string' || content.body === '') {
       return reply.code(400).send({ errcode: 'M_BAD_JSON', error: 'body missing' });
     }
+    for (const shown of [content, content['m.new_content'] as Record<string, unknown> | undefined]) {
+      const problem = shown === undefined ? undefined : checkFormatted(shown);
+      if (problem) return reply.code(400).send({ errcode: 'M_BAD_JSON', error: problem });
+    }
     const eventId = this.#append(room, { type: 'm.room.message', sender: this.userId, content });
     this.#transactions.set(txn, eventId);
     const relation = content['m.relates_to'] as { rel_type?: string; event_id?: string } | undefined;
-    const replacement = content['m.new_content'] as { body?: string } | undefined;
+    const replacement = content['m.new_content'] as { body?: string; formatted_body?: string } | undefined;
     if (relation?.rel_type === 'm.replace') {
       const original = this.sent.find((one) => one.event_id === relation.event_id && one.room === room);
       if (!original || typeof replacement?.body !== 'string') {
         return reply.code(400).send({ errcode: 'M_BAD_JSON', error: 'edit of an unknown event' });
       }
       original.texts.push(replacement.body);
+      original.formatted.push(replacement.formatted_body);
     } else {
-      this.sent.push({ event_id: eventId, room, msgtype: String(content.msgtype), texts: [content.body] });
+      this.sent.push({
+        event_id: eventId,
+        room,
+        msgtype: String(content.msgtype),
+        texts: [content.body],
+        formatted: [typeof content.formatted_body === 'string' ? content.formatted_body : undefined],
+        content,
+        reactions: [],
+      });
     }
     return { event_id: eventId };
   }
@@ -301,4 +374,56 @@ export class FakeMatrix {
     }
     return { next_batch: `s${this.#position}`, rooms: { join, invite } };
   }
+}
+
+/** The tags a client's sanitiser keeps in `formatted_body` (a subset of the spec's list), and their attributes. */
+const matrixTags: Record<string, RegExp> = {
+  b: /^$/,
+  strong: /^$/,
+  i: /^$/,
+  em: /^$/,
+  s: /^$/,
+  del: /^$/,
+  u: /^$/,
+  code: /^(?:class="language-[^"\s]+")?$/,
+  pre: /^$/,
+  a: /^href="https?:\/\/[^"]*"$/,
+  ul: /^$/,
+  ol: /^(?:start="\d+")?$/,
+  li: /^$/,
+  br: /^$/,
+  p: /^$/,
+  blockquote: /^$/,
+};
+
+/**
+ * A message content's HTML as a sanitiser takes it: `format: org.matrix.custom.html` with a `formatted_body` of the
+ * allowed tags and attributes only (links http(s) only), closed in order, `&` `<` `>` escaped. The problem, if any.
+ */
+export function checkFormatted(content: Record<string, unknown>): string | undefined {
+  const html = content.formatted_body;
+  if (html === undefined) return content.format === undefined ? undefined : 'format without formatted_body';
+  if (typeof html !== 'string' || content.format !== 'org.matrix.custom.html')
+    return 'formatted_body needs format org.matrix.custom.html';
+  const open: string[] = [];
+  const token = /<(\/?)([a-zA-Z][\w-]*)((?:\s+[^<>]*)?)>|&(#x[0-9a-fA-F]+|#\d+|[a-zA-Z]+);|[^<&>]+|[<&>]/g;
+  for (const match of html.matchAll(token)) {
+    const [whole, closing, rawName, rawAttributes, entity] = match;
+    if (rawName === undefined) {
+      if (entity === undefined && (whole === '<' || whole === '&' || whole === '>')) return `unescaped "${whole}"`;
+      continue;
+    }
+    const name = rawName.toLowerCase();
+    const allowed = matrixTags[name];
+    if (!allowed) return `tag <${name}> is not allowed`;
+    if (!closing && !allowed.test((rawAttributes ?? '').trim())) return `attributes of <${name}> are not allowed`;
+    if (name === 'br') continue;
+    if (closing) {
+      const top = open.pop();
+      if (top !== name) return `</${name}> closes <${top ?? 'nothing'}>`;
+    } else {
+      open.push(name);
+    }
+  }
+  return open.length > 0 ? `<${open.at(-1)}> is not closed` : undefined;
 }

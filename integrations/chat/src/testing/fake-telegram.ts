@@ -14,13 +14,18 @@ export interface FakeIncoming {
   text?: string;
 }
 
-/** A message the bot sent, with every text it was edited to (`texts[0]` as sent, the last one current). */
+/**
+ * A message the bot sent, with every text it was edited to (`texts[0]` as sent, the last one current): the text a
+ * user sees, its HTML markup parsed (`parse_mode: HTML`) as Telegram parses it.
+ */
 export interface FakeSentMessage {
   message_id: number;
   chat_id: number;
   texts: string[];
   /** The current text: the last of `texts`. */
   text: string;
+  /** For each of `texts`, the HTML it was sent as (`parse_mode: HTML`); undefined for a plain text. */
+  markup: (string | undefined)[];
   /** Its inline keyboard's buttons (`reply_markup.inline_keyboard`, rows flattened); empty without one. */
   buttons: { text: string; callback_data: string }[];
 }
@@ -277,9 +282,9 @@ export class FakeTelegram {
 
   #sendMessage(params: Record<string, unknown>, reply: FastifyReply): unknown {
     const chatId = Number(params.chat_id);
-    const text = String(params.text ?? '');
-    const problem = checkText(text);
-    if (problem) return reply.code(400).send({ ok: false, error_code: 400, description: problem });
+    const parsed = parseText(params);
+    if ('problem' in parsed) return reply.code(400).send({ ok: false, error_code: 400, description: parsed.problem });
+    const { text, markup } = parsed;
     const keyboard = (params.reply_markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
     const buttons = Array.isArray(keyboard) ? (keyboard.flat() as FakeSentMessage['buttons']) : [];
     for (const button of buttons) {
@@ -293,6 +298,7 @@ export class FakeTelegram {
       chat_id: chatId,
       texts: [text],
       text,
+      markup: [markup],
       buttons,
     };
     this.sent.push(message);
@@ -301,7 +307,6 @@ export class FakeTelegram {
 
   #editMessageText(params: Record<string, unknown>, reply: FastifyReply): unknown {
     const chatId = Number(params.chat_id);
-    const text = String(params.text ?? '');
     const message = this.sent.find(
       (candidate) => candidate.chat_id === chatId && candidate.message_id === Number(params.message_id),
     );
@@ -309,9 +314,10 @@ export class FakeTelegram {
       return reply
         .code(400)
         .send({ ok: false, error_code: 400, description: 'Bad Request: message to edit not found' });
-    const problem = checkText(text);
-    if (problem) return reply.code(400).send({ ok: false, error_code: 400, description: problem });
-    if (message.text === text) {
+    const parsed = parseText(params);
+    if ('problem' in parsed) return reply.code(400).send({ ok: false, error_code: 400, description: parsed.problem });
+    const { text, markup } = parsed;
+    if (message.text === text && message.markup.at(-1) === markup) {
       return reply.code(400).send({
         ok: false,
         error_code: 400,
@@ -320,13 +326,116 @@ export class FakeTelegram {
       });
     }
     message.texts.push(text);
+    message.markup.push(markup);
     message.text = text;
     return { ok: true, result: { message_id: message.message_id, chat: { id: chatId }, date: 0, text } };
   }
 }
 
-function checkText(text: string): string | undefined {
-  if (text.trim() === '') return 'Bad Request: message text is empty';
-  if (Array.from(text).length > maxTextLength) return 'Bad Request: message is too long';
-  return undefined;
+/**
+ * A sendMessage's or editMessageText's text as Telegram takes it: with `parse_mode: HTML`, parsed (a problem is
+ * Telegram's 400 "can't parse entities"); then at most 4096 characters of text, counted in UTF-16 code units (the
+ * stricter of the counts reported for Telegram), and not empty.
+ */
+function parseText(
+  params: Record<string, unknown>,
+): { text: string; markup: string | undefined } | { problem: string } {
+  const raw = String(params.text ?? '');
+  let text = raw;
+  let markup: string | undefined;
+  if (params.parse_mode !== undefined) {
+    if (params.parse_mode !== 'HTML')
+      return { problem: `Bad Request: unsupported parse_mode ${String(params.parse_mode)}` };
+    const parsed = parseTelegramHtml(raw);
+    if (typeof parsed !== 'string') return { problem: `Bad Request: can't parse entities: ${parsed.problem}` };
+    text = parsed;
+    markup = raw;
+  }
+  if (text.trim() === '') return { problem: 'Bad Request: message text is empty' };
+  if (text.length > maxTextLength) return { problem: 'Bad Request: message is too long' };
+  return { text, markup };
+}
+
+/** The tags of Telegram's HTML style, and the attribute each may have. */
+const telegramTags: Record<string, RegExp> = {
+  b: /^$/,
+  strong: /^$/,
+  i: /^$/,
+  em: /^$/,
+  u: /^$/,
+  ins: /^$/,
+  s: /^$/,
+  strike: /^$/,
+  del: /^$/,
+  'tg-spoiler': /^$/,
+  span: /^class="tg-spoiler"$/,
+  a: /^href="[^"]*"$/,
+  code: /^(?:class="language-[^"\s]+")?$/,
+  pre: /^$/,
+  blockquote: /^(?:expandable)?$/,
+};
+/** Formatting that may hold and be held by any entity but code and pre. */
+const styleTags = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'tg-spoiler', 'span']);
+
+/**
+ * Parses Telegram's HTML style (core.telegram.org/bots/api#html-style) as strictly as Telegram: only its tags and
+ * attributes, closed in order, `&lt; &gt; &amp; &quot;` and numeric entities only, every other `<` `>` `&` escaped,
+ * and its nesting rules (code and pre hold nothing but `<pre><code class="language-…">`; formatting holds and is held
+ * by anything but code and pre; a link holds no link; a quote no quote). The text it shows, or the problem.
+ */
+export function parseTelegramHtml(html: string): string | { problem: string } {
+  const open: { name: string; attributes: string }[] = [];
+  let text = '';
+  const token = /<(\/?)([a-zA-Z][\w-]*)((?:\s+[^<>]*)?)>|&(#x[0-9a-fA-F]+|#\d+|[a-zA-Z]+);|[^<&>]+|[<&>]/g;
+  for (const match of html.matchAll(token)) {
+    const [whole, closing, rawName, rawAttributes, entity] = match;
+    const at = Buffer.byteLength(html.slice(0, match.index));
+    if (rawName === undefined) {
+      if (entity !== undefined) {
+        const named: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };
+        if (entity.startsWith('#')) {
+          const code = entity.startsWith('#x') ? Number.parseInt(entity.slice(2), 16) : Number(entity.slice(1));
+          if (!(code > 0 && code <= 0x10ffff)) return { problem: `Invalid numeric entity at byte offset ${at}` };
+          text += String.fromCodePoint(code);
+        } else if (named[entity] !== undefined) text += named[entity];
+        else return { problem: `Unsupported HTML entity "&${entity};" at byte offset ${at}` };
+        continue;
+      }
+      if (whole === '<' || whole === '&' || whole === '>')
+        return { problem: `Character "${whole}" is reserved and must be escaped at byte offset ${at}` };
+      text += whole;
+      continue;
+    }
+    const name = rawName.toLowerCase();
+    const attributes = (rawAttributes ?? '').trim();
+    if (closing) {
+      const top = open.pop();
+      if (!top) return { problem: `Unexpected end tag at byte offset ${at}` };
+      if (top.name !== name)
+        return { problem: `Unmatched end tag at byte offset ${at}, expected "</${top.name}>", found "</${name}>"` };
+      continue;
+    }
+    const allowed = telegramTags[name];
+    if (!allowed) return { problem: `Unsupported start tag "${name}" at byte offset ${at}` };
+    if (!allowed.test(attributes)) return { problem: `Unsupported attribute in tag "${name}" at byte offset ${at}` };
+    const parent = open.at(-1);
+    const names = open.map((one) => one.name);
+    if (names.includes('code') || (names.includes('pre') && !(name === 'code' && parent?.name === 'pre')))
+      return { problem: `Entities can't be nested inside code or pre at byte offset ${at}` };
+    if (name === 'code' && attributes !== '' && parent?.name !== 'pre')
+      return { problem: `A language is only for code inside pre at byte offset ${at}` };
+    if ((name === 'code' || name === 'pre') && names.some((one) => one !== 'pre'))
+      return { problem: `Code and pre can't be inside other entities at byte offset ${at}` };
+    if (name === 'a' && names.includes('a')) return { problem: `Links can't be nested at byte offset ${at}` };
+    if (name === 'blockquote' && names.includes('blockquote'))
+      return { problem: `Blockquotes can't be nested at byte offset ${at}` };
+    if (!styleTags.has(name) && name !== 'code' && names.some((one) => !styleTags.has(one) && one !== 'blockquote'))
+      return {
+        problem: `Entities "${name}" and "${names.join('", "')}" can't contain each other at byte offset ${at}`,
+      };
+    open.push({ name, attributes });
+  }
+  const unclosed = open.at(-1);
+  if (unclosed) return { problem: `Can't find end tag corresponding to start tag "${unclosed.name}"` };
+  return text;
 }
