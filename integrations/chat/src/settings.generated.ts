@@ -27,6 +27,8 @@ export interface ChatSettings {
     api_root: string;
     /** How long one getUpdates long poll waits for an update. Milliseconds. */
     poll_timeout: number;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
   /** Signed webhooks both ways, by the Standard Webhooks specification (docs/webhooks.md). */
   webhooks?: {
@@ -58,5 +60,7 @@ export interface ChatSettings {
     allowed_users: string[];
     /** How long one /sync long poll waits for events. Milliseconds. */
     poll_timeout: number;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
 }
