@@ -38,13 +38,13 @@ export class FakeWebhookRemote {
 
   /** Starts the fake; `secret` is the `whsec_…` the endpoint's deliveries are signed with. */
   static async start(options: { secret: string }): Promise<FakeWebhookRemote> {
-    let remote: FakeWebhookRemote | undefined;
-    const server = http.createServer((request, response) => {
+    const server = http.createServer();
+    const remote = new FakeWebhookRemote(server, options.secret);
+    server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => remote?.#take(request, response, Buffer.concat(chunks).toString('utf8')));
+      request.on('end', () => remote.#take(request, response, Buffer.concat(chunks).toString('utf8')));
     });
-    remote = new FakeWebhookRemote(server, options.secret);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return remote;
   }
