@@ -1,7 +1,9 @@
 // A signed inbound webhook that fires a ledger event instead of a chat turn, through `assistant start`: the body
 // `{"event": "backup_done", "data": {…}}` is reported once as `chat.webhook_event` (however often it is sent), no
 // conversation or turn is made, a hook reacts to it (`on: chat.webhook_event`, `when: {name: backup_done}`), and its
-// `notify:` goes out, signed, to an outbound endpoint that takes `hook`.
+// `notify:` goes out, signed, to an outbound endpoint that takes `hook`; the endpoint also takes the ledger's
+// `chat.webhook_event`s themselves (`ledger_events`).
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -81,6 +83,7 @@ integrations:
           url: ${receiver.url}
           secret: !secret receiver_hook
           events: [hook]
+          ledger_events: [chat.webhook_event]
           private_network: true
 hooks:
   - name: backups
@@ -103,6 +106,13 @@ hooks:
           body,
         });
 
+      // The ledger reader starts at the ledger's end, noted at its first look: wait for it.
+      await waitUntil(
+        () => readFile(path.join(dir.path, 'data/chat/webhook-events.json'), 'utf8').catch(() => undefined),
+        {
+          what: 'the ledger reader’s first look',
+        },
+      );
       const body = JSON.stringify({ event: 'backup_done', data: { size_gb: 14 }, peer: 'nas' });
       const first = await send(body, 'msg_backup_1');
       expect(first.status).toBe(202);
@@ -133,6 +143,18 @@ hooks:
         data: { kind: 'hook', hook: 'backups', event: fired.event, text: 'Backup from nas: {"size_gb":14}' },
       });
 
+      // The endpoint also takes the ledger's `chat.webhook_event`s as they are written (`ledger_events`): each once.
+      await waitUntil(
+        () => receiver.received.filter((request) => request.body.includes('"door.opened"')).length === 1,
+        {
+          what: 'the door event delivered from the ledger',
+        },
+      );
+      const fromLedger = receiver.received
+        .map((request) => JSON.parse(request.body) as { type: string; data: { id: string; data: { name: string } } })
+        .filter((event) => event.type === 'chat.webhook_event');
+      expect(fromLedger.map((event) => event.data.data.name)).toEqual(['backup_done', 'door.opened']);
+      expect(fromLedger[0]?.data.id).toBe(fired.event);
       const ledger = eventsSchema.parse(await (await api(`${base}/api/events?type=chat.webhook_event`)).json());
       expect(ledger.events.map((event) => [event.data.name, event.data.webhook_id, event.problem])).toEqual([
         ['backup_done', 'msg_backup_1', undefined],

@@ -46,6 +46,8 @@ export interface ChatSettings {
       events: ('approval' | 'clarification' | 'failure' | 'hook' | 'reply')[];
       /** Allow a URL on this machine or the local network (a home server); otherwise only public addresses. */
       private_network: boolean;
+      /** Event types of the ledger (docs/events.md) sent to it as they are written, besides `events`: `[task.failed, chat.webhook_event]`; each event once, its id as webhook-id. Not set: none. */
+      ledger_events?: string[];
     }[];
   };
   /** The Matrix bot (docs/channels.md "Matrix"); without `access_token` the listener idles. */
