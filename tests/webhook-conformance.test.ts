@@ -5,8 +5,8 @@
 // of its checks is made here against the real parts instead.
 //
 // - allowed user answered → a correctly signed message is stored, one turn answers it, the reply is delivered signed;
-// - stranger ignored, logged by id only → an absent, wrong or other-secret signature is 401, nothing stored, one
-//   log line each saying why, never the body;
+// - stranger ignored, logged by id only → an absent or other-secret signature is 401, nothing stored, one log line
+//   each saying why with the webhook-id it claimed, never the body;
 // - retries and duplicates give one answer → the same webhook-id again (before the answer, after it, after a
 //   restart) is the stored message: one turn, one reply delivery;
 // - restart mid-reply neither repeats nor skips → the server stopped at once after a message is accepted, and
@@ -196,7 +196,11 @@ integrations:
     }
     const all = logs.join('\n');
     const refusals = all.split('\n').filter((line) => line.includes('webhook chat/signed refused'));
+    // One line each, naming the id the request claimed (the sender's handle on it), never what it said.
     expect(refusals).toHaveLength(2);
+    // (The unsigned one sent no headers at all, so no id.)
+    expect(refusals[0]).not.toContain('webhook-id msg_');
+    expect(refusals[1]).toContain('(webhook-id msg_stranger_2)');
     expect(all).not.toContain('hunter2');
     for (const secret of [inboundSecret, outboundSecret, otherSecret]) {
       expect(all).not.toContain(secret);
