@@ -23,6 +23,8 @@ const maxDeliveryFailures = 8;
 const sendAttempts = 6;
 /** Chat errors a refused message carries: said to the sender, the delivery is done. */
 const refusals = new Set(['CHAT_PENDING_FULL', 'CHAT_MESSAGE_TOO_LARGE', 'CHAT_INPUT_INVALID']);
+/** The kinds read from the `notifications` conversation (approvals are pushed from the requests themselves). */
+const forwardedKinds: readonly NotificationKind[] = ['clarification', 'failure', 'hook'];
 /** What a pushed notification starts with, by kind. */
 const notificationMark = { clarification: '❓', failure: '⚠️', hook: '🔔' } as const;
 /** The most messages one approval request is pushed in; past that the owner opens the request. */
@@ -427,7 +429,7 @@ export class ChannelRunner {
    */
   async #notifyOwner(): Promise<void> {
     const approvals = this.#notify.has('approval') ? this.#approvals : undefined;
-    const forwarded = ['clarification', 'failure', 'hook'].some((kind) => this.#notify.has(kind as NotificationKind));
+    const forwarded = forwardedKinds.some((kind) => this.#notify.has(kind));
     if (!approvals && !forwarded) return;
     while (!this.#signal.aborted) {
       try {
