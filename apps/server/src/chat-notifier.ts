@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { approvalRendering, describeApproval, fitRendering, listApprovals } from '@assistant/actions';
+import {
+  approvalRendering,
+  describeApproval,
+  fitRendering,
+  listApprovals,
+  type PendingApprovals,
+} from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
@@ -35,6 +41,8 @@ export interface ChatNotifierOptions {
   now?: () => number;
   /** Enqueues the signed webhook deliveries of a notification (`webhooks.outbound`). @default none */
   outbox?: WebhookOutbox;
+  /** The pending requests read incrementally (the server's one `PendingApprovals`). @default each pass reads them all */
+  pendingApprovals?: Pick<PendingApprovals, 'list'>;
 }
 
 /**
@@ -92,7 +100,10 @@ export class ChatNotifier {
   }
 
   async #approvals(): Promise<void> {
-    for (const approval of await listApprovals(this.#options.notes, { status: 'pending' })) {
+    const pending = this.#options.pendingApprovals
+      ? await this.#options.pendingApprovals.list()
+      : await listApprovals(this.#options.notes, { status: 'pending' });
+    for (const approval of pending) {
       await this.#notify(`approval:${approval.id}`, {
         kind: 'approval',
         // A tool call's title names only its task: say what the call would do, too.
@@ -106,20 +117,22 @@ export class ChatNotifier {
 
   async #questions(): Promise<void> {
     const root = this.#options.controlRoot;
-    let tasks: string[];
-    try {
-      tasks = await readdir(root);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
+    // Only running tasks wait for an answer: their control files are looked at, not every task's there ever was
+    // (control/ keeps finished tasks' files until housekeeping prunes them).
+    const tasks = (await this.#options.queue.list({ state: 'active' })).flatMap((entry) =>
+      entry.name && entry.name.type !== 'chat.turn' ? [entry.name.id] : [],
+    );
+    const files = new Set(tasks.map((taskId) => path.join(root, taskId, 'events.jsonl')));
+    // What a task that finished was read up to is forgotten with it.
+    for (const file of this.#offsets.keys()) if (!files.has(file)) this.#offsets.delete(file);
     for (const taskId of tasks) {
       const file = path.join(root, taskId, 'events.jsonl');
       const info = await stat(file).catch(() => undefined);
       if (!info || info.mtimeMs < this.#since) continue;
       const from = this.#offsets.get(file) ?? 0;
       if (info.size <= from) continue;
-      const text = (await readFile(file)).subarray(from);
+      // Only what is new, and at most 4 MiB of it a pass: the rest is read on the next.
+      const text = await readRange(file, from, Math.min(info.size - from, 4 * 1024 * 1024));
       const end = text.lastIndexOf(10);
       if (end < 0) continue;
       this.#offsets.set(file, from + end + 1);
@@ -227,5 +240,17 @@ export class ChatNotifier {
           });
         });
     }
+  }
+}
+
+/** `length` bytes of a file from `from` (fewer when it is shorter now). */
+async function readRange(file: string, from: number, length: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, from);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }

@@ -129,30 +129,40 @@ export class WebhookReplies {
     return { handed };
   }
 
-  /** Hands a webhook conversation's new replies to the outbox, then saves how far its log was read. */
+  /**
+   * Hands a webhook conversation's new replies to the outbox, saving how far its log was read after each piece (a read
+   * returns at most 4 MiB: it reads on until the log's end).
+   */
   async #conversation(state: z.infer<typeof stateSchema>, conversation: { id: string; peer: string }): Promise<number> {
-    const from = state.offsets[conversation.id] ?? 0;
-    const { entries, next } = await this.#options.chat.events.read(conversation.id, from);
     const seen = new Set<string>();
     let handed = 0;
-    for (const { event } of entries) {
-      const message = event.type === 'message' ? (event.message as Record<string, unknown> | undefined) : undefined;
-      if (message?.role !== 'assistant' || typeof message.id !== 'string' || seen.has(message.id)) continue;
-      seen.add(message.id);
-      await this.#options.outbox({
-        id: message.id,
-        kind: 'reply',
-        text: typeof message.text === 'string' ? message.text : '',
-        at: typeof message.at === 'string' ? message.at : new Date().toISOString(),
-        details: { conversation: conversation.id, peer: conversation.peer },
-      });
-      handed += 1;
-    }
-    if (next !== from) {
+    for (;;) {
+      const from = state.offsets[conversation.id] ?? 0;
+      const { entries, next } = await this.#options.chat.events.read(conversation.id, from);
+      for (const { event } of entries) {
+        const message = event.type === 'message' ? (event.message as Record<string, unknown> | undefined) : undefined;
+        if (message?.role !== 'assistant' || typeof message.id !== 'string' || seen.has(message.id)) continue;
+        seen.add(message.id);
+        await this.#options.outbox({
+          id: message.id,
+          kind: 'reply',
+          text: typeof message.text === 'string' ? message.text : '',
+          at: typeof message.at === 'string' ? message.at : new Date().toISOString(),
+          details: { conversation: conversation.id, peer: conversation.peer },
+        });
+        handed += 1;
+      }
+      // Nothing more (or a log shorter than the offset, which `read` starts again at 0: taken next time).
+      if (next === from || entries.length === 0) {
+        if (next !== from) {
+          state.offsets[conversation.id] = next;
+          await this.#write(state);
+        }
+        return handed;
+      }
       state.offsets[conversation.id] = next;
       await this.#write(state);
     }
-    return handed;
   }
 
   async #read(): Promise<z.infer<typeof stateSchema> | undefined> {

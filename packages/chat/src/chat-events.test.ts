@@ -85,6 +85,57 @@ describe('ChatEventLog', () => {
     ]);
   });
 
+  it('reads a long log in pieces of at most 4 MiB, each ending at a whole line, and skips a line longer than a piece', async () => {
+    // 9 MiB of events: three reads from `next` to the end, every event once, in order.
+    const text = 'x'.repeat(100 * 1024);
+    const lines = Array.from({ length: 90 }, (_, n) => `${JSON.stringify({ type: 'token', n, text })}\n`);
+    await log.append('c1', { type: 'message', n: -1 });
+    await appendFile(log.file('c1'), lines.join(''));
+    // A line of 5 MiB (a person's paste, a broken writer): no event is that long; it is skipped, the next is read.
+    await appendFile(log.file('c1'), `{"type":"token","text":"${'y'.repeat(5 * 1024 * 1024)}"}\n`);
+    const end = await log.append('c1', { type: 'message', n: 90 });
+    const seen: number[] = [];
+    let next = 0;
+    let reads = 0;
+    while (next < end) {
+      const read = await log.read('c1', next);
+      expect(read.next).toBeGreaterThan(next);
+      expect(read.next - next).toBeLessThanOrEqual(5 * 1024 * 1024 + 100);
+      for (const entry of read.entries) seen.push(Number(entry.event.n));
+      next = read.next;
+      reads += 1;
+    }
+    expect(seen).toEqual([-1, ...Array.from({ length: 90 }, (_, n) => n), 90]);
+    expect(reads).toBeGreaterThanOrEqual(3);
+    expect((await log.read('c1', 0)).entries.length).toBeLessThan(45);
+
+    // A follower sees them all too, reading on its own in pieces.
+    const controller = new AbortController();
+    const followed: number[] = [];
+    for await (const entry of log.follow('c1', { signal: controller.signal })) {
+      followed.push(Number(entry.event.n));
+      if (entry.event.n === 90) controller.abort();
+    }
+    expect(followed).toEqual(seen);
+
+    // Appended while followed (the watcher's read): 9 MiB at once, then an event; the follower gets every one.
+    const live = new AbortController();
+    const fromEnd = await log.end('c1');
+    const arrived: number[] = [];
+    const following = (async () => {
+      for await (const entry of log.follow('c1', { fromOffset: fromEnd, signal: live.signal })) {
+        arrived.push(Number(entry.event.n));
+        if (entry.event.n === 200) live.abort();
+      }
+    })();
+    await log.append('c1', { type: 'message', n: 99 });
+    await waitFor(() => arrived.includes(99), 'the follower to be following');
+    await appendFile(log.file('c1'), lines.map((line) => line.replace('"n":', '"n":1')).join(''));
+    await log.append('c1', { type: 'message', n: 200 });
+    await following;
+    expect(arrived).toEqual([99, ...Array.from({ length: 90 }, (_, n) => Number(`1${n}`)), 200]);
+  });
+
   it('follows from an offset: events already there, then the ones appended, until the signal aborts', async () => {
     const first = await log.append('c1', { type: 'message', n: 1 });
     await log.append('c1', { type: 'message', n: 2 });

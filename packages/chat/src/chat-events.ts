@@ -54,6 +54,8 @@ export interface ChatEventLogOptions {
 
 /** Longest line read back; a longer one (written by hand) is skipped. */
 const maxLineBytes = 1024 * 1024;
+/** The most bytes one `read` takes from a log (more than a line may have): the rest is for the next read. */
+const maxReadBytes = 4 * maxLineBytes;
 
 /**
  * Batches a follower may have waiting before it stops keeping them and reads the log itself once it catches up: a
@@ -116,8 +118,9 @@ export class ChatEventLog {
   }
 
   /**
-   * The whole events written after `fromOffset`, and the offset to read from next (a line still being written
-   * is left for the next read). An offset past the end (a log removed by hand) starts again from 0.
+   * The whole events written after `fromOffset`, at most 4 MiB of them, and the offset to read from next (a line
+   * still being written is left for the next read; so are the events past 4 MiB: a caller reads again from `next`
+   * until it is the log's end). An offset past the end (a log removed by hand) starts again from 0.
    */
   async read(conversationId: string, fromOffset = 0): Promise<{ entries: ChatEventEntry[]; next: number }> {
     const { entries, next } = await this.#read(conversationId, fromOffset);
@@ -128,20 +131,21 @@ export class ChatEventLog {
   async #read(
     conversationId: string,
     fromOffset: number,
-  ): Promise<{ start: number; entries: ChatEventEntry[]; next: number }> {
+  ): Promise<{ start: number; entries: ChatEventEntry[]; next: number; more: boolean }> {
     const file = this.file(conversationId);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
       handle = await open(file, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { start: 0, entries: [], next: 0 };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { start: 0, entries: [], next: 0, more: false };
       throw error;
     }
     try {
       const size = (await handle.stat()).size;
       const start = fromOffset > size ? 0 : Math.max(0, fromOffset);
-      if (size === start) return { start, entries: [], next: start };
-      const buffer = Buffer.alloc(size - start);
+      if (size === start) return { start, entries: [], next: start, more: false };
+      // At most a read's worth at a time: a long conversation's log is read in pieces, never whole into memory.
+      const buffer = Buffer.alloc(Math.min(size - start, maxReadBytes));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
       const entries: ChatEventEntry[] = [];
       let lineStart = 0;
@@ -154,7 +158,13 @@ export class ChatEventLog {
         const event = parseEvent(line.toString('utf8'));
         if (event) entries.push({ offset: start + lineStart, event });
       }
-      return { start, entries, next: start + lineStart };
+      if (lineStart === 0 && bytesRead === maxReadBytes) {
+        // A line longer than a whole read (so longer than any event is): skipped to its end, if it has one yet.
+        const end = await lineEnd(handle, start + bytesRead, size);
+        return { start, entries, next: end ?? start, more: end !== undefined && end < size };
+      }
+      // More whole lines may be past this read's piece: the caller reads again from `next`.
+      return { start, entries, next: start + lineStart, more: start + bytesRead < size && lineStart > 0 };
     } finally {
       await handle.close();
     }
@@ -189,7 +199,7 @@ export class ChatEventLog {
     try {
       // The byte offset just after the last event yielded (or skipped): every later event is yielded once.
       let position = options.fromOffset ?? 0;
-      let own: { start: number; entries: ChatEventEntry[]; next: number } | undefined = await this.#read(
+      let own: { start: number; entries: ChatEventEntry[]; next: number; more: boolean } | undefined = await this.#read(
         conversationId,
         position,
       );
@@ -203,7 +213,8 @@ export class ChatEventLog {
             yield entry;
           }
           position = Math.max(position, own.next);
-          own = undefined;
+          // A long log is read a piece at a time: the rest before waiting for the watcher.
+          own = own.more ? await this.#read(conversationId, position) : undefined;
           continue;
         }
         if (overflowed) {
@@ -244,6 +255,23 @@ export class ChatEventLog {
       unsubscribe();
     }
   }
+}
+
+/** The offset just after the next newline at or after `from`, reading a piece at a time; undefined before the end. */
+async function lineEnd(
+  handle: Awaited<ReturnType<typeof open>>,
+  from: number,
+  size: number,
+): Promise<number | undefined> {
+  const piece = Buffer.alloc(64 * 1024);
+  for (let position = from; position < size; ) {
+    const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - position), position);
+    if (bytesRead === 0) return undefined;
+    const newline = piece.subarray(0, bytesRead).indexOf(10);
+    if (newline !== -1) return position + newline + 1;
+    position += bytesRead;
+  }
+  return undefined;
 }
 
 /**

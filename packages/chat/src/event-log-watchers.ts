@@ -23,7 +23,11 @@ export interface EventLogWatchersOptions<Entry> {
   file(conversationId: string): string;
   conversationOf(fileName: string): string | undefined;
   /** Reads a conversation's entries from `fromOffset`, as ChatEventLog.read does, saying where it really started. */
-  read(conversationId: string, fromOffset: number): Promise<{ start: number; next: number; entries: Entry[] }>;
+  /** `more`: the read stopped at its size limit before the end; the watcher reads on from `next` at once. */
+  read(
+    conversationId: string,
+    fromOffset: number,
+  ): Promise<{ start: number; next: number; entries: Entry[]; more?: boolean }>;
   /**
    * How often each followed conversation's size is looked at when the folder watcher works (a safety net for a
    * change it missed), and when it could not be started (then the poll is all there is). @default 2_000 and 250
@@ -156,6 +160,7 @@ export class EventLogWatchers<Entry> {
           const from = followed.offset ?? 0;
           const read = await this.#options.read(conversationId, from);
           followed.offset = read.next;
+          if (read.more) followed.again = true;
           const restarted = read.start < from;
           if (read.entries.length === 0 && !restarted) continue;
           const batch: LogBatch<Entry> = { from: read.start, next: read.next, entries: read.entries, restarted };

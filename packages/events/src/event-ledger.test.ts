@@ -133,6 +133,45 @@ describe('EventLedger', () => {
     expect(got).toEqual(['n1', 'n2']);
   });
 
+  it('reads a long day a batch at a time: lists, follows, finds and dedups past the first batches', async () => {
+    // 4,500 events written by another process (one append, as a day that grew while this one was not looking),
+    // each about 700 bytes: more than two batches of lines and pieces of the file.
+    const file = path.join(root, 'events', '2026-11-28.jsonl');
+    const writer = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    const first = await writer.emit(done('seed'));
+    const line = (await readFile(file, 'utf8')).trim();
+    const lines = Array.from({ length: 4_500 }, (_, index) => {
+      const id = `ev-${index.toString(16).padStart(20, '0')}`;
+      return `${line.replace(first.event.id, id).replace('"seed"', `"t${index}","pad":"${'p'.repeat(500)}"`)}\n`;
+    });
+    await appendFile(file, lines.join(''));
+    const all: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await ledger.list({ limit: 1_000, ...(after ? { after } : {}) });
+      all.push(...page.events.map((event) => event.id));
+      if (!page.next) break;
+      after = page.next;
+    }
+    expect(all).toHaveLength(4_501);
+    expect(all.at(-1)).toBe(`ev-${(4_499).toString(16).padStart(20, '0')}`);
+    expect(await ledger.end()).toBe(`2026-11-28:${(await readFile(file)).length}`);
+    // Not in the index (written by hand): found by reading the day, batch by batch.
+    const late = `ev-${(4_321).toString(16).padStart(20, '0')}`;
+    expect((await ledger.get(late))?.id).toBe(late);
+    // This ledger read every id of the day when it caught up: the last one is a duplicate.
+    expect((await ledger.emit({ type: 'task.done', source: 'queue', nativeId: 'seed', data: {} })).duplicate).toBe(
+      true,
+    );
+    const followed: string[] = [];
+    const controller = new AbortController();
+    for await (const event of ledger.follow({ after: '2026-11-28:0', signal: controller.signal })) {
+      followed.push(event.id);
+      if (followed.length === 4_501) controller.abort();
+    }
+    expect(followed).toEqual(all);
+  });
+
   it('removes whole days older than the retention', async () => {
     const short = new EventLedger({ directory: path.join(root, 'events'), now: () => now, retentionDays: 2 });
     now = Date.parse('2026-11-20T10:00:00Z');

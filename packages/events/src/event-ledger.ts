@@ -31,6 +31,9 @@ const cursorPattern = /^(\d{4}-\d{2}-\d{2}):(\d{1,15})$/;
 const dedupWindowDays = 2;
 /** The longest line the ledger writes: a producer's payload is cut to this, not the ledger broken by it. */
 const maxLineBytes = 64 * 1024;
+/** How many lines, and how many bytes at a time, a read of a day takes: long days are read a batch at a time. */
+const readBatchLines = 2_000;
+const readPieceBytes = 1024 * 1024;
 
 /** `ev-` and the first 20 hex digits of sha256(type NUL source NUL native id): the same thing is the same event. */
 export function eventId(type: string, source: string, nativeId: string): string {
@@ -161,9 +164,10 @@ export class EventLedger implements EventSink {
     for (const day of days) {
       if (this.#loadedDays && day < today && this.#ids.has(day)) continue;
       const known = this.#dayIds(day);
-      const { lines, end } = await this.#readLines(day, known.scanned);
-      for (const entry of lines) if (entry.event) known.ids.set(entry.event.id, entry.offset);
-      known.scanned = end;
+      for await (const entry of this.#eachLine(day, known.scanned)) {
+        if (entry.event) known.ids.set(entry.event.id, entry.offset);
+        known.scanned = entry.end;
+      }
     }
     this.#loadedDays = true;
   }
@@ -218,49 +222,75 @@ export class EventLedger implements EventSink {
     return keep;
   }
 
-  /** The complete lines of a day from `from`, parsed; an unreadable line is skipped (and reported once). */
+  /**
+   * The complete lines of a day from `from`, parsed, at most `limit` of them; an unreadable line is skipped (and
+   * reported once). The file is read a piece at a time, only as far as the lines asked for: a caller that wants the
+   * rest asks again from `end`, so a long day is never read whole into memory.
+   */
   async #readLines(
     day: string,
     from: number,
-    limit = Number.POSITIVE_INFINITY,
+    limit = readBatchLines,
   ): Promise<{ lines: { event?: LedgerEvent; offset: number }[]; end: number }> {
-    let buffer: Buffer;
+    const lines: { event?: LedgerEvent; offset: number }[] = [];
+    let end = from;
+    let handle: Awaited<ReturnType<typeof open>>;
     try {
-      const handle = await open(this.#file(day), 'r');
-      try {
-        const size = (await handle.stat()).size;
-        if (size <= from) return { lines: [], end: from };
-        buffer = Buffer.alloc(size - from);
-        await handle.read(buffer, 0, buffer.length, from);
-      } finally {
-        await handle.close();
-      }
+      handle = await open(this.#file(day), 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], end: from };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines, end };
       throw error;
     }
-    const lines: { event?: LedgerEvent; offset: number }[] = [];
-    let start = 0;
-    while (lines.length < limit) {
-      const newline = buffer.indexOf(10, start);
-      if (newline < 0) break;
-      const offset = from + start;
-      const end = from + newline + 1;
-      const text = buffer.subarray(start, newline).toString('utf8');
-      start = newline + 1;
-      if (text.trim() === '') continue;
-      try {
-        const event = JSON.parse(text) as EventRecord;
-        lines.push({ event: { ...event, cursor: `${day}:${end}` }, offset });
-      } catch {
-        this.#options.warn?.(`skipped an unreadable line in data/events/${day}.jsonl at byte ${offset}`, {
-          day,
-          offset,
-        });
-        lines.push({ offset });
+    try {
+      const size = (await handle.stat()).size;
+      // What is left of the previous piece: the start of a line that goes on in the next one.
+      let carry = Buffer.alloc(0);
+      let position = from;
+      while (position < size && lines.length < limit) {
+        const piece = Buffer.alloc(Math.min(readPieceBytes, size - position));
+        const { bytesRead } = await handle.read(piece, 0, piece.length, position);
+        if (bytesRead === 0) break;
+        const buffer =
+          carry.length > 0 ? Buffer.concat([carry, piece.subarray(0, bytesRead)]) : piece.subarray(0, bytesRead);
+        const base = position - carry.length;
+        position += bytesRead;
+        let start = 0;
+        while (lines.length < limit) {
+          const newline = buffer.indexOf(10, start);
+          if (newline < 0) break;
+          const offset = base + start;
+          end = base + newline + 1;
+          const text = buffer.subarray(start, newline).toString('utf8');
+          start = newline + 1;
+          if (text.trim() === '') continue;
+          try {
+            const event = JSON.parse(text) as EventRecord;
+            lines.push({ event: { ...event, cursor: `${day}:${end}` }, offset });
+          } catch {
+            this.#options.warn?.(`skipped an unreadable line in data/events/${day}.jsonl at byte ${offset}`, {
+              day,
+              offset,
+            });
+            lines.push({ offset });
+          }
+        }
+        carry = Buffer.from(buffer.subarray(start));
       }
+    } finally {
+      await handle.close();
     }
-    return { lines, end: from + start };
+    return { lines, end };
+  }
+
+  /** Every complete line of a day from `from`, a batch at a time (see #readLines). */
+  async *#eachLine(day: string, from: number): AsyncGenerator<{ event?: LedgerEvent; offset: number; end: number }> {
+    let position = from;
+    for (;;) {
+      const { lines, end } = await this.#readLines(day, position);
+      for (const [index, line] of lines.entries()) yield { ...line, end: lines[index + 1]?.offset ?? end };
+      if (lines.length < readBatchLines || end === position) return;
+      position = end;
+    }
   }
 
   /** The days that have a ledger file, oldest first. */
@@ -289,8 +319,7 @@ export class EventLedger implements EventSink {
       if (since !== undefined && Date.parse(`${day}T23:59:59.999Z`) < since) continue;
       if (until !== undefined && Date.parse(`${day}T00:00:00.000Z`) > until) break;
       const from = after && day === after.day ? after.offset : 0;
-      const { lines } = await this.#readLines(day, from);
-      for (const { event } of lines) {
+      for await (const { event } of this.#eachLine(day, from)) {
         if (!event) continue;
         const at = Date.parse(event.at);
         if (types && !types.has(event.type)) continue;
@@ -315,9 +344,7 @@ export class EventLedger implements EventSink {
         if (lines[0]?.event?.id === id) return lines[0].event;
       }
       // The index lags (a crash between the append and its index line): the day itself is the truth.
-      const { lines } = await this.#readLines(day, 0);
-      const found = lines.find((entry) => entry.event?.id === id)?.event;
-      if (found) return found;
+      for await (const entry of this.#eachLine(day, 0)) if (entry.event?.id === id) return entry.event;
     }
     return undefined;
   }
@@ -326,8 +353,7 @@ export class EventLedger implements EventSink {
   async end(): Promise<string> {
     const days = await this.days();
     const day = days.at(-1) ?? new Date(this.#now()).toISOString().slice(0, 10);
-    const { end } = await this.#readLines(day, 0);
-    return `${day}:${end}`;
+    return `${day}:${await lastLineEnd(this.#file(day))}`;
   }
 
   /** Every event after `after` (default: the end now), then new ones as any process appends them, until `signal`. */
@@ -379,5 +405,29 @@ export class EventLedger implements EventSink {
       removed.push(day);
     }
     return removed;
+  }
+}
+
+/** The offset just after the last newline of a file (0 without one, or without the file), read from its end. */
+async function lastLineEnd(file: string): Promise<number> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  try {
+    const piece = Buffer.alloc(64 * 1024);
+    for (let stop = (await handle.stat()).size; stop > 0; ) {
+      const start = Math.max(0, stop - piece.length);
+      const { bytesRead } = await handle.read(piece, 0, stop - start, start);
+      const newline = piece.subarray(0, bytesRead).lastIndexOf(10);
+      if (newline >= 0) return start + newline + 1;
+      stop = start;
+    }
+    return 0;
+  } finally {
+    await handle.close();
   }
 }
