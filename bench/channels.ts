@@ -3,7 +3,8 @@
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
-// `bench:chat` measures). `npm run bench:channels [-- --trials 100 --json --channel matrix]`. It prints figures; it never fails for
+// `bench:chat` measures). `npm run bench:channels [-- --trials 100 --json --channel matrix]`; `--channel webhook` runs
+// bench/webhook-channel.ts instead (the signed-webhook channel through `assistant start`). It prints figures; it never fails for
 // being slow, and exits non-zero only when something broke.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -21,6 +22,7 @@ import { FakeDiscord } from '../integrations/chat/src/testing/fake-discord.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
 import { FakeSlack } from '../integrations/chat/src/testing/fake-slack.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
+import { benchWebhookChannel } from './webhook-channel.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,8 +36,13 @@ if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
 const channel = values.channel;
+if (channel === 'webhook') {
+  // Not an adapter of the runner: measured through `assistant start` (bench/webhook-channel.ts, decision 0074).
+  await benchWebhookChannel({ trials, json: values.json });
+  process.exit(0);
+}
 if (!['telegram', 'matrix', 'discord', 'slack'].includes(channel))
-  throw new Error(`--channel expects telegram, matrix, discord or slack, got ${channel}`);
+  throw new Error(`--channel expects telegram, matrix, discord, slack or webhook, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
 const discordOwner = '300000000000000001';

@@ -27,6 +27,7 @@ import { scheduledJobs } from './scheduled-jobs.ts';
 import { catalogFromRegistry } from './server-catalog.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
 import { readSupervisorStatus } from './supervisor-status.ts';
+import { ledgerEventEndpoints, WebhookLedgerEvents } from './webhook-ledger-events.ts';
 import { outboundTakes, webhookOutbox } from './webhook-outbox.ts';
 import { WebhookReplies } from './webhook-replies.ts';
 import { withWorkerBreakers } from './worker-breakers.ts';
@@ -126,6 +127,26 @@ export async function runServer(options: RunServerOptions): Promise<void> {
         logger,
       })
     : undefined;
+  // Ledger events go out only to endpoints that chose types (`ledger_events`): otherwise nothing reads the ledger.
+  const ledgerEndpoints = ledgerEventEndpoints(registry);
+  for (const [endpoint, types] of ledgerEndpoints) {
+    const unknown = [...types].filter((type) => !events.registry.get(type));
+    if (unknown.length > 0) {
+      logger.warn(
+        `webhook endpoint ${endpoint}: no event type ${unknown.join(', ')} in the ledger: never sent (docs/events.md lists the types)`,
+      );
+    }
+  }
+  const ledgerDeliveries =
+    ledgerEndpoints.size > 0
+      ? new WebhookLedgerEvents({
+          ledger: events,
+          endpoints: ledgerEndpoints,
+          queue,
+          stateFile: path.join(config.paths.dataDir, 'chat', 'webhook-events.json'),
+          logger,
+        })
+      : undefined;
   const scrubPaths = dataPaths({ dataDir: config.paths.dataDir, queueDir: config.paths.queue }).scrub;
   const listeners = new ListenerSupervisor({
     registry,
@@ -178,6 +199,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     await scheduler.start();
     notifier.start();
     replies?.start();
+    ledgerDeliveries?.start();
     listeners.start();
     const jobs = scheduler.status();
     logger.info(
@@ -191,6 +213,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     await listeners.close({ graceMs: serverShutdownGraceMs(config) });
     await notifier.close();
     await replies?.close();
+    await ledgerDeliveries?.close();
     await scheduler.close();
     await app.close();
     await queue.close();

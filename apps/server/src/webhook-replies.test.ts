@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
@@ -98,5 +98,39 @@ describe('WebhookReplies', () => {
     expect(calls).toBe(2);
     await writeFile(stateFile, '{"offsets": {"x": -1}}');
     await expect(replies.scan()).rejects.toThrow('webhook-replies.json');
+  });
+
+  it('hands a reply over as soon as it is written, not at the next poll, for a conversation new or known', async () => {
+    const handed: string[] = [];
+    const known = await chat.create({ channel: 'webhook', peer: 'ci', title: 'Webhook: ci' });
+    const mine = await chat.create({ peer: 'owner', title: 'Mine' });
+    const replies = new WebhookReplies({
+      chat,
+      outbox: async (notification) => {
+        handed.push(`${notification.details.peer} ${notification.id}`);
+        return { enqueued: 1 };
+      },
+      stateFile: path.join(root, 'chat', 'webhook-replies.json'),
+      logger: { warn: () => {} },
+      // An hour: only the first look is the poll's, every later one is the watch's.
+      pollMs: 3_600_000,
+    });
+    replies.start();
+    try {
+      await expect
+        .poll(() => readFile(path.join(root, 'chat', 'webhook-replies.json'), 'utf8').catch(() => undefined), {
+          timeout: 15_000,
+          interval: 20,
+        })
+        .toBeDefined();
+      await chat.events.append(mine.id, reply('m-mine', 'not a webhook reply'));
+      await chat.events.append(known.id, reply('m-known', 'to ci'));
+      await expect.poll(() => handed, { timeout: 15_000, interval: 20 }).toEqual(['ci m-known']);
+      const later = await chat.create({ channel: 'webhook', peer: 'door', title: 'Webhook: door' });
+      await chat.events.append(later.id, reply('m-later', 'to the door'));
+      await expect.poll(() => handed, { timeout: 15_000, interval: 20 }).toEqual(['ci m-known', 'door m-later']);
+    } finally {
+      await replies.close();
+    }
   });
 });

@@ -27,6 +27,8 @@ export interface ChatSettings {
     api_root: string;
     /** How long one getUpdates long poll waits for an update. Milliseconds. */
     poll_timeout: number;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
   /** Signed webhooks both ways, by the Standard Webhooks specification (docs/webhooks.md). */
   webhooks?: {
@@ -44,6 +46,8 @@ export interface ChatSettings {
       events: ('approval' | 'clarification' | 'failure' | 'hook' | 'reply')[];
       /** Allow a URL on this machine or the local network (a home server); otherwise only public addresses. */
       private_network: boolean;
+      /** Event types of the ledger (docs/events.md) sent to it as they are written, besides `events`: `[task.failed, chat.webhook_event]`; each event once, its id as webhook-id. Not set: none. */
+      ledger_events?: string[];
     }[];
   };
   /** The Matrix bot (docs/channels.md "Matrix"); without `access_token` the listener idles. */
@@ -58,6 +62,8 @@ export interface ChatSettings {
     allowed_users: string[];
     /** How long one /sync long poll waits for events. Milliseconds. */
     poll_timeout: number;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
   /** The Discord bot (docs/channels.md "Discord"); without `token` the listener idles. */
   discord: {
@@ -69,6 +75,8 @@ export interface ChatSettings {
     channel_id?: string;
     /** The REST API root (the gateway URL comes from its GET /gateway/bot); a local fake in tests. */
     api_root: string;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
   /** The Slack app (docs/channels.md "Slack"); without `bot_token` (and `app_token` in socket mode) the listener idles. */
   slack?: {
@@ -86,5 +94,7 @@ export interface ChatSettings {
     channel_id?: string;
     /** The Web API root; a local fake in tests. */
     api_url: string;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
 }

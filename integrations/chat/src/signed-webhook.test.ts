@@ -113,4 +113,44 @@ describe('the signed chat webhook', () => {
     expect(await chat.inbox.messages(owners.id)).toEqual([]);
     expect((await chat.list()).map((conversation) => conversation.id)).toEqual([owners.id]);
   });
+
+  it('fires a ledger event for an `event` body, once per webhook-id, with no conversation, message or turn', async () => {
+    const { chat, enqueued, emitted, context } = setup();
+    const body = JSON.stringify({ event: 'backup_done', data: { size_gb: 14, host: 'nas' }, peer: 'backup' });
+    const answers = await Promise.all([receiveSigned(context(body, 'msg_e1')), receiveSigned(context(body, 'msg_e1'))]);
+    expect(answers.map((answer) => answer.status)).toEqual([202, 202]);
+    expect(new Set(emitted.map((event) => `${event.type} ${event.nativeId}`))).toEqual(
+      new Set(['chat.webhook_event msg_e1']),
+    );
+    expect(emitted[0]?.data).toEqual({
+      instance: 'chat',
+      webhook_id: 'msg_e1',
+      peer: 'backup',
+      name: 'backup_done',
+      data: '{"size_gb":14,"host":"nas"}',
+    });
+    const bare = await receiveSigned(context(JSON.stringify({ event: 'door.opened' }), 'msg_e2'));
+    expect(bare.status).toBe(202);
+    expect(emitted.at(-1)?.data).toMatchObject({ peer: 'webhook', name: 'door.opened', data: '{}' });
+    expect(await chat.list()).toEqual([]);
+    expect(enqueued).toEqual([]);
+  });
+
+  it('refuses a bad event body, the owner as peer and data over the limit, reporting nothing', async () => {
+    const { emitted, context } = setup();
+    const cases: [string, number, string][] = [
+      [JSON.stringify({ event: '' }), 400, '`event`'],
+      [JSON.stringify({ event: 'Backup Done' }), 400, 'lowercase'],
+      [JSON.stringify({ event: 'x', text: 'both' }), 400, 'text'],
+      [JSON.stringify({ event: 'x', data: [1, 2] }), 400, 'data'],
+      [JSON.stringify({ event: 'x', peer: 'owner' }), 400, 'never for the owner'],
+      [JSON.stringify({ event: 'x', data: { blob: 'y'.repeat(20_000) } }), 413, 'at most 16384'],
+    ];
+    for (const [body, status, message] of cases) {
+      const answer = await receiveSigned(context(body, `msg_${body.slice(0, 40)}`));
+      expect(answer.status, body).toBe(status);
+      expect(JSON.stringify(answer.body), body).toContain(message);
+    }
+    expect(emitted).toEqual([]);
+  });
 });

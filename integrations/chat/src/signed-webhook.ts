@@ -11,20 +11,34 @@ export const webhookChannel = 'webhook';
 /** The peer of a message that names none. */
 const defaultPeer = 'webhook';
 
+/** Who sent it, as the sender names them: one conversation per peer. Never `owner`. */
+const peerSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.@:+-]{1,100}$/, {
+    error: 'Expected `peer` to be 1-100 letters, digits or _ . @ : + -',
+  })
+  .refine((peer) => peer.toLowerCase() !== 'owner', {
+    error: '`peer` cannot be `owner`: a webhook speaks for another system, never for the owner',
+  })
+  .optional();
+
 const bodySchema = z.strictObject({
   text: z.string().min(1, { error: 'Expected `text` to be a non-empty string' }),
   /** A conversation of the webhook channel, by the id an earlier answer gave. */
   conversation: z.string().min(1).max(100).optional(),
-  /** Who sent it, as the sender names them: one conversation per peer. Never `owner`. */
-  peer: z
-    .string()
-    .regex(/^[A-Za-z0-9_.@:+-]{1,100}$/, {
-      error: 'Expected `peer` to be 1-100 letters, digits or _ . @ : + -',
-    })
-    .refine((peer) => peer.toLowerCase() !== 'owner', {
-      error: '`peer` cannot be `owner`: a webhook speaks for another system, never for the owner',
-    })
-    .optional(),
+  peer: peerSchema,
+});
+
+/** The most characters of an event's `data`, as JSON: it is a ledger line, not a document. */
+const eventDataMaxChars = 16_384;
+
+/** A body that fires a ledger event (`chat.webhook_event`) instead of a chat message and its turn. */
+const eventBodySchema = z.strictObject({
+  event: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, {
+    error: 'Expected `event` to be 1-64 lowercase letters, digits or _ . - (a name hooks test: `when: {name: …}`)',
+  }),
+  data: z.record(z.string(), z.json()).optional(),
+  peer: peerSchema,
 });
 
 /** One queue per peer: finding or creating its conversation and storing the message happen together. */
@@ -67,6 +81,7 @@ export async function receiveSigned(context: WebhookContext<ChatSettings>): Prom
   } catch {
     return badRequest('Expected a JSON object body {"text": "…", "conversation"?: "…", "peer"?: "…"}');
   }
+  if (typeof json === 'object' && json !== null && 'event' in json) return fireEvent(context, signed.id, json);
   const parsed = bodySchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -122,6 +137,46 @@ export async function receiveSigned(context: WebhookContext<ChatSettings>): Prom
     }
     throw error;
   }
+}
+
+/**
+ * A signed body `{"event": "<name>", "data"?: {…}, "peer"?: "…"}`: reported to the event ledger as
+ * `chat.webhook_event` (native id: the `webhook-id`, so once however often it comes) for hooks to react to, and
+ * answered 202 once it is in the ledger. No conversation, no message, no turn. Every field but `instance` is the
+ * sender's, so untrusted (manifest `events.webhook_event`).
+ */
+async function fireEvent(context: WebhookContext<ChatSettings>, webhookId: string, json: object) {
+  const parsed = eventBodySchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? ` at \`${issue.path.join('.')}\`` : '';
+    return badRequest(`${issue?.message ?? 'invalid body'}${where}`);
+  }
+  const data = JSON.stringify(parsed.data.data ?? {});
+  if (data.length > eventDataMaxChars) {
+    return {
+      status: 413,
+      body: {
+        error: {
+          code: 'CHAT_MESSAGE_TOO_LARGE',
+          message: `Expected \`data\` to be at most ${eventDataMaxChars} characters as JSON, got ${data.length}`,
+        },
+      },
+    };
+  }
+  if (!context.events) throw new Error('the signed chat webhook needs the event ledger to fire an event');
+  const peer = parsed.data.peer ?? defaultPeer;
+  const { event, duplicate } = await context.events.emit({
+    type: 'chat.webhook_event',
+    source: `chat:${context.instance.name}`,
+    nativeId: webhookId,
+    data: { instance: context.instance.name, webhook_id: webhookId, peer, name: parsed.data.event, data },
+  });
+  context.logger.info(
+    { event: event.id, name: parsed.data.event, duplicate, webhookId },
+    'chat webhook: event reported',
+  );
+  return { status: 202, body: { event: event.id, duplicate } };
 }
 
 /** The chat errors that are the sender's to fix, and their status; anything else is a 500 with the log. */

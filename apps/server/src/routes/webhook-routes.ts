@@ -174,7 +174,7 @@ export function registerWebhookRoutes(app: AssistantServer, routes: RouteTable, 
           } catch (error) {
             if (!isAssistantError(error)) throw error;
             request.log.warn(
-              `webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused: ${error.message}${error.code === 'WEBHOOK_SECRET_INVALID' ? ` (setting \`${webhook.secret_setting}\`)` : ''}`,
+              `webhook ${instance.name}/${paramsSchema.parse(request.params).name} refused${claimedId(request.headers['webhook-id'])}: ${error.message}${error.code === 'WEBHOOK_SECRET_INVALID' ? ` (setting \`${webhook.secret_setting}\`)` : ''}`,
             );
             return sendError(reply, 401, notAuthenticated);
           }
@@ -451,4 +451,13 @@ function revealed(value: unknown): string | undefined {
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
+}
+
+/**
+ * The `webhook-id` a refused request claims, for its log line: the sender's only handle on it (the body is never
+ * logged). Unverified, so shown only when it looks like an id (`msg_…`: letters, digits, `_ . : -`, up to 100), as
+ * ` (webhook-id msg_…)`; anything else, or none, adds nothing.
+ */
+function claimedId(header: string | string[] | undefined): string {
+  return typeof header === 'string' && /^[A-Za-z0-9_.:-]{1,100}$/.test(header) ? ` (webhook-id ${header})` : '';
 }

@@ -9,6 +9,7 @@ import {
 } from '@assistant/sdk';
 import type { ChannelAdapter, ChannelDelivery, ChannelMessage, ChannelPress } from './adapter.ts';
 import type { ChannelConversationState, ChannelState } from './channel-state.ts';
+import { type NotificationKind, notificationKinds } from './notification-kinds.ts';
 
 /** The conversation the server's notifier writes to (apps/server/src/chat-notifier.ts). */
 const notificationsConversation = 'notifications';
@@ -22,6 +23,10 @@ const maxDeliveryFailures = 8;
 const sendAttempts = 6;
 /** Chat errors a refused message carries: said to the sender, the delivery is done. */
 const refusals = new Set(['CHAT_PENDING_FULL', 'CHAT_MESSAGE_TOO_LARGE', 'CHAT_INPUT_INVALID']);
+/** The kinds read from the `notifications` conversation (approvals are pushed from the requests themselves). */
+const forwardedKinds: readonly NotificationKind[] = ['clarification', 'failure', 'hook'];
+/** What a pushed notification starts with, by kind. */
+const notificationMark = { clarification: '❓', failure: '⚠️', hook: '🔔' } as const;
 /** The most messages one approval request is pushed in; past that the owner opens the request. */
 const approvalMaxMessages = 4;
 
@@ -48,6 +53,12 @@ export interface ChannelRunnerOptions {
   signal: AbortSignal;
   /** Where the platform's condition is reported (ok, outage, refused credentials): the listener's /health entry. */
   condition?: ListenerContext['condition'];
+  /**
+   * The owner's notifications this channel pushes to its allowed users (the `<channel>.notify` setting,
+   * notification-kinds.ts); an approval not pushed can still be listed and decided with `/approvals`.
+   * @default every kind
+   */
+  notify?: Iterable<NotificationKind>;
 }
 
 /**
@@ -67,6 +78,7 @@ export class ChannelRunner {
   readonly #logger: Logger;
   readonly #signal: AbortSignal;
   readonly #condition: ListenerContext['condition'];
+  readonly #notify: ReadonlySet<NotificationKind>;
   /** The condition last reported, so that a receive that works reports `ok` only after something else. */
   #reported: 'ok' | 'outage' | 'credentials_refused' | undefined;
   readonly #followers = new Map<string, Promise<void>>();
@@ -81,12 +93,13 @@ export class ChannelRunner {
     this.#logger = options.logger;
     this.#signal = options.signal;
     this.#condition = options.condition;
+    this.#notify = new Set(options.notify ?? notificationKinds);
   }
 
   /** Runs until the signal aborts. */
   async run(): Promise<void> {
     for (const [id, record] of Object.entries(this.#state.data.conversations)) this.#follow(id, record.chat);
-    const notifier = this.#approvals ? this.#notifyApprovals(this.#approvals) : Promise.resolve();
+    const notifier = this.#notifyOwner();
     await this.#receive();
     await Promise.allSettled([...this.#followers.values(), notifier]);
   }
@@ -448,17 +461,25 @@ export class ChannelRunner {
     return true;
   }
 
-  async #notifyApprovals(approvals: ListenerApprovals): Promise<void> {
+  /**
+   * Pushes the owner's notifications of the kinds this channel takes ({@link ChannelRunnerOptions.notify}): new
+   * approval requests (from the requests themselves, with buttons), and the questions, failures and hooks'
+   * `notify:` the notifications conversation receives. Nothing to push: no polling at all.
+   */
+  async #notifyOwner(): Promise<void> {
+    const approvals = this.#notify.has('approval') ? this.#approvals : undefined;
+    const forwarded = forwardedKinds.some((kind) => this.#notify.has(kind));
+    if (!approvals && !forwarded) return;
     while (!this.#signal.aborted) {
       try {
-        for (const approval of await approvals.pending()) {
+        for (const approval of approvals ? await approvals.pending() : []) {
           if (this.#signal.aborted) break;
           // Recorded before it is sent: a restart does not push it again.
           if (!this.#state.remember('notified', `approval:${approval.id}`)) continue;
           await this.#state.save();
           for (const peer of this.#allowed) await this.#pushApproval(this.#adapter.directThread(peer), approval);
         }
-        await this.#forwardNotifications();
+        if (forwarded) await this.#forwardNotifications();
       } catch (error) {
         if (this.#signal.aborted) break;
         this.#logger.warn(`could not read the pending approvals and notifications: ${describeError(error)}`);
@@ -469,8 +490,9 @@ export class ChannelRunner {
 
   /**
    * Pushes the questions of agent tasks and the failures the server's notifier wrote to the `notifications`
-   * conversation (approvals are pushed above, from the requests themselves). Each is recorded before it is sent;
-   * one older than an hour (a channel set up long after) is skipped.
+   * conversation, and hooks' `notify:` (the `chat.notify` task), of the kinds this channel takes (approvals are pushed
+   * above, from the requests themselves). Each is recorded before it is sent; one older than an hour (a channel set up
+   * long after) is skipped.
    */
   async #forwardNotifications(): Promise<void> {
     const { entries, next } = await this.#chat.events.read(notificationsConversation, this.#state.data.notifications);
@@ -478,14 +500,16 @@ export class ChannelRunner {
       const notification = event.notification as { kind?: unknown } | undefined;
       const message = event.message as { id?: unknown; text?: unknown } | undefined;
       if (event.type !== 'message' || typeof message?.id !== 'string' || typeof message.text !== 'string') continue;
-      if (notification?.kind !== 'clarification' && notification?.kind !== 'failure') continue;
+      const kind = notification?.kind;
+      if (kind !== 'clarification' && kind !== 'failure' && kind !== 'hook') continue;
+      if (!this.#notify.has(kind)) continue;
       if (Date.now() - Date.parse(event.at) > 3_600_000) continue;
       if (!this.#state.remember('notified', `notification:${message.id}`)) continue;
       await this.#state.save();
       for (const peer of this.#allowed)
         await this.send(
           this.#adapter.directThread(peer),
-          this.clip(`${notification.kind === 'failure' ? '⚠️' : '❓'} ${this.#adapter.format(message.text)}`),
+          this.clip(`${notificationMark[kind]} ${this.#adapter.format(message.text)}`),
         );
     }
     if (next !== this.#state.data.notifications) {

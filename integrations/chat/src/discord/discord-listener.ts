@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
 import type { ChatSettings } from '../settings.generated.ts';
@@ -44,6 +45,7 @@ export async function runDiscord(context: ListenerContext<ChatSettings>): Promis
     ...(context.approvals ? { approvals: context.approvals } : {}),
     state,
     allowedPeers: allowed,
+    notify: notifyPreference(settings.notify),
     logger: context.logger,
     signal: context.signal,
     ...(context.condition ? { condition: context.condition } : {}),

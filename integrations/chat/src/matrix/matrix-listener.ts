@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { MatrixClientApi } from './client-api.ts';
 import { MatrixAdapter } from './matrix-adapter.ts';
@@ -46,6 +47,7 @@ export async function runMatrix(context: ListenerContext<ChatSettings>): Promise
     logger: context.logger,
     signal: context.signal,
     ...(context.condition ? { condition: context.condition } : {}),
+    notify: notifyPreference(settings.notify),
   });
   await runner.run();
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { WebClient } from '@slack/web-api';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
 import type { ChatSettings } from '../settings.generated.ts';
@@ -61,6 +62,7 @@ export async function runSlack(context: ListenerContext<ChatSettings>): Promise<
     ...(context.approvals ? { approvals: context.approvals } : {}),
     state,
     allowedPeers: allowed,
+    notify: notifyPreference(settings.notify),
     logger: context.logger,
     signal: context.signal,
     ...(context.condition ? { condition: context.condition } : {}),

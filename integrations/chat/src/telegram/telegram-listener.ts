@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { TelegramBotApi } from './bot-api.ts';
 import { TelegramAdapter } from './telegram-adapter.ts';
@@ -45,6 +46,7 @@ export async function runTelegram(context: ListenerContext<ChatSettings>): Promi
     logger: context.logger,
     signal: context.signal,
     ...(context.condition ? { condition: context.condition } : {}),
+    notify: notifyPreference(settings.notify),
   });
   await runner.run();
 }
