@@ -1,0 +1,8 @@
+export {
+  type Authentication,
+  type AuthenticationVerdicts,
+  type TrustedAuthentication,
+  trustedAuthentication,
+} from './authentication-results.ts';
+export { isPlainAddress } from './mail-address.ts';
+export { withoutQuotedHistory } from './quoted-history.ts';
