@@ -360,7 +360,7 @@ export class ChannelRunner {
 
   /** The peer's current conversation: the one recorded, else the newest of the channel and peer, else a new one. */
   async #current(peer: string, thread: string): Promise<string> {
-    const recorded = this.#state.data.peers[peer];
+    const recorded = this.#state.data.peers[this.#peerKey(peer, thread)];
     if (recorded !== undefined) {
       try {
         await this.#chat.get(recorded);
@@ -369,14 +369,25 @@ export class ChannelRunner {
         if (errorCode(error) !== 'CHAT_NOT_FOUND') throw error;
       }
     }
-    const id = await this.#chat.conversationFor({ channel: this.#adapter.name, peer, title: this.#adapter.label });
+    const id = await this.#chat.conversationFor({
+      channel: this.#adapter.name,
+      peer,
+      title: this.#adapter.label,
+      // A thread not seen before is a new conversation, not the peer's newest one (which is another thread's).
+      ...(this.#adapter.conversationPerThread ? { fresh: true } : {}),
+    });
     await this.#adopt(peer, thread, id);
     return id;
   }
 
+  /** What the current conversation is recorded under: the peer, or the peer and the thread (email). */
+  #peerKey(peer: string, thread: string): string {
+    return this.#adapter.conversationPerThread ? `${peer} ${thread}` : peer;
+  }
+
   /** Makes `id` the peer's current conversation, answered in `thread`, and follows its events from now on. */
   async #adopt(peer: string, thread: string, id: string): Promise<void> {
-    this.#state.data.peers[peer] = id;
+    this.#state.data.peers[this.#peerKey(peer, thread)] = id;
     this.#state.data.conversations[id] ??= { chat: thread, events: await this.#chat.end(id) };
     await this.#state.save();
     this.#follow(id, thread);
@@ -706,6 +717,8 @@ class ReplyStream {
     const step = typeof event.step === 'number' ? event.step : 0;
     const piece = typeof event.text === 'string' ? event.text : '';
     this.#steps.set(step, event.restart === true ? '' : (this.#steps.get(step) ?? '') + piece);
+    // A platform that cannot edit gets the reply once, final (#message); the tokens only keep the text so far.
+    if (this.#runner.adapter.streaming === false) return;
     const text = this.#runner.clip(this.#format(this.#text()));
     if (text === '') return;
     const record = this.#record;
