@@ -132,7 +132,8 @@ export class EmailAdapter implements ChannelAdapter {
   async receive(options: { cursor: number; signal: AbortSignal }): Promise<ChannelDelivery[]> {
     const client = await this.#connect(options.signal);
     try {
-      const uidValidity = String(client.mailbox && client.mailbox.uidValidity);
+      if (!client.mailbox) throw new Error(`the folder ${this.#account.imap.folder} is not open`);
+      const uidValidity = String(client.mailbox.uidValidity);
       if (this.#state.uidValidity !== uidValidity) {
         if (this.#state.uidValidity !== undefined) {
           this.#state.generation += 1;
