@@ -53,11 +53,11 @@ describe('listener and webhook handler checks', () => {
 
   it('leaves alone the listeners and webhooks of an integration with no enabled instance', async () => {
     const registry = await registryOf(['misplaced'], '  - {type: misplaced, name: placed, enabled: false}\n');
-    // The builtin chat integration's Telegram and Matrix listeners and signed webhook are the only ones left (its
+    // The builtin chat integration's Telegram, Matrix and email listeners and signed webhook are the only ones left (its
     // default instance is enabled).
     expect(
       registry.inboundHandlers({ enabledOnly: true }).map((info) => `${info.domain} ${info.kind} ${info.name}`),
-    ).toEqual(['chat listener telegram', 'chat listener matrix', 'chat webhook signed']);
+    ).toEqual(['chat listener telegram', 'chat listener matrix', 'chat listener email', 'chat webhook signed']);
     await registry.checkHandlerModules({ taskTypes: false, inbound: 'enabled' });
     // `config check` looks at every manifest, so it still reports them.
     expect(await manifestProblems(registry.loadHandlers({ inbound: 'all' }))).toHaveLength(2);

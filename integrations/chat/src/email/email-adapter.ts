@@ -432,11 +432,12 @@ export class EmailAdapter implements ChannelAdapter {
 }
 
 /**
- * What the owner wrote: the plain part (or the HTML's text) without the history it quotes. A message forwarded in
+ * What the owner wrote: the plain part (or the HTML's text) without the history it quotes and the signature. A message forwarded in
  * it is a stranger's words: fenced as untrusted, with the fence's instruction, as all mail is before a prompt.
  */
 function chatText(parsed: ParsedMail): string | undefined {
-  const body = withoutQuotedHistory((parsed.text ?? '').replace(/\r\n/g, '\n'));
+  // The signature (after a `-- ` line) is not what the owner said: `/approve ID` above it is a command alone.
+  const body = withoutQuotedHistory((parsed.text ?? '').replace(/\r\n/g, '\n').replace(/^-- ?\n[\s\S]*$/m, ''));
   const forwarded = forwardedPattern.exec(body);
   if (!forwarded) return body === '' ? undefined : body;
   const own = body.slice(0, forwarded.index).trim();
