@@ -1,4 +1,4 @@
-// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix`, the Matrix) adapter and the
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|email`, the Matrix or email) adapter and the
 // channel runner against the local fake Bot API (or fake homeserver), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
@@ -13,10 +13,13 @@ import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
+import { runEmail } from '../integrations/chat/src/email/email-listener.ts';
 import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
+import { FakeEmail } from '../integrations/chat/src/testing/fake-email.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
+import { startDovecot } from '../tests/helpers/dovecot.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,19 +33,27 @@ if (!Number.isInteger(trials) || trials < 1)
   throw new Error(`--trials expects a whole number ≥ 1, got ${values.trials}`);
 
 const channel = values.channel;
-if (channel !== 'telegram' && channel !== 'matrix')
-  throw new Error(`--channel expects telegram or matrix, got ${channel}`);
+if (channel !== 'telegram' && channel !== 'matrix' && channel !== 'email')
+  throw new Error(`--channel expects telegram, matrix or email, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
 const root = await mkdtemp(path.join(os.tmpdir(), 'assistant-bench-channels-'));
 const queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
 const fake = channel === 'telegram' ? await FakeTelegram.start() : undefined;
 const fakeMatrix = channel === 'matrix' ? await FakeMatrix.start() : undefined;
+// Email's platform is a real private Dovecot (mail delivered by IMAP APPEND) and an SMTP sink: root and Dovecot needed.
+const dovecot = channel === 'email' ? await startDovecot() : undefined;
+const fakeEmail = dovecot ? await FakeEmail.start({ imap: dovecot }) : undefined;
+const emailOwner = 'owner@fake.test';
 /** The texts each message the bot sent showed, in order (the last one current). */
-const sentTexts = () => (fake ? fake.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
+const sentTexts = () =>
+  fakeEmail
+    ? fakeEmail.sent.map((mail) => [mail.text])
+    : (fake ? fake.sent : (fakeMatrix?.sent ?? [])).map((message) => message.texts);
 const deliver = (text: string) => {
   if (fake) fake.send({ from: owner, text });
-  else fakeMatrix?.send({ from: matrixOwner, text });
+  else if (fakeMatrix) fakeMatrix.send({ from: matrixOwner, text });
+  else fakeEmail?.deliver({ from: emailOwner, text });
 };
 const chat = new ChatService({
   notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
@@ -55,10 +66,10 @@ const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unkno
 const token = {
   name: channel,
   isSet: true,
-  reveal: () => fake?.token ?? fakeMatrix?.token ?? '',
+  reveal: () => fake?.token ?? fakeMatrix?.token ?? dovecot?.password ?? '',
 } as unknown as Secret;
 const controller = new AbortController();
-const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
+const listening = (channel === 'telegram' ? runTelegram : channel === 'matrix' ? runMatrix : runEmail)({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -75,6 +86,23 @@ const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
       matrix: fakeMatrix
         ? { homeserver: fakeMatrix.homeserver, access_token: token, allowed_users: [matrixOwner], poll_timeout: 30_000 }
         : { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
+      ...(dovecot && fakeEmail
+        ? {
+            email: {
+              imap_server: dovecot.host,
+              port: dovecot.port,
+              tls: false,
+              username: dovecot.user,
+              password: token,
+              folder: 'INBOX',
+              allowed_users: [emailOwner],
+              authserv_ids: [fakeEmail.authservId],
+              smtp: { ...fakeEmail.smtp, tls: false },
+              poll_interval: 10_000,
+              connect_timeout: 30_000,
+            },
+          }
+        : {}),
     },
   },
   listener: channel,
@@ -92,7 +120,7 @@ const listening = (channel === 'telegram' ? runTelegram : runMatrix)({
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = performance.now() + 10_000;
   while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what} (${accepted.length} trials done)`);
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }
@@ -116,10 +144,13 @@ try {
     const turn = `t${trial}`;
     const first = `Answer ${trial}`;
     await chat.events.append(id, { type: 'turn_started', turn, reply_to: [] });
+    // Email cannot edit: its first visible text is the reply, sent once when it is written (below).
     const written = performance.now();
-    await chat.events.append(id, { type: 'token', step: 0, text: first });
-    await until(() => sentTexts().some((texts) => texts[0] === first), 'the first token on the platform');
-    const visible = performance.now();
+    if (!fakeEmail) {
+      await chat.events.append(id, { type: 'token', step: 0, text: first });
+      await until(() => sentTexts().some((texts) => texts[0] === first), 'the first token on the platform');
+    }
+    let visible = performance.now();
     accepted.push(stored - start);
     shown.push(visible - written);
     total.push(stored - start + (visible - written));
@@ -138,12 +169,19 @@ try {
       message: { id: reply.id, role: 'assistant', text: `${first}.`, reply_to: ids, status: 'complete', at: '' },
     });
     await until(() => sentTexts().some((texts) => texts.at(-1) === `${first}.`), 'the final text');
+    if (fakeEmail) {
+      visible = performance.now();
+      shown[shown.length - 1] = visible - written;
+      total[total.length - 1] = stored - start + (visible - written);
+    }
   }
 } finally {
   controller.abort();
   await listening;
   await fake?.close();
   await fakeMatrix?.close();
+  await fakeEmail?.close();
+  await dovecot?.[Symbol.asyncDispose]();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -168,7 +206,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `${channel === 'telegram' ? 'Telegram' : 'Matrix'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${channel === 'telegram' ? 'Telegram' : channel === 'matrix' ? 'Matrix' : 'Email (Dovecot + SMTP sink)'} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

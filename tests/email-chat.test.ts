@@ -186,6 +186,20 @@ describe('email as chat', () => {
     expect(new Set(fake.mailsTo(owner).map((mail) => mail.messageId)).size).toBe(3);
   });
 
+  it('keeps a long thread one conversation: References cut to 20 keep the root', { timeout: 120_000 }, async () => {
+    // Each round adds the owner's mail and the reply to References: past 10 rounds they are cut, and the root stays.
+    const root = fake.deliver({ from: owner, text: 'round 0' });
+    for (let round = 0; round < 12; round += 1) {
+      if (round > 0) fake.deliver({ from: owner, text: `round ${round}` });
+      const [only] = await stored(1, round + 1);
+      await answer(only?.id ?? '', `Answer ${round}.`);
+      await sentTo(round + 1);
+    }
+    const last = fake.mailsTo(owner).at(-1);
+    expect(last?.references).toHaveLength(20);
+    expect(last?.references[0]).toBe(root);
+  });
+
   it('stores what the owner wrote: the quoted history dropped, a forwarded message fenced as untrusted', async () => {
     fake.deliver({
       from: owner,

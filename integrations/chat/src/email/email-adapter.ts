@@ -42,7 +42,7 @@ interface MailThread {
   subject: string;
   /** The owner's latest mail in the thread: the reply's In-Reply-To. */
   last: string;
-  /** Its References plus itself: the reply's References (at most the 20 last). */
+  /** Its References plus itself: the reply's References (the root and the 19 last). */
   references: string[];
   at: string;
 }
@@ -96,6 +96,8 @@ export class EmailAdapter implements ChannelAdapter {
   #client: ImapFlow | undefined;
   /** Resolves the wait for new mail early: the server announced some (EXISTS). */
   #wake: (() => void) | undefined;
+  /** The server announced new mail since the last fetch began (also while no one waited: during the fetch). */
+  #news = false;
   /** Message-IDs of sends that failed, by thread and text: the runner's retry sends the same Message-ID. */
   readonly #retrying = new Map<string, string>();
 
@@ -157,6 +159,7 @@ export class EmailAdapter implements ChannelAdapter {
   }
 
   async #read(client: ImapFlow, fromUid: number, base: number): Promise<ChannelDelivery[]> {
+    this.#news = false;
     const uids: number[] = [];
     const dates = new Map<number, number>();
     for await (const message of client.fetch(`${fromUid}:*`, { uid: true, internalDate: true }, { uid: true })) {
@@ -230,7 +233,7 @@ export class EmailAdapter implements ChannelAdapter {
         peer: from,
         subject: singleLine(parsed.subject ?? ''),
         last: messageId ?? thread,
-        references: [...new Set([...referenceIds(parsed.references), ...own])].slice(-20),
+        references: shortened([...new Set([...referenceIds(parsed.references), ...own])]),
         at: new Date().toISOString(),
       };
       this.#trimThreads();
@@ -329,7 +332,10 @@ export class EmailAdapter implements ChannelAdapter {
     });
     // A dropped connection is found by the next receive (not usable): it connects again.
     client.on('error', () => {});
-    client.on('exists', () => this.#wake?.());
+    client.on('exists', () => {
+      this.#news = true;
+      this.#wake?.();
+    });
     const onAbort = () => client.close();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -355,6 +361,8 @@ export class EmailAdapter implements ChannelAdapter {
    * that died quietly) or the signal aborts; then a NOOP, which ends the IDLE and asks for news.
    */
   async #waitForMail(signal: AbortSignal): Promise<void> {
+    // Mail announced while the folder was being read: read again at once.
+    if (this.#news) return;
     const idling = this.#client?.idle().catch(() => false);
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -458,6 +466,14 @@ function wellFormed(value: string | undefined): string | undefined {
 function referenceIds(value: string | string[] | undefined): string[] {
   const list = value === undefined ? [] : Array.isArray(value) ? value : value.split(/\s+/);
   return list.map((one) => wellFormed(one)).filter((one): one is string => one !== undefined);
+}
+
+/**
+ * References cut to 20 ids: the first (the thread's root, which names the thread here and in mail programs) and the
+ * 19 last, as RFC 5322 §3.6.4 suggests for long threads.
+ */
+function shortened(references: string[]): string[] {
+  return references.length <= 20 ? references : [references[0] ?? '', ...references.slice(-19)];
 }
 
 function domainOf(address: string): string {

@@ -64,6 +64,8 @@ export class FakeEmail {
     const server = new SMTPServer({
       authOptional: true,
       disabledCommands: ['STARTTLS', 'AUTH'],
+      // Loopback only: no reverse DNS lookup of the client (it can take as long as the resolver's timeout).
+      disableReverseLookup: true,
       logger: false,
       onData(stream, session, callback) {
         const chunks: Buffer[] = [];
@@ -116,7 +118,7 @@ export class FakeEmail {
     const messageId = `<${randomUUID()}@${options.from.slice(options.from.indexOf('@') + 1)}>`;
     const peer = options.from.toLowerCase();
     const thread = options.newThread ? undefined : this.#threads.get(peer);
-    const references = thread ? [...thread.references, thread.last].slice(-20) : undefined;
+    const references = thread ? shortened([...thread.references, thread.last]) : undefined;
     this.#threads.set(peer, {
       subject: thread?.subject ?? 'Hello',
       last: messageId,
@@ -194,7 +196,7 @@ export class FakeEmail {
   #answered(peer: string, mail: FakeSentMail): void {
     const thread = this.#threads.get(peer);
     if (!thread || !mail.references.includes(thread.references[0] ?? thread.last)) return;
-    this.#threads.set(peer, { ...thread, last: mail.messageId, references: mail.references.slice(-20) });
+    this.#threads.set(peer, { ...thread, last: mail.messageId, references: shortened(mail.references) });
   }
 
   #enqueue(work: () => Promise<void>): void {
@@ -219,4 +221,9 @@ export class FakeEmail {
       await client.logout().catch(() => client.close());
     }
   }
+}
+
+/** References as a mail program keeps them: the thread's root and the 19 last. */
+function shortened(references: string[]): string[] {
+  return references.length <= 20 ? references : [references[0] ?? '', ...references.slice(-19)];
 }
