@@ -89,8 +89,8 @@ const listening = (channel === 'telegram' ? runTelegram : channel === 'matrix' ?
       ...(dovecot && fakeEmail
         ? {
             email: {
-              imap_server: dovecot.host,
-              port: dovecot.port,
+              imap_server: fakeEmail.imapAddress.host,
+              port: fakeEmail.imapAddress.port,
               tls: false,
               username: dovecot.user,
               password: token,

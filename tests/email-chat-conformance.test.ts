@@ -39,8 +39,8 @@ describeChannelConformance('email', {
           telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
           matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
           email: {
-            imap_server: dovecot.host,
-            port: dovecot.port,
+            imap_server: fake.imapAddress.host,
+            port: fake.imapAddress.port,
             tls: false,
             username: dovecot.user,
             password: secret(wrongSecret ?? dovecot.password),

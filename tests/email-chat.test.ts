@@ -60,8 +60,8 @@ describe('email as chat', () => {
           telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
           matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
           email: {
-            imap_server: dovecot.host,
-            port: dovecot.port,
+            imap_server: fake.imapAddress.host,
+            port: fake.imapAddress.port,
             tls: false,
             username: dovecot.user,
             password,

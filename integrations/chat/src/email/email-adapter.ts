@@ -98,6 +98,7 @@ export class EmailAdapter implements ChannelAdapter {
   #wake: (() => void) | undefined;
   /** The server announced new mail since the last fetch began (also while no one waited: during the fetch). */
   #news = false;
+  #closesOnAbort = false;
   /** Message-IDs of sends that failed, by thread and text: the runner's retry sends the same Message-ID. */
   readonly #retrying = new Map<string, string>();
 
@@ -132,6 +133,11 @@ export class EmailAdapter implements ChannelAdapter {
   }
 
   async receive(options: { cursor: number; signal: AbortSignal }): Promise<ChannelDelivery[]> {
+    if (!this.#closesOnAbort) {
+      // The connection stays open between receives: the runner's signal ends it, whenever it aborts.
+      options.signal.addEventListener('abort', () => this.#disconnect(), { once: true });
+      this.#closesOnAbort = true;
+    }
     const client = await this.#connect(options.signal);
     try {
       if (!client.mailbox) throw new Error(`the folder ${this.#account.imap.folder} is not open`);
@@ -336,6 +342,8 @@ export class EmailAdapter implements ChannelAdapter {
       this.#news = true;
       this.#wake?.();
     });
+    // A connection that dropped (the server went away) ends the wait: the next receive connects again.
+    client.on('close', () => this.#wake?.());
     const onAbort = () => client.close();
     signal.addEventListener('abort', onAbort, { once: true });
     try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { simpleParser } from 'mailparser';
@@ -9,7 +9,7 @@ import { SMTPServer } from 'smtp-server';
 
 /**
  * The IMAP server the fake delivers into: a real one (the tests' private Dovecot, tests/helpers/dovecot.ts), whose
- * mailbox is the assistant's.
+ * mailbox is the assistant's. The channel reaches it through the fake's proxy ({@link FakeEmail.imapAddress}).
  */
 export interface FakeEmailImap {
   host: string;
@@ -18,8 +18,6 @@ export interface FakeEmailImap {
   password: string;
   /** Where its `dovecot.log` is: refused logins are counted from it. */
   directory: string;
-  stop(): Promise<void>;
-  restart(): Promise<void>;
 }
 
 /** A mail the assistant sent, as the SMTP sink received it. */
@@ -46,6 +44,10 @@ export class FakeEmail {
   readonly sent: FakeSentMail[] = [];
   readonly #server: SMTPServer;
   readonly #smtpPort: number;
+  /** The IMAP server as the channel reaches it: a loopback proxy the fake can take down at once. */
+  readonly #proxy: net.Server;
+  readonly #connections = new Set<net.Socket>();
+  #down = false;
   readonly #raw = new Map<string, string>();
   /** Each peer's mail thread: its subject, its latest mail and that mail's References. */
   readonly #threads = new Map<string, { subject: string; last: string; references: string[] }>();
@@ -57,6 +59,26 @@ export class FakeEmail {
     this.address = options.address;
     this.#server = options.server;
     this.#smtpPort = options.port;
+    this.#proxy = net.createServer((socket) => {
+      if (this.#down) {
+        socket.destroy();
+        return;
+      }
+      const upstream = net.connect(this.imap.port, this.imap.host);
+      const end = () => {
+        socket.destroy();
+        upstream.destroy();
+        this.#connections.delete(socket);
+        this.#connections.delete(upstream);
+      };
+      for (const side of [socket, upstream]) {
+        this.#connections.add(side);
+        side.on('error', end);
+        side.on('close', end);
+      }
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+    });
   }
 
   static async start(options: { imap: FakeEmailImap; address?: string }): Promise<FakeEmail> {
@@ -96,7 +118,14 @@ export class FakeEmail {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.server.address() as AddressInfo).port;
     fake = new FakeEmail({ imap: options.imap, address: options.address ?? options.imap.user, server, port });
+    const proxy = fake.#proxy;
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     return fake;
+  }
+
+  /** The IMAP server's address as the channel reaches it (`imap_server`, `port`). */
+  get imapAddress(): { host: string; port: number } {
+    return { host: '127.0.0.1', port: (this.#proxy.address() as AddressInfo).port };
   }
 
   /** The SMTP sink's address: the channel's `smtp`. */
@@ -182,13 +211,19 @@ export class FakeEmail {
     return log.split('\n').filter((line) => /auth failed/i.test(line)).length;
   }
 
-  /** Stops the IMAP server (the platform is down) or starts it again. */
+  /**
+   * Takes the IMAP server down for the channel at once (its connections cut, new ones closed on connect) or brings it
+   * back. Deliveries still reach the mailbox, as mail reaches a provider whose IMAP is down.
+   */
   setDown(down: boolean): void {
-    this.#enqueue(() => (down ? this.imap.stop() : this.imap.restart()));
+    this.#down = down;
+    if (down) for (const socket of this.#connections) socket.destroy();
   }
 
   async close(): Promise<void> {
     await this.#chain;
+    for (const socket of this.#connections) socket.destroy();
+    await new Promise<void>((resolve) => this.#proxy.close(() => resolve()));
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
