@@ -116,6 +116,59 @@ function packageNameOf(specifier: string): string {
 
 const builtins = new Set(builtinModules);
 
+/**
+ * Groups of files whose types name each other, type-only (erased at run time), each one concept split over files for
+ * reading: an agent's options name its tools and a tool names the options of the loop it runs in; a queue backend
+ * makes its consumer, and the consumer drives that backend's internals (its class type). Any other circle of imports,
+ * or one of these growing, fails the test below.
+ */
+const knownTypeCircles: readonly (readonly string[])[] = [
+  ['packages/queue/src/file-task-consumer.ts', 'packages/queue/src/file-task-queue.ts'],
+  ['packages/queue-redis/src/redis-task-consumer.ts', 'packages/queue-redis/src/redis-task-queue.ts'],
+  [
+    'packages/agent/src/loop/agent-event.ts',
+    'packages/agent/src/loop/agent-options.ts',
+    'packages/agent/src/steering/steerable-handle.ts',
+    'packages/agent/src/tools/define-tool.ts',
+    'packages/agent/src/tools/tool-gate.ts',
+  ],
+];
+
+/** The circles of relative imports (type-only ones too) among the files: Tarjan's strongly connected components. */
+function importCircles(graph: Map<string, string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const connect = (file: string) => {
+    index.set(file, counter);
+    low.set(file, counter);
+    counter += 1;
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(file, Math.min(low.get(file) ?? 0, low.get(next) ?? 0));
+      } else if (onStack.has(next)) low.set(file, Math.min(low.get(file) ?? 0, index.get(next) ?? 0));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const circle: string[] = [];
+    let member: string | undefined;
+    do {
+      member = stack.pop();
+      if (member === undefined) break;
+      onStack.delete(member);
+      circle.push(member);
+    } while (member !== file);
+    if (circle.length > 1 || (graph.get(file) ?? []).includes(file)) circles.push(circle.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) connect(file);
+  return circles;
+}
+
 describe('workspace dependency graph', () => {
   it('puts every workspace package in a layer and lets it depend only on lower layers', async () => {
     const packages = await workspacePackages();
@@ -196,5 +249,31 @@ describe('workspace dependency graph', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+  it('has no circle of imports between the files of a package (BullMQ checks the same before its tests)', async () => {
+    const graph = new Map<string, string[]>();
+    for (const workspace of await workspacePackages()) {
+      for (const file of await sourceFiles(workspace.directory)) {
+        if (!file.endsWith('.ts') || file.endsWith('.test.ts') || file.endsWith('.d.ts')) continue;
+        const shown = path.relative(repoRoot, file);
+        const targets: string[] = [];
+        for (const match of (await readFile(file, 'utf8')).matchAll(importPattern)) {
+          const specifier = match[1] ?? '';
+          if (specifier.startsWith('.'))
+            targets.push(path.relative(repoRoot, path.resolve(path.dirname(file), specifier)));
+        }
+        graph.set(shown, targets);
+      }
+    }
+    for (const [file, targets] of graph)
+      graph.set(
+        file,
+        targets.filter((target) => graph.has(target)),
+      );
+    const known = new Set(knownTypeCircles.map((circle) => [...circle].sort().join(' ')));
+    const found = importCircles(graph).map((circle) => circle.join(' '));
+    // A new circle fails; so does a known one that is gone (take it out of the list).
+    expect(found.filter((circle) => !known.has(circle))).toEqual([]);
+    expect([...known].filter((circle) => !found.includes(circle))).toEqual([]);
   });
 });

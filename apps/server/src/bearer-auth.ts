@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from './create-server.ts';
 import { authenticateDashboardRequest } from './dashboard/dashboard-auth.ts';
 import type { DashboardSessions } from './dashboard/session.ts';
 import { sendError } from './error-replies.ts';
+import type { AssistantServer } from './server-type.ts';
 
 export interface BearerAuthOptions {
   /** The token every request must carry as `Authorization: Bearer <token>`: data/api-token or server.token. */

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { approvalRendering, describeApproval, fitRendering, listApprovals } from '@assistant/actions';
+import {
+  approvalRendering,
+  describeApproval,
+  fitRendering,
+  listApprovals,
+  type PendingApprovals,
+} from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import { isAssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
@@ -35,6 +41,8 @@ export interface ChatNotifierOptions {
   now?: () => number;
   /** Enqueues the signed webhook deliveries of a notification (`webhooks.outbound`). @default none */
   outbox?: WebhookOutbox;
+  /** The pending requests read incrementally (the server's one `PendingApprovals`). @default each pass reads them all */
+  pendingApprovals?: Pick<PendingApprovals, 'list'>;
 }
 
 /**
@@ -92,7 +100,10 @@ export class ChatNotifier {
   }
 
   async #approvals(): Promise<void> {
-    for (const approval of await listApprovals(this.#options.notes, { status: 'pending' })) {
+    const pending = this.#options.pendingApprovals
+      ? await this.#options.pendingApprovals.list()
+      : await listApprovals(this.#options.notes, { status: 'pending' });
+    for (const approval of pending) {
       await this.#notify(`approval:${approval.id}`, {
         kind: 'approval',
         // A tool call's title names only its task: say what the call would do, too.

@@ -13,13 +13,7 @@ import { llmUsageFile, TaskMetrics } from '@assistant/metrics';
 import { FileHumanLog, FileNoteStore, PauseStore } from '@assistant/notes';
 import { openQueue } from '@assistant/process';
 import type { TaskQueue } from '@assistant/queue';
-import Fastify, {
-  type FastifyInstance,
-  LogController,
-  type RawReplyDefaultExpression,
-  type RawRequestDefaultExpression,
-  type RawServerDefault,
-} from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { type ApiToken, configuredApiToken } from './api-token.ts';
 import { registerBearerAuth } from './bearer-auth.ts';
@@ -57,15 +51,8 @@ import { registerTaskRoutes } from './routes/task-routes.ts';
 import { registerWebhookRoutes } from './routes/webhook-routes.ts';
 import { registerWorkflowRoutes } from './routes/workflow-routes.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from './server-catalog.ts';
+import type { AssistantServer } from './server-type.ts';
 import { serverShutdownGraceMs } from './shutdown-grace.ts';
-
-/** The app with our pino logger's type, so route handlers get `request.log` typed as that logger. */
-export type AssistantServer = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  Logger
->;
 
 export interface CreateServerOptions {
   config: LoadedConfig;

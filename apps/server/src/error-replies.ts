@@ -1,8 +1,8 @@
 import { type ErrorCode, isAssistantError, scrubSecrets } from '@assistant/errors';
 import type { FastifyError, FastifyReply } from 'fastify';
-import type { AssistantServer } from './create-server.ts';
 import { sendDashboardError } from './dashboard/error-page.ts';
 import { statusByCode } from './route-table.ts';
+import type { AssistantServer } from './server-type.ts';
 
 /** The body of every error response: a stable code to match on and a message for people. */
 export interface ErrorBody {

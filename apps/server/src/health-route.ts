@@ -2,10 +2,10 @@ import { assistantVersion } from '@assistant/process';
 import type { QueueStats, TaskQueue, TaskState } from '@assistant/queue';
 import * as z from 'zod';
 import { isAuthenticated } from './bearer-auth.ts';
-import type { AssistantServer } from './create-server.ts';
 import { modelStatus } from './model-status.ts';
 import { errorBodySchema, type RouteTable } from './route-table.ts';
 import type { ServerCatalog, ServerStatusSources } from './server-catalog.ts';
+import type { AssistantServer } from './server-type.ts';
 import type { SupervisedProcessStatus } from './supervisor-status.ts';
 
 export interface WorkerLiveness {

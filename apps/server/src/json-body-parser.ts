@@ -1,6 +1,6 @@
 import { AssistantError } from '@assistant/errors';
 import { jsonTextNestingDepth, maxTaskNestingDepth } from '@assistant/queue';
-import type { AssistantServer } from './create-server.ts';
+import type { AssistantServer } from './server-type.ts';
 
 /** A request body may wrap a task payload in one object: `{type, payload}`. */
 const maxBodyNestingDepth = maxTaskNestingDepth + 1;

@@ -1,7 +1,7 @@
 import { isLoopbackHost } from '@assistant/config';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from './create-server.ts';
 import { sendError } from './error-replies.ts';
+import type { AssistantServer } from './server-type.ts';
 
 export interface RequestGuardOptions {
   /** `server.host`: the configured name is allowed unless it is a wildcard address (0.0.0.0, ::). */

@@ -1,7 +1,7 @@
 import { AssistantError, type ErrorCode } from '@assistant/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import type { AssistantServer } from './create-server.ts';
+import type { AssistantServer } from './server-type.ts';
 
 /** One documented response of a route. */
 interface RouteResponse {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { PendingApprovals } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import type { CompiledHook } from '@assistant/hooks';
@@ -69,6 +70,8 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const fileNotes = new FileNoteStore({ root: config.paths.notes });
   // What the server writes to notes (chat, approvals decided in Telegram, pauses) is reported to the ledger.
   const notes = new EventingNoteStore({ notes: fileNotes, events, source: 'notes' });
+  // The pending approval requests, read incrementally by every pass that looks for them (the notifier, each channel).
+  const pendingApprovals = new PendingApprovals({ notes, root: fileNotes.root });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes: fileNotes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
@@ -108,6 +111,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const notifier = new ChatNotifier({
     chat,
     notes,
+    pendingApprovals,
     queue,
     controlRoot: config.paths.control,
     logger,
@@ -133,6 +137,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     chat,
     approvals: listenerApprovals({
       notes,
+      pending: pendingApprovals,
       queue,
       humanLog,
       inShadow: (name) => registry.instance(name)?.shadow === true,

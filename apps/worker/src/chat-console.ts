@@ -4,7 +4,7 @@ import { loadPersonas, loadWorkflows, personaNamesOf, runNotePath, startWorkflow
 import { AssistantError, scrubSecretsDeep } from '@assistant/errors';
 import type { ChatConsole, IntegrationRegistry, TriggerOutcome } from '@assistant/integration-host';
 import type { EnqueueOutcome, Task } from '@assistant/queue';
-import { steeringChannel, type WorkerServices } from './create-handler-context.ts';
+import { steeringChannel, type WorkerServices } from './worker-services.ts';
 
 /** How long `steer` waits for the worker running the task to apply the request before answering `queued`. */
 const steerWaitMs = 3_000;

@@ -1,8 +1,4 @@
-export {
-  type CreateHandlerContextOptions,
-  createHandlerContext,
-  type WorkerServices,
-} from './create-handler-context.ts';
+export { type CreateHandlerContextOptions, createHandlerContext } from './create-handler-context.ts';
 export {
   dataDirectories,
   type EnsureDataDirectoriesOptions,
@@ -10,3 +6,4 @@ export {
   queueDirectoryNames,
 } from './data-directories.ts';
 export { type RunWorkerOptions, runWorker } from './run-worker.ts';
+export type { WorkerServices } from './worker-services.ts';

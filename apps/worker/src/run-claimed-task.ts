@@ -15,9 +15,10 @@ import {
   UnrecoverableError,
 } from '@assistant/queue';
 import type { Logger } from 'pino';
-import { createHandlerContext, type TaskSlot, type WorkerServices } from './create-handler-context.ts';
+import { createHandlerContext, type TaskSlot } from './create-handler-context.ts';
 import type { OutageLog } from './outage-log.ts';
 import { timerDelayMs } from './timer-delay.ts';
+import type { WorkerServices } from './worker-services.ts';
 
 /** Finds the handler of a task type; undefined when none handles it, a rejection when its module is broken. */
 export interface HandlerLookup {

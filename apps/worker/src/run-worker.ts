@@ -39,7 +39,7 @@ import { CircuitBreakers } from '@assistant/scheduler';
 import { HttpSteeringChannel } from '@assistant/steering';
 import type { Logger } from 'pino';
 import { BreakerGate } from './breaker-gate.ts';
-import type { TaskSlot, WorkerServices } from './create-handler-context.ts';
+import type { TaskSlot } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
 import { type LaneSnapshot, laneCapacity, llmStagesOf, profilesAvailability } from './lanes.ts';
 import { OutageLog, watchModelOutage } from './outage-log.ts';
@@ -47,6 +47,7 @@ import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './ru
 import { TaskSummary } from './task-summary.ts';
 import { timerDelayMs } from './timer-delay.ts';
 import { createWorkerMemory } from './worker-memory.ts';
+import type { WorkerServices } from './worker-services.ts';
 
 export interface RunWorkerOptions {
   config: LoadedConfig;

@@ -7,7 +7,8 @@ import type { AutomationMatch, ResolvedAction } from '@assistant/automations';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decideApproval, readApproval } from './approvals.ts';
+import { decideApproval } from './approval-decisions.ts';
+import { readApproval } from './approvals.ts';
 import { type ActPayload, enqueueActions } from './enqueue-actions.ts';
 
 let dir: string;

@@ -6,7 +6,8 @@ import { isAssistantError } from '@assistant/errors';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApprovalRequest, decideApproval } from './approvals.ts';
+import { decideApproval } from './approval-decisions.ts';
+import { createApprovalRequest } from './approvals.ts';
 import { enqueueActions } from './enqueue-actions.ts';
 
 let dir: string;

@@ -5,7 +5,8 @@ import { RetryableError, type Task } from '@assistant/queue';
 import * as z from 'zod';
 import type { ActionRegistry, ActionTaskType } from './action-registry.ts';
 import { type ApprovalRequest, isApprovalId, readApproval, recordRefusal } from './approvals.ts';
-import { actPayloadSchema, type PlannedAction } from './enqueue-actions.ts';
+import { actPayloadSchema } from './enqueue-actions.ts';
+import type { PlannedAction } from './planned-action.ts';
 import { digestOf, renderAction, type ShownAction } from './render-approval.ts';
 import { renderInputs } from './render-template.ts';
 

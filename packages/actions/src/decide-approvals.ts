@@ -1,6 +1,6 @@
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
-import { decideApproval } from './approvals.ts';
+import { decideApproval } from './approval-decisions.ts';
 
 /** One request of a bulk decision, with the digest of the rendering the person was shown for it. */
 export interface ShownApproval {

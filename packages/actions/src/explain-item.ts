@@ -14,7 +14,7 @@ import { AssistantError } from '@assistant/errors';
 import { NotePathError, type NoteStore, PauseStore, pausedRules } from '@assistant/notes';
 import type { ActionRegistry } from './action-registry.ts';
 import { type ApprovalRequest, readApproval } from './approvals.ts';
-import { approvalId } from './enqueue-actions.ts';
+import { approvalId } from './planned-action.ts';
 
 /** The item a note is: its instance (and the instance's integration domain) and the platform whose rules apply. */
 export interface ItemRef {

@@ -1,5 +1,11 @@
 export type { ActionInstance, ActionRegistry, ActionTaskType, HookAuthority } from './action-registry.ts';
 export {
+  type DecideApprovalOptions,
+  type DecideApprovalResult,
+  decideApproval,
+  enqueueApproved,
+} from './approval-decisions.ts';
+export {
   type ApprovalRequest,
   approvalOfNote,
   approvalRendering,
@@ -9,11 +15,7 @@ export {
   type CreateHookApprovalRequestOptions,
   createApprovalRequest,
   createHookApprovalRequest,
-  type DecideApprovalOptions,
-  type DecideApprovalResult,
-  decideApproval,
   describeApproval,
-  enqueueApproved,
   expireApprovals,
   type HookTask,
   hookTaskSchema,
@@ -36,13 +38,9 @@ export {
   type ActionTaken,
   type ActPayload,
   actPayloadSchema,
-  approvalId,
-  describe as describeAction,
   type EnqueueActionsOptions,
   type EnqueueActionsResult,
   enqueueActions,
-  type PlannedAction,
-  plannedActionSchema,
 } from './enqueue-actions.ts';
 export {
   type ActionState,
@@ -63,6 +61,8 @@ export {
   type RequestManualActionResult,
   requestManualAction,
 } from './manual-action.ts';
+export { PendingApprovals, type PendingApprovalsOptions } from './pending-approvals.ts';
+export { approvalId, describe as describeAction, type PlannedAction, plannedActionSchema } from './planned-action.ts';
 export {
   type ChatOrigin,
   findService,

@@ -5,8 +5,10 @@ import type { ManifestPlatform } from '@assistant/manifests';
 import { type HumanLog, NotePathError, type NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import type { ActionInstance, ActionRegistry } from './action-registry.ts';
-import { type ApprovalRequest, approvalsFolder, bindApproval, enqueueApproved, renderingSection } from './approvals.ts';
-import { approvalId, describe, type EnqueueActionsResult, plannedForApproval } from './enqueue-actions.ts';
+import { enqueueApproved } from './approval-decisions.ts';
+import { type ApprovalRequest, approvalsFolder, bindApproval, renderingSection } from './approvals.ts';
+import type { EnqueueActionsResult } from './enqueue-actions.ts';
+import { approvalId, describe, plannedForApproval } from './planned-action.ts';
 
 export interface RequestManualActionOptions {
   registry: ActionRegistry;

@@ -3,8 +3,8 @@ import { AssistantError } from '@assistant/errors';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { ActionRegistry } from './action-registry.ts';
 import { type ApprovalRequest, approvalsFolder, bindApproval, readApproval, renderingSection } from './approvals.ts';
-import { approvalId, describe, plannedForApproval } from './enqueue-actions.ts';
 import { findItem, itemTitle, readArgument } from './manual-action.ts';
+import { approvalId, describe, plannedForApproval } from './planned-action.ts';
 
 /** An action a chat's model wants taken on one item: a platform action, a script of config.yaml, or a service. */
 export interface ProposedAction {

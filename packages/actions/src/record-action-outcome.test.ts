@@ -6,7 +6,8 @@ import { AssistantError } from '@assistant/errors';
 import { FileHumanLog, FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, UnrecoverableError } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApprovalRequest, decideApproval, readApproval } from './approvals.ts';
+import { decideApproval } from './approval-decisions.ts';
+import { createApprovalRequest, readApproval } from './approvals.ts';
 import { actionFailureOf, recordActionOutcome } from './record-action-outcome.ts';
 
 let dir: string;

@@ -2,7 +2,8 @@ import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { Task } from '@assistant/queue';
 import * as z from 'zod';
 import { approvalsFolder, isApprovalId } from './approvals.ts';
-import { actPayloadSchema, describe } from './enqueue-actions.ts';
+import { actPayloadSchema } from './enqueue-actions.ts';
+import { describe } from './planned-action.ts';
 
 /** How an action task ended, as an approval records it: `done`, or `failed` for good (no retry left). */
 export type ActionOutcome = 'done' | 'failed';

@@ -4,14 +4,8 @@ import path from 'node:path';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  decideApproval,
-  describeApproval,
-  expireApprovals,
-  listApprovals,
-  readApproval,
-  withdrawTaskToolCalls,
-} from './approvals.ts';
+import { decideApproval } from './approval-decisions.ts';
+import { describeApproval, expireApprovals, listApprovals, readApproval, withdrawTaskToolCalls } from './approvals.ts';
 import { renderToolCall } from './render-approval.ts';
 import { type CreateToolCallGateOptions, createToolCallGate, type ToolCallGateRequest } from './tool-call-gate.ts';
 

@@ -8,7 +8,6 @@ import {
   splitNote,
 } from '@assistant/notes';
 import * as z from 'zod';
-import type { ConversationChanges } from './conversation-index.ts';
 import type { ChatInbox, InboxMessage } from './inbox.ts';
 import { assertConversationId, idPattern, newMessageId } from './message-id.ts';
 import { type ChatMode, chatModeSchema, chatModes, parseChatMode } from './modes.ts';
@@ -22,6 +21,14 @@ import {
   type ToolStep,
   type TranscriptProblem,
 } from './transcript.ts';
+
+/**
+ * What the store needs of the index's journal (ConversationChanges): it wraps each write of a conversation note. Named
+ * here, not imported, because the index reads the store's summaries (no import circle, issue 38).
+ */
+export interface ConversationWriteJournal {
+  around<T>(conversationId: string, write: () => Promise<T>): Promise<T>;
+}
 
 /** A conversation's frontmatter as `get` and `list` return it. */
 export interface ConversationSummary {
@@ -78,8 +85,11 @@ export interface ConversationStoreOptions {
   inbox?: ChatInbox;
   /** @default () => new Date() */
   now?: () => Date;
-  /** Journals each write for the conversation list's index (conversation-index.ts), when the notes are on disk here. */
-  changes?: ConversationChanges;
+  /**
+   * Journals each write for the conversation list's index (conversation-index.ts's ConversationChanges), when the
+   * notes are on disk here.
+   */
+  changes?: ConversationWriteJournal;
   /** The persona recorded on a new conversation that names none (the chat instance's `persona`). @default none */
   defaultPersona?: string;
 }
@@ -154,7 +164,7 @@ export class ConversationStore {
   readonly #defaultMode: ChatMode;
   readonly #inbox: ChatInbox | undefined;
   readonly #now: () => Date;
-  readonly #changes: ConversationChanges | undefined;
+  readonly #changes: ConversationWriteJournal | undefined;
   readonly #defaultPersona: string | undefined;
 
   constructor(options: ConversationStoreOptions) {

@@ -1,4 +1,10 @@
-import { approvalRendering, decideApproval, describeApproval, listApprovals } from '@assistant/actions';
+import {
+  approvalRendering,
+  decideApproval,
+  describeApproval,
+  listApprovals,
+  type PendingApprovals,
+} from '@assistant/actions';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 
@@ -48,10 +54,14 @@ export function listenerApprovals(options: {
   humanLog?: Pick<HumanLog, 'write'>;
   /** Whether an instance is in shadow mode: its proposals cannot be approved (decision 0031). @default every one is */
   inShadow?: (instance: string) => boolean;
+  /** The pending requests read incrementally (the server's one `PendingApprovals`); else each pass reads them all. */
+  pending?: Pick<PendingApprovals, 'list'>;
 }): ListenerApprovals {
   return {
     async pending() {
-      const requests = await listApprovals(options.notes, { status: 'pending' });
+      const requests = options.pending
+        ? await options.pending.list()
+        : await listApprovals(options.notes, { status: 'pending' });
       return requests.map((request) => ({
         id: request.id,
         title: request.title,

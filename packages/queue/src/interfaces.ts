@@ -10,22 +10,13 @@
  */
 import type { QueueConfig, QueuePolicy } from './queue-config.ts';
 import type { JsonValue, Task, TaskOwner, TaskSource } from './task-file.ts';
+import type { TaskName } from './task-name.ts';
+
+export type { TaskName } from './task-name.ts';
 
 /** The states a task can be in. */
 export const taskStates = ['pending', 'active', 'done', 'failed'] as const;
 export type TaskState = (typeof taskStates)[number];
-
-/** What the queue knows about a task without reading it: enough to list, sort and count. */
-export interface TaskName {
-  /** 0–9, lower runs first. */
-  priority: number;
-  /** When the task becomes ready to run, in ms since the epoch (whole milliseconds). */
-  readyAtMs: number;
-  id: string;
-  /** The dedup key: type and canonical payload, hashed. */
-  fingerprint: string;
-  type: string;
-}
 
 export interface EnqueueOptions {
   type: string;

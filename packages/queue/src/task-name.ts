@@ -1,8 +1,16 @@
-import type { TaskName } from './interfaces.ts';
 import { taskIdPattern } from './task-id.ts';
 
-/** What a task's file name says about it. Sorting names sorts tasks into run order. */
-export type { TaskName };
+/** What the queue knows about a task without reading it: enough to list, sort and count. */
+export interface TaskName {
+  /** 0–9, lower runs first. */
+  priority: number;
+  /** When the task becomes ready to run, in ms since the epoch (whole milliseconds). */
+  readyAtMs: number;
+  id: string;
+  /** The dedup key: type and canonical payload, hashed. */
+  fingerprint: string;
+  type: string;
+}
 
 /** `email.inbox.check`, `service.research.search`: lower-case dot-separated words. */
 export const taskTypePattern = /^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 import {
   type DashboardSession,
   type DashboardSessions,

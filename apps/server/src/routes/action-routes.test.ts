@@ -9,8 +9,9 @@ import { installation } from '@assistant/process';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
 import { catalogFromRegistry } from '../server-catalog.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const greeter = fileURLToPath(new URL('../../../../tests/fixtures/integrations/custom/greeter', import.meta.url));
 

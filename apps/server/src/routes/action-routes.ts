@@ -4,8 +4,8 @@ import type { IntegrationRegistry } from '@assistant/integration-host';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface ActionRoutesOptions {
   queue: () => TaskQueue;

@@ -8,7 +8,8 @@ import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import { ControlFiles } from '@assistant/steering';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-chat-routes-0123456789ab';
 const authorization = `Bearer ${token}`;

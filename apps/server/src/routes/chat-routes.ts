@@ -2,8 +2,8 @@ import { type ChatService, chatDeliveries, chatModes, maxConversationPageLimit }
 import { AssistantError, isAssistantError } from '@assistant/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 import { type EventStreamLimiter, openEventStream } from './event-stream.ts';
 
 /** A comment line on an idle event stream this often keeps proxies and clients from closing it. */

@@ -1,8 +1,8 @@
 import { AssistantError } from '@assistant/errors';
 import { type EventLedger, parseCursor, parseEventTime } from '@assistant/events';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 import { type EventStreamLimiter, openEventStream } from './event-stream.ts';
 
 /** A comment line on an idle event stream this often keeps proxies and clients from closing it. */

@@ -13,8 +13,8 @@ import {
 } from '@assistant/hooks';
 import type { ChatModel } from '@assistant/llm';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface HookRoutesOptions {
   /** The hooks as loaded at start (`loadRuntime`'s `hooks`): the worker runs them; the server shows them. */

@@ -2,10 +2,10 @@ import { instanceNameSchema } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import type { DataPaths } from '../data-paths.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface IntegrationRoutesOptions {
   queue: () => TaskQueue;

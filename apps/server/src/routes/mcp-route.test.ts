@@ -8,7 +8,8 @@ import { loadConfig } from '@assistant/config';
 import { FileNoteStore } from '@assistant/notes';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-mcp-route-0123456789abcd';
 const authorization = `Bearer ${token}`;

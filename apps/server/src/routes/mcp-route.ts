@@ -1,8 +1,8 @@
 import { type AssistantBackend, handleMcpHttpRequest } from '@assistant/mcp';
 import { assistantVersion } from '@assistant/process';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface McpRouteOptions {
   /** The server's own stores behind the tools (storeMcpBackend). */

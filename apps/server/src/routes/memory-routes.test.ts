@@ -7,7 +7,8 @@ import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-memory-routes-0123456789';
 

@@ -1,7 +1,6 @@
 import { type DueWindow, dueStanding, dueWindows, type Fact, type OwnerTask, tasksDue } from '@assistant/memory';
 import type { HumanLog } from '@assistant/notes';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import {
   checkContactSlug,
   contactDetail,
@@ -12,6 +11,7 @@ import {
 } from '../memory/owner-memory.ts';
 import type { OwnerMemory } from '../memory/server-memory.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface MemoryRoutesOptions {
   memory: OwnerMemory;

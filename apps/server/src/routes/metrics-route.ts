@@ -1,10 +1,10 @@
 import { mergeSnapshots, parseSnapshots, readUsage, renderPrometheus } from '@assistant/metrics';
 import type { TaskQueue } from '@assistant/queue';
-import type { AssistantServer } from '../create-server.ts';
 import { workerLiveness } from '../health-route.ts';
 import { modelStatus } from '../model-status.ts';
 import type { RouteTable } from '../route-table.ts';
 import type { ServerCatalog, ServerMetrics, ServerStatusSources } from '../server-catalog.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface MetricsRouteOptions {
   queue: () => TaskQueue;

@@ -8,8 +8,8 @@ import {
   noteContainsText,
 } from '@assistant/notes';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 /** A folder or note path relative to the notes root; anything with `..`, a leading `/` or a NUL never reaches disk. */
 const notePath = z

@@ -1,6 +1,6 @@
 import { assistantVersion } from '@assistant/process';
-import type { AssistantServer } from '../create-server.ts';
 import type { RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 /** `GET /docs/openapi.json`: generated from the route table, so it lists exactly what the server serves. */
 export function registerOpenApiRoute(app: AssistantServer, routes: RouteTable): void {

@@ -9,8 +9,8 @@ import {
   pauseKinds,
 } from '@assistant/notes';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface PauseRoutesOptions {
   notes: NoteStore;

@@ -8,8 +8,8 @@ import {
   personaSourcesOf,
 } from '@assistant/agents';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface PersonaRoutesOptions {
   /** Where the personas are (beside config.yaml, in the notes) and what their names are checked against. */

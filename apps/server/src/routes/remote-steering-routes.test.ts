@@ -6,7 +6,8 @@ import { clearSecretValues, registerSecretValue } from '@assistant/errors';
 import { applySteering, ControlFiles, HttpSteeringChannel, type SteerableTarget } from '@assistant/steering';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-remote-steering-0123456789abcdef';
 

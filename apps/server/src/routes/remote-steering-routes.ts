@@ -1,8 +1,8 @@
 import { AssistantError } from '@assistant/errors';
 import { ControlFiles, steeringActions, steeringRequestIdPattern, steeringRequestSchema } from '@assistant/steering';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 import { taskIdParams } from './task-routes.ts';
 
 export interface RemoteSteeringRoutesOptions {

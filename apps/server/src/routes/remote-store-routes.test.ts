@@ -6,7 +6,8 @@ import { AssistantError, clearSecretValues, registerSecretValue } from '@assista
 import { HttpHumanLog, HttpNoteStore, NoteConflictError, NotePathError } from '@assistant/notes';
 import { describeNoteStoreContract } from '@assistant/notes/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-remote-store-0123456789';
 

@@ -26,8 +26,8 @@ import {
   updateRequestWire,
 } from '@assistant/notes';
 import type { FastifyReply } from 'fastify';
-import type { AssistantServer } from '../create-server.ts';
 import type { RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface RemoteStoreRoutesOptions {
   /** The server's own notes: every remote write lands in these files, under their locks and conflict checks. */

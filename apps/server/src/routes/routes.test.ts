@@ -7,8 +7,9 @@ import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-routes-0123456789abcdef';
 const authorization = `Bearer ${token}`;

@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { TaskQueue, TaskState } from '@assistant/queue';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AssistantServer } from '../create-server.ts';
 import { RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 import { registerSteeringRoutes } from './steering-routes.ts';
 
 let dir: string;

@@ -2,8 +2,8 @@ import { AssistantError } from '@assistant/errors';
 import type { TaskQueue, TaskState } from '@assistant/queue';
 import { ControlFiles, steeringActions } from '@assistant/steering';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 import { openEventStream } from './event-stream.ts';
 import { taskIdParams } from './task-routes.ts';
 

@@ -15,10 +15,10 @@ import {
   taskTypePattern,
 } from '@assistant/queue';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import type { DataPaths } from '../data-paths.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
 import type { ServerCatalog } from '../server-catalog.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 /** Ids are checked before anything touches the disk: `..`, `/` and friends never reach a path. */
 export const taskIdParams = z.strictObject({

@@ -15,9 +15,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import * as z from 'zod';
 import { isAuthenticated } from '../bearer-auth.ts';
-import type { AssistantServer } from '../create-server.ts';
 import { sendError } from '../error-replies.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface WebhookRoutesOptions {
   /** @default none: every hook is 404 */

@@ -6,7 +6,8 @@ import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../create-server.ts';
+import { createServer } from '../create-server.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 const token = 'test-token-for-the-workflow-routes-0123456789';
 const authorization = `Bearer ${token}`;

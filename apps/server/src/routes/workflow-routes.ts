@@ -13,8 +13,8 @@ import { AssistantError } from '@assistant/errors';
 import type { NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
 import * as z from 'zod';
-import type { AssistantServer } from '../create-server.ts';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
+import type { AssistantServer } from '../server-type.ts';
 
 export interface WorkflowRoutesOptions {
   /** The queue runs are enqueued on (QUEUE_UNAVAILABLE while its backend is down). */

@@ -420,6 +420,29 @@ export class ChannelRunner {
     this.#followers.set(conversation, done);
   }
 
+  /** Whether approval requests go out with buttons: the platform has them and the runner decides approvals. */
+  get canSendApprovals(): boolean {
+    return this.#approvals !== undefined && this.#adapter.sendButtons !== undefined;
+  }
+
+  /**
+   * Sends a pending approval request with its buttons, bound to the rendering the approvals service shows; false
+   * (nothing sent) when it is no longer pending or cannot be read, so the caller says it as text.
+   */
+  async sendApproval(thread: string, id: string): Promise<boolean> {
+    if (!this.#approvals || !this.#adapter.sendButtons) return false;
+    let approval: ListenerApprovalSummary | undefined;
+    try {
+      approval = (await this.#approvals.pending()).find((one) => one.id === id);
+    } catch (error) {
+      this.#logger.warn(`could not read approval request ${id}: ${describeError(error)}; said as text`);
+      return false;
+    }
+    if (!approval) return false;
+    await this.#pushApproval(thread, approval);
+    return true;
+  }
+
   async #notifyApprovals(approvals: ListenerApprovals): Promise<void> {
     while (!this.#signal.aborted) {
       try {
@@ -659,19 +682,25 @@ class ReplyStream {
         );
       case 'approval': {
         const id = String(event.id ?? '');
-        return this.#say(
-          entry.offset,
-          [
-            `Approval ${id}: ${String(event.title ?? '')}`,
-            ...(event.summary ? [String(event.summary)] : []),
-            // One message: what will happen as much as fits, and plainly how much more and where to read it.
-            typeof event.rendering === 'string' && event.rendering !== ''
-              ? fitRendering({ rendering: event.rendering, maxChars: this.#renderingChars, id })
-              : `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
-            `/approve ${id} or /reject ${id}`,
-          ].join('\n'),
-          `approval:${id}`,
-        );
+        const text = [
+          `Approval ${id}: ${String(event.title ?? '')}`,
+          ...(event.summary ? [String(event.summary)] : []),
+          // One message: what will happen as much as fits, and plainly how much more and where to read it.
+          typeof event.rendering === 'string' && event.rendering !== ''
+            ? fitRendering({ rendering: event.rendering, maxChars: this.#renderingChars, id })
+            : `What it will do, in full: \`assistant approvals show ${id}\` or /approvals/${id} on the dashboard`,
+          `/approve ${id} or /reject ${id}`,
+        ].join('\n');
+        if (!this.#runner.canSendApprovals) return this.#say(entry.offset, text, `approval:${id}`);
+        // With buttons on this platform: the request as the approvals service shows it, Approve bound to that
+        // rendering (as pushed to the owner). Recorded before it is sent, under the key the pushes use, so the
+        // request is sent once whichever finds it first; as text when it cannot be read.
+        this.#handled(entry.offset);
+        const first = this.#state.remember('notified', `approval:${id}`);
+        await this.#state.save();
+        if (first && !(await this.#runner.sendApproval(this.#thread, id)))
+          await this.#runner.send(this.#thread, this.#runner.clip(text));
+        return;
       }
       default:
         this.#handled(entry.offset);

@@ -1,7 +1,7 @@
 import { decideApprovals, type ShownApproval } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -8,7 +8,7 @@ import {
 } from '@assistant/actions';
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import { type ApprovalsIndex, approvalsIndexFor } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';

@@ -3,7 +3,7 @@ import { readApproval } from '@assistant/actions';
 import { type ChatEvent, type ChatMessage, type ChatService, chatModes, parseChatMode } from '@assistant/chat';
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { readYaml } from '@assistant/config';
 import { type ConfigCheck, checkConfig, checkPersonas } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html } from '../html.ts';

@@ -5,7 +5,8 @@ import { type EventLedger, openEventLedger } from '@assistant/events';
 import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../../create-server.ts';
+import { createServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 
 const token = 'dashboard-test-token-events-0123456789abc';
 const authorization = `Bearer ${token}`;

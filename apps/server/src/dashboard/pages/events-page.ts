@@ -1,8 +1,8 @@
 import { AssistantError } from '@assistant/errors';
 import { compareCursors, type LedgerEvent, parseCursor, parseEventTime, summarizeEventData } from '@assistant/events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
 import { checkEventTypes } from '../../routes/event-routes.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';

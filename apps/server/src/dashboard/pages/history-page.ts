@@ -1,5 +1,5 @@
 import { type HistorySeries, type HistoryWindow, historyFile, historySeries, readHistory } from '@assistant/metrics';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { means, renderBars, shownMs } from '../history-charts.ts';

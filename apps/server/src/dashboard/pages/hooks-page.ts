@@ -1,7 +1,7 @@
 import { AssistantError } from '@assistant/errors';
 import { type LedgerEvent, summarizeEventData } from '@assistant/events';
 import { type CompiledHook, describeHook, dryRunHook, type HookState, readHookStates } from '@assistant/hooks';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';

@@ -1,6 +1,6 @@
 import { AssistantError } from '@assistant/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';

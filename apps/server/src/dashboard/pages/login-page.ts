@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import { sessionOf } from '../dashboard-auth.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField } from '../dashboard-route.ts';

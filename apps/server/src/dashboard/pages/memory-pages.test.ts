@@ -6,7 +6,8 @@ import { memoryStores } from '@assistant/memory';
 import { FileNoteStore } from '@assistant/notes';
 import { installation } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../../create-server.ts';
+import { createServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import { sessionCookieName } from '../session.ts';
 
 const token = 'dashboard-test-token-memory-0123456789abc';

@@ -1,7 +1,6 @@
 import { AssistantError } from '@assistant/errors';
 import { type Contact, dueStanding, type MemoryProblem, type OwnerTask, tasksDue } from '@assistant/memory';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
 import {
   checkContactSlug,
   checkDue,
@@ -10,6 +9,7 @@ import {
   type FactView,
   ownerTaskNamed,
 } from '../../memory/owner-memory.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -1,7 +1,7 @@
 import { AssistantError } from '@assistant/errors';
 import { BrokenNoteError, type NoteWhere, parseWhereFlag, type SearchNotesResult, searchNotes } from '@assistant/notes';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

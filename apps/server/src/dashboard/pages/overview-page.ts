@@ -9,9 +9,9 @@ import {
 import { assistantVersion } from '@assistant/process';
 import { type TaskEntry, taskStates } from '@assistant/queue';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
 import { type HealthDetails, healthDetails } from '../../health-route.ts';
 import { modelStatus } from '../../model-status.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';

@@ -10,7 +10,7 @@ import {
   rulePauseName,
 } from '@assistant/notes';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
 import { installation } from '@assistant/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AssistantServer, createServer } from '../../create-server.ts';
+import { createServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 
 const token = 'dashboard-test-token-personas-0123456789a';
 const authorization = `Bearer ${token}`;

@@ -9,7 +9,7 @@ import {
   toolsSummary,
 } from '@assistant/agents';
 import { formatDuration } from '@assistant/config';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -1,7 +1,7 @@
 import { AssistantError } from '@assistant/errors';
 import { type BulkTaskAction, bulkTaskActions, runBulkTaskAction, taskIdPattern } from '@assistant/queue';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField } from '../dashboard-route.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -1,7 +1,7 @@
 import { type TaskEntry, type TaskQueue, type TaskRecord, type TaskState, taskStates } from '@assistant/queue';
 import type { FastifyRequest } from 'fastify';
-import type { AssistantServer } from '../../create-server.ts';
 import type { DataPaths } from '../../data-paths.ts';
+import type { AssistantServer } from '../../server-type.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, queryField } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
