@@ -1,7 +1,7 @@
 // What is special to email as chat, beyond the channel conformance suite (tests/email-chat-conformance.test.ts): the
 // owner's address in From counts only with the owner's server's verdict, mail threads are conversations answered in
 // their thread, and the text is what the owner wrote (quoted history dropped, forwarded mail fenced).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
@@ -198,6 +198,31 @@ describe('email as chat', () => {
     const last = fake.mailsTo(owner).at(-1);
     expect(last?.references).toHaveLength(20);
     expect(last?.references[0]).toBe(root);
+  });
+
+  it('reads the folder again after a UIDVALIDITY change: new mail under lower UIDs is taken, old mail not twice', async () => {
+    const a = fake.deliver({ from: owner, text: 'A' });
+    fake.deliver({ from: owner, text: 'B', newThread: true });
+    fake.deliver({ from: owner, text: 'C', newThread: true });
+    await stored(3, 3);
+    // The folder recreated, as a restore or a server move does: B and C are gone, the UIDs and UIDVALIDITY are new,
+    // so the next mail gets a UID below the channel's cursor.
+    await dovecot.stop();
+    const maildir = path.join(dovecot.directory, 'mail', dovecot.user, 'Maildir');
+    for (const folder of ['cur', 'new']) {
+      for (const file of await readdir(path.join(maildir, folder))) {
+        const raw = await readFile(path.join(maildir, folder, file), 'utf8');
+        if (!raw.includes(a)) await rm(path.join(maildir, folder, file));
+      }
+    }
+    for (const file of await readdir(maildir)) {
+      if (file.startsWith('dovecot')) await rm(path.join(maildir, file), { recursive: true, force: true });
+    }
+    await dovecot.restart();
+    fake.deliver({ from: owner, text: 'D', newThread: true });
+    await stored(4, 4);
+    expect(logs.some((line) => line.startsWith('warn ') && line.includes('UIDVALIDITY'))).toBe(true);
+    for (const one of await conversations()) expect(await texts(one.id)).toHaveLength(1);
   });
 
   it('stores what the owner wrote: the quoted history dropped, a forwarded message fenced as untrusted', async () => {
