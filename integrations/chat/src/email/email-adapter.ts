@@ -300,7 +300,7 @@ export class EmailAdapter implements ChannelAdapter {
 
   classify(error: unknown): ChannelFailure {
     if (error instanceof EmailChannelError) return error.failure;
-    const { authenticationFailed, code, responseCode } = error as {
+    const { authenticationFailed, code, responseCode } = (typeof error === 'object' && error !== null ? error : {}) as {
       authenticationFailed?: boolean;
       code?: string;
       responseCode?: number;
@@ -394,7 +394,7 @@ export class EmailAdapter implements ChannelAdapter {
 
   /** Sends one message, step by step (the email integration's transport does the same). */
   async #smtp(to: string, raw: Buffer, signal: AbortSignal): Promise<void> {
-    const { smtp, connectTimeoutMs } = { smtp: this.#account.smtp, connectTimeoutMs: this.#account.connectTimeoutMs };
+    const { smtp, connectTimeoutMs } = this.#account;
     const connection = new SMTPConnection({
       host: smtp.host,
       port: smtp.port,
