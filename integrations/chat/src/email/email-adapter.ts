@@ -61,6 +61,8 @@ const maxMailChars = 20_000;
 const messageIdPattern = /^<[\x21-\x3b\x3d\x3f\x41-\x7e]+@[\x21-\x3b\x3d\x3f-\x7e]+>$/;
 /** Where a forwarded message starts: from there the text is a stranger's, fenced as untrusted. */
 const forwardedPattern = /^(?:-{5,}\s*Forwarded message\s*-{5,}|Begin forwarded message:)\s*$/im;
+/** Where Outlook-style history starts (no `>` quoting): `-----Original Message-----`, or a rule and `From:`. */
+const historyPattern = /^(?:-{3,}\s*Original Message\s*-{3,}\s*$|_{20,}\s*\n\s*From:)/im;
 
 /** A failure the adapter names itself: how the runner takes it is in `failure`. */
 class EmailChannelError extends Error {
@@ -448,12 +450,16 @@ export class EmailAdapter implements ChannelAdapter {
 }
 
 /**
- * What the owner wrote: the plain part (or the HTML's text) without the history it quotes and the signature. A message forwarded in
- * it is a stranger's words: fenced as untrusted, with the fence's instruction, as all mail is before a prompt.
+ * What the owner wrote: the plain part (or the HTML's text) without the history it quotes (`>` lines, or Outlook's
+ * `-----Original Message-----` and all below) and the signature. A message forwarded in it is a stranger's words: fenced as untrusted, with the fence's instruction, as all mail is before a prompt.
  */
 function chatText(parsed: ParsedMail): string | undefined {
-  // The signature (after a `-- ` line) is not what the owner said: `/approve ID` above it is a command alone.
-  const body = withoutQuotedHistory((parsed.text ?? '').replace(/\r\n/g, '\n').replace(/^-- ?\n[\s\S]*$/m, ''));
+  // The signature (after a `-- ` line) and Outlook-style history are not what the owner said: `/approve ID` above
+  // them is a command alone.
+  let text = (parsed.text ?? '').replace(/\r\n/g, '\n');
+  const history = historyPattern.exec(text);
+  if (history) text = text.slice(0, history.index);
+  const body = withoutQuotedHistory(text.replace(/^-- ?\n[\s\S]*$/m, ''));
   const forwarded = forwardedPattern.exec(body);
   if (!forwarded) return body === '' ? undefined : body;
   const own = body.slice(0, forwarded.index).trim();
