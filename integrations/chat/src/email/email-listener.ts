@@ -3,7 +3,6 @@ import type { ListenerContext } from '@assistant/sdk';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
 import type { ChatSettings } from '../settings.generated.ts';
-import { EmailAdapter } from './email-adapter.ts';
 
 /**
  * The `email` listener of the chat integration: email as chat (docs/channels.md "Email"). Mail From
@@ -37,6 +36,9 @@ export async function runEmail(context: ListenerContext<ChatSettings>): Promise<
   const connectTimeoutMs = settings.connect_timeout ?? 30_000;
   const smtp = settings.smtp;
   const folder = path.join(context.dataDir, 'chat', 'email');
+  // Imported only when configured: the mail libraries take seconds to load on a busy machine, and every server start
+  // starts this listener, most of them to idle.
+  const { EmailAdapter } = await import('./email-adapter.ts');
   const adapter = await EmailAdapter.open({
     account: {
       imap: {
