@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isPlainAddress, trustedAuthentication, withoutQuotedHistory } from '@assistant/mail';
+import { imapClient, isPlainAddress, trustedAuthentication, withoutQuotedHistory } from '@assistant/mail';
 import { fenceUntrusted, type ListenerContext } from '@assistant/sdk';
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
@@ -327,17 +327,8 @@ export class EmailAdapter implements ChannelAdapter {
     if (this.#client?.usable) return this.#client;
     this.#disconnect();
     const { imap } = this.#account;
-    const client = new ImapFlow({
-      host: imap.host,
-      port: imap.port,
-      secure: imap.tls,
-      auth: { user: imap.username, pass: imap.password },
-      logger: false,
-      connectionTimeout: this.#account.connectTimeoutMs,
-      greetingTimeout: this.#account.connectTimeoutMs,
-      socketTimeout: this.#account.connectTimeoutMs * 4,
-      disableAutoIdle: true,
-    });
+    // The email integration's client: bounded timeouts, no automatic IDLE (#waitForMail starts it).
+    const client = imapClient({ ...imap, connectTimeoutMs: this.#account.connectTimeoutMs });
     // A dropped connection is found by the next receive (not usable): it connects again.
     client.on('error', () => {});
     client.on('exists', () => {
