@@ -1,5 +1,5 @@
-// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|discord|slack`, the Matrix,
-// Discord or Slack Socket Mode) adapter and the channel runner against the local fake Bot API (or fake homeserver, fake gateway and REST, fake Slack), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
+// A chat channel's own latency, in process: the Telegram (or, with `--channel matrix|discord|slack|email`, the Matrix,
+// Discord, Slack Socket Mode or email) adapter and the channel runner against the local fake Bot API (or fake homeserver, fake gateway and REST, fake Slack, a private Dovecot and an SMTP sink), over the real chat stores in a temporary directory. The bench stands in for a zero-latency model: as soon as a
 // message is in the inbox it writes the turn's first token, then the reply. Per trial it measures the time from the
 // platform delivering a message to the message being in the inbox (durable), from the token being written to it
 // showing on the platform, and both together (message to first visible token, without the worker's pick-up, which
@@ -15,13 +15,16 @@ import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
 import { runDiscord } from '../integrations/chat/src/discord/discord-listener.ts';
+import { runEmail } from '../integrations/chat/src/email/email-listener.ts';
 import { runMatrix } from '../integrations/chat/src/matrix/matrix-listener.ts';
 import { runSlack } from '../integrations/chat/src/slack/slack-listener.ts';
 import { runTelegram } from '../integrations/chat/src/telegram/telegram-listener.ts';
 import { FakeDiscord } from '../integrations/chat/src/testing/fake-discord.ts';
+import { FakeEmail } from '../integrations/chat/src/testing/fake-email.ts';
 import { FakeMatrix } from '../integrations/chat/src/testing/fake-matrix.ts';
 import { FakeSlack } from '../integrations/chat/src/testing/fake-slack.ts';
 import { FakeTelegram } from '../integrations/chat/src/testing/fake-telegram.ts';
+import { startDovecot } from '../tests/helpers/dovecot.ts';
 import { benchWebhookChannel } from './webhook-channel.ts';
 
 const { values } = parseArgs({
@@ -41,8 +44,8 @@ if (channel === 'webhook') {
   await benchWebhookChannel({ trials, json: values.json });
   process.exit(0);
 }
-if (!['telegram', 'matrix', 'discord', 'slack'].includes(channel))
-  throw new Error(`--channel expects telegram, matrix, discord, slack or webhook, got ${channel}`);
+if (!['telegram', 'matrix', 'discord', 'slack', 'email'].includes(channel))
+  throw new Error(`--channel expects telegram, matrix, discord, slack, email or webhook, got ${channel}`);
 const owner = 4242;
 const matrixOwner = '@owner:fake.test';
 const discordOwner = '300000000000000001';
@@ -54,16 +57,23 @@ const fakeDiscord = channel === 'discord' ? await FakeDiscord.start() : undefine
 // Slack: Socket Mode (the envelope over the fake's WebSocket, replies by the Web API).
 const fakeSlack = channel === 'slack' ? await FakeSlack.start() : undefined;
 const slackOwner = 'UOWNER1';
+// Email's platform is a real private Dovecot (mail delivered by IMAP APPEND) and an SMTP sink: root and Dovecot needed.
+const dovecot = channel === 'email' ? await startDovecot() : undefined;
+const fakeEmail = dovecot ? await FakeEmail.start({ imap: dovecot }) : undefined;
+const emailOwner = 'owner@fake.test';
 /** The texts each message the bot sent showed, in order (the last one current). */
 const sentTexts = () =>
-  (fake ? fake.sent : fakeDiscord ? fakeDiscord.sent : fakeSlack ? fakeSlack.sent : (fakeMatrix?.sent ?? [])).map(
-    (message) => message.texts,
-  );
+  fakeEmail
+    ? fakeEmail.sent.map((mail) => [mail.text])
+    : (fake ? fake.sent : fakeDiscord ? fakeDiscord.sent : fakeSlack ? fakeSlack.sent : (fakeMatrix?.sent ?? [])).map(
+        (message) => message.texts,
+      );
 const deliver = (text: string) => {
   if (fake) fake.send({ from: owner, text });
   else if (fakeDiscord) fakeDiscord.send({ from: discordOwner, text });
   else if (fakeSlack) fakeSlack.deliver({ from: slackOwner, text });
-  else fakeMatrix?.send({ from: matrixOwner, text });
+  else if (fakeMatrix) fakeMatrix.send({ from: matrixOwner, text });
+  else fakeEmail?.deliver({ from: emailOwner, text });
 };
 const chat = new ChatService({
   notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
@@ -76,13 +86,13 @@ const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet } as unkno
 const token = {
   name: channel,
   isSet: true,
-  reveal: () => fake?.token ?? fakeMatrix?.token ?? fakeDiscord?.token ?? fakeSlack?.botToken ?? '',
+  reveal: () =>
+    fake?.token ?? fakeMatrix?.token ?? fakeDiscord?.token ?? fakeSlack?.botToken ?? dovecot?.password ?? '',
 } as unknown as Secret;
 const appToken = { name: 'slack', isSet: true, reveal: () => fakeSlack?.appToken ?? '' } as unknown as Secret;
 const controller = new AbortController();
-const listening = (
-  channel === 'telegram' ? runTelegram : channel === 'discord' ? runDiscord : channel === 'slack' ? runSlack : runMatrix
-)({
+const listeners = { telegram: runTelegram, matrix: runMatrix, discord: runDiscord, slack: runSlack, email: runEmail };
+const listening = listeners[channel as keyof typeof listeners]({
   instance: {
     name: 'chat',
     domain: 'chat',
@@ -113,6 +123,23 @@ const listening = (
             },
           }
         : {}),
+      ...(dovecot && fakeEmail
+        ? {
+            email: {
+              imap_server: fakeEmail.imapAddress.host,
+              port: fakeEmail.imapAddress.port,
+              tls: false,
+              username: dovecot.user,
+              password: token,
+              folder: 'INBOX',
+              allowed_users: [emailOwner],
+              authserv_ids: [fakeEmail.authservId],
+              smtp: { ...fakeEmail.smtp, tls: false },
+              poll_interval: 10_000,
+              connect_timeout: 30_000,
+            },
+          }
+        : {}),
     },
   },
   listener: channel,
@@ -130,7 +157,7 @@ const listening = (
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = performance.now() + 10_000;
   while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what} (${accepted.length} trials done)`);
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }
@@ -154,10 +181,13 @@ try {
     const turn = `t${trial}`;
     const first = `Answer ${trial}`;
     await chat.events.append(id, { type: 'turn_started', turn, reply_to: [] });
+    // Email cannot edit: its first visible text is the reply, sent once when it is written (below).
     const written = performance.now();
-    await chat.events.append(id, { type: 'token', step: 0, text: first });
-    await until(() => sentTexts().some((texts) => texts[0] === first), 'the first token on the platform');
-    const visible = performance.now();
+    if (!fakeEmail) {
+      await chat.events.append(id, { type: 'token', step: 0, text: first });
+      await until(() => sentTexts().some((texts) => texts[0] === first), 'the first token on the platform');
+    }
+    let visible = performance.now();
     accepted.push(stored - start);
     shown.push(visible - written);
     total.push(stored - start + (visible - written));
@@ -176,6 +206,11 @@ try {
       message: { id: reply.id, role: 'assistant', text: `${first}.`, reply_to: ids, status: 'complete', at: '' },
     });
     await until(() => sentTexts().some((texts) => texts.at(-1) === `${first}.`), 'the final text');
+    if (fakeEmail) {
+      visible = performance.now();
+      shown[shown.length - 1] = visible - written;
+      total[total.length - 1] = stored - start + (visible - written);
+    }
   }
 } finally {
   controller.abort();
@@ -184,6 +219,8 @@ try {
   await fakeMatrix?.close();
   await fakeDiscord?.close();
   await fakeSlack?.close();
+  await fakeEmail?.close();
+  await dovecot?.[Symbol.asyncDispose]();
   await queue.close();
   await rm(root, { recursive: true, force: true });
 }
@@ -208,7 +245,7 @@ if (values.json) {
     );
   };
   process.stdout.write(
-    `${{ telegram: 'Telegram', discord: 'Discord', slack: 'Slack (Socket Mode)', matrix: 'Matrix' }[channel]} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
+    `${{ telegram: 'Telegram', discord: 'Discord', slack: 'Slack (Socket Mode)', matrix: 'Matrix', email: 'Email (Dovecot + SMTP sink)' }[channel]} through its fake, ${trials} trials (node ${process.version}, ${os.cpus().length} cores)\n`,
   );
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');

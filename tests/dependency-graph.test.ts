@@ -15,7 +15,9 @@ const layers: readonly (readonly string[])[] = [
   // The queue owns its config section's schema: config imports it, never the other way round.
   // The outbound rules (safe requests to addresses outside text chose) depend on errors alone, like the queue.
   // The code-as-action sandbox runs cells over primitives its caller supplies; it needs no other package.
-  ['@assistant/queue', '@assistant/outbound', '@assistant/codeact'],
+  // What the email integration and the email chat channel share about mail (the IMAP client, trusted
+  // authentication, plain addresses) needs no other package.
+  ['@assistant/queue', '@assistant/outbound', '@assistant/codeact', '@assistant/mail'],
   // The queue's Redis backend implements the queue's interfaces on BullMQ; only the code that opens a backend uses it.
   ['@assistant/queue-redis'],
   ['@assistant/config'],

@@ -42,8 +42,17 @@ export interface EndToEndChannel {
   redeliver(handle: string): void;
   /** What the bot sent the owner, in order. */
   messagesTo(peer: string): EndToEndMessage[];
-  /** The owner presses a button (by label or data) of a message the bot sent; returns a handle for redeliver. */
-  press(options: { message: EndToEndMessage; button: string }): string;
+  /**
+   * The owner presses a button (by label or data) of a message the bot sent; returns a handle for redeliver. A
+   * channel without buttons (email) has none: the owner approves by writing `/approve ID`, and that message is
+   * delivered again instead.
+   */
+  press?(options: { message: EndToEndMessage; button: string }): string;
+  /**
+   * False for a channel that cannot edit (email): the reply arrives once, whole, instead of streaming by edits.
+   * @default true
+   */
+  streaming?: boolean;
 }
 
 interface WireMessage {
@@ -158,23 +167,38 @@ ${channel.settings}
       { what: `the streamed reply in the owner's ${channel.label} conversation`, timeoutMs: 30_000 },
     );
     const full = reply.texts.at(-1) ?? '';
-    expect(reply.texts.length).toBeGreaterThan(1);
-    expect(full.startsWith(reply.texts[0] ?? 'x')).toBe(true);
-    expect(reply.texts[0]?.length).toBeLessThan(full.length);
+    if (channel.streaming === false) {
+      expect(reply.texts).toEqual([full]);
+    } else {
+      expect(reply.texts.length).toBeGreaterThan(1);
+      expect(full.startsWith(reply.texts[0] ?? 'x')).toBe(true);
+      expect(reply.texts[0]?.length).toBeLessThan(full.length);
+    }
     const approval = /ap-[0-9a-f]{12}/.exec(full)?.[0];
 
-    // The approval request reaches the owner with its buttons; Approve runs the card once.
+    // The approval request reaches the owner with its buttons (or, without buttons, its `/approve ID`); Approve runs
+    // the card once.
+    const press = channel.press?.bind(channel);
     const request = await waitUntil(
       () =>
         channel
           .messagesTo(channel.owner)
-          .find((message) => message.buttons.some((button) => button.data.includes(approval ?? 'none'))),
-      { what: `the approval request ${approval} with buttons`, timeoutMs: 25_000 },
+          .find((message) =>
+            press
+              ? message.buttons.some((button) => button.data.includes(approval ?? 'none'))
+              : (message.texts.at(-1) ?? '').includes(`/approve ${approval}`),
+          ),
+      { what: `the approval request ${approval} with ${press ? 'buttons' : '/approve'}`, timeoutMs: 25_000 },
     );
     expect(await applied()).toEqual([]);
-    const approve = request.buttons.find((button) => /approve/i.test(button.label));
-    expect(approve, 'an Approve button').toBeDefined();
-    const pressed = channel.press({ message: request, button: approve?.data ?? '' });
+    let pressed: string;
+    if (press) {
+      const approve = request.buttons.find((button) => /approve/i.test(button.label));
+      expect(approve, 'an Approve button').toBeDefined();
+      pressed = press({ message: request, button: approve?.data ?? '' });
+    } else {
+      pressed = channel.deliver(`/approve ${approval}`);
+    }
     expect(
       await waitUntil(async () => ((await applied()).length > 0 ? applied() : undefined), {
         what: 'the card sent after Approve',

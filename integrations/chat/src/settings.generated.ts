@@ -97,4 +97,40 @@ export interface ChatSettings {
     /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
     notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
   };
+  /** Email as chat (docs/channels.md "Email"): mail from `allowed_users` to `address` is a chat message, answered in its thread; without `password` the listener idles. */
+  email?: {
+    /** The IMAP host of the assistant's mailbox, e.g. imap.example.com. */
+    imap_server?: string;
+    /** IMAP port: 993 with tls, 143 without. */
+    port: number;
+    /** Connect with TLS from the start (IMAPS). */
+    tls: boolean;
+    /** The IMAP login, usually the assistant's address. */
+    username?: string;
+    /** The IMAP password or app password: `!secret name` from secrets.yaml (the same secret as the email integration's when it is the same mailbox). */
+    password?: Secret;
+    /** The folder read for chat mail. */
+    folder: string;
+    /** The assistant's address: mail must be To or Cc it, and replies are From it. Default the username. */
+    address?: string;
+    /** The owners' addresses: only mail From them (passing authentication) is a chat message; anyone else's is ignored and logged by address only (not its text). */
+    allowed_users: string[];
+    /** The authserv-ids of the mail server that receives for `address` (as the email integration's): an owner's mail counts only when its Authentication-Results say pass. With none, no mail counts. */
+    authserv_ids: string[];
+    /** Where replies are sent; without it none are. */
+    smtp?: {
+      host: string;
+      port: number;
+      /** TLS from the start (port 465); otherwise STARTTLS when the server offers it. */
+      tls: boolean;
+      username?: string;
+      password?: Secret;
+    };
+    /** How often the folder is looked at for new mail. Milliseconds. */
+    poll_interval: number;
+    /** How long to wait for the IMAP or SMTP server; reads time out at four times this. Milliseconds. */
+    connect_timeout: number;
+    /** The owner's notifications the bot pushes to its allowed users (docs/channels.md "Notifications"): approval requests, questions of agent tasks, tasks that failed for good, hooks' `notify:`. Not set: all four; `[]`: none. */
+    notify?: ('approval' | 'clarification' | 'failure' | 'hook')[];
+  };
 }

@@ -1,6 +1,6 @@
+import { isPlainAddress } from '@assistant/mail';
 import { UnrecoverableError } from '@assistant/sdk';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { isPlainAddress } from './mail-address.ts';
 
 export interface ComposeReplyOptions {
   /** The owner's address (`alice@example.com` or `Alice <alice@example.com>`), from the instance's settings. */

@@ -1,5 +1,6 @@
+import { imapClient } from '@assistant/mail';
 import { RetryableError, UnrecoverableError } from '@assistant/sdk';
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import type { EmailSettings } from './email-settings.ts';
 
 /**
@@ -18,17 +19,14 @@ export async function withImap<Result>(
     );
   }
   const where = `${settings.imap_server}:${settings.port}`;
-  const client = new ImapFlow({
+  // No automatic IDLE: a server that closes idle connections would otherwise end a long task with an unhandled error.
+  const client = imapClient({
     host: settings.imap_server,
     port: settings.port,
-    secure: settings.tls,
-    auth: { user: settings.username, pass: settings.password.reveal() },
-    logger: false,
-    connectionTimeout: settings.connect_timeout,
-    greetingTimeout: settings.connect_timeout,
-    socketTimeout: settings.connect_timeout * 4,
-    // A server that closes idle connections would otherwise end a long task with an unhandled error event.
-    disableAutoIdle: true,
+    tls: settings.tls,
+    username: settings.username,
+    password: settings.password.reveal(),
+    connectTimeoutMs: settings.connect_timeout,
   });
   let failure: Error | undefined;
   client.on('error', (error: Error) => {

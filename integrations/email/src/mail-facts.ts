@@ -1,5 +1,5 @@
+import { type Authentication, type AuthenticationVerdicts, trustedAuthentication } from '@assistant/mail';
 import type { AddressObject, ParsedMail } from 'mailparser';
-import { type Authentication, type AuthenticationVerdicts, trustedAuthentication } from './authentication-results.ts';
 import { chooseUnsubscribe } from './unsubscribe-target.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { isPlainAddress } from './mail-address.ts';
+import { isPlainAddress } from '@assistant/mail';
 
 /** What `unsubscribe` would do for a message: the same choice at collect time (for the note) and at act time. */
 export type UnsubscribeTarget =

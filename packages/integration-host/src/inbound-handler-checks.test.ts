@@ -53,8 +53,8 @@ describe('listener and webhook handler checks', () => {
 
   it('leaves alone the listeners and webhooks of an integration with no enabled instance', async () => {
     const registry = await registryOf(['misplaced'], '  - {type: misplaced, name: placed, enabled: false}\n');
-    // The builtin chat integration's Telegram, Matrix and Discord listeners and signed webhook are the only ones left (its
-    // default instance is enabled).
+    // The builtin chat integration's Telegram, Matrix, Discord, Slack and email listeners and its webhooks are the only
+    // ones left (its default instance is enabled).
     expect(
       registry.inboundHandlers({ enabledOnly: true }).map((info) => `${info.domain} ${info.kind} ${info.name}`),
     ).toEqual([
@@ -62,6 +62,7 @@ describe('listener and webhook handler checks', () => {
       'chat listener matrix',
       'chat listener discord',
       'chat listener slack',
+      'chat listener email',
       'chat webhook signed',
       'chat webhook slack_events',
     ]);

@@ -101,6 +101,11 @@ export interface ChannelAdapter {
   readonly maxMessageChars: number;
   /** A streamed reply is edited at most this often (the platform's edit rate limit). */
   readonly editIntervalMs: number;
+  /**
+   * False for a platform that cannot edit what it sent (email): the runner then sends each turn's reply once, when
+   * it is final, instead of a message on the first token edited as more come. @default true
+   */
+  readonly streaming?: boolean;
 
   /**
    * The next inbound deliveries, waiting for some (a long poll, a gateway's queue) until `signal` aborts; an empty

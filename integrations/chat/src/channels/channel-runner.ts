@@ -799,6 +799,8 @@ class ReplyStream {
     const step = typeof event.step === 'number' ? event.step : 0;
     const piece = typeof event.text === 'string' ? event.text : '';
     this.#steps.set(step, event.restart === true ? '' : (this.#steps.get(step) ?? '') + piece);
+    // A platform that cannot edit gets the reply once, final (#message); the tokens only keep the text so far.
+    if (this.#runner.adapter.streaming === false) return;
     const record = this.#record;
     if (!record.preview) {
       const text = this.#runner.clip(this.#format(this.#text()));

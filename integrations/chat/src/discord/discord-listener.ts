@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
-import { notifyPreference } from '../channels/notification-kinds.ts';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { DiscordAdapter } from './discord-adapter.ts';
 import { DiscordApi } from './discord-api.ts';

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { WebClient } from '@slack/web-api';
-import { notifyPreference } from '../channels/notification-kinds.ts';
 import { ChannelRunner } from '../channels/channel-runner.ts';
 import { ChannelState } from '../channels/channel-state.ts';
+import { notifyPreference } from '../channels/notification-kinds.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { SlackAdapter, type SlackInbound } from './slack-adapter.ts';
 import { SlackSocketInbound, slackLogger } from './slack-socket.ts';

@@ -71,6 +71,11 @@ export interface ConformanceMessage {
 export interface ConformanceHarness {
   /** Whether the channel sends approvals with buttons (then the platform has `press`). */
   readonly buttons: boolean;
+  /**
+   * False for a platform that cannot edit (email, the adapter's `streaming: false`): the streaming checks then check
+   * that a turn's reply is sent once, final, and never a message per token. @default true
+   */
+  readonly streaming?: boolean;
   /** Starts the fake platform for one test (a free port, nothing shared with another test). */
   start(): Promise<ConformancePlatform>;
 }
@@ -266,47 +271,78 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       expect(textsTo(platform.owner)).toEqual(['One answer.', expect.stringContaining('/new')]);
     });
 
-    it('streams a reply by edits: one message, sent on the first token, edited, then final', async () => {
-      const chat = chatService();
-      listen(chat);
-      const id = await ownerSays(chat, 'tell me');
-      await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
-      await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
-      await until(() => textsTo(platform.owner).includes('The dentist'), 'the first token sent');
-      await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
-      await until(() => textsTo(platform.owner).includes('The dentist invoice is due'), 'the text so far edited in');
-      await answer(chat, id, 'The dentist invoice is due tomorrow.');
-      await until(() => textsTo(platform.owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
-      expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
-        ['The dentist', 'The dentist invoice is due', 'The dentist invoice is due tomorrow.'],
-      ]);
-    });
+    (harness.streaming === false ? it.skip : it)(
+      'streams a reply by edits: one message, sent on the first token, edited, then final',
+      async () => {
+        const chat = chatService();
+        listen(chat);
+        const id = await ownerSays(chat, 'tell me');
+        await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+        await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
+        await until(() => textsTo(platform.owner).includes('The dentist'), 'the first token sent');
+        await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
+        await until(() => textsTo(platform.owner).includes('The dentist invoice is due'), 'the text so far edited in');
+        await answer(chat, id, 'The dentist invoice is due tomorrow.');
+        await until(() => textsTo(platform.owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
+        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+          ['The dentist', 'The dentist invoice is due', 'The dentist invoice is due tomorrow.'],
+        ]);
+      },
+    );
 
-    it('neither repeats nor skips after a restart mid-reply: the streamed message goes on being edited', async () => {
-      const chat = chatService();
-      const first = listen(chat);
-      const id = await ownerSays(chat, 'tell me');
-      await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
-      await chat.events.append(id, { type: 'token', step: 0, text: 'Once upon' });
-      await until(() => textsTo(platform.owner).includes('Once upon'), 'the first token sent');
-      // The platform shows the message a moment before the runner has its answer (and records what it streams into).
-      const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
-      await until(async () => {
-        const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{}')) as {
-          conversations?: Record<string, { preview?: unknown }>;
-        };
-        return state.conversations?.[id]?.preview !== undefined;
-      }, 'the streamed message recorded');
-      await first.stop();
-      await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
-      listen(chat);
-      await until(() => textsTo(platform.owner).includes('Once upon a time'), 'the whole text edited in');
-      await answer(chat, id, 'Once upon a time, the end.');
-      await until(() => textsTo(platform.owner).includes('Once upon a time, the end.'), 'the final text');
-      expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
-        ['Once upon', 'Once upon a time', 'Once upon a time, the end.'],
-      ]);
-    });
+    (harness.streaming === false ? it : it.skip)(
+      'sends a reply once, final, on a platform that cannot edit: no message per token',
+      async () => {
+        const chat = chatService();
+        const first = listen(chat);
+        const id = await ownerSays(chat, 'tell me');
+        await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+        await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
+        await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
+        // A restart mid-reply: the reply is still sent once.
+        await first.stop();
+        listen(chat);
+        await chat.events.append(id, { type: 'token', step: 0, text: ' tomorrow' });
+        await answer(chat, id, 'The dentist invoice is due tomorrow.');
+        await until(() => textsTo(platform.owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
+        // Once the help (sent after) is there, nothing of the reply is still on its way.
+        platform.deliver({ from: platform.owner, text: '/help' });
+        await until(() => textsTo(platform.owner).some((text) => text.includes('/new')), 'the help');
+        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+          ['The dentist invoice is due tomorrow.'],
+          [expect.stringContaining('/new')],
+        ]);
+      },
+    );
+
+    (harness.streaming === false ? it.skip : it)(
+      'neither repeats nor skips after a restart mid-reply: the streamed message goes on being edited',
+      async () => {
+        const chat = chatService();
+        const first = listen(chat);
+        const id = await ownerSays(chat, 'tell me');
+        await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
+        await chat.events.append(id, { type: 'token', step: 0, text: 'Once upon' });
+        await until(() => textsTo(platform.owner).includes('Once upon'), 'the first token sent');
+        // The platform shows the message a moment before the runner has its answer (and records what it streams into).
+        const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
+        await until(async () => {
+          const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{}')) as {
+            conversations?: Record<string, { preview?: unknown }>;
+          };
+          return state.conversations?.[id]?.preview !== undefined;
+        }, 'the streamed message recorded');
+        await first.stop();
+        await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
+        listen(chat);
+        await until(() => textsTo(platform.owner).includes('Once upon a time'), 'the whole text edited in');
+        await answer(chat, id, 'Once upon a time, the end.');
+        await until(() => textsTo(platform.owner).includes('Once upon a time, the end.'), 'the final text');
+        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+          ['Once upon', 'Once upon a time', 'Once upon a time, the end.'],
+        ]);
+      },
+    );
 
     it('splits a reply longer than the platform’s limit into messages that each fit, losing nothing', async () => {
       const chat = chatService();

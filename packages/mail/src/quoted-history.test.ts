@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withoutQuotedHistory } from './classify.ts';
+import { withoutQuotedHistory } from './quoted-history.ts';
 
 describe('withoutQuotedHistory', () => {
   it('drops quoted lines and the attribution before them, keeping what the message says', () => {

@@ -66,7 +66,7 @@ export function trustedAuthentication(
  * One Authentication-Results value (RFC 8601 §2.2): `authserv-id [version] ; method[/version]=result … ; …` or
  * `authserv-id; none`, with comments anywhere and the id possibly quoted. Undefined when there is no id.
  */
-export function parseAuthenticationResults(
+function parseAuthenticationResults(
   value: string,
 ): { authservId: string; results: Record<string, string> } | undefined {
   const [head = '', ...resinfos] = splitOutsideQuotes(withoutComments(value), ';');
