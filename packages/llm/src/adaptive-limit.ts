@@ -38,15 +38,16 @@ interface Window {
  * the share of the queue. Over a window of requests sent with the limit in use (about one round trip's worth, judged
  * once every one of them has answered, so that the first answers back do not bias it), Little's law gives the
  * requests queued at the server: `limit × (1 − noLoad ÷ mean)`, where noLoad is the fastest answer seen (a window at
- * limit 1 starts it afresh: one request at a time cannot queue behind this process's own). Below half a request queued,
- * the limit grows by one; above one, it shrinks by one; between, it holds. Alone on an endpoint the limit so settles at C or C + 1 and never goes further:
- * at C + 1 one request is always queued, which a growth needs to be below half. An answer saying the endpoint is
- * overloaded or down (429, 5xx, refused, timed out) halves the limit, once for all the requests that were already out.
+ * limit 1 starts it afresh: one request at a time cannot queue behind this process's own). Below a quarter of a
+ * request queued, the limit grows by one; above one, it shrinks by one; between, it holds. Alone on an endpoint the
+ * limit so settles at C or C + 1: at C + 1 about one request is always queued (a little less, for the time each
+ * answer spends between the server and the gate), far from the quarter a growth needs. An answer saying the endpoint
+ * is overloaded or down (429, 5xx, refused, timed out) halves the limit, once for all the requests already out.
  * The limit starts at 1 and grows only from windows that used it (a caller that sends less never raises it).
  *
  * Several processes on one endpoint each run their own limit without talking to each other. They see the same queue,
- * and each holds its own share of it between a half and one request, so none can keep much more than another: the
- * limits meet at about the same value.
+ * and each holds its own share of it between a quarter and one request, so none can keep much more than another:
+ * the limits meet at about the same value.
  *
  * Latency is compared raw, not per output token: a model whose answers vary much in length makes the mean noisy, and
  * the limit then settles lower than the server could take (decision 0076). Set `max_in_flight` for such a server.
