@@ -1,4 +1,6 @@
 // An inbox through a local model: `npm run bench:inbox -- --messages 200 --latency 300 --concurrency 4 [--json]`,
+// at the worker's defaults (no `max_in_flight`: the gate finds the model's parallelism) unless `--max-in-flight N`;
+// `--workers 2` runs two installs (N messages each) whose workers share the model, and reports each one's drain.
 // optionally with the model down midway: `--outage refuse --outage-for 60` (connections refused) or
 // `--outage 429 --outage-for 10` (every request answered 429 with retry-after), starting once `--outage-after`
 // (default 0.5) of the messages are classified.
@@ -20,6 +22,8 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '200' },
     latency: { type: 'string', default: '300' },
     concurrency: { type: 'string', default: '4' },
+    'max-in-flight': { type: 'string' },
+    workers: { type: 'string', default: '1' },
     dir: { type: 'string', default: os.tmpdir() },
     outage: { type: 'string', default: 'none' },
     'outage-after': { type: 'string', default: '0.5' },
@@ -37,6 +41,9 @@ const positiveInteger = (name: string, text: string, minimum: number): number =>
 const messageCount = positiveInteger('messages', values.messages, 1);
 const latencyMs = positiveInteger('latency', values.latency, 0);
 const modelConcurrency = positiveInteger('concurrency', values.concurrency, 1);
+const maxInFlight =
+  values['max-in-flight'] === undefined ? undefined : positiveInteger('max-in-flight', values['max-in-flight'], 1);
+const workerCount = positiveInteger('workers', values.workers, 1);
 const outage = values.outage;
 if (outage !== 'none' && outage !== 'refuse' && outage !== '429') {
   throw new Error(`--outage is none, refuse or 429, got \`${outage}\``);
@@ -147,24 +154,33 @@ async function countFiles(directory: string): Promise<number> {
 }
 
 const directory = await mkdtemp(path.join(path.resolve(values.dir), 'assistant-bench-inbox-'));
+// One install (a Maildir, a config and a data directory) per worker; bench message `index` is global across them.
+const installs = Array.from({ length: workerCount }, (_, worker) =>
+  workerCount === 1 ? directory : path.join(directory, `worker-${worker + 1}`),
+);
+const totalMessages = messageCount * workerCount;
 let keep = false;
 const model = await FakeOpenAiServer.start({ respond: classify, latencyMs, concurrency: modelConcurrency });
 try {
   const now = Date.now();
-  for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
-    for (const part of ['cur', 'new', 'tmp'])
-      await mkdir(path.join(directory, 'Maildir', folder, part), { recursive: true });
-  }
-  for (let index = 0; index < messageCount; index++) {
-    const text = variant(fixtureTexts[index % fixtureTexts.length] ?? '', index, now);
-    await writeFile(path.join(directory, 'Maildir/new', `${Math.floor(now / 1000)}.${index}.bench`), text);
-  }
-  // Two rules that need no model (on trusted authentication and on the sender's address) and one on a classification.
-  await writeFile(
-    path.join(directory, 'config.yaml'),
-    `data_dir: ./data
+  for (const [worker, install] of installs.entries()) {
+    for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
+      for (const part of ['cur', 'new', 'tmp'])
+        await mkdir(path.join(install, 'Maildir', folder, part), { recursive: true });
+    }
+    for (let offset = 0; offset < messageCount; offset++) {
+      const index = worker * messageCount + offset;
+      const text = variant(fixtureTexts[index % fixtureTexts.length] ?? '', index, now);
+      await writeFile(path.join(install, 'Maildir/new', `${Math.floor(now / 1000)}.${index}.bench`), text);
+    }
+    // Two rules that need no model (on trusted authentication and on the sender's address) and one on a classification.
+    await writeFile(
+      path.join(install, 'config.yaml'),
+      `data_dir: ./data
 llms:
-  default: {base_url: "${model.url}", model: fake-model, max_in_flight: ${modelConcurrency}}
+  default: {base_url: "${model.url}", model: fake-model${maxInFlight === undefined ? '' : `, max_in_flight: ${maxInFlight}`}}
+# The bench measures classification: memory consolidation (a second, deferred model call per message) is off.
+memory: {consolidate: []}
 integrations:
   - type: email
     name: bench
@@ -180,14 +196,18 @@ integrations:
           - {name: read automated mail, when: {is_noreply: true}, then: mark_read}
           - {name: archive newsletters, when: {newsletter: true}, then: archive}
 `,
-  );
+    );
+  }
   log(`inbox bench: ${machineLine(directory)}`);
-  log(`${messageCount} messages, model latency ${latencyMs} ms, model concurrency ${modelConcurrency}`);
+  log(
+    `${messageCount} messages${workerCount > 1 ? ` for each of ${workerCount} workers` : ''}, model latency ${latencyMs} ms, model concurrency ${modelConcurrency}, max_in_flight ${maxInFlight ?? "unset (the worker's default)"}`,
+  );
 
-  const cli = (args: string[]) => runNode([cliMain, ...args], { cwd: directory });
-  const trigger = cli(['trigger', 'bench', 'inbox']);
-  const triggered = await trigger.exited;
-  if (triggered.code !== 0) throw new Error(`assistant trigger exited ${triggered.code}:\n${trigger.output()}`);
+  for (const install of installs) {
+    const trigger = runNode([cliMain, 'trigger', 'bench', 'inbox'], { cwd: install });
+    const triggered = await trigger.exited;
+    if (triggered.code !== 0) throw new Error(`assistant trigger exited ${triggered.code}:\n${trigger.output()}`);
+  }
 
   // The outage: started once enough messages are classified, ended after its duration.
   let outageWindow: { fromMs: number; toMs?: number } | undefined;
@@ -195,7 +215,7 @@ integrations:
     outage === 'none'
       ? undefined
       : setInterval(() => {
-          if (outageWindow !== undefined || answersByIndex.size < messageCount * outageAfter) return;
+          if (outageWindow !== undefined || answersByIndex.size < totalMessages * outageAfter) return;
           outageWindow = { fromMs: Date.now() };
           const started =
             outage === 'refuse' ? model.refuseConnections() : model.failWith({ status: 429, retryAfterSeconds: 5 });
@@ -208,31 +228,47 @@ integrations:
           );
         }, 50);
   const startedAt = Date.now();
-  const work = runNode(
-    [...(process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean), cliMain, 'work', '--exit-when-idle'],
-    { cwd: directory },
+  const works = installs.map((install) =>
+    runNode(
+      [...(process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean), cliMain, 'work', '--exit-when-idle'],
+      { cwd: install },
+    ),
   );
-  const pid = work.child.pid ?? 0;
   let peakResident = 0;
   const sample = () => {
-    peakResident = Math.max(peakResident, residentBytes(pid) ?? 0);
+    for (const work of works) peakResident = Math.max(peakResident, residentBytes(work.child.pid ?? 0) ?? 0);
   };
   sample();
   const sampler = setInterval(sample, 200);
-  const worked = await work.exited.finally(() => {
+  // Each worker's drain: from the common start to its exit.
+  const workerDrainMs: number[] = [];
+  const exits = await Promise.all(
+    works.map((work, worker) =>
+      work.exited.then((exit) => {
+        workerDrainMs[worker] = Date.now() - startedAt;
+        return exit;
+      }),
+    ),
+  ).finally(() => {
     clearInterval(sampler);
     clearInterval(outageTimer);
   });
   const endedAt = Date.now();
-  if (worked.code !== 0) {
-    throw new Error(`assistant work exited ${worked.code ?? worked.signal}:\n${work.output().slice(-4000)}`);
+  for (const [worker, worked] of exits.entries()) {
+    if (worked.code !== 0) {
+      throw new Error(
+        `assistant work (${installs[worker]}) exited ${worked.code ?? worked.signal}:\n${works[worker]?.output().slice(-4000)}`,
+      );
+    }
   }
 
-  if (process.env.BENCH_WORKER_LOG) await writeFile(process.env.BENCH_WORKER_LOG, work.output());
+  if (process.env.BENCH_WORKER_LOG) {
+    await writeFile(process.env.BENCH_WORKER_LOG, works.map((work) => work.output()).join('\n\n'));
+  }
   const drainMs = endedAt - startedAt;
   // Requests the model served (those refused or answered 429 during an outage never reached it).
   const calls = model.served.length;
-  const callsPerMessage = calls / messageCount;
+  const callsPerMessage = calls / totalMessages;
   // Tokens are estimated as characters / 4, for the messages' text and, separately, the response schema sent along.
   let messageCharacters = 0;
   let schemaCharacters = 0;
@@ -245,18 +281,23 @@ integrations:
     if (request.body.response_format !== undefined)
       schemaCharacters += JSON.stringify(request.body.response_format).length;
   }
-  const promptTokensPerMessage = messageCharacters / 4 / messageCount;
-  const schemaTokensPerMessage = schemaCharacters / 4 / messageCount;
-  const idealMs = (messageCount * callsPerMessage * latencyMs) / modelConcurrency;
+  const promptTokensPerMessage = messageCharacters / 4 / totalMessages;
+  const schemaTokensPerMessage = schemaCharacters / 4 / totalMessages;
+  const idealMs = (totalMessages * callsPerMessage * latencyMs) / modelConcurrency;
   const busyMs = model.busyMs(modelConcurrency, { fromMs: startedAt, toMs: endedAt });
   // The share of the drain with at least k requests being served, for k = 1 … C.
   const atLeast = Array.from({ length: modelConcurrency }, (_, level) =>
     drainMs > 0 ? model.busyMs(level + 1, { fromMs: startedAt, toMs: endedAt }) / drainMs : 0,
   );
-  const queueDirectory = path.join(directory, 'data/queue');
-  const failed = await countFiles(path.join(queueDirectory, 'failed'));
-  const done = await countFiles(path.join(queueDirectory, 'done'));
-  const pendingLeft = await countFiles(path.join(queueDirectory, 'pending'));
+  let failed = 0;
+  let done = 0;
+  let pendingLeft = 0;
+  for (const install of installs) {
+    const queueDirectory = path.join(install, 'data/queue');
+    failed += await countFiles(path.join(queueDirectory, 'failed'));
+    done += await countFiles(path.join(queueDirectory, 'done'));
+    pendingLeft += await countFiles(path.join(queueDirectory, 'pending'));
+  }
   // Every message classified once, and every one still somewhere in the Maildir (moved once, never lost).
   // Delivered replies only: one computed for a request the outage cut off never reached the worker.
   const deliveredByMessage = new Map<number, number>();
@@ -265,21 +306,29 @@ integrations:
     if (message !== undefined) deliveredByMessage.set(message, (deliveredByMessage.get(message) ?? 0) + 1);
   }
   const answeredTwice = [...deliveredByMessage.values()].filter((count) => count > 1).length;
-  const notesDirectory = path.join(directory, 'data/notes/email/bench');
   let classifiedNotes = 0;
-  for (const name of await readdir(notesDirectory).catch(() => [] as string[])) {
-    if ((await readFile(path.join(notesDirectory, name), 'utf8')).includes('\nclassified_hash: ')) classifiedNotes++;
-  }
   let mailLeft = 0;
-  for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
-    for (const part of ['cur', 'new']) mailLeft += await countFiles(path.join(directory, 'Maildir', folder, part));
+  for (const install of installs) {
+    const notesDirectory = path.join(install, 'data/notes/email/bench');
+    for (const name of await readdir(notesDirectory).catch(() => [] as string[])) {
+      if ((await readFile(path.join(notesDirectory, name), 'utf8')).includes('\nclassified_hash: ')) classifiedNotes++;
+    }
+    for (const folder of ['', '.Archive', '.Junk', '.Drafts']) {
+      for (const part of ['cur', 'new']) mailLeft += await countFiles(path.join(install, 'Maildir', folder, part));
+    }
   }
+  const slowestMs = Math.max(...workerDrainMs);
+  const fastestMs = Math.min(...workerDrainMs);
   const figures = {
     machine: machineLine(directory),
     messages: messageCount,
+    workers: workerCount,
+    maxInFlight: maxInFlight ?? null,
     latencyMs,
     modelConcurrency,
     drainSeconds: drainMs / 1000,
+    workerDrainSeconds: workerDrainMs.map((milliseconds) => milliseconds / 1000),
+    slowestOverFastestWorker: fastestMs > 0 ? slowestMs / fastestMs : null,
     modelBusyFraction: drainMs > 0 ? busyMs / drainMs : 0,
     modelAtLeastInFlightFractions: atLeast,
     peakInFlight: model.peakInFlight,
@@ -313,7 +362,14 @@ integrations:
       `model idle at the ends  ${((firstServedMs - startedAt) / 1000).toFixed(1)} s before the first request, ${((endedAt - lastEndedMs) / 1000).toFixed(1)} s after the last`,
     );
   }
-  log(`requests open at once   at most ${model.peakOpenRequests} (sent by the worker and not yet answered)`);
+  log(
+    `requests open at once   at most ${model.peakOpenRequests} (sent by the worker${workerCount > 1 ? 's' : ''} and not yet answered; the model serves ${modelConcurrency})`,
+  );
+  if (workerCount > 1) {
+    log(
+      `each worker's drain     ${workerDrainMs.map((milliseconds) => `${(milliseconds / 1000).toFixed(1)} s`).join(', ')}; slowest ÷ fastest ${(slowestMs / Math.max(1, fastestMs)).toFixed(2)}`,
+    );
+  }
   if (outageWindow) {
     const lasted = ((outageWindow.toMs ?? endedAt) - outageWindow.fromMs) / 1000;
     log(
@@ -321,9 +377,9 @@ integrations:
     );
   } else if (outage !== 'none') log('outage                  never started (the drain ended first)');
   log(
-    `classified              ${classifiedNotes} of ${messageCount} notes; ${answeredTwice} messages answered more than once`,
+    `classified              ${classifiedNotes} of ${totalMessages} notes; ${answeredTwice} messages answered more than once`,
   );
-  log(`mail                    ${mailLeft} of ${messageCount} messages in the Maildir's folders`);
+  log(`mail                    ${mailLeft} of ${totalMessages} messages in the Maildir's folders`);
   log(`ideal time              ${figures.idealSeconds.toFixed(1)} s (N × calls per message × L ÷ C)`);
   log(
     `actual ÷ ideal          ${figures.actualOverIdeal === null ? 'n/a (latency 0)' : figures.actualOverIdeal.toFixed(2)}`,
@@ -334,13 +390,15 @@ integrations:
   log(
     `prompt tokens/message   ≈ ${promptTokensPerMessage.toFixed(0)} in the messages + ≈ ${schemaTokensPerMessage.toFixed(0)} in response_format (estimated as characters ÷ 4)`,
   );
-  log(`peak worker RSS         ${mib(peakResident)} (VmRSS every 200 ms)`);
+  log(
+    `peak worker RSS         ${mib(peakResident)} (VmRSS every 200 ms${workerCount > 1 ? ', the larger worker' : ''})`,
+  );
   log(`tasks                   ${done} done, ${failed} failed, ${pendingLeft} still pending`);
   if (unrecognised > 0) log(`note: ${unrecognised} requests named no bench message and were answered as neutral`);
   if (values.json) process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-  if (failed > 0 || pendingLeft > 0 || classifiedNotes !== messageCount || mailLeft !== messageCount) {
+  if (failed > 0 || pendingLeft > 0 || classifiedNotes !== totalMessages || mailLeft !== totalMessages) {
     process.stderr.write(
-      `something broke: ${failed} tasks failed, ${pendingLeft} still pending, ${classifiedNotes} of ${messageCount} classified, ${mailLeft} messages left; see ${directory}\n`,
+      `something broke: ${failed} tasks failed, ${pendingLeft} still pending, ${classifiedNotes} of ${totalMessages} classified, ${mailLeft} messages left; see ${directory}\n`,
     );
     process.exitCode = 1;
     keep = true;

@@ -46,6 +46,8 @@ export interface HealthDetails extends HealthBody {
     state: string;
     in_flight: number;
     max_in_flight: number | null;
+    /** True when a worker finds its limit itself (`max_in_flight` unset): `max_in_flight` is then its current limit. */
+    adaptive: boolean;
     waiting: number;
     latency_ms: number | null;
     requests_last_minute: number;
@@ -104,6 +106,7 @@ const healthSchema = z.object({
         state: z.enum(['closed', 'half_open', 'open', 'unknown']),
         in_flight: z.int(),
         max_in_flight: z.int().nullable(),
+        adaptive: z.boolean(),
         waiting: z.int(),
         latency_ms: z.number().nullable(),
         requests_last_minute: z.int(),
@@ -206,6 +209,7 @@ export async function healthDetails(options: HealthDetailsOptions): Promise<Omit
       state: model.state,
       in_flight: model.inFlight,
       max_in_flight: model.maxInFlight,
+      adaptive: model.adaptive,
       waiting: model.waiting,
       latency_ms: model.latencyMs,
       requests_last_minute: model.requestsLastMinute,

@@ -52,13 +52,16 @@ export function llmStagesOf(registry: IntegrationRegistry | undefined): LlmStage
 
 /**
  * How many tasks of an LLM stage may run at once: twice what its profiles send at once, so that a model slot freed
- * is filled at once by a task already waiting inside the gate. A profile the status does not list (not configured:
- * its tasks fail at once) counts as one.
+ * is filled at once by a task already waiting inside the gate. An adaptive profile counts one more than its current
+ * limit: its gate grows only while it is kept full, which the tasks busy outside their model call would otherwise
+ * often prevent at a low limit. A profile the status does not list (not configured: its tasks fail at once) counts
+ * as one.
  */
 export function laneCapacity(profiles: readonly string[], status: readonly ModelProfileStatus[]): number {
   let inFlight = 0;
   for (const profile of profiles) {
-    inFlight += Math.max(1, status.find((entry) => entry.profile === profile)?.maxInFlight ?? 1);
+    const entry = status.find((candidate) => candidate.profile === profile);
+    inFlight += Math.max(1, entry?.maxInFlight ?? 1) + (entry?.adaptive === undefined ? 0 : 1);
   }
   return 2 * Math.max(1, inFlight);
 }

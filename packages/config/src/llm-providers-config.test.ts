@@ -16,12 +16,11 @@ describe('llms: provider, api_key, base_url', () => {
     expect(profile).toMatchObject({
       provider: 'openai-compatible',
       baseUrl: 'http://127.0.0.1:11434/v1',
-      maxInFlight: 2,
     });
     expect(profile?.apiKey?.reveal()).toBe('t0k');
   });
 
-  it('fills the provider’s own base URL, and derives max_in_flight from it', () => {
+  it('fills the provider’s own base URL', () => {
     const config = parse(
       [
         'llms:',
@@ -32,11 +31,11 @@ describe('llms: provider, api_key, base_url', () => {
         '',
       ].join('\n'),
     ).config;
-    expect(config?.llms.claude).toMatchObject({ baseUrl: 'https://api.anthropic.com/v1', maxInFlight: 8 });
+    expect(config?.llms.claude).toMatchObject({ baseUrl: 'https://api.anthropic.com/v1' });
     expect(config?.llms.claude?.apiKey?.reveal()).toBe('sk-ant-test');
     expect(config?.llms.gemini?.baseUrl).toBe('https://generativelanguage.googleapis.com/v1beta');
     expect(config?.llms.gpt?.baseUrl).toBe('https://api.openai.com/v1');
-    expect(config?.llms.proxy).toMatchObject({ baseUrl: 'http://127.0.0.1:9000/v1', maxInFlight: 2 });
+    expect(config?.llms.proxy).toMatchObject({ baseUrl: 'http://127.0.0.1:9000/v1' });
   });
 
   it('refuses an unknown provider at its line, naming the valid ones', () => {

@@ -109,7 +109,10 @@ const llmProfileSchema = z
     capabilities: z.strictObject({ tools: z.boolean().optional(), json_schema: z.boolean().optional() }).optional(),
     /** Retries of a request that failed with 429, 5xx or a broken connection. */
     max_retries: z.int().min(0).max(10).default(4),
-    /** Requests sent to the endpoint at once; default from the effective URL (see {@link defaultMaxInFlight}). */
+    /**
+     * Requests sent to the endpoint at once, fixed. Unset: the gate finds how many the endpoint serves at once from
+     * its latency and its 429/5xx answers (decision 0076).
+     */
     max_in_flight: z.int().min(1).max(256).optional(),
     /** Budgets over a sliding minute, for APIs that limit them; none by default. */
     requests_per_minute: z.int().min(1).optional(),
@@ -165,41 +168,13 @@ const llmProfileSchema = z
         ...(profile.capabilities?.json_schema === undefined ? {} : { jsonSchema: profile.capabilities.json_schema }),
       },
       maxRetries: profile.max_retries,
-      maxInFlight: profile.max_in_flight ?? defaultMaxInFlight(baseUrl),
+      ...(profile.max_in_flight === undefined ? {} : { maxInFlight: profile.max_in_flight }),
       ...(profile.requests_per_minute === undefined ? {} : { requestsPerMinute: profile.requests_per_minute }),
       ...(profile.tokens_per_minute === undefined ? {} : { tokensPerMinute: profile.tokens_per_minute }),
       ...(profile.prices === undefined ? {} : { prices: profile.prices }),
       promptCache: profile.prompt_cache,
     };
   });
-
-/**
- * A local model server (Ollama, llama.cpp, vLLM on this machine or the LAN) runs a few requests at once and queues
- * the rest, so more in flight only adds latency and timeouts: 2. A remote API serves many at once: 8.
- */
-function defaultMaxInFlight(baseUrl: string): number {
-  if (!URL.canParse(baseUrl)) return 2;
-  return isLocalNetworkHost(new URL(baseUrl).hostname) ? 2 : 8;
-}
-
-/** Loopback, private (RFC 1918, fc00::/7), link-local, `localhost` and mDNS `*.local` names. */
-function isLocalNetworkHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local')) return true;
-  const v4 = /^(\d{1,3})\.(\d{1,3})\.\d{1,3}\.\d{1,3}$/.exec(host);
-  if (v4) {
-    const first = Number(v4[1]);
-    const second = Number(v4[2]);
-    return (
-      first === 127 ||
-      first === 10 ||
-      (first === 172 && second >= 16 && second <= 31) ||
-      (first === 192 && second === 168) ||
-      (first === 169 && second === 254)
-    );
-  }
-  return host === '::1' || /^f[cd][0-9a-f]{2}:/.test(host) || /^fe[89ab][0-9a-f]:/.test(host);
-}
 
 /** The record/replay cache for LLM requests: for tests and development, off by default. */
 const llmCacheSchema = z

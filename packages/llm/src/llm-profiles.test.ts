@@ -381,7 +381,9 @@ describe('createLlmProfiles', () => {
       {
         profile: 'default',
         model: 'fake-model',
-        maxInFlight: 2,
+        // No max_in_flight: the adaptive limit, at 1 until a window of answers says more fit.
+        maxInFlight: 1,
+        adaptive: { ceiling: 64 },
         inFlight: 0,
         waiting: 0,
         requests: 2,
@@ -394,7 +396,8 @@ describe('createLlmProfiles', () => {
       {
         profile: 'other',
         model: 'big-model',
-        maxInFlight: 8,
+        maxInFlight: 1,
+        adaptive: { ceiling: 64 },
         inFlight: 0,
         waiting: 0,
         requests: 0,

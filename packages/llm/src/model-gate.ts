@@ -1,4 +1,5 @@
 import { AssistantError, scrubSecrets } from '@assistant/errors';
+import { AdaptiveLimit, defaultAdaptiveCeiling, type LimitTicket } from './adaptive-limit.ts';
 import type { ChatRequest, TokenUsage } from './chat-types.ts';
 import { LlmAbortedError } from './llm-errors.ts';
 
@@ -12,8 +13,10 @@ export type ModelBreakerState = 'closed' | 'open' | 'half_open';
 export interface ModelProfileStatus {
   profile: string;
   model: string;
-  /** The most requests sent to the endpoint at once (`max_in_flight`). */
+  /** The most requests sent to the endpoint at once now: `max_in_flight` when set, else the adaptive limit. */
   maxInFlight: number;
+  /** Present when `max_in_flight` is not set: the limit is found from the endpoint's latency, up to `ceiling`. */
+  adaptive?: { ceiling: number };
   /** Requests sent and not yet answered. */
   inFlight: number;
   /** Calls waiting for a slot, for the per-minute budget, or for the breaker's trial. */
@@ -84,8 +87,13 @@ export interface ModelGateOptions {
   model: string;
   /** The endpoint, named in {@link ModelUnavailableError}'s message. */
   baseUrl: string;
-  /** Requests sent to the endpoint at once (`max_in_flight`). */
-  maxInFlight: number;
+  /**
+   * Requests sent to the endpoint at once (`max_in_flight`). Unset: the gate finds how many the endpoint serves at
+   * once from its latency and its 429/5xx answers ({@link AdaptiveLimit}), from 1 up to `adaptiveCeiling`.
+   */
+  maxInFlight?: number | undefined;
+  /** The most the adaptive limit may reach. @default 64 */
+  adaptiveCeiling?: number;
   /** At most this many requests sent in any 60 s. @default unlimited */
   requestsPerMinute?: number | undefined;
   /** At most this many tokens (estimated, then as reported) in any 60 s. @default unlimited */
@@ -101,7 +109,7 @@ export interface ModelGateOptions {
   backoffMaxMs?: number;
   /** The clock, in epoch milliseconds. @default Date.now */
   now?: () => number;
-  /** Called whenever the in-flight or waiting count or the breaker changes. */
+  /** Called whenever the in-flight or waiting count, the adaptive limit or the breaker changes. */
   onChange?: () => void;
 }
 
@@ -133,7 +141,8 @@ const latencySamples = 50;
 const maxLastErrorLength = 300;
 
 /**
- * One profile's gate in this process: a FIFO semaphore of `maxInFlight`, the per-minute budgets, and a breaker.
+ * One profile's gate in this process: a FIFO semaphore of `maxInFlight` (or of a limit it finds itself when that is
+ * not set, see {@link AdaptiveLimit}), the per-minute budgets, and a breaker.
  * Every request a profile's model sends first takes a permit here and then reports its outcome on it, so N tasks
  * sharing a profile keep the endpoint exactly as busy as configured, and an outage is backed off once for all of
  * them instead of each task retrying at its own pace.
@@ -160,6 +169,7 @@ export class ModelGate {
   #epoch = 0;
   #timer: NodeJS.Timeout | undefined;
   #timerAtMs: number | undefined;
+  readonly #adaptive: AdaptiveLimit | undefined;
 
   constructor(options: ModelGateOptions) {
     this.#options = options;
@@ -167,6 +177,15 @@ export class ModelGate {
     this.#inlineWaitMs = options.inlineWaitMs ?? 5_000;
     this.#backoffBaseMs = options.backoffBaseMs ?? 1_000;
     this.#backoffMaxMs = options.backoffMaxMs ?? 60_000;
+    this.#adaptive =
+      options.maxInFlight === undefined
+        ? new AdaptiveLimit({ maxLimit: options.adaptiveCeiling ?? defaultAdaptiveCeiling })
+        : undefined;
+  }
+
+  // Requests that may be out at once now.
+  #limit(): number {
+    return this.#adaptive?.limit ?? this.#options.maxInFlight ?? 1;
   }
 
   /**
@@ -248,7 +267,8 @@ export class ModelGate {
     return {
       profile: this.#options.profile,
       model: this.#options.model,
-      maxInFlight: this.#options.maxInFlight,
+      maxInFlight: this.#limit(),
+      ...(this.#adaptive ? { adaptive: { ceiling: this.#adaptive.maxLimit } } : {}),
       inFlight: this.#inFlight,
       waiting: this.#queue.length,
       requests: this.#requests,
@@ -289,7 +309,7 @@ export class ModelGate {
         wakeAtMs = this.#retryAtMs;
         break;
       }
-      if (this.#inFlight >= this.#options.maxInFlight) break;
+      if (this.#inFlight >= this.#limit()) break;
       const head = this.#queue[0] as Waiter;
       const allowedAtMs = this.#budgetAllowsAt(head.estimate, now);
       if (allowedAtMs > now) {
@@ -363,6 +383,8 @@ export class ModelGate {
     const sent = { atMs: nowMs, tokens: estimate };
     this.#sent.push(sent);
     this.#inFlight += 1;
+    // For the adaptive limit: the window this request counts in, and whether the gate is using all of its limit.
+    const ticket: LimitTicket | undefined = this.#adaptive?.sent({ saturated: this.#inFlight >= this.#limit() });
     let settled = false;
     const settle = (): boolean => {
       if (settled) return false;
@@ -375,8 +397,10 @@ export class ModelGate {
       succeeded: (usage) => {
         if (!settle()) return;
         this.#requests += 1;
-        this.#latenciesMs.push(this.#now() - nowMs);
+        const latencyMs = this.#now() - nowMs;
+        this.#latenciesMs.push(latencyMs);
         if (this.#latenciesMs.length > latencySamples) this.#latenciesMs.shift();
+        if (ticket) this.#adaptive?.answered(ticket, latencyMs);
         if (usage) sent.tokens = usage.totalTokens;
         // A request sent before the breaker opened says nothing about the endpoint now: only the trial closes it.
         if (trial || epoch === this.#epoch) this.#close();
@@ -389,9 +413,12 @@ export class ModelGate {
         if (!outcome.unavailable) {
           // The server answered (a 400, a 401): it is up, whatever it thought of this request.
           if (trial) this.#close();
+          if (ticket) this.#adaptive?.ignored(ticket);
         } else {
           this.#failures += 1;
           this.#lastError = oneLine(outcome.error);
+          // Overloaded or down: half as many at once, once for all the requests sent under the same limit.
+          if (ticket) this.#adaptive?.dropped(ticket);
           const retryAfterMs =
             outcome.retryAfterMs === undefined ? 0 : Math.min(maxRetryAfterMs, Math.max(0, outcome.retryAfterMs));
           if (trial || (this.#state === 'closed' && epoch === this.#epoch)) {
@@ -407,6 +434,7 @@ export class ModelGate {
       },
       cancelled: () => {
         if (!settle()) return;
+        if (ticket) this.#adaptive?.ignored(ticket);
         // An abandoned trial proved nothing: the next caller becomes the trial.
         if (trial && this.#state === 'half_open') this.#state = 'open';
         this.#pump();

@@ -54,6 +54,23 @@ describe('parsePublishedModels', () => {
     ]);
   });
 
+  it('keeps the ceiling of an adaptive limit, and a summary says the profile is adaptive when a worker is', () => {
+    const adaptive = status({ maxInFlight: 5, adaptive: { ceiling: 64 } });
+    const published = parsePublishedModels([
+      { worker: 'a', models: [adaptive] },
+      { worker: 'b', models: [status()] },
+    ]);
+    expect(published.map((snapshot) => snapshot.models)).toEqual([[adaptive], [status()]]);
+    const [model] = summarizeModels({ published, byType: {}, llmStages: [] });
+    expect(model).toMatchObject({ profile: 'local', maxInFlight: 7, adaptive: true });
+    const [fixed] = summarizeModels({
+      published: [published[1] ?? { models: [], lanes: [] }],
+      byType: {},
+      llmStages: [],
+    });
+    expect(fixed).toMatchObject({ maxInFlight: 2, adaptive: false });
+  });
+
   it('cuts a long last error', () => {
     const [published] = parsePublishedModels([
       { models: [status({ breaker: { state: 'open', consecutiveFailures: 1, lastError: 'x'.repeat(10_000) } })] },
@@ -117,6 +134,7 @@ describe('summarizeModels', () => {
         model: 'llama',
         state: 'unknown',
         maxInFlight: null,
+        adaptive: false,
         inFlight: 0,
         waiting: 0,
         requests: 0,
@@ -133,6 +151,7 @@ describe('summarizeModels', () => {
         model: 'qwen3:8b',
         state: 'open',
         maxInFlight: 6,
+        adaptive: false,
         inFlight: 4,
         waiting: 6,
         requests: 120,
@@ -152,6 +171,7 @@ describe('summarizeModels', () => {
         model: null,
         state: 'unknown',
         maxInFlight: null,
+        adaptive: false,
         inFlight: 0,
         waiting: 0,
         requests: 0,

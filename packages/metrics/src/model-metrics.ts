@@ -9,6 +9,7 @@ const modelStatusSchema = z.object({
   profile: z.string().min(1),
   model: z.string(),
   maxInFlight: z.int().min(1),
+  adaptive: z.object({ ceiling: z.int().min(1) }).optional(),
   inFlight: count,
   waiting: count,
   requests: count,
@@ -60,9 +61,11 @@ export function parsePublishedModels(values: readonly unknown[]): PublishedModel
     for (const entry of arrayOrEmpty(record.models)) {
       const parsed = modelStatusSchema.safeParse(entry);
       if (!parsed.success) continue;
-      const { retryAt, lastError, ...breaker } = parsed.data.breaker;
+      const { adaptive, ...status } = parsed.data;
+      const { retryAt, lastError, ...breaker } = status.breaker;
       models.push({
-        ...parsed.data,
+        ...status,
+        ...(adaptive === undefined ? {} : { adaptive }),
         breaker: {
           ...breaker,
           ...(retryAt === undefined ? {} : { retryAt }),
@@ -102,8 +105,13 @@ export interface ModelSummary {
   model: string | null;
   /** The worst of the workers' breakers (open, then half_open, then closed); `unknown` when no live worker reports it. */
   state: ModelBreakerState | 'unknown';
-  /** Requests the workers may send at once, summed (each worker has its own gate); null when no worker reports it. */
+  /**
+   * Requests the workers may send at once now, summed (each worker has its own gate; an adaptive one its current
+   * limit); null when no worker reports it.
+   */
   maxInFlight: number | null;
+  /** Whether a worker finds its limit itself (`max_in_flight` unset) rather than keeping a set one. */
+  adaptive: boolean;
   inFlight: number;
   waiting: number;
   requests: number;
@@ -185,6 +193,7 @@ function mergeStatuses(
     model: statuses[0]?.model ?? configuredModel,
     state,
     maxInFlight: statuses.length === 0 ? null : sum((status) => status.maxInFlight),
+    adaptive: statuses.some((status) => status.adaptive !== undefined),
     inFlight: sum((status) => status.inFlight),
     waiting: sum((status) => status.waiting),
     requests: sum((status) => status.requests),

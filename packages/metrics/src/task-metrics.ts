@@ -254,7 +254,7 @@ function renderModelFamilies(models: readonly ModelSummary[]): string[] {
   family(
     'assistant_llm_max_in_flight',
     'gauge',
-    'Requests the live workers may send to the profile at once.',
+    'Requests the live workers may send to the profile at once now (the adaptive limit when max_in_flight is unset).',
     (model) => model.maxInFlight,
   );
   family(

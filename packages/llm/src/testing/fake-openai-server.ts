@@ -152,6 +152,10 @@ export class FakeOpenAiServer {
   // Chat requests received and not yet answered: waiting for a slot or being served.
   #open = 0;
   #peakOpen = 0;
+  // Per response being prepared: counts its request as answered. Called as the reply is handed to the socket (the
+  // `onSend` hook), not once it has drained: a client in the same process may read the answer and send its next
+  // request before the server hears that the write completed, and that request is no more open than this one.
+  readonly #onAnswer = new WeakMap<object, () => void>();
   // While set, every chat request is answered with this error at once (no latency, no slot).
   #outage: { status: number; message?: string; retryAfterSeconds?: number } | undefined;
   readonly #sockets = new Set<Socket>();
@@ -284,6 +288,10 @@ export class FakeOpenAiServer {
       object: 'list',
       data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'fake' })),
     }));
+    app.addHook('onSend', async (_request, reply, payload) => {
+      if (server !== undefined) server.#onAnswer.get(reply.raw)?.();
+      return payload;
+    });
     app.post('/v1/chat/completions', async (request, reply) => {
       if (server === undefined) throw new Error('The fake server answered before it finished starting.');
       return server.#handleChat(request.body, request.headers, reply);
@@ -344,6 +352,13 @@ export class FakeOpenAiServer {
     }
     this.#open++;
     this.#peakOpen = Math.max(this.#peakOpen, this.#open);
+    let open = true;
+    const answered = (): void => {
+      if (!open) return;
+      open = false;
+      this.#open--;
+    };
+    this.#onAnswer.set(reply.raw, answered);
     reply.raw.once('finish', () => {
       if (reply.raw.statusCode < 400) this.#delivered.add(index);
     });
@@ -368,7 +383,7 @@ export class FakeOpenAiServer {
       reply.raw.destroy();
       return undefined;
     } finally {
-      this.#open--;
+      answered();
       reply.raw.off('close', onClose);
       if (entry !== undefined) {
         entry.endedAt = Date.now();

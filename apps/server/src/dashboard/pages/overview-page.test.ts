@@ -154,6 +154,7 @@ describe('the Overview page', () => {
           profile: 'local',
           model: '<b>qwen</b>',
           maxInFlight: 2,
+          adaptive: { ceiling: 64 },
           inFlight: 1,
           waiting: 4,
           requests: 10,
@@ -201,9 +202,10 @@ describe('the Overview page', () => {
         /<span class="badge bad">unavailable<\/span> until <time datetime="2026-11-26T10:00:00.000Z"/,
       );
       expect(panel).toContain('&lt;script&gt;alert(&quot;model&quot;)&lt;/script&gt;');
-      // In flight / max, waiting, backlog, latency, tokens per minute, time to drain (3 × 90 s ÷ 2 = 135 s).
+      // In flight / the limit (found by the gate: adaptive), waiting, backlog, latency, tokens per minute, time to
+      // drain (3 × 90 s ÷ 2 = 135 s).
       expect(panel).toMatch(
-        /<td>1 \/ 2<\/td>\s*<td>4<\/td>\s*<td>3<\/td>\s*<td>90\.0 s<\/td>\s*<td class="hide-narrow">4321<\/td>\s*<td>3 min<\/td>/,
+        /<td>1 \/ 2 <span class="muted" title="[^"]*">adaptive<\/span><\/td>\s*<td>4<\/td>\s*<td>3<\/td>\s*<td>90\.0 s<\/td>\s*<td class="hide-narrow">4321<\/td>\s*<td>3 min<\/td>/,
       );
       expect(panel).toContain('href="/tasks?type=mail.inbox.collect"');
       expect(body).not.toContain('<script>alert');

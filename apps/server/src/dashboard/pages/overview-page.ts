@@ -203,7 +203,7 @@ async function renderModelsPart(context: DashboardContext): Promise<SafeHtml> {
     (model) => html`<tr>
 <th scope="row">${model.profile}${model.model === null ? '' : html` <code class="muted">${model.model}</code>`}</th>
 <td>${renderModelState(model)}</td>
-<td>${model.inFlight} / ${model.maxInFlight ?? '—'}</td>
+<td>${model.inFlight} / ${model.maxInFlight ?? '—'}${model.adaptive ? html` <span class="muted" title="found from the model's latency (max_in_flight unset)">adaptive</span>` : ''}</td>
 <td>${model.waiting}</td>
 <td>${model.backlog}</td>
 <td>${formatLatency(model.latencyMs)}</td>
