@@ -1,8 +1,6 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
-import { ChannelRunner } from '../channels/channel-runner.ts';
-import { ChannelState } from '../channels/channel-state.ts';
-import { notifyPreference } from '../channels/notification-kinds.ts';
+import { channelChat, channelOff, runChannel, warnWhenNobody } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { DiscordAdapter } from './discord-adapter.ts';
 import { DiscordApi } from './discord-api.ts';
@@ -15,20 +13,11 @@ import { DiscordApi } from './discord-api.ts';
  */
 export async function runDiscord(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<ChatSettings['discord']> = context.instance.settings.discord ?? {};
-  if (!context.chat) {
-    throw new Error('the Discord listener needs the chat service, which only the builtin chat integration gets');
-  }
+  const chat = channelChat(context, 'Discord');
   const token = settings.token;
-  if (!token?.isSet) {
-    context.logger.info(`no discord.token in the settings of ${context.instance.name}: the Discord bot is off`);
-    await untilAborted(context.signal);
-    return;
-  }
+  if (!token?.isSet) return channelOff(context, 'discord.token', 'the Discord bot is off');
   const allowed = settings.allowed_users ?? [];
-  if (allowed.length === 0) {
-    context.logger.warn(`discord.allowed_users of ${context.instance.name} is empty: the bot answers nobody`);
-  }
-  const folder = path.join(context.dataDir, 'chat', 'discord');
+  warnWhenNobody(context, 'discord.allowed_users', allowed);
   const api = new DiscordApi({ apiRoot: settings.api_root ?? 'https://discord.com/api', token: token.reveal() });
   const adapter = await DiscordAdapter.open({
     api,
@@ -36,26 +25,7 @@ export async function runDiscord(context: ListenerContext<ChatSettings>): Promis
     channelId: settings.channel_id,
     allowedUsers: allowed,
     logger: context.logger,
-    file: path.join(folder, `${context.instance.name}.gateway.json`),
+    file: path.join(context.dataDir, 'chat', 'discord', `${context.instance.name}.gateway.json`),
   });
-  const state = await ChannelState.load(path.join(folder, `${context.instance.name}.json`), adapter.label);
-  const runner = new ChannelRunner({
-    adapter,
-    chat: context.chat,
-    ...(context.approvals ? { approvals: context.approvals } : {}),
-    state,
-    allowedPeers: allowed,
-    notify: notifyPreference(settings.notify),
-    logger: context.logger,
-    signal: context.signal,
-    ...(context.condition ? { condition: context.condition } : {}),
-  });
-  await runner.run();
-}
-
-function untilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await runChannel(context, { chat, adapter, allowed, notify: settings.notify });
 }

@@ -1,8 +1,6 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
-import { ChannelRunner } from '../channels/channel-runner.ts';
-import { ChannelState } from '../channels/channel-state.ts';
-import { notifyPreference } from '../channels/notification-kinds.ts';
+import { channelChat, channelOff, runChannel } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 
 /**
@@ -13,16 +11,10 @@ import type { ChatSettings } from '../settings.generated.ts';
  */
 export async function runEmail(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<NonNullable<ChatSettings['email']>> = context.instance.settings.email ?? {};
-  if (!context.chat) {
-    throw new Error('the email listener needs the chat service, which only the builtin chat integration gets');
-  }
+  const chat = channelChat(context, 'email');
   const password = settings.password;
   if (!password?.isSet || !settings.imap_server || !settings.username) {
-    context.logger.info(
-      `no email.imap_server, username and password in the settings of ${context.instance.name}: email as chat is off`,
-    );
-    await untilAborted(context.signal);
-    return;
+    return channelOff(context, 'email.imap_server, username and password', 'email as chat is off');
   }
   const allowed = (settings.allowed_users ?? []).map((address) => address.toLowerCase());
   if (allowed.length === 0) {
@@ -66,24 +58,5 @@ export async function runEmail(context: ListenerContext<ChatSettings>): Promise<
     logger: context.logger,
     file: path.join(folder, `${context.instance.name}.mailbox.json`),
   });
-  const state = await ChannelState.load(path.join(folder, `${context.instance.name}.json`), adapter.label);
-  const runner = new ChannelRunner({
-    adapter,
-    chat: context.chat,
-    ...(context.approvals ? { approvals: context.approvals } : {}),
-    state,
-    allowedPeers: allowed,
-    notify: notifyPreference(settings.notify),
-    logger: context.logger,
-    signal: context.signal,
-    ...(context.condition ? { condition: context.condition } : {}),
-  });
-  await runner.run();
-}
-
-function untilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await runChannel(context, { chat, adapter, allowed, notify: settings.notify });
 }

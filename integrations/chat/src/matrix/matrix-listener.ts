@@ -1,8 +1,6 @@
 import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
-import { ChannelRunner } from '../channels/channel-runner.ts';
-import { ChannelState } from '../channels/channel-state.ts';
-import { notifyPreference } from '../channels/notification-kinds.ts';
+import { channelChat, channelOff, runChannel, warnWhenNobody } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { MatrixClientApi } from './client-api.ts';
 import { MatrixAdapter } from './matrix-adapter.ts';
@@ -15,46 +13,18 @@ import { MatrixAdapter } from './matrix-adapter.ts';
  */
 export async function runMatrix(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<ChatSettings['matrix']> = context.instance.settings.matrix ?? {};
-  if (!context.chat) {
-    throw new Error('the Matrix listener needs the chat service, which only the builtin chat integration gets');
-  }
+  const chat = channelChat(context, 'Matrix');
   const token = settings.access_token;
-  if (!token?.isSet) {
-    context.logger.info(`no matrix.access_token in the settings of ${context.instance.name}: the Matrix bot is off`);
-    await untilAborted(context.signal);
-    return;
-  }
+  if (!token?.isSet) return channelOff(context, 'matrix.access_token', 'the Matrix bot is off');
   const allowed = settings.allowed_users ?? [];
-  if (allowed.length === 0) {
-    context.logger.warn(`matrix.allowed_users of ${context.instance.name} is empty: the bot answers nobody`);
-  }
-  const folder = path.join(context.dataDir, 'chat', 'matrix');
+  warnWhenNobody(context, 'matrix.allowed_users', allowed);
   const adapter = await MatrixAdapter.open({
     api: new MatrixClientApi({ homeserver: settings.homeserver ?? 'https://matrix.org', accessToken: token.reveal() }),
     pollTimeoutMs: Math.max(0, settings.poll_timeout ?? 30_000),
     allowedUsers: allowed,
     userId: settings.user_id,
     logger: context.logger,
-    file: path.join(folder, `${context.instance.name}.sync.json`),
+    file: path.join(context.dataDir, 'chat', 'matrix', `${context.instance.name}.sync.json`),
   });
-  const state = await ChannelState.load(path.join(folder, `${context.instance.name}.json`), adapter.label);
-  const runner = new ChannelRunner({
-    adapter,
-    chat: context.chat,
-    ...(context.approvals ? { approvals: context.approvals } : {}),
-    state,
-    allowedPeers: allowed,
-    logger: context.logger,
-    signal: context.signal,
-    ...(context.condition ? { condition: context.condition } : {}),
-    notify: notifyPreference(settings.notify),
-  });
-  await runner.run();
-}
-
-function untilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await runChannel(context, { chat, adapter, allowed, notify: settings.notify });
 }

@@ -1,9 +1,6 @@
-import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { WebClient } from '@slack/web-api';
-import { ChannelRunner } from '../channels/channel-runner.ts';
-import { ChannelState } from '../channels/channel-state.ts';
-import { notifyPreference } from '../channels/notification-kinds.ts';
+import { channelChat, channelOff, runChannel, warnWhenNobody } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
 import { SlackAdapter, type SlackInbound } from './slack-adapter.ts';
 import { SlackSocketInbound, slackLogger } from './slack-socket.ts';
@@ -18,9 +15,7 @@ import { SlackSpoolInbound, spoolFolder } from './slack-spool.ts';
  */
 export async function runSlack(context: ListenerContext<ChatSettings>): Promise<void> {
   const settings: Partial<ChatSettings['slack']> = context.instance.settings.slack ?? {};
-  if (!context.chat) {
-    throw new Error('the Slack listener needs the chat service, which only the builtin chat integration gets');
-  }
+  const chat = channelChat(context, 'Slack');
   const mode = settings.mode ?? 'socket';
   const bot = settings.bot_token;
   const needed = mode === 'socket' ? settings.app_token : settings.signing_secret;
@@ -29,16 +24,10 @@ export async function runSlack(context: ListenerContext<ChatSettings>): Promise<
       ...(bot?.isSet ? [] : ['slack.bot_token']),
       ...(needed?.isSet ? [] : [mode === 'socket' ? 'slack.app_token' : 'slack.signing_secret']),
     ];
-    context.logger.info(
-      `no ${missing.join(' or ')} in the settings of ${context.instance.name} (slack.mode ${mode}): the Slack app is off`,
-    );
-    await untilAborted(context.signal);
-    return;
+    return channelOff(context, missing.join(' or '), `the Slack app is off (slack.mode ${mode})`);
   }
   const allowed = settings.allowed_users ?? [];
-  if (allowed.length === 0) {
-    context.logger.warn(`slack.allowed_users of ${context.instance.name} is empty: the bot answers nobody`);
-  }
+  warnWhenNobody(context, 'slack.allowed_users', allowed);
   const apiUrl = settings.api_url ?? 'https://slack.com/api/';
   const logger = slackLogger((message) => context.logger.debug(message));
   const web = new WebClient(bot.reveal(), {
@@ -54,29 +43,5 @@ export async function runSlack(context: ListenerContext<ChatSettings>): Promise<
       ? new SlackSocketInbound({ appToken: needed.reveal(), apiUrl, logger })
       : new SlackSpoolInbound({ folder: spoolFolder(context.dataDir, context.instance.name) });
   const adapter = new SlackAdapter({ web, inbound, channelId: settings.channel_id });
-  const folder = path.join(context.dataDir, 'chat', 'slack');
-  const state = await ChannelState.load(path.join(folder, `${context.instance.name}.json`), adapter.label);
-  const runner = new ChannelRunner({
-    adapter,
-    chat: context.chat,
-    ...(context.approvals ? { approvals: context.approvals } : {}),
-    state,
-    allowedPeers: allowed,
-    notify: notifyPreference(settings.notify),
-    logger: context.logger,
-    signal: context.signal,
-    ...(context.condition ? { condition: context.condition } : {}),
-  });
-  try {
-    await runner.run();
-  } finally {
-    await adapter.close();
-  }
-}
-
-function untilAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await runChannel(context, { chat, adapter, allowed, notify: settings.notify });
 }
