@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ChatService } from '@assistant/chat';
+import { chatSettingsDefaults } from '@assistant/integration-chat/testing';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
@@ -97,12 +98,7 @@ const listening = listeners[channel as keyof typeof listeners]({
     name: 'chat',
     domain: 'chat',
     settings: {
-      mode: 'followup',
-      collect_window: 1000,
-      collect_max: 20,
-      max_steps: 20,
-      mcp_servers: [],
-      persona: 'assistant',
+      ...chatSettingsDefaults,
       telegram: fake
         ? { token, allowed_users: [owner], api_root: fake.apiRoot, poll_timeout: 30_000 }
         : { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },

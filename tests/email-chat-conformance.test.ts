@@ -2,6 +2,8 @@
 // local platform, a real Dovecot (mail delivered by IMAP APPEND) and an SMTP sink, so it runs in the integration tier.
 // Email has no buttons (approvals are decided by `/approve ID` in a reply mail) and cannot edit (a reply is sent once,
 // final): the suite's button and edit-streaming checks do not apply, its send-once check does.
+
+import { chatSettingsDefaults } from '@assistant/integration-chat/testing';
 import type { Secret } from '@assistant/sdk';
 import { runEmail } from '../integrations/chat/src/email/email-listener.ts';
 import type { ChatSettings } from '../integrations/chat/src/settings.generated.ts';
@@ -30,15 +32,7 @@ describeChannelConformance('email', {
       stranger,
       listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
         const settings = {
-          mode: 'followup',
-          collect_window: 1000,
-          collect_max: 20,
-          max_steps: 20,
-          mcp_servers: [],
-          persona: 'assistant',
-          telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-          matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+          ...chatSettingsDefaults,
           email: {
             imap_server: fake.imapAddress.host,
             port: fake.imapAddress.port,

@@ -5,6 +5,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatService } from '@assistant/chat';
+import { chatSettingsDefaults } from '@assistant/integration-chat/testing';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
@@ -51,15 +52,7 @@ describe('email as chat', () => {
         name: 'chat',
         domain: 'chat',
         settings: {
-          mode: 'followup',
-          collect_window: 1000,
-          collect_max: 20,
-          max_steps: 20,
-          mcp_servers: [],
-          persona: 'assistant',
-          telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-          matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+          ...chatSettingsDefaults,
           email: {
             imap_server: fake.imapAddress.host,
             port: fake.imapAddress.port,

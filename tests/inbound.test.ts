@@ -113,7 +113,7 @@ integrations:
           { what: 'the listener running again in /health' },
         ),
       );
-      // The builtin chat instance's Telegram, Matrix, Discord and Slack bots run too: idle, without a token.
+      // The builtin chat instance's Telegram, Matrix, Discord, Slack and email listeners run too: idle, without a token.
       expect(health.listeners).toEqual([
         {
           id: 'hooks/poll',
@@ -126,6 +126,7 @@ integrations:
         { id: 'chat/matrix', state: 'running', restarts: 0 },
         { id: 'chat/discord', state: 'running', restarts: 0 },
         { id: 'chat/slack', state: 'running', restarts: 0 },
+        { id: 'chat/email', state: 'running', restarts: 0 },
       ]);
       // Without the token /health says nothing about listeners.
       expect(await (await fetch(`${api}/health`)).json()).not.toHaveProperty('listeners');

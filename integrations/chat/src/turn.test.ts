@@ -1,18 +1,11 @@
 import type { HandlerContext, JsonValue } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
 import type { ChatSettings } from './settings.generated.ts';
+import { chatSettingsDefaults } from './testing/chat-settings.ts';
 import { isOwner, runChatTurn } from './turn.ts';
 
 const settings: ChatSettings = {
-  mode: 'followup',
-  collect_window: 1_000,
-  collect_max: 20,
-  max_steps: 20,
-  mcp_servers: [],
-  persona: 'assistant',
-  telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-  matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-  discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+  ...chatSettingsDefaults,
 };
 
 /** Only what runChatTurn reads before it touches a store. */

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Secret } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeMatrix, type FakeMatrixSent } from '../testing/fake-matrix.ts';
 import { buttonsKey } from './matrix-adapter.ts';
 import { runMatrix } from './matrix-listener.ts';
@@ -42,20 +43,13 @@ describeChannelConformance('Matrix', {
       stranger,
       listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
         const settings = {
-          mode: 'followup',
-          collect_window: 1000,
-          collect_max: 20,
-          max_steps: 20,
-          mcp_servers: [],
-          persona: 'assistant',
-          telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+          ...chatSettingsDefaults,
           matrix: {
             homeserver: fake.homeserver,
             access_token: secret(wrongSecret ?? fake.token),
             allowed_users: [owner],
             poll_timeout: 2_000,
           },
-          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
         } satisfies ChatSettings;
         return runMatrix({
           instance: { name: 'chat', domain: 'chat', settings },

@@ -7,6 +7,7 @@ import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
 import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeMatrix } from '../testing/fake-matrix.ts';
 import { MatrixApiError, MatrixClientApi, MatrixNetworkError } from './client-api.ts';
 import { encryptedNotice, MatrixAdapter } from './matrix-adapter.ts';
@@ -66,20 +67,13 @@ function startListener(
 ): { stop: () => Promise<void> } {
   const controller = new AbortController();
   const settings = {
-    mode: 'followup',
-    collect_window: 1000,
-    collect_max: 20,
-    max_steps: 20,
-    mcp_servers: [],
-    persona: 'assistant',
-    telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
+    ...chatSettingsDefaults,
     matrix: {
       homeserver: fake.homeserver,
       ...(options.noToken ? {} : { access_token: secret(fake.token) }),
       allowed_users: [owner],
       poll_timeout: 2_000,
     },
-    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
   } satisfies ChatSettings;
   const done = runMatrix({
     instance: { name: 'chat', domain: 'chat', settings },

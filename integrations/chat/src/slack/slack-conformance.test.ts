@@ -3,6 +3,7 @@ import type { Secret } from '@assistant/sdk';
 import Fastify from 'fastify';
 import type { ChatSettings } from '../settings.generated.ts';
 import { type ConformancePlatform, describeChannelConformance } from '../testing/channel-conformance.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeSlack } from '../testing/fake-slack.ts';
 import { receiveSlackEvents } from './slack-events-webhook.ts';
 import { runSlack } from './slack-listener.ts';
@@ -16,15 +17,7 @@ function secret(value: string): Secret {
 
 function settingsFor(fake: FakeSlack, mode: 'socket' | 'events', wrong?: string): ChatSettings {
   return {
-    mode: 'followup',
-    collect_window: 1000,
-    collect_max: 20,
-    max_steps: 20,
-    mcp_servers: [],
-    persona: 'assistant',
-    telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+    ...chatSettingsDefaults,
     slack: {
       mode,
       bot_token: secret(wrong ?? fake.botToken),

@@ -8,6 +8,7 @@ import type { ListenerContext, Secret } from '@assistant/sdk';
 import { WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeSlack } from '../testing/fake-slack.ts';
 import { classifySlackError } from './slack-adapter.ts';
 import { receiveSlackEvents } from './slack-events-webhook.ts';
@@ -67,15 +68,7 @@ function secret(value: string): Secret {
 
 function settings(mode: 'socket' | 'events' = 'socket', options: { noAppToken?: boolean } = {}): ChatSettings {
   return {
-    mode: 'followup',
-    collect_window: 1000,
-    collect_max: 20,
-    max_steps: 20,
-    mcp_servers: [],
-    persona: 'assistant',
-    telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
-    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+    ...chatSettingsDefaults,
     slack: {
       mode,
       bot_token: secret(fake.botToken),

@@ -1,6 +1,7 @@
 import type { Secret } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';
 
@@ -23,20 +24,13 @@ describeChannelConformance('Telegram', {
       stranger: String(stranger),
       listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
         const settings = {
-          mode: 'followup',
-          collect_window: 1000,
-          collect_max: 20,
-          max_steps: 20,
-          mcp_servers: [],
-          persona: 'assistant',
+          ...chatSettingsDefaults,
           telegram: {
             token: secret(wrongSecret ?? fake.token),
             allowed_users: [owner],
             api_root: fake.apiRoot,
             poll_timeout: 2_000,
           },
-          matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-          discord: { allowed_users: [], api_root: 'https://discord.com/api' },
         } satisfies ChatSettings;
         return runTelegram({
           instance: { name: 'chat', domain: 'chat', settings },

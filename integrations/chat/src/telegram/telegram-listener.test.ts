@@ -15,6 +15,7 @@ import {
 } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
+import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
 import { runTelegram } from './telegram-listener.ts';
 
@@ -75,20 +76,13 @@ function startListener(
 ): { stop: () => Promise<void> } {
   const controller = new AbortController();
   const settings = {
-    mode: 'followup',
-    collect_window: 1000,
-    collect_max: 20,
-    max_steps: 20,
-    mcp_servers: [],
-    persona: 'assistant',
+    ...chatSettingsDefaults,
     telegram: {
       ...(options.noToken ? {} : { token: secret(options.token ?? fake.token) }),
       allowed_users: [owner],
       api_root: options.apiRoot ?? fake.apiRoot,
       poll_timeout: 2_000,
     },
-    matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
-    discord: { allowed_users: [], api_root: 'https://discord.com/api' },
   } satisfies ChatSettings;
   const done = runTelegram({
     instance: { name: 'chat', domain: 'chat', settings },
