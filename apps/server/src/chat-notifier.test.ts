@@ -181,4 +181,53 @@ describe('ChatNotifier', () => {
       { kind: 'failure', taskType: 'system.echo', told: 0 },
     ]);
   });
+  it('reads the transcript once, not per notification, and forgets what no longer waits', async () => {
+    const reads: string[] = [];
+    const get = chat.get.bind(chat);
+    chat.get = (id) => {
+      reads.push(id);
+      return get(id);
+    };
+    const ask = (id: string) =>
+      notes.create(`approvals/${id}.md`, {
+        data: {
+          id,
+          status: 'pending',
+          created_at: new Date().toISOString(),
+          expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+          instance: 'mail',
+          domain: 'email',
+          platform: 'inbox',
+          rule: 'reply',
+          provenance: 'rule',
+          reason: 'the rule asks for approval',
+          item: `mail/${id}.md`,
+          title: `Reply ${id}`,
+          actions: [{ kind: 'platform', name: 'send_reply', key: 'send_reply', tier: 'irreversible', yolo: false }],
+        },
+        body: '',
+      });
+    const ids = ['ap-00000000000a', 'ap-00000000000b', 'ap-00000000000c'];
+    const one = notifier();
+    for (const id of ids) {
+      await ask(id);
+      await one.scan();
+    }
+    expect(reads).toEqual([notificationsConversationId]);
+    expect(await told()).toHaveLength(3);
+    expect(one.remembered).toBe(3);
+    // Decided: nothing waits, nothing is remembered; nothing is told again.
+    for (const id of ids) await notes.update(`approvals/${id}.md`, { set: { status: 'rejected' } });
+    await one.scan();
+    expect(one.remembered).toBe(0);
+    // A restarted server finds the pending one's notification in the transcript, read once, and does not tell it again.
+    await notes.update(`approvals/${ids[0]}.md`, { set: { status: 'pending' } });
+    const restarted = notifier();
+    reads.length = 0;
+    await restarted.scan();
+    await restarted.scan();
+    expect(reads).toEqual([notificationsConversationId]);
+    expect(await told()).toHaveLength(3);
+    expect(restarted.remembered).toBe(1);
+  });
 });

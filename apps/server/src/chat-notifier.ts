@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  type ApprovalsIndex,
   approvalRendering,
   describeApproval,
   fitRendering,
   listApprovals,
-  type PendingApprovals,
 } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import { isAssistantError } from '@assistant/errors';
@@ -41,8 +41,8 @@ export interface ChatNotifierOptions {
   now?: () => number;
   /** Enqueues the signed webhook deliveries of a notification (`webhooks.outbound`). @default none */
   outbox?: WebhookOutbox;
-  /** The pending requests read incrementally (the server's one `PendingApprovals`). @default each pass reads them all */
-  pendingApprovals?: Pick<PendingApprovals, 'list'>;
+  /** The pending requests read incrementally (the server's one `ApprovalsIndex`). @default each pass reads them all */
+  approvals?: Pick<ApprovalsIndex, 'pending'>;
 }
 
 /**
@@ -55,8 +55,22 @@ export class ChatNotifier {
   readonly #options: ChatNotifierOptions;
   readonly #since: number;
   readonly #offsets = new Map<string, number>();
-  /** Keys told (or found told by an earlier run) in this process: not looked up in the transcript again. */
-  readonly #told = new Set<string>();
+  /**
+   * The notifications told (or found told by an earlier run), by message id, with the kind of look that tells them:
+   * kept while that look still sees what they tell of (a pending request, a failed task), forgotten after, so the set
+   * holds what waits now and not every notification ever told.
+   */
+  readonly #told = new Map<string, NotificationKind>();
+  /**
+   * The notification ids the transcript held when the server started (or the conversation was made again): read once,
+   * not per notification, and dropped after the first scan whose every look succeeded has moved what still matters
+   * into `#told`.
+   */
+  #inTranscript: Set<string> | undefined;
+  /** The ids the looks of the current scan came upon. */
+  #seen = new Set<string>();
+  /** Whether the conversation is known to exist (it is looked for again after it was found gone). */
+  #ready = false;
   /** Failed tasks looked at already, while they stay in failed/ (a retried task leaves it and is looked at again). */
   readonly #seenFailures = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
@@ -83,25 +97,37 @@ export class ChatNotifier {
     await this.#running;
   }
 
+  /** How many notifications it remembers having told: what still waits, not every one ever told. */
+  get remembered(): number {
+    return this.#told.size;
+  }
+
   /** One look at approvals, questions and failures; what is new is told. */
   async scan(): Promise<void> {
     await this.#ensureConversation();
-    for (const [name, look] of [
-      ['approvals', () => this.#approvals()],
-      ['questions', () => this.#questions()],
-      ['failures', () => this.#failures()],
+    let everyLook = true;
+    for (const [name, kind, look] of [
+      ['approvals', 'approval', () => this.#approvals()],
+      ['questions', 'clarification', () => this.#questions()],
+      ['failures', 'failure', () => this.#failures()],
     ] as const) {
+      this.#seen = new Set();
       try {
         await look();
+        // What this look no longer sees is forgotten; a look that failed forgets nothing (it may have missed some).
+        for (const [id, toldKind] of this.#told) if (toldKind === kind && !this.#seen.has(id)) this.#told.delete(id);
       } catch (error) {
+        everyLook = false;
+        if (isAssistantError(error) && error.code === 'CHAT_NOT_FOUND') this.#ready = false;
         this.#options.logger.warn({ err: error }, `chat notifications: could not look at ${name}`);
       }
     }
+    if (everyLook) this.#inTranscript = undefined;
   }
 
   async #approvals(): Promise<void> {
-    const pending = this.#options.pendingApprovals
-      ? await this.#options.pendingApprovals.list()
+    const pending = this.#options.approvals
+      ? await this.#options.approvals.pending()
       : await listApprovals(this.#options.notes, { status: 'pending' });
     for (const approval of pending) {
       await this.#notify(`approval:${approval.id}`, {
@@ -189,11 +215,12 @@ export class ChatNotifier {
     key: string,
     notification: { kind: NotificationKind; text: string; details: Record<string, string>; taskType?: string },
   ): Promise<void> {
-    if (this.#told.has(key)) return;
     const { chat } = this.#options;
     const id = `n-${createHash('sha256').update(key).digest('hex').slice(0, 24)}`;
-    if ((await chat.get(notificationsConversationId)).messages.some((message) => message.id === id)) {
-      this.#told.add(key);
+    this.#seen.add(id);
+    if (this.#told.has(id)) return;
+    if (this.#inTranscript?.has(id)) {
+      this.#told.set(id, notification.kind);
       return;
     }
     const at = new Date((this.#options.now ?? Date.now)()).toISOString();
@@ -221,25 +248,39 @@ export class ChatNotifier {
       at,
       status: 'complete',
     });
-    this.#told.add(key);
+    this.#told.set(id, notification.kind);
     this.#options.logger.info({ notification: notification.kind, ...notification.details }, 'told the owner');
   }
 
+  /**
+   * Makes the conversation when it is not there, and reads which notifications its transcript holds: once, not every
+   * scan (a year of notifications is a long transcript), and again only after it was found gone.
+   */
   async #ensureConversation(): Promise<void> {
+    if (this.#ready) return;
     const { chat } = this.#options;
+    const ids = (messages: { id: string }[]) => new Set(messages.map((message) => message.id));
     try {
-      await chat.get(notificationsConversationId);
+      this.#inTranscript = ids((await chat.get(notificationsConversationId)).messages);
     } catch (error) {
       if (!isAssistantError(error) || error.code !== 'CHAT_NOT_FOUND') throw error;
+      this.#inTranscript = new Set();
       await chat.conversations
         .create({ id: notificationsConversationId, title: 'Notifications', channel: 'notifications', peer: 'owner' })
         .catch(async (created: unknown) => {
           // Another pass created it meanwhile: fine.
-          await chat.get(notificationsConversationId).catch(() => {
-            throw created;
-          });
+          this.#inTranscript = ids(
+            (
+              await chat.get(notificationsConversationId).catch(() => {
+                throw created;
+              })
+            ).messages,
+          );
         });
     }
+    // Made again after it was gone: what it held then is no longer told.
+    this.#told.clear();
+    this.#ready = true;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
-import { approvalsFolder } from '@assistant/actions';
+import { ApprovalsIndex, approvalsFolder } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
@@ -92,6 +92,11 @@ export interface CreateServerOptions {
   hooks?: readonly CompiledHook[];
   /** Memory's stores and index (docs/memory.md). @default opened over the server's notes, closed with the server */
   memory?: OwnerMemory;
+  /**
+   * The approval requests, read incrementally (runServer's one, which the notifier and the channels share).
+   * @default one over the server's notes
+   */
+  approvals?: ApprovalsIndex;
 }
 
 export interface ServerTimeouts {
@@ -336,6 +341,7 @@ export function createServer(options: CreateServerOptions): AssistantServer {
         events,
         hooks,
         memory,
+        approvals: options.approvals ?? new ApprovalsIndex({ notes, root: config.paths.notes }),
       },
       { apiToken: token.value, streams },
     );

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { PendingApprovals } from '@assistant/actions';
+import { ApprovalsIndex } from '@assistant/actions';
 import type { LoadedConfig } from '@assistant/config';
 import { EventingNoteStore, openEventLedger } from '@assistant/events';
 import type { CompiledHook } from '@assistant/hooks';
@@ -71,8 +71,9 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const fileNotes = new FileNoteStore({ root: config.paths.notes });
   // What the server writes to notes (chat, approvals decided in Telegram, pauses) is reported to the ledger.
   const notes = new EventingNoteStore({ notes: fileNotes, events, source: 'notes' });
-  // The pending approval requests, read incrementally by every pass that looks for them (the notifier, each channel).
-  const pendingApprovals = new PendingApprovals({ notes, root: fileNotes.root });
+  // The approval requests, read incrementally by every pass that looks for them (the notifier, each channel, the
+  // dashboard).
+  const approvals = new ApprovalsIndex({ notes, root: fileNotes.root });
   const humanLog = new FileHumanLog({ directory: config.paths.logs });
   const breakers = new CircuitBreakers({ notes: fileNotes, settings: config.circuitBreaker, humanLog, logger });
   const metrics = new TaskMetrics();
@@ -112,7 +113,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
   const notifier = new ChatNotifier({
     chat,
     notes,
-    pendingApprovals,
+    approvals,
     queue,
     controlRoot: config.paths.control,
     logger,
@@ -158,7 +159,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     chat,
     approvals: listenerApprovals({
       notes,
-      pending: pendingApprovals,
+      pending: approvals,
       queue,
       humanLog,
       inShadow: (name) => registry.instance(name)?.shadow === true,
@@ -182,6 +183,7 @@ export async function runServer(options: RunServerOptions): Promise<void> {
     chat,
     events,
     signal,
+    approvals,
   });
   try {
     await app

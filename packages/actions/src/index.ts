@@ -27,6 +27,7 @@ export {
   withdrawTaskToolCalls,
   withRendering,
 } from './approvals.ts';
+export { ApprovalsIndex, type ApprovalsIndexOptions } from './approvals-index.ts';
 export { checkActTask } from './check-act.ts';
 export {
   type DecideApprovalsOptions,
@@ -61,7 +62,6 @@ export {
   type RequestManualActionResult,
   requestManualAction,
 } from './manual-action.ts';
-export { PendingApprovals, type PendingApprovalsOptions } from './pending-approvals.ts';
 export { approvalId, describe as describeAction, type PlannedAction, plannedActionSchema } from './planned-action.ts';
 export {
   type ChatOrigin,

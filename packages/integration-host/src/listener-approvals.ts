@@ -1,9 +1,9 @@
 import {
+  type ApprovalsIndex,
   approvalRendering,
   decideApproval,
   describeApproval,
   listApprovals,
-  type PendingApprovals,
 } from '@assistant/actions';
 import type { HumanLog, NoteStore } from '@assistant/notes';
 import type { TaskQueue } from '@assistant/queue';
@@ -54,13 +54,13 @@ export function listenerApprovals(options: {
   humanLog?: Pick<HumanLog, 'write'>;
   /** Whether an instance is in shadow mode: its proposals cannot be approved (decision 0031). @default every one is */
   inShadow?: (instance: string) => boolean;
-  /** The pending requests read incrementally (the server's one `PendingApprovals`); else each pass reads them all. */
-  pending?: Pick<PendingApprovals, 'list'>;
+  /** The pending requests read incrementally (the server's one `ApprovalsIndex`); else each pass reads them all. */
+  pending?: Pick<ApprovalsIndex, 'pending'>;
 }): ListenerApprovals {
   return {
     async pending() {
       const requests = options.pending
-        ? await options.pending.list()
+        ? await options.pending.pending()
         : await listApprovals(options.notes, { status: 'pending' });
       return requests.map((request) => ({
         id: request.id,

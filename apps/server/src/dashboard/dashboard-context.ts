@@ -1,3 +1,4 @@
+import type { ApprovalsIndex } from '@assistant/actions';
 import type { ChatService } from '@assistant/chat';
 import type { LoadedConfig } from '@assistant/config';
 import type { EventLedger } from '@assistant/events';
@@ -39,4 +40,6 @@ export interface DashboardContext {
   hooks: readonly CompiledHook[];
   /** Memory's stores and the server's one index: the Contacts and My tasks pages, and "Needs you". */
   memory: OwnerMemory;
+  /** The approval requests, read incrementally: the nav's count, the Overview, the Approvals page, a timeline. */
+  approvals: ApprovalsIndex;
 }

@@ -1,5 +1,6 @@
 import {
   type ApprovalRequest,
+  type ApprovalsIndex,
   approvalRendering,
   decideApproval,
   describeAction,
@@ -9,7 +10,6 @@ import {
 import { AssistantError } from '@assistant/errors';
 import type { FastifyRequest } from 'fastify';
 import type { AssistantServer } from '../../server-type.ts';
-import { type ApprovalsIndex, approvalsIndexFor } from '../approvals-index.ts';
 import type { DashboardContext } from '../dashboard-context.ts';
 import { dashboardRoute, formField, queryField, redirectAfterPost } from '../dashboard-route.ts';
 import { html, queryString, type SafeHtml } from '../html.ts';
@@ -61,7 +61,7 @@ function listUrl(state: ListState, extra: { decided?: string } = {}): string {
  * The list refreshes when the approvals folder changes (`sse:approvals`).
  */
 export function registerApprovalsPage(app: AssistantServer, context: DashboardContext): { warm: () => void } {
-  const index = approvalsIndexFor(context);
+  const index = context.approvals;
   dashboardRoute(app, {
     method: 'GET',
     url: '/approvals',
@@ -165,7 +165,7 @@ ${list}`,
   return {
     // Reads every request note once, in the background, so the first view of the page is not the one that waits.
     warm: () => {
-      index.list(undefined).catch(() => {});
+      index.list().catch(() => {});
     },
   };
 }
