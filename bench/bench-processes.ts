@@ -89,6 +89,23 @@ export function residentBytes(pid: number): number | undefined {
   }
 }
 
+/**
+ * A process's resident set by kind: `anon` (its own heap and stacks), `file` (mapped files: mostly Node's own binary,
+ * its code and ICU data, which every Node process on the machine shares), and `pss` (its proportional share, each
+ * shared page divided among the processes that map it).
+ */
+export function residentParts(pid: number): { anon: number; file: number; pss: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kb = (text: string, name: string) =>
+      Number(text.match(new RegExp(`^${name}:\\s+(\\d+)\\s+kB$`, 'm'))?.[1] ?? 0) * 1024;
+    return { anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile'), pss: kb(rollup, 'Pss') };
+  } catch {
+    return undefined;
+  }
+}
+
 export const mib = (bytes: number | undefined) => (bytes === undefined ? 'gone' : `${(bytes / 2 ** 20).toFixed(0)} MB`);
 
 /**

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../tests/helpers/free-port.ts';
-import { cliMain, machineLine, mib, pollUntil, residentBytes, runNode } from './bench-processes.ts';
+import { cliMain, machineLine, mib, pollUntil, residentBytes, residentParts, runNode } from './bench-processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -104,6 +104,9 @@ try {
   await start.waitForOutput(/^\[server\] .*listening on http:\/\/127\.0\.0\.1:\d+/m, 30_000);
   await start.waitForOutput(/^\[worker\] .*worker ready/m, 30_000);
   const idle = await settled(pids, 30_000);
+  const idleParts = Object.fromEntries(
+    (Object.keys(pids) as (keyof Pids)[]).map((name) => [name, residentParts(pids[name])]),
+  ) as Record<keyof Pids, ReturnType<typeof residentParts>>;
 
   const token = (await readFile(path.join(directory, 'data', 'api-token'), 'utf8')).trim();
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -153,11 +156,19 @@ try {
   log(
     `${'total'.padEnd(12)} ${mib(total(idle.sizes)).padStart(18)} ${''.padStart(26)} ${mib(total(after.sizes)).padStart(22)}`,
   );
+  log('');
+  log(`idle, by kind       anonymous   file-backed (Node's binary: shared)   proportional share (PSS)`);
+  for (const name of Object.keys(pids) as (keyof Pids)[]) {
+    const parts = idleParts[name];
+    log(
+      `${name.padEnd(12)} ${mib(parts?.anon).padStart(16)} ${mib(parts?.file).padStart(38)} ${mib(parts?.pss).padStart(26)}`,
+    );
+  }
   log(`${taskCount} tasks through POST /api/tasks and the worker in ${loadSeconds.toFixed(1)} s`);
   if (!idle.settled || !after.settled) log('note: a resident set was still moving by more than 1 MB after 30 s');
   if (values.json) {
     process.stdout.write(
-      `${JSON.stringify({ machine: machineLine(directory), taskCount, idle, peak, after, loadSeconds }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineLine(directory), taskCount, idle, idleParts, peak, after, loadSeconds }, null, 2)}\n`,
     );
   }
 } finally {

@@ -1,4 +1,4 @@
-import { type AssistantBackend, handleMcpHttpRequest } from '@assistant/mcp';
+import type { AssistantBackend } from '@assistant/mcp';
 import { assistantVersion } from '@assistant/process';
 import * as z from 'zod';
 import { errorBodySchema, type RouteTable } from '../route-table.ts';
@@ -22,6 +22,9 @@ export function registerMcpRoute(app: AssistantServer, routes: RouteTable, optio
       // The SDK's transport writes the response itself (JSON, or an event stream while a tool waits).
       reply.hijack();
       try {
+        // Loaded at the first call: the MCP SDK's server, its JSON Schema validator (ajv) and web transport cost an
+        // idle server that nobody reaches over MCP several MB (issue 38).
+        const { handleMcpHttpRequest } = await import('@assistant/mcp');
         await handleMcpHttpRequest({
           backend: options.backend,
           request: request.raw,

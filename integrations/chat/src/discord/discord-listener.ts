@@ -2,8 +2,6 @@ import path from 'node:path';
 import type { ListenerContext } from '@assistant/sdk';
 import { channelChat, channelOff, runChannel, warnWhenNobody } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
-import { DiscordAdapter } from './discord-adapter.ts';
-import { DiscordApi } from './discord-api.ts';
 
 /**
  * The `discord` listener of the chat integration: a Discord bot over the Gateway (`@discordjs/ws`) and the REST API
@@ -18,6 +16,12 @@ export async function runDiscord(context: ListenerContext<ChatSettings>): Promis
   if (!token?.isSet) return channelOff(context, 'discord.token', 'the Discord bot is off');
   const allowed = settings.allowed_users ?? [];
   warnWhenNobody(context, 'discord.allowed_users', allowed);
+  // Loaded only for a bot that runs: @discordjs/* and the undici they bring cost a server that has no Discord bot
+  // several MB (issue 38).
+  const [{ DiscordAdapter }, { DiscordApi }] = await Promise.all([
+    import('./discord-adapter.ts'),
+    import('./discord-api.ts'),
+  ]);
   const api = new DiscordApi({ apiRoot: settings.api_root ?? 'https://discord.com/api', token: token.reveal() });
   const adapter = await DiscordAdapter.open({
     api,

@@ -1,9 +1,7 @@
 import type { ListenerContext } from '@assistant/sdk';
-import { WebClient } from '@slack/web-api';
 import { channelChat, channelOff, runChannel, warnWhenNobody } from '../channels/run-channel.ts';
 import type { ChatSettings } from '../settings.generated.ts';
-import { SlackAdapter, type SlackInbound } from './slack-adapter.ts';
-import { SlackSocketInbound, slackLogger } from './slack-socket.ts';
+import type { SlackInbound } from './slack-adapter.ts';
 import { SlackSpoolInbound, spoolFolder } from './slack-spool.ts';
 
 /**
@@ -28,6 +26,13 @@ export async function runSlack(context: ListenerContext<ChatSettings>): Promise<
   }
   const allowed = settings.allowed_users ?? [];
   warnWhenNobody(context, 'slack.allowed_users', allowed);
+  // Loaded only for an app that runs: Slack's SDKs and the undici they bring cost a server that has no Slack app
+  // several MB (issue 38).
+  const [{ WebClient }, { SlackAdapter }, { SlackSocketInbound, slackLogger }] = await Promise.all([
+    import('@slack/web-api'),
+    import('./slack-adapter.ts'),
+    import('./slack-socket.ts'),
+  ]);
   const apiUrl = settings.api_url ?? 'https://slack.com/api/';
   const logger = slackLogger((message) => context.logger.debug(message));
   const web = new WebClient(bot.reveal(), {

@@ -1,0 +1,70 @@
+// What an idle server loads (issue 38, "a small server"): the chat platforms' SDKs (Discord's, Slack's, and the undici
+// copies they bring) only for a channel that runs, the MCP SDK's server only at the first /mcp call. A module hook
+// passed through NODE_OPTIONS records every URL the server process loads.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readApiToken } from './helpers/api-token.ts';
+import { freePort } from './helpers/free-port.ts';
+import { cliMain, startNode } from './helpers/node-process.ts';
+import { tempDir } from './helpers/temp-dir.ts';
+import { waitUntil } from './helpers/wait-until.ts';
+
+const heavy = /\/node_modules\/(@discordjs|@slack|@modelcontextprotocol\/sdk\/dist\/esm\/server)\//;
+
+describe('an idle server', () => {
+  it('loads no chat platform SDK and no MCP server until something needs them, and /mcp still answers', async () => {
+    await using dir = await tempDir();
+    const loaded = path.join(dir.path, 'loaded.txt');
+    const hook = await dir.write(
+      'record-loads.mjs',
+      `import fs from 'node:fs';
+import module from 'node:module';
+module.registerHooks({
+  load(url, context, nextLoad) {
+    fs.appendFileSync(${JSON.stringify(loaded)}, url + '\\n');
+    return nextLoad(url, context);
+  },
+});
+`,
+    );
+    const port = await freePort();
+    // The built-in chat instance's listeners start and idle without credentials, as on a fresh installation.
+    const config = await dir.write('config.yaml', `data_dir: ./data\nserver: {host: 127.0.0.1, port: ${port}}\n`);
+    const server = startNode({
+      args: [cliMain, 'serve', '--config', config],
+      env: { NODE_OPTIONS: `--import ${hook}` },
+    });
+    try {
+      await server.waitForOutput(/listening on/m, { timeoutMs: 20_000 });
+      const urls = async () => (await readFile(loaded, 'utf8')).split('\n');
+      // The listeners have started and found no credentials: the Discord and Slack ones said so.
+      const output = () => server.stdout() + server.stderr();
+      await waitUntil(() => output().includes('the Discord bot is off'), { what: 'the Discord listener to idle' });
+      await waitUntil(() => output().includes('the Slack app is off'), { what: 'the Slack listener to idle' });
+      expect((await urls()).filter((url) => heavy.test(url))).toEqual([]);
+
+      const token = await readApiToken(path.join(dir.path, 'data'));
+      const response = await fetch(`http://127.0.0.1:${port}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } },
+        }),
+      });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('"serverInfo"');
+      expect((await urls()).some((url) => url.includes('/@modelcontextprotocol/sdk/dist/esm/server/'))).toBe(true);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+});
