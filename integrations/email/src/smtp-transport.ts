@@ -1,6 +1,6 @@
+import { SmtpSendError, sendSmtp } from '@assistant/mail';
 import { ActionNotTakenError, RetryableError, UnrecoverableError } from '@assistant/sdk';
 import addressparser from 'nodemailer/lib/addressparser/index.js';
-import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { EmailSettings } from './email-settings.ts';
 
 /**
@@ -32,54 +32,33 @@ export async function sendRawMail(
   options: { to: string; raw: string | Buffer; what: string },
 ): Promise<void> {
   const { smtp, envelopeFrom } = smtpIdentity(settings);
-  const connection = new SMTPConnection({
-    host: smtp.host,
-    port: smtp.port,
-    secure: smtp.tls,
-    connectionTimeout: settings.connect_timeout,
-    greetingTimeout: settings.connect_timeout,
-    socketTimeout: settings.connect_timeout * 4,
-  });
-  let stage: 'session' | 'message' = 'session';
-  let sent = false;
   try {
-    await new Promise<void>((resolve, reject) => {
-      connection.once('error', reject);
-      connection.once('end', () => reject(new Error('the SMTP server closed the connection')));
-      const send = () => {
-        stage = 'message';
-        connection.send({ from: envelopeFrom, to: [options.to] }, options.raw, (error) => {
-          if (error) reject(error);
-          else resolve();
-        });
-      };
-      connection.connect((error) => {
-        if (error) return reject(error);
-        if (!smtp.username || !smtp.password?.isSet) return send();
-        connection.login({ user: smtp.username, pass: smtp.password.reveal() }, (loginError) => {
-          if (loginError) reject(loginError);
-          else send();
-        });
-      });
+    await sendSmtp({
+      server: {
+        host: smtp.host,
+        port: smtp.port,
+        tls: smtp.tls,
+        ...(smtp.username && smtp.password?.isSet ? { username: smtp.username, password: smtp.password.reveal() } : {}),
+      },
+      connectTimeoutMs: settings.connect_timeout,
+      from: envelopeFrom,
+      to: options.to,
+      raw: options.raw,
     });
-    sent = true;
   } catch (error) {
-    const { code, message, responseCode } = error as { code?: string; message?: string; responseCode?: number };
-    const text = `${options.what} through ${smtp.host}:${smtp.port} failed: ${message ?? String(error)}`;
+    if (!(error instanceof SmtpSendError)) throw error;
+    const text = `${options.what} through ${smtp.host}:${smtp.port} failed: ${error.message}`;
     // EENVELOPE: MAIL FROM, RCPT TO or DATA refused before the content; EMESSAGE: the content refused with a reply.
-    const notSent = stage === 'session' || code === 'EENVELOPE' || code === 'EMESSAGE';
-    if (!notSent) throw new RetryableError(text, { cause: error });
+    if (!error.notSent) throw new RetryableError(text, { cause: error.cause });
     // The server down or saying "try later" (4xx): wait for it, however long, without spending attempts. A refused
     // login or a permanent refusal (5xx) is retried after the backoff and fails once attempts run out.
+    const { stage, code, responseCode } = error;
     const outage =
       (stage === 'session' && code !== 'EAUTH') ||
       (responseCode !== undefined && responseCode >= 400 && responseCode < 500);
     throw new ActionNotTakenError(text, {
-      cause: error,
+      cause: error.cause,
       ...(outage ? { retryAtMs: Date.now() + outageRetryMs } : {}),
     });
-  } finally {
-    if (sent) connection.quit();
-    else connection.close();
   }
 }

@@ -1,12 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { imapClient, isPlainAddress, trustedAuthentication, withoutQuotedHistory } from '@assistant/mail';
+import { imapClient, isPlainAddress, sendSmtp, trustedAuthentication, withoutQuotedHistory } from '@assistant/mail';
 import { fenceUntrusted, type ListenerContext } from '@assistant/sdk';
 import type { ImapFlow } from 'imapflow';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { ChannelAdapter, ChannelDelivery, ChannelFailure, ChannelSent } from '../channels/adapter.ts';
 
 /** Where the email channel reads and sends: one mailbox over IMAP, one SMTP server. */
@@ -276,7 +275,15 @@ export class EmailAdapter implements ChannelAdapter {
     })
       .compile()
       .build();
-    await this.#smtp(to, raw, options.signal);
+    // The email integration's sender: a failure says how far the session got (classify reads its code).
+    await sendSmtp({
+      server: this.#account.smtp,
+      connectTimeoutMs: this.#account.connectTimeoutMs,
+      from: this.#account.address,
+      to,
+      raw,
+      signal: options.signal,
+    });
     this.#retrying.delete(key);
     return { id: messageId };
   }
@@ -382,46 +389,6 @@ export class EmailAdapter implements ChannelAdapter {
     // Asks the server for news (and finds a dead connection before the next fetch).
     await this.#client?.noop();
     await idling;
-  }
-
-  /** Sends one message, step by step (the email integration's transport does the same). */
-  async #smtp(to: string, raw: Buffer, signal: AbortSignal): Promise<void> {
-    const { smtp, connectTimeoutMs } = this.#account;
-    const connection = new SMTPConnection({
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.tls,
-      connectionTimeout: connectTimeoutMs,
-      greetingTimeout: connectTimeoutMs,
-      socketTimeout: connectTimeoutMs * 4,
-    });
-    const onAbort = () => connection.close();
-    signal.addEventListener('abort', onAbort, { once: true });
-    let sent = false;
-    try {
-      await new Promise<void>((resolve, reject) => {
-        connection.once('error', reject);
-        connection.once('end', () => reject(new Error('the SMTP server closed the connection')));
-        const send = () =>
-          connection.send({ from: this.#account.address, to: [to] }, raw, (error) => {
-            if (error) reject(error);
-            else resolve();
-          });
-        connection.connect((error) => {
-          if (error) return reject(error);
-          if (!smtp.username || !smtp.password) return send();
-          connection.login({ user: smtp.username, pass: smtp.password }, (loginError) => {
-            if (loginError) reject(loginError);
-            else send();
-          });
-        });
-      });
-      sent = true;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      if (sent) connection.quit();
-      else connection.close();
-    }
   }
 
   #trimThreads(): void {
