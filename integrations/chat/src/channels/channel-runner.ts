@@ -308,12 +308,6 @@ export class ChannelRunner {
    */
   async #press(press: ChannelPress): Promise<void> {
     const { label, name } = this.#adapter;
-    if (!this.#allowed.has(press.peer)) {
-      this.#logger.info(`ignored a ${label} button press from user ${press.peer}: not in ${name}.allowed_users`);
-      return;
-    }
-    if (!this.#state.remember('notified', `press:${press.id}`)) return;
-    await this.#state.save();
     const answer = async (text: string) => {
       try {
         await this.#adapter.answerPress?.({ press, text, signal: this.#signal });
@@ -322,6 +316,15 @@ export class ChannelRunner {
         this.#logger.debug(`answering a ${label} button press failed: ${describeError(error)}`);
       }
     };
+    if (!this.#allowed.has(press.peer)) {
+      this.#logger.info(`ignored a ${label} button press from user ${press.peer}: not in ${name}.allowed_users`);
+      // Only the presser sees it (where the platform has such answers: Discord would otherwise tell them the
+      // interaction failed, Telegram leave the button spinning); nothing is decided or stored.
+      await answer('Only the people this assistant works for can press its buttons: nothing was done.');
+      return;
+    }
+    if (!this.#state.remember('notified', `press:${press.id}`)) return;
+    await this.#state.save();
     const button = /^ap:([ar]):(ap-[0-9a-z]{1,40}):([0-9a-f]{12})$/.exec(press.data);
     if (!button || !this.#approvals) {
       await answer('This button does nothing.');

@@ -257,7 +257,7 @@ describe('the Discord listener', () => {
     expect(logs.filter((line) => line.startsWith('error '))).toHaveLength(1);
   });
 
-  it('sends approvals with green and red buttons and answers a press ephemerally', async () => {
+  it('sends approvals with green and red buttons and answers a press ephemerally, a stranger’s too (deciding nothing)', async () => {
     let pending = [
       {
         id: 'ap-00000000000a',
@@ -290,10 +290,15 @@ describe('the Discord listener', () => {
       ['❌ Reject', 4],
     ]);
     for (const button of message.buttons) expect(button.custom_id.length).toBeLessThanOrEqual(100);
+    // A stranger's press decides nothing, and is answered so that only they see it (Discord would otherwise tell
+    // them the interaction failed).
+    fake.press({ from: stranger, message, button: '✅ Approve' });
+    await until(() => fake.callbacks.length === 1, 'the stranger’s press answered');
+    expect(fake.callbacks[0]).toMatchObject({ type: 4, content: expect.stringMatching(/^Only the people/), flags: 64 });
     fake.press({ from: owner, message, button: '✅ Approve' });
     await until(() => decided.length === 1, 'decided');
     expect(decided).toEqual([`approve ap-00000000000a by discord:${owner}`]);
-    await until(() => fake.callbacks.length === 1, 'the press answered');
-    expect(fake.callbacks[0]).toMatchObject({ type: 4, content: 'Approving…', flags: 64 });
+    await until(() => fake.callbacks.length === 2, 'the press answered');
+    expect(fake.callbacks[1]).toMatchObject({ type: 4, content: 'Approving…', flags: 64 });
   });
 });
