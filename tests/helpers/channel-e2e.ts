@@ -53,6 +53,8 @@ export interface EndToEndChannel {
    * @default true
    */
   streaming?: boolean;
+  /** Called once the server listens, with its URL (a platform that POSTs to a webhook learns where). */
+  started?(url: string): void;
 }
 
 interface WireMessage {
@@ -152,6 +154,7 @@ ${channel.settings}
   try {
     await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
     await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
+    channel.started?.(`http://127.0.0.1:${port}`);
 
     // A message in; the reply streams out by edits.
     const asked = channel.deliver('Send Ada a birthday card.');
