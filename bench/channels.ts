@@ -7,11 +7,13 @@
 // bench/webhook-channel.ts instead (the signed-webhook channel through `assistant start`). It prints figures; it never fails for
 // being slow, and exits non-zero only when something broke.
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ChatService } from '@assistant/chat';
 import { chatSettingsDefaults } from '@assistant/integration-chat/testing';
+import { imapClient } from '@assistant/mail';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue } from '@assistant/queue';
 import type { ListenerContext, Secret } from '@assistant/sdk';
@@ -161,6 +163,10 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 const accepted: number[] = [];
 const shown: number[] = [];
 const total: number[] = [];
+/** Email: the IMAP server's delay from an APPEND to the EXISTS it tells an IDLE client, measured alone. */
+const pushDelay: number[] = [];
+/** Email: the SMTP server's wait before its greeting, measured alone. */
+const greetingDelay: number[] = [];
 let conversation: string | undefined;
 try {
   for (let trial = 0; trial < trials; trial += 1) {
@@ -208,6 +214,53 @@ try {
       total[total.length - 1] = stored - start + (visible - written);
     }
   }
+  // The IMAP server's own push delay, with no code of ours in it (decision 0081): a plain IMAP client IDLEs on the
+  // mailbox while a mail from someone the channel ignores is APPENDed, timed from the APPEND to the `EXISTS`.
+  if (dovecot && fakeEmail) {
+    const client = imapClient({
+      host: fakeEmail.imapAddress.host,
+      port: fakeEmail.imapAddress.port,
+      tls: false,
+      username: dovecot.user,
+      password: dovecot.password,
+      connectTimeoutMs: 30_000,
+    });
+    await client.connect();
+    const lock = await client.getMailboxLock('INBOX');
+    try {
+      let seen = 0;
+      client.on('exists', () => {
+        seen += 1;
+      });
+      for (let probe = 0; probe < Math.min(trials, 20); probe += 1) {
+        const before = seen;
+        const idling = client.idle();
+        const started = performance.now();
+        fakeEmail.deliver({ from: 'probe@elsewhere.test', text: `probe ${probe}`, newThread: true });
+        await until(() => seen > before, 'the IMAP server’s EXISTS');
+        pushDelay.push(performance.now() - started);
+        await client.noop();
+        await idling.catch(() => {});
+      }
+    } finally {
+      lock.release();
+      await client.logout().catch(() => {});
+    }
+    // The SMTP server's own wait before its greeting (smtp-server holds every connection 100 ms to catch clients that
+    // talk too soon, as real servers do, often for longer): from the TCP connection to the `220`, with no client code.
+    for (let probe = 0; probe < Math.min(trials, 20); probe += 1) {
+      const started = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        const socket = net.connect(fakeEmail.smtp.port, fakeEmail.smtp.host);
+        socket.once('data', () => {
+          greetingDelay.push(performance.now() - started);
+          socket.destroy();
+          resolve();
+        });
+        socket.once('error', reject);
+      });
+    }
+  }
 } finally {
   controller.abort();
   await listening;
@@ -226,10 +279,9 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 };
 const figures = Object.fromEntries(
-  Object.entries({ accepted, shown, total }).map(([name, list]) => [
-    name,
-    { p50: percentile(list, 50), p95: percentile(list, 95), max: Math.max(...list) },
-  ]),
+  Object.entries({ accepted, shown, total, ...(pushDelay.length > 0 ? { pushDelay, greetingDelay } : {}) }).map(
+    ([name, list]) => [name, { p50: percentile(list, 50), p95: percentile(list, 95), max: Math.max(...list) }],
+  ),
 );
 if (values.json) {
   process.stdout.write(`${JSON.stringify({ channel, trials, ...figures })}\n`);
@@ -246,4 +298,12 @@ if (values.json) {
   line('accepted', 'delivered → in the inbox');
   line('shown', 'first token written → shown on the platform');
   line('total', 'message → first visible token (no worker)');
+  if (pushDelay.length > 0) {
+    line('pushDelay', 'the IMAP server alone: APPEND → IDLE EXISTS');
+    line('greetingDelay', 'the SMTP server alone: connect → 220');
+    const own = (figures.total?.p50 ?? 0) - (figures.pushDelay?.p50 ?? 0) - (figures.greetingDelay?.p50 ?? 0);
+    process.stdout.write(
+      `Assistant's share (p50 message → reply less the two servers' p50 waits; decision 0081): ${own.toFixed(1)} ms\n`,
+    );
+  }
 }
