@@ -201,6 +201,63 @@ export class ChatInbox {
       }
     }
   }
+
+  /** The conversations that have an inbox folder. */
+  async conversations(): Promise<string[]> {
+    try {
+      return (await readdir(this.directory, { withFileTypes: true }))
+        .filter((entry) => entry.isDirectory() && idPattern.test(entry.name))
+        .map((entry) => entry.name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  }
+
+  /**
+   * Removes the messages answered more than `answeredRetentionMs` ago (their reply is in the transcript note) with
+   * their answered records (decision 0078). Unanswered messages are never removed. A message file goes first, its
+   * record second: a crash between leaves a record without its message (removed by the next pass), never a message
+   * without its record (which would be answered again). Removing a message with a client id ends its
+   * deduplication: a resend after that is a new message, so the retention is the deduplication window.
+   */
+  async compact(
+    conversationId: string,
+    options: { answeredRetentionMs: number; now?: Date },
+  ): Promise<{ removed: number }> {
+    const oldest = (options.now ?? this.#now()).getTime() - options.answeredRetentionMs;
+    const messagesFolder = this.#folder(conversationId, 'messages');
+    const answeredFolder = this.#folder(conversationId, 'answered');
+    const answeredNames = await listJson(answeredFolder);
+    if (answeredNames.length === 0) return { removed: 0 };
+    const fileOf = new Map<string, string>();
+    for (const name of await listJson(messagesFolder)) {
+      const file = path.join(messagesFolder, name);
+      const message = readMessages.get(file) ?? (await readMessage(file).catch(() => undefined));
+      if (message) fileOf.set(message.id, file);
+    }
+    let removed = 0;
+    for (const name of answeredNames) {
+      const recordFile = path.join(answeredFolder, name);
+      const record = await readAnswered(recordFile).catch(() => undefined);
+      // A record that does not parse (edited by hand) is left for a person to look at.
+      if (!record) continue;
+      const answeredAt = Date.parse(record.at);
+      if (Number.isNaN(answeredAt) || answeredAt > oldest) continue;
+      const messageFile = fileOf.get(record.id);
+      if (messageFile) {
+        await unlink(messageFile).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+        readMessages.delete(messageFile);
+        removed += 1;
+      }
+      await unlink(recordFile).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
+    return { removed };
+  }
 }
 
 function checkId(id: string): string {
