@@ -147,7 +147,7 @@ describe('ChatEventLog compaction', () => {
     // A client that reconnects with an offset the compactions removed (its Last-Event-ID) is told, then resumes.
     const resumed: ChatEventEntry[] = [];
     const again = new AbortController();
-    for await (const entry of log.follow('c1', { fromOffset: offsets[0], signal: again.signal })) {
+    for await (const entry of log.follow('c1', { fromOffset: offsets[0] as number, signal: again.signal })) {
       resumed.push(entry);
       if (entry.event.n === 299) again.abort();
     }
