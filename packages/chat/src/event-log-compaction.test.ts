@@ -86,7 +86,7 @@ describe('ChatEventLog compaction', () => {
 
   it('leaves a log appended to within idleMs, or within its size and age, as it is', async () => {
     await appendMany('c1', 100);
-    expect(await log.compact('c1', { retention: { ...small, idleMs: 60_000 } })).toEqual({
+    expect(await log.compact('c1', { retention: { ...small, maxBytes: 8192, idleMs: 60_000 } })).toEqual({
       removedBytes: 0,
       skipped: 'recent',
     });
@@ -95,6 +95,14 @@ describe('ChatEventLog compaction', () => {
       skipped: 'within-retention',
     });
     expect(await log.compact('missing', { retention: small })).toEqual({ removedBytes: 0, skipped: 'missing' });
+  });
+
+  it('compacts a log in use once it passes twice maxBytes, so a conversation never idle is bounded too', async () => {
+    await appendMany('c1', 100);
+    const size = (await stat(log.file('c1'))).size;
+    const busy = { maxBytes: Math.floor(size / 2) - 1, maxAgeMs: 365 * day, idleMs: 60_000 };
+    expect((await log.compact('c1', { retention: busy })).removedBytes).toBeGreaterThan(0);
+    expect((await stat(log.file('c1'))).size).toBeLessThan(size / 2);
   });
 
   it('removes events older than maxAgeMs, and all of them when every one is', async () => {

@@ -9,7 +9,10 @@ export interface EventLogRetention {
   maxBytes: number;
   /** Events older than this are removed. */
   maxAgeMs: number;
-  /** A log appended to within this time is left alone: a conversation in use keeps its whole recent log. */
+  /**
+   * A log appended to within this time is left alone (a conversation in use keeps its recent log whole) unless it
+   * is past twice `maxBytes`.
+   */
   idleMs: number;
 }
 
@@ -48,8 +51,11 @@ export async function compactEventLog(options: {
   const { file, retention, now } = options;
   const before = await stat(file).catch(() => undefined);
   if (!before) return { removedBytes: 0, skipped: 'missing' };
-  // Whole milliseconds: the file system's time may be a fraction ahead of `now` for a write just made.
-  if (now.getTime() - Math.floor(before.mtimeMs) < retention.idleMs) return { removedBytes: 0, skipped: 'recent' };
+  // Whole milliseconds: the file system's time may be a fraction ahead of `now` for a write just made. A log in use
+  // is left alone until it passes twice maxBytes: a conversation that is never idle (the notifications one) is
+  // bounded too, and compacting under its writers is safe, only less kind to a reader far behind.
+  const recent = now.getTime() - Math.floor(before.mtimeMs) < retention.idleMs;
+  if (recent && before.size <= 2 * retention.maxBytes) return { removedBytes: 0, skipped: 'recent' };
   const cut = await findCut(file, retention, now);
   if (cut === undefined) return { removedBytes: 0, skipped: 'within-retention' };
   const aside = compactingFile(file);
