@@ -22,7 +22,7 @@ const headerPrefix = Buffer.from(`{"type":"${logHeaderType}"`);
 /** Longer than any header this code writes: a header is a few numbers and a time. */
 const maxHeaderBytes = 512;
 
-export const noHeader: LogHeader = { offset: 0, bytes: 0 };
+const noHeader: LogHeader = { offset: 0, bytes: 0 };
 
 /** The header line for a compacted log. */
 export function headerLine(header: { offset: number; copiedTo: number; at: string }): Buffer {
