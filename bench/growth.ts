@@ -21,6 +21,7 @@ const { values } = parseArgs({
     hours: { type: 'string', default: '24' },
     scale: { type: 'string', default: '10' },
     long: { type: 'string', default: '10000' },
+    'events-max-bytes': { type: 'string', default: String(defaultChatRetention.events.maxBytes) },
     dir: { type: 'string', default: os.tmpdir() },
     json: { type: 'boolean', default: false },
   },
@@ -28,6 +29,10 @@ const { values } = parseArgs({
 const hours = Number(values.hours);
 const scale = Number(values.scale);
 const longMessages = Number(values.long);
+const retention = {
+  ...defaultChatRetention,
+  events: { ...defaultChatRetention.events, maxBytes: Number(values['events-max-bytes']) },
+};
 for (const [name, value] of [
   ['hours', hours],
   ['scale', scale],
@@ -116,17 +121,19 @@ const stores: Record<string, string> = {
   logs: path.join(data, 'logs'),
 };
 /** What bounds each store, and the retention it holds at most (ms), or undefined when nothing does. */
-const bounds: Record<string, { by: string; keepMs?: number }> = {
+const bounds: Record<string, { by: string; keepMs?: number; capBytes?: number }> = {
   'queue/done': { by: 'queue.retention.done (7d)', keepMs: 7 * 24 * hourMs },
   'queue/failed': { by: 'queue.retention.failed (30d)', keepMs: 30 * 24 * hourMs },
   'queue/pending+active': { by: 'drained by the worker' },
   'notes/email': { by: 'nothing: mail notes are the record (the owner archives or deletes)' },
   'notes/chats': { by: 'nothing: transcripts are the record' },
   'chat/events': {
-    by: 'chat retention.events_max_bytes per idle log (1 MiB) and events_max_age (7d)',
-    keepMs: defaultChatRetention.events.maxAgeMs,
+    by: `chat retention.events_max_bytes (${retention.events.maxBytes} B; a log in use at twice that) and events_max_age (7d), per conversation`,
+    keepMs: retention.events.maxAgeMs,
+    // Per conversation at most twice events_max_bytes (a log in use) plus what an hour adds before housekeeping.
+    capBytes: 0,
   },
-  'chat/inbox': { by: 'chat retention.answered_inbox (7d)', keepMs: defaultChatRetention.answeredInboxMs },
+  'chat/inbox': { by: 'chat retention.answered_inbox (7d)', keepMs: retention.answeredInboxMs },
   'events (ledger)': { by: 'events.retention_days (90)', keepMs: 90 * 24 * hourMs },
   logs: { by: 'nothing: one human-log file per day, never removed' },
 };

@@ -6,12 +6,18 @@ import { ChatInbox } from './inbox.ts';
 
 let root: string;
 let clock: Date;
+/**
+ * Each test's clock starts past where the last one ended: message ids carry their time and never go back within a
+ * process (newMessageId), as the real clock does not.
+ */
+let base = Date.parse('2027-01-01T08:00:00.000Z');
 let inbox: ChatInbox;
 const day = 24 * 3_600_000;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'assistant-inbox-compaction-'));
-  clock = new Date('2026-11-01T08:00:00.000Z');
+  base += 2 * 365 * 24 * 3_600_000;
+  clock = new Date(base);
   inbox = new ChatInbox({ directory: path.join(root, 'inbox'), now: () => clock });
 });
 
