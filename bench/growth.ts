@@ -215,6 +215,8 @@ async function snapshot(): Promise<Record<string, { files: number; bytes: number
 const rssStart = rssMb();
 const start = await snapshot();
 const housekeepingMs: number[] = [];
+const housekeepingParts = { queue: [] as number[], ledger: [] as number[], chat: [] as number[] };
+const median = (values: number[]) => Math.round([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0);
 const hourly: { hour: number; chatEvents: number; chatInbox: number; queueDone: number }[] = [];
 const realStart = Date.now();
 try {
@@ -255,13 +257,15 @@ try {
     // The housekeeping the worker runs every hour (system.housekeeping.run), on the simulated clock.
     const started = performance.now();
     await queue.prune();
+    const afterQueue = performance.now();
     await ledger.prune();
-    await compactChat({
-      directory: path.join(data, 'chat'),
-      retention: defaultChatRetention,
-      now: new Date(simulatedMs),
-    });
-    housekeepingMs.push(performance.now() - started);
+    const afterLedger = performance.now();
+    await compactChat({ directory: path.join(data, 'chat'), retention, now: new Date(simulatedMs) });
+    const finished = performance.now();
+    housekeepingMs.push(finished - started);
+    housekeepingParts.queue.push(afterQueue - started);
+    housekeepingParts.ledger.push(afterLedger - afterQueue);
+    housekeepingParts.chat.push(finished - afterLedger);
     const snap = await snapshot();
     hourly.push({
       hour: hour + 1,
@@ -355,10 +359,14 @@ try {
     scale,
     ratesPerDay: { mails: heavyDay.mails * scale, chat: heavyDay.chat * scale, tasks: heavyDay.tasks * scale },
     realSeconds: Math.round(realMs / 1000),
-    rss: { startMb: rssStart, endMb: rssEnd },
+    rss: { startMb: rssStart, endMb: rssEnd, heapEndMb: Math.round(process.memoryUsage().heapUsed / 1_048_576) },
     housekeepingMs: {
       median: Math.round([...housekeepingMs].sort((a, b) => a - b)[Math.floor(housekeepingMs.length / 2)] ?? 0),
       max: Math.round(Math.max(...housekeepingMs)),
+      lastQueue: Math.round(housekeepingParts.queue.at(-1) ?? 0),
+      lastLedger: Math.round(housekeepingParts.ledger.at(-1) ?? 0),
+      lastChat: Math.round(housekeepingParts.chat.at(-1) ?? 0),
+      medianChat: median(housekeepingParts.chat),
     },
     stores: rows,
     unbounded: unbounded.map((row) => row.store),
@@ -372,7 +380,7 @@ try {
       `${hours} simulated hours at ${scale}× a heavy owner (${report.ratesPerDay.mails} mails, ${report.ratesPerDay.chat} chat messages, ${report.ratesPerDay.tasks} tasks a day) in ${report.realSeconds} s`,
     );
     console.log(
-      `RSS ${rssStart} MB at the start, ${rssEnd} MB at the end; housekeeping pass median ${report.housekeepingMs.median} ms, max ${report.housekeepingMs.max} ms`,
+      `RSS ${rssStart} MB at the start, ${rssEnd} MB at the end; housekeeping pass median ${report.housekeepingMs.median} ms, max ${report.housekeepingMs.max} ms (the last: queue prune ${report.housekeepingMs.lastQueue} ms, ledger prune ${report.housekeepingMs.lastLedger} ms, chat compaction ${report.housekeepingMs.lastChat} ms); heap ${report.rss.heapEndMb} MB at the end`,
     );
     console.log(
       '\nstore                 files start→end       bytes start→end         per day      at steady state  bounded by',
