@@ -339,8 +339,13 @@ try {
     const after = end[name] ?? { files: 0, bytes: 0 };
     const perDayBytes = ((after.bytes - before.bytes) * 24) / hours;
     const bound = bounds[name] ?? { by: 'unknown' };
-    const steadyBytes =
-      bound.keepMs === undefined ? undefined : Math.round((perDayBytes * bound.keepMs) / (24 * hourMs));
+    let steadyBytes = bound.keepMs === undefined ? undefined : Math.round((perDayBytes * bound.keepMs) / (24 * hourMs));
+    if (bound.capBytes !== undefined) {
+      // The chat logs: each conversation's log is cut once past twice events_max_bytes, at the next hourly pass.
+      const grossPerHour = (perHour.chat * (1 + 1 + tokensPerReply + 1) * 90) / conversations;
+      const cap = conversations * (2 * retention.events.maxBytes + grossPerHour);
+      steadyBytes = Math.round(Math.min(steadyBytes ?? cap, cap));
+    }
     return {
       store: name,
       start: before,
