@@ -220,20 +220,26 @@ export class ChatEventLog {
       const size = (await handle.stat()).size;
       const first = header.offset;
       const end = header.offset + size - header.bytes;
-      if (fromOffset < first) {
-        // The events there were removed by a compaction: say so, once, and go on from the first one kept.
-        const event: ChatEvent = { type: 'compacted', at: header.at ?? new Date().toISOString(), from: fromOffset };
-        return { start: fromOffset, entries: [{ offset: first, event }], next: first, more: end > first };
-      }
-      const start = fromOffset > end ? first : fromOffset;
-      if (end === start) return { start, entries: [], next: start, more: false };
+      // Events removed by a compaction: one `compacted` entry says so, then the read goes on from the first kept.
+      const gone: ChatEventEntry | undefined =
+        fromOffset < first
+          ? {
+              offset: first,
+              event: { type: 'compacted', at: header.at ?? new Date().toISOString(), from: fromOffset },
+            }
+          : undefined;
+      const from = gone ? first : fromOffset;
+      const start = from > end ? first : from;
+      // A reader before the first kept event started where it asked (no restart), and was told of the gap.
+      const startedAt = gone ? fromOffset : start;
+      if (end === start) return { start: startedAt, entries: gone ? [gone] : [], next: start, more: false };
       // File positions and global offsets differ by what compactions removed, less the header line.
       const position = start - header.offset + header.bytes;
       const global = (filePosition: number) => header.offset + filePosition - header.bytes;
       // At most a read's worth at a time: a long conversation's log is read in pieces, never whole into memory.
       const buffer = Buffer.alloc(Math.min(size - position, maxReadBytes));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      const entries: ChatEventEntry[] = [];
+      const entries: ChatEventEntry[] = gone ? [gone] : [];
       let lineStart = 0;
       for (;;) {
         const newline = buffer.indexOf(10, lineStart);
@@ -248,7 +254,7 @@ export class ChatEventLog {
         // A line longer than a whole read (so longer than any event is): skipped to its end, if it has one yet.
         const lineEndAt = await lineEnd(handle, position + bytesRead, size);
         return {
-          start,
+          start: startedAt,
           entries,
           next: lineEndAt === undefined ? start : global(lineEndAt),
           more: lineEndAt !== undefined && lineEndAt < size,
@@ -256,7 +262,7 @@ export class ChatEventLog {
       }
       // More whole lines may be past this read's piece: the caller reads again from `next`.
       return {
-        start,
+        start: startedAt,
         entries,
         next: global(position + lineStart),
         more: position + bytesRead < size && lineStart > 0,
