@@ -168,23 +168,27 @@ export class ChatEventLog {
 
   /** The log's current end (global offset, decision 0077): the offset a reader that wants only new events starts from. */
   async end(conversationId: string): Promise<number> {
-    let handle: FileHandle;
-    try {
-      handle = await open(this.file(conversationId), 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      // Set aside by a compaction this moment: its end is the set-aside file's.
+    const file = this.file(conversationId);
+    const deadline = Date.now() + compactionWaitMs;
+    for (;;) {
+      let handle: FileHandle;
       try {
-        handle = await open(compactingFile(this.file(conversationId)), 'r');
-      } catch {
-        return 0;
+        handle = await open(file, 'r');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        // Set aside by a compaction this moment: its end is known once it publishes the new log (the set-aside
+        // file may hold a line past the copy, which is appended again).
+        if (!(await stat(compactingFile(file)).catch(() => undefined))) return 0;
+        if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
+        else await new Promise((resolve) => setTimeout(resolve, 5));
+        continue;
       }
-    }
-    try {
-      const header = await readHeader(handle);
-      return header.offset + (await handle.stat()).size - header.bytes;
-    } finally {
-      await handle.close();
+      try {
+        const header = await readHeader(handle);
+        return header.offset + (await handle.stat()).size - header.bytes;
+      } finally {
+        await handle.close();
+      }
     }
   }
 
@@ -217,7 +221,8 @@ export class ChatEventLog {
     }
     try {
       const header = await readHeader(handle);
-      const size = (await handle.stat()).size;
+      const stats = await handle.stat();
+      const size = stats.size;
       const first = header.offset;
       const end = header.offset + size - header.bytes;
       // Events removed by a compaction: one `compacted` entry says so, then the read goes on from the first kept.
@@ -239,6 +244,14 @@ export class ChatEventLog {
       // At most a read's worth at a time: a long conversation's log is read in pieces, never whole into memory.
       const buffer = Buffer.alloc(Math.min(size - position, maxReadBytes));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      // Set aside by a compaction while this read was under way: what it read may hold a line appended after the
+      // compaction's copy, which its writer appends again elsewhere. Nothing is taken from it; the next read (the new
+      // log's appearance wakes the watchers) reads the new log.
+      const current = await stat(file).then(
+        (now) => now.ino,
+        () => undefined,
+      );
+      if (current !== stats.ino) return { start: fromOffset, entries: [], next: fromOffset, more: false };
       const entries: ChatEventEntry[] = gone ? [gone] : [];
       let lineStart = 0;
       for (;;) {

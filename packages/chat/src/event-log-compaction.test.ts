@@ -262,9 +262,11 @@ describe('ChatEventLog compaction', () => {
     await unlink(file);
     await writeFile(path.join(log.directory, `.c1.jsonl.${process.pid}.0a1b2c.tmp`), '{"type":"log_start"');
     expect(await log.read('c1', offsets[10])).toEqual({ entries: [], next: offsets[10] });
-    expect(await log.end('c1')).toBe(offsets.at(-1));
+    // The end waits for the compaction to publish (or be recovered), as an append does.
+    const ending = log.end('c1');
     expect(await log.recover({ staleMs: 60_000 })).toBe(0);
     expect(await log.recover({ staleMs: 0 })).toBe(2);
+    expect(await ending).toBe(offsets.at(-1));
     expect(await readdir(log.directory)).toEqual(['c1.jsonl']);
     expect((await readAll('c1')).map((entry) => entry.offset)).toEqual(offsets);
 
@@ -277,11 +279,11 @@ describe('ChatEventLog compaction', () => {
     expect(await readFile(file)).toEqual(compacted);
 
     // An append while a dead compaction holds the log waits, then recovers it rather than starting a new log.
+    const end = await log.end('c1');
     await link(file, compactingFile(file));
     await unlink(file);
     const old = new Date(Date.now() - 120_000);
     await utimes(compactingFile(file), old, old);
-    const end = await log.end('c1');
     const appending = log.append('c1', { type: 'message', n: 'after' });
     await log.recover({ staleMs: 0 });
     expect(await appending).toBeGreaterThan(end);
