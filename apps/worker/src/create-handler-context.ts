@@ -24,10 +24,13 @@ import { evaluateRules } from '@assistant/automations';
 import {
   ChatEventLog,
   ChatInbox,
+  type ChatRetention,
   ConversationChanges,
   ConversationStore,
   chatModes,
+  compactChat,
   conversationIndexPaths,
+  defaultChatRetention,
   TurnStates,
 } from '@assistant/chat';
 import { type Executor, FileCallLog } from '@assistant/codeact';
@@ -239,6 +242,20 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
         }
       : {}),
     ...(instance.domain === 'chat' && isBuiltin ? { chat: chatContext(services, instance.settings, task) } : {}),
+    ...(instance.domain === 'system' && isBuiltin
+      ? {
+          chatMaintenance: {
+            compact: () =>
+              compactChat({
+                directory: path.join(services.config.paths.dataDir, 'chat'),
+                retention: chatRetentionOf(services),
+                signal,
+                onError: (conversation, error) =>
+                  logger.warn({ conversation, err: error }, "could not compact a conversation's chat stores"),
+              }),
+          },
+        }
+      : {}),
     // The builtin system integration runs personas and sub-agents; the builtin chat reads its conversations' personas.
     ...((instance.domain === 'system' || instance.domain === 'chat') && isBuiltin
       ? { agents: agentsContext(services, task, parking, logger) }
@@ -416,6 +433,27 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
 }
 
 /** The builtin chat integration's stores: `data/chat/{inbox,events,turns}` and the conversation notes. */
+/**
+ * The `retention` setting of the chat instance (the builtin `chat`, or the first one config.yaml names): every chat
+ * instance shares `data/chat`, so one setting bounds it. The defaults when there is none (a worker without chat).
+ */
+function chatRetentionOf(services: WorkerServices): ChatRetention {
+  const instances = services.registry?.instances().filter((instance) => instance.domain === 'chat') ?? [];
+  const chat = instances.find((instance) => instance.name === 'chat') ?? instances[0];
+  const settings = chat?.settings.retention as
+    | { events_max_bytes?: number; events_max_age?: number; events_idle?: number; answered_inbox?: number }
+    | undefined;
+  const defaults = defaultChatRetention;
+  return {
+    events: {
+      maxBytes: settings?.events_max_bytes ?? defaults.events.maxBytes,
+      maxAgeMs: settings?.events_max_age ?? defaults.events.maxAgeMs,
+      idleMs: settings?.events_idle ?? defaults.events.idleMs,
+    },
+    answeredInboxMs: settings?.answered_inbox ?? defaults.answeredInboxMs,
+  };
+}
+
 function chatContext(services: WorkerServices, settings: Record<string, unknown>, task: Task): ChatContext {
   const folder = path.join(services.config.paths.dataDir, 'chat');
   const control = steeringChannel(services, task.id);

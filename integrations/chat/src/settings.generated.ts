@@ -17,6 +17,17 @@ export interface ChatSettings {
   persona: string;
   /** Names under config.yaml's `mcp_servers:` whose tools every turn offers (docs/mcp.md). */
   mcp_servers: string[];
+  /** How the chat stores are kept bounded by the system housekeeping (docs/chat.md "Storage and retention"): event logs of idle conversations cut by size and age, answered inbox messages removed. */
+  retention: {
+    /** A conversation's event log longer than this (bytes) is cut to its newest half once it has been idle for `events_idle`. */
+    events_max_bytes: number;
+    /** Events older than this are removed from idle logs (the transcript note keeps every message). Milliseconds. */
+    events_max_age: number;
+    /** A log appended to within this time is left alone. Milliseconds. */
+    events_idle: number;
+    /** Answered inbox messages older than this are removed; it is also the window in which a resend with the same client id is the same message. Milliseconds. */
+    answered_inbox: number;
+  };
   /** The Telegram bot (docs/chat.md "Telegram"); without `token` the listener idles. */
   telegram: {
     /** The bot token from @BotFather: `!secret name` from secrets.yaml. */

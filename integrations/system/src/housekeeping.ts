@@ -6,10 +6,19 @@ import { expireApprovals, type HandlerContext, pruneConsolidationMarkers, Unreco
  * pending/, crash leftovers cleared from tmp/; approval requests past their expiry dropped (each with its own
  * human-log line); the sub-agent folders (data/agents/<task-id>/) and code call logs (data/codeact/<task-id>/) of
  * tasks pruned from the queue removed; and
- * memory's consolidation markers (data/memory/consolidated/) of item notes that no longer exist removed. Writes a
- * summary line only when something changed.
+ * memory's consolidation markers (data/memory/consolidated/) of item notes that no longer exist removed; and the
+ * chat stores compacted by the chat instance's `retention` (event logs of idle conversations, answered inbox
+ * messages). Writes a summary line only when something changed.
  */
-export async function runHousekeeping({ queueMaintenance, log, notes, agents, codeact, dataDir }: HandlerContext) {
+export async function runHousekeeping({
+  queueMaintenance,
+  chatMaintenance,
+  log,
+  notes,
+  agents,
+  codeact,
+  dataDir,
+}: HandlerContext) {
   if (!queueMaintenance)
     throw new UnrecoverableError('queue housekeeping is only given to the builtin system integration');
   const pruned = await queueMaintenance.prune();
@@ -22,6 +31,7 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, co
   const agentFolders = (await agents?.pruneFinished()) ?? 0;
   const callLogs = (await codeact?.pruneFinished()) ?? 0;
   const markers = await pruneConsolidationMarkers({ dataDir, notes });
+  const chat = (await chatMaintenance?.compact()) ?? { eventLogs: 0, eventBytes: 0, inboxMessages: 0, recovered: 0 };
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
   if (recovered.requeued.length > 0)
@@ -34,6 +44,10 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, co
   if (callLogs > 0) changes.push(`removed the code call logs of ${callLogs} pruned tasks (data/codeact/)`);
   if (markers.removed > 0)
     changes.push(`removed ${markers.removed} consolidation markers of notes that are gone (data/memory/consolidated/)`);
+  if (chat.eventLogs > 0)
+    changes.push(`compacted ${chat.eventLogs} chat event logs (${chat.eventBytes} bytes of old events removed)`);
+  if (chat.inboxMessages > 0) changes.push(`removed ${chat.inboxMessages} answered chat inbox messages`);
+  if (chat.recovered > 0) changes.push(`cleared ${chat.recovered} leftovers of chat compactions that died`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
   return {
     pruned,
@@ -46,5 +60,6 @@ export async function runHousekeeping({ queueMaintenance, log, notes, agents, co
     agentFolders,
     callLogs,
     consolidationMarkers: markers.removed,
+    chat,
   };
 }

@@ -1,5 +1,16 @@
-import { mkdir, open, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, mkdir, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  type CompactionResult,
+  compactEventLog,
+  compactingFile,
+  type EventLogRetention,
+  lostInCompaction,
+  recoverCompaction,
+  recoverEventLogs,
+} from './event-log-compaction.ts';
+import { logHeaderType, readHeader } from './event-log-header.ts';
 import { conversationOfLogFile, EventLogWatchers, type LogBatch } from './event-log-watchers.ts';
 import { assertConversationId } from './message-id.ts';
 
@@ -14,6 +25,8 @@ import { assertConversationId } from './message-id.ts';
  * - `approval`: an approval request shown in the chat (`id`, `title`, `summary`).
  * - `error`: something the sender must hear (`message`, `code`, the `message_id` it concerns).
  * - `turn_done`: the turn wrote its reply (`reply`, `reply_to`, `status`).
+ * - `compacted`: never written; what a reader gets in place of events a compaction removed (decision 0077): the
+ *   events from `from` up to its offset are gone, and the transcript note is where they are recorded.
  */
 export const chatEventTypes = [
   'message',
@@ -24,6 +37,7 @@ export const chatEventTypes = [
   'approval',
   'error',
   'turn_done',
+  'compacted',
 ] as const;
 export type ChatEventType = (typeof chatEventTypes)[number];
 
@@ -51,6 +65,9 @@ export interface ChatEventLogOptions {
    */
   pollMs?: { watching: number; unwatched: number };
 }
+
+/** How long an append or a reader waits for a compaction before recovering it as one that died. */
+const compactionWaitMs = 30_000;
 
 /** Longest line read back; a longer one (written by hand) is skipped. */
 const maxLineBytes = 1024 * 1024;
@@ -93,61 +110,149 @@ export class ChatEventLog {
     return path.join(this.directory, `${assertConversationId(conversationId)}.jsonl`);
   }
 
-  /** Appends one event; returns the offset just after it. */
+  /**
+   * Appends one event; returns the (global) offset just after it. The line is written with O_APPEND in one write.
+   * A compaction (decision 0077) sets the log aside while it copies it: an append waits for it, and an append that
+   * landed in the set-aside file after the copy was taken is appended again to the new log, once.
+   */
   async append(conversationId: string, event: Omit<ChatEvent, 'at'> & { at?: string }): Promise<number> {
     const file = this.file(conversationId);
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
-    const line = `${JSON.stringify({ ...event, at: event.at ?? new Date().toISOString() })}\n`;
-    const handle = await open(file, 'a', 0o600);
-    try {
-      await handle.write(line);
-      return (await handle.stat()).size;
-    } finally {
-      await handle.close();
+    const line = Buffer.from(`${JSON.stringify({ ...event, at: event.at ?? new Date().toISOString() })}\n`);
+    for (;;) {
+      const handle = await this.#openForAppend(file);
+      try {
+        await handle.write(line);
+        const written = await handle.stat();
+        const header = await readHeader(handle);
+        const offset = header.offset + written.size - header.bytes;
+        const current = await stat(file).then(
+          (stats) => stats.ino,
+          () => undefined,
+        );
+        // Still the log's file after the write: any compaction sets it aside later and copies this line.
+        if (current === written.ino) return offset;
+        if (!(await lostInCompaction({ file, handle, header, line, waitMs: compactionWaitMs }))) return offset;
+      } finally {
+        await handle.close();
+      }
     }
   }
 
-  /** The log's current size: the offset a reader that wants only new events starts from. */
+  /**
+   * Opens the log to append, never creating it while a compaction has it set aside (that would restart its
+   * offsets): waits for the compaction, and recovers one that died (its set-aside file older than `staleMs`).
+   */
+  async #openForAppend(file: string): Promise<FileHandle> {
+    const deadline = Date.now() + compactionWaitMs;
+    for (;;) {
+      try {
+        return await open(file, constants.O_RDWR | constants.O_APPEND);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+      const aside = await stat(compactingFile(file)).catch(() => undefined);
+      if (!aside) {
+        try {
+          return await open(file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL, 0o600);
+        } catch (error) {
+          // Created by another writer (or a compaction published) meanwhile: open that one.
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          continue;
+        }
+      }
+      if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
+      else await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  /** The log's current end (global offset, decision 0077): the offset a reader that wants only new events starts from. */
   async end(conversationId: string): Promise<number> {
-    try {
-      return (await stat(this.file(conversationId))).size;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-      throw error;
+    const file = this.file(conversationId);
+    const deadline = Date.now() + compactionWaitMs;
+    for (;;) {
+      let handle: FileHandle;
+      try {
+        handle = await open(file, 'r');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        // Set aside by a compaction this moment: its end is known once it publishes the new log (the set-aside
+        // file may hold a line past the copy, which is appended again).
+        if (!(await stat(compactingFile(file)).catch(() => undefined))) return 0;
+        if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
+        else await new Promise((resolve) => setTimeout(resolve, 5));
+        continue;
+      }
+      try {
+        const header = await readHeader(handle);
+        return header.offset + (await handle.stat()).size - header.bytes;
+      } finally {
+        await handle.close();
+      }
     }
   }
 
   /**
    * The whole events written after `fromOffset`, at most 4 MiB of them, and the offset to read from next (a line
    * still being written is left for the next read; so are the events past 4 MiB: a caller reads again from `next`
-   * until it is the log's end). An offset past the end (a log removed by hand) starts again from 0.
+   * until it is the log's end). An offset past the end (a log removed by hand) starts again from the log's first
+   * event. An offset a compaction removed gets one `compacted` entry instead of the events that were there.
    */
   async read(conversationId: string, fromOffset = 0): Promise<{ entries: ChatEventEntry[]; next: number }> {
     const { entries, next } = await this.#read(conversationId, fromOffset);
     return { entries, next };
   }
 
-  /** `read`, saying where it started: 0 rather than `fromOffset` when the log is shorter than that. */
+  /** `read`, saying where it started: the log's first offset rather than `fromOffset` when it is past the end. */
   async #read(
     conversationId: string,
     fromOffset: number,
   ): Promise<{ start: number; entries: ChatEventEntry[]; next: number; more: boolean }> {
     const file = this.file(conversationId);
-    let handle: Awaited<ReturnType<typeof open>>;
+    let handle: FileHandle;
     try {
       handle = await open(file, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { start: 0, entries: [], next: 0, more: false };
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Set aside by a compaction this moment: nothing new to read until it publishes the log again.
+      const aside = await stat(compactingFile(file)).catch(() => undefined);
+      if (aside) return { start: fromOffset, entries: [], next: fromOffset, more: false };
+      return { start: 0, entries: [], next: 0, more: false };
     }
     try {
-      const size = (await handle.stat()).size;
-      const start = fromOffset > size ? 0 : Math.max(0, fromOffset);
-      if (size === start) return { start, entries: [], next: start, more: false };
+      const header = await readHeader(handle);
+      const stats = await handle.stat();
+      const size = stats.size;
+      const first = header.offset;
+      const end = header.offset + size - header.bytes;
+      // Events removed by a compaction: one `compacted` entry says so, then the read goes on from the first kept.
+      const gone: ChatEventEntry | undefined =
+        fromOffset < first
+          ? {
+              offset: first,
+              event: { type: 'compacted', at: header.at ?? new Date().toISOString(), from: fromOffset },
+            }
+          : undefined;
+      const from = gone ? first : fromOffset;
+      const start = from > end ? first : from;
+      // A reader before the first kept event started where it asked (no restart), and was told of the gap.
+      const startedAt = gone ? fromOffset : start;
+      if (end === start) return { start: startedAt, entries: gone ? [gone] : [], next: start, more: false };
+      // File positions and global offsets differ by what compactions removed, less the header line.
+      const position = start - header.offset + header.bytes;
+      const global = (filePosition: number) => header.offset + filePosition - header.bytes;
       // At most a read's worth at a time: a long conversation's log is read in pieces, never whole into memory.
-      const buffer = Buffer.alloc(Math.min(size - start, maxReadBytes));
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
-      const entries: ChatEventEntry[] = [];
+      const buffer = Buffer.alloc(Math.min(size - position, maxReadBytes));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      // Set aside by a compaction while this read was under way: what it read may hold a line appended after the
+      // compaction's copy, which its writer appends again elsewhere. Nothing is taken from it; the next read (the new
+      // log's appearance wakes the watchers) reads the new log.
+      const current = await stat(file).then(
+        (now) => now.ino,
+        () => undefined,
+      );
+      if (current !== stats.ino) return { start: fromOffset, entries: [], next: fromOffset, more: false };
+      const entries: ChatEventEntry[] = gone ? [gone] : [];
       let lineStart = 0;
       for (;;) {
         const newline = buffer.indexOf(10, lineStart);
@@ -156,18 +261,60 @@ export class ChatEventLog {
         lineStart = newline + 1;
         if (line.length === 0 || line.length > maxLineBytes) continue;
         const event = parseEvent(line.toString('utf8'));
-        if (event) entries.push({ offset: start + lineStart, event });
+        if (event) entries.push({ offset: global(position + lineStart), event });
       }
       if (lineStart === 0 && bytesRead === maxReadBytes) {
         // A line longer than a whole read (so longer than any event is): skipped to its end, if it has one yet.
-        const end = await lineEnd(handle, start + bytesRead, size);
-        return { start, entries, next: end ?? start, more: end !== undefined && end < size };
+        const lineEndAt = await lineEnd(handle, position + bytesRead, size);
+        return {
+          start: startedAt,
+          entries,
+          next: lineEndAt === undefined ? start : global(lineEndAt),
+          more: lineEndAt !== undefined && lineEndAt < size,
+        };
       }
       // More whole lines may be past this read's piece: the caller reads again from `next`.
-      return { start, entries, next: start + lineStart, more: start + bytesRead < size && lineStart > 0 };
+      return {
+        start: startedAt,
+        entries,
+        next: global(position + lineStart),
+        more: position + bytesRead < size && lineStart > 0,
+      };
     } finally {
       await handle.close();
     }
+  }
+
+  /** The conversations that have an event log. */
+  async conversations(): Promise<string[]> {
+    try {
+      return (await readdir(this.directory))
+        .map((name) => conversationOfLogFile(name))
+        .filter((id): id is string => id !== undefined && !id.startsWith('.'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  }
+
+  /**
+   * Removes a conversation's oldest events past `retention` when its log has been idle for `retention.idleMs`
+   * (decision 0077). Offsets of the events kept do not change; a reader at a removed one gets a `compacted` entry.
+   */
+  async compact(
+    conversationId: string,
+    options: { retention: EventLogRetention; now?: Date },
+  ): Promise<CompactionResult> {
+    return compactEventLog({
+      file: this.file(conversationId),
+      retention: options.retention,
+      now: options.now ?? new Date(),
+    });
+  }
+
+  /** Clears what compactions that died left behind (older than `staleMs`); returns how many leftovers. */
+  async recover(options: { staleMs: number; now?: Date }): Promise<number> {
+    return recoverEventLogs(this.directory, { staleMs: options.staleMs, now: options.now ?? new Date() });
   }
 
   /**
@@ -258,11 +405,7 @@ export class ChatEventLog {
 }
 
 /** The offset just after the next newline at or after `from`, reading a piece at a time; undefined before the end. */
-async function lineEnd(
-  handle: Awaited<ReturnType<typeof open>>,
-  from: number,
-  size: number,
-): Promise<number | undefined> {
+async function lineEnd(handle: FileHandle, from: number, size: number): Promise<number | undefined> {
   const piece = Buffer.alloc(64 * 1024);
   for (let position = from; position < size; ) {
     const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - position), position);
@@ -283,7 +426,9 @@ function parseEvent(text: string): ChatEvent | undefined {
   for (const candidate of [text, text.slice(Math.max(0, text.lastIndexOf('{"type":')))]) {
     try {
       const event = JSON.parse(candidate) as ChatEvent;
-      if (event && typeof event === 'object' && typeof event.type === 'string') return event;
+      // A compaction's header line is never an event (it is skipped by position; this covers a damaged one).
+      if (event && typeof event === 'object' && typeof event.type === 'string' && String(event.type) !== logHeaderType)
+        return event;
     } catch {
       // Try the next candidate.
     }

@@ -3,7 +3,7 @@ import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { AssistantError } from '@assistant/errors';
 import * as z from 'zod';
-import { assertConversationId, idPattern, newMessageId } from './message-id.ts';
+import { assertConversationId, idPattern, messageIdTime, newMessageId } from './message-id.ts';
 import { type ChatMode, chatModeSchema, parseChatMode } from './modes.ts';
 import { normaliseText } from './transcript.ts';
 
@@ -200,6 +200,77 @@ export class ChatInbox {
         );
       }
     }
+  }
+
+  /** The conversations that have an inbox folder. */
+  async conversations(): Promise<string[]> {
+    try {
+      return (await readdir(this.directory, { withFileTypes: true }))
+        .filter((entry) => entry.isDirectory() && idPattern.test(entry.name))
+        .map((entry) => entry.name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  }
+
+  /**
+   * Removes the messages answered more than `answeredRetentionMs` ago (their reply is in the transcript note) with
+   * their answered records (decision 0078). Unanswered messages are never removed. A message file goes first, its
+   * record second: a crash between leaves a record without its message (removed by the next pass), never a message
+   * without its record (which would be answered again). Removing a message with a client id ends its
+   * deduplication: a resend after that is a new message, so the retention is the deduplication window.
+   */
+  async compact(
+    conversationId: string,
+    options: { answeredRetentionMs: number; now?: Date },
+  ): Promise<{ removed: number }> {
+    const oldest = (options.now ?? this.#now()).getTime() - options.answeredRetentionMs;
+    const messagesFolder = this.#folder(conversationId, 'messages');
+    const answeredFolder = this.#folder(conversationId, 'answered');
+    const answeredNames = await listJson(answeredFolder);
+    // A pass reads only the records that may be old enough: a message id carries the time it was accepted, and its
+    // answer came later, so one accepted after the cutoff is skipped unread (thousands of recent records cost a
+    // listing, not thousands of reads).
+    const candidates: { file: string; record: AnsweredRecord }[] = [];
+    for (const name of answeredNames) {
+      const acceptedMs = messageIdTime(name.slice(0, -'.json'.length));
+      if (acceptedMs !== undefined && acceptedMs > oldest) continue;
+      const file = path.join(answeredFolder, name);
+      const record = await readAnswered(file).catch(() => undefined);
+      // A record that does not parse (edited by hand) is left for a person to look at.
+      if (!record) continue;
+      const answeredAt = Date.parse(record.at);
+      if (Number.isNaN(answeredAt) || answeredAt > oldest) continue;
+      candidates.push({ file, record });
+    }
+    if (candidates.length === 0) return { removed: 0 };
+    const fileOf = new Map<string, string>();
+    for (const name of await listJson(messagesFolder)) {
+      const file = path.join(messagesFolder, name);
+      // A message without a client id is named by its id: no need to read it.
+      if (!name.startsWith('c-')) {
+        fileOf.set(name.slice(0, -'.json'.length), file);
+        continue;
+      }
+      const message = readMessages.get(file) ?? (await readMessage(file).catch(() => undefined));
+      if (message) fileOf.set(message.id, file);
+    }
+    let removed = 0;
+    for (const { file: recordFile, record } of candidates) {
+      const messageFile = fileOf.get(record.id);
+      if (messageFile) {
+        await unlink(messageFile).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+        readMessages.delete(messageFile);
+        removed += 1;
+      }
+      await unlink(recordFile).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
+    return { removed };
   }
 }
 

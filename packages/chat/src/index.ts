@@ -1,4 +1,10 @@
 export {
+  type ChatCompactionReport,
+  type ChatRetention,
+  compactChat,
+  defaultChatRetention,
+} from './chat-compaction.ts';
+export {
   type ChatEvent,
   type ChatEventEntry,
   ChatEventLog,
@@ -35,6 +41,7 @@ export {
   type ForkedFrom,
   personaNamePattern,
 } from './conversation-store.ts';
+export type { CompactionResult, EventLogRetention } from './event-log-compaction.ts';
 export {
   type AcceptOptions,
   type AnsweredRecord,

@@ -25,6 +25,13 @@ export function newMessageId(now = Date.now()): string {
   return `m${lastMs.toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${randomBytes(2).toString('hex')}`;
 }
 
+/** The time (ms) a `newMessageId` id was made, or undefined for an id of another shape (imported, by hand). */
+export function messageIdTime(id: string): number | undefined {
+  if (!/^m[0-9a-z]{13}[0-9a-f]{4}$/.test(id)) return undefined;
+  const ms = Number.parseInt(id.slice(1, 10), 36);
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
 /** Ids the chat package accepts from outside (conversation ids, message ids): safe as file names. */
 export const idPattern = /^[a-z0-9][a-z0-9-]{0,63}$/;
 

@@ -2,7 +2,7 @@ import type { EnqueueActionsResult, RunActionOnceResult } from '@assistant/actio
 import type { AgentOptions, SteerableHandle, Tool } from '@assistant/agent';
 import type { ChildRecord, ChildResult, GrantChain, Persona, SubAgents } from '@assistant/agents';
 import type { AutomationMatch, CompiledRule, ItemFacts, ResolvedAction } from '@assistant/automations';
-import type { ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
+import type { ChatCompactionReport, ChatEventLog, ChatInbox, ConversationStore, TurnStates } from '@assistant/chat';
 import type { Automation, Classification, ScriptConfig } from '@assistant/config';
 import type { EventSink } from '@assistant/events';
 import type { ChatModel } from '@assistant/llm';
@@ -152,6 +152,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
   console?: ChatConsole;
   /** Only for the builtin `chat` integration's handlers: its conversations, inbox, event logs and turn leases. */
   chat?: ChatContext;
+  /**
+   * Only for the builtin `system` integration's handlers: compacts the chat stores by the chat instance's
+   * `retention` (event logs of idle conversations, answered inbox messages; decisions 0077 and 0078).
+   */
+  chatMaintenance?: { compact(): Promise<ChatCompactionReport> };
   /** Only for the builtin `system` integration's handlers: personas and sub-agents. */
   agents?: AgentsContext;
   /**

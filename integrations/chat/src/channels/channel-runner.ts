@@ -758,6 +758,14 @@ class ReplyStream {
           await this.#runner.send(this.#thread, this.#runner.clip(text));
         return;
       }
+      case 'compacted':
+        // The log was compacted past where this listener stopped (it was away longer than the chat retention):
+        // what was said meanwhile is in the transcript, not sent again here.
+        this.#runner.logger.warn(
+          `conversation ${this.#conversation}: events from offset ${String(event.from)} were compacted while this listener was away; replies in between are in the transcript, not sent again`,
+        );
+        this.#handled(entry.offset);
+        return;
       default:
         this.#handled(entry.offset);
     }

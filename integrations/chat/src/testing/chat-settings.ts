@@ -15,4 +15,10 @@ export const chatSettingsDefaults = {
   telegram: { allowed_users: [], api_root: 'https://api.telegram.org', poll_timeout: 30_000 },
   matrix: { homeserver: 'https://matrix.org', allowed_users: [], poll_timeout: 30_000 },
   discord: { allowed_users: [], api_root: 'https://discord.com/api' },
+  retention: {
+    events_max_bytes: 1_048_576,
+    events_max_age: 604_800_000,
+    events_idle: 600_000,
+    answered_inbox: 604_800_000,
+  },
 } satisfies ChatSettings;

@@ -537,6 +537,12 @@ function buttonsOf(components: unknown): FakeDiscordSent['buttons'] {
 export function discordSettings(discord: ChatSettings['discord']): ChatSettings {
   return {
     mode: 'followup',
+    retention: {
+      events_max_bytes: 1_048_576,
+      events_max_age: 604_800_000,
+      events_idle: 600_000,
+      answered_inbox: 604_800_000,
+    },
     collect_window: 1000,
     collect_max: 20,
     max_steps: 20,

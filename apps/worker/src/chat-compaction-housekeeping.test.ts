@@ -1,0 +1,67 @@
+// Housekeeping compacts the chat stores by the chat instance's `retention`: an idle event log past its size is cut
+// (offsets kept), answered inbox messages past the retention are removed, unanswered ones stay. A real worker in
+// this process over files written by the chat stores themselves.
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ChatEventLog, ChatInbox } from '@assistant/chat';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runWorker } from './run-worker.ts';
+import { loadTestRuntime } from './testing/load-test-runtime.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-chat-compaction-'));
+  await writeFile(
+    path.join(dir, 'config.yaml'),
+    [
+      'data_dir: ./data',
+      'worker: {poll_interval: 50ms}',
+      'integrations:',
+      '  - type: chat',
+      '    name: chat',
+      '    retention: {events_max_bytes: 8192, events_idle: 0s, answered_inbox: 1d}',
+      '',
+    ].join('\n'),
+  );
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('housekeeping and data/chat', () => {
+  it('compacts idle event logs and removes old answered inbox messages by the chat retention', async () => {
+    const { config, registry, queue } = await loadTestRuntime(dir);
+    const chat = path.join(config.paths.dataDir, 'chat');
+    const events = new ChatEventLog({ directory: path.join(chat, 'events') });
+    let end = 0;
+    for (let n = 0; n < 400; n += 1) end = await events.append('c1', { type: 'token', n, text: 'x'.repeat(50) });
+    const dayAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
+    const inbox = new ChatInbox({ directory: path.join(chat, 'inbox'), now: () => dayAgo });
+    const answered = await inbox.accept('c1', { text: 'answered', clientId: 'phone-1' });
+    const unanswered = await inbox.accept('c1', { text: 'still waiting' });
+    await inbox.markAnswered('c1', { ids: [answered.id], replyId: 'm-reply' });
+
+    const housekeeping = await queue.enqueue({ type: 'system.housekeeping.run', source: 'cli' });
+    if (housekeeping.status !== 'enqueued') throw new Error(housekeeping.status);
+    await runWorker({
+      config,
+      registry,
+      logger: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      exitWhenIdle: true,
+    });
+
+    expect((await stat(events.file('c1'))).size).toBeLessThanOrEqual(8192);
+    expect(await events.end('c1')).toBe(end);
+    expect((await inbox.messages('c1')).map((message) => message.id)).toEqual([unanswered.id]);
+    const record = await queue.get(housekeeping.task.id);
+    expect(record?.task?.result).toMatchObject({ chat: { eventLogs: 1, inboxMessages: 1 } });
+    const [logFile] = await readdir(config.paths.logs);
+    const log = await readFile(path.join(config.paths.logs, logFile ?? ''), 'utf8');
+    expect(log).toContain('compacted 1 chat event logs');
+    expect(log).toContain('removed 1 answered chat inbox messages');
+    await queue.close();
+  });
+});
