@@ -3,14 +3,16 @@ import path from 'node:path';
 import type { ChatService } from '@assistant/chat';
 import type { ListenerApprovals, ListenerCondition } from '@assistant/sdk';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { channelTestBed, type RunningListener } from '../testing/channel-test-bed.ts';
+import { answerAsWorker } from '../testing/answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from '../testing/channel-test-bed.ts';
 import { discordSettings, FakeDiscord } from '../testing/fake-discord.ts';
+import { inboxTexts } from '../testing/inbox-texts.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { discordIntents } from './discord-adapter.ts';
 import { runDiscord } from './discord-listener.ts';
 
 const owner = '300000000000000001';
 const stranger = '300000000000000009';
-const waitMs = 15_000;
 
 const bed = channelTestBed({
   prefix: 'assistant-discord-',
@@ -25,61 +27,42 @@ beforeEach(() => {
 
 function startListener(chat: ChatService, options: { approvals?: ListenerApprovals } = {}): RunningListener {
   return bed.run((signal) =>
-    runDiscord({
-      instance: {
-        name: 'chat',
-        domain: 'chat',
+    runDiscord(
+      chatListenerContext({
+        listener: 'discord',
         settings: discordSettings({
           token: bed.secret('discord', bed.platform.token),
           allowed_users: [owner],
           channel_id: bed.platform.guildChannel,
           api_root: bed.platform.apiRoot,
         }),
-      },
-      listener: 'discord',
-      logger: bed.logger,
-      enqueue: async () => {
-        throw new Error('not used');
-      },
-      signal,
-      configDir: path.join(bed.root, 'data'),
-      dataDir: path.join(bed.root, 'data'),
-      chat,
-      condition: (condition) => conditions.push(condition),
-      ...(options.approvals ? { approvals: options.approvals } : {}),
-    }),
+        logger: bed.logger,
+        signal,
+        dataDir: path.join(bed.root, 'data'),
+        chat,
+        condition: (condition) => conditions.push(condition),
+        ...options,
+      }),
+    ),
   );
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  await expect.poll(check, { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` }).toBe(true);
-}
-
-async function storedTexts(chat: ChatService): Promise<string[]> {
-  const texts: string[] = [];
-  for (const conversation of await chat.list()) {
-    if (conversation.channel !== 'discord') continue;
-    texts.push(...(await chat.inbox.messages(conversation.id)).map((message) => message.text));
-  }
-  return texts;
-}
+const storedTexts = (chat: ChatService) => inboxTexts(chat, { channel: 'discord' });
 
 /** What the turn runner writes for a reply. */
 async function answer(chat: ChatService, text: string): Promise<void> {
   const conversation = (await chat.list()).find((one) => one.channel === 'discord');
   if (!conversation) throw new Error('no Discord conversation');
-  const ids = (await chat.inbox.pending(conversation.id)).map((message) => message.id);
-  const reply = await chat.conversations.appendMessage(conversation.id, {
-    role: 'assistant',
-    text,
-    reply_to: ids,
-    status: 'complete',
-  });
-  await chat.inbox.markAnswered(conversation.id, { ids, replyId: reply.id });
-  await chat.events.append(conversation.id, {
-    type: 'message',
-    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status: 'complete', at: new Date().toISOString() },
-  });
+  await answerAsWorker(chat, conversation.id, text);
+}
+
+/** Waits until the gateway state file holds the position of the one channel written in (the DM). */
+async function untilPositionStored(): Promise<void> {
+  await until(async () => {
+    const file = path.join(bed.root, 'data', 'chat', 'discord', 'chat.gateway.json');
+    const data = JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { channels?: object };
+    return Object.keys(data.channels ?? {}).length === 1;
+  }, 'the DM’s position stored');
 }
 
 describe('the Discord listener', () => {
@@ -144,11 +127,7 @@ describe('the Discord listener', () => {
     const first = startListener(chat);
     bed.platform.send({ from: owner, text: 'hello' });
     await until(async () => (await storedTexts(chat)).includes('hello'), 'the first message stored');
-    await until(async () => {
-      const file = path.join(bed.root, 'data', 'chat', 'discord', 'chat.gateway.json');
-      const data = JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { channels?: object };
-      return Object.keys(data.channels ?? {}).length === 1;
-    }, 'the DM’s position stored');
+    await untilPositionStored();
     await first.stop();
     // Discord dispatches nothing to a bot that is not connected: only REST has it.
     bed.platform.sendUnseen({ from: owner, text: 'while you were away' });
@@ -165,11 +144,7 @@ describe('the Discord listener', () => {
     const first = startListener(chat);
     bed.platform.send({ from: owner, text: 'hello' });
     await until(async () => (await storedTexts(chat)).includes('hello'), 'the first message stored');
-    await until(async () => {
-      const file = path.join(bed.root, 'data', 'chat', 'discord', 'chat.gateway.json');
-      const data = JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { channels?: object };
-      return Object.keys(data.channels ?? {}).length === 1;
-    }, 'the DM’s position stored');
+    await untilPositionStored();
     await first.stop();
     bed.platform.sendUnseen({ from: owner, text: 'written while away' });
     const release = bed.platform.holdListings();

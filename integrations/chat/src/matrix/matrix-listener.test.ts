@@ -3,16 +3,18 @@ import type { ChatService } from '@assistant/chat';
 import type { ListenerApprovals } from '@assistant/sdk';
 import { describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
-import { channelTestBed, type RunningListener } from '../testing/channel-test-bed.ts';
+import { answerAsWorker } from '../testing/answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeMatrix } from '../testing/fake-matrix.ts';
+import { inboxTexts } from '../testing/inbox-texts.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { MatrixApiError, MatrixClientApi, MatrixNetworkError } from './client-api.ts';
 import { encryptedNotice, MatrixAdapter } from './matrix-adapter.ts';
 import { runMatrix } from './matrix-listener.ts';
 
 const owner = '@owner:fake.test';
 const stranger = '@stranger:fake.test';
-const waitMs = 15_000;
 
 const bed = channelTestBed({
   prefix: 'assistant-matrix-',
@@ -34,50 +36,22 @@ function startListener(
     },
   } satisfies ChatSettings;
   return bed.run((signal) =>
-    runMatrix({
-      instance: { name: 'chat', domain: 'chat', settings },
-      listener: 'matrix',
-      logger: bed.logger,
-      enqueue: async () => {
-        throw new Error('not used');
-      },
-      signal,
-      configDir: bed.root,
-      dataDir: path.join(bed.root, 'data'),
-      chat,
-      ...(options.approvals ? { approvals: options.approvals } : {}),
-    }),
+    runMatrix(
+      chatListenerContext({
+        listener: 'matrix',
+        settings,
+        logger: bed.logger,
+        signal,
+        configDir: bed.root,
+        dataDir: path.join(bed.root, 'data'),
+        chat,
+        ...(options.approvals ? { approvals: options.approvals } : {}),
+      }),
+    ),
   );
 }
 
-/** The test stands in for the worker: the reply goes into the transcript, the inbox and the event log. */
-async function answer(chat: ChatService, conversation: string, text: string): Promise<void> {
-  const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
-  const reply = await chat.conversations.appendMessage(conversation, {
-    role: 'assistant',
-    text,
-    reply_to: ids,
-    status: 'complete',
-  });
-  await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-  await chat.events.append(conversation, {
-    type: 'message',
-    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status: 'complete', at: new Date().toISOString() },
-  });
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  await expect.poll(check, { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` }).toBe(true);
-}
-
-async function storedTexts(chat: ChatService): Promise<string[]> {
-  const texts: string[] = [];
-  for (const conversation of await chat.list()) {
-    if (conversation.channel !== 'matrix') continue;
-    texts.push(...(await chat.inbox.messages(conversation.id)).map((message) => message.text));
-  }
-  return texts;
-}
+const storedTexts = (chat: ChatService) => inboxTexts(chat, { channel: 'matrix' });
 
 describe('the Matrix listener', () => {
   it('joins an allowed user’s invite and answers there; a stranger’s invite is ignored, logged by user id only', async () => {
@@ -194,8 +168,8 @@ describe('the Matrix listener', () => {
     const direct = await of('in the direct room');
     const work = await of('in the work room');
     expect([direct.texts, work.texts]).toEqual([['in the direct room'], ['in the work room']]);
-    await answer(chat, work.id, 'Answered in the work room.');
-    await answer(chat, direct.id, 'Answered in the direct room.');
+    await answerAsWorker(chat, work.id, 'Answered in the work room.');
+    await answerAsWorker(chat, direct.id, 'Answered in the direct room.');
     await until(() => bed.platform.messagesIn('!work:bed.platform.test').length === 1, 'the work room’s answer');
     await until(() => bed.platform.messagesIn(bed.platform.dmRoom(owner)).length === 1, 'the direct room’s answer');
     expect(bed.platform.messagesIn('!work:bed.platform.test')[0]?.texts).toEqual(['Answered in the work room.']);
@@ -224,7 +198,7 @@ describe('the Matrix listener', () => {
       'const a = "<b>" && 1;',
       '```',
     ].join('\n');
-    await answer(chat, id, reply);
+    await answerAsWorker(chat, id, reply);
     const message = () => bed.platform.messagesIn(bed.platform.dmRoom(owner))[0];
     await until(
       () => (message()?.texts.length ?? 0) >= 2 && message()?.texts.at(-1)?.includes('const a') === true,

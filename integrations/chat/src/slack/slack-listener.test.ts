@@ -4,9 +4,12 @@ import type { ChatService } from '@assistant/chat';
 import { WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
-import { channelTestBed, type RunningListener } from '../testing/channel-test-bed.ts';
+import { answerAsWorker } from '../testing/answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeSlack } from '../testing/fake-slack.ts';
+import { inboxTexts } from '../testing/inbox-texts.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { classifySlackError } from './slack-adapter.ts';
 import { receiveSlackEvents } from './slack-events-webhook.ts';
 import { runSlack } from './slack-listener.ts';
@@ -15,7 +18,6 @@ import { spoolFolder } from './slack-spool.ts';
 const owner = 'UOWNER1';
 const stranger = 'USTRANGER';
 const channel = 'CTEAM1';
-const waitMs = 15_000;
 
 const bed = channelTestBed({
   prefix: 'assistant-slack-',
@@ -41,42 +43,21 @@ function settings(mode: 'socket' | 'events' = 'socket', options: { noAppToken?: 
 
 function startListener(chat: ChatService, slack = settings()): RunningListener {
   return bed.run((signal) =>
-    runSlack({
-      instance: { name: 'chat', domain: 'chat', settings: slack },
-      listener: 'slack',
-      logger: bed.logger,
-      enqueue: async () => {
-        throw new Error('not used');
-      },
-      signal,
-      configDir: path.join(bed.root, 'data'),
-      dataDir: path.join(bed.root, 'data'),
-      chat,
-    }),
+    runSlack(
+      chatListenerContext({
+        listener: 'slack',
+        settings: slack,
+        logger: bed.logger,
+        signal,
+        dataDir: path.join(bed.root, 'data'),
+        chat,
+      }),
+    ),
   );
 }
 
-async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
-  let value: T | undefined;
-  await expect
-    .poll(
-      async () => {
-        value = await check();
-        return Boolean(value);
-      },
-      { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` },
-    )
-    .toBe(true);
-  return value as NonNullable<T>;
-}
-
 /** The messages stored from a peer, in every conversation of theirs (one per place they write in). */
-async function storedOf(chat: ChatService, peer: string): Promise<string[]> {
-  const stored: string[] = [];
-  for (const conversation of (await chat.list()).filter((one) => one.channel === 'slack' && one.peer === peer))
-    stored.push(...(await chat.inbox.messages(conversation.id)).map((message) => message.text));
-  return stored;
-}
+const storedOf = (chat: ChatService, peer: string) => inboxTexts(chat, { channel: 'slack', peer });
 
 /** Answers a peer's conversation (the one holding a message `containing`, when given) as a turn would. */
 async function answer(chat: ChatService, peer: string, text: string, containing?: string): Promise<void> {
@@ -88,18 +69,7 @@ async function answer(chat: ChatService, peer: string, text: string, containing?
     if (containing === undefined || texts.some((stored) => stored.includes(containing))) conversation = one;
   }
   if (!conversation) throw new Error('no conversation');
-  const ids = (await chat.inbox.pending(conversation.id)).map((message) => message.id);
-  const reply = await chat.conversations.appendMessage(conversation.id, {
-    role: 'assistant',
-    text,
-    reply_to: ids,
-    status: 'complete',
-  });
-  await chat.inbox.markAnswered(conversation.id, { ids, replyId: reply.id });
-  await chat.events.append(conversation.id, {
-    type: 'message',
-    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status: 'complete', at: new Date().toISOString() },
-  });
+  await answerAsWorker(chat, conversation.id, text);
 }
 
 describe('the Slack listener', () => {

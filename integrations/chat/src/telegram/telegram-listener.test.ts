@@ -6,9 +6,11 @@ import { FileNoteStore } from '@assistant/notes';
 import { approvalRendering, describeApproval, type ListenerApprovals, type ListenerCondition } from '@assistant/sdk';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
-import { channelTestBed, type RunningListener } from '../testing/channel-test-bed.ts';
+import { answerAsWorker } from '../testing/answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { runTelegram } from './telegram-listener.ts';
 
 const owner = 4242;
@@ -41,32 +43,20 @@ function startListener(
     },
   } satisfies ChatSettings;
   return bed.run((signal) =>
-    runTelegram({
-      instance: { name: 'chat', domain: 'chat', settings },
-      listener: 'telegram',
-      logger: bed.logger,
-      enqueue: async () => {
-        throw new Error('the Telegram listener enqueues through the chat service, not this');
-      },
-      signal,
-      configDir: bed.root,
-      dataDir: path.join(bed.root, 'data'),
-      chat,
-      ...(options.approvals ? { approvals: options.approvals } : {}),
-      condition: (condition) => conditions.push(condition),
-    }),
+    runTelegram(
+      chatListenerContext({
+        listener: 'telegram',
+        settings,
+        logger: bed.logger,
+        signal,
+        configDir: bed.root,
+        dataDir: path.join(bed.root, 'data'),
+        chat,
+        ...(options.approvals ? { approvals: options.approvals } : {}),
+        condition: (condition) => conditions.push(condition),
+      }),
+    ),
   );
-}
-
-/** Polls `check` until it returns something truthy, for at most 10 s; fails naming what it waited for. */
-async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function conversationsOf(chat: ChatService, peer: number) {
@@ -79,24 +69,6 @@ async function firstConversation(chat: ChatService, peer: number) {
 
 async function storedTexts(chat: ChatService, conversation: string): Promise<string[]> {
   return (await chat.inbox.messages(conversation)).map((message) => message.text);
-}
-
-/** The test stands in for the worker: the reply goes into the transcript, the inbox and the event log. */
-async function answer(chat: ChatService, conversation: string, text: string, status = 'complete') {
-  const pending = await chat.inbox.pending(conversation);
-  const ids = pending.map((message) => message.id);
-  const reply = await chat.conversations.appendMessage(conversation, {
-    role: 'assistant',
-    text,
-    reply_to: ids,
-    status: status as 'complete',
-  });
-  await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-  await chat.events.append(conversation, {
-    type: 'message',
-    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status, at: new Date().toISOString() },
-  });
-  return reply.id;
 }
 
 function textsTo(chatId: number): string[] {
@@ -121,7 +93,7 @@ describe('the Telegram listener', () => {
     await until(() => bed.platform.messagesTo(owner).some((one) => one.text === 'The dentist'), 'the first token sent');
     await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
     await until(() => textsTo(owner).includes('The dentist invoice is due'), 'the streamed text edited in');
-    await answer(chat, id, 'The dentist invoice is due tomorrow.');
+    await answerAsWorker(chat, id, 'The dentist invoice is due tomorrow.');
     await until(() => textsTo(owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
 
     // One Telegram message, edited: the first token, the text so far, the final reply.
@@ -190,7 +162,7 @@ describe('the Telegram listener', () => {
     const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
     const id = conversation.id;
     await until(async () => (await storedTexts(chat, id)).length === 1, 'the first message stored');
-    await answer(chat, id, 'First answer.');
+    await answerAsWorker(chat, id, 'First answer.');
     await until(() => textsTo(owner).includes('First answer.'), 'the first answer sent');
     await first.stop();
 
@@ -203,7 +175,7 @@ describe('the Telegram listener', () => {
     state.conversations[id].events = 0;
     await writeFile(stateFile, JSON.stringify(state));
     // Written while the listener was down: sent once it is back.
-    await answer(chat, id, 'An answer written while the server was down.');
+    await answerAsWorker(chat, id, 'An answer written while the server was down.');
 
     startListener(chat);
     await until(async () => (await storedTexts(chat, id)).length === 2, 'the second message stored');
@@ -256,7 +228,7 @@ describe('the Telegram listener', () => {
 
     startListener(chat);
     await until(() => textsTo(owner).includes('Once upon a time'), 'the streamed text, whole, edited in');
-    await answer(chat, conversation.id, 'Once upon a time, the end.');
+    await answerAsWorker(chat, conversation.id, 'Once upon a time, the end.');
     await until(() => textsTo(owner).includes('Once upon a time, the end.'), 'the final text');
     expect(bed.platform.messagesTo(owner)).toHaveLength(1);
     expect(bed.platform.messagesTo(owner)[0]?.texts).toEqual([
@@ -298,7 +270,7 @@ describe('the Telegram listener', () => {
       'the streamed text edited after the restart',
     );
     expect(after).toBe('Once upon a time there was');
-    await answer(chat, id, 'Once upon a time there was an end.');
+    await answerAsWorker(chat, id, 'Once upon a time there was an end.');
     await until(() => textsTo(owner).includes('Once upon a time there was an end.'), 'the final text');
     expect(bed.platform.messagesTo(owner)[0]?.texts).toEqual([
       'Once upon',
@@ -319,7 +291,7 @@ describe('the Telegram listener', () => {
     await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
     await chat.events.append(id, { type: 'token', step: 0, text: 'First' });
     await until(() => textsTo(owner).includes('First'), 'the first token sent');
-    const reply = await answer(chat, id, 'First answer.');
+    const reply = await answerAsWorker(chat, id, 'First answer.');
     const done = { type: 'turn_done' as const, turn: 't1', reply, reply_to: [], status: 'complete' };
     await chat.events.append(id, done);
     await until(() => textsTo(owner).includes('First answer.'), 'the first answer');
@@ -341,7 +313,7 @@ describe('the Telegram listener', () => {
     await chat.events.append(id, done);
     await chat.events.append(id, { type: 'token', step: 0, text: ' answer' });
     await until(() => textsTo(owner).some((text) => text.endsWith('answer')), 'the second reply’s next token');
-    await answer(chat, id, 'Second answer, done.');
+    await answerAsWorker(chat, id, 'Second answer, done.');
     await until(() => textsTo(owner).includes('Second answer, done.'), 'the second final text');
 
     expect(bed.platform.messagesTo(owner).map((message) => message.texts)).toEqual([
@@ -381,7 +353,7 @@ describe('the Telegram listener', () => {
     ]);
     await chat.events.append(id, { type: 'token', step: 0, text: ' it' });
     await until(() => textsTo(owner).includes('Starting it'), 'the reply streaming on');
-    await answer(chat, id, 'Starting it now.');
+    await answerAsWorker(chat, id, 'Starting it now.');
     await until(() => textsTo(owner).includes('Starting it now.'), 'the final text');
     // Posted again (chat.notify run twice after a crash): not sent again.
     await chat.events.append(id, posted);
@@ -411,7 +383,7 @@ describe('the Telegram listener', () => {
     expect(await storedTexts(chat, fresh.id)).toEqual(['new topic']);
     expect(await storedTexts(chat, old.id)).toEqual(['old topic']);
     // The reply of the new conversation reaches the owner too.
-    await answer(chat, fresh.id, 'On the new topic.');
+    await answerAsWorker(chat, fresh.id, 'On the new topic.');
     await until(() => textsTo(owner).includes('On the new topic.'), 'the reply in the new conversation');
   });
 
@@ -479,7 +451,7 @@ describe('the Telegram listener', () => {
     bed.platform.send({ from: owner, text: 'hi' });
     const conversation = await until(() => firstConversation(chat, owner), 'the owner’s conversation');
     await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
-    await answer(chat, conversation.id, 'Hello.');
+    await answerAsWorker(chat, conversation.id, 'Hello.');
     await until(() => textsTo(owner).includes('Hello.'), 'the reply after two failed sends');
     expect(bed.platform.callsOf('sendMessage')).toHaveLength(3);
     expect(textsTo(owner)).toEqual(['Hello.']);
@@ -630,7 +602,7 @@ describe('the Telegram listener', () => {
     await until(async () => (await storedTexts(chat, conversation.id)).length === 1, 'the message stored');
     const code = Array.from({ length: 250 }, (_, line) => `row(${line}) < limit && "quoted" & more`).join('\n');
     const reply = `**Done**: see [the report](https://example.org/r?a=1&b=2) <script>x</script>\n\n\`\`\`ts\n${code}\n\`\`\`\n\n- one\n- *two*`;
-    await answer(chat, conversation.id, reply);
+    await answerAsWorker(chat, conversation.id, reply);
     await until(() => textsTo(owner).some((text) => text.endsWith('• two')), 'the last piece');
     const sent = bed.platform.messagesTo(owner);
     expect(sent.length).toBeGreaterThanOrEqual(3);
@@ -667,7 +639,7 @@ describe('the Telegram listener', () => {
     await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
     await chat.events.append(id, { type: 'token', step: 0, text: 'A **bold** start' });
     await until(() => textsTo(owner).includes('A bold start'), 'the first token, plain');
-    await answer(chat, id, 'A **bold** start & `an end`.');
+    await answerAsWorker(chat, id, 'A **bold** start & `an end`.');
     await until(() => textsTo(owner).includes('A bold start & an end.'), 'the final text, plain');
     const [message] = bed.platform.messagesTo(owner);
     expect(message?.texts).toEqual(['A bold start', 'A bold start & an end.']);

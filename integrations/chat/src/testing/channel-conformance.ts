@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { ChatService } from '@assistant/chat';
 import type { ListenerApprovalSummary, ListenerApprovals, ListenerCondition, ListenerContext } from '@assistant/sdk';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { channelTestBed, type RunningListener } from './channel-test-bed.ts';
+import { answerAsWorker } from './answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from './channel-test-bed.ts';
 
 /**
  * One channel's local fake platform, started for one test, and the way to run the channel's listener against it.
@@ -78,9 +79,6 @@ export interface ConformanceHarness {
   start(): Promise<ConformancePlatform>;
 }
 
-/** How long a condition is waited for: generous, for a loaded 2-core machine. */
-const waitMs = 15_000;
-
 /**
  * The conformance suite of a chat channel (docs/channels.md): the adapter and the channel runner against the
  * platform's local fake, through the chat service's real stores in a temporary directory. The test stands in for
@@ -117,20 +115,6 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       );
     }
 
-    async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
-      let value: T | undefined;
-      await expect
-        .poll(
-          async () => {
-            value = await check();
-            return Boolean(value);
-          },
-          { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` },
-        )
-        .toBe(true);
-      return value as NonNullable<T>;
-    }
-
     async function conversationOf(chat: ChatService, peer: string) {
       return (await chat.list()).find((one) => one.channel === bed.platform.channel && one.peer === peer);
     }
@@ -147,30 +131,6 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       return conversation.id;
     }
 
-    /** What the turn runner writes for a reply: transcript, inbox, event. */
-    async function answer(chat: ChatService, conversation: string, text: string): Promise<string> {
-      const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
-      const reply = await chat.conversations.appendMessage(conversation, {
-        role: 'assistant',
-        text,
-        reply_to: ids,
-        status: 'complete',
-      });
-      await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-      await chat.events.append(conversation, {
-        type: 'message',
-        message: {
-          id: reply.id,
-          role: 'assistant',
-          text,
-          reply_to: ids,
-          status: 'complete',
-          at: new Date().toISOString(),
-        },
-      });
-      return reply.id;
-    }
-
     const textsTo = (peer: string) => bed.platform.messagesTo(peer).map((message) => message.texts.at(-1) ?? '');
 
     it('answers an allowed user: the message is in the inbox with its turn, the reply reaches the user', async () => {
@@ -179,7 +139,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       const id = await ownerSays(chat, 'what is urgent?');
       expect(await storedTexts(chat, id)).toEqual(['what is urgent?']);
       await until(async () => (await bed.queue.list({ type: 'chat.turn' })).length === 1, 'the turn enqueued');
-      await answer(chat, id, 'The dentist invoice.');
+      await answerAsWorker(chat, id, 'The dentist invoice.');
       await until(() => textsTo(bed.platform.owner).includes('The dentist invoice.'), 'the reply sent');
       expect(textsTo(bed.platform.owner)).toEqual(['The dentist invoice.']);
     });
@@ -207,7 +167,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       // The platform retries a delivery the bot handled.
       bed.platform.redeliver(once);
       await ownerSays(chat, 'next', 2);
-      await answer(chat, id, 'One answer.');
+      await answerAsWorker(chat, id, 'One answer.');
       await until(() => textsTo(bed.platform.owner).includes('One answer.'), 'the answer sent');
       // A command is no inbox message: it is answered once too.
       const help = bed.platform.deliver({ from: bed.platform.owner, text: '/help' });
@@ -243,7 +203,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
           () => textsTo(bed.platform.owner).includes('The dentist invoice is due'),
           'the text so far edited in',
         );
-        await answer(chat, id, 'The dentist invoice is due tomorrow.');
+        await answerAsWorker(chat, id, 'The dentist invoice is due tomorrow.');
         await until(
           () => textsTo(bed.platform.owner).includes('The dentist invoice is due tomorrow.'),
           'the final text',
@@ -267,7 +227,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         await first.stop();
         listen(chat);
         await chat.events.append(id, { type: 'token', step: 0, text: ' tomorrow' });
-        await answer(chat, id, 'The dentist invoice is due tomorrow.');
+        await answerAsWorker(chat, id, 'The dentist invoice is due tomorrow.');
         await until(
           () => textsTo(bed.platform.owner).includes('The dentist invoice is due tomorrow.'),
           'the final text',
@@ -303,7 +263,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
         listen(chat);
         await until(() => textsTo(bed.platform.owner).includes('Once upon a time'), 'the whole text edited in');
-        await answer(chat, id, 'Once upon a time, the end.');
+        await answerAsWorker(chat, id, 'Once upon a time, the end.');
         await until(() => textsTo(bed.platform.owner).includes('Once upon a time, the end.'), 'the final text');
         expect(bed.platform.messagesTo(bed.platform.owner).map((message) => message.texts)).toEqual([
           ['Once upon', 'Once upon a time', 'Once upon a time, the end.'],
@@ -321,7 +281,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         lines.push(`line ${line}: ${'é'.repeat(60)}`);
       }
       const text = lines.join('\n');
-      await answer(chat, id, text);
+      await answerAsWorker(chat, id, text);
       await until(
         () =>
           textsTo(bed.platform.owner)

@@ -150,3 +150,21 @@ export function channelTestBed<Platform extends { close(): Promise<void> }>(
 export function testSecret(name: string, value: string): Secret {
   return { name, isSet: value !== '', reveal: () => value } as unknown as Secret;
 }
+
+/** How long {@link until} waits: generous, for a loaded 2-core machine. */
+const waitMs = 15_000;
+
+/** Waits until `check` gives something truthy and returns it; fails naming `what` after 15 s. */
+export async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
+  let value: T | undefined;
+  await expect
+    .poll(
+      async () => {
+        value = await check();
+        return Boolean(value);
+      },
+      { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` },
+    )
+    .toBe(true);
+  return value as NonNullable<T>;
+}
