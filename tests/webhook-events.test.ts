@@ -13,12 +13,9 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-
-const inboundSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const outboundSecret = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
+import { inboundSecret, outboundSecret, startAssistant, writeWebhookConfig } from './helpers/webhook-assistant.ts';
 
 /** A loopback endpoint that takes every delivery. */
 async function startReceiver() {
@@ -64,39 +61,21 @@ describe('a signed webhook that fires an event, through assistant start', () => 
     await using receiver = await startReceiver();
     await using dir = await tempDir();
     const port = await freePort();
-    await dir.write('secrets.yaml', `inbound_hook: ${inboundSecret}\nreceiver_hook: ${outboundSecret}\n`, 0o600);
-    const configPath = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-memory: {consolidate: []}
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-server: {port: ${port}}
-worker: {shutdown_grace: 2s, poll_interval: 50ms}
-integrations:
-  - type: chat
-    name: chat
-    webhooks:
-      secret: !secret inbound_hook
-      outbound:
-        - name: receiver
-          url: ${receiver.url}
-          secret: !secret receiver_hook
-          events: [hook]
-          ledger_events: [chat.webhook_event]
-          private_network: true
-hooks:
+    const configPath = await writeWebhookConfig({
+      dir,
+      modelUrl: model.url,
+      port,
+      outbound: { name: 'receiver', url: receiver.url, events: ['hook'], ledgerEvents: ['chat.webhook_event'] },
+      hooks: `hooks:
   - name: backups
     on: chat.webhook_event
     when: {name: backup_done}
     then:
       - notify: "Backup from {{event.data.peer}}: {{event.data.data}}"
 `,
-    );
-    const assistant = startNode({ args: [cliMain, 'start', '--config', configPath], cwd: dir.path });
+    });
+    const assistant = await startAssistant({ dir: dir.path, configPath });
     try {
-      await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
-      await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
       const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
       const base = `http://127.0.0.1:${port}`;
       const send = (body: string, id: string) =>

@@ -56,13 +56,17 @@ async function answer(chat: ChatService, text: string): Promise<void> {
   await answerAsWorker(chat, conversation.id, text);
 }
 
-/** Waits until the gateway state file holds the position of the one channel written in (the DM). */
-async function untilPositionStored(): Promise<void> {
+/** Runs the listener until the owner's "hello" in the DM and the DM's position (gateway state) are stored. */
+async function helloThenStop(chat: ChatService): Promise<void> {
+  const listener = startListener(chat);
+  bed.platform.send({ from: owner, text: 'hello' });
+  await until(async () => (await storedTexts(chat)).includes('hello'), 'the first message stored');
   await until(async () => {
     const file = path.join(bed.root, 'data', 'chat', 'discord', 'chat.gateway.json');
     const data = JSON.parse(await readFile(file, 'utf8').catch(() => '{}')) as { channels?: object };
     return Object.keys(data.channels ?? {}).length === 1;
   }, 'the DM’s position stored');
+  await listener.stop();
 }
 
 describe('the Discord listener', () => {
@@ -124,11 +128,7 @@ describe('the Discord listener', () => {
 
   it('catches up by REST after a restart: a message written while the bot was away is read, once', async () => {
     const chat = bed.chatService();
-    const first = startListener(chat);
-    bed.platform.send({ from: owner, text: 'hello' });
-    await until(async () => (await storedTexts(chat)).includes('hello'), 'the first message stored');
-    await untilPositionStored();
-    await first.stop();
+    await helloThenStop(chat);
     // Discord dispatches nothing to a bot that is not connected: only REST has it.
     bed.platform.sendUnseen({ from: owner, text: 'while you were away' });
     startListener(chat);
@@ -141,11 +141,7 @@ describe('the Discord listener', () => {
 
   it('hands out what the catch-up finds before the live dispatches that came meanwhile', async () => {
     const chat = bed.chatService();
-    const first = startListener(chat);
-    bed.platform.send({ from: owner, text: 'hello' });
-    await until(async () => (await storedTexts(chat)).includes('hello'), 'the first message stored');
-    await untilPositionStored();
-    await first.stop();
+    await helloThenStop(chat);
     bed.platform.sendUnseen({ from: owner, text: 'written while away' });
     const release = bed.platform.holdListings();
     startListener(chat);

@@ -131,6 +131,15 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       return conversation.id;
     }
 
+    /** Forgets every acknowledgement, as a crash before they were stored would: the runner's cursor and the adapter's. */
+    async function forgetAcknowledgements(): Promise<void> {
+      const stateFile = path.join(bed.root, 'data', 'chat', bed.platform.channel, 'chat.json');
+      const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
+      state.offset = 0;
+      await writeFile(stateFile, JSON.stringify(state));
+      await bed.platform.forgetAcknowledgements?.(path.join(bed.root, 'data'));
+    }
+
     const textsTo = (peer: string) => bed.platform.messagesTo(peer).map((message) => message.texts.at(-1) ?? '');
 
     it('answers an allowed user: the message is in the inbox with its turn, the reply reaches the user', async () => {
@@ -177,11 +186,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
 
       // As if the server died after storing the messages and sending the answer, before the acknowledgements (the
       // runner's cursor) were stored: the platform hands everything out again.
-      const stateFile = path.join(bed.root, 'data', 'chat', bed.platform.channel, 'chat.json');
-      const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
-      state.offset = 0;
-      await writeFile(stateFile, JSON.stringify(state));
-      await bed.platform.forgetAcknowledgements?.(path.join(bed.root, 'data'));
+      await forgetAcknowledgements();
       listen(chat);
       bed.platform.redeliver(once);
       await ownerSays(chat, 'last', 3);
@@ -393,11 +398,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         // As if the server died before the presses' acknowledgements were stored: the platform hands them out again,
         // and none of them acts or is answered again.
         await first.stop();
-        const stateFile = path.join(bed.root, 'data', 'chat', bed.platform.channel, 'chat.json');
-        const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
-        state.offset = 0;
-        await writeFile(stateFile, JSON.stringify(state));
-        await bed.platform.forgetAcknowledgements?.(path.join(bed.root, 'data'));
+        await forgetAcknowledgements();
         listen(chat, { approvals });
         bed.platform.redeliver(owners);
         bed.platform.deliver({ from: bed.platform.owner, text: '/help' });
