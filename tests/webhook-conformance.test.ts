@@ -23,7 +23,6 @@ import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
 import type { NodeProcess } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
@@ -65,11 +64,9 @@ describe('the signed-webhook channel (conformance, through assistant start)', ()
     });
     await using remote = await FakeWebhookRemote.start({ secret: outboundSecret });
     await using dir = await tempDir();
-    const port = await freePort();
-    const configPath = await writeWebhookConfig({
+    const { configPath, port } = await writeWebhookConfig({
       dir,
       modelUrl: model.url,
-      port,
       outbound: { name: 'remote', url: remote.url, events: ['reply'] },
       queueOverrides: ['chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 50}'],
     });

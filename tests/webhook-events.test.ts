@@ -4,42 +4,21 @@
 // `notify:` goes out, signed, to an outbound endpoint that takes `hook`; the endpoint also takes the ledger's
 // `chat.webhook_event`s themselves (`ledger_events`).
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { verifyWebhook, webhookHeaders } from '@assistant/outbound';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-import { inboundSecret, outboundSecret, startAssistant, writeWebhookConfig } from './helpers/webhook-assistant.ts';
-
-/** A loopback endpoint that takes every delivery. */
-async function startReceiver() {
-  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      response.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/assistant`,
-    received,
-    [Symbol.asyncDispose]: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import {
+  inboundSecret,
+  outboundSecret,
+  startAssistant,
+  startWebhookReceiver,
+  writeWebhookConfig,
+} from './helpers/webhook-assistant.ts';
 
 const firedSchema = z.object({ event: z.string(), duplicate: z.boolean() });
 const eventsSchema = z.object({
@@ -58,13 +37,11 @@ describe('a signed webhook that fires an event, through assistant start', () => 
     timeout: 90_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'no turn should ask me' }) });
-    await using receiver = await startReceiver();
+    await using receiver = await startWebhookReceiver();
     await using dir = await tempDir();
-    const port = await freePort();
-    const configPath = await writeWebhookConfig({
+    const { configPath, port } = await writeWebhookConfig({
       dir,
       modelUrl: model.url,
-      port,
       outbound: { name: 'receiver', url: receiver.url, events: ['hook'], ledgerEvents: ['chat.webhook_event'] },
       hooks: `hooks:
   - name: backups

@@ -3,50 +3,21 @@
 // expired ones get 401 and store nothing; and the answer and the owner's notifications (here a task failure) are
 // POSTed, signed, to a loopback receiver, retried after its 500 with the same webhook-id, from queue tasks.
 import { readdir } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { verifyWebhook, webhookHeaders } from '@assistant/outbound';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-import { inboundSecret, outboundSecret, startAssistant, writeWebhookConfig } from './helpers/webhook-assistant.ts';
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  status: number;
-}
-
-/** A loopback endpoint that answers 500 to the first delivery of each webhook-id and 200 to the next. */
-async function startReceiver(): Promise<{ url: string; received: Received[]; [Symbol.asyncDispose](): Promise<void> }> {
-  const received: Received[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const id = request.headers['webhook-id'];
-      const status = received.some((earlier) => earlier.headers['webhook-id'] === id) ? 200 : 500;
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), status });
-      response.writeHead(status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/assistant`,
-    received,
-    [Symbol.asyncDispose]: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import {
+  inboundSecret,
+  outboundSecret,
+  startAssistant,
+  startWebhookReceiver,
+  writeWebhookConfig,
+} from './helpers/webhook-assistant.ts';
 
 const acceptedSchema = z.object({
   conversation: z.string(),
@@ -66,13 +37,15 @@ describe('signed webhooks through assistant start', () => {
     timeout: 90_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'Received, thank you.' }) });
-    await using receiver = await startReceiver();
+    // The first delivery of each webhook-id is answered 500, the next 200.
+    await using receiver = await startWebhookReceiver({
+      status: (headers, earlier) =>
+        earlier.some((delivery) => delivery.headers['webhook-id'] === headers['webhook-id']) ? 200 : 500,
+    });
     await using dir = await tempDir();
-    const port = await freePort();
-    const configPath = await writeWebhookConfig({
+    const { configPath, port } = await writeWebhookConfig({
       dir,
       modelUrl: model.url,
-      port,
       outbound: { name: 'receiver', url: receiver.url, events: ['failure', 'reply'] },
       queueOverrides: [
         'chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 4}',
