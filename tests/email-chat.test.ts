@@ -29,16 +29,14 @@ describe('email as chat', () => {
   beforeEach(() => {
     ({ dovecot, fake } = bed.platform);
     chat = bed.chatService();
-    bed.run((signal) =>
+    bed.run((context) =>
       runEmail(
         chatListenerContext({
           listener: 'email',
           settings: emailChatSettings({ dovecot, fake }, { owner, password: dovecot.password }),
-          logger: bed.logger,
-          signal,
           configDir: bed.root,
-          dataDir: path.join(bed.root, 'data'),
           chat,
+          ...context,
         }),
       ),
     );

@@ -26,7 +26,7 @@ beforeEach(() => {
 });
 
 function startListener(chat: ChatService, options: { approvals?: ListenerApprovals } = {}): RunningListener {
-  return bed.run((signal) =>
+  return bed.run((context) =>
     runDiscord(
       chatListenerContext({
         listener: 'discord',
@@ -36,10 +36,8 @@ function startListener(chat: ChatService, options: { approvals?: ListenerApprova
           channel_id: bed.platform.guildChannel,
           api_root: bed.platform.apiRoot,
         }),
-        logger: bed.logger,
-        signal,
-        dataDir: path.join(bed.root, 'data'),
         chat,
+        ...context,
         condition: (condition) => conditions.push(condition),
         ...options,
       }),

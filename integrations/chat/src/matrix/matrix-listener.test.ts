@@ -35,17 +35,15 @@ function startListener(
       poll_timeout: 2_000,
     },
   } satisfies ChatSettings;
-  return bed.run((signal) =>
+  return bed.run((context) =>
     runMatrix(
       chatListenerContext({
         listener: 'matrix',
         settings,
-        logger: bed.logger,
-        signal,
         configDir: bed.root,
-        dataDir: path.join(bed.root, 'data'),
         chat,
-        ...(options.approvals ? { approvals: options.approvals } : {}),
+        ...context,
+        approvals: options.approvals,
       }),
     ),
   );

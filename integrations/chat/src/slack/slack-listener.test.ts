@@ -42,15 +42,13 @@ function settings(mode: 'socket' | 'events' = 'socket', options: { noAppToken?: 
 }
 
 function startListener(chat: ChatService, slack = settings()): RunningListener {
-  return bed.run((signal) =>
+  return bed.run((context) =>
     runSlack(
       chatListenerContext({
         listener: 'slack',
         settings: slack,
-        logger: bed.logger,
-        signal,
-        dataDir: path.join(bed.root, 'data'),
         chat,
+        ...context,
       }),
     ),
   );

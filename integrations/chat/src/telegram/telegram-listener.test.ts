@@ -42,17 +42,15 @@ function startListener(
       poll_timeout: 2_000,
     },
   } satisfies ChatSettings;
-  return bed.run((signal) =>
+  return bed.run((context) =>
     runTelegram(
       chatListenerContext({
         listener: 'telegram',
         settings,
-        logger: bed.logger,
-        signal,
         configDir: bed.root,
-        dataDir: path.join(bed.root, 'data'),
         chat,
-        ...(options.approvals ? { approvals: options.approvals } : {}),
+        ...context,
+        approvals: options.approvals,
         condition: (condition) => conditions.push(condition),
       }),
     ),

@@ -103,12 +103,10 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       chat: ChatService,
       options: { wrongSecret?: string; approvals?: ListenerApprovals } = {},
     ): RunningListener {
-      return bed.run((signal) =>
+      return bed.run((context) =>
         bed.platform.listen({
           chat,
-          dataDir: path.join(bed.root, 'data'),
-          logger: bed.logger,
-          signal,
+          ...context,
           condition: (condition) => conditions.push(condition),
           ...options,
         }),

@@ -22,6 +22,13 @@ export interface RunningListener {
   stop(): Promise<void>;
 }
 
+/** What {@link ChannelTestBed.run} hands a listener: aborted when it is stopped. */
+export interface ListenerRun {
+  signal: AbortSignal;
+  logger: ListenerContext['logger'];
+  dataDir: string;
+}
+
 /** What one test of a channel's listener runs in; every getter answers the current test's own. */
 export interface ChannelTestBed<Platform> {
   /** The test's temporary directory; the data directory is `<root>/data`. */
@@ -38,8 +45,11 @@ export interface ChannelTestBed<Platform> {
   chatService(options?: Pick<ChatServiceOptions, 'maxPending' | 'maxTextBytes'>): ChatService;
   /** A configured secret as the config loader hands it to a listener. */
   secret(name: string, value: string): Secret;
-  /** Runs a listener until the returned handle stops it or the test ends, whichever comes first. */
-  run(listen: (signal: AbortSignal) => Promise<void>): RunningListener;
+  /**
+   * Runs a listener until the returned handle stops it or the test ends, whichever comes first; `listen` gets its
+   * signal, the bed's logger and the test's data directory (`<root>/data`).
+   */
+  run(listen: (context: ListenerRun) => Promise<void>): RunningListener;
 }
 
 /**
@@ -131,7 +141,7 @@ export function channelTestBed<Platform extends { close(): Promise<void> }>(
     secret: (name, value) => testSecret(name, value),
     run(listen) {
       const controller = new AbortController();
-      const done = listen(controller.signal);
+      const done = listen({ signal: controller.signal, logger, dataDir: path.join(current(root, 'root'), 'data') });
       const entry = { controller, done };
       running.push(entry);
       return {

@@ -17,8 +17,8 @@ export function chatListenerContext(options: {
   dataDir: string;
   /** The folder of config.yaml. @default dataDir */
   configDir?: string;
-  approvals?: ListenerApprovals;
-  condition?: (condition: ListenerCondition) => void;
+  approvals?: ListenerApprovals | undefined;
+  condition?: ((condition: ListenerCondition) => void) | undefined;
 }): ListenerContext<ChatSettings> {
   const { listener, settings, logger, signal, chat, dataDir, configDir, approvals, condition } = options;
   return {
