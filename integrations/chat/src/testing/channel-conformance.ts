@@ -4,6 +4,7 @@ import type { ChatService } from '@assistant/chat';
 import type { ListenerApprovalSummary, ListenerApprovals, ListenerCondition, ListenerContext } from '@assistant/sdk';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { answerAsWorker } from './answer-as-worker.ts';
+import { dentistApproval } from './approval-request.ts';
 import { channelTestBed, type RunningListener, until } from './channel-test-bed.ts';
 
 /**
@@ -334,16 +335,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
       async () => {
         const press = bed.platform.press?.bind(bed.platform);
         if (!press) throw new Error('a harness with buttons gives its platform `press`');
-        const short: ListenerApprovalSummary = {
-          id: 'ap-00000000000a',
-          title: 'Invoice from the dentist',
-          actions: 'send_reply',
-          rule: 'answer invoices',
-          reason: 'an invoice',
-          expiresAt: '2026-12-01T00:00:00.000Z',
-          rendering: 'send_reply to dentist@example.com:\nThank you, it is paid.',
-          bound: true,
-        };
+        const short = dentistApproval;
         const long: ListenerApprovalSummary = {
           ...short,
           id: 'ap-00000000000b',
