@@ -221,6 +221,15 @@ describe('the Telegram listener', () => {
     await chat.events.append(conversation.id, { type: 'turn_started', turn: 't1', reply_to: [] });
     await chat.events.append(conversation.id, { type: 'token', step: 0, text: 'Once upon' });
     await until(() => textsTo(owner).includes('Once upon'), 'the first token sent');
+    // Telegram shows the message a moment before the runner has its id and records what it streams into: stopped in
+    // between, the restarted runner would rightly send a new message (what the conformance suite waits for too).
+    await until(async () => {
+      const stateFile = path.join(bed.root, 'data', 'chat', 'telegram', 'chat.json');
+      const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{}')) as {
+        conversations?: Record<string, { preview?: unknown }>;
+      };
+      return state.conversations?.[conversation.id]?.preview !== undefined;
+    }, 'the streamed message recorded');
     await first.stop();
     await chat.events.append(conversation.id, { type: 'token', step: 0, text: ' a time' });
 
