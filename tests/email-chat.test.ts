@@ -1,93 +1,45 @@
 // What is special to email as chat, beyond the channel conformance suite (tests/email-chat-conformance.test.ts): the
 // owner's address in From counts only with the owner's server's verdict, mail threads are conversations answered in
 // their thread, and the text is what the owner wrote (quoted history dropped, forwarded mail fenced).
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ChatService } from '@assistant/chat';
-import { chatSettingsDefaults } from '@assistant/integration-chat/testing';
-import { FileNoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerContext, Secret } from '@assistant/sdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatService } from '@assistant/chat';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { runEmail } from '../integrations/chat/src/email/email-listener.ts';
-import { FakeEmail } from '../integrations/chat/src/testing/fake-email.ts';
-import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
+import { answerAsWorker } from '../integrations/chat/src/testing/answer-as-worker.ts';
+import { channelTestBed } from '../integrations/chat/src/testing/channel-test-bed.ts';
+import type { FakeEmail } from '../integrations/chat/src/testing/fake-email.ts';
+import { chatListenerContext } from '../integrations/chat/src/testing/listener-context.ts';
+import type { Dovecot } from './helpers/dovecot.ts';
+import { emailChatSettings, startEmailPlatform } from './helpers/email-platform.ts';
 
 const owner = 'owner@fake.test';
 const waitMs = 20_000;
 
 describe('email as chat', () => {
-  let root: string;
-  let queue: TaskQueue;
+  const bed = channelTestBed({
+    prefix: 'assistant-email-chat-',
+    start: startEmailPlatform,
+    secrets: ({ dovecot }) => [dovecot.password],
+  });
   let dovecot: Dovecot;
   let fake: FakeEmail;
   let chat: ChatService;
-  let logs: string[];
-  let controller: AbortController;
-  let running: Promise<void>;
 
-  beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'assistant-email-chat-'));
-    queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
-    dovecot = await startDovecot();
-    fake = await FakeEmail.start({ imap: dovecot });
-    chat = new ChatService({
-      notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
-      dataDir: path.join(root, 'data'),
-      controlRoot: path.join(root, 'data', 'control'),
-      queue,
-    });
-    logs = [];
-    const logger = {
-      info: (message: string) => logs.push(`info ${message}`),
-      warn: (message: string) => logs.push(`warn ${message}`),
-      error: (message: string) => logs.push(`error ${message}`),
-      debug: (message: string) => logs.push(`debug ${message}`),
-    } as unknown as ListenerContext['logger'];
-    controller = new AbortController();
-    const password = { name: 'imap', isSet: true, reveal: () => dovecot.password } as unknown as Secret;
-    running = runEmail({
-      instance: {
-        name: 'chat',
-        domain: 'chat',
-        settings: {
-          ...chatSettingsDefaults,
-          email: {
-            imap_server: fake.imapAddress.host,
-            port: fake.imapAddress.port,
-            tls: false,
-            username: dovecot.user,
-            password,
-            folder: 'INBOX',
-            allowed_users: [owner],
-            authserv_ids: [fake.authservId],
-            smtp: { ...fake.smtp, tls: false },
-            poll_interval: 5_000,
-            connect_timeout: 5_000,
-          },
-        },
-      },
-      listener: 'email',
-      logger,
-      enqueue: async () => {
-        throw new Error('not used');
-      },
-      signal: controller.signal,
-      configDir: root,
-      dataDir: path.join(root, 'data'),
-      chat,
-    });
-  });
-
-  afterEach(async () => {
-    controller.abort();
-    await running;
-    expect(logs.filter((line) => line.includes(dovecot.password))).toEqual([]);
-    await fake.close();
-    await dovecot[Symbol.asyncDispose]();
-    await queue.close();
-    await rm(root, { recursive: true, force: true });
+  beforeEach(() => {
+    ({ dovecot, fake } = bed.platform);
+    chat = bed.chatService();
+    bed.run((context) =>
+      runEmail(
+        chatListenerContext({
+          listener: 'email',
+          settings: emailChatSettings({ dovecot, fake }, { owner, password: dovecot.password }),
+          configDir: bed.root,
+          chat,
+          ...context,
+        }),
+      ),
+    );
   });
 
   async function conversations() {
@@ -114,28 +66,6 @@ describe('email as chat', () => {
     return (await conversations()).sort((a, b) => a.created.localeCompare(b.created));
   }
 
-  async function answer(conversation: string, text: string): Promise<void> {
-    const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
-    const reply = await chat.conversations.appendMessage(conversation, {
-      role: 'assistant',
-      text,
-      reply_to: ids,
-      status: 'complete',
-    });
-    await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-    await chat.events.append(conversation, {
-      type: 'message',
-      message: {
-        id: reply.id,
-        role: 'assistant',
-        text,
-        reply_to: ids,
-        status: 'complete',
-        at: new Date().toISOString(),
-      },
-    });
-  }
-
   async function sentTo(count: number) {
     await expect.poll(() => fake.mailsTo(owner).length, { timeout: waitMs, interval: 20 }).toBe(count);
     return fake.mailsTo(owner);
@@ -147,24 +77,24 @@ describe('email as chat', () => {
     fake.deliver({ from: owner, text: 'the real one', newThread: true });
     const [only] = await stored(1, 1);
     expect(await texts(only?.id ?? '')).toEqual(['the real one']);
-    const ignored = logs.filter((line) => line.includes("From an owner's address"));
+    const ignored = bed.logs.filter((line) => line.includes("From an owner's address"));
     expect(ignored).toHaveLength(2);
     expect(ignored[0]).toMatch(/authentication is fail/);
     expect(ignored[1]).toMatch(/authentication is unknown/);
-    expect(logs.join('\n')).not.toContain('evil@example.test');
+    expect(bed.logs.join('\n')).not.toContain('evil@example.test');
   });
 
   it('answers in the thread: In-Reply-To, References and Re: subject; a new thread is a new conversation', async () => {
     const first = fake.deliver({ from: owner, text: 'first thread' });
     const [one] = await stored(1, 1);
-    await answer(one?.id ?? '', 'Answer one.');
+    await answerAsWorker(chat, one?.id ?? '', 'Answer one.');
     const [reply] = await sentTo(1);
     expect(reply).toMatchObject({ subject: 'Re: Hello', inReplyTo: first, references: [first], text: 'Answer one.' });
 
     // The owner answers that reply: the same conversation, answered under the owner's latest mail.
     const followUp = fake.deliver({ from: owner, text: 'and then?' });
     await stored(1, 2);
-    await answer(one?.id ?? '', 'Answer two.');
+    await answerAsWorker(chat, one?.id ?? '', 'Answer two.');
     const second = (await sentTo(2))[1];
     expect(second?.inReplyTo).toBe(followUp);
     expect(second?.references[0]).toBe(first);
@@ -173,7 +103,7 @@ describe('email as chat', () => {
     const other = fake.deliver({ from: owner, text: 'another topic', newThread: true });
     const [, two] = await stored(2, 3);
     expect(await texts(two?.id ?? '')).toEqual(['another topic']);
-    await answer(two?.id ?? '', 'Answer three.');
+    await answerAsWorker(chat, two?.id ?? '', 'Answer three.');
     const third = (await sentTo(3))[2];
     expect(third).toMatchObject({ inReplyTo: other, references: [other], text: 'Answer three.' });
     // Each reply has a Message-ID of its own.
@@ -186,7 +116,7 @@ describe('email as chat', () => {
     for (let round = 0; round < 12; round += 1) {
       if (round > 0) fake.deliver({ from: owner, text: `round ${round}` });
       const [only] = await stored(1, round + 1);
-      await answer(only?.id ?? '', `Answer ${round}.`);
+      await answerAsWorker(chat, only?.id ?? '', `Answer ${round}.`);
       await sentTo(round + 1);
     }
     const last = fake.mailsTo(owner).at(-1);
@@ -215,7 +145,7 @@ describe('email as chat', () => {
     await dovecot.restart();
     fake.deliver({ from: owner, text: 'D', newThread: true });
     await stored(4, 4);
-    expect(logs.some((line) => line.startsWith('warn ') && line.includes('UIDVALIDITY'))).toBe(true);
+    expect(bed.logs.some((line) => line.startsWith('warn ') && line.includes('UIDVALIDITY'))).toBe(true);
     for (const one of await conversations()) expect(await texts(one.id)).toHaveLength(1);
   });
 

@@ -23,13 +23,11 @@ import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
-import { cliMain, type NodeProcess, startNode } from './helpers/node-process.ts';
+import type { NodeProcess } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { inboundSecret, outboundSecret, startAssistant, writeWebhookConfig } from './helpers/webhook-assistant.ts';
 
-const inboundSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const outboundSecret = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
 const otherSecret = 'whsec_b3RoZXItc2VjcmV0LW5vdC1hc3Npc3RhbnRzLTAxMjM0';
 const longReply = Array.from({ length: 500 }, (_, line) => `line ${line}: ${'é'.repeat(50)}`).join('\n');
 
@@ -44,13 +42,6 @@ const conversationSchema = z.object({
 function lastUserText(body: Record<string, unknown>): string {
   const messages = z.array(z.object({ role: z.string(), content: z.unknown() }).loose()).parse(body.messages);
   return JSON.stringify(messages.filter((message) => message.role === 'user').at(-1)?.content ?? '');
-}
-
-async function startAssistant(options: { dir: string; configPath: string }): Promise<NodeProcess> {
-  const assistant = startNode({ args: [cliMain, 'start', '--config', options.configPath], cwd: options.dir });
-  await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
-  await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
-  return assistant;
 }
 
 async function stop(assistant: NodeProcess): Promise<string> {
@@ -73,33 +64,12 @@ describe('the signed-webhook channel (conformance, through assistant start)', ()
     });
     await using remote = await FakeWebhookRemote.start({ secret: outboundSecret });
     await using dir = await tempDir();
-    const port = await freePort();
-    await dir.write('secrets.yaml', `inbound_hook: ${inboundSecret}\nremote_hook: ${outboundSecret}\n`, 0o600);
-    const configPath = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-memory: {consolidate: []}
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-server: {port: ${port}}
-worker: {shutdown_grace: 2s, poll_interval: 50ms}
-queue:
-  policies:
-    overrides:
-      chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 50}
-integrations:
-  - type: chat
-    name: chat
-    webhooks:
-      secret: !secret inbound_hook
-      outbound:
-        - name: remote
-          url: ${remote.url}
-          secret: !secret remote_hook
-          events: [reply]
-          private_network: true
-`,
-    );
+    const { configPath, port } = await writeWebhookConfig({
+      dir,
+      modelUrl: model.url,
+      outbound: { name: 'remote', url: remote.url, events: ['reply'] },
+      queueOverrides: ['chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 50}'],
+    });
     const base = `http://127.0.0.1:${port}`;
     const url = `${base}/api/integrations/chat/hooks/signed`;
     const send = (id: string, body: unknown, secret = inboundSecret, signature = true) =>

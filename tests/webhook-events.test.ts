@@ -4,45 +4,21 @@
 // `notify:` goes out, signed, to an outbound endpoint that takes `hook`; the endpoint also takes the ledger's
 // `chat.webhook_event`s themselves (`ledger_events`).
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { verifyWebhook, webhookHeaders } from '@assistant/outbound';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
-import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-
-const inboundSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const outboundSecret = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
-
-/** A loopback endpoint that takes every delivery. */
-async function startReceiver() {
-  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      response.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/assistant`,
-    received,
-    [Symbol.asyncDispose]: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import {
+  inboundSecret,
+  outboundSecret,
+  startAssistant,
+  startWebhookReceiver,
+  writeWebhookConfig,
+} from './helpers/webhook-assistant.ts';
 
 const firedSchema = z.object({ event: z.string(), duplicate: z.boolean() });
 const eventsSchema = z.object({
@@ -61,42 +37,22 @@ describe('a signed webhook that fires an event, through assistant start', () => 
     timeout: 90_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'no turn should ask me' }) });
-    await using receiver = await startReceiver();
+    await using receiver = await startWebhookReceiver();
     await using dir = await tempDir();
-    const port = await freePort();
-    await dir.write('secrets.yaml', `inbound_hook: ${inboundSecret}\nreceiver_hook: ${outboundSecret}\n`, 0o600);
-    const configPath = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-memory: {consolidate: []}
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-server: {port: ${port}}
-worker: {shutdown_grace: 2s, poll_interval: 50ms}
-integrations:
-  - type: chat
-    name: chat
-    webhooks:
-      secret: !secret inbound_hook
-      outbound:
-        - name: receiver
-          url: ${receiver.url}
-          secret: !secret receiver_hook
-          events: [hook]
-          ledger_events: [chat.webhook_event]
-          private_network: true
-hooks:
+    const { configPath, port } = await writeWebhookConfig({
+      dir,
+      modelUrl: model.url,
+      outbound: { name: 'receiver', url: receiver.url, events: ['hook'], ledgerEvents: ['chat.webhook_event'] },
+      hooks: `hooks:
   - name: backups
     on: chat.webhook_event
     when: {name: backup_done}
     then:
       - notify: "Backup from {{event.data.peer}}: {{event.data.data}}"
 `,
-    );
-    const assistant = startNode({ args: [cliMain, 'start', '--config', configPath], cwd: dir.path });
+    });
+    const assistant = await startAssistant({ dir: dir.path, configPath });
     try {
-      await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
-      await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
       const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
       const base = `http://127.0.0.1:${port}`;
       const send = (body: string, id: string) =>

@@ -3,53 +3,21 @@
 // expired ones get 401 and store nothing; and the answer and the owner's notifications (here a task failure) are
 // POSTed, signed, to a loopback receiver, retried after its 500 with the same webhook-id, from queue tasks.
 import { readdir } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
 import { verifyWebhook, webhookHeaders } from '@assistant/outbound';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { fetchWithToken, readApiToken } from './helpers/api-token.ts';
-import { freePort } from './helpers/free-port.ts';
-import { cliMain, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
-
-const inboundSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const outboundSecret = 'whsec_c2VjcmV0LW9mLXRoZS1yZWNlaXZlci0wMTIzNDU2Nzg5';
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  status: number;
-}
-
-/** A loopback endpoint that answers 500 to the first delivery of each webhook-id and 200 to the next. */
-async function startReceiver(): Promise<{ url: string; received: Received[]; [Symbol.asyncDispose](): Promise<void> }> {
-  const received: Received[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const id = request.headers['webhook-id'];
-      const status = received.some((earlier) => earlier.headers['webhook-id'] === id) ? 200 : 500;
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), status });
-      response.writeHead(status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/assistant`,
-    received,
-    [Symbol.asyncDispose]: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import {
+  inboundSecret,
+  outboundSecret,
+  startAssistant,
+  startWebhookReceiver,
+  writeWebhookConfig,
+} from './helpers/webhook-assistant.ts';
 
 const acceptedSchema = z.object({
   conversation: z.string(),
@@ -69,40 +37,23 @@ describe('signed webhooks through assistant start', () => {
     timeout: 90_000,
   }, async () => {
     await using model = await FakeOpenAiServer.start({ respond: () => ({ text: 'Received, thank you.' }) });
-    await using receiver = await startReceiver();
+    // The first delivery of each webhook-id is answered 500, the next 200.
+    await using receiver = await startWebhookReceiver({
+      status: (headers, earlier) =>
+        earlier.some((delivery) => delivery.headers['webhook-id'] === headers['webhook-id']) ? 200 : 500,
+    });
     await using dir = await tempDir();
-    const port = await freePort();
-    await dir.write('secrets.yaml', `inbound_hook: ${inboundSecret}\nreceiver_hook: ${outboundSecret}\n`, 0o600);
-    const configPath = await dir.write(
-      'config.yaml',
-      `data_dir: ./data
-memory: {consolidate: []}
-llms:
-  default: {base_url: "${model.url}", model: fake-model}
-server: {port: ${port}}
-worker: {shutdown_grace: 2s, poll_interval: 50ms}
-queue:
-  policies:
-    overrides:
-      chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 4}
-      chat.notify: {max_attempts: 1}
-integrations:
-  - type: chat
-    name: chat
-    webhooks:
-      secret: !secret inbound_hook
-      outbound:
-        - name: receiver
-          url: ${receiver.url}
-          secret: !secret receiver_hook
-          events: [failure, reply]
-          private_network: true
-`,
-    );
-    const assistant = startNode({ args: [cliMain, 'start', '--config', configPath], cwd: dir.path });
+    const { configPath, port } = await writeWebhookConfig({
+      dir,
+      modelUrl: model.url,
+      outbound: { name: 'receiver', url: receiver.url, events: ['failure', 'reply'] },
+      queueOverrides: [
+        'chat.webhook: {backoff: {type: fixed, delay: 200ms}, max_attempts: 4}',
+        'chat.notify: {max_attempts: 1}',
+      ],
+    });
+    const assistant = await startAssistant({ dir: dir.path, configPath });
     try {
-      await assistant.waitForOutput(/listening on/, { timeoutMs: 25_000 });
-      await assistant.waitForOutput(/worker ready/, { timeoutMs: 25_000 });
       const api = fetchWithToken(await readApiToken(path.join(dir.path, 'data')));
       const base = `http://127.0.0.1:${port}`;
       const hook = `${base}/api/integrations/chat/hooks/signed`;

@@ -4,9 +4,10 @@ import path from 'node:path';
 import { ChatService } from '@assistant/chat';
 import { FileNoteStore } from '@assistant/notes';
 import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerApprovalSummary, ListenerApprovals, ListenerContext } from '@assistant/sdk';
+import type { ListenerApprovals, ListenerContext } from '@assistant/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { dentistApproval } from '../testing/approval-request.ts';
 import type { ChannelAdapter, ChannelButton } from './adapter.ts';
 import { ChannelRunner } from './channel-runner.ts';
 import { ChannelState } from './channel-state.ts';
@@ -53,16 +54,7 @@ class MemoryAdapter implements ChannelAdapter {
 
 const logger = { info() {}, warn() {}, error() {}, debug() {} } as unknown as ListenerContext['logger'];
 
-const approval: ListenerApprovalSummary = {
-  id: 'ap-00000000000a',
-  title: 'Invoice from the dentist',
-  actions: 'send_reply',
-  rule: 'answer invoices',
-  reason: 'an invoice',
-  expiresAt: '2026-12-01T00:00:00.000Z',
-  rendering: 'send_reply to dentist@example.com:\nThank you, it is paid.',
-  bound: true,
-};
+const approval = dentistApproval;
 
 describe('ChannelRunner notifications (`<channel>.notify`)', () => {
   let root: string;

@@ -1,16 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Secret } from '@assistant/sdk';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { testSecret } from '../testing/channel-test-bed.ts';
 import { discordSettings, FakeDiscord } from '../testing/fake-discord.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { runDiscord } from './discord-listener.ts';
 
 const owner = '300000000000000001';
 const stranger = '300000000000000009';
-
-function secret(value: string): Secret {
-  return { name: 'discord', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
 
 describeChannelConformance('Discord', {
   buttons: true,
@@ -22,30 +19,19 @@ describeChannelConformance('Discord', {
       secret: fake.token,
       owner,
       stranger,
-      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) =>
-        runDiscord({
-          instance: {
-            name: 'chat',
-            domain: 'chat',
+      listen: ({ wrongSecret, ...context }) =>
+        runDiscord(
+          chatListenerContext({
+            listener: 'discord',
             settings: discordSettings({
-              token: secret(wrongSecret ?? fake.token),
+              token: testSecret('discord', wrongSecret ?? fake.token),
               allowed_users: [owner],
               channel_id: fake.guildChannel,
               api_root: fake.apiRoot,
             }),
-          },
-          listener: 'discord',
-          logger,
-          enqueue: async () => {
-            throw new Error('the Discord listener enqueues through the chat service, not this');
-          },
-          signal,
-          configDir: dataDir,
-          dataDir,
-          chat,
-          ...(approvals ? { approvals } : {}),
-          ...(condition ? { condition } : {}),
-        }),
+            ...context,
+          }),
+        ),
       deliver: ({ from, text }) => fake.send({ from, text }),
       redeliver: (handle) => fake.redeliver(handle),
       messagesTo: (peer) =>

@@ -1,19 +1,16 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Secret } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { testSecret } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeMatrix, type FakeMatrixSent } from '../testing/fake-matrix.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { buttonsKey } from './matrix-adapter.ts';
 import { runMatrix } from './matrix-listener.ts';
 
 const owner = '@owner:fake.test';
 const stranger = '@stranger:fake.test';
-
-function secret(value: string): Secret {
-  return { name: 'matrix', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
 
 /**
  * A message's buttons as the user sees them: the reactions the bot put under it, each with the data the message
@@ -41,30 +38,17 @@ describeChannelConformance('Matrix', {
       secret: fake.token,
       owner,
       stranger,
-      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
+      listen: ({ wrongSecret, ...context }) => {
         const settings = {
           ...chatSettingsDefaults,
           matrix: {
             homeserver: fake.homeserver,
-            access_token: secret(wrongSecret ?? fake.token),
+            access_token: testSecret('matrix', wrongSecret ?? fake.token),
             allowed_users: [owner],
             poll_timeout: 2_000,
           },
         } satisfies ChatSettings;
-        return runMatrix({
-          instance: { name: 'chat', domain: 'chat', settings },
-          listener: 'matrix',
-          logger,
-          enqueue: async () => {
-            throw new Error('the Matrix listener enqueues through the chat service, not this');
-          },
-          signal,
-          configDir: dataDir,
-          dataDir,
-          chat,
-          ...(approvals ? { approvals } : {}),
-          ...(condition ? { condition } : {}),
-        });
+        return runMatrix(chatListenerContext({ listener: 'matrix', settings, ...context }));
       },
       deliver: ({ from, text }) => fake.send({ from, text }),
       redeliver: (handle) => fake.redeliver(handle),

@@ -1,235 +1,158 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { ChatService } from '@assistant/chat';
-import { FileNoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
-import type { ListenerApprovals, ListenerContext, Secret } from '@assistant/sdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatService } from '@assistant/chat';
+import type { ListenerApprovals } from '@assistant/sdk';
+import { describe, expect, it } from 'vitest';
 import type { ChatSettings } from '../settings.generated.ts';
+import { answerAsWorker } from '../testing/answer-as-worker.ts';
+import { channelTestBed, type RunningListener, until } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeMatrix } from '../testing/fake-matrix.ts';
+import { inboxTexts } from '../testing/inbox-texts.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { MatrixApiError, MatrixClientApi, MatrixNetworkError } from './client-api.ts';
 import { encryptedNotice, MatrixAdapter } from './matrix-adapter.ts';
 import { runMatrix } from './matrix-listener.ts';
 
 const owner = '@owner:fake.test';
 const stranger = '@stranger:fake.test';
-const waitMs = 15_000;
 
-let root: string;
-let queue: TaskQueue;
-let fake: FakeMatrix;
-let logs: string[];
-const running: { controller: AbortController; done: Promise<void> }[] = [];
-
-beforeEach(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'assistant-matrix-'));
-  queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
-  fake = await FakeMatrix.start();
-  logs = [];
+const bed = channelTestBed({
+  prefix: 'assistant-matrix-',
+  start: () => FakeMatrix.start(),
+  secrets: (fake) => [fake.token],
 });
-
-afterEach(async () => {
-  for (const listener of running.splice(0)) {
-    listener.controller.abort();
-    await listener.done;
-  }
-  expect(logs.filter((line) => line.includes(fake.token))).toEqual([]);
-  await fake.close();
-  await queue.close();
-  await rm(root, { recursive: true, force: true });
-});
-
-const logger = {
-  info: (message: string) => logs.push(`info ${message}`),
-  warn: (message: string) => logs.push(`warn ${message}`),
-  error: (message: string) => logs.push(`error ${message}`),
-  debug: (message: string) => logs.push(`debug ${message}`),
-} as unknown as ListenerContext['logger'];
-
-function chatService(): ChatService {
-  return new ChatService({
-    notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
-    dataDir: path.join(root, 'data'),
-    controlRoot: path.join(root, 'data', 'control'),
-    queue,
-  });
-}
-
-function secret(value: string): Secret {
-  return { name: 'matrix', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
 
 function startListener(
   chat: ChatService,
   options: { noToken?: boolean; approvals?: ListenerApprovals } = {},
-): { stop: () => Promise<void> } {
-  const controller = new AbortController();
+): RunningListener {
   const settings = {
     ...chatSettingsDefaults,
     matrix: {
-      homeserver: fake.homeserver,
-      ...(options.noToken ? {} : { access_token: secret(fake.token) }),
+      homeserver: bed.platform.homeserver,
+      ...(options.noToken ? {} : { access_token: bed.secret('matrix', bed.platform.token) }),
       allowed_users: [owner],
       poll_timeout: 2_000,
     },
   } satisfies ChatSettings;
-  const done = runMatrix({
-    instance: { name: 'chat', domain: 'chat', settings },
-    listener: 'matrix',
-    logger,
-    enqueue: async () => {
-      throw new Error('not used');
-    },
-    signal: controller.signal,
-    configDir: root,
-    dataDir: path.join(root, 'data'),
-    chat,
-    ...(options.approvals ? { approvals: options.approvals } : {}),
-  });
-  const entry = { controller, done };
-  running.push(entry);
-  return {
-    stop: async () => {
-      controller.abort();
-      await done;
-      running.splice(running.indexOf(entry), 1);
-    },
-  };
+  return bed.run((context) =>
+    runMatrix(
+      chatListenerContext({
+        listener: 'matrix',
+        settings,
+        configDir: bed.root,
+        chat,
+        ...context,
+        approvals: options.approvals,
+      }),
+    ),
+  );
 }
 
-/** The test stands in for the worker: the reply goes into the transcript, the inbox and the event log. */
-async function answer(chat: ChatService, conversation: string, text: string): Promise<void> {
-  const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
-  const reply = await chat.conversations.appendMessage(conversation, {
-    role: 'assistant',
-    text,
-    reply_to: ids,
-    status: 'complete',
-  });
-  await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-  await chat.events.append(conversation, {
-    type: 'message',
-    message: { id: reply.id, role: 'assistant', text, reply_to: ids, status: 'complete', at: new Date().toISOString() },
-  });
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  await expect.poll(check, { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` }).toBe(true);
-}
-
-async function storedTexts(chat: ChatService): Promise<string[]> {
-  const texts: string[] = [];
-  for (const conversation of await chat.list()) {
-    if (conversation.channel !== 'matrix') continue;
-    texts.push(...(await chat.inbox.messages(conversation.id)).map((message) => message.text));
-  }
-  return texts;
-}
+const storedTexts = (chat: ChatService) => inboxTexts(chat, { channel: 'matrix' });
 
 describe('the Matrix listener', () => {
   it('joins an allowed user’s invite and answers there; a stranger’s invite is ignored, logged by user id only', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.invite({ from: stranger, room: '!theirs:fake.test' });
-    fake.invite({ from: owner, room: '!work:fake.test' });
-    await until(() => fake.joined.includes('!work:fake.test'), 'the owner’s room joined');
-    fake.send({ from: owner, room: '!work:fake.test', text: 'in the work room' });
+    bed.platform.invite({ from: stranger, room: '!theirs:bed.platform.test' });
+    bed.platform.invite({ from: owner, room: '!work:bed.platform.test' });
+    await until(() => bed.platform.joined.includes('!work:bed.platform.test'), 'the owner’s room joined');
+    bed.platform.send({ from: owner, room: '!work:bed.platform.test', text: 'in the work room' });
     await until(async () => (await storedTexts(chat)).includes('in the work room'), 'the message stored');
-    await until(() => fake.typings >= 1, '“typing…” shown');
+    await until(() => bed.platform.typings >= 1, '“typing…” shown');
     const conversation = (await chat.list()).find((one) => one.channel === 'matrix');
     expect(conversation?.peer).toBe(owner);
-    expect(fake.joined).toEqual(['!work:fake.test']);
-    expect(logs.filter((line) => line.includes(stranger))).toEqual([
+    expect(bed.platform.joined).toEqual(['!work:bed.platform.test']);
+    expect(bed.logs.filter((line) => line.includes(stranger))).toEqual([
       `info ignored a Matrix invite from user ${stranger}: not in matrix.allowed_users`,
     ]);
   });
 
   it('logs and skips an invite whose join is refused, and goes on with the next events', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.refusedJoins.add('!gone:fake.test');
-    fake.invite({ from: owner, room: '!gone:fake.test' });
-    fake.invite({ from: owner, room: '!work:fake.test' });
-    fake.send({ from: owner, room: '!work:fake.test', text: 'still here' });
+    bed.platform.refusedJoins.add('!gone:bed.platform.test');
+    bed.platform.invite({ from: owner, room: '!gone:bed.platform.test' });
+    bed.platform.invite({ from: owner, room: '!work:bed.platform.test' });
+    bed.platform.send({ from: owner, room: '!work:bed.platform.test', text: 'still here' });
     await until(async () => (await storedTexts(chat)).includes('still here'), 'the next message stored');
-    expect(fake.joined).toEqual(['!work:fake.test']);
-    expect(logs.filter((line) => line.includes('!gone:fake.test'))).toEqual([
-      expect.stringMatching(/^warn could not join the Matrix room !gone:fake.test: .*403 M_FORBIDDEN/),
+    expect(bed.platform.joined).toEqual(['!work:bed.platform.test']);
+    expect(bed.logs.filter((line) => line.includes('!gone:bed.platform.test'))).toEqual([
+      expect.stringMatching(/^warn could not join the Matrix room !gone:bed.platform.test: .*403 M_FORBIDDEN/),
     ]);
   });
 
   it('refuses an encrypted room: one plain notice, a log line, nothing it says stored', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    const room = fake.dmRoom(owner);
-    fake.encrypt(room, owner);
-    fake.send({ from: owner, text: 'a secret' });
-    fake.send({ from: owner, text: 'another secret' });
-    fake.send({ from: owner, room: '!plain:fake.test', text: 'in the clear' });
+    const room = bed.platform.dmRoom(owner);
+    bed.platform.encrypt(room, owner);
+    bed.platform.send({ from: owner, text: 'a secret' });
+    bed.platform.send({ from: owner, text: 'another secret' });
+    bed.platform.send({ from: owner, room: '!plain:bed.platform.test', text: 'in the clear' });
     await until(async () => (await storedTexts(chat)).includes('in the clear'), 'the plain room’s message stored');
-    expect(fake.messagesIn(room).map((message) => [message.msgtype, message.texts])).toEqual([
+    expect(bed.platform.messagesIn(room).map((message) => [message.msgtype, message.texts])).toEqual([
       ['m.notice', [encryptedNotice]],
     ]);
     expect(await storedTexts(chat)).toEqual(['in the clear']);
-    expect(logs.filter((line) => line.includes('encrypted') && line.includes(room))).toHaveLength(1);
+    expect(bed.logs.filter((line) => line.includes('encrypted') && line.includes(room))).toHaveLength(1);
   });
 
   it('refuses a room invited to with encryption on, after joining it, and a stranger there gets no notice', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.invite({ from: owner, room: '!secret:fake.test', encrypted: true });
-    await until(() => fake.joined.includes('!secret:fake.test'), 'the room joined');
-    fake.send({ from: stranger, room: '!secret:fake.test' });
-    fake.send({ from: owner, room: '!plain:fake.test', text: 'done' });
+    bed.platform.invite({ from: owner, room: '!secret:bed.platform.test', encrypted: true });
+    await until(() => bed.platform.joined.includes('!secret:bed.platform.test'), 'the room joined');
+    bed.platform.send({ from: stranger, room: '!secret:bed.platform.test' });
+    bed.platform.send({ from: owner, room: '!plain:bed.platform.test', text: 'done' });
     await until(async () => (await storedTexts(chat)).includes('done'), 'the plain message stored');
-    expect(fake.messagesIn('!secret:fake.test')).toEqual([]);
-    fake.send({ from: owner, room: '!secret:fake.test' });
-    await until(() => fake.messagesIn('!secret:fake.test').length === 1, 'the notice');
-    expect(fake.messagesIn('!secret:fake.test')[0]?.texts).toEqual([encryptedNotice]);
+    expect(bed.platform.messagesIn('!secret:bed.platform.test')).toEqual([]);
+    bed.platform.send({ from: owner, room: '!secret:bed.platform.test' });
+    await until(() => bed.platform.messagesIn('!secret:bed.platform.test').length === 1, 'the notice');
+    expect(bed.platform.messagesIn('!secret:bed.platform.test')[0]?.texts).toEqual([encryptedNotice]);
   });
 
   it('gives one message when a send’s answer is lost: the retry reuses the transaction id', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.loseSendAnswers = 1;
-    fake.send({ from: owner, text: '/help' });
-    await until(() => fake.loseSendAnswers === 0, 'the first answer lost');
-    fake.send({ from: owner, text: 'after' });
+    bed.platform.loseSendAnswers = 1;
+    bed.platform.send({ from: owner, text: '/help' });
+    await until(() => bed.platform.loseSendAnswers === 0, 'the first answer lost');
+    bed.platform.send({ from: owner, text: 'after' });
     await until(async () => (await storedTexts(chat)).includes('after'), 'the next message stored');
-    expect(fake.messagesIn(fake.dmRoom(owner)).map((message) => message.texts.at(-1))).toEqual([
+    expect(bed.platform.messagesIn(bed.platform.dmRoom(owner)).map((message) => message.texts.at(-1))).toEqual([
       expect.stringContaining('/new'),
     ]);
   });
 
   it('reads every message that came while it was away, more than a homeserver’s default timeline of 10', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     const texts = Array.from({ length: 30 }, (_, index) => `message ${index}`);
-    for (const text of texts) fake.send({ from: owner, text });
+    for (const text of texts) bed.platform.send({ from: owner, text });
     startListener(chat);
     await until(async () => (await storedTexts(chat)).length === texts.length, 'all 30 stored');
     expect(await storedTexts(chat)).toEqual(texts);
-    expect(logs.filter((line) => line.includes('more new events'))).toEqual([]);
+    expect(bed.logs.filter((line) => line.includes('more new events'))).toEqual([]);
   });
 
   it('waits out a homeserver that is down and goes on where it was', async () => {
-    const chat = chatService();
-    fake.down = true;
+    const chat = bed.chatService();
+    bed.platform.down = true;
     startListener(chat);
-    fake.send({ from: owner, text: 'while it was down' });
-    await until(() => logs.some((line) => line.startsWith('warn ') && line.includes('502')), 'the outage logged');
-    fake.down = false;
+    bed.platform.send({ from: owner, text: 'while it was down' });
+    await until(() => bed.logs.some((line) => line.startsWith('warn ') && line.includes('502')), 'the outage logged');
+    bed.platform.down = false;
     await until(async () => (await storedTexts(chat)).includes('while it was down'), 'the message stored');
   });
 
   it('keeps a user’s rooms apart: a conversation per room, each answered in its own room', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.invite({ from: owner, room: '!work:fake.test' });
-    await until(() => fake.joined.includes('!work:fake.test'), 'the work room joined');
-    fake.send({ from: owner, text: 'in the direct room' });
-    fake.send({ from: owner, room: '!work:fake.test', text: 'in the work room' });
+    bed.platform.invite({ from: owner, room: '!work:bed.platform.test' });
+    await until(() => bed.platform.joined.includes('!work:bed.platform.test'), 'the work room joined');
+    bed.platform.send({ from: owner, text: 'in the direct room' });
+    bed.platform.send({ from: owner, room: '!work:bed.platform.test', text: 'in the work room' });
     await until(async () => (await storedTexts(chat)).length === 2, 'both stored');
     const conversations = (await chat.list()).filter((one) => one.channel === 'matrix');
     expect(conversations).toHaveLength(2);
@@ -243,26 +166,26 @@ describe('the Matrix listener', () => {
     const direct = await of('in the direct room');
     const work = await of('in the work room');
     expect([direct.texts, work.texts]).toEqual([['in the direct room'], ['in the work room']]);
-    await answer(chat, work.id, 'Answered in the work room.');
-    await answer(chat, direct.id, 'Answered in the direct room.');
-    await until(() => fake.messagesIn('!work:fake.test').length === 1, 'the work room’s answer');
-    await until(() => fake.messagesIn(fake.dmRoom(owner)).length === 1, 'the direct room’s answer');
-    expect(fake.messagesIn('!work:fake.test')[0]?.texts).toEqual(['Answered in the work room.']);
-    expect(fake.messagesIn(fake.dmRoom(owner))[0]?.texts).toEqual(['Answered in the direct room.']);
+    await answerAsWorker(chat, work.id, 'Answered in the work room.');
+    await answerAsWorker(chat, direct.id, 'Answered in the direct room.');
+    await until(() => bed.platform.messagesIn('!work:bed.platform.test').length === 1, 'the work room’s answer');
+    await until(() => bed.platform.messagesIn(bed.platform.dmRoom(owner)).length === 1, 'the direct room’s answer');
+    expect(bed.platform.messagesIn('!work:bed.platform.test')[0]?.texts).toEqual(['Answered in the work room.']);
+    expect(bed.platform.messagesIn(bed.platform.dmRoom(owner))[0]?.texts).toEqual(['Answered in the direct room.']);
     // The next message in a room goes on in that room's conversation.
-    fake.send({ from: owner, room: '!work:fake.test', text: 'again in the work room' });
+    bed.platform.send({ from: owner, room: '!work:bed.platform.test', text: 'again in the work room' });
     await until(async () => (await of('again in the work room')).id === work.id, 'stored in the work conversation');
   });
 
   it('sends markdown as formatted_body with body the text it shows, edits carrying both, all of it clean HTML', async () => {
-    const chat = chatService();
+    const chat = bed.chatService();
     startListener(chat);
-    fake.send({ from: owner, text: 'format it' });
+    bed.platform.send({ from: owner, text: 'format it' });
     await until(async () => (await storedTexts(chat)).length === 1, 'stored');
     const id = (await chat.list()).find((one) => one.channel === 'matrix')?.id ?? '';
     await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
     await chat.events.append(id, { type: 'token', step: 0, text: 'Here **is** `code`' });
-    await until(() => fake.messagesIn(fake.dmRoom(owner)).length === 1, 'the first token sent');
+    await until(() => bed.platform.messagesIn(bed.platform.dmRoom(owner)).length === 1, 'the first token sent');
     const reply = [
       '**Bold** and *italic* <script>alert(1)</script> & [a link](https://example.org/?a=1&b=2) [no](javascript:alert(1))',
       '',
@@ -273,8 +196,8 @@ describe('the Matrix listener', () => {
       'const a = "<b>" && 1;',
       '```',
     ].join('\n');
-    await answer(chat, id, reply);
-    const message = () => fake.messagesIn(fake.dmRoom(owner))[0];
+    await answerAsWorker(chat, id, reply);
+    const message = () => bed.platform.messagesIn(bed.platform.dmRoom(owner))[0];
     await until(
       () => (message()?.texts.length ?? 0) >= 2 && message()?.texts.at(-1)?.includes('const a') === true,
       'the final edit',
@@ -289,12 +212,12 @@ describe('the Matrix listener', () => {
       'Bold and italic <script>alert(1)</script> & a link [no](javascript:alert(1))\n• one\n• two\nconst a = "<b>" && 1;',
     );
     // The fake refused nothing: every formatted_body passed its sanitiser check.
-    expect(logs.filter((line) => line.includes('M_BAD_JSON'))).toEqual([]);
+    expect(bed.logs.filter((line) => line.includes('M_BAD_JSON'))).toEqual([]);
   });
 
   it('takes a reaction on an approval request as its button: data read back from the message, after a restart too', async () => {
-    const chat = chatService();
-    fake.direct(owner);
+    const chat = bed.chatService();
+    bed.platform.direct(owner);
     const decided: string[] = [];
     const request = {
       id: 'ap-0000000000c1',
@@ -314,14 +237,14 @@ describe('the Matrix listener', () => {
       },
     };
     const first = startListener(chat, { approvals });
-    const room = fake.dmRoom(owner);
-    const withReactions = () => fake.messagesIn(room).find((one) => one.reactions.length === 2);
+    const room = bed.platform.dmRoom(owner);
+    const withReactions = () => bed.platform.messagesIn(room).find((one) => one.reactions.length === 2);
     await until(() => withReactions() !== undefined, 'the request with its reactions');
     const message = withReactions();
     if (!message) throw new Error('unreachable');
     expect(message.reactions.map((one) => [one.sender, one.key])).toEqual([
-      [fake.userId, '✅'],
-      [fake.userId, '❌'],
+      [bed.platform.userId, '✅'],
+      [bed.platform.userId, '❌'],
     ]);
     // The rendering is shown exactly, in a code block, never formatted; the title escaped.
     expect(message.texts[0]).toContain(request.rendering);
@@ -331,35 +254,35 @@ describe('the Matrix listener', () => {
     expect(message.formatted[0]).toContain('Pay &lt;the&gt; invoice &amp; more');
     await first.stop();
     // A reaction of another key, and one on a message without buttons, press nothing.
-    fake.react({ from: owner, room, event: message.event_id, key: '👍' });
+    bed.platform.react({ from: owner, room, event: message.event_id, key: '👍' });
     // After a restart (nothing in memory), the owner's ❌ (as clients send it, with a variation selector) decides.
     startListener(chat, { approvals });
-    fake.react({ from: owner, room, event: message.event_id, key: '❌\uFE0F' });
+    bed.platform.react({ from: owner, room, event: message.event_id, key: '❌\uFE0F' });
     await until(() => decided.length === 1, 'the reaction decided');
     expect(decided).toEqual([`reject ${request.id} by matrix:${owner}`]);
   });
 
   it('idles without an access token', async () => {
-    startListener(chatService(), { noToken: true });
-    await until(() => logs.some((line) => line.includes('the Matrix bot is off')), 'the idle line');
-    expect(fake.unauthorized).toBe(0);
+    startListener(bed.chatService(), { noToken: true });
+    await until(() => bed.logs.some((line) => line.includes('the Matrix bot is off')), 'the idle line');
+    expect(bed.platform.unauthorized).toBe(0);
   });
 });
 
 describe('the Matrix sync position', () => {
   it('moves only when the last event of a batch is acknowledged: a restart mid-batch gets the batch again', async () => {
-    const file = path.join(root, 'data', 'chat', 'matrix', 'chat.sync.json');
+    const file = path.join(bed.root, 'data', 'chat', 'matrix', 'chat.sync.json');
     const open = () =>
       MatrixAdapter.open({
-        api: new MatrixClientApi({ homeserver: fake.homeserver, accessToken: fake.token }),
+        api: new MatrixClientApi({ homeserver: bed.platform.homeserver, accessToken: bed.platform.token }),
         pollTimeoutMs: 0,
         allowedUsers: [owner],
-        logger,
+        logger: bed.logger,
         file,
       });
     const signal = new AbortController().signal;
-    const first = fake.send({ from: owner, text: 'one' });
-    const second = fake.send({ from: owner, text: 'two' });
+    const first = bed.platform.send({ from: owner, text: 'one' });
+    const second = bed.platform.send({ from: owner, text: 'two' });
     const adapter = await open();
     const batch = await adapter.receive({ cursor: 0, signal });
     expect(batch.map((delivery) => delivery.event.id)).toEqual([`mx-${first}`, `mx-${second}`]);
@@ -377,11 +300,11 @@ describe('the Matrix sync position', () => {
 describe('MatrixAdapter.classify', () => {
   it('takes 401 and M_UNKNOWN_TOKEN as refused credentials, 5xx, 429 and the network as an outage, other 4xx as refused', async () => {
     const adapter = await MatrixAdapter.open({
-      api: new MatrixClientApi({ homeserver: fake.homeserver, accessToken: fake.token }),
+      api: new MatrixClientApi({ homeserver: bed.platform.homeserver, accessToken: bed.platform.token }),
       pollTimeoutMs: 0,
       allowedUsers: [],
-      logger,
-      file: path.join(root, 'sync.json'),
+      logger: bed.logger,
+      file: path.join(bed.root, 'sync.json'),
     });
     const error = (status: number, errcode: string, retryAfterMs?: number) =>
       new MatrixApiError({ endpoint: 'send', status, errcode, error: 'x', ...(retryAfterMs ? { retryAfterMs } : {}) });

@@ -1,28 +1,25 @@
 import type { AddressInfo } from 'node:net';
-import type { Secret } from '@assistant/sdk';
 import Fastify from 'fastify';
 import type { ChatSettings } from '../settings.generated.ts';
 import { type ConformancePlatform, describeChannelConformance } from '../testing/channel-conformance.ts';
+import { testSecret } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeSlack } from '../testing/fake-slack.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { receiveSlackEvents } from './slack-events-webhook.ts';
 import { runSlack } from './slack-listener.ts';
 
 const owner = 'UOWNER1';
 const stranger = 'USTRANGER';
 
-function secret(value: string): Secret {
-  return { name: 'slack', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
-
 function settingsFor(fake: FakeSlack, mode: 'socket' | 'events', wrong?: string): ChatSettings {
   return {
     ...chatSettingsDefaults,
     slack: {
       mode,
-      bot_token: secret(wrong ?? fake.botToken),
-      app_token: secret(wrong ?? fake.appToken),
-      signing_secret: secret(fake.signingSecret),
+      bot_token: testSecret('slack', wrong ?? fake.botToken),
+      app_token: testSecret('slack', wrong ?? fake.appToken),
+      signing_secret: testSecret('slack', fake.signingSecret),
       allowed_users: [owner],
       api_url: fake.apiUrl,
     },
@@ -71,22 +68,11 @@ async function platform(mode: 'socket' | 'events'): Promise<ConformancePlatform>
     secret: fake.botToken,
     owner,
     stranger,
-    listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
-      dataDirOfListener = dataDir;
-      return runSlack({
-        instance: { name: 'chat', domain: 'chat', settings: settingsFor(fake, mode, wrongSecret) },
-        listener: 'slack',
-        logger,
-        enqueue: async () => {
-          throw new Error('the Slack listener enqueues through the chat service, not this');
-        },
-        signal,
-        configDir: dataDir,
-        dataDir,
-        chat,
-        ...(approvals ? { approvals } : {}),
-        ...(condition ? { condition } : {}),
-      });
+    listen: ({ wrongSecret, ...context }) => {
+      dataDirOfListener = context.dataDir;
+      return runSlack(
+        chatListenerContext({ listener: 'slack', settings: settingsFor(fake, mode, wrongSecret), ...context }),
+      );
     },
     deliver: ({ from, text }) => fake.deliver({ from, text }),
     redeliver: (handle) => fake.redeliver(handle),

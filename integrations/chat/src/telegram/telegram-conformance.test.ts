@@ -1,16 +1,13 @@
-import type { Secret } from '@assistant/sdk';
 import type { ChatSettings } from '../settings.generated.ts';
 import { describeChannelConformance } from '../testing/channel-conformance.ts';
+import { testSecret } from '../testing/channel-test-bed.ts';
 import { chatSettingsDefaults } from '../testing/chat-settings.ts';
 import { FakeTelegram } from '../testing/fake-telegram.ts';
+import { chatListenerContext } from '../testing/listener-context.ts';
 import { runTelegram } from './telegram-listener.ts';
 
 const owner = 4242;
 const stranger = 9999;
-
-function secret(value: string): Secret {
-  return { name: 'telegram', isSet: value !== '', reveal: () => value } as unknown as Secret;
-}
 
 describeChannelConformance('Telegram', {
   buttons: true,
@@ -22,30 +19,17 @@ describeChannelConformance('Telegram', {
       secret: fake.token,
       owner: String(owner),
       stranger: String(stranger),
-      listen: ({ chat, dataDir, logger, signal, wrongSecret, approvals, condition }) => {
+      listen: ({ wrongSecret, ...context }) => {
         const settings = {
           ...chatSettingsDefaults,
           telegram: {
-            token: secret(wrongSecret ?? fake.token),
+            token: testSecret('telegram', wrongSecret ?? fake.token),
             allowed_users: [owner],
             api_root: fake.apiRoot,
             poll_timeout: 2_000,
           },
         } satisfies ChatSettings;
-        return runTelegram({
-          instance: { name: 'chat', domain: 'chat', settings },
-          listener: 'telegram',
-          logger,
-          enqueue: async () => {
-            throw new Error('the Telegram listener enqueues through the chat service, not this');
-          },
-          signal,
-          configDir: dataDir,
-          dataDir,
-          chat,
-          ...(approvals ? { approvals } : {}),
-          ...(condition ? { condition } : {}),
-        });
+        return runTelegram(chatListenerContext({ listener: 'telegram', settings, ...context }));
       },
       deliver: ({ from, text }) => String(fake.send({ from: Number(from), text })),
       redeliver: (handle) => fake.redeliver(Number(handle)),

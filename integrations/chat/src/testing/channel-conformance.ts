@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ChatService } from '@assistant/chat';
-import { FileNoteStore } from '@assistant/notes';
-import { openFileTaskQueue, type TaskQueue } from '@assistant/queue';
+import type { ChatService } from '@assistant/chat';
 import type { ListenerApprovalSummary, ListenerApprovals, ListenerCondition, ListenerContext } from '@assistant/sdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { answerAsWorker } from './answer-as-worker.ts';
+import { dentistApproval } from './approval-request.ts';
+import { channelTestBed, type RunningListener, until } from './channel-test-bed.ts';
 
 /**
  * One channel's local fake platform, started for one test, and the way to run the channel's listener against it.
@@ -80,9 +80,6 @@ export interface ConformanceHarness {
   start(): Promise<ConformancePlatform>;
 }
 
-/** How long a condition is waited for: generous, for a loaded 2-core machine. */
-const waitMs = 15_000;
-
 /**
  * The conformance suite of a chat channel (docs/channels.md): the adapter and the channel runner against the
  * platform's local fake, through the chat service's real stores in a temporary directory. The test stands in for
@@ -91,90 +88,34 @@ const waitMs = 15_000;
  */
 export function describeChannelConformance(name: string, harness: ConformanceHarness): void {
   describe(`the ${name} channel (conformance)`, () => {
-    let root: string;
-    let queue: TaskQueue;
-    let platform: ConformancePlatform;
-    let logs: string[];
+    const bed = channelTestBed({
+      prefix: 'assistant-channel-',
+      start: () => harness.start(),
+      secrets: (platform) => [platform.secret],
+    });
     /** What the listener reported of the platform's condition, in order. */
     let conditions: ListenerCondition[];
-    const running: { controller: AbortController; done: Promise<void> }[] = [];
 
-    beforeEach(async () => {
-      root = await mkdtemp(path.join(os.tmpdir(), 'assistant-channel-'));
-      queue = await openFileTaskQueue({ directory: path.join(root, 'data', 'queue') });
-      platform = await harness.start();
-      logs = [];
+    beforeEach(() => {
       conditions = [];
     });
-
-    afterEach(async () => {
-      for (const listener of running.splice(0)) {
-        listener.controller.abort();
-        await listener.done;
-      }
-      // The credentials are in no log line, whatever the test did.
-      expect(logs.filter((line) => line.includes(platform.secret))).toEqual([]);
-      await platform.close();
-      await queue.close();
-      await rm(root, { recursive: true, force: true });
-    });
-
-    const logger = {
-      info: (message: string) => logs.push(`info ${message}`),
-      warn: (message: string) => logs.push(`warn ${message}`),
-      error: (message: string) => logs.push(`error ${message}`),
-      debug: (message: string) => logs.push(`debug ${message}`),
-    } as unknown as ListenerContext['logger'];
-
-    function chatService(): ChatService {
-      return new ChatService({
-        notes: new FileNoteStore({ root: path.join(root, 'data', 'notes') }),
-        dataDir: path.join(root, 'data'),
-        controlRoot: path.join(root, 'data', 'control'),
-        queue,
-      });
-    }
 
     function listen(
       chat: ChatService,
       options: { wrongSecret?: string; approvals?: ListenerApprovals } = {},
-    ): { stop: () => Promise<void> } {
-      const controller = new AbortController();
-      const done = platform.listen({
-        chat,
-        dataDir: path.join(root, 'data'),
-        logger,
-        signal: controller.signal,
-        condition: (condition) => conditions.push(condition),
-        ...options,
-      });
-      const entry = { controller, done };
-      running.push(entry);
-      return {
-        stop: async () => {
-          controller.abort();
-          await done;
-          running.splice(running.indexOf(entry), 1);
-        },
-      };
-    }
-
-    async function until<T>(check: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
-      let value: T | undefined;
-      await expect
-        .poll(
-          async () => {
-            value = await check();
-            return Boolean(value);
-          },
-          { timeout: waitMs, interval: 20, message: `timed out waiting for ${what}` },
-        )
-        .toBe(true);
-      return value as NonNullable<T>;
+    ): RunningListener {
+      return bed.run((context) =>
+        bed.platform.listen({
+          chat,
+          ...context,
+          condition: (condition) => conditions.push(condition),
+          ...options,
+        }),
+      );
     }
 
     async function conversationOf(chat: ChatService, peer: string) {
-      return (await chat.list()).find((one) => one.channel === platform.channel && one.peer === peer);
+      return (await chat.list()).find((one) => one.channel === bed.platform.channel && one.peer === peer);
     }
 
     async function storedTexts(chat: ChatService, conversation: string): Promise<string[]> {
@@ -183,108 +124,95 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
 
     /** Delivers a message from the owner and waits until it is in the inbox; the conversation's id. */
     async function ownerSays(chat: ChatService, text: string, count = 1): Promise<string> {
-      platform.deliver({ from: platform.owner, text });
-      const conversation = await until(() => conversationOf(chat, platform.owner), 'the owner’s conversation');
+      bed.platform.deliver({ from: bed.platform.owner, text });
+      const conversation = await until(() => conversationOf(chat, bed.platform.owner), 'the owner’s conversation');
       await until(async () => (await storedTexts(chat, conversation.id)).length >= count, `"${text}" stored`);
       return conversation.id;
     }
 
-    /** What the turn runner writes for a reply: transcript, inbox, event. */
-    async function answer(chat: ChatService, conversation: string, text: string): Promise<string> {
-      const ids = (await chat.inbox.pending(conversation)).map((message) => message.id);
-      const reply = await chat.conversations.appendMessage(conversation, {
-        role: 'assistant',
-        text,
-        reply_to: ids,
-        status: 'complete',
-      });
-      await chat.inbox.markAnswered(conversation, { ids, replyId: reply.id });
-      await chat.events.append(conversation, {
-        type: 'message',
-        message: {
-          id: reply.id,
-          role: 'assistant',
-          text,
-          reply_to: ids,
-          status: 'complete',
-          at: new Date().toISOString(),
-        },
-      });
-      return reply.id;
+    /** Forgets every acknowledgement, as a crash before they were stored would: the runner's cursor and the adapter's. */
+    async function forgetAcknowledgements(): Promise<void> {
+      const stateFile = path.join(bed.root, 'data', 'chat', bed.platform.channel, 'chat.json');
+      const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
+      state.offset = 0;
+      await writeFile(stateFile, JSON.stringify(state));
+      await bed.platform.forgetAcknowledgements?.(path.join(bed.root, 'data'));
     }
 
-    const textsTo = (peer: string) => platform.messagesTo(peer).map((message) => message.texts.at(-1) ?? '');
+    const textsTo = (peer: string) => bed.platform.messagesTo(peer).map((message) => message.texts.at(-1) ?? '');
 
     it('answers an allowed user: the message is in the inbox with its turn, the reply reaches the user', async () => {
-      const chat = chatService();
+      const chat = bed.chatService();
       listen(chat);
       const id = await ownerSays(chat, 'what is urgent?');
       expect(await storedTexts(chat, id)).toEqual(['what is urgent?']);
-      await until(async () => (await queue.list({ type: 'chat.turn' })).length === 1, 'the turn enqueued');
-      await answer(chat, id, 'The dentist invoice.');
-      await until(() => textsTo(platform.owner).includes('The dentist invoice.'), 'the reply sent');
-      expect(textsTo(platform.owner)).toEqual(['The dentist invoice.']);
+      await until(async () => (await bed.queue.list({ type: 'chat.turn' })).length === 1, 'the turn enqueued');
+      await answerAsWorker(chat, id, 'The dentist invoice.');
+      await until(() => textsTo(bed.platform.owner).includes('The dentist invoice.'), 'the reply sent');
+      expect(textsTo(bed.platform.owner)).toEqual(['The dentist invoice.']);
     });
 
     it('ignores a stranger: nothing stored or sent, one log line with the user id and not the text', async () => {
-      const chat = chatService();
+      const chat = bed.chatService();
       listen(chat);
-      platform.deliver({ from: platform.stranger, text: 'my bank password is hunter2' });
+      bed.platform.deliver({ from: bed.platform.stranger, text: 'my bank password is hunter2' });
       // Deliveries are handled in order: once the owner's message is stored, the stranger's was dealt with.
       await ownerSays(chat, 'hello');
-      expect(await conversationOf(chat, platform.stranger)).toBeUndefined();
-      expect(platform.messagesTo(platform.stranger)).toEqual([]);
-      expect(logs.filter((line) => line.includes(platform.stranger))).toHaveLength(1);
-      expect(logs.join('\n')).not.toContain('hunter2');
+      expect(await conversationOf(chat, bed.platform.stranger)).toBeUndefined();
+      expect(bed.platform.messagesTo(bed.platform.stranger)).toEqual([]);
+      expect(bed.logs.filter((line) => line.includes(bed.platform.stranger))).toHaveLength(1);
+      expect(bed.logs.join('\n')).not.toContain('hunter2');
     });
 
     it('gives one answer to a message delivered again, after the acknowledgement or after a restart that lost it', async () => {
-      const chat = chatService();
+      const chat = bed.chatService();
       const first = listen(chat);
-      const once = platform.deliver({ from: platform.owner, text: 'once' });
-      const id = await until(() => conversationOf(chat, platform.owner), 'the owner’s conversation').then(
+      const once = bed.platform.deliver({ from: bed.platform.owner, text: 'once' });
+      const id = await until(() => conversationOf(chat, bed.platform.owner), 'the owner’s conversation').then(
         (conversation) => conversation.id,
       );
       await until(async () => (await storedTexts(chat, id)).length === 1, 'the first message stored');
       // The platform retries a delivery the bot handled.
-      platform.redeliver(once);
+      bed.platform.redeliver(once);
       await ownerSays(chat, 'next', 2);
-      await answer(chat, id, 'One answer.');
-      await until(() => textsTo(platform.owner).includes('One answer.'), 'the answer sent');
+      await answerAsWorker(chat, id, 'One answer.');
+      await until(() => textsTo(bed.platform.owner).includes('One answer.'), 'the answer sent');
       // A command is no inbox message: it is answered once too.
-      const help = platform.deliver({ from: platform.owner, text: '/help' });
-      await until(() => textsTo(platform.owner).length === 2, 'the help sent');
-      platform.redeliver(help);
+      const help = bed.platform.deliver({ from: bed.platform.owner, text: '/help' });
+      await until(() => textsTo(bed.platform.owner).length === 2, 'the help sent');
+      bed.platform.redeliver(help);
       await first.stop();
 
       // As if the server died after storing the messages and sending the answer, before the acknowledgements (the
       // runner's cursor) were stored: the platform hands everything out again.
-      const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
-      const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
-      state.offset = 0;
-      await writeFile(stateFile, JSON.stringify(state));
-      await platform.forgetAcknowledgements?.(path.join(root, 'data'));
+      await forgetAcknowledgements();
       listen(chat);
-      platform.redeliver(once);
+      bed.platform.redeliver(once);
       await ownerSays(chat, 'last', 3);
       expect(await storedTexts(chat, id)).toEqual(['once', 'next', 'last']);
-      expect(textsTo(platform.owner)).toEqual(['One answer.', expect.stringContaining('/new')]);
+      expect(textsTo(bed.platform.owner)).toEqual(['One answer.', expect.stringContaining('/new')]);
     });
 
     (harness.streaming === false ? it.skip : it)(
       'streams a reply by edits: one message, sent on the first token, edited, then final',
       async () => {
-        const chat = chatService();
+        const chat = bed.chatService();
         listen(chat);
         const id = await ownerSays(chat, 'tell me');
         await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
         await chat.events.append(id, { type: 'token', step: 0, text: 'The dentist' });
-        await until(() => textsTo(platform.owner).includes('The dentist'), 'the first token sent');
+        await until(() => textsTo(bed.platform.owner).includes('The dentist'), 'the first token sent');
         await chat.events.append(id, { type: 'token', step: 0, text: ' invoice is due' });
-        await until(() => textsTo(platform.owner).includes('The dentist invoice is due'), 'the text so far edited in');
-        await answer(chat, id, 'The dentist invoice is due tomorrow.');
-        await until(() => textsTo(platform.owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
-        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+        await until(
+          () => textsTo(bed.platform.owner).includes('The dentist invoice is due'),
+          'the text so far edited in',
+        );
+        await answerAsWorker(chat, id, 'The dentist invoice is due tomorrow.');
+        await until(
+          () => textsTo(bed.platform.owner).includes('The dentist invoice is due tomorrow.'),
+          'the final text',
+        );
+        expect(bed.platform.messagesTo(bed.platform.owner).map((message) => message.texts)).toEqual([
           ['The dentist', 'The dentist invoice is due', 'The dentist invoice is due tomorrow.'],
         ]);
       },
@@ -293,7 +221,7 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
     (harness.streaming === false ? it : it.skip)(
       'sends a reply once, final, on a platform that cannot edit: no message per token',
       async () => {
-        const chat = chatService();
+        const chat = bed.chatService();
         const first = listen(chat);
         const id = await ownerSays(chat, 'tell me');
         await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
@@ -303,12 +231,15 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         await first.stop();
         listen(chat);
         await chat.events.append(id, { type: 'token', step: 0, text: ' tomorrow' });
-        await answer(chat, id, 'The dentist invoice is due tomorrow.');
-        await until(() => textsTo(platform.owner).includes('The dentist invoice is due tomorrow.'), 'the final text');
+        await answerAsWorker(chat, id, 'The dentist invoice is due tomorrow.');
+        await until(
+          () => textsTo(bed.platform.owner).includes('The dentist invoice is due tomorrow.'),
+          'the final text',
+        );
         // Once the help (sent after) is there, nothing of the reply is still on its way.
-        platform.deliver({ from: platform.owner, text: '/help' });
-        await until(() => textsTo(platform.owner).some((text) => text.includes('/new')), 'the help');
-        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+        bed.platform.deliver({ from: bed.platform.owner, text: '/help' });
+        await until(() => textsTo(bed.platform.owner).some((text) => text.includes('/new')), 'the help');
+        expect(bed.platform.messagesTo(bed.platform.owner).map((message) => message.texts)).toEqual([
           ['The dentist invoice is due tomorrow.'],
           [expect.stringContaining('/new')],
         ]);
@@ -318,14 +249,14 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
     (harness.streaming === false ? it.skip : it)(
       'neither repeats nor skips after a restart mid-reply: the streamed message goes on being edited',
       async () => {
-        const chat = chatService();
+        const chat = bed.chatService();
         const first = listen(chat);
         const id = await ownerSays(chat, 'tell me');
         await chat.events.append(id, { type: 'turn_started', turn: 't1', reply_to: [] });
         await chat.events.append(id, { type: 'token', step: 0, text: 'Once upon' });
-        await until(() => textsTo(platform.owner).includes('Once upon'), 'the first token sent');
+        await until(() => textsTo(bed.platform.owner).includes('Once upon'), 'the first token sent');
         // The platform shows the message a moment before the runner has its answer (and records what it streams into).
-        const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
+        const stateFile = path.join(bed.root, 'data', 'chat', bed.platform.channel, 'chat.json');
         await until(async () => {
           const state = JSON.parse(await readFile(stateFile, 'utf8').catch(() => '{}')) as {
             conversations?: Record<string, { preview?: unknown }>;
@@ -335,47 +266,47 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
         await first.stop();
         await chat.events.append(id, { type: 'token', step: 0, text: ' a time' });
         listen(chat);
-        await until(() => textsTo(platform.owner).includes('Once upon a time'), 'the whole text edited in');
-        await answer(chat, id, 'Once upon a time, the end.');
-        await until(() => textsTo(platform.owner).includes('Once upon a time, the end.'), 'the final text');
-        expect(platform.messagesTo(platform.owner).map((message) => message.texts)).toEqual([
+        await until(() => textsTo(bed.platform.owner).includes('Once upon a time'), 'the whole text edited in');
+        await answerAsWorker(chat, id, 'Once upon a time, the end.');
+        await until(() => textsTo(bed.platform.owner).includes('Once upon a time, the end.'), 'the final text');
+        expect(bed.platform.messagesTo(bed.platform.owner).map((message) => message.texts)).toEqual([
           ['Once upon', 'Once upon a time', 'Once upon a time, the end.'],
         ]);
       },
     );
 
     it('splits a reply longer than the platform’s limit into messages that each fit, losing nothing', async () => {
-      const chat = chatService();
+      const chat = bed.chatService();
       listen(chat);
       const id = await ownerSays(chat, 'the long one');
-      const max = platform.maxMessageChars;
+      const max = bed.platform.maxMessageChars;
       const lines: string[] = [];
       for (let line = 0; Array.from(lines.join('\n')).length < 2.5 * max; line += 1) {
         lines.push(`line ${line}: ${'é'.repeat(60)}`);
       }
       const text = lines.join('\n');
-      await answer(chat, id, text);
+      await answerAsWorker(chat, id, text);
       await until(
         () =>
-          textsTo(platform.owner)
+          textsTo(bed.platform.owner)
             .at(-1)
             ?.endsWith(lines.at(-1) ?? '?'),
         'the last piece sent',
       );
-      const sent = textsTo(platform.owner);
+      const sent = textsTo(bed.platform.owner);
       expect(sent.length).toBeGreaterThanOrEqual(3);
       for (const piece of sent) expect(Array.from(piece).length).toBeLessThanOrEqual(max);
       expect(sent.join('')).toBe(text);
     });
 
     it('logs refused credentials once, without them, and keeps trying', async () => {
-      const chat = chatService();
-      const wrong = `${platform.secret.slice(0, 3)}wrong-credentials-value`;
+      const chat = bed.chatService();
+      const wrong = `${bed.platform.secret.slice(0, 3)}wrong-credentials-value`;
       listen(chat, { wrongSecret: wrong });
-      await until(() => platform.refusedCredentials() >= 1, 'the credentials refused');
-      await until(() => logs.some((line) => line.startsWith('error ')), 'the error line');
-      expect(logs.filter((line) => line.startsWith('error '))).toHaveLength(1);
-      expect(logs.join('\n')).not.toContain('wrong-credentials-value');
+      await until(() => bed.platform.refusedCredentials() >= 1, 'the credentials refused');
+      await until(() => bed.logs.some((line) => line.startsWith('error ')), 'the error line');
+      expect(bed.logs.filter((line) => line.startsWith('error '))).toHaveLength(1);
+      expect(bed.logs.join('\n')).not.toContain('wrong-credentials-value');
       // Reported for /health: refused credentials, how it waits, and not the credentials.
       expect(conditions.map((one) => one.state)).toEqual(['credentials_refused']);
       expect(conditions[0]?.detail).toMatch(/trying again every 60 s$/);
@@ -383,18 +314,18 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
     });
 
     it('reports an outage while the platform is down and ok once it answers again, then takes messages in', async () => {
-      const chat = chatService();
-      platform.setDown(true);
+      const chat = bed.chatService();
+      bed.platform.setDown(true);
       listen(chat);
       const outage = await until(() => conditions.find((one) => one.state === 'outage'), 'the outage reported');
       expect(outage.detail).toMatch(/; next try at \d{4}-\d\d-\d\dT[\d:.]+Z$/);
-      platform.setDown(false);
+      bed.platform.setDown(false);
       await until(() => conditions.at(-1)?.state === 'ok', 'ok reported after the outage');
       expect([...new Set(conditions.map((one) => one.state))]).toEqual(['outage', 'ok']);
-      expect(JSON.stringify(conditions)).not.toContain(platform.secret);
-      platform.deliver({ from: platform.owner, text: 'after the outage' });
+      expect(JSON.stringify(conditions)).not.toContain(bed.platform.secret);
+      bed.platform.deliver({ from: bed.platform.owner, text: 'after the outage' });
       await until(
-        async () => (await chat.list()).some((one) => one.channel === platform.channel),
+        async () => (await chat.list()).some((one) => one.channel === bed.platform.channel),
         'the message after the outage stored',
       );
     });
@@ -402,18 +333,9 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
     (harness.buttons ? it : it.skip)(
       'approves by button: the full rendering (or where to read it) above the buttons, allowed presses only, once, that rendering only',
       async () => {
-        const press = platform.press?.bind(platform);
+        const press = bed.platform.press?.bind(bed.platform);
         if (!press) throw new Error('a harness with buttons gives its platform `press`');
-        const short: ListenerApprovalSummary = {
-          id: 'ap-00000000000a',
-          title: 'Invoice from the dentist',
-          actions: 'send_reply',
-          rule: 'answer invoices',
-          reason: 'an invoice',
-          expiresAt: '2026-12-01T00:00:00.000Z',
-          rendering: 'send_reply to dentist@example.com:\nThank you, it is paid.',
-          bound: true,
-        };
+        const short = dentistApproval;
         const long: ListenerApprovalSummary = {
           ...short,
           id: 'ap-00000000000b',
@@ -430,54 +352,53 @@ export function describeChannelConformance(name: string, harness: ConformanceHar
             return { status: 'approved', kind: 'action', tasks: ['t1'], actions: 'send_reply', title: short.title };
           },
         };
-        const chat = chatService();
+        const chat = bed.chatService();
         const first = listen(chat, { approvals });
         const withButtons = (id: string) =>
-          platform
-            .messagesTo(platform.owner)
+          bed.platform
+            .messagesTo(bed.platform.owner)
             .find((message) => message.buttons.some((button) => button.data.includes(id)));
         const shortMessage = await until(() => withButtons(short.id), 'the short request’s buttons');
         const longMessage = await until(() => withButtons(long.id), 'the long request’s buttons');
-        const all = textsTo(platform.owner).join('');
+        const all = textsTo(bed.platform.owner).join('');
         expect(all).toContain(short.rendering);
         expect(all).toMatch(new RegExp(`\\d+ more characters: open the request .*${long.id}`));
         expect(all).not.toContain('the last line');
-        for (const text of textsTo(platform.owner)) {
-          expect(Array.from(text).length).toBeLessThanOrEqual(platform.maxMessageChars);
+        for (const text of textsTo(bed.platform.owner)) {
+          expect(Array.from(text).length).toBeLessThanOrEqual(bed.platform.maxMessageChars);
         }
         expect(shortMessage.buttons).toHaveLength(2);
         const approve = shortMessage.buttons[0]?.label ?? '';
 
         // A stranger's press counts for nothing; the owner's decides once, whatever the platform redelivers.
-        press({ from: platform.stranger, message: shortMessage, button: approve });
-        const owners = press({ from: platform.owner, message: shortMessage, button: approve });
+        press({ from: bed.platform.stranger, message: shortMessage, button: approve });
+        const owners = press({ from: bed.platform.owner, message: shortMessage, button: approve });
         await until(() => decided.length === 1, 'the owner’s press decided');
-        platform.redeliver(owners);
+        bed.platform.redeliver(owners);
         // What the long request would do changes after its buttons went out: its button decides nothing.
         pending = pending.map((one) =>
           one.id === long.id ? { ...one, rendering: `${one.rendering}, and more` } : one,
         );
-        press({ from: platform.owner, message: longMessage, button: approve });
-        await until(() => textsTo(platform.owner).some((text) => text.startsWith('Not decided')), 'the refusal');
-        expect(decided).toEqual([`approve ${short.id} by ${platform.channel}:${platform.owner}`]);
-        expect(textsTo(platform.owner).filter((text) => text.startsWith(`Approved ${short.id}`))).toHaveLength(1);
-        expect(logs.filter((line) => line.includes(platform.stranger))).toHaveLength(1);
+        press({ from: bed.platform.owner, message: longMessage, button: approve });
+        await until(() => textsTo(bed.platform.owner).some((text) => text.startsWith('Not decided')), 'the refusal');
+        expect(decided).toEqual([`approve ${short.id} by ${bed.platform.channel}:${bed.platform.owner}`]);
+        expect(textsTo(bed.platform.owner).filter((text) => text.startsWith(`Approved ${short.id}`))).toHaveLength(1);
+        expect(bed.logs.filter((line) => line.includes(bed.platform.stranger))).toHaveLength(1);
 
         // As if the server died before the presses' acknowledgements were stored: the platform hands them out again,
         // and none of them acts or is answered again.
         await first.stop();
-        const stateFile = path.join(root, 'data', 'chat', platform.channel, 'chat.json');
-        const state = JSON.parse(await readFile(stateFile, 'utf8')) as { offset: number };
-        state.offset = 0;
-        await writeFile(stateFile, JSON.stringify(state));
-        await platform.forgetAcknowledgements?.(path.join(root, 'data'));
+        await forgetAcknowledgements();
         listen(chat, { approvals });
-        platform.redeliver(owners);
-        platform.deliver({ from: platform.owner, text: '/help' });
-        await until(() => textsTo(platform.owner).some((text) => text.includes('/new')), 'the help after the presses');
+        bed.platform.redeliver(owners);
+        bed.platform.deliver({ from: bed.platform.owner, text: '/help' });
+        await until(
+          () => textsTo(bed.platform.owner).some((text) => text.includes('/new')),
+          'the help after the presses',
+        );
         expect(decided).toHaveLength(1);
-        expect(textsTo(platform.owner).filter((text) => text.startsWith('Not decided'))).toHaveLength(1);
-        expect(textsTo(platform.owner).some((text) => text.includes('no longer waiting'))).toBe(false);
+        expect(textsTo(bed.platform.owner).filter((text) => text.startsWith('Not decided'))).toHaveLength(1);
+        expect(textsTo(bed.platform.owner).some((text) => text.includes('no longer waiting'))).toBe(false);
       },
     );
   });
