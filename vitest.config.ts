@@ -15,8 +15,8 @@ const unit = {
 /**
  * Two tiers (README "Testing"):
  * - `unit` (and `unit-isolated`): the tests beside the code in each workspace package. In-process only: no child
- *   processes, no root, no Dovecot, no bubblewrap, nothing that takes seconds. `npm run test:unit` runs them in
- *   about a minute on 2 cores.
+ *   processes, no root, no Dovecot, no bubblewrap, nothing that takes seconds. `npm run test:unit` runs both
+ *   projects (docs/performance.md, "Issue 38: a quick suite").
  * - `integration`: `tests/`, which starts the CLI, server and worker as real processes, a private Dovecot and
  *   bubblewrap. `npm run test:integration` runs them; `npm test` runs both.
  */
