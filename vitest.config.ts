@@ -1,9 +1,22 @@
+import os from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+/** Unit test files that replace a built-in module with `vi.mock`: they need modules evaluated afresh for them. */
+const mocksBuiltins = ['packages/notes/src/file-lock.test.ts', 'packages/queue/src/crash-states.test.ts'];
+
+const unit = {
+  // Fails a unit test that starts a child process: those belong in tests/.
+  setupFiles: ['tests/helpers/unit-tier-guard.ts'],
+  // The default 5 s leaves little room when four test runs share 2 cores; a unit test is far below either.
+  testTimeout: 15_000,
+  hookTimeout: 15_000,
+};
 
 /**
  * Two tiers (README "Testing"):
- * - `unit`: the tests beside the code in each workspace package. In-process only: no child processes, no root, no
- *   Dovecot, no bubblewrap, nothing that takes seconds. `npm run test:unit` runs them in under a minute.
+ * - `unit` (and `unit-isolated`): the tests beside the code in each workspace package. In-process only: no child
+ *   processes, no root, no Dovecot, no bubblewrap, nothing that takes seconds. `npm run test:unit` runs both
+ *   projects (docs/performance.md, "Issue 38: a quick suite").
  * - `integration`: `tests/`, which starts the CLI, server and worker as real processes, a private Dovecot and
  *   bubblewrap. `npm run test:integration` runs them; `npm test` runs both.
  */
@@ -13,13 +26,25 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          ...unit,
           name: 'unit',
           include: ['{apps,packages,integrations}/*/src/**/*.test.ts'],
-          // Fails a unit test that starts a child process: those belong in tests/.
-          setupFiles: ['tests/helpers/unit-tier-guard.ts'],
-          // The default 5 s leaves little room when four test runs share 2 cores; a unit test is far below either.
-          testTimeout: 15_000,
-          hookTimeout: 15_000,
+          exclude: mocksBuiltins,
+          // Decision 0080: each worker imports the packages once and runs file after file, instead of a fresh
+          // worker re-importing them for each of the ~280 files (that was about half the tier's CPU). It relies on
+          // unit tests leaving no global state behind: timers restored, no `vi.mock` (those files run below).
+          isolate: false,
+          // Vitest's default for a run is one worker fewer than the cores: a single worker on 2 cores, idle while
+          // a test waits on a file or a loopback socket.
+          maxWorkers: Math.max(2, os.availableParallelism() - 1),
+        },
+      },
+      {
+        extends: true,
+        test: {
+          ...unit,
+          name: 'unit-isolated',
+          include: mocksBuiltins,
         },
       },
       {

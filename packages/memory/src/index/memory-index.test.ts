@@ -281,6 +281,9 @@ describe('MemoryIndex', () => {
     const index = openIndex({
       embedder,
       logger: { warn: (message) => warnings.push(message), info: (message) => infos.push(message) },
+      // Each try 1 s after the last: on a loaded machine several may fail before the endpoint is up, and the
+      // doubling wait (2 s, 4 s, 8 s, …) would outlast the test.
+      maxRetryMs: 1_000,
     });
     await index.start();
     await waitUntil(() => index.status().lastError !== undefined, 'the first failed attempt');
@@ -314,7 +317,7 @@ describe('MemoryIndex', () => {
     });
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    // No call from the test: the retry timer (1 s, then 2 s, …) finds it.
+    // No call from the test: the retry timer (every 1 s here) finds it.
     await waitUntil(() => index.status().pending === 0, 'the notes to be embedded after the outage');
     expect(index.status()).toMatchObject({ notes: 2, embedded: 2, pending: 0 });
     expect(index.status().lastError).toBeUndefined();

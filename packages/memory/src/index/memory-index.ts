@@ -31,6 +31,12 @@ export interface MemoryIndexOptions {
   /** Notes read at once while the index fills. @default 16 */
   concurrency?: number;
   /**
+   * The longest wait between two tries of a failing embeddings endpoint (the wait doubles from 1 s up to it). Tests
+   * that bring an endpoint back set it low, so the next try does not depend on how many failed before.
+   * @default 300_000
+   */
+  maxRetryMs?: number;
+  /**
    * The cosine below which a note does not count as near the query by its vector. The hashing embedder's unrelated
    * texts land within about ±0.1 of 0 (collisions in 256 buckets), so its default keeps that noise out of the
    * results; an endpoint model's scale is its own, so nothing is cut by default.
@@ -484,7 +490,7 @@ export class MemoryIndex {
   }
 
   #failed(error: unknown): void {
-    const delayMs = Math.min(maxBackoffMs, firstBackoffMs * 2 ** this.#failures);
+    const delayMs = Math.min(this.#options.maxRetryMs ?? maxBackoffMs, firstBackoffMs * 2 ** this.#failures);
     this.#failures++;
     this.#retryAt = Date.now() + delayMs;
     const message = describe(error);
