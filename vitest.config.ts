@@ -1,8 +1,16 @@
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-/** Unit test files that replace a built-in module with `vi.mock`: they need modules evaluated afresh for them. */
-const mocksBuiltins = ['packages/notes/src/file-lock.test.ts', 'packages/queue/src/crash-states.test.ts'];
+/**
+ * Unit test files that need modules evaluated afresh for them: two replace a built-in module with `vi.mock`; the
+ * housekeeping one makes chat messages "two days ago", which the chat package's per-process id clock (ids never go
+ * back in time within a process) turns into now once another file in the same worker made an id.
+ */
+const freshModules = [
+  'packages/notes/src/file-lock.test.ts',
+  'packages/queue/src/crash-states.test.ts',
+  'apps/worker/src/chat-compaction-housekeeping.test.ts',
+];
 
 const unit = {
   // Fails a unit test that starts a child process: those belong in tests/.
@@ -29,10 +37,11 @@ export default defineConfig({
           ...unit,
           name: 'unit',
           include: ['{apps,packages,integrations}/*/src/**/*.test.ts'],
-          exclude: mocksBuiltins,
+          exclude: freshModules,
           // Decision 0080: each worker imports the packages once and runs file after file, instead of a fresh
           // worker re-importing them for each of the ~280 files (that was about half the tier's CPU). It relies on
-          // unit tests leaving no global state behind: timers restored, no `vi.mock` (those files run below).
+          // unit tests leaving no global state behind: timers restored, no `vi.mock` (those files run below, as does one
+          // that needs the chat package's id clock fresh).
           isolate: false,
           // Vitest's default for a run is one worker fewer than the cores: a single worker on 2 cores, idle while
           // a test waits on a file or a loopback socket.
@@ -44,7 +53,7 @@ export default defineConfig({
         test: {
           ...unit,
           name: 'unit-isolated',
-          include: mocksBuiltins,
+          include: freshModules,
         },
       },
       {
