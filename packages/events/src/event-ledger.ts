@@ -167,7 +167,7 @@ export class EventLedger implements EventSink {
       this.#madeIndexDirectory = true;
     }
     return withFileLock(path.join(this.directory, '.append'), async () => {
-      await this.#catchUp();
+      const seen = await this.#catchUp();
       const outcomes: (EmitOutcome | undefined)[] = [];
       const fresh: { index: number; line: string; id: string }[] = [];
       const inBatch = new Map<string, number>();
@@ -182,7 +182,7 @@ export class EventLedger implements EventSink {
       if (fresh.length > 0) {
         const day = new Date(this.#now()).toISOString().slice(0, 10);
         const file = this.#file(day);
-        let offset = await this.#repairTail(day);
+        let offset = await this.#repairTail(day, seen);
         const handle = await open(file, 'a', 0o600);
         try {
           await handle.write(fresh.map((entry) => entry.line).join(''));
@@ -228,23 +228,36 @@ export class EventLedger implements EventSink {
    * line; hooks still fire once for it, by their firing records. Keeping every retained day's ids would cost a busy
    * installation hundreds of MB read at start.
    */
-  async #catchUp(): Promise<void> {
-    const today = new Date(this.#now()).toISOString().slice(0, 10);
-    const oldest = new Date(this.#now() - dedupWindowDays * 86_400_000).toISOString().slice(0, 10);
-    const days = (await this.days()).filter((day) => day >= oldest);
+  async #catchUp(): Promise<Map<string, number | undefined>> {
+    const nowMs = this.#now();
+    const today = new Date(nowMs).toISOString().slice(0, 10);
+    const oldest = new Date(nowMs - dedupWindowDays * 86_400_000).toISOString().slice(0, 10);
+    // The window's days by name, oldest first, rather than a listing of the folder: a stat each, once per batch.
+    const days = Array.from({ length: dedupWindowDays + 1 }, (_, back) =>
+      new Date(nowMs - (dedupWindowDays - back) * 86_400_000).toISOString().slice(0, 10),
+    );
     for (const day of this.#ids.keys()) if (day < oldest) this.#ids.delete(day);
+    /** The size of each day's file as it was read to its end now (undefined: there is none). */
+    const sizes = new Map<string, number | undefined>();
     for (const day of days) {
       if (this.#loadedDays && day < today && this.#ids.has(day)) continue;
-      const known = this.#dayIds(day);
-      // One stat instead of opening the file when nothing was appended since: the common case, once per batch.
       const size = (await stat(this.#file(day)).catch(() => undefined))?.size;
-      if (size === known.scanned) continue;
-      for await (const entry of this.#eachLine(day, known.scanned)) {
-        if (entry.event) known.ids.set(entry.event.id, entry.offset);
-        known.scanned = entry.end;
+      if (size === undefined) {
+        sizes.set(day, undefined);
+        continue;
       }
+      const known = this.#dayIds(day);
+      // Nothing appended since this process last looked (the common case): the file is not opened.
+      if (size !== known.scanned) {
+        for await (const entry of this.#eachLine(day, known.scanned)) {
+          if (entry.event) known.ids.set(entry.event.id, entry.offset);
+          known.scanned = entry.end;
+        }
+      }
+      if (known.scanned === size) sizes.set(day, size);
     }
     this.#loadedDays = true;
+    return sizes;
   }
 
   async #find(id: string): Promise<EventRecord | undefined> {
@@ -263,12 +276,12 @@ export class EventLedger implements EventSink {
    * The day file's length once a torn last line (a crash mid-append) is cut off and kept in `YYYY-MM-DD.torn`.
    * Only called under the append lock: no other writer is mid-line.
    */
-  async #repairTail(day: string): Promise<number> {
+  async #repairTail(day: string, seen: Map<string, number | undefined>): Promise<number> {
+    // Looked at under this lock a moment ago by #catchUp, and read to its end: no file, or one ending in a newline.
+    if (seen.has(day)) return seen.get(day) ?? 0;
     const file = this.#file(day);
     const info = await stat(file).catch(() => undefined);
     if (!info || info.size === 0) return 0;
-    // Read up to its end under this lock a moment ago (#catchUp): it ends with a newline, nothing to repair.
-    if (this.#ids.get(day)?.scanned === info.size) return info.size;
     const handle = await open(file, 'r');
     let keep: number;
     let torn: Buffer;
