@@ -238,7 +238,8 @@ async function runHandler(options: RunClaimedTaskOptions, signal: AbortSignal, l
   // Read for every task (one small file), so a pause or resume from the CLI, the API, the dashboard or a hand edit
   // applies to the next task without a restart. A note that cannot be read pauses nothing: it is reported where it
   // is shown (health, dashboard, `assistant paused`), and work goes on as configured.
-  const pauses: PauseState = await new PauseStore({ notes: options.services.notes }).read().catch((error: unknown) => {
+  const readPauses = options.services.pauses ?? (() => new PauseStore({ notes: options.services.notes }).read());
+  const pauses: PauseState = await readPauses().catch((error: unknown) => {
     logger.warn({ err: error }, 'could not read the pause note; nothing is treated as paused');
     return { entries: [], problems: [] };
   });

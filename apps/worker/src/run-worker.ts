@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { routeServiceResult } from '@assistant/actions';
 import { loadPersonas, personaNamed, personaSourcesOf } from '@assistant/agents';
 import { createExecutor, type Executor } from '@assistant/codeact';
@@ -24,6 +25,7 @@ import {
   HttpNoteStore,
   type HumanLog,
   type NoteStore,
+  pauseNotePath,
 } from '@assistant/notes';
 import { installation, openQueue } from '@assistant/process';
 import {
@@ -43,6 +45,7 @@ import type { TaskSlot } from './create-handler-context.ts';
 import { ensureDataDirectories } from './data-directories.ts';
 import { type LaneSnapshot, laneCapacity, llmStagesOf, profilesAvailability } from './lanes.ts';
 import { OutageLog, watchModelOutage } from './outage-log.ts';
+import { pauseReader } from './pause-reader.ts';
 import { type HandlerLookup, runClaimedTask, type TaskOutcomeReport } from './run-claimed-task.ts';
 import { TaskSummary } from './task-summary.ts';
 import { timerDelayMs } from './timer-delay.ts';
@@ -272,6 +275,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
     },
     // Read afresh for every loop and spawn: the owner edits personas while the system runs (docs/agents.md).
     // Checked as `config check` checks them (profiles, MCP servers, tool names), so a persona it reports is refused.
+    // On this machine the pause note is looked at with a stat per task and read when it changed; through a server,
+    // read every time.
+    ...(remote ? {} : { pauses: pauseReader({ notes, file: path.join(config.paths.notes, pauseNotePath) }) }),
     personas: async (name) => personaNamed({ name, loaded: await loadPersonas(personaSourcesOf(config)) }),
     ...(options.steering
       ? { steering: options.steering }

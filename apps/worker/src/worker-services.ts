@@ -9,7 +9,7 @@ import type { EventSink } from '@assistant/events';
 import type { IntegrationRegistry, MemoryContext, ScriptsContext } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
 import type { McpServers } from '@assistant/mcp/client';
-import type { HumanLog, NoteStore } from '@assistant/notes';
+import type { HumanLog, NoteStore, PauseState } from '@assistant/notes';
 import type { EnqueueOutcome, TaskConsumer, TaskQueue } from '@assistant/queue';
 import { ControlFiles, type SteeringChannel } from '@assistant/steering';
 
@@ -42,6 +42,11 @@ export interface WorkerServices {
   steering?: (taskId: string) => SteeringChannel;
   /** How long a task of a paused instance waits before it is looked at again. @default 30 s */
   pausedRecheckMs?: number;
+  /**
+   * What is paused, read before every task (pause-reader.ts: again only when the note's file changed).
+   * @default the pause note read through `notes` every time (a worker on another machine, tests of bare handlers)
+   */
+  pauses?: () => Promise<PauseState>;
   /**
    * The event ledger (`data/events/`): finished and failed tasks are written there, and handlers report what they
    * take in (`context.events`). @default none: no events (tests of bare handlers, a worker on another machine)

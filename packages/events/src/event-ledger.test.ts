@@ -183,6 +183,41 @@ describe('EventLedger', () => {
     expect(await short.days()).toEqual(['2026-11-27']);
   });
 
+  it('writes emits that arrive together as one batch: each stored once, at the offset its index line names', async () => {
+    const other = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    const names = Array.from({ length: 20 }, (_, index) => `c${index}`);
+    const outcomes = await Promise.all([
+      ...names.map((name) => ledger.emit(done(name))),
+      ledger.emit(done('c3')),
+      ...names.slice(10).map((name) => other.emit(done(name))),
+    ]);
+    // The second c3 of this object is in the same batch as the first: a duplicate of it. Whichever object's batch
+    // takes the lock first stores c10…c19; each is stored once, and the other's emits of them are duplicates.
+    expect(outcomes[20]).toEqual({ event: outcomes[3]?.event, duplicate: true });
+    for (const [index, name] of names.entries()) {
+      const emits = [outcomes[index], ...(index >= 10 ? [outcomes[11 + index]] : [])];
+      expect(emits.filter((outcome) => !outcome?.duplicate).map((outcome) => outcome?.event.native_id)).toEqual([name]);
+    }
+    const text = await readFile(path.join(root, 'events', '2026-11-28.jsonl'), 'utf8');
+    expect(
+      text
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).native_id)
+        .sort(),
+    ).toEqual([...names].sort());
+    const index = (await readFile(path.join(root, 'events', 'index', '2026-11-28.idx'), 'utf8')).trim().split('\n');
+    expect(index).toHaveLength(20);
+    for (const entry of index) {
+      const [id, , offset] = entry.split(' ');
+      expect(JSON.parse(text.slice(Number(offset)).split('\n')[0] as string).id).toBe(id);
+    }
+    // A later emit appends after the batch, and a fresh object sees all of it.
+    expect((await ledger.emit(done('after'))).duplicate).toBe(false);
+    const fresh = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    expect((await fresh.emit(done('c19'))).duplicate).toBe(true);
+  });
+
   it('finds an event whose index line was lost (a crash between the append and the index)', async () => {
     const { event } = await ledger.emit(done('t1'));
     await writeFile(path.join(root, 'events', 'index', '2026-11-28.idx'), '');

@@ -49,13 +49,44 @@ export class FileHumanLog implements HumanLog {
     if (entry.reason) line += ` (${oneLine(entry.reason)})`;
     if (entry.link) line += ` [→](${scrubSecrets(entry.link).replace(/[()\s]/g, encodeURIComponent)})`;
     const file = this.fileFor(at);
+    // Lines that come while an append to their file is under way go together in the next one, in order: a worker
+    // running eight tasks makes one append for their lines instead of eight. Each write still returns only once its
+    // line is in the file, as before.
+    let batch = this.#waiting.get(file);
+    if (!batch) {
+      const lines: string[] = [];
+      const before = this.#appending.get(file);
+      const done = (async () => {
+        await before?.catch(() => {});
+        // From here on, lines wait for the next batch.
+        if (this.#waiting.get(file)?.lines === lines) this.#waiting.delete(file);
+        await this.#append(file, lines.join(''));
+      })();
+      batch = { lines, done };
+      this.#waiting.set(file, batch);
+      this.#appending.set(file, done);
+      const forget = () => {
+        if (this.#appending.get(file) === done) this.#appending.delete(file);
+      };
+      done.then(forget, forget);
+    }
+    batch.lines.push(`${line}\n`);
+    await batch.done;
+  }
+
+  /** Lines for each day's file not yet handed to an append, and the promise of the append that will take them. */
+  readonly #waiting = new Map<string, { lines: string[]; done: Promise<void> }>();
+  /** The last append started for each file: the next batch waits for it, so lines stay in order. */
+  readonly #appending = new Map<string, Promise<void>>();
+
+  async #append(file: string, text: string): Promise<void> {
     try {
-      await appendFile(file, `${line}\n`, { flag: 'a', mode: 0o600 });
+      await appendFile(file, text, { flag: 'a', mode: 0o600 });
     } catch (error) {
       // The folder is made on the first line (or again after someone removed it), not checked on every line.
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(this.directory, { recursive: true, mode: 0o700 });
-      await appendFile(file, `${line}\n`, { flag: 'a', mode: 0o600 });
+      await appendFile(file, text, { flag: 'a', mode: 0o600 });
     }
   }
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -96,7 +97,11 @@ export interface ReadClaimsHoldOptions {
  * from another host counts until it expires). At most {@link maxClaimsHoldMs} from its start, whatever it says.
  */
 export async function readClaimsHold(options: ReadClaimsHoldOptions): Promise<ClaimsHold | undefined> {
-  const hold = await readHoldFile(path.join(options.queueRoot, claimsHoldFileName));
+  const file = path.join(options.queueRoot, claimsHoldFileName);
+  // Asked before every claim, and almost always answered "none": one access(2) on this thread costs a few
+  // microseconds, where a read that fails costs a trip through the thread pool and an ENOENT error with its stack.
+  if (!existsSync(file)) return undefined;
+  const hold = await readHoldFile(file);
   if (hold === undefined) return undefined;
   const sinceMs = Date.parse(hold.since);
   const untilMs = Math.min(Date.parse(hold.until), sinceMs + maxClaimsHoldMs);

@@ -40,6 +40,43 @@ function nameFor(type: string, priority = 5, readyAtMs = Date.now() - 1_000): st
 }
 
 describe('FileTaskConsumer with bad input', () => {
+  it('reads a task file edited by hand the slow way, and sets aside one that only looks like what it writes', async () => {
+    const { queue, consumer } = await setup();
+    await consumer.start();
+    const edited = await queue.enqueue({ type: 'hand.edited', payload: { text: 'hello' }, source: 'cli' });
+    const broken = await queue.enqueue({ type: 'hand.broken', payload: { text: 'hello' }, source: 'cli' });
+    if (edited.status !== 'enqueued' || broken.status !== 'enqueued') throw new Error('not enqueued');
+    const pending = path.join(directory, 'pending');
+    const fileOf = async (id: string) => {
+      const fileName = (await names('pending')).find((name) => name.includes(id));
+      if (!fileName) throw new Error(`no file of ${id}`);
+      return path.join(pending, fileName);
+    };
+    // As an editor leaves it: a comment, the payload rewritten in flow style with a float and a quoted colon.
+    const editedFile = await fileOf(edited.task.id);
+    const original = await readFile(editedFile, 'utf8');
+    expect(original).toContain('payload:\n  text: hello\n');
+    await writeFile(
+      editedFile,
+      `# checked by hand\n${original.replace('payload:\n  text: hello\n', 'payload: {text: "Re: hi", score: 0.5} # new\n')}`,
+    );
+    // Every line as the queue writes them, but one key twice: a YAML error, not a task.
+    const brokenFile = await fileOf(broken.task.id);
+    const brokenText = (await readFile(brokenFile, 'utf8')).replace('attempts: 0\n', 'attempts: 0\nattempts: 1\n');
+    await writeFile(brokenFile, brokenText);
+    const claimed = [];
+    for (let task = await consumer.claim(); task; task = await consumer.claim()) claimed.push(task);
+    expect(claimed.map((task) => task.task.type)).toEqual(['hand.edited']);
+    expect(claimed[0]?.task.payload).toEqual({ text: 'Re: hi', score: 0.5 });
+    const failed = await names('failed');
+    const brokenName = path.basename(brokenFile);
+    expect(failed.sort()).toEqual([brokenName, `${brokenName}${reasonSuffix}`]);
+    expect(await readFile(path.join(directory, 'failed', brokenName), 'utf8')).toBe(brokenText);
+    expect(await readFile(path.join(directory, 'failed', `${brokenName}${reasonSuffix}`), 'utf8')).toMatch(
+      /^YAML syntax at line \d+, column \d+: /,
+    );
+  });
+
   it('moves unreadable files to failed/ with the reason beside them, bytes intact, and runs the good task', async () => {
     const { queue, consumer } = await setup({ settings: { maxTaskBytes: 2_048 } });
     const bomb = `a: &a [x, x, x, x, x, x, x, x, x, x]\n${Array.from(

@@ -1,5 +1,4 @@
-import { constants, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { TaskFileError } from './task-file.ts';
 
 /**
@@ -16,9 +15,13 @@ const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLO
  * of it. Whatever is not a small regular file is refused with a TaskFileError that says what it is.
  */
 export async function readTaskText(file: string, maxBytes: number): Promise<string> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  // Synchronous system calls on purpose: the worker reads every task it claims with this, and four small calls on
+  // this thread (a page-cache read of a file just written, a fstat, a close) cost a fraction of four trips through
+  // the thread pool. Nothing here can wait: the FIFO is opened non-blocking and refused before any read, a device
+  // or a /proc file is refused by the fstat.
+  let descriptor: number;
   try {
-    handle = await open(file, openFlags);
+    descriptor = openSync(file, openFlags);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // ELOOP is what O_NOFOLLOW answers for a symbolic link (dangling or not); ENXIO is a socket.
@@ -27,7 +30,7 @@ export async function readTaskText(file: string, maxBytes: number): Promise<stri
     throw error;
   }
   try {
-    const info = await handle.stat();
+    const info = fstatSync(descriptor);
     if (!info.isFile()) throw new TaskFileError(`${describeFileKind(info)}, not a regular file`);
     if (info.size > maxBytes) {
       throw new TaskFileError(`file is ${info.size} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
@@ -35,7 +38,7 @@ export async function readTaskText(file: string, maxBytes: number): Promise<stri
     // One read of exactly the size the fstat gave, plus one byte to notice growth; never more than one byte past
     // the limit whatever the size said (a file can grow after the fstat, a /proc file says 0 and holds more).
     const first = Buffer.allocUnsafe(Math.min(info.size + 1, maxBytes + 1));
-    const { bytesRead } = await handle.read(first, 0, first.length, null);
+    const bytesRead = readSync(descriptor, first, 0, first.length, null);
     // A short read is the end of a regular file: no second read to find it.
     if (bytesRead < first.length) return first.toString('utf8', 0, bytesRead);
     // Full: the file holds more than its size said (a /proc file says 0; or it grew). Read on, to the end or to one
@@ -44,7 +47,7 @@ export async function readTaskText(file: string, maxBytes: number): Promise<stri
     let length = bytesRead;
     while (length <= maxBytes) {
       const chunk = Buffer.allocUnsafe(Math.min(65_536, maxBytes + 1 - length));
-      const { bytesRead: more } = await handle.read(chunk, 0, chunk.length, null);
+      const more = readSync(descriptor, chunk, 0, chunk.length, null);
       if (more === 0) return Buffer.concat(chunks, length).toString('utf8');
       chunks.push(chunk.subarray(0, more));
       length += more;
@@ -53,7 +56,7 @@ export async function readTaskText(file: string, maxBytes: number): Promise<stri
       `file grew past ${maxBytes} bytes while it was read; the limit is ${maxBytes} (queue.max_task_bytes)`,
     );
   } finally {
-    await handle.close();
+    closeSync(descriptor);
   }
 }
 

@@ -2,6 +2,7 @@ import { AssistantError } from '@assistant/errors';
 import { Document, LineCounter, parseDocument, Scalar, visit } from 'yaml';
 import * as z from 'zod';
 import { maxTaskNestingDepth, valueNestingDepth, yamlTextNesting } from './input-limits.ts';
+import { readTaskYamlFast, writeTaskYamlFast } from './internal/task-yaml-fast.ts';
 import { taskIdPattern } from './task-id.ts';
 import { decodeTaskName, type TaskName } from './task-name.ts';
 
@@ -130,6 +131,20 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   if (bytes > maxBytes) {
     throw new TaskFileError(`file is ${bytes} bytes; the limit is ${maxBytes} (queue.max_task_bytes)`);
   }
+  // The hot path: a file as stringifyTask writes an ordinary task, read without the YAML library (same data, far
+  // less CPU). Anything else, hand edits and problems included, is read the slow way below.
+  const fast = readTaskYamlFast(text);
+  const parsed = taskFileSchema.safeParse(fast ?? readTaskYaml(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ` : '';
+    throw new TaskFileError(`${where}${issue?.message ?? 'not a task'}`);
+  }
+  return taskOf(parsed.data, options);
+}
+
+/** A task file's text as data, with the YAML library and every limit on what it may hold. */
+function readTaskYaml(text: string): unknown {
   // Measured before parsing: the parser, the conversion to JS and zod all recurse, and a 200 000-deep sequence
   // cost them a quarter of a gigabyte before it was refused. One level more than a payload may have: the file's own
   // mapping holds the payload (and result, on_result) one level down.
@@ -155,13 +170,11 @@ export function parseTaskFile(text: string, options: ParseTaskFileOptions): Task
   if (hasAlias && valueNestingDepth(data, maxTaskFileNestingDepth) > maxTaskFileNestingDepth) {
     throw nestedTooDeep(' through aliases');
   }
-  const parsed = taskFileSchema.safeParse(data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ` : '';
-    throw new TaskFileError(`${where}${issue?.message ?? 'not a task'}`);
-  }
-  const file = parsed.data;
+  return data;
+}
+
+/** The task a checked file describes, its name's fields winning. */
+function taskOf(file: z.infer<typeof taskFileSchema>, options: ParseTaskFileOptions): Task {
   const { name } = options;
   if (file.id !== undefined && file.id !== name.id) {
     throw new TaskFileError(`id: the file says \`${file.id}\` but its name says \`${name.id}\``);
@@ -238,8 +251,12 @@ export function taskFileData(task: Task): Record<string, unknown> {
 
 /** The YAML text of a task, keys in a fixed order that reads top to bottom like the task's life. */
 export function stringifyTask(task: Task): string {
+  const data = taskFileData(task);
+  // The hot path: the same bytes as below for an ordinary task, without building the library's document.
+  const fast = writeTaskYamlFast(data);
+  if (fast !== undefined) return fast;
   // No aliases: they would make hand edits confusing.
-  const document = new Document(taskFileData(task), { aliasDuplicateObjects: false });
+  const document = new Document(data, { aliasDuplicateObjects: false });
   visit(document, {
     Scalar(_key, node) {
       if (typeof node.value === 'string' && blockScalarLosesIt(node.value)) node.type = Scalar.QUOTE_DOUBLE;
