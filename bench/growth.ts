@@ -135,7 +135,7 @@ const bounds: Record<string, { by: string; keepMs?: number; capBytes?: number }>
   },
   'chat/inbox': { by: 'chat retention.answered_inbox (7d)', keepMs: retention.answeredInboxMs },
   'events (ledger)': { by: 'events.retention_days (90)', keepMs: 90 * 24 * hourMs },
-  logs: { by: 'nothing: one human-log file per day, never removed' },
+  logs: { by: 'human_log.retention_days when set (by default every day is kept: the audit trail)' },
 };
 
 const conversationIds: string[] = [];

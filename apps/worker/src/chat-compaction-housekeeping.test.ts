@@ -1,7 +1,8 @@
 // Housekeeping compacts the chat stores by the chat instance's `retention`: an idle event log past its size is cut
-// (offsets kept), answered inbox messages past the retention are removed, unanswered ones stay. A real worker in
+// (offsets kept), answered inbox messages past the retention are removed, unanswered ones stay; and the human log's
+// day files older than `human_log.retention_days` go. A real worker in
 // this process over files written by the chat stores themselves.
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChatEventLog, ChatInbox } from '@assistant/chat';
@@ -22,6 +23,7 @@ beforeEach(async () => {
       '  - type: chat',
       '    name: chat',
       '    retention: {events_max_bytes: 8192, events_idle: 0s, answered_inbox: 1d}',
+      'human_log: {retention_days: 30}',
       '',
     ].join('\n'),
   );
@@ -43,6 +45,16 @@ describe('housekeeping and data/chat', () => {
     const unanswered = await inbox.accept('c1', { text: 'still waiting' });
     await inbox.markAnswered('c1', { ids: [answered.id], replyId: 'm-reply' });
 
+    // The human log's day files: one past `human_log.retention_days`, one within it, and a file of the owner's.
+    await mkdir(config.paths.logs, { recursive: true });
+    const day = (daysAgo: number) => {
+      const date = new Date();
+      date.setDate(date.getDate() - daysAgo);
+      return `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}-${String(date.getDate()).padStart(2, '0')}.md`;
+    };
+    for (const name of [day(40), day(10), 'my-notes.md'])
+      await writeFile(path.join(config.paths.logs, name), '- old\n');
+
     const housekeeping = await queue.enqueue({ type: 'system.housekeeping.run', source: 'cli' });
     if (housekeeping.status !== 'enqueued') throw new Error(housekeeping.status);
     await runWorker({
@@ -57,9 +69,14 @@ describe('housekeeping and data/chat', () => {
     expect(await events.end('c1')).toBe(end);
     expect((await inbox.messages('c1')).map((message) => message.id)).toEqual([unanswered.id]);
     const record = await queue.get(housekeeping.task.id);
-    expect(record?.task?.result).toMatchObject({ chat: { eventLogs: 1, inboxMessages: 1 } });
-    const [logFile] = await readdir(config.paths.logs);
-    const log = await readFile(path.join(config.paths.logs, logFile ?? ''), 'utf8');
+    expect(record?.task?.result).toMatchObject({ chat: { eventLogs: 1, inboxMessages: 1 }, humanLogDays: 1 });
+    const files = await readdir(config.paths.logs);
+    expect(files).not.toContain(day(40));
+    expect(files).toEqual(expect.arrayContaining([day(10), 'my-notes.md']));
+    // Today's file (whatever day the worker wrote it on) holds the housekeeping's line.
+    const today = files.filter((name) => name !== day(10) && name !== 'my-notes.md');
+    const log = (await Promise.all(today.map((name) => readFile(path.join(config.paths.logs, name), 'utf8')))).join('');
+    expect(log).toContain('removed 1 days of this log older than human_log.retention_days');
     expect(log).toContain('compacted 1 chat event logs');
     expect(log).toContain('removed 1 answered chat inbox messages');
     await queue.close();

@@ -51,7 +51,7 @@ import {
 } from '@assistant/integration-host';
 import type { ChatModel } from '@assistant/llm';
 import { McpServers } from '@assistant/mcp/client';
-import { FileNoteStore, type PauseState, pausedRules } from '@assistant/notes';
+import { FileHumanLog, FileNoteStore, type PauseState, pausedRules } from '@assistant/notes';
 import { outageDelay, type Task, type TaskQueue, taskIdPattern } from '@assistant/queue';
 import { applySteering } from '@assistant/steering';
 import type { Logger } from 'pino';
@@ -197,6 +197,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
   // Code shipped with Assistant (or a bare handler in a test) is trusted with every LLM profile and, for the script
   // integration, with the scripts; code from integration_dirs and npm packages gets its own instance's share only.
   const isBuiltin = info === undefined || info.integration.origin === 'builtin';
+  // The human log's day files, when they are on this machine (a remote worker writes the server's over HTTP).
+  const humanLogFiles = services.humanLog instanceof FileHumanLog ? services.humanLog : undefined;
+  const humanLogRetention = services.config.humanLog.retentionDays;
   const model = (profile: string | undefined): ChatModel => {
     const name = profile ?? instance.llm;
     if (name !== instance.llm && !isBuiltin) {
@@ -255,6 +258,9 @@ export function createHandlerContext(options: CreateHandlerContextOptions): Hand
               }),
           },
         }
+      : {}),
+    ...(instance.domain === 'system' && isBuiltin && humanLogFiles && humanLogRetention !== undefined
+      ? { humanLogMaintenance: { prune: () => humanLogFiles.prune({ retentionDays: humanLogRetention }) } }
       : {}),
     // The builtin system integration runs personas and sub-agents; the builtin chat reads its conversations' personas.
     ...((instance.domain === 'system' || instance.domain === 'chat') && isBuiltin

@@ -8,11 +8,13 @@ import { expireApprovals, type HandlerContext, pruneConsolidationMarkers, Unreco
  * tasks pruned from the queue removed; and
  * memory's consolidation markers (data/memory/consolidated/) of item notes that no longer exist removed; and the
  * chat stores compacted by the chat instance's `retention` (event logs of idle conversations, answered inbox
- * messages). Writes a summary line only when something changed.
+ * messages); and, with `human_log.retention_days` set, the human log's day files older than it removed. Writes a
+ * summary line only when something changed.
  */
 export async function runHousekeeping({
   queueMaintenance,
   chatMaintenance,
+  humanLogMaintenance,
   log,
   notes,
   agents,
@@ -32,6 +34,7 @@ export async function runHousekeeping({
   const callLogs = (await codeact?.pruneFinished()) ?? 0;
   const markers = await pruneConsolidationMarkers({ dataDir, notes });
   const chat = (await chatMaintenance?.compact()) ?? { eventLogs: 0, eventBytes: 0, inboxMessages: 0, recovered: 0 };
+  const logDays = (await humanLogMaintenance?.prune()) ?? 0;
   const changes: string[] = [];
   if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
   if (recovered.requeued.length > 0)
@@ -48,6 +51,7 @@ export async function runHousekeeping({
     changes.push(`compacted ${chat.eventLogs} chat event logs (${chat.eventBytes} bytes of old events removed)`);
   if (chat.inboxMessages > 0) changes.push(`removed ${chat.inboxMessages} answered chat inbox messages`);
   if (chat.recovered > 0) changes.push(`cleared ${chat.recovered} leftovers of chat compactions that died`);
+  if (logDays > 0) changes.push(`removed ${logDays} days of this log older than human_log.retention_days`);
   if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
   return {
     pruned,
@@ -61,5 +65,6 @@ export async function runHousekeeping({
     callLogs,
     consolidationMarkers: markers.removed,
     chat,
+    humanLogDays: logDays,
   };
 }

@@ -31,6 +31,7 @@ describe('configJsonSchema', () => {
         'embeddings',
         'events',
         'hooks',
+        'human_log',
         'integration_dirs',
         'integration_packages',
         'integrations',

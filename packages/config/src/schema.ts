@@ -815,6 +815,14 @@ const eventsSchema = z
   })
   .transform((value) => ({ retentionDays: value.retention_days }));
 
+/** The daily human log, `data/logs/YYYY-MM-DD.md` (docs/notes.md, "The human log"). */
+const humanLogSchema = z
+  .strictObject({
+    /** Days of the log kept: older day files are removed by housekeeping. Unset: every day is kept. */
+    retention_days: z.int().min(1).max(36_500).optional(),
+  })
+  .transform((value) => ({ retentionDays: value.retention_days }));
+
 /** Sub-agents (docs/agents.md, "Sub-agents"): the cap over the whole installation. */
 const agentsSchema = z
   .strictObject({
@@ -877,6 +885,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: workerSchema.prefault({}),
       circuit_breaker: circuitBreakerSchema.prefault({}),
       events: eventsSchema.prefault({}),
+      human_log: humanLogSchema.prefault({}),
       agents: agentsSchema.prefault({}),
       approvals: approvalsSchema.prefault({}),
       tools: toolsSchema.prefault({}),
@@ -909,6 +918,7 @@ export function buildConfigSchema(options: ConfigSchemaOptions = {}, forJsonSche
       worker: value.worker,
       circuitBreaker: value.circuit_breaker,
       events: value.events,
+      humanLog: value.human_log,
       agents: value.agents,
       approvals: value.approvals,
       tools: value.tools,

@@ -201,6 +201,7 @@ function toPlain(config: Config): Plain {
       pause: formatDuration(config.circuitBreaker.pauseMs),
     },
     events: { retention_days: config.events.retentionDays },
+    human_log: config.humanLog.retentionDays === undefined ? {} : { retention_days: config.humanLog.retentionDays },
     agents: { max_live: config.agents.maxLive },
     approvals: { expires: formatDuration(config.approvals.expiresMs) },
     tools: {

@@ -157,6 +157,11 @@ export interface HandlerContext<Payload = JsonValue, Settings = Record<string, u
    * `retention` (event logs of idle conversations, answered inbox messages; decisions 0077 and 0078).
    */
   chatMaintenance?: { compact(): Promise<ChatCompactionReport> };
+  /**
+   * Only for the builtin `system` integration's handlers, when `human_log.retention_days` is set and the log's files
+   * are on this machine: removes the day files older than the retention, returning how many.
+   */
+  humanLogMaintenance?: { prune(): Promise<number> };
   /** Only for the builtin `system` integration's handlers: personas and sub-agents. */
   agents?: AgentsContext;
   /**

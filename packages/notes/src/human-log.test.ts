@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,6 +62,25 @@ describe('FileHumanLog', () => {
       expect(await readFile(path.join(directory, '2026-11-23.md'), 'utf8')).toBe('- 09:00:00 **x** next day\n');
     } finally {
       await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('removes the day files older than the retention, keeping today, the days within it and any other file', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'assistant-human-log-prune-'));
+    try {
+      const log = new FileHumanLog({ directory: dir });
+      const names = ['2026-11-26.md', '2026-11-27.md', '2026-11-28.md', '2026-11-29.md', '2025-01-01.md'];
+      for (const name of [...names, 'notes.md', '2026-11-01.md.bak'])
+        await writeFile(path.join(dir, name), '- a line\n');
+      // Noon on the 29th, local time: with 2 days, the 27th, 28th and 29th stay.
+      expect(await log.prune({ retentionDays: 2, now: new Date(2026, 10, 29, 12) })).toBe(2);
+      expect((await readdir(dir)).sort()).toEqual(
+        ['2026-11-01.md.bak', '2026-11-27.md', '2026-11-28.md', '2026-11-29.md', 'notes.md'].sort(),
+      );
+      expect(await log.prune({ retentionDays: 2, now: new Date(2026, 10, 29, 12) })).toBe(0);
+      expect(await new FileHumanLog({ directory: path.join(dir, 'none') }).prune({ retentionDays: 1 })).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

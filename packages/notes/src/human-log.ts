@@ -1,4 +1,4 @@
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets } from '@assistant/errors';
 
@@ -40,6 +40,32 @@ export class FileHumanLog implements HumanLog {
 
   fileFor(date: Date): string {
     return path.join(this.directory, `${localDate(date)}.md`);
+  }
+
+  /**
+   * Removes the day files (`YYYY-MM-DD.md`, nothing else in the folder) of days more than `retentionDays` before the
+   * day of `now`: with 30, today and the 30 days before it are kept. Returns how many it removed.
+   */
+  async prune(options: { retentionDays: number; now?: Date }): Promise<number> {
+    const today = options.now ?? new Date();
+    const oldest = localDate(
+      new Date(today.getFullYear(), today.getMonth(), today.getDate() - options.retentionDays, 12),
+    );
+    let names: string[];
+    try {
+      names = await readdir(this.directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw error;
+    }
+    let removed = 0;
+    for (const name of names) {
+      const day = /^(\d{4}-\d{2}-\d{2})\.md$/.exec(name)?.[1];
+      if (day === undefined || day >= oldest) continue;
+      await rm(path.join(this.directory, name), { force: true });
+      removed += 1;
+    }
+    return removed;
   }
 
   async write(entry: HumanLogEntry): Promise<void> {
