@@ -4,11 +4,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -45,13 +44,7 @@ describe("a system.agent loop's memory", () => {
       source: 'cli',
       payload: { prompt: 'Draft an answer to the recruiter about the job offer.' },
     });
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
     expect((await queue.get(enqueued.status === 'enqueued' ? enqueued.task.id : ''))?.state).toBe('done');
 
     const system = sentMessages.parse(server.requests[0]?.body.messages)[0]?.content ?? '';

@@ -3,11 +3,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { FakeOpenAiServer } from '@assistant/llm/testing';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -44,13 +43,7 @@ describe('tool results of an agent loop', () => {
       source: 'cli',
       payload: { prompt: 'What does inbox/attack.md say?' },
     });
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
     expect((await queue.get(enqueued.status === 'enqueued' ? enqueued.task.id : ''))?.state).toBe('done');
 
     expect(server.requests).toHaveLength(2);

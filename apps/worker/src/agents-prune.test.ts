@@ -5,10 +5,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { newTaskId } from '@assistant/queue';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -41,13 +40,7 @@ describe('housekeeping and data/agents', () => {
     const housekeeping = await queue.enqueue({ type: 'system.housekeeping.run', source: 'cli' });
     if (housekeeping.status !== 'enqueued') throw new Error(housekeeping.status);
 
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
 
     expect((await readdir(root)).sort()).toEqual([held.task.id, 'my-notes'].sort());
     expect((await readdir(callLogs)).sort()).toEqual([held.task.id, 'my-notes'].sort());

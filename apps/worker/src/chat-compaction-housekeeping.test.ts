@@ -6,10 +6,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import { ChatEventLog, ChatInbox } from '@assistant/chat';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -57,13 +56,7 @@ describe('housekeeping and data/chat', () => {
 
     const housekeeping = await queue.enqueue({ type: 'system.housekeeping.run', source: 'cli' });
     if (housekeeping.status !== 'enqueued') throw new Error(housekeeping.status);
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
 
     expect((await stat(events.file('c1'))).size).toBeLessThanOrEqual(8192);
     expect(await events.end('c1')).toBe(end);

@@ -5,10 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { consolidateItem, itemForConsolidation, memoryStores } from '@assistant/memory';
 import { FileNoteStore } from '@assistant/notes';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -51,13 +50,7 @@ describe('housekeeping and data/memory/consolidated', () => {
     const housekeeping = await queue.enqueue({ type: 'system.housekeeping.run', source: 'cli' });
     if (housekeeping.status !== 'enqueued') throw new Error(housekeeping.status);
 
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
 
     const left = await readdir(markers);
     expect(left).toHaveLength(1);

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -132,13 +133,7 @@ integrations:
     );
     const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueued = await queue.enqueue({ type: 'nosy.look', source: 'cli', integration: 'n' });
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
     const state = await queue.get(enqueued.status === 'enqueued' ? enqueued.task.id : '');
     expect(state?.task?.result).toEqual({ maintenance: false, scripts: false, queue: false });
   });

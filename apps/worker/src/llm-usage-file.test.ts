@@ -5,10 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { FakeAnthropicServer } from '@assistant/llm/testing';
 import { llmUsageFile, readUsage } from '@assistant/metrics';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runWorker } from './run-worker.ts';
 import { loadTestRuntime } from './testing/load-test-runtime.ts';
+import { runUntilIdle } from './testing/run-until-idle.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -37,13 +36,7 @@ describe('the worker’s LLM usage', () => {
     );
     const { config, registry, queue } = await loadTestRuntime(dir);
     const enqueued = await queue.enqueue({ type: 'system.agent', source: 'cli', payload: { prompt: 'Say done.' } });
-    await runWorker({
-      config,
-      registry,
-      logger: pino({ level: 'silent' }),
-      signal: new AbortController().signal,
-      exitWhenIdle: true,
-    });
+    await runUntilIdle({ config, registry });
     expect((await queue.get(enqueued.status === 'enqueued' ? enqueued.task.id : ''))?.state).toBe('done');
     const usage = await readUsage(llmUsageFile(config.paths.dataDir));
     // One day (the call's, in Tokyo); which day "today" is at the owner's midnight is the unit tests' matter.
