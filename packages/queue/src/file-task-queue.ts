@@ -1180,20 +1180,36 @@ export class FileTaskQueue implements TaskQueue {
     return removed;
   }
 
-  /** Removes done/ and failed/ files older than the retention durations (by the time they got there). */
+  /**
+   * Removes done/ and failed/ files older than the retention durations (by the time they got there). A file whose
+   * finish time is remembered (the listings' `#finishTimes`) and not yet due is passed over without a stat: a
+   * finished task's file is not written again where it is, and an edit by hand only makes it newer. One that looks
+   * due is stat'ed again before it goes, so such an edit is seen.
+   */
   async prune(): Promise<PruneReport> {
     const nowMs = this.now();
     const report: PruneReport = { done: 0, failed: 0 };
+    const known = this.#finishTimes;
     for (const state of ['done', 'failed'] as const) {
       const maxAgeMs = state === 'done' ? this.retention.doneMs : this.retention.failedMs;
+      const present = new Set<string>();
       for (const fileName of await this.#names(state)) {
         if (fileName.endsWith(reasonSuffix)) continue;
         const file = path.join(this.paths[state], fileName);
+        present.add(file);
+        const remembered = known.get(file);
+        if (remembered !== undefined && nowMs - remembered <= maxAgeMs) continue;
         const info = await lstat(file).catch(() => undefined);
-        if (!info || nowMs - info.mtimeMs <= maxAgeMs) continue;
+        if (!info) continue;
+        known.set(file, info.mtimeMs);
+        if (nowMs - info.mtimeMs <= maxAgeMs) continue;
         if (await this.#removeEntry(file)) report[state] += 1;
         await unlink(file + reasonSuffix).catch(ignoreMissing);
+        present.delete(file);
       }
+      // What left the folder (pruned now, retried, removed by hand) is forgotten: the memory follows its size.
+      const prefix = this.paths[state] + path.sep;
+      for (const file of known.keys()) if (file.startsWith(prefix) && !present.has(file)) known.delete(file);
     }
     if (report.done + report.failed > 0) {
       this.logger.info(`pruned ${report.done} done and ${report.failed} failed tasks past their retention`);

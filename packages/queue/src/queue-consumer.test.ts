@@ -574,6 +574,28 @@ describe('retention', () => {
   });
 });
 
+describe('retention, pass after pass', () => {
+  it('prunes a file once it is due by the time it got there, stat-ing again one that looks due', async () => {
+    let nowMs = Date.now();
+    const { queue } = await setup({ settings: { retention: { doneMs: 60_000, failedMs: 60_000 } }, now: () => nowMs });
+    const first = nameFor('a.first');
+    const second = nameFor('a.second');
+    await writeFile(path.join(directory, 'done', first), 'result: 1\n');
+    await writeFile(path.join(directory, 'done', second), 'result: 2\n');
+    expect(await queue.prune()).toEqual({ done: 0, failed: 0 });
+    // The second is written again (as by hand) after the first pass: when the first is due, the second is looked at
+    // again rather than taken as due by the time the first pass saw.
+    nowMs += 61_000;
+    const later = new Date(nowMs - 1_000);
+    await utimes(path.join(directory, 'done', second), later, later);
+    expect(await queue.prune()).toEqual({ done: 1, failed: 0 });
+    expect(await names('done')).toEqual([second]);
+    nowMs += 61_000;
+    expect(await queue.prune()).toEqual({ done: 1, failed: 0 });
+    expect(await names('done')).toEqual([]);
+  });
+});
+
 describe('two files of one task', () => {
   it('claims a task copied to a name 1 ms later once, removes the older copy, and records its outcome', async () => {
     const { queue, consumer, logs } = await setup();
