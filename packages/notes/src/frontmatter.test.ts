@@ -112,3 +112,37 @@ describe('updateFrontmatterText', () => {
     );
   });
 });
+
+describe('parseFrontmatter of a text it parsed before', () => {
+  it('gives equal data, never the same objects, and still reports a broken text every time', () => {
+    const text = 'subject: "Re: lunch — Tuesday?"\nlabels:\n  - inbox\n  - ÉTÉ\nthread: {depth: 2}\n';
+    const first = parseFrontmatter(text);
+    const second = parseFrontmatter(text);
+    expect(second).toEqual(first);
+    expect(second).not.toBe(first);
+    expect(second.labels).not.toBe(first.labels);
+    // What a caller does with its copy is not what the next one gets.
+    (first.labels as string[]).push('changed');
+    (first.thread as Record<string, unknown>).depth = 9;
+    first.subject = 'changed';
+    expect(parseFrontmatter(text)).toEqual({
+      subject: 'Re: lunch — Tuesday?',
+      labels: ['inbox', 'ÉTÉ'],
+      thread: { depth: 2 },
+    });
+    const broken = 'a: [1, 2\n';
+    expect(() => parseFrontmatter(broken)).toThrow(/line/);
+    expect(() => parseFrontmatter(broken)).toThrow(/line/);
+  });
+
+  it('agrees with a fresh parse on generated frontmatter, read once or many times', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ minLength: 1 }), fc.jsonValue()), fc.nat(3), (data, again) => {
+        const text = stringify(data);
+        const fresh = parseFrontmatter(text);
+        for (let index = 0; index < again; index += 1) expect(parseFrontmatter(text)).toEqual(fresh);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

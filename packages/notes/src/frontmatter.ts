@@ -46,8 +46,37 @@ export class FrontmatterError extends Error {
 
 export type FrontmatterData = Record<string, unknown>;
 
+/**
+ * Frontmatter this process parsed lately, by its exact text, most recently used last. The worker reads back what it
+ * has just written (a mail's note is created, read by its rules, updated with its classification, read again to
+ * act), and parsing YAML was the largest share of its CPU in an inbox drain (docs/performance.md, issue 38): a text
+ * seen before is cloned from here instead. Only successful parses are kept; a text that fails is parsed, and
+ * reported, every time. Bounded in entries and in the size of a text kept.
+ */
+const parsedFrontmatter = new Map<string, FrontmatterData>();
+const parsedFrontmatterEntries = 128;
+const parsedFrontmatterMaxChars = 16_384;
+
 /** Parses frontmatter text into plain data. Dates stay strings (YAML 1.2 core schema has no timestamps). */
 export function parseFrontmatter(text: string, lineOffset = 1): FrontmatterData {
+  const known = parsedFrontmatter.get(text);
+  if (known !== undefined) {
+    parsedFrontmatter.delete(text);
+    parsedFrontmatter.set(text, known);
+    // A copy: callers own what they are given, and may change it.
+    return structuredClone(known);
+  }
+  const data = parseFrontmatterText(text, lineOffset);
+  if (text.length <= parsedFrontmatterMaxChars) {
+    parsedFrontmatter.set(text, structuredClone(data));
+    if (parsedFrontmatter.size > parsedFrontmatterEntries) {
+      parsedFrontmatter.delete(parsedFrontmatter.keys().next().value as string);
+    }
+  }
+  return data;
+}
+
+function parseFrontmatterText(text: string, lineOffset: number): FrontmatterData {
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
   const problem = document.errors[0];
