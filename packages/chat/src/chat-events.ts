@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, readdir, stat } from 'node:fs/promises';
+import { type FileHandle, link, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import {
   type CompactionResult,
@@ -151,16 +152,7 @@ export class ChatEventLog {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
-      const aside = await stat(compactingFile(file)).catch(() => undefined);
-      if (!aside) {
-        try {
-          return await open(file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL, 0o600);
-        } catch (error) {
-          // Created by another writer (or a compaction published) meanwhile: open that one.
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-          continue;
-        }
-      }
+      if (await createLog(file)) continue;
       if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
       else await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -171,14 +163,11 @@ export class ChatEventLog {
     const file = this.file(conversationId);
     const deadline = Date.now() + compactionWaitMs;
     for (;;) {
-      let handle: FileHandle;
-      try {
-        handle = await open(file, 'r');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      const handle = await openToRead(file);
+      if (handle === 'missing') return 0;
+      if (handle === 'compacting') {
         // Set aside by a compaction this moment: its end is known once it publishes the new log (the set-aside
         // file may hold a line past the copy, which is appended again).
-        if (!(await stat(compactingFile(file)).catch(() => undefined))) return 0;
         if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
         else await new Promise((resolve) => setTimeout(resolve, 5));
         continue;
@@ -209,16 +198,10 @@ export class ChatEventLog {
     fromOffset: number,
   ): Promise<{ start: number; entries: ChatEventEntry[]; next: number; more: boolean }> {
     const file = this.file(conversationId);
-    let handle: FileHandle;
-    try {
-      handle = await open(file, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      // Set aside by a compaction this moment: nothing new to read until it publishes the log again.
-      const aside = await stat(compactingFile(file)).catch(() => undefined);
-      if (aside) return { start: fromOffset, entries: [], next: fromOffset, more: false };
-      return { start: 0, entries: [], next: 0, more: false };
-    }
+    const handle = await openToRead(file);
+    // Set aside by a compaction this moment: nothing new to read until it publishes the log again.
+    if (handle === 'compacting') return { start: fromOffset, entries: [], next: fromOffset, more: false };
+    if (handle === 'missing') return { start: 0, entries: [], next: 0, more: false };
     try {
       const header = await readHeader(handle);
       const stats = await handle.stat();
@@ -434,4 +417,65 @@ function parseEvent(text: string): ChatEvent | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Opens a conversation's log to read: its handle, `compacting` while a compaction has it set aside, or `missing`
+ * when there is no log. A compaction can publish its new log and remove the set-aside file between a failed open and
+ * the look for that file, which would look like a log removed and send a reader back to the first event it kept
+ * (every event after it again): so the log is called missing only when three looks in a row find neither file.
+ */
+async function openToRead(file: string): Promise<FileHandle | 'compacting' | 'missing'> {
+  for (let look = 1; ; look += 1) {
+    try {
+      return await open(file, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    if (
+      await stat(compactingFile(file)).then(
+        () => true,
+        () => false,
+      )
+    )
+      return 'compacting';
+    if (look >= 3) return 'missing';
+  }
+}
+
+/**
+ * Creates a conversation's log where there is none, holding the compaction's set-aside name (`.compacting`) while it
+ * does: a compaction holds that name from before it takes the log's name away until after it publishes the new log,
+ * so while a writer holds it none is under way and none starts. Creating the log on a name a compaction had just
+ * freed would restart the offsets at 0 and lose every event before. False when a compaction holds the name (wait for
+ * it); true when the log is there now, made here or by someone else meanwhile.
+ */
+async function createLog(file: string): Promise<boolean> {
+  const fresh = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
+  );
+  await (await open(fresh, 'wx', 0o600)).close();
+  const aside = compactingFile(file);
+  try {
+    try {
+      await link(fresh, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+    try {
+      await link(fresh, file);
+    } catch (error) {
+      // Made by another writer, or published by a compaction that ended just before this one took the name.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      // Only while it is still this writer's (a recovery may have put it in place as the log meanwhile).
+      const [held, made] = await Promise.all([stat(aside).catch(() => undefined), stat(fresh)]);
+      if (held?.ino === made.ino) await unlink(aside).catch(() => {});
+    }
+    return true;
+  } finally {
+    await unlink(fresh).catch(() => {});
+  }
 }

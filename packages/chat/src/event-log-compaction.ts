@@ -84,7 +84,14 @@ export async function compactEventLog(options: {
       const global = (position: number) => header.offset + position - header.bytes;
       const target = await open(tmp, 'wx', 0o600);
       try {
-        await target.write(headerLine({ offset: global(from), copiedTo: global(size), at: now.toISOString() }));
+        await target.write(
+          headerLine({
+            offset: global(from),
+            copiedTo: global(size),
+            at: now.toISOString(),
+            copies: [[header.offset, global(size)], ...(header.copies ?? [])],
+          }),
+        );
         await copyRange(source, target, from, size);
         await target.sync();
       } finally {
@@ -256,11 +263,17 @@ export async function recoverEventLogs(directory: string, options: { staleMs: nu
   return cleared;
 }
 
+/** How far back from the end of its file, as it stood just after the write, a writer looks for its own line. */
+const ownLineWindowBytes = 256 * 1024;
+
 /**
  * After an append whose file was set aside by a compaction meanwhile (the log's name no longer leads to the file it
  * wrote to): whether its line landed past what the compaction copied, so its writer must append it again. Waits
- * (up to `waitMs`, then recovers it as dead) for the compaction to publish the new log, whose header says up to
- * where it copied, and looks for the line in the set-aside file past that point.
+ * (up to `waitMs`, then recovers it as dead) for the compaction to publish the new log, whose header remembers the
+ * last compactions' copies: the one made of the written file (named by its `offset`, which every compaction moves
+ * on) says up to where it copied, however many compactions ran since. A header without that memory (a log compacted
+ * by an older version) is answered by looking for the line at its own offset in the log (a kept event's offset never
+ * changes, decision 0077); a line not found is appended again (at least once, never lost).
  */
 export async function lostInCompaction(options: {
   file: string;
@@ -272,35 +285,53 @@ export async function lostInCompaction(options: {
   waitMs: number;
 }): Promise<boolean> {
   const { file, handle, header, line } = options;
+  // Where the line is in the file it was written to: the last copy of its bytes near the end (other writers of the
+  // same file may have appended a little after it; its timestamp makes a line its writer's own).
+  const written = await handle.stat();
+  const windowStart = Math.max(header.bytes, written.size - ownLineWindowBytes);
+  const tail = Buffer.alloc(written.size - windowStart);
+  const { bytesRead } = await handle.read(tail, 0, tail.length, windowStart);
+  const found = tail.subarray(0, bytesRead).lastIndexOf(line);
+  // Not in its own file (cut short by hand): nothing to compare; it is not appended twice.
+  if (found === -1) return false;
+  const lineOffset = header.offset + windowStart + found - header.bytes;
   const deadline = Date.now() + options.waitMs;
-  while (
-    await stat(compactingFile(file)).then(
-      () => true,
-      () => false,
-    )
-  ) {
-    if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
-    else await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  let copiedTo: number | undefined;
-  try {
-    const current = await open(file, 'r');
+  for (let look = 1; ; look += 1) {
+    while (await exists(compactingFile(file))) {
+      if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
+      else await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    let current: FileHandle;
     try {
-      const published = await readHeader(current);
+      current = await open(file, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Another compaction set the new log aside between the look and the open: wait for it too. No log at all
+      // (removed by hand) after three looks: nothing to append to again.
+      if (look >= 3) return false;
+      continue;
+    }
+    try {
       // The log's name leads to the written file again (a recovery put it back): the line is in the log.
-      if ((await current.stat()).ino === (await handle.stat()).ino) return false;
-      copiedTo = published.copiedTo;
+      if ((await current.stat()).ino === written.ino) return false;
+      const published = await readHeader(current);
+      // The copy made of the written file (named by its offset): the line was in it if it ended before its end.
+      const copy = published.copies?.find(([copiedFrom]) => copiedFrom === header.offset);
+      if (copy) return lineOffset + line.length > copy[1];
+      // A log compacted by an older version (no copies in its header): the line is where it was, or appended again.
+      if (published.offset > lineOffset) return true;
+      const there = Buffer.alloc(line.length);
+      const read = await current.read(there, 0, there.length, lineOffset - published.offset + published.bytes);
+      return !(read.bytesRead === line.length && there.equals(line));
     } finally {
       await current.close();
     }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  if (copiedTo === undefined) return false;
-  const from = Math.max(header.bytes, copiedTo - header.offset + header.bytes);
-  const size = (await handle.stat()).size;
-  if (size <= from) return false;
-  const rest = Buffer.alloc(size - from);
-  const { bytesRead } = await handle.read(rest, 0, rest.length, from);
-  return rest.subarray(0, bytesRead).indexOf(line) !== -1;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
 }

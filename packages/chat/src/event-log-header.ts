@@ -15,21 +15,44 @@ export interface LogHeader {
   copiedTo?: number;
   /** When the compaction ran (ISO 8601). */
   at?: string;
+  /**
+   * The last compactions' copies, newest first: `[offset of the log copied, global end copied]`. Every compaction
+   * cuts something, so a log's `offset` names it among those before and after it: a writer whose file was set aside
+   * finds the copy made of that file here, however many compactions ran since (ChatEventLog.append).
+   */
+  copies?: (readonly [number, number])[];
 }
+
+/** How many compactions' copies a header remembers: a writer is never that many compactions behind. */
+export const rememberedCopies = 16;
 
 export const logHeaderType = 'log_start';
 const headerPrefix = Buffer.from(`{"type":"${logHeaderType}"`);
-/** Longer than any header this code writes: a header is a few numbers and a time. */
-const maxHeaderBytes = 512;
+/** Longer than any header this code writes: a header is a few numbers, a time and 16 pairs of numbers. */
+const maxHeaderBytes = 1024;
 
 const noHeader: LogHeader = { offset: 0, bytes: 0 };
 
 /** The header line for a compacted log. */
-export function headerLine(header: { offset: number; copiedTo: number; at: string }): Buffer {
+export function headerLine(header: {
+  offset: number;
+  copiedTo: number;
+  at: string;
+  copies: readonly (readonly [number, number])[];
+}): Buffer {
   return Buffer.from(
-    `${JSON.stringify({ type: logHeaderType, offset: header.offset, copied_to: header.copiedTo, at: header.at })}\n`,
+    `${JSON.stringify({
+      type: logHeaderType,
+      offset: header.offset,
+      copied_to: header.copiedTo,
+      at: header.at,
+      copies: header.copies.slice(0, rememberedCopies),
+    })}\n`,
   );
 }
+
+const isOffset = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 /**
  * The header of an open log, or `noHeader` when its first line is not one (a log never compacted). A header that
@@ -50,6 +73,14 @@ export async function readHeader(handle: FileHandle): Promise<LogHeader> {
       bytes: newline + 1,
       ...(typeof value.copied_to === 'number' ? { copiedTo: value.copied_to } : {}),
       ...(typeof value.at === 'string' ? { at: value.at } : {}),
+      ...(Array.isArray(value.copies)
+        ? {
+            copies: value.copies.filter(
+              (pair): pair is [number, number] =>
+                Array.isArray(pair) && pair.length === 2 && isOffset(pair[0]) && isOffset(pair[1]),
+            ),
+          }
+        : {}),
     };
   } catch {
     return noHeader;
