@@ -24,7 +24,7 @@ export interface LogHeader {
 }
 
 /** How many compactions' copies a header remembers: a writer is never that many compactions behind. */
-export const rememberedCopies = 16;
+const rememberedCopies = 16;
 
 export const logHeaderType = 'log_start';
 const headerPrefix = Buffer.from(`{"type":"${logHeaderType}"`);
