@@ -61,9 +61,6 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/**/*.test.ts'],
-          // Two files at once even on 2 cores: these tests wait on child processes, sockets and files far more than
-          // they compute (one file at a time kept the CPU about half idle; docs/performance.md, "a quick suite").
-          maxWorkers: Math.max(2, os.availableParallelism() - 1),
           // Child-process tests start real servers; give them room on a shared 2-core machine.
           testTimeout: 30_000,
           hookTimeout: 30_000,
