@@ -12,6 +12,7 @@ import { backoffDelayMs } from './backoff.ts';
 import { decodeStateName, reasonSuffix, type TaskState, taskStates } from './file-layout.ts';
 import { FileTaskConsumer } from './file-task-consumer.ts';
 import { FileTaskQueue } from './file-task-queue.ts';
+import { poisonWorkerDeaths } from './poison.ts';
 import { taskFingerprint } from './fingerprint.ts';
 import type { ClaimedTask } from './interfaces.ts';
 import type { QueueConfig } from './queue-config.ts';
@@ -43,6 +44,8 @@ interface ModelTask {
   state: TaskState;
   /** Which worker slot holds it, while active; 'orphan' once its worker crashed. */
   holder?: number | 'orphan';
+  /** Times its worker died while running it; a retry by hand keeps them (poison.ts: the next death may poison it). */
+  deaths?: number;
 }
 
 interface Model {
@@ -349,7 +352,8 @@ function applyRecovery(model: Model): void {
   for (const task of model.tasks.values()) {
     if (task.holder !== 'orphan') continue;
     delete task.holder;
-    if (task.attempts >= task.maxAttempts) {
+    task.deaths = (task.deaths ?? 0) + 1;
+    if (task.attempts >= task.maxAttempts || task.deaths >= poisonWorkerDeaths) {
       task.state = 'failed';
     } else {
       task.state = 'pending';
