@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { type FileHandle, link, mkdir, open, readdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,9 +6,11 @@ import {
   compactEventLog,
   compactingFile,
   type EventLogRetention,
+  isCompacting,
   lostInCompaction,
   recoverCompaction,
   recoverEventLogs,
+  scratchFileOf,
 } from './event-log-compaction.ts';
 import { logHeaderType, readHeader } from './event-log-header.ts';
 import { conversationOfLogFile, EventLogWatchers, type LogBatch } from './event-log-watchers.ts';
@@ -432,13 +433,7 @@ async function openToRead(file: string): Promise<FileHandle | 'compacting' | 'mi
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
-    if (
-      await stat(compactingFile(file)).then(
-        () => true,
-        () => false,
-      )
-    )
-      return 'compacting';
+    if (await isCompacting(file)) return 'compacting';
     if (look >= 3) return 'missing';
   }
 }
@@ -451,10 +446,7 @@ async function openToRead(file: string): Promise<FileHandle | 'compacting' | 'mi
  * it); true when the log is there now, made here or by someone else meanwhile.
  */
 async function createLog(file: string): Promise<boolean> {
-  const fresh = path.join(
-    path.dirname(file),
-    `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
-  );
+  const fresh = scratchFileOf(file);
   await (await open(fresh, 'wx', 0o600)).close();
   const aside = compactingFile(file);
   try {

@@ -28,6 +28,22 @@ export function compactingFile(file: string): string {
   return `${file}.compacting`;
 }
 
+/** Whether a compaction holds the log's set-aside name this moment (or a writer creating the log does). */
+export async function isCompacting(file: string): Promise<boolean> {
+  return stat(compactingFile(file)).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * A scratch file beside the log (a compaction's copy, a writer's empty new log): a name `recoverEventLogs` removes
+ * once it is old, when its maker died before removing it.
+ */
+export function scratchFileOf(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+}
+
 const tmpPattern = /^\..+\.jsonl\.\d+\.[0-9a-f]+\.tmp$/;
 /** A piece of a log read at a time by a compaction: a long log is never read whole into memory. */
 const pieceBytes = 1024 * 1024;
@@ -68,10 +84,7 @@ export async function compactEventLog(options: {
     throw error;
   }
   await unlink(file);
-  const tmp = path.join(
-    path.dirname(file),
-    `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
-  );
+  const tmp = scratchFileOf(file);
   let published = false;
   try {
     const source = await open(aside, 'r');
@@ -297,7 +310,7 @@ export async function lostInCompaction(options: {
   const lineOffset = header.offset + windowStart + found - header.bytes;
   const deadline = Date.now() + options.waitMs;
   for (let look = 1; ; look += 1) {
-    while (await exists(compactingFile(file))) {
+    while (await isCompacting(file)) {
       if (Date.now() > deadline) await recoverCompaction(file, { staleMs: 0 });
       else await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -327,11 +340,4 @@ export async function lostInCompaction(options: {
       await current.close();
     }
   }
-}
-
-async function exists(file: string): Promise<boolean> {
-  return stat(file).then(
-    () => true,
-    () => false,
-  );
 }
