@@ -44,8 +44,10 @@ export default defineConfig({
           // that needs the chat package's id clock fresh).
           isolate: false,
           // Vitest's default for a run is one worker fewer than the cores: a single worker on 2 cores, idle while
-          // a test waits on a file or a loopback socket.
-          maxWorkers: Math.max(2, os.availableParallelism() - 1),
+          // a test waits on a file, a loopback socket or a timer. Unit tests spend about half their time waiting, so
+          // two workers a core keep the cores busy: on 2 cores, 86 s with 2 workers, 72 s with 3, 60 s with 4, and
+          // no faster with 5 or 6 (docs/performance.md, "Issue 38: a quick suite").
+          maxWorkers: 2 * os.availableParallelism(),
         },
       },
       {

@@ -19,14 +19,14 @@ const reportSchema = z.object({
 });
 
 /** An entry point that restarts lean and then says, in one line, what it runs with. */
-async function writeEntry(dir: TempDir): Promise<string> {
+async function writeEntry(dir: TempDir, call: 'leanStart' | 'openCompileCache' = 'leanStart'): Promise<string> {
   const memoryFlags = pathToFileURL(path.join(repoRoot, 'packages/process/src/lean-start.ts')).href;
   const entry = path.join(dir.path, 'entry.mjs');
   await writeFile(
     entry,
     `import module from 'node:module';
-const { leanStart } = await import(${JSON.stringify(memoryFlags)});
-leanStart();
+const { ${call} } = await import(${JSON.stringify(memoryFlags)});
+${call}();
 const value = (name) => process.env[name] ?? null;
 process.stdout.write(JSON.stringify({
   pid: process.pid,
@@ -43,8 +43,13 @@ process.stdout.write(JSON.stringify({
 
 const workerFlags = ['--optimize-for-size', '--semi-space-growth-factor=1'];
 
-async function run(dir: TempDir, env: Record<string, string | undefined>, nodeArgs: readonly string[] = []) {
-  const child = startNode({ args: [...nodeArgs, await writeEntry(dir)], env });
+async function run(
+  dir: TempDir,
+  env: Record<string, string | undefined>,
+  nodeArgs: readonly string[] = [],
+  call: 'leanStart' | 'openCompileCache' = 'leanStart',
+) {
+  const child = startNode({ args: [...nodeArgs, await writeEntry(dir, call)], env });
   const exit = await child.exited;
   expect(exit.stderr).toBe('');
   expect(exit.code).toBe(0);
@@ -87,5 +92,28 @@ describe('leanStart', () => {
     const { report } = await run(dir, { NODE_COMPILE_CACHE: cache, MALLOC_ARENA_MAX: '2' }, workerFlags);
     expect(report.execArgv).toEqual(workerFlags);
     expect(report).toMatchObject({ nodeCompileCache: cache, mallocArenaMax: '2', added: null });
+  });
+});
+
+// What every command that runs and exits calls first (apps/cli/src/main.ts): the cache without the restart.
+describe('openCompileCache', () => {
+  const unset = { NODE_COMPILE_CACHE: undefined, MALLOC_ARENA_MAX: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+
+  it('opens the compile cache in this process, changing nothing its children inherit', async () => {
+    await using dir = await tempDir();
+    const { pid, report } = await run(dir, unset, [], 'openCompileCache');
+    expect(report.pid).toBe(pid);
+    expect(report.execArgv).toEqual([]);
+    expect(report.compileCacheDir).toContain(path.join(repoRoot, 'node_modules/.cache/assistant-compile-cache'));
+    expect(report).toMatchObject({ nodeCompileCache: null, mallocArenaMax: null, added: null });
+  });
+
+  it('leaves the cache off when the owner turned it off, and leaves an open one alone', async () => {
+    await using dir = await tempDir();
+    const off = await run(dir, { ...unset, NODE_DISABLE_COMPILE_CACHE: '1' }, [], 'openCompileCache');
+    expect(off.report.compileCacheDir).toBeNull();
+    const cache = path.join(dir.path, 'cache');
+    const own = await run(dir, { ...unset, NODE_COMPILE_CACHE: cache }, [], 'openCompileCache');
+    expect(own.report.compileCacheDir).toContain(cache);
   });
 });

@@ -1,5 +1,5 @@
 import { ConfigError, formatProblem, type LoadConfigResult } from '@assistant/config';
-import { checkConfig, type LoadedRuntime, loadRuntime } from '@assistant/integration-host';
+import { type LoadedRuntime, loadRuntime } from '@assistant/integration-host/load-runtime';
 import { installation } from '@assistant/process';
 import type { CliContext } from './cli-context.ts';
 import type { GlobalOptions } from './global-options.ts';
@@ -36,6 +36,8 @@ function printWarnings(context: CliContext, warnings: LoadConfigResult['warnings
  */
 export async function checkCliConfig(options: LoadCliConfigOptions): Promise<LoadedRuntime> {
   const { globals, context } = options;
+  // The full check (agents, personas, every handler module) loads most of the packages: only this command pays for it.
+  const { checkConfig } = await import('@assistant/integration-host');
   const check = await checkConfig({
     configPath: globals.configPath,
     cwd: context.cwd,

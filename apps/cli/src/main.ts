@@ -18,10 +18,11 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
 // `assistant work` and `assistant serve` stay up: they restart themselves with the heap flags, from Node's compile
 // cache and with fewer malloc arenas, before the modules they run load (@assistant/process's lean-start.ts says what
 // each buys).
-if (longLivedCommandLine(argv)) {
-  const { leanStart } = await import('@assistant/process/lean-start');
-  leanStart();
-}
+// Any other command runs and exits: it opens Node's compile cache, so that the files it loads are not stripped of
+// their types again on every run.
+const { leanStart, openCompileCache } = await import('@assistant/process/lean-start');
+if (longLivedCommandLine(argv)) leanStart();
+else openCompileCache();
 
 const { runCli } = await import('./run-cli.ts');
 // exitCode rather than process.exit(): piped stdout is flushed before the process ends on its own.
