@@ -63,6 +63,10 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/**/*.test.ts'],
+          // Most of these tests wait on the processes they start, not on the CPU: one file at a time (vitest's
+          // default on 2 cores) took 21–23 min in CI, two at a time 11.4 min with the cores ~76 % busy
+          // (docs/performance.md, "Issue 38: a quick suite"). Each file still has its own temp dirs and free ports.
+          maxWorkers: Math.max(2, os.availableParallelism()),
           // Child-process tests start real servers; give them room on a shared 2-core machine.
           testTimeout: 30_000,
           hookTimeout: 30_000,
