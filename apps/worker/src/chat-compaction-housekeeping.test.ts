@@ -72,6 +72,9 @@ describe('housekeeping and data/chat', () => {
     expect(log).toContain('removed 1 days of this log older than human_log.retention_days');
     expect(log).toContain('compacted 1 chat event logs');
     expect(log).toContain('removed 1 answered chat inbox messages');
+    // The reason names the settings that applied: no queue task was pruned.
+    expect(log).toContain('scheduled housekeeping (chat retention, human_log.retention_days)');
+    expect(log).not.toContain('queue.retention');
     await queue.close();
   });
 });

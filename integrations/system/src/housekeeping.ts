@@ -35,24 +35,47 @@ export async function runHousekeeping({
   const markers = await pruneConsolidationMarkers({ dataDir, notes });
   const chat = (await chatMaintenance?.compact()) ?? { eventLogs: 0, eventBytes: 0, inboxMessages: 0, recovered: 0 };
   const logDays = (await humanLogMaintenance?.prune()) ?? 0;
-  const changes: string[] = [];
-  if (pruned.done + pruned.failed > 0) changes.push(`pruned ${pruned.done} done and ${pruned.failed} failed tasks`);
+  // Each change with the setting that made it, so the log line's reason names what applied (not always the queue's).
+  const changes: Array<[change: string, setting: string]> = [];
+  const queueRetention = 'queue.retention';
+  if (pruned.done + pruned.failed > 0)
+    changes.push([`pruned ${pruned.done} done and ${pruned.failed} failed tasks`, queueRetention]);
   if (recovered.requeued.length > 0)
-    changes.push(`returned ${recovered.requeued.length} tasks of stopped workers to pending/`);
-  if (recovered.failed.length > 0) changes.push(`failed ${recovered.failed.length} tasks that had no attempts left`);
+    changes.push([`returned ${recovered.requeued.length} tasks of stopped workers to pending/`, 'queue recovery']);
+  if (recovered.failed.length > 0)
+    changes.push([`failed ${recovered.failed.length} tasks that had no attempts left`, 'queue recovery']);
   if (recovered.quarantined.length > 0)
-    changes.push(`moved ${recovered.quarantined.length} unreadable task files to failed/`);
-  if (expired.length > 0) changes.push(`dropped ${expired.length} expired approval requests`);
-  if (agentFolders > 0) changes.push(`removed the sub-agent folders of ${agentFolders} pruned tasks (data/agents/)`);
-  if (callLogs > 0) changes.push(`removed the code call logs of ${callLogs} pruned tasks (data/codeact/)`);
+    changes.push([`moved ${recovered.quarantined.length} unreadable task files to failed/`, 'queue recovery']);
+  if (expired.length > 0) changes.push([`dropped ${expired.length} expired approval requests`, 'approval expiry']);
+  if (agentFolders > 0)
+    changes.push([`removed the sub-agent folders of ${agentFolders} pruned tasks (data/agents/)`, queueRetention]);
+  if (callLogs > 0)
+    changes.push([`removed the code call logs of ${callLogs} pruned tasks (data/codeact/)`, queueRetention]);
   if (markers.removed > 0)
-    changes.push(`removed ${markers.removed} consolidation markers of notes that are gone (data/memory/consolidated/)`);
+    changes.push([
+      `removed ${markers.removed} consolidation markers of notes that are gone (data/memory/consolidated/)`,
+      'memory',
+    ]);
   if (chat.eventLogs > 0)
-    changes.push(`compacted ${chat.eventLogs} chat event logs (${chat.eventBytes} bytes of old events removed)`);
-  if (chat.inboxMessages > 0) changes.push(`removed ${chat.inboxMessages} answered chat inbox messages`);
-  if (chat.recovered > 0) changes.push(`cleared ${chat.recovered} leftovers of chat compactions that died`);
-  if (logDays > 0) changes.push(`removed ${logDays} days of this log older than human_log.retention_days`);
-  if (changes.length > 0) await log.human(changes.join('; '), { reason: 'scheduled housekeeping (queue.retention)' });
+    changes.push([
+      `compacted ${chat.eventLogs} chat event logs (${chat.eventBytes} bytes of old events removed)`,
+      'chat retention',
+    ]);
+  if (chat.inboxMessages > 0)
+    changes.push([`removed ${chat.inboxMessages} answered chat inbox messages`, 'chat retention']);
+  if (chat.recovered > 0)
+    changes.push([`cleared ${chat.recovered} leftovers of chat compactions that died`, 'chat retention']);
+  if (logDays > 0)
+    changes.push([
+      `removed ${logDays} days of this log older than human_log.retention_days`,
+      'human_log.retention_days',
+    ]);
+  if (changes.length > 0) {
+    const settings = [...new Set(changes.map(([, setting]) => setting))];
+    await log.human(changes.map(([change]) => change).join('; '), {
+      reason: `scheduled housekeeping (${settings.join(', ')})`,
+    });
+  }
   return {
     pruned,
     requeued: recovered.requeued.length,
