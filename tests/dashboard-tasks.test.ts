@@ -66,6 +66,27 @@ function patientModel(request: FakeChatRequest): FakeReply {
   return { toolCalls: [{ name: 'wait', arguments: { ms: 200 } }] };
 }
 
+/**
+ * Fetches the task's summary again, as the live stream's `task-state` makes the page do (at every state change and
+ * whenever the stream opens), and resolves once the new summary is in.
+ */
+async function refreshSummary(page: Page): Promise<void> {
+  await page.evaluate(
+    () =>
+      new Promise<void>((resolve) => {
+        const browser = globalThis as unknown as {
+          document: {
+            getElementById(id: string): { addEventListener(type: string, listener: () => void, options: object): void };
+          };
+          htmx: { trigger(element: unknown, name: string): void };
+        };
+        const summary = browser.document.getElementById('task-summary');
+        summary.addEventListener('htmx:afterSettle', () => resolve(), { once: true });
+        browser.htmx.trigger(summary, 'sse:task-state');
+      }),
+  );
+}
+
 describe('dashboard tasks', () => {
   it('shows a task enqueued over REST live, renders markup in a payload as text, and retries a failed task', async () => {
     await using dir = await tempDir();
@@ -131,7 +152,17 @@ describe('dashboard tasks', () => {
   }, 90_000);
 
   it('pauses, asks, resumes, interjects and stops an agent task from its page', async () => {
-    await using model = await FakeOpenAiServer.start({ respond: patientModel });
+    // The answer to `ask` waits until the test lets it go, so that a summary refresh can come while it is asked.
+    let answerAsk = () => {};
+    const askAnswerable = new Promise<void>((resolve) => {
+      answerAsk = resolve;
+    });
+    await using model = await FakeOpenAiServer.start({
+      respond: async (request) => {
+        if (!isAgentCall(request)) await askAnswerable;
+        return patientModel(request);
+      },
+    });
     await using dir = await tempDir();
     await using assistant = await startAssistant({
       dir,
@@ -169,8 +200,20 @@ queue:
     const stepsAtPause = await steps.count();
     // A question is answered (a round trip through the worker, after the pause was applied); meanwhile the paused
     // loop made no model call and no step.
+    // The live stream's summary refreshes (one comes as the stream opens after a load) keep what the owner typed,
+    // and the answer of a question asked before one lands where it is seen, not in the replaced summary.
     await page.getByLabel(/^Question/).fill('what are you doing?');
+    await page.getByLabel('Message to the agent').fill('a draft');
+    await refreshSummary(page);
+    expect(await page.getByLabel(/^Question/).inputValue()).toBe('what are you doing?');
+    expect(await page.getByLabel('Message to the agent').inputValue()).toBe('a draft');
+    await page.getByLabel('Message to the agent').fill('');
     await page.getByRole('button', { name: 'Ask' }).click();
+    await waitUntil(() => model.requests.some((request) => !isAgentCall(request)), {
+      what: 'the ask to reach the model',
+    });
+    await refreshSummary(page);
+    answerAsk();
     await expect.poll(() => page.locator('#ask-answer').textContent(), { timeout: 30_000 }).toContain('ASK-ANSWER');
     await expect.poll(() => page.locator('#task-events [data-event="steering"]').count()).toBeGreaterThanOrEqual(2);
     expect(agentCalls()).toBe(callsAtPause);

@@ -107,7 +107,13 @@ function itemCell(item: SummaryInput['item']): SafeHtml | undefined {
   return html`<code>${item.notePath}</code> <span class="muted">(the note is not there)</span>`;
 }
 
-/** Everything but the event list: fields, buttons, steering, clarifications, payload, result, error, history. */
+/**
+ * Everything but the event list: fields, buttons, steering, clarifications, payload, result, error, history.
+ * The summary is fetched again whenever the task's state changes and once when the live stream opens (just after the
+ * page loads), so the steering forms that take text and the ask's answer are `hx-preserve`d: a refresh while the
+ * owner types, or while a question waits for its answer, keeps the text and lands the answer where it is seen (it once
+ * went into the replaced, detached element). They go with the section when the task finishes.
+ */
 function renderSummary(request: FastifyRequest, context: DashboardContext, input: SummaryInput): SafeHtml {
   const { id, record, events } = input;
   const task = record.task;
@@ -133,14 +139,14 @@ function renderSummary(request: FastifyRequest, context: DashboardContext, input
     ? html`<section aria-labelledby="steer-heading" class="card steer">
 <h2 id="steer-heading">Steer</h2>
 <div class="actions">${steerForm('pause', 'Pause', html``, 'secondary')}${steerForm('resume', 'Resume', html``, 'secondary')}</div>
-<form method="post" action="/tasks/${id}/steer" class="steer-line">${csrf}<input type="hidden" name="action" value="interject">
+<form method="post" action="/tasks/${id}/steer" class="steer-line" id="steer-interject" hx-preserve="true">${csrf}<input type="hidden" name="action" value="interject">
 <label for="interject-message">Message to the agent</label><input type="text" id="interject-message" name="message" required maxlength="20000">
 <button type="submit">Interject</button></form>
-<form method="post" action="/tasks/${id}/steer" class="steer-line" hx-post="/tasks/${id}/steer" hx-target="#ask-answer" hx-swap="innerHTML">${csrf}<input type="hidden" name="action" value="ask">
+<form method="post" action="/tasks/${id}/steer" class="steer-line" id="steer-ask" hx-preserve="true" hx-post="/tasks/${id}/steer" hx-target="#ask-answer" hx-swap="innerHTML">${csrf}<input type="hidden" name="action" value="ask">
 <label for="ask-message">Question (answered from its transcript; it keeps working)</label><input type="text" id="ask-message" name="message" required maxlength="20000">
 <button type="submit">Ask</button></form>
-<div id="ask-answer" aria-live="polite"></div>
-<form method="post" action="/tasks/${id}/steer" class="steer-line">${csrf}<input type="hidden" name="action" value="stop">
+<div id="ask-answer" aria-live="polite" hx-preserve="true"></div>
+<form method="post" action="/tasks/${id}/steer" class="steer-line" id="steer-stop" hx-preserve="true">${csrf}<input type="hidden" name="action" value="stop">
 <label for="stop-reason">Reason to stop (optional)</label><input type="text" id="stop-reason" name="reason" maxlength="2000">
 <button type="submit" class="danger">Stop</button></form>
 </section>`
