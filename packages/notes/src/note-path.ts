@@ -35,7 +35,18 @@ function shortened(text: string): string {
  * read or write outside it. Symlinks are followed for the part of the path that exists, so a link inside the root
  * that points elsewhere is refused too.
  */
-export async function resolveNotePath(root: string, relative: string): Promise<string> {
+export async function resolveNotePath(
+  root: string,
+  relative: string,
+  options: {
+    /**
+     * The root's real path, when the caller already resolved it (a store resolves it once): saves a `realpath` a
+     * call. Where the root itself is then missing (removed while the store runs), the path inside it is returned:
+     * there is nothing on it to check, and no link to follow out.
+     */
+    realRoot?: string;
+  } = {},
+): Promise<string> {
   if (relative === '' || path.isAbsolute(relative) || relative.includes('\0')) {
     throw new NotePathError(`note path \`${relative}\` must be relative to the notes folder`);
   }
@@ -45,7 +56,7 @@ export async function resolveNotePath(root: string, relative: string): Promise<s
     const bytes = Buffer.byteLength(name, 'utf8');
     if (bytes > maxNoteNameBytes) throw new NoteNameTooLongError(relative, name, bytes);
   }
-  const realRoot = await realpath(root);
+  const realRoot = options.realRoot ?? (await realpath(root));
   const joined = path.resolve(realRoot, relative);
   if (!isInside(realRoot, joined)) throw new NotePathError(`note path \`${relative}\` leaves the notes folder`);
   if (Buffer.byteLength(joined, 'utf8') > maxResolvedPathBytes) {
@@ -64,6 +75,7 @@ export async function resolveNotePath(root: string, relative: string): Promise<s
       return path.join(real, path.relative(existing, joined));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      if (existing === realRoot) return joined;
       const parent = path.dirname(existing);
       if (parent === existing) throw error;
       existing = parent;

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -149,6 +149,28 @@ describe('FileNoteStore', () => {
     }
     await expect(store.create('escape/new.md', { data: { a: 1 } })).rejects.toThrow(NotePathError);
     expect(await readFile(path.join(outside, 'passwd'), 'utf8')).toBe('root:x:0:0\n');
+  });
+
+  // The store makes its root and resolves its real path once (not at every call): what happens to the root after that.
+  it('keeps working when its root is removed while it runs: nothing there to read, and a new note makes it again', async () => {
+    await store.create('a.md', { data: { n: 1 } });
+    await rm(root, { recursive: true, force: true });
+    expect(await store.read('email/personal/1.md')).toBeUndefined();
+    expect(await store.list()).toEqual([]);
+    await store.create('email/personal/1.md', { data: { n: 2 } });
+    expect((await store.read('email/personal/1.md'))?.data).toEqual({ n: 2 });
+    expect((await store.listFolder())?.folders).toEqual(['email']);
+  });
+
+  it('refuses every path once its root is replaced by a link to elsewhere while it runs', async () => {
+    await store.create('a.md', { data: { n: 1 } });
+    await writeFile(path.join(outside, 'a.md'), '---\nsecret: 1\n---\n');
+    await rm(root, { recursive: true, force: true });
+    await symlink(outside, root);
+    await expect(store.read('a.md')).rejects.toThrow(NotePathError);
+    await expect(store.create('b.md', { data: { n: 2 } })).rejects.toThrow(NotePathError);
+    await expect(store.create('new/b.md', { data: { n: 2 } })).rejects.toThrow(NotePathError);
+    expect((await readdir(outside)).sort()).toEqual(['a.md']);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { scrubSecrets, scrubSecretsDeep } from '@assistant/errors';
 import { withFileLock } from './file-lock.ts';
@@ -136,14 +136,29 @@ export interface FileNoteStoreOptions {
  */
 export class FileNoteStore implements NoteStore {
   readonly root: string;
+  /**
+   * The root made (on first use) and its real path, once per store: every note call used to make the root and
+   * resolve its real path again, two file-system calls of the four or five a read takes. A failure is not kept.
+   */
+  #realRoot: Promise<string> | undefined;
 
   constructor(options: FileNoteStoreOptions) {
     this.root = path.resolve(options.root);
   }
 
+  #rootReady(): Promise<string> {
+    if (this.#realRoot === undefined) {
+      const ready = mkdir(this.root, { recursive: true, mode: 0o700 }).then(() => realpath(this.root));
+      this.#realRoot = ready;
+      ready.catch(() => {
+        if (this.#realRoot === ready) this.#realRoot = undefined;
+      });
+    }
+    return this.#realRoot;
+  }
+
   async #file(notePath: string): Promise<string> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
-    return resolveNotePath(this.root, notePath);
+    return resolveNotePath(this.root, notePath, { realRoot: await this.#rootReady() });
   }
 
   /** Reads a note; undefined when there is none. Throws BrokenNoteError for unreadable frontmatter. */
