@@ -1,24 +1,21 @@
 // What an idle server loads (issue 38, "a small server"): the chat platforms' SDKs (Discord's, Slack's, and the undici
 // copies they bring) only for a channel that runs, the MCP SDK's server only at the first /mcp call. A module hook
-// passed through NODE_OPTIONS records every URL the server process loads.
+// passed through NODE_OPTIONS records every URL the server process loads. And what a command that only reads the
+// config loads: not the full config check's packages (agents, memory, code mode, the sandbox).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { cliMain, startNode } from './helpers/node-process.ts';
+import { cliMain, runCli, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const heavy = /\/node_modules\/(@discordjs|@slack|@modelcontextprotocol\/sdk\/dist\/esm\/server)\//;
 
-describe('an idle server', () => {
-  it('loads no chat platform SDK and no MCP server until something needs them, and /mcp still answers', async () => {
-    await using dir = await tempDir();
-    const loaded = path.join(dir.path, 'loaded.txt');
-    const hook = await dir.write(
-      'record-loads.mjs',
-      `import fs from 'node:fs';
+/** A module hook, passed through NODE_OPTIONS, that appends every URL the process loads to `loaded`. */
+function recordLoads(loaded: string): string {
+  return `import fs from 'node:fs';
 import module from 'node:module';
 module.registerHooks({
   load(url, context, nextLoad) {
@@ -26,8 +23,36 @@ module.registerHooks({
     return nextLoad(url, context);
   },
 });
-`,
-    );
+`;
+}
+
+describe('a command that reads the config', () => {
+  it('loads none of the packages only the full config check needs', async () => {
+    await using dir = await tempDir();
+    const loaded = path.join(dir.path, 'loaded.txt');
+    const hook = await dir.write('record-loads.mjs', recordLoads(loaded));
+    await dir.write('config.yaml', 'data_dir: ./data\n');
+    const stats = await runCli(['queue', 'stats', '--json'], {
+      cwd: dir.path,
+      env: { NODE_OPTIONS: `--import ${hook}` },
+    });
+    expect(stats.stderr).toBe('');
+    expect(stats.code).toBe(0);
+    const urls = (await readFile(loaded, 'utf8')).split('\n');
+    const fullCheckOnly = /\/packages\/(agents|memory|codeact|sandbox)\/src\//;
+    expect(urls.filter((url) => fullCheckOnly.test(url))).toEqual([]);
+    // `assistant config check` does load them: the same hook sees them there.
+    const check = await runCli(['config', 'check'], { cwd: dir.path, env: { NODE_OPTIONS: `--import ${hook}` } });
+    expect(check.code).toBe(0);
+    expect((await readFile(loaded, 'utf8')).split('\n').some((url) => fullCheckOnly.test(url))).toBe(true);
+  });
+});
+
+describe('an idle server', () => {
+  it('loads no chat platform SDK and no MCP server until something needs them, and /mcp still answers', async () => {
+    await using dir = await tempDir();
+    const loaded = path.join(dir.path, 'loaded.txt');
+    const hook = await dir.write('record-loads.mjs', recordLoads(loaded));
     const port = await freePort();
     // The built-in chat instance's listeners start and idle without credentials, as on a fresh installation.
     const config = await dir.write('config.yaml', `data_dir: ./data\nserver: {host: 127.0.0.1, port: ${port}}\n`);
