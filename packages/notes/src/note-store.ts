@@ -215,7 +215,8 @@ export class FileNoteStore implements NoteStore {
    * Hidden entries and symlinks are left out, as `list` leaves them out. Undefined when the folder does not exist.
    */
   async listFolder(folder = ''): Promise<FolderListing | undefined> {
-    // The root is made on first use (as #file makes it), so a fresh install lists an empty root, not a missing one.
+    // The root is made at every look here (note calls make it once, #rootReady), so a fresh install, or a root removed
+    // while the store runs, lists as an empty root, not a missing one.
     let base = this.root;
     if (folder === '') await mkdir(this.root, { recursive: true, mode: 0o700 });
     else base = await this.#file(folder);
