@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { FileNoteStore } from '@assistant/notes';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Embedder } from '../memory-types.ts';
 import { HashingEmbedder } from './hashing-embedder.ts';
 import { MemoryIndex, type MemoryIndexOptions } from './memory-index.ts';
@@ -32,11 +32,14 @@ function openIndex(options: Partial<MemoryIndexOptions> = {}): MemoryIndex {
   return index;
 }
 
-/** Polls `check` (every 20 ms) until it holds; a hang becomes a failure naming what was awaited. */
-async function waitUntil(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Polls `check` (every 20 ms) until it holds; a hang becomes a failure naming what was awaited (within the test's
+ * own 15 s timeout, which would name nothing). Timed by `performance.now`, so a test that stops `Date` still ends.
+ */
+async function waitUntil(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    if (performance.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -327,6 +330,27 @@ describe('MemoryIndex', () => {
     expect(up.degraded).toBeUndefined();
     expect(paths(up.hits)[0]).toBe('facts/f1.md');
     expect(requests).toBeGreaterThanOrEqual(2);
+  });
+
+  it('retries when its backoff timer ends even if the wall clock says it is early (stands still, stepped back)', async () => {
+    // A timer runs on the monotonic clock and may fire a millisecond before `Date.now()` reaches the retry time;
+    // an NTP step can set the wall clock back by more. A retry that found itself "early" and returned was never
+    // tried again. Here the wall clock stands still after the failure: only the timer can say the wait is over.
+    await store.create('facts/f1.md', { data: { statement: 'Bob wants an answer by Monday' }, body: 'Monday\n' });
+    const embedder = new CountingEmbedder('counting');
+    embedder.failing = true;
+    const index = openIndex({ embedder, maxRetryMs: 50 });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      await index.start();
+      await waitUntil(() => index.status().lastError !== undefined, 'the first failed attempt');
+      embedder.failing = false;
+      await waitUntil(() => index.status().pending === 0, 'the retry after the backoff, with the wall clock stopped');
+      expect(index.status()).toMatchObject({ embedded: 1, pending: 0 });
+      expect(embedder.texts).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('closes at once while a request to a hanging endpoint is in flight', async () => {

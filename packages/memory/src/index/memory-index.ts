@@ -502,7 +502,13 @@ export class MemoryIndex {
     this.#lastError = message;
     clearTimeout(this.#retryTimer);
     if (this.#closed) return;
-    this.#retryTimer = setTimeout(() => this.#kick(), delayMs);
+    this.#retryTimer = setTimeout(() => {
+      // The timer is the end of the backoff, not the wall clock: a timer may fire a millisecond before `Date.now()`
+      // reaches `#retryAt` (its clock is the monotonic one), and the wall clock may be stepped back; a retry that
+      // found itself early would return and never be tried again, stranding the notes until one of them changed.
+      this.#retryAt = 0;
+      this.#kick();
+    }, delayMs);
     // A retry timer alone must not keep a CLI process alive.
     this.#retryTimer.unref();
   }
