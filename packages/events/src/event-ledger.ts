@@ -85,6 +85,8 @@ export class EventLedger implements EventSink {
   /** Ids seen per day, and how far into that day's file they were read, in this process. */
   readonly #ids = new Map<string, { ids: Map<string, number>; scanned: number }>();
   #loadedDays = false;
+  /** The latest day file this process appended to or saw (`#appendDay`). */
+  #latestDay: string | undefined;
   /** Emits waiting for the next batch (see `#flush`), and the batch being written, if any. */
   #waiting: PendingEmit[] = [];
   #flushing: Promise<void> | undefined;
@@ -167,7 +169,8 @@ export class EventLedger implements EventSink {
       this.#madeIndexDirectory = true;
     }
     return withFileLock(path.join(this.directory, '.append'), async () => {
-      const seen = await this.#catchUp();
+      const day = await this.#appendDay();
+      const seen = await this.#catchUp(day);
       const outcomes: (EmitOutcome | undefined)[] = [];
       const fresh: { index: number; line: string; id: string }[] = [];
       const inBatch = new Map<string, number>();
@@ -180,7 +183,6 @@ export class EventLedger implements EventSink {
         }
       }
       if (fresh.length > 0) {
-        const day = new Date(this.#now()).toISOString().slice(0, 10);
         const file = this.#file(day);
         let offset = await this.#repairTail(day, seen);
         const handle = await open(file, 'a', 0o600);
@@ -213,6 +215,30 @@ export class EventLedger implements EventSink {
     });
   }
 
+  /**
+   * The day file new lines go to: today's (UTC), or a later day's that exists already. A wall clock set back across
+   * midnight (an NTP step) would otherwise append to an earlier file than one a reader has moved past: `list` and
+   * `follow` read the days in order from a cursor, and would never see those lines (a hook would never fire). A later
+   * file is found by this process's own appends, the folder's listing at the first append, and a stat of tomorrow's.
+   */
+  async #appendDay(): Promise<string> {
+    const nowMs = this.#now();
+    const today = new Date(nowMs).toISOString().slice(0, 10);
+    if (this.#latestDay === undefined) this.#latestDay = (await this.days()).at(-1) ?? today;
+    else if (this.#latestDay <= today) {
+      const tomorrow = new Date(nowMs + 86_400_000).toISOString().slice(0, 10);
+      if (
+        await stat(this.#file(tomorrow)).then(
+          () => true,
+          () => false,
+        )
+      )
+        this.#latestDay = tomorrow;
+    }
+    if (today > this.#latestDay) this.#latestDay = today;
+    return this.#latestDay;
+  }
+
   #dayIds(day: string): { ids: Map<string, number>; scanned: number } {
     let known = this.#ids.get(day);
     if (!known) {
@@ -228,7 +254,7 @@ export class EventLedger implements EventSink {
    * line; hooks still fire once for it, by their firing records. Keeping every retained day's ids would cost a busy
    * installation hundreds of MB read at start.
    */
-  async #catchUp(): Promise<Map<string, number | undefined>> {
+  async #catchUp(appendDay: string): Promise<Map<string, number | undefined>> {
     const nowMs = this.#now();
     const today = new Date(nowMs).toISOString().slice(0, 10);
     const oldest = new Date(nowMs - dedupWindowDays * 86_400_000).toISOString().slice(0, 10);
@@ -236,6 +262,8 @@ export class EventLedger implements EventSink {
     const days = Array.from({ length: dedupWindowDays + 1 }, (_, back) =>
       new Date(nowMs - (dedupWindowDays - back) * 86_400_000).toISOString().slice(0, 10),
     );
+    // A later day than today, when the clock was set back (`#appendDay`): its ids count for dedup too.
+    if (appendDay > today) days.push(appendDay);
     for (const day of this.#ids.keys()) if (day < oldest) this.#ids.delete(day);
     /** The size of each day's file as it was read to its end now (undefined: there is none). */
     const sizes = new Map<string, number | undefined>();

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EventLedger, type EventRecord, EventRegistry } from '@assistant/events';
@@ -231,6 +231,58 @@ describe('HookRunner', () => {
       async () => (await readHookStates({ dataDir, hooks: [quiet] }))[0]?.timers.length === 0,
       'the timer removed',
     );
+  });
+
+  it('tries again, after a wait, the timers and firings whose actions failed, without stopping the others', async () => {
+    // The queue refuses the first enqueue of each text (a full disk, say), then takes them.
+    const refused = new Set<string>();
+    const warnings: string[] = [];
+    const flaky: HookRunnerOptions['queue'] = {
+      list: (options) => queue.list(options),
+      enqueue: async (options) => {
+        const text = String((options.payload as { text?: unknown } | undefined)?.text);
+        if (!refused.has(text)) {
+          refused.add(text);
+          throw new Error(`no space left on device (${text})`);
+        }
+        return queue.enqueue(options);
+      },
+    };
+    const burst = (name: string) =>
+      echoHook(name, { debounce: '100ms', count: { at_least: 1, within: '1h', per: 'task' } });
+    const plain = echoHook('plain');
+    await start([burst('first'), burst('second'), plain], {
+      queue: flaky,
+      logger: { info: () => {}, warn: (message) => warnings.push(message) },
+    });
+    await emit('t1');
+    // Both timers fail at their first try, and the plain hook's firing too: each is done once the wait is over,
+    // with no new event and no restart.
+    await until(async () => (await echoTexts()).length === 3, 'every firing done after its failure');
+    expect(await echoTexts()).toEqual(['first t1', 'plain t1', 'second t1']);
+    expect([...refused].sort()).toEqual(['first t1', 'plain t1', 'second t1']);
+    expect(warnings.join('\n')).toMatch(/a hook timer failed; trying it again later/);
+    expect(warnings.join('\n')).toMatch(/hook plain failed on task\.done/);
+    await until(
+      async () =>
+        (await readHookStates({ dataDir, hooks: [burst('first'), burst('second')] })).every(
+          (state) => state.timers.length === 0,
+        ),
+      'the timers removed',
+    );
+    // Nothing twice: one firing record each, all done.
+    for (const name of ['first', 'second', 'plain']) {
+      const states = await readdir(path.join(dataDir, 'hooks', 'firings', name));
+      const records = await Promise.all(
+        states.map(
+          async (file) =>
+            JSON.parse(await readFile(path.join(dataDir, 'hooks', 'firings', name, file), 'utf8')) as {
+              state: string;
+            },
+        ),
+      );
+      expect(records.map((record) => record.state)).toEqual(['done']);
+    }
   });
 
   it('follows catch_up for timers that came due while it was down, and records the ones it does not fire', async () => {

@@ -20,6 +20,9 @@ export const hookBreakerFailures = 5;
 export const hookBreakerPauseMs = 5 * 60_000;
 /** A timer this late when the runner starts came due while Assistant was down: `catch_up` says what to do. */
 const missedGraceMs = 2_000;
+/** The first wait before a firing or timer that failed (the queue or the disk refused) is tried again; doubling. */
+const firstRetryMs = 1_000;
+const maxRetryMs = 60_000;
 
 export interface HookRunnerLogger {
   info(message: string, details?: Record<string, unknown>): void;
@@ -134,6 +137,15 @@ export class HookRunner {
   #breakers: Record<string, BreakerState> = {};
   #timer: NodeJS.Timeout | undefined;
   #tick: NodeJS.Timeout | undefined;
+  /**
+   * After a failure (an enqueue the queue refused, a disk error): the timer files that failed, whether a firing may be
+   * left `planned`, and when the next try is due. The retry comes by the timer `#armTimers` sets, with a doubling
+   * wait, so an outage of some minutes strands nothing until a restart, and a lasting one does not spin.
+   */
+  readonly #failedTimers = new Set<string>();
+  #recoveryNeeded = false;
+  #failures = 0;
+  #retryAtMs = 0;
   #controller = new AbortController();
   #running: Promise<void> | undefined;
   /** Serialises event handling, timers and recovery: one firing decision at a time. */
@@ -157,7 +169,12 @@ export class HookRunner {
   /** Recovers planned firings and missed timers, then follows the ledger until `stop`. */
   async start(): Promise<void> {
     this.#breakers = (await readJson<Record<string, BreakerState>>(this.#paths.breakers)) ?? {};
-    await this.#serial(() => this.#recoverFirings());
+    await this.#serial(async () => {
+      if (!(await this.#recoverFirings())) {
+        this.#recoveryNeeded = true;
+        this.#failed();
+      }
+    });
     await this.#serial(() => this.#catchUpTimers());
     await this.#armTimers();
     const saved = await readJson<{ cursor?: string }>(this.#paths.cursor);
@@ -211,8 +228,21 @@ export class HookRunner {
         await this.#breakerResult(hook, undefined);
       } catch (error) {
         await this.#breakerResult(hook, error);
+        // A firing whose actions failed is left `planned`: the retry performs it (its record says it was decided).
+        this.#options.logger.warn(`hook ${hook.name} failed on ${event.type} ${event.id}; trying it again later`, {
+          err: error,
+        });
+        this.#recoveryNeeded = true;
+        this.#failed();
+        await this.#armTimers();
       }
     }
+  }
+
+  /** Notes a failed try: the next comes after a doubling wait (1 s, 2 s, … 60 s). */
+  #failed(): void {
+    this.#retryAtMs = this.#now() + Math.min(maxRetryMs, firstRetryMs * 2 ** this.#failures);
+    this.#failures += 1;
   }
 
   async #consider(hook: CompiledHook, event: EventRecord): Promise<void> {
@@ -365,7 +395,8 @@ export class HookRunner {
    * answers "duplicate" for a task this firing enqueued already (found by its fingerprint among the tasks created
    * since the record, in any state), so none is enqueued twice.
    */
-  async #recoverFirings(): Promise<void> {
+  async #recoverFirings(): Promise<boolean> {
+    let failed = false;
     for (const hook of this.#options.hooks) {
       for (const file of await jsonFiles(this.#paths.firings(hook.name))) {
         const record = await readJson<FiringRecord>(file);
@@ -388,15 +419,24 @@ export class HookRunner {
           continue;
         }
         const { cursor: _cursor, ...plain } = event as EventRecord & { cursor?: string };
-        const decision = await decideHook({
-          hook: { ...hook, enabled: true },
-          event: plain,
-          nowMs: this.#now(),
-          ...(this.#options.ask ? { ask: this.#options.ask } : {}),
-        });
-        await this.#perform(hook, plain, decision, record, file, this.#onceQueue(Date.parse(record.planned_at)));
+        try {
+          const decision = await decideHook({
+            hook: { ...hook, enabled: true },
+            event: plain,
+            nowMs: this.#now(),
+            ...(this.#options.ask ? { ask: this.#options.ask } : {}),
+          });
+          await this.#perform(hook, plain, decision, record, file, this.#onceQueue(Date.parse(record.planned_at)));
+        } catch (error) {
+          // Stays `planned`; the other firings are performed meanwhile, and this one after a wait.
+          this.#options.logger.warn(`hook ${hook.name}: a planned firing failed again; trying it later`, {
+            err: error,
+          });
+          failed = true;
+        }
       }
     }
+    return !failed;
   }
 
   /** The queue, except that a task already created since `sinceMs` with the same type and payload is a duplicate. */
@@ -438,8 +478,9 @@ export class HookRunner {
         await this.#recordMissed(name, entry.timer, hook ? `catch_up: ${mode}` : 'the hook no longer exists');
         await removeFile(entry.file);
       }
-      for (const entry of firing) await this.#dueTimer(entry.file);
+      for (const entry of firing) await this.#tryDueTimer(entry.file);
     }
+    if (this.#failedTimers.size > 0) this.#failed();
   }
 
   async #recordMissed(hook: string, timer: TimerRecord, why: string): Promise<void> {
@@ -460,11 +501,14 @@ export class HookRunner {
   async #armTimers(): Promise<void> {
     clearTimeout(this.#timer);
     if (this.#controller.signal.aborted) return;
-    let earliest: number | undefined;
+    // A retry of what failed is due at `#retryAtMs`, like a timer.
+    let earliest: number | undefined = this.#recoveryNeeded ? this.#retryAtMs : undefined;
     for (const file of await jsonFiles(this.#paths.timers)) {
       const timer = await readJson<TimerRecord>(file);
       if (!timer) continue;
-      const due = Date.parse(timer.due_at);
+      const due = this.#failedTimers.has(file)
+        ? Math.max(Date.parse(timer.due_at), this.#retryAtMs)
+        : Date.parse(timer.due_at);
       if (earliest === undefined || due < earliest) earliest = due;
     }
     if (earliest === undefined) return;
@@ -476,13 +520,47 @@ export class HookRunner {
     }, delay);
   }
 
+  /**
+   * Fires the timers that are due, and retries what failed once its wait is over. One that fails does not stop the
+   * others, and every pass ends by arming the next timer (a timer that fires a millisecond early only re-arms).
+   */
   async #dueTimers(): Promise<void> {
     const nowMs = this.#now();
-    for (const file of await jsonFiles(this.#paths.timers)) {
-      const timer = await readJson<TimerRecord>(file);
-      if (timer && Date.parse(timer.due_at) <= nowMs) await this.#dueTimer(file);
+    const retrying = nowMs >= this.#retryAtMs;
+    let failed = false;
+    if (this.#recoveryNeeded && retrying) {
+      this.#recoveryNeeded = false;
+      if (!(await this.#recoverFirings())) {
+        this.#recoveryNeeded = true;
+        failed = true;
+      }
     }
+    const files = await jsonFiles(this.#paths.timers);
+    const present = new Set(files);
+    for (const file of this.#failedTimers) if (!present.has(file)) this.#failedTimers.delete(file);
+    for (const file of files) {
+      if (this.#failedTimers.has(file) && !retrying) continue;
+      const timer = await readJson<TimerRecord>(file);
+      if (timer && Date.parse(timer.due_at) <= nowMs && !(await this.#tryDueTimer(file))) failed = true;
+    }
+    if (failed) this.#failed();
+    else if (retrying && !this.#recoveryNeeded && this.#failedTimers.size === 0) this.#failures = 0;
     await this.#armTimers();
+  }
+
+  /** `#dueTimer`, with a failure logged and the timer kept for a retry (its firing, if recorded, left `planned`). */
+  async #tryDueTimer(file: string): Promise<boolean> {
+    try {
+      await this.#dueTimer(file);
+      this.#failedTimers.delete(file);
+      return true;
+    } catch (error) {
+      this.#options.logger.warn('a hook timer failed; trying it again later', { err: error, timer: file });
+      this.#failedTimers.add(file);
+      // Its firing may have been recorded before the action failed: the retry performs it from the record.
+      this.#recoveryNeeded = true;
+      return false;
+    }
   }
 
   /**
@@ -527,7 +605,7 @@ export class HookRunner {
       await this.#breakerResult(hook, undefined);
     } catch (error) {
       await this.#breakerResult(hook, error);
-      // The timer stays: the next start, or the next timer, tries it again.
+      // The timer stays: `#dueTimers` tries it again after a wait (and the next start, after a crash).
       throw error;
     }
   }
