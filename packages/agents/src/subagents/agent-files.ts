@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChildRecord, ChildResult } from '../subagent-types.ts';
 
@@ -7,7 +7,9 @@ import type { ChildRecord, ChildResult } from '../subagent-types.ts';
  * Where sub-agents keep their state, one folder per parent task under `data/agents/`:
  *
  * - `<parent>/children/<child>.json`: the spawn record, written before the child's task is enqueued;
- * - `<parent>/inbox/<child>.json`: the child's result, written once, before the child's task counts as done.
+ * - `<parent>/inbox/<child>.json`: the child's result, written once, before the child's task counts as done;
+ * - `.live/<child>`: a child with no result yet, holding its parent's task id — what the installation-wide cap
+ *   counts (`countLiveChildren`), so a spawn reads one folder instead of every parent's, which grow with history.
  *
  * Both are whole or absent (a temp file fsynced, then linked or renamed into place), so a crash at any instant leaves
  * either nothing or the complete file.
@@ -140,29 +142,97 @@ export async function listIds(directory: string): Promise<string[]> {
  * Writes a child's result into its parent's inbox, once: the first result of a child is the one its parent gets, so
  * a child task run twice (a crash after the write, a duplicate task) delivers once.
  */
-export function deliverChildResult(options: {
+export async function deliverChildResult(options: {
   root: string;
   record: Pick<ChildRecord, 'id' | 'parent_task'>;
   result: ChildResult;
 }): Promise<'written' | 'present'> {
-  return writeOnce(
+  const outcome = await writeOnce(
     resultFile(options.root, options.record.parent_task, options.record.id),
     `${JSON.stringify(options.result, null, 2)}\n`,
   );
+  // After the result: a crash in between leaves a marker of a finished child, which the next process's first count
+  // removes (`reconcileLive`); the other order could leave a running child uncounted.
+  await unmarkLive(options.root, options.record.id);
+  return outcome;
 }
 
-/** Children with no result yet, over every parent: what the global cap counts. */
-export async function countLiveChildren(root: string, parentTask?: string): Promise<number> {
-  const parents =
-    parentTask === undefined
-      ? (await readdir(root).catch(() => [] as string[])).filter((name) => safeName.test(name))
-      : [parentTask];
-  let live = 0;
-  for (const parent of parents) {
+const liveDir = (root: string) => path.join(root, '.live');
+
+/**
+ * Marks a spawned child live: called once its record is written (the record is the truth; the marker only counts
+ * it). Not fsynced: a marker lost with the power is made again by the next process's first count.
+ */
+export async function markLive(root: string, parentTask: string, childId: string): Promise<void> {
+  assertSafeId('task', parentTask);
+  assertSafeId('child', childId);
+  await mkdir(liveDir(root), { recursive: true });
+  await writeFile(path.join(liveDir(root), childId), `${parentTask}\n`, { mode: 0o600 });
+}
+
+async function unmarkLive(root: string, childId: string): Promise<void> {
+  assertSafeId('child', childId);
+  await unlink(path.join(liveDir(root), childId)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
+}
+
+/**
+ * When this process last brought each root's markers in line with the records (`performance.now()`): at its first
+ * count, and again every 10 minutes, which also takes away the markers of children whose parent's folder was removed
+ * (a task pruned by housekeeping while its child ran).
+ */
+const reconciledAt = new Map<string, number>();
+const reconcileEveryMs = 10 * 60_000;
+
+/**
+ * Brings `.live/` in line with the records: a marker for every child with a record and no result, none for any
+ * other. Reads every parent's folders, as every count once did: at a process's first count and then every 10 minutes,
+ * which covers children spawned before the markers existed, and a crash or power cut between a write and its marker's.
+ */
+async function reconcileLive(root: string): Promise<void> {
+  const startedAt = performance.now();
+  const markers = await readdir(liveDir(root)).catch(() => [] as string[]);
+  // Listed before the scan: a marker made meanwhile by another process is not in the list, and stays.
+  const live = new Map<string, string>();
+  for (const parent of (await readdir(root).catch(() => [] as string[])).filter((name) => safeName.test(name))) {
     const finished = new Set(await listIds(inboxDir(root, parent)));
-    for (const id of await listIds(childrenDir(root, parent))) if (!finished.has(id)) live += 1;
+    for (const id of await listIds(childrenDir(root, parent))) if (!finished.has(id)) live.set(id, parent);
   }
-  return live;
+  for (const name of markers) {
+    // Its record was written before it, so the scan saw the child: not live there means finished, or removed.
+    if (!live.has(name) && safeName.test(name)) await unmarkLive(root, name);
+  }
+  const listed = new Set(markers);
+  for (const [child, parent] of live) {
+    if (listed.has(child)) continue;
+    await markLive(root, parent, child);
+    // Delivered between the scan and the marker: take it away again.
+    if (
+      await stat(resultFile(root, parent, child)).then(
+        () => true,
+        () => false,
+      )
+    )
+      await unmarkLive(root, child);
+  }
+  reconciledAt.set(root, startedAt);
+}
+
+/**
+ * Children with no result yet: of one parent (its folders read), or over every parent when none is given — what
+ * `agents.max_live` caps, counted from `.live/` (one folder, however many parents there have been).
+ */
+export async function countLiveChildren(root: string, parentTask?: string): Promise<number> {
+  if (parentTask !== undefined) {
+    const finished = new Set(await listIds(inboxDir(root, parentTask)));
+    let live = 0;
+    for (const id of await listIds(childrenDir(root, parentTask))) if (!finished.has(id)) live += 1;
+    return live;
+  }
+  const last = reconciledAt.get(root);
+  if (last === undefined || performance.now() - last > reconcileEveryMs) await reconcileLive(root);
+  return (await readdir(liveDir(root)).catch(() => [] as string[])).filter((name) => safeName.test(name)).length;
 }
 
 /**

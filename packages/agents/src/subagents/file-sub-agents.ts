@@ -13,6 +13,7 @@ import {
   deliverChildResult,
   inboxDir,
   listIds,
+  markLive,
   readChildRecord,
   readChildResult,
   recordFile,
@@ -165,6 +166,7 @@ export class FileSubAgents implements SubAgents {
       const other = await readChildRecord(root, parent.taskId, id);
       if (other !== undefined) return { id, taskId: await this.#ensureTask(other), existing: true };
     }
+    await markLive(root, parent.taskId, id);
     return { id, taskId: await this.#ensureTask(record), existing: false };
   }
 
