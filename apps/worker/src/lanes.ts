@@ -1,5 +1,5 @@
 import type { IntegrationRegistry } from '@assistant/integration-host';
-import type { LlmProfiles, ModelProfileStatus } from '@assistant/llm';
+import type { LlmProfiles, ModelProfileLimits } from '@assistant/llm';
 
 /** A manifest stage marked `llm: true`: its tasks run in a lane of their own, sized by its LLM profiles. */
 export interface LlmStage {
@@ -57,7 +57,7 @@ export function llmStagesOf(registry: IntegrationRegistry | undefined): LlmStage
  * often prevent at a low limit. A profile the status does not list (not configured: its tasks fail at once) counts
  * as one.
  */
-export function laneCapacity(profiles: readonly string[], status: readonly ModelProfileStatus[]): number {
+export function laneCapacity(profiles: readonly string[], status: readonly ModelProfileLimits[]): number {
   let inFlight = 0;
   for (const profile of profiles) {
     const entry = status.find((candidate) => candidate.profile === profile);

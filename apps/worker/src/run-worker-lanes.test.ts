@@ -89,6 +89,7 @@ function fakeLlm(maxInFlight: number) {
     },
     {
       status,
+      limits: () => status().map(({ profile, maxInFlight: limit }) => ({ profile, maxInFlight: limit })),
       availability: () => availability,
       subscribe: (listener: (profile: string) => void) => {
         listeners.add(listener);
@@ -291,6 +292,7 @@ describe('worker lanes', () => {
     // Unavailable until the retry time, then available without a subscribe event: only the retry time can wake it.
     const llm: LlmProfiles = Object.assign((profile?: string) => profiles.llm(profile), {
       status: profiles.llm.status,
+      limits: profiles.llm.limits,
       subscribe: profiles.llm.subscribe,
       availability: (_profile: string, nowMs = Date.now()): Availability =>
         nowMs < retryAtMs ? { available: false, retryAtMs } : { available: true },

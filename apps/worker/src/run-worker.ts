@@ -397,7 +397,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<void> {
 
   /** What may be claimed now; rebuilt on every pass of the loop (model status and breakers change between them). */
   const planClaims = (nowMs: number): ClaimPlan => {
-    const status = llm.status();
+    const status = llm.limits();
     let wakeAtMs = breakerGate.nextRetryAtMs(nowMs);
     const laneStates = new Map<string, { capacity: number; unavailableUntilMs?: number }>();
     for (const lane of llmLanes.values()) {

@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from './load-config.ts';
+import { ConfigError, loadConfig, parseConfig, readConfigFile } from './load-config.ts';
 import { formatProblem } from './problems.ts';
 
 let dir: string;
@@ -30,6 +30,23 @@ async function refusal(config: string, secrets?: string): Promise<string> {
 }
 
 const mebibyte = 1024 * 1024;
+
+describe('readConfigFile', () => {
+  it('reads a file up to the limit whole, and one byte more is refused', async () => {
+    await writeFile(path.join(dir, 'at.yaml'), 'z'.repeat(mebibyte));
+    expect((await readConfigFile(path.join(dir, 'at.yaml'))).length).toBe(mebibyte);
+    await writeFile(path.join(dir, 'past.yaml'), 'z'.repeat(mebibyte + 1));
+    await expect(readConfigFile(path.join(dir, 'past.yaml'), 'past.yaml')).rejects.toThrow(
+      /past\.yaml.*limit is 1048576 bytes/,
+    );
+  });
+
+  it('reads what comes past the size it had when opened, and stops one byte past the limit of an endless file', async () => {
+    // Both say they are empty when opened: the reading goes on past that, as for a file that grows meanwhile.
+    expect(await readConfigFile('/proc/self/status')).toMatch(/^Name:.*\n[\s\S]*VmRSS:/);
+    await expect(readConfigFile('/dev/zero', 'zero.yaml')).rejects.toThrow(/zero\.yaml.*limit is 1048576 bytes/);
+  });
+});
 
 describe('config size limits', () => {
   it('hole 19: a 20 MB config.yaml is refused before it is parsed, naming the file and the limit', async () => {

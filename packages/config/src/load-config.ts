@@ -488,12 +488,20 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
 export async function readConfigFile(file: string, shownAs: string = file): Promise<string> {
   const handle = await open(file, 'r');
   try {
-    const buffer = Buffer.alloc(configLimits.maxBytes + 1);
+    // Sized by the file (a persona is read at every agent task: a zeroed 1 MB buffer each time was most of the read's
+    // cost), one byte more to see that it ended, and grown while a file that grows in between keeps coming.
+    const { size } = await handle.stat();
+    let buffer = Buffer.allocUnsafe(Math.min(size, configLimits.maxBytes) + 1);
     let length = 0;
-    while (length < buffer.length) {
+    for (;;) {
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
+      if (length < buffer.length) continue;
+      if (buffer.length > configLimits.maxBytes) break;
+      const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, configLimits.maxBytes + 1));
+      buffer.copy(grown, 0, 0, length);
+      buffer = grown;
     }
     if (length > configLimits.maxBytes) {
       const { size } = await handle.stat();

@@ -116,17 +116,22 @@ describe('EventLedger', () => {
   });
 
   it('keeps appending to the latest day when the wall clock is set back across midnight, so no reader skips a line', async () => {
+    // A process that appended before midnight, and knows only that day.
+    now = Date.parse('2026-11-28T23:59:50Z');
+    const early = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
+    await early.emit(done('before-midnight'));
     now = Date.parse('2026-11-29T00:00:05Z');
     await ledger.emit(done('after-midnight'));
-    const cursor = (await ledger.list()).events[0]?.cursor as string;
+    const cursor = (await ledger.list()).events.find((event) => event.native_id === 'after-midnight')?.cursor as string;
     // Another process's ledger, started after that line, and a clock stepped back 10 s (NTP): both append after it.
     const other = new EventLedger({ directory: path.join(root, 'events'), now: () => now });
     now = Date.parse('2026-11-28T23:59:56Z');
     await ledger.emit(done('stepped-back'));
     await other.emit(done('other-process'));
+    await early.emit(done('early-process'));
     const seen = (await ledger.list({ after: cursor })).events.map((event) => event.native_id);
-    expect(seen).toEqual(['stepped-back', 'other-process']);
-    expect(await ledger.days()).toEqual(['2026-11-29']);
+    expect(seen).toEqual(['stepped-back', 'other-process', 'early-process']);
+    expect(await ledger.days()).toEqual(['2026-11-28', '2026-11-29']);
     // Still one event per id across the move: the same event again is a duplicate, found in the later day's file.
     expect((await other.emit(done('stepped-back'))).duplicate).toBe(true);
   });

@@ -219,13 +219,14 @@ export class EventLedger implements EventSink {
    * The day file new lines go to: today's (UTC), or a later day's that exists already. A wall clock set back across
    * midnight (an NTP step) would otherwise append to an earlier file than one a reader has moved past: `list` and
    * `follow` read the days in order from a cursor, and would never see those lines (a hook would never fire). A later
-   * file is found by this process's own appends, the folder's listing at the first append, and a stat of tomorrow's.
+   * file is found by this process's own appends, the folder's listing at the first append, and — in the last hour of
+   * a UTC day, where a clock set back by up to an hour lands — a stat of tomorrow's (another process's appends).
    */
   async #appendDay(): Promise<string> {
     const nowMs = this.#now();
     const today = new Date(nowMs).toISOString().slice(0, 10);
     if (this.#latestDay === undefined) this.#latestDay = (await this.days()).at(-1) ?? today;
-    else if (this.#latestDay <= today) {
+    else if (this.#latestDay <= today && nowMs % 86_400_000 >= 23 * 3_600_000) {
       const tomorrow = new Date(nowMs + 86_400_000).toISOString().slice(0, 10);
       if (
         await stat(this.#file(tomorrow)).then(

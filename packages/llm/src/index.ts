@@ -27,6 +27,7 @@ export { createLlmProfiles, type LlmProfiles, type LlmProfilesOptions } from './
 export {
   findModelUnavailable,
   type ModelBreakerState,
+  type ModelProfileLimits,
   type ModelProfileStatus,
   ModelUnavailableError,
 } from './model-gate.ts';

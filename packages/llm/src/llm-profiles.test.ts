@@ -191,6 +191,7 @@ describe('createLlmProfiles', () => {
     const calls = [0, 1, 2, 3, 4, 5].map((index) => llm().chat(ask(`call ${index}`)));
     await until(() => expect(server?.inFlight).toBe(2));
     expect(llm.status()[0]).toMatchObject({ profile: 'default', maxInFlight: 2, inFlight: 2, waiting: 4 });
+    expect(llm.limits()[0]).toEqual({ profile: 'default', maxInFlight: 2 });
     held.release();
     await Promise.all(calls);
     expect(server?.peakInFlight).toBe(2);
@@ -407,6 +408,10 @@ describe('createLlmProfiles', () => {
         latencyMs: null,
         breaker: { state: 'closed', consecutiveFailures: 0 },
       },
+    ]);
+    expect(llm.limits().sort((left, right) => left.profile.localeCompare(right.profile))).toEqual([
+      { profile: 'default', maxInFlight: 1, adaptive: { ceiling: 64 } },
+      { profile: 'other', maxInFlight: 1, adaptive: { ceiling: 64 } },
     ]);
   });
 });

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { type LlmProfile, type LoadedConfig, machineTimeZone } from '@assistant/config';
 import { AssistantError } from '@assistant/errors';
 import type { ChatModel, TokenUsage } from './chat-types.ts';
-import { ModelGate, type ModelProfileStatus } from './model-gate.ts';
+import { ModelGate, type ModelProfileLimits, type ModelProfileStatus } from './model-gate.ts';
 import { createProviderChatModel } from './providers/provider-chat-model.ts';
 import { type CacheMode, createRecordReplayFetch } from './record-replay/record-replay-fetch.ts';
 import { timeAwareChatModel } from './time-awareness.ts';
@@ -40,6 +40,8 @@ export interface LlmProfiles {
   (profile?: string): ChatModel;
   /** Every configured profile's status, sorted by name; a profile never used reports zeros and a closed breaker. */
   status(): ModelProfileStatus[];
+  /** Every configured profile's limit on requests at once (what `status` says of it), cheaply. */
+  limits(): ModelProfileLimits[];
   /**
    * Whether a call to `profile` would be sent now (or wait only for a slot): false while its breaker is open before
    * its retry time, or while a trial call is out.
@@ -139,6 +141,8 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
     Object.entries(options.config.llms)
       .sort(([left], [right]) => left.localeCompare(right))
       .map(([name, profile]) => gateOf(name, profile).status());
+  const limits = (): ModelProfileLimits[] =>
+    Object.entries(options.config.llms).map(([name, profile]) => gateOf(name, profile).limits());
   const availability = (name: string, nowMs?: number) => {
     const profile = options.config.llms[name];
     // An unknown profile is the call's problem to report (CONFIG_INVALID), not a reason to hold tasks back.
@@ -151,5 +155,5 @@ export function createLlmProfiles(options: LlmProfilesOptions): LlmProfiles {
       listeners.delete(listener);
     };
   };
-  return Object.assign(get, { status, availability, subscribe });
+  return Object.assign(get, { status, limits, availability, subscribe });
 }

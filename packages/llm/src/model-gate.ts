@@ -9,6 +9,9 @@ import { LlmAbortedError } from './llm-errors.ts';
  */
 export type ModelBreakerState = 'closed' | 'open' | 'half_open';
 
+/** A profile's limit on requests at once: what the worker's claims need of its status. */
+export type ModelProfileLimits = Pick<ModelProfileStatus, 'profile' | 'maxInFlight' | 'adaptive'>;
+
 /** What one LLM profile is doing in this process: for the worker's claims, /health, /metrics and the dashboard. */
 export interface ModelProfileStatus {
   profile: string;
@@ -259,6 +262,15 @@ export class ModelGate {
       `LLM profile ${profile} (${model} at ${baseUrl}) is unavailable: ${this.#lastError ?? 'no answer'}; the next try is at ${new Date(retryAtMs).toISOString()}`,
       cause === undefined ? {} : { cause },
     );
+  }
+
+  /** What `status` says of the limit alone, without the figures it works out (the worker asks at every pass). */
+  limits(): ModelProfileLimits {
+    return {
+      profile: this.#options.profile,
+      maxInFlight: this.#limit(),
+      ...(this.#adaptive ? { adaptive: { ceiling: this.#adaptive.maxLimit } } : {}),
+    };
   }
 
   status(nowMs = this.#now()): ModelProfileStatus {

@@ -231,11 +231,16 @@ export class ControlFiles implements SteeringChannel {
 
   /** Appends an event line; O_APPEND keeps concurrent writers' lines whole. */
   async event(event: Omit<ControlEvent, 'at'> & { at?: string }): Promise<void> {
-    await mkdir(this.directory, { recursive: true, mode: 0o700 });
     // Events carry error messages and results: an LLM error that echoes the token must not reach the file (or SSE).
-    await appendFile(this.eventsFile, `${scrubSecrets(JSON.stringify({ at: new Date().toISOString(), ...event }))}\n`, {
-      mode: 0o600,
-    });
+    const line = `${scrubSecrets(JSON.stringify({ at: new Date().toISOString(), ...event }))}\n`;
+    // The folder is made when the first append finds none (a loop writes an event at every step).
+    try {
+      await appendFile(this.eventsFile, line, { mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(this.directory, { recursive: true, mode: 0o700 });
+      await appendFile(this.eventsFile, line, { mode: 0o600 });
+    }
   }
 
   /**

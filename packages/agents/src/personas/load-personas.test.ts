@@ -196,6 +196,24 @@ Body.
     expect(personas.get('loose')?.tools.allow).toEqual(['whatever']);
   });
 
+  it('reads the files every time: an edit counts at the next load, and a changed copy reaches no other load', async () => {
+    await inConfig('helper.md', '---\ntools: {allow: [read_note]}\n---\nFirst.\n');
+    const first = await load();
+    first.personas.get('helper')?.tools.allow.push('run_code');
+    expect((await load()).personas.get('helper')).toMatchObject({
+      instructions: 'First.',
+      tools: { allow: ['read_note'] },
+    });
+    await inConfig('helper.md', '---\ntools: {allow: [serch_notes]}\n---\nSecond.\n');
+    const broken = await load();
+    expect(broken.personas.has('helper')).toBe(false);
+    expect(broken.problems.map((problem) => [problem.line, problem.key])).toEqual([[2, 'tools.allow[0]']]);
+    // The same file checked against other names is checked again.
+    expect((await loadPersonas({ configDir, notesRoot })).personas.get('helper')?.instructions).toBe('Second.');
+    await inConfig('helper.md', '---\ntools: {allow: [read_note]}\n---\nThird.\n');
+    expect((await load()).personas.get('helper')?.instructions).toBe('Third.');
+  });
+
   it('reports an empty body, unclosed or unparsable frontmatter, and a bad file name', async () => {
     await inConfig('empty.md', '---\ndescription: nothing below\n---\n\n   \n');
     await inConfig('open.md', '---\ndescription: never closed\nBody\n');

@@ -269,6 +269,36 @@ async function readPersonaFile(context: {
     problems.push({ severity: 'error', file: file.shown, path: [], message: `cannot be read: ${message}` });
     return undefined;
   }
+  // The same text, checked against the same names, checks the same: the parse is kept by file (the file is still
+  // read every time, so an edit counts at the next loop). A copy is given, so no caller's change reaches another.
+  const key = JSON.stringify([file.shown, file.origin, options.mcpServers, options.profiles, options.knownTools]);
+  const kept = parsedPersonas.get(file.absolute);
+  if (kept !== undefined && kept.text === text && kept.key === key) {
+    problems.push(...kept.problems);
+    return kept.persona === undefined ? undefined : structuredClone(kept.persona);
+  }
+  const found: ConfigProblem[] = [];
+  const persona = parsePersonaText({ file, text, options, problems: found });
+  if (parsedPersonas.size >= maxParsedPersonas) parsedPersonas.delete(parsedPersonas.keys().next().value as string);
+  parsedPersonas.set(file.absolute, { text, key, persona, problems: found });
+  problems.push(...found);
+  return persona === undefined ? undefined : structuredClone(persona);
+}
+
+/** Parsed persona files by absolute path, with the text and the names they were checked against. */
+const parsedPersonas = new Map<
+  string,
+  { text: string; key: string; persona: Persona | undefined; problems: readonly ConfigProblem[] }
+>();
+const maxParsedPersonas = 256;
+
+function parsePersonaText(context: {
+  file: PersonaFile;
+  text: string;
+  options: LoadPersonasOptions;
+  problems: ConfigProblem[];
+}): Persona | undefined {
+  const { file, text, options, problems } = context;
   const parts = splitNote(text);
   if (!parts.hasFrontmatter && /^---[ \t]*\r?\n/.test(text)) {
     problems.push({
