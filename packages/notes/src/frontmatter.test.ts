@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { joinNote, parseFrontmatter, splitNote, updateFrontmatterText } from './frontmatter.ts';
+import { parseDocument, stringify } from 'yaml';
+import { joinNote, parseFrontmatter, rememberFrontmatter, splitNote, updateFrontmatterText } from './frontmatter.ts';
 
 const handWritten = `# where this came from
 subject: "Re: lunch?"   # quoted by hand
@@ -145,4 +145,40 @@ describe('parseFrontmatter of a text it parsed before', () => {
       { numRuns: 100 },
     );
   });
+
+  it('is told what a text it made parses to only when that is so: any keys, any values, any changes', () => {
+    // Keys YAML reads as something else (true, null, a number), or that are not plain names, among ordinary ones.
+    const key = fc.oneof(
+      fc.constantFrom('subject', 'from', 'x-y', '_k', 'true', 'Null', 'FALSE', '1', '0x1F', 'a b', '<<', '~', '.inf'),
+      fc.string({ minLength: 1, maxLength: 6 }),
+    );
+    const change = fc.oneof(fc.jsonValue(), fc.constant(undefined), fc.date({ noInvalidDate: true }));
+    // Lines a person may have written, whose keys YAML reads as a boolean, a number, null or a sequence.
+    const handKeys = fc.constantFrom('', 'true: 1\n', '1: one\n', 'null: n\n', '? [a, b]\n: complex\n', '"x": 2\n');
+    fc.assert(
+      fc.property(handKeys, fc.dictionary(key, fc.jsonValue()), fc.dictionary(key, change), (hand, before, changes) => {
+        const written = Object.keys(before).length === 0 ? '' : stringify(before);
+        const text =
+          parseDocument(`${hand}${written}`, { uniqueKeys: true }).errors.length > 0 ? written : `${hand}${written}`;
+        const current = parseFrontmatter(text);
+        const updated = updateFrontmatterText(text, changes);
+        // As the note store does: the data it read, with the changes.
+        const data = { ...current };
+        for (const [name, value] of Object.entries(changes)) {
+          if (value === undefined) delete data[name];
+          else data[name] = value;
+        }
+        rememberFrontmatter(updated, data);
+        const document = parseDocument(updated, { uniqueKeys: true });
+        if (document.errors.length > 0 || (document.contents !== null && !isMapLike(document.toJS()))) {
+          expect(() => parseFrontmatter(updated)).toThrow();
+        } else {
+          expect(parseFrontmatter(updated)).toEqual(document.toJS() ?? {});
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
 });
+
+const isMapLike = (value: unknown) => value === null || (typeof value === 'object' && !Array.isArray(value));

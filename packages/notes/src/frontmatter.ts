@@ -51,29 +51,71 @@ export type FrontmatterData = Record<string, unknown>;
  * has just written (a mail's note is created, read by its rules, updated with its classification, read again to
  * act), and parsing YAML was the largest share of its CPU in an inbox drain (docs/performance.md, issue 38): a text
  * seen before is cloned from here instead. Only successful parses are kept; a text that fails is parsed, and
- * reported, every time. Bounded in entries and in the size of a text kept.
+ * reported, every time. Bounded in entries, in the size of a text kept and in the characters kept in all: enough for
+ * the notes between a mail's collection and its classification (the model's backlog and what is in flight), which
+ * at 128 entries had left the cache before they were read again.
  */
 const parsedFrontmatter = new Map<string, FrontmatterData>();
-const parsedFrontmatterEntries = 128;
+const parsedFrontmatterEntries = 1024;
 const parsedFrontmatterMaxChars = 16_384;
+const parsedFrontmatterTotalChars = 1_000_000;
+let parsedFrontmatterChars = 0;
+
+/** Keeps `data` as what `text` parses to, most recently used last, within the bounds above. */
+function keepParsed(text: string, data: FrontmatterData): void {
+  const known = parsedFrontmatter.get(text);
+  if (known !== undefined) {
+    parsedFrontmatter.delete(text);
+    parsedFrontmatterChars -= text.length;
+  }
+  parsedFrontmatter.set(text, data);
+  parsedFrontmatterChars += text.length;
+  while (parsedFrontmatter.size > parsedFrontmatterEntries || parsedFrontmatterChars > parsedFrontmatterTotalChars) {
+    const oldest = parsedFrontmatter.keys().next().value as string;
+    parsedFrontmatter.delete(oldest);
+    parsedFrontmatterChars -= oldest.length;
+  }
+}
 
 /** Parses frontmatter text into plain data. Dates stay strings (YAML 1.2 core schema has no timestamps). */
 export function parseFrontmatter(text: string, lineOffset = 1): FrontmatterData {
   const known = parsedFrontmatter.get(text);
   if (known !== undefined) {
-    parsedFrontmatter.delete(text);
-    parsedFrontmatter.set(text, known);
+    keepParsed(text, known);
     // A copy: callers own what they are given, and may change it.
     return structuredClone(known);
   }
   const data = parseFrontmatterText(text, lineOffset);
-  if (text.length <= parsedFrontmatterMaxChars) {
-    parsedFrontmatter.set(text, structuredClone(data));
-    if (parsedFrontmatter.size > parsedFrontmatterEntries) {
-      parsedFrontmatter.delete(parsedFrontmatter.keys().next().value as string);
-    }
-  }
+  if (text.length <= parsedFrontmatterMaxChars) keepParsed(text, structuredClone(data));
   return data;
+}
+
+/**
+ * Tells the cache what `text` parses to, when this process has just made `text` from `data` (`updateFrontmatterText`):
+ * the note store writes a note and hands it back, and reads it again a moment later, and neither need parse what it
+ * wrote. Only when the answer is certain: every value is plain JSON (strings, finite numbers, booleans, null, arrays
+ * and plain objects of them, which YAML writes and reads back unchanged), and every top-level key is a plain name, as
+ * the notes Assistant writes have (not one YAML reads as a boolean or null). Otherwise the text is parsed when it is
+ * read, as any other. A property test holds it to a fresh parse over generated notes, keys and changes.
+ */
+export function rememberFrontmatter(text: string, data: FrontmatterData): void {
+  if (text.length > parsedFrontmatterMaxChars || !Object.keys(data).every(isPlainKey) || !isPlainJson(data, 0)) return;
+  keepParsed(text, structuredClone(data));
+}
+
+const plainKey = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const yamlWords = /^(?:null|Null|NULL|true|True|TRUE|false|False|FALSE)$/;
+const isPlainKey = (key: string) => plainKey.test(key) && !yamlWords.test(key);
+
+function isPlainJson(value: unknown, depth: number): boolean {
+  if (depth > 32) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((item) => isPlainJson(item, depth + 1));
+  if (typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  return Object.values(value).every((item) => isPlainJson(item, depth + 1));
 }
 
 function parseFrontmatterText(text: string, lineOffset: number): FrontmatterData {

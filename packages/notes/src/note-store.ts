@@ -9,6 +9,7 @@ import {
   FrontmatterError,
   joinNote,
   parseFrontmatter,
+  rememberFrontmatter,
   splitNote,
   updateFrontmatterText,
 } from './frontmatter.ts';
@@ -247,10 +248,10 @@ export class FileNoteStore implements NoteStore {
     const file = await this.#file(notePath);
     // What we write is scrubbed of every loaded secret (a transcript can hold an error that echoes a token).
     const data = scrubSecretsDeep(note.data);
-    const text = joinNote(
-      Object.keys(data).length === 0 ? '' : updateFrontmatterText('', data),
-      scrubSecrets(note.body ?? ''),
-    );
+    const frontmatter = Object.keys(data).length === 0 ? '' : updateFrontmatterText('', data);
+    const text = joinNote(frontmatter, scrubSecrets(note.body ?? ''));
+    // What the text parses to is known: the note handed back, and the next read of it, need not parse it again.
+    if (splitNote(text).frontmatter === frontmatter) rememberFrontmatter(frontmatter, data);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await writeAtomically(file, text, { exclusive: true });
     return parseNote(notePath, text);
@@ -279,7 +280,8 @@ export class FileNoteStore implements NoteStore {
       }
       const parts = splitNote(text);
       // Only what we add is scrubbed of loaded secrets; the rest of the note stays as its author wrote it.
-      const frontmatter = set ? updateFrontmatterText(parts.frontmatter, scrubSecretsDeep(set)) : parts.frontmatter;
+      const scrubbedSet = set ? scrubSecretsDeep(set) : undefined;
+      const frontmatter = scrubbedSet ? updateFrontmatterText(parts.frontmatter, scrubbedSet) : parts.frontmatter;
       const body = newBody === undefined ? parts.body : scrubSecrets(newBody);
       let next: string;
       if (parts.hasFrontmatter) {
@@ -294,6 +296,15 @@ export class FileNoteStore implements NoteStore {
       }
       // Nothing changed (a `change` that found nothing to do): the file, and its mtime, stay as they are.
       if (next === text) return current;
+      if (set && splitNote(next).frontmatter === frontmatter) {
+        // The old data with the changes: what the new text parses to (see rememberFrontmatter for when it is sure).
+        const data = { ...current.data };
+        for (const [key, value] of Object.entries(scrubbedSet ?? {})) {
+          if (value === undefined) delete data[key];
+          else data[key] = value;
+        }
+        rememberFrontmatter(frontmatter, data);
+      }
       await writeAtomically(file, next, { exclusive: false });
       return parseNote(notePath, next);
     });
