@@ -45,8 +45,7 @@ export class Conversation {
    * rolling the dice on the same prompt. Throws LlmOutputError with every attempt when none validates.
    */
   async structured<T>(schema: z.ZodType<T>, text: string, options: StructuredOptions = {}): Promise<T> {
-    const jsonSchema = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
-    const { $schema: _ignored, ...schemaBody } = jsonSchema;
+    const schemaBody = jsonSchemaOf(schema);
     // A server that takes `response_format: json_schema` is held to the schema itself; the message then only names
     // the keys and their types (a few tokens) instead of repeating the whole schema.
     const outline = (this.model as { capabilities?: { jsonSchema?: boolean } }).capabilities?.jsonSchema
@@ -110,6 +109,25 @@ export class Conversation {
     this.usage.completionTokens += usage.completionTokens;
     this.usage.totalTokens += usage.totalTokens;
   }
+}
+
+/**
+ * Each schema's JSON Schema, without `$schema`, made once (a classify task sends the same schema at every message,
+ * and making it walks the whole schema); each conversation gets its own copy, which a provider's adapter may change.
+ */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  let made = jsonSchemas.get(schema);
+  if (made === undefined) {
+    const { $schema: _ignored, ...body } = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<
+      string,
+      unknown
+    >;
+    made = body;
+    jsonSchemas.set(schema, made);
+  }
+  return structuredClone(made);
 }
 
 function check<T>(schema: z.ZodType<T>, reply: string): { ok: true; value: T } | { ok: false; message: string } {

@@ -6,6 +6,17 @@ import * as z from 'zod';
  * boolean yes or no, an enum one of its values. Every integration's classify stage asks for this shape.
  */
 export function classificationAnswerSchema(classifications: Readonly<Record<string, Classification>>) {
+  // Made once per set of classifications (the loaded config's object): a classify task asks for it at every message.
+  const made = answerSchemas.get(classifications);
+  if (made !== undefined) return made;
+  const schema = answerSchemaOf(classifications);
+  answerSchemas.set(classifications, schema);
+  return schema;
+}
+
+const answerSchemas = new WeakMap<object, ReturnType<typeof answerSchemaOf>>();
+
+function answerSchemaOf(classifications: Readonly<Record<string, Classification>>) {
   // No descriptions: each question is asked once, in the message (`classificationQuestions`); repeating it in the
   // schema, which is sent twice (in the message and as response_format), only cost tokens.
   const shape: Record<string, z.ZodType> = {};
