@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { AssistantError } from '@assistant/errors';
 import { isTaskType } from '@assistant/queue';
 import { isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
@@ -57,7 +59,111 @@ export async function readManifest(
   } catch (error) {
     throw new ManifestError([{ file: shownAs, path: [], message: `cannot read: ${(error as Error).message}` }]);
   }
-  return parseManifest(text, shownAs);
+  return parseManifestCached(text, shownAs);
+}
+
+/**
+ * Where manifests that validated are kept as JSON, by the hash of their text and of the code that validates them:
+ * beside the code, like Node's compile cache (only whoever can change the code can write there). Every command,
+ * worker and server start read the built-in manifests, and parsing their YAML and checking it was a fifth of
+ * `assistant queue stats` (docs/performance.md, issue 38). ASSISTANT_MANIFEST_CACHE=off parses every time.
+ */
+const cacheDirectory = fileURLToPath(new URL('../../../node_modules/.cache/assistant-manifests', import.meta.url));
+
+/** The hash of this package's code (what validates a manifest), read once per process. */
+let codeKey: Promise<string> | undefined;
+
+function codeKeyOnce(): Promise<string> {
+  codeKey ??= (async () => {
+    const hash = createHash('sha256');
+    const sources = [new URL('.', import.meta.url), new URL('../../queue/src/task-name.ts', import.meta.url)];
+    for (const source of sources) {
+      const at = fileURLToPath(source);
+      const files = at.endsWith('.ts')
+        ? [at]
+        : (await readdir(at))
+            .filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))
+            .sort()
+            .map((name) => `${at}/${name}`);
+      for (const file of files)
+        hash
+          .update(file)
+          .update('\0')
+          .update(await readFile(file))
+          .update('\0');
+    }
+    return hash.digest('hex');
+  })();
+  return codeKey;
+}
+
+/** The cache entry of a manifest's text (see `cacheDirectory`). */
+export async function manifestCacheEntry(text: string): Promise<string> {
+  const key = createHash('sha256')
+    .update(await codeKeyOnce())
+    .update('\0')
+    .update(text)
+    .digest('hex');
+  return `${cacheDirectory}/${key}.json`;
+}
+
+async function parseManifestCached(
+  text: string,
+  file: string,
+): Promise<{ manifest: Manifest; source: ManifestSource }> {
+  if (process.env.ASSISTANT_MANIFEST_CACHE === 'off') return parseManifest(text, file);
+  let entry: string | undefined;
+  try {
+    entry = await manifestCacheEntry(text);
+    const manifest = JSON.parse(await readFile(entry, 'utf8')) as Manifest;
+    return { manifest, source: lazySource(text) };
+  } catch {
+    // Not kept yet (or unreadable, or the code cannot be read): parsed below.
+  }
+  const parsed = parseManifest(text, file);
+  if (entry !== undefined) await keep(entry, parsed.manifest);
+  return parsed;
+}
+
+/** Writes a cache entry whole (a temp file renamed into place); a cache that cannot be written is only slower. */
+async function keep(entry: string, manifest: Manifest): Promise<void> {
+  const temp = `${entry}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await mkdir(cacheDirectory, { recursive: true });
+    await writeFile(temp, JSON.stringify(manifest), { mode: 0o644 });
+    await rename(temp, entry);
+  } catch {
+    await unlink(temp).catch(() => {});
+  }
+}
+
+/** Positions for a manifest read from the cache: its YAML is parsed only if a problem needs locating. */
+function lazySource(text: string): ManifestSource {
+  let parsed: ManifestSource | undefined;
+  return {
+    positionOf(path) {
+      parsed ??= sourceOf(text);
+      return parsed.positionOf(path);
+    },
+  };
+}
+
+function sourceOf(text: string): ManifestSource {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
+  return sourceOfDocument(document, lineCounter);
+}
+
+function sourceOfDocument(document: ReturnType<typeof parseDocument>, lineCounter: LineCounter): ManifestSource {
+  return {
+    positionOf(path) {
+      for (let length = path.length; length >= 0; length--) {
+        const offset = offsetOf(document.contents, path.slice(0, length));
+        if (offset !== undefined) return lineCounter.linePos(offset);
+      }
+      return undefined;
+    },
+  };
 }
 
 /** Validates manifest text; see {@link readManifest}. */
@@ -69,15 +175,7 @@ export function parseManifest(text: string, file: string): { manifest: Manifest;
     const { line, col } = lineCounter.linePos(syntax.pos[0]);
     throw new ManifestError([{ file, line, col, path: [], message: `YAML syntax: ${syntax.message.split('\n')[0]}` }]);
   }
-  const source: ManifestSource = {
-    positionOf(path) {
-      for (let length = path.length; length >= 0; length--) {
-        const offset = offsetOf(document.contents, path.slice(0, length));
-        if (offset !== undefined) return lineCounter.linePos(offset);
-      }
-      return undefined;
-    },
-  };
+  const source = sourceOfDocument(document, lineCounter);
   const located = (path: (string | number)[], message: string): ManifestProblem => {
     const position = source.positionOf(path);
     return { file, line: position?.line, col: position?.col, path, message };
