@@ -229,9 +229,11 @@ export class HookRunner {
       } catch (error) {
         await this.#breakerResult(hook, error);
         // A firing whose actions failed is left `planned`: the retry performs it (its record says it was decided).
-        this.#options.logger.warn(`hook ${hook.name} failed on ${event.type} ${event.id}; trying it again later`, {
-          err: error,
-        });
+        // One that failed before its record (its `ask:` model) counts toward the breaker only, as it always did.
+        this.#options.logger.warn(
+          `hook ${hook.name} failed on ${event.type} ${event.id}; a firing it recorded is performed after a wait`,
+          { err: error },
+        );
         this.#recoveryNeeded = true;
         this.#failed();
         await this.#armTimers();
