@@ -110,6 +110,8 @@ interface Entry {
   body: string;
   /** Content hash of the text embedded (`embeddedChars` of title and body). */
   hash: string;
+  /** The note store's hash of the whole note this entry was made from: the same note read again changes nothing. */
+  noteHash: string;
   vector: Float32Array | undefined;
   /** Contact slugs of `about: [contact:<slug>]`. */
   about: string[];
@@ -302,8 +304,10 @@ export class MemoryIndex {
   }
 
   #put(note: Note): void {
-    this.#related.clear();
     const existing = this.#slotOf.get(note.path);
+    // The watch reports a note the process wrote and refreshed itself, or reports it twice: nothing to do again.
+    if (existing !== undefined && this.#entries[existing]?.noteHash === note.hash) return;
+    this.#related.clear();
     const slot = existing ?? this.#freeSlots.pop() ?? this.#entries.length;
     const previous = existing === undefined ? undefined : this.#entries[existing];
     if (previous) this.#unlink(previous);
@@ -321,6 +325,7 @@ export class MemoryIndex {
       title,
       body: body.slice(0, keptBodyChars),
       hash,
+      noteHash: note.hash,
       vector: previous?.hash === hash ? previous.vector : this.#cache.get(hash),
       about,
       fact: note.path.startsWith(this.#factsPrefix) ? factOf(note) : undefined,
@@ -858,7 +863,12 @@ export class MemoryIndex {
   async rebuild(): Promise<void> {
     await this.start();
     await this.#cache.drop();
-    for (const entry of this.#entries) if (entry) entry.vector = undefined;
+    for (const entry of this.#entries) {
+      if (!entry) continue;
+      entry.vector = undefined;
+      // Read again in full, though unchanged: its text is queued for the new vectors.
+      entry.noteHash = '';
+    }
     await this.#readAll();
     await this.embedPending();
   }
