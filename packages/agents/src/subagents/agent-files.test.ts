@@ -65,6 +65,8 @@ describe('countLiveChildren over the installation', () => {
     await deliverChildResult({ root, record: { id: 'ag-1', parent_task: 'task-a' }, result: result('ag-1') });
     await writeFile(path.join(root, '.live', 'ag-1'), 'task-a\n');
     await writeFile(path.join(root, '.live', 'ag-9'), 'task-gone\n');
+    // A file a person left among the records, with a name no spawn makes: not a child, and no reason to fail.
+    await writeFile(path.join(root, 'task-a', 'children', 'not..a-child.json'), '{}\n');
     expect(await countLiveChildren(root)).toBe(1);
     expect(await readdir(path.join(root, '.live'))).toEqual(['ag-2']);
   });

@@ -18,8 +18,10 @@ import type { ChildRecord, ChildResult } from '../subagent-types.ts';
 /** Task ids and child ids become file names: only these, so no id can reach outside `data/agents/`. */
 const safeName = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
+const isSafeId = (id: string) => safeName.test(id) && !id.includes('..');
+
 function assertSafeId(kind: string, id: string): void {
-  if (!safeName.test(id) || id.includes('..'))
+  if (!isSafeId(id))
     throw new TypeError(`Expected a ${kind} id usable as a file name, got ${JSON.stringify(id.slice(0, 80))}`);
 }
 
@@ -197,11 +199,14 @@ async function reconcileLive(root: string): Promise<void> {
   const live = new Map<string, string>();
   for (const parent of (await readdir(root).catch(() => [] as string[])).filter((name) => safeName.test(name))) {
     const finished = new Set(await listIds(inboxDir(root, parent)));
-    for (const id of await listIds(childrenDir(root, parent))) if (!finished.has(id)) live.set(id, parent);
+    for (const id of await listIds(childrenDir(root, parent))) {
+      // A file no spawn would name (a person's) is not a child: it must not stop every spawn that counts.
+      if (!finished.has(id) && isSafeId(id) && isSafeId(parent)) live.set(id, parent);
+    }
   }
   for (const name of markers) {
     // Its record was written before it, so the scan saw the child: not live there means finished, or removed.
-    if (!live.has(name) && safeName.test(name)) await unmarkLive(root, name);
+    if (!live.has(name) && isSafeId(name)) await unmarkLive(root, name);
   }
   const listed = new Set(markers);
   for (const [child, parent] of live) {
