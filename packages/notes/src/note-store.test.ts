@@ -86,6 +86,24 @@ describe('FileNoteStore', () => {
     expect((await store.read('counter.md'))?.data.count).toBe(20);
   });
 
+  it('reads back what is on disk after an update whose change callback altered the note it was handed', async () => {
+    await store.create('mutated.md', { data: { subject: 'Lunch', count: 1 }, body: 'Hi.\n' });
+    const written = await store.update('mutated.md', {
+      change: (current) => {
+        // A careless callback: this note is its own copy, not what the file holds.
+        current.data.subject = 'changed in memory only';
+        delete current.data.count;
+        return { set: { status: 'read' } };
+      },
+    });
+    const expected = { subject: 'Lunch', count: 1, status: 'read' };
+    expect(written.data).toEqual(expected);
+    expect((await store.read('mutated.md'))?.data).toEqual(expected);
+    expect(await readFile(path.join(root, 'mutated.md'), 'utf8')).toBe(
+      '---\nsubject: Lunch\ncount: 1\nstatus: read\n---\nHi.\n',
+    );
+  });
+
   it('refuses an update whose keys were changed on disk since the read, naming file and keys', async () => {
     await writeFile(path.join(root, 'lunch.md'), handWritten);
     const note = await store.read('lunch.md');

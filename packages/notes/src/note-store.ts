@@ -298,7 +298,8 @@ export class FileNoteStore implements NoteStore {
       if (next === text) return current;
       if (set && splitNote(next).frontmatter === frontmatter) {
         // The old data with the changes: what the new text parses to (see rememberFrontmatter for when it is sure).
-        const data = { ...current.data };
+        // Parsed again (a copy from the cache), since `change` may have changed the note it was handed.
+        const data = parts.hasFrontmatter ? parseFrontmatter(parts.frontmatter, 1) : {};
         for (const [key, value] of Object.entries(scrubbedSet ?? {})) {
           if (value === undefined) delete data[key];
           else data[key] = value;
