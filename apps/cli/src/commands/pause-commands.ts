@@ -1,5 +1,6 @@
 import { AssistantError } from '@assistant/errors';
-import { resolvePauseTarget } from '@assistant/integration-host';
+// The light entry: a pause command needs the registry's names, not every package the full index brings.
+import { resolvePauseTarget } from '@assistant/integration-host/pause-targets';
 import {
   BrokenNoteError,
   describePause,
