@@ -82,6 +82,27 @@ describe('dashboard bulk actions', () => {
     const { page } = dashboard;
     await page.goto('/tasks?state=failed&q=marker-a');
     await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    // What the results region is asked to do and does, for the report below if it never refreshes (seen once in CI):
+    // the live stream's refresh triggers, and its requests and their outcomes.
+    await page.evaluate(() => {
+      const browser = globalThis as unknown as {
+        resultsLog: string[];
+        document: {
+          addEventListener(
+            type: string,
+            listener: (event: { target?: { id?: string }; detail?: { successful?: boolean } }) => void,
+          ): void;
+        };
+      };
+      browser.resultsLog = [];
+      for (const type of ['live-refresh', 'htmx:beforeRequest', 'htmx:afterRequest', 'htmx:afterSwap']) {
+        browser.document.addEventListener(type, (event) => {
+          if (event.target?.id !== 'task-results') return;
+          const outcome = type === 'htmx:afterRequest' ? ` ${event.detail?.successful ? 'ok' : 'failed'}` : '';
+          browser.resultsLog.push(`${Date.now() % 100_000} ${type}${outcome}`);
+        });
+      }
+    });
     await page.getByRole('button', { name: 'Retry the 2 failed tasks shown' }).click();
     await expect
       .poll(() => page.locator('#bulk-notice').textContent(), { timeout: 20_000 })
@@ -115,7 +136,23 @@ describe('dashboard bulk actions', () => {
     expect(await failedIds(assistant)).toEqual([other]);
     await expect
       .poll(() => page.locator('#task-results').textContent(), { timeout: 20_000 })
-      .toContain('No task matches.');
+      .toContain('No task matches.')
+      .catch(async (error: unknown) => {
+        const state = await page.evaluate(() => {
+          const browser = globalThis as unknown as {
+            resultsLog?: string[];
+            document: { querySelector(selector: string): { textContent: string | null; className: string } | null };
+          };
+          return {
+            live: browser.document.querySelector('#live-status')?.textContent,
+            region: browser.document.querySelector('#task-results')?.className,
+            results: browser.resultsLog?.slice(-30),
+          };
+        });
+        throw new Error(
+          `${error instanceof Error ? error.message : String(error)}\nthe page: ${JSON.stringify(state)}; console errors: ${JSON.stringify(dashboard.consoleErrors)}`,
+        );
+      });
 
     // A task that is no longer failed is refused by the same endpoint, with why; the rest go ahead.
     const response = await assistant.api('/api/tasks/bulk', {
