@@ -67,6 +67,7 @@ describe('countLiveChildren over the installation', () => {
     await writeFile(path.join(root, '.live', 'ag-9'), 'task-gone\n');
     // A file a person left among the records, with a name no spawn makes: not a child, and no reason to fail.
     await writeFile(path.join(root, 'task-a', 'children', 'not..a-child.json'), '{}\n');
+    await mkdir(path.join(root, 'not..a-task', 'children'), { recursive: true });
     expect(await countLiveChildren(root)).toBe(1);
     expect(await readdir(path.join(root, '.live'))).toEqual(['ag-2']);
   });

@@ -197,12 +197,9 @@ async function reconcileLive(root: string): Promise<void> {
   const markers = await readdir(liveDir(root)).catch(() => [] as string[]);
   // Listed before the scan: a marker made meanwhile by another process is not in the list, and stays.
   const live = new Map<string, string>();
-  for (const parent of (await readdir(root).catch(() => [] as string[])).filter((name) => safeName.test(name))) {
-    const finished = new Set(await listIds(inboxDir(root, parent)));
-    for (const id of await listIds(childrenDir(root, parent))) {
-      // A file no spawn would name (a person's) is not a child: it must not stop every spawn that counts.
-      if (!finished.has(id) && isSafeId(id) && isSafeId(parent)) live.set(id, parent);
-    }
+  // A folder or file no spawn would name (a person's) is not a parent or a child: it must not stop every count.
+  for (const parent of (await readdir(root).catch(() => [] as string[])).filter(isSafeId)) {
+    for (const id of await liveChildIds(root, parent)) if (isSafeId(id)) live.set(id, parent);
   }
   for (const name of markers) {
     // Its record was written before it, so the scan saw the child: not live there means finished, or removed.
@@ -229,15 +226,16 @@ async function reconcileLive(root: string): Promise<void> {
  * `agents.max_live` caps, counted from `.live/` (one folder, however many parents there have been).
  */
 export async function countLiveChildren(root: string, parentTask?: string): Promise<number> {
-  if (parentTask !== undefined) {
-    const finished = new Set(await listIds(inboxDir(root, parentTask)));
-    let live = 0;
-    for (const id of await listIds(childrenDir(root, parentTask))) if (!finished.has(id)) live += 1;
-    return live;
-  }
+  if (parentTask !== undefined) return (await liveChildIds(root, parentTask)).length;
   const last = reconciledAt.get(root);
   if (last === undefined || performance.now() - last > reconcileEveryMs) await reconcileLive(root);
-  return (await readdir(liveDir(root)).catch(() => [] as string[])).filter((name) => safeName.test(name)).length;
+  return (await readdir(liveDir(root)).catch(() => [] as string[])).filter(isSafeId).length;
+}
+
+/** A parent's children with a record and no result yet, from its two folders. */
+async function liveChildIds(root: string, parentTask: string): Promise<string[]> {
+  const finished = new Set(await listIds(inboxDir(root, parentTask)));
+  return (await listIds(childrenDir(root, parentTask))).filter((id) => !finished.has(id));
 }
 
 /**
