@@ -1,6 +1,7 @@
-// The lean restart of the server and the worker (packages/process/src/lean-start.ts): the process replaces itself, same pid, with one started
-// with the worker's V8 flags, from Node's compile cache and with two malloc arenas, and takes what it added back out
-// of the environment its children inherit, leaving what the owner set alone.
+// The lean restart of the server and the worker (packages/process/src/lean-start.ts): the process replaces itself,
+// same pid, with one started with the worker's V8 flags, its TypeScript from Assistant's stripped cache and with two
+// malloc arenas, and takes what it added back out of the environment its children inherit, leaving what the owner set
+// alone.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -42,6 +43,7 @@ process.stdout.write(JSON.stringify({
 }
 
 const workerFlags = ['--optimize-for-size', '--semi-space-growth-factor=1'];
+const cacheHook = path.join(repoRoot, 'packages/process/src/typescript-cache-hook.js');
 
 async function run(
   dir: TempDir,
@@ -60,7 +62,7 @@ async function run(
 }
 
 describe('leanStart', () => {
-  it('restarts the same pid with the V8 flags, from the compile cache with two arenas, leaving no variable to children', async () => {
+  it('restarts the same pid with the V8 flags, the stripped TypeScript cache and two arenas, leaving no variable to children', async () => {
     await using dir = await tempDir();
     const { pid, report } = await run(dir, {
       NODE_COMPILE_CACHE: undefined,
@@ -68,10 +70,11 @@ describe('leanStart', () => {
       NODE_DISABLE_COMPILE_CACHE: undefined,
     });
     expect(report.pid).toBe(pid);
-    // On the command line, so they are in place before V8 sets up the heap (never set at run time: decision 0016).
-    expect(report.execArgv).toEqual(workerFlags);
-    expect(report.compileCacheDir).toContain(path.join(repoRoot, 'node_modules/.cache/assistant-compile-cache'));
-    expect(report).toMatchObject({ nodeCompileCache: null, mallocArenaMax: null, added: null });
+    // On the command line, so they are in place before V8 sets up the heap (never set at run time: decision 0016),
+    // and the hook before the entry point loads (decision 0083). Node's compile cache is not opened: its entries
+    // stayed in memory for the life of the process.
+    expect(report.execArgv).toEqual([...workerFlags, '--import', cacheHook]);
+    expect(report).toMatchObject({ compileCacheDir: null, nodeCompileCache: null, mallocArenaMax: null, added: null });
   });
 
   it("keeps the owner's own settings, and takes out only what it added", async () => {
@@ -89,9 +92,49 @@ describe('leanStart', () => {
   it('leaves alone a process that already runs as it would restart', async () => {
     await using dir = await tempDir();
     const cache = path.join(dir.path, 'cache');
-    const { report } = await run(dir, { NODE_COMPILE_CACHE: cache, MALLOC_ARENA_MAX: '2' }, workerFlags);
-    expect(report.execArgv).toEqual(workerFlags);
+    const args = [...workerFlags, '--import', cacheHook];
+    const { report } = await run(dir, { NODE_COMPILE_CACHE: cache, MALLOC_ARENA_MAX: '2' }, args);
+    expect(report.execArgv).toEqual(args);
     expect(report).toMatchObject({ nodeCompileCache: cache, mallocArenaMax: '2', added: null });
+  });
+
+  it("loads TypeScript from the stripped cache: the first start fills it, the next never starts Node's stripper", async () => {
+    await using dir = await tempDir();
+    const cache = path.join(dir.path, 'stripped');
+    await dir.write('package.json', '{"type": "module"}\n');
+    await dir.write(
+      'area.ts',
+      'interface Shape { side: number }\nexport const area = (shape: Shape): number => shape.side ** 2;\nexport const where = new Error().stack?.split("\\n")[1];\n',
+    );
+    const memoryFlags = pathToFileURL(path.join(repoRoot, 'packages/process/src/lean-start.ts')).href;
+    const entry = await dir.write(
+      'entry.ts',
+      `const { leanStart } = await import(${JSON.stringify(memoryFlags)});
+leanStart();
+const { area, where } = await import('./area.ts');
+const stripper = process.moduleLoadList.some((name: string) => name.includes('amaro'));
+process.stdout.write(JSON.stringify({ area: area({ side: 3 }), where, stripper, execArgv: process.execArgv }) + '\\n');
+`,
+    );
+    const env = {
+      ASSISTANT_TYPESCRIPT_CACHE: cache,
+      NODE_COMPILE_CACHE: undefined,
+      NODE_DISABLE_COMPILE_CACHE: undefined,
+    };
+    const starts = [];
+    for (let start = 0; start < 2; start += 1) {
+      const exit = await startNode({ args: [entry], env }).exited;
+      expect(exit.stderr).toBe('');
+      expect(exit.code).toBe(0);
+      starts.push(JSON.parse(exit.stdout.trim()));
+    }
+    for (const report of starts) {
+      expect(report.area).toBe(9);
+      // Line and column as in the TypeScript: types became blanks.
+      expect(report.where).toContain(`${pathToFileURL(path.join(dir.path, 'area.ts')).href}:3:22`);
+      expect(report.execArgv).toContain(cacheHook);
+    }
+    expect(starts.map((report) => report.stripper)).toEqual([true, false]);
   });
 });
 

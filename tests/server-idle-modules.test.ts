@@ -1,13 +1,15 @@
 // What an idle server loads (issue 38, "a small server"): the chat platforms' SDKs (Discord's, Slack's, and the undici
 // copies they bring) only for a channel that runs, the MCP SDK's server only at the first /mcp call. A module hook
-// passed through NODE_OPTIONS records every URL the server process loads. And what a command that only reads the
-// config loads: not the full config check's packages (agents, memory, code mode, the sandbox).
+// passed through NODE_OPTIONS records every URL the server process loads, and Node's own modules it has loaded when
+// asked: neither Node's TypeScript stripper (its TypeScript comes from the stripped cache `npm install` fills) nor
+// undici, which `import http from 'node:http'` would bring. And what a command that only reads
+// the config loads: not the full config check's packages (agents, memory, code mode, the sandbox).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readApiToken } from './helpers/api-token.ts';
 import { freePort } from './helpers/free-port.ts';
-import { cliMain, runCli, startNode } from './helpers/node-process.ts';
+import { cliMain, repoRoot, runCli, runNode, startNode } from './helpers/node-process.ts';
 import { tempDir } from './helpers/temp-dir.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -23,6 +25,13 @@ module.registerHooks({
     return nextLoad(url, context);
   },
 });
+`;
+}
+
+/** `recordLoads`, and the list of Node's own modules the process has loaded written to `builtins` at SIGUSR2. */
+function recordLoadsAndBuiltins(loaded: string, builtins: string): string {
+  return `${recordLoads(loaded)}
+process.on('SIGUSR2', () => fs.writeFileSync(${JSON.stringify(builtins)}, process.moduleLoadList.join('\\n')));
 `;
 }
 
@@ -52,13 +61,19 @@ describe('an idle server', () => {
   it('loads no chat platform SDK and no MCP server until something needs them, and /mcp still answers', async () => {
     await using dir = await tempDir();
     const loaded = path.join(dir.path, 'loaded.txt');
-    const hook = await dir.write('record-loads.mjs', recordLoads(loaded));
+    const builtins = path.join(dir.path, 'builtins.txt');
+    const hook = await dir.write('record-loads.mjs', recordLoadsAndBuiltins(loaded, builtins));
+    // The stripped TypeScript cache, filled as `npm install` fills it, in a directory of the test's own.
+    const cache = { ASSISTANT_TYPESCRIPT_CACHE: path.join(dir.path, 'stripped') };
+    const fill = await runNode({ args: [path.join(repoRoot, 'scripts/fill-typescript-cache.js')], env: cache });
+    expect(fill.code).toBe(0);
+    expect(fill.stdout).toMatch(/^assistant: \d+ TypeScript files in the stripped cache/);
     const port = await freePort();
     // The built-in chat instance's listeners start and idle without credentials, as on a fresh installation.
     const config = await dir.write('config.yaml', `data_dir: ./data\nserver: {host: 127.0.0.1, port: ${port}}\n`);
     const server = startNode({
       args: [cliMain, 'serve', '--config', config],
-      env: { NODE_OPTIONS: `--import ${hook}` },
+      env: { NODE_OPTIONS: `--import ${hook}`, ...cache },
     });
     try {
       await server.waitForOutput(/listening on/m, { timeoutMs: 20_000 });
@@ -68,6 +83,12 @@ describe('an idle server', () => {
       await waitUntil(() => output().includes('the Discord bot is off'), { what: 'the Discord listener to idle' });
       await waitUntil(() => output().includes('the Slack app is off'), { what: 'the Slack listener to idle' });
       expect((await urls()).filter((url) => heavy.test(url))).toEqual([]);
+      server.child.kill('SIGUSR2');
+      await waitUntil(async () => (await readFile(builtins, 'utf8').catch(() => '')) !== '', {
+        what: "the server's list of Node's modules",
+      });
+      const nodeModules = (await readFile(builtins, 'utf8')).split('\n');
+      expect(nodeModules.filter((name) => /amaro|deps\/undici/.test(name))).toEqual([]);
 
       const token = await readApiToken(path.join(dir.path, 'data'));
       const response = await fetch(`http://127.0.0.1:${port}/mcp`, {

@@ -14,6 +14,7 @@ export {
   readConfigFile,
 } from './load-config.ts';
 export { isLoopbackHost } from './loopback.ts';
+export { machineTimeZone } from './machine-time-zone.ts';
 export type { McpHttpServerConfig, McpServerConfig, McpStdioServerConfig } from './mcp-servers-schema.ts';
 export {
   type ParseAutomationsOptions,
@@ -53,7 +54,6 @@ export {
   llmProviders,
   type MemoryConfig,
   type MemoryDomain,
-  machineTimeZone,
   memoryDomains,
   type OwnerConfig,
   type PlatformConfig,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from './load-config.ts';
+import { machineTimeZone } from './machine-time-zone.ts';
 import { formatProblem } from './problems.ts';
-import { machineTimeZone } from './schema.ts';
 import { serializeConfig } from './serialize-config.ts';
 
 const secretsText = 'claude_key: sk-ant-test\ngemini_key: AIza-test\nlocal_token: t0k\n';

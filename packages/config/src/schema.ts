@@ -1,5 +1,6 @@
 import { durationSchema, type QueueConfig, type QueuePolicy, queueSchema } from '@assistant/queue';
 import * as z from 'zod';
+import { machineTimeZone } from './machine-time-zone.ts';
 import { mcpServerSchema } from './mcp-servers-schema.ts';
 import { type Schedule, validateCron } from './schedule.ts';
 import { Secret } from './secret.ts';
@@ -791,11 +792,6 @@ const directoriesSchema = z
   .default({});
 
 // --------------------------------------------------------------------------------------------- owner
-
-/** The machine's own time zone: the default of `owner.timezone`. */
-export function machineTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-}
 
 /** Whether Intl knows the IANA zone name (`Europe/Berlin`, `UTC`). */
 function isTimeZone(name: string): boolean {

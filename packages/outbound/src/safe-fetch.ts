@@ -1,5 +1,3 @@
-import http from 'node:http';
-import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError, type OutboundRefusal } from './outbound-error.ts';
 import { type LookupAll, type OutboundPolicy, systemLookup } from './outbound-policy.ts';
@@ -261,7 +259,9 @@ function exchange(options: ExchangeOptions): Promise<Answer> {
       settled = true;
       outcome();
     };
-    const request = (url.protocol === 'https:' ? https : http).request(url, {
+    // Not `import http from 'node:http'`: an import builds the module's whole namespace, whose lazy WebSocket
+    // getters load undici, HTTP/2 and TLS into every process that imports this file (14 MB, docs/performance.md).
+    const request = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http').request(url, {
       method,
       agent: false,
       lookup: pinnedLookup,

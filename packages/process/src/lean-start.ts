@@ -24,31 +24,39 @@ import { fileURLToPath } from 'node:url';
 export const leanV8Flags: readonly string[] = ['--optimize-for-size', '--semi-space-growth-factor=1'];
 
 /** What the replaced process is started with, when its environment does not say otherwise. */
-const leanEnvironment = (compileCacheDirectory: string): Record<string, string> => ({
-  // What type stripping produced and V8's compiled code, kept beside the code they are made from (where only whoever
-  // can change that code can write), so that a start reads them instead of stripping every TypeScript file again.
-  // Stripping runs in a WebAssembly instance whose memory never shrinks, and keeps each file's source twice: about
-  // 25 MB of an idle worker. NODE_DISABLE_COMPILE_CACHE turns it off.
-  NODE_COMPILE_CACHE: compileCacheDirectory,
+const leanEnvironment = (): Record<string, string> => ({
   // glibc gives each thread that allocates its own arena of freed memory; two arenas for Node's dozen threads took
   // about 10 MB off the peaks of an inbox drain at no cost in throughput.
   MALLOC_ARENA_MAX: '2',
 });
+
+/**
+ * `--import` of the hook that serves every TypeScript file the replaced process loads, its entry point included,
+ * already stripped of its types from Assistant's cache beside the code (typescript-cache.js). Node's compile cache
+ * did that before, but kept every module's cache entry in memory for the life of the process (9 MB of the server's
+ * malloc heap), and stripping on a miss starts a WebAssembly stripper that never gives its 25 MB back: with this
+ * cache filled (by `npm install`, else by the first start) neither happens (decision 0083).
+ * NODE_DISABLE_COMPILE_CACHE leaves it out.
+ */
+const typescriptCacheImport = (): string[] =>
+  process.env.NODE_DISABLE_COMPILE_CACHE === undefined
+    ? ['--import', fileURLToPath(new URL('./typescript-cache-hook.js', import.meta.url))]
+    : [];
 
 /** Names the variables leanStart added, so the replaced process can take them out again. */
 const addedVariable = 'ASSISTANT_LEAN_START';
 
 /**
  * Replaces this process (same pid, same arguments, same open files) with one started the way a long-lived process
- * should be: with `leanV8Flags`, from Node's compile cache and with at most two malloc arenas (`leanEnvironment` says
- * what each buys; docs/performance.md, "Issue 20: the worker's resident memory"). All must be in place when the
- * process starts: the heap is set up, the entry file stripped and glibc's arenas made before any code of ours runs.
- * The new process takes the variables it was given back out of its environment, so the scripts and MCP servers it
- * starts get the defaults and do not write their caches into ours; a variable the owner set is left as it is.
+ * should be: with `leanV8Flags`, its TypeScript from Assistant's stripped cache (`typescriptCacheImport`) and with at
+ * most two malloc arenas (`leanEnvironment`; docs/performance.md, "Issue 20: the worker's resident memory"). All must
+ * be in place when the process starts: the heap is set up, the entry file loaded and glibc's arenas made before any
+ * code of ours runs. The new process takes the variables it was given back out of its environment, so the scripts
+ * and MCP servers it starts get the defaults; a variable the owner set is left as it is.
  *
  * Call it first in an entry point, before anything else is done or loaded. Where Node cannot replace a process
- * (before 23.11) the process runs with V8's default heap, and the compile cache is opened from here instead, covering
- * what loads next.
+ * (before 23.11) the process runs with V8's default heap, and Node's compile cache is opened from here instead,
+ * covering what loads next.
  */
 export function leanStart(): void {
   const added = process.env[addedVariable];
@@ -56,12 +64,10 @@ export function leanStart(): void {
     for (const name of [addedVariable, ...added.split(',').filter(Boolean)]) delete process.env[name];
     return;
   }
-  const missing = Object.entries(leanEnvironment(compileCacheDirectory())).filter(
-    ([name]) =>
-      process.env[name] === undefined &&
-      !(name === 'NODE_COMPILE_CACHE' && process.env.NODE_DISABLE_COMPILE_CACHE !== undefined),
-  );
+  const missing = Object.entries(leanEnvironment()).filter(([name]) => process.env[name] === undefined);
   const flags = leanV8Flags.filter((flag) => !process.execArgv.includes(flag));
+  const hook = typescriptCacheImport();
+  if (hook[1] !== undefined && !process.execArgv.includes(hook[1])) flags.push(...hook);
   if (missing.length === 0 && flags.length === 0) return;
   if (typeof process.execve === 'function' && process.argv[1] !== undefined) {
     process.execve(process.execPath, [process.execPath, ...process.execArgv, ...flags, ...process.argv.slice(1)], {
