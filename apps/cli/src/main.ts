@@ -15,9 +15,9 @@ if (plainStartArguments(argv) !== undefined && typeof process.execve === 'functi
   process.execve(process.execPath, [process.execPath, ...process.execArgv, supervisor, ...argv], process.env);
 }
 
-// `assistant work` and `assistant serve` stay up: they restart themselves with the heap flags, from Node's compile
-// cache and with fewer malloc arenas, before the modules they run load (@assistant/process's lean-start.ts says what
-// each buys).
+// `assistant work` and `assistant serve` stay up: they restart themselves with the heap flags, their TypeScript from
+// the stripped cache and fewer malloc arenas, before the modules they run load (@assistant/process's lean-start.ts
+// says what each buys).
 // Any other command runs and exits: it opens Node's compile cache, so that the files it loads are not stripped of
 // their types again on every run.
 const { leanStart, openCompileCache } = await import('@assistant/process/lean-start');

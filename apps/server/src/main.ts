@@ -3,8 +3,8 @@
 
 import { leanStart } from '@assistant/process/lean-start';
 
-// Before anything else loads: the process restarts with the heap flags and from Node's compile cache, which then
-// covers the modules imported below (@assistant/process's lean-start.ts).
+// Before anything else loads: the process restarts with the heap flags and its TypeScript from the stripped cache,
+// which then covers the modules imported below (@assistant/process's lean-start.ts).
 leanStart();
 
 const [

@@ -99,13 +99,30 @@ export function parseFrontmatter(text: string, lineOffset = 1): FrontmatterData 
  * read, as any other. A property test holds it to a fresh parse over generated notes, keys and changes.
  */
 export function rememberFrontmatter(text: string, data: FrontmatterData): void {
-  if (text.length > parsedFrontmatterMaxChars || !Object.keys(data).every(isPlainKey) || !isPlainJson(data, 0)) return;
+  if (text.length > parsedFrontmatterMaxChars || !keysWrittenPlainly(text, data) || !isPlainJson(data, 0)) return;
   keepParsed(text, structuredClone(data));
 }
 
-const plainKey = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const plainKeyLine = /^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]|$)/;
 const yamlWords = /^(?:null|Null|NULL|true|True|TRUE|false|False|FALSE)$/;
-const isPlainKey = (key: string) => plainKey.test(key) && !yamlWords.test(key);
+
+/**
+ * Whether the text's top-level keys are exactly `data`'s, each a plain name at the start of its own line. The data
+ * is the old note's with the changes, so a key the text writes another way (`1: one`, `"x": 2`, `? [a, b]`), which
+ * a change under the name `1` would neither find nor remove, makes the two disagree: then nothing is remembered.
+ * Lines that start with a space (values, continued), comments and blank lines are not keys.
+ */
+function keysWrittenPlainly(text: string, data: FrontmatterData): boolean {
+  const keys = new Set<string>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith(' ') || line.startsWith('#')) continue;
+    const key = plainKeyLine.exec(line)?.[1];
+    if (key === undefined || yamlWords.test(key) || keys.has(key)) return false;
+    keys.add(key);
+  }
+  const names = Object.keys(data);
+  return names.length === keys.size && names.every((name) => keys.has(name));
+}
 
 function isPlainJson(value: unknown, depth: number): boolean {
   if (depth > 32) return false;

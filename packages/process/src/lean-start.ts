@@ -84,11 +84,11 @@ const compileCacheDirectory = (): string =>
   fileURLToPath(new URL('../../../node_modules/.cache/assistant-compile-cache', import.meta.url));
 
 /**
- * Opens Node's compile cache (`leanEnvironment` says what it holds) for the modules this process loads next, unless
- * NODE_DISABLE_COMPILE_CACHE is set or a cache is already open. A command that runs and exits (`assistant queue
- * stats`) calls it first: stripping the types of the ~400 files a command loads was a third of its start
- * (`assistant queue stats`: 0.57 → 0.37 s, docs/performance.md, "Issue 38: a quick suite"). Unlike leanStart's
- * variable, nothing is inherited by the processes it starts.
+ * Opens Node's compile cache (stripped TypeScript and V8's compiled code) for the modules this process loads next,
+ * unless NODE_DISABLE_COMPILE_CACHE is set or a cache is already open. A command that runs and exits (`assistant
+ * queue stats`) calls it first: stripping the types of the ~400 files a command loads was a third of its start
+ * (`assistant queue stats`: 0.57 → 0.37 s, docs/performance.md, "Issue 38: a quick suite"). Nothing is inherited by
+ * the processes it starts.
  */
 export function openCompileCache(): void {
   if (process.env.NODE_DISABLE_COMPILE_CACHE !== undefined || module.getCompileCacheDir?.() !== undefined) return;
