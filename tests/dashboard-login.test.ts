@@ -108,16 +108,20 @@ describe('dashboard login', () => {
         'sec-fetch-mode': 'navigate',
         'sec-fetch-dest': 'document',
       };
-      const replayed = await fetch(`${assistant.url}/config`, { headers: forged });
+      const replayed = await fetch(`${assistant.url}/config`, { headers: forged, signal: AbortSignal.timeout(10_000) });
       const text = await replayed.text();
       expect(text).toContain('data-assistant-session="load"');
       expect(text).not.toContain('_csrf');
       expect(text).not.toContain('x-csrf-token');
       expect(text).not.toContain('stream_token');
-      const fragment = await fetch(`${assistant.url}/config`, { headers: { ...forged, 'hx-request': 'true' } });
+      const fragment = await fetch(`${assistant.url}/config`, {
+        headers: { ...forged, 'hx-request': 'true' },
+        signal: AbortSignal.timeout(10_000),
+      });
       expect(fragment.status).toBe(401);
       const live = await fetch(`${assistant.url}/live?topics=log`, {
         headers: { ...forged, accept: 'text/event-stream' },
+        signal: AbortSignal.timeout(10_000),
       });
       expect(live.status).toBe(401);
       const logout = await fetch(`${assistant.url}/logout`, {
@@ -125,6 +129,7 @@ describe('dashboard login', () => {
         headers: { ...forged, 'content-type': 'application/x-www-form-urlencoded' },
         body: '_csrf=guess',
         redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
       });
       expect(logout.status).toBe(403);
 

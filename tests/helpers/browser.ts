@@ -124,6 +124,9 @@ export async function openDashboard(
     colorScheme: options.colorScheme ?? 'light',
     viewport: options.narrow ? { width: 360, height: 740 } : { width: 1280, height: 800 },
   });
+  // Below the tests' 30 s: a step that hangs (a navigation, a locator that never matches) fails with its own name
+  // and Playwright's call log, not as a bare test timeout that says nothing of where it stopped (seen once in CI).
+  context.setDefaultTimeout(20_000);
   const page = await context.newPage();
   followBootstrap(page);
   const consoleErrors: string[] = [];
