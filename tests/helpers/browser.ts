@@ -2,7 +2,7 @@ import { access, mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { expect, onTestFailed } from 'vitest';
 import { readApiToken } from './api-token.ts';
 import { freePort } from './free-port.ts';
 import { cliMain, type NodeProcess, repoRoot, startNode } from './node-process.ts';
@@ -81,6 +81,14 @@ ${options.extraConfig ?? ''}`,
     child.child.kill('SIGKILL');
     throw new Error(`assistant did not start: ${String(error)}\n${child.stdout()}\n${child.stderr()}`);
   }
+  // A dashboard test that fails (seen in CI: a streamed reply or a live refresh that never came) shows what the
+  // server and the worker said meanwhile.
+  onTestFailed(() => {
+    const tail = (text: string) => text.split('\n').slice(-80).join('\n');
+    process.stderr.write(
+      `--- assistant (${options.serverOnly ? 'serve' : 'start'}) stdout, last lines:\n${tail(child.stdout())}\n--- stderr:\n${tail(child.stderr())}\n`,
+    );
+  });
   const dataDir = path.join(options.dir.path, 'data');
   const token = await readApiToken(dataDir);
   const url = `http://127.0.0.1:${port}`;
