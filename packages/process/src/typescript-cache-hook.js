@@ -12,7 +12,9 @@ module.registerHooks({
   load(url, context, nextLoad) {
     const loaded = nextLoad(url, context);
     const format = stripped[loaded.format];
-    if (format === undefined || loaded.source === undefined || loaded.source === null) return loaded;
+    // Node refuses to strip TypeScript inside node_modules (ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING): so does this.
+    if (format === undefined || loaded.source === undefined || loaded.source === null || url.includes('/node_modules/'))
+      return loaded;
     const source = typeof loaded.source === 'string' ? loaded.source : Buffer.from(loaded.source).toString('utf8');
     return { format, source: strippedTypeScript(url, source).code, shortCircuit: true };
   },
