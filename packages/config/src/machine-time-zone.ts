@@ -16,7 +16,8 @@ const zoneName = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+){0,2}$/;
 
 const utcAlias = /^(?:Etc\/)?(?:UTC|UCT|Universal|Zulu|Greenwich|GMT(?:[+-]?0)?)$/;
 
-const realSources: SystemZoneSources = {
+/** The machine's own, with `TZ` as the process sees it now. */
+const systemSources = (): SystemZoneSources => ({
   tz: process.env.TZ,
   localtimeTarget: () => {
     try {
@@ -26,7 +27,7 @@ const realSources: SystemZoneSources = {
     }
   },
   hasZoneFile: (name) => existsSync(`${zoneDirectory}/${name}`),
-};
+});
 
 /**
  * The machine's zone as the system says it, the way ICU finds it on Linux: `TZ` (`Europe/Berlin`, `:Europe/Berlin`
@@ -35,9 +36,7 @@ const realSources: SystemZoneSources = {
  * then Intl is asked. Reading two paths instead of starting ICU keeps 8 MB of time-zone and locale data out of a
  * process that never formats a date in another zone (docs/performance.md, "Issue 38: the processes' resident memory").
  */
-export function zoneFromSystem(
-  sources: SystemZoneSources = { ...realSources, tz: process.env.TZ },
-): string | undefined {
+export function zoneFromSystem(sources: SystemZoneSources = systemSources()): string | undefined {
   if (sources.tz !== undefined && sources.tz !== '') return checked(sources.tz.replace(/^:/, ''), sources);
   const target = sources.localtimeTarget();
   return target === undefined ? undefined : checked(target, sources);

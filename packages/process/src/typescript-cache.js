@@ -8,6 +8,7 @@ const fs = process.getBuiltinModule('node:fs');
 const { createHash } = process.getBuiltinModule('node:crypto');
 const module = process.getBuiltinModule('node:module');
 const path = process.getBuiltinModule('node:path');
+const { threadId } = process.getBuiltinModule('node:worker_threads');
 const { fileURLToPath } = process.getBuiltinModule('node:url');
 
 /**
@@ -49,7 +50,8 @@ export function strippedTypeScript(url, source) {
   const code = stripQuietly(source);
   try {
     fs.mkdirSync(directory, { recursive: true, mode: 0o700 });
-    const temporary = `${entry}.${process.pid}.tmp`;
+    // Per thread: a code-mode cell's worker thread inherits the hook, and may write the same entry at once.
+    const temporary = `${entry}.${process.pid}-${threadId}.tmp`;
     fs.writeFileSync(temporary, `${code}${marker}${hash}`, { mode: 0o600 });
     fs.renameSync(temporary, entry);
   } catch {
